@@ -1,0 +1,47 @@
+# kafkacore's two commands on a fresh machine:
+#   make demo   the main job, on an embedded local broker
+#   make test   the whole tox matrix (Python 3.10-3.13, docs, lint)
+# Both create what they need in .venv-tools; nothing is installed by hand.
+
+SHELL := /bin/bash
+TOOLS := .venv-tools
+PY    := $(TOOLS)/bin/python
+# tox finds the interpreters pyenv has: make every 3.10-3.13 shim answer at once.
+PYENV_VERSION := $(shell pyenv versions --bare 2>/dev/null | grep -E '^3\.1[0-3]\.[0-9]+$$' | sort -t. -k2,2n -k3,3n | tac | awk -F. '!seen[$$1"."$$2]++' | paste -sd: -)
+export PYENV_VERSION
+
+.PHONY: test demo dev docs lint bench clean
+
+$(TOOLS)/.ok: pyproject.toml
+	python3 -m venv $(TOOLS)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "tox>=4.14"
+	touch $@
+
+test: $(TOOLS)/.ok
+	$(TOOLS)/bin/tox run -e py310,py311,py312,py313,docs,lint
+
+# A development environment: the package in editable mode with test and bench extras.
+.venv/.ok: pyproject.toml setup.py
+	python3 -m venv .venv
+	.venv/bin/python -m pip install -q --upgrade pip
+	.venv/bin/python -m pip install -q -e '.[test,bench]' sphinx ruff cython-lint
+	touch $@
+
+dev: .venv/.ok
+
+demo: .venv/.ok
+	.venv/bin/python -m kafkacore.demo
+
+docs: $(TOOLS)/.ok
+	$(TOOLS)/bin/tox run -e docs
+
+lint: $(TOOLS)/.ok
+	$(TOOLS)/bin/tox run -e lint
+
+bench: .venv/.ok
+	.venv/bin/python benchmarks/bench_core.py
+
+clean:
+	rm -rf build .tox $(TOOLS) .venv kafkacore/core/*.so kafkacore/core/*.html docs/_build
+	for f in kafkacore/core/*.pyx; do rm -f "$${f%.pyx}.c"; done

@@ -1,0 +1,33 @@
+"""The compiled data plane: everything that runs once per record.
+
+Each module is a Cython ``.pyx`` with a ``.pxd`` so the others can ``cimport`` it.  There is no
+pure-Python twin (DESIGN.md principle 3): if these imports fail, kafkacore does not work.
+"""
+
+from kafkacore.core.batch import FutureRecordMetadata, ProducerBatch, RecordMetadata
+from kafkacore.core.buffer_pool import BufferPool
+from kafkacore.core.bytestream import ByteBufferOutputStream
+from kafkacore.core.partition_map import CopyOnWriteMap
+from kafkacore.core.records import MemoryRecordsBuilder, Record, crc32c, iter_records
+
+__all__ = [
+    "BufferPool",
+    "ByteBufferOutputStream",
+    "CopyOnWriteMap",
+    "FutureRecordMetadata",
+    "MemoryRecordsBuilder",
+    "ProducerBatch",
+    "Record",
+    "RecordMetadata",
+    "crc32c",
+    "iter_records",
+]
+
+#: The compiled modules; the test suite checks each one is an extension module, not source.
+COMPILED_MODULES = (
+    "kafkacore.core.batch",
+    "kafkacore.core.buffer_pool",
+    "kafkacore.core.bytestream",
+    "kafkacore.core.partition_map",
+    "kafkacore.core.records",
+)

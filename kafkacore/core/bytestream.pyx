@@ -1,0 +1,3 @@
+# placeholder until the real module lands
+cdef class ByteBufferOutputStream:
+    pass

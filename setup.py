@@ -1,0 +1,64 @@
+"""Build kafkacore's compiled core.
+
+Every ``kafkacore/core/*.pyx`` is compiled; a compile error fails the install (there is no
+pure-Python fallback, DESIGN.md principle 3).  ``KAFKACORE_DEBUG=1`` turns on Cython's HTML
+annotation and line tracing, for debugging and coverage of the compiled code.
+"""
+
+import os
+from glob import glob
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("KAFKACORE_DEBUG", "") not in ("", "0")
+
+# C sources that ship beside a .pyx and are linked into that one extension only.
+EXTRA_SOURCES = {
+    "kafkacore.core.records": ["kafkacore/core/crc32c.c"],
+}
+
+macros = []
+if DEBUG:
+    macros += [("CYTHON_TRACE", "1"), ("CYTHON_TRACE_NOGIL", "1")]
+
+compile_args = ["-O3"] if not DEBUG else ["-O0", "-g"]
+
+# Development aid: KAFKACORE_ONLY=records,batch rebuilds just those modules in place.
+ONLY = {m for m in os.environ.get("KAFKACORE_ONLY", "").split(",") if m}
+
+extensions = []
+for pyx in sorted(glob("kafkacore/core/*.pyx")):
+    name = pyx[:-4].replace("/", ".")
+    if ONLY and name.rsplit(".", 1)[1] not in ONLY:
+        continue
+    extensions.append(
+        Extension(
+            name,
+            [pyx, *EXTRA_SOURCES.get(name, [])],
+            include_dirs=["kafkacore/core"],
+            define_macros=macros,
+            extra_compile_args=compile_args,
+        )
+    )
+
+directives = {
+    "language_level": 3,
+    "embedsignature": True,
+    "binding": True,
+    "boundscheck": False,
+    "wraparound": False,
+    "cdivision": True,
+    "initializedcheck": False,
+}
+if DEBUG:
+    directives.update({"linetrace": True, "profile": True, "boundscheck": True})
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives=directives,
+        annotate=DEBUG,
+        force=DEBUG,
+    ),
+)
