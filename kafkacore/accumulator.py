@@ -1,0 +1,389 @@
+"""RecordAccumulator: where records wait in batches until the Sender takes them (seed 000, 001).
+
+The main thread appends records; the Sender thread asks which leaders have something sendable
+(``ready``), takes batches per node (``drain``), gives failed ones back (``reenqueue``) and frees
+finished ones (``deallocate``).  Everything here runs once per *batch* except ``append``, whose
+per-record work is the compiled ``ProducerBatch.try_append``.
+
+Locks (DESIGN.md principle 6):
+
+- ``self._batches`` is a :class:`~kafkacore.core.CopyOnWriteMap`: reads take no lock.
+- each partition's :class:`PartitionQueue` has its own ``lock`` guarding its ``deque`` and the
+  batches in it (appends to the last batch, drains from the first);
+- ``self._incomplete`` (every batch created and not yet deallocated) has its own lock;
+- ``_muted`` and ``_drain_index`` are touched by the Sender thread only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kafkacore.core import BufferPool, CopyOnWriteMap, MemoryRecordsBuilder, ProducerBatch
+from kafkacore.core.records import estimate_size_upper_bound
+from kafkacore.errors import IllegalStateError, KafkaTimeoutError
+
+if TYPE_CHECKING:
+    from kafkacore.idempotence import TransactionManager
+
+TopicPartition = tuple  # (topic: str, partition: int)
+
+
+class PartitionQueue:
+    """The batches of one partition, oldest first, and the lock that guards them."""
+
+    __slots__ = ("lock", "batches")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.batches: deque[ProducerBatch] = deque()
+
+
+@dataclass
+class ReadyCheckResult:
+    """What ``ready()`` found: the nodes to drain, when to look again, leaders we do not know."""
+
+    ready_nodes: set[int]
+    next_ready_check_delay_ms: float
+    unknown_leader_topics: set[str] = field(default_factory=set)
+
+
+class RecordAccumulator:
+    """Collects records into per-partition batches of ``batch.size`` bytes."""
+
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        compression: str,
+        compression_level: int | None,
+        linger_ms: int,
+        retry_backoff_ms: int,
+        retry_backoff_max_ms: int,
+        delivery_timeout_ms: int,
+        pool: BufferPool,
+        transaction_manager: TransactionManager | None = None,
+    ) -> None:
+        self.batch_size = batch_size
+        self.compression = compression
+        self.compression_level = compression_level
+        self.linger_ms = linger_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = max(retry_backoff_max_ms, retry_backoff_ms)
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.pool = pool
+        self.transaction_manager = transaction_manager
+        self._batches: CopyOnWriteMap = CopyOnWriteMap()
+        # Every batch created and not yet deallocated -> whether its buffer came from the pool
+        # (split batches live on plain heap buffers and give nothing back).
+        self._incomplete: dict[ProducerBatch, bool] = {}
+        self._incomplete_lock = threading.Lock()
+        self._muted: set[TopicPartition] = set()
+        self._drain_index: dict[int, int] = {}
+        # Counters read by ready() without a lock: a stale read only delays a send by one loop.
+        self._appends_in_progress = 0
+        self._appends_lock = threading.Lock()
+        self._flushes_in_progress = 0
+        self._flush_lock = threading.Lock()
+        self.closed = False
+
+    # -- the main thread ------------------------------------------------------------------
+
+    def append(
+        self,
+        topic: str,
+        partition: int,
+        timestamp_ms: int,
+        key: Any,
+        value: Any,
+        headers: Any,
+        callback: Any,
+        max_block_ms: int,
+        now_ms: int,
+    ) -> tuple[Any, bool, bool]:
+        """Append one record; return ``(future, batch_is_full, new_batch_created)``.
+
+        The seed's two-phase locking: first try the last batch under the partition's lock; if it
+        is full, allocate a buffer from the BufferPool *outside* the lock (it may block for
+        ``max.block.ms``), then take the lock again, since another thread may have made a new
+        batch meanwhile, and only then start a batch of our own.
+        """
+        tp = (topic, partition)
+        pq = self._batches.get(tp)
+        if pq is None:
+            pq = self._batches.put_if_absent(tp, PartitionQueue())
+        with self._appends_lock:
+            self._appends_in_progress += 1
+        buffer = None
+        try:
+            with pq.lock:
+                if self.closed:
+                    raise IllegalStateError("cannot send: the producer is closed")
+                appended = self._try_append(pq, timestamp_ms, key, value, headers, callback, now_ms)
+                if appended is not None:
+                    return appended
+            size = max(self.batch_size, estimate_size_upper_bound(key, value, headers))
+            buffer = self.pool.allocate(size, max_block_ms)
+            with pq.lock:
+                if self.closed:
+                    raise IllegalStateError("cannot send: the producer is closed")
+                appended = self._try_append(pq, timestamp_ms, key, value, headers, callback, now_ms)
+                if appended is not None:
+                    return appended  # another thread made a batch; our buffer goes back below
+                builder = MemoryRecordsBuilder(
+                    buffer,
+                    compression=self.compression,
+                    compression_level=self.compression_level,
+                )
+                batch = ProducerBatch(topic, partition, builder, now_ms)
+                future = batch.try_append(timestamp_ms, key, value, headers, callback, now_ms)
+                pq.batches.append(batch)
+                with self._incomplete_lock:
+                    self._incomplete[batch] = True
+                buffer = None  # the batch owns it now
+                return future, len(pq.batches) > 1 or batch.is_full(), True
+        finally:
+            if buffer is not None:
+                self.pool.deallocate(buffer)
+            with self._appends_lock:
+                self._appends_in_progress -= 1
+
+    @staticmethod
+    def _try_append(pq, timestamp_ms, key, value, headers, callback, now_ms):
+        if not pq.batches:
+            return None
+        last = pq.batches[-1]
+        future = last.try_append(timestamp_ms, key, value, headers, callback, now_ms)
+        if future is None:
+            last.close()  # full: no record will fit any more, so seal it for the Sender
+            return None
+        return future, len(pq.batches) > 1 or last.is_full(), False
+
+    # -- the Sender thread ------------------------------------------------------------------
+
+    def _backoff_ms(self, batch: ProducerBatch) -> float:
+        """Exponential retry back-off: retry.backoff.ms doubling up to retry.backoff.max.ms."""
+        if batch.attempts <= 0:
+            return 0
+        return min(self.retry_backoff_ms * (2 ** (batch.attempts - 1)), self.retry_backoff_max_ms)
+
+    def ready(self, cluster, now_ms: int) -> ReadyCheckResult:
+        """Which leaders have a sendable batch: full, lingered long enough, or being flushed,
+        memory waiters queued, or closing; a batch in retry waits out its back-off first."""
+        ready_nodes: set[int] = set()
+        next_delay = float(self.linger_ms)
+        unknown: set[str] = set()
+        exhausted = self.pool.queued() > 0
+        flushing = self._flushes_in_progress > 0
+        for tp, pq in self._batches.items():
+            with pq.lock:
+                if not pq.batches:
+                    continue
+                first = pq.batches[0]
+                several = len(pq.batches) > 1
+            leader = cluster.leader_for(tp[0], tp[1])
+            if leader is None:
+                unknown.add(tp[0])
+                continue
+            if leader in ready_nodes or tp in self._muted:
+                continue
+            backoff = self._backoff_ms(first)
+            waited = now_ms - (first.last_attempt_ms if first.attempts > 0 else first.created_ms)
+            backing_off = waited < backoff
+            time_to_wait = backoff if first.attempts > 0 else self.linger_ms
+            sendable = (
+                several
+                or first.is_full()
+                or waited >= time_to_wait
+                or exhausted
+                or self.closed
+                or flushing
+            )
+            if sendable and not backing_off:
+                ready_nodes.add(leader)
+            else:
+                next_delay = min(next_delay, max(time_to_wait - waited, 0))
+        return ReadyCheckResult(ready_nodes, next_delay, unknown)
+
+    def drain(self, cluster, nodes, max_size: int, now_ms: int) -> dict[int, list[ProducerBatch]]:
+        """Take batches for each node, up to ``max_size`` bytes per request.
+
+        Partitions are visited round-robin from a per-node starting point that moves on every
+        call, so a busy partition cannot starve the others on the same leader.
+        """
+        drained: dict[int, list[ProducerBatch]] = {}
+        for node in nodes:
+            drained[node] = self._drain_node(cluster, node, max_size, now_ms)
+        return drained
+
+    def _drain_node(self, cluster, node: int, max_size: int, now_ms: int) -> list[ProducerBatch]:
+        parts = cluster.partitions_for_node(node)
+        ready: list[ProducerBatch] = []
+        if not parts:
+            return ready
+        size = 0
+        start = self._drain_index.get(node, 0) % len(parts)
+        self._drain_index[node] = start + 1
+        tm = self.transaction_manager
+        for i in range(len(parts)):
+            tp = parts[(start + i) % len(parts)]
+            if tp in self._muted:
+                continue
+            pq = self._batches.get(tp)
+            if pq is None:
+                continue
+            with pq.lock:
+                if not pq.batches:
+                    continue
+                first = pq.batches[0]
+                if first.attempts > 0 and now_ms - first.last_attempt_ms < self._backoff_ms(first):
+                    continue
+                batch_size = first.estimated_size_in_bytes()
+                if ready and size + batch_size > max_size:
+                    # One batch always goes, even past the limit: the broker decides on it.
+                    break
+                if tm is not None:
+                    if not tm.has_producer_id():
+                        break
+                    if tm.should_stop_drain(tp, first):
+                        continue
+                pq.batches.popleft()
+                if tm is not None and first.base_sequence < 0:
+                    tm.assign_sequence(tp, first)
+                first.close()
+                first.drained_ms = now_ms
+                size += batch_size
+                ready.append(first)
+        return ready
+
+    def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
+        """Put a batch that failed retriably back at the head of its queue.
+
+        With idempotence the queue stays in sequence order, so a retried batch goes before any
+        younger batch that already has a sequence number (Java's ``insertInSequenceOrder``).
+        """
+        batch.reenqueued(now_ms)
+        pq = self._batches.get((batch.topic, batch.partition))
+        with pq.lock:
+            if self.transaction_manager is None or batch.base_sequence < 0:
+                pq.batches.appendleft(batch)
+                return
+            i = 0
+            for i, queued in enumerate(pq.batches):  # noqa: B007
+                if queued.base_sequence < 0 or queued.base_sequence > batch.base_sequence:
+                    break
+            else:
+                i = len(pq.batches)
+            pq.batches.insert(i, batch)
+
+    def split_and_reenqueue(self, batch: ProducerBatch, now_ms: int) -> int:
+        """MESSAGE_TOO_LARGE: split a batch into ones of ``batch.size`` and queue them first."""
+        pieces = batch.split(self.batch_size)
+        pq = self._batches.get((batch.topic, batch.partition))
+        with self._incomplete_lock:
+            self._incomplete.update(dict.fromkeys(pieces, False))
+        with pq.lock:
+            for piece in reversed(pieces):
+                piece.reenqueued(now_ms)
+                pq.batches.appendleft(piece)
+        return len(pieces)
+
+    def expired_batches(self, now_ms: int) -> list[ProducerBatch]:
+        """Take out queued batches that have waited past ``delivery.timeout.ms``."""
+        expired: list[ProducerBatch] = []
+        for _tp, pq in self._batches.items():
+            with pq.lock:
+                while pq.batches and pq.batches[0].has_reached_delivery_timeout(
+                    self.delivery_timeout_ms, now_ms
+                ):
+                    batch = pq.batches.popleft()
+                    batch.close()
+                    expired.append(batch)
+        return expired
+
+    def deallocate(self, batch: ProducerBatch) -> None:
+        """A finished batch gives its memory back (a grown buffer counts as non-pooled).
+
+        Only once: a batch both aborted and answered late must not return its memory twice.
+        """
+        with self._incomplete_lock:
+            pooled = self._incomplete.pop(batch, None)
+        if pooled:
+            self.pool.deallocate(batch.buffer, batch.initial_capacity)
+
+    def mute(self, tp: TopicPartition) -> None:
+        self._muted.add(tp)
+
+    def unmute(self, tp: TopicPartition) -> None:
+        self._muted.discard(tp)
+
+    def has_undrained(self) -> bool:
+        for _tp, pq in self._batches.items():
+            with pq.lock:
+                if pq.batches:
+                    return True
+        return False
+
+    def has_incomplete(self) -> bool:
+        with self._incomplete_lock:
+            return bool(self._incomplete)
+
+    def queued_bytes(self) -> int:
+        return self.pool.total_memory - self.pool.available_memory()
+
+    # -- flush and close ----------------------------------------------------------------------
+
+    def begin_flush(self) -> None:
+        with self._flush_lock:
+            self._flushes_in_progress += 1
+
+    def end_flush(self) -> None:
+        with self._flush_lock:
+            self._flushes_in_progress -= 1
+
+    def await_flush_completion(self, timeout_ms: float | None) -> None:
+        """Wait until every batch that exists now is done, bounded by ``timeout_ms``."""
+        with self._incomplete_lock:
+            batches = list(self._incomplete)
+        deadline = None if timeout_ms is None else _monotonic_ms() + timeout_ms
+        for batch in batches:
+            remaining = None if deadline is None else max(deadline - _monotonic_ms(), 0) / 1000
+            if not batch.await_done(remaining):
+                raise KafkaTimeoutError(
+                    f"flush timed out after {timeout_ms} ms with batches still in flight"
+                )
+
+    def appends_in_progress(self) -> bool:
+        return self._appends_in_progress > 0
+
+    def close(self) -> None:
+        """No more appends; ready() now treats every batch as sendable."""
+        self.closed = True
+
+    def abort_incomplete_batches(self, exception: BaseException) -> None:
+        """Fail every batch not yet done (a forced close or a fatal error)."""
+        while True:
+            with self._incomplete_lock:
+                batches = list(self._incomplete)
+            if not batches and not self.appends_in_progress():
+                break
+            for batch in batches:
+                pq = self._batches.get((batch.topic, batch.partition))
+                if pq is not None:
+                    with pq.lock:
+                        try:
+                            pq.batches.remove(batch)
+                        except ValueError:
+                            pass
+                        batch.close()
+                batch.abort(exception)
+                self.deallocate(batch)
+            # An append may still be adding a batch (it started before close): look again.
+            time.sleep(0.001)
+
+
+def _monotonic_ms() -> float:
+    return time.monotonic() * 1000

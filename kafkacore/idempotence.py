@@ -1,0 +1,82 @@
+"""Idempotence: a producer id, an epoch and a sequence number per partition.
+
+The broker keeps, per producer id and partition, the sequence of the last batches it wrote. A batch
+that arrives again after a retry carries the same sequence and is recognised as a duplicate; one
+that arrives early (a gap) is refused as out of order. So the producer can retry without writing a
+record twice and without reordering — provided it numbers batches in the order they were appended
+and never lets a retried batch be overtaken.
+
+This is the part of Java's ``TransactionManager`` an idempotent producer needs; transactions are not
+supported yet. Every method runs on the Sender thread, except ``has_producer_id`` and the reads the
+accumulator's ``drain`` makes, which also run on the Sender thread: no lock is needed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+NO_PRODUCER_ID = -1
+NO_SEQUENCE = -1
+#: Sequence numbers wrap at 2**31 - 1, as in Kafka.
+MAX_SEQUENCE = 2**31 - 1
+
+
+class TransactionManager:
+    """Producer id and epoch, next sequence per partition, and the batches in flight by sequence."""
+
+    def __init__(self) -> None:
+        self.producer_id = NO_PRODUCER_ID
+        self.producer_epoch = -1
+        self._next_sequence: dict[tuple, int] = defaultdict(int)
+        # tp -> batches sent and not yet answered, lowest sequence first.
+        self._in_flight: dict[tuple, list] = defaultdict(list)
+
+    def has_producer_id(self) -> bool:
+        return self.producer_id != NO_PRODUCER_ID
+
+    def set_producer_id(self, producer_id: int, producer_epoch: int) -> None:
+        """A new identity (from InitProducerId) starts every partition's sequence at zero."""
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self._next_sequence.clear()
+
+    def reset_producer_id(self) -> None:
+        """Forget the identity after a fatal sequence error: the next batches need a new one."""
+        self.producer_id = NO_PRODUCER_ID
+        self.producer_epoch = -1
+
+    def assign_sequence(self, tp: tuple, batch) -> None:
+        """Number a batch as it leaves the accumulator for the first time."""
+        seq = self._next_sequence[tp]
+        batch.set_producer_state(self.producer_id, self.producer_epoch, seq, False)
+        self._next_sequence[tp] = (seq + batch.record_count) % (MAX_SEQUENCE + 1)
+
+    def should_stop_drain(self, tp: tuple, first) -> bool:
+        """A retried batch (it already has a sequence) goes only when it is the oldest in flight.
+
+        Java's rule: while a retry is outstanding, the partition is sent one batch at a time, so
+        the retried batch cannot be overtaken by a younger one.
+        """
+        if first.base_sequence < 0:
+            return False
+        in_flight = self._in_flight.get(tp)
+        return bool(in_flight) and in_flight[0].base_sequence != first.base_sequence
+
+    def add_in_flight(self, tp: tuple, batch) -> None:
+        batches = self._in_flight[tp]
+        batches.append(batch)
+        batches.sort(key=_sequence_of)
+
+    def remove_in_flight(self, tp: tuple, batch) -> None:
+        batches = self._in_flight.get(tp)
+        if batches and batch in batches:
+            batches.remove(batch)
+
+    def has_earlier_in_flight(self, tp: tuple, batch) -> bool:
+        """Whether a batch with a lower sequence is still unanswered (so an out-of-order answer
+        for this one is the consequence of that one's retry, not a lost record)."""
+        return any(b.base_sequence < batch.base_sequence for b in self._in_flight.get(tp, ()))
+
+
+def _sequence_of(batch) -> int:
+    return batch.base_sequence

@@ -1,0 +1,363 @@
+"""The Sender thread: takes batches from the accumulator and sends them to the partition leaders.
+
+One loop (``run_once``) does, in order (seed 001, "Sender 线程"):
+
+1. with idempotence, make sure we have a producer id (InitProducerId);
+2. ask the accumulator which leaders have a sendable batch (``ready``); ask for metadata for
+   topics whose leader is unknown;
+3. keep only the leaders the network client can send to now (connecting the others);
+4. drain batches for those nodes, up to ``max.request.size`` per request;
+5. fail batches that waited past ``delivery.timeout.ms``, queued or in flight;
+6. send one ProduceRequest per node;
+7. poll the network client: I/O, responses, callbacks — which complete batches (``_on_produce``).
+
+Every field here belongs to the Sender thread, except ``_running``/``_force_close`` (plain flags
+set by ``initiate_close``/``force_close`` from the main thread; a stale read costs one loop) and
+the accumulator, which has its own locks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from kafkacore.accumulator import RecordAccumulator
+from kafkacore.errors import (
+    IllegalStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    for_code,
+)
+from kafkacore.network.client import NetworkClient, clock_ms
+from kafkacore.protocol.api_keys import ApiKey
+
+log = logging.getLogger("kafkacore")
+
+# Error codes the Sender treats specially (see errors.py for the whole table).
+NONE = 0
+MESSAGE_TOO_LARGE = 10
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+DUPLICATE_SEQUENCE_NUMBER = 46
+UNKNOWN_PRODUCER_ID = 59
+# Errors that mean our view of the leaders is stale.
+NOT_LEADER_OR_FOLLOWER = 6
+UNKNOWN_TOPIC_OR_PARTITION = 3
+LEADER_NOT_AVAILABLE = 5
+FENCED_LEADER_EPOCH = 74
+NOT_CONTROLLER = 41
+STALE_METADATA_ERRORS = frozenset(
+    {NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, FENCED_LEADER_EPOCH}
+)
+
+
+class Sender:
+    """The loop on the producer's I/O thread."""
+
+    def __init__(
+        self,
+        client: NetworkClient,
+        metadata: Any,
+        accumulator: RecordAccumulator,
+        *,
+        acks: int,
+        max_request_size: int,
+        request_timeout_ms: int,
+        delivery_timeout_ms: int,
+        retries: int,
+        guarantee_message_order: bool,
+        transaction_manager: Any = None,
+        metrics: Any = None,
+    ) -> None:
+        self.client = client
+        self.metadata = metadata
+        self.accumulator = accumulator
+        self.acks = acks
+        self.max_request_size = max_request_size
+        self.request_timeout_ms = request_timeout_ms
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.retries = retries
+        self.guarantee_message_order = guarantee_message_order
+        self.transaction_manager = transaction_manager
+        self.metrics = metrics
+        # tp -> batches sent and not yet answered (for in-flight expiry and ordering).
+        self._in_flight: dict[tuple, list] = {}
+        self._init_pid_in_flight = False
+        self._init_pid_backoff_until = 0
+        self._running = True
+        self._force_close = False
+        self.thread: threading.Thread | None = None
+        #: Set when the thread has finished (after a graceful or forced close).
+        self.stopped = threading.Event()
+
+    # -- the thread ---------------------------------------------------------------------------
+
+    def start(self, name: str) -> None:
+        self.thread = threading.Thread(target=self.run, name=name, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        try:
+            while self._running:
+                self._run_once_safely()
+            # Graceful close: send what is left unless told to stop now.
+            while not self._force_close and (
+                self.accumulator.has_undrained()
+                or self.client.has_in_flight_requests()
+                or self.accumulator.appends_in_progress()
+            ):
+                self._run_once_safely()
+            if self._force_close:
+                self.accumulator.abort_incomplete_batches(
+                    KafkaError("the producer was closed before this record was sent")
+                )
+        finally:
+            try:
+                self.client.close()
+            finally:
+                self.stopped.set()
+
+    def _run_once_safely(self) -> None:
+        try:
+            self.run_once()
+        except Exception:  # the thread must survive anything one loop throws
+            log.exception("unexpected error in the kafkacore sender loop")
+
+    def wakeup(self) -> None:
+        self.client.wakeup()
+
+    def initiate_close(self) -> None:
+        """Stop taking new work once everything queued is sent (graceful close)."""
+        self.accumulator.close()
+        self._running = False
+        self.wakeup()
+
+    def force_close(self) -> None:
+        """Stop now: whatever is not yet acknowledged fails."""
+        self._force_close = True
+        self.initiate_close()
+
+    # -- one loop -------------------------------------------------------------------------
+
+    def run_once(self) -> None:
+        now = clock_ms()
+        tm = self.transaction_manager
+        if tm is not None and not tm.has_producer_id():
+            self._maybe_init_producer_id(now)
+        timeout = self._send_producer_data(now)
+        self.client.poll(timeout, clock_ms())
+
+    def _send_producer_data(self, now: int) -> int:
+        cluster = self.metadata.cluster
+        result = self.accumulator.ready(cluster, now)
+        for topic in result.unknown_leader_topics:
+            self.metadata.request_update_for_topic(topic)
+        next_check = result.next_ready_check_delay_ms
+        ready_nodes = set()
+        for node in result.ready_nodes:
+            if self.client.ready(node, now):
+                ready_nodes.add(node)
+            else:
+                next_check = min(next_check, self.client.connection_delay(node, now))
+        batches = self.accumulator.drain(cluster, ready_nodes, self.max_request_size, now)
+        for node_batches in batches.values():
+            for batch in node_batches:
+                tp = (batch.topic, batch.partition)
+                self._in_flight.setdefault(tp, []).append(batch)
+                if self.guarantee_message_order:
+                    self.accumulator.mute(tp)
+                if self.transaction_manager is not None:
+                    self.transaction_manager.add_in_flight(tp, batch)
+        self._fail_expired(now)
+        for node, node_batches in batches.items():
+            if node_batches:
+                self._send_produce_request(node, node_batches, now)
+        # With batches queued for a node we cannot send to yet, do not spin: the connection
+        # delay above bounds the wait.  With nothing queued, linger bounds it.
+        return int(max(min(next_check, self.request_timeout_ms), 0))
+
+    def _fail_expired(self, now: int) -> None:
+        """Fail batches past ``delivery.timeout.ms``: queued ones at once; in-flight ones too, but
+        their memory stays allocated until the request ends, because the request may still be
+        writing those very bytes to the socket (we send batches without copying them)."""
+        for batch in self.accumulator.expired_batches(now):
+            self._fail_batch(batch, self._expiry_error(batch, now), now)
+        for batches in self._in_flight.values():
+            for batch in batches:
+                if batch.final_state is None and batch.has_reached_delivery_timeout(
+                    self.delivery_timeout_ms, now
+                ):
+                    self._record_error(batch)
+                    batch.done(-1, -1, self._expiry_error(batch, now))
+
+    def _expiry_error(self, batch, now: int) -> KafkaTimeoutError:
+        return KafkaTimeoutError(
+            f"expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: "
+            f"{now - batch.created_ms} ms has passed since batch creation "
+            f"(delivery.timeout.ms={self.delivery_timeout_ms})"
+        )
+
+    # -- produce requests ---------------------------------------------------------------------
+
+    def _send_produce_request(self, node: int, batches: list, now: int) -> None:
+        by_topic: dict[str, list] = {}
+        for batch in batches:
+            batch.last_attempt_ms = now
+            by_topic.setdefault(batch.topic, []).append(
+                {"index": batch.partition, "records": batch.records()}
+            )
+        body = {
+            "transactional_id": None,
+            "acks": self.acks,
+            "timeout_ms": self.request_timeout_ms,
+            "topic_data": [{"name": t, "partition_data": p} for t, p in by_topic.items()],
+        }
+        sent = {(b.topic, b.partition): b for b in batches}
+
+        def on_response(response, sent=sent, node=node):
+            self._on_produce(response, sent, node)
+
+        if self.metrics is not None:
+            for batch in batches:
+                self.metrics.record("batch-size", batch.estimated_size_in_bytes())
+                self.metrics.record("records-per-request", batch.record_count)
+                self.metrics.record("record-queue-time", now - batch.created_ms)
+        self.client.send(
+            node,
+            ApiKey.PRODUCE,
+            body,
+            callback=on_response,
+            expect_response=self.acks != 0,
+            now_ms=now,
+        )
+
+    def _on_produce(self, response, sent: dict, node: int) -> None:
+        now = clock_ms()
+        if self.metrics is not None:
+            self.metrics.record("request-latency", response.latency_ms)
+        if response.error is not None:
+            # Disconnected or timed out: nothing is known about these batches; retry them all.
+            log.debug("produce request to node %s failed: %s", node, response.error)
+            for batch in sent.values():
+                self._complete_batch(batch, response.error, -1, -1, now)
+            self.metadata.request_update()
+            return
+        if response.body is None:  # acks=0: written is all we will ever know
+            for batch in sent.values():
+                self._complete_batch(batch, None, -1, -1, now)
+            return
+        for topic_response in response.body["responses"]:
+            topic = topic_response["name"]
+            for part in topic_response["partition_responses"]:
+                batch = sent.pop((topic, part["index"]), None)
+                if batch is None:
+                    continue
+                code = part["error_code"]
+                error = None
+                if code not in (NONE, DUPLICATE_SEQUENCE_NUMBER):
+                    error = for_code(code)(part.get("error_message") or None)
+                self._complete_batch(
+                    batch, error, part["base_offset"], part.get("log_append_time_ms", -1), now
+                )
+        for batch in sent.values():  # the broker left some out: treat as a retriable failure
+            self._complete_batch(
+                batch, IllegalStateError("the broker's response did not mention this partition"),
+                -1, -1, now,
+            )
+
+    def _complete_batch(self, batch, error, base_offset: int, log_append_time: int, now: int):
+        tp = (batch.topic, batch.partition)
+        if batch.final_state is not None:  # expired while in flight: only the memory is left
+            self._finish(batch, tp)
+            self.accumulator.deallocate(batch)
+            return
+        if error is None:
+            self._finish(batch, tp)
+            batch.done(base_offset, log_append_time, None)
+            self.accumulator.deallocate(batch)
+            return
+        code = getattr(error, "errno", None)
+        if code == MESSAGE_TOO_LARGE and batch.record_count > 1:
+            # Too big for the broker: split into batch.size pieces and send those instead.
+            self._finish(batch, tp)
+            self.accumulator.split_and_reenqueue(batch, now)
+            self.accumulator.deallocate(batch)
+            if self.metrics is not None:
+                self.metrics.record("batch-split")
+            return
+        if self._can_retry(batch, error, now):
+            log.debug("retrying %s-%s after %s", tp[0], tp[1], error)
+            self._finish(batch, tp)
+            self.accumulator.reenqueue(batch, now)
+            if self.metrics is not None:
+                self.metrics.record("record-retry", batch.record_count, batch.record_count)
+            if code in STALE_METADATA_ERRORS or isinstance(error, ConnectionError):
+                self.metadata.request_update()
+            return
+        if code == UNKNOWN_PRODUCER_ID or code == OUT_OF_ORDER_SEQUENCE_NUMBER:
+            # The broker lost track of our sequences: start over with a new producer id.
+            if self.transaction_manager is not None:
+                self.transaction_manager.reset_producer_id()
+        self._fail_batch(batch, error, now)
+
+    def _can_retry(self, batch, error, now: int) -> bool:
+        if batch.has_reached_delivery_timeout(self.delivery_timeout_ms, now):
+            return False
+        if batch.attempts >= self.retries:
+            return False
+        tm = self.transaction_manager
+        if getattr(error, "errno", None) == OUT_OF_ORDER_SEQUENCE_NUMBER and tm is not None:
+            # Out of order because an earlier batch of ours is being retried: retry this one too.
+            return tm.has_earlier_in_flight((batch.topic, batch.partition), batch)
+        return bool(getattr(error, "retriable", False))
+
+    def _fail_batch(self, batch, error: BaseException, now: int) -> None:
+        tp = (batch.topic, batch.partition)
+        self._finish(batch, tp)
+        self._record_error(batch)
+        batch.done(-1, -1, error)
+        self.accumulator.deallocate(batch)
+
+    def _record_error(self, batch) -> None:
+        if self.metrics is not None:
+            self.metrics.record("record-error", batch.record_count, batch.record_count)
+
+    def _finish(self, batch, tp: tuple) -> None:
+        in_flight = self._in_flight.get(tp)
+        if in_flight is not None and batch in in_flight:
+            in_flight.remove(batch)
+            if not in_flight:
+                del self._in_flight[tp]
+        if self.transaction_manager is not None:
+            self.transaction_manager.remove_in_flight(tp, batch)
+        if self.guarantee_message_order:
+            self.accumulator.unmute(tp)
+
+    # -- idempotence ------------------------------------------------------------------------
+
+    def _maybe_init_producer_id(self, now: int) -> None:
+        if self._init_pid_in_flight or now < self._init_pid_backoff_until:
+            return
+        node = self.client.least_loaded_node(now)
+        if node is None or not self.client.ready(node, now):
+            return
+        body = {
+            "transactional_id": None,
+            "transaction_timeout_ms": 2147483647,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
+        self._init_pid_in_flight = True
+        self.client.send(
+            node, ApiKey.INIT_PRODUCER_ID, body, callback=self._on_init_producer_id, now_ms=now
+        )
+
+    def _on_init_producer_id(self, response) -> None:
+        self._init_pid_in_flight = False
+        body = response.body
+        if response.error is not None or body is None or body["error_code"] != NONE:
+            reason = response.error if response.error is not None else body and body["error_code"]
+            log.warning("InitProducerId failed (%s); retrying", reason)
+            self._init_pid_backoff_until = clock_ms() + self.accumulator.retry_backoff_ms
+            return
+        self.transaction_manager.set_producer_id(body["producer_id"], body["producer_epoch"])
