@@ -1,0 +1,47 @@
+"""Network faults, as the client sees them (not error codes a broker sent).
+
+They are subclasses of the broker error classes that Java's Sender maps them to, so the code that
+decides "retry or fail" treats them like the codes: a broken connection is ``NETWORK_EXCEPTION``
+(13, retriable, and an *invalid metadata* error: the leader may have moved, refresh metadata), a
+request without an answer is ``REQUEST_TIMED_OUT`` (7, retriable).  A broker that supports none of
+our versions of an API gives :class:`kafkacore.errors.UnsupportedVersionError` (35) directly.
+"""
+
+from __future__ import annotations
+
+from kafkacore import errors
+
+
+class DisconnectError(errors.NetworkError):
+    """The connection closed, broke or could not be opened before the response arrived."""
+
+    def __init__(self, error_message: str | None = None, *args: object) -> None:
+        super().__init__(error_message, *args)
+
+
+class ConnectionSetupTimeoutError(DisconnectError):
+    """Connecting (TCP, then ApiVersions) took longer than ``socket.connection.setup.timeout.ms``."""
+
+
+class CorrelationIdMismatchError(DisconnectError):
+    """A response carried a correlation id other than the oldest in-flight request's.
+
+    Responses come back in order on a connection, so the byte stream is out of step: the client
+    closes the connection and fails everything in flight on it.
+    """
+
+
+class RequestTimeoutError(errors.RequestTimedOutError):
+    """No response within ``request.timeout.ms``: the client closed the connection.
+
+    Java's ``NetworkClient`` does the same: it cannot skip one response on a connection (responses
+    come in order), so a late request costs the whole connection and everything in flight on it.
+    """
+
+
+__all__ = [
+    "ConnectionSetupTimeoutError",
+    "CorrelationIdMismatchError",
+    "DisconnectError",
+    "RequestTimeoutError",
+]

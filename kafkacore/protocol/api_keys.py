@@ -1,0 +1,30 @@
+"""The API keys kafkacore speaks, and the versions of each it supports."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ApiKey(enum.IntEnum):
+    """The number that names a request type in every request header."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    INIT_PRODUCER_ID = 22
+
+
+#: The (lowest, highest) version of each API that kafkacore can encode and decode.  The version
+#: used on a connection is the highest one that both we and the broker support (ApiVersions).
+#: Produce starts at 3, the first version that carries record batches of magic 2 (the only
+#: format we write).
+SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
+    ApiKey.PRODUCE: (3, 11),
+    ApiKey.METADATA: (0, 12),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (0, 7),
+    ApiKey.INIT_PRODUCER_ID: (0, 5),
+}
