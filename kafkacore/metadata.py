@@ -111,11 +111,11 @@ class Cluster:
             t: tuple(p for p in ps if p.leader is not None and p.leader in self._nodes)
             for t, ps in self._partitions.items()
         }
-        by_node: dict[int, list[PartitionInfo]] = {}
+        by_node: dict[int, list[TopicPartition]] = {}
         for ps in self._partitions.values():
             for p in ps:
                 if p.leader is not None:
-                    by_node.setdefault(p.leader, []).append(p)
+                    by_node.setdefault(p.leader, []).append(TopicPartition(p.topic, p.partition))
         self._by_node = {n: tuple(ps) for n, ps in by_node.items()}
         self._topic_errors: dict[str, int] = dict(topic_errors or {})
         #: The cluster id the brokers reported (Metadata v2+).
@@ -157,8 +157,8 @@ class Cluster:
         """The partitions of ``topic`` whose leader is known."""
         return list(self._available.get(topic, ()))
 
-    def partitions_for_node(self, node_id: int) -> list[PartitionInfo]:
-        """The partitions led by ``node_id``."""
+    def partitions_for_node(self, node_id: int) -> list[TopicPartition]:
+        """The partitions led by ``node_id`` (what the accumulator drains for that node)."""
         return list(self._by_node.get(node_id, ()))
 
     def partition_count(self, topic: str) -> int | None:
@@ -173,13 +173,17 @@ class Cluster:
                 return p
         return None
 
-    def leader_for(self, topic: str, partition: int) -> Node | None:
-        """The broker leading ``topic``/``partition``, or ``None`` if unknown (no leader yet,
-        unknown topic, or a leader id that is not among the brokers)."""
+    def leader_for(self, topic: str, partition: int) -> int | None:
+        """The node id of the broker leading ``topic``/``partition``, or ``None`` if unknown (no
+        leader yet, unknown topic, or a leader id that is not among the brokers).
+
+        (Java's ``leaderFor`` returns the ``Node``; every caller of ours wants the id, which is
+        what the network client takes.  :meth:`node` turns it into a :class:`Node`.)
+        """
         p = self.partition(topic, partition)
-        if p is None or p.leader is None:
+        if p is None or p.leader is None or p.leader not in self._nodes:
             return None
-        return self._nodes.get(p.leader)
+        return p.leader
 
     # -- errors -------------------------------------------------------------------------------
 
@@ -258,6 +262,11 @@ class Metadata:
 
     def fetch(self) -> Cluster:
         """The current cluster snapshot (no lock; the snapshot never changes)."""
+        return self._cluster
+
+    @property
+    def cluster(self) -> Cluster:
+        """The current cluster snapshot (same as :meth:`fetch`)."""
         return self._cluster
 
     @property
