@@ -28,6 +28,7 @@ COMPILED_MODULES = (
     "kafkacore.core.batch",
     "kafkacore.core.buffer_pool",
     "kafkacore.core.bytestream",
+    "kafkacore.core.murmur2",
     "kafkacore.core.partition_map",
     "kafkacore.core.records",
 )
