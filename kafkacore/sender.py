@@ -219,6 +219,7 @@ class Sender:
 
         if self.metrics is not None:
             for batch in batches:
+                self.metrics.record("record-send", batch.record_count, batch.record_count)
                 self.metrics.record("batch-size", batch.estimated_size_in_bytes())
                 self.metrics.record("records-per-request", batch.record_count)
                 self.metrics.record("record-queue-time", now - batch.created_ms)

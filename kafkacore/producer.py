@@ -1,0 +1,351 @@
+"""KafkaProducer: the public face (seed 001, "主线程").
+
+``send()`` runs on the caller's thread: serialize, wait for the topic's metadata, choose a
+partition, append to the accumulator, and wake the Sender if a batch is ready.  Everything after
+that happens on the Sender thread, which completes each record's future and runs its callback.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from typing import Any
+
+from kafkacore.accumulator import RecordAccumulator
+from kafkacore.config import ProducerConfig
+from kafkacore.core import BufferPool
+from kafkacore.core.records import estimate_size_upper_bound
+from kafkacore.errors import (
+    IllegalStateError,
+    RecordTooLargeError,
+    SerializationError,
+)
+from kafkacore.idempotence import TransactionManager
+from kafkacore.metadata import Metadata
+from kafkacore.metrics import Metrics
+from kafkacore.network.client import NetworkClient, clock_ms
+from kafkacore.partitioner import BuiltInPartitioner, partition_for_key
+from kafkacore.sender import Sender
+
+log = logging.getLogger("kafkacore")
+
+_client_ids = itertools.count(1)
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+class KafkaProducer:
+    """Send records to Kafka.
+
+    ``KafkaProducer({"bootstrap.servers": "host:9092", "linger.ms": 5})`` or
+    ``KafkaProducer(bootstrap_servers="host:9092", linger_ms=5)``: settings by their Java names,
+    or as keywords with underscores.  Unknown keys and bad values raise
+    :class:`~kafkacore.errors.ConfigError` naming the key.
+
+    A producer is safe to share between threads, and meant to be: one producer per process gives
+    the fullest batches.
+    """
+
+    def __init__(self, config: dict | None = None, **settings: Any) -> None:
+        cfg = ProducerConfig(config, **settings)
+        self.config = cfg
+        self.client_id = cfg["client.id"] or f"kafkacore-producer-{next(_client_ids)}"
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._max_block_ms = cfg["max.block.ms"]
+        self._max_request_size = cfg["max.request.size"]
+        self._total_memory = cfg["buffer.memory"]
+        self._key_serializer = cfg["key.serializer"]
+        self._value_serializer = cfg["value.serializer"]
+        self._custom_partitioner = cfg["partitioner.class"]
+        self._ignore_keys = cfg["partitioner.ignore.keys"]
+        self._interceptors = list(cfg["interceptor.classes"] or ())
+        self._metrics = Metrics()
+        self._pool = BufferPool(cfg["buffer.memory"], cfg["batch.size"])
+        idempotent = cfg["enable.idempotence"]
+        self._transaction_manager = TransactionManager() if idempotent else None
+        codec = cfg["compression.type"]
+        self._accumulator = RecordAccumulator(
+            batch_size=cfg["batch.size"],
+            compression=codec,
+            compression_level=cfg[f"compression.{codec}.level"] if codec in ("gzip", "lz4", "zstd") else None,
+            linger_ms=cfg["linger.ms"],
+            retry_backoff_ms=cfg["retry.backoff.ms"],
+            retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
+            delivery_timeout_ms=cfg["delivery.timeout.ms"],
+            pool=self._pool,
+            transaction_manager=self._transaction_manager,
+        )
+        self._metadata = Metadata(
+            refresh_backoff_ms=cfg["retry.backoff.ms"],
+            metadata_max_age_ms=cfg["metadata.max.age.ms"],
+            metadata_max_idle_ms=cfg["metadata.max.idle.ms"],
+        )
+        self._client = NetworkClient(
+            [f"{host}:{port}" for host, port in cfg["bootstrap.servers"]],
+            self._metadata,
+            client_id=self.client_id,
+            request_timeout_ms=cfg["request.timeout.ms"],
+            reconnect_backoff_ms=cfg["reconnect.backoff.ms"],
+            reconnect_backoff_max_ms=cfg["reconnect.backoff.max.ms"],
+            socket_connection_setup_timeout_ms=cfg["socket.connection.setup.timeout.ms"],
+            connections_max_idle_ms=cfg["connections.max.idle.ms"],
+            send_buffer_bytes=cfg["send.buffer.bytes"],
+            receive_buffer_bytes=cfg["receive.buffer.bytes"],
+            max_in_flight_requests_per_connection=cfg["max.in.flight.requests.per.connection"],
+        )
+        self._sender = Sender(
+            self._client,
+            self._metadata,
+            self._accumulator,
+            acks=cfg["acks"],
+            max_request_size=cfg["max.request.size"],
+            request_timeout_ms=cfg["request.timeout.ms"],
+            delivery_timeout_ms=cfg["delivery.timeout.ms"],
+            retries=cfg["retries"],
+            guarantee_message_order=cfg["max.in.flight.requests.per.connection"] == 1,
+            transaction_manager=self._transaction_manager,
+            metrics=self._metrics,
+        )
+        # One sticky partitioner per topic, created on first use.
+        self._sticky: dict[str, BuiltInPartitioner] = {}
+        self._sticky_lock = threading.Lock()
+        self._batch_size = cfg["batch.size"]
+        self._metrics.gauge("buffer-available-bytes", self._pool.available_memory)
+        self._metrics.gauge("buffer-total-bytes", lambda: self._total_memory)
+        self._metrics.gauge("waiting-threads", self._pool.queued)
+        self._sender.start(f"kafka-producer-network-thread | {self.client_id}")
+
+    # -- sending ----------------------------------------------------------------------------
+
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: Any = None,
+        callback: Any = None,
+    ):
+        """Queue one record; return its future (a :class:`~kafkacore.core.FutureRecordMetadata`).
+
+        ``callback(metadata, exception)``, if given, runs exactly once on the producer's I/O
+        thread when the record is acknowledged or fails, in send order per partition.  Bad
+        arguments raise at once; a record larger than ``max.request.size`` raises
+        :class:`~kafkacore.errors.RecordTooLargeError`; waiting for metadata or buffer memory
+        longer than ``max.block.ms`` raises :class:`~kafkacore.errors.KafkaTimeoutError`.
+        """
+        if self._closed:
+            raise IllegalStateError("cannot send after the producer is closed")
+        if self._interceptors:
+            topic, value, key, partition, timestamp, headers = self._on_send(
+                topic, value, key, partition, timestamp, headers
+            )
+            callback = self._with_acknowledgement(callback)
+        if type(topic) is not str or not topic:
+            raise TypeError(f"topic must be a non-empty str, not {topic!r}")
+        if self._key_serializer is not None:
+            key = self._key_serializer(topic, key)
+        if self._value_serializer is not None:
+            value = self._value_serializer(topic, value)
+        if key is not None and not isinstance(key, _BYTES_LIKE):
+            raise SerializationError(
+                f"key must be bytes-like or None (or set key.serializer), not {type(key).__name__}"
+            )
+        if value is not None and not isinstance(value, _BYTES_LIKE):
+            raise SerializationError(
+                f"value must be bytes-like or None (or set value.serializer), "
+                f"not {type(value).__name__}"
+            )
+        if partition is not None and (type(partition) is not int or partition < 0):
+            raise ValueError(f"partition must be a non-negative int, not {partition!r}")
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        elif type(timestamp) is not int or timestamp < 0:
+            raise ValueError(f"timestamp must be a non-negative int of milliseconds, not {timestamp!r}")
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable, not {callback!r}")
+
+        start = clock_ms()
+        cluster = self._wait_on_metadata(topic, partition, self._max_block_ms)
+        size = estimate_size_upper_bound(key, value, headers)
+        if size > self._max_request_size:
+            raise RecordTooLargeError(
+                f"the record is {size} bytes when serialized, larger than "
+                f"max.request.size ({self._max_request_size})"
+            )
+        if size > self._total_memory:
+            raise RecordTooLargeError(
+                f"the record is {size} bytes when serialized, larger than "
+                f"buffer.memory ({self._total_memory})"
+            )
+        now = clock_ms()
+        remaining = max(self._max_block_ms - (now - start), 0)
+        sticky = None
+        if partition is None:
+            if self._custom_partitioner is not None:
+                partition = self._custom_partition(topic, key, value, cluster)
+            elif key is not None and not self._ignore_keys:
+                partition = partition_for_key(key, cluster.partition_count(topic))
+            else:
+                sticky = self._sticky_for(topic)
+                partition = sticky.peek_current_partition(cluster)
+        else:
+            count = cluster.partition_count(topic)
+            if partition >= count:
+                raise ValueError(
+                    f"partition {partition} is out of range: topic {topic!r} has {count} partitions"
+                )
+        future, batch_full, new_batch = self._accumulator.append(
+            topic, partition, timestamp, key, value, headers, callback, remaining, now
+        )
+        if sticky is not None:
+            sticky.update_partition_info(partition, size, cluster)
+        if batch_full or new_batch:
+            self._sender.wakeup()
+        return future
+
+    def _sticky_for(self, topic: str) -> BuiltInPartitioner:
+        sticky = self._sticky.get(topic)
+        if sticky is None:
+            with self._sticky_lock:
+                sticky = self._sticky.setdefault(topic, BuiltInPartitioner(topic, self._batch_size))
+        return sticky
+
+    def _custom_partition(self, topic, key, value, cluster) -> int:
+        count = cluster.partition_count(topic)
+        available = [p.partition for p in cluster.available_partitions_for_topic(topic)]
+        partition = self._custom_partitioner(topic, key, value, count, available)
+        if type(partition) is not int or not 0 <= partition < count:
+            raise ValueError(
+                f"partitioner.class returned {partition!r} for topic {topic!r}, "
+                f"which has partitions 0..{count - 1}"
+            )
+        return partition
+
+    def _wait_on_metadata(self, topic: str, partition: int | None, max_wait_ms: int):
+        """A cluster view that knows ``topic`` (and ``partition``): at once if we know it, else
+        after the Sender has fetched it, waiting at most ``max_wait_ms`` (seed 001)."""
+        cluster = self._metadata.cluster
+        count = cluster.partition_count(topic)
+        if count and (partition is None or partition < count):
+            return cluster
+        cluster, _waited = self._metadata.wait_for_topic(
+            topic, partition, max_wait_ms=max_wait_ms, wakeup=self._sender.wakeup
+        )
+        return cluster
+
+    # -- interceptors -----------------------------------------------------------------------
+
+    def _on_send(self, topic, value, key, partition, timestamp, headers):
+        for interceptor in self._interceptors:
+            try:
+                changed = interceptor.on_send(topic, value, key, partition, timestamp, headers)
+            except Exception:
+                log.exception("interceptor %r on_send failed; record passed on unchanged", interceptor)
+                continue
+            if changed is not None:
+                topic, value, key, partition, timestamp, headers = changed
+        return topic, value, key, partition, timestamp, headers
+
+    def _with_acknowledgement(self, callback):
+        interceptors = self._interceptors
+
+        def acknowledged(metadata, exception):
+            for interceptor in interceptors:
+                try:
+                    interceptor.on_acknowledgement(metadata, exception)
+                except Exception:
+                    log.exception("interceptor %r on_acknowledgement failed", interceptor)
+            if callback is not None:
+                callback(metadata, exception)
+
+        return acknowledged
+
+    # -- flush, close, questions ------------------------------------------------------------
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued now and wait until each record is acked or failed.
+
+        ``timeout`` in seconds (``None``: no bound but delivery.timeout.ms, which ends every
+        record); past it, :class:`~kafkacore.errors.KafkaTimeoutError`.
+        """
+        if threading.current_thread() is self._sender.thread:
+            raise IllegalStateError("flush() from a callback would wait for itself")
+        self._accumulator.begin_flush()
+        self._sender.wakeup()
+        try:
+            self._accumulator.await_flush_completion(None if timeout is None else timeout * 1000)
+        finally:
+            self._accumulator.end_flush()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Send what is queued and stop.  With ``timeout`` (seconds), whatever is still not
+        acknowledged by then fails with an error; ``close(0)`` fails it at once."""
+        with self._close_lock:
+            already = self._closed
+            self._closed = True
+        in_callback = threading.current_thread() is self._sender.thread
+        if in_callback:
+            # The I/O thread cannot wait for itself: stop it without waiting (Java does the same).
+            self._sender.force_close()
+            return
+        if not already:
+            if timeout is not None and timeout <= 0:
+                self._sender.force_close()
+            else:
+                self._sender.initiate_close()
+                if not self._sender.stopped.wait(timeout):
+                    self._sender.force_close()
+            self._metadata.close()
+        # After a forced close the loop ends within one poll; bound the wait all the same.
+        if not self._sender.stopped.wait(max(self.config["request.timeout.ms"] / 1000, 1.0)):
+            log.error("the kafkacore sender thread did not stop")
+        if not already:
+            for interceptor in self._interceptors:
+                closer = getattr(interceptor, "close", None)
+                if closer is not None:
+                    closer()
+
+    def __enter__(self) -> KafkaProducer:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def partitions_for(self, topic: str) -> list[int]:
+        """The partition numbers of ``topic``, waiting for metadata up to ``max.block.ms``."""
+        if self._closed:
+            raise IllegalStateError("the producer is closed")
+        cluster = self._wait_on_metadata(topic, None, self._max_block_ms)
+        return sorted(p.partition for p in cluster.partitions_for_topic(topic))
+
+    def metrics(self) -> dict[str, float]:
+        """A snapshot of the producer's metrics, named as the Java producer names them."""
+        m = self._metrics
+        out: dict[str, Any] = {
+            "record-send-rate": m.rate("record-send"),
+            "batch-size-avg": m.avg("batch-size"),
+            "batch-size-max": m.max("batch-size"),
+            "records-per-request-avg": m.avg("records-per-request"),
+            "record-queue-time-avg": m.avg("record-queue-time"),
+            "record-queue-time-max": m.max("record-queue-time"),
+            "request-latency-avg": m.avg("request-latency"),
+            "request-latency-max": m.max("request-latency"),
+            "request-rate": m.rate("request-latency"),
+            "record-retry-rate": m.rate("record-retry"),
+            "record-error-rate": m.rate("record-error"),
+            "batch-split-rate": m.rate("batch-split"),
+        }
+        out.update(m.gauges())
+        return out
+
+    def __del__(self) -> None:
+        # A producer dropped without close(): stop its thread so the interpreter can exit.
+        if not getattr(self, "_closed", True) and hasattr(self, "_sender"):
+            self._sender.force_close()
+
+
+__all__ = ["KafkaProducer"]
