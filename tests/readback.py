@@ -1,0 +1,81 @@
+"""Reading a topic back with consumers we did not write: confluent-kafka and kafka-python.
+
+Both read every partition from offset 0 with ``assign()`` (consumer groups are slow on tansu, see
+TESTING.md) until they hold ``expected`` records or the bound runs out, and return the records in a
+common shape so tests can compare them field by field.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+
+class Consumed(NamedTuple):
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple  # ((str, bytes | None), ...)
+
+
+def read_confluent(bootstrap, topic, partitions, expected, timeout_s=60.0) -> list[Consumed]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "kafkacore-tests",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: list[Consumed] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(out) < expected and time.monotonic() < deadline:
+            for m in consumer.consume(5000, timeout=0.5):
+                if m.error():
+                    raise AssertionError(f"confluent-kafka consumer error: {m.error()}")
+                headers = tuple((k, v) for k, v in (m.headers() or ()))
+                out.append(
+                    Consumed(m.partition(), m.offset(), m.timestamp()[1], m.key(), m.value(), headers)
+                )
+        # Anything beyond what we expect is a duplicate: give it a moment to show up.
+        for m in consumer.consume(5000, timeout=0.5):
+            if not m.error():
+                headers = tuple((k, v) for k, v in (m.headers() or ()))
+                out.append(
+                    Consumed(m.partition(), m.offset(), m.timestamp()[1], m.key(), m.value(), headers)
+                )
+    finally:
+        consumer.close()
+    return out
+
+
+def read_kafka_python(bootstrap, topic, partitions, expected, timeout_s=60.0) -> list[Consumed]:
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
+        auto_offset_reset="earliest",
+    )
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
+    out: list[Consumed] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(out) < expected and time.monotonic() < deadline:
+            for tp, messages in consumer.poll(timeout_ms=500, max_records=10000).items():
+                for m in messages:
+                    headers = tuple((k, v) for k, v in (m.headers or ()))
+                    out.append(Consumed(tp.partition, m.offset, m.timestamp, m.key, m.value, headers))
+        for tp, messages in consumer.poll(timeout_ms=500).items():
+            for m in messages:
+                headers = tuple((k, v) for k, v in (m.headers or ()))
+                out.append(Consumed(tp.partition, m.offset, m.timestamp, m.key, m.value, headers))
+    finally:
+        consumer.close()
+    return out
