@@ -1,7 +1,864 @@
-# placeholder until the real module lands
-cdef class ProducerBatch:
-    pass
-cdef class FutureRecordMetadata:
-    pass
+# cython: language_level=3
+"""ProducerBatch: a batch of records on its way to one partition, with a future per record.
+
+This is Java's ``ProducerBatch`` with its helpers ``ProduceRequestResult``,
+``FutureRecordMetadata``, ``RecordMetadata`` and ``Thunk``:
+
+* ``try_append`` writes one record through the batch's ``MemoryRecordsBuilder`` and hands back a
+  ``FutureRecordMetadata``.  That future is cheap: a few C fields and a reference to the batch's
+  single shared ``ProduceRequestResult``; the record's ``RecordMetadata`` is computed on demand.
+* The future doubles as Java's ``Thunk``: it carries the record's callback until it fires.
+* ``done`` completes the batch exactly once: a compare-and-set on the final state, then the
+  callbacks in append order, then the latch that releases every waiting thread.
+* ``split`` re-appends the records of a batch the broker found too large into smaller batches and
+  moves each future (and callback) along, so the user's futures complete when the new batches do.
+
+Locks and threads are described in batch.pxd.
+"""
+
+cimport cython
+from cpython.bytearray cimport PyByteArray_CheckExact, PyByteArray_GET_SIZE
+from cpython.bytes cimport PyBytes_CheckExact, PyBytes_GET_SIZE
+from cpython.exc cimport PyErr_CheckSignals
+from cpython.object cimport PyCallable_Check
+from cpython.pythread cimport (
+    NOWAIT_LOCK,
+    PY_LOCK_ACQUIRED,
+    PY_LOCK_INTR,
+    WAIT_LOCK,
+    PyLockStatus,
+    PyThread_acquire_lock,
+    PyThread_allocate_lock,
+    PyThread_free_lock,
+    PyThread_release_lock,
+    PyThread_type_lock,
+)
+from libc.stdint cimport int32_t, int64_t
+
+from kafkacore.core.records cimport MemoryRecordsBuilder
+
+import concurrent.futures as _cf
+import logging
+from functools import partial
+from time import monotonic as _monotonic
+
+from kafkacore.core import records as _records
+from kafkacore.errors import IllegalStateError, KafkaTimeoutError
+
+
+cdef extern from "pythread.h":
+    # Not in Cython's cpython/pythread.pxd: the timed, interruptible acquire that threading.Lock
+    # uses, and the thread ident as an unsigned long (Cython declares the pre-3.7 signed one).
+    ctypedef long long PY_TIMEOUT_T
+    PyLockStatus PyThread_acquire_lock_timed(PyThread_type_lock lock, PY_TIMEOUT_T microseconds,
+                                             int intr_flag) nogil
+    unsigned long _get_ident "PyThread_get_thread_ident"()
+
+
+cdef enum:
+    # Longest single blocking acquire, in microseconds (about 17 minutes: a C enum is an int).
+    # Longer or unbounded waits loop, so the platform never sees a timeout it cannot represent.
+    MAX_WAIT_CHUNK_US = 1000000000
+    # Kafka's "no offset" / "no timestamp" (ProduceResponse.INVALID_OFFSET, NO_TIMESTAMP).
+    NO_OFFSET = -1
+    NO_TIMESTAMP = -1
+    # RecordBatch.NO_SEQUENCE: the batch carries no idempotence sequence.
+    NO_SEQUENCE = -1
+
+
+_log = logging.getLogger("kafkacore")
+
+# The builder's codec numbers (the batch header's attribute bits), back to the names its
+# constructor takes; split() builds new batches with the same codec.
+_CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+_FINAL_STATE_NAMES = (None, "succeeded", "failed", "aborted", "split")
+
+
+cdef inline void _acquire(PyThread_type_lock lock) noexcept:
+    """Take one of our tiny locks.
+
+    Try without blocking first (the common, uncontended case costs no GIL switch); if that fails,
+    block with the GIL released, so the holder can always get the GIL back to finish.
+    """
+    if not PyThread_acquire_lock(lock, NOWAIT_LOCK):
+        with nogil:
+            PyThread_acquire_lock(lock, WAIT_LOCK)
+
+
+cdef inline int32_t _serialized_size(object data, str what) except -2:
+    """len() of a key or value as the builder will write it; -1 for None (Java's null)."""
+    cdef Py_ssize_t n
+    if data is None:
+        return -1
+    if PyBytes_CheckExact(data):
+        n = PyBytes_GET_SIZE(data)
+    elif PyByteArray_CheckExact(data):
+        n = PyByteArray_GET_SIZE(data)
+    else:
+        try:
+            n = memoryview(data).nbytes
+        except TypeError:
+            raise TypeError(
+                f"{what} must be bytes-like or None, not {type(data).__name__}") from None
+    if n > 0x7FFFFFFF:
+        raise ValueError(f"{what} of {n} bytes does not fit a Kafka record")
+    return <int32_t>n
+
+
+cdef inline str _check_topic(object topic):
+    # An exact str: RecordMetadata keeps it and is not tracked by the GC (see there), so it must
+    # not hold anything that could point back at it.
+    if not isinstance(topic, str):
+        raise TypeError(f"topic must be a str, not {type(topic).__name__}")
+    if type(topic) is not str:
+        topic = str.__str__(topic)
+    if not topic:
+        raise ValueError("topic must not be empty")
+    return <str>topic
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class ProduceRequestResult:
+    """The answer for one batch, shared by all of its records' futures.
+
+    Java builds it on a ``CountDownLatch(1)``; ours is a lock that starts acquired and is released
+    once.  Internal: ProducerBatch makes one per batch.
+    """
+
+    def __cinit__(self):
+        self._state = RESULT_PENDING
+        self._base_offset = NO_OFFSET
+        self._log_append_time = NO_TIMESTAMP
+        self._lock = PyThread_allocate_lock()
+        self._latch = PyThread_allocate_lock()
+        if self._lock == NULL or self._latch == NULL:
+            raise MemoryError("cannot allocate the locks of a ProduceRequestResult")
+        # Close the latch: waiters block until _finish() opens it.
+        PyThread_acquire_lock(self._latch, NOWAIT_LOCK)
+
+    def __init__(self):
+        raise TypeError("ProduceRequestResult is made by ProducerBatch, not directly")
+
+    def __dealloc__(self):
+        if self._latch != NULL:
+            # Nobody can be waiting (a waiter holds a reference), but free it released, as
+            # CPython does for a threading.Lock dropped while held.
+            if self._state == RESULT_PENDING or self._state == RESULT_SET:
+                PyThread_release_lock(self._latch)
+            PyThread_free_lock(self._latch)
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
+
+    cdef int _set(self, int64_t base_offset, int64_t log_append_time,
+                  object exception) except -1:
+        _acquire(self._lock)
+        self._base_offset = base_offset
+        self._log_append_time = log_append_time
+        self._exception = exception
+        self._completing_thread = _get_ident()
+        self._state = RESULT_SET
+        PyThread_release_lock(self._lock)
+        return 0
+
+    cdef int _finish(self, int state) except -1:
+        _acquire(self._lock)
+        self._state = state
+        self._completing_thread = 0
+        PyThread_release_lock(self._lock)
+        # Exactly one _finish per result (the final-state CAS of its batch sees to that), so the
+        # latch is released exactly once.
+        PyThread_release_lock(self._latch)
+        return 0
+
+    cdef int _wait_latch(self, double timeout_s) except -1:
+        cdef PyLockStatus status
+        cdef PY_TIMEOUT_T chunk_us
+        cdef double deadline = 0.0
+        cdef double remaining
+        if timeout_s >= 0:
+            deadline = _monotonic() + timeout_s
+        while True:
+            if timeout_s < 0:
+                chunk_us = MAX_WAIT_CHUNK_US
+            else:
+                remaining = deadline - _monotonic()
+                if remaining < 0:
+                    remaining = 0
+                chunk_us = <PY_TIMEOUT_T>(remaining * 1e6)
+                if chunk_us > MAX_WAIT_CHUNK_US:
+                    chunk_us = MAX_WAIT_CHUNK_US
+            with nogil:
+                status = PyThread_acquire_lock_timed(self._latch, chunk_us, 1)
+            if status == PY_LOCK_ACQUIRED:
+                # Pass it on: the latch stays open for every other waiter.
+                PyThread_release_lock(self._latch)
+                return 1
+            if status == PY_LOCK_INTR:
+                # A signal arrived (Ctrl-C in the main thread): let its handler run and raise.
+                PyErr_CheckSignals()
+                continue
+            if timeout_s >= 0 and _monotonic() >= deadline:
+                return 0
+
+
+@cython.final
+@cython.no_gc
 cdef class RecordMetadata:
-    pass
+    """What the broker made of one record: topic, partition, offset, timestamp, sizes.
+
+    Immutable and compared by value.  ``offset`` is -1 when the broker gave none (``acks=0``);
+    ``timestamp`` is the broker's log append time when the topic uses ``LogAppendTime``, else the
+    record's create time.  Sizes are -1 for a null key or value.
+    """
+    # no_gc: the fields are an exact str and integers, which can never lead back here, so the
+    # cycle collector need not track the one RecordMetadata made per acknowledged record.
+
+    def __init__(self, topic, int partition, int64_t offset, int64_t timestamp,
+                 int32_t serialized_key_size, int32_t serialized_value_size):
+        self.topic = _check_topic(topic)
+        self.partition = partition
+        self.offset = offset
+        self.timestamp = timestamp
+        self.serialized_key_size = serialized_key_size
+        self.serialized_value_size = serialized_value_size
+
+    def has_offset(self):
+        """Whether the broker assigned an offset (not the case with ``acks=0``)."""
+        return self.offset != NO_OFFSET
+
+    def has_timestamp(self):
+        """Whether the record has a timestamp."""
+        return self.timestamp != NO_TIMESTAMP
+
+    def _key(self):
+        return (self.topic, self.partition, self.offset, self.timestamp,
+                self.serialized_key_size, self.serialized_value_size)
+
+    def __eq__(self, other):
+        if not isinstance(other, RecordMetadata):
+            return NotImplemented
+        return self._key() == (<RecordMetadata>other)._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __reduce__(self):
+        return (RecordMetadata, self._key())
+
+    def __repr__(self):
+        return (f"RecordMetadata(topic={self.topic!r}, partition={self.partition}, "
+                f"offset={self.offset}, timestamp={self.timestamp}, "
+                f"serialized_key_size={self.serialized_key_size}, "
+                f"serialized_value_size={self.serialized_value_size})")
+
+
+def _copy_outcome(target, FutureRecordMetadata source):
+    # Done-callback behind as_concurrent_future(): the source is done, so nothing here waits.
+    exc = source.exception(0)
+    if exc is not None:
+        target.set_exception(exc)
+    else:
+        target.set_result(source.result(0))
+
+
+@cython.final
+@cython.freelist(1024)
+@cython.auto_pickle(False)
+cdef class FutureRecordMetadata:
+    """The future of one record, as returned by ``send`` (Java's ``FutureRecordMetadata``).
+
+    It follows :class:`concurrent.futures.Future`'s API (``result``, ``exception``, ``done``,
+    ``add_done_callback``, ...) without being one: subclassing it would cost a Condition per
+    record.  ``concurrent.futures.wait``/``as_completed`` and ``asyncio.wrap_future`` need the real
+    class: :meth:`as_concurrent_future` makes one that follows this future.  A record cannot be
+    recalled once appended, so ``cancel()`` is always False.
+    """
+
+    def __init__(self):
+        raise TypeError("FutureRecordMetadata is made by ProducerBatch.try_append, not directly")
+
+    cdef RecordMetadata _metadata(self):
+        cdef ProduceRequestResult result = self._result
+        cdef RecordMetadata metadata = RecordMetadata.__new__(RecordMetadata)
+        metadata.topic = result.topic
+        metadata.partition = result.partition
+        if result._base_offset == NO_OFFSET:
+            metadata.offset = NO_OFFSET
+        else:
+            metadata.offset = result._base_offset + self._relative_offset
+        if result._log_append_time != NO_TIMESTAMP:
+            metadata.timestamp = result._log_append_time
+        else:
+            metadata.timestamp = self._timestamp
+        metadata.serialized_key_size = self._key_size
+        metadata.serialized_value_size = self._value_size
+        return metadata
+
+    cdef int _wait(self, object timeout) except -1:
+        cdef ProduceRequestResult result
+        cdef double timeout_s = -1.0
+        cdef double deadline = 0.0
+        cdef int state
+        if timeout is not None:
+            timeout_s = timeout
+            if timeout_s != timeout_s:
+                raise ValueError("timeout must be a number of seconds, not NaN")
+            if timeout_s < 0:
+                timeout_s = 0
+        while True:
+            result = self._result
+            state = result._state
+            if state == RESULT_DONE:
+                return 0
+            if state == RESULT_SET and result._completing_thread == _get_ident():
+                # We are inside one of this batch's callbacks: the answer is final already, and
+                # the latch would only open after we return.
+                return 0
+            if state == RESULT_SPLIT:
+                # Our record moved to a new batch; split() re-pointed _result before opening
+                # the old latch, so the next loop waits on the new result.
+                if self._result is result:
+                    raise IllegalStateError("record was not moved by the split of its batch")
+                continue
+            if timeout_s < 0:
+                result._wait_latch(-1.0)
+                continue
+            if deadline == 0.0:
+                deadline = _monotonic() + timeout_s
+            if not result._wait_latch(max(0.0, deadline - _monotonic())):
+                raise KafkaTimeoutError(
+                    f"record for {result.topic}-{result.partition} was not acknowledged "
+                    f"within {timeout} s")
+
+    def result(self, timeout=None):
+        """Wait for the broker's answer; return the :class:`RecordMetadata` or raise its error.
+
+        ``timeout`` is in seconds (None: no bound); when it passes, raise
+        :class:`kafkacore.errors.KafkaTimeoutError`, a :class:`TimeoutError`.
+        """
+        self._wait(timeout)
+        exception = self._result._exception
+        if exception is not None:
+            raise exception
+        return self._metadata()
+
+    def get(self, timeout=None):
+        """Java's name for :meth:`result`."""
+        return self.result(timeout)
+
+    def exception(self, timeout=None):
+        """Wait like :meth:`result`; return the error the record failed with, or None."""
+        self._wait(timeout)
+        return self._result._exception
+
+    def done(self):
+        """Whether the record is acknowledged or failed, and its batch's callbacks have run."""
+        return self._result._state == RESULT_DONE
+
+    def running(self):
+        """True until done: an appended record is on its way and cannot be cancelled."""
+        return self._result._state != RESULT_DONE
+
+    def cancelled(self):
+        """Always False: records are never cancelled."""
+        return False
+
+    def cancel(self):
+        """Refuse: a record that was appended to a batch cannot be recalled.  Returns False."""
+        return False
+
+    def add_done_callback(self, fn):
+        """Call ``fn(future)`` when the record is done; at once if it is done already.
+
+        Done-callbacks run after the batch's send() callbacks, on the thread completing the batch;
+        an exception raised by ``fn`` is logged (logger ``kafkacore``) and ignored.
+        """
+        cdef ProduceRequestResult result
+        cdef list fresh
+        cdef int state
+        if not PyCallable_Check(fn):
+            raise TypeError(f"fn must be callable, not {type(fn).__name__}")
+        # Allocated outside the lock: nothing that could run Python code happens under it.
+        fresh = [fn]
+        while True:
+            result = self._result
+            _acquire(result._lock)
+            state = result._state
+            if state == RESULT_PENDING or state == RESULT_SET:
+                if self._done_callbacks is None:
+                    self._done_callbacks = fresh
+                else:
+                    self._done_callbacks.append(fn)
+                PyThread_release_lock(result._lock)
+                return
+            PyThread_release_lock(result._lock)
+            if state == RESULT_DONE:
+                _run_done_callback(fn, self)
+                return
+            # RESULT_SPLIT: _result was re-pointed before the split was published; go again.
+            if self._result is result:
+                raise IllegalStateError("record was not moved by the split of its batch")
+
+    def as_concurrent_future(self):
+        """A :class:`concurrent.futures.Future` that completes with this one.
+
+        For ``concurrent.futures.wait``/``as_completed`` and ``asyncio.wrap_future``, which need the
+        real class.  It costs a Condition and a done-callback, so make one only where needed.
+        """
+        target = _cf.Future()
+        target.set_running_or_notify_cancel()
+        self.add_done_callback(partial(_copy_outcome, target))
+        return target
+
+    def __repr__(self):
+        cdef ProduceRequestResult result = self._result
+        if result._state != RESULT_DONE:
+            state = "pending"
+        elif result._exception is not None:
+            state = f"failed: {result._exception!r}"
+        else:
+            state = f"offset={self._metadata().offset}"
+        return f"<FutureRecordMetadata {result.topic}-{result.partition} {state}>"
+
+
+cdef int _run_done_callback(object fn, FutureRecordMetadata future) except -1:
+    try:
+        fn(future)
+    except Exception:
+        _log.exception("exception calling done-callback for %r", future)
+    return 0
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class ProducerBatch:
+    """The records for one partition that travel together (Java's ``ProducerBatch``).
+
+    ``try_append`` is called by the accumulator under the deque lock of the batch's partition;
+    ``done``/``abort``/``split`` by the Sender once the batch has left the deque.  See batch.pxd.
+    """
+
+    def __cinit__(self, *args, **kwargs):
+        self._state_lock = PyThread_allocate_lock()
+        if self._state_lock == NULL:
+            raise MemoryError("cannot allocate the state lock of a ProducerBatch")
+
+    def __dealloc__(self):
+        if self._state_lock != NULL:
+            PyThread_free_lock(self._state_lock)
+
+    def __init__(self, topic, int partition, MemoryRecordsBuilder builder not None,
+                 int64_t created_ms, bint is_split_batch=False):
+        if self._builder is not None:
+            raise IllegalStateError("ProducerBatch.__init__ called twice")
+        if partition < 0:
+            raise ValueError(f"partition must be >= 0, not {partition}")
+        if builder._num_records != 0 or builder._appends_closed:
+            raise ValueError("a ProducerBatch starts from an empty, open MemoryRecordsBuilder")
+        self.topic = _check_topic(topic)
+        self.partition = partition
+        self._builder = builder
+        self._result = ProduceRequestResult.__new__(ProduceRequestResult)
+        self._result.topic = self.topic
+        self._result.partition = partition
+        self._thunks = []
+        self.created_ms = created_ms
+        self.last_append_ms = created_ms
+        self.last_attempt_ms = created_ms
+        self.drained_ms = 0
+        self.is_split_batch = is_split_batch
+
+    # -- the append path (user threads, under the deque lock) ----------------------------------
+
+    # try_append: start
+    cpdef FutureRecordMetadata try_append(self, int64_t timestamp_ms, object key, object value,
+                                          object headers, object callback, int64_t now_ms):
+        """Append one record; return its future, or None if the batch has no room for it.
+
+        An empty batch always takes its first record, however large (Java's rule: every record
+        fits somewhere).  ``callback(metadata, exception)`` fires once when the batch completes.
+        """
+        cdef MemoryRecordsBuilder builder = self._builder
+        cdef FutureRecordMetadata future
+        cdef int32_t key_size, value_size
+        cdef Py_ssize_t written_before, size
+        cdef int offset_delta
+        if callback is not None and not PyCallable_Check(callback):
+            raise TypeError(f"callback must be callable or None, not {type(callback).__name__}")
+        key_size = _serialized_size(key, "key")
+        value_size = _serialized_size(value, "value")
+        if self._final_state != FINAL_NONE:
+            # Completed batches take nothing: a record appended now would never be answered.
+            return None
+        if not builder.has_room_for(timestamp_ms, key, value, headers):
+            if self.record_count > 0 or builder._appends_closed:
+                return None
+        written_before = builder._uncompressed_records_size
+        offset_delta = builder.append(timestamp_ms, key, value, headers)
+        size = builder._uncompressed_records_size - written_before
+        if size > self.max_record_size:
+            self.max_record_size = size
+        self.last_append_ms = now_ms
+        # The future is also the thunk: it keeps the callback until the batch fires it.
+        future = FutureRecordMetadata.__new__(FutureRecordMetadata)
+        future._result = self._result
+        future._relative_offset = offset_delta
+        future._timestamp = timestamp_ms
+        future._key_size = key_size
+        future._value_size = value_size
+        future._callback = callback
+        self._thunks.append(future)
+        self.record_count += 1
+        return future
+    # try_append: end
+
+    # -- completion (Sender thread, or whoever expires/aborts the batch) -----------------------
+
+    cdef int _cas_final_state(self, int new_state) except -1:
+        cdef int found
+        _acquire(self._state_lock)
+        found = self._final_state
+        if found == FINAL_NONE:
+            self._final_state = new_state
+        PyThread_release_lock(self._state_lock)
+        return found
+
+    # done: start
+    cpdef bint done(self, int64_t base_offset, int64_t log_append_time,
+                    object exception) except -1:
+        """Complete the batch: succeeded if ``exception`` is None, else failed.
+
+        Returns True if this call completed it (callbacks fired, futures resolved), False if it
+        was completed before: a failure after a failure or abort, or a late success after one, is
+        ignored and logged.  A batch that succeeded must not change state again: that raises
+        :class:`~kafkacore.errors.IllegalStateError` (Java does the same).
+        """
+        cdef int wanted, found
+        if exception is not None and not isinstance(exception, BaseException):
+            raise TypeError(f"exception must be an exception instance or None, "
+                            f"not {type(exception).__name__}")
+        wanted = FINAL_SUCCEEDED if exception is None else FINAL_FAILED
+        found = self._cas_final_state(wanted)
+        if found == FINAL_NONE:
+            self._complete(base_offset, log_append_time, exception)
+            return True
+        if found == FINAL_SUCCEEDED:
+            raise IllegalStateError(
+                f"a succeeded batch for {self.topic}-{self.partition} must not change state "
+                f"again (to {_FINAL_STATE_NAMES[wanted]})")
+        _log.debug("ignored %s for batch %s-%d (base offset %d): already %s",
+                   _FINAL_STATE_NAMES[wanted], self.topic, self.partition, base_offset,
+                   _FINAL_STATE_NAMES[found])
+        return False
+    # done: end
+
+    cpdef abort(self, object exception):
+        """Fail the batch with ``exception`` (producer closed, transaction aborted).
+
+        Raises :class:`~kafkacore.errors.IllegalStateError` if it was completed already.
+        """
+        cdef int found
+        if not isinstance(exception, BaseException):
+            raise TypeError(f"exception must be an exception instance, "
+                            f"not {type(exception).__name__}")
+        found = self._cas_final_state(FINAL_ABORTED)
+        if found != FINAL_NONE:
+            raise IllegalStateError(f"batch for {self.topic}-{self.partition} was already "
+                                    f"completed in final state {_FINAL_STATE_NAMES[found]}")
+        self._complete(NO_OFFSET, NO_TIMESTAMP, exception)
+
+    # complete: start
+    cdef int _complete(self, int64_t base_offset, int64_t log_append_time,
+                       object exception) except -1:
+        # Only the winner of the final-state CAS gets here, so this runs once per batch.
+        cdef ProduceRequestResult result = self._result
+        cdef list thunks = self._thunks
+        cdef Py_ssize_t i, n = len(thunks)
+        cdef FutureRecordMetadata future
+        cdef object callback, callbacks, fn
+        cdef object fatal = None
+        self._thunks = []
+        # 1. The answer first, so a callback asking any future of this batch gets it.
+        result._set(base_offset, log_append_time, exception)
+        # 2. The send() callbacks, in append order; one failing does not stop the others.
+        for i in range(n):
+            future = <FutureRecordMetadata>thunks[i]
+            callback = future._callback
+            if callback is None:
+                continue
+            future._callback = None
+            try:
+                if exception is None:
+                    callback(future._metadata(), None)
+                else:
+                    callback(None, exception)
+            except Exception:
+                _log.error("error in the send() callback of a record for %s-%d",
+                           self.topic, self.partition, exc_info=True)
+            except BaseException as e:
+                # KeyboardInterrupt, SystemExit: finish completing (every record must end), then
+                # let it go on.
+                if fatal is None:
+                    fatal = e
+        # 3. Open the latch: result() returns in every waiting thread, and done() turns True.
+        result._finish(RESULT_DONE)
+        # 4. The futures' done-callbacks.  After DONE nobody appends to these lists any more.
+        for i in range(n):
+            future = <FutureRecordMetadata>thunks[i]
+            callbacks = future._done_callbacks
+            if callbacks is None:
+                continue
+            future._done_callbacks = None
+            for fn in callbacks:
+                try:
+                    fn(future)
+                except Exception:
+                    _log.exception("exception calling done-callback for %r", future)
+                except BaseException as e:
+                    if fatal is None:
+                        fatal = e
+        if fatal is not None:
+            raise fatal
+        return 0
+    # complete: end
+
+    def await_done(self, timeout=None):
+        """Wait until the batch is done (callbacks run); False if ``timeout`` seconds pass first.
+
+        Java's ``produceFuture.await``, for ``flush``.  A split batch is done when all the batches
+        its records moved to are done.  ``timeout`` None waits without bound.
+        """
+        cdef ProduceRequestResult result = self._result
+        cdef double timeout_s = -1.0
+        cdef double deadline = 0.0
+        cdef ProducerBatch child
+        if timeout is not None:
+            timeout_s = timeout
+            if timeout_s != timeout_s:
+                raise ValueError("timeout must be a number of seconds, not NaN")
+            timeout_s = max(timeout_s, 0.0)
+            deadline = _monotonic() + timeout_s
+        if result._state == RESULT_SET and result._completing_thread == _get_ident():
+            return True  # called from one of this batch's own callbacks
+        if not result._wait_latch(timeout_s):
+            return False
+        if result._state == RESULT_SPLIT:
+            for child in self._split_batches:
+                if not child.await_done(
+                        None if timeout is None else max(0.0, deadline - _monotonic())):
+                    return False
+        return True
+
+    @property
+    def final_state(self):
+        """None while in flight, then "succeeded", "failed", "aborted" or "split"."""
+        return _FINAL_STATE_NAMES[self._final_state]
+
+    @property
+    def is_done(self):
+        """Whether the batch reached a final state (split counts: its records live elsewhere)."""
+        return self._final_state != FINAL_NONE
+
+    # -- splitting a batch the broker found too large (MESSAGE_TOO_LARGE) ----------------------
+
+    cdef int _append_for_split(self, object record, FutureRecordMetadata future) except -2:
+        cdef MemoryRecordsBuilder builder = self._builder
+        cdef Py_ssize_t written_before, size
+        cdef int offset_delta
+        timestamp = record.timestamp
+        key = record.key
+        value = record.value
+        headers = record.headers
+        if self.record_count > 0 and not builder.has_room_for(timestamp, key, value, headers):
+            return -1
+        written_before = builder._uncompressed_records_size
+        offset_delta = builder.append(timestamp, key, value, headers)
+        size = builder._uncompressed_records_size - written_before
+        if size > self.max_record_size:
+            self.max_record_size = size
+        self._thunks.append(future)
+        self.record_count += 1
+        return offset_delta
+
+    def _new_split_batch(self, record, int split_batch_size):
+        capacity = max(
+            _records.estimate_size_upper_bound(record.key, record.value, record.headers),
+            split_batch_size)
+        builder = MemoryRecordsBuilder(
+            capacity,
+            compression=_CODEC_NAMES[self._builder._compression_type],
+            compression_level=self._builder._compression_level)
+        return ProducerBatch(self.topic, self.partition, builder, self.created_ms, True)
+
+    # split: start
+    def split(self, int split_batch_size):
+        """Re-append this batch's records into new batches of about ``split_batch_size`` bytes.
+
+        Each record keeps its future and callback: they move to the new batch, and complete when
+        it does.  This batch ends in final state "split" and never completes them itself
+        (``done`` returns False, ``abort`` raises).  Returns the new batches, in record order,
+        closed for appends, on fresh heap buffers.
+        """
+        cdef list thunks = self._thunks
+        cdef list new_batches = []
+        cdef list moves = []
+        cdef ProducerBatch current = None
+        cdef FutureRecordMetadata future
+        cdef ProduceRequestResult old_result = self._result
+        cdef int offset_delta, found
+        cdef Py_ssize_t i
+        cdef int32_t sequence
+        if split_batch_size <= 0:
+            raise ValueError(f"split_batch_size must be > 0, not {split_batch_size}")
+        if self._final_state != FINAL_NONE:
+            raise IllegalStateError(f"cannot split a batch in final state "
+                                    f"{_FINAL_STATE_NAMES[self._final_state]}")
+        batches = list(_records.iter_batches(self.records()))
+        if len(batches) != 1:
+            raise IllegalStateError(f"a producer batch holds one record batch, not {len(batches)}")
+        records = batches[0].records
+        if len(records) != len(thunks) or not thunks:
+            raise IllegalStateError(f"cannot split: {len(records)} records read back for "
+                                    f"{len(thunks)} futures")
+        # Build the new batches first; nothing the user can see changes until they all exist.
+        for i in range(len(records)):
+            record = records[i]
+            future = <FutureRecordMetadata>thunks[i]
+            if current is None:
+                current = self._new_split_batch(record, split_batch_size)
+            offset_delta = current._append_for_split(record, future)
+            if offset_delta < 0:
+                current.close_for_record_appends()
+                new_batches.append(current)
+                current = self._new_split_batch(record, split_batch_size)
+                offset_delta = current._append_for_split(record, future)
+            moves.append((future, current._result, offset_delta))
+        current.close_for_record_appends()
+        new_batches.append(current)
+        # Publish: win the final state, so that a late done()/abort() of this batch cannot fire
+        # the moved callbacks a second time.
+        found = self._cas_final_state(FINAL_SPLIT)
+        if found != FINAL_NONE:
+            raise IllegalStateError(f"batch completed ({_FINAL_STATE_NAMES[found]}) while "
+                                    f"it was being split")
+        for future, new_result, offset_delta in moves:
+            future._result = new_result
+            future._relative_offset = offset_delta
+        self._thunks = []
+        self._split_batches = new_batches
+        # Wake the waiters of the old result only now: they find their futures re-pointed.
+        old_result._finish(RESULT_SPLIT)
+        if self._builder._base_sequence != NO_SEQUENCE:
+            sequence = self._builder._base_sequence
+            for current in new_batches:
+                current.set_producer_state(self._builder._producer_id,
+                                           self._builder._producer_epoch, sequence,
+                                           self._builder._is_transactional)
+                sequence += current.record_count
+        return new_batches
+    # split: end
+
+    # -- the Sender's bookkeeping ---------------------------------------------------------------
+
+    def reenqueued(self, int64_t now_ms):
+        """The batch goes back to its deque for another try (Java reenqueued)."""
+        self.attempts += 1
+        self.last_attempt_ms = max(self.last_append_ms, now_ms)
+        self.last_append_ms = max(self.last_append_ms, now_ms)
+        self._retry = True
+
+    def in_retry(self):
+        """Whether the batch has been re-enqueued after a failed attempt."""
+        return self._retry
+
+    def drained(self, int64_t now_ms):
+        """The Sender took the batch out of its deque to send it."""
+        self.drained_ms = max(self.drained_ms, now_ms)
+
+    def queue_time_ms(self):
+        """How long the batch waited in the accumulator before it was drained."""
+        return self.drained_ms - self.created_ms
+
+    def waited_time_ms(self, int64_t now_ms):
+        """Time since the last attempt (or creation), for back-off and linger decisions."""
+        return max(0, now_ms - self.last_attempt_ms)
+
+    def has_reached_delivery_timeout(self, int64_t delivery_timeout_ms, int64_t now_ms):
+        """Whether ``delivery.timeout.ms`` has passed since the batch was created."""
+        return delivery_timeout_ms <= now_ms - self.created_ms
+
+    # -- the builder, seen through the batch ----------------------------------------------------
+
+    def is_full(self):
+        """Whether the builder takes no more records (closed, or its write limit reached)."""
+        return self._builder.is_full()
+
+    def estimated_size_in_bytes(self):
+        """The builder's estimate of the finished batch's size."""
+        return self._builder.estimated_size_in_bytes()
+
+    def close_for_record_appends(self):
+        """No more appends; the header (producer state) can still change."""
+        self._builder.close_for_record_appends()
+
+    def close(self):
+        """Finish the batch bytes: header, CRC, compression.  Appends are refused from now on."""
+        self._builder.close()
+
+    def abort_record_appends(self):
+        """Throw away the builder's records (before ``abort``, while holding the deque lock)."""
+        self._builder.abort()
+
+    def records(self):
+        """The complete record batch, as the broker will receive it (closes the builder)."""
+        return self._builder.build()
+
+    def set_producer_state(self, int64_t producer_id, int producer_epoch, int base_sequence,
+                           bint is_transactional):
+        """Idempotence/transactions: write the producer id, epoch and first sequence."""
+        self._builder.set_producer_state(producer_id, producer_epoch, base_sequence,
+                                         is_transactional)
+
+    @property
+    def is_closed(self):
+        return self._builder.is_closed
+
+    @property
+    def buffer(self):
+        """The builder's current buffer (for BufferPool.deallocate)."""
+        return self._builder.buffer
+
+    @property
+    def initial_capacity(self):
+        """The size the buffer was allocated with (for BufferPool.deallocate)."""
+        return self._builder.initial_capacity
+
+    @property
+    def producer_id(self):
+        return self._builder._producer_id
+
+    @property
+    def producer_epoch(self):
+        return self._builder._producer_epoch
+
+    @property
+    def base_sequence(self):
+        return self._builder._base_sequence
+
+    @property
+    def is_transactional(self):
+        return self._builder._is_transactional
+
+    @property
+    def has_sequence(self):
+        return self._builder._base_sequence != NO_SEQUENCE
+
+    @property
+    def last_sequence(self):
+        return self._builder._base_sequence + self.record_count - 1
+
+    def __repr__(self):
+        return (f"ProducerBatch(topic={self.topic!r}, partition={self.partition}, "
+                f"record_count={self.record_count}, final_state={self.final_state!r})")
