@@ -1,0 +1,600 @@
+"""Every producer setting: its Java name, Kafka 4's default, its type, its check, one line of doc.
+
+The settings are data: :data:`SETTINGS` is one table, and everything else here (coercion, the
+error messages, :meth:`ProducerConfig.describe`, the table in the docs) reads it.  The names are
+the Java producer's (``linger.ms``, ``batch.size``), the convention confluent-kafka shares; the
+defaults are Kafka 4's Java producer defaults (DESIGN.md principle 7).
+
+After each value is checked on its own, :class:`ProducerConfig` applies the Java producer's rules
+that tie settings together (``ProducerConfig.postProcessAndValidateIdempotenceConfigs`` and
+``KafkaProducer.configureDeliveryTimeout``): a conflict the user asked for explicitly is an error;
+a conflict that comes from a default is resolved quietly, the way Java resolves it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafkacore.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SETTINGS", "ProducerConfig", "Setting"]
+
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+#: Java's ``MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION_FOR_IDEMPOTENCE``: the broker remembers the last
+#: five batches per producer and partition, so at most five may be unacknowledged at once.
+MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
+
+
+class _Invalid(ValueError):
+    """Raised by a check; ProducerConfig turns it into a ConfigError naming key and value."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the settings table."""
+
+    #: The Java name, e.g. ``"linger.ms"``.
+    name: str
+    #: Kafka 4's default, in the form a user would write it (coerced like a user's value).
+    default: Any
+    #: The Java type: int, long, boolean, string, list, class (here: a callable).
+    type: str
+    #: Takes the user's value, returns the coerced value or raises ``_Invalid``.
+    check: Callable[[Any], Any]
+    #: What the check accepts, in words (shown in errors and in the docs table).
+    allowed: str
+    #: One line on what the setting does.
+    doc: str
+
+    @property
+    def keyword(self) -> str:
+        """The Python keyword form: ``linger.ms`` is ``linger_ms``."""
+        return self.name.replace(".", "_")
+
+
+# -- checks ------------------------------------------------------------------------------------
+# Each check is a small function that returns the coerced value.  They accept what a Java
+# ``Properties`` file would hold (strings) as well as Python values, and refuse anything whose
+# meaning would be a guess (a float 5.5 for milliseconds, True for a number).
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, bool):
+        raise _Invalid("a bool is not a number")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer():
+            return int(value)
+        raise _Invalid("not a whole number")
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text, 10)
+        except ValueError:
+            raise _Invalid("not an integer") from None
+    raise _Invalid(f"a {type(value).__name__} is not a number")
+
+
+def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        n = _integer(value)
+        if not lo <= n <= hi:
+            raise _Invalid("out of range")
+        return n
+
+    return check
+
+
+def _range_text(lo: int, hi: int) -> str:
+    if hi in (INT_MAX, LONG_MAX):
+        return f"an integer >= {lo}" + (" (32-bit)" if hi == INT_MAX else "")
+    return f"an integer in [{lo}, {hi}]"
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "true":
+            return True
+        if text == "false":
+            return False
+    raise _Invalid("not a boolean")
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _Invalid(f"a {type(value).__name__} is not a string")
+    return value
+
+
+def _acks(value: Any) -> int:
+    # Java's parseAcks: "all" is -1; the validator allows exactly all, -1, 0, 1.
+    if isinstance(value, bool):
+        raise _Invalid("a bool is not an acks value")
+    if isinstance(value, int) and value in (-1, 0, 1):
+        return value
+    if isinstance(value, str) and value.strip() in ("all", "-1", "0", "1"):
+        text = value.strip()
+        return -1 if text == "all" else int(text)
+    raise _Invalid("not an acks value")
+
+
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+def _compression_type(value: Any) -> str:
+    if isinstance(value, str) and value.strip().lower() in COMPRESSION_TYPES:
+        return value.strip().lower()
+    raise _Invalid("not a compression type")
+
+
+def _gzip_level(value: Any) -> int:
+    # zlib's levels, plus -1 for "zlib's default" (Deflater.DEFAULT_COMPRESSION).
+    n = _integer(value)
+    if n == -1 or 1 <= n <= 9:
+        return n
+    raise _Invalid("not a gzip level")
+
+
+def _parse_address(entry: Any) -> tuple[str, int]:
+    if isinstance(entry, tuple) and len(entry) == 2:
+        host, port = entry
+        if not isinstance(host, str):
+            raise _Invalid(f"host {host!r} is not a string")
+    elif isinstance(entry, str):
+        text = entry.strip()
+        if text.startswith("["):
+            # [IPv6]:port
+            close = text.find("]")
+            if close < 0 or text[close + 1 : close + 2] != ":":
+                raise _Invalid(f"{text!r} is not [ipv6-address]:port")
+            host, port = text[1:close], text[close + 2 :]
+        else:
+            if text.count(":") > 1:
+                raise _Invalid(f"{text!r}: write an IPv6 address in brackets, [::1]:9092")
+            host, sep, port = text.rpartition(":")
+            if not sep:
+                raise _Invalid(f"{text!r} has no port (host:port)")
+    else:
+        raise _Invalid(f"{entry!r} is neither 'host:port' nor (host, port)")
+    if not host or any(c.isspace() for c in host):
+        raise _Invalid(f"bad host in {entry!r}")
+    try:
+        port_number = _integer(port)
+    except _Invalid:
+        raise _Invalid(f"bad port in {entry!r}") from None
+    if not 1 <= port_number <= 65535:
+        raise _Invalid(f"port {port_number} is outside 1..65535")
+    return host, port_number
+
+
+def _bootstrap_servers(value: Any) -> list[tuple[str, int]]:
+    if isinstance(value, str):
+        entries: list[Any] = value.split(",")
+    elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], int):
+        entries = [value]  # a single (host, port) pair given bare
+    elif isinstance(value, (list, tuple)):
+        entries = list(value)
+    else:
+        raise _Invalid(f"a {type(value).__name__} is not a server list")
+    # Java's LIST type trims each entry and skips empty ones ("a:1,,b:2" has two servers).
+    servers = [
+        _parse_address(e) for e in entries if not (isinstance(e, str) and not e.strip())
+    ]
+    if not servers:
+        raise _Invalid("no servers")
+    return servers
+
+
+def _callable_or_none(value: Any) -> Callable[..., Any] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise _Invalid("a class name is not a callable (pass the function itself)")
+    if not callable(value):
+        raise _Invalid(f"a {type(value).__name__} is not callable")
+    return value
+
+
+def _interceptors(value: Any) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise _Invalid("not a list of interceptors")
+    for obj in value:
+        for method in ("on_send", "on_acknowledgement"):
+            if not callable(getattr(obj, method, None)):
+                raise _Invalid(f"{obj!r} has no {method}() method")
+        close = getattr(obj, "close", None)
+        if close is not None and not callable(close):
+            raise _Invalid(f"{obj!r} has a close attribute that is not callable")
+    return tuple(value)
+
+
+def _transactional_id(value: Any) -> None:
+    if value is None:
+        return None
+    raise _Invalid("transactions are not supported yet")
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _security_protocol(value: Any) -> str:
+    text = value.strip().upper() if isinstance(value, str) else None
+    if text == "PLAINTEXT":
+        return text
+    if text in SECURITY_PROTOCOLS:
+        raise _Invalid(f"{text} is not supported yet: kafkacore speaks PLAINTEXT only")
+    raise _Invalid("not a security protocol")
+
+
+def _int(lo: int) -> tuple[Callable[[Any], int], str]:
+    return _int_range(lo, INT_MAX), _range_text(lo, INT_MAX)
+
+
+def _long(lo: int) -> tuple[Callable[[Any], int], str]:
+    return _int_range(lo, LONG_MAX), _range_text(lo, LONG_MAX)
+
+
+def _row(name: str, default: Any, type_: str, check: Any, doc: str, allowed: str = "") -> Setting:
+    if isinstance(check, tuple):
+        check, allowed = check
+    return Setting(name, default, type_, check, allowed, doc)
+
+
+_BOOL = (_boolean, "true or false")
+_CALLABLE = (_callable_or_none, "a callable, or None")
+
+# -- the table -----------------------------------------------------------------------------------
+# Defaults are Kafka 4.0's (ProducerConfig.CONFIG and CommonClientConfigs).  linger.ms became 5 in
+# Kafka 4.0 (KIP-1030); before that it was 0.
+
+#: Every setting kafkacore knows, in the order the docs list them.
+SETTINGS: tuple[Setting, ...] = (
+    # where and who
+    _row("bootstrap.servers", None, "list", (_bootstrap_servers,
+         "'host:port,host:port' or a list of 'host:port' / (host, port); IPv6 as [addr]:port"),
+         "Brokers to ask for the cluster's metadata first; required."),
+    _row("client.id", "", "string", (_string, "a string"),
+         "Names this producer in broker logs and quotas; KafkaProducer picks one if empty."),
+    _row("security.protocol", "PLAINTEXT", "string", (_security_protocol, "PLAINTEXT"),
+         "How to talk to brokers; kafkacore speaks PLAINTEXT only (no TLS, no SASL yet)."),
+    # durability and ordering
+    _row("acks", "all", "string", (_acks, "all, -1, 0 or 1"),
+         "How many replicas must have a record before the broker answers: 0, 1 or all (-1)."),
+    _row("enable.idempotence", True, "boolean", _BOOL,
+         "Producer id and sequence numbers so that retries cannot write duplicates."),
+    _row("retries", INT_MAX, "int", _int(0),
+         "How often to resend a batch after a retriable error (delivery.timeout.ms bounds it)."),
+    _row("max.in.flight.requests.per.connection", 5, "int", _int(1),
+         "Unanswered requests allowed per broker connection (at most 5 with idempotence)."),
+    # batching
+    _row("linger.ms", 5, "long", _long(0),
+         "How long a batch may wait for more records before it is sent."),
+    _row("batch.size", 16384, "int", _int(0),
+         "Bytes per partition batch; also how much the sticky partitioner sends before it moves."),
+    _row("buffer.memory", 33554432, "long", _long(0),
+         "Total bytes for records waiting to be sent; send() blocks when it is used up."),
+    _row("max.request.size", 1048576, "int", _int(0),
+         "Largest produce request, and so the largest record, in bytes."),
+    _row("compression.type", "none", "string",
+         (_compression_type, "none, gzip, snappy, lz4 or zstd"),
+         "Codec for whole batches."),
+    _row("compression.gzip.level", -1, "int", (_gzip_level, "-1 (zlib's default) or 1..9"),
+         "gzip level when compression.type is gzip."),
+    _row("compression.lz4.level", 9, "int", (_int_range(1, 17), "an integer in [1, 17]"),
+         "lz4 level when compression.type is lz4."),
+    _row("compression.zstd.level", 3, "int",
+         (_int_range(-131072, 22), "an integer in [-131072, 22]"),
+         "zstd level when compression.type is zstd."),
+    # time bounds
+    _row("max.block.ms", 60000, "long", _long(0),
+         "Longest send() may block waiting for metadata or buffer memory."),
+    _row("delivery.timeout.ms", 120000, "int", _int(0),
+         "Upper bound from send() to the record's success or failure, retries included."),
+    _row("request.timeout.ms", 30000, "int", _int(0),
+         "How long to wait for a broker's answer to one request."),
+    _row("retry.backoff.ms", 100, "long", _long(0),
+         "First wait before retrying a failed request; doubles up to retry.backoff.max.ms."),
+    _row("retry.backoff.max.ms", 1000, "long", _long(0),
+         "Longest wait between retries."),
+    # metadata
+    _row("metadata.max.age.ms", 300000, "long", _long(0),
+         "Refresh metadata at least this often, even without errors."),
+    _row("metadata.max.idle.ms", 300000, "long", _long(5000),
+         "Forget a topic's metadata when nothing was sent to it for this long."),
+    # connections
+    _row("reconnect.backoff.ms", 50, "long", _long(0),
+         "First wait before reconnecting to a broker; doubles up to reconnect.backoff.max.ms."),
+    _row("reconnect.backoff.max.ms", 1000, "long", _long(0),
+         "Longest wait before reconnecting."),
+    _row("socket.connection.setup.timeout.ms", 10000, "long", _long(0),
+         "How long one connection attempt may take; grows up to the .max.ms setting."),
+    _row("socket.connection.setup.timeout.max.ms", 30000, "long", _long(0),
+         "Longest connection attempt."),
+    _row("connections.max.idle.ms", 540000, "long", _long(-1),
+         "Close connections idle this long (-1: never)."),
+    _row("send.buffer.bytes", 131072, "int", _int(-1),
+         "Socket send buffer (SO_SNDBUF); -1 leaves the OS default."),
+    _row("receive.buffer.bytes", 32768, "int", _int(-1),
+         "Socket receive buffer (SO_RCVBUF); -1 leaves the OS default."),
+    # partitioning
+    _row("partitioner.class", None, "class", _CALLABLE,
+         "Custom partitioner(topic, key_bytes, value_bytes, num_partitions, available) -> int."),
+    _row("partitioner.ignore.keys", False, "boolean", _BOOL,
+         "Send keyed records the sticky way too, ignoring their keys."),
+    _row("partitioner.adaptive.partitioning.enable", True, "boolean", _BOOL,
+         "Let the sticky partitioner favour partitions whose brokers keep up (queue sizes)."),
+    _row("partitioner.availability.timeout.ms", 0, "long", _long(0),
+         "Skip partitions whose leader has not taken data for this long (0: never skip)."),
+    # the record's bytes
+    _row("key.serializer", None, "class", _CALLABLE,
+         "Turns a key into bytes: serializer(topic, key) -> bytes | None; None: keys are bytes."),
+    _row("value.serializer", None, "class", _CALLABLE,
+         "Turns a value into bytes, like key.serializer."),
+    _row("interceptor.classes", (), "list",
+         (_interceptors, "a list of objects with on_send and on_acknowledgement"),
+         "Objects that see each record before it is sent and each acknowledgement."),
+    # not yet
+    _row("transactional.id", None, "string", (_transactional_id, "None"),
+         "Transactions are not supported yet; must stay unset."),
+)
+
+#: Settings by Java name.
+SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+_BY_KEYWORD: dict[str, Setting] = {s.keyword: s for s in SETTINGS}
+
+# Java producer settings kafkacore does not have: naming them gets a clearer error than
+# "unknown".  Whole families are matched by prefix.
+_JAVA_ONLY = (
+    "client.dns.lookup",
+    "transaction.timeout.ms",
+    "enable.metrics.push",
+    "metrics.sample.window.ms",
+    "metrics.num.samples",
+    "metrics.recording.level",
+    "metric.reporters",
+    "metadata.recovery.strategy",
+    "security.providers",
+)
+_JAVA_ONLY_PREFIXES = ("ssl.", "sasl.")
+
+
+def _suggest(key: str) -> str:
+    dotted = key.replace("_", ".")
+    if dotted in SETTINGS_BY_NAME:
+        return f"; did you mean {dotted!r}?"
+    close = difflib.get_close_matches(key, list(SETTINGS_BY_NAME), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _unknown(key: str) -> ConfigError:
+    if key in _JAVA_ONLY or key.startswith(_JAVA_ONLY_PREFIXES):
+        return ConfigError(f"{key!r} is a Java producer setting that kafkacore does not support")
+    return ConfigError(f"unknown setting {key!r}{_suggest(key)}")
+
+
+class ProducerConfig(Mapping[str, Any]):
+    """The checked settings of one producer: a read-only mapping by Java name.
+
+    ``ProducerConfig({"bootstrap.servers": "h:9092", "linger.ms": 5})`` or
+    ``ProducerConfig(bootstrap_servers="h:9092", linger_ms=5)``, or both mixed, as long as no
+    setting is given twice.  Read values as ``cfg["linger.ms"]`` or ``cfg.linger_ms``;
+    ``cfg.explicit`` is the set of names the user gave.  Every problem is a
+    :class:`~kafkacore.errors.ConfigError` that names the setting.
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **settings: Any) -> None:
+        given: dict[str, Any] = {}
+        if config is not None:
+            if not isinstance(config, Mapping):
+                raise ConfigError(f"config must be a dict of settings, not {type(config).__name__}")
+            for key, value in config.items():
+                if not isinstance(key, str):
+                    raise ConfigError(f"setting names are strings, not {key!r}")
+                if key not in SETTINGS_BY_NAME:
+                    raise _unknown(key)
+                given[key] = value
+        for keyword, value in settings.items():
+            setting = _BY_KEYWORD.get(keyword)
+            if setting is None:
+                raise _unknown(keyword)
+            if setting.name in given:
+                raise ConfigError(
+                    f"{setting.name!r} given twice: in the dict and as keyword {keyword}="
+                )
+            given[setting.name] = value
+
+        values: dict[str, Any] = {}
+        for setting in SETTINGS:
+            explicit = setting.name in given
+            raw = given[setting.name] if explicit else setting.default
+            if setting.name == "bootstrap.servers" and raw is None:
+                raise ConfigError("'bootstrap.servers' is required (e.g. 'localhost:9092')")
+            try:
+                values[setting.name] = setting.check(raw)
+            except _Invalid as exc:
+                raise ConfigError(
+                    f"invalid value {raw!r} for {setting.name!r} ({exc}): "
+                    f"allowed is {setting.allowed}"
+                ) from None
+        self._values = values
+        self._explicit = frozenset(given)
+        self._cross_check()
+
+    # -- the rules that tie settings together ------------------------------------------------
+
+    def _cross_check(self) -> None:
+        v = self._values
+        explicit = self._explicit
+
+        # Idempotence (Java's postProcessAndValidateIdempotenceConfigs).  If the user asked for
+        # it, a setting that breaks it is an error; if it is only the default, it is turned off.
+        if v["enable.idempotence"]:
+            conflicts = []
+            if v["retries"] == 0:
+                conflicts.append("'retries' must be non-zero")
+            if v["acks"] != -1:
+                conflicts.append("'acks' must be all")
+            if v["max.in.flight.requests.per.connection"] > MAX_IN_FLIGHT_FOR_IDEMPOTENCE:
+                conflicts.append(
+                    "'max.in.flight.requests.per.connection' must be at most "
+                    f"{MAX_IN_FLIGHT_FOR_IDEMPOTENCE}"
+                )
+            if conflicts:
+                if "enable.idempotence" in explicit:
+                    raise ConfigError(
+                        "'enable.idempotence' is true, so " + " and ".join(conflicts)
+                    )
+                log.info("idempotence disabled: %s for the idempotent producer", conflicts)
+                v["enable.idempotence"] = False
+
+        # Delivery timeout (Java's configureDeliveryTimeout): a record must be allowed to linger
+        # and then wait for one request, or it could expire before it was ever sent.
+        floor = min(v["linger.ms"] + v["request.timeout.ms"], INT_MAX)
+        if v["delivery.timeout.ms"] < floor:
+            if "delivery.timeout.ms" in explicit:
+                raise ConfigError(
+                    f"'delivery.timeout.ms' ({v['delivery.timeout.ms']}) must be at least "
+                    f"'linger.ms' + 'request.timeout.ms' ({v['linger.ms']} + "
+                    f"{v['request.timeout.ms']} = {floor})"
+                )
+            log.warning("delivery.timeout.ms raised to linger.ms + request.timeout.ms = %d", floor)
+            v["delivery.timeout.ms"] = floor
+
+        # A batch buffer comes out of buffer.memory; a batch larger than all of it could never be
+        # allocated and every send() would block for max.block.ms and fail.  (Java lets this pass
+        # and fails at send time; we say so at once.)
+        if v["batch.size"] > v["buffer.memory"]:
+            raise ConfigError(
+                f"'batch.size' ({v['batch.size']}) must not exceed "
+                f"'buffer.memory' ({v['buffer.memory']})"
+            )
+
+        # Java's postProcessReconnectBackoffConfigs: a user who set only reconnect.backoff.ms
+        # asked for a fixed backoff, so the maximum follows it.
+        if "reconnect.backoff.ms" in explicit and "reconnect.backoff.max.ms" not in explicit:
+            v["reconnect.backoff.max.ms"] = v["reconnect.backoff.ms"]
+
+        # Java warns (and then uses the maximum as a fixed value) for these two pairs.
+        for base, top in (
+            ("retry.backoff.ms", "retry.backoff.max.ms"),
+            ("socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms"),
+        ):
+            if v[base] > v[top]:
+                log.warning("%s (%d) > %s (%d): %d is used throughout", base, v[base], top,
+                            v[top], v[top])
+
+    # -- reading -------------------------------------------------------------------------------
+
+    @property
+    def explicit(self) -> frozenset[str]:
+        """The names of the settings the user gave (the rest are defaults)."""
+        return self._explicit
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise KeyError(f"unknown setting {name!r}{_suggest(name)}") from None
+
+    def __getattr__(self, keyword: str) -> Any:
+        setting = _BY_KEYWORD.get(keyword)
+        if setting is None or keyword.startswith("_"):
+            raise AttributeError(f"ProducerConfig has no setting {keyword!r}{_suggest(keyword)}")
+        return self._values[setting.name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        given = ", ".join(f"{k!r}: {self._values[k]!r}" for k in SETTINGS_BY_NAME
+                          if k in self._explicit)
+        return f"ProducerConfig({{{given}}})"
+
+    def describe(self) -> str:
+        """A readable table of every setting: value, default, and ``*`` where the user set it.
+
+        Values that differ from the default without being set (``enable.idempotence`` turned off by
+        a conflicting setting, a raised ``delivery.timeout.ms``) are marked ``~``.
+        """
+        rows = []
+        for setting in SETTINGS:
+            value = self._values[setting.name]
+            default = _default_value(setting)
+            if setting.name in self._explicit:
+                mark = "*"
+            elif value != default:
+                mark = "~"
+            else:
+                mark = " "
+            rows.append((setting.name, _show(value), _show(default), mark))
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        head = f"  {'setting':<{widths[0]}}  {'value':<{widths[1]}}  default"
+        lines = [head, "  " + "-" * (len(head) - 2)]
+        for name, value, default, mark in rows:
+            lines.append(f"{mark} {name:<{widths[0]}}  {value:<{widths[1]}}  {default}")
+        lines.append("(* set by you, ~ changed by a rule that ties settings together)")
+        return "\n".join(lines)
+
+
+def _default_value(setting: Setting) -> Any:
+    if setting.default is None and setting.name == "bootstrap.servers":
+        return None
+    return setting.check(setting.default)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list) and value and isinstance(value[0], tuple):
+        return ",".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in value)
+    if callable(value):
+        return getattr(value, "__qualname__", None) or repr(value)
+    if value is None:
+        return "None"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return str(value)
+
+
+def settings_rst_table() -> str:
+    """The settings table as a reStructuredText list-table (the docs include it at build time)."""
+    lines = [
+        ".. list-table::",
+        "   :header-rows: 1",
+        "   :widths: 28 14 22 36",
+        "",
+        "   * - Setting",
+        "     - Default",
+        "     - Allowed",
+        "     - What it does",
+    ]
+    for s in SETTINGS:
+        default = "(required)" if s.default is None and s.name == "bootstrap.servers" else (
+            _show(s.default) if s.default != () else "[]"
+        )
+        lines += [
+            f"   * - ``{s.name}``",
+            f"     - ``{default}``",
+            f"     - {_rst_escape(s.allowed)}",
+            f"     - {_rst_escape(s.doc)}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _rst_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("*", "\\*").replace("`", "\\`").replace("|", "\\|")
