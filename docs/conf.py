@@ -1,7 +1,8 @@
 """Sphinx configuration for kafkacore's docs.
 
 The pictures are drawn by the scripts in ``docs/pictures/`` (one per chapter, each with a
-``draw(out_dir)`` function) every time the docs build, so they never drift from the code.
+``draw(out_dir)`` function; files starting with ``_`` are shared helpers) every time the docs
+build, so they never drift from the code.
 """
 
 import importlib.util
@@ -47,7 +48,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 def _draw_pictures(app):
     out = HERE / "_static" / "pictures"
     out.mkdir(parents=True, exist_ok=True)
-    for script in sorted((HERE / "pictures").glob("*.py")):
+    for script in sorted((HERE / "pictures").glob("[!_]*.py")):
         spec = importlib.util.spec_from_file_location(f"pictures.{script.stem}", script)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

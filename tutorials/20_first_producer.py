@@ -1,0 +1,48 @@
+"""Our first producer: send a few records to a local broker and watch them come back.
+
+Run it as it is: it starts a local broker (tansu) if KAFKACORE_BOOTSTRAP is not set.
+"""
+# needs: broker
+
+import os
+
+from kafkacore import KafkaProducer, admin
+from kafkacore.localbroker import LocalBroker
+
+
+def main(bootstrap: str) -> None:
+    # --- start
+    admin.create_topics(bootstrap, {"first-steps": 3})
+    acked = []
+
+    def on_delivery(metadata, exception):
+        # Runs once per record, on the producer's I/O thread, in send order per partition.
+        assert exception is None, exception
+        acked.append(metadata)
+
+    with KafkaProducer({"bootstrap.servers": bootstrap, "linger.ms": 5}) as producer:
+        futures = [
+            producer.send("first-steps", b"hello %d" % i, key=b"user-%d" % (i % 3), callback=on_delivery)
+            for i in range(9)
+        ]
+        producer.flush()
+        for future in futures:
+            meta = future.get(timeout=10)
+            print(f"{meta.topic}-{meta.partition} @ offset {meta.offset}")
+
+    # Records with the same key went to the same partition, in the order we sent them.
+    by_key = {}
+    for i, future in enumerate(futures):
+        by_key.setdefault(i % 3, set()).add(future.result().partition)
+    assert all(len(parts) == 1 for parts in by_key.values())
+    assert len(acked) == 9
+    print("9 records acknowledged, each exactly once")
+
+
+if __name__ == "__main__":
+    address = os.environ.get("KAFKACORE_BOOTSTRAP")
+    if address:
+        main(address)
+    else:
+        with LocalBroker() as broker:
+            main(broker.bootstrap)
