@@ -211,7 +211,9 @@ class KafkaProducer:
         sticky = self._sticky.get(topic)
         if sticky is None:
             with self._sticky_lock:
-                sticky = self._sticky.setdefault(topic, BuiltInPartitioner(topic, self._batch_size))
+                sticky = self._sticky.setdefault(
+                    topic, BuiltInPartitioner(topic, max(self._batch_size, 1))
+                )
         return sticky
 
     def _custom_partition(self, topic, key, value, cluster) -> int:
