@@ -1,0 +1,647 @@
+"""Every message kafkacore speaks, declared once, as data.
+
+Kafka describes each request and response in a JSON file
+(``clients/src/main/resources/common/message/*.json`` in apache/kafka) and generates Java code
+from it.  We write the same declarations as Python data, with the same keys, so the two can be
+read side by side, and :mod:`kafkacore.protocol.codec` interprets them: one encoder and one decoder
+for every message, in both directions (requests and responses).
+
+A declaration is a dict:
+
+``apiKey``, ``type`` (``"request"``, ``"response"`` or ``"header"``), ``name``
+    as in Kafka's file.
+``validVersions``
+    the versions that exist, e.g. ``"0-11"``.
+``flexibleVersions``
+    the versions that use the compact encodings (unsigned-varint lengths, plus one so that 0 can
+    mean null) and end every structure with a buffer of tagged fields.
+``fields``
+    a list of field dicts:
+
+    ``name``
+        Kafka's CamelCase name; our dicts use it in snake_case (``TopicData`` -> ``topic_data``).
+    ``type``
+        ``int8``, ``int16``, ``uint16``, ``int32``, ``int64``, ``float64``, ``bool``, ``uuid``,
+        ``string``, ``bytes``, ``records``, an array ``[]T`` of any of those, an array of
+        structures ``[]StructName`` (the field has ``fields``), or a single structure
+        ``StructName`` (also with ``fields``).
+    ``versions``
+        the versions that have the field (``"3+"``, ``"8-10"``, ``"none"``).
+    ``nullableVersions``
+        the versions in which it may be null (``None`` in Python).
+    ``taggedVersions`` and ``tag``
+        a tagged field: not in the fixed layout but in the tag buffer, sent only when it differs
+        from its default, skippable by a reader that does not know it.
+    ``default``
+        the value when absent (Kafka's ``"null"`` is ``None`` here).
+    ``ignorable``
+        true if the encoder may drop a non-default value in a version without the field.
+    ``flexibleVersions``
+        a per-field override (the request header's client id is never compact).
+
+The ``about`` texts and the options that only matter to Kafka's code generator (``entityType``,
+``mapKey``, ``listeners``) are left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkacore.protocol.api_keys import ApiKey
+
+Declaration = dict[str, Any]
+
+# -- headers ------------------------------------------------------------------------------------
+
+REQUEST_HEADER: Declaration = {
+    "type": "header",
+    "name": "RequestHeader",
+    # v0 has no client id (only ControlledShutdown v0 used it); v1 adds it; v2 is flexible.
+    "validVersions": "0-2",
+    "flexibleVersions": "2+",
+    "fields": [
+        {"name": "RequestApiKey", "type": "int16", "versions": "0+"},
+        {"name": "RequestApiVersion", "type": "int16", "versions": "0+"},
+        {"name": "CorrelationId", "type": "int32", "versions": "0+"},
+        # Always the old two-byte length, even in v2: a broker must be able to read the client id
+        # of an ApiVersionsRequest of a version it does not know yet.
+        {
+            "name": "ClientId",
+            "type": "string",
+            "versions": "1+",
+            "nullableVersions": "1+",
+            "ignorable": True,
+            "flexibleVersions": "none",
+        },
+    ],
+}
+
+RESPONSE_HEADER: Declaration = {
+    "type": "header",
+    "name": "ResponseHeader",
+    "validVersions": "0-1",
+    "flexibleVersions": "1+",
+    "fields": [
+        {"name": "CorrelationId", "type": "int32", "versions": "0+"},
+    ],
+}
+
+# -- Produce (0) --------------------------------------------------------------------------------
+
+PRODUCE_REQUEST: Declaration = {
+    "apiKey": 0,
+    "type": "request",
+    "name": "ProduceRequest",
+    # v3 adds the transactional id and record batches (magic 2); v9 is flexible; v10 is v9;
+    # v11 adds TRANSACTION_ABORTABLE.
+    "validVersions": "0-11",
+    "flexibleVersions": "9+",
+    "fields": [
+        {
+            "name": "TransactionalId",
+            "type": "string",
+            "versions": "3+",
+            "nullableVersions": "3+",
+            "default": None,
+        },
+        {"name": "Acks", "type": "int16", "versions": "0+"},
+        {"name": "TimeoutMs", "type": "int32", "versions": "0+"},
+        {
+            "name": "TopicData",
+            "type": "[]TopicProduceData",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {
+                    "name": "PartitionData",
+                    "type": "[]PartitionProduceData",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "Index", "type": "int32", "versions": "0+"},
+                        # The record batches, passed through without a copy (see codec).
+                        {
+                            "name": "Records",
+                            "type": "records",
+                            "versions": "0+",
+                            "nullableVersions": "0+",
+                        },
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+PRODUCE_RESPONSE: Declaration = {
+    "apiKey": 0,
+    "type": "response",
+    "name": "ProduceResponse",
+    # v1 throttle time; v2 log append time; v5 log start offset; v8 record errors; v9 flexible;
+    # v10 tagged CurrentLeader and NodeEndpoints (KIP-951).
+    "validVersions": "0-11",
+    "flexibleVersions": "9+",
+    "fields": [
+        {
+            "name": "Responses",
+            "type": "[]TopicProduceResponse",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {
+                    "name": "PartitionResponses",
+                    "type": "[]PartitionProduceResponse",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "Index", "type": "int32", "versions": "0+"},
+                        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                        {"name": "BaseOffset", "type": "int64", "versions": "0+"},
+                        {
+                            "name": "LogAppendTimeMs",
+                            "type": "int64",
+                            "versions": "2+",
+                            "default": -1,
+                            "ignorable": True,
+                        },
+                        {
+                            "name": "LogStartOffset",
+                            "type": "int64",
+                            "versions": "5+",
+                            "default": -1,
+                            "ignorable": True,
+                        },
+                        {
+                            "name": "RecordErrors",
+                            "type": "[]BatchIndexAndErrorMessage",
+                            "versions": "8+",
+                            "ignorable": True,
+                            "fields": [
+                                {"name": "BatchIndex", "type": "int32", "versions": "8+"},
+                                {
+                                    "name": "BatchIndexErrorMessage",
+                                    "type": "string",
+                                    "versions": "8+",
+                                    "nullableVersions": "8+",
+                                    "default": None,
+                                },
+                            ],
+                        },
+                        {
+                            "name": "ErrorMessage",
+                            "type": "string",
+                            "versions": "8+",
+                            "nullableVersions": "8+",
+                            "default": None,
+                            "ignorable": True,
+                        },
+                        {
+                            "name": "CurrentLeader",
+                            "type": "LeaderIdAndEpoch",
+                            "versions": "10+",
+                            "taggedVersions": "10+",
+                            "tag": 0,
+                            "fields": [
+                                {
+                                    "name": "LeaderId",
+                                    "type": "int32",
+                                    "versions": "10+",
+                                    "default": -1,
+                                },
+                                {
+                                    "name": "LeaderEpoch",
+                                    "type": "int32",
+                                    "versions": "10+",
+                                    "default": -1,
+                                },
+                            ],
+                        },
+                    ],
+                },
+            ],
+        },
+        {
+            "name": "ThrottleTimeMs",
+            "type": "int32",
+            "versions": "1+",
+            "ignorable": True,
+            "default": 0,
+        },
+        {
+            "name": "NodeEndpoints",
+            "type": "[]NodeEndpoint",
+            "versions": "10+",
+            "taggedVersions": "10+",
+            "tag": 0,
+            "fields": [
+                {"name": "NodeId", "type": "int32", "versions": "10+"},
+                {"name": "Host", "type": "string", "versions": "10+"},
+                {"name": "Port", "type": "int32", "versions": "10+"},
+                {
+                    "name": "Rack",
+                    "type": "string",
+                    "versions": "10+",
+                    "nullableVersions": "10+",
+                    "default": None,
+                },
+            ],
+        },
+    ],
+}
+
+# -- Metadata (3) -------------------------------------------------------------------------------
+
+METADATA_REQUEST: Declaration = {
+    "apiKey": 3,
+    "type": "request",
+    "name": "MetadataRequest",
+    # v1: null topics = all topics (v0: empty = all); v4 auto-creation flag; v8 authorized
+    # operations; v9 flexible; v10 topic ids; v11 drops the cluster operations flag.
+    "validVersions": "0-12",
+    "flexibleVersions": "9+",
+    "fields": [
+        {
+            "name": "Topics",
+            "type": "[]MetadataRequestTopic",
+            "versions": "0+",
+            "nullableVersions": "1+",
+            "fields": [
+                {"name": "TopicId", "type": "uuid", "versions": "10+", "ignorable": True},
+                {
+                    "name": "Name",
+                    "type": "string",
+                    "versions": "0+",
+                    "nullableVersions": "10+",
+                },
+            ],
+        },
+        {
+            "name": "AllowAutoTopicCreation",
+            "type": "bool",
+            "versions": "4+",
+            "default": True,
+            "ignorable": False,
+        },
+        {"name": "IncludeClusterAuthorizedOperations", "type": "bool", "versions": "8-10"},
+        {"name": "IncludeTopicAuthorizedOperations", "type": "bool", "versions": "8+"},
+    ],
+}
+
+METADATA_RESPONSE: Declaration = {
+    "apiKey": 3,
+    "type": "response",
+    "name": "MetadataResponse",
+    "validVersions": "0-12",
+    "flexibleVersions": "9+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "3+", "ignorable": True},
+        {
+            "name": "Brokers",
+            "type": "[]MetadataResponseBroker",
+            "versions": "0+",
+            "fields": [
+                {"name": "NodeId", "type": "int32", "versions": "0+"},
+                {"name": "Host", "type": "string", "versions": "0+"},
+                {"name": "Port", "type": "int32", "versions": "0+"},
+                {
+                    "name": "Rack",
+                    "type": "string",
+                    "versions": "1+",
+                    "nullableVersions": "1+",
+                    "ignorable": True,
+                    "default": None,
+                },
+            ],
+        },
+        {
+            "name": "ClusterId",
+            "type": "string",
+            "versions": "2+",
+            "nullableVersions": "2+",
+            "ignorable": True,
+            "default": None,
+        },
+        {
+            "name": "ControllerId",
+            "type": "int32",
+            "versions": "1+",
+            "default": -1,
+            "ignorable": True,
+        },
+        {
+            "name": "Topics",
+            "type": "[]MetadataResponseTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                {
+                    "name": "Name",
+                    "type": "string",
+                    "versions": "0+",
+                    "nullableVersions": "12+",
+                },
+                {"name": "TopicId", "type": "uuid", "versions": "10+", "ignorable": True},
+                {
+                    "name": "IsInternal",
+                    "type": "bool",
+                    "versions": "1+",
+                    "default": False,
+                    "ignorable": True,
+                },
+                {
+                    "name": "Partitions",
+                    "type": "[]MetadataResponsePartition",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "LeaderId", "type": "int32", "versions": "0+"},
+                        {
+                            "name": "LeaderEpoch",
+                            "type": "int32",
+                            "versions": "7+",
+                            "default": -1,
+                            "ignorable": True,
+                        },
+                        {"name": "ReplicaNodes", "type": "[]int32", "versions": "0+"},
+                        {"name": "IsrNodes", "type": "[]int32", "versions": "0+"},
+                        {
+                            "name": "OfflineReplicas",
+                            "type": "[]int32",
+                            "versions": "5+",
+                            "ignorable": True,
+                        },
+                    ],
+                },
+                {
+                    "name": "TopicAuthorizedOperations",
+                    "type": "int32",
+                    "versions": "8+",
+                    "default": -2147483648,
+                },
+            ],
+        },
+        {
+            "name": "ClusterAuthorizedOperations",
+            "type": "int32",
+            "versions": "8-10",
+            "default": -2147483648,
+        },
+    ],
+}
+
+# -- ApiVersions (18) ---------------------------------------------------------------------------
+
+API_VERSIONS_REQUEST: Declaration = {
+    "apiKey": 18,
+    "type": "request",
+    "name": "ApiVersionsRequest",
+    # v3 is flexible and tells the broker the client's software name and version.
+    "validVersions": "0-4",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "ClientSoftwareName", "type": "string", "versions": "3+"},
+        {"name": "ClientSoftwareVersion", "type": "string", "versions": "3+"},
+    ],
+}
+
+API_VERSIONS_RESPONSE: Declaration = {
+    "apiKey": 18,
+    "type": "response",
+    "name": "ApiVersionsResponse",
+    # NB: whatever the version, the response *header* is v0 (see codec.response_header_version):
+    # a client that sent a version the broker does not know must still be able to read it.
+    "validVersions": "0-4",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {
+            "name": "ApiKeys",
+            "type": "[]ApiVersion",
+            "versions": "0+",
+            "fields": [
+                {"name": "ApiKey", "type": "int16", "versions": "0+"},
+                {"name": "MinVersion", "type": "int16", "versions": "0+"},
+                {"name": "MaxVersion", "type": "int16", "versions": "0+"},
+            ],
+        },
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "1+", "ignorable": True},
+        {
+            "name": "SupportedFeatures",
+            "type": "[]SupportedFeatureKey",
+            "versions": "3+",
+            "taggedVersions": "3+",
+            "tag": 0,
+            "ignorable": True,
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "3+"},
+                {"name": "MinVersion", "type": "int16", "versions": "3+"},
+                {"name": "MaxVersion", "type": "int16", "versions": "3+"},
+            ],
+        },
+        {
+            "name": "FinalizedFeaturesEpoch",
+            "type": "int64",
+            "versions": "3+",
+            "taggedVersions": "3+",
+            "tag": 1,
+            "default": -1,
+            "ignorable": True,
+        },
+        {
+            "name": "FinalizedFeatures",
+            "type": "[]FinalizedFeatureKey",
+            "versions": "3+",
+            "taggedVersions": "3+",
+            "tag": 2,
+            "ignorable": True,
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "3+"},
+                {"name": "MaxVersionLevel", "type": "int16", "versions": "3+"},
+                {"name": "MinVersionLevel", "type": "int16", "versions": "3+"},
+            ],
+        },
+        {
+            "name": "ZkMigrationReady",
+            "type": "bool",
+            "versions": "3+",
+            "taggedVersions": "3+",
+            "tag": 3,
+            "default": False,
+            "ignorable": True,
+        },
+    ],
+}
+
+# -- CreateTopics (19) --------------------------------------------------------------------------
+
+CREATE_TOPICS_REQUEST: Declaration = {
+    "apiKey": 19,
+    "type": "request",
+    "name": "CreateTopicsRequest",
+    # v1 validate-only; v4 default partitions/replication (-1); v5 flexible; v7 topic ids back.
+    "validVersions": "0-7",
+    "flexibleVersions": "5+",
+    "fields": [
+        {
+            "name": "Topics",
+            "type": "[]CreatableTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {"name": "NumPartitions", "type": "int32", "versions": "0+"},
+                {"name": "ReplicationFactor", "type": "int16", "versions": "0+"},
+                {
+                    "name": "Assignments",
+                    "type": "[]CreatableReplicaAssignment",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "BrokerIds", "type": "[]int32", "versions": "0+"},
+                    ],
+                },
+                {
+                    "name": "Configs",
+                    "type": "[]CreatableTopicConfig",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "Name", "type": "string", "versions": "0+"},
+                        {
+                            "name": "Value",
+                            "type": "string",
+                            "versions": "0+",
+                            "nullableVersions": "0+",
+                        },
+                    ],
+                },
+            ],
+        },
+        # Kafka's file really spells these two with a small first letter.
+        {"name": "timeoutMs", "type": "int32", "versions": "0+", "default": 60000},
+        {
+            "name": "validateOnly",
+            "type": "bool",
+            "versions": "1+",
+            "default": False,
+            "ignorable": False,
+        },
+    ],
+}
+
+CREATE_TOPICS_RESPONSE: Declaration = {
+    "apiKey": 19,
+    "type": "response",
+    "name": "CreateTopicsResponse",
+    "validVersions": "0-7",
+    "flexibleVersions": "5+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "2+", "ignorable": True},
+        {
+            "name": "Topics",
+            "type": "[]CreatableTopicResult",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {"name": "TopicId", "type": "uuid", "versions": "7+", "ignorable": True},
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                {
+                    "name": "ErrorMessage",
+                    "type": "string",
+                    "versions": "1+",
+                    "nullableVersions": "0+",
+                    "ignorable": True,
+                },
+                {
+                    "name": "TopicConfigErrorCode",
+                    "type": "int16",
+                    "versions": "5+",
+                    "taggedVersions": "5+",
+                    "tag": 0,
+                    "ignorable": True,
+                },
+                {
+                    "name": "NumPartitions",
+                    "type": "int32",
+                    "versions": "5+",
+                    "default": -1,
+                    "ignorable": True,
+                },
+                {
+                    "name": "ReplicationFactor",
+                    "type": "int16",
+                    "versions": "5+",
+                    "default": -1,
+                    "ignorable": True,
+                },
+                {
+                    "name": "Configs",
+                    "type": "[]CreatableTopicConfigs",
+                    "versions": "5+",
+                    "nullableVersions": "5+",
+                    "ignorable": True,
+                    "fields": [
+                        {"name": "Name", "type": "string", "versions": "5+"},
+                        {
+                            "name": "Value",
+                            "type": "string",
+                            "versions": "5+",
+                            "nullableVersions": "5+",
+                        },
+                        {"name": "ReadOnly", "type": "bool", "versions": "5+"},
+                        {
+                            "name": "ConfigSource",
+                            "type": "int8",
+                            "versions": "5+",
+                            "default": -1,
+                            "ignorable": True,
+                        },
+                        {"name": "IsSensitive", "type": "bool", "versions": "5+"},
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+# -- InitProducerId (22) ------------------------------------------------------------------------
+
+INIT_PRODUCER_ID_REQUEST: Declaration = {
+    "apiKey": 22,
+    "type": "request",
+    "name": "InitProducerIdRequest",
+    # v2 flexible; v3 producer id/epoch (to bump the epoch of an existing producer).
+    "validVersions": "0-5",
+    "flexibleVersions": "2+",
+    "fields": [
+        {
+            "name": "TransactionalId",
+            "type": "string",
+            "versions": "0+",
+            "nullableVersions": "0+",
+        },
+        {"name": "TransactionTimeoutMs", "type": "int32", "versions": "0+"},
+        {"name": "ProducerId", "type": "int64", "versions": "3+", "default": -1},
+        {"name": "ProducerEpoch", "type": "int16", "versions": "3+", "default": -1},
+    ],
+}
+
+INIT_PRODUCER_ID_RESPONSE: Declaration = {
+    "apiKey": 22,
+    "type": "response",
+    "name": "InitProducerIdResponse",
+    "validVersions": "0-5",
+    "flexibleVersions": "2+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+", "ignorable": True},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "ProducerId", "type": "int64", "versions": "0+"},
+        {"name": "ProducerEpoch", "type": "int16", "versions": "0+"},
+    ],
+}
+
+#: api key -> (request declaration, response declaration)
+MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
+    ApiKey.PRODUCE: (PRODUCE_REQUEST, PRODUCE_RESPONSE),
+    ApiKey.METADATA: (METADATA_REQUEST, METADATA_RESPONSE),
+    ApiKey.API_VERSIONS: (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
+    ApiKey.CREATE_TOPICS: (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
+    ApiKey.INIT_PRODUCER_ID: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
+}
