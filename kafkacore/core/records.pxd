@@ -26,6 +26,8 @@ cdef class MemoryRecordsBuilder:
         Py_ssize_t _batch_start
         # Offset of the first record; the broker overwrites it, the producer writes 0.
         int64_t _base_offset
+        # Written as is; -1 (Java's NO_PARTITION_LEADER_EPOCH) from a producer, the broker sets it.
+        int32_t _partition_leader_epoch
         # Soft size limit (Java writeLimit, default the buffer's capacity): once the estimated
         # size reaches it, is_full() is true.  An empty batch still takes one record.
         Py_ssize_t _write_limit
@@ -73,6 +75,11 @@ cdef class MemoryRecordsBuilder:
     # C-level: write one record (no checks on the builder state; append() does those).
     cdef int _append_record(self, int64_t timestamp_ms, object key, object value,
                             object headers) except -1
+    # C-level: ValueError for an impossible producer state (epoch range, transactional without id).
+    cdef int _check_producer_state(self, int64_t producer_id, int producer_epoch,
+                                   int base_sequence, bint is_transactional) except -1
+    # C-level: the size estimate of Java estimatedBytesWritten().
+    cdef Py_ssize_t _estimated_bytes_written(self) noexcept
     # C-level: fill in the 61-byte header and the CRC for the current producer state.
     cdef int _write_header(self) except -1
 

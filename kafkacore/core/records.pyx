@@ -1,47 +1,1197 @@
-# skeleton while the real module is written
-from kafkacore.core.bytestream cimport ByteBufferOutputStream
+# cython: language_level=3
+#
+# Record batch, magic v2 (Kafka >= 0.11), as written by the Java producer
+# (org.apache.kafka.common.record.DefaultRecordBatch / DefaultRecord):
+#
+#   RecordBatch =>
+#     BaseOffset => Int64            offset of the first record (the broker assigns it; we write 0)
+#     Length => Int32                bytes after this field, up to the end of the batch
+#     PartitionLeaderEpoch => Int32  set by the broker; a producer writes -1
+#     Magic => Int8                  2
+#     CRC => Uint32                  CRC-32C of everything from Attributes to the end
+#     Attributes => Int16            bits 0-2 compression codec (0 none, 1 gzip, 2 snappy, 3 lz4,
+#                                    4 zstd), bit 3 timestamp type (0 CreateTime, 1 LogAppendTime),
+#                                    bit 4 transactional, bit 5 control batch
+#     LastOffsetDelta => Int32       offset delta of the last record
+#     BaseTimestamp => Int64         timestamp of the first record
+#     MaxTimestamp => Int64          largest timestamp in the batch
+#     ProducerId => Int64            -1 without idempotence
+#     ProducerEpoch => Int16         -1 without idempotence
+#     BaseSequence => Int32          sequence number of the first record, -1 without idempotence
+#     RecordsCount => Int32          number of records
+#     Records => [Record]            compressed as one block when the codec is not none
+#
+#   Record =>
+#     Length => Varint               bytes after this field
+#     Attributes => Int8             unused, 0
+#     TimestampDelta => Varlong      timestamp - BaseTimestamp
+#     OffsetDelta => Varint          offset - BaseOffset
+#     KeyLength => Varint            -1 for a null key
+#     Key => Bytes
+#     ValueLength => Varint          -1 for a null value
+#     Value => Bytes
+#     HeaderCount => Varint
+#     Headers => [Header]
+#
+#   Header =>
+#     HeaderKeyLength => Varint
+#     HeaderKey => String            UTF-8
+#     HeaderValueLength => Varint    -1 for a null value
+#     HeaderValue => Bytes
+#
+# Varints are zigzag-encoded base-128 varints (protobuf's sint32/sint64).
+"""The record batch (magic v2): MemoryRecordsBuilder writes one, iter_batches/iter_records read them.
 
-cdef class MemoryRecordsBuilder:
-    cpdef int append(self, int64_t timestamp_ms, object key, object value,
-                     object headers=None) except -1:
-        raise NotImplementedError
-    cpdef bint has_room_for(self, int64_t timestamp_ms, object key, object value,
-                            object headers=None) except -1:
-        raise NotImplementedError
-    cpdef bint is_full(self) except -1:
-        raise NotImplementedError
-    cpdef Py_ssize_t estimated_size_in_bytes(self) except -1:
-        raise NotImplementedError
-    cpdef close_for_record_appends(self):
-        raise NotImplementedError
-    cpdef close(self):
-        raise NotImplementedError
-    cpdef abort(self):
-        raise NotImplementedError
-    cpdef object build(self):
-        raise NotImplementedError
-    cpdef set_producer_state(self, int64_t producer_id, int producer_epoch, int base_sequence,
-                             bint is_transactional):
-        raise NotImplementedError
-    cpdef reopen_and_rewrite_producer_state(self, int64_t producer_id, int producer_epoch,
-                                            int base_sequence, bint is_transactional):
-        raise NotImplementedError
-    cpdef set_estimated_compression_ratio(self, double ratio):
-        raise NotImplementedError
-    cdef int _append_record(self, int64_t timestamp_ms, object key, object value,
-                            object headers) except -1:
-        raise NotImplementedError
-    cdef int _write_header(self) except -1:
-        raise NotImplementedError
+``MemoryRecordsBuilder`` is Java's ``org.apache.kafka.common.record.MemoryRecordsBuilder`` for
+magic v2: it reserves the 61-byte batch header, appends records uncompressed through a
+:class:`~kafkacore.core.bytestream.ByteBufferOutputStream`, and at ``close()`` compresses the
+records section (if a codec is set), fills in the header and computes the CRC-32C.
+"""
 
-cdef class Record:
-    pass
+cimport cython
+from cpython.buffer cimport PyBUF_READ, PyBUF_SIMPLE, PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer
+from cpython.bytes cimport (
+    PyBytes_AS_STRING,
+    PyBytes_CheckExact,
+    PyBytes_FromStringAndSize,
+    PyBytes_GET_SIZE,
+)
+from cpython.list cimport PyList_CheckExact
+from cpython.memoryview cimport PyMemoryView_FromMemory
+from cpython.tuple cimport PyTuple_CheckExact
+from cpython.unicode cimport PyUnicode_Check, PyUnicode_DecodeUTF8
+from libc.stdint cimport INT32_MAX, uint16_t, uint64_t
+from libc.string cimport memcmp, memcpy
 
-cdef class RecordBatch:
-    pass
+from kafkacore.core.bytestream cimport (
+    ByteBufferOutputStream,
+    put_int16,
+    put_int32,
+    put_int64,
+    put_varint,
+    put_varlong,
+    varint_size,
+    varlong_size,
+)
 
-def iter_records(data):
-    raise NotImplementedError
+import zlib
+
+import cramjam
+
+from kafkacore.errors import CorruptRecordError, IllegalStateError
+
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t* size) except NULL
+
+
+cdef extern from "crc32c.h" nogil:
+    uint32_t kc_crc32c(uint32_t crc, const void* buf, size_t len)
+    uint32_t kc_crc32c_sw(uint32_t crc, const void* buf, size_t len)
+    uint32_t kc_crc32c_hw(uint32_t crc, const void* buf, size_t len)
+    int kc_crc32c_hw_available()
+
+
+# -- the batch header, field by field ---------------------------------------------------------
+# Each offset is the previous field's offset plus its size, so the layout above is the only
+# source of truth.
+cdef enum:
+    BASE_OFFSET_OFFSET = 0
+    BASE_OFFSET_LENGTH = 8
+    LENGTH_OFFSET = BASE_OFFSET_OFFSET + BASE_OFFSET_LENGTH                        # 8
+    LENGTH_LENGTH = 4
+    PARTITION_LEADER_EPOCH_OFFSET = LENGTH_OFFSET + LENGTH_LENGTH                 # 12
+    PARTITION_LEADER_EPOCH_LENGTH = 4
+    MAGIC_OFFSET = PARTITION_LEADER_EPOCH_OFFSET + PARTITION_LEADER_EPOCH_LENGTH  # 16
+    MAGIC_LENGTH = 1
+    CRC_OFFSET = MAGIC_OFFSET + MAGIC_LENGTH                                      # 17
+    CRC_LENGTH = 4
+    ATTRIBUTES_OFFSET = CRC_OFFSET + CRC_LENGTH                                   # 21
+    ATTRIBUTES_LENGTH = 2
+    LAST_OFFSET_DELTA_OFFSET = ATTRIBUTES_OFFSET + ATTRIBUTES_LENGTH              # 23
+    LAST_OFFSET_DELTA_LENGTH = 4
+    BASE_TIMESTAMP_OFFSET = LAST_OFFSET_DELTA_OFFSET + LAST_OFFSET_DELTA_LENGTH   # 27
+    BASE_TIMESTAMP_LENGTH = 8
+    MAX_TIMESTAMP_OFFSET = BASE_TIMESTAMP_OFFSET + BASE_TIMESTAMP_LENGTH          # 35
+    MAX_TIMESTAMP_LENGTH = 8
+    PRODUCER_ID_OFFSET = MAX_TIMESTAMP_OFFSET + MAX_TIMESTAMP_LENGTH              # 43
+    PRODUCER_ID_LENGTH = 8
+    PRODUCER_EPOCH_OFFSET = PRODUCER_ID_OFFSET + PRODUCER_ID_LENGTH               # 51
+    PRODUCER_EPOCH_LENGTH = 2
+    BASE_SEQUENCE_OFFSET = PRODUCER_EPOCH_OFFSET + PRODUCER_EPOCH_LENGTH          # 53
+    BASE_SEQUENCE_LENGTH = 4
+    RECORDS_COUNT_OFFSET = BASE_SEQUENCE_OFFSET + BASE_SEQUENCE_LENGTH            # 57
+    RECORDS_COUNT_LENGTH = 4
+    RECORDS_OFFSET = RECORDS_COUNT_OFFSET + RECORDS_COUNT_LENGTH                  # 61
+    RECORD_BATCH_OVERHEAD = RECORDS_OFFSET
+    # BaseOffset + Length: the part of the header that Length does not count.
+    LOG_OVERHEAD = LENGTH_OFFSET + LENGTH_LENGTH                                  # 12
+
+# Attribute bits.
+cdef enum:
+    COMPRESSION_CODEC_MASK = 0x07
+    TIMESTAMP_TYPE_MASK = 0x08
+    TRANSACTIONAL_FLAG_MASK = 0x10
+    CONTROL_FLAG_MASK = 0x20
+
+# Codecs (the attribute values).
+cdef enum:
+    CODEC_NONE = 0
+    CODEC_GZIP = 1
+    CODEC_SNAPPY = 2
+    CODEC_LZ4 = 3
+    CODEC_ZSTD = 4
+
+cdef enum:
+    MAGIC_V2 = 2
+    NO_TIMESTAMP = -1
+    NO_PARTITION_LEADER_EPOCH = -1
+    # Java DefaultRecord.MAX_RECORD_OVERHEAD: length (5) + attributes (1) + timestampDelta (10)
+    # + offsetDelta (5), everything but key, value and headers.
+    MAX_RECORD_OVERHEAD = 21
+    # Above this many bytes the CRC runs without the GIL (below, releasing costs more than it buys).
+    CRC_NOGIL_THRESHOLD = 64 * 1024
+    # xerial snappy framing (Java's SnappyOutputStream): 16-byte header, 32 KiB input blocks.
+    XERIAL_HEADER_LENGTH = 16
+    XERIAL_BLOCK_SIZE = 32 * 1024
+    # LZ4 frame as Kafka's Lz4BlockOutputStream writes it: 64 KiB independent blocks.
+    LZ4_BLOCK_SIZE = 64 * 1024
+    LZ4_INCOMPRESSIBLE = 0x80000000
+
+# Java: MemoryRecordsBuilder.COMPRESSION_RATE_ESTIMATION_FACTOR (float 1.05f); we multiply in
+# float precision like Java, so the "is the batch full" decision matches the Java client.
+cdef float COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
+
+CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+# (minimum, maximum, default) compression level per codec, as Java's compression.<codec>.level.
+LEVELS = {
+    "gzip": (1, 9, -1),          # -1: zlib's default (6), Java Deflater.DEFAULT_COMPRESSION
+    "lz4": (1, 17, 9),
+    "zstd": (-131072, 22, 3),
+}
+# magic 0x82 'SNAPPY' 0, version 1, minimum compatible version 1.
+XERIAL_HEADER = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01"
+# LZ4 frame magic (little-endian 0x184D2204), FLG 0x60 (version 1, independent blocks, no
+# checksums), BD 0x40 (64 KiB blocks), header checksum byte (xxhash32 of FLG,BD >> 8 & 0xFF).
+LZ4_FRAME_HEADER = b"\x04\x22\x4d\x18\x60\x40\x82"
+
+
+# -- big-endian loads (the reader's counterpart of bytestream's put_*) -------------------------
+
+cdef inline int16_t get_int16(const unsigned char* p) noexcept nogil:
+    return <int16_t>((<uint16_t>p[0] << 8) | <uint16_t>p[1])
+
+
+cdef inline int32_t get_int32(const unsigned char* p) noexcept nogil:
+    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8)
+                     | <uint32_t>p[3])
+
+
+cdef inline int64_t get_int64(const unsigned char* p) noexcept nogil:
+    return <int64_t>((<uint64_t><uint32_t>get_int32(p) << 32) | <uint64_t><uint32_t>get_int32(p + 4))
+
+
+# -- CRC-32C --------------------------------------------------------------------------------
+
+cdef uint32_t _crc_of(const unsigned char* p, Py_ssize_t n, uint32_t value) noexcept:
+    """CRC-32C of p[0:n] continuing from ``value``; without the GIL for large inputs."""
+    cdef uint32_t crc
+    if n >= CRC_NOGIL_THRESHOLD:
+        with nogil:
+            crc = kc_crc32c(value, p, <size_t>n)
+        return crc
+    return kc_crc32c(value, p, <size_t>n)
+
 
 def crc32c(data, value=0):
-    raise NotImplementedError
+    """CRC-32C (Castagnoli) of a bytes-like object, continuing from ``value`` (like zlib.crc32).
+
+    ``crc32c(b, crc32c(a)) == crc32c(a + b)``.  Uses the CPU's SSE4.2 ``crc32`` instruction when
+    present, a slice-by-8 table otherwise; inputs of 64 KiB and more are checksummed without the
+    GIL.
+    """
+    cdef Py_buffer view
+    cdef uint32_t start
+    if not isinstance(value, int):
+        raise TypeError(f"crc32c(): value must be an int, got {type(value).__name__}")
+    if not (0 <= value <= 0xFFFFFFFF):
+        raise ValueError(f"crc32c(): value {value} is not a 32-bit unsigned int")
+    start = <uint32_t>value
+    if not PyObject_CheckBuffer(data):
+        raise TypeError(f"crc32c() needs a bytes-like object, got {type(data).__name__}")
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        return _crc_of(<const unsigned char*>view.buf, view.len, start)
+    finally:
+        PyBuffer_Release(&view)
+
+
+def _crc32c_impl(data, implementation, value=0):
+    """Test hook: CRC-32C with a chosen implementation, ``"sw"`` (tables) or ``"hw"`` (SSE4.2)."""
+    cdef Py_buffer view
+    cdef uint32_t crc
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        if implementation == "sw":
+            crc = kc_crc32c_sw(<uint32_t>value, view.buf, <size_t>view.len)
+        elif implementation == "hw":
+            crc = kc_crc32c_hw(<uint32_t>value, view.buf, <size_t>view.len)
+        else:
+            raise ValueError(f"unknown implementation {implementation!r}")
+        return crc
+    finally:
+        PyBuffer_Release(&view)
+
+
+def crc32c_uses_hardware():
+    """True when :func:`crc32c` uses the SSE4.2 instruction, False when it uses the tables."""
+    return bool(kc_crc32c_hw_available())
+
+
+# -- sizes (Java DefaultRecord.sizeInBytes / recordSizeUpperBound) ---------------------------
+
+cdef inline Py_ssize_t _bytes_field_size(Py_ssize_t length) noexcept:
+    """Wire size of a nullable bytes field: its varint length (-1 for null) plus its bytes."""
+    if length < 0:
+        return 1  # varint(-1) is one byte
+    return varint_size(<int32_t>length) + length
+
+
+cdef Py_ssize_t _length_of(object obj, str what) except -2:
+    """Byte length of a bytes-like ``obj``, -1 for None; TypeError naming ``what`` otherwise."""
+    cdef Py_buffer view
+    cdef Py_ssize_t n
+    if obj is None:
+        return -1
+    if PyBytes_CheckExact(obj):
+        return PyBytes_GET_SIZE(obj)
+    if not PyObject_CheckBuffer(obj):
+        raise TypeError(f"{what} must be bytes-like or None, got {type(obj).__name__}")
+    try:
+        PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE)
+    except BufferError as exc:
+        raise TypeError(f"{what} must be a contiguous bytes-like object: {exc}") from None
+    n = view.len
+    PyBuffer_Release(&view)
+    return n
+
+
+cdef object _normalize_headers(object headers):
+    """Headers as a list of (utf-8 key bytes, value bytes or None); TypeError on bad shapes.
+
+    Headers are rare and small, so we copy values to bytes here and keep the record writer simple.
+    """
+    cdef list out = []
+    cdef Py_ssize_t i = 0
+    if not (PyList_CheckExact(headers) or PyTuple_CheckExact(headers)):
+        if isinstance(headers, (str, bytes, bytearray, dict)):
+            raise TypeError("headers must be a sequence of (str, bytes | None) pairs, got "
+                            f"{type(headers).__name__}")
+        try:
+            headers = list(headers)
+        except TypeError:
+            raise TypeError("headers must be a sequence of (str, bytes | None) pairs, got "
+                            f"{type(headers).__name__}") from None
+    for item in headers:
+        if not (PyTuple_CheckExact(item) or PyList_CheckExact(item)) or len(item) != 2:
+            raise TypeError(f"headers[{i}] must be a (str, bytes | None) pair, got {item!r:.80}")
+        key, value = item
+        if not PyUnicode_Check(key):
+            raise TypeError(f"headers[{i}] key must be str, got {type(key).__name__}")
+        if value is not None and not PyBytes_CheckExact(value):
+            _length_of(value, f"headers[{i}] value")
+            value = bytes(value)
+        out.append((key.encode("utf-8"), value))
+        i += 1
+    return out
+
+
+cdef Py_ssize_t _headers_size(list headers) except -1:
+    """Wire size of the headers of one record, without the header count."""
+    cdef Py_ssize_t size = 0
+    for key, value in headers:
+        size += _bytes_field_size(PyBytes_GET_SIZE(key))
+        size += _bytes_field_size(-1 if value is None else PyBytes_GET_SIZE(value))
+    return size
+
+
+def estimate_size_upper_bound(key, value, headers=None):
+    """Upper bound of the size of a batch holding just this record (Java
+    ``AbstractRecords.estimateSizeInBytesUpperBound`` for magic v2): the 61-byte batch header, the
+    record's worst-case overhead (21 bytes) and its key, value and headers.
+
+    The producer compares it with ``max.request.size`` and ``buffer.memory`` at ``send()``.
+    """
+    cdef Py_ssize_t size = RECORD_BATCH_OVERHEAD + MAX_RECORD_OVERHEAD
+    cdef list hs
+    size += _bytes_field_size(_length_of(key, "key"))
+    size += _bytes_field_size(_length_of(value, "value"))
+    if headers is None:
+        size += 1
+    else:
+        hs = _normalize_headers(headers)
+        size += varint_size(<int32_t>len(hs)) + _headers_size(hs)
+    return size
+
+
+# -- compression ----------------------------------------------------------------------------
+
+cdef int _codec_of(object compression) except -1:
+    if compression is None:
+        return CODEC_NONE
+    if not isinstance(compression, str):
+        raise TypeError(f"compression must be a str, got {type(compression).__name__}")
+    try:
+        return CODEC_NAMES.index(compression.lower())
+    except ValueError:
+        raise ValueError(f"unknown compression {compression!r}; expected one of "
+                         f"{', '.join(CODEC_NAMES)}") from None
+
+
+cdef object _check_level(int codec, object level):
+    """The level to use for ``codec`` (None: the codec's default); ValueError if out of range."""
+    cdef str name = CODEC_NAMES[codec]
+    if level is None:
+        return LEVELS[name][2] if name in LEVELS else None
+    if isinstance(level, bool) or not isinstance(level, int):
+        raise TypeError(f"compression_level must be an int or None, got {type(level).__name__}")
+    if name not in LEVELS:
+        raise ValueError(f"compression {name!r} takes no compression_level (got {level})")
+    lo, hi, default = LEVELS[name]
+    if level != default and not (lo <= level <= hi):
+        raise ValueError(f"compression_level {level} out of range for {name}: {lo}..{hi}"
+                         + (f" or {default}" if default < lo else ""))
+    return level
+
+
+cdef object _compress(int codec, object level, object data):
+    """Compress the records section ``data`` (a memoryview) the way the Java producer frames it.
+
+    zlib and cramjam release the GIL while they work on large inputs.
+    """
+    cdef Py_ssize_t n = len(data), i, end
+    if codec == CODEC_GZIP:
+        # wbits 31: gzip format (header + deflate + CRC-32 + size), like java.util.zip.GZIPOutputStream.
+        c = zlib.compressobj(level, zlib.DEFLATED, 31)
+        return c.compress(data) + c.flush()
+    if codec == CODEC_SNAPPY:
+        out = bytearray(XERIAL_HEADER)
+        i = 0
+        while i < n:
+            end = min(i + XERIAL_BLOCK_SIZE, n)
+            block = cramjam.snappy.compress_raw(data[i:end])
+            out += (<uint32_t>len(block)).to_bytes(4, "big")
+            out += block
+            i = end
+        return out
+    if codec == CODEC_LZ4:
+        out = bytearray(LZ4_FRAME_HEADER)
+        i = 0
+        while i < n:
+            end = min(i + LZ4_BLOCK_SIZE, n)
+            chunk = data[i:end]
+            if level == 9:
+                # Java uses lz4-java's fast compressor for the default level, HC otherwise.
+                block = cramjam.lz4.compress_block(chunk, store_size=False)
+            else:
+                block = cramjam.lz4.compress_block(chunk, mode="high_compression",
+                                                   compression=level, store_size=False)
+            if len(block) >= end - i:
+                # Incompressible: store the block raw, flagged by the top bit of its length.
+                out += (<uint32_t>(end - i) | LZ4_INCOMPRESSIBLE).to_bytes(4, "little")
+                out += chunk
+            else:
+                out += (<uint32_t>len(block)).to_bytes(4, "little")
+                out += block
+            i = end
+        out += b"\x00\x00\x00\x00"  # end mark; no content checksum (Java writes none)
+        return out
+    if codec == CODEC_ZSTD:
+        return cramjam.zstd.compress(data, level=level)
+    raise ValueError(f"unknown codec {codec}")
+
+
+cdef object _decompress(int codec, object data):
+    """Decompress a records section (a memoryview); CorruptRecordError if it is not valid."""
+    try:
+        if codec == CODEC_GZIP:
+            out = []
+            d = zlib.decompressobj(47)  # 32 + 15: gzip or zlib header, detected
+            chunk = d.decompress(data)
+            out.append(chunk)
+            # Concatenated gzip members are valid gzip (GZIPInputStream reads them all).
+            while d.eof and d.unused_data:
+                rest = d.unused_data
+                d = zlib.decompressobj(47)
+                out.append(d.decompress(rest))
+            if not d.eof:
+                raise CorruptRecordError("truncated gzip stream in record batch")
+            return b"".join(out)
+        if codec == CODEC_SNAPPY:
+            return _snappy_decompress(data)
+        if codec == CODEC_LZ4:
+            return bytes(cramjam.lz4.decompress(data))
+        if codec == CODEC_ZSTD:
+            return bytes(cramjam.zstd.decompress(data))
+    except CorruptRecordError:
+        raise
+    except Exception as exc:
+        raise CorruptRecordError(f"cannot decompress {CODEC_NAMES[codec]} records: {exc}") from exc
+    raise CorruptRecordError(f"unknown compression codec {codec} in record batch attributes")
+
+
+cdef object _snappy_decompress(object data):
+    """xerial-framed snappy (what the Java producer writes) or a raw snappy block."""
+    cdef Py_buffer view
+    cdef const unsigned char* p
+    cdef Py_ssize_t n, pos
+    cdef int32_t block_len
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        p = <const unsigned char*>view.buf
+        n = view.len
+        if n < XERIAL_HEADER_LENGTH or memcmp(p, PyBytes_AS_STRING(XERIAL_HEADER), 8) != 0:
+            return bytes(cramjam.snappy.decompress_raw(data))
+        out = []
+        pos = XERIAL_HEADER_LENGTH
+        while pos < n:
+            if n - pos < 4:
+                raise CorruptRecordError("truncated xerial snappy block length")
+            block_len = get_int32(p + pos)
+            pos += 4
+            if block_len < 0 or block_len > n - pos:
+                raise CorruptRecordError(f"xerial snappy block of {block_len} bytes at {pos}"
+                                         f" overruns the {n}-byte records section")
+            out.append(bytes(cramjam.snappy.decompress_raw(data[pos:pos + block_len])))
+            pos += block_len
+        return b"".join(out)
+    finally:
+        PyBuffer_Release(&view)
+
+
+# -- the builder ----------------------------------------------------------------------------
+
+cdef class MemoryRecordsBuilder:
+    """Writes one record batch (magic v2) into a growable buffer: Java's ``MemoryRecordsBuilder``.
+
+    ``MemoryRecordsBuilder(buffer_or_capacity, compression="none", base_offset=0,
+    write_limit=None, producer_id=-1, producer_epoch=-1, base_sequence=-1,
+    is_transactional=False, compression_level=None, partition_leader_epoch=-1)``
+
+    ``buffer_or_capacity``: an ``int`` (a bytearray of that size is allocated), a writable buffer
+    (e.g. the bytearray BufferPool.allocate returned; written from its start, without a copy), or
+    a :class:`~kafkacore.core.bytestream.ByteBufferOutputStream` (written from its position).
+
+    ``write_limit`` (default: the buffer's capacity) is the soft size of the batch: once the
+    estimated size reaches it, :meth:`is_full` is true and :meth:`has_room_for` refuses records.
+    The first record is always accepted, and the stream grows (1.1x) to hold it if it is bigger.
+
+    For compressed batches the estimate uses the uncompressed size times
+    ``estimated_compression_ratio`` (default 1.0: no shrink assumed, the conservative choice)
+    times 1.05, exactly like Java; the ratio can be set per batch with
+    :meth:`set_estimated_compression_ratio` (Java's CompressionRatioEstimator keeps one per topic).
+    """
+
+    def __cinit__(self, buffer_or_capacity, compression="none", int64_t base_offset=0,
+                  write_limit=None, int64_t producer_id=-1, int producer_epoch=-1,
+                  int base_sequence=-1, bint is_transactional=False, compression_level=None,
+                  int partition_leader_epoch=-1):
+        if isinstance(buffer_or_capacity, ByteBufferOutputStream):
+            self._stream = buffer_or_capacity
+        else:
+            self._stream = ByteBufferOutputStream(buffer_or_capacity)
+        self._compression_type = _codec_of(compression)
+        self._compression_level = _check_level(self._compression_type, compression_level)
+        self._base_offset = base_offset
+        self._partition_leader_epoch = partition_leader_epoch
+        if write_limit is None:
+            self._write_limit = self._stream._limit
+        else:
+            if isinstance(write_limit, bool) or not isinstance(write_limit, int):
+                raise TypeError(f"write_limit must be an int or None, got "
+                                f"{type(write_limit).__name__}")
+            if write_limit < 0:
+                raise ValueError(f"write_limit must be >= 0, got {write_limit}")
+            self._write_limit = write_limit
+        self._check_producer_state(producer_id, producer_epoch, base_sequence, is_transactional)
+        self._producer_id = producer_id
+        self._producer_epoch = <int16_t>producer_epoch
+        self._base_sequence = base_sequence
+        self._is_transactional = is_transactional
+        self._appends_closed = False
+        self._closed = False
+        self._aborted = False
+        self._num_records = 0
+        self._base_timestamp = NO_TIMESTAMP
+        self._max_timestamp = NO_TIMESTAMP
+        self._uncompressed_records_size = 0
+        self._compressed_records_size = 0
+        self._estimated_compression_ratio = 1.0
+        # Java: bufferStream.position(initialPosition + batchHeaderSizeInBytes) -- skip the header,
+        # growing if the buffer is smaller than 61 bytes.
+        self._batch_start = self._stream._position
+        self._stream.ensure_remaining_c(RECORD_BATCH_OVERHEAD)
+        self._stream._position += RECORD_BATCH_OVERHEAD
+
+    cdef int _check_producer_state(self, int64_t producer_id, int producer_epoch,
+                                   int base_sequence, bint is_transactional) except -1:
+        if not (-1 <= producer_epoch <= 0x7FFF):
+            raise ValueError(f"producer_epoch {producer_epoch} out of range -1..32767")
+        if is_transactional and producer_id == -1:
+            raise ValueError("a transactional batch needs a producer_id (got -1)")
+        return 0
+
+    # -- appending ----------------------------------------------------------------------------
+
+    cpdef int append(self, int64_t timestamp_ms, object key, object value,
+                     object headers=None) except -1:
+        """Append a record; returns its offset delta (0 for the first record of the batch).
+
+        ``key`` and ``value``: bytes-like or None.  ``headers``: a sequence of
+        ``(str, bytes | None)`` pairs, or None.  ``timestamp_ms``: milliseconds since the epoch
+        (or -1, no timestamp).  Raises IllegalStateError once the builder is closed for appends.
+        """
+        if self._appends_closed:
+            raise IllegalStateError("Tried to append a record, but MemoryRecordsBuilder is closed"
+                                    " for record appends")
+        if timestamp_ms < 0 and timestamp_ms != NO_TIMESTAMP:
+            raise ValueError(f"Invalid negative timestamp {timestamp_ms}")
+        if self._num_records == INT32_MAX:
+            raise IllegalStateError("record batch already holds 2**31 - 1 records")
+        return self._append_record(timestamp_ms, key, value, headers)
+
+    cdef int _append_record(self, int64_t timestamp_ms, object key, object value,
+                            object headers) except -1:
+        cdef Py_buffer kview, vview
+        cdef bint kheld = False, vheld = False
+        cdef const unsigned char* kp = NULL
+        cdef const unsigned char* vp = NULL
+        cdef Py_ssize_t klen = -1, vlen = -1, body, total, hcount = 0, hsize = 0
+        cdef int64_t timestamp_delta
+        cdef int32_t offset_delta = self._num_records
+        cdef unsigned char* p
+        cdef Py_ssize_t n
+        cdef list hs = None
+
+        # Bytes take the fast path (a pointer, no buffer export); other bytes-likes are exported
+        # for the duration of the append.
+        if key is None:
+            pass
+        elif PyBytes_CheckExact(key):
+            kp = <const unsigned char*>PyBytes_AS_STRING(key)
+            klen = PyBytes_GET_SIZE(key)
+        elif PyObject_CheckBuffer(key):
+            try:
+                PyObject_GetBuffer(key, &kview, PyBUF_SIMPLE)
+            except BufferError as exc:
+                raise TypeError(f"key must be a contiguous bytes-like object: {exc}") from None
+            kheld = True
+            kp = <const unsigned char*>kview.buf
+            klen = kview.len
+        else:
+            raise TypeError(f"key must be bytes-like or None, got {type(key).__name__}")
+        try:
+            if value is None:
+                pass
+            elif PyBytes_CheckExact(value):
+                vp = <const unsigned char*>PyBytes_AS_STRING(value)
+                vlen = PyBytes_GET_SIZE(value)
+            elif PyObject_CheckBuffer(value):
+                try:
+                    PyObject_GetBuffer(value, &vview, PyBUF_SIMPLE)
+                except BufferError as exc:
+                    raise TypeError(f"value must be a contiguous bytes-like object: {exc}"
+                                    ) from None
+                vheld = True
+                vp = <const unsigned char*>vview.buf
+                vlen = vview.len
+            else:
+                raise TypeError(f"value must be bytes-like or None, got {type(value).__name__}")
+            if headers is not None:
+                hs = _normalize_headers(headers)
+                hcount = len(hs)
+                hsize = _headers_size(hs)
+            if klen > INT32_MAX or vlen > INT32_MAX or hcount > INT32_MAX:
+                raise ValueError("key, value or headers larger than 2 GiB")
+
+            if self._num_records == 0:
+                self._base_timestamp = timestamp_ms
+            timestamp_delta = timestamp_ms - self._base_timestamp
+            body = (1 + varlong_size(timestamp_delta) + varint_size(offset_delta)
+                    + _bytes_field_size(klen) + _bytes_field_size(vlen)
+                    + varint_size(<int32_t>hcount) + hsize)
+            if body > INT32_MAX - 5:
+                raise ValueError(f"record of {body} bytes is larger than 2 GiB")
+            total = varint_size(<int32_t>body) + body
+            if total > INT32_MAX - (self._stream._position - self._batch_start):
+                raise ValueError("record batch would exceed 2 GiB")
+
+            # One reservation for the whole record, then plain stores: no Python calls.
+            p = self._stream.reserve_c(total)
+            n = put_varint(p, <int32_t>body)
+            p[n] = 0  # record attributes, unused
+            n += 1
+            n += put_varlong(p + n, timestamp_delta)
+            n += put_varint(p + n, offset_delta)
+            if klen < 0:
+                n += put_varint(p + n, -1)
+            else:
+                n += put_varint(p + n, <int32_t>klen)
+                if klen:
+                    memcpy(p + n, kp, <size_t>klen)
+                    n += klen
+            if vlen < 0:
+                n += put_varint(p + n, -1)
+            else:
+                n += put_varint(p + n, <int32_t>vlen)
+                if vlen:
+                    memcpy(p + n, vp, <size_t>vlen)
+                    n += vlen
+            n += put_varint(p + n, <int32_t>hcount)
+            if hcount:
+                n += _put_headers(p + n, hs)
+            self._stream.advance_c(n)
+        finally:
+            if kheld:
+                PyBuffer_Release(&kview)
+            if vheld:
+                PyBuffer_Release(&vview)
+
+        # Java recordWritten()
+        self._num_records += 1
+        self._uncompressed_records_size += total
+        if timestamp_ms > self._max_timestamp:
+            self._max_timestamp = timestamp_ms
+        return offset_delta
+
+    cpdef bint has_room_for(self, int64_t timestamp_ms, object key, object value,
+                            object headers=None) except -1:
+        """Whether a record fits under ``write_limit`` (Java ``hasRoomFor``).
+
+        False once full or closed; True for an empty batch (the first record always fits, the
+        stream grows for it).  Otherwise: estimated bytes written + this record's size must not
+        exceed ``write_limit``.  For compressed batches the record counts uncompressed.
+        """
+        cdef Py_ssize_t size, hcount = 0, hsize = 0
+        cdef int64_t timestamp_delta
+        cdef list hs
+        if self.is_full():
+            return False
+        if self._num_records == 0:
+            return True
+        timestamp_delta = timestamp_ms - self._base_timestamp
+        if headers is not None:
+            hs = _normalize_headers(headers)
+            hcount = len(hs)
+            hsize = _headers_size(hs)
+        size = (1 + varlong_size(timestamp_delta) + varint_size(self._num_records)
+                + _bytes_field_size(_length_of(key, "key"))
+                + _bytes_field_size(_length_of(value, "value"))
+                + varint_size(<int32_t>hcount) + hsize)
+        if size > INT32_MAX - 5:
+            return False
+        size += varint_size(<int32_t>size)
+        return self._write_limit >= self._estimated_bytes_written() + size
+
+    cdef Py_ssize_t _estimated_bytes_written(self) noexcept:
+        # Java estimatedBytesWritten(): header + records, the records scaled by the estimated
+        # ratio and the 1.05 safety factor when compressed (float math, as in Java).
+        if self._compression_type == CODEC_NONE:
+            return RECORD_BATCH_OVERHEAD + self._uncompressed_records_size
+        return RECORD_BATCH_OVERHEAD + <Py_ssize_t>(
+            <float>self._uncompressed_records_size * <float>self._estimated_compression_ratio
+            * COMPRESSION_RATE_ESTIMATION_FACTOR)
+
+    cpdef bint is_full(self) except -1:
+        """True once closed for appends, or (with at least one record) when the estimated size
+        reached ``write_limit`` (Java ``isFull``)."""
+        return self._appends_closed or (
+            self._num_records > 0 and self._write_limit <= self._estimated_bytes_written())
+
+    cpdef Py_ssize_t estimated_size_in_bytes(self) except -1:
+        """The batch's size: exact once closed, else the estimate :meth:`is_full` uses."""
+        if self._closed:
+            return 0 if self._num_records == 0 else self._stream._position - self._batch_start
+        return self._estimated_bytes_written()
+
+    cpdef set_estimated_compression_ratio(self, double ratio):
+        """Set the compressed/uncompressed ratio the size estimate assumes (Java
+        ``setEstimatedCompressionRatio``; the accumulator keeps one per topic)."""
+        if not (ratio > 0.0):
+            raise ValueError(f"estimated compression ratio must be > 0, got {ratio}")
+        self._estimated_compression_ratio = ratio
+
+    # -- producer state -----------------------------------------------------------------------
+
+    cpdef set_producer_state(self, int64_t producer_id, int producer_epoch, int base_sequence,
+                             bint is_transactional):
+        """Set the idempotence fields the header will carry (the Sender does this when it
+        drains the batch).  IllegalStateError once closed."""
+        if self._closed:
+            raise IllegalStateError("Trying to set producer state of an already closed batch."
+                                    " This indicates a bug on the client.")
+        self._check_producer_state(producer_id, producer_epoch, base_sequence, is_transactional)
+        self._producer_id = producer_id
+        self._producer_epoch = <int16_t>producer_epoch
+        self._base_sequence = base_sequence
+        self._is_transactional = is_transactional
+
+    cpdef reopen_and_rewrite_producer_state(self, int64_t producer_id, int producer_epoch,
+                                            int base_sequence, bint is_transactional):
+        """Change the idempotence fields of a (possibly already closed) batch and rewrite its
+        header and CRC in place (Java ``reopenAndRewriteProducerState``, used when a batch is
+        retried under a new producer epoch).  Views from an earlier :meth:`build` see the new
+        header: do this only when no request holds them."""
+        if self._aborted:
+            raise IllegalStateError("Should not reopen a batch which is already aborted.")
+        self._check_producer_state(producer_id, producer_epoch, base_sequence, is_transactional)
+        self._producer_id = producer_id
+        self._producer_epoch = <int16_t>producer_epoch
+        self._base_sequence = base_sequence
+        self._is_transactional = is_transactional
+        if self._closed and self._num_records > 0:
+            self._write_header()
+
+    # -- closing ------------------------------------------------------------------------------
+
+    cpdef close_for_record_appends(self):
+        """No more appends (Java ``closeForRecordAppends``); the header is written by close()."""
+        self._appends_closed = True
+
+    cpdef abort(self):
+        """Give up the batch: no appends, and build() raises (Java ``abort``)."""
+        self._appends_closed = True
+        self._aborted = True
+
+    cpdef close(self):
+        """Finish the batch: compress the records section (if a codec is set), write the header
+        and the CRC-32C.  Idempotent.  An empty builder closes to an empty batch (zero bytes)."""
+        cdef Py_ssize_t records_start, records_end
+        if self._aborted:
+            raise IllegalStateError("Cannot close MemoryRecordsBuilder as it has already been"
+                                    " aborted")
+        if self._closed:
+            return
+        self._appends_closed = True
+        if self._num_records == 0:
+            self._closed = True
+            return
+        if self._compression_type != CODEC_NONE:
+            records_start = self._batch_start + RECORD_BATCH_OVERHEAD
+            records_end = self._stream._position
+            # A view of the underlying object (not of the stream, whose exports block writes);
+            # it keeps that object alive even if writing the result grows the stream.
+            section = memoryview(self._stream._buffer)[records_start:records_end]
+            try:
+                compressed = _compress(self._compression_type, self._compression_level, section)
+            finally:
+                section.release()
+            self._stream._position = records_start
+            self._stream.write_object(compressed)
+            self._compressed_records_size = self._stream._position - records_start
+        else:
+            self._compressed_records_size = self._uncompressed_records_size
+        self._write_header()
+        self._closed = True
+
+    cdef int _write_header(self) except -1:
+        cdef unsigned char* p = self._stream._data + self._batch_start
+        cdef Py_ssize_t size = self._stream._position - self._batch_start
+        cdef int attributes = self._compression_type
+        if self._is_transactional:
+            attributes |= TRANSACTIONAL_FLAG_MASK
+        put_int64(p + BASE_OFFSET_OFFSET, self._base_offset)
+        put_int32(p + LENGTH_OFFSET, <int32_t>(size - LOG_OVERHEAD))
+        put_int32(p + PARTITION_LEADER_EPOCH_OFFSET, self._partition_leader_epoch)
+        p[MAGIC_OFFSET] = MAGIC_V2
+        put_int16(p + ATTRIBUTES_OFFSET, <int16_t>attributes)
+        put_int32(p + LAST_OFFSET_DELTA_OFFSET, self._num_records - 1)
+        put_int64(p + BASE_TIMESTAMP_OFFSET, self._base_timestamp)
+        put_int64(p + MAX_TIMESTAMP_OFFSET, self._max_timestamp)
+        put_int64(p + PRODUCER_ID_OFFSET, self._producer_id)
+        put_int16(p + PRODUCER_EPOCH_OFFSET, self._producer_epoch)
+        put_int32(p + BASE_SEQUENCE_OFFSET, self._base_sequence)
+        put_int32(p + RECORDS_COUNT_OFFSET, self._num_records)
+        # The CRC covers attributes to the end, so it is computed last.
+        put_int32(p + CRC_OFFSET, <int32_t>_crc_of(p + ATTRIBUTES_OFFSET,
+                                                   size - ATTRIBUTES_OFFSET, 0))
+        return 0
+
+    cpdef object build(self):
+        """The finished batch as a read-only, zero-copy ``memoryview`` (closes first if needed).
+
+        While the view is alive the underlying stream refuses writes.  An empty builder gives an
+        empty view.  IllegalStateError after abort().
+        """
+        if self._aborted:
+            raise IllegalStateError("Attempting to build an aborted record batch")
+        self.close()
+        if self._num_records == 0:
+            return memoryview(b"")
+        view = self._stream.getbuffer()
+        if self._batch_start:
+            return view[self._batch_start:]
+        return view
+
+    # -- introspection ------------------------------------------------------------------------
+
+    @property
+    def num_records(self):
+        """Records appended so far."""
+        return self._num_records
+
+    @property
+    def is_closed(self):
+        """True once close() (or build()) wrote the header."""
+        return self._closed
+
+    @property
+    def is_aborted(self):
+        """True after abort()."""
+        return self._aborted
+
+    @property
+    def buffer(self):
+        """The object the batch lives in: the one given, or the stream's bytearray after it grew.
+
+        The batch hands this back to the BufferPool with :attr:`initial_capacity` as the size.
+        """
+        return self._stream._buffer
+
+    @property
+    def initial_capacity(self):
+        """Capacity of the buffer the builder started with."""
+        return self._stream._initial_capacity
+
+    @property
+    def stream(self):
+        """The ByteBufferOutputStream the batch is written through."""
+        return self._stream
+
+    @property
+    def write_limit(self):
+        """The soft size limit of the batch."""
+        return self._write_limit
+
+    @property
+    def uncompressed_bytes_written(self):
+        """Header plus records as written before compression (Java ``uncompressedBytesWritten``)."""
+        return RECORD_BATCH_OVERHEAD + self._uncompressed_records_size
+
+    @property
+    def compression(self):
+        """The codec name: none, gzip, snappy, lz4 or zstd."""
+        return CODEC_NAMES[self._compression_type]
+
+    @property
+    def compression_level(self):
+        """The codec level in use (None for none and snappy)."""
+        return self._compression_level
+
+    @property
+    def compression_ratio(self):
+        """Compressed / uncompressed size of the records section once closed (1.0 before, and
+        for uncompressed batches); Java feeds this to the per-topic ratio estimator."""
+        if not self._closed or self._uncompressed_records_size == 0:
+            return 1.0
+        return <float>self._compressed_records_size / <float>self._uncompressed_records_size
+
+    @property
+    def estimated_compression_ratio(self):
+        """The ratio assumed by the size estimate (see set_estimated_compression_ratio)."""
+        return self._estimated_compression_ratio
+
+    @property
+    def base_offset(self):
+        return self._base_offset
+
+    @property
+    def base_timestamp(self):
+        """Timestamp of the first record (-1 while empty)."""
+        return self._base_timestamp
+
+    @property
+    def max_timestamp(self):
+        """Largest timestamp appended (-1 while empty)."""
+        return self._max_timestamp
+
+    @property
+    def producer_id(self):
+        return self._producer_id
+
+    @property
+    def producer_epoch(self):
+        return self._producer_epoch
+
+    @property
+    def base_sequence(self):
+        return self._base_sequence
+
+    @property
+    def is_transactional(self):
+        return self._is_transactional
+
+    def __repr__(self):
+        return (f"<MemoryRecordsBuilder records={self._num_records}"
+                f" compression={CODEC_NAMES[self._compression_type]}"
+                f" estimated_size={self._estimated_bytes_written()} write_limit={self._write_limit}"
+                f" closed={self._closed}>")
+
+
+cdef Py_ssize_t _put_headers(unsigned char* p, list headers) noexcept:
+    """Write headers (already normalized and sized) at ``p``; returns the bytes written."""
+    cdef Py_ssize_t n = 0, length
+    for key, value in headers:
+        length = PyBytes_GET_SIZE(key)
+        n += put_varint(p + n, <int32_t>length)
+        memcpy(p + n, PyBytes_AS_STRING(key), <size_t>length)
+        n += length
+        if value is None:
+            n += put_varint(p + n, -1)
+        else:
+            length = PyBytes_GET_SIZE(value)
+            n += put_varint(p + n, <int32_t>length)
+            memcpy(p + n, PyBytes_AS_STRING(value), <size_t>length)
+            n += length
+    return n
+
+
+# -- the reader -----------------------------------------------------------------------------
+
+cdef class Record:
+    """One record read back from a batch: offset, timestamp, key, value, headers."""
+
+    def __repr__(self):
+        return (f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r:.40},"
+                f" value={self.value!r:.40}, headers={self.headers!r:.80})")
+
+
+cdef class RecordBatch:
+    """One record batch read back: the header fields and the decoded records."""
+
+    @property
+    def compression(self):
+        """Codec name from the attributes: none, gzip, snappy, lz4 or zstd."""
+        return CODEC_NAMES[self.attributes & COMPRESSION_CODEC_MASK]
+
+    @property
+    def timestamp_type(self):
+        """0 for CreateTime, 1 for LogAppendTime."""
+        return 1 if self.attributes & TIMESTAMP_TYPE_MASK else 0
+
+    @property
+    def is_transactional(self):
+        return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
+
+    @property
+    def is_control(self):
+        return bool(self.attributes & CONTROL_FLAG_MASK)
+
+    @property
+    def last_offset(self):
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def size_in_bytes(self):
+        """Bytes the batch takes on the wire (header included)."""
+        return LOG_OVERHEAD + self.batch_length
+
+    def __repr__(self):
+        return (f"RecordBatch(base_offset={self.base_offset}, record_count={self.record_count},"
+                f" compression={self.compression}, producer_id={self.producer_id},"
+                f" base_sequence={self.base_sequence})")
+
+
+cdef inline int64_t _read_varint(const unsigned char* p, Py_ssize_t end, Py_ssize_t* pos,
+                                 int max_bytes, str what) except? -0x7FFFFFFFFFFFFFFF:
+    """Read a zigzag varint of at most ``max_bytes`` (5: int32, 10: int64) from p[pos[0]:end]."""
+    cdef uint64_t raw = 0, b
+    cdef int shift = 0, i = 0
+    cdef Py_ssize_t q = pos[0]
+    while True:
+        if q >= end:
+            raise CorruptRecordError(f"truncated varint ({what}) at byte {q}")
+        b = p[q]
+        q += 1
+        raw |= (b & 0x7F) << shift
+        i += 1
+        if not (b & 0x80):
+            break
+        if i == max_bytes:
+            raise CorruptRecordError(f"varint ({what}) longer than {max_bytes} bytes at byte {q}")
+        shift += 7
+    if max_bytes == 5 and raw > 0xFFFFFFFF:
+        raise CorruptRecordError(f"varint ({what}) does not fit in 32 bits")
+    if max_bytes == 10 and i == 10 and b > 1:
+        raise CorruptRecordError(f"varlong ({what}) does not fit in 64 bits")
+    pos[0] = q
+    # zigzag: (raw >> 1) ^ -(raw & 1)
+    return <int64_t>((raw >> 1) ^ (<uint64_t>0 - (raw & 1)))
+
+
+cdef object _read_bytes(const unsigned char* p, Py_ssize_t end, Py_ssize_t* pos, str what):
+    """A nullable bytes field: varint length (-1 null) then the bytes, within p[pos:end]."""
+    cdef int64_t length = _read_varint(p, end, pos, 5, what + " length")
+    if length == -1:
+        return None
+    if length < -1:
+        raise CorruptRecordError(f"negative {what} length {length}")
+    if length > end - pos[0]:
+        raise CorruptRecordError(f"{what} of {length} bytes overruns its record"
+                                 f" ({end - pos[0]} bytes left)")
+    out = PyBytes_FromStringAndSize(<const char*>p + pos[0], <Py_ssize_t>length)
+    pos[0] += <Py_ssize_t>length
+    return out
+
+
+cdef list _decode_records(RecordBatch batch, const unsigned char* p, Py_ssize_t n):
+    """The ``record_count`` records in p[0:n] (an uncompressed records section)."""
+    cdef list records = []
+    cdef Py_ssize_t pos = 0, rend, hpos
+    cdef int64_t length, timestamp_delta, offset_delta, header_count, klen, j
+    cdef int32_t i
+    cdef bint log_append_time = batch.attributes & TIMESTAMP_TYPE_MASK
+    cdef Record record
+    cdef list headers
+    for i in range(batch.record_count):
+        length = _read_varint(p, n, &pos, 5, "record length")
+        if length < 1 or length > n - pos:
+            raise CorruptRecordError(f"record {i} says it has {length} bytes, "
+                                     f"{n - pos} are left in the batch")
+        rend = pos + <Py_ssize_t>length
+        record = Record.__new__(Record)
+        record.attributes = p[pos]
+        pos += 1
+        timestamp_delta = _read_varint(p, rend, &pos, 10, "timestamp delta")
+        offset_delta = _read_varint(p, rend, &pos, 5, "offset delta")
+        record.key = _read_bytes(p, rend, &pos, "key")
+        record.value = _read_bytes(p, rend, &pos, "value")
+        header_count = _read_varint(p, rend, &pos, 5, "header count")
+        if header_count < 0:
+            raise CorruptRecordError(f"record {i} has a negative header count {header_count}")
+        headers = []
+        j = 0
+        while j < header_count:
+            klen = _read_varint(p, rend, &pos, 5, "header key length")
+            if klen < 0 or klen > rend - pos:
+                raise CorruptRecordError(f"header key of {klen} bytes in record {i} does not fit")
+            try:
+                hkey = PyUnicode_DecodeUTF8(<const char*>p + pos, <Py_ssize_t>klen, NULL)
+            except UnicodeDecodeError as exc:
+                raise CorruptRecordError(f"header key in record {i} is not UTF-8: {exc}") from None
+            pos += <Py_ssize_t>klen
+            headers.append((hkey, _read_bytes(p, rend, &pos, "header value")))
+            j += 1
+        if pos != rend:
+            raise CorruptRecordError(f"record {i} says it has {length} bytes but its fields take"
+                                     f" {length - (rend - pos)}")
+        record.headers = headers
+        record.timestamp_type = 1 if log_append_time else 0
+        # Unsigned adds: wrap-around instead of C undefined behaviour on hostile input.
+        record.offset = <int64_t>(<uint64_t>batch.base_offset + <uint64_t>offset_delta)
+        if log_append_time:
+            record.timestamp = batch.max_timestamp
+        else:
+            record.timestamp = <int64_t>(<uint64_t>batch.base_timestamp
+                                         + <uint64_t>timestamp_delta)
+        records.append(record)
+    if pos != n:
+        raise CorruptRecordError(f"{n - pos} bytes left after the batch's {batch.record_count}"
+                                 " records")
+    return records
+
+
+cdef RecordBatch _decode_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t where):
+    """The batch in p[0:size] (size = 12 + its Length field, already checked against the data)."""
+    cdef RecordBatch batch = RecordBatch.__new__(RecordBatch)
+    cdef uint32_t computed
+    cdef int codec
+    batch.base_offset = get_int64(p + BASE_OFFSET_OFFSET)
+    batch.batch_length = get_int32(p + LENGTH_OFFSET)
+    batch.partition_leader_epoch = get_int32(p + PARTITION_LEADER_EPOCH_OFFSET)
+    batch.magic = <signed char>p[MAGIC_OFFSET]
+    if batch.magic != MAGIC_V2:
+        raise CorruptRecordError(f"record batch at byte {where} has magic {batch.magic};"
+                                 " only magic 2 is supported")
+    batch.crc = <uint32_t>get_int32(p + CRC_OFFSET)
+    computed = _crc_of(p + ATTRIBUTES_OFFSET, size - ATTRIBUTES_OFFSET, 0)
+    if computed != batch.crc:
+        raise CorruptRecordError(f"record batch at byte {where}: CRC mismatch (stored"
+                                 f" 0x{batch.crc:08x}, computed 0x{computed:08x})")
+    batch.attributes = <uint16_t>get_int16(p + ATTRIBUTES_OFFSET)
+    batch.last_offset_delta = get_int32(p + LAST_OFFSET_DELTA_OFFSET)
+    batch.base_timestamp = get_int64(p + BASE_TIMESTAMP_OFFSET)
+    batch.max_timestamp = get_int64(p + MAX_TIMESTAMP_OFFSET)
+    batch.producer_id = get_int64(p + PRODUCER_ID_OFFSET)
+    batch.producer_epoch = get_int16(p + PRODUCER_EPOCH_OFFSET)
+    batch.base_sequence = get_int32(p + BASE_SEQUENCE_OFFSET)
+    batch.record_count = get_int32(p + RECORDS_COUNT_OFFSET)
+    if batch.record_count < 0:
+        raise CorruptRecordError(f"record batch at byte {where} has a negative record count"
+                                 f" {batch.record_count}")
+    codec = batch.attributes & COMPRESSION_CODEC_MASK
+    if codec > CODEC_ZSTD:
+        raise CorruptRecordError(f"record batch at byte {where} has unknown codec {codec}")
+    if codec == CODEC_NONE:
+        batch.records = _decode_records(batch, p + RECORDS_OFFSET, size - RECORDS_OFFSET)
+    else:
+        section = PyMemoryView_FromMemory(<char*>p + RECORDS_OFFSET, size - RECORDS_OFFSET,
+                                          PyBUF_READ)
+        try:
+            plain = _decompress(codec, section)
+        finally:
+            section.release()
+        batch.records = _decode_records(batch, <const unsigned char*>PyBytes_AS_STRING(plain),
+                                        PyBytes_GET_SIZE(plain))
+    return batch
+
+
+cdef list _decode_batches(object data):
+    cdef Py_buffer view
+    cdef const unsigned char* p
+    cdef Py_ssize_t n, pos = 0
+    cdef int32_t length
+    cdef list batches = []
+    if not PyObject_CheckBuffer(data):
+        raise TypeError(f"record batches must be a bytes-like object, got {type(data).__name__}")
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        p = <const unsigned char*>view.buf
+        n = view.len
+        while pos < n:
+            if n - pos < RECORD_BATCH_OVERHEAD:
+                raise CorruptRecordError(f"truncated record batch at byte {pos}: {n - pos} bytes"
+                                         f" left, a batch header takes {RECORD_BATCH_OVERHEAD}")
+            length = get_int32(p + pos + LENGTH_OFFSET)
+            if length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
+                raise CorruptRecordError(f"record batch at byte {pos} has length {length}, less"
+                                         " than its own header")
+            if length > n - pos - LOG_OVERHEAD:
+                raise CorruptRecordError(f"truncated record batch at byte {pos}: it says"
+                                         f" {length} bytes follow, {n - pos - LOG_OVERHEAD} do")
+            batches.append(_decode_batch(p + pos, LOG_OVERHEAD + length, pos))
+            pos += LOG_OVERHEAD + length
+    finally:
+        PyBuffer_Release(&view)
+    return batches
+
+
+def iter_batches(data):
+    """Decode one or more concatenated record batches (magic v2, any codec) from a bytes-like
+    object; returns an iterator of :class:`RecordBatch`.
+
+    The whole input is decoded and checked (bounds, CRC-32C, varints, UTF-8 header keys) before
+    the first batch is returned; anything invalid raises
+    :class:`~kafkacore.errors.CorruptRecordError`.
+    """
+    return iter(_decode_batches(data))
+
+
+def iter_records(data):
+    """Decode one or more concatenated record batches; returns an iterator of :class:`Record`
+    (every record of every batch, in order).  Errors as :func:`iter_batches`."""
+    cdef list out = []
+    cdef RecordBatch batch
+    for batch in _decode_batches(data):
+        out.extend(batch.records)
+    return iter(out)
