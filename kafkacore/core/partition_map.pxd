@@ -1,0 +1,56 @@
+# cython: language_level=3
+"""Declarations of CopyOnWriteMap (Java ``CopyOnWriteMap``): the accumulator's partition map.
+
+cimporters call ``get`` (a ``cpdef`` of a final class, so a direct C call) on the hot path: it takes
+no lock and costs about one dict lookup.
+
+Concurrency: readers take no lock.  They read ``_map`` once (one reference, taken under the GIL)
+and use that snapshot, which nobody mutates after it was published.  Writers take ``_mutex``, copy
+the snapshot, change the copy and publish it with one reference store.  ``_mutex`` guards the
+writer's copy-change-swap sequence and ``_owner``/``_locked``; ``_map`` is written only with
+``_mutex`` held.
+"""
+
+cimport cython
+
+
+cdef extern from "<pthread.h>" nogil:
+    # Opaque to Cython; the C compiler sees the real types.
+    ctypedef struct pthread_mutex_t:
+        pass
+    ctypedef struct pthread_mutexattr_t:
+        pass
+    ctypedef unsigned long pthread_t
+    int pthread_mutex_init(pthread_mutex_t* mutex, const pthread_mutexattr_t* attr)
+    int pthread_mutex_destroy(pthread_mutex_t* mutex)
+    int pthread_mutex_lock(pthread_mutex_t* mutex)
+    int pthread_mutex_trylock(pthread_mutex_t* mutex)
+    int pthread_mutex_unlock(pthread_mutex_t* mutex)
+    pthread_t pthread_self()
+    int pthread_equal(pthread_t a, pthread_t b)
+
+
+@cython.final
+cdef class CopyOnWriteMap:
+    cdef:
+        # The current snapshot.  Immutable by convention once published: writers build a new
+        # dict and store it here with _mutex held; readers load it without a lock.
+        dict _map
+        # Serialises writers.  A writer may run Python code while holding it (a key's __hash__
+        # or __eq__, the copy), which can give up the GIL; so a writer that finds it taken waits
+        # for it with the GIL released, else the two threads would deadlock.
+        pthread_mutex_t _mutex
+        # _mutex was initialised (so __dealloc__ destroys it only then).
+        bint _initialized
+        # The thread holding _mutex, valid while _locked.  [_mutex, and written with the GIL]
+        pthread_t _owner
+        # Whether a writer holds _mutex.  Lets a write from inside a write on the same thread (a
+        # finalizer or __eq__ that writes to the map) fail with an error instead of deadlocking.
+        # [_mutex, and written with the GIL]
+        bint _locked
+
+    # The value for key in the current snapshot, or ``default``.  No lock.
+    cpdef object get(self, object key, object default=*)
+    # Take / release _mutex (see above).
+    cdef int _lock(self) except -1
+    cdef void _unlock(self) noexcept
