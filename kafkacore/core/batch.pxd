@@ -166,8 +166,9 @@ cdef class ProducerBatch:
         # The tiny lock of the final-state compare-and-set.
         PyThread_type_lock _state_lock
 
-    cpdef FutureRecordMetadata try_append(self, int64_t timestamp_ms, object key, object value,
-                                          object headers, object callback, int64_t now_ms)
+    # Times are taken as objects and checked to be integers: Cython would truncate a float.
+    cpdef FutureRecordMetadata try_append(self, object timestamp_ms, object key, object value,
+                                          object headers, object callback, object now_ms)
     cpdef bint done(self, int64_t base_offset, int64_t log_append_time,
                     object exception) except -1
     cpdef abort(self, object exception)

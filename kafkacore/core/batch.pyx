@@ -20,6 +20,8 @@ cimport cython
 from cpython.bytearray cimport PyByteArray_CheckExact, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_CheckExact, PyBytes_GET_SIZE
 from cpython.exc cimport PyErr_CheckSignals
+from cpython.long cimport PyLong_CheckExact
+from cpython.number cimport PyIndex_Check, PyNumber_Index
 from cpython.object cimport PyCallable_Check
 from cpython.pythread cimport (
     NOWAIT_LOCK,
@@ -68,10 +70,6 @@ cdef enum:
 
 _log = logging.getLogger("kafkacore")
 
-# The builder's codec numbers (the batch header's attribute bits), back to the names its
-# constructor takes; split() builds new batches with the same codec.
-_CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
-
 _FINAL_STATE_NAMES = (None, "succeeded", "failed", "aborted", "split")
 
 
@@ -104,6 +102,15 @@ cdef inline int32_t _serialized_size(object data, str what) except -2:
     if n > 0x7FFFFFFF:
         raise ValueError(f"{what} of {n} bytes does not fit a Kafka record")
     return <int32_t>n
+
+
+cdef inline int64_t _milliseconds(object ms, str what) except? -1:
+    """An integer clock reading or timestamp.  Floats are refused, not truncated."""
+    if PyLong_CheckExact(ms):
+        return ms
+    if isinstance(ms, float) or not PyIndex_Check(ms):
+        raise TypeError(f"{what} must be an int (milliseconds), not {type(ms).__name__}")
+    return PyNumber_Index(ms)
 
 
 cdef inline str _check_topic(object topic):
@@ -450,7 +457,7 @@ cdef class ProducerBatch:
             PyThread_free_lock(self._state_lock)
 
     def __init__(self, topic, int partition, MemoryRecordsBuilder builder not None,
-                 int64_t created_ms, bint is_split_batch=False):
+                 created_ms, bint is_split_batch=False):
         if self._builder is not None:
             raise IllegalStateError("ProducerBatch.__init__ called twice")
         if partition < 0:
@@ -464,17 +471,17 @@ cdef class ProducerBatch:
         self._result.topic = self.topic
         self._result.partition = partition
         self._thunks = []
-        self.created_ms = created_ms
-        self.last_append_ms = created_ms
-        self.last_attempt_ms = created_ms
+        self.created_ms = _milliseconds(created_ms, "created_ms")
+        self.last_append_ms = self.created_ms
+        self.last_attempt_ms = self.created_ms
         self.drained_ms = 0
         self.is_split_batch = is_split_batch
 
     # -- the append path (user threads, under the deque lock) ----------------------------------
 
     # try_append: start
-    cpdef FutureRecordMetadata try_append(self, int64_t timestamp_ms, object key, object value,
-                                          object headers, object callback, int64_t now_ms):
+    cpdef FutureRecordMetadata try_append(self, object timestamp_ms, object key, object value,
+                                          object headers, object callback, object now_ms):
         """Append one record; return its future, or None if the batch has no room for it.
 
         An empty batch always takes its first record, however large (Java's rule: every record
@@ -485,6 +492,8 @@ cdef class ProducerBatch:
         cdef int32_t key_size, value_size
         cdef Py_ssize_t written_before, size
         cdef int offset_delta
+        cdef int64_t timestamp = _milliseconds(timestamp_ms, "timestamp_ms")
+        cdef int64_t now = _milliseconds(now_ms, "now_ms")
         if callback is not None and not PyCallable_Check(callback):
             raise TypeError(f"callback must be callable or None, not {type(callback).__name__}")
         key_size = _serialized_size(key, "key")
@@ -492,20 +501,20 @@ cdef class ProducerBatch:
         if self._final_state != FINAL_NONE:
             # Completed batches take nothing: a record appended now would never be answered.
             return None
-        if not builder.has_room_for(timestamp_ms, key, value, headers):
+        if not builder.has_room_for(timestamp, key, value, headers):
             if self.record_count > 0 or builder._appends_closed:
                 return None
         written_before = builder._uncompressed_records_size
-        offset_delta = builder.append(timestamp_ms, key, value, headers)
+        offset_delta = builder.append(timestamp, key, value, headers)
         size = builder._uncompressed_records_size - written_before
         if size > self.max_record_size:
             self.max_record_size = size
-        self.last_append_ms = now_ms
+        self.last_append_ms = now
         # The future is also the thunk: it keeps the callback until the batch fires it.
         future = FutureRecordMetadata.__new__(FutureRecordMetadata)
         future._result = self._result
         future._relative_offset = offset_delta
-        future._timestamp = timestamp_ms
+        future._timestamp = timestamp
         future._key_size = key_size
         future._value_size = value_size
         future._callback = callback
@@ -688,8 +697,8 @@ cdef class ProducerBatch:
             split_batch_size)
         builder = MemoryRecordsBuilder(
             capacity,
-            compression=_CODEC_NAMES[self._builder._compression_type],
-            compression_level=self._builder._compression_level)
+            compression=self._builder.compression,
+            compression_level=self._builder.compression_level)
         return ProducerBatch(self.topic, self.partition, builder, self.created_ms, True)
 
     # split: start
@@ -715,7 +724,11 @@ cdef class ProducerBatch:
         if self._final_state != FINAL_NONE:
             raise IllegalStateError(f"cannot split a batch in final state "
                                     f"{_FINAL_STATE_NAMES[self._final_state]}")
-        batches = list(_records.iter_batches(self.records()))
+        data = self.records()
+        try:
+            batches = list(_records.iter_batches(data))  # the records are copied out as bytes
+        finally:
+            data.release()  # while a view is alive the builder's stream refuses writes
         if len(batches) != 1:
             raise IllegalStateError(f"a producer batch holds one record batch, not {len(batches)}")
         records = batches[0].records
