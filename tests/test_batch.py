@@ -14,9 +14,9 @@ import weakref
 
 import pytest
 from kafka.record.default_records import DefaultRecordBatch
-from kafkacore.core.records import MemoryRecordsBuilder, iter_records
 
 from kafkacore.core.batch import FutureRecordMetadata, ProducerBatch, RecordMetadata
+from kafkacore.core.records import MemoryRecordsBuilder, iter_records
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 
 TOPIC = "events"
