@@ -8,11 +8,14 @@ build, so they never drift from the code.
 import importlib.util
 import os
 import pathlib
+import sys
 
 import kafkacore
 
 HERE = pathlib.Path(__file__).parent
 ROOT = HERE.parent
+# Our own small Sphinx extensions (docs/_ext): the settings table directive.
+sys.path.insert(0, str(HERE / "_ext"))
 
 project = "kafkacore"
 author = "the kafkacore engineers"
@@ -25,6 +28,7 @@ extensions = [
     "sphinx.ext.intersphinx",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
+    "kafkacore_settings",
 ]
 
 nitpicky = True
