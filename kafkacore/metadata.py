@@ -217,6 +217,8 @@ class Metadata:
     :param refresh_backoff_ms: ``retry.backoff.ms``: the least time between two refreshes.
     :param metadata_max_age_ms: ``metadata.max.age.ms``: refresh at least this often.
     :param metadata_max_idle_ms: ``metadata.max.idle.ms``: forget a topic not used for this long.
+    :param allow_auto_topic_creation: ``allow.auto.create.topics``: ask the broker to create
+        missing topics (it still decides, by its ``auto.create.topics.enable``).
     """
 
     def __init__(
@@ -224,6 +226,8 @@ class Metadata:
         refresh_backoff_ms: int = 100,
         metadata_max_age_ms: int = 300000,
         metadata_max_idle_ms: int = 300000,
+        *,
+        allow_auto_topic_creation: bool = True,
     ) -> None:
         for name, value in (
             ("refresh_backoff_ms", refresh_backoff_ms),
@@ -235,6 +239,8 @@ class Metadata:
         self.refresh_backoff_ms = refresh_backoff_ms
         self.metadata_max_age_ms = metadata_max_age_ms
         self.metadata_max_idle_ms = metadata_max_idle_ms
+        #: Sent in every MetadataRequest: may the broker create a topic we ask about?
+        self.allow_auto_topic_creation = bool(allow_auto_topic_creation)
 
         # Guards every field below except _cluster's *reads* (see the module docstring).
         self._lock = threading.Condition()
@@ -349,16 +355,17 @@ class Metadata:
     def new_metadata_request(self, now_ms: int | None = None) -> tuple[dict[str, Any], int]:
         """The body of the next MetadataRequest and the request version it answers.
 
-        It asks for the producer's topics (never for all topics: a producer has no use for
-        them) and does not ask the broker to create topics.  The caller passes the request
-        version back to :meth:`update`.
+        It asks for the producer's topics only (a producer has no use for the others) and, like
+        Java's ``ProducerMetadata``, allows the broker to create a missing topic if the broker is
+        configured to (``auto.create.topics.enable``).  The caller passes the request version
+        back to :meth:`update`.
         """
         now_ms = _now(now_ms)
         with self._lock:
             self._expire_topics(now_ms)
             body = {
-                "topics": [{"name": t, "topic_id": None} for t in self._topics],
-                "allow_auto_topic_creation": False,
+                "topics": [{"name": t} for t in self._topics],
+                "allow_auto_topic_creation": self.allow_auto_topic_creation,
                 "include_cluster_authorized_operations": False,
                 "include_topic_authorized_operations": False,
             }

