@@ -56,7 +56,7 @@ class Setting:
 
     @property
     def keyword(self) -> str:
-        """The Python keyword form: ``linger.ms`` is ``linger_ms``."""
+        """The name as a Python keyword (``linger.ms`` becomes ``linger_ms``)."""
         return self.name.replace(".", "_")
 
 
@@ -584,9 +584,12 @@ def settings_rst_table() -> str:
         "     - What it does",
     ]
     for s in SETTINGS:
-        default = "(required)" if s.default is None and s.name == "bootstrap.servers" else (
-            _show(s.default) if s.default != () else "[]"
-        )
+        if s.name == "bootstrap.servers":
+            default = "(required)"
+        elif s.default == "":
+            default = '""'
+        else:
+            default = _show(s.default) if s.default != () else "[]"
         lines += [
             f"   * - ``{s.name}``",
             f"     - ``{default}``",

@@ -1292,7 +1292,7 @@ _UNRECOGNIZED: dict[int, type[BrokerResponseError]] = {}
 def for_code(code: int) -> type[BrokerResponseError]:
     """The exception class for a Kafka error code.
 
-    Unknown codes get a subclass of :class:`UnrecognizedBrokerError` that carries the number (the
+    Unknown codes get a subclass of ``UnrecognizedBrokerError`` that carries the number (the
     same class each time for the same code).  Code 0 means "no error" and raises ``ValueError``:
     check ``if code:`` before asking.
     """
