@@ -1,8 +1,8 @@
 # cython: language_level=3
 """Declarations of CopyOnWriteMap (Java ``CopyOnWriteMap``): the accumulator's partition map.
 
-cimporters call ``get`` (a ``cpdef`` of a final class, so a direct C call) on the hot path: it takes
-no lock and costs about one dict lookup.
+cimporters call ``get_c`` (inline, below) on the hot path: it takes no lock and costs one dict
+lookup.  Python callers use ``get``, which costs about what ``dict.get`` does.
 
 Concurrency: readers take no lock.  They read ``_map`` once (one reference, taken under the GIL)
 and use that snapshot, which nobody mutates after it was published.  Writers take ``_mutex``, copy
@@ -12,6 +12,8 @@ writer's copy-change-swap sequence and ``_owner``/``_locked``; ``_map`` is writt
 """
 
 cimport cython
+from cpython.dict cimport PyDict_GetItemWithError
+from cpython.object cimport PyObject
 
 
 cdef extern from "<pthread.h>" nogil:
@@ -49,8 +51,18 @@ cdef class CopyOnWriteMap:
         # [_mutex, and written with the GIL]
         bint _locked
 
-    # The value for key in the current snapshot, or ``default``.  No lock.
-    cpdef object get(self, object key, object default=*)
+    cdef inline object get_c(self, object key, object default):
+        """The value for ``key`` in the current snapshot, or ``default``.  No lock."""
+        # Hold our own reference to the snapshot: the key's __eq__ may run Python code, another
+        # thread may swap _map meanwhile, and the old dict must stay alive until we are done.
+        cdef dict m = self._map
+        # Borrowed from m, which we hold.  Cython declares it ``except? NULL``, so an error from
+        # the key's __hash__/__eq__ propagates; a plain NULL means "no such key".
+        cdef PyObject* v = PyDict_GetItemWithError(m, key)
+        if v == NULL:
+            return default
+        return <object>v
+
     # Take / release _mutex (see above).
     cdef int _lock(self) except -1
     cdef void _unlock(self) noexcept

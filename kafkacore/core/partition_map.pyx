@@ -7,10 +7,11 @@ millions to one.  So reads take no lock at all and see one complete snapshot; a 
 whole dict, changes the copy and swaps it in.
 """
 
+cimport cython
+
 from types import GenericAlias, MappingProxyType
 
-from cpython.dict cimport PyDict_Copy, PyDict_GetItemWithError
-from cpython.object cimport PyObject
+from cpython.dict cimport PyDict_Copy
 
 # Marks "no such key" where None is a legitimate value.
 cdef object _MISSING = object()
@@ -43,17 +44,10 @@ cdef class CopyOnWriteMap:
 
     # ---------------------------------------------------------------- reads: no lock
 
-    cpdef object get(self, object key, object default=None):
+    @cython.binding(False)   # a plain builtin method: calls cost what dict.get's do
+    def get(self, object key, object default=None):
         """The value for ``key``, or ``default``.  No lock: one snapshot load and one lookup."""
-        # Hold our own reference to the snapshot: the key's __eq__ may run Python code, another
-        # thread may swap _map meanwhile, and the old dict must stay alive until we are done.
-        cdef dict m = self._map
-        # Borrowed from m, which we hold.  Cython declares it ``except? NULL``, so an error from
-        # the key's __hash__/__eq__ propagates; a plain NULL means "no such key".
-        cdef PyObject* v = PyDict_GetItemWithError(m, key)
-        if v == NULL:
-            return default
-        return <object>v
+        return self.get_c(key, default)
 
     def __getitem__(self, key):
         cdef dict m = self._map
@@ -128,7 +122,7 @@ cdef class CopyOnWriteMap:
         """
         cdef dict copy
         # Lock-free first look: the common case (already there) costs one lookup.
-        existing = self.get(key, _MISSING)
+        existing = self.get_c(key, _MISSING)
         if existing is not _MISSING:
             return existing
         self._lock()
