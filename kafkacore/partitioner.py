@@ -78,7 +78,7 @@ class BuiltInPartitioner:
     partitions with a leader) only when ``sticky_batch_size`` bytes have gone to the current one.
     ``cluster`` is anything with ``partitions_for_topic(topic)`` and
     ``available_partitions_for_topic(topic)``, returning partition numbers or objects with a
-    ``partition`` attribute (:class:`kafkacore.metadata.Cluster`).
+    ``partition`` attribute (``kafkacore.metadata.Cluster``).
 
     Adaptive partitioning is optional: if the accumulator reports the partitions' queue sizes
     through :meth:`update_partition_load_stats`, the random choice favours partitions with shorter
