@@ -675,18 +675,20 @@ cdef class MemoryRecordsBuilder:
         cdef Py_ssize_t size, hcount = 0, hsize = 0
         cdef int64_t timestamp_delta
         cdef list hs
+        # Sizes first: they also check the argument types, so bad input fails here too.
+        cdef Py_ssize_t klen = _length_of(key, "key")
+        cdef Py_ssize_t vlen = _length_of(value, "value")
+        if headers is not None:
+            hs = _normalize_headers(headers)
+            hcount = len(hs)
+            hsize = _headers_size(hs)
         if self.is_full():
             return False
         if self._num_records == 0:
             return True
         timestamp_delta = timestamp_ms - self._base_timestamp
-        if headers is not None:
-            hs = _normalize_headers(headers)
-            hcount = len(hs)
-            hsize = _headers_size(hs)
         size = (1 + varlong_size(timestamp_delta) + varint_size(self._num_records)
-                + _bytes_field_size(_length_of(key, "key"))
-                + _bytes_field_size(_length_of(value, "value"))
+                + _bytes_field_size(klen) + _bytes_field_size(vlen)
                 + varint_size(<int32_t>hcount) + hsize)
         if size > INT32_MAX - 5:
             return False
