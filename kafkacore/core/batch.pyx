@@ -276,7 +276,7 @@ def _copy_outcome(target, FutureRecordMetadata source):
 cdef class FutureRecordMetadata:
     """The future of one record, as returned by ``send`` (Java's ``FutureRecordMetadata``).
 
-    It follows :class:`concurrent.futures.Future`'s API (``result``, ``exception``, ``done``,
+    It follows the API of ``concurrent.futures.Future`` (``result``, ``exception``, ``done``,
     ``add_done_callback``, ...) without being one: subclassing it would cost a Condition per
     record.  ``concurrent.futures.wait``/``as_completed`` and ``asyncio.wrap_future`` need the real
     class: :meth:`as_concurrent_future` makes one that follows this future.  A record cannot be
@@ -409,7 +409,7 @@ cdef class FutureRecordMetadata:
                 raise IllegalStateError("record was not moved by the split of its batch")
 
     def as_concurrent_future(self):
-        """A :class:`concurrent.futures.Future` that completes with this one.
+        """A ``concurrent.futures.Future`` that completes with this one.
 
         For ``concurrent.futures.wait``/``as_completed`` and ``asyncio.wrap_future``, which need the
         real class.  It costs a Condition and a done-callback, so make one only where needed.
@@ -667,7 +667,7 @@ cdef class ProducerBatch:
 
     @property
     def is_done(self):
-        """Whether the batch reached a final state (split counts: its records live elsewhere)."""
+        """True once the batch reached a final state (a split batch counts as done)."""
         return self._final_state != FINAL_NONE
 
     # -- splitting a batch the broker found too large (MESSAGE_TOO_LARGE) ----------------------
