@@ -11,7 +11,9 @@ from libc.stdint cimport int32_t
 # Kafka's constants (org.apache.kafka.common.utils.Utils.murmur2).  They are part of the wire
 # contract: change one and keyed records land in other partitions than the Java client puts them.
 cdef enum:
-    MURMUR2_SEED = 0x9747b28c   # the initial hash, xored with the length
+    # The initial hash, xored with the length: 0x9747b28c, written as the signed int it is in
+    # Java, because a C enum constant must fit an int.  (<uint32_t> turns it back.)
+    MURMUR2_SEED = -1756908916
     MURMUR2_M = 0x5bd1e995      # the multiplier, "mixing constant generated offline"
     MURMUR2_R = 24              # the shift of each 4-byte block's mix
 

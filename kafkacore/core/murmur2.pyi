@@ -1,6 +1,6 @@
 """Type stubs for the compiled ``kafkacore.core.murmur2``."""
 
-from collections.abc import Buffer
+from typing_extensions import Buffer
 
 def murmur2(data: Buffer) -> int:
     """Kafka's ``Utils.murmur2`` of ``data``, as a signed 32-bit int like Java's."""
