@@ -128,9 +128,15 @@ def test_to_positive_is_a_mask_not_abs():
     assert to_positive(murmur2(b"21")) == (-973932308) & 0x7FFFFFFF
 
 
-def test_large_key():
-    key = random.Random(7).randbytes(1 << 20)
-    assert murmur2(key) & 0xFFFFFFFF == kp_murmur2(key[:0] + key)
+def test_large_keys_hashed_without_the_gil_agree():
+    # 64 KiB and more take the nogil path, for bytes and for exported buffers alike.
+    rng = random.Random(7)
+    for length in (65535, 65536, 65537, 1 << 20):
+        key = rng.randbytes(length)
+        expected = kp_murmur2(key)
+        assert murmur2(key) & 0xFFFFFFFF == expected
+        assert murmur2(bytearray(key)) & 0xFFFFFFFF == expected
+        assert partition_for_key(memoryview(key), 97) == kafka_python_partition(key, 97)
 
 
 # -- the sticky partitioner ------------------------------------------------------------------------
