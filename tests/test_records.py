@@ -11,7 +11,6 @@ import gzip
 import os
 import random
 import struct
-import zlib
 
 import lz4.frame
 import pytest

@@ -15,7 +15,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 from libc.string cimport memcpy
 
 
-# Largest encodings of Kafka's zigzag varints: 32-bit values take at most 5 bytes, 64-bit at most 10.
+# Largest encodings of Kafka's zigzag varints: 5 bytes for 32-bit values, 10 for 64-bit ones.
 cdef enum:
     MAX_VARINT_SIZE = 5
     MAX_VARLONG_SIZE = 10
@@ -175,7 +175,7 @@ cdef class ByteBufferOutputStream:
         return 0
 
     cdef inline int write_varint_c(self, int32_t v) except -1:
-        # Exact size first: reserving 5 could grow a stream that had room (Java writes byte by byte).
+        # Exact size first: reserving 5 could grow a stream that had room (Java writes bytewise).
         self.ensure_remaining_c(varint_size(v))
         self._position += put_varint(self._data + self._position, v)
         return 0

@@ -40,7 +40,7 @@
 #     HeaderValue => Bytes
 #
 # Varints are zigzag-encoded base-128 varints (protobuf's sint32/sint64).
-"""The record batch (magic v2): MemoryRecordsBuilder writes one, iter_batches/iter_records read them.
+"""Record batches (magic v2): MemoryRecordsBuilder writes one; iter_batches/iter_records read.
 
 ``MemoryRecordsBuilder`` is Java's ``org.apache.kafka.common.record.MemoryRecordsBuilder`` for
 magic v2: it reserves the 61-byte batch header, appends records uncompressed through a
@@ -48,8 +48,13 @@ magic v2: it reserves the 61-byte batch header, appends records uncompressed thr
 records section (if a codec is set), fills in the header and computes the CRC-32C.
 """
 
-cimport cython
-from cpython.buffer cimport PyBUF_READ, PyBUF_SIMPLE, PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer
+from cpython.buffer cimport (
+    PyBUF_READ,
+    PyBUF_SIMPLE,
+    PyBuffer_Release,
+    PyObject_CheckBuffer,
+    PyObject_GetBuffer,
+)
 from cpython.bytes cimport (
     PyBytes_AS_STRING,
     PyBytes_CheckExact,
@@ -188,7 +193,8 @@ cdef inline int32_t get_int32(const unsigned char* p) noexcept nogil:
 
 
 cdef inline int64_t get_int64(const unsigned char* p) noexcept nogil:
-    return <int64_t>((<uint64_t><uint32_t>get_int32(p) << 32) | <uint64_t><uint32_t>get_int32(p + 4))
+    return <int64_t>((<uint64_t><uint32_t>get_int32(p) << 32)
+                     | <uint64_t><uint32_t>get_int32(p + 4))
 
 
 # -- CRC-32C --------------------------------------------------------------------------------
@@ -371,7 +377,7 @@ cdef object _compress(int codec, object level, object data):
     """
     cdef Py_ssize_t n = len(data), i, end
     if codec == CODEC_GZIP:
-        # wbits 31: gzip format (header + deflate + CRC-32 + size), like java.util.zip.GZIPOutputStream.
+        # wbits 31: the gzip format (header, deflate, CRC-32, size), as Java's GZIPOutputStream.
         c = zlib.compressobj(level, zlib.DEFLATED, 31)
         return c.compress(data) + c.flush()
     if codec == CODEC_SNAPPY:
@@ -1049,7 +1055,7 @@ cdef object _read_bytes(const unsigned char* p, Py_ssize_t end, Py_ssize_t* pos,
 cdef list _decode_records(RecordBatch batch, const unsigned char* p, Py_ssize_t n):
     """The ``record_count`` records in p[0:n] (an uncompressed records section)."""
     cdef list records = []
-    cdef Py_ssize_t pos = 0, rend, hpos
+    cdef Py_ssize_t pos = 0, rend
     cdef int64_t length, timestamp_delta, offset_delta, header_count, klen, j
     cdef int32_t i
     cdef bint log_append_time = batch.attributes & TIMESTAMP_TYPE_MASK
