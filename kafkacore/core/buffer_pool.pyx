@@ -62,6 +62,7 @@ BufferPoolStatistics = namedtuple(
         "poolable_size",
         "closed",
     ],
+    module=__name__,   # namedtuple cannot find it from a compiled module's (frameless) init
 )
 BufferPoolStatistics.__doc__ = """A snapshot of a BufferPool, taken under its lock (trio style).
 
@@ -189,7 +190,7 @@ cdef class BufferPool:
                 self._allocated += n
                 pthread_mutex_unlock(&self._mutex)
                 return _steal(buf)
-            # Cases 2 and 4: enough memory between non-pooled and the free list; free_up turns
+            # Cases 2 to 4: enough memory between non-pooled and the free list; free_up turns
             # free buffers back into plain bytes until the non-pooled part covers the request.
             if self._non_pooled + self._free_count * self.poolable_size >= n:
                 self.free_up(n)
@@ -198,8 +199,8 @@ cdef class BufferPool:
                 pthread_mutex_unlock(&self._mutex)
                 return self._new_buffer(n)
 
-        # Case 3: not enough.  Join the queue, take what there is (if we are first), and wait
-        # for the rest.
+        # Not enough: join the queue, take what there is (if we are first), and wait for the
+        # rest.
         w.size = n
         w.accumulated = 0
         w.buffer = NULL
@@ -474,7 +475,7 @@ cdef class BufferPool:
         return v
 
     def statistics(self):
-        """A :data:`BufferPoolStatistics` snapshot; consistent, as it is taken under the lock."""
+        """A :class:`~kafkacore.core.buffer_pool.BufferPoolStatistics`, taken under the lock."""
         cdef Py_ssize_t waiters, free_buffers
         cdef long long non_pooled, allocated, reserved
         cdef bint closed
