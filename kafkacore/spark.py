@@ -1,0 +1,614 @@
+"""Producing DataFrames to Kafka from Spark's executors.
+
+Spark's own Kafka sink needs JVM jars that a Python user often cannot add.  Here the records are
+produced by kafkacore in the Python workers: :func:`write_to_kafka` runs the job with
+``mapInArrow``, hands each Arrow batch to :meth:`KafkaProducer.send_batch
+<kafkacore.producer.KafkaProducer.send_batch>` column by column, flushes before each task ends
+and returns a :class:`WriteSummary`; :func:`delivery_reports` is the lazy form, a DataFrame with
+the partition, offset and error of every row.
+
+Producers live in the executors, one per Python worker process and configuration
+(:func:`get_producer`): Spark reuses its Python workers across tasks and jobs, so a producer, its
+connections and its metadata outlive a task.  A producer is never used in a process other than the
+one that created it (after ``fork()`` the child builds its own).
+
+PySpark and pyarrow are imported only when a function here runs, so ``import kafkacore.spark``
+works without them (the docs build does).
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import functools
+import itertools
+import logging
+import os
+import pickle
+import threading
+import time
+from collections.abc import Hashable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafkacore.errors import KafkaError
+
+log = logging.getLogger("kafkacore.spark")
+
+__all__ = [
+    "DeliveryFailedError",
+    "WriteSummary",
+    "close_producers",
+    "delivery_reports",
+    "get_producer",
+    "write_to_kafka",
+]
+
+
+class DeliveryFailedError(KafkaError):
+    """:func:`write_to_kafka` finished, but some records were not acknowledged.
+
+    The message names the first failure; :attr:`summary` holds the whole
+    :class:`WriteSummary` (how many failed, how many were acked, where they went).
+    """
+
+    def __init__(self, message: str, summary: WriteSummary) -> None:
+        super().__init__(message)
+        #: The :class:`WriteSummary` of the job.
+        self.summary = summary
+
+
+# ---------------------------------------------------------------------------------------------
+# The per-process producer cache
+# ---------------------------------------------------------------------------------------------
+# A Spark Python worker runs one task at a time, but a producer may also be asked for from
+# threads of the user's own, so the cache has a lock.  After fork() the child must not touch the
+# parent's producers: their I/O threads did not survive the fork, their sockets are shared with
+# the parent, and the lock may have been held by a thread that no longer exists.
+
+
+@dataclass(frozen=True)
+class _Cached:
+    pid: int  # the process that created the producer: it is never used in another one
+    serial: int  # tells producers apart within a process (reported by the write summary)
+    producer: Any  # the KafkaProducer
+
+
+_cache_lock = threading.Lock()
+_cache: dict[Hashable, _Cached] = {}  # guarded by _cache_lock: config key -> producer
+# Producers inherited through fork().  They stay referenced so that their __del__ (which stops
+# the I/O thread and touches sockets the parent still uses) never runs in the child.
+_orphans: list[Any] = []  # guarded by _cache_lock
+_serials = itertools.count(1)
+
+
+def _after_fork_in_child() -> None:
+    # The child has one thread; whatever held the lock in the parent is gone.  A fresh lock, and
+    # the parent's producers moved out of the way (kept alive, never used, never closed).
+    global _cache_lock
+    _cache_lock = threading.Lock()
+    _orphans.extend(entry.producer for entry in _cache.values())
+    _cache.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _freeze(value: Any) -> Hashable:
+    """A hashable, canonical form of one setting's value."""
+    if value is None or isinstance(value, (str, bytes, int, float, bool)):
+        return (type(value).__name__, value)
+    if isinstance(value, (list, tuple)):
+        return ("seq", tuple(_freeze(v) for v in value))
+    if isinstance(value, Mapping):
+        return ("map", tuple(sorted((str(k), _freeze(v)) for k, v in value.items())))
+    # Callables (serializers, a partitioner, interceptors) arrive in each task as new objects
+    # unpickled from the task closure; their pickled bytes are stable where their id() is not.
+    try:
+        import cloudpickle  # PySpark ships one as pyspark.cloudpickle
+
+        return ("pickled", cloudpickle.dumps(value))
+    except ImportError:
+        pass
+    try:
+        from pyspark import cloudpickle
+
+        return ("pickled", cloudpickle.dumps(value))
+    except (ImportError, pickle.PicklingError, TypeError):
+        return ("object", type(value).__qualname__, id(value))
+
+
+def config_key(config: Mapping[str, Any]) -> Hashable:
+    """The cache key of a producer configuration: equal settings give equal keys, whatever the
+    order of the dict or the identity of its values."""
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a dict of settings, not {type(config).__name__}")
+    return tuple(sorted((str(k), _freeze(v)) for k, v in config.items()))
+
+
+def get_producer(config: Mapping[str, Any], *, key: Hashable | None = None) -> Any:
+    """The producer of this process for ``config``, created on first use.
+
+    One producer per configuration and process: tasks that run in the same Python worker share
+    it.  A producer created by another process (this one is a fork of it) is never returned; a
+    new one is built.  ``key`` is :func:`config_key` of ``config`` if the caller computed it.
+    """
+    if key is None:
+        key = config_key(config)
+    pid = os.getpid()
+    with _cache_lock:
+        entry = _cache.get(key)
+        if entry is not None and entry.pid == pid:
+            return entry.producer
+        if entry is not None:
+            # A fork that bypassed os.register_at_fork (a fork() from C): same rule, never use it.
+            _orphans.append(entry.producer)
+            del _cache[key]
+    # Build outside the lock: connecting may take a while, and KafkaProducer() starts a thread.
+    from kafkacore.producer import KafkaProducer
+
+    producer = KafkaProducer(dict(config))
+    with _cache_lock:
+        entry = _cache.get(key)
+        if entry is not None and entry.pid == pid:
+            # Another thread won the race: keep its producer, close ours.
+            producer.close(0)
+            return entry.producer
+        _cache[key] = _Cached(pid, next(_serials), producer)
+    return producer
+
+
+def _identity(producer: Any) -> tuple[int, int]:
+    """(pid, serial) of a cached producer, for the summary."""
+    with _cache_lock:
+        for entry in _cache.values():
+            if entry.producer is producer:
+                return entry.pid, entry.serial
+    return os.getpid(), 0
+
+
+def close_producers(timeout: float | None = 10.0) -> int:
+    """Close this process's cached producers (each waits up to ``timeout`` seconds to deliver
+    what it holds) and forget them.  Returns how many were closed.  Runs at interpreter exit."""
+    pid = os.getpid()
+    with _cache_lock:
+        mine = [entry for entry in _cache.values() if entry.pid == pid]
+        _cache.clear()
+    for entry in mine:
+        try:
+            entry.producer.close(timeout)
+        except Exception:  # closing at exit: report, go on with the others
+            log.exception("closing a cached kafkacore producer failed")
+    return len(mine)
+
+
+atexit.register(close_producers)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the driver checks and ships to the executors
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Everything a task needs, pickled once with the job: small and module-level."""
+
+    topic: str
+    config: dict  # the user's settings, as given
+    key: Hashable  # config_key(config), computed once on the driver
+    value_column: str
+    key_column: str | None
+    headers_column: str | None
+    partition_column: str | None
+    timestamp_column: str | None
+    keep: tuple[str, ...]  # input columns copied to the delivery reports
+    wait_s: float  # bound on every wait for acknowledgements
+
+
+def _check_columns(df: Any, key, value, headers, partition, timestamp) -> dict[str, Any]:
+    """Check the DataFrame's schema on the driver, before any job starts."""
+    from pyspark.sql import types as T
+
+    fields = {f.name: f.dataType for f in df.schema.fields}
+
+    def field_type(role: str, name: Any):
+        if not isinstance(name, str):
+            raise TypeError(f"{role}= must be a column name (str), not {name!r}")
+        if name not in fields:
+            raise ValueError(
+                f"the DataFrame has no column {name!r} for the record {role} "
+                f"(its columns: {', '.join(fields) or 'none'})"
+            )
+        return fields[name]
+
+    def bytes_like(role: str, name: str) -> None:
+        t = field_type(role, name)
+        if not isinstance(t, (T.StringType, T.BinaryType)):
+            raise TypeError(
+                f"column {name!r} (the record {role}) has type {t.simpleString()}; a {role} must "
+                f"be string or binary: cast it (F.col({name!r}).cast('string')) or encode it "
+                f"(F.to_json, F.to_avro)"
+            )
+
+    bytes_like("value", value)
+    if key is not None:
+        bytes_like("key", key)
+    if partition is not None:
+        t = field_type("partition", partition)
+        if not isinstance(t, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+            raise TypeError(
+                f"column {partition!r} (the record partition) has type {t.simpleString()}; "
+                f"a partition must be an integer"
+            )
+    if timestamp is not None:
+        t = field_type("timestamp", timestamp)
+        if not isinstance(t, (T.TimestampType, T.TimestampNTZType, T.LongType)):
+            raise TypeError(
+                f"column {timestamp!r} (the record timestamp) has type {t.simpleString()}; "
+                f"a timestamp must be a timestamp or a long of milliseconds since the epoch"
+            )
+    if headers is not None:
+        t = field_type("headers", headers)
+        ok = False
+        if isinstance(t, T.MapType):
+            ok = isinstance(t.keyType, T.StringType) and isinstance(
+                t.valueType, (T.StringType, T.BinaryType)
+            )
+        elif isinstance(t, T.ArrayType) and isinstance(t.elementType, T.StructType):
+            names = [f.name for f in t.elementType.fields]
+            types = [f.dataType for f in t.elementType.fields]
+            ok = (
+                names == ["key", "value"]
+                and isinstance(types[0], T.StringType)
+                and isinstance(types[1], (T.StringType, T.BinaryType))
+            )
+        if not ok:
+            raise TypeError(
+                f"column {headers!r} (the record headers) has type {t.simpleString()}; headers "
+                f"must be map<string, binary|string> or array<struct<key: string, value: "
+                f"binary|string>>"
+            )
+    return fields
+
+
+def _make_plan(df, topic, config, key, value, headers, partition, timestamp, keep=()) -> _Plan:
+    from kafkacore.config import ProducerConfig
+
+    if type(topic) is not str or not topic:
+        raise TypeError(f"topic must be a non-empty str, not {topic!r}")
+    checked = ProducerConfig(config)  # a bad setting fails here, on the driver, naming it
+    _check_columns(df, key, value, headers, partition, timestamp)
+    # A task waits for its acknowledgements at most as long as the producer lets a record live.
+    wait_s = (checked["delivery.timeout.ms"] + checked["request.timeout.ms"]) / 1000 + 5
+    return _Plan(
+        topic=topic,
+        config=dict(config),
+        key=config_key(config),
+        value_column=value,
+        key_column=key,
+        headers_column=headers,
+        partition_column=partition,
+        timestamp_column=timestamp,
+        keep=tuple(keep),
+        wait_s=wait_s,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# In the executors: one Arrow batch -> one send_batch call
+# ---------------------------------------------------------------------------------------------
+
+
+def _bytes_column(array: Any) -> Any:
+    """A string or binary Arrow column as send_batch takes it, without copying its buffers."""
+    import pyarrow as pa
+
+    if pa.types.is_large_string(array.type):
+        return array.view(pa.large_binary())
+    return array
+
+
+def _headers_of(array: Any) -> list:
+    """Per-record header lists [(name, bytes), ...] (or None) from a map or array<struct>."""
+    out = []
+    for row in array.to_pylist():
+        if row is None:
+            out.append(None)
+            continue
+        pairs = row if isinstance(row, list) else list(row.items())
+        record = []
+        for item in pairs:
+            name, raw = (item["key"], item["value"]) if isinstance(item, dict) else item
+            record.append((name, raw.encode() if isinstance(raw, str) else raw))
+        out.append(record)
+    return out
+
+
+def _timestamps_of(array: Any) -> Any:
+    """Milliseconds since the epoch (int64), from a Spark timestamp (microseconds) or a long."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_timestamp(array.type):
+        return pc.divide(array.cast(pa.int64()), 1000)
+    return array.cast(pa.int64())
+
+
+def _send(producer: Any, plan: _Plan, batch: Any) -> Any:
+    """Hand one Arrow RecordBatch to send_batch; return its BatchFuture."""
+    values = _bytes_column(batch.column(plan.value_column))
+    keys = _bytes_column(batch.column(plan.key_column)) if plan.key_column else None
+    partitions = batch.column(plan.partition_column) if plan.partition_column else None
+    timestamps = (
+        _timestamps_of(batch.column(plan.timestamp_column)) if plan.timestamp_column else None
+    )
+    headers = _headers_of(batch.column(plan.headers_column)) if plan.headers_column else None
+    return producer.send_batch(
+        plan.topic,
+        values,
+        keys=keys,
+        partitions=partitions,
+        timestamps=timestamps,
+        headers=headers,
+    )
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+# The one row each write task returns to the driver.
+_SUMMARY_SCHEMA = (
+    "pid int, serial long, records long, failures long, first_error string, "
+    "partitions array<int>, counts array<long>"
+)
+
+
+def _write_task(plan: _Plan, batches: Iterator[Any]) -> Iterator[Any]:
+    """The body of one write task (the mapInArrow function): send every batch, flush, wait for
+    every acknowledgement, then yield one summary row.  Yielding only after the waits is what
+    makes the task succeed only once its records are acked."""
+    import pyarrow as pa
+
+    producer = get_producer(plan.config, key=plan.key)
+    pending = []
+    records = 0
+    for batch in batches:
+        if batch.num_rows:
+            pending.append(_send(producer, plan, batch))
+            records += batch.num_rows
+    producer.flush(plan.wait_s)
+    failures = 0
+    first_error = None
+    counts: collections.Counter[int] = collections.Counter()
+    for future in pending:
+        result = future.result(plan.wait_s)
+        partitions = result.partitions
+        if not isinstance(partitions, list):
+            partitions = partitions.to_pylist()
+        if result.failed:
+            failures += result.failed
+            acked = [p for p, e in zip(partitions, result.errors, strict=True) if e is None]
+            if first_error is None:
+                first_error = _error_text(next(e for e in result.errors if e is not None))
+            counts.update(acked)
+        else:
+            counts.update(partitions)
+    pid, serial = _identity(producer)
+    ordered = sorted(counts)
+    yield pa.RecordBatch.from_pydict(
+        {
+            "pid": [pid],
+            "serial": [serial],
+            "records": [records],
+            "failures": [failures],
+            "first_error": [first_error],
+            "partitions": [ordered],
+            "counts": [[counts[p] for p in ordered]],
+        },
+        schema=pa.schema(
+            [
+                ("pid", pa.int32()),
+                ("serial", pa.int64()),
+                ("records", pa.int64()),
+                ("failures", pa.int64()),
+                ("first_error", pa.string()),
+                ("partitions", pa.list_(pa.int32())),
+                ("counts", pa.list_(pa.int64())),
+            ]
+        ),
+    )
+
+
+@dataclass
+class WriteSummary:
+    """What :func:`write_to_kafka` did."""
+
+    topic: str  #: the topic written to
+    records: int  #: rows the tasks handed to the producer
+    failures: int  #: records that were not acknowledged
+    partition_counts: dict[int, int]  #: acknowledged records per Kafka partition
+    seconds: float  #: wall time of the Spark job, driver side
+    tasks: int  #: Spark tasks that wrote
+    #: the producers that served the tasks, as (process id, serial): one per Python worker
+    producers: frozenset[tuple[int, int]] = field(default_factory=frozenset)
+    first_error: str | None = None  #: the first failure a task saw, as "ErrorClass: message"
+
+    @property
+    def acked(self) -> int:
+        """Records acknowledged by the broker."""
+        return self.records - self.failures
+
+    @property
+    def rows_per_second(self) -> float:
+        """Records per second of wall time (0 if the job took no measurable time)."""
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+    def __str__(self) -> str:
+        spread = ", ".join(f"{p}: {n}" for p, n in sorted(self.partition_counts.items()))
+        return (
+            f"{self.records} records to {self.topic!r} in {self.seconds:.2f} s "
+            f"({self.rows_per_second:,.0f}/s), {self.failures} failed; per partition {{{spread}}}"
+        )
+
+
+def write_to_kafka(
+    df: Any,
+    topic: str,
+    config: Mapping[str, Any],
+    *,
+    key: str | None = "key",
+    value: str = "value",
+    headers: str | None = None,
+    partition: str | None = None,
+    timestamp: str | None = None,
+) -> WriteSummary:
+    """Produce every row of ``df`` to ``topic``, from the executors, and wait until all are acked.
+
+    :param df: a PySpark DataFrame.
+    :param config: producer settings by their Java names (``{"bootstrap.servers": ...}``); the
+        executors build one producer per Python worker from it.
+    :param key: the key column (string or binary; ``None``: records without keys).
+    :param value: the value column (string or binary; nulls become tombstones).
+    :param headers: a column of ``map<string, binary|string>`` or
+        ``array<struct<key: string, value: binary|string>>``, or ``None``.
+    :param partition: an integer column choosing each record's partition (nulls: the
+        partitioner decides), or ``None``.
+    :param timestamp: a timestamp column, or a long column of epoch milliseconds (nulls: now).
+    :returns: a :class:`WriteSummary`.
+    :raises TypeError, ValueError: a column is missing or has the wrong type (checked on the
+        driver, before the job starts); :class:`~kafkacore.errors.ConfigError` for a bad setting.
+    :raises DeliveryFailedError: the job ran, but some records were not acknowledged.
+
+    Each task sends its Arrow batches with ``send_batch``, flushes, and finishes only when the
+    broker has answered for every one of its records, so a task that Spark retries sends its
+    records again: at-least-once delivery.
+    """
+    plan = _make_plan(df, topic, config, key, value, headers, partition, timestamp)
+    job = df.mapInArrow(functools.partial(_write_task, plan), _SUMMARY_SCHEMA)
+    start = time.perf_counter()
+    rows = job.collect()
+    seconds = time.perf_counter() - start
+    counts: collections.Counter[int] = collections.Counter()
+    first_error = None
+    for row in rows:
+        counts.update(dict(zip(row["partitions"], row["counts"], strict=True)))
+        if first_error is None and row["first_error"] is not None:
+            first_error = row["first_error"]
+    summary = WriteSummary(
+        topic=topic,
+        records=sum(row["records"] for row in rows),
+        failures=sum(row["failures"] for row in rows),
+        partition_counts=dict(sorted(counts.items())),
+        seconds=seconds,
+        tasks=len(rows),
+        producers=frozenset((row["pid"], row["serial"]) for row in rows),
+        first_error=first_error,
+    )
+    if summary.failures:
+        raise DeliveryFailedError(
+            f"{summary.failures} of {summary.records} records were not delivered to {topic!r}; "
+            f"the first failure: {first_error}",
+            summary,
+        )
+    return summary
+
+
+# ---------------------------------------------------------------------------------------------
+# The lazy form: one report row per input row
+# ---------------------------------------------------------------------------------------------
+
+_REPORT_COLUMNS = ("partition", "offset", "error")
+# Batches sent but not yet reported, per task: enough to keep the producer busy while we wait
+# for the oldest, few enough that their input rows do not pile up in memory.
+_REPORT_WINDOW = 4
+
+
+def _report_task(plan: _Plan, batches: Iterator[Any]) -> Iterator[Any]:
+    """The body of one delivery_reports task: send each batch, and yield its report rows once
+    its future resolved (oldest first, so reports come out in input order)."""
+    producer = get_producer(plan.config, key=plan.key)
+    window: collections.deque = collections.deque()
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        window.append((batch, _send(producer, plan, batch)))
+        if len(window) > _REPORT_WINDOW:
+            yield _report_rows(plan, *window.popleft())
+    if window:
+        producer.flush(plan.wait_s)
+    while window:
+        yield _report_rows(plan, *window.popleft())
+
+
+def _report_rows(plan: _Plan, batch: Any, future: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    result = future.result(plan.wait_s)
+    n = batch.num_rows
+    partitions = pa.array(result.partitions, pa.int32())
+    offsets = pa.array(result.offsets, pa.int64())
+    if result.failed:
+        errors = pa.array(
+            [None if e is None else _error_text(e) for e in result.errors], pa.string()
+        )
+        # A failed record has no partition or offset: null, not -1, so SQL counts it as missing.
+        failed = pa.array([e is not None for e in result.errors], pa.bool_())
+        partitions = pc.if_else(failed, pa.scalar(None, pa.int32()), partitions)
+        offsets = pc.if_else(failed, pa.scalar(None, pa.int64()), offsets)
+    else:
+        errors = pa.nulls(n, pa.string())
+    columns = [batch.column(name) for name in plan.keep] + [partitions, offsets, errors]
+    return pa.RecordBatch.from_arrays(columns, names=[*plan.keep, *_REPORT_COLUMNS])
+
+
+def delivery_reports(
+    df: Any,
+    topic: str,
+    config: Mapping[str, Any],
+    *,
+    key: str | None = "key",
+    value: str = "value",
+    headers: str | None = None,
+    partition: str | None = None,
+    timestamp: str | None = None,
+    columns: list[str] | tuple[str, ...] | None = None,
+) -> Any:
+    """The lazy form of :func:`write_to_kafka`: a DataFrame with one row per row of ``df``.
+
+    Nothing is sent until an action runs on the result, and every action sends again (cache or
+    write the result if you need it twice).  Each row holds the input ``columns`` (default: all
+    of them) followed by ``partition`` (int), ``offset`` (long) and ``error`` (string): a
+    delivered record has an offset and a null error; a failed one has null partition and offset
+    and the error's class and message.  Failures do not raise: they are data, for you to join
+    back or filter.  The other arguments are those of :func:`write_to_kafka`, checked the same
+    way on the driver.
+    """
+    from pyspark.sql import types as T
+
+    fields = {f.name: f for f in df.schema.fields}
+    keep = tuple(fields) if columns is None else tuple(columns)
+    for name in keep:
+        if name not in fields:
+            raise ValueError(
+                f"columns= names {name!r}, which the DataFrame does not have "
+                f"(its columns: {', '.join(fields)})"
+            )
+    clash = [name for name in keep if name in _REPORT_COLUMNS]
+    if clash:
+        raise ValueError(
+            f"the report adds columns {', '.join(_REPORT_COLUMNS)}, and the DataFrame already has "
+            f"{', '.join(map(repr, clash))}: pass columns=[...] without it, or rename it"
+        )
+    plan = _make_plan(df, topic, config, key, value, headers, partition, timestamp, keep)
+    schema = T.StructType(
+        [fields[name] for name in keep]
+        + [
+            T.StructField("partition", T.IntegerType(), True),
+            T.StructField("offset", T.LongType(), True),
+            T.StructField("error", T.StringType(), True),
+        ]
+    )
+    return df.mapInArrow(functools.partial(_report_task, plan), schema)

@@ -1,0 +1,38 @@
+"""A local Spark session for the Spark tests, shared by the module (starting one takes seconds).
+
+``local[2,4]``: two task slots, and a failed task is tried up to four times, so the retry test
+can fail a task once and watch Spark run it again.  Small Arrow batches give each task several
+``send_batch`` calls.  Workers run this interpreter (``PYSPARK_PYTHON``), which has kafkacore.
+"""
+
+import os
+import sys
+
+import pytest
+
+pytest.importorskip("pyspark", reason="the Spark tests need pyspark (the `spark` extra)")
+pytest.importorskip("pyarrow", reason="the Spark tests need pyarrow (the `spark` extra)")
+
+# Arrow batches per task in the tests: small, so that one task makes several send_batch calls.
+BATCH_ROWS = 250
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master("local[2,4]")
+        .appName("kafkacore-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(BATCH_ROWS))
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.memory", "1g")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -1,0 +1,380 @@
+"""kafkacore.spark against the real test broker, read back by consumers we did not write.
+
+``write_to_kafka`` and ``delivery_reports`` run on a local[2,4] Spark session (tests/spark/
+conftest.py); what they produced is read back with confluent-kafka and kafka-python and compared
+record by record.  Keyed partitioning is checked against kafka-python's murmur2 (the Java
+client's partitioner).  The producer cache is tested directly too, across a real ``os.fork()``.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import pathlib
+import pickle
+
+import pytest
+from readback import read_confluent, read_kafka_python
+
+from kafkacore import spark as kspark
+from kafkacore.errors import ConfigError, KafkaError
+
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
+
+
+def _config(bootstrap, **extra):
+    return {"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 65536, **extra}
+
+
+def _java_partition(key: bytes, partitions: int) -> int:
+    """The Java client's keyed partition, by kafka-python's murmur2 (the reference)."""
+    from kafka.partitioner.default import murmur2
+
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+def _flights_like(spark, n, keys=40, slices=6):
+    """``n`` rows: id, a string key of ``keys`` distinct values, a JSON string value; each key's
+    rows in one Spark partition, ordered by id (so send order per key is id order)."""
+    from pyspark.sql import functions as F
+
+    return (
+        spark.range(n, numPartitions=slices)
+        .withColumn("key", F.concat(F.lit("key-"), (F.col("id") % keys).cast("string")))
+        .withColumn("value", F.to_json(F.struct("id", "key")))
+        .repartition(slices, "key")
+        .sortWithinPartitions("key", "id")
+    )
+
+
+# -- write_to_kafka ---------------------------------------------------------------------------
+
+
+def test_write_to_kafka_every_row_once_in_key_order(spark, bootstrap, make_topic):
+    n, partitions = 3000, 3
+    topic = make_topic(partitions)
+    df = _flights_like(spark, n)
+    summary = kspark.write_to_kafka(df, topic, _config(bootstrap))
+
+    assert summary.records == n and summary.failures == 0 and summary.acked == n
+    assert summary.tasks == df.rdd.getNumPartitions()
+    assert sum(summary.partition_counts.values()) == n
+    assert summary.seconds > 0 and summary.first_error is None
+
+    for read in (read_confluent, read_kafka_python):
+        got = read(bootstrap, topic, partitions, n)
+        ids = [json.loads(r.value)["id"] for r in got]
+        assert sorted(ids) == list(range(n)), read.__name__  # every row, exactly once
+        per_partition = collections.Counter(r.partition for r in got)
+        assert dict(per_partition) == summary.partition_counts, read.__name__
+        by_key = collections.defaultdict(list)
+        for r in sorted(got, key=lambda r: (r.partition, r.offset)):
+            assert r.partition == _java_partition(r.key, partitions), r.key
+            by_key[r.key].append(json.loads(r.value)["id"])
+        for key, seq in by_key.items():
+            assert seq == sorted(seq), f"{read.__name__}: {key!r} out of order"
+
+
+def test_binary_columns_headers_timestamps_explicit_partitions(spark, bootstrap, make_topic):
+    from pyspark.sql import functions as F
+
+    n, partitions = 600, 4
+    topic = make_topic(partitions)
+    df = (
+        spark.range(n, numPartitions=3)
+        .withColumn("k", F.when(F.col("id") % 5 == 0, F.lit(None)).otherwise(
+            F.col("id").cast("string").cast("binary")))
+        # every 7th value is null: a tombstone
+        .withColumn("v", F.when(F.col("id") % 7 == 3, F.lit(None).cast("binary")).otherwise(
+            F.concat(F.lit(b"\x00\xff"), F.col("id").cast("string").cast("binary"))))
+        .withColumn("h", F.create_map(F.lit("row"), F.col("id").cast("string"),
+                                      F.lit("raw"), F.lit(b"\x01\x02")))
+        .withColumn("p", (F.col("id") % partitions).cast("int"))
+        .withColumn("ts", F.timestamp_millis(F.lit(1_700_000_000_000) + F.col("id")))
+    )
+    summary = kspark.write_to_kafka(
+        df, topic, _config(bootstrap), key="k", value="v", headers="h", partition="p",
+        timestamp="ts",
+    )
+    assert summary.records == n and summary.failures == 0
+    assert summary.partition_counts == {p: n // partitions for p in range(partitions)}
+
+    got = read_confluent(bootstrap, topic, partitions, n)
+    assert len(got) == n
+    seen = set()
+    for r in got:
+        headers = dict(r.headers)
+        i = int(headers["row"])
+        seen.add(i)
+        assert headers["raw"] == b"\x01\x02"
+        assert r.partition == i % partitions
+        assert r.timestamp == 1_700_000_000_000 + i
+        assert r.key == (None if i % 5 == 0 else str(i).encode())
+        assert r.value == (None if i % 7 == 3 else b"\x00\xff" + str(i).encode())
+    assert seen == set(range(n))
+
+
+def test_headers_as_array_of_structs(spark, bootstrap, make_topic):
+    from pyspark.sql import functions as F
+
+    topic = make_topic(1)
+    df = (
+        spark.range(50, numPartitions=2)
+        .withColumn("key", F.lit(None).cast("string"))
+        .withColumn("value", F.col("id").cast("string"))
+        .withColumn("headers", F.array(F.struct(F.lit("a").alias("key"),
+                                                F.lit("x").cast("binary").alias("value")),
+                                       F.struct(F.lit("a").alias("key"),
+                                                F.lit("y").cast("binary").alias("value"))))
+    )
+    kspark.write_to_kafka(df, topic, _config(bootstrap), headers="headers")
+    got = read_kafka_python(bootstrap, topic, 1, 50)
+    assert sorted(int(r.value) for r in got) == list(range(50))
+    # Repeated header names are kept, in order, as Kafka allows.
+    assert all(r.headers == (("a", b"x"), ("a", b"y")) for r in got)
+    assert all(r.key is None for r in got)
+
+
+# -- delivery_reports -------------------------------------------------------------------------
+
+
+def test_delivery_reports_one_row_per_input_row_and_lazy(spark, bootstrap, make_topic):
+    n, partitions = 1200, 3
+    topic = make_topic(partitions)
+    df = _flights_like(spark, n)
+    reports = kspark.delivery_reports(df, topic, _config(bootstrap))
+    assert reports.columns == ["id", "key", "value", "partition", "offset", "error"]
+    # Lazy: building the DataFrame sent nothing.
+    assert read_confluent(bootstrap, topic, partitions, 0, timeout_s=1) == []
+
+    rows = reports.collect()
+    assert len(rows) == n
+    assert sorted(r["id"] for r in rows) == list(range(n))
+    assert all(r["error"] is None for r in rows)
+    # Join the reports back to what the broker holds: (partition, offset) -> the same value.
+    got = {(r.partition, r.offset): r for r in read_confluent(bootstrap, topic, partitions, n)}
+    assert len(got) == n
+    for row in rows:
+        record = got[(row["partition"], row["offset"])]
+        assert record.value == row["value"].encode() and record.key == row["key"].encode()
+
+
+def test_delivery_reports_selected_columns_and_clash(spark, bootstrap, make_topic):
+    from pyspark.sql import functions as F
+
+    topic = make_topic(2)
+    df = spark.range(100, numPartitions=2).select(
+        F.col("id"), F.col("id").cast("string").alias("key"),
+        F.col("id").cast("string").alias("value"), F.lit(0).alias("partition"),
+    )
+    with pytest.raises(ValueError, match="'partition'"):
+        kspark.delivery_reports(df, topic, _config(bootstrap))
+    reports = kspark.delivery_reports(df, topic, _config(bootstrap), columns=["id"],
+                                      partition="partition")
+    assert reports.columns == ["id", "partition", "offset", "error"]
+    rows = reports.collect()
+    assert sorted(r["id"] for r in rows) == list(range(100))
+    assert {r["partition"] for r in rows} == {0}  # the explicit partition column was honoured
+    assert sorted(r["offset"] for r in rows) == list(range(100))
+
+
+# -- at-least-once: a task retried after a failure --------------------------------------------
+
+
+def test_task_retry_leaves_no_record_missing(spark, bootstrap, make_topic, tmp_path):
+    """Partition 1's first attempt dies half way, after some of its batches were produced;
+    Spark runs the task again (local[2,4]) and the retry sends all of them: every row arrives
+    at least once, and the summary counts each row once (only successful attempts report)."""
+    from pyspark import TaskContext
+
+    n, partitions = 4000, 3
+    topic = make_topic(partitions)
+    marker = pathlib.Path(tmp_path) / "failed-once"
+
+    def fail_once(batches):
+        sent = 0
+        for batch in batches:
+            yield batch
+            sent += batch.num_rows
+            ctx = TaskContext.get()
+            if ctx.partitionId() == 1 and sent >= 500 and not marker.exists():
+                marker.write_text(f"attempt {ctx.attemptNumber()}")
+                raise RuntimeError("injected failure, first attempt of partition 1")
+
+    base = _flights_like(spark, n, slices=4)
+    df = base.mapInArrow(fail_once, base.schema)
+    summary = kspark.write_to_kafka(df, topic, _config(bootstrap))
+    assert marker.read_text() == "attempt 0"  # the failure really happened, once
+    assert summary.records == n and summary.failures == 0
+
+    got = read_confluent(bootstrap, topic, partitions, n + 2000, timeout_s=20)
+    counts = collections.Counter(json.loads(r.value)["id"] for r in got)
+    assert set(counts) == set(range(n))  # nothing missing
+    assert all(c >= 1 for c in counts.values())
+
+
+# -- errors on the driver, before any job starts ----------------------------------------------
+
+
+def _no_job_ran(spark, group, call):
+    sc = spark.sparkContext
+    sc.setJobGroup(group, group)
+    try:
+        call()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert sc.statusTracker().getJobIdsForGroup(group) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"value": "n"}, TypeError, "column 'n' (the record value) has type bigint"),
+        ({"key": "n"}, TypeError, "column 'n' (the record key) has type bigint"),
+        ({"value": "nope"}, ValueError, "no column 'nope' for the record value"),
+        ({"key": "absent"}, ValueError, "no column 'absent' for the record key"),
+        ({"partition": "s"}, TypeError, "column 's' (the record partition) has type string"),
+        ({"timestamp": "s"}, TypeError, "column 's' (the record timestamp) has type string"),
+        ({"headers": "s"}, TypeError, "column 's' (the record headers) has type string"),
+        ({"headers": "m"}, TypeError, "column 'm' (the record headers) has type map<string,bigint>"),
+        ({"value": 3}, TypeError, "value= must be a column name"),
+    ],
+)
+def test_bad_columns_fail_on_the_driver(spark, bootstrap, kwargs, error, words):
+    from pyspark.sql import functions as F
+
+    df = spark.range(10).select(
+        F.col("id").alias("n"), F.col("id").cast("string").alias("key"),
+        F.col("id").cast("string").alias("value"), F.lit("x").alias("s"),
+        F.create_map(F.lit("a"), F.col("id")).alias("m"),
+    )
+    for fn in (kspark.write_to_kafka, kspark.delivery_reports):
+        def call(fn=fn):
+            with pytest.raises(error) as info:
+                fn(df, "any-topic", _config(bootstrap), **kwargs)
+            assert words in str(info.value)
+
+        _no_job_ran(spark, f"bad-{fn.__name__}", call)
+
+
+def test_bad_config_and_topic_fail_on_the_driver(spark, bootstrap):
+    df = spark.range(3).selectExpr("cast(id as string) as key", "cast(id as string) as value")
+    with pytest.raises(ConfigError, match="linger.ms"):
+        kspark.write_to_kafka(df, "t", {"bootstrap.servers": bootstrap, "linger.ms": -1})
+    with pytest.raises(ConfigError, match="bootstrap.servers"):
+        kspark.write_to_kafka(df, "t", {})
+    with pytest.raises(TypeError, match="topic"):
+        kspark.write_to_kafka(df, "", _config(bootstrap))
+    with pytest.raises(TypeError, match="config"):
+        kspark.config_key([("bootstrap.servers", bootstrap)])
+
+
+# -- producers in the executors: one per worker and configuration, never across a fork --------
+
+
+def test_worker_reuse_keeps_one_producer_per_config(spark, bootstrap, make_topic):
+    topic = make_topic(2)
+    df = _flights_like(spark, 800, slices=8)  # 8 tasks on 2 slots: workers run several each
+    a = _config(bootstrap)
+    b = _config(bootstrap, **{"linger.ms": 7})
+    runs = [kspark.write_to_kafka(df, topic, cfg) for cfg in (a, a, b, dict(reversed(a.items())))]
+    by_config = {"a": runs[0].producers | runs[1].producers | runs[3].producers,
+                 "b": runs[2].producers}
+    for name, producers in by_config.items():
+        per_pid = collections.defaultdict(set)
+        for pid, serial in producers:
+            per_pid[pid].add(serial)
+        assert all(len(s) == 1 for s in per_pid.values()), (name, per_pid)
+    # Reuse really happened: the 24 tasks of config a ran on a few workers (two slots; Spark
+    # may replace a worker now and then), so each producer served several tasks.
+    assert all(run.tasks == 8 for run in runs)
+    assert len(by_config["a"]) <= 24 // 2
+    # A different configuration gets producers of its own, even in the same worker.
+    assert not by_config["a"] & by_config["b"]
+
+
+def test_config_key_is_canonical():
+    a = {"bootstrap.servers": "h:1", "linger.ms": 5, "acks": "all"}
+    b = dict(reversed(list(a.items())))
+    assert kspark.config_key(a) == kspark.config_key(b)
+    assert kspark.config_key(a) != kspark.config_key({**a, "linger.ms": 6})
+    assert kspark.config_key({"x": [1, 2]}) == kspark.config_key({"x": (1, 2)})
+    hash(kspark.config_key({"x": {"b": 1, "a": [2]}}))
+    # A serializer unpickled in each task is a new object every time; the key stays the same.
+    ser = pickle.loads(pickle.dumps(str.encode))
+    assert kspark.config_key({"value.serializer": ser}) == kspark.config_key(
+        {"value.serializer": str.encode}
+    )
+
+
+def _send_one(producer, topic):
+    result = producer.send_batch(topic, [b"v"], keys=[b"k"]).result(30)
+    assert result.failed == 0, result.errors
+    return result.partitions[0], result.offsets[0]
+
+
+def test_cache_one_producer_per_config_and_fork_builds_a_new_one(bootstrap, make_topic):
+    topic = make_topic(1)
+    config = _config(bootstrap, **{"client.id": "fork-test"})
+    try:
+        parent = kspark.get_producer(config)
+        assert kspark.get_producer(dict(config)) is parent
+        other = kspark.get_producer({**config, "linger.ms": 1})
+        assert other is not parent
+        _send_one(parent, topic)
+
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report, never return into pytest
+            code = 1
+            try:
+                child = kspark.get_producer(config)
+                report = {
+                    "new": child is not parent,
+                    "again": kspark.get_producer(config) is child,
+                    "sent": _send_one(child, topic),
+                }
+                kspark.close_producers(10)
+                os.write(write_end, json.dumps(report).encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        _, status = os.waitpid(pid, 0)
+        with os.fdopen(read_end, "rb") as f:
+            report = json.loads(f.read() or b"{}")
+        assert os.waitstatus_to_exitcode(status) == 0, report
+        assert report["new"] and report["again"]
+        assert report["sent"][1] >= 0
+        # The child built, used and closed its own producer; the parent's still works.
+        assert kspark.get_producer(config) is parent
+        _send_one(parent, topic)
+        got = read_confluent(bootstrap, topic, 1, 3)
+        assert len(got) == 3
+    finally:
+        assert kspark.close_producers(10) >= 2
+
+
+def test_cache_never_returns_a_producer_from_another_process(bootstrap):
+    """The belt to os.register_at_fork's braces: an entry whose pid is not ours (a fork done
+    from C, which skips the at-fork hooks) is set aside, never used."""
+    config = _config(bootstrap, **{"client.id": "pid-test"})
+    try:
+        first = kspark.get_producer(config)
+        key = kspark.config_key(config)
+        entry = kspark._cache[key]
+        kspark._cache[key] = kspark._Cached(entry.pid + 1_000_000, entry.serial, entry.producer)
+        second = kspark.get_producer(config)
+        assert second is not first
+        assert first in kspark._orphans
+    finally:
+        kspark.close_producers(5)
+        first.close(5)
+
+
+def test_delivery_failed_error_is_a_kafka_error():
+    summary = kspark.WriteSummary("t", 10, 1, {0: 9}, 1.0, 1, frozenset(), "X: y")
+    err = kspark.DeliveryFailedError("1 of 10", summary)
+    assert isinstance(err, KafkaError) and err.summary.acked == 9
+    assert "10 records to 't'" in str(summary)
