@@ -10,8 +10,10 @@ import threading
 import time
 
 import pytest
-from kafkacore.core.buffer_pool import BufferPool, BufferPoolStatistics
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from kafkacore.core.buffer_pool import BufferPool, BufferPoolStatistics
 from kafkacore.errors import (
     BufferExhaustedError,
     IllegalStateError,
@@ -300,10 +302,13 @@ def test_waiters_are_served_first_come_first_served():
     pool.deallocate(held.pop())  # 100 bytes: w1 is first now and sets them aside...
     s = books_balance(pool)
     assert (s.waiters, s.reserved_memory) == (2, 100)
-    # ...although w2 asked for just 100: no overtaking.  Nor can a newcomer barge in.
+    # ...although w2 asked for just 100: no overtaking.  Nor can a newcomer barge in: it queues
+    # behind w2 and times out.
     assert not w2.finished.is_set()
     with pytest.raises(BufferExhaustedError):
-        pool.allocate(1, 0)
+        pool.allocate(1, 50)
+    s = books_balance(pool)
+    assert (s.waiters, s.reserved_memory) == (2, 100)
 
     pool.deallocate(held.pop())
     assert w1.finished.wait(5) and w1.error is None and len(w1.buffer) == 2 * POOLABLE
@@ -472,3 +477,86 @@ def test_stress_ten_threads_all_memory_comes_back():
     s = books_balance(pool)
     assert (s.waiters, s.allocated_memory, s.reserved_memory) == (0, 0, 0)
     assert s.available_memory == 6 * poolable
+
+
+# ------------------------------------------------------- a model of Java's rules
+
+
+class Model:
+    """Java's BufferPool bookkeeping, single-threaded and without waiting, written plainly."""
+
+    def __init__(self, total, poolable):
+        self.total, self.poolable = total, poolable
+        self.non_pooled, self.free, self.allocated = total, [], 0
+
+    def allocate(self, size):
+        """-> ("pooled", buffer) | ("fresh", None) | ("exhausted", None) | ("too large", None)"""
+        if size > self.total:
+            return "too large", None
+        if size == self.poolable and self.free:
+            self.allocated += size
+            return "pooled", self.free.pop()
+        if self.non_pooled + len(self.free) * self.poolable >= size:
+            while self.free and self.non_pooled < size:  # free_up
+                self.free.pop()
+                self.non_pooled += self.poolable
+            self.non_pooled -= size
+            self.allocated += size
+            return "fresh", None
+        return "exhausted", None
+
+    def deallocate(self, buffer, size):
+        self.allocated -= size
+        if size == self.poolable and len(buffer) == self.poolable:
+            self.free.append(buffer)
+        else:
+            self.non_pooled += size
+
+
+@given(
+    ops=st.lists(
+        st.one_of(
+            st.tuples(st.just("allocate"), st.sampled_from([100, 100, 100, 1, 50, 150, 250, 600])),
+            st.tuples(st.just("allocate"), st.integers(1, 700)),
+            st.tuples(st.just("deallocate"), st.integers(0, 50)),
+            st.tuples(st.just("grow and deallocate"), st.integers(0, 50)),
+        ),
+        max_size=60,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_bookkeeping_matches_a_model_of_javas_rules(ops):
+    pool, model = BufferPool(600, POOLABLE), Model(600, POOLABLE)
+    held = []  # (buffer, size)
+    for op, arg in ops:
+        if op == "allocate":
+            outcome, expected = model.allocate(arg)
+            if outcome == "too large":
+                with pytest.raises(RecordTooLargeError):
+                    pool.allocate(arg, 0)
+            elif outcome == "exhausted":
+                with pytest.raises(BufferExhaustedError):
+                    pool.allocate(arg, 0)
+            else:
+                buf = pool.allocate(arg, 0)
+                assert len(buf) == arg
+                if outcome == "pooled":
+                    assert buf is expected  # the buffer on top of the free list
+                else:
+                    assert all(buf is not b for b in model.free)
+                held.append((buf, arg))
+        elif held:
+            buf, size = held.pop(arg % len(held))
+            if op == "grow and deallocate":
+                buf = bytearray(len(buf) + 7)  # the stream moved to a bigger buffer
+            pool.deallocate(buf, size)
+            model.deallocate(buf, size)
+        s = books_balance(pool)
+        assert (s.unallocated_memory, s.free_buffers, s.allocated_memory) == (
+            model.non_pooled,
+            len(model.free),
+            model.allocated,
+        )
+    for buf, size in held:
+        pool.deallocate(buf, size)
+    assert pool.available_memory() == 600

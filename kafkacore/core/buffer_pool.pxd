@@ -129,3 +129,6 @@ cdef class BufferPool:
     # A fresh zeroed bytearray of ``size`` bytes for memory already counted as allocated; if
     # that fails, the bytes go back to the pool before the error propagates.
     cdef object _new_buffer(self, long long size)
+    # The BufferExhaustedError for a request of ``size`` bytes that could not be met in time.
+    # Called without _mutex (it reads available_memory()).
+    cdef object _exhausted(self, long long size, object max_time_to_block_ms)

@@ -199,8 +199,12 @@ cdef class BufferPool:
                 pthread_mutex_unlock(&self._mutex)
                 return self._new_buffer(n)
 
-        # Not enough: join the queue, take what there is (if we are first), and wait for the
-        # rest.
+        # Not enough.  A caller that will not wait fails here, before touching the books (else
+        # free_up would have broken pooled buffers up for a request that fails anyway).
+        if _monotonic_ns() >= deadline:
+            pthread_mutex_unlock(&self._mutex)
+            raise self._exhausted(n, max_time_to_block_ms)
+        # Join the queue, take what there is (if we are first), and wait for the rest.
         w.size = n
         w.accumulated = 0
         w.buffer = NULL
@@ -221,7 +225,10 @@ cdef class BufferPool:
             return self._new_buffer(n)
         if outcome == CLOSED:
             raise IllegalStateError(f"BufferPool was closed while waiting to allocate {n} bytes")
-        raise BufferExhaustedError(
+        raise self._exhausted(n, max_time_to_block_ms)
+
+    cdef object _exhausted(self, long long n, object max_time_to_block_ms):
+        return BufferExhaustedError(
             f"Failed to allocate {n} bytes within the configured max blocking time "
             f"{max_time_to_block_ms} ms (buffer.memory is {self.total_memory} bytes; "
             f"{self.available_memory()} available now)"
