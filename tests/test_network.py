@@ -1,0 +1,644 @@
+"""NetworkClient and BrokerConnection against the real tansu broker, and against small socket
+servers we start in the test for the faults tansu will not produce on demand (silence, wrong
+correlation ids, an old ApiVersions).  The servers speak through our codec's broker side
+(``decode_request``/``encode_response``), the same declarations a teaching broker will use."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from kafkacore import errors
+from kafkacore.localbroker import LocalBroker, free_port
+from kafkacore.metadata import Metadata
+from kafkacore.network.client import NetworkClient, clock_ms
+from kafkacore.network.connection import BrokerConnection, ConnectionState
+from kafkacore.network.errors import (
+    ConnectionSetupTimeoutError,
+    CorrelationIdMismatchError,
+    DisconnectError,
+    RequestTimeoutError,
+)
+from kafkacore.protocol import codec
+from kafkacore.protocol.api_keys import ApiKey
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def poll_until(client, condition, timeout_s=10.0):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout_s} s")
+        client.poll(50)
+
+
+def wait_for_cluster(client, topic=None, timeout_s=10.0):
+    md = client.metadata
+    if topic is not None:
+        md.add_topic(topic)
+    md.request_update()
+    poll_until(
+        client,
+        lambda: (
+            not md.fetch().is_bootstrap and (topic is None or md.fetch().partition_count(topic))
+        ),
+        timeout_s,
+    )
+    return md.fetch()
+
+
+def record_batch(values, key_prefix=b"k"):
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 30,
+    )
+    for i, value in enumerate(values):
+        builder.append(
+            i, timestamp=1_700_000_000_000 + i, key=key_prefix + b"%d" % i, value=value, headers=[]
+        )
+    return bytes(builder.build())
+
+
+def produce_body(topic, batches, acks=-1):
+    return {
+        "transactional_id": None,
+        "acks": acks,
+        "timeout_ms": 10000,
+        "topic_data": [
+            {
+                "name": topic,
+                "partition_data": [{"index": p, "records": b} for p, b in batches.items()],
+            }
+        ],
+    }
+
+
+def read_back(bootstrap, topic, partitions, expected, timeout_s=20.0):
+    """Every (partition, key, value) in the topic, read with confluent-kafka (librdkafka)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "kafkacore-test",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        got = []
+        deadline = time.monotonic() + timeout_s
+        while len(got) < expected and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            got.append((msg.partition(), msg.key(), msg.value()))
+        return got
+    finally:
+        consumer.close()
+
+
+class FakeBroker:
+    """A socket server that decodes requests with our codec and answers through ``handler``.
+
+    ``handler(header, body)`` returns a response body (dict), ``None`` (stay silent), or
+    ``(correlation_id, body)`` to answer with a chosen correlation id.
+    """
+
+    def __init__(self, handler):
+        self.handler = handler
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.server.settimeout(0.2)
+        self.port = self.server.getsockname()[1]
+        self.requests = []
+        self._stop = threading.Event()
+        self._threads = []
+        self._conns = []
+        thread = threading.Thread(target=self._accept, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    @property
+    def bootstrap(self):
+        return f"127.0.0.1:{self.port}"
+
+    def _accept(self):
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except (TimeoutError, OSError):
+                continue
+            self._conns.append(conn)
+            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _serve(self, conn):
+        conn.settimeout(0.2)
+        buf = b""
+        while not self._stop.is_set():
+            try:
+                data = conn.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            if not data:
+                return
+            buf += data
+            while len(buf) >= 4:
+                (size,) = struct.unpack(">i", buf[:4])
+                if len(buf) < 4 + size:
+                    break
+                frame, buf = buf[4 : 4 + size], buf[4 + size :]
+                header, body = codec.decode_request(frame)
+                self.requests.append((header, body))
+                answer = self.handler(header, body)
+                if answer is None:
+                    continue
+                correlation_id = header["correlation_id"]
+                if isinstance(answer, tuple):
+                    correlation_id, answer = answer
+                version = header["request_api_version"]
+                if isinstance(answer, dict) and answer.pop("_v0", False):
+                    version = 0
+                out = b"".join(
+                    codec.encode_response(
+                        header["request_api_key"], version, correlation_id, answer
+                    )
+                )
+                try:
+                    conn.sendall(struct.pack(">i", len(out)) + out)
+                except OSError:
+                    return
+
+    def close(self):
+        self._stop.set()
+        self.server.close()
+        for c in self._conns:
+            c.close()
+        for t in self._threads:
+            t.join(2)
+
+
+def api_versions_answer(max_versions=None):
+    versions = {
+        ApiKey.PRODUCE: 11,
+        ApiKey.METADATA: 12,
+        ApiKey.API_VERSIONS: 4,
+        ApiKey.INIT_PRODUCER_ID: 5,
+    }
+    versions.update(max_versions or {})
+    versions = {k: v for k, v in versions.items() if v is not None}
+    return {
+        "error_code": 0,
+        "api_keys": [
+            {"api_key": k, "min_version": 0, "max_version": v} for k, v in versions.items()
+        ],
+        "throttle_time_ms": 0,
+    }
+
+
+def metadata_answer():
+    # One broker (never contacted: the tests talk to the bootstrap id -1), no topics.
+    return {"brokers": [{"node_id": 1, "host": "127.0.0.1", "port": 1}], "topics": []}
+
+
+def answer_versions_only(header, body):
+    """Answer ApiVersions and Metadata; be silent to everything else."""
+    if header["request_api_key"] == ApiKey.API_VERSIONS:
+        return api_versions_answer()
+    if header["request_api_key"] == ApiKey.METADATA:
+        return metadata_answer()
+    return None  # silence
+
+
+@pytest.fixture
+def fake():
+    servers = []
+
+    def make(handler):
+        server = FakeBroker(handler)
+        servers.append(server)
+        return server
+
+    yield make
+    for s in servers:
+        s.close()
+
+
+# -- against tansu --------------------------------------------------------------------------------
+
+
+def test_api_versions_negotiation_with_tansu(bootstrap):
+    with NetworkClient(bootstrap, Metadata()) as client:
+        client.await_ready(-1, 5000)
+        theirs = client.broker_api_versions(-1)
+        # TESTING.md: tansu 0.6 supports ApiVersions 0-4, Metadata 0-12, Produce 0-11, ...
+        assert theirs[ApiKey.API_VERSIONS][1] >= 4
+        # We take the highest version both sides support.
+        assert client.api_version(-1, ApiKey.PRODUCE) == min(11, theirs[ApiKey.PRODUCE][1])
+        assert client.api_version(-1, ApiKey.METADATA) == min(12, theirs[ApiKey.METADATA][1])
+        assert client.api_version(-1, ApiKey.INIT_PRODUCER_ID) == 5
+        assert client.api_version(-1, ApiKey.CREATE_TOPICS) == 7
+
+
+def test_metadata_for_a_created_topic(bootstrap, make_topic, broker):
+    topic = make_topic(4)
+    with NetworkClient(bootstrap, Metadata()) as client:
+        cluster = wait_for_cluster(client, topic)
+        assert not cluster.is_bootstrap
+        assert [n.port for n in cluster.nodes] == [broker.port]
+        assert cluster.partition_count(topic) == 4
+        leaders = {cluster.leader_for(topic, p) for p in range(4)}
+        assert leaders == {cluster.nodes[0].node_id}
+        assert len(cluster.available_partitions_for_topic(topic)) == 4
+        assert cluster.partitions_for_node(cluster.nodes[0].node_id)
+
+
+def test_produce_and_read_back_with_librdkafka(bootstrap, make_topic):
+    topic = make_topic(2)
+    values = {0: [b"zero-%d" % i for i in range(5)], 1: [b"one-%d" % i for i in range(7)]}
+    batches = {p: memoryview(record_batch(v)) for p, v in values.items()}
+    with NetworkClient(bootstrap, Metadata()) as client:
+        cluster = wait_for_cluster(client, topic)
+        leader = cluster.leader_for(topic, 0)
+        client.await_ready(leader, 5000)
+        done = []
+        client.send(leader, ApiKey.PRODUCE, produce_body(topic, batches), callback=done.append)
+        poll_until(client, lambda: done)
+    response = done[0]
+    assert response.error is None and response.api_version == 11
+    assert response.request_body["topic_data"][0]["name"] == topic
+    parts = response.body["responses"][0]["partition_responses"]
+    assert sorted(p["index"] for p in parts) == [0, 1]
+    assert all(p["error_code"] == 0 for p in parts)
+    got = read_back(bootstrap, topic, 2, 12)
+    expected = [(p, b"k%d" % i, v) for p, vs in values.items() for i, v in enumerate(vs)]
+    assert sorted(got) == sorted(expected)
+
+
+def test_acks_zero_completes_when_written(bootstrap, make_topic):
+    topic = make_topic(1)
+    with NetworkClient(bootstrap, Metadata()) as client:
+        cluster = wait_for_cluster(client, topic)
+        leader = cluster.leader_for(topic, 0)
+        client.await_ready(leader, 5000)
+        done = []
+        body = produce_body(topic, {0: record_batch([b"fire", b"forget"])}, acks=0)
+        client.send(leader, ApiKey.PRODUCE, body, callback=done.append, expect_response=False)
+        assert client.in_flight_request_count(leader) == 0  # nothing to wait for
+        poll_until(client, lambda: done)
+        assert done[0].body is None and done[0].error is None
+    got = read_back(bootstrap, topic, 1, 2)
+    assert sorted(v for _, _, v in got) == [b"fire", b"forget"]
+
+
+def test_large_request_with_partial_writes(bootstrap, make_topic):
+    # A small SO_SNDBUF makes the kernel take a few KB per sendmsg: the request goes out in many
+    # partial writes, the rest of each half-written buffer kept as a memoryview.
+    topic = make_topic(3)
+    values = {p: [bytes([65 + p]) * 1000 + b"%d" % i for i in range(300)] for p in range(3)}
+    batches = {p: record_batch(v) for p, v in values.items()}
+    with NetworkClient(bootstrap, Metadata(), send_buffer_bytes=4096) as client:
+        cluster = wait_for_cluster(client, topic)
+        leader = cluster.leader_for(topic, 0)
+        client.await_ready(leader, 5000)
+        done = []
+        client.send(leader, ApiKey.PRODUCE, produce_body(topic, batches), callback=done.append)
+        poll_until(client, lambda: done, 30)
+    assert done[0].error is None
+    parts = done[0].body["responses"][0]["partition_responses"]
+    assert all(p["error_code"] == 0 for p in parts)
+    got = read_back(bootstrap, topic, 3, 900)
+    assert len(got) == 900
+    assert sorted(got) == sorted(
+        (p, b"k%d" % i, v) for p, vs in values.items() for i, v in enumerate(vs)
+    )
+
+
+def test_partial_writes_keep_the_byte_stream_exact():
+    # The peer reads slowly; whatever the kernel takes per call, the bytes that arrive must be
+    # exactly the frames we meant to send, in order.
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    conn = BrokerConnection(-1, "127.0.0.1", port, client_id="c", send_buffer_bytes=4096)
+    conn.connect(clock_ms())
+    peer, _ = server.accept()
+    if conn.state is ConnectionState.CONNECTING:
+        conn.on_writable(clock_ms())  # connected: ApiVersions is queued
+    big = bytes(range(256)) * 4096  # 1 MiB
+    body = produce_body("t", {0: memoryview(big), 1: b"small"})
+    from kafkacore.network.connection import InFlightRequest
+
+    request = InFlightRequest(-1, 99, ApiKey.PRODUCE, 9, body, None, True, clock_ms())
+    conn.enqueue(request, clock_ms())
+    api_versions = b"".join(
+        codec.encode_request(
+            ApiKey.API_VERSIONS,
+            4,
+            conn.in_flight[0].correlation_id,
+            "c",
+            {"client_software_name": "kafkacore", "client_software_version": "0"},
+        )
+    )
+    produce = b"".join(codec.encode_request(ApiKey.PRODUCE, 9, 99, "c", body))
+    expected = (
+        struct.pack(">i", len(api_versions))
+        + api_versions
+        + struct.pack(">i", len(produce))
+        + produce
+    )
+    received = bytearray()
+    calls = 0
+    peer.settimeout(0.05)
+    deadline = time.monotonic() + 20
+    while len(received) < len(expected) and time.monotonic() < deadline:
+        if conn.has_queued_sends:
+            conn.on_writable(clock_ms())
+            calls += 1
+        try:
+            received += peer.recv(1 << 16)
+        except TimeoutError:
+            continue
+    assert not conn.has_queued_sends
+    assert calls > 2  # really written in pieces
+    assert bytes(received) == expected
+    assert request.written
+    conn.close()
+    peer.close()
+    server.close()
+
+
+def test_broker_killed_mid_request_then_reconnect(make_topic):
+    with LocalBroker() as broker:
+        from kafkacore.admin import create_topics
+
+        create_topics(broker.bootstrap, {"doomed": 1})
+        with NetworkClient(
+            broker.bootstrap, Metadata(), reconnect_backoff_ms=20, reconnect_backoff_max_ms=100
+        ) as client:
+            cluster = wait_for_cluster(client, "doomed")
+            leader = cluster.leader_for("doomed", 0)
+            client.await_ready(leader, 5000)
+            done = []
+            client.send(
+                leader,
+                ApiKey.PRODUCE,
+                produce_body("doomed", {0: record_batch([b"x"])}),
+                callback=done.append,
+            )
+            broker.kill()
+            poll_until(client, lambda: done)
+            assert isinstance(done[0].error, DisconnectError)
+            assert done[0].was_disconnected and not done[0].was_timed_out
+            assert isinstance(done[0].error, errors.NetworkError)  # NETWORK_EXCEPTION, retriable
+            assert done[0].error.retriable and done[0].error.invalid_metadata
+            assert client.in_flight_request_count() == 0
+            assert not client.is_ready(leader)
+            # Same port again: after the backoff the client connects and negotiates anew.
+            broker.start()
+            deadline = time.monotonic() + 10
+            while not client.ready(leader):
+                assert time.monotonic() < deadline
+                client.poll(50)
+            assert client.api_version(leader, ApiKey.PRODUCE) == 11
+
+
+def test_connection_refused_and_exponential_backoff():
+    port = free_port()  # nobody listens here
+    with NetworkClient(
+        f"127.0.0.1:{port}",
+        Metadata(),
+        reconnect_backoff_ms=100,
+        reconnect_backoff_max_ms=400,
+    ) as client:
+        delays = []
+        for _ in range(4):
+            deadline = time.monotonic() + 5
+            while not client.connection_failed(-1) or client.is_connecting(-1):
+                assert time.monotonic() < deadline
+                client.ready(-1)
+                client.poll(20)
+            delays.append(client.connection_delay(-1))
+            assert not client.ready(-1)  # in backoff: no new attempt
+            assert not client.is_connecting(-1)
+            # Wait the backoff out, then the next ready() starts a new attempt.
+            time.sleep(delays[-1] / 1000 + 0.01)
+            assert client.connection_delay(-1) == 0
+            client.ready(-1)
+        # 100, 200, 400, 400 (capped), each with +/-20 % jitter; measured just after the failure.
+        for got, base in zip(delays, (100, 200, 400, 400), strict=True):
+            assert base * 0.8 - 50 <= got <= base * 1.2, delays
+        assert client.least_loaded_node() in (-1, None)
+
+
+def test_request_timeout_closes_the_connection(fake):
+    server = fake(answer_versions_only)
+    with NetworkClient(server.bootstrap, Metadata(), request_timeout_ms=400) as client:
+        client.await_ready(-1, 5000)
+        done = []
+        sent_at = time.monotonic()
+        client.send(
+            -1,
+            ApiKey.INIT_PRODUCER_ID,
+            {"transactional_id": None, "transaction_timeout_ms": 1000},
+            callback=done.append,
+        )
+        poll_until(client, lambda: done, 5)
+        waited = time.monotonic() - sent_at
+        assert 0.39 <= waited < 1.4
+        assert isinstance(done[0].error, RequestTimeoutError)
+        assert done[0].was_timed_out and done[0].was_disconnected
+        assert done[0].error.retriable
+        assert client.in_flight_request_count(-1) == 0
+        assert not client.is_ready(-1)
+
+
+def test_max_in_flight_limits_ready(fake):
+    server = fake(answer_versions_only)
+    with NetworkClient(
+        server.bootstrap,
+        Metadata(),
+        max_in_flight_requests_per_connection=2,
+        request_timeout_ms=5000,
+    ) as client:
+        client.await_ready(-1, 5000)
+        poll_until(client, lambda: client.in_flight_request_count(-1) == 0)  # metadata done
+        body = {"transactional_id": None, "transaction_timeout_ms": 1000}
+        client.send(-1, ApiKey.INIT_PRODUCER_ID, body)
+        assert client.ready(-1)
+        client.send(-1, ApiKey.INIT_PRODUCER_ID, body)
+        assert client.in_flight_request_count(-1) == 2
+        assert not client.ready(-1)
+        with pytest.raises(errors.IllegalStateError):
+            client.send(-1, ApiKey.INIT_PRODUCER_ID, body)
+
+
+def test_correlation_id_mismatch_is_fatal_for_the_connection(fake):
+    def handler(header, body):
+        if header["request_api_key"] in (ApiKey.API_VERSIONS, ApiKey.METADATA):
+            return answer_versions_only(header, body)
+        return (
+            header["correlation_id"] + 1000,
+            {"error_code": 0, "producer_id": 1, "producer_epoch": 0},
+        )
+
+    server = fake(handler)
+    with NetworkClient(server.bootstrap, Metadata()) as client:
+        client.await_ready(-1, 5000)
+        done = []
+        client.send(
+            -1,
+            ApiKey.INIT_PRODUCER_ID,
+            {"transactional_id": None, "transaction_timeout_ms": 1000},
+            callback=done.append,
+        )
+        poll_until(client, lambda: done, 5)
+        assert isinstance(done[0].error, CorrelationIdMismatchError)
+        assert not client.is_ready(-1)
+
+
+def test_api_versions_falls_back_when_the_broker_is_older(fake):
+    # An old broker: ApiVersions up to v2.  It answers our v4 with UNSUPPORTED_VERSION in the v0
+    # layout, listing what it supports; we retry with v2 (as Java's NetworkClient does).
+    old = {ApiKey.API_VERSIONS: 2, ApiKey.PRODUCE: 8, ApiKey.INIT_PRODUCER_ID: None}
+
+    def handler(header, body):
+        if header["request_api_key"] != ApiKey.API_VERSIONS:
+            return None
+        if header["request_api_version"] > 2:
+            answer = api_versions_answer(old)
+            answer["error_code"] = 35
+            answer["_v0"] = True
+            return answer
+        return api_versions_answer(old)
+
+    server = fake(handler)
+    with NetworkClient(server.bootstrap, Metadata()) as client:
+        client.await_ready(-1, 5000)
+        versions = [
+            h["request_api_version"]
+            for h, _ in server.requests
+            if h["request_api_key"] == ApiKey.API_VERSIONS
+        ]
+        assert versions == [4, 2]
+        assert client.api_version(-1, ApiKey.API_VERSIONS) == 2
+        assert client.api_version(-1, ApiKey.PRODUCE) == 8
+        assert client.api_version(-1, ApiKey.INIT_PRODUCER_ID) is None  # broker lacks it
+        # A request for an API the broker lacks fails through its callback, not with a hang.
+        done = []
+        client.send(
+            -1,
+            ApiKey.INIT_PRODUCER_ID,
+            {"transactional_id": None, "transaction_timeout_ms": 1},
+            callback=done.append,
+        )
+        client.poll(0)
+        assert isinstance(done[0].error, errors.UnsupportedVersionError)
+
+
+def test_wakeup_from_another_thread(fake):
+    server = fake(answer_versions_only)
+    with NetworkClient(server.bootstrap, Metadata()) as client:
+        client.await_ready(-1, 5000)
+        poll_until(client, lambda: client.in_flight_request_count(-1) == 0)  # metadata done
+        timer = threading.Timer(0.2, client.wakeup)
+        start = time.monotonic()
+        timer.start()
+        client.poll(20000)
+        elapsed = time.monotonic() - start
+        timer.join()
+        # Woken, not timed out: well before the 20 s poll timeout.
+        assert 0.15 <= elapsed < 10
+
+
+def test_connection_setup_timeout():
+    # A listener whose accept queue is full: the kernel drops our SYN, connect never finishes.
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    fillers = []
+    for _ in range(4):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        fillers.append(s)
+    time.sleep(0.1)
+    try:
+        with NetworkClient(
+            f"127.0.0.1:{port}", Metadata(), socket_connection_setup_timeout_ms=300
+        ) as client:
+            client.ready(-1)
+            if (
+                client.is_connecting(-1)
+                and client._connections[-1].state is ConnectionState.CONNECTING
+            ):
+                start = time.monotonic()
+                poll_until(client, lambda: client.connection_failed(-1), 5)
+                assert 0.25 <= time.monotonic() - start < 2
+                assert isinstance(client._connections[-1].close_error, ConnectionSetupTimeoutError)
+            else:  # pragma: no cover - the kernel accepted anyway; nothing to time out
+                pytest.skip("the kernel completed the connect despite the full backlog")
+    finally:
+        for s in fillers:
+            s.close()
+        server.close()
+
+
+def test_idle_connections_are_closed(fake):
+    server = fake(answer_versions_only)
+    with NetworkClient(server.bootstrap, Metadata(), connections_max_idle_ms=200) as client:
+        client.await_ready(-1, 5000)
+        poll_until(client, lambda: not client.is_ready(-1) and not client.is_connecting(-1), 5)
+        assert not client.connection_failed(-1)  # a clean close, not a failure
+        assert client.connection_delay(-1) == 0  # reconnect at once when needed
+        client.await_ready(-1, 5000)
+
+
+def test_bad_input_fails_at_the_call(bootstrap):
+    with NetworkClient(bootstrap, Metadata()) as client:
+        with pytest.raises(errors.IllegalStateError):
+            client.send(-1, ApiKey.METADATA, {})  # not ready
+        client.await_ready(-1, 5000)
+        with pytest.raises(TypeError):
+            client.send(-1, ApiKey.PRODUCE, {"acks": "all"})
+        with pytest.raises(ValueError):
+            client.send(-1, ApiKey.PRODUCE, {"no_such_field": 1})
+    with pytest.raises(errors.ConfigError):
+        NetworkClient("localhost", Metadata())
+    with pytest.raises(ValueError):
+        NetworkClient(bootstrap, Metadata(), request_timeout_ms=-1)
+    client = NetworkClient(bootstrap, Metadata())
+    client.close()
+    with pytest.raises(errors.IllegalStateError):
+        client.poll(0)
+
+
+def test_close_fails_what_is_in_flight(fake):
+    server = fake(answer_versions_only)
+    client = NetworkClient(server.bootstrap, Metadata())
+    client.await_ready(-1, 5000)
+    done = []
+    client.send(
+        -1,
+        ApiKey.INIT_PRODUCER_ID,
+        {"transactional_id": None, "transaction_timeout_ms": 1},
+        callback=done.append,
+    )
+    client.poll(0)
+    client.close()
+    assert len(done) == 1 and isinstance(done[0].error, DisconnectError)
