@@ -158,7 +158,7 @@ class RecordAccumulator:
         last = pq.batches[-1]
         future = last.try_append(timestamp_ms, key, value, headers, callback, now_ms)
         if future is None:
-            last.close()  # full: no record will fit any more, so seal it for the Sender
+            last.close_for_record_appends()  # full: the caller starts a new batch behind it
             return None
         return future, len(pq.batches) > 1 or last.is_full(), False
 
@@ -250,11 +250,11 @@ class RecordAccumulator:
                         break
                     if tm.should_stop_drain(tp, first):
                         continue
-                pq.batches.popleft()
                 if tm is not None and first.base_sequence < 0:
                     tm.assign_sequence(tp, first)
                 first.close()
-                first.drained_ms = now_ms
+                first.drained(now_ms)
+                pq.batches.popleft()
                 size += batch_size
                 ready.append(first)
         return ready

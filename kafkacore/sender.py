@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from kafkacore.accumulator import RecordAccumulator
@@ -122,6 +123,7 @@ class Sender:
             self.run_once()
         except Exception:  # the thread must survive anything one loop throws
             log.exception("unexpected error in the kafkacore sender loop")
+            time.sleep(0.1)  # and must not spin on an error that repeats
 
     def wakeup(self) -> None:
         self.client.wakeup()
@@ -262,8 +264,11 @@ class Sender:
                 )
         for batch in sent.values():  # the broker left some out: treat as a retriable failure
             self._complete_batch(
-                batch, IllegalStateError("the broker's response did not mention this partition"),
-                -1, -1, now,
+                batch,
+                IllegalStateError("the broker's response did not mention this partition"),
+                -1,
+                -1,
+                now,
             )
 
     def _complete_batch(self, batch, error, base_offset: int, log_append_time: int, now: int):
