@@ -11,6 +11,7 @@ and keeps its data in memory by default, so a restart forgets every topic and re
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import signal
@@ -18,6 +19,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import IO
 
 from kafkacore import errors
@@ -161,6 +163,22 @@ class LocalBroker:
             process.wait(5.0)
         self._process = None
         self._close_log()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Freeze the broker (SIGSTOP) for the ``with`` block, then let it go on (SIGCONT).
+
+        Connections stay open and requests are accepted by the kernel but never answered: the
+        way to hold a producer's memory and in-flight requests still, for fault tests.
+        """
+        process = self._process
+        if process is None or process.poll() is not None:
+            raise BrokerUnavailableError("the broker is not running")
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
 
     def restart(self) -> LocalBroker:
         """Stop and start again on the same port.  With memory storage every topic is gone."""
