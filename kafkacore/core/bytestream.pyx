@@ -230,7 +230,7 @@ cdef class ByteBufferOutputStream:
 
     @property
     def buffer(self):
-        """The object written into: the wrapped buffer, or after growth the new bytearray.
+        """The object written into (the wrapped buffer, or after growth the new bytearray).
 
         The owner gives this back to the BufferPool, with ``initial_capacity`` as the size.
         """

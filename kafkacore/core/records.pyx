@@ -44,7 +44,7 @@
 
 ``MemoryRecordsBuilder`` is Java's ``org.apache.kafka.common.record.MemoryRecordsBuilder`` for
 magic v2: it reserves the 61-byte batch header, appends records uncompressed through a
-:class:`~kafkacore.core.bytestream.ByteBufferOutputStream`, and at ``close()`` compresses the
+:class:`~kafkacore.core.ByteBufferOutputStream`, and at ``close()`` compresses the
 records section (if a codec is set), fills in the header and computes the CRC-32C.
 """
 
@@ -486,7 +486,7 @@ cdef class MemoryRecordsBuilder:
 
     ``buffer_or_capacity``: an ``int`` (a bytearray of that size is allocated), a writable buffer
     (e.g. the bytearray BufferPool.allocate returned; written from its start, without a copy), or
-    a :class:`~kafkacore.core.bytestream.ByteBufferOutputStream` (written from its position).
+    a :class:`~kafkacore.core.ByteBufferOutputStream` (written from its position).
 
     ``write_limit`` (default: the buffer's capacity) is the soft size of the batch: once the
     estimated size reaches it, :meth:`is_full` is true and :meth:`has_room_for` refuses records.
@@ -860,7 +860,7 @@ cdef class MemoryRecordsBuilder:
 
     @property
     def buffer(self):
-        """The object the batch lives in: the one given, or the stream's bytearray after it grew.
+        """The object the batch lives in (the one given, or the stream's bytearray after it grew).
 
         The batch hands this back to the BufferPool with :attr:`initial_capacity` as the size.
         """
@@ -888,7 +888,7 @@ cdef class MemoryRecordsBuilder:
 
     @property
     def compression(self):
-        """The codec name: none, gzip, snappy, lz4 or zstd."""
+        """The codec name (none, gzip, snappy, lz4 or zstd)."""
         return CODEC_NAMES[self._compression_type]
 
     @property
@@ -990,7 +990,7 @@ cdef class RecordBatch:
 
     @property
     def compression(self):
-        """Codec name from the attributes: none, gzip, snappy, lz4 or zstd."""
+        """Codec name from the attributes (none, gzip, snappy, lz4 or zstd)."""
         return CODEC_NAMES[self.attributes & COMPRESSION_CODEC_MASK]
 
     @property
@@ -1197,7 +1197,7 @@ cdef list _decode_batches(object data):
 
 def iter_batches(data):
     """Decode one or more concatenated record batches (magic v2, any codec) from a bytes-like
-    object; returns an iterator of :class:`RecordBatch`.
+    object; returns an iterator of ``RecordBatch``.
 
     The whole input is decoded and checked (bounds, CRC-32C, varints, UTF-8 header keys) before
     the first batch is returned; anything invalid raises
@@ -1207,8 +1207,10 @@ def iter_batches(data):
 
 
 def iter_records(data):
-    """Decode one or more concatenated record batches; returns an iterator of :class:`Record`
-    (every record of every batch, in order).  Errors as :func:`iter_batches`."""
+    """Decode one or more concatenated record batches; returns an iterator of ``Record`` (every
+    record of every batch, in order: ``offset``, ``timestamp``, ``timestamp_type``, ``key``,
+    ``value``, ``headers``).  Errors as ``iter_batches``: anything invalid raises
+    :class:`~kafkacore.errors.CorruptRecordError`."""
     cdef list out = []
     cdef RecordBatch batch
     for batch in _decode_batches(data):
