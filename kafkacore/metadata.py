@@ -305,15 +305,25 @@ class Metadata:
             self._lock.notify_all()
 
     def add_topic(self, topic: str, now_ms: int | None = None) -> None:
-        """Note that the producer uses ``topic`` (again); a new topic asks for an update."""
+        """Note that the producer uses ``topic`` (again); a new topic asks for an update.
+
+        Call it on every send: a topic not used for ``metadata_max_idle_ms`` is dropped.
+        """
         if not isinstance(topic, str) or not topic:
             raise TypeError(f"topic must be a non-empty str, got {topic!r}")
         now_ms = _now(now_ms)
+        expiry = now_ms + self.metadata_max_idle_ms
+        if topic in self._topics:
+            # The per-send path (Java calls metadata.add on every send): only the expiry moves.
+            # A single dict store is atomic under the GIL, so no lock; if the topic expired
+            # meanwhile, this re-adds it and the next wait_for_topic asks for it again.
+            self._topics[topic] = expiry
+            return
         with self._lock:
             if topic not in self._topics:
                 self._need_update = True
                 self._request_version += 1
-            self._topics[topic] = now_ms + self.metadata_max_idle_ms
+            self._topics[topic] = expiry
 
     def request_update(self) -> int:
         """Ask for a refresh as soon as the backoff allows; returns the current update version
@@ -364,7 +374,7 @@ class Metadata:
         with self._lock:
             self._expire_topics(now_ms)
             body = {
-                "topics": [{"name": t} for t in self._topics],
+                "topics": [{"name": t} for t in list(self._topics)],
                 "allow_auto_topic_creation": self.allow_auto_topic_creation,
                 "include_cluster_authorized_operations": False,
                 "include_topic_authorized_operations": False,
@@ -490,7 +500,8 @@ class Metadata:
 
     def _expire_topics(self, now_ms: int) -> None:
         # metadata.max.idle.ms: a topic nobody sent to for that long is dropped from requests.
-        for topic in [t for t, expiry in self._topics.items() if expiry <= now_ms]:
+        # (list(...) copies in one C call: safe against add_topic's lock-free store.)
+        for topic in [t for t, expiry in list(self._topics.items()) if expiry <= now_ms]:
             del self._topics[topic]
 
     # -- waiting (user threads) -----------------------------------------------------------------
