@@ -13,7 +13,6 @@ intermediate classes are kept where the producer acts on them: ``InvalidMetadata
 metadata, then retry), ``AuthorizationError`` and ``AuthenticationError``.
 """
 
-
 from __future__ import annotations
 
 
@@ -87,9 +86,13 @@ class BrokerResponseError(KafkaError):
         return f"[Error {self.errno}] {self.code_name}: {text}"
 
     def __reduce__(self):
-        # Classes made by for_code() for unknown codes cannot be found by name when unpickling
-        # (Spark ships exceptions between processes), so rebuild every broker error from its code.
-        return (_rebuild_broker_error, (self.errno, self.error_message))
+        # Spark ships exceptions between processes.  The classes for_code() makes for unknown
+        # codes cannot be found by name when unpickling, so those are rebuilt from their code;
+        # every other class (subclasses elsewhere included) pickles by name, as usual.
+        cls = type(self)
+        if issubclass(cls, UnrecognizedBrokerError) and cls is not UnrecognizedBrokerError:
+            return (_rebuild_broker_error, (self.errno, self.error_message))
+        return (cls, self.args, self.__dict__)
 
 
 def _rebuild_broker_error(errno: int, error_message: str | None) -> BrokerResponseError:
@@ -818,9 +821,7 @@ class MemberIdRequiredError(BrokerResponseError):
 
     errno = 79
     retriable = False
-    description = (
-        "The group member needs to have a valid member id before actually entering a consumer group."
-    )
+    description = "The group member needs to have a valid member id before actually entering a consumer group."
 
 
 class PreferredLeaderNotAvailableError(InvalidMetadataError):

@@ -177,6 +177,21 @@ def test_pickle_round_trip(code):
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is type(err)
     assert back.errno == code and back.error_message == "msg"
+    assert str(back) == str(err)
+    bare = pickle.loads(pickle.dumps(for_code(code)()))
+    assert type(bare) is for_code(code) and bare.error_message is None
+
+
+class _SubclassElsewhere(errors.NetworkError):
+    """Like the network layer's DisconnectError: a subclass that must keep its own type."""
+
+
+def test_pickle_keeps_subclasses():
+    err = _SubclassElsewhere("connection reset")
+    err.node_id = 3
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is _SubclassElsewhere
+    assert back.errno == 13 and back.error_message == "connection reset" and back.node_id == 3
 
 
 def test_client_side_classes_kept():
