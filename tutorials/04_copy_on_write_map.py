@@ -30,14 +30,17 @@ torn = []
 
 
 def reader():
-    while not stop.is_set():
-        snapshot = batches.snapshot()  # one consistent state; later writes do not change it
-        if snapshot["left"] + snapshot["right"] != 100:
-            torn.append(dict(snapshot))
-        partitions = [k for k in snapshot if isinstance(k, tuple)]
-        if len(partitions) < snapshot["partitions"]:
-            torn.append(dict(snapshot))
-        snapshots_checked[0] += 1
+    try:
+        while not stop.is_set():
+            snapshot = batches.snapshot()  # one consistent state; later writes do not change it
+            if snapshot["left"] + snapshot["right"] != 100:
+                torn.append(dict(snapshot))
+            partitions = [k for k in snapshot if isinstance(k, tuple)]
+            if len(partitions) < snapshot["partitions"]:
+                torn.append(dict(snapshot))
+            snapshots_checked[0] += 1
+    except Exception as e:  # a map changed under its reader would raise here
+        torn.append(e)
 
 
 thread = threading.Thread(target=reader)
