@@ -475,6 +475,65 @@ cdef object _snappy_decompress(object data):
         PyBuffer_Release(&view)
 
 
+cdef inline int _write_record(MemoryRecordsBuilder self, int64_t timestamp_ms,
+                              const unsigned char* kp, Py_ssize_t klen,
+                              const unsigned char* vp, Py_ssize_t vlen,
+                              list hs, Py_ssize_t hcount, Py_ssize_t hsize) except -1:
+    """Write one record (key/value as pointer + length, -1 for null; headers normalized and
+    sized) and count it (Java ``appendDefaultRecord`` + ``recordWritten``); returns its offset
+    delta."""
+    cdef int32_t offset_delta = self._num_records
+    cdef int64_t timestamp_delta
+    cdef Py_ssize_t body, total, n
+    cdef unsigned char* p
+    if klen > INT32_MAX or vlen > INT32_MAX or hcount > INT32_MAX:
+        raise ValueError("key, value or headers larger than 2 GiB")
+    if offset_delta == 0:
+        self._base_timestamp = timestamp_ms
+    timestamp_delta = timestamp_ms - self._base_timestamp
+    body = (1 + varlong_size(timestamp_delta) + varint_size(offset_delta)
+            + _bytes_field_size(klen) + _bytes_field_size(vlen)
+            + varint_size(<int32_t>hcount) + hsize)
+    if body > INT32_MAX - 5:
+        raise ValueError(f"record of {body} bytes is larger than 2 GiB")
+    total = varint_size(<int32_t>body) + body
+    if total > INT32_MAX - (self._stream._position - self._batch_start):
+        raise ValueError("record batch would exceed 2 GiB")
+
+    # One reservation for the whole record, then plain stores: no Python calls.
+    p = self._stream.reserve_c(total)
+    n = put_varint(p, <int32_t>body)
+    p[n] = 0  # record attributes, unused
+    n += 1
+    n += put_varlong(p + n, timestamp_delta)
+    n += put_varint(p + n, offset_delta)
+    if klen < 0:
+        n += put_varint(p + n, -1)
+    else:
+        n += put_varint(p + n, <int32_t>klen)
+        if klen:
+            memcpy(p + n, kp, <size_t>klen)
+            n += klen
+    if vlen < 0:
+        n += put_varint(p + n, -1)
+    else:
+        n += put_varint(p + n, <int32_t>vlen)
+        if vlen:
+            memcpy(p + n, vp, <size_t>vlen)
+            n += vlen
+    n += put_varint(p + n, <int32_t>hcount)
+    if hcount:
+        n += _put_headers(p + n, hs)
+    self._stream.advance_c(n)
+
+    # Java recordWritten()
+    self._num_records += 1
+    self._uncompressed_records_size += total
+    if timestamp_ms > self._max_timestamp:
+        self._max_timestamp = timestamp_ms
+    return offset_delta
+
+
 # -- the builder ----------------------------------------------------------------------------
 
 cdef class MemoryRecordsBuilder:
@@ -564,6 +623,17 @@ cdef class MemoryRecordsBuilder:
             raise ValueError(f"Invalid negative timestamp {timestamp_ms}")
         if self._num_records == INT32_MAX:
             raise IllegalStateError("record batch already holds 2**31 - 1 records")
+        # The common case, bytes (or None) and no headers: straight to the writer, with no buffer
+        # exports to set up and release.
+        if (headers is None and (key is None or PyBytes_CheckExact(key))
+                and (value is None or PyBytes_CheckExact(value))):
+            return _write_record(
+                self, timestamp_ms,
+                NULL if key is None else <const unsigned char*>PyBytes_AS_STRING(key),
+                -1 if key is None else PyBytes_GET_SIZE(key),
+                NULL if value is None else <const unsigned char*>PyBytes_AS_STRING(value),
+                -1 if value is None else PyBytes_GET_SIZE(value),
+                None, 0, 0)
         return self._append_record(timestamp_ms, key, value, headers)
 
     cdef int _append_record(self, int64_t timestamp_ms, object key, object value,
@@ -572,11 +642,7 @@ cdef class MemoryRecordsBuilder:
         cdef bint kheld = False, vheld = False
         cdef const unsigned char* kp = NULL
         cdef const unsigned char* vp = NULL
-        cdef Py_ssize_t klen = -1, vlen = -1, body, total, hcount = 0, hsize = 0
-        cdef int64_t timestamp_delta
-        cdef int32_t offset_delta = self._num_records
-        cdef unsigned char* p
-        cdef Py_ssize_t n
+        cdef Py_ssize_t klen = -1, vlen = -1, hcount = 0, hsize = 0
         cdef list hs = None
 
         # Bytes take the fast path (a pointer, no buffer export); other bytes-likes are exported
@@ -617,58 +683,12 @@ cdef class MemoryRecordsBuilder:
                 hs = _normalize_headers(headers)
                 hcount = len(hs)
                 hsize = _headers_size(hs)
-            if klen > INT32_MAX or vlen > INT32_MAX or hcount > INT32_MAX:
-                raise ValueError("key, value or headers larger than 2 GiB")
-
-            if self._num_records == 0:
-                self._base_timestamp = timestamp_ms
-            timestamp_delta = timestamp_ms - self._base_timestamp
-            body = (1 + varlong_size(timestamp_delta) + varint_size(offset_delta)
-                    + _bytes_field_size(klen) + _bytes_field_size(vlen)
-                    + varint_size(<int32_t>hcount) + hsize)
-            if body > INT32_MAX - 5:
-                raise ValueError(f"record of {body} bytes is larger than 2 GiB")
-            total = varint_size(<int32_t>body) + body
-            if total > INT32_MAX - (self._stream._position - self._batch_start):
-                raise ValueError("record batch would exceed 2 GiB")
-
-            # One reservation for the whole record, then plain stores: no Python calls.
-            p = self._stream.reserve_c(total)
-            n = put_varint(p, <int32_t>body)
-            p[n] = 0  # record attributes, unused
-            n += 1
-            n += put_varlong(p + n, timestamp_delta)
-            n += put_varint(p + n, offset_delta)
-            if klen < 0:
-                n += put_varint(p + n, -1)
-            else:
-                n += put_varint(p + n, <int32_t>klen)
-                if klen:
-                    memcpy(p + n, kp, <size_t>klen)
-                    n += klen
-            if vlen < 0:
-                n += put_varint(p + n, -1)
-            else:
-                n += put_varint(p + n, <int32_t>vlen)
-                if vlen:
-                    memcpy(p + n, vp, <size_t>vlen)
-                    n += vlen
-            n += put_varint(p + n, <int32_t>hcount)
-            if hcount:
-                n += _put_headers(p + n, hs)
-            self._stream.advance_c(n)
+            return _write_record(self, timestamp_ms, kp, klen, vp, vlen, hs, hcount, hsize)
         finally:
             if kheld:
                 PyBuffer_Release(&kview)
             if vheld:
                 PyBuffer_Release(&vview)
-
-        # Java recordWritten()
-        self._num_records += 1
-        self._uncompressed_records_size += total
-        if timestamp_ms > self._max_timestamp:
-            self._max_timestamp = timestamp_ms
-        return offset_delta
 
     cpdef bint has_room_for(self, int64_t timestamp_ms, object key, object value,
                             object headers=None) except -1:
