@@ -451,3 +451,18 @@ def test_repr_shows_explicit_settings():
     assert repr(ProducerConfig(BOOT, linger_ms=1)) == (
         "ProducerConfig({'bootstrap.servers': [('localhost', 9092)], 'linger.ms': 1})"
     )
+
+
+def test_seed_001_properties_mean_the_same():
+    # The Java example that opens seed 001, as a Properties file would hold it: all strings.
+    cfg = ProducerConfig({
+        "bootstrap.servers": "192.0.2.10:9092",
+        "compression.type": "lz4",
+        "linger.ms": "500",
+        "batch.size": "100000",
+        "max.in.flight.requests.per.connection": "1",
+    })
+    assert (cfg.compression_type, cfg.linger_ms, cfg.batch_size) == ("lz4", 500, 100000)
+    assert cfg.max_in_flight_requests_per_connection == 1
+    assert cfg.enable_idempotence is True  # one in flight is compatible with idempotence
+    assert cfg.delivery_timeout_ms == 120000  # 500 + 30000 is below the default
