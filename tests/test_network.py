@@ -439,9 +439,10 @@ def test_connection_refused_and_exponential_backoff():
             time.sleep(delays[-1] / 1000 + 0.01)
             assert client.connection_delay(-1) == 0
             client.ready(-1)
-        # 100, 200, 400, 400 (capped), each with +/-20 % jitter; measured just after the failure.
+        # 100, 200, 400, 400 (capped), +/-20 % jitter but never above the max; measured just after
+        # the failure (hence the -50 ms slack).
         for got, base in zip(delays, (100, 200, 400, 400), strict=True):
-            assert base * 0.8 - 50 <= got <= base * 1.2, delays
+            assert base * 0.8 - 50 <= got <= min(base * 1.2, 400), delays  # the max is a cap
         assert client.least_loaded_node() in (-1, None)
 
 

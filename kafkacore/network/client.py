@@ -11,6 +11,7 @@ out and the client reads the clock itself).
 from __future__ import annotations
 
 import logging
+import math
 import random
 import selectors
 import socket
@@ -320,15 +321,23 @@ class NetworkClient:
         self._selector.register(conn.sock, conn.interest(), conn)
 
     def _note_failure(self, node_id: int, now_ms: int) -> None:
-        # Exponential backoff with jitter (Java's ExponentialBackoff: base * 2^failures, capped,
-        # times a random factor in [0.8, 1.2]) so that many clients do not reconnect in step.
+        # Exponential backoff with jitter, as Java's ExponentialBackoff computes it: the exponent
+        # stops growing where base * 2^exponent reaches the maximum, a random factor in
+        # [0.8, 1.2] spreads clients that failed together, and the maximum is a hard cap.
         st = self._node_states.setdefault(node_id, _NodeState())
         st.last_attempt_ms = now_ms
         st.failed = True
-        exponent = min(st.failures, 30)
+        base = max(self.reconnect_backoff_ms, 1)
+        exp_max = (
+            math.log2(self.reconnect_backoff_max_ms / base)
+            if self.reconnect_backoff_max_ms > base
+            else 0.0
+        )
+        term = base * 2 ** min(st.failures, exp_max)
         st.failures += 1
-        base = min(self.reconnect_backoff_ms * (2**exponent), self.reconnect_backoff_max_ms)
-        st.backoff_ms = int(base * random.uniform(0.8, 1.2))
+        st.backoff_ms = min(int(term * random.uniform(0.8, 1.2)), self.reconnect_backoff_max_ms)
+        if self.reconnect_backoff_ms == 0:
+            st.backoff_ms = 0
 
     # -- requests ---------------------------------------------------------------------------
 
