@@ -970,9 +970,9 @@ def _append_loop(MemoryRecordsBuilder builder not None, Py_ssize_t n, int64_t ti
                  key, value, headers=None):
     """Benchmark hook: ``builder.append(...)`` ``n`` times, called from C the way batch.pyx calls
     it (a direct C call per record, no Python call).  Returns the last offset delta."""
-    cdef Py_ssize_t i
+    cdef Py_ssize_t _i
     cdef int last = -1
-    for i in range(n):
+    for _i in range(n):
         last = builder.append(timestamp_ms, key, value, headers)
     return last
 
