@@ -31,15 +31,15 @@ def _wait_for_topic(out_dir):
     msg(4.6, 1.6, 6.0, "add_topic, request_update() -> version 7")
     msg(4.1, 1.6, 10.2, "sender.wakeup()")
     ax.text(
-        0.1, 3.55, "await_update(7, remaining)\nwaits on the condition\n(GIL released)", fontsize=8
+        1.75, 2.95, "await_update(7, remaining)\nwaits on the condition\n(GIL released)", fontsize=8
     )
     msg(3.6, 10.2, 6.0, "time_to_next_update() == 0")
     ax.text(7.0, 3.0, "MetadataRequest(topics=[orders])\n-> least loaded node", fontsize=8)
     msg(2.4, 10.2, 6.0, "update(response): version 8, notify_all")
     msg(1.8, 6.0, 1.6, "woken: version 8 > 7")
     ax.text(
-        0.1,
-        0.9,
+        1.75,
+        0.6,
         "partition_count(orders) known -> go on.\n"
         "Unknown topic (3) or no leader (5): loop, until max.block.ms.\n"
         "Invalid topic (17), not authorized (29): raise at once.",
