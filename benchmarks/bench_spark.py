@@ -1,0 +1,351 @@
+"""Producing a DataFrame to Kafka from Spark: kafkacore's write_to_kafka beside what people do today.
+
+One run, one Spark session (local[2]), one broker (a local tansu, restarted between approaches so
+its memory does not grow), the same cached DataFrame of 1,000,000 rows with 100-byte values and no
+keys, the same producer settings (acks=all, linger 5 ms, 1 MiB batches).  Every approach keeps
+one producer per Python worker across tasks, flushes before its task ends, and counts what was
+acknowledged.  Each runs once to warm up (workers started, producers connected), then once timed:
+
+- ``kafkacore write_to_kafka``: ``mapInArrow`` + ``send_batch`` per Arrow batch;
+- ``confluent produce_batch (mapInArrow)``: the Arrow column ``to_pylist()``-ed into message
+  dicts for ``Producer.produce_batch``;
+- ``confluent produce (foreachPartition)``: ``produce()`` per Row;
+- ``Spark floor (mapInArrow, to_pylist)``: the Arrow batches iterated in Python, nothing sent.
+
+Outside Spark, in this process: ``send_batch`` alone (10,000-record batches from a pyarrow array)
+against confluent-kafka's per-record ``produce()`` loop (no callback, its fastest form) and its
+``produce_batch``.
+
+    python benchmarks/bench_spark.py [--rows 1000000] [--master local[2]]
+
+writes ``benchmarks/results/spark.json`` and ``docs/_static/bench/spark.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import sys
+import time
+import uuid
+
+HERE = pathlib.Path(__file__).parent
+RESULTS = HERE / "results"
+CHART = HERE.parent / "docs" / "_static" / "bench" / "spark.png"
+VALUE_BYTES = 100
+BATCH_BYTES = 1 << 20
+CHUNK = 10_000  # records per send_batch / produce_batch call outside Spark (an Arrow batch)
+
+SUMMARY = "records long, acked long"
+
+
+def kafkacore_config(bootstrap):
+    return {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+            "batch.size": BATCH_BYTES}
+
+
+def confluent_config(bootstrap):
+    return {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+            "batch.size": BATCH_BYTES, "queue.buffering.max.messages": 1_000_000}
+
+
+# -- inside the Python workers (this module is imported there: its functions pickle by name) ---
+
+_confluent_producers: dict = {}  # one confluent-kafka Producer per worker process and broker
+
+
+def _confluent(bootstrap):
+    entry = _confluent_producers.get(bootstrap)
+    if entry is None or entry[0] != os.getpid():
+        from confluent_kafka import Producer
+
+        entry = (os.getpid(), Producer(confluent_config(bootstrap)))
+        _confluent_producers[bootstrap] = entry
+    return entry[1]
+
+
+def _summary_batch(records, acked):
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pydict({"records": [records], "acked": [acked]})
+
+
+def confluent_produce_batch_task(bootstrap, topic, batches):
+    producer = _confluent(bootstrap)
+    records = failed = 0
+    for batch in batches:
+        messages = [{"value": v} for v in batch.column("value").to_pylist()]
+        while messages:
+            producer.produce_batch(topic, messages)
+            # Messages it could not queue (queue full) carry an error: poll, retry those.
+            rejected = [m for m in messages if m.get("error") is not None]
+            records += len(messages) - len(rejected)
+            messages = [{"value": m["value"]} for m in rejected]
+            if messages:
+                producer.poll(0.005)
+        producer.poll(0)
+    remaining = producer.flush(120)
+    failed += remaining
+    yield _summary_batch(records, records - failed)
+
+
+def confluent_produce_partition(bootstrap, topic, delivered, rows):
+    producer = _confluent(bootstrap)
+    produce, poll = producer.produce, producer.poll
+    n = 0
+    for row in rows:
+        while True:
+            try:
+                produce(topic, row.value)
+                break
+            except BufferError:
+                poll(0.005)
+        n += 1
+        if n & 0xFFF == 0:
+            poll(0)
+    delivered.add(n - producer.flush(120))
+
+
+def floor_task(batches):
+    records = 0
+    for batch in batches:
+        records += len(batch.column("value").to_pylist())
+    yield _summary_batch(records, records)
+
+
+# -- on the driver -------------------------------------------------------------------------------
+
+
+def make_frame(spark, rows, slices):
+    from pyspark.sql import functions as F
+
+    df = spark.range(rows, numPartitions=slices).select(
+        F.lpad(F.col("id").cast("string"), VALUE_BYTES, "x").cast("binary").alias("value")
+    )
+    df = df.cache()
+    assert df.count() == rows
+    return df
+
+
+def approaches(df, bootstrap):
+    """name -> function(topic) -> records acknowledged."""
+    import functools
+
+    import bench_spark as me  # by module name, so the workers import it instead of unpickling
+
+    from kafkacore.spark import write_to_kafka
+
+    def kafkacore_write(topic):
+        return write_to_kafka(df, topic, kafkacore_config(bootstrap), key=None).acked
+
+    def confluent_batch(topic):
+        task = functools.partial(me.confluent_produce_batch_task, bootstrap, topic)
+        return sum(r["acked"] for r in df.mapInArrow(task, SUMMARY).collect())
+
+    def confluent_rows(topic):
+        delivered = df.sparkSession.sparkContext.accumulator(0)
+        df.foreachPartition(
+            functools.partial(me.confluent_produce_partition, bootstrap, topic, delivered))
+        return delivered.value
+
+    def floor(topic):
+        return sum(r["records"] for r in df.mapInArrow(me.floor_task, SUMMARY).collect())
+
+    return {
+        "kafkacore write_to_kafka": kafkacore_write,
+        "confluent produce_batch (mapInArrow)": confluent_batch,
+        "confluent produce (foreachPartition)": confluent_rows,
+        "Spark floor (mapInArrow, to_pylist)": floor,
+    }
+
+
+def outside_spark(bootstrap, rows):
+    """send_batch alone vs confluent-kafka's produce loop and produce_batch, in this process."""
+    import pyarrow as pa
+    from confluent_kafka import Producer
+
+    from kafkacore import KafkaProducer
+
+    values = [str(i).rjust(VALUE_BYTES, "x").encode() for i in range(rows)]
+    column = pa.array(values, pa.binary())
+    out = {}
+
+    def timed(name, run):
+        topic = f"bench-{uuid.uuid4().hex[:8]}"
+        from kafkacore import admin
+
+        admin.create_topics(bootstrap, {topic: 6})
+        start, cpu = time.perf_counter(), time.process_time()
+        acked = run(topic)
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        out[name] = {"rows": acked, "seconds": seconds, "rows_per_s": acked / seconds,
+                     "cpu_us_per_row": cpu / max(acked, 1) * 1e6}
+        print(f"  {name:44} {acked / seconds:>12,.0f} rows/s  "
+              f"{cpu / max(acked, 1) * 1e6:6.2f} us CPU/row", flush=True)
+
+    def kafkacore_send_batch(topic):
+        with KafkaProducer(kafkacore_config(bootstrap)) as producer:
+            futures = [producer.send_batch(topic, column.slice(i, CHUNK))
+                       for i in range(0, rows, CHUNK)]
+            producer.flush(120)
+            results = [f.result(120) for f in futures]
+            return sum(len(r.offsets) - r.failed for r in results)
+
+    def confluent_loop(topic):
+        producer = Producer(confluent_config(bootstrap))
+        produce, poll = producer.produce, producer.poll
+        for i, v in enumerate(values):
+            while True:
+                try:
+                    produce(topic, v)
+                    break
+                except BufferError:
+                    poll(0.005)
+            if i & 0xFFF == 0:
+                poll(0)
+        left = producer.flush(120)
+        return rows - left
+
+    def confluent_batch(topic):
+        producer = Producer(confluent_config(bootstrap))
+        sent = 0
+        for i in range(0, rows, CHUNK):
+            messages = [{"value": v} for v in values[i:i + CHUNK]]
+            while messages:
+                producer.produce_batch(topic, messages)
+                rejected = [m for m in messages if m.get("error") is not None]
+                sent += len(messages) - len(rejected)
+                messages = [{"value": m["value"]} for m in rejected]
+                if messages:
+                    producer.poll(0.005)
+            producer.poll(0)
+        return sent - producer.flush(120)
+
+    for name, run in (("kafkacore send_batch", kafkacore_send_batch),
+                      ("confluent produce loop", confluent_loop),
+                      ("confluent produce_batch", confluent_batch)):
+        timed(name + " (warm-up)", run)
+        timed(name, run)
+        del out[name + " (warm-up)"]
+    return out
+
+
+def chart(result, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    spark_runs = result["spark"]
+    alone = result["outside_spark"]
+    fig, axes = plt.subplots(2, 1, figsize=(8.5, 5.6), height_ratios=[4, 3])
+    for ax, runs, title in (
+        (axes[0], spark_runs, f"Spark {result['master']}, {result['rows']:,} rows of "
+                              f"{VALUE_BYTES} bytes, warm"),
+        (axes[1], alone, f"one Python process, no Spark ({CHUNK:,}-record batches)"),
+    ):
+        names = list(runs)[::-1]
+        rates = [runs[n]["rows_per_s"] / 1e3 for n in names]
+        colors = ["#c0504d" if n.startswith("kafkacore") else
+                  "#9e9e9e" if "floor" in n else "#4f81bd" for n in names]
+        bars = ax.barh(names, rates, color=colors)
+        for bar, rate in zip(bars, rates, strict=True):
+            ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {rate:,.0f}k",
+                    va="center", fontsize=9)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlim(0, max(rates) * 1.2)
+        ax.tick_params(axis="y", labelsize=9)
+    axes[1].set_xlabel("thousand records acknowledged per second (higher is better)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--slices", type=int, default=4, help="Spark partitions of the data")
+    parser.add_argument("--no-chart", action="store_true")
+    args = parser.parse_args()
+
+    # The workers import this module by name (see approaches()), and run this interpreter.
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])])
+    sys.path.insert(0, str(HERE))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from kafkacore import admin
+    from kafkacore.localbroker import LocalBroker
+
+    spark = (
+        SparkSession.builder.master(args.master).appName("kafkacore-bench-spark")
+        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "2g").getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    df = make_frame(spark, args.rows, args.slices)
+    result = {"rows": args.rows, "value_bytes": VALUE_BYTES, "master": args.master,
+              "slices": args.slices, "spark": {}, "outside_spark": {},
+              "versions": _versions(), "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
+    print(f"{args.rows:,} rows of {VALUE_BYTES} bytes, Spark {args.master}, {args.slices} slices")
+    with LocalBroker() as broker:
+        for name, run in approaches(df, broker.bootstrap).items():
+            broker.restart()  # a fresh broker's memory for each approach
+            for _phase in ("warm-up", "timed"):
+                topic = f"bench-{uuid.uuid4().hex[:8]}"
+                admin.create_topics(broker.bootstrap, {topic: 6})
+                start = time.perf_counter()
+                acked = run(topic)
+                seconds = time.perf_counter() - start
+                if acked != args.rows:
+                    raise SystemExit(f"{name}: {acked} of {args.rows} acknowledged")
+            result["spark"][name] = {"seconds": seconds, "rows_per_s": args.rows / seconds}
+            print(f"  {name:44} {args.rows / seconds:>12,.0f} rows/s ({seconds:.2f} s)",
+                  flush=True)
+        spark.stop()
+        broker.restart()
+        print("outside Spark:")
+        result["outside_spark"] = outside_spark(broker.bootstrap, args.rows)
+
+    s, o = result["spark"], result["outside_spark"]
+    best_confluent = max(v["rows_per_s"] for k, v in s.items() if k.startswith("confluent"))
+    result["ratios"] = {
+        "write_to_kafka / best confluent in Spark":
+            s["kafkacore write_to_kafka"]["rows_per_s"] / best_confluent,
+        "write_to_kafka / Spark floor":
+            s["kafkacore write_to_kafka"]["rows_per_s"]
+            / s["Spark floor (mapInArrow, to_pylist)"]["rows_per_s"],
+        "send_batch / confluent produce loop":
+            o["kafkacore send_batch"]["rows_per_s"] / o["confluent produce loop"]["rows_per_s"],
+        "send_batch / confluent produce_batch":
+            o["kafkacore send_batch"]["rows_per_s"] / o["confluent produce_batch"]["rows_per_s"],
+    }
+    for name, ratio in result["ratios"].items():
+        print(f"  {name:44} {ratio:6.2f}x")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "spark.json").write_text(json.dumps(result, indent=2) + "\n")
+    if not args.no_chart:
+        chart(result, CHART)
+        print(f"wrote {RESULTS / 'spark.json'} and {CHART}")
+
+
+def _versions():
+    import confluent_kafka
+    import pyarrow
+    import pyspark
+
+    import kafkacore
+
+    return {"kafkacore": kafkacore.__version__, "pyspark": pyspark.__version__,
+            "pyarrow": pyarrow.__version__, "confluent-kafka": confluent_kafka.version()[0],
+            "librdkafka": confluent_kafka.libversion()[0], "python": platform.python_version()}
+
+
+if __name__ == "__main__":
+    main()
