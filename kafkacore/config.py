@@ -189,9 +189,7 @@ def _bootstrap_servers(value: Any) -> list[tuple[str, int]]:
     else:
         raise _Invalid(f"a {type(value).__name__} is not a server list")
     # Java's LIST type trims each entry and skips empty ones ("a:1,,b:2" has two servers).
-    servers = [
-        _parse_address(e) for e in entries if not (isinstance(e, str) and not e.strip())
-    ]
+    servers = [_parse_address(e) for e in entries if not (isinstance(e, str) and not e.strip())]
     if not servers:
         raise _Invalid("no servers")
     return servers
@@ -262,6 +260,8 @@ _CALLABLE = (_callable_or_none, "a callable, or None")
 # Kafka 4.0 (KIP-1030); before that it was 0.
 
 #: Every setting kafkacore knows, in the order the docs list them.
+# One setting per row, as a table reads (a formatter would give each argument its own line).
+# fmt: off
 SETTINGS: tuple[Setting, ...] = (
     # where and who
     _row("bootstrap.servers", None, "list", (_bootstrap_servers,
@@ -351,6 +351,7 @@ SETTINGS: tuple[Setting, ...] = (
     _row("transactional.id", None, "string", (_transactional_id, "None"),
          "Transactions are not supported yet; must stay unset."),
 )
+# fmt: on
 
 #: Settings by Java name.
 SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
@@ -455,9 +456,7 @@ class ProducerConfig(Mapping[str, Any]):
                 )
             if conflicts:
                 if "enable.idempotence" in explicit:
-                    raise ConfigError(
-                        "'enable.idempotence' is true, so " + " and ".join(conflicts)
-                    )
+                    raise ConfigError("'enable.idempotence' is true, so " + " and ".join(conflicts))
                 log.info("idempotence disabled: %s for the idempotent producer", conflicts)
                 v["enable.idempotence"] = False
 
@@ -494,8 +493,9 @@ class ProducerConfig(Mapping[str, Any]):
             ("socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms"),
         ):
             if v[base] > v[top]:
-                log.warning("%s (%d) > %s (%d): %d is used throughout", base, v[base], top,
-                            v[top], v[top])
+                log.warning(
+                    "%s (%d) > %s (%d): %d is used throughout", base, v[base], top, v[top], v[top]
+                )
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -523,8 +523,9 @@ class ProducerConfig(Mapping[str, Any]):
         return len(self._values)
 
     def __repr__(self) -> str:
-        given = ", ".join(f"{k!r}: {self._values[k]!r}" for k in SETTINGS_BY_NAME
-                          if k in self._explicit)
+        given = ", ".join(
+            f"{k!r}: {self._values[k]!r}" for k in SETTINGS_BY_NAME if k in self._explicit
+        )
         return f"ProducerConfig({{{given}}})"
 
     def describe(self) -> str:

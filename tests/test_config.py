@@ -67,8 +67,9 @@ def test_table_is_consistent():
     names = [s.name for s in SETTINGS]
     assert len(names) == len(set(names))
     for s in SETTINGS:
-        assert s.doc and s.allowed and s.type in {"int", "long", "boolean", "string", "list",
-                                                  "class"}
+        assert (
+            s.doc and s.allowed and s.type in {"int", "long", "boolean", "string", "list", "class"}
+        )
         assert s.keyword == s.name.replace(".", "_")
     assert SETTINGS_BY_NAME["linger.ms"].default == 5
 
@@ -92,8 +93,12 @@ def test_same_key_twice_is_an_error():
 
 @pytest.mark.parametrize(
     ("key", "hint"),
-    [("linger_ms", "linger.ms"), ("lingr.ms", "linger.ms"), ("batch.sise", "batch.size"),
-     ("bootstrap.server", "bootstrap.servers")],
+    [
+        ("linger_ms", "linger.ms"),
+        ("lingr.ms", "linger.ms"),
+        ("batch.sise", "batch.size"),
+        ("bootstrap.server", "bootstrap.servers"),
+    ],
 )
 def test_unknown_key_suggests_closest(key, hint):
     with pytest.raises(ConfigError, match=rf"unknown setting '{key}'; did you mean '{hint}'"):
@@ -132,8 +137,7 @@ def test_config_must_be_a_mapping_with_string_keys():
         ([("a", 1), "b:2"], [("a", 1), ("b", 2)]),
         (("a", 1), [("a", 1)]),
         ("[::1]:9092", [("::1", 9092)]),
-        ("[fe80::1%eth0]:9093,host.example:9094", [("fe80::1%eth0", 9093),
-                                                   ("host.example", 9094)]),
+        ("[fe80::1%eth0]:9093,host.example:9094", [("fe80::1%eth0", 9093), ("host.example", 9094)]),
         (["a:9092"], [("a", 9092)]),
         ("a:65535", [("a", 65535)]),
     ],
@@ -144,8 +148,26 @@ def test_bootstrap_servers_coercion(value, expected):
 
 @pytest.mark.parametrize(
     "value",
-    ["", " , ", "a", "a:", ":1", "a:0", "a:65536", "a:x", "::1:9092", "[::1]9092", "[::1", 5,
-     [], [5], [("a", "x")], [(5, 1)], "a b:1", None],
+    [
+        "",
+        " , ",
+        "a",
+        "a:",
+        ":1",
+        "a:0",
+        "a:65536",
+        "a:x",
+        "::1:9092",
+        "[::1]9092",
+        "[::1",
+        5,
+        [],
+        [5],
+        [("a", "x")],
+        [(5, 1)],
+        "a b:1",
+        None,
+    ],
 )
 def test_bootstrap_servers_rejected(value):
     with pytest.raises(ConfigError, match="bootstrap.servers"):
@@ -163,8 +185,8 @@ def test_bootstrap_servers_required():
 
 
 @pytest.mark.parametrize(
-    ("value", "expected"), [("all", -1), ("-1", -1), (-1, -1), ("0", 0), (0, 0), ("1", 1), (1, 1),
-                            (" all ", -1)]
+    ("value", "expected"),
+    [("all", -1), ("-1", -1), (-1, -1), ("0", 0), (0, 0), ("1", 1), (1, 1), (" all ", -1)],
 )
 def test_acks(value, expected):
     cfg = ProducerConfig(BOOT, acks=value, enable_idempotence=False)
@@ -179,8 +201,14 @@ def test_acks_rejected(value):
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(True, True), (False, False), ("true", True), ("false", False), (" TRUE ", True),
-     ("False", False)],
+    [
+        (True, True),
+        (False, False),
+        ("true", True),
+        ("false", False),
+        (" TRUE ", True),
+        ("False", False),
+    ],
 )
 def test_booleans(value, expected):
     assert ProducerConfig(BOOT, partitioner_ignore_keys=value).partitioner_ignore_keys is expected
@@ -355,8 +383,10 @@ def test_security_protocol():
         ({"acks": "1"}, "'acks' must be all"),
         ({"acks": 0}, "'acks' must be all"),
         ({"retries": 0}, "'retries' must be non-zero"),
-        ({"max.in.flight.requests.per.connection": 6},
-         "'max.in.flight.requests.per.connection' must be at most 5"),
+        (
+            {"max.in.flight.requests.per.connection": 6},
+            "'max.in.flight.requests.per.connection' must be at most 5",
+        ),
     ],
 )
 def test_idempotence_conflicts(conflict, message, caplog):
@@ -370,8 +400,10 @@ def test_idempotence_conflicts(conflict, message, caplog):
     assert "enable.idempotence" not in cfg.explicit
     assert "idempotence disabled" in caplog.text
     # Explicitly off: no conflict.
-    assert ProducerConfig({**BOOT, "enable.idempotence": "false", **conflict}).enable_idempotence \
+    assert (
+        ProducerConfig({**BOOT, "enable.idempotence": "false", **conflict}).enable_idempotence
         is False
+    )
 
 
 def test_idempotence_kept_without_conflicts():
@@ -381,8 +413,11 @@ def test_idempotence_kept_without_conflicts():
 
 def test_delivery_timeout_rule():
     # Set explicitly and too small: an error naming the three settings.
-    with pytest.raises(ConfigError, match=r"'delivery.timeout.ms' \(30004\) must be at least "
-                                          r"'linger.ms' \+ 'request.timeout.ms' \(5 \+ 30000"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'delivery.timeout.ms' \(30004\) must be at least "
+        r"'linger.ms' \+ 'request.timeout.ms' \(5 \+ 30000",
+    ):
         ProducerConfig(BOOT, delivery_timeout_ms=30004)
     assert ProducerConfig(BOOT, delivery_timeout_ms=30005).delivery_timeout_ms == 30005
     # Only the default is too small: raised to the sum (Java's backward-compatible rule).
@@ -395,8 +430,11 @@ def test_delivery_timeout_rule():
 
 
 def test_batch_size_larger_than_buffer_memory():
-    with pytest.raises(ConfigError, match=r"'batch.size' \(2048\) must not exceed 'buffer.memory' "
-                                          r"\(1024\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'batch.size' \(2048\) must not exceed 'buffer.memory' "
+        r"\(1024\)",
+    ):
         ProducerConfig(BOOT, batch_size=2048, buffer_memory=1024)
     assert ProducerConfig(BOOT, batch_size=1024, buffer_memory=1024).batch_size == 1024
 
@@ -455,13 +493,15 @@ def test_repr_shows_explicit_settings():
 
 def test_seed_001_properties_mean_the_same():
     # The Java example that opens seed 001, as a Properties file would hold it: all strings.
-    cfg = ProducerConfig({
-        "bootstrap.servers": "192.0.2.10:9092",
-        "compression.type": "lz4",
-        "linger.ms": "500",
-        "batch.size": "100000",
-        "max.in.flight.requests.per.connection": "1",
-    })
+    cfg = ProducerConfig(
+        {
+            "bootstrap.servers": "192.0.2.10:9092",
+            "compression.type": "lz4",
+            "linger.ms": "500",
+            "batch.size": "100000",
+            "max.in.flight.requests.per.connection": "1",
+        }
+    )
     assert (cfg.compression_type, cfg.linger_ms, cfg.batch_size) == ("lz4", 500, 100000)
     assert cfg.max_in_flight_requests_per_connection == 1
     assert cfg.enable_idempotence is True  # one in flight is compatible with idempotence

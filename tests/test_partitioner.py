@@ -370,3 +370,39 @@ def test_custom_partitioner_shape():
         key = b"user-%d" % i
         assert fn("t", key, b"v", 9, [0, 1, 2]) == partition_for_key(key, 9)
     assert fn("t", None, b"v", 9, [4, 7]) == 4
+
+
+# -- through a real producer and broker ------------------------------------------------------------
+
+
+def _send_all(producer, topic, records):
+    futures = [producer.send(topic, value, key=key) for key, value in records]
+    producer.flush(timeout=60)
+    return [f.get(timeout=30).partition for f in futures]
+
+
+@pytest.mark.broker
+def test_ignore_keys_sends_one_key_to_every_partition(bootstrap, make_topic):
+    from readback import read_kafka_python
+
+    from kafkacore import KafkaProducer
+
+    topic = make_topic(partitions=4)
+    records = [(b"same-key", b"v%04d" % i + b"x" * 100) for i in range(600)]
+    # Keys honoured: one key, one partition, the one kafka-python computes.
+    with KafkaProducer(bootstrap_servers=bootstrap) as producer:
+        keyed = _send_all(producer, topic, records)
+    assert set(keyed) == {kafka_python_partition(b"same-key", 4)}
+    # Keys ignored: the sticky partitioner spreads them, a batch (1 KiB here) at a time.
+    with KafkaProducer(
+        bootstrap_servers=bootstrap, partitioner_ignore_keys=True, batch_size=1024
+    ) as producer:
+        sticky = _send_all(producer, topic, records)
+    assert set(sticky) == {0, 1, 2, 3}
+    lengths = runs(sticky)
+    # ~110-byte records, 1024 bytes per switch: runs of about nine records (a run may be longer
+    # when the same partition is chosen again), never one-record round robin.
+    assert sorted(lengths)[len(lengths) // 2] >= 5
+    # The broker holds what the acknowledgements said, as a consumer we did not write reads it.
+    consumed = read_kafka_python(bootstrap, topic, 4, len(records) * 2)
+    assert collections.Counter(c.partition for c in consumed) == collections.Counter(keyed + sticky)

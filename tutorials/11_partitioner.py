@@ -39,7 +39,9 @@ def keyed() -> None:
     for key in [b"alice", b"bob", b"carol", b"dave", b"", b"\xff\x00"]:
         h = murmur2(key)  # a signed 32-bit int, exactly Java's Utils.murmur2
         ours = partition_for_key(key, PARTITIONS)  # to_positive(h) % PARTITIONS
-        theirs = kafka_python.partition("orders", None, key, None, None, KafkaPythonCluster("orders", PARTITIONS))
+        theirs = kafka_python.partition(
+            "orders", None, key, None, None, KafkaPythonCluster("orders", PARTITIONS)
+        )
         print(f"{key!r:<12} {h:>12} {to_positive(h):>11}  {ours}")
         assert ours == theirs == to_positive(h) % PARTITIONS
     # --- end keyed

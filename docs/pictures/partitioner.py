@@ -43,17 +43,21 @@ def _sticky(out_dir):
     parts = _produce(BuiltInPartitioner("clicks", BATCH_SIZE), cluster, 160)
     many = _produce(BuiltInPartitioner("clicks", BATCH_SIZE), cluster, 16 * 600)
 
-    fig, (ax1, ax2) = plt.subplots(
-        1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [2.2, 1]}
-    )
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [2.2, 1]})
     colours = plt.get_cmap("tab10")
     start = 0
     for i in range(1, len(parts) + 1):
         if i == len(parts) or parts[i] != parts[start]:
             p = parts[start]
             ax1.barh(p, i - start, left=start, height=0.6, color=colours(p), ec="#333333", lw=0.6)
-            ax1.text(start + (i - start) / 2, p, f"{(i - start) * RECORD // 1024} KiB",
-                     ha="center", va="center", fontsize=7)
+            ax1.text(
+                start + (i - start) / 2,
+                p,
+                f"{(i - start) * RECORD // 1024} KiB",
+                ha="center",
+                va="center",
+                fontsize=7,
+            )
             start = i
     for x in range(16, len(parts), 16):
         ax1.axvline(x, color="#999999", lw=0.6, ls=":")
@@ -62,15 +66,22 @@ def _sticky(out_dir):
     ax1.set_xlim(0, len(parts))
     ax1.set_xlabel(f"record number (each {RECORD} bytes, no key)")
     ax1.set_ylabel("partition")
-    ax1.set_title(f"sticky: one partition until batch.size ({BATCH_SIZE // 1024} KiB) went there",
-                  fontsize=10)
+    ax1.set_title(
+        f"sticky: one partition until batch.size ({BATCH_SIZE // 1024} KiB) went there", fontsize=10
+    )
 
     counts = collections.Counter(many)
-    ax2.bar(range(PARTITIONS), [counts[p] for p in range(PARTITIONS)],
-            color=[colours(p) for p in range(PARTITIONS)], ec="#333333", lw=0.6)
+    ax2.bar(
+        range(PARTITIONS),
+        [counts[p] for p in range(PARTITIONS)],
+        color=[colours(p) for p in range(PARTITIONS)],
+        ec="#333333",
+        lw=0.6,
+    )
     ax2.axhline(len(many) / PARTITIONS, color="#333333", ls="--", lw=0.8)
-    ax2.text(PARTITIONS - 0.5, len(many) / PARTITIONS, " fair share", va="bottom", ha="right",
-             fontsize=8)
+    ax2.text(
+        PARTITIONS - 0.5, len(many) / PARTITIONS, " fair share", va="bottom", ha="right", fontsize=8
+    )
     ax2.set_xticks(range(PARTITIONS))
     ax2.set_xlabel("partition")
     ax2.set_ylabel("records")
@@ -107,21 +118,40 @@ def _adaptive(out_dir):
     left = 0
     for p, w in zip(ids, weights, strict=True):
         ax1.barh(0, w, left=left, color=colours(p), ec="#333333")
-        ax1.text(left + w / 2, 0, f"partition {p}\nqueue {queue_sizes[p]}\nweight {w}",
-                 ha="center", va="center", fontsize=8)
+        ax1.text(
+            left + w / 2,
+            0,
+            f"partition {p}\nqueue {queue_sizes[p]}\nweight {w}",
+            ha="center",
+            va="center",
+            fontsize=8,
+        )
         left += w
     ax1.set_xlim(0, left)
     ax1.set_ylim(-0.5, 0.5)
     ax1.set_yticks([])
     ax1.set_xlabel("a uniform number in [0, 8) picks the slot it falls in")
-    ax1.set_title("weight = longest queue + 1 - queue; cumulative 4, 5, 8 (Java's example)",
-                  fontsize=10)
+    ax1.set_title(
+        "weight = longest queue + 1 - queue; cumulative 4, 5, 8 (Java's example)", fontsize=10
+    )
 
     x = range(len(ids))
-    ax2.bar([i - 0.2 for i in x], [w / sum(weights) for w in weights], width=0.4,
-            color="#cccccc", ec="#333333", label="weight share")
-    ax2.bar([i + 0.2 for i in x], [chosen[p] / n for p in ids], width=0.4,
-            color=[colours(p) for p in ids], ec="#333333", label=f"chosen ({n} switches)")
+    ax2.bar(
+        [i - 0.2 for i in x],
+        [w / sum(weights) for w in weights],
+        width=0.4,
+        color="#cccccc",
+        ec="#333333",
+        label="weight share",
+    )
+    ax2.bar(
+        [i + 0.2 for i in x],
+        [chosen[p] / n for p in ids],
+        width=0.4,
+        color=[colours(p) for p in ids],
+        ec="#333333",
+        label=f"chosen ({n} switches)",
+    )
     ax2.set_xticks(list(x))
     ax2.set_xticklabels([f"partition {p}" for p in ids])
     ax2.set_ylabel("share of switches")
