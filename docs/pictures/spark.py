@@ -1,0 +1,66 @@
+"""Producing from Spark: where the producers live, and what a retried task sends.
+
+spark_executors.png: the driver checks the schema and collects one summary row per task; each
+Python worker keeps one cached producer per configuration; Arrow batches go to send_batch.
+spark_retry.png: a task that dies after sending some batches is run again from its first row,
+so the broker holds those records twice (at-least-once).
+"""
+
+import importlib.util
+import pathlib
+
+_spec = importlib.util.spec_from_file_location("_boxes", pathlib.Path(__file__).with_name("_boxes.py"))
+_boxes = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_boxes)
+
+
+def draw_executors(path):
+    fig, ax = _boxes.figure(11, 6.0)
+    b, a = _boxes.box, _boxes.arrow
+    ax.text(0.2, 5.7, "driver", fontsize=10, weight="bold")
+    b(ax, 0.2, 4.6, 3.0, 0.8, "write_to_kafka(df, topic, cfg)\ncheck df.schema, cfg\n(no job yet)",
+      size=8)
+    b(ax, 0.2, 3.2, 3.0, 0.8, "df.mapInArrow(task)\n.collect()", size=8)
+    b(ax, 0.2, 1.6, 3.0, 0.9, "WriteSummary\nrecords, failures,\nper partition, seconds", size=8)
+    a(ax, 1.7, 4.6, 1.7, 4.0)
+    a(ax, 1.7, 3.2, 1.7, 2.5, "one row per task")
+
+    for i, (y, tasks) in enumerate(((3.5, "tasks 0, 2, 4 ..."), (0.6, "tasks 1, 3, 5 ..."))):
+        ax.text(4.0, y + 2.0, f"Python worker {i + 1} (pid {4101 + i}, reused)", fontsize=9,
+                weight="bold")
+        b(ax, 4.0, y + 1.1, 2.4, 0.6, f"Arrow batches\n{tasks}", "wire", size=8)
+        b(ax, 4.0, y + 0.1, 2.4, 0.6, "send_batch(topic,\nvalues, keys)", size=8)
+        b(ax, 7.0, y + 0.1, 1.9, 1.6, "cached\nKafkaProducer\n\nkey = cfg\npid checked",
+          "compiled", size=8)
+        a(ax, 5.2, y + 1.1, 5.2, y + 0.7)
+        a(ax, 6.4, y + 0.4, 7.0, y + 0.4)
+        a(ax, 8.9, y + 0.9, 9.6, 2.9 if i == 0 else 2.5)
+        a(ax, 4.0, y + 0.4, 3.2, 3.6 if i == 0 else 3.4)
+    b(ax, 9.6, 2.2, 1.2, 1.0, "broker", "thread", size=9)
+    ax.text(4.0, 0.15, "flush() before the task's last row: a task ends only when its records "
+            "are acked", fontsize=8, style="italic")
+    _boxes.save(fig, path)
+
+
+def draw_retry(path):
+    fig, ax = _boxes.figure(11, 3.6)
+    b = _boxes.box
+    ax.text(0.2, 3.3, "task 7, attempt 0", fontsize=9, weight="bold")
+    for j in range(3):
+        b(ax, 0.2 + j * 1.5, 2.5, 1.3, 0.5, f"batch {j}\nacked", "compiled", size=8)
+    b(ax, 4.7, 2.5, 1.3, 0.5, "batch 3\nsending", "wire", size=8)
+    ax.text(6.2, 2.68, "executor dies: no summary row", fontsize=9, color="#b00000")
+    ax.text(0.2, 1.8, "task 7, attempt 1 (Spark retries it from the first row)", fontsize=9,
+            weight="bold")
+    for j in range(6):
+        b(ax, 0.2 + j * 1.5, 1.0, 1.3, 0.5, f"batch {j}\nacked", "compiled", size=8)
+    ax.text(9.3, 1.18, "summary row", fontsize=9)
+    ax.text(0.2, 0.3, "In the topic: batches 0-2 twice (and perhaps part of batch 3), batches "
+            "4-5 once. Nothing missing; duplicates possible.", fontsize=9)
+    _boxes.save(fig, path)
+
+
+def draw(out_dir):
+    out_dir = pathlib.Path(out_dir)
+    draw_executors(out_dir / "spark_executors.png")
+    draw_retry(out_dir / "spark_retry.png")
