@@ -800,3 +800,13 @@ def test_mutated_records_behind_a_valid_crc(data):
     for record in decoded:
         assert record.key is None or isinstance(record.key, bytes)
         assert record.value is None or isinstance(record.value, bytes)
+
+
+def test_append_is_not_gated_by_write_limit():
+    # Java: hasRoomFor is the gate; append itself always writes, growing the buffer if needed.
+    b = MemoryRecordsBuilder(bytearray(80), write_limit=80)
+    b.append(TS, None, b"a" * 10)
+    assert not b.has_room_for(TS, None, b"b" * 100)
+    b.append(TS, None, b"b" * 100)
+    assert b.is_full() and b.stream.limit > 80
+    assert [r.value for r in iter_records(b.build())] == [b"a" * 10, b"b" * 100]

@@ -31,11 +31,11 @@ cdef class MemoryRecordsBuilder:
         # Soft size limit (Java writeLimit, default the buffer's capacity): once the estimated
         # size reaches it, is_full() is true.  An empty batch still takes one record.
         Py_ssize_t _write_limit
-        # Idempotence/transactions: written into the header at close.
-        int64_t _producer_id
-        int16_t _producer_epoch
-        int32_t _base_sequence
-        bint _is_transactional
+        # Idempotence/transactions, written into the header at close (-1: not idempotent).
+        int64_t _producer_id         # from InitProducerId
+        int16_t _producer_epoch      # bumped by the broker on fencing / epoch bump
+        int32_t _base_sequence       # sequence number of the first record of the batch
+        bint _is_transactional       # attribute bit 4
         # Java appendStream == CLOSED_STREAM: no more appends (full, drained, or aborted).
         bint _appends_closed
         # Java builtRecords != null: header and CRC written, build() returns the bytes.
@@ -84,9 +84,11 @@ cdef class MemoryRecordsBuilder:
     cdef int _write_header(self) except -1
 
 
+# Reader results: built once by iter_batches/iter_records and never changed after, so any thread
+# may read them.
 cdef class Record:
     cdef readonly int64_t offset            # base_offset + offset delta
-    cdef readonly int64_t timestamp         # base_timestamp + timestamp delta (ms)
+    cdef readonly int64_t timestamp         # base_timestamp + delta, or max_timestamp (LogAppend)
     cdef readonly int timestamp_type        # 0 CreateTime, 1 LogAppendTime (from the batch)
     cdef readonly object key                # bytes or None
     cdef readonly object value              # bytes or None
@@ -95,17 +97,17 @@ cdef class Record:
 
 
 cdef class RecordBatch:
-    cdef readonly int64_t base_offset
-    cdef readonly int32_t batch_length          # bytes after the batchLength field
-    cdef readonly int32_t partition_leader_epoch
-    cdef readonly int magic
-    cdef readonly uint32_t crc
-    cdef readonly int attributes
-    cdef readonly int32_t last_offset_delta
-    cdef readonly int64_t base_timestamp
-    cdef readonly int64_t max_timestamp
-    cdef readonly int64_t producer_id
-    cdef readonly int producer_epoch
-    cdef readonly int32_t base_sequence
-    cdef readonly int32_t record_count
-    cdef readonly list records                  # [Record, ...]
+    cdef readonly int64_t base_offset               # offset of the first record
+    cdef readonly int32_t batch_length              # bytes after the batchLength field
+    cdef readonly int32_t partition_leader_epoch    # set by the broker (-1 from a producer)
+    cdef readonly int magic                         # always 2 here (others are refused)
+    cdef readonly uint32_t crc                      # stored CRC-32C (checked on decode)
+    cdef readonly int attributes                    # codec, timestamp type, txn, control bits
+    cdef readonly int32_t last_offset_delta         # offset delta of the last record
+    cdef readonly int64_t base_timestamp            # first record's timestamp
+    cdef readonly int64_t max_timestamp             # largest timestamp (or the LogAppendTime)
+    cdef readonly int64_t producer_id               # -1 without idempotence
+    cdef readonly int producer_epoch                # -1 without idempotence
+    cdef readonly int32_t base_sequence             # -1 without idempotence
+    cdef readonly int32_t record_count              # records declared in the header
+    cdef readonly list records                      # [Record, ...], decoded and checked

@@ -823,6 +823,9 @@ cdef class MemoryRecordsBuilder:
         self._closed = True
 
     cdef int _write_header(self) except -1:
+        # Held so the memory stays alive while the CRC runs without the GIL, whatever else the
+        # (single-owner) stream is asked to do meanwhile.
+        cdef object _owner = self._stream._buffer
         cdef unsigned char* p = self._stream._data + self._batch_start
         cdef Py_ssize_t size = self._stream._position - self._batch_start
         cdef int attributes = self._compression_type
