@@ -8,14 +8,12 @@ python-snappy and zstandard libraries for the codec framings).
 from __future__ import annotations
 
 import gzip
+import importlib
 import os
 import random
 import struct
 
-import lz4.frame
 import pytest
-import snappy
-import zstandard
 from aiokafka.record.default_records import DefaultRecordBatch as AioBatch
 from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
 from hypothesis import HealthCheck, given, settings
@@ -40,6 +38,19 @@ from kafkacore.core.records import (
 from kafkacore.errors import CorruptRecordError, IllegalStateError
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+
+
+def codec_library(module: str):
+    """python-lz4, python-snappy or zstandard: oracles for the codec framings (test extras).
+
+    Imported per test, so that a missing one fails the tests that need it, with this message,
+    instead of the whole module (kafka-python needs them too, for its snappy/lz4/zstd batches).
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - an environment problem, reported clearly
+        pytest.fail(f"{module} is needed for this test (pip install lz4 zstandard python-snappy):"
+                    f" {exc}")
 CODEC_IDS = {name: i for i, name in enumerate(CODECS)}
 TS = 1_700_000_000_000
 
@@ -307,7 +318,7 @@ def test_snappy_section_is_xerial_framed():
     pos, blocks = 16, []
     while pos < len(section):
         (n,) = struct.unpack_from(">i", section, pos)
-        blocks.append(len(snappy.uncompress(section[pos + 4:pos + 4 + n])))
+        blocks.append(len(codec_library("snappy").uncompress(section[pos + 4:pos + 4 + n])))
         pos += 4 + n
     assert pos == len(section)
     assert blocks[:-1] == [32 * 1024] * (len(blocks) - 1)
@@ -320,12 +331,13 @@ def test_lz4_section_is_kafkas_frame(level):
         section = records_section(build_ours(records, "lz4", compression_level=level))
         # magic, FLG 0x60 (independent blocks, no checksums), BD 0x40 (64 KiB), header checksum
         assert section[:7] == bytes.fromhex("04224d18604082")
-        assert lz4.frame.decompress(section) == plain_section(records)
+        assert codec_library("lz4.frame").decompress(section) == plain_section(records)
 
 
 @pytest.mark.parametrize("level", [None, -5, 1, 3, 19])
 def test_zstd_section(level):
     section = records_section(build_ours(SAMPLE, "zstd", compression_level=level))
+    zstandard = codec_library("zstandard")
     assert zstandard.ZstdDecompressor().decompressobj().decompress(section) == \
         plain_section(SAMPLE)
 
@@ -345,6 +357,7 @@ def test_reader_takes_raw_snappy_and_streaming_zstd_and_gzip_members():
     plain_batch = build_ours(SAMPLE, "none")
     plain = records_section(plain_batch)
     expected = expected_tuples(SAMPLE)
+    snappy, zstandard = codec_library("snappy"), codec_library("zstandard")
     raw_snappy = reframe(plain_batch, "snappy", snappy.compress(plain))
     assert as_tuples(iter_records(raw_snappy)) == expected
     # zstd frame without a content size, as a streaming writer (Java's zstd-jni) produces.
@@ -356,7 +369,7 @@ def test_reader_takes_raw_snappy_and_streaming_zstd_and_gzip_members():
     members = gzip.compress(plain[:half]) + gzip.compress(plain[half:])
     assert as_tuples(iter_records(reframe(plain_batch, "gzip", members))) == expected
     # lz4 frame written by python-lz4 with checksums and linked blocks is still a frame
-    framed = lz4.frame.compress(plain, content_checksum=True, block_checksum=True)
+    framed = codec_library("lz4.frame").compress(plain, content_checksum=True, block_checksum=True)
     assert as_tuples(iter_records(reframe(plain_batch, "lz4", framed))) == expected
 
 
