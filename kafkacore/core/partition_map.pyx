@@ -27,14 +27,10 @@ cdef class CopyOnWriteMap:
     """
 
     def __cinit__(self, mapping=None):
-        self._map = {}
+        self._map = {} if mapping is None else dict(mapping)
         if pthread_mutex_init(&self._mutex, NULL) != 0:
             raise MemoryError("pthread_mutex_init failed")
         self._initialized = True
-
-    def __init__(self, mapping=None):
-        if mapping is not None:
-            self._map = dict(mapping)
 
     def __dealloc__(self):
         if self._initialized:
