@@ -431,9 +431,10 @@ class WriteSummary:
     partition_counts: dict[int, int]  #: acknowledged records per Kafka partition
     seconds: float  #: wall time of the Spark job, driver side
     tasks: int  #: Spark tasks that wrote
-    #: the producers that served the tasks, as (process id, serial): one per Python worker
+    #: the producers that served the tasks, as (process id, serial) pairs, one per Python worker
     producers: frozenset[tuple[int, int]] = field(default_factory=frozenset)
-    first_error: str | None = None  #: the first failure a task saw, as "ErrorClass: message"
+    #: the first failure a task saw (the error's class and message), or None
+    first_error: str | None = None
 
     @property
     def acked(self) -> int:
