@@ -13,6 +13,8 @@ import json
 import os
 import pathlib
 import pickle
+import signal
+import time
 
 import pytest
 from readback import read_confluent, read_kafka_python
@@ -314,6 +316,19 @@ def _send_one(producer, topic):
     return result.partitions[0], result.offsets[0]
 
 
+def _wait_child(pid, timeout_s):
+    """The child's wait status; a child that hangs is killed and the test fails (bounded)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise AssertionError(f"the forked child did not finish within {timeout_s} s")
+
+
 def test_cache_one_producer_per_config_and_fork_builds_a_new_one(bootstrap, make_topic):
     topic = make_topic(1)
     config = _config(bootstrap, **{"client.id": "fork-test"})
@@ -341,7 +356,7 @@ def test_cache_one_producer_per_config_and_fork_builds_a_new_one(bootstrap, make
             finally:
                 os._exit(code)
         os.close(write_end)
-        _, status = os.waitpid(pid, 0)
+        status = _wait_child(pid, timeout_s=60)
         with os.fdopen(read_end, "rb") as f:
             report = json.loads(f.read() or b"{}")
         assert os.waitstatus_to_exitcode(status) == 0, report
