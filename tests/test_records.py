@@ -823,3 +823,26 @@ def test_append_is_not_gated_by_write_limit():
     b.append(TS, None, b"b" * 100)
     assert b.is_full() and b.stream.limit > 80
     assert [r.value for r in iter_records(b.build())] == [b"a" * 10, b"b" * 100]
+
+
+def test_header_key_that_is_not_utf8_encodable():
+    b = MemoryRecordsBuilder(64)
+    with pytest.raises(ValueError, match=r"headers\[0\] key"):
+        b.append(TS, None, None, [("\udc80", b"x")])
+    assert b.num_records == 0
+
+
+def test_headers_in_every_accepted_shape_write_the_same_bytes():
+    shapes = [
+        [("a", b"1"), ("b", None)],
+        (("a", b"1"), ("b", None)),
+        [["a", bytearray(b"1")], ("b", None)],
+        (h for h in [("a", memoryview(b"1")), ("b", None)]),
+    ]
+    built = []
+    for headers in shapes:
+        b = MemoryRecordsBuilder(64)
+        b.append(TS, b"k", b"v", headers)
+        built.append(bytes(b.build()))
+    assert all(x == built[0] for x in built)
+    assert list(iter_records(built[0]))[0].headers == [("a", b"1"), ("b", None)]

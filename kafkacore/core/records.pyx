@@ -61,9 +61,9 @@ from cpython.bytes cimport (
     PyBytes_FromStringAndSize,
     PyBytes_GET_SIZE,
 )
-from cpython.list cimport PyList_CheckExact
+from cpython.list cimport PyList_AsTuple, PyList_CheckExact
 from cpython.memoryview cimport PyMemoryView_FromMemory
-from cpython.tuple cimport PyTuple_CheckExact
+from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_Check, PyUnicode_DecodeUTF8
 from libc.stdint cimport INT32_MAX, uint16_t, uint64_t
 from libc.string cimport memcmp, memcpy
@@ -282,43 +282,62 @@ cdef Py_ssize_t _length_of(object obj, str what) except -2:
     return n
 
 
-cdef object _normalize_headers(object headers):
-    """Headers as a list of (utf-8 key bytes, value bytes or None); TypeError on bad shapes.
+cdef tuple _normalize_headers(object headers, Py_ssize_t* size):
+    """Headers as an immutable tuple of ``(str, bytes | None)`` tuples, and (in ``size[0]``)
+    their wire size without the count; TypeError / ValueError on bad input.
 
-    Headers are rare and small, so we copy values to bytes here and keep the record writer simple.
+    Immutable on purpose: between sizing a record and writing it, an allocation may run a
+    finalizer, which could mutate a list the caller handed us; a tuple of str and bytes cannot
+    change, so what we write is what we sized.  Well-formed input costs one tuple (none for a
+    tuple of tuples); header keys are encoded once, the UTF-8 cached in the str object itself.
     """
-    cdef list out = []
-    cdef Py_ssize_t i = 0
-    if not (PyList_CheckExact(headers) or PyTuple_CheckExact(headers)):
+    cdef tuple seq
+    cdef Py_ssize_t i, count, n, total = 0
+    cdef bint copy = False
+    if PyTuple_CheckExact(headers):
+        seq = <tuple>headers
+    elif PyList_CheckExact(headers):
+        seq = PyList_AsTuple(headers)
+    else:
         if isinstance(headers, (str, bytes, bytearray, dict)):
             raise TypeError("headers must be a sequence of (str, bytes | None) pairs, got "
                             f"{type(headers).__name__}")
         try:
-            headers = list(headers)
+            seq = tuple(headers)
         except TypeError:
             raise TypeError("headers must be a sequence of (str, bytes | None) pairs, got "
                             f"{type(headers).__name__}") from None
-    for item in headers:
-        if not (PyTuple_CheckExact(item) or PyList_CheckExact(item)) or len(item) != 2:
+    count = PyTuple_GET_SIZE(seq)
+    for i in range(count):
+        item = <object>PyTuple_GET_ITEM(seq, i)
+        if PyTuple_CheckExact(item) and PyTuple_GET_SIZE(item) == 2:
+            key = <object>PyTuple_GET_ITEM(item, 0)
+            value = <object>PyTuple_GET_ITEM(item, 1)
+        elif PyList_CheckExact(item) and len(item) == 2:
+            key = item[0]
+            value = item[1]
+            copy = True
+        else:
             raise TypeError(f"headers[{i}] must be a (str, bytes | None) pair, got {item!r:.80}")
-        key, value = item
         if not PyUnicode_Check(key):
             raise TypeError(f"headers[{i}] key must be str, got {type(key).__name__}")
-        if value is not None and not PyBytes_CheckExact(value):
-            _length_of(value, f"headers[{i}] value")
-            value = bytes(value)
-        out.append((key.encode("utf-8"), value))
-        i += 1
-    return out
-
-
-cdef Py_ssize_t _headers_size(list headers) except -1:
-    """Wire size of the headers of one record, without the header count."""
-    cdef Py_ssize_t size = 0
-    for key, value in headers:
-        size += _bytes_field_size(PyBytes_GET_SIZE(key))
-        size += _bytes_field_size(-1 if value is None else PyBytes_GET_SIZE(value))
-    return size
+        try:
+            PyUnicode_AsUTF8AndSize(key, &n)
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"headers[{i}] key cannot be encoded as UTF-8: {exc}") from None
+        total += _bytes_field_size(n)
+        if value is None:
+            total += 1
+        elif PyBytes_CheckExact(value):
+            total += _bytes_field_size(PyBytes_GET_SIZE(value))
+        else:
+            total += _bytes_field_size(_length_of(value, f"headers[{i}] value"))
+            copy = True
+    if copy:
+        seq = tuple([(item[0], item[1] if item[1] is None or PyBytes_CheckExact(item[1])
+                      else bytes(item[1])) for item in seq])
+    size[0] = total
+    return seq
 
 
 def estimate_size_upper_bound(key, value, headers=None):
@@ -328,15 +347,15 @@ def estimate_size_upper_bound(key, value, headers=None):
 
     The producer compares it with ``max.request.size`` and ``buffer.memory`` at ``send()``.
     """
-    cdef Py_ssize_t size = RECORD_BATCH_OVERHEAD + MAX_RECORD_OVERHEAD
-    cdef list hs
+    cdef Py_ssize_t size = RECORD_BATCH_OVERHEAD + MAX_RECORD_OVERHEAD, hsize
+    cdef tuple hs
     size += _bytes_field_size(_length_of(key, "key"))
     size += _bytes_field_size(_length_of(value, "value"))
     if headers is None:
         size += 1
     else:
-        hs = _normalize_headers(headers)
-        size += varint_size(<int32_t>len(hs)) + _headers_size(hs)
+        hs = _normalize_headers(headers, &hsize)
+        size += varint_size(<int32_t>len(hs)) + hsize
     return size
 
 
@@ -478,7 +497,7 @@ cdef object _snappy_decompress(object data):
 cdef inline int _write_record(MemoryRecordsBuilder self, int64_t timestamp_ms,
                               const unsigned char* kp, Py_ssize_t klen,
                               const unsigned char* vp, Py_ssize_t vlen,
-                              list hs, Py_ssize_t hcount, Py_ssize_t hsize) except -1:
+                              tuple hs, Py_ssize_t hcount, Py_ssize_t hsize) except -1:
     """Write one record (key/value as pointer + length, -1 for null; headers normalized and
     sized) and count it (Java ``appendDefaultRecord`` + ``recordWritten``); returns its offset
     delta."""
@@ -643,7 +662,7 @@ cdef class MemoryRecordsBuilder:
         cdef const unsigned char* kp = NULL
         cdef const unsigned char* vp = NULL
         cdef Py_ssize_t klen = -1, vlen = -1, hcount = 0, hsize = 0
-        cdef list hs = None
+        cdef tuple hs = None
 
         # Bytes take the fast path (a pointer, no buffer export); other bytes-likes are exported
         # for the duration of the append.
@@ -680,9 +699,8 @@ cdef class MemoryRecordsBuilder:
             else:
                 raise TypeError(f"value must be bytes-like or None, got {type(value).__name__}")
             if headers is not None:
-                hs = _normalize_headers(headers)
-                hcount = len(hs)
-                hsize = _headers_size(hs)
+                hs = _normalize_headers(headers, &hsize)
+                hcount = PyTuple_GET_SIZE(hs)
             return _write_record(self, timestamp_ms, kp, klen, vp, vlen, hs, hcount, hsize)
         finally:
             if kheld:
@@ -700,14 +718,13 @@ cdef class MemoryRecordsBuilder:
         """
         cdef Py_ssize_t size, hcount = 0, hsize = 0
         cdef int64_t timestamp_delta
-        cdef list hs
+        cdef tuple hs
         # Sizes first: they also check the argument types, so bad input fails here too.
         cdef Py_ssize_t klen = _length_of(key, "key")
         cdef Py_ssize_t vlen = _length_of(value, "value")
         if headers is not None:
-            hs = _normalize_headers(headers)
-            hcount = len(hs)
-            hsize = _headers_size(hs)
+            hs = _normalize_headers(headers, &hsize)
+            hcount = PyTuple_GET_SIZE(hs)
         if self.is_full():
             return False
         if self._num_records == 0:
@@ -980,14 +997,17 @@ def _append_loop(MemoryRecordsBuilder builder not None, Py_ssize_t n, int64_t ti
     return last
 
 
-cdef Py_ssize_t _put_headers(unsigned char* p, list headers) noexcept:
-    """Write headers (already normalized and sized) at ``p``; returns the bytes written."""
-    cdef Py_ssize_t n = 0, length
-    for key, value in headers:
-        length = PyBytes_GET_SIZE(key)
+cdef Py_ssize_t _put_headers(unsigned char* p, tuple headers) except -1:
+    """Write headers (normalized and sized by the caller) at ``p``; returns the bytes written."""
+    cdef Py_ssize_t n = 0, i, length
+    cdef const char* key_utf8
+    for i in range(PyTuple_GET_SIZE(headers)):
+        item = <object>PyTuple_GET_ITEM(headers, i)
+        key_utf8 = PyUnicode_AsUTF8AndSize(<object>PyTuple_GET_ITEM(item, 0), &length)  # cached
         n += put_varint(p + n, <int32_t>length)
-        memcpy(p + n, PyBytes_AS_STRING(key), <size_t>length)
+        memcpy(p + n, key_utf8, <size_t>length)
         n += length
+        value = <object>PyTuple_GET_ITEM(item, 1)
         if value is None:
             n += put_varint(p + n, -1)
         else:
