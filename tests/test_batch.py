@@ -8,15 +8,18 @@ import concurrent.futures
 import gc
 import logging
 import pickle
+import signal
 import threading
 import time
 import weakref
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
 from kafkacore.core.batch import FutureRecordMetadata, ProducerBatch, RecordMetadata
-from kafkacore.core.records import MemoryRecordsBuilder, iter_records
+from kafkacore.core.records import MemoryRecordsBuilder, estimate_size_upper_bound, iter_records
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 
 TOPIC = "events"
@@ -274,6 +277,31 @@ def test_a_waiting_thread_is_released_by_done_on_another_thread():
         t.join(5)
         assert not t.is_alive()
     assert {i: m.offset for i, m in got.items()} == {0: 1000, 1: 1001, 2: 1002}
+
+
+def test_a_signal_interrupts_a_wait_in_the_main_thread():
+    # Ctrl-C must reach a main thread blocked in result(): the wait lets signal handlers run.
+    class Interrupted(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Interrupted
+
+    batch = make_batch()
+    (future,) = append_records(batch, 1)
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        started = time.monotonic()
+        with pytest.raises(Interrupted):
+            future.result(timeout=5)  # without signal handling: KafkaTimeoutError after 5 s
+        assert time.monotonic() - started < 4
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert not future.done()
+    batch.done(0, -1, None)
+    assert future.result(timeout=0).offset == 0
 
 
 def test_a_waiting_thread_sees_the_failure():
@@ -566,6 +594,42 @@ def test_split_pieces_can_fail_separately():
     for f in futures[first.record_count :]:
         assert f.exception(0) is None
     assert len(recorder.calls) == 10
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=700), min_size=1, max_size=30),
+    split_size=st.integers(min_value=64, max_value=3000),
+)
+def test_split_property_every_record_once_in_order(sizes, split_size):
+    batch = make_batch(capacity=65536)
+    calls = []
+    futures = [
+        batch.try_append(
+            CREATED_MS + i,
+            None,
+            bytes([i % 256]) * n,
+            None,
+            lambda m, e, i=i: calls.append((i, m.offset)),
+            CREATED_MS,
+        )
+        for i, n in enumerate(sizes)
+    ]
+    batch.close()
+    pieces = batch.split(split_size)
+    values = []
+    base = 0
+    for piece in pieces:
+        records = list(iter_records(piece.records()))
+        values += [r.value for r in records]
+        # Java's rule: a piece is sized for its first record or split_size, whichever is larger.
+        limit = max(split_size, estimate_size_upper_bound(records[0].key, records[0].value, None))
+        assert piece.record_count == 1 or piece.estimated_size_in_bytes() <= limit
+        piece.done(base, -1, None)
+        base += 1000
+    assert values == [bytes([i % 256]) * n for i, n in enumerate(sizes)]
+    assert [i for i, _ in calls] == list(range(len(sizes)))
+    assert [f.result(0).offset for f in futures] == [offset for _, offset in calls]
 
 
 def test_split_gives_the_pieces_consecutive_sequences():
