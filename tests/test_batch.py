@@ -758,6 +758,8 @@ def test_bad_append_arguments():
         batch.try_append(0, None, b"v", [(1, b"x")], None, 0)
     assert batch.record_count == 0  # nothing half-appended
     assert batch.try_append(0, None, b"v", None, None, 0) is not None
+    batch.close()
+    assert [r.value for r in iter_records(batch.records())] == [b"v"]  # the builder is intact
 
 
 def test_bad_completion_arguments():
