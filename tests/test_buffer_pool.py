@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkacore.core.buffer_pool import BufferPool, BufferPoolStatistics
+from kafkacore.core.bytestream import ByteBufferOutputStream
 from kafkacore.errors import (
     BufferExhaustedError,
     IllegalStateError,
@@ -167,6 +168,24 @@ def test_grown_buffer_returns_its_memory_but_is_not_pooled():
     pool.deallocate(b, POOLABLE)
     s = books_balance(pool)
     assert (s.free_buffers, s.unallocated_memory) == (0, 1000)
+
+
+def test_with_the_real_byte_buffer_output_stream():
+    """The batch's stream writes into a pooled buffer; if it grows, the pool gets bytes back."""
+    pool = BufferPool(1000, POOLABLE)
+    fits = ByteBufferOutputStream(pool.allocate(POOLABLE, 0))
+    fits.write(b"x" * POOLABLE)
+    grows = ByteBufferOutputStream(pool.allocate(POOLABLE, 0))
+    original = grows.buffer
+    grows.write(b"y" * (POOLABLE + 1))  # Java's rule: a new, bigger buffer
+    assert grows.buffer is not original and len(grows.buffer) > POOLABLE
+
+    pool.deallocate(fits.buffer, fits.initial_capacity)
+    pool.deallocate(grows.buffer, grows.initial_capacity)
+    s = books_balance(pool)
+    # Only the stream that kept its pooled buffer gave a buffer back; the other gave bytes.
+    assert (s.free_buffers, s.unallocated_memory, s.allocated_memory) == (1, 900, 0)
+    assert pool.allocate(POOLABLE, 0) is fits.buffer
 
 
 def test_only_exact_bytearrays_are_pooled():
