@@ -579,3 +579,54 @@ def test_bookkeeping_matches_a_model_of_javas_rules(ops):
     for buf, size in held:
         pool.deallocate(buf, size)
     assert pool.available_memory() == 600
+
+
+def test_stress_with_timeouts_and_grown_buffers():
+    """Threads that hold several buffers, give up after 0-20 ms, and sometimes return grown ones:
+    timeouts race with hand-overs all the time, and the books must still balance at the end."""
+    poolable = 1000
+    pool = BufferPool(5 * poolable, poolable)
+    errors, counts = [], {"ok": 0, "timed out": 0}
+    count_lock = threading.Lock()
+    stop = time.monotonic() + 2.0
+
+    def work(tid):
+        rnd = random.Random(tid)
+        held = []
+        try:
+            while time.monotonic() < stop:
+                if rnd.random() < 0.5 or not held:
+                    size = rnd.choice([poolable, poolable, 1, 333, 2500, 4999, 5 * poolable])
+                    try:
+                        buf = pool.allocate(size, rnd.choice([0, 1, 5, 20]))
+                    except BufferExhaustedError:
+                        with count_lock:
+                            counts["timed out"] += 1
+                        continue
+                    buf[0] = tid
+                    held.append((buf, size))
+                    with count_lock:
+                        counts["ok"] += 1
+                if held and (len(held) > 2 or rnd.random() < 0.5):
+                    buf, size = held.pop(rnd.randrange(len(held)))
+                    if buf[0] != tid:
+                        errors.append(f"thread {tid}: someone else wrote into our buffer")
+                    if rnd.random() < 0.1:
+                        buf = bytearray(len(buf) + 5)  # grown
+                    pool.deallocate(buf, size)
+        except BaseException as e:  # noqa: B036
+            errors.append(e)
+        finally:
+            for buf, size in held:
+                pool.deallocate(buf, size)
+
+    workers = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    assert errors == []
+    assert counts["ok"] > 0 and counts["timed out"] > 0
+    s = books_balance(pool)
+    assert (s.waiters, s.allocated_memory, s.reserved_memory) == (0, 0, 0)
+    assert s.available_memory == 5 * poolable
