@@ -744,6 +744,8 @@ def test_bad_constructor_arguments():
         ProducerBatch("", 0, MemoryRecordsBuilder(1024), 0)
     with pytest.raises(ValueError, match="partition"):
         ProducerBatch("t", -1, MemoryRecordsBuilder(1024), 0)
+    with pytest.raises(TypeError, match="partition"):
+        ProducerBatch("t", 1.0, MemoryRecordsBuilder(1024), 0)
     with pytest.raises(TypeError):
         ProducerBatch("t", 0, bytearray(1024), 0)
     with pytest.raises(TypeError):

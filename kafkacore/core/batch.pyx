@@ -104,13 +104,16 @@ cdef inline int32_t _serialized_size(object data, str what) except -2:
     return <int32_t>n
 
 
-cdef inline int64_t _milliseconds(object ms, str what) except? -1:
-    """An integer clock reading or timestamp.  Floats are refused, not truncated."""
-    if PyLong_CheckExact(ms):
-        return ms
-    if isinstance(ms, float) or not PyIndex_Check(ms):
-        raise TypeError(f"{what} must be an int (milliseconds), not {type(ms).__name__}")
-    return PyNumber_Index(ms)
+cdef inline int64_t _as_int64(object value, str what) except? -1:
+    """An integer argument (a clock reading, a timestamp, a partition).
+
+    Cython's own conversion to a C integer would truncate a float; we refuse it instead.
+    """
+    if PyLong_CheckExact(value):
+        return value
+    if isinstance(value, float) or not PyIndex_Check(value):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    return PyNumber_Index(value)
 
 
 cdef inline str _check_topic(object topic):
@@ -456,22 +459,23 @@ cdef class ProducerBatch:
         if self._state_lock != NULL:
             PyThread_free_lock(self._state_lock)
 
-    def __init__(self, topic, int partition, MemoryRecordsBuilder builder not None,
+    def __init__(self, topic, partition, MemoryRecordsBuilder builder not None,
                  created_ms, bint is_split_batch=False):
+        cdef int64_t partition_number = _as_int64(partition, "partition")
         if self._builder is not None:
             raise IllegalStateError("ProducerBatch.__init__ called twice")
-        if partition < 0:
-            raise ValueError(f"partition must be >= 0, not {partition}")
+        if not 0 <= partition_number <= 0x7FFFFFFF:
+            raise ValueError(f"partition must be in 0..2**31-1, not {partition_number}")
         if builder._num_records != 0 or builder._appends_closed:
             raise ValueError("a ProducerBatch starts from an empty, open MemoryRecordsBuilder")
         self.topic = _check_topic(topic)
-        self.partition = partition
+        self.partition = <int>partition_number
         self._builder = builder
         self._result = ProduceRequestResult.__new__(ProduceRequestResult)
         self._result.topic = self.topic
-        self._result.partition = partition
+        self._result.partition = self.partition
         self._thunks = []
-        self.created_ms = _milliseconds(created_ms, "created_ms")
+        self.created_ms = _as_int64(created_ms, "created_ms")
         self.last_append_ms = self.created_ms
         self.last_attempt_ms = self.created_ms
         self.drained_ms = 0
@@ -492,8 +496,8 @@ cdef class ProducerBatch:
         cdef int32_t key_size, value_size
         cdef Py_ssize_t written_before, size
         cdef int offset_delta
-        cdef int64_t timestamp = _milliseconds(timestamp_ms, "timestamp_ms")
-        cdef int64_t now = _milliseconds(now_ms, "now_ms")
+        cdef int64_t timestamp = _as_int64(timestamp_ms, "timestamp_ms")
+        cdef int64_t now = _as_int64(now_ms, "now_ms")
         if callback is not None and not PyCallable_Check(callback):
             raise TypeError(f"callback must be callable or None, not {type(callback).__name__}")
         key_size = _serialized_size(key, "key")
