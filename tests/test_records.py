@@ -846,3 +846,17 @@ def test_headers_in_every_accepted_shape_write_the_same_bytes():
         built.append(bytes(b.build()))
     assert all(x == built[0] for x in built)
     assert list(iter_records(built[0]))[0].headers == [("a", b"1"), ("b", None)]
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_close_with_a_live_stream_view_fails_cleanly(codec):
+    b = MemoryRecordsBuilder(256, compression=codec)
+    b.append(TS, b"k", b"v" * 50)
+    view = b.stream.getbuffer()
+    with pytest.raises(BufferError):
+        b.close()
+    assert not b.is_closed and not b.is_full()  # nothing changed: still open for appends
+    view.release()
+    b.append(TS, b"k2", None)
+    b.close()
+    assert [r.key for r in iter_records(b.build())] == [b"k", b"k2"]

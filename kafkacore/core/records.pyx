@@ -817,6 +817,10 @@ cdef class MemoryRecordsBuilder:
                                     " aborted")
         if self._closed:
             return
+        if self._num_records and self._stream._exports:
+            # A view of the stream is alive: it must not see the header (or the compressed
+            # records) appear under it.  Nothing has changed yet; release the view and retry.
+            self._stream._refuse_exported()
         self._appends_closed = True
         if self._num_records == 0:
             self._closed = True
@@ -832,7 +836,12 @@ cdef class MemoryRecordsBuilder:
             finally:
                 section.release()
             self._stream._position = records_start
-            self._stream.write_object(compressed)
+            try:
+                self._stream.write_object(compressed)
+            except BaseException:
+                # Growth failed (MemoryError) before a byte was copied: the records are intact.
+                self._stream._position = records_end
+                raise
             self._compressed_records_size = self._stream._position - records_start
         else:
             self._compressed_records_size = self._uncompressed_records_size
