@@ -379,7 +379,8 @@ class RecordAccumulator:
                         except ValueError:
                             pass
                         batch.close()
-                batch.abort(exception)
+                if not batch.is_done:  # one answered meanwhile keeps its outcome
+                    batch.abort(exception)
                 self.deallocate(batch)
             # An append may still be adding a batch (it started before close): look again.
             time.sleep(0.001)
