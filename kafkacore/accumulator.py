@@ -378,7 +378,7 @@ class RecordAccumulator:
                             pq.batches.remove(batch)
                         except ValueError:
                             pass
-                        batch.close()
+                        batch.abort_record_appends()
                 if not batch.is_done:  # one answered meanwhile keeps its outcome
                     batch.abort(exception)
                 self.deallocate(batch)
