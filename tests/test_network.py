@@ -5,8 +5,11 @@ correlation ids, an old ApiVersions).  The servers speak through our codec's bro
 
 from __future__ import annotations
 
+import ast
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 
@@ -84,30 +87,49 @@ def produce_body(topic, batches, acks=-1):
     }
 
 
-def read_back(bootstrap, topic, partitions, expected, timeout_s=20.0):
-    """Every (partition, key, value) in the topic, read with confluent-kafka (librdkafka)."""
-    from confluent_kafka import Consumer, TopicPartition
+_READ_BACK = """
+import sys, time
+from confluent_kafka import Consumer, TopicPartition
+bootstrap, topic, partitions, expected, timeout_s = sys.argv[1:]
+consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkacore-test",
+                     "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+consumer.assign([TopicPartition(topic, p, 0) for p in range(int(partitions))])
+got = []
+deadline = time.monotonic() + float(timeout_s)
+while len(got) < int(expected) and time.monotonic() < deadline:
+    msg = consumer.poll(0.5)
+    if msg is None or msg.error():
+        continue
+    got.append((msg.partition(), msg.key(), msg.value()))
+consumer.close()
+print(repr(got))
+"""
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "kafkacore-test",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-        }
+
+def read_back(bootstrap, topic, partitions, expected, timeout_s=20.0):
+    """Every (partition, key, value) in the topic, read with confluent-kafka (librdkafka).
+
+    In a child process: librdkafka's objects have crashed this test process during garbage
+    collection while other threads ran (confluent-kafka-python issue #1761), and a crash there
+    would take every later test with it.
+    """
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _READ_BACK,
+            bootstrap,
+            topic,
+            str(partitions),
+            str(expected),
+            str(timeout_s),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s + 30,
     )
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        got = []
-        deadline = time.monotonic() + timeout_s
-        while len(got) < expected and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None or msg.error():
-                continue
-            got.append((msg.partition(), msg.key(), msg.value()))
-        return got
-    finally:
-        consumer.close()
+    assert done.returncode == 0, done.stderr
+    return ast.literal_eval(done.stdout.strip())
 
 
 class FakeBroker:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafkacore import errors
@@ -187,7 +187,7 @@ _TYPE_DEFAULTS: dict[str, Any] = {
 class Struct:
     """A structure: an ordered list of fields (a message body, or an element of an array)."""
 
-    __slots__ = ("name", "fields", "by_name", "_layouts")
+    __slots__ = ("name", "fields", "by_name", "_layouts", "_plans")
 
     def __init__(self, name: str, field_decls: list[Mapping[str, Any]]) -> None:
         self.name = name
@@ -198,6 +198,8 @@ class Struct:
         # version -> (fields in the fixed layout, tagged fields by tag, absent fields)
         self._layouts: dict[int, tuple[tuple[Field, ...], dict[int, Field], tuple[Field, ...]]]
         self._layouts = {}
+        # (version, compact) -> the compiled encoder/decoder plan (see _Plan).
+        self._plans: dict[tuple[int, bool], _Plan] = {}
 
     def layout(self, version: int) -> tuple[tuple[Field, ...], dict[int, Field], tuple[Field, ...]]:
         """The fields of ``version``: (fixed fields in order, tagged fields by tag, absent)."""
@@ -216,6 +218,13 @@ class Struct:
     def defaults(self, version: int) -> dict[str, Any]:
         fixed, tagged, _ = self.layout(version)
         return {f.name: f.default_for(version) for f in (*fixed, *tagged.values())}
+
+    def plan(self, version: int, compact: bool) -> _Plan:
+        """The fields of ``version`` turned into small encode/decode functions, made once."""
+        cached = self._plans.get((version, compact))
+        if cached is None:
+            cached = self._plans[(version, compact)] = _Plan(self, version, compact)
+        return cached
 
 
 class Message:
@@ -319,115 +328,205 @@ def _write_length(w: _Writer, length: int | None, compact: bool, wide: bool) -> 
         w.buf += _INT16.pack(-1 if length is None else length)
 
 
-def _encode_value(w: _Writer, f: Field, value: Any, version: int, compact: bool) -> None:
-    if f.is_array:
+# Each field is compiled, once per (version, compact), into a function enc(writer, value) and a
+# function dec(reader) -> value.  The declarations stay the only description of the messages;
+# the functions only save re-reading them for every field of every message.
+
+Encoder = Callable[[_Writer, Any], None]
+
+
+def _item_encoder(f: Field, version: int, compact: bool) -> Encoder:
+    """enc(writer, value) for one element of ``f`` (the field itself if it is not an array)."""
+    t = f.type
+    nullable = version in f.nullable
+    if t in _FIXED:
+        pack = _FIXED[t].pack
+        accept = (int, float) if t == "float64" else int
+
+        def enc_fixed(w: _Writer, value: Any) -> None:
+            if value.__class__ is bool or not isinstance(value, accept):
+                raise TypeError(f"{t} needs an int, got {type(value).__name__}")
+            w.buf += pack(value)
+
+        return enc_fixed
+    if t == "struct":
+        sub = f.struct
+        assert sub is not None
+
+        def enc_struct(w: _Writer, value: Any) -> None:
+            if not isinstance(value, Mapping):
+                raise TypeError(f"{sub.name} must be a dict, got {type(value).__name__}")
+            _encode_struct(w, sub, value, version, compact)
+
+        return enc_struct
+    if t == "string":
+
+        def enc_string(w: _Writer, value: Any) -> None:
+            if value is None:
+                if not nullable:
+                    raise ValueError("null is not allowed in this version")
+                _write_length(w, None, compact, False)
+                return
+            if not isinstance(value, str):
+                raise TypeError(f"string needs a str, got {type(value).__name__}")
+            data = value.encode("utf-8")
+            if not compact and len(data) > 0x7FFF:
+                raise ValueError(f"string of {len(data)} bytes is too long (32767 at most)")
+            _write_length(w, len(data), compact, False)
+            w.buf += data
+
+        return enc_string
+    if t == "bytes" or t == "records":
+        zero_copy = t == "records"
+
+        def enc_bytes(w: _Writer, value: Any) -> None:
+            if value is None:
+                if not nullable:
+                    raise ValueError("null is not allowed in this version")
+                _write_length(w, None, compact, True)
+                return
+            if not isinstance(value, (bytes, bytearray, memoryview)):
+                raise TypeError(f"{t} needs a bytes-like object, got {type(value).__name__}")
+            view = value if isinstance(value, memoryview) else memoryview(value)
+            if view.format != "B" or view.ndim != 1:
+                view = view.cast("B")
+            _write_length(w, view.nbytes, compact, True)
+            if zero_copy:
+                w.view(view)  # the batch's own memory goes into the list for sendmsg
+            else:
+                w.buf += view
+
+        return enc_bytes
+    if t == "bool":
+
+        def enc_bool(w: _Writer, value: Any) -> None:
+            if value.__class__ is not bool:
+                raise TypeError(f"bool needs True or False, got {value!r}")
+            w.buf.append(1 if value else 0)
+
+        return enc_bool
+    if t == "uuid":
+
+        def enc_uuid(w: _Writer, value: Any) -> None:
+            if not isinstance(value, uuid.UUID):
+                raise TypeError(f"uuid needs a uuid.UUID, got {type(value).__name__}")
+            w.buf += value.bytes
+
+        return enc_uuid
+    raise AssertionError(t)  # pragma: no cover - Field() rejects unknown types
+
+
+def _field_encoder(f: Field, version: int, compact: bool) -> Encoder:
+    """enc(writer, value) for field ``f``: arrays get a count, then their elements."""
+    item = _item_encoder(f, version, compact)
+    if not f.is_array:
+        return item
+    nullable = version in f.nullable
+
+    def enc_array(w: _Writer, value: Any) -> None:
         if value is None:
-            if version not in f.nullable:
+            if not nullable:
                 raise ValueError("null is not allowed in this version")
             _write_length(w, None, compact, True)
             return
         if isinstance(value, (str, bytes, Mapping)):
             raise TypeError(f"an array must be a list, got {type(value).__name__}")
         _write_length(w, len(value), compact, True)
-        for item in value:
-            _encode_item(w, f, item, version, compact)
-        return
-    _encode_item(w, f, value, version, compact)
+        for element in value:
+            item(w, element)
+
+    return enc_array
 
 
-def _encode_item(w: _Writer, f: Field, value: Any, version: int, compact: bool) -> None:
-    t = f.type
-    packer = _FIXED.get(t)
-    if packer is not None:
-        if isinstance(value, bool) or not isinstance(
-            value, (int, float) if t == "float64" else int
-        ):
-            raise TypeError(f"{t} needs an int, got {type(value).__name__}")
-        w.buf += packer.pack(value)
-    elif t == "struct":
-        assert f.struct is not None
-        if not isinstance(value, Mapping):
-            raise TypeError(f"{f.struct.name} must be a dict, got {type(value).__name__}")
-        _encode_struct(w, f.struct, value, version, compact)
-    elif t == "string":
-        if value is None:
-            if version not in f.nullable:
-                raise ValueError("null is not allowed in this version")
-            _write_length(w, None, compact, False)
-            return
-        if not isinstance(value, str):
-            raise TypeError(f"string needs a str, got {type(value).__name__}")
-        data = value.encode("utf-8")
-        if not compact and len(data) > 0x7FFF:
-            raise ValueError(f"string of {len(data)} bytes is too long (32767 at most)")
-        _write_length(w, len(data), compact, False)
-        w.buf += data
-    elif t == "bytes" or t == "records":
-        if value is None:
-            if version not in f.nullable:
-                raise ValueError("null is not allowed in this version")
-            _write_length(w, None, compact, True)
-            return
-        if isinstance(value, str) or not isinstance(value, (bytes, bytearray, memoryview)):
-            raise TypeError(f"{t} needs a bytes-like object, got {type(value).__name__}")
-        view = value if isinstance(value, memoryview) else memoryview(value)
-        if view.format != "B" or view.ndim != 1:
-            view = view.cast("B")
-        _write_length(w, view.nbytes, compact, True)
-        if t == "records":
-            w.view(view)  # the zero-copy path: the batch's own memory goes to sendmsg
-        else:
-            w.buf += view
-    elif t == "bool":
-        if not isinstance(value, bool):
-            raise TypeError(f"bool needs True or False, got {value!r}")
-        w.buf.append(1 if value else 0)
-    elif t == "uuid":
-        if not isinstance(value, uuid.UUID):
-            raise TypeError(f"uuid needs a uuid.UUID, got {type(value).__name__}")
-        w.buf += value.bytes
-    else:  # pragma: no cover - compile_message rejects unknown types
-        raise AssertionError(t)
+def _encode_value(w: _Writer, f: Field, value: Any, version: int, compact: bool) -> None:
+    """Encode one field's value (used for tagged fields and by the docs' pictures)."""
+    _field_encoder(f, version, compact)(w, value)
+
+
+class _Plan:
+    """One structure at one version, compiled: what to write or read, in which order."""
+
+    __slots__ = ("fixed_enc", "tagged_enc", "absent", "fixed_dec", "tagged_dec", "tag_defaults")
+
+    def __init__(self, s: Struct, version: int, compact: bool) -> None:
+        fixed, tagged, absent = s.layout(version)
+
+        def own_compact(f: Field) -> bool:
+            # A per-field flexibleVersions (the request header's client id) overrides.
+            return version in f.flexible_override if f.flexible_override is not None else compact
+
+        self.fixed_enc = tuple(
+            (f, _field_encoder(f, version, own_compact(f)), f.default_for(version)) for f in fixed
+        )
+        self.tagged_enc = tuple(
+            (tag, f, _field_encoder(f, version, True), f.default_for(version))
+            for tag, f in tagged.items()
+        )
+        self.absent = absent
+        # Runs of fixed-size numbers (index, error code, offsets, ...) are read with one
+        # struct.unpack_from each: a step is (None, names, Struct) for a run, (name, dec) else.
+        steps: list[tuple[Any, Any]] = []
+        run: list[Field] = []
+        for f in (*fixed, None):
+            if f is not None and not f.is_array and f.type in _FIXED:
+                run.append(f)
+                continue
+            if len(run) == 1:
+                steps.append((run[0].name, _field_decoder(run[0], version, compact)))
+            elif run:
+                fmt = ">" + "".join(_FIXED[x.type].format[1:] for x in run)
+                steps.append((None, (tuple(x.name for x in run), struct.Struct(fmt))))
+            run = []
+            if f is not None:
+                steps.append((f.name, _field_decoder(f, version, own_compact(f))))
+        self.fixed_dec = tuple(steps)
+        self.tagged_dec = {
+            tag: (f.name, _field_decoder(f, version, True)) for tag, f in tagged.items()
+        }
+        # A tagged field missing from the input has its default; mutable ones are made afresh.
+        self.tag_defaults = tuple(
+            (f.name, f.default_for(version), isinstance(f.default_for(version), (list, dict)))
+            for f in tagged.values()
+        )
 
 
 def _encode_struct(
     w: _Writer, s: Struct, value: Mapping[str, Any], version: int, compact: bool
 ) -> None:
-    fixed, tagged, absent = s.layout(version)
+    plan = s.plan(version, compact)
+    by_name = s.by_name
     for key in value:
-        if key not in s.by_name:
+        if key not in by_name:
             raise ValueError(f"{s.name} has no field {key!r}")
-    for f in absent:
+    for f in plan.absent:
         # A value for a field this version lacks may be dropped only if the field is ignorable.
         if f.name in value and not f.ignorable and value[f.name] != f.default_for(version):
             raise errors.UnsupportedVersionError(
                 f"{s.name}.{f.name} = {value[f.name]!r} cannot be sent in version {version}"
             )
-    for f in fixed:
-        v = value[f.name] if f.name in value else f.default_for(version)
-        field_compact = compact
-        if f.flexible_override is not None:
-            field_compact = version in f.flexible_override
+    for f, enc, default in plan.fixed_enc:
         try:
-            _encode_value(w, f, v, version, field_compact)
+            enc(w, value.get(f.name, default))
         except (TypeError, ValueError, OverflowError, struct.error) as exc:
             raise _located(exc, s, f, version) from exc
     if compact:
-        _encode_tags(w, s, tagged, value, version)
+        _encode_tags(w, s, plan, value, version)
 
 
 def _encode_tags(
-    w: _Writer, s: Struct, tagged: dict[int, Field], value: Mapping[str, Any], version: int
+    w: _Writer, s: Struct, plan: _Plan, value: Mapping[str, Any], version: int
 ) -> None:
-    present = []
-    for tag, f in tagged.items():
-        if f.name in value and value[f.name] != f.default_for(version):
-            present.append((tag, f, value[f.name]))
+    # Only tagged fields that differ from their default are sent, in increasing tag order.
+    present = [
+        (tag, f, enc, value[f.name])
+        for tag, f, enc, default in plan.tagged_enc
+        if f.name in value and value[f.name] != default
+    ]
     _write_uvarint(w.buf, len(present))
-    for tag, f, v in present:
+    for tag, f, enc, v in present:
         sub = _Writer()
         try:
-            _encode_value(sub, f, v, version, True)
+            enc(sub, v)
         except (TypeError, ValueError, OverflowError, struct.error) as exc:
             raise _located(exc, s, f, version) from exc
         data = b"".join(sub.result())  # tagged fields are small; a copy is fine here
@@ -521,69 +620,117 @@ def _read_length(r: _Reader, compact: bool, wide: bool) -> int | None:
     return n
 
 
-def _decode_value(r: _Reader, f: Field, version: int, compact: bool) -> Any:
-    if f.is_array:
-        n = _read_length(r, compact, True)
-        if n is None:
-            if version not in f.nullable:
-                raise ProtocolError(f"{f.name}: null array in a version where it is not nullable")
-            return None
-        if n > r.end - r.pos:  # every element takes at least one byte: refuse absurd counts
-            raise ProtocolError(f"{f.name}: array of {n} elements in {r.end - r.pos} bytes")
-        return [_decode_item(r, f, version, compact) for _ in range(n)]
-    return _decode_item(r, f, version, compact)
+Decoder = Callable[[_Reader], Any]
 
 
-def _decode_item(r: _Reader, f: Field, version: int, compact: bool) -> Any:
+def _item_decoder(f: Field, version: int, compact: bool) -> Decoder:
+    """dec(reader) -> one element of ``f`` (the field itself if it is not an array)."""
     t = f.type
-    packer = _FIXED.get(t)
-    if packer is not None:
-        return r.unpack(packer)
+    nullable = version in f.nullable
+    name = f.name
+    if t in _FIXED:
+        unpack_from = _FIXED[t].unpack_from
+        size = _FIXED[t].size
+
+        def dec_fixed(r: _Reader) -> Any:
+            pos = r.pos
+            if pos + size > r.end:
+                raise ProtocolError(f"{name}: truncated, need {size} bytes at offset {pos}")
+            r.pos = pos + size
+            return unpack_from(r.data, pos)[0]
+
+        return dec_fixed
     if t == "struct":
-        assert f.struct is not None
-        return _decode_struct(r, f.struct, version, compact)
+        sub = f.struct
+        assert sub is not None
+
+        def dec_struct(r: _Reader) -> Any:
+            return _decode_struct(r, sub, version, compact)
+
+        return dec_struct
     if t == "string":
-        n = _read_length(r, compact, False)
-        if n is None:
-            if version not in f.nullable:
-                raise ProtocolError(f"{f.name}: null string in a version where it is not nullable")
-            return None
-        try:
-            return str(r.take(n), "utf-8")
-        except UnicodeDecodeError as exc:
-            raise ProtocolError(f"{f.name}: invalid UTF-8: {exc}") from None
+
+        def dec_string(r: _Reader) -> Any:
+            n = _read_length(r, compact, False)
+            if n is None:
+                if not nullable:
+                    raise ProtocolError(f"{name}: null string where it is not nullable")
+                return None
+            try:
+                return str(r.take(n), "utf-8")
+            except UnicodeDecodeError as exc:
+                raise ProtocolError(f"{name}: invalid UTF-8: {exc}") from None
+
+        return dec_string
     if t == "bytes" or t == "records":
-        n = _read_length(r, compact, True)
-        if n is None:
-            if version not in f.nullable:
-                raise ProtocolError(f"{f.name}: null bytes in a version where it is not nullable")
-            return None
-        return bytes(r.take(n))
+
+        def dec_bytes(r: _Reader) -> Any:
+            n = _read_length(r, compact, True)
+            if n is None:
+                if not nullable:
+                    raise ProtocolError(f"{name}: null bytes where they are not nullable")
+                return None
+            return bytes(r.take(n))
+
+        return dec_bytes
     if t == "bool":
-        return r.take(1)[0] != 0
+        return lambda r: r.take(1)[0] != 0
     if t == "uuid":
-        return uuid.UUID(bytes=bytes(r.take(16)))
+        return lambda r: uuid.UUID(bytes=bytes(r.take(16)))
     raise AssertionError(t)  # pragma: no cover
 
 
+def _field_decoder(f: Field, version: int, compact: bool) -> Decoder:
+    """dec(reader) -> the value of field ``f``; arrays read a count, then their elements."""
+    item = _item_decoder(f, version, compact)
+    if not f.is_array:
+        return item
+    nullable = version in f.nullable
+    name = f.name
+
+    def dec_array(r: _Reader) -> Any:
+        n = _read_length(r, compact, True)
+        if n is None:
+            if not nullable:
+                raise ProtocolError(f"{name}: null array where it is not nullable")
+            return None
+        if n > r.end - r.pos:  # every element takes at least one byte: refuse absurd counts
+            raise ProtocolError(f"{name}: array of {n} elements in {r.end - r.pos} bytes")
+        return [item(r) for _ in range(n)]
+
+    return dec_array
+
+
 def _decode_struct(r: _Reader, s: Struct, version: int, compact: bool) -> dict[str, Any]:
-    fixed, tagged, _ = s.layout(version)
+    plan = s.plan(version, compact)
     out: dict[str, Any] = {}
-    for f in fixed:
-        field_compact = compact
-        if f.flexible_override is not None:
-            field_compact = version in f.flexible_override
-        out[f.name] = _decode_value(r, f, version, field_compact)
+    for name, dec in plan.fixed_dec:
+        if name is not None:
+            out[name] = dec(r)
+            continue
+        names, packer = dec  # a run of fixed-size fields, one unpack for all
+        pos = r.pos
+        if pos + packer.size > r.end:
+            raise ProtocolError(f"{s.name}: truncated, need {packer.size} bytes at offset {pos}")
+        r.pos = pos + packer.size
+        out.update(zip(names, packer.unpack_from(r.data, pos), strict=True))
     if compact:
-        for f in tagged.values():
-            out[f.name] = f.default_for(version)
-        _decode_tags(r, s, tagged, version, out)
+        for name, default, mutable in plan.tag_defaults:
+            out[name] = _fresh(default) if mutable else default
+        _decode_tags(r, s, plan, out)
     return out
 
 
-def _decode_tags(
-    r: _Reader, s: Struct, tagged: dict[int, Field], version: int, out: dict[str, Any]
-) -> None:
+def _fresh(value: Any) -> Any:
+    """A new copy of a default made of dicts and lists (the caller may change what we return)."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    return value
+
+
+def _decode_tags(r: _Reader, s: Struct, plan: _Plan, out: dict[str, Any]) -> None:
     count = r.uvarint()
     last = -1
     for _ in range(count):
@@ -594,14 +741,15 @@ def _decode_tags(
         last = tag
         start = r.pos
         r.take(size)  # bounds check, and skips the field if we do not know it
-        f = tagged.get(tag)
-        if f is None:
+        known = plan.tagged_dec.get(tag)
+        if known is None:
             continue  # an unknown tag: a newer peer's optional field, skipped on purpose
+        name, dec = known
         sub = _Reader(r.data, start, start + size)
-        out[f.name] = _decode_value(sub, f, version, True)
+        out[name] = dec(sub)
         if sub.pos != sub.end:
             raise ProtocolError(
-                f"{s.name}.{f.name}: tagged field has {sub.end - sub.pos} extra bytes"
+                f"{s.name}.{name}: tagged field has {sub.end - sub.pos} extra bytes"
             )
 
 
