@@ -8,7 +8,15 @@ from kafkacore.core.batch import FutureRecordMetadata, ProducerBatch, RecordMeta
 from kafkacore.core.buffer_pool import BufferPool
 from kafkacore.core.bytestream import ByteBufferOutputStream
 from kafkacore.core.partition_map import CopyOnWriteMap
-from kafkacore.core.records import MemoryRecordsBuilder, Record, crc32c, iter_records
+from kafkacore.core.records import (
+    MemoryRecordsBuilder,
+    Record,
+    RecordBatch,
+    crc32c,
+    estimate_size_upper_bound,
+    iter_batches,
+    iter_records,
+)
 
 __all__ = [
     "BufferPool",
@@ -18,8 +26,11 @@ __all__ = [
     "MemoryRecordsBuilder",
     "ProducerBatch",
     "Record",
+    "RecordBatch",
     "RecordMetadata",
     "crc32c",
+    "estimate_size_upper_bound",
+    "iter_batches",
     "iter_records",
 ]
 
