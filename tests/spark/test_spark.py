@@ -210,10 +210,32 @@ def test_task_retry_leaves_no_record_missing(spark, bootstrap, make_topic, tmp_p
     assert marker.read_text() == "attempt 0"  # the failure really happened, once
     assert summary.records == n and summary.failures == 0
 
-    got = read_confluent(bootstrap, topic, partitions, n + 2000, timeout_s=20)
-    counts = collections.Counter(json.loads(r.value)["id"] for r in got)
+    counts = _read_ids(bootstrap, topic, partitions, n)
     assert set(counts) == set(range(n))  # nothing missing
     assert all(c >= 1 for c in counts.values())
+
+
+def _read_ids(bootstrap, topic, partitions, n, timeout_s=60.0):
+    """How often each event id is in the topic (read by confluent-kafka from offset 0): until
+    every id 0..n-1 was seen once or the bound ran out, then one more second for duplicates."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkacore-spark-tests",
+                        "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    counts = collections.Counter()
+    deadline = time.monotonic() + timeout_s
+    try:
+        settle = None
+        while time.monotonic() < (settle or deadline):
+            for m in consumer.consume(5000, timeout=0.2):
+                assert not m.error(), m.error()
+                counts[json.loads(m.value())["id"]] += 1
+            if settle is None and len(counts) >= n:
+                settle = time.monotonic() + 1.0
+    finally:
+        consumer.close()
+    return counts
 
 
 # -- errors on the driver, before any job starts ----------------------------------------------
