@@ -7,9 +7,10 @@ per-record work is the compiled ``ProducerBatch.try_append``.
 
 Locks (DESIGN.md principle 6):
 
-- ``self._batches`` is a :class:`~kafkacore.core.CopyOnWriteMap`: reads take no lock.
-- each partition's :class:`PartitionQueue` has its own ``lock`` guarding its ``deque`` and the
-  batches in it (appends to the last batch, drains from the first);
+- ``self.batches`` is a :class:`~kafkacore.core.CopyOnWriteMap`: reads take no lock.
+- each partition's :class:`~kafkacore.core.appender.PartitionQueue` has its own lock (``with
+  queue:``) guarding its ``batches`` deque and the batches in it (appends to the last batch,
+  drains from the first);
 - ``self._incomplete`` (every batch created and not yet deallocated) has its own lock;
 - ``_muted`` and ``_drain_index`` are touched by the Sender thread only.
 """
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.core import BufferPool, CopyOnWriteMap, MemoryRecordsBuilder, ProducerBatch
+from kafkacore.core.appender import PartitionQueue
 from kafkacore.core.records import estimate_size_upper_bound
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 
@@ -30,16 +32,6 @@ if TYPE_CHECKING:
     from kafkacore.idempotence import TransactionManager
 
 TopicPartition = tuple  # (topic: str, partition: int)
-
-
-class PartitionQueue:
-    """The batches of one partition, oldest first, and the lock that guards them."""
-
-    __slots__ = ("lock", "batches")
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.batches: deque[ProducerBatch] = deque()
 
 
 @dataclass
@@ -76,7 +68,8 @@ class RecordAccumulator:
         self.delivery_timeout_ms = delivery_timeout_ms
         self.pool = pool
         self.transaction_manager = transaction_manager
-        self._batches: CopyOnWriteMap = CopyOnWriteMap()
+        #: tp -> PartitionQueue; the compiled send path reads it too.
+        self.batches: CopyOnWriteMap = CopyOnWriteMap()
         # Every batch created and not yet deallocated -> whether its buffer came from the pool
         # (split batches live on plain heap buffers and give nothing back).
         self._incomplete: dict[ProducerBatch, bool] = {}
@@ -112,14 +105,14 @@ class RecordAccumulator:
         batch meanwhile, and only then start a batch of our own.
         """
         tp = (topic, partition)
-        pq = self._batches.get(tp)
+        pq = self.batches.get(tp)
         if pq is None:
-            pq = self._batches.put_if_absent(tp, PartitionQueue())
+            pq = self.batches.put_if_absent(tp, PartitionQueue())
         with self._appends_lock:
             self._appends_in_progress += 1
         buffer = None
         try:
-            with pq.lock:
+            with pq:
                 if self.closed:
                     raise IllegalStateError("cannot send: the producer is closed")
                 appended = self._try_append(pq, timestamp_ms, key, value, headers, callback, now_ms)
@@ -127,7 +120,7 @@ class RecordAccumulator:
                     return appended
             size = max(self.batch_size, estimate_size_upper_bound(key, value, headers))
             buffer = self.pool.allocate(size, max_block_ms)
-            with pq.lock:
+            with pq:
                 if self.closed:
                     raise IllegalStateError("cannot send: the producer is closed")
                 appended = self._try_append(pq, timestamp_ms, key, value, headers, callback, now_ms)
@@ -178,8 +171,8 @@ class RecordAccumulator:
         unknown: set[str] = set()
         exhausted = self.pool.queued() > 0
         flushing = self._flushes_in_progress > 0
-        for tp, pq in self._batches.items():
-            with pq.lock:
+        for tp, pq in self.batches.items():
+            with pq:
                 if not pq.batches:
                     continue
                 first = pq.batches[0]
@@ -232,10 +225,10 @@ class RecordAccumulator:
             tp = parts[(start + i) % len(parts)]
             if tp in self._muted:
                 continue
-            pq = self._batches.get(tp)
+            pq = self.batches.get(tp)
             if pq is None:
                 continue
-            with pq.lock:
+            with pq:
                 if not pq.batches:
                     continue
                 first = pq.batches[0]
@@ -266,8 +259,8 @@ class RecordAccumulator:
         younger batch that already has a sequence number (Java's ``insertInSequenceOrder``).
         """
         batch.reenqueued(now_ms)
-        pq = self._batches.get((batch.topic, batch.partition))
-        with pq.lock:
+        pq = self.batches.get((batch.topic, batch.partition))
+        with pq:
             if self.transaction_manager is None or batch.base_sequence < 0:
                 pq.batches.appendleft(batch)
                 return
@@ -282,10 +275,10 @@ class RecordAccumulator:
     def split_and_reenqueue(self, batch: ProducerBatch, now_ms: int) -> int:
         """MESSAGE_TOO_LARGE: split a batch into ones of ``batch.size`` and queue them first."""
         pieces = batch.split(self.batch_size)
-        pq = self._batches.get((batch.topic, batch.partition))
+        pq = self.batches.get((batch.topic, batch.partition))
         with self._incomplete_lock:
             self._incomplete.update(dict.fromkeys(pieces, False))
-        with pq.lock:
+        with pq:
             for piece in reversed(pieces):
                 piece.reenqueued(now_ms)
                 pq.batches.appendleft(piece)
@@ -294,8 +287,8 @@ class RecordAccumulator:
     def expired_batches(self, now_ms: int) -> list[ProducerBatch]:
         """Take out queued batches that have waited past ``delivery.timeout.ms``."""
         expired: list[ProducerBatch] = []
-        for _tp, pq in self._batches.items():
-            with pq.lock:
+        for _tp, pq in self.batches.items():
+            with pq:
                 while pq.batches and pq.batches[0].has_reached_delivery_timeout(
                     self.delivery_timeout_ms, now_ms
                 ):
@@ -321,8 +314,8 @@ class RecordAccumulator:
         self._muted.discard(tp)
 
     def has_undrained(self) -> bool:
-        for _tp, pq in self._batches.items():
-            with pq.lock:
+        for _tp, pq in self.batches.items():
+            with pq:
                 if pq.batches:
                     return True
         return False
@@ -371,9 +364,9 @@ class RecordAccumulator:
             if not batches and not self.appends_in_progress():
                 break
             for batch in batches:
-                pq = self._batches.get((batch.topic, batch.partition))
+                pq = self.batches.get((batch.topic, batch.partition))
                 if pq is not None:
-                    with pq.lock:
+                    with pq:
                         try:
                             pq.batches.remove(batch)
                         except ValueError:

@@ -16,17 +16,13 @@ from typing import Any
 from kafkacore.accumulator import RecordAccumulator
 from kafkacore.config import ProducerConfig
 from kafkacore.core import BufferPool
-from kafkacore.core.records import estimate_size_upper_bound
-from kafkacore.errors import (
-    IllegalStateError,
-    RecordTooLargeError,
-    SerializationError,
-)
+from kafkacore.core.appender import RecordAppender
+from kafkacore.errors import IllegalStateError
 from kafkacore.idempotence import TransactionManager
 from kafkacore.metadata import Metadata
 from kafkacore.metrics import Metrics
-from kafkacore.network.client import NetworkClient, clock_ms
-from kafkacore.partitioner import BuiltInPartitioner, partition_for_key
+from kafkacore.network.client import NetworkClient
+from kafkacore.partitioner import BuiltInPartitioner
 from kafkacore.sender import Sender
 
 log = logging.getLogger("kafkacore")
@@ -54,12 +50,6 @@ class KafkaProducer:
         self._closed = False
         self._close_lock = threading.Lock()
         self._max_block_ms = cfg["max.block.ms"]
-        self._max_request_size = cfg["max.request.size"]
-        self._total_memory = cfg["buffer.memory"]
-        self._key_serializer = cfg["key.serializer"]
-        self._value_serializer = cfg["value.serializer"]
-        self._custom_partitioner = cfg["partitioner.class"]
-        self._ignore_keys = cfg["partitioner.ignore.keys"]
         self._interceptors = list(cfg["interceptor.classes"] or ())
         self._metrics = Metrics()
         self._pool = BufferPool(cfg["buffer.memory"], cfg["batch.size"])
@@ -69,7 +59,9 @@ class KafkaProducer:
         self._accumulator = RecordAccumulator(
             batch_size=cfg["batch.size"],
             compression=codec,
-            compression_level=cfg[f"compression.{codec}.level"] if codec in ("gzip", "lz4", "zstd") else None,
+            compression_level=cfg[f"compression.{codec}.level"]
+            if codec in ("gzip", "lz4", "zstd")
+            else None,
             linger_ms=cfg["linger.ms"],
             retry_backoff_ms=cfg["retry.backoff.ms"],
             retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
@@ -108,12 +100,24 @@ class KafkaProducer:
             transaction_manager=self._transaction_manager,
             metrics=self._metrics,
         )
-        # One sticky partitioner per topic, created on first use.
-        self._sticky: dict[str, BuiltInPartitioner] = {}
-        self._sticky_lock = threading.Lock()
-        self._batch_size = cfg["batch.size"]
+        sticky_batch_size = max(cfg["batch.size"], 1)
+        self._appender = RecordAppender(
+            batches=self._accumulator.batches,
+            accumulator=self._accumulator,
+            metadata=self._metadata,
+            wait_on_metadata=self._wait_on_metadata,
+            wakeup=self._sender.wakeup,
+            key_serializer=cfg["key.serializer"],
+            value_serializer=cfg["value.serializer"],
+            custom_partitioner=cfg["partitioner.class"],
+            ignore_keys=cfg["partitioner.ignore.keys"],
+            max_request_size=cfg["max.request.size"],
+            total_memory=cfg["buffer.memory"],
+            max_block_ms=cfg["max.block.ms"],
+            sticky_factory=lambda topic: BuiltInPartitioner(topic, sticky_batch_size),
+        )
         self._metrics.gauge("buffer-available-bytes", self._pool.available_memory)
-        self._metrics.gauge("buffer-total-bytes", lambda: self._total_memory)
+        self._metrics.gauge("buffer-total-bytes", lambda: cfg["buffer.memory"])
         self._metrics.gauge("waiting-threads", self._pool.queued)
         self._sender.start(f"kafka-producer-network-thread | {self.client_id}")
 
@@ -137,103 +141,23 @@ class KafkaProducer:
         :class:`~kafkacore.errors.RecordTooLargeError`; waiting for metadata or buffer memory
         longer than ``max.block.ms`` raises :class:`~kafkacore.errors.KafkaTimeoutError`.
         """
-        if self._closed:
-            raise IllegalStateError("cannot send after the producer is closed")
         if self._interceptors:
             topic, value, key, partition, timestamp, headers = self._on_send(
                 topic, value, key, partition, timestamp, headers
             )
             callback = self._with_acknowledgement(callback)
-        if type(topic) is not str or not topic:
-            raise TypeError(f"topic must be a non-empty str, not {topic!r}")
-        if self._key_serializer is not None:
-            key = self._key_serializer(topic, key)
-        if self._value_serializer is not None:
-            value = self._value_serializer(topic, value)
-        if key is not None and not isinstance(key, _BYTES_LIKE):
-            raise SerializationError(
-                f"key must be bytes-like or None (or set key.serializer), not {type(key).__name__}"
-            )
-        if value is not None and not isinstance(value, _BYTES_LIKE):
-            raise SerializationError(
-                f"value must be bytes-like or None (or set value.serializer), "
-                f"not {type(value).__name__}"
-            )
-        if partition is not None and (type(partition) is not int or partition < 0):
-            raise ValueError(f"partition must be a non-negative int, not {partition!r}")
-        if timestamp is None:
-            timestamp = int(time.time() * 1000)
-        elif type(timestamp) is not int or timestamp < 0:
-            raise ValueError(f"timestamp must be a non-negative int of milliseconds, not {timestamp!r}")
-        if callback is not None and not callable(callback):
-            raise TypeError(f"callback must be callable, not {callback!r}")
+        return self._appender.append(topic, value, key, partition, timestamp, headers, callback)
 
-        start = clock_ms()
-        cluster = self._wait_on_metadata(topic, partition, self._max_block_ms)
-        size = estimate_size_upper_bound(key, value, headers)
-        if size > self._max_request_size:
-            raise RecordTooLargeError(
-                f"the record is {size} bytes when serialized, larger than "
-                f"max.request.size ({self._max_request_size})"
-            )
-        if size > self._total_memory:
-            raise RecordTooLargeError(
-                f"the record is {size} bytes when serialized, larger than "
-                f"buffer.memory ({self._total_memory})"
-            )
-        now = clock_ms()
-        remaining = max(self._max_block_ms - (now - start), 0)
-        sticky = None
-        if partition is None:
-            if self._custom_partitioner is not None:
-                partition = self._custom_partition(topic, key, value, cluster)
-            elif key is not None and not self._ignore_keys:
-                partition = partition_for_key(key, cluster.partition_count(topic))
-            else:
-                sticky = self._sticky_for(topic)
-                partition = sticky.peek_current_partition(cluster)
-        else:
-            count = cluster.partition_count(topic)
-            if partition >= count:
-                raise ValueError(
-                    f"partition {partition} is out of range: topic {topic!r} has {count} partitions"
-                )
-        future, batch_full, new_batch = self._accumulator.append(
-            topic, partition, timestamp, key, value, headers, callback, remaining, now
-        )
-        if sticky is not None:
-            sticky.update_partition_info(partition, size, cluster)
-        if batch_full or new_batch:
-            self._sender.wakeup()
-        return future
-
-    def _sticky_for(self, topic: str) -> BuiltInPartitioner:
-        sticky = self._sticky.get(topic)
-        if sticky is None:
-            with self._sticky_lock:
-                sticky = self._sticky.setdefault(
-                    topic, BuiltInPartitioner(topic, max(self._batch_size, 1))
-                )
-        return sticky
-
-    def _custom_partition(self, topic, key, value, cluster) -> int:
-        count = cluster.partition_count(topic)
-        available = [p.partition for p in cluster.available_partitions_for_topic(topic)]
-        partition = self._custom_partitioner(topic, key, value, count, available)
-        if type(partition) is not int or not 0 <= partition < count:
-            raise ValueError(
-                f"partitioner.class returned {partition!r} for topic {topic!r}, "
-                f"which has partitions 0..{count - 1}"
-            )
-        return partition
-
-    def _wait_on_metadata(self, topic: str, partition: int | None, max_wait_ms: int):
+    def _wait_on_metadata(self, topic: str, partition: int | None, max_wait_ms: int | None = None):
         """A cluster view that knows ``topic`` (and ``partition``): at once if we know it, else
-        after the Sender has fetched it, waiting at most ``max_wait_ms`` (seed 001)."""
+        after the Sender has fetched it, waiting at most ``max_wait_ms`` (seed 001, the slow
+        path of ``send()``: the compiled appender calls it for a topic it has no count for)."""
         cluster = self._metadata.cluster
         count = cluster.partition_count(topic)
         if count and (partition is None or partition < count):
             return cluster
+        if max_wait_ms is None:
+            max_wait_ms = self._max_block_ms
         cluster, _waited = self._metadata.wait_for_topic(
             topic, partition, max_wait_ms=max_wait_ms, wakeup=self._sender.wakeup
         )
@@ -246,7 +170,9 @@ class KafkaProducer:
             try:
                 changed = interceptor.on_send(topic, value, key, partition, timestamp, headers)
             except Exception:
-                log.exception("interceptor %r on_send failed; record passed on unchanged", interceptor)
+                log.exception(
+                    "interceptor %r on_send failed; record passed on unchanged", interceptor
+                )
                 continue
             if changed is not None:
                 topic, value, key, partition, timestamp, headers = changed
@@ -289,6 +215,7 @@ class KafkaProducer:
         with self._close_lock:
             already = self._closed
             self._closed = True
+            self._appender.closed = True
         in_callback = threading.current_thread() is self._sender.thread
         if in_callback:
             # The I/O thread cannot wait for itself: stop it without waiting (Java does the same).

@@ -601,8 +601,8 @@ def test_properties():
         ((TS, b"k", b"v", [("a",)]), TypeError, r"headers\[0\]"),
         ((TS, b"k", b"v", [("a", b"1"), (b"b", b"2")]), TypeError, r"headers\[1\] key"),
         ((TS, b"k", b"v", [("a", "text")]), TypeError, r"headers\[0\] value"),
-        ((None, b"k", b"v"), TypeError, ""),
-        (("1", b"k", b"v"), TypeError, ""),
+        ((None, b"k", b"v"), TypeError, "integer"),
+        (("1", b"k", b"v"), TypeError, "integer"),
         ((-5, b"k", b"v"), ValueError, "negative timestamp"),
     ],
 )

@@ -36,6 +36,7 @@ __all__ = [
 
 #: The compiled modules; the test suite checks each one is an extension module, not source.
 COMPILED_MODULES = (
+    "kafkacore.core.appender",
     "kafkacore.core.batch",
     "kafkacore.core.buffer_pool",
     "kafkacore.core.bytestream",

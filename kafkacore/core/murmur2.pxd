@@ -19,3 +19,6 @@ cdef enum:
 
 
 cdef int32_t murmur2_raw(const unsigned char *data, Py_ssize_t length) noexcept nogil
+
+# Where the Java client puts a record with this key: toPositive(murmur2(key)) % num_partitions.
+cpdef int partition_for_key(object key_bytes, int num_partitions) except -1

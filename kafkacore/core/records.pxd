@@ -111,3 +111,8 @@ cdef class RecordBatch:
     cdef readonly int32_t base_sequence             # -1 without idempotence
     cdef readonly int32_t record_count              # records declared in the header
     cdef readonly list records                      # [Record, ...], decoded and checked
+
+
+# Upper bound of the size of a batch holding just this record (Java
+# AbstractRecords.estimateSizeInBytesUpperBound); the producer checks it at send().
+cpdef Py_ssize_t estimate_size_upper_bound(object key, object value, object headers=*) except -1

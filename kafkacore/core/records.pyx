@@ -340,7 +340,7 @@ cdef tuple _normalize_headers(object headers, Py_ssize_t* size):
     return seq
 
 
-def estimate_size_upper_bound(key, value, headers=None):
+cpdef Py_ssize_t estimate_size_upper_bound(object key, object value, object headers=None) except -1:
     """Upper bound of the size of a batch holding just this record (Java
     ``AbstractRecords.estimateSizeInBytesUpperBound`` for magic v2): the 61-byte batch header, the
     record's worst-case overhead (21 bytes) and its key, value and headers.
