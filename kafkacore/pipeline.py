@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import importlib.util
 import json
 import os
 import pathlib
+import subprocess
 import sys
 import tempfile
 import threading
@@ -265,11 +267,41 @@ def check(records, flights: int, partition_counts: dict[int, int]) -> Checks:
     result.duplicated = sum(n - 1 for n in seen.values() if n > 1) + sum(
         1 for i in seen if not 0 <= i < flights
     )
-    result.keys_in_several_partitions = sorted(k for k, ps in partitions_of.items() if len(ps) > 1)
-    result.keys_out_of_order = sorted(out_of_order)
+    result.keys_in_several_partitions = sorted(
+        k.decode(errors="replace") for k, ps in partitions_of.items() if len(ps) > 1
+    )
+    result.keys_out_of_order = sorted(k.decode(errors="replace") for k in out_of_order)
     read_counts = collections.Counter(r[0] for r in records)
     result.counts_match_summary = dict(read_counts) == dict(partition_counts)
     return result
+
+
+def verify(bootstrap: str, topic: str, partitions: int, flights: int,
+           partition_counts: dict[int, int], timeout_s: float = 300) -> Checks:
+    """:func:`read_back` and :func:`check`, in a fresh Python process.
+
+    librdkafka's objects have crashed multi-threaded Python processes during garbage collection
+    (confluent-kafka-python issue #1761), and the process that runs Spark has py4j's threads.
+    A child process with one job and nothing else keeps a crash there from taking the run down
+    unreported: the parent reports it as a failed check.
+    """
+    job = json.dumps({"bootstrap": bootstrap, "topic": topic, "partitions": partitions,
+                      "flights": flights, "partition_counts": partition_counts,
+                      "timeout_s": timeout_s})
+    done = subprocess.run([sys.executable, "-m", "kafkacore.pipeline", "--verify-child"],
+                          input=job, capture_output=True, text=True, timeout=timeout_s + 60)
+    if done.returncode != 0:
+        raise RuntimeError(f"the read-back process failed ({done.returncode}):\n{done.stderr}")
+    return Checks(**json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _verify_child() -> int:
+    job = json.loads(sys.stdin.read())
+    records = read_back(job["bootstrap"], job["topic"], job["partitions"], job["flights"],
+                        job["timeout_s"])
+    counts = {int(p): n for p, n in job["partition_counts"].items()}
+    print(json.dumps(dataclasses.asdict(check(records, job["flights"], counts))))
+    return 0
 
 
 # -- the whole job ------------------------------------------------------------------------------
@@ -315,12 +347,11 @@ def run(
                 summary = write_to_kafka(events, topic, producer_config(bootstrap))
             events.unpersist()
         print(f"  {summary}")
-        print("reading the topic back with confluent-kafka ...", flush=True)
-        records = read_back(bootstrap, topic, partitions, flights)
     finally:
         if own_spark:
             spark.stop()
-    checks = check(records, flights, summary.partition_counts)
+    print("reading the topic back with confluent-kafka ...", flush=True)
+    checks = verify(bootstrap, topic, partitions, flights, summary.partition_counts)
     report(summary, checks, time.monotonic() - began)
     return 0 if checks.passed else 1
 
@@ -356,7 +387,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topic", default="flights")
     parser.add_argument("--bootstrap", default=None,
                         help="use this broker instead of starting a local one")
+    parser.add_argument("--verify-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.verify_child:
+        return _verify_child()
     options = dict(topic=args.topic, partitions=args.partitions, limit=args.limit,
                    master=args.master, slices=args.slices)
     if args.bootstrap:

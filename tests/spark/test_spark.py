@@ -14,10 +14,12 @@ import os
 import pathlib
 import pickle
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
-from readback import read_confluent, read_kafka_python
+from readback import read_kafka_python
 
 from kafkacore import spark as kspark
 from kafkacore.errors import ConfigError, KafkaError
@@ -34,6 +36,25 @@ def _java_partition(key: bytes, partitions: int) -> int:
     from kafka.partitioner.default import murmur2
 
     return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+def read_confluent(bootstrap, topic, partitions, expected, timeout_s=60.0):
+    """readback.read_confluent, run in a child process: librdkafka objects have crashed a
+    multi-threaded process (this one runs Spark's py4j threads) during garbage collection
+    (confluent-kafka-python issue #1761), and a crash here would end the whole session."""
+    code = (
+        "import pickle, sys, readback; "
+        "sys.stdout.buffer.write(pickle.dumps(readback.read_confluent("
+        "*pickle.loads(bytes.fromhex(sys.argv[1])))))"
+    )
+    here = str(pathlib.Path(__file__).parent.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [here, os.environ.get("PYTHONPATH")])))
+    args = pickle.dumps((bootstrap, topic, partitions, expected, timeout_s)).hex()
+    done = subprocess.run([sys.executable, "-c", code, args], capture_output=True, env=env,
+                          timeout=timeout_s + 60)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    return pickle.loads(done.stdout)
 
 
 def _flights_like(spark, n, keys=40, slices=6):
@@ -216,21 +237,23 @@ def test_task_retry_leaves_no_record_missing(spark, bootstrap, make_topic, tmp_p
 
 
 def _read_ids(bootstrap, topic, partitions, n, timeout_s=60.0):
-    """How often each event id is in the topic (read by confluent-kafka from offset 0): until
+    """How often each event id is in the topic (read by kafka-python from offset 0): until
     every id 0..n-1 was seen once or the bound ran out, then one more second for duplicates."""
-    from confluent_kafka import Consumer, TopicPartition
+    from kafka import KafkaConsumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkacore-spark-tests",
-                        "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             group_id=None, auto_offset_reset="earliest")
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
     counts = collections.Counter()
     deadline = time.monotonic() + timeout_s
     try:
         settle = None
         while time.monotonic() < (settle or deadline):
-            for m in consumer.consume(5000, timeout=0.2):
-                assert not m.error(), m.error()
-                counts[json.loads(m.value())["id"]] += 1
+            for messages in consumer.poll(timeout_ms=200, max_records=10000).values():
+                for m in messages:
+                    counts[json.loads(m.value)["id"]] += 1
             if settle is None and len(counts) >= n:
                 settle = time.monotonic() + 1.0
     finally:
