@@ -82,7 +82,7 @@ class LocalBroker:
 
     @property
     def bootstrap(self) -> str:
-        """The address to give a client: ``"127.0.0.1:PORT"``."""
+        """The address to give a client, ``"127.0.0.1:PORT"``."""
         return f"{self.host}:{self.port}"
 
     @property

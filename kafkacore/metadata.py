@@ -277,7 +277,7 @@ class Metadata:
 
     @property
     def version(self) -> int:
-        """The update version: grows by one with every successful update."""
+        """The update version, which grows by one with every successful update."""
         with self._lock:
             return self._update_version
 
@@ -511,8 +511,8 @@ class Metadata:
 
         Raises :class:`~kafkacore.errors.KafkaTimeoutError` after ``timeout_ms`` and
         :class:`~kafkacore.errors.IllegalStateError` if the metadata is closed.  With ``topic``,
-        also raises that topic's fatal error (:class:`~kafkacore.errors.InvalidTopicError`,
-        :class:`~kafkacore.errors.TopicAuthorizationFailedError`) once the update arrives.
+        also raises that topic's fatal error (``kafkacore.errors.InvalidTopicError``,
+        ``kafkacore.errors.TopicAuthorizationFailedError``) once the update arrives.
         """
         if timeout_ms < 0:
             raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms}")

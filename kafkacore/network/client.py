@@ -52,7 +52,7 @@ class ClientResponse:
     are written.
     """
 
-    #: The request's API key (:class:`kafkacore.protocol.ApiKey`).
+    #: The request's API key (:class:`kafkacore.protocol.api_keys.ApiKey`).
     api_key: int
     #: The version the request was encoded with (negotiated with the broker).
     api_version: int
@@ -62,11 +62,11 @@ class ClientResponse:
     node_id: int
     #: The decoded response, a dict with snake_case field names (``None`` on error).
     body: dict[str, Any] | None = None
-    #: Why there is no response: a :class:`~kafkacore.network.errors.DisconnectError` (the
+    #: The reason there is no response, a :class:`~kafkacore.network.errors.DisconnectError` (the
     #: connection closed or failed before the response arrived), a
     #: :class:`~kafkacore.network.errors.RequestTimeoutError` (no response within
     #: ``request.timeout.ms``; the connection was closed), or
-    #: :class:`kafkacore.errors.UnsupportedVersionError` (the broker supports none of our versions).
+    #: ``kafkacore.errors.UnsupportedVersionError`` (the broker supports none of our versions).
     error: KafkaError | None = None
     #: Milliseconds from ``send`` to completion.
     latency_ms: int = 0

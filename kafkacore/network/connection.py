@@ -9,8 +9,8 @@ connection in the order they arrived, so the oldest request in flight is always 
 response belongs to.  We check that with the correlation id; a mismatch means the byte stream is
 out of step and the connection is beyond repair.
 
-A connection knows nothing of selectors or of other connections: :class:`~kafkacore.network.
-client.NetworkClient` calls :meth:`BrokerConnection.on_writable` and
+A connection knows nothing of selectors or of other connections:
+:class:`~kafkacore.network.client.NetworkClient` calls :meth:`BrokerConnection.on_writable` and
 :meth:`BrokerConnection.on_readable` when the selector says so, and asks :meth:`interest` which
 events to wait for.
 """
@@ -86,8 +86,8 @@ class _Send:
 class BrokerConnection:
     """A non-blocking socket to one broker and everything queued or in flight on it.
 
-    Not thread-safe: only the thread that polls the :class:`~kafkacore.network.client.
-    NetworkClient` touches it.
+    Not thread-safe: only the thread that polls the
+    :class:`~kafkacore.network.client.NetworkClient` touches it.
     """
 
     def __init__(

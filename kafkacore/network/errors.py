@@ -4,7 +4,7 @@ They are subclasses of the broker error classes that Java's Sender maps them to,
 decides "retry or fail" treats them like the codes: a broken connection is ``NETWORK_EXCEPTION``
 (13, retriable, and an *invalid metadata* error: the leader may have moved, refresh metadata), a
 request without an answer is ``REQUEST_TIMED_OUT`` (7, retriable).  A broker that supports none of
-our versions of an API gives :class:`kafkacore.errors.UnsupportedVersionError` (35) directly.
+our versions of an API gives ``kafkacore.errors.UnsupportedVersionError`` (35) directly.
 """
 
 from __future__ import annotations
