@@ -145,6 +145,7 @@ class FakeBroker:
         self.server.settimeout(0.2)
         self.port = self.server.getsockname()[1]
         self.requests = []
+        self.reading = True  # set False to stop reading (the peer's send buffer fills up)
         self._stop = threading.Event()
         self._threads = []
         self._conns = []
@@ -171,6 +172,9 @@ class FakeBroker:
         conn.settimeout(0.2)
         buf = b""
         while not self._stop.is_set():
+            if not self.reading:
+                time.sleep(0.02)
+                continue
             try:
                 data = conn.recv(65536)
             except TimeoutError:
@@ -488,6 +492,24 @@ def test_request_timeout_closes_the_connection(fake):
         assert done[0].error.retriable
         assert client.in_flight_request_count(-1) == 0
         assert not client.is_ready(-1)
+
+
+def test_acks_zero_request_that_cannot_be_written_times_out(fake):
+    # acks=0: nothing is awaited, but the bytes must still go out within request.timeout.ms.
+    server = fake(answer_versions_only)
+    with NetworkClient(
+        server.bootstrap, Metadata(), request_timeout_ms=500, send_buffer_bytes=4096
+    ) as client:
+        client.await_ready(-1, 5000)
+        poll_until(client, lambda: client.in_flight_request_count(-1) == 0)  # metadata done
+        server.reading = False
+        done = []
+        big = produce_body("t", {0: b"x" * (8 << 20)}, acks=0)
+        start = time.monotonic()
+        client.send(-1, ApiKey.PRODUCE, big, callback=done.append, expect_response=False)
+        poll_until(client, lambda: done, 5)
+        assert 0.45 <= time.monotonic() - start < 2.5
+        assert isinstance(done[0].error, RequestTimeoutError)
 
 
 def test_max_in_flight_limits_ready(fake):

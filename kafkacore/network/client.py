@@ -618,10 +618,9 @@ class NetworkClient:
                     deadline,
                     conn.connect_started_ms + self.socket_connection_setup_timeout_ms - now_ms,
                 )
-            if conn.in_flight:
-                deadline = min(
-                    deadline, conn.in_flight[0].send_ms + self.request_timeout_ms - now_ms
-                )
+            oldest = conn.oldest_request_ms()
+            if oldest is not None:
+                deadline = min(deadline, oldest + self.request_timeout_ms - now_ms)
         return max(deadline, 0)
 
     def _handle_timeouts(
@@ -639,9 +638,12 @@ class NetworkClient:
                     f"{self.socket_connection_setup_timeout_ms} ms"
                 )
                 self._close_connection(conn, error, now_ms, completed, failed=True)
-            elif conn.in_flight and now_ms - conn.in_flight[0].send_ms >= self.request_timeout_ms:
-                # The oldest request waited too long.  Responses come in order, so we cannot
-                # give up on it alone: the connection goes, and everything in flight on it.
+            elif (oldest := conn.oldest_request_ms()) is not None and (
+                now_ms - oldest >= self.request_timeout_ms
+            ):
+                # The oldest request waited too long (for its response or, acks=0, to be
+                # written).  Responses come in order, so we cannot give up on it alone: the
+                # connection goes, and everything in flight on it.
                 error = RequestTimeoutError(
                     f"no response from node {conn.node_id} within {self.request_timeout_ms} ms "
                     f"(request.timeout.ms); disconnecting"

@@ -413,6 +413,16 @@ class BrokerConnection:
     def has_queued_sends(self) -> bool:
         return bool(self._sends)
 
+    def oldest_request_ms(self) -> int | None:
+        """When the oldest unfinished request was queued: awaiting a response, or (an acks=0
+        produce) still not fully written.  ``None`` if there is none."""
+        times = []
+        if self.in_flight:
+            times.append(self.in_flight[0].send_ms)
+        if self._sends:
+            times.append(self._sends[0].request.send_ms)
+        return min(times) if times else None
+
     def __repr__(self) -> str:
         return (
             f"BrokerConnection(node={self.node_id}, {self.host}:{self.port}, {self.state.value}, "
