@@ -23,6 +23,7 @@ class ApiKey(enum.IntEnum):
 #: format we write).
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 11),
+    ApiKey.LIST_OFFSETS: (1, 10),
     ApiKey.METADATA: (0, 12),
     ApiKey.API_VERSIONS: (0, 4),
     ApiKey.CREATE_TOPICS: (0, 7),

@@ -247,6 +247,80 @@ PRODUCE_RESPONSE: Declaration = {
     ],
 }
 
+# -- ListOffsets (2) ------------------------------------------------------------------------------
+
+LIST_OFFSETS_REQUEST: Declaration = {
+    "apiKey": 2,
+    "type": "request",
+    "name": "ListOffsetsRequest",
+    # v1 one offset per partition (v0 a list); v2 isolation level; v4 leader epochs; v6 flexible;
+    # v10 a timeout.  Timestamp -1 asks for the end of the log, -2 for its start.
+    "validVersions": "0-10",
+    "flexibleVersions": "6+",
+    "fields": [
+        {"name": "ReplicaId", "type": "int32", "versions": "0+"},
+        {"name": "IsolationLevel", "type": "int8", "versions": "2+"},
+        {
+            "name": "Topics",
+            "type": "[]ListOffsetsTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {
+                    "name": "Partitions",
+                    "type": "[]ListOffsetsPartition",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {
+                            "name": "CurrentLeaderEpoch",
+                            "type": "int32",
+                            "versions": "4+",
+                            "default": -1,
+                            "ignorable": True,
+                        },
+                        {"name": "Timestamp", "type": "int64", "versions": "0+"},
+                        {"name": "MaxNumOffsets", "type": "int32", "versions": "0", "default": 1},
+                    ],
+                },
+            ],
+        },
+        {"name": "TimeoutMs", "type": "int32", "versions": "10+", "ignorable": True},
+    ],
+}
+
+LIST_OFFSETS_RESPONSE: Declaration = {
+    "apiKey": 2,
+    "type": "response",
+    "name": "ListOffsetsResponse",
+    "validVersions": "0-10",
+    "flexibleVersions": "6+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "2+", "ignorable": True},
+        {
+            "name": "Topics",
+            "type": "[]ListOffsetsTopicResponse",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {
+                    "name": "Partitions",
+                    "type": "[]ListOffsetsPartitionResponse",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                        {"name": "OldStyleOffsets", "type": "[]int64", "versions": "0"},
+                        {"name": "Timestamp", "type": "int64", "versions": "1+", "default": -1},
+                        {"name": "Offset", "type": "int64", "versions": "1+", "default": -1},
+                        {"name": "LeaderEpoch", "type": "int32", "versions": "4+", "default": -1},
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
 # -- Metadata (3) -------------------------------------------------------------------------------
 
 METADATA_REQUEST: Declaration = {
@@ -640,6 +714,7 @@ INIT_PRODUCER_ID_RESPONSE: Declaration = {
 #: api key -> (request declaration, response declaration)
 MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.PRODUCE: (PRODUCE_REQUEST, PRODUCE_RESPONSE),
+    ApiKey.LIST_OFFSETS: (LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE),
     ApiKey.METADATA: (METADATA_REQUEST, METADATA_RESPONSE),
     ApiKey.API_VERSIONS: (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
     ApiKey.CREATE_TOPICS: (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
