@@ -96,6 +96,7 @@ class RecordAccumulator:
         callback: Any,
         max_block_ms: int,
         now_ms: int,
+        row: int = -1,
     ) -> tuple[Any, bool, bool]:
         """Append one record; return ``(future, batch_is_full, new_batch_created)``.
 
@@ -115,7 +116,7 @@ class RecordAccumulator:
             with pq:
                 if self.closed:
                     raise IllegalStateError("cannot send: the producer is closed")
-                appended = self._try_append(pq, timestamp_ms, key, value, headers, callback, now_ms)
+                appended = self._try_append(pq, timestamp_ms, key, value, headers, callback, now_ms, row)
                 if appended is not None:
                     return appended
             size = max(self.batch_size, estimate_size_upper_bound(key, value, headers))
@@ -123,7 +124,7 @@ class RecordAccumulator:
             with pq:
                 if self.closed:
                     raise IllegalStateError("cannot send: the producer is closed")
-                appended = self._try_append(pq, timestamp_ms, key, value, headers, callback, now_ms)
+                appended = self._try_append(pq, timestamp_ms, key, value, headers, callback, now_ms, row)
                 if appended is not None:
                     return appended  # another thread made a batch; our buffer goes back below
                 builder = MemoryRecordsBuilder(
@@ -132,7 +133,7 @@ class RecordAccumulator:
                     compression_level=self.compression_level,
                 )
                 batch = ProducerBatch(topic, partition, builder, now_ms)
-                future = batch.try_append(timestamp_ms, key, value, headers, callback, now_ms)
+                future = batch.try_append(timestamp_ms, key, value, headers, callback, now_ms, row)
                 pq.batches.append(batch)
                 with self._incomplete_lock:
                     self._incomplete[batch] = True
@@ -145,11 +146,11 @@ class RecordAccumulator:
                 self._appends_in_progress -= 1
 
     @staticmethod
-    def _try_append(pq, timestamp_ms, key, value, headers, callback, now_ms):
+    def _try_append(pq, timestamp_ms, key, value, headers, callback, now_ms, row):
         if not pq.batches:
             return None
         last = pq.batches[-1]
-        future = last.try_append(timestamp_ms, key, value, headers, callback, now_ms)
+        future = last.try_append(timestamp_ms, key, value, headers, callback, now_ms, row)
         if future is None:
             last.close_for_record_appends()  # full: the caller starts a new batch behind it
             return None

@@ -148,6 +148,33 @@ class KafkaProducer:
             callback = self._with_acknowledgement(callback)
         return self._appender.append(topic, value, key, partition, timestamp, headers, callback)
 
+    def send_batch(
+        self,
+        topic: str,
+        values: Any,
+        keys: Any = None,
+        partitions: Any = None,
+        timestamps: Any = None,
+        headers: Any = None,
+    ):
+        """Queue whole columns of records; return one :class:`~kafkacore.core.BatchFuture`.
+
+        ``values`` and ``keys`` are columns: Python lists (of bytes, bytearray, str — sent as
+        UTF-8 — or None) or pyarrow arrays of binary, large_binary, string or large_string, read
+        straight from their Arrow buffers without a Python object per row.  ``partitions`` and
+        ``timestamps`` (ints, or None for "now") and ``headers`` (one header list or None per
+        row) are optional columns of the same length.  Serializers and interceptors do not
+        apply: the columns are the records' bytes.
+
+        Every guarantee of :meth:`send` holds: each row goes to the partition ``send`` would
+        choose, in call order per partition, under the same memory and time bounds.  Bad input
+        raises before any row is queued.  If memory or time runs out part-way, the rows not
+        queued fail in the result; the others are sent.  The future resolves, once every row is
+        acknowledged or failed, to a :class:`~kafkacore.core.BatchResult` with each row's
+        partition, offset and error.
+        """
+        return self._appender.append_columns(topic, values, keys, partitions, timestamps, headers)
+
     def _wait_on_metadata(self, topic: str, partition: int | None, max_wait_ms: int | None = None):
         """A cluster view that knows ``topic`` (and ``partition``): at once if we know it, else
         after the Sender has fetched it, waiting at most ``max_wait_ms`` (seed 001, the slow

@@ -4,7 +4,13 @@ Each module is a Cython ``.pyx`` with a ``.pxd`` so the others can ``cimport`` i
 pure-Python twin (DESIGN.md principle 3): if these imports fail, kafkacore does not work.
 """
 
-from kafkacore.core.batch import FutureRecordMetadata, ProducerBatch, RecordMetadata
+from kafkacore.core.batch import (
+    BatchFuture,
+    BatchResult,
+    FutureRecordMetadata,
+    ProducerBatch,
+    RecordMetadata,
+)
 from kafkacore.core.buffer_pool import BufferPool
 from kafkacore.core.bytestream import ByteBufferOutputStream
 from kafkacore.core.partition_map import CopyOnWriteMap
@@ -19,6 +25,8 @@ from kafkacore.core.records import (
 )
 
 __all__ = [
+    "BatchFuture",
+    "BatchResult",
     "BufferPool",
     "ByteBufferOutputStream",
     "CopyOnWriteMap",

@@ -11,7 +11,33 @@ guarded by the queue's own lock.
 from cpython.pythread cimport PyThread_type_lock
 from libc.stdint cimport int64_t
 
+from kafkacore.core.batch cimport BatchFuture
 from kafkacore.core.partition_map cimport CopyOnWriteMap
+
+
+cdef class _Column:
+    """A column of send_batch keys or values, read row by row without Python objects."""
+    cdef:
+        # What keeps the memory alive: the list, or the Arrow array.  Immutable.
+        object _owner
+        # List columns: the items (bytes, bytearray, str or None).
+        list _items
+        # An Arrow array; with 64-bit offsets (large_binary, large_string).
+        bint _arrow, _wide
+        # keys=None: every row is null.
+        bint _all_null
+        # Arrow buffers, exported for the column's life (released in __dealloc__).
+        Py_buffer _validity, _offsets, _data
+        bint _has_validity, _has_offsets, _has_data
+        # The array's offset into its buffers (an Arrow slice).
+        Py_ssize_t _offset
+        readonly Py_ssize_t length
+
+    cdef int _init_arrow(self, object array, str what) except -1
+    cdef Py_ssize_t _start(self, Py_ssize_t row) noexcept
+    cdef Py_ssize_t _end(self, Py_ssize_t row) noexcept
+    cdef int get(self, Py_ssize_t row, const unsigned char** p, Py_ssize_t* n) except -1
+    cdef object item(self, Py_ssize_t row)
 
 
 cdef class PartitionQueue:
@@ -61,3 +87,7 @@ cdef class RecordAppender:
 
     cdef int _partition_count(self, str topic, object partition) except -1
     cdef int _custom_partition(self, str topic, object key, object value, int count) except -1
+    cdef int _append_run(self, str topic, int p, BatchFuture sink, _Column value_col,
+                         _Column key_col, list stamps, list row_headers, const long long* order,
+                         Py_ssize_t* pos, Py_ssize_t end, int64_t ts, int64_t now,
+                         int64_t start) except -1

@@ -24,14 +24,26 @@ from cpython.pythread cimport (
 from libc.stdint cimport int64_t
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 
-from kafkacore.core.batch cimport FutureRecordMetadata, ProducerBatch
+from cpython cimport array
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_CheckExact, PyByteArray_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.object cimport PyObject
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_CheckExact
+
+from kafkacore.core.batch cimport BatchFuture, FutureRecordMetadata, ProducerBatch
 from kafkacore.core.murmur2 cimport partition_for_key
 from kafkacore.core.partition_map cimport CopyOnWriteMap
-from kafkacore.core.records cimport estimate_size_upper_bound
+from kafkacore.core.murmur2 cimport murmur2_raw
+from kafkacore.core.records cimport estimate_size_upper_bound, estimate_size_upper_bound_raw
 
 from kafkacore.errors import IllegalStateError, RecordTooLargeError, SerializationError
 
+import array as _array
 from collections import deque
+
+cdef array.array _LONGLONG_TEMPLATE = _array.array("q")
 
 
 cdef inline int64_t _clock_ms(int clock) noexcept nogil:
@@ -233,3 +245,322 @@ cdef class RecordAppender:
                 f"partitioner.class returned {chosen!r} for topic {topic!r}, "
                 f"which has partitions 0..{count - 1}")
         return chosen
+
+    # -- send_batch: whole columns at once --------------------------------------------------
+
+    def append_columns(self, topic, values, keys=None, partitions=None, timestamps=None,
+                       headers=None):
+        """``KafkaProducer.send_batch``: see its documentation."""
+        cdef _Column value_col, key_col
+        cdef Py_ssize_t n, row, i, size, start_row
+        cdef int count, p, sticky_partition = -1
+        cdef int64_t now, ts, start = _clock_ms(CLOCK_MONOTONIC)
+        cdef const unsigned char* kp
+        cdef const unsigned char* vp
+        cdef Py_ssize_t klen, vlen, sticky_bytes = 0, sticky_limit = 0
+        cdef BatchFuture sink
+        cdef list explicit = None, stamps = None, row_headers = None
+        cdef int* parts
+        if self.closed:
+            raise IllegalStateError("cannot send after the producer is closed")
+        if type(topic) is not str or not topic:
+            raise TypeError(f"topic must be a non-empty str, not {topic!r}")
+        value_col = _Column(values, "values")
+        n = value_col.length
+        key_col = _Column(keys, "keys", n)
+        if partitions is not None:
+            explicit = _int_list(partitions, "partitions", n)
+        if timestamps is not None:
+            stamps = _int_list(timestamps, "timestamps", n)
+        if headers is not None:
+            row_headers = list(headers)
+            if len(row_headers) != n:
+                raise ValueError(f"headers has {len(row_headers)} rows, values has {n}")
+        sink = BatchFuture(topic, n)
+        if n == 0:
+            return sink
+
+        # Check every row before appending any: a bad row must not leave half a call sent.
+        count = self._partition_count(topic, max(explicit) if explicit else None)
+        for row in range(n):
+            value_col.get(row, &vp, &vlen)
+            key_col.get(row, &kp, &klen)
+            if row_headers is None or row_headers[row] is None:
+                size = estimate_size_upper_bound_raw(klen, vlen, 1)
+            else:  # also checks the headers' types, before anything is appended
+                size = estimate_size_upper_bound(
+                    key_col.item(row), value_col.item(row), row_headers[row])
+            if size > self._max_request_size or size > self._total_memory:
+                raise RecordTooLargeError(
+                    f"row {row} is {size} bytes when serialized, larger than "
+                    f"max.request.size ({self._max_request_size}) or buffer.memory "
+                    f"({self._total_memory})")
+            if explicit is not None:
+                p = explicit[row]
+                if p < 0 or p >= count:
+                    raise ValueError(f"partitions[{row}] = {p} is out of range: topic "
+                                     f"{topic!r} has {count} partitions")
+            if stamps is not None and (stamps[row] is not None and stamps[row] < 0):
+                raise ValueError(f"timestamps[{row}] = {stamps[row]} is negative")
+
+        # Choose each row's partition, exactly as send() would.
+        parts = sink._partition_ptr
+        sticky = None
+        for row in range(n):
+            if explicit is not None:
+                parts[row] = explicit[row]
+                continue
+            key_col.get(row, &kp, &klen)
+            if self._custom_partitioner is not None:
+                parts[row] = self._custom_partition(
+                    topic, key_col.item(row), value_col.item(row), count)
+            elif klen >= 0 and not self._ignore_keys:
+                parts[row] = <int>((<unsigned int>murmur2_raw(kp, klen) & 0x7fffffffu)
+                                   % <unsigned int>count)
+            else:
+                # Sticky, in runs: ask the partitioner only when a run reaches batch.size bytes.
+                if sticky is None:
+                    sticky = self._sticky.get(topic)
+                    if sticky is None:
+                        sticky = self._sticky.setdefault(topic, self._sticky_factory(topic))
+                    sticky_limit = sticky.sticky_batch_size
+                if sticky_partition < 0:
+                    sticky_partition = sticky.peek_current_partition(self._cluster)
+                value_col.get(row, &vp, &vlen)
+                parts[row] = sticky_partition
+                sticky_bytes += estimate_size_upper_bound_raw(klen, vlen, 1)
+                if sticky_bytes >= sticky_limit:
+                    sticky.update_partition_info(sticky_partition, sticky_bytes, self._cluster)
+                    sticky_bytes = 0
+                    sticky_partition = -1
+        if sticky is not None and sticky_partition >= 0 and sticky_bytes:
+            sticky.update_partition_info(sticky_partition, sticky_bytes, self._cluster)
+
+        # Group the rows by partition, keeping call order within each (a stable counting sort),
+        # so each partition's rows go in under few holds of its lock.
+        cdef array.array order_array = array.clone(_LONGLONG_TEMPLATE, n, False)
+        cdef array.array fill_array = array.clone(_LONGLONG_TEMPLATE, count + 1, True)
+        cdef long long* order = order_array.data.as_longlongs
+        cdef long long* fill = fill_array.data.as_longlongs
+        cdef Py_ssize_t pos = 0, end
+        for row in range(n):
+            fill[parts[row] + 1] += 1
+        for i in range(count):
+            fill[i + 1] += fill[i]
+        for row in range(n):
+            order[fill[parts[row]]] = row
+            fill[parts[row]] += 1
+        # fill[p] is now where partition p's rows end in ``order``.
+
+        now = _clock_ms(CLOCK_MONOTONIC)
+        ts = _clock_ms(CLOCK_REALTIME)
+        try:
+            for p in range(count):
+                end = fill[p]
+                while pos < end:  # order[:pos] are appended: their batches will complete them
+                    self._append_run(topic, p, sink, value_col, key_col, stamps, row_headers,
+                                     order, &pos, end, ts, now, start)
+        except BaseException as exc:
+            # Memory or time ran out part-way: the rows not appended fail, the others go on.
+            sink._fail_rows([order[i] for i in range(pos, n)], exc)
+            if not isinstance(exc, Exception):
+                raise
+        self._wakeup()
+        return sink
+
+    cdef int _append_run(self, str topic, int p, BatchFuture sink, _Column value_col,
+                         _Column key_col, list stamps, list row_headers, const long long* order,
+                         Py_ssize_t* pos, Py_ssize_t end, int64_t ts, int64_t now,
+                         int64_t start) except -1:
+        """Append partition ``p``'s rows ``order[pos[0]:end]`` into its last batch, under one
+        hold of its lock, until that batch is full; then one row through the slow path (a new
+        batch).  ``pos[0]`` always says the first position not yet appended."""
+        cdef PartitionQueue queue = <PartitionQueue>self._batches.get_c((topic, p), None)
+        cdef ProducerBatch last
+        cdef FutureRecordMetadata future
+        cdef const unsigned char* kp
+        cdef const unsigned char* vp
+        cdef Py_ssize_t klen, vlen, m, row
+        cdef int64_t row_ts
+        cdef object h
+        if queue is not None:
+            queue.acquire()
+            try:
+                if self._accumulator.closed:
+                    raise IllegalStateError("cannot send: the producer is closed")
+                m = len(queue.batches)
+                if m:
+                    last = <ProducerBatch>queue.batches[m - 1]
+                    while pos[0] < end:
+                        row = order[pos[0]]
+                        value_col.get(row, &vp, &vlen)
+                        key_col.get(row, &kp, &klen)
+                        row_ts = ts if stamps is None or stamps[row] is None else stamps[row]
+                        h = None if row_headers is None else row_headers[row]
+                        future = last.append_row(row_ts, kp, klen, vp, vlen, h, sink, row, now)
+                        if future is None:
+                            last.close_for_record_appends()
+                            break
+                        pos[0] += 1
+                    else:
+                        return 0
+            finally:
+                queue.release()
+        # A new batch for this row: the accumulator's two-phase slow path (BufferPool memory).
+        row = order[pos[0]]
+        row_ts = ts if stamps is None or stamps[row] is None else stamps[row]
+        self._accumulator.append(
+            topic, p, row_ts, key_col.item(row), value_col.item(row),
+            None if row_headers is None else row_headers[row], sink,
+            max(self._max_block_ms - (now - start), 0), now, row)
+        pos[0] += 1
+        return 0
+
+
+cdef list _int_list(object column, str what, Py_ssize_t n):
+    """A column of ints (list, array, or pyarrow array) as a list, checked."""
+    if hasattr(column, "to_pylist"):
+        column = column.to_pylist()
+    items = list(column)
+    if len(items) != n:
+        raise ValueError(f"{what} has {len(items)} rows, values has {n}")
+    for i, item in enumerate(items):
+        if item is not None and type(item) is not int:
+            raise TypeError(f"{what}[{i}] must be an int, not {type(item).__name__}")
+        if item is None and what == "partitions":
+            raise TypeError(f"partitions[{i}] is None: give every row a partition, or none")
+    return items
+
+
+cdef class _Column:
+    """A column of keys or values, read without making a Python object per row.
+
+    A Python list (items bytes, bytearray, str (as UTF-8) or None), or a pyarrow array of
+    binary, large_binary, string or large_string (read straight from its Arrow buffers: validity
+    bitmap, offsets, data).
+    """
+
+    def __cinit__(self, object column, str what, Py_ssize_t expected=-1):
+        cdef Py_ssize_t i
+        cdef object item
+        self._owner = column
+        if column is None:
+            if expected < 0:
+                raise TypeError(f"{what} must be a list or a pyarrow array, not None")
+            self._all_null = True
+            self.length = expected
+            return
+        type_name = type(column).__module__ + "." + type(column).__name__
+        if type_name.startswith("pyarrow"):
+            self._init_arrow(column, what)
+        elif isinstance(column, (list, tuple)):
+            self._items = list(column)
+            self.length = len(self._items)
+            for i in range(self.length):
+                item = self._items[i]
+                if not (item is None or PyBytes_CheckExact(item) or PyUnicode_CheckExact(item)
+                        or PyByteArray_CheckExact(item)):
+                    if isinstance(item, (bytes, bytearray, memoryview, str)):
+                        self._items[i] = bytes(item) if not isinstance(item, str) else str(item)
+                    else:
+                        raise SerializationError(
+                            f"{what}[{i}] must be bytes, bytearray, str or None, "
+                            f"not {type(item).__name__}")
+        else:
+            raise TypeError(f"{what} must be a list or a pyarrow array, "
+                            f"not {type(column).__name__}")
+        if expected >= 0 and self.length != expected:
+            raise ValueError(f"{what} has {self.length} rows, values has {expected}")
+
+    cdef int _init_arrow(self, object array, str what) except -1:
+        kind = str(array.type)
+        if type(array).__name__ == "ChunkedArray":
+            array = array.combine_chunks()
+            self._owner = array
+        if kind in ("binary", "string"):
+            self._wide = False
+        elif kind in ("large_binary", "large_string"):
+            self._wide = True
+        else:
+            raise SerializationError(
+                f"{what} must be a binary, large_binary, string or large_string array, "
+                f"not {kind}")
+        self._arrow = True
+        self.length = len(array)
+        self._offset = array.offset
+        validity, offsets, data = array.buffers()
+        if validity is not None:
+            PyObject_GetBuffer(validity, &self._validity, PyBUF_SIMPLE)
+            self._has_validity = True
+        PyObject_GetBuffer(offsets, &self._offsets, PyBUF_SIMPLE)
+        self._has_offsets = True
+        if data is not None:
+            PyObject_GetBuffer(data, &self._data, PyBUF_SIMPLE)
+            self._has_data = True
+        # The buffers must hold what the offsets say, or we would read past them.
+        width = 8 if self._wide else 4
+        if self._offsets.len < (self._offset + self.length + 1) * width:
+            raise ValueError(f"{what}: Arrow offsets buffer is too short")
+        if self.length:
+            last = self._end(self.length - 1)
+            if last > (self._data.len if self._has_data else 0) or self._start(0) < 0:
+                raise ValueError(f"{what}: Arrow data buffer is shorter than its offsets")
+        return 0
+
+    def __dealloc__(self):
+        if self._has_validity:
+            PyBuffer_Release(&self._validity)
+        if self._has_offsets:
+            PyBuffer_Release(&self._offsets)
+        if self._has_data:
+            PyBuffer_Release(&self._data)
+
+    cdef Py_ssize_t _start(self, Py_ssize_t row) noexcept:
+        if self._wide:
+            return <Py_ssize_t>(<const long long*>self._offsets.buf)[self._offset + row]
+        return (<const int*>self._offsets.buf)[self._offset + row]
+
+    cdef Py_ssize_t _end(self, Py_ssize_t row) noexcept:
+        return self._start(row + 1)
+
+    cdef int get(self, Py_ssize_t row, const unsigned char** p, Py_ssize_t* n) except -1:
+        """Row ``row`` as pointer and length; length -1 for null."""
+        cdef PyObject* item
+        cdef Py_ssize_t bit, s
+        if self._all_null:
+            p[0] = NULL
+            n[0] = -1
+            return 0
+        if self._arrow:
+            if self._has_validity:
+                bit = self._offset + row
+                if not ((<const unsigned char*>self._validity.buf)[bit >> 3] >> (bit & 7)) & 1:
+                    p[0] = NULL
+                    n[0] = -1
+                    return 0
+            s = self._start(row)
+            n[0] = self._end(row) - s
+            p[0] = <const unsigned char*>self._data.buf + s if self._has_data else <const unsigned char*>""
+            return 0
+        item = PyList_GET_ITEM(self._items, row)
+        if <object>item is None:
+            p[0] = NULL
+            n[0] = -1
+        elif PyBytes_CheckExact(<object>item):
+            p[0] = <const unsigned char*>PyBytes_AS_STRING(<object>item)
+            n[0] = PyBytes_GET_SIZE(<object>item)
+        elif PyByteArray_CheckExact(<object>item):
+            p[0] = <const unsigned char*>PyByteArray_AS_STRING(<object>item)
+            n[0] = PyByteArray_GET_SIZE(<object>item)
+        else:
+            p[0] = <const unsigned char*>PyUnicode_AsUTF8AndSize(<object>item, n)
+        return 0
+
+    cdef object item(self, Py_ssize_t row):
+        """Row ``row`` as bytes or None (the slow path and custom partitioners want objects)."""
+        cdef const unsigned char* p
+        cdef Py_ssize_t n
+        self.get(row, &p, &n)
+        if n < 0:
+            return None
+        return (<const char*>p)[:n]

@@ -114,6 +114,9 @@ cdef class FutureRecordMetadata:
         # The user's send() callback, or None.  Set under the deque lock; the completing thread
         # fires it once and drops it (sets None), so a thunk cannot fire twice.
         object _callback
+        # The record's row in a send_batch() call (its callback is then that call's BatchFuture),
+        # or -1.  Immutable.
+        Py_ssize_t _row
         # None, or the list of fn(future) registered by add_done_callback before completion.
         # Appended under _result._lock while the result is not DONE; read by the completing
         # thread after it set DONE under that lock (so no append can be missed or come late).
@@ -168,7 +171,14 @@ cdef class ProducerBatch:
 
     # Times are taken as objects and checked to be integers: Cython would truncate a float.
     cpdef FutureRecordMetadata try_append(self, object timestamp_ms, object key, object value,
-                                          object headers, object callback, object now_ms)
+                                          object headers, object callback, object now_ms,
+                                          Py_ssize_t row=*)
+    # The columnar path's try_append: key and value as pointer + length (-1: null), the outcome
+    # going to row ``row`` of ``sink``.  Deque lock, like try_append.  None when full.
+    cdef FutureRecordMetadata append_row(self, int64_t timestamp_ms, const unsigned char* kp,
+                                         Py_ssize_t klen, const unsigned char* vp,
+                                         Py_ssize_t vlen, object headers, BatchFuture sink,
+                                         Py_ssize_t row, int64_t now_ms)
     cpdef bint done(self, int64_t base_offset, int64_t log_append_time,
                     object exception) except -1
     cpdef abort(self, object exception)
@@ -182,3 +192,33 @@ cdef class ProducerBatch:
     # Append a record read back from this batch, moving its existing future (split only).
     # Returns the record's offset delta in this batch, or -1 when it does not fit.
     cdef int _append_for_split(self, object record, FutureRecordMetadata future) except -2
+
+
+cdef class BatchFuture:
+    """The one future of a ``send_batch`` call: every record's partition, offset or error."""
+    cdef:
+        # The topic and how many records the call sent.  Immutable.
+        readonly str topic
+        readonly Py_ssize_t num_records
+        # Per record: partition (set by the appender before the record is appended), offset
+        # (written once, when the record's batch completes; -1 until then and on failure).
+        # array.array('i') and array.array('q'), their memory reached through the pointers.
+        object _partitions
+        object _offsets
+        int* _partition_ptr
+        long long* _offset_ptr
+        # None until a record fails, then one entry per record (None or the exception).
+        list _errors
+        Py_ssize_t _failed
+        # Records not yet completed.  Changed only with the GIL held and no Python code between
+        # read and write (the completing thread), so no lock is needed.
+        Py_ssize_t _pending
+        # The latch, done-callback list and "done" state: a ProduceRequestResult does exactly
+        # that for a batch, so it does it here too.
+        ProduceRequestResult _latch
+        list _done_callbacks
+        object _result
+
+    cdef int _record_done(self, Py_ssize_t row, int64_t offset, object exception) except -1
+    # Fail every record from row ``start`` on that was never appended (the call stopped).
+    cdef int _fail_rows(self, object rows, object exception) except -1

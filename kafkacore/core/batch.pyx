@@ -35,10 +35,12 @@ from cpython.pythread cimport (
     PyThread_release_lock,
     PyThread_type_lock,
 )
+from cpython cimport array
 from libc.stdint cimport int32_t, int64_t
 
 from kafkacore.core.records cimport MemoryRecordsBuilder
 
+import array as _array
 import concurrent.futures as _cf
 import logging
 from functools import partial
@@ -276,6 +278,11 @@ def _copy_outcome(target, FutureRecordMetadata source):
 @cython.final
 @cython.freelist(1024)
 @cython.auto_pickle(False)
+# Not tracked by the cycle collector: a producer makes millions of these, and tracking them made
+# every collection walk all the futures in flight (measured: it tripled the cost of send_batch).
+# The references a future holds cannot keep a cycle alive for good: its callback and
+# done-callbacks are dropped when its batch completes, and every batch completes.
+@cython.no_gc
 cdef class FutureRecordMetadata:
     """The future of one record, as returned by ``send`` (Java's ``FutureRecordMetadata``).
 
@@ -485,7 +492,8 @@ cdef class ProducerBatch:
 
     # try_append: start
     cpdef FutureRecordMetadata try_append(self, object timestamp_ms, object key, object value,
-                                          object headers, object callback, object now_ms):
+                                          object headers, object callback, object now_ms,
+                                          Py_ssize_t row=-1):
         """Append one record; return its future, or None if the batch has no room for it.
 
         An empty batch always takes its first record, however large (Java's rule: every record
@@ -498,7 +506,8 @@ cdef class ProducerBatch:
         cdef int offset_delta
         cdef int64_t timestamp = _as_int64(timestamp_ms, "timestamp_ms")
         cdef int64_t now = _as_int64(now_ms, "now_ms")
-        if callback is not None and not PyCallable_Check(callback):
+        if (callback is not None and not PyCallable_Check(callback)
+                and type(callback) is not BatchFuture):  # send_batch's slow path passes its sink
             raise TypeError(f"callback must be callable or None, not {type(callback).__name__}")
         key_size = _serialized_size(key, "key")
         value_size = _serialized_size(value, "value")
@@ -522,10 +531,43 @@ cdef class ProducerBatch:
         future._key_size = key_size
         future._value_size = value_size
         future._callback = callback
+        future._row = row
         self._thunks.append(future)
         self.record_count += 1
         return future
     # try_append: end
+
+    # append_row: start
+    cdef FutureRecordMetadata append_row(self, int64_t timestamp_ms, const unsigned char* kp,
+                                         Py_ssize_t klen, const unsigned char* vp,
+                                         Py_ssize_t vlen, object headers, BatchFuture sink,
+                                         Py_ssize_t row, int64_t now_ms):
+        cdef MemoryRecordsBuilder builder = self._builder
+        cdef FutureRecordMetadata future
+        cdef Py_ssize_t written_before, size
+        cdef int offset_delta
+        if self._final_state != FINAL_NONE:
+            return None
+        written_before = builder._uncompressed_records_size
+        offset_delta = builder.append_raw(timestamp_ms, kp, klen, vp, vlen, headers)
+        if offset_delta < 0:
+            return None
+        size = builder._uncompressed_records_size - written_before
+        if size > self.max_record_size:
+            self.max_record_size = size
+        self.last_append_ms = now_ms
+        future = FutureRecordMetadata.__new__(FutureRecordMetadata)
+        future._result = self._result
+        future._relative_offset = offset_delta
+        future._timestamp = timestamp_ms
+        future._key_size = <int32_t>klen
+        future._value_size = <int32_t>vlen
+        future._callback = sink  # the call's one future stands in for every row's callback
+        future._row = row
+        self._thunks.append(future)
+        self.record_count += 1
+        return future
+    # append_row: end
 
     # -- completion (Sender thread, or whoever expires/aborts the batch) -----------------------
 
@@ -602,6 +644,13 @@ cdef class ProducerBatch:
             if callback is None:
                 continue
             future._callback = None
+            if type(callback) is BatchFuture:  # a send_batch row: a C call, no Python frame
+                (<BatchFuture>callback)._record_done(
+                    future._row,
+                    NO_OFFSET if base_offset == NO_OFFSET or exception is not None
+                    else base_offset + future._relative_offset,
+                    exception)
+                continue
             try:
                 if exception is None:
                     callback(future._metadata(), None)
@@ -879,3 +928,153 @@ cdef class ProducerBatch:
     def __repr__(self):
         return (f"ProducerBatch(topic={self.topic!r}, partition={self.partition}, "
                 f"record_count={self.record_count}, final_state={self.final_state!r})")
+
+
+# -- send_batch: one future for many records -----------------------------------------------------
+
+cdef array.array _INT_TEMPLATE = _array.array("i")
+cdef array.array _LONGLONG_TEMPLATE = _array.array("q")
+
+
+cdef class BatchResult:
+    """What became of each record of a ``send_batch`` call, by its position in the call.
+
+    ``partitions[i]`` and ``offsets[i]`` (``array.array`` of ints) say where record ``i`` went;
+    ``offsets[i]`` is -1 if it failed (or the broker gave no offsets, ``acks=0``), and then
+    ``errors[i]`` holds the exception.  ``errors`` is a list of None when nothing failed.
+    """
+
+    cdef readonly str topic
+    cdef readonly object partitions
+    cdef readonly object offsets
+    cdef readonly list errors
+    cdef readonly Py_ssize_t failed
+
+    def __len__(self):
+        return len(self.offsets)
+
+    def __repr__(self):
+        return (f"BatchResult(topic={self.topic!r}, records={len(self.offsets)}, "
+                f"failed={self.failed})")
+
+
+cdef class BatchFuture:
+    """The future of a ``send_batch`` call (``concurrent.futures`` style, plus Java's ``get``).
+
+    It is done when every record of the call is acknowledged or failed; ``result()`` then gives
+    a :class:`BatchResult`.  It does not raise when some records failed: the per-record errors are
+    in the result (``failed`` counts them), so that the caller can tell which ones.
+    """
+
+    def __cinit__(self, str topic, Py_ssize_t num_records):
+        cdef array.array partitions, offsets
+        cdef Py_ssize_t i
+        if num_records < 0:
+            raise ValueError(f"num_records must be >= 0, not {num_records}")
+        self.topic = topic
+        self.num_records = num_records
+        partitions = array.clone(_INT_TEMPLATE, num_records, True)
+        offsets = array.clone(_LONGLONG_TEMPLATE, num_records, False)
+        self._partitions = partitions
+        self._offsets = offsets
+        self._partition_ptr = partitions.data.as_ints
+        self._offset_ptr = offsets.data.as_longlongs
+        for i in range(num_records):
+            self._offset_ptr[i] = NO_OFFSET
+        self._errors = None
+        self._failed = 0
+        self._pending = num_records
+        self._latch = ProduceRequestResult.__new__(ProduceRequestResult)
+        self._latch.topic = topic
+        self._latch.partition = -1
+        self._done_callbacks = None
+        self._result = None
+        if num_records == 0:
+            self._finish()
+
+    cdef int _record_done(self, Py_ssize_t row, int64_t offset, object exception) except -1:
+        if row < 0 or row >= self.num_records:
+            raise IllegalStateError(f"record row {row} outside 0..{self.num_records - 1}")
+        self._offset_ptr[row] = offset
+        if exception is not None:
+            if self._errors is None:
+                self._errors = [None] * self.num_records
+            if self._errors[row] is None:
+                self._failed += 1
+            self._errors[row] = exception
+        self._pending -= 1
+        if self._pending == 0:
+            self._finish()
+        return 0
+
+    cdef int _fail_rows(self, object rows, object exception) except -1:
+        for row in rows:
+            self._record_done(row, NO_OFFSET, exception)
+        return 0
+
+    def _finish(self):
+        cdef BatchResult result = BatchResult.__new__(BatchResult)
+        result.topic = self.topic
+        result.partitions = self._partitions
+        result.offsets = self._offsets
+        result.errors = self._errors if self._errors is not None else [None] * self.num_records
+        result.failed = self._failed
+        self._result = result
+        self._latch._set(NO_OFFSET, NO_TIMESTAMP, None)
+        self._latch._finish(RESULT_DONE)
+        callbacks, self._done_callbacks = self._done_callbacks, None
+        for fn in callbacks or ():
+            try:
+                fn(self)
+            except Exception:
+                _log.exception("exception calling done-callback for %r", self)
+
+    def set_partition(self, Py_ssize_t row, int partition):
+        """Record where row ``row`` goes (the appender does this before appending it)."""
+        if row < 0 or row >= self.num_records:
+            raise IndexError(f"row {row} outside 0..{self.num_records - 1}")
+        self._partition_ptr[row] = partition
+
+    def done(self):
+        """True once every record is acknowledged or failed."""
+        return self._result is not None
+
+    def result(self, timeout=None):
+        """Wait (at most ``timeout`` seconds; None: no bound) and return the BatchResult.
+
+        Raises :class:`~kafkacore.errors.KafkaTimeoutError` if the bound passes first.
+        """
+        cdef double timeout_s = -1.0
+        if self._result is not None:
+            return self._result
+        if timeout is not None:
+            timeout_s = max(<double>timeout, 0.0)
+        if not self._latch._wait_latch(timeout_s):
+            raise KafkaTimeoutError(
+                f"{self._pending} of {self.num_records} records for {self.topic} were not "
+                f"acknowledged within {timeout} s")
+        return self._result
+
+    def get(self, timeout=None):
+        """Java's name for :meth:`result`."""
+        return self.result(timeout)
+
+    def exception(self, timeout=None):
+        """The first record's error, or None if every record was acknowledged."""
+        result = self.result(timeout)
+        if result.failed:
+            return next(e for e in result.errors if e is not None)
+        return None
+
+    def add_done_callback(self, fn):
+        """Call ``fn(future)`` once the call is done (at once if it already is)."""
+        if self._result is None:
+            if self._done_callbacks is None:
+                self._done_callbacks = []
+            self._done_callbacks.append(fn)
+            return
+        fn(self)
+
+    def __repr__(self):
+        state = "done" if self._result is not None else f"{self._pending} pending"
+        return f"<BatchFuture {self.topic}: {self.num_records} records, {state}>"

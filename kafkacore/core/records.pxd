@@ -72,6 +72,10 @@ cdef class MemoryRecordsBuilder:
                                             int base_sequence, bint is_transactional)
     cpdef set_estimated_compression_ratio(self, double ratio)
 
+    # C-level append for the columnar path (pointers + lengths, -1 for null); -1 when it does
+    # not fit (has_room_for and append in one step).
+    cdef int append_raw(self, int64_t timestamp_ms, const unsigned char* kp, Py_ssize_t klen,
+                        const unsigned char* vp, Py_ssize_t vlen, object headers) except -2
     # C-level: write one record (no checks on the builder state; append() does those).
     cdef int _append_record(self, int64_t timestamp_ms, object key, object value,
                             object headers) except -1
@@ -116,3 +120,6 @@ cdef class RecordBatch:
 # Upper bound of the size of a batch holding just this record (Java
 # AbstractRecords.estimateSizeInBytesUpperBound); the producer checks it at send().
 cpdef Py_ssize_t estimate_size_upper_bound(object key, object value, object headers=*) except -1
+# The same from sizes (-1 for null), with the headers' encoded size (1 for no headers).
+cdef Py_ssize_t estimate_size_upper_bound_raw(Py_ssize_t klen, Py_ssize_t vlen,
+                                              Py_ssize_t headers_size) noexcept

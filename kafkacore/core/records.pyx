@@ -340,6 +340,13 @@ cdef tuple _normalize_headers(object headers, Py_ssize_t* size):
     return seq
 
 
+cdef Py_ssize_t estimate_size_upper_bound_raw(Py_ssize_t klen, Py_ssize_t vlen,
+                                              Py_ssize_t headers_size) noexcept:
+    """``estimate_size_upper_bound`` from sizes (-1: null), headers already sized (1 if none)."""
+    return (RECORD_BATCH_OVERHEAD + MAX_RECORD_OVERHEAD + _bytes_field_size(klen)
+            + _bytes_field_size(vlen) + headers_size)
+
+
 cpdef Py_ssize_t estimate_size_upper_bound(object key, object value, object headers=None) except -1:
     """Upper bound of the size of a batch holding just this record (Java
     ``AbstractRecords.estimateSizeInBytesUpperBound`` for magic v2): the 61-byte batch header, the
@@ -707,6 +714,38 @@ cdef class MemoryRecordsBuilder:
                 PyBuffer_Release(&kview)
             if vheld:
                 PyBuffer_Release(&vview)
+
+    cdef int append_raw(self, int64_t timestamp_ms, const unsigned char* kp, Py_ssize_t klen,
+                        const unsigned char* vp, Py_ssize_t vlen, object headers) except -2:
+        """The columnar path's append: key and value as pointer + length (-1: null).
+
+        Returns the offset delta, or -1 without writing anything when the record does not fit
+        (an empty batch always takes it).  The caller keeps the key's and value's memory alive.
+        """
+        cdef Py_ssize_t size, hcount = 0, hsize = 0
+        cdef tuple hs = None
+        if self._appends_closed:
+            raise IllegalStateError("Tried to append a record, but MemoryRecordsBuilder is closed"
+                                    " for record appends")
+        if timestamp_ms < 0 and timestamp_ms != NO_TIMESTAMP:
+            raise ValueError(f"Invalid negative timestamp {timestamp_ms}")
+        if self._num_records == INT32_MAX:
+            return -1
+        if headers is not None:
+            hs = _normalize_headers(headers, &hsize)
+            hcount = PyTuple_GET_SIZE(hs)
+        if self._num_records > 0:
+            if self._write_limit <= self._estimated_bytes_written():
+                return -1
+            size = (1 + varlong_size(timestamp_ms - self._base_timestamp)
+                    + varint_size(self._num_records) + _bytes_field_size(klen)
+                    + _bytes_field_size(vlen) + varint_size(<int32_t>hcount) + hsize)
+            if size > INT32_MAX - 5:
+                return -1
+            size += varint_size(<int32_t>size)
+            if self._write_limit < self._estimated_bytes_written() + size:
+                return -1
+        return _write_record(self, timestamp_ms, kp, klen, vp, vlen, hs, hcount, hsize)
 
     cpdef bint has_room_for(self, int64_t timestamp_ms, object key, object value,
                             object headers=None) except -1:
