@@ -547,10 +547,14 @@ def test_max_in_flight_limits_ready(fake):
         poll_until(client, lambda: client.in_flight_request_count(-1) == 0)  # metadata done
         body = {"transactional_id": None, "transaction_timeout_ms": 1000}
         client.send(-1, ApiKey.INIT_PRODUCER_ID, body)
-        assert client.ready(-1)
-        client.send(-1, ApiKey.INIT_PRODUCER_ID, body)
-        assert client.in_flight_request_count(-1) == 2
+        # Queued, not yet written: no second request until the first is on its way (Java's
+        # canSendMore).
         assert not client.ready(-1)
+        poll_until(client, lambda: client.ready(-1), 5)
+        client.send(-1, ApiKey.INIT_PRODUCER_ID, body)
+        client.poll(50)
+        assert client.in_flight_request_count(-1) == 2
+        assert not client.ready(-1)  # written, but two in flight is the limit
         with pytest.raises(errors.IllegalStateError):
             client.send(-1, ApiKey.INIT_PRODUCER_ID, body)
 

@@ -190,8 +190,8 @@ class NetworkClient:
     def ready(self, node_id: int, now_ms: int | None = None) -> bool:
         """True if a request can be sent to ``node_id`` now; if not connected, start connecting.
 
-        Ready means: connected, ApiVersions negotiated, and fewer than
-        ``max_in_flight_requests_per_connection`` requests in flight.  Like Java's ``ready``, a
+        Ready means: connected, ApiVersions negotiated, the previous request completely written,
+        and fewer than ``max_in_flight_requests_per_connection`` requests in flight.  Like Java's ``ready``, a
         ``False`` answer for a disconnected node starts a connection attempt (unless the node is
         in reconnect backoff), which later ``poll`` calls complete.
         """
@@ -214,10 +214,14 @@ class NetworkClient:
         return self._can_send_request(node_id)
 
     def _can_send_request(self, node_id: int) -> bool:
+        # Java's InFlightRequests.canSendMore: room for one more request, and the previous one
+        # completely written.  One request at a time in the send queue is the back-pressure: a
+        # broker that reads slowly makes ready() false instead of letting the queue grow.
         conn = self._connections.get(node_id)
         return (
             conn is not None
             and conn.state is ConnectionState.READY
+            and not conn.has_queued_sends
             and len(conn.in_flight) < self.max_in_flight
         )
 
