@@ -300,13 +300,16 @@ def _make_plan(df, topic, config, key, value, headers, partition, timestamp, kee
 # ---------------------------------------------------------------------------------------------
 
 
-def _bytes_column(array: Any) -> Any:
-    """A string or binary Arrow column as send_batch takes it, without copying its buffers."""
+def _int_array(values: Any, type_: Any) -> Any:
+    """A BatchResult column (``array.array`` of ints, or a list) as a pyarrow array; an
+    ``array.array`` of the right width is wrapped without a copy."""
+    import array as _array
+
     import pyarrow as pa
 
-    if pa.types.is_large_string(array.type):
-        return array.view(pa.large_binary())
-    return array
+    if isinstance(values, _array.array) and values.itemsize * 8 == type_.bit_width:
+        return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)])
+    return pa.array(list(values), type_)
 
 
 def _headers_of(array: Any) -> list:
@@ -336,20 +339,26 @@ def _timestamps_of(array: Any) -> Any:
 
 
 def _send(producer: Any, plan: _Plan, batch: Any) -> Any:
-    """Hand one Arrow RecordBatch to send_batch; return its BatchFuture."""
-    values = _bytes_column(batch.column(plan.value_column))
-    keys = _bytes_column(batch.column(plan.key_column)) if plan.key_column else None
-    partitions = batch.column(plan.partition_column) if plan.partition_column else None
+    """Hand one Arrow RecordBatch to send_batch; return its BatchFuture.  Key and value columns
+    go as they are: send_batch reads string and binary Arrow arrays from their buffers."""
+    values = batch.column(plan.value_column)
+    keys = batch.column(plan.key_column) if plan.key_column else None
+    partitions = None
+    if plan.partition_column:
+        partitions = batch.column(plan.partition_column)
+        if partitions.null_count:
+            row = partitions.is_null().to_pylist().index(True)
+            raise ValueError(
+                f"column {plan.partition_column!r} (the record partition) is null in a row "
+                f"({partitions.null_count} of {len(partitions)} in this batch, the first at "
+                f"row {row}): give every row a partition, or pass partition=None"
+            )
     timestamps = (
         _timestamps_of(batch.column(plan.timestamp_column)) if plan.timestamp_column else None
     )
     headers = _headers_of(batch.column(plan.headers_column)) if plan.headers_column else None
     return producer.send_batch(
-        plan.topic,
-        values,
-        keys=keys,
-        partitions=partitions,
-        timestamps=timestamps,
+        plan.topic, values, keys=keys, partitions=partitions, timestamps=timestamps,
         headers=headers,
     )
 
@@ -370,6 +379,7 @@ def _write_task(plan: _Plan, batches: Iterator[Any]) -> Iterator[Any]:
     every acknowledgement, then yield one summary row.  Yielding only after the waits is what
     makes the task succeed only once its records are acked."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     producer = get_producer(plan.config, key=plan.key)
     pending = []
@@ -384,17 +394,15 @@ def _write_task(plan: _Plan, batches: Iterator[Any]) -> Iterator[Any]:
     counts: collections.Counter[int] = collections.Counter()
     for future in pending:
         result = future.result(plan.wait_s)
-        partitions = result.partitions
-        if not isinstance(partitions, list):
-            partitions = partitions.to_pylist()
+        partitions = _int_array(result.partitions, pa.int32())
         if result.failed:
             failures += result.failed
-            acked = [p for p, e in zip(partitions, result.errors, strict=True) if e is None]
             if first_error is None:
                 first_error = _error_text(next(e for e in result.errors if e is not None))
-            counts.update(acked)
-        else:
-            counts.update(partitions)
+            partitions = partitions.filter(pa.array([e is None for e in result.errors]))
+        # Count in C (pyarrow), not with a Python loop over the rows.
+        for item in pc.value_counts(partitions).to_pylist():
+            counts[item["values"]] += item["counts"]
     pid, serial = _identity(producer)
     ordered = sorted(counts)
     yield pa.RecordBatch.from_pydict(
@@ -474,8 +482,9 @@ def write_to_kafka(
     :param value: the value column (string or binary; nulls become tombstones).
     :param headers: a column of ``map<string, binary|string>`` or
         ``array<struct<key: string, value: binary|string>>``, or ``None``.
-    :param partition: an integer column choosing each record's partition (nulls: the
-        partitioner decides), or ``None``.
+    :param partition: an integer column choosing each record's partition (no nulls: a null
+        fails the task with an error naming the column), or ``None`` to let the partitioner
+        choose.
     :param timestamp: a timestamp column, or a long column of epoch milliseconds (nulls: now).
     :returns: a :class:`WriteSummary`.
     :raises TypeError, ValueError: a column is missing or has the wrong type (checked on the
@@ -549,8 +558,8 @@ def _report_rows(plan: _Plan, batch: Any, future: Any) -> Any:
 
     result = future.result(plan.wait_s)
     n = batch.num_rows
-    partitions = pa.array(result.partitions, pa.int32())
-    offsets = pa.array(result.offsets, pa.int64())
+    partitions = _int_array(result.partitions, pa.int32())
+    offsets = _int_array(result.offsets, pa.int64())
     if result.failed:
         errors = pa.array(
             [None if e is None else _error_text(e) for e in result.errors], pa.string()
