@@ -499,7 +499,11 @@ def write_to_kafka(
     job = df.mapInArrow(functools.partial(_write_task, plan), _SUMMARY_SCHEMA)
     start = time.perf_counter()
     rows = job.collect()
-    seconds = time.perf_counter() - start
+    return _summarize(topic, rows, time.perf_counter() - start)
+
+
+def _summarize(topic: str, rows: list, seconds: float) -> WriteSummary:
+    """Add up the tasks' summary rows; raise DeliveryFailedError if any record failed."""
     counts: collections.Counter[int] = collections.Counter()
     first_error = None
     for row in rows:

@@ -261,6 +261,61 @@ def _read_ids(bootstrap, topic, partitions, n, timeout_s=60.0):
     return counts
 
 
+# -- records that fail: reported, and raised on the driver ------------------------------------
+
+
+def test_failed_records_are_counted_reported_and_raised(spark, broker, bootstrap, make_topic):
+    """Real failures: the broker frozen (SIGSTOP) while the task body runs, so every record
+    expires after delivery.timeout.ms.  The task body is run here, in this process, so that the
+    failure is certain (in a Spark job it would race the task scheduling); its summary row goes
+    through the same driver-side code as a collected Spark row."""
+    import pyarrow as pa
+
+    topic = make_topic(2)
+    config = _config(bootstrap, **{"linger.ms": 0, "request.timeout.ms": 400,
+                                   "delivery.timeout.ms": 800, "client.id": "expiry-test"})
+    df = spark.range(1).selectExpr("cast(id as string) as key", "cast(id as string) as value")
+    plan = kspark._make_plan(df, topic, config, "key", "value", None, None, None, ("key",))
+    batches = [pa.RecordBatch.from_pydict({"key": [f"k{i}" for i in range(j, j + 50)],
+                                           "value": [b"v" * 20] * 50}) for j in (0, 50)]
+    try:
+        producer = kspark.get_producer(config)
+        _send_one(producer, topic)  # metadata known: the failure will be delivery, not lookup
+        with broker.paused():
+            rows = [b.to_pylist()[0] for b in kspark._write_task(plan, iter(batches))]
+            reports = pa.Table.from_batches(list(kspark._report_task(plan, iter(batches))))
+    finally:
+        kspark.close_producers(5)
+    assert rows[0]["records"] == 100 and rows[0]["failures"] == 100
+    assert rows[0]["partitions"] == [] and "Timeout" in rows[0]["first_error"]
+
+    with pytest.raises(kspark.DeliveryFailedError) as info:
+        kspark._summarize(topic, rows, 1.0)
+    assert str(info.value).startswith(f"100 of 100 records were not delivered to {topic!r}")
+    assert "Timeout" in str(info.value) and info.value.summary.acked == 0
+
+    # The lazy form does not raise: each row says what happened to it.
+    assert reports.column_names == ["key", "partition", "offset", "error"]
+    assert reports.num_rows == 100
+    assert reports.column("key").to_pylist() == [f"k{i}" for i in range(100)]
+    assert reports.column("partition").null_count == 100
+    assert reports.column("offset").null_count == 100
+    assert all("Timeout" in e for e in reports.column("error").to_pylist())
+
+
+def test_a_task_that_keeps_failing_fails_the_job_with_our_message(spark, bootstrap, make_topic):
+    from pyspark.sql import functions as F
+
+    topic = make_topic(2)
+    df = spark.range(20, numPartitions=2).select(
+        F.col("id").cast("string").alias("key"), F.col("id").cast("string").alias("value"),
+        F.when(F.col("id") == 7, F.lit(None)).otherwise(F.lit(0)).alias("p"),
+    )
+    # Spark tries the task four times (local[2,4]), then gives up; the error says why.
+    with pytest.raises(Exception, match=r"column 'p' \(the record partition\) is null"):
+        kspark.write_to_kafka(df, topic, _config(bootstrap), partition="p")
+
+
 # -- errors on the driver, before any job starts ----------------------------------------------
 
 
