@@ -195,18 +195,27 @@ class FakeBroker:
                 if answer is None:
                     continue
                 correlation_id = header["correlation_id"]
+                close_after = False
+                if isinstance(answer, tuple) and answer[0] == "close":
+                    close_after, answer = True, answer[1]
                 if isinstance(answer, tuple):
                     correlation_id, answer = answer
                 version = header["request_api_version"]
-                if isinstance(answer, dict) and answer.pop("_v0", False):
-                    version = 0
-                out = b"".join(
-                    codec.encode_response(
-                        header["request_api_key"], version, correlation_id, answer
+                if isinstance(answer, bytes):  # raw bytes after the correlation id
+                    out = struct.pack(">i", correlation_id) + answer
+                else:
+                    if answer.pop("_v0", False):
+                        version = 0
+                    out = b"".join(
+                        codec.encode_response(
+                            header["request_api_key"], version, correlation_id, answer
+                        )
                     )
-                )
                 try:
                     conn.sendall(struct.pack(">i", len(out)) + out)
+                    if close_after:
+                        conn.close()
+                        return
                 except OSError:
                     return
 
@@ -557,6 +566,48 @@ def test_max_in_flight_limits_ready(fake):
         assert not client.ready(-1)  # written, but two in flight is the limit
         with pytest.raises(errors.IllegalStateError):
             client.send(-1, ApiKey.INIT_PRODUCER_ID, body)
+
+
+INIT_PID_BODY = {"transactional_id": None, "transaction_timeout_ms": 1000}
+
+
+def test_a_response_right_before_the_close_still_counts(fake):
+    # The broker answers, then closes: the answer must reach its callback, not a disconnect.
+    def handler(header, body):
+        if header["request_api_key"] in (ApiKey.API_VERSIONS, ApiKey.METADATA):
+            return answer_versions_only(header, body)
+        return ("close", {"error_code": 0, "producer_id": 77, "producer_epoch": 3})
+
+    server = fake(handler)
+    with NetworkClient(server.bootstrap, Metadata()) as client:
+        client.await_ready(-1, 5000)
+        poll_until(client, lambda: client.in_flight_request_count(-1) == 0)  # metadata done
+        done = []
+        client.send(-1, ApiKey.INIT_PRODUCER_ID, INIT_PID_BODY, callback=done.append)
+        poll_until(client, lambda: done and not client.is_connecting(-1), 5)
+        assert done[0].error is None and done[0].body["producer_id"] == 77
+        poll_until(client, lambda: client.connection_failed(-1) or not client.is_ready(-1), 5)
+        assert len(done) == 1
+
+
+def test_an_undecodable_response_fails_its_request_once(fake):
+    def handler(header, body):
+        if header["request_api_key"] in (ApiKey.API_VERSIONS, ApiKey.METADATA):
+            return answer_versions_only(header, body)
+        return b"\x00"  # InitProducerId needs 14 bytes here, not 1
+
+    server = fake(handler)
+    with NetworkClient(server.bootstrap, Metadata()) as client:
+        client.await_ready(-1, 5000)
+        poll_until(client, lambda: client.in_flight_request_count(-1) == 0)  # metadata done
+        done = []
+        client.send(-1, ApiKey.INIT_PRODUCER_ID, INIT_PID_BODY, callback=done.append)
+        poll_until(client, lambda: done, 5)
+        client.poll(50)
+        assert len(done) == 1
+        assert isinstance(done[0].error, DisconnectError)
+        assert isinstance(done[0].error.__cause__, codec.ProtocolError)
+        assert not client.is_ready(-1)
 
 
 def test_correlation_id_mismatch_is_fatal_for_the_connection(fake):

@@ -515,23 +515,48 @@ class NetworkClient:
                         completed.append((request, self._response(request, now_ms)))
                 if was_connecting:
                     log.debug("connected to node %s", conn.node_id)
-            if mask & selectors.EVENT_READ and conn.sock is not None:
-                for request, frame in conn.on_readable(now_ms):
-                    self._handle_response(conn, request, frame, now_ms, completed)
+            frames = []
+            read = bool(mask & selectors.EVENT_READ) and conn.sock is not None
+            if read:
+                frames = conn.on_readable(now_ms)
         except (OSError, KafkaError) as exc:
-            error = exc if isinstance(exc, DisconnectError) else None
-            if error is None:
-                error = DisconnectError(f"connection to node {conn.node_id} failed: {exc}")
-                error.__cause__ = exc
-            log.debug("node %s: %s", conn.node_id, error)
-            failed = conn.state in (
-                ConnectionState.CONNECTING,
-                ConnectionState.CHECKING_API_VERSIONS,
-            )
-            self._close_connection(conn, error, now_ms, completed, failed=failed)
+            self._connection_broke(conn, exc, now_ms, completed)
+            return
+        # Every response that arrived is handled, even if the connection broke right after.
+        for i, (request, frame) in enumerate(frames):
+            try:
+                self._handle_response(conn, request, frame, now_ms, completed)
+            except (OSError, KafkaError) as exc:
+                # A response we cannot use: it and the ones after it fail, and so does the
+                # connection (the byte stream can no longer be trusted).
+                error = self._as_disconnect(conn, exc)
+                self._fail_requests([r for r, _ in frames[i:]], error, now_ms, completed)
+                self._connection_broke(conn, error, now_ms, completed)
+                return
+        if read and conn.read_error is not None:
+            self._connection_broke(conn, conn.read_error, now_ms, completed)
             return
         if conn.sock is not None:
             self._update_interest(conn)
+
+    def _as_disconnect(self, conn: BrokerConnection, exc: BaseException) -> KafkaError:
+        if isinstance(exc, DisconnectError):
+            return exc
+        error = DisconnectError(f"connection to node {conn.node_id} failed: {exc}")
+        error.__cause__ = exc
+        return error
+
+    def _connection_broke(
+        self,
+        conn: BrokerConnection,
+        exc: BaseException,
+        now_ms: int,
+        completed: list[tuple[InFlightRequest, ClientResponse]],
+    ) -> None:
+        error = self._as_disconnect(conn, exc)
+        log.debug("node %s: %s", conn.node_id, error)
+        failed = conn.state in (ConnectionState.CONNECTING, ConnectionState.CHECKING_API_VERSIONS)
+        self._close_connection(conn, error, now_ms, completed, failed=failed)
 
     def _handle_response(
         self,
@@ -594,16 +619,26 @@ class NetworkClient:
         # "failure" for connection_failed().
         self._note_failure(conn.node_id, now_ms)
         st.failed = failed
-        for request in lost:
+        self._fail_requests(lost, error, now_ms, completed)
+        # The leader may have moved: a broken connection is a reason to refresh (Java does too).
+        if lost:
+            self.metadata.request_update()
+
+    def _fail_requests(
+        self,
+        requests: list[InFlightRequest],
+        error: KafkaError,
+        now_ms: int,
+        completed: list[tuple[InFlightRequest, ClientResponse]],
+    ) -> None:
+        """Complete each request with ``error`` (the client's own ones are handled here)."""
+        for request in requests:
             if request.internal:
                 if request.api_key == ApiKey.METADATA:
                     self._metadata_in_flight = False
                     self.metadata.failed_update(now_ms)
                 continue
             completed.append((request, self._response(request, now_ms, error=error)))
-        # The leader may have moved: a broken connection is a reason to refresh (Java does too).
-        if lost:
-            self.metadata.request_update()
 
     def _update_interest(self, conn: BrokerConnection) -> None:
         if conn.sock is None:

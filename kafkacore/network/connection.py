@@ -130,6 +130,8 @@ class BrokerConnection:
         self._rbuf = bytearray()
         # Why the connection closed (for the requests failed by close()).
         self.close_error: errors.KafkaError | None = None
+        # A problem found by the last on_readable(), after the responses it returned.
+        self.read_error: errors.KafkaError | None = None
 
     # -- connecting ----------------------------------------------------------------------------
 
@@ -138,6 +140,7 @@ class BrokerConnection:
         if self.state is not ConnectionState.DISCONNECTED:
             raise errors.IllegalStateError(f"connect() on a {self.state.value} connection")
         self.close_error = None
+        self.read_error = None
         self.connect_started_ms = now_ms
         self.last_activity_ms = now_ms
         infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
@@ -286,31 +289,46 @@ class BrokerConnection:
     # -- reading ---------------------------------------------------------------------------------
 
     def on_readable(self, now_ms: int) -> list[tuple[InFlightRequest, bytes]]:
-        """Read what is there; returns (request, response frame) for each complete response."""
+        """Read what is there; returns (request, response frame) for each complete response.
+
+        Responses that arrived before a problem (the peer closed, a corrupt size, a correlation
+        id out of step) are still returned; the problem is left in :attr:`read_error` for the
+        caller, who closes the connection after handling them.
+        """
         assert self.sock is not None
-        completed: list[tuple[InFlightRequest, bytes]] = []
+        self.read_error = None
         for _ in range(16):  # bounded: other connections get their turn
             try:
                 data = self.sock.recv(_RECV_CHUNK)
             except _WOULD_BLOCK:
                 break
+            except OSError as exc:
+                self.read_error = DisconnectError(f"reading from node {self.node_id}: {exc}")
+                break
             if not data:
-                raise DisconnectError(f"node {self.node_id} closed the connection")
+                self.read_error = DisconnectError(f"node {self.node_id} closed the connection")
+                break
             self.last_activity_ms = now_ms
             self._rbuf += data
             if len(data) < _RECV_CHUNK:
                 break
+        completed: list[tuple[InFlightRequest, bytes]] = []
         pos = 0
         buf = self._rbuf
-        while len(buf) - pos >= 4:
-            (size,) = _SIZE.unpack_from(buf, pos)
-            if size < 4 or size > MAX_RESPONSE_SIZE:
-                raise DisconnectError(f"node {self.node_id} sent a frame of invalid size {size}")
-            if len(buf) - pos - 4 < size:
-                break
-            frame = bytes(buf[pos + 4 : pos + 4 + size])
-            pos += 4 + size
-            completed.append((self._match(frame), frame))
+        try:
+            while len(buf) - pos >= 4:
+                (size,) = _SIZE.unpack_from(buf, pos)
+                if size < 4 or size > MAX_RESPONSE_SIZE:
+                    raise DisconnectError(
+                        f"node {self.node_id} sent a frame of invalid size {size}"
+                    )
+                if len(buf) - pos - 4 < size:
+                    break
+                frame = bytes(buf[pos + 4 : pos + 4 + size])
+                pos += 4 + size
+                completed.append((self._match(frame), frame))
+        except DisconnectError as exc:
+            self.read_error = exc
         if pos:
             del buf[:pos]
         return completed
@@ -405,6 +423,7 @@ class BrokerConnection:
         self.in_flight.clear()
         self._sends.clear()
         self._rbuf = bytearray()
+        self.read_error = None
         self.api_versions = {}
         self.broker_versions = {}
         return lost
