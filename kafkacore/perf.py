@@ -160,7 +160,9 @@ def run(
             if (i & 0x3FF) == 0:
                 now = clock()
                 if progress:
-                    print("\r" + progress_bar(stats.acked, num_records), end="", file=out, flush=True)
+                    print(
+                        "\r" + progress_bar(stats.acked, num_records), end="", file=out, flush=True
+                    )
                 if now >= next_report:
                     if progress:
                         print("\r", end="", file=out)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
 from typing import Any
 
 from kafkacore.accumulator import RecordAccumulator

@@ -86,7 +86,7 @@ def produce_all(producer, topic, records):
 
 def expected_by_partition(records, metas):
     by_partition: dict[int, list] = {}
-    for rec, meta in zip(records, metas):
+    for rec, meta in zip(records, metas, strict=True):
         headers = tuple(rec.get("headers") or ())
         by_partition.setdefault(meta.partition, []).append(
             (meta.offset, meta.timestamp, rec.get("key"), rec["value"], headers)
@@ -110,7 +110,7 @@ def test_every_record_arrives_once_in_order_on_the_java_partition(bootstrap, mak
     with KafkaProducer({"bootstrap.servers": bootstrap, "compression.type": codec}) as producer:
         metas = produce_all(producer, topic, records)
 
-    for rec, meta in zip(records, metas):
+    for rec, meta in zip(records, metas, strict=True):
         assert isinstance(meta, RecordMetadata)
         assert meta.topic == topic
         if "partition" in rec:
@@ -184,7 +184,7 @@ def test_many_threads_sending_at_once(bootstrap, make_topic):
         for w in workers:
             w.join(60)
         producer.flush(timeout=60)
-    for t, futures in enumerate(results):
+    for futures in results:
         offsets = [f.result(timeout=5).offset for f in futures]
         assert offsets == sorted(offsets), "one thread's keyed records stay in order"
     consumed = read_confluent(bootstrap, topic, 3, per_thread * threads)
@@ -220,7 +220,7 @@ def test_partitions_for_and_metrics(bootstrap, make_topic):
     topic = make_topic(partitions=5)
     with KafkaProducer(bootstrap_servers=bootstrap) as producer:
         assert producer.partitions_for(topic) == [0, 1, 2, 3, 4]
-        for i in range(2000):
+        for _ in range(2000):
             producer.send(topic, b"x" * 100)
         producer.flush(timeout=30)
         m = producer.metrics()
@@ -286,7 +286,7 @@ def test_buffer_full_with_max_block_ms_zero(broker, make_topic):
         wait_for_metadata(producer, topic)
         futures = []
         with broker.paused(), pytest.raises(BufferExhaustedError):
-            for i in range(1000):  # two batches of memory, then the third cannot wait
+            for _ in range(1000):  # two batches of memory, then the third cannot wait
                 futures.append(producer.send(topic, b"x" * 1000))
         producer.flush(timeout=30)
         assert all(f.exception() is None for f in futures)  # what was accepted is delivered

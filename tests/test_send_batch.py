@@ -42,8 +42,8 @@ def check_read_back(bootstrap, topic, partitions, rows, result):
 def test_columns_arrive_where_send_would_put_them(bootstrap, make_topic, arrow_type):
     topic = make_topic(partitions=4)
     n = 20_000
-    keys = [None if i % 5 == 0 else ("k%d" % (i % 300)) for i in range(n)]
-    values = [None if i % 11 == 0 else "value %d ü" % i for i in range(n)]
+    keys = [None if i % 5 == 0 else f"k{i % 300}" for i in range(n)]
+    values = [None if i % 11 == 0 else f"value {i} ü" for i in range(n)]
     if arrow_type is None:  # Python lists: bytes and str mixed
         key_col = [k if k is None or i % 2 else k.encode() for i, k in enumerate(keys)]
         value_col = [v if v is None or i % 2 else v.encode() for i, v in enumerate(values)]
@@ -57,7 +57,7 @@ def test_columns_arrive_where_send_would_put_them(bootstrap, make_topic, arrow_t
     assert isinstance(result, BatchResult)
     assert len(result) == n and result.failed == 0 and result.errors == [None] * n
     rows = [(None if k is None else k.encode(), None if v is None else v.encode())
-            for k, v in zip(keys, values)]
+            for k, v in zip(keys, values, strict=True)]
     for i, (key, _value) in enumerate(rows):
         if key is not None:
             assert result.partitions[i] == java_partition(key, 4)

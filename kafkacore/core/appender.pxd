@@ -33,7 +33,7 @@ cdef class _Column:
         Py_ssize_t _offset
         readonly Py_ssize_t length
 
-    cdef int _init_arrow(self, object array, str what) except -1
+    cdef int _init_arrow(self, object arrow_array, str what) except -1
     cdef Py_ssize_t _start(self, Py_ssize_t row) noexcept
     cdef Py_ssize_t _end(self, Py_ssize_t row) noexcept
     cdef int get(self, Py_ssize_t row, const unsigned char** p, Py_ssize_t* n) except -1

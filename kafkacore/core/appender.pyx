@@ -28,13 +28,12 @@ from cpython cimport array
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_CheckExact, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
-from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM
 from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_CheckExact
 
 from kafkacore.core.batch cimport BatchFuture, FutureRecordMetadata, ProducerBatch
 from kafkacore.core.murmur2 cimport partition_for_key
-from kafkacore.core.partition_map cimport CopyOnWriteMap
 from kafkacore.core.murmur2 cimport murmur2_raw
 from kafkacore.core.records cimport estimate_size_upper_bound, estimate_size_upper_bound_raw
 
@@ -252,7 +251,7 @@ cdef class RecordAppender:
                        headers=None):
         """``KafkaProducer.send_batch``: see its documentation."""
         cdef _Column value_col, key_col
-        cdef Py_ssize_t n, row, i, size, start_row
+        cdef Py_ssize_t n, row, i, size
         cdef int count, p, sticky_partition = -1
         cdef int64_t now, ts, start = _clock_ms(CLOCK_MONOTONIC)
         cdef const unsigned char* kp
@@ -472,11 +471,11 @@ cdef class _Column:
         if expected >= 0 and self.length != expected:
             raise ValueError(f"{what} has {self.length} rows, values has {expected}")
 
-    cdef int _init_arrow(self, object array, str what) except -1:
-        kind = str(array.type)
-        if type(array).__name__ == "ChunkedArray":
-            array = array.combine_chunks()
-            self._owner = array
+    cdef int _init_arrow(self, object arrow_array, str what) except -1:
+        kind = str(arrow_array.type)
+        if type(arrow_array).__name__ == "ChunkedArray":
+            arrow_array = arrow_array.combine_chunks()
+            self._owner = arrow_array
         if kind in ("binary", "string"):
             self._wide = False
         elif kind in ("large_binary", "large_string"):
@@ -486,9 +485,9 @@ cdef class _Column:
                 f"{what} must be a binary, large_binary, string or large_string array, "
                 f"not {kind}")
         self._arrow = True
-        self.length = len(array)
-        self._offset = array.offset
-        validity, offsets, data = array.buffers()
+        self.length = len(arrow_array)
+        self._offset = arrow_array.offset
+        validity, offsets, data = arrow_array.buffers()
         if validity is not None:
             PyObject_GetBuffer(validity, &self._validity, PyBUF_SIMPLE)
             self._has_validity = True
@@ -540,7 +539,10 @@ cdef class _Column:
                     return 0
             s = self._start(row)
             n[0] = self._end(row) - s
-            p[0] = <const unsigned char*>self._data.buf + s if self._has_data else <const unsigned char*>""
+            if self._has_data:
+                p[0] = <const unsigned char*>self._data.buf + s
+            else:  # every row empty or null: Arrow may leave out the data buffer
+                p[0] = <const unsigned char*>""
             return 0
         item = PyList_GET_ITEM(self._items, row)
         if <object>item is None:
