@@ -1,5 +1,6 @@
 """Type stubs for kafkacore.core.batch (compiled)."""
 
+import array
 import concurrent.futures
 from collections.abc import Callable, Sequence
 from typing import Literal, final
@@ -75,8 +76,9 @@ class ProducerBatch:
         key: _BytesLike | None,
         value: _BytesLike | None,
         headers: _Headers,
-        callback: _SendCallback | None,
+        callback: _SendCallback | BatchFuture | None,
         now_ms: int,
+        row: int = -1,
     ) -> FutureRecordMetadata | None: ...
     def done(
         self, base_offset: int, log_append_time: int, exception: BaseException | None
@@ -121,3 +123,24 @@ class ProducerBatch:
     def has_sequence(self) -> bool: ...
     @property
     def last_sequence(self) -> int: ...
+
+@final
+class BatchResult:
+    topic: str
+    partitions: array.array[int]
+    offsets: array.array[int]
+    errors: list[BaseException | None]
+    failed: int
+    def __len__(self) -> int: ...
+
+@final
+class BatchFuture:
+    topic: str
+    num_records: int
+    def __init__(self, topic: str, num_records: int) -> None: ...
+    def set_partition(self, row: int, partition: int) -> None: ...
+    def done(self) -> bool: ...
+    def result(self, timeout: float | None = None) -> BatchResult: ...
+    def get(self, timeout: float | None = None) -> BatchResult: ...
+    def exception(self, timeout: float | None = None) -> BaseException | None: ...
+    def add_done_callback(self, fn: Callable[[BatchFuture], object]) -> None: ...

@@ -1,0 +1,55 @@
+"""Type stubs for kafkacore.core.appender (compiled)."""
+
+from collections.abc import Callable, Sequence
+from typing import Any, final
+
+from kafkacore.core.batch import BatchFuture, FutureRecordMetadata
+from kafkacore.core.partition_map import CopyOnWriteMap
+
+def monotonic_ms() -> int: ...
+
+@final
+class PartitionQueue:
+    batches: Any  # collections.deque[ProducerBatch]
+    def __enter__(self) -> PartitionQueue: ...
+    def __exit__(self, *exc_info: object) -> bool: ...
+
+@final
+class RecordAppender:
+    closed: bool
+    def __init__(
+        self,
+        *,
+        batches: CopyOnWriteMap,
+        accumulator: Any,
+        metadata: Any,
+        wait_on_metadata: Callable[[str, int | None], Any],
+        wakeup: Callable[[], object],
+        key_serializer: Callable[[str, Any], Any] | None,
+        value_serializer: Callable[[str, Any], Any] | None,
+        custom_partitioner: Callable[..., int] | None,
+        ignore_keys: bool,
+        max_request_size: int,
+        total_memory: int,
+        max_block_ms: int,
+        sticky_factory: Callable[[str], Any],
+    ) -> None: ...
+    def append(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp: int | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
+        callback: Callable[..., object] | None,
+    ) -> FutureRecordMetadata: ...
+    def append_columns(
+        self,
+        topic: str,
+        values: Any,
+        keys: Any = None,
+        partitions: Any = None,
+        timestamps: Any = None,
+        headers: Any = None,
+    ) -> BatchFuture: ...
