@@ -348,6 +348,52 @@ def test_list_offsets_after_produce(bootstrap, make_topic):
     assert part["offset"] >= 1
 
 
+def test_fetch_reads_back_what_we_produced(bootstrap, make_topic):
+    # Our Fetch codec against tansu; the records decoded by kafka-python's batch reader.
+    from kafka.record.memory_records import MemoryRecords
+
+    topic = make_topic(1)
+    values = [b"alpha", b"beta", b"gamma"]
+    with NetworkClient(bootstrap, Metadata()) as client:
+        cluster = wait_for_cluster(client, topic)
+        leader = cluster.leader_for(topic, 0)
+        produced = client.send_and_receive(
+            leader, ApiKey.PRODUCE, produce_body(topic, {0: record_batch(values)}), 5000
+        )
+        assert produced.body["responses"][0]["partition_responses"][0]["error_code"] == 0
+        described = client.send_and_receive(
+            leader, ApiKey.METADATA, {"topics": [{"name": topic}]}, 5000
+        )
+        topic_id = described.body["topics"][0]["topic_id"]
+        assert topic_id.int != 0
+        top = client.api_version(leader, ApiKey.FETCH)
+        for version in sorted({12, top}):
+            partition = {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+            topics = [{"topic": topic, "topic_id": topic_id, "partitions": [partition]}]
+            if version < 13:
+                del topics[0]["topic_id"]
+            else:
+                del topics[0]["topic"]
+            body = {
+                "max_wait_ms": 100,
+                "min_bytes": 1,
+                "topics": topics,
+                "forgotten_topics_data": [],
+            }
+            client.await_ready(leader, 5000)
+            done = []
+            client.send(leader, ApiKey.FETCH, body, callback=done.append, api_version=version)
+            poll_until(client, lambda done=done: done)
+            assert done[0].error is None and done[0].api_version == version
+            part = done[0].body["responses"][0]["partitions"][0]
+            assert part["error_code"] == 0
+            records = MemoryRecords(part["records"])
+            got = []
+            while records.has_next():
+                got.extend(r.value for r in records.next_batch())
+            assert got == values
+
+
 def test_acks_zero_completes_when_written(bootstrap, make_topic):
     topic = make_topic(1)
     with NetworkClient(bootstrap, Metadata()) as client:

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
+from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.data_container import DataContainer
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -121,6 +122,8 @@ def test_round_trip_every_message_and_version(key, kind, version, request):
 KP = {
     (ApiKey.PRODUCE, "request"): ProduceRequest,
     (ApiKey.PRODUCE, "response"): ProduceResponse,
+    (ApiKey.FETCH, "request"): FetchRequest,
+    (ApiKey.FETCH, "response"): FetchResponse,
     (ApiKey.LIST_OFFSETS, "request"): ListOffsetsRequest,
     (ApiKey.LIST_OFFSETS, "response"): ListOffsetsResponse,
     (ApiKey.METADATA, "request"): MetadataRequest,

@@ -20,9 +20,10 @@ class ApiKey(enum.IntEnum):
 #: The (lowest, highest) version of each API that kafkacore can encode and decode.  The version
 #: used on a connection is the highest one that both we and the broker support (ApiVersions).
 #: Produce starts at 3, the first version that carries record batches of magic 2 (the only
-#: format we write).
+#: format we write); Fetch at 4, the first that returns them.
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 11),
+    ApiKey.FETCH: (4, 17),
     ApiKey.LIST_OFFSETS: (1, 10),
     ApiKey.METADATA: (0, 12),
     ApiKey.API_VERSIONS: (0, 4),
