@@ -292,7 +292,7 @@ class BrokerConnection:
         """Read what is there; returns (request, response frame) for each complete response.
 
         Responses that arrived before a problem (the peer closed, a corrupt size, a correlation
-        id out of step) are still returned; the problem is left in :attr:`read_error` for the
+        id out of step) are still returned; the problem is left in ``read_error`` for the
         caller, who closes the connection after handling them.
         """
         assert self.sock is not None
