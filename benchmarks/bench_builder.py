@@ -178,6 +178,7 @@ def main(argv=None):
     print(f"{'crc32c on 1 MiB':<30}{'GB/s':>14}")
     for name, rate in result["crc32c_gb_per_s"].items():
         print(f"{name:<30}{rate:>14.2f}")
+    return result
 
 
 if __name__ == "__main__":

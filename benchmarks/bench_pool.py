@@ -147,6 +147,7 @@ def main(argv=None):
             f"{name:38} {r['rate']:12,.0f}   {r['baseline']:12,.0f} {BASELINES[name]:20} "
             f"{r['ratio']:6.2f}"
         )
+    return results
 
 
 if __name__ == "__main__":
