@@ -550,6 +550,30 @@ def test_connection_refused_and_exponential_backoff():
         assert client.least_loaded_node() in (-1, None)
 
 
+def test_each_attempt_tries_the_next_resolved_address(fake):
+    # "localhost" can resolve to ::1 and 127.0.0.1, and a broker may listen on one only: a
+    # failed attempt moves on to the next address (as Java does).  We stand in for the resolver
+    # with two loopback addresses, the first refusing connections.
+    server = fake(answer_versions_only)
+    with NetworkClient(server.bootstrap, Metadata(), reconnect_backoff_ms=10) as client:
+        client.ready(-1)  # creates the connection object and a first attempt
+        conn = client._connections[-1]
+        client.disconnect(-1)
+        client.poll(0)
+        refused = ("127.0.0.1", free_port())
+        conn._resolved = [
+            (socket.AF_INET, socket.SOCK_STREAM, 6, refused),
+            (socket.AF_INET, socket.SOCK_STREAM, 6, ("127.0.0.1", server.port)),
+        ]
+        conn._next_address = 0
+        deadline = time.monotonic() + 5
+        while not client.ready(-1):
+            assert time.monotonic() < deadline
+            client.poll(20)
+        assert client.api_version(-1, ApiKey.PRODUCE) == 11
+        assert conn._next_address == 1  # the refused one was skipped, the good one kept
+
+
 def test_request_timeout_closes_the_connection(fake):
     server = fake(answer_versions_only)
     with NetworkClient(server.bootstrap, Metadata(), request_timeout_ms=400) as client:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import enum
 import errno
 import logging
+import os
 import selectors
 import socket
 import struct
@@ -132,6 +133,9 @@ class BrokerConnection:
         self.close_error: errors.KafkaError | None = None
         # A problem found by the last on_readable(), after the responses it returned.
         self.read_error: errors.KafkaError | None = None
+        # The resolved addresses of host:port, and which one the next connect() tries.
+        self._resolved: list[tuple[Any, Any, int, Any]] = []
+        self._next_address = 0
 
     # -- connecting ----------------------------------------------------------------------------
 
@@ -143,8 +147,13 @@ class BrokerConnection:
         self.read_error = None
         self.connect_started_ms = now_ms
         self.last_activity_ms = now_ms
-        infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
-        family, type_, proto, _, address = infos[0]
+        # A name may resolve to several addresses (localhost: ::1 and 127.0.0.1).  Like Java, we
+        # try them in turn, one per attempt, and resolve again once all have been tried.
+        if self._next_address >= len(self._resolved):
+            infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+            self._resolved = [(f, t, p, a) for f, t, p, _, a in infos]
+            self._next_address = 0
+        family, type_, proto, address = self._resolved[self._next_address]
         sock = socket.socket(family, type_, proto)
         try:
             sock.setblocking(False)
@@ -156,10 +165,12 @@ class BrokerConnection:
             code = sock.connect_ex(address)
         except OSError:
             sock.close()
+            self._next_address += 1
             raise
         if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN):
             sock.close()
-            raise ConnectionRefusedError(code, f"connect to {self.host}:{self.port}: {code}")
+            self._next_address += 1
+            raise ConnectionRefusedError(code, f"connect to {address}: {os.strerror(code)}")
         self.sock = sock
         self.state = ConnectionState.CONNECTING
         if code == 0:  # connected at once (loopback can do that)
@@ -407,6 +418,8 @@ class BrokerConnection:
     def close(self, error: errors.KafkaError | None = None) -> list[InFlightRequest]:
         """Close the socket; returns every request that will now never complete (to be failed)."""
         self.close_error = error
+        if self.state is ConnectionState.CONNECTING:
+            self._next_address += 1  # this address failed: the next attempt tries another
         if self.sock is not None:
             try:
                 self.sock.close()
