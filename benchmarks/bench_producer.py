@@ -87,10 +87,7 @@ def run_kafka_python(bootstrap, topic, n):
     def on_delivery(metadata):
         acked[0] += 1
 
-    producer = KafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", linger_ms=5, batch_size=BATCH,
-        buffer_memory=64 << 20,
-    )
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, batch_size=BATCH)
     for _ in range(n):
         producer.send(topic, VALUE).add_callback(on_delivery)
     producer.flush(timeout=300)

@@ -167,7 +167,8 @@ class RecordAccumulator:
         """Which leaders have a sendable batch: full, lingered long enough, or being flushed,
         memory waiters queued, or closing; a batch in retry waits out its back-off first."""
         ready_nodes: set[int] = set()
-        next_delay = float(self.linger_ms)
+        # With nothing queued the Sender may sleep until woken (send() wakes it for a new batch).
+        next_delay = float("inf")
         unknown: set[str] = set()
         exhausted = self.pool.queued() > 0
         flushing = self._flushes_in_progress > 0
@@ -177,6 +178,8 @@ class RecordAccumulator:
                     continue
                 first = pq.batches[0]
                 several = len(pq.batches) > 1
+            # Whatever else happens, look again by the time this batch must expire.
+            next_delay = min(next_delay, max(first.created_ms + self.delivery_timeout_ms - now_ms, 0))
             leader = cluster.leader_for(tp[0], tp[1])
             if leader is None:
                 unknown.add(tp[0])

@@ -174,8 +174,9 @@ class Sender:
         for node, node_batches in batches.items():
             if node_batches:
                 self._send_produce_request(node, node_batches, now)
-        # With batches queued for a node we cannot send to yet, do not spin: the connection
-        # delay above bounds the wait.  With nothing queued, linger bounds it.
+        # Sleep until the next batch may be ready, a connection may be retried or a batch must
+        # expire; poll() also wakes on I/O, on wakeup() and for metadata.  In-flight batches
+        # expire too: while there are any, look again at least every request timeout.
         return int(max(min(next_check, self.request_timeout_ms), 0))
 
     def _fail_expired(self, now: int) -> None:
