@@ -39,7 +39,7 @@ VALUE_BYTES = 100
 BATCH_BYTES = 1 << 20
 CHUNK = 10_000  # records per send_batch / produce_batch call outside Spark (an Arrow batch)
 
-SUMMARY = "records long, acked long"
+SUMMARY = "records long, acked long, cpu double"
 
 
 def kafkacore_config(bootstrap):
@@ -69,13 +69,14 @@ def _confluent(bootstrap):
     return entry[1]
 
 
-def _summary_batch(records, acked):
+def _summary_batch(records, acked, cpu):
     import pyarrow as pa
 
-    return pa.RecordBatch.from_pydict({"records": [records], "acked": [acked]})
+    return pa.RecordBatch.from_pydict({"records": [records], "acked": [acked], "cpu": [cpu]})
 
 
 def confluent_produce_batch_task(bootstrap, topic, batches):
+    cpu = time.process_time()  # the worker's CPU, librdkafka's threads included
     producer = _confluent(bootstrap)
     records = failed = 0
     for batch in batches:
@@ -91,10 +92,11 @@ def confluent_produce_batch_task(bootstrap, topic, batches):
         producer.poll(0)
     remaining = producer.flush(120)
     failed += remaining
-    yield _summary_batch(records, records - failed)
+    yield _summary_batch(records, records - failed, time.process_time() - cpu)
 
 
-def confluent_produce_partition(bootstrap, topic, delivered, rows):
+def confluent_produce_partition(bootstrap, topic, delivered, cpu_used, rows):
+    cpu = time.process_time()
     producer = _confluent(bootstrap)
     produce, poll = producer.produce, producer.poll
     n = 0
@@ -109,13 +111,15 @@ def confluent_produce_partition(bootstrap, topic, delivered, rows):
         if n & 0xFFF == 0:
             poll(0)
     delivered.add(n - producer.flush(120))
+    cpu_used.add(time.process_time() - cpu)
 
 
 def floor_task(batches):
+    cpu = time.process_time()
     records = 0
     for batch in batches:
         records += len(batch.column("value").to_pylist())
-    yield _summary_batch(records, records)
+    yield _summary_batch(records, records, time.process_time() - cpu)
 
 
 # -- on the driver -------------------------------------------------------------------------------
@@ -133,7 +137,8 @@ def make_frame(spark, rows, slices):
 
 
 def approaches(df, bootstrap):
-    """name -> function(topic) -> records acknowledged."""
+    """name -> function(topic) -> (records acknowledged, CPU seconds of the Python workers in
+    the tasks, every thread of theirs counted)."""
     import functools
 
     import bench_spark as me  # by module name, so the workers import it instead of unpickling
@@ -141,20 +146,24 @@ def approaches(df, bootstrap):
     from kafkacore.spark import write_to_kafka
 
     def kafkacore_write(topic):
-        return write_to_kafka(df, topic, kafkacore_config(bootstrap), key=None).acked
+        summary = write_to_kafka(df, topic, kafkacore_config(bootstrap), key=None)
+        return summary.acked, summary.cpu_seconds
 
     def confluent_batch(topic):
         task = functools.partial(me.confluent_produce_batch_task, bootstrap, topic)
-        return sum(r["acked"] for r in df.mapInArrow(task, SUMMARY).collect())
+        rows = df.mapInArrow(task, SUMMARY).collect()
+        return sum(r["acked"] for r in rows), sum(r["cpu"] for r in rows)
 
     def confluent_rows(topic):
-        delivered = df.sparkSession.sparkContext.accumulator(0)
+        sc = df.sparkSession.sparkContext
+        delivered, cpu = sc.accumulator(0), sc.accumulator(0.0)
         df.foreachPartition(
-            functools.partial(me.confluent_produce_partition, bootstrap, topic, delivered))
-        return delivered.value
+            functools.partial(me.confluent_produce_partition, bootstrap, topic, delivered, cpu))
+        return delivered.value, cpu.value
 
     def floor(topic):
-        return sum(r["records"] for r in df.mapInArrow(me.floor_task, SUMMARY).collect())
+        rows = df.mapInArrow(me.floor_task, SUMMARY).collect()
+        return sum(r["records"] for r in rows), sum(r["cpu"] for r in rows)
 
     return {
         "kafkacore write_to_kafka": kafkacore_write,
@@ -258,6 +267,8 @@ def chart(result, path):
             label = f" {rate:,.0f}k"
             if "cpu_us_per_row" in runs[name]:  # in this process: its CPU time is the client's
                 label += f"   {runs[name]['cpu_us_per_row']:.2f} us CPU/record"
+            elif "worker_cpu_us_per_row" in runs[name]:  # the Python workers' CPU in the tasks
+                label += f"   {runs[name]['worker_cpu_us_per_row']:.2f} us worker CPU/record"
             ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, label,
                     va="center", fontsize=9)
         ax.set_title(title, fontsize=10)
@@ -306,13 +317,14 @@ def main():
                 topic = f"bench-{uuid.uuid4().hex[:8]}"
                 admin.create_topics(broker.bootstrap, {topic: 6})
                 start = time.perf_counter()
-                acked = run(topic)
+                acked, cpu = run(topic)
                 seconds = time.perf_counter() - start
                 if acked != args.rows:
                     raise SystemExit(f"{name}: {acked} of {args.rows} acknowledged")
-            result["spark"][name] = {"seconds": seconds, "rows_per_s": args.rows / seconds}
-            print(f"  {name:44} {args.rows / seconds:>12,.0f} rows/s ({seconds:.2f} s)",
-                  flush=True)
+            result["spark"][name] = {"seconds": seconds, "rows_per_s": args.rows / seconds,
+                                     "worker_cpu_us_per_row": cpu / args.rows * 1e6}
+            print(f"  {name:44} {args.rows / seconds:>12,.0f} rows/s ({seconds:.2f} s)  "
+                  f"{cpu / args.rows * 1e6:6.2f} us worker CPU/row", flush=True)
         spark.stop()
         broker.restart()
         print("outside Spark:")
@@ -326,13 +338,19 @@ def main():
         "write_to_kafka / Spark floor":
             s["kafkacore write_to_kafka"]["rows_per_s"]
             / s["Spark floor (mapInArrow, to_pylist)"]["rows_per_s"],
+        "worker CPU per row, cheapest confluent in Spark / write_to_kafka":
+            min(v["worker_cpu_us_per_row"] for k, v in s.items() if k.startswith("confluent"))
+            / s["kafkacore write_to_kafka"]["worker_cpu_us_per_row"],
+        "CPU per row, confluent produce loop / send_batch":
+            o["confluent produce loop"]["cpu_us_per_row"]
+            / o["kafkacore send_batch"]["cpu_us_per_row"],
         "send_batch / confluent produce loop":
             o["kafkacore send_batch"]["rows_per_s"] / o["confluent produce loop"]["rows_per_s"],
         "send_batch / confluent produce_batch":
             o["kafkacore send_batch"]["rows_per_s"] / o["confluent produce_batch"]["rows_per_s"],
     }
     for name, ratio in result["ratios"].items():
-        print(f"  {name:44} {ratio:6.2f}x")
+        print(f"  {name:66} {ratio:6.2f}x")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "spark.json").write_text(json.dumps(result, indent=2) + "\n")
     if not args.no_chart:

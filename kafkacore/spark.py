@@ -370,7 +370,7 @@ def _error_text(error: BaseException) -> str:
 # The one row each write task returns to the driver.
 _SUMMARY_SCHEMA = (
     "pid int, serial long, records long, failures long, first_error string, "
-    "partitions array<int>, counts array<long>"
+    "partitions array<int>, counts array<long>, cpu_seconds double"
 )
 
 
@@ -381,6 +381,7 @@ def _write_task(plan: _Plan, batches: Iterator[Any]) -> Iterator[Any]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    cpu = time.process_time()  # this worker's CPU, all its threads (the producer's I/O too)
     producer = get_producer(plan.config, key=plan.key)
     pending = []
     records = 0
@@ -414,6 +415,7 @@ def _write_task(plan: _Plan, batches: Iterator[Any]) -> Iterator[Any]:
             "first_error": [first_error],
             "partitions": [ordered],
             "counts": [[counts[p] for p in ordered]],
+            "cpu_seconds": [time.process_time() - cpu],
         },
         schema=pa.schema(
             [
@@ -424,6 +426,7 @@ def _write_task(plan: _Plan, batches: Iterator[Any]) -> Iterator[Any]:
                 ("first_error", pa.string()),
                 ("partitions", pa.list_(pa.int32())),
                 ("counts", pa.list_(pa.int64())),
+                ("cpu_seconds", pa.float64()),
             ]
         ),
     )
@@ -443,6 +446,9 @@ class WriteSummary:
     producers: frozenset[tuple[int, int]] = field(default_factory=frozenset)
     #: the first failure a task saw (the error's class and message), or None
     first_error: str | None = None
+    #: CPU time the Python workers spent in the tasks, every thread of theirs counted (the
+    #: producers' I/O threads too): the client's cost, whatever the broker's speed
+    cpu_seconds: float = 0.0
 
     @property
     def acked(self) -> int:
@@ -519,6 +525,7 @@ def _summarize(topic: str, rows: list, seconds: float) -> WriteSummary:
         tasks=len(rows),
         producers=frozenset((row["pid"], row["serial"]) for row in rows),
         first_error=first_error,
+        cpu_seconds=sum(row["cpu_seconds"] for row in rows),
     )
     if summary.failures:
         raise DeliveryFailedError(

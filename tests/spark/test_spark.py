@@ -84,6 +84,7 @@ def test_write_to_kafka_every_row_once_in_key_order(spark, bootstrap, make_topic
     assert summary.tasks == df.rdd.getNumPartitions()
     assert sum(summary.partition_counts.values()) == n
     assert summary.seconds > 0 and summary.first_error is None
+    assert summary.cpu_seconds > 0  # the workers' CPU, measured in the tasks
 
     for read in (read_confluent, read_kafka_python):
         got = read(bootstrap, topic, partitions, n)
