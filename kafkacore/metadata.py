@@ -11,8 +11,10 @@ Two threads share a :class:`Metadata` (seed 001, "metadata update"):
   in :meth:`Metadata.await_update` (or use :meth:`Metadata.wait_for_topic`, which is that loop).
 
 Every mutable field of ``Metadata`` is guarded by one lock, ``Metadata._lock`` (a
-``threading.Condition``; ``update`` notifies it).  The only field read without the lock is
-``_cluster``, a reference to an immutable object: reading it is atomic in Python.
+``threading.Condition``; ``update`` notifies it), with two exceptions, both single operations
+that are atomic under the GIL: reading ``_cluster`` (a reference to an immutable object), and
+``add_topic`` renewing the expiry of a topic already in ``_topics`` (one dict store, done on every
+send; whoever iterates ``_topics`` copies it first, under the lock).
 """
 
 from __future__ import annotations
