@@ -105,16 +105,12 @@ def _freeze(value: Any) -> Hashable:
     # Callables (serializers, a partitioner, interceptors) arrive in each task as new objects
     # unpickled from the task closure; their pickled bytes are stable where their id() is not.
     try:
-        import cloudpickle  # PySpark ships one as pyspark.cloudpickle
-
-        return ("pickled", cloudpickle.dumps(value))
+        from pyspark import cloudpickle as dumper  # pickles lambdas and closures by value
     except ImportError:
-        pass
+        dumper = pickle
     try:
-        from pyspark import cloudpickle
-
-        return ("pickled", cloudpickle.dumps(value))
-    except (ImportError, pickle.PicklingError, TypeError):
+        return ("pickled", dumper.dumps(value))
+    except Exception:  # unpicklable: it cannot have come through Spark; identity is all we have
         return ("object", type(value).__qualname__, id(value))
 
 

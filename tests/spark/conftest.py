@@ -10,15 +10,13 @@ import sys
 
 import pytest
 
-pytest.importorskip("pyspark", reason="the Spark tests need pyspark (the `spark` extra)")
-pytest.importorskip("pyarrow", reason="the Spark tests need pyarrow (the `spark` extra)")
-
 # Arrow batches per task in the tests: small, so that one task makes several send_batch calls.
 BATCH_ROWS = 250
 
 
 @pytest.fixture(scope="module")
 def spark():
+    pytest.importorskip("pyspark", reason="the Spark tests need pyspark (the `spark` extra)")
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
