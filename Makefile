@@ -6,14 +6,17 @@
 SHELL := /bin/bash
 TOOLS := .venv-tools
 PY    := $(TOOLS)/bin/python
-# tox finds the interpreters pyenv has: make every 3.10-3.13 shim answer at once.
-PYENV_VERSION := $(shell pyenv versions --bare 2>/dev/null | grep -E '^3\.1[0-3]\.[0-9]+$$' | sort -t. -k2,2n -k3,3n | tac | awk -F. '!seen[$$1"."$$2]++' | paste -sd: -)
-export PYENV_VERSION
+# The interpreter for our own virtualenvs: the machine's python3, found before PATH changes.
+PYTHON := $(shell command -v python3)
+# tox finds its interpreters on PATH (python3.10 ... python3.13): put the bin folders of the
+# newest 3.10-3.13 that pyenv has in front, so a fresh clone needs no manual step.
+PYENV_BINS := $(shell root=$$(pyenv root 2>/dev/null) && pyenv versions --bare 2>/dev/null | grep -E '^3\.1[0-3]\.[0-9]+$$' | sort -t. -k2,2n -k3,3n | tac | awk -F. '!seen[$$1"."$$2]++' | sed "s|^|$$root/versions/|; s|$$|/bin|" | paste -sd: -)
+export PATH := $(if $(PYENV_BINS),$(PYENV_BINS):)$(PATH)
 
 .PHONY: test demo dev docs lint bench clean
 
 $(TOOLS)/.ok: pyproject.toml
-	python3 -m venv $(TOOLS)
+	$(PYTHON) -m venv $(TOOLS)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "tox>=4.14"
 	touch $@
@@ -23,7 +26,7 @@ test: $(TOOLS)/.ok
 
 # A development environment: the package in editable mode with test and bench extras.
 .venv/.ok: pyproject.toml setup.py
-	python3 -m venv .venv
+	$(PYTHON) -m venv .venv
 	.venv/bin/python -m pip install -q --upgrade pip
 	.venv/bin/python -m pip install -q -e '.[test,bench]' sphinx ruff cython-lint
 	touch $@

@@ -6,6 +6,7 @@ Every test ends by checking the pool's books: whatever happened, all memory must
 import _thread
 import math
 import random
+import signal
 import threading
 import time
 
@@ -405,10 +406,16 @@ def test_keyboard_interrupt_while_waiting_gives_back_the_memory():
         _thread.interrupt_main()
 
     t = threading.Thread(target=interrupter, daemon=True)
-    t.start()
-    t0 = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        pool.allocate(800, 30_000)
+    # interrupt_main() does nothing if SIGINT is ignored, as it is for a process started in the
+    # background by a non-interactive shell (CI): install Python's handler for this test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        t.start()
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            pool.allocate(800, 30_000)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - t0 < 5.0
     t.join(5)
     s = books_balance(pool)
