@@ -362,7 +362,10 @@ def report(summary, checks: Checks, elapsed_s: float) -> None:
     print("flights pipeline report")
     print(f"  rows             {summary.records:,} written, {checks.read:,} read back")
     print(f"  write            {summary.seconds:.1f} s, {summary.rows_per_second:,.0f} rows/s "
-          f"(events cached in Spark: produce and acks)")
+          f"(from events cached in Spark; the job starts Spark's Python workers too)")
+    print(f"  worker CPU       {summary.cpu_seconds:.2f} s, "
+          f"{summary.cpu_seconds / max(summary.records, 1) * 1e6:.2f} us per row "
+          f"(the Python workers, producer threads included)")
     print(f"  per partition    {spread}")
     print(f"  Spark tasks      {summary.tasks}, served by {len(summary.producers)} producer(s)")
     print(f"  whole run        {elapsed_s:.1f} s")
