@@ -31,7 +31,7 @@ from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkacore.errors import KafkaError
+from kafkacore.errors import ConfigError, KafkaError
 
 log = logging.getLogger("kafkacore.spark")
 
@@ -268,12 +268,24 @@ def _check_columns(df: Any, key, value, headers, partition, timestamp) -> dict[s
     return fields
 
 
+# Settings send_batch does not use (it takes the columns' bytes as they are).
+_NOT_FOR_COLUMNS = frozenset({"key.serializer", "value.serializer", "interceptor.classes"})
+
+
 def _make_plan(df, topic, config, key, value, headers, partition, timestamp, keep=()) -> _Plan:
     from kafkacore.config import ProducerConfig
 
     if type(topic) is not str or not topic:
         raise TypeError(f"topic must be a non-empty str, not {topic!r}")
     checked = ProducerConfig(config)  # a bad setting fails here, on the driver, naming it
+    ignored = sorted(_NOT_FOR_COLUMNS & checked.explicit)
+    if ignored:
+        # send_batch sends the columns' bytes as they are: these would silently do nothing.
+        raise ConfigError(
+            f"{', '.join(map(repr, ignored))} do not apply to DataFrame columns: the key and value "
+            f"columns are sent as they are.  Encode them in Spark instead (F.to_json, F.to_avro, "
+            f"a cast to binary) and leave these settings out"
+        )
     _check_columns(df, key, value, headers, partition, timestamp)
     # A task waits for its acknowledgements at most as long as the producer lets a record live.
     wait_s = (checked["delivery.timeout.ms"] + checked["request.timeout.ms"]) / 1000 + 5

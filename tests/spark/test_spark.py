@@ -371,6 +371,9 @@ def test_bad_config_and_topic_fail_on_the_driver(spark, bootstrap):
         kspark.write_to_kafka(df, "t", {})
     with pytest.raises(TypeError, match="topic"):
         kspark.write_to_kafka(df, "", _config(bootstrap))
+    # Serializers would silently do nothing to columns that are sent as they are: refused.
+    with pytest.raises(ConfigError, match="'value.serializer' do not apply to DataFrame columns"):
+        kspark.write_to_kafka(df, "t", _config(bootstrap, **{"value.serializer": str.encode}))
     with pytest.raises(TypeError, match="config"):
         kspark.config_key([("bootstrap.servers", bootstrap)])
 
