@@ -226,6 +226,9 @@ cdef class RecordAppender:
                 queue.release()
         if future is None:
             # The slow path: a new batch, memory from the BufferPool (may block max.block.ms).
+            # Once per batch is often enough to tell the metadata this topic is still in use
+            # (metadata.max.idle.ms is minutes); Java does it on every send.
+            self._metadata.add_topic(topic)
             future, full, _new = self._accumulator.append(
                 topic, chosen, timestamp, key, value, headers, callback,
                 max(self._max_block_ms - (now - start), 0), now)
@@ -406,6 +409,7 @@ cdef class RecordAppender:
             finally:
                 queue.release()
         # A new batch for this row: the accumulator's two-phase slow path (BufferPool memory).
+        self._metadata.add_topic(topic)
         row = order[pos[0]]
         row_ts = ts if stamps is None or stamps[row] is None else stamps[row]
         self._accumulator.append(
