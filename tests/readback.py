@@ -83,53 +83,14 @@ def read_kafka_python(bootstrap, topic, partitions, expected, timeout_s=60.0) ->
 
 def fetch_batches(bootstrap, topic, partition, timeout_s=30.0) -> list:
     """The partition's record batches as the broker stores them, decoded by kafka-python's
-    reader (``DefaultRecordBatch``): producer id, epoch and base sequence included.
-
-    We ask with our own Fetch codec (v12, topics by name) and read until a fetch returns nothing.
-    """
+    reader (``DefaultRecordBatch``): producer id, epoch and base sequence included."""
     from kafka.record.memory_records import MemoryRecords
 
-    from kafkacore.metadata import Metadata
-    from kafkacore.network.client import NetworkClient
-    from kafkacore.protocol.api_keys import ApiKey
+    from kafkacore.admin import fetch_record_batches
 
-    deadline = time.monotonic() + timeout_s
-    batches: list = []
-    with NetworkClient(bootstrap, Metadata()) as client:
-        md = client.metadata
-        md.add_topic(topic)
-        md.request_update()
-        while not md.fetch().partition_count(topic):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no metadata for {topic}")
-            client.poll(100)
-        leader = md.fetch().leader_for(topic, partition)
-        offset = 0
-        while time.monotonic() < deadline:
-            client.await_ready(leader, 5000)
-            done: list = []
-            body = {
-                "max_wait_ms": 100,
-                "min_bytes": 1,
-                "max_bytes": 8 << 20,
-                "topics": [{"topic": topic, "partitions": [
-                    {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 4 << 20}
-                ]}],
-                "forgotten_topics_data": [],
-            }
-            client.send(leader, ApiKey.FETCH, body, callback=done.append, api_version=12)
-            while not done:
-                client.poll(100)
-            assert done[0].error is None, done[0].error
-            part = done[0].body["responses"][0]["partitions"][0]
-            assert part["error_code"] == 0, part["error_code"]
-            records = MemoryRecords(bytes(part["records"] or b""))
-            fetched = 0
-            while records.has_next():
-                batch = records.next_batch()
-                batches.append(batch)
-                fetched += 1
-                offset = batch.base_offset + batch.last_offset_delta + 1
-            if not fetched:
-                return batches
-    raise AssertionError(f"fetching {topic}-{partition} did not finish in {timeout_s} s")
+    batches = []
+    for raw in fetch_record_batches(bootstrap, topic, partition, timeout_ms=int(timeout_s * 1000)):
+        records = MemoryRecords(raw)
+        batches.append(records.next_batch())
+        assert not records.has_next()
+    return batches
