@@ -261,6 +261,18 @@ def test_no_broker_send_times_out_after_max_block_ms(free_port):
         producer.close(0)
 
 
+def test_unknown_topic_is_created_by_the_broker_and_the_record_lands(bootstrap):
+    # The producer asks for metadata with allow_auto_topic_creation (as Java does); tansu, like
+    # Kafka with auto.create.topics.enable, creates the topic.
+    topic = f"never-created-{time.monotonic_ns()}"
+    with KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=10_000) as producer:
+        meta = producer.send(topic, b"first").get(timeout=30)
+        partitions = len(producer.partitions_for(topic))
+    assert (meta.topic, meta.offset) == (topic, 0)
+    [c] = read_confluent(bootstrap, topic, partitions, 1)
+    assert (c.partition, c.value) == (meta.partition, b"first")
+
+
 def test_invalid_topic_name_fails_at_send(bootstrap):
     with KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=10_000) as producer:
         with pytest.raises((InvalidTopicError, KafkaTimeoutError)):
