@@ -4,7 +4,10 @@ One run, one Spark session (local[2]), one broker (a local tansu, restarted betw
 its memory does not grow), the same cached DataFrame of 1,000,000 rows with 100-byte values and no
 keys, the same producer settings (acks=all, linger 5 ms, 1 MiB batches).  Every approach keeps
 one producer per Python worker across tasks, flushes before its task ends, and counts what was
-acknowledged.  Each runs once to warm up (workers started, producers connected), then once timed:
+acknowledged.  Each gets a freshly started broker, runs once to warm up (workers started,
+producers connected), then three times timed; the fastest of the three is reported (the machine
+is shared, and a slower run is slower for reasons that are not the client's), and every run is
+kept in the JSON:
 
 - ``kafkacore write_to_kafka``: ``mapInArrow`` + ``send_batch`` per Arrow batch;
 - ``confluent produce_batch (mapInArrow)``: the Arrow column ``to_pylist()``-ed into message
@@ -173,29 +176,27 @@ def approaches(df, bootstrap):
     }
 
 
-def outside_spark(bootstrap, rows):
+def outside_spark(broker, rows, repeats):
     """send_batch alone vs confluent-kafka's produce loop and produce_batch, in this process."""
     import pyarrow as pa
     from confluent_kafka import Producer
 
-    from kafkacore import KafkaProducer
+    from kafkacore import KafkaProducer, admin
 
+    bootstrap = broker.bootstrap
     values = [str(i).rjust(VALUE_BYTES, "x").encode() for i in range(rows)]
     column = pa.array(values, pa.binary())
     out = {}
 
-    def timed(name, run):
+    def once(run):
         topic = f"bench-{uuid.uuid4().hex[:8]}"
-        from kafkacore import admin
-
         admin.create_topics(bootstrap, {topic: 6})
         start, cpu = time.perf_counter(), time.process_time()
         acked = run(topic)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-        out[name] = {"rows": acked, "seconds": seconds, "rows_per_s": acked / seconds,
-                     "cpu_us_per_row": cpu / max(acked, 1) * 1e6}
-        print(f"  {name:44} {acked / seconds:>12,.0f} rows/s  "
-              f"{cpu / max(acked, 1) * 1e6:6.2f} us CPU/row", flush=True)
+        if acked != rows:
+            raise SystemExit(f"{acked} of {rows} acknowledged")
+        return {"seconds": seconds, "rows_per_s": rows / seconds, "cpu_us_per_row": cpu / rows * 1e6}
 
     def kafkacore_send_batch(topic):
         with KafkaProducer(kafkacore_config(bootstrap)) as producer:
@@ -238,10 +239,24 @@ def outside_spark(bootstrap, rows):
     for name, run in (("kafkacore send_batch", kafkacore_send_batch),
                       ("confluent produce loop", confluent_loop),
                       ("confluent produce_batch", confluent_batch)):
-        timed(name + " (warm-up)", run)
-        timed(name, run)
-        del out[name + " (warm-up)"]
+        out[name] = best_of(name, run, once, broker, repeats, "CPU")
     return out
+
+
+def best_of(name, run, once, broker, repeats, cpu_label):
+    """A fresh broker, one warm-up run, then ``repeats`` timed runs: the fastest is reported
+    (the machine is shared: the others are slower for reasons that are not the client's), and
+    every run is kept in the JSON."""
+    broker.restart()  # a fresh broker's memory for each client
+    once(run)
+    runs = [once(run) for _ in range(repeats)]
+    best = dict(max(runs, key=lambda r: r["rows_per_s"]))
+    best["runs"] = runs
+    cpu_key = "cpu_us_per_row" if "cpu_us_per_row" in best else "worker_cpu_us_per_row"
+    every = ", ".join(f"{r['rows_per_s'] / 1e3:,.0f}k" for r in runs)
+    print(f"  {name:44} {best['rows_per_s']:>12,.0f} rows/s  ({every})  "
+          f"{best[cpu_key]:6.2f} us {cpu_label}/row", flush=True)
+    return best
 
 
 def chart(result, path):
@@ -255,7 +270,7 @@ def chart(result, path):
     fig, axes = plt.subplots(2, 1, figsize=(8.5, 5.6), height_ratios=[4, 3])
     for ax, runs, title in (
         (axes[0], spark_runs, f"Spark {result['master']}, {result['rows']:,} rows of "
-                              f"{VALUE_BYTES} bytes, warm"),
+                              f"{VALUE_BYTES} bytes, warm, best of {result['repeats']}"),
         (axes[1], alone, f"one Python process, no Spark ({CHUNK:,}-record batches)"),
     ):
         names = list(runs)[::-1]
@@ -286,6 +301,7 @@ def main():
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--slices", type=int, default=4, help="Spark partitions of the data")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per approach")
     parser.add_argument("--no-chart", action="store_true")
     args = parser.parse_args()
 
@@ -307,28 +323,27 @@ def main():
     spark.sparkContext.setLogLevel("ERROR")
     df = make_frame(spark, args.rows, args.slices)
     result = {"rows": args.rows, "value_bytes": VALUE_BYTES, "master": args.master,
-              "slices": args.slices, "spark": {}, "outside_spark": {},
+              "slices": args.slices, "repeats": args.repeats, "spark": {}, "outside_spark": {},
               "versions": _versions(), "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
     print(f"{args.rows:,} rows of {VALUE_BYTES} bytes, Spark {args.master}, {args.slices} slices")
     with LocalBroker() as broker:
+
+        def once(run):
+            topic = f"bench-{uuid.uuid4().hex[:8]}"
+            admin.create_topics(broker.bootstrap, {topic: 6})
+            start = time.perf_counter()
+            acked, cpu = run(topic)
+            seconds = time.perf_counter() - start
+            if acked != args.rows:
+                raise SystemExit(f"{acked} of {args.rows} acknowledged")
+            return {"seconds": seconds, "rows_per_s": args.rows / seconds,
+                    "worker_cpu_us_per_row": cpu / args.rows * 1e6}
+
         for name, run in approaches(df, broker.bootstrap).items():
-            broker.restart()  # a fresh broker's memory for each approach
-            for _phase in ("warm-up", "timed"):
-                topic = f"bench-{uuid.uuid4().hex[:8]}"
-                admin.create_topics(broker.bootstrap, {topic: 6})
-                start = time.perf_counter()
-                acked, cpu = run(topic)
-                seconds = time.perf_counter() - start
-                if acked != args.rows:
-                    raise SystemExit(f"{name}: {acked} of {args.rows} acknowledged")
-            result["spark"][name] = {"seconds": seconds, "rows_per_s": args.rows / seconds,
-                                     "worker_cpu_us_per_row": cpu / args.rows * 1e6}
-            print(f"  {name:44} {args.rows / seconds:>12,.0f} rows/s ({seconds:.2f} s)  "
-                  f"{cpu / args.rows * 1e6:6.2f} us worker CPU/row", flush=True)
+            result["spark"][name] = best_of(name, run, once, broker, args.repeats, "worker CPU")
         spark.stop()
-        broker.restart()
         print("outside Spark:")
-        result["outside_spark"] = outside_spark(broker.bootstrap, args.rows)
+        result["outside_spark"] = outside_spark(broker, args.rows, args.repeats)
 
     s, o = result["spark"], result["outside_spark"]
     best_confluent = max(v["rows_per_s"] for k, v in s.items() if k.startswith("confluent"))
