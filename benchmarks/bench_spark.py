@@ -281,13 +281,13 @@ def chart(result, path):
         for bar, name, rate in zip(bars, names, rates, strict=True):
             label = f" {rate:,.0f}k"
             if "cpu_us_per_row" in runs[name]:  # in this process: its CPU time is the client's
-                label += f"   {runs[name]['cpu_us_per_row']:.2f} us CPU/record"
+                label += f"   {runs[name]['cpu_us_per_row']:.2f} µs CPU/record"
             elif "worker_cpu_us_per_row" in runs[name]:  # the Python workers' CPU in the tasks
-                label += f"   {runs[name]['worker_cpu_us_per_row']:.2f} us worker CPU/record"
+                label += f"   {runs[name]['worker_cpu_us_per_row']:.2f} µs worker CPU/record"
             ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, label,
                     va="center", fontsize=9)
         ax.set_title(title, fontsize=10)
-        ax.set_xlim(0, max(rates) * 1.45)
+        ax.set_xlim(0, max(rates) * 1.7)
         ax.tick_params(axis="y", labelsize=9)
     axes[1].set_xlabel("thousand records acknowledged per second (higher is better)")
     fig.tight_layout()
