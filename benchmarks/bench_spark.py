@@ -256,6 +256,9 @@ def best_of(name, run, once, broker, repeats, cpu_label):
     every = ", ".join(f"{r['rows_per_s'] / 1e3:,.0f}k" for r in runs)
     print(f"  {name:44} {best['rows_per_s']:>12,.0f} rows/s  ({every})  "
           f"{best[cpu_key]:6.2f} us {cpu_label}/row", flush=True)
+    if "cpu_seconds" in best:
+        spent = ", ".join(f"{who} {sec:.2f} s" for who, sec in best["cpu_seconds"].items())
+        print(f"  {'':44} CPU in the fastest run ({best['seconds']:.2f} s): {spent}", flush=True)
     return best
 
 
@@ -322,6 +325,7 @@ def main():
     )
     spark.sparkContext.setLogLevel("ERROR")
     df = make_frame(spark, args.rows, args.slices)
+    jvm_pid = spark.sparkContext._gateway.proc.pid  # the JVM PySpark started (local mode)
     result = {"rows": args.rows, "value_bytes": VALUE_BYTES, "master": args.master,
               "slices": args.slices, "repeats": args.repeats, "spark": {}, "outside_spark": {},
               "versions": _versions(), "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
@@ -331,13 +335,18 @@ def main():
         def once(run):
             topic = f"bench-{uuid.uuid4().hex[:8]}"
             admin.create_topics(broker.bootstrap, {topic: 6})
+            jvm, tansu = _cpu_seconds(jvm_pid), _cpu_seconds(broker.pid)
             start = time.perf_counter()
             acked, cpu = run(topic)
             seconds = time.perf_counter() - start
             if acked != args.rows:
                 raise SystemExit(f"{acked} of {args.rows} acknowledged")
+            # Where the two cores went: the Python workers, Spark's JVM, the broker.
             return {"seconds": seconds, "rows_per_s": args.rows / seconds,
-                    "worker_cpu_us_per_row": cpu / args.rows * 1e6}
+                    "worker_cpu_us_per_row": cpu / args.rows * 1e6,
+                    "cpu_seconds": {"python workers": cpu,
+                                    "spark jvm": _cpu_seconds(jvm_pid) - jvm,
+                                    "broker": _cpu_seconds(broker.pid) - tansu}}
 
         for name, run in approaches(df, broker.bootstrap).items():
             result["spark"][name] = best_of(name, run, once, broker, args.repeats, "worker CPU")
@@ -371,6 +380,12 @@ def main():
     if not args.no_chart:
         chart(result, CHART)
         print(f"wrote {RESULTS / 'spark.json'} and {CHART}")
+
+
+def _cpu_seconds(pid):
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc)."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _versions():
