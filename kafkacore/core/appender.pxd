@@ -52,6 +52,21 @@ cdef class PartitionQueue:
     cdef void release(self) noexcept
 
 
+cdef class _StickyRun:
+    cdef:
+        # The topic's BuiltInPartitioner.  Immutable.
+        object partitioner
+        # Its current partition as we last asked (-1: ask again), and the bytes sent there
+        # since; ints changed with the GIL held (a race costs a few bytes of count).
+        int partition
+        Py_ssize_t bytes
+        # batch.size: the partitioner switches once this many bytes went to one partition.
+        Py_ssize_t limit
+
+    cdef int current(self, object cluster) except -1
+    cdef int produced(self, int partition, Py_ssize_t size, object cluster) except -1
+
+
 cdef class RecordAppender:
     cdef:
         # tp -> PartitionQueue: the accumulator's map (reads take no lock).  Immutable ref.
@@ -80,12 +95,16 @@ cdef class RecordAppender:
         object _cluster
         # topic -> partition count in ``_cluster``.
         dict _counts
-        # topic -> BuiltInPartitioner (sticky partition for records without a key).
+        # topic -> _StickyRun (its BuiltInPartitioner, for records without a key).
         dict _sticky
+        # topic -> [PartitionQueue or None, by partition]: queues already found in _batches.
+        dict _queues
         # Set by close(): send() refuses at once (the accumulator re-checks under the lock).
         public bint closed
 
     cdef int _partition_count(self, str topic, object partition) except -1
+    cdef PartitionQueue _queue_for(self, str topic, int partition)
+    cdef _StickyRun _sticky_run(self, str topic)
     cdef int _custom_partition(self, str topic, object key, object value, int count) except -1
     cdef int _append_run(self, str topic, int p, BatchFuture sink, _Column value_col,
                          _Column key_col, list stamps, list row_headers, const long long* order,

@@ -118,6 +118,7 @@ cdef class RecordAppender:
         self._cluster = None
         self._counts = {}
         self._sticky = {}
+        self._queues = {}
         self._sticky_factory = sticky_factory
         self.closed = False
 
@@ -143,11 +144,38 @@ cdef class RecordAppender:
             self._cluster = cluster
         return count
 
+    cdef _StickyRun _sticky_run(self, str topic):
+        run = self._sticky.get(topic)
+        if run is None:
+            run = self._sticky.setdefault(topic, _StickyRun(self._sticky_factory(topic)))
+        return <_StickyRun>run
+
+    cdef PartitionQueue _queue_for(self, str topic, int partition):
+        """The partition's queue, or None before its first batch.
+
+        Queues are never removed from the accumulator's map, so we keep the ones we found in a
+        per-topic list: one dict lookup by topic instead of building and hashing a (topic,
+        partition) tuple for every record.
+        """
+        cdef list queues = self._queues.get(topic)
+        cdef PartitionQueue queue = None
+        if queues is not None and partition < len(queues):
+            queue = <PartitionQueue>queues[partition]
+        if queue is None:
+            queue = <PartitionQueue>self._batches.get_c((topic, partition), None)
+            if queue is not None:
+                if queues is None:
+                    queues = self._queues.setdefault(topic, [])
+                if len(queues) <= partition:
+                    queues.extend([None] * (partition + 1 - len(queues)))
+                queues[partition] = queue
+        return queue
+
     def append(self, topic, value, key, partition, timestamp, headers, callback):
         """``KafkaProducer.send`` without the interceptors: see its documentation."""
         cdef int count, chosen
         cdef Py_ssize_t size
-        cdef int64_t now, start = _clock_ms(CLOCK_MONOTONIC)
+        cdef int64_t ts, now, start = _clock_ms(CLOCK_MONOTONIC)
         cdef PartitionQueue queue
         cdef ProducerBatch last
         cdef FutureRecordMetadata future = None
@@ -171,10 +199,12 @@ cdef class RecordAppender:
         if partition is not None and (type(partition) is not int or partition < 0):
             raise ValueError(f"partition must be a non-negative int, not {partition!r}")
         if timestamp is None:
-            timestamp = _clock_ms(CLOCK_REALTIME)
+            ts = _clock_ms(CLOCK_REALTIME)
         elif type(timestamp) is not int or timestamp < 0:
             raise ValueError(
                 f"timestamp must be a non-negative int of milliseconds, not {timestamp!r}")
+        else:
+            ts = timestamp
         if callback is not None and not PyCallable_Check(callback):
             raise TypeError(f"callback must be callable, not {callback!r}")
 
@@ -189,7 +219,7 @@ cdef class RecordAppender:
                 f"the record is {size} bytes when serialized, larger than "
                 f"buffer.memory ({self._total_memory})")
 
-        sticky = None
+        cdef _StickyRun sticky = None
         if partition is not None:
             if partition >= count:
                 raise ValueError(
@@ -201,14 +231,12 @@ cdef class RecordAppender:
         elif key is not None and not self._ignore_keys:
             chosen = partition_for_key(key, count)
         else:
-            sticky = self._sticky.get(topic)
-            if sticky is None:
-                sticky = self._sticky.setdefault(topic, self._sticky_factory(topic))
-            chosen = sticky.peek_current_partition(self._cluster)
+            sticky = self._sticky_run(topic)
+            chosen = sticky.current(self._cluster)
 
         # The fast path: the partition's last batch has room (seed 000, tryAppend under the lock).
         now = _clock_ms(CLOCK_MONOTONIC)
-        queue = <PartitionQueue>self._batches.get_c((topic, chosen), None)
+        queue = self._queue_for(topic, chosen)
         if queue is not None:
             queue.acquire()
             try:
@@ -217,9 +245,23 @@ cdef class RecordAppender:
                 n = len(queue.batches)
                 if n:
                     last = <ProducerBatch>queue.batches[n - 1]
-                    future = last.try_append(timestamp, key, value, headers, callback, now)
+                    if (key is None or PyBytes_CheckExact(key)) and (
+                            value is None or PyBytes_CheckExact(value)):
+                        # Checked above, and bytes: straight to the builder, no Python objects.
+                        future = last.append_row(
+                            ts,
+                            NULL if key is None else <const unsigned char*>PyBytes_AS_STRING(key),
+                            -1 if key is None else PyBytes_GET_SIZE(key),
+                            NULL if value is None
+                            else <const unsigned char*>PyBytes_AS_STRING(value),
+                            -1 if value is None else PyBytes_GET_SIZE(value),
+                            headers, callback, -1, now)
+                    else:
+                        future = last.try_append(ts, key, value, headers, callback, now)
                     if future is not None:
-                        full = n > 1 or last._builder.is_full()
+                        # Wake the Sender when this batch just filled up.  (Java also wakes it
+                        # while older batches wait; we woke it when the newer batch began.)
+                        full = last._builder.is_full()
                     else:
                         last.close_for_record_appends()
             finally:
@@ -230,11 +272,11 @@ cdef class RecordAppender:
             # (metadata.max.idle.ms is minutes); Java does it on every send.
             self._metadata.add_topic(topic)
             future, full, _new = self._accumulator.append(
-                topic, chosen, timestamp, key, value, headers, callback,
+                topic, chosen, ts, key, value, headers, callback,
                 max(self._max_block_ms - (now - start), 0), now)
             full = True  # a new batch was started: the one before it is ready to go
         if sticky is not None:
-            sticky.update_partition_info(chosen, size, self._cluster)
+            sticky.produced(chosen, size, self._cluster)
         if full:
             self._wakeup()
         return future
@@ -255,11 +297,12 @@ cdef class RecordAppender:
         """``KafkaProducer.send_batch``: see its documentation."""
         cdef _Column value_col, key_col
         cdef Py_ssize_t n, row, i, size
-        cdef int count, p, sticky_partition = -1
+        cdef int count, p
         cdef int64_t now, ts, start = _clock_ms(CLOCK_MONOTONIC)
         cdef const unsigned char* kp
         cdef const unsigned char* vp
-        cdef Py_ssize_t klen, vlen, sticky_bytes = 0, sticky_limit = 0
+        cdef Py_ssize_t klen, vlen
+        cdef _StickyRun sticky = None
         cdef BatchFuture sink
         cdef list explicit = None, stamps = None, row_headers = None
         cdef int* parts
@@ -307,7 +350,6 @@ cdef class RecordAppender:
 
         # Choose each row's partition, exactly as send() would.
         parts = sink._partition_ptr
-        sticky = None
         for row in range(n):
             if explicit is not None:
                 parts[row] = explicit[row]
@@ -320,23 +362,13 @@ cdef class RecordAppender:
                 parts[row] = <int>((<unsigned int>murmur2_raw(kp, klen) & 0x7fffffffu)
                                    % <unsigned int>count)
             else:
-                # Sticky, in runs: ask the partitioner only when a run reaches batch.size bytes.
+                # Sticky, as send() does it: the partitioner is asked only at a switch.
                 if sticky is None:
-                    sticky = self._sticky.get(topic)
-                    if sticky is None:
-                        sticky = self._sticky.setdefault(topic, self._sticky_factory(topic))
-                    sticky_limit = sticky.sticky_batch_size
-                if sticky_partition < 0:
-                    sticky_partition = sticky.peek_current_partition(self._cluster)
+                    sticky = self._sticky_run(topic)
                 value_col.get(row, &vp, &vlen)
-                parts[row] = sticky_partition
-                sticky_bytes += estimate_size_upper_bound_raw(klen, vlen, 1)
-                if sticky_bytes >= sticky_limit:
-                    sticky.update_partition_info(sticky_partition, sticky_bytes, self._cluster)
-                    sticky_bytes = 0
-                    sticky_partition = -1
-        if sticky is not None and sticky_partition >= 0 and sticky_bytes:
-            sticky.update_partition_info(sticky_partition, sticky_bytes, self._cluster)
+                parts[row] = sticky.current(self._cluster)
+                sticky.produced(parts[row], estimate_size_upper_bound_raw(klen, vlen, 1),
+                                self._cluster)
 
         # Group the rows by partition, keeping call order within each (a stable counting sort),
         # so each partition's rows go in under few holds of its lock.
@@ -377,7 +409,7 @@ cdef class RecordAppender:
         """Append partition ``p``'s rows ``order[pos[0]:end]`` into its last batch, under one
         hold of its lock, until that batch is full; then one row through the slow path (a new
         batch).  ``pos[0]`` always says the first position not yet appended."""
-        cdef PartitionQueue queue = <PartitionQueue>self._batches.get_c((topic, p), None)
+        cdef PartitionQueue queue = self._queue_for(topic, p)
         cdef ProducerBatch last
         cdef FutureRecordMetadata future
         cdef const unsigned char* kp
@@ -570,3 +602,33 @@ cdef class _Column:
         if n < 0:
             return None
         return (<const char*>p)[:n]
+
+
+cdef class _StickyRun:
+    """The sticky partition of one topic, counted in C between switches.
+
+    ``BuiltInPartitioner`` (partitioner.py) decides; we only count the bytes that go to its
+    current partition and call it when they reach its ``sticky_batch_size``: that is when it
+    switches, so it sees the same sums it would see record by record.
+    """
+
+    def __cinit__(self, partitioner):
+        self.partitioner = partitioner
+        self.partition = -1
+        self.bytes = 0
+        self.limit = partitioner.sticky_batch_size
+
+    cdef int current(self, object cluster) except -1:
+        if self.partition < 0:
+            self.partition = self.partitioner.peek_current_partition(cluster)
+            self.bytes = 0
+        return self.partition
+
+    cdef int produced(self, int partition, Py_ssize_t size, object cluster) except -1:
+        if partition != self.partition:
+            return 0  # another thread switched meanwhile: its count is not ours
+        self.bytes += size
+        if self.bytes >= self.limit:
+            self.partitioner.update_partition_info(partition, self.bytes, cluster)
+            self.partition = -1
+        return 0

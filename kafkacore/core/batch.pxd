@@ -173,11 +173,12 @@ cdef class ProducerBatch:
     cpdef FutureRecordMetadata try_append(self, object timestamp_ms, object key, object value,
                                           object headers, object callback, object now_ms,
                                           Py_ssize_t row=*)
-    # The columnar path's try_append: key and value as pointer + length (-1: null), the outcome
-    # going to row ``row`` of ``sink``.  Deque lock, like try_append.  None when full.
+    # try_append for compiled callers that have checked their arguments: key and value as
+    # pointer + length (-1: null); ``callback`` a callable, None, or a send_batch call's
+    # BatchFuture with the record's ``row`` in it.  Deque lock, like try_append.  None when full.
     cdef FutureRecordMetadata append_row(self, int64_t timestamp_ms, const unsigned char* kp,
                                          Py_ssize_t klen, const unsigned char* vp,
-                                         Py_ssize_t vlen, object headers, BatchFuture sink,
+                                         Py_ssize_t vlen, object headers, object callback,
                                          Py_ssize_t row, int64_t now_ms)
     cpdef bint done(self, int64_t base_offset, int64_t log_append_time,
                     object exception) except -1

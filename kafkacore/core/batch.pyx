@@ -540,7 +540,7 @@ cdef class ProducerBatch:
     # append_row: start
     cdef FutureRecordMetadata append_row(self, int64_t timestamp_ms, const unsigned char* kp,
                                          Py_ssize_t klen, const unsigned char* vp,
-                                         Py_ssize_t vlen, object headers, BatchFuture sink,
+                                         Py_ssize_t vlen, object headers, object callback,
                                          Py_ssize_t row, int64_t now_ms):
         cdef MemoryRecordsBuilder builder = self._builder
         cdef FutureRecordMetadata future
@@ -562,7 +562,7 @@ cdef class ProducerBatch:
         future._timestamp = timestamp_ms
         future._key_size = <int32_t>klen
         future._value_size = <int32_t>vlen
-        future._callback = sink  # the call's one future stands in for every row's callback
+        future._callback = callback  # for send_batch: the call's BatchFuture
         future._row = row
         self._thunks.append(future)
         self.record_count += 1

@@ -167,6 +167,9 @@ class NetworkClient:
         self._selector = selectors.DefaultSelector()
         # The wakeup pipe: another thread writes a byte, the selector wakes up.
         self._wake_r, self._wake_w = socket.socketpair()
+        # A byte is in the pipe and poll() has not drained it yet (set by any thread; a plain
+        # bool under the GIL: a stale read costs one redundant byte, never a lost wakeup).
+        self._wakeup_pending = False
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
@@ -821,7 +824,15 @@ class NetworkClient:
     # -- waking and closing -----------------------------------------------------------------
 
     def wakeup(self) -> None:
-        """Interrupt a blocked :meth:`poll` (safe from any thread)."""
+        """Interrupt a blocked :meth:`poll` (safe from any thread).
+
+        Wakeups are coalesced, as Java's ``Selector.wakeup`` does: while one is pending (written
+        and not yet drained by ``poll``), another costs a flag check, not a system call.  A
+        producer sending fast calls this for nearly every record while batches queue up.
+        """
+        if self._wakeup_pending:
+            return
+        self._wakeup_pending = True
         try:
             self._wake_w.send(b"\x00")
         except (BlockingIOError, InterruptedError):
@@ -830,6 +841,8 @@ class NetworkClient:
             pass  # closed: nothing to wake
 
     def _drain_wakeup(self) -> None:
+        # Clear the flag before draining: a wakeup that comes after this sends a new byte.
+        self._wakeup_pending = False
         try:
             while self._wake_r.recv(4096):
                 pass
