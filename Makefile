@@ -1,6 +1,6 @@
 # kafkacore's two commands on a fresh machine:
-#   make demo   the main job, on an embedded local broker
-#   make test   the whole tox matrix (Python 3.10-3.13, docs, lint)
+#   make demo   the main job: the flights pipeline (PySpark) into an embedded local broker
+#   make test   the whole tox matrix (Python 3.10-3.13, spark, docs, lint)
 # Both create what they need in .venv-tools; nothing is installed by hand.
 
 SHELL := /bin/bash
@@ -13,7 +13,7 @@ PYTHON := $(shell command -v python3)
 PYENV_BINS := $(shell root=$$(pyenv root 2>/dev/null) && pyenv versions --bare 2>/dev/null | grep -E '^3\.1[0-3]\.[0-9]+$$' | sort -t. -k2,2n -k3,3n | tac | awk -F. '!seen[$$1"."$$2]++' | sed "s|^|$$root/versions/|; s|$$|/bin|" | paste -sd: -)
 export PATH := $(if $(PYENV_BINS),$(PYENV_BINS):)$(PATH)
 
-.PHONY: test demo dev docs lint bench clean
+.PHONY: test demo perf-demo dev docs lint bench clean
 
 $(TOOLS)/.ok: pyproject.toml
 	$(PYTHON) -m venv $(TOOLS)
@@ -22,18 +22,24 @@ $(TOOLS)/.ok: pyproject.toml
 	touch $@
 
 test: $(TOOLS)/.ok
-	$(TOOLS)/bin/tox run -e py310,py311,py312,py313,docs,lint
+	$(TOOLS)/bin/tox run -e py310,py311,py312,py313,spark,docs,lint
 
 # A development environment: the package in editable mode with test and bench extras.
 .venv/.ok: pyproject.toml setup.py
 	$(PYTHON) -m venv .venv
 	.venv/bin/python -m pip install -q --upgrade pip
-	.venv/bin/python -m pip install -q -e '.[test,bench]' sphinx ruff cython-lint
+	.venv/bin/python -m pip install -q -e '.[test,bench,spark]' sphinx ruff cython-lint
 	touch $@
 
 dev: .venv/.ok
 
+# The main job: the flights pipeline on PySpark (local mode), into an embedded local broker.
 demo: .venv/.ok
+	PYSPARK_PYTHON=$(CURDIR)/.venv/bin/python PYSPARK_DRIVER_PYTHON=$(CURDIR)/.venv/bin/python \
+		.venv/bin/python -m kafkacore.pipeline
+
+# The producer alone: kafkacore-perf into a local broker, read back and checked.
+perf-demo: .venv/.ok
 	.venv/bin/python -m kafkacore.demo
 
 docs: $(TOOLS)/.ok
