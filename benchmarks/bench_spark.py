@@ -396,7 +396,7 @@ def _versions():
     import kafkacore
 
     return {"kafkacore": kafkacore.__version__, "pyspark": pyspark.__version__,
-            "pyarrow": pyarrow.__version__, "confluent-kafka": confluent_kafka.version()[0],
+            "pyarrow": pyarrow.__version__, "confluent-kafka": confluent_kafka.__version__,
             "librdkafka": confluent_kafka.libversion()[0], "python": platform.python_version()}
 
 
