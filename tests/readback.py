@@ -7,6 +7,7 @@ common shape so tests can compare them field by field.
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from typing import NamedTuple
 
@@ -21,6 +22,21 @@ class Consumed(NamedTuple):
 
 
 def read_confluent(bootstrap, topic, partitions, expected, timeout_s=60.0) -> list[Consumed]:
+    """Read with confluent-kafka in a child process.
+
+    librdkafka's objects have crashed test processes during garbage collection while other
+    threads ran (confluent-kafka-python issue #1761); in a child, such a crash fails one read
+    (loudly) instead of taking the whole test session with it.
+    """
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1) as pool:
+        rows = pool.apply(
+            _read_confluent_here, (bootstrap, topic, partitions, expected, timeout_s)
+        )
+    return [Consumed(*row) for row in rows]
+
+
+def _read_confluent_here(bootstrap, topic, partitions, expected, timeout_s):
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
@@ -51,7 +67,7 @@ def read_confluent(bootstrap, topic, partitions, expected, timeout_s=60.0) -> li
                 )
     finally:
         consumer.close()
-    return out
+    return [tuple(c) for c in out]
 
 
 def read_kafka_python(bootstrap, topic, partitions, expected, timeout_s=60.0) -> list[Consumed]:
