@@ -28,7 +28,7 @@ def read_confluent(bootstrap, topic, partitions, expected, timeout_s=60.0) -> li
     threads ran (confluent-kafka-python issue #1761); in a child, such a crash fails one read
     (loudly) instead of taking the whole test session with it.
     """
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")  # children fork from a clean server
     with context.Pool(1) as pool:
         rows = pool.apply(
             _read_confluent_here, (bootstrap, topic, partitions, expected, timeout_s)
