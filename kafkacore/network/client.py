@@ -841,13 +841,16 @@ class NetworkClient:
             pass  # closed: nothing to wake
 
     def _drain_wakeup(self) -> None:
-        # Clear the flag before draining: a wakeup that comes after this sends a new byte.
-        self._wakeup_pending = False
         try:
             while self._wake_r.recv(4096):
                 pass
         except (BlockingIOError, InterruptedError):
             pass
+        # Clear the flag only after draining.  Cleared before, a wakeup landing between the two
+        # would set it, its byte would be drained here, and every later wakeup would be skipped
+        # with no byte in the pipe: a lost wakeup.  Cleared after, a wakeup skipped while we
+        # drain is not lost: this poll is already awake and the Sender's loop looks again.
+        self._wakeup_pending = False
 
     def close(self) -> None:
         """Close every connection (in-flight requests fail with a disconnect) and the wakeup pipe.
