@@ -10,43 +10,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from kafkacore import admin, perf
 from kafkacore.localbroker import LocalBroker
-
-
-def read_back(bootstrap: str, topic: str, partitions: int, expected: int, timeout_s: float = 120):
-    """Every value in ``topic``, read with confluent-kafka from offset 0 of each partition."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "kafkacore-demo-check",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: list[bytes] = []
-    at_end: set[int] = set()
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            for message in consumer.consume(10000, timeout=1.0):
-                if message.error():
-                    if message.error().code() == -191:  # _PARTITION_EOF
-                        at_end.add(message.partition())
-                        continue
-                    raise RuntimeError(f"consumer error: {message.error()}")
-                at_end.discard(message.partition())
-                values.append(message.value())
-            if len(at_end) == partitions and len(values) >= expected:
-                break
-    finally:
-        consumer.close()
-    return values
+from kafkacore.pipeline import read_back
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
             {"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "batch.size": 1 << 20},
         )
         print("reading the topic back with confluent-kafka ...")
-        values = read_back(broker.bootstrap, args.topic, args.partitions, args.num_records)
+        records = read_back(broker.bootstrap, args.topic, args.partitions, args.num_records)
+    values = [value for _partition, _offset, _key, value in records]
     numbers = [perf.record_number(v) for v in values]
     missing = args.num_records - len(set(numbers))
     duplicates = len(numbers) - len(set(numbers))

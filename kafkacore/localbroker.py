@@ -236,3 +236,16 @@ def _recv_exactly(s: socket.socket, n: int) -> bytes:
             raise ConnectionError("closed")
         out += chunk
     return bytes(out)
+
+
+@contextlib.contextmanager
+def given_or_local_broker(variable: str = "KAFKACORE_BOOTSTRAP") -> Iterator[str]:
+    """The bootstrap address in the environment variable ``variable`` if it is set (the test
+    suite sets it for the tutorials), else that of a :class:`LocalBroker` started for the block.
+    """
+    address = os.environ.get(variable)
+    if address:
+        yield address
+        return
+    with LocalBroker() as broker:
+        yield broker.bootstrap

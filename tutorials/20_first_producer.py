@@ -4,10 +4,8 @@ Run it as it is: it starts a local broker (tansu) if KAFKACORE_BOOTSTRAP is not 
 """
 # needs: broker
 
-import os
-
 from kafkacore import KafkaProducer, admin
-from kafkacore.localbroker import LocalBroker
+from kafkacore.localbroker import given_or_local_broker
 
 
 def main(bootstrap: str) -> None:
@@ -40,9 +38,5 @@ def main(bootstrap: str) -> None:
 
 
 if __name__ == "__main__":
-    address = os.environ.get("KAFKACORE_BOOTSTRAP")
-    if address:
-        main(address)
-    else:
-        with LocalBroker() as broker:
-            main(broker.bootstrap)
+    with given_or_local_broker() as bootstrap:
+        main(bootstrap)

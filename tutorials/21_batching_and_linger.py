@@ -5,10 +5,8 @@ producer's metrics how big the batches it sent were.
 """
 # needs: broker
 
-import os
-
 from kafkacore import KafkaProducer, admin
-from kafkacore.localbroker import LocalBroker
+from kafkacore.localbroker import given_or_local_broker
 
 
 def average_batch(bootstrap: str, batch_size: int) -> float:
@@ -39,9 +37,5 @@ def main(bootstrap: str) -> None:
 
 
 if __name__ == "__main__":
-    address = os.environ.get("KAFKACORE_BOOTSTRAP")
-    if address:
-        main(address)
-    else:
-        with LocalBroker() as broker:
-            main(broker.bootstrap)
+    with given_or_local_broker() as bootstrap:
+        main(bootstrap)

@@ -5,11 +5,9 @@ stores them and print each header's producer id, epoch and base sequence.
 """
 # needs: broker
 
-import os
-
 from kafkacore import KafkaProducer, admin
 from kafkacore.core import iter_batches
-from kafkacore.localbroker import LocalBroker
+from kafkacore.localbroker import given_or_local_broker
 
 
 def main(bootstrap: str) -> None:
@@ -37,9 +35,5 @@ def main(bootstrap: str) -> None:
 
 
 if __name__ == "__main__":
-    address = os.environ.get("KAFKACORE_BOOTSTRAP")
-    if address:
-        main(address)
-    else:
-        with LocalBroker() as broker:
-            main(broker.bootstrap)
+    with given_or_local_broker() as bootstrap:
+        main(bootstrap)
