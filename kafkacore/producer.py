@@ -27,7 +27,6 @@ from kafkacore.sender import Sender
 log = logging.getLogger("kafkacore")
 
 _client_ids = itertools.count(1)
-_BYTES_LIKE = (bytes, bytearray, memoryview)
 
 
 class KafkaProducer:
@@ -51,7 +50,8 @@ class KafkaProducer:
         self._max_block_ms = cfg["max.block.ms"]
         self._interceptors = list(cfg["interceptor.classes"] or ())
         self._metrics = Metrics()
-        self._pool = BufferPool(cfg["buffer.memory"], cfg["batch.size"])
+        # batch.size=0 (Java: no batching) still needs a positive poolable size.
+        self._pool = BufferPool(cfg["buffer.memory"], max(cfg["batch.size"], 1))
         idempotent = cfg["enable.idempotence"]
         self._transaction_manager = TransactionManager() if idempotent else None
         codec = cfg["compression.type"]

@@ -434,3 +434,16 @@ def test_out_of_range_partition(bootstrap, make_topic):
 def test_bad_config_names_the_key(bootstrap, settings, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         KafkaProducer({"bootstrap.servers": bootstrap, **settings})
+
+
+def test_batch_size_zero_means_one_record_per_batch(bootstrap, make_topic):
+    from kafkacore.admin import fetch_record_batches
+    from kafkacore.core import iter_batches
+
+    topic = make_topic(partitions=1)
+    with KafkaProducer(bootstrap_servers=bootstrap, batch_size=0) as producer:
+        futures = [producer.send(topic, b"v%d" % i) for i in range(20)]
+        producer.flush(timeout=30)
+    assert sorted(f.result().offset for f in futures) == list(range(20))
+    batches = [b for raw in fetch_record_batches(bootstrap, topic, 0) for b in iter_batches(raw)]
+    assert [b.record_count for b in batches] == [1] * 20
