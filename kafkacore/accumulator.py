@@ -130,6 +130,9 @@ class RecordAccumulator:
                     buffer,
                     compression=self.compression,
                     compression_level=self.compression_level,
+                    # Full at batch.size, even on a bigger buffer (a large first record); with
+                    # batch.size=0, every record is a batch of its own: batching is off.
+                    write_limit=self.batch_size,
                 )
                 batch = ProducerBatch(topic, partition, builder, now_ms)
                 future = batch.try_append(timestamp_ms, key, value, headers, callback, now_ms, row)
