@@ -279,15 +279,26 @@ class RecordAccumulator:
             pq.batches.insert(i, batch)
 
     def split_and_reenqueue(self, batch: ProducerBatch, now_ms: int) -> int:
-        """MESSAGE_TOO_LARGE: split a batch into ones of ``batch.size`` and queue them first."""
-        pieces = batch.split(self.batch_size)
-        pq = self.batches.get((batch.topic, batch.partition))
+        """MESSAGE_TOO_LARGE: split a batch and queue the pieces first, in record order.
+
+        Java cuts pieces of ``batch.size``, which helps when a batch grew past it (a compression
+        estimate that was too hopeful).  A batch within ``batch.size`` that the broker still
+        refuses is cut in halves instead, so that repeated refusals make progress down to single
+        records rather than resending the same piece until the delivery timeout.
+        """
+        piece_size = min(self.batch_size, max(batch.estimated_size_in_bytes() // 2, 1))
+        pieces = batch.split(piece_size)
         with self._incomplete_lock:
             self._incomplete.update(dict.fromkeys(pieces, False))
-        with pq:
-            for piece in reversed(pieces):
-                piece.reenqueued(now_ms)
-                pq.batches.appendleft(piece)
+        if self.transaction_manager is not None:
+            for piece in pieces:  # numbered: each goes to its place in sequence order
+                self.reenqueue(piece, now_ms)
+        else:
+            pq = self.batches.get((batch.topic, batch.partition))
+            with pq:
+                for piece in reversed(pieces):
+                    piece.reenqueued(now_ms)
+                    pq.batches.appendleft(piece)
         return len(pieces)
 
     def expired_batches(self, now_ms: int) -> list[ProducerBatch]:

@@ -28,6 +28,8 @@ class TransactionManager:
         self.producer_id = NO_PRODUCER_ID
         self.producer_epoch = -1
         self._next_sequence: dict[tuple, int] = defaultdict(int)
+        # tp -> the sequence the broker expects next: the end of the last acknowledged batch.
+        self._acked_next: dict[tuple, int] = defaultdict(int)
         # tp -> batches sent and not yet answered, lowest sequence first.
         self._in_flight: dict[tuple, list] = defaultdict(list)
 
@@ -39,6 +41,7 @@ class TransactionManager:
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self._next_sequence.clear()
+        self._acked_next.clear()
 
     def reset_producer_id(self) -> None:
         """Forget the identity after a fatal sequence error: the next batches need a new one."""
@@ -72,10 +75,19 @@ class TransactionManager:
         if batches and batch in batches:
             batches.remove(batch)
 
-    def has_earlier_in_flight(self, tp: tuple, batch) -> bool:
-        """Whether a batch with a lower sequence is still unanswered (so an out-of-order answer
-        for this one is the consequence of that one's retry, not a lost record)."""
-        return any(b.base_sequence < batch.base_sequence for b in self._in_flight.get(tp, ()))
+    def acknowledged(self, tp: tuple, batch) -> None:
+        """The broker wrote ``batch``: it now expects the sequence after it."""
+        if batch.base_sequence >= 0 and batch.producer_id == self.producer_id:
+            end = (batch.base_sequence + batch.record_count) % (MAX_SEQUENCE + 1)
+            self._acked_next[tp] = end
+
+    def is_waiting_for_earlier(self, tp: tuple, batch) -> bool:
+        """Whether a batch numbered before this one is not acknowledged yet (in flight, or
+        queued again for a retry or a split).  Then an OUT_OF_ORDER_SEQUENCE_NUMBER answer for
+        this batch only means it arrived before its elders: retry it behind them (Java's rule).
+        If it *is* the next one the broker should expect, the broker lost our sequence: fatal.
+        """
+        return batch.base_sequence != self._acked_next[tp]
 
 
 def _sequence_of(batch) -> int:

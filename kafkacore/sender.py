@@ -280,6 +280,8 @@ class Sender:
             return
         if error is None:
             self._finish(batch, tp)
+            if self.transaction_manager is not None:
+                self.transaction_manager.acknowledged(tp, batch)
             batch.done(base_offset, log_append_time, None)
             self.accumulator.deallocate(batch)
             return
@@ -314,8 +316,8 @@ class Sender:
             return False
         tm = self.transaction_manager
         if getattr(error, "errno", None) == OUT_OF_ORDER_SEQUENCE_NUMBER and tm is not None:
-            # Out of order because an earlier batch of ours is being retried: retry this one too.
-            return tm.has_earlier_in_flight((batch.topic, batch.partition), batch)
+            # Out of order because an earlier batch of ours is not written yet: retry behind it.
+            return tm.is_waiting_for_earlier((batch.topic, batch.partition), batch)
         return bool(getattr(error, "retriable", False))
 
     def _fail_batch(self, batch, error: BaseException, now: int) -> None:

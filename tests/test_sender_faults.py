@@ -1,0 +1,137 @@
+"""Broker errors that tansu never sends, played by a scripted broker on our own codec.
+
+tansu cannot be made to answer MESSAGE_TOO_LARGE (it ignores max.message.bytes) or
+NOT_LEADER_OR_FOLLOWER (it is a single broker).  For these paths only, the test peer is
+``FakeBroker`` from test_network: a socket server that decodes each request with our codec and
+answers with the body a handler returns.  The producer under test is the real one, end to end.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from test_network import FakeBroker, api_versions_answer
+
+from kafkacore import KafkaProducer
+from kafkacore.core import iter_batches
+from kafkacore.protocol.api_keys import ApiKey
+
+MESSAGE_TOO_LARGE = 10
+NOT_LEADER_OR_FOLLOWER = 6
+TOPIC = "scripted"
+
+
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+DUPLICATE_SEQUENCE_NUMBER = 46
+
+
+class ScriptedLog:
+    """One partition's log, kept by the scripted broker; ``refuse(batch)`` names an error.
+
+    Like Kafka (and unlike tansu) it checks idempotent producers' sequence numbers: a batch that
+    skips ahead is refused as out of order, one written before is answered as a duplicate.
+    """
+
+    def __init__(self, refuse):
+        self.refuse = refuse
+        self.values: list[bytes] = []
+        self.refusals = 0
+        self.next_sequence = 0
+        self.lock = threading.Lock()
+
+    def check_sequence(self, batch) -> int:
+        if batch.producer_id < 0:
+            return 0
+        if batch.base_sequence == self.next_sequence:
+            self.next_sequence += batch.record_count
+            return 0
+        if batch.base_sequence < self.next_sequence:
+            return DUPLICATE_SEQUENCE_NUMBER
+        return OUT_OF_ORDER_SEQUENCE_NUMBER
+
+    def handler(self, broker):
+        def answer(header, body):
+            key = header["request_api_key"]
+            if key == ApiKey.API_VERSIONS:
+                return api_versions_answer()
+            if key == ApiKey.METADATA:
+                return {
+                    "brokers": [{"node_id": 1, "host": "127.0.0.1", "port": broker.port}],
+                    "controller_id": 1,
+                    "topics": [{
+                        "error_code": 0, "name": TOPIC, "is_internal": False,
+                        "partitions": [{
+                            "error_code": 0, "partition_index": 0, "leader_id": 1,
+                            "leader_epoch": 0, "replica_nodes": [1], "isr_nodes": [1],
+                            "offline_replicas": [],
+                        }],
+                    }],
+                }
+            if key == ApiKey.INIT_PRODUCER_ID:
+                return {"throttle_time_ms": 0, "error_code": 0, "producer_id": 7,
+                        "producer_epoch": 0}
+            if key == ApiKey.PRODUCE:
+                part = body["topic_data"][0]["partition_data"][0]
+                [batch] = iter_batches(bytes(part["records"]))
+                with self.lock:
+                    error = self.refuse(batch)  # sizes first, as Kafka validates them first
+                    if error:
+                        self.refusals += 1
+                    else:
+                        error = self.check_sequence(batch)
+                    base = -1
+                    if not error:
+                        base = len(self.values)
+                        self.values.extend(r.value for r in batch.records)
+                return {"responses": [{"name": TOPIC, "partition_responses": [{
+                    "index": 0, "error_code": error, "base_offset": base,
+                    "log_append_time_ms": -1, "log_start_offset": 0,
+                }]}], "throttle_time_ms": 0}
+            return None
+
+        return answer
+
+
+def run_against(refuse, n=600, **settings):
+    log = ScriptedLog(refuse)
+    broker = FakeBroker(lambda h, b: None)
+    broker.handler = log.handler(broker)
+    try:
+        with KafkaProducer(bootstrap_servers=broker.bootstrap, **settings) as producer:
+            futures = [producer.send(TOPIC, b"%05d" % i + b"." * 95) for i in range(n)]
+            producer.flush(timeout=60)
+    finally:
+        broker.close()
+    return log, futures
+
+
+@pytest.mark.parametrize("idempotent", [True, False])
+def test_message_too_large_splits_until_the_broker_takes_the_pieces(idempotent):
+    # The broker refuses any batch of more than 10 records; a 16 KiB batch holds ~140.
+    settings = {"batch_size": 16384, "linger_ms": 20}
+    if not idempotent:
+        settings.update(enable_idempotence=False, max_in_flight_requests_per_connection=1)
+    log, futures = run_against(
+        lambda batch: MESSAGE_TOO_LARGE if batch.record_count > 10 else 0, **settings
+    )
+    assert log.refusals > 0
+    sent = [b"%05d" % i + b"." * 95 for i in range(len(futures))]
+    assert log.values == sent  # every record once, in send order
+    assert [f.result(timeout=5).offset for f in futures] == list(range(len(futures)))
+
+
+def test_not_leader_is_retried_after_a_metadata_refresh():
+    refused = []
+
+    def refuse_twice(batch):
+        if len(refused) < 2:
+            refused.append(batch.base_sequence)
+            return NOT_LEADER_OR_FOLLOWER
+        return 0
+
+    log, futures = run_against(refuse_twice, n=200, batch_size=16384, linger_ms=5)
+    assert len(refused) == 2
+    assert sorted(log.values) == sorted(b"%05d" % i + b"." * 95 for i in range(200))
+    assert len(log.values) == 200  # retried, never duplicated (the broker refused, not lost)
+    assert all(f.exception(timeout=5) is None for f in futures)
