@@ -82,6 +82,9 @@ cdef class MemoryRecordsBuilder:
     # C-level: ValueError for an impossible producer state (epoch range, transactional without id).
     cdef int _check_producer_state(self, int64_t producer_id, int producer_epoch,
                                    int base_sequence, bint is_transactional) except -1
+    # C-level: whether one more record of these sizes fits under write_limit (non-empty batch).
+    cdef bint _fits(self, int64_t timestamp_ms, Py_ssize_t klen, Py_ssize_t vlen,
+                    Py_ssize_t hcount, Py_ssize_t hsize) noexcept
     # C-level: the size estimate of Java estimatedBytesWritten().
     cdef Py_ssize_t _estimated_bytes_written(self) noexcept
     # C-level: fill in the 61-byte header and the CRC for the current producer state.

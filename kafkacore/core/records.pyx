@@ -719,14 +719,16 @@ cdef class MemoryRecordsBuilder:
                         const unsigned char* vp, Py_ssize_t vlen, object headers) except -2:
         """The columnar path's append: key and value as pointer + length (-1: null).
 
-        Returns the offset delta, or -1 without writing anything when the record does not fit
-        (an empty batch always takes it).  The caller keeps the key's and value's memory alive.
+        Returns the offset delta, or -1 without writing anything when the record does not fit or
+        the builder is closed for appends (an empty open batch always takes it).  The caller keeps
+        the key's and value's memory alive.
         """
-        cdef Py_ssize_t size, hcount = 0, hsize = 0
+        cdef Py_ssize_t hcount = 0, hsize = 0
         cdef tuple hs = None
         if self._appends_closed:
-            raise IllegalStateError("Tried to append a record, but MemoryRecordsBuilder is closed"
-                                    " for record appends")
+            # Another thread found it full and is starting the next batch: not an error, the
+            # caller goes to the new batch (as try_append does when has_room_for says no).
+            return -1
         if timestamp_ms < 0 and timestamp_ms != NO_TIMESTAMP:
             raise ValueError(f"Invalid negative timestamp {timestamp_ms}")
         if self._num_records == INT32_MAX:
@@ -734,17 +736,9 @@ cdef class MemoryRecordsBuilder:
         if headers is not None:
             hs = _normalize_headers(headers, &hsize)
             hcount = PyTuple_GET_SIZE(hs)
-        if self._num_records > 0:
-            if self._write_limit <= self._estimated_bytes_written():
-                return -1
-            size = (1 + varlong_size(timestamp_ms - self._base_timestamp)
-                    + varint_size(self._num_records) + _bytes_field_size(klen)
-                    + _bytes_field_size(vlen) + varint_size(<int32_t>hcount) + hsize)
-            if size > INT32_MAX - 5:
-                return -1
-            size += varint_size(<int32_t>size)
-            if self._write_limit < self._estimated_bytes_written() + size:
-                return -1
+        if self._num_records > 0 and (
+                self.is_full() or not self._fits(timestamp_ms, klen, vlen, hcount, hsize)):
+            return -1
         return _write_record(self, timestamp_ms, kp, klen, vp, vlen, hs, hcount, hsize)
 
     cpdef bint has_room_for(self, int64_t timestamp_ms, object key, object value,
@@ -755,8 +749,7 @@ cdef class MemoryRecordsBuilder:
         stream grows for it).  Otherwise: estimated bytes written + this record's size must not
         exceed ``write_limit``.  For compressed batches the record counts uncompressed.
         """
-        cdef Py_ssize_t size, hcount = 0, hsize = 0
-        cdef int64_t timestamp_delta
+        cdef Py_ssize_t hcount = 0, hsize = 0
         cdef tuple hs
         # Sizes first: they also check the argument types, so bad input fails here too.
         cdef Py_ssize_t klen = _length_of(key, "key")
@@ -768,10 +761,16 @@ cdef class MemoryRecordsBuilder:
             return False
         if self._num_records == 0:
             return True
-        timestamp_delta = timestamp_ms - self._base_timestamp
-        size = (1 + varlong_size(timestamp_delta) + varint_size(self._num_records)
-                + _bytes_field_size(klen) + _bytes_field_size(vlen)
-                + varint_size(<int32_t>hcount) + hsize)
+        return self._fits(timestamp_ms, klen, vlen, hcount, hsize)
+
+    cdef bint _fits(self, int64_t timestamp_ms, Py_ssize_t klen, Py_ssize_t vlen,
+                    Py_ssize_t hcount, Py_ssize_t hsize) noexcept:
+        """Whether one more record of these sizes stays within ``write_limit`` (the size part of
+        Java ``hasRoomFor``, for a batch that already holds a record)."""
+        cdef Py_ssize_t size = (
+            1 + varlong_size(timestamp_ms - self._base_timestamp)
+            + varint_size(self._num_records) + _bytes_field_size(klen)
+            + _bytes_field_size(vlen) + varint_size(<int32_t>hcount) + hsize)
         if size > INT32_MAX - 5:
             return False
         size += varint_size(<int32_t>size)
