@@ -337,15 +337,6 @@ class RecordAccumulator:
                     return True
         return False
 
-    def has_incomplete(self) -> bool:
-        with self._incomplete_lock:
-            return bool(self._incomplete)
-
-    def queued_bytes(self) -> int:
-        return self.pool.total_memory - self.pool.available_memory()
-
-    # -- flush and close ----------------------------------------------------------------------
-
     def begin_flush(self) -> None:
         with self._flush_lock:
             self._flushes_in_progress += 1
