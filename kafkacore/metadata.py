@@ -568,14 +568,15 @@ class Metadata:
         if count is not None and (partition is None or partition < count):
             return cluster, 0
         while True:
-            elapsed_ms = int((time.monotonic() - start) * 1000)
-            remaining = max_wait_ms - elapsed_ms
-            if remaining <= 0:
-                raise _missing(topic, partition, count, max_wait_ms)
+            # Ask and wake the Sender before looking at the clock: with max.block.ms=0 the caller
+            # gives up at once, but the next call must find the answer on its way (Java asks too).
             self.add_topic(topic)
             version = self.request_update()
             if wakeup is not None:
                 wakeup()
+            remaining = max_wait_ms - int((time.monotonic() - start) * 1000)
+            if remaining <= 0:
+                raise _missing(topic, partition, count, max_wait_ms)
             try:
                 self.await_update(version, remaining, topic)
             except errors.KafkaTimeoutError:

@@ -287,6 +287,25 @@ def test_record_larger_than_max_request_size(bootstrap, make_topic):
         assert producer.send(topic, b"x" * 100).get(timeout=30).offset == 0
 
 
+def test_max_block_ms_zero_still_fetches_an_unknown_topic(bootstrap, make_topic):
+    # With max.block.ms=0 the call gives up at once, but it must ask (and wake the Sender) on its
+    # way out, as Java's waitOnMetadata does: otherwise an idle Sender sleeps a whole
+    # request.timeout.ms (here 60 s) before fetching the topic, and every retry finds nothing.
+    topic = make_topic(partitions=3)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=0, request_timeout_ms=60_000)
+    try:
+        deadline = time.monotonic() + 30
+        while producer._metadata.version == 0:  # the bootstrap answer, before we name the topic
+            assert time.monotonic() < deadline, "no metadata from the broker"
+            time.sleep(0.01)
+        time.sleep(0.2)  # let the Sender settle into its idle poll
+        with pytest.raises(KafkaTimeoutError, match="not present in metadata after 0 ms"):
+            producer.partitions_for(topic)
+        assert len(wait_for_metadata(producer, topic, bound_s=15.0)) == 3
+    finally:
+        producer.close()
+
+
 def test_buffer_full_with_max_block_ms_zero(broker, make_topic):
     # Freeze the broker (SIGSTOP): requests go out and nothing comes back, so memory stays taken.
     topic = make_topic(partitions=1)
