@@ -267,7 +267,7 @@ def test_result_with_a_timeout_raises_a_timeout_error_in_bounds():
             call(timeout=0.2)
         elapsed = time.monotonic() - started
         assert isinstance(raised.value, TimeoutError)  # like concurrent.futures
-        assert 0.2 <= elapsed < 1.2
+        assert 0.2 <= elapsed < 5  # bounded; the slack is for a noisy 2-core machine
     with pytest.raises(TimeoutError):
         future.result(timeout=0)
     with pytest.raises(TimeoutError):

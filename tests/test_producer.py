@@ -9,6 +9,7 @@ import time
 import pytest
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 from readback import read_confluent, read_kafka_python
+from waits import wait_for_metadata
 
 from kafkacore import KafkaProducer, RecordMetadata
 from kafkacore.errors import (
@@ -23,18 +24,6 @@ from kafkacore.errors import (
 )
 
 pytestmark = pytest.mark.broker
-
-
-def wait_for_metadata(producer, topic, bound_s=30.0):
-    """With max.block.ms=0 every metadata wait gives up at once; ask until the Sender has it."""
-    deadline = time.monotonic() + bound_s
-    while True:
-        try:
-            return producer.partitions_for(topic)
-        except KafkaTimeoutError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pytest
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 from readback import read_confluent, read_kafka_python
+from waits import wait_for_metadata
 
 from kafkacore import KafkaProducer
 from kafkacore.core import BatchFuture, BatchResult
@@ -166,14 +167,7 @@ def test_memory_running_out_part_way_fails_the_rest_in_the_result(broker, make_t
     )
     try:
         deadline_rows = [b"x" * 1000] * 200  # about 200 KB: more than the pool holds
-        for _ in range(100):  # metadata first (max.block.ms=0 gives up at once)
-            try:
-                producer.partitions_for(topic)
-                break
-            except Exception:
-                import time
-
-                time.sleep(0.05)
+        wait_for_metadata(producer, topic)  # max.block.ms=0: ask until it is there
         with broker.paused():
             future = producer.send_batch(topic, deadline_rows)
         result = future.result(timeout=60)
