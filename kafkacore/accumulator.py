@@ -26,6 +26,7 @@ from kafkacore.core import BufferPool, CopyOnWriteMap, MemoryRecordsBuilder, Pro
 from kafkacore.core.appender import PartitionQueue
 from kafkacore.core.records import estimate_size_upper_bound
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
+from kafkacore.partitioner import BuiltInPartitioner
 
 if TYPE_CHECKING:
     from kafkacore.idempotence import TransactionManager
@@ -57,6 +58,8 @@ class RecordAccumulator:
         delivery_timeout_ms: int,
         pool: BufferPool,
         transaction_manager: TransactionManager | None = None,
+        adaptive_partitioning: bool = False,
+        partition_availability_timeout_ms: int = 0,
     ) -> None:
         self.batch_size = batch_size
         self.compression = compression
@@ -81,6 +84,16 @@ class RecordAccumulator:
         self._flushes_in_progress = 0
         self._flush_lock = threading.Lock()
         self.closed = False
+        # Adaptive partitioning (KIP-794): ready() tells each topic's sticky partitioner how long
+        # its partitions' queues are, leaving out partitions whose leader has not been drained for
+        # partition_availability_timeout_ms (0: none left out).
+        self.adaptive_partitioning = adaptive_partitioning
+        self.partition_availability_timeout_ms = partition_availability_timeout_ms
+        #: topic -> BuiltInPartitioner; the send path adds, the Sender thread reads.
+        self.partitioners: CopyOnWriteMap = CopyOnWriteMap()
+        # node -> [ready_ms, drain_ms]: the last time the node had something ready, and the last
+        # time it could take it.  Written and read by the Sender thread only.
+        self._node_latency: dict[int, list[int]] = {}
 
     # -- the main thread ------------------------------------------------------------------
 
@@ -166,6 +179,15 @@ class RecordAccumulator:
             return 0
         return min(self.retry_backoff_ms * (2 ** (batch.attempts - 1)), self.retry_backoff_max_ms)
 
+    def built_in_partitioner(self, topic: str) -> BuiltInPartitioner:
+        """The topic's sticky partitioner (made on first use; racing threads get the same one)."""
+        partitioner = self.partitioners.get(topic)
+        if partitioner is None:
+            partitioner = self.partitioners.put_if_absent(
+                topic, BuiltInPartitioner(topic, max(self.batch_size, 1))
+            )
+        return partitioner
+
     def ready(self, cluster, now_ms: int) -> ReadyCheckResult:
         """Which leaders have a sendable batch: full, lingered long enough, or being flushed,
         memory waiters queued, or closing; a batch in retry waits out its back-off first."""
@@ -205,7 +227,67 @@ class RecordAccumulator:
                 ready_nodes.add(leader)
             else:
                 next_delay = min(next_delay, max(time_to_wait - waited, 0))
+        if self.adaptive_partitioning and len(self.partitioners):
+            self._update_partition_load_stats(cluster)
         return ReadyCheckResult(ready_nodes, next_delay, unknown)
+
+    # -- adaptive partitioning -------------------------------------------------------------
+
+    def _update_partition_load_stats(self, cluster) -> None:
+        """Give each sticky partitioner its topic's queue sizes (Java's ``partitionReady``).
+
+        Only once every partition of the topic has had a batch: a partition without a queue
+        would get no weight and never be chosen again, so until then the choice stays uniform.
+        Partitions without a leader are left out; partitions whose leader is lagging (see
+        :meth:`update_node_latency_stats`) go to the end, outside the ``length`` that counts.
+        Queue lengths are read without the queues' locks: a stale length only skews one weight
+        until the next loop.
+        """
+        queues: dict[str, list[tuple[int, int]]] = {}
+        for (topic, partition), pq in self.batches.items():
+            queues.setdefault(topic, []).append((partition, len(pq.batches)))
+        for topic, partitioner in self.partitioners.items():
+            entries = queues.get(topic, ())
+            count = cluster.partition_count(topic)
+            if count is None or len(entries) < count:
+                partitioner.update_partition_load_stats(None)
+                continue
+            available: list[tuple[int, int]] = []
+            lagging: list[tuple[int, int]] = []
+            for partition, size in entries:
+                leader = cluster.leader_for(topic, partition)
+                if leader is None:
+                    continue
+                (lagging if self._is_lagging(leader) else available).append((partition, size))
+            ordered = available + lagging
+            partitioner.update_partition_load_stats(
+                [size for _, size in ordered],
+                [partition for partition, _ in ordered],
+                len(available),
+            )
+
+    def update_node_latency_stats(self, node: int, now_ms: int, can_drain: bool) -> None:
+        """The Sender found ``node`` with batches ready; ``can_drain``: its connection took them.
+
+        A node that keeps having data it cannot take (its connection is down, or all its
+        in-flight slots are stuck) sees its ready time move on while its drain time stands still;
+        once the gap passes ``partitioner.availability.timeout.ms`` its partitions stop getting
+        new sticky records.  Does nothing when that setting is 0.
+        """
+        if self.partition_availability_timeout_ms <= 0:
+            return
+        stats = self._node_latency.get(node)
+        if stats is None:
+            self._node_latency[node] = [now_ms, now_ms]
+            return
+        if can_drain:
+            stats[1] = now_ms
+        stats[0] = now_ms
+
+    def _is_lagging(self, node: int) -> bool:
+        stats = self._node_latency.get(node)
+        timeout = self.partition_availability_timeout_ms
+        return timeout > 0 and stats is not None and stats[0] - stats[1] > timeout
 
     def drain(self, cluster, nodes, max_size: int, now_ms: int) -> dict[int, list[ProducerBatch]]:
         """Take batches for each node, up to ``max_size`` bytes per request.

@@ -21,7 +21,6 @@ from kafkacore.idempotence import TransactionManager
 from kafkacore.metadata import Metadata
 from kafkacore.metrics import Metrics
 from kafkacore.network.client import NetworkClient
-from kafkacore.partitioner import BuiltInPartitioner
 from kafkacore.sender import Sender
 
 log = logging.getLogger("kafkacore")
@@ -67,6 +66,8 @@ class KafkaProducer:
             delivery_timeout_ms=cfg["delivery.timeout.ms"],
             pool=self._pool,
             transaction_manager=self._transaction_manager,
+            adaptive_partitioning=cfg["partitioner.adaptive.partitioning.enable"],
+            partition_availability_timeout_ms=cfg["partitioner.availability.timeout.ms"],
         )
         self._metadata = Metadata(
             refresh_backoff_ms=cfg["retry.backoff.ms"],
@@ -99,7 +100,6 @@ class KafkaProducer:
             transaction_manager=self._transaction_manager,
             metrics=self._metrics,
         )
-        sticky_batch_size = max(cfg["batch.size"], 1)
         self._appender = RecordAppender(
             batches=self._accumulator.batches,
             accumulator=self._accumulator,
@@ -113,7 +113,7 @@ class KafkaProducer:
             max_request_size=cfg["max.request.size"],
             total_memory=cfg["buffer.memory"],
             max_block_ms=cfg["max.block.ms"],
-            sticky_factory=lambda topic: BuiltInPartitioner(topic, sticky_batch_size),
+            sticky_factory=self._accumulator.built_in_partitioner,
         )
         self._metrics.gauge("buffer-available-bytes", self._pool.available_memory)
         self._metrics.gauge("buffer-total-bytes", lambda: cfg["buffer.memory"])

@@ -159,7 +159,11 @@ class Sender:
         for node in result.ready_nodes:
             if self.client.ready(node, now):
                 ready_nodes.add(node)
+                self.accumulator.update_node_latency_stats(node, now, True)
             else:
+                # Only the ready time moves: the gap to the drain time is how long the node's
+                # data has been waiting (adaptive partitioning steers around it).
+                self.accumulator.update_node_latency_stats(node, now, False)
                 next_check = min(next_check, self.client.connection_delay(node, now))
         batches = self.accumulator.drain(cluster, ready_nodes, self.max_request_size, now)
         for node_batches in batches.values():
