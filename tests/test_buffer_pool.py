@@ -381,7 +381,6 @@ def test_close_wakes_every_waiter_with_an_error():
     waiters = start_waiters(pool, [250, POOLABLE, 50])
     pool.deallocate(b)  # the head (250) sets 100 aside before the close
     assert pool.statistics().reserved_memory == 100
-    t0 = time.monotonic()
     pool.close()
     for w in waiters:
         assert w.finished.wait(5)
