@@ -94,6 +94,9 @@ class RecordAccumulator:
         # node -> [ready_ms, drain_ms]: the last time the node had something ready, and the last
         # time it could take it.  Written and read by the Sender thread only.
         self._node_latency: dict[int, list[int]] = {}
+        # Batch -> the attempt that goes out without back-off, because a Produce response named a
+        # new leader for its partition (KIP-951): a new leader is no reason to wait.
+        self._retry_now: dict[ProducerBatch, int] = {}
 
     # -- the main thread ------------------------------------------------------------------
 
@@ -175,18 +178,9 @@ class RecordAccumulator:
 
     def _backoff_ms(self, batch: ProducerBatch) -> float:
         """Exponential retry back-off: retry.backoff.ms doubling up to retry.backoff.max.ms."""
-        if batch.attempts <= 0:
+        if batch.attempts <= 0 or self._retry_now.get(batch) == batch.attempts:
             return 0
         return min(self.retry_backoff_ms * (2 ** (batch.attempts - 1)), self.retry_backoff_max_ms)
-
-    def built_in_partitioner(self, topic: str) -> BuiltInPartitioner:
-        """The topic's sticky partitioner (made on first use; racing threads get the same one)."""
-        partitioner = self.partitioners.get(topic)
-        if partitioner is None:
-            partitioner = self.partitioners.put_if_absent(
-                topic, BuiltInPartitioner(topic, max(self.batch_size, 1))
-            )
-        return partitioner
 
     def ready(self, cluster, now_ms: int) -> ReadyCheckResult:
         """Which leaders have a sendable batch: full, lingered long enough, or being flushed,
@@ -232,6 +226,15 @@ class RecordAccumulator:
         return ReadyCheckResult(ready_nodes, next_delay, unknown)
 
     # -- adaptive partitioning -------------------------------------------------------------
+
+    def built_in_partitioner(self, topic: str) -> BuiltInPartitioner:
+        """The topic's sticky partitioner (made on first use; racing threads get the same one)."""
+        partitioner = self.partitioners.get(topic)
+        if partitioner is None:
+            partitioner = self.partitioners.put_if_absent(
+                topic, BuiltInPartitioner(topic, max(self.batch_size, 1))
+            )
+        return partitioner
 
     def _update_partition_load_stats(self, cluster) -> None:
         """Give each sticky partitioner its topic's queue sizes (Java's ``partitionReady``).
@@ -360,6 +363,10 @@ class RecordAccumulator:
                 i = len(pq.batches)
             pq.batches.insert(i, batch)
 
+    def retry_without_backoff(self, batch: ProducerBatch) -> None:
+        """Let the reenqueued ``batch`` go out again at once: its partition has a new leader."""
+        self._retry_now[batch] = batch.attempts
+
     def split_and_reenqueue(self, batch: ProducerBatch, now_ms: int) -> int:
         """MESSAGE_TOO_LARGE: split a batch and queue the pieces first, in record order.
 
@@ -403,6 +410,7 @@ class RecordAccumulator:
         """
         with self._incomplete_lock:
             pooled = self._incomplete.pop(batch, None)
+        self._retry_now.pop(batch, None)
         if pooled:
             self.pool.deallocate(batch.buffer, batch.initial_capacity)
 

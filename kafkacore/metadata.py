@@ -480,17 +480,51 @@ class Metadata:
         # A stale answer (this broker has not heard of the newer leader yet): keep the old view.
         return old.partition(topic, tp.partition)
 
-    def update_last_seen_epoch_if_newer(self, tp: TopicPartition, leader_epoch: int) -> bool:
-        """Record a leader epoch learned elsewhere (a Produce response's ``current_leader``);
-        True if it is newer than what we had, in which case a refresh is requested."""
+    def update_partition_leadership(
+        self,
+        leaders: Mapping[TopicPartition, tuple[int, int]],
+        endpoints: Iterable[Node] = (),
+    ) -> set[TopicPartition]:
+        """Take new leaders a Produce response named (KIP-951), without waiting for a refresh.
+
+        ``leaders`` maps a partition to ``(leader_id, leader_epoch)`` from the response's
+        ``current_leader``; ``endpoints`` are the brokers it described (``node_endpoints``), for
+        leaders this snapshot does not know yet.  A hint is taken only if its epoch is newer
+        than the last one we saw for the partition, the partition is in the snapshot, and the
+        leader is a broker we can reach.  Returns the partitions that moved.  The update version
+        does not change: no waiter is looking for this, and a refresh is still asked for by the
+        Sender, which in time confirms it.
+        """
         with self._lock:
-            seen = self._last_seen_leader_epochs.get(tp)
-            if seen is None or leader_epoch > seen:
-                self._last_seen_leader_epochs[tp] = leader_epoch
-                self._need_update = True
-                self._request_version += 1
-                return True
-            return False
+            if self._closed or not leaders:
+                return set()
+            old = self._cluster
+            nodes = {n.node_id: n for n in old.nodes}
+            for node in endpoints:
+                nodes[node.node_id] = node
+            moved: dict[TopicPartition, PartitionInfo] = {}
+            for tp, (leader, epoch) in leaders.items():
+                info = old.partition(tp.topic, tp.partition)
+                seen = self._last_seen_leader_epochs.get(tp)
+                if info is None or leader not in nodes or (seen is not None and epoch <= seen):
+                    continue
+                moved[tp] = info._replace(leader=leader, leader_epoch=epoch)
+                self._last_seen_leader_epochs[tp] = epoch
+            if not moved:
+                return set()
+            partitions = [
+                moved.get(TopicPartition(p.topic, p.partition), p)
+                for topic in old.topics
+                for p in old.partitions_for_topic(topic)
+            ]
+            self._cluster = Cluster(
+                nodes.values(),
+                partitions,
+                old.topic_errors,
+                cluster_id=old.cluster_id,
+                controller_id=old.controller_id,
+            )
+            return set(moved)
 
     def failed_update(self, now_ms: int | None = None) -> None:
         """A refresh got no usable answer; the next one waits ``refresh_backoff_ms``."""

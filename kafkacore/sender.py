@@ -30,6 +30,7 @@ from kafkacore.errors import (
     KafkaTimeoutError,
     for_code,
 )
+from kafkacore.metadata import Node, TopicPartition
 from kafkacore.network.client import NetworkClient, clock_ms
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -254,6 +255,7 @@ class Sender:
             for batch in sent.values():
                 self._complete_batch(batch, None, -1, -1, now)
             return
+        moved = self._take_leader_hints(response.body)
         for topic_response in response.body["responses"]:
             topic = topic_response["name"]
             for part in topic_response["partition_responses"]:
@@ -265,7 +267,12 @@ class Sender:
                 if code not in (NONE, DUPLICATE_SEQUENCE_NUMBER):
                     error = for_code(code)(part.get("error_message") or None)
                 self._complete_batch(
-                    batch, error, part["base_offset"], part.get("log_append_time_ms", -1), now
+                    batch,
+                    error,
+                    part["base_offset"],
+                    part.get("log_append_time_ms", -1),
+                    now,
+                    leader_moved=(topic, part["index"]) in moved,
                 )
         for batch in sent.values():  # the broker left some out: treat as a retriable failure
             self._complete_batch(
@@ -276,7 +283,39 @@ class Sender:
                 now,
             )
 
-    def _complete_batch(self, batch, error, base_offset: int, log_append_time: int, now: int):
+    def _take_leader_hints(self, body) -> set:
+        """KIP-951: a partition refused with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH comes
+        with its ``current_leader`` (Produce v10+), and the response with the addresses of
+        brokers we may not know (``node_endpoints``).  Move those partitions in the metadata now,
+        so their retries go to the new leader without waiting for a refresh; return the
+        partitions that moved."""
+        leaders = {}
+        for topic_response in body["responses"]:
+            for part in topic_response["partition_responses"]:
+                hint = part.get("current_leader")
+                if part["error_code"] not in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH) or not hint:
+                    continue
+                if hint["leader_id"] >= 0 and hint["leader_epoch"] >= 0:
+                    tp = TopicPartition(topic_response["name"], part["index"])
+                    leaders[tp] = (hint["leader_id"], hint["leader_epoch"])
+        if not leaders:
+            return set()
+        endpoints = [
+            Node(e["node_id"], e["host"], e["port"], e.get("rack"))
+            for e in body.get("node_endpoints") or ()
+        ]
+        return self.metadata.update_partition_leadership(leaders, endpoints)
+
+    def _complete_batch(
+        self,
+        batch,
+        error,
+        base_offset: int,
+        log_append_time: int,
+        now: int,
+        *,
+        leader_moved: bool = False,
+    ):
         tp = (batch.topic, batch.partition)
         if batch.final_state is not None:  # expired while in flight: only the memory is left
             self._finish(batch, tp)
@@ -302,6 +341,8 @@ class Sender:
             log.debug("retrying %s-%s after %s", tp[0], tp[1], error)
             self._finish(batch, tp)
             self.accumulator.reenqueue(batch, now)
+            if leader_moved:
+                self.accumulator.retry_without_backoff(batch)
             if self.metrics is not None:
                 self.metrics.record("record-retry", batch.record_count, batch.record_count)
             if code in STALE_METADATA_ERRORS or isinstance(error, ConnectionError):

@@ -157,19 +157,29 @@ def test_stale_leader_epochs_are_ignored():
     assert md.last_seen_leader_epoch(TopicPartition("t", 0)) is None
 
 
-def test_epoch_learned_from_a_produce_response_requests_a_refresh():
+def test_a_produce_response_moves_a_leader_at_once_if_its_epoch_is_newer():
+    # KIP-951: NOT_LEADER_OR_FOLLOWER with current_leader (and node_endpoints for a new broker).
     md = Metadata()
     md.add_topic("t", 0)
-    md.update(response([topic("t", [(1, 5)])]), 0)
-    assert not md.update_requested()
-    assert not md.update_last_seen_epoch_if_newer(TopicPartition("t", 0), 5)
-    assert md.update_last_seen_epoch_if_newer(TopicPartition("t", 0), 7)
-    assert md.update_requested()
-    md.update(response([topic("t", [(2, 6)])]), 1)  # older than what we now know (7)
-    # Like Java: the stale answer is not taken; the partition stays as we last accepted it.
-    assert md.fetch().partition("t", 0).leader_epoch == 5
+    md.update(response([topic("t", [(1, 5), (1, 5)])]), 0)
+    version, tp0, tp1 = md.version, TopicPartition("t", 0), TopicPartition("t", 1)
+    broker3 = Node(3, "127.0.0.1", 9093)
+    # Stale or equal epochs, unknown partitions and unreachable leaders are not taken.
+    assert md.update_partition_leadership({tp0: (2, 5), tp1: (2, 4)}) == set()
+    assert md.update_partition_leadership({TopicPartition("t", 9): (2, 8)}) == set()
+    assert md.update_partition_leadership({tp0: (3, 6)}) == set()  # node 3: no address
     assert md.fetch().leader_for("t", 0) == 1
-    md.update(response([topic("t", [(2, 7)])]), 2)
+    # A newer epoch moves the partition, with the new broker's address from the response.
+    assert md.update_partition_leadership({tp0: (3, 6)}, [broker3]) == {tp0}
+    cluster = md.fetch()
+    assert cluster.leader_for("t", 0) == 3 and cluster.leader_for("t", 1) == 1
+    assert cluster.node(3) == broker3
+    assert cluster.partitions_for_node(3) == [tp0]
+    assert md.last_seen_leader_epoch(tp0) == 6 and md.version == version
+    # A refresh from a broker that has not heard of it yet does not move it back.
+    md.update(response([topic("t", [(1, 5), (1, 5)])]), 1)
+    assert md.fetch().partition("t", 0).leader_epoch == 6
+    md.update(response([topic("t", [(2, 7), (1, 5)])]), 2)
     assert md.fetch().leader_for("t", 0) == 2
 
 

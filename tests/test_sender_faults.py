@@ -135,3 +135,57 @@ def test_not_leader_is_retried_after_a_metadata_refresh():
     assert sorted(log.values) == sorted(b"%05d" % i + b"." * 95 for i in range(200))
     assert len(log.values) == 200  # retried, never duplicated (the broker refused, not lost)
     assert all(f.exception(timeout=5) is None for f in futures)
+
+
+def test_a_new_leader_named_in_the_produce_response_is_used_at_once():
+    """KIP-951.  Node 1 refuses with NOT_LEADER_OR_FOLLOWER and names node 2 (epoch 1) as the
+    leader; every Metadata answer is stale (leader 1, epoch 0), so only the hint can get the
+    records to node 2.  The retry back-off is 60 s, so only skipping it (a new leader is no
+    reason to wait) delivers them within the 30 s we wait."""
+    logs = {1: ScriptedLog(lambda batch: 0), 2: ScriptedLog(lambda batch: 0)}
+    brokers = {n: FakeBroker(lambda h, b: None) for n in logs}
+    hinted = []
+
+    def handler(node):
+        plain = logs[node].handler(brokers[node])
+
+        def answer(header, body):
+            key = header["request_api_key"]
+            if key == ApiKey.METADATA:
+                stale = plain(header, body)
+                stale["brokers"] = [
+                    {"node_id": n, "host": "127.0.0.1", "port": b.port, "rack": None}
+                    for n, b in brokers.items()
+                ]
+                return stale
+            if key == ApiKey.PRODUCE and node == 1:
+                hinted.append(header["request_api_version"])
+                return {"responses": [{"name": TOPIC, "partition_responses": [{
+                    "index": 0, "error_code": NOT_LEADER_OR_FOLLOWER, "base_offset": -1,
+                    "log_append_time_ms": -1, "log_start_offset": -1,
+                    "current_leader": {"leader_id": 2, "leader_epoch": 1},
+                }]}], "throttle_time_ms": 0, "node_endpoints": [
+                    {"node_id": 2, "host": "127.0.0.1", "port": brokers[2].port, "rack": None},
+                ]}
+            return plain(header, body)
+
+        return answer
+
+    for node, broker in brokers.items():
+        broker.handler = handler(node)
+    sent = [b"%05d" % i for i in range(50)]
+    try:
+        with KafkaProducer(
+            bootstrap_servers=brokers[1].bootstrap, retry_backoff_ms=60_000,
+            retry_backoff_max_ms=60_000, linger_ms=0,
+        ) as producer:
+            futures = [producer.send(TOPIC, v) for v in sent]
+            offsets = [f.get(timeout=30).offset for f in futures]
+            leader = producer._metadata.fetch().leader_for(TOPIC, 0)
+    finally:
+        for broker in brokers.values():
+            broker.close()
+    assert hinted and min(hinted) >= 10  # the hint exists from Produce v10
+    assert leader == 2
+    assert logs[1].values == [] and logs[2].values == sent  # once each, in order
+    assert offsets == list(range(len(sent)))
