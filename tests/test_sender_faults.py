@@ -9,6 +9,7 @@ answers with the body a handler returns.  The producer under test is the real on
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from test_network import FakeBroker, api_versions_answer
@@ -189,3 +190,72 @@ def test_a_new_leader_named_in_the_produce_response_is_used_at_once():
     assert leader == 2
     assert logs[1].values == [] and logs[2].values == sent  # once each, in order
     assert offsets == list(range(len(sent)))
+
+
+def test_a_broker_that_stops_taking_data_loses_its_partitions_for_new_sticky_records():
+    """partitioner.availability.timeout.ms, end to end.  Node 1 leads partition 0, node 2 leads
+    partition 1.  Node 2 stops reading (its in-flight slots fill up and its data waits), so
+    after the timeout the Sender reports it lagging and records without a key all go to
+    partition 0.  Without that, the sticky partitioner would keep sending half of them to the
+    frozen partition, and those would not be acknowledged while it stays frozen."""
+    brokers = {n: FakeBroker(lambda h, b: None) for n in (1, 2)}
+    written = {0: [], 1: []}
+
+    def handler(header, body):
+        key = header["request_api_key"]
+        if key == ApiKey.API_VERSIONS:
+            return api_versions_answer()
+        if key == ApiKey.METADATA:
+            return {
+                "brokers": [{"node_id": n, "host": "127.0.0.1", "port": b.port, "rack": None}
+                            for n, b in brokers.items()],
+                "controller_id": 1,
+                "topics": [{"error_code": 0, "name": TOPIC, "is_internal": False, "partitions": [
+                    {"error_code": 0, "partition_index": p, "leader_id": p + 1, "leader_epoch": 0,
+                     "replica_nodes": [p + 1], "isr_nodes": [p + 1], "offline_replicas": []}
+                    for p in (0, 1)
+                ]}],
+            }
+        if key == ApiKey.PRODUCE:
+            answers = []
+            for part in body["topic_data"][0]["partition_data"]:
+                [batch] = iter_batches(bytes(part["records"]))
+                log = written[part["index"]]
+                answers.append({"index": part["index"], "error_code": 0, "base_offset": len(log),
+                                "log_append_time_ms": -1, "log_start_offset": 0})
+                log.extend(r.value for r in batch.records)
+            return {"responses": [{"name": TOPIC, "partition_responses": answers}],
+                    "throttle_time_ms": 0}
+        return None
+
+    for broker in brokers.values():
+        broker.handler = handler
+    producer = KafkaProducer(
+        bootstrap_servers=brokers[1].bootstrap, partitioner_availability_timeout_ms=300,
+        batch_size=512, linger_ms=0, enable_idempotence=False, acks=1,
+        request_timeout_ms=60_000, delivery_timeout_ms=120_000,
+    )
+    try:
+        warm = [producer.send(TOPIC, b"w%04d" % i + b"." * 95) for i in range(200)]
+        assert all(f.exception(timeout=30) is None for f in warm)
+        assert written[0] and written[1]  # both partitions took data while both brokers did
+
+        brokers[2].reading = False
+        frozen_at = time.monotonic()
+        late = []
+        i = 0
+        while time.monotonic() - frozen_at < 3.0:
+            future = producer.send(TOPIC, b"f%04d" % i + b"." * 95)
+            if time.monotonic() - frozen_at > 1.5:  # well past the 300 ms, whatever the load
+                late.append(future)
+            i += 1
+            time.sleep(0.005)
+        assert late
+        # Every late record went to partition 0, whose broker answers.
+        assert all(f.exception(timeout=20) is None and f.get().partition == 0 for f in late)
+        brokers[2].reading = True
+        producer.flush(timeout=60)
+    finally:
+        producer.close(timeout=10)
+        for broker in brokers.values():
+            broker.close()
