@@ -292,10 +292,10 @@ class Sender:
         leaders = {}
         for topic_response in body["responses"]:
             for part in topic_response["partition_responses"]:
+                if part["error_code"] not in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
+                    continue  # the common case: one comparison per partition
                 hint = part.get("current_leader")
-                if part["error_code"] not in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH) or not hint:
-                    continue
-                if hint["leader_id"] >= 0 and hint["leader_epoch"] >= 0:
+                if hint and hint["leader_id"] >= 0 and hint["leader_epoch"] >= 0:
                     tp = TopicPartition(topic_response["name"], part["index"])
                     leaders[tp] = (hint["leader_id"], hint["leader_epoch"])
         if not leaders:
