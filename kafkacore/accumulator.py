@@ -191,12 +191,19 @@ class RecordAccumulator:
         unknown: set[str] = set()
         exhausted = self.pool.queued() > 0
         flushing = self._flushes_in_progress > 0
+        # topic -> [(partition, batches queued)], for adaptive partitioning; None when off.
+        queues: dict[str, list[tuple[int, int]]] | None = (
+            {} if self.adaptive_partitioning and len(self.partitioners) else None
+        )
         for tp, pq in self.batches.items():
             with pq:
-                if not pq.batches:
-                    continue
-                first = pq.batches[0]
-                several = len(pq.batches) > 1
+                queued = len(pq.batches)
+                first = pq.batches[0] if queued else None
+            if queues is not None:
+                queues.setdefault(tp[0], []).append((tp[1], queued))
+            if first is None:
+                continue
+            several = queued > 1
             # Whatever else happens, look again by the time this batch must expire.
             next_delay = min(next_delay, max(first.created_ms + self.delivery_timeout_ms - now_ms, 0))
             leader = cluster.leader_for(tp[0], tp[1])
@@ -221,8 +228,8 @@ class RecordAccumulator:
                 ready_nodes.add(leader)
             else:
                 next_delay = min(next_delay, max(time_to_wait - waited, 0))
-        if self.adaptive_partitioning and len(self.partitioners):
-            self._update_partition_load_stats(cluster)
+        if queues is not None:
+            self._update_partition_load_stats(cluster, queues)
         return ReadyCheckResult(ready_nodes, next_delay, unknown)
 
     # -- adaptive partitioning -------------------------------------------------------------
@@ -236,19 +243,17 @@ class RecordAccumulator:
             )
         return partitioner
 
-    def _update_partition_load_stats(self, cluster) -> None:
-        """Give each sticky partitioner its topic's queue sizes (Java's ``partitionReady``).
+    def _update_partition_load_stats(
+        self, cluster, queues: dict[str, list[tuple[int, int]]]
+    ) -> None:
+        """Give each sticky partitioner its topic's queue sizes (Java's ``partitionReady``);
+        ``queues`` is what :meth:`ready` counted: topic -> [(partition, batches queued)].
 
         Only once every partition of the topic has had a batch: a partition without a queue
         would get no weight and never be chosen again, so until then the choice stays uniform.
         Partitions without a leader are left out; partitions whose leader is lagging (see
         :meth:`update_node_latency_stats`) go to the end, outside the ``length`` that counts.
-        Queue lengths are read without the queues' locks: a stale length only skews one weight
-        until the next loop.
         """
-        queues: dict[str, list[tuple[int, int]]] = {}
-        for (topic, partition), pq in self.batches.items():
-            queues.setdefault(topic, []).append((partition, len(pq.batches)))
         for topic, partitioner in self.partitioners.items():
             entries = queues.get(topic, ())
             count = cluster.partition_count(topic)
