@@ -27,6 +27,33 @@ OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 DUPLICATE_SEQUENCE_NUMBER = 46
 
 
+def metadata_answer(brokers, leaders):
+    """A MetadataResponse naming ``brokers`` (node id -> FakeBroker) and TOPIC's partitions
+    (``leaders``: partition -> leader's node id), all at leader epoch 0."""
+    return {
+        "brokers": [
+            {"node_id": n, "host": "127.0.0.1", "port": b.port, "rack": None}
+            for n, b in brokers.items()
+        ],
+        "controller_id": min(brokers),
+        "topics": [{"error_code": 0, "name": TOPIC, "is_internal": False, "partitions": [
+            {"error_code": 0, "partition_index": p, "leader_id": n, "leader_epoch": 0,
+             "replica_nodes": [n], "isr_nodes": [n], "offline_replicas": []}
+            for p, n in leaders.items()
+        ]}],
+    }
+
+
+def produce_answer(partitions, **extra):
+    """A ProduceResponse for TOPIC: ``partitions`` is a list of (index, error code, base offset),
+    or of whole partition-response dicts."""
+    return {"responses": [{"name": TOPIC, "partition_responses": [
+        p if isinstance(p, dict) else {"index": p[0], "error_code": p[1], "base_offset": p[2],
+                                       "log_append_time_ms": -1, "log_start_offset": 0}
+        for p in partitions
+    ]}], "throttle_time_ms": 0, **extra}
+
+
 class ScriptedLog:
     """One partition's log, kept by the scripted broker; ``refuse(batch)`` names an error.
 
@@ -51,24 +78,16 @@ class ScriptedLog:
             return DUPLICATE_SEQUENCE_NUMBER
         return OUT_OF_ORDER_SEQUENCE_NUMBER
 
-    def handler(self, broker):
+    def handler(self, brokers):
+        """Answer as the leader of TOPIC's one partition; Metadata names ``brokers`` (node id ->
+        FakeBroker) and node 1 as the leader."""
+
         def answer(header, body):
             key = header["request_api_key"]
             if key == ApiKey.API_VERSIONS:
                 return api_versions_answer()
             if key == ApiKey.METADATA:
-                return {
-                    "brokers": [{"node_id": 1, "host": "127.0.0.1", "port": broker.port}],
-                    "controller_id": 1,
-                    "topics": [{
-                        "error_code": 0, "name": TOPIC, "is_internal": False,
-                        "partitions": [{
-                            "error_code": 0, "partition_index": 0, "leader_id": 1,
-                            "leader_epoch": 0, "replica_nodes": [1], "isr_nodes": [1],
-                            "offline_replicas": [],
-                        }],
-                    }],
-                }
+                return metadata_answer(brokers, {0: 1})
             if key == ApiKey.INIT_PRODUCER_ID:
                 return {"throttle_time_ms": 0, "error_code": 0, "producer_id": 7,
                         "producer_epoch": 0}
@@ -85,10 +104,7 @@ class ScriptedLog:
                     if not error:
                         base = len(self.values)
                         self.values.extend(r.value for r in batch.records)
-                return {"responses": [{"name": TOPIC, "partition_responses": [{
-                    "index": 0, "error_code": error, "base_offset": base,
-                    "log_append_time_ms": -1, "log_start_offset": 0,
-                }]}], "throttle_time_ms": 0}
+                return produce_answer([(0, error, base)])
             return None
 
         return answer
@@ -97,7 +113,7 @@ class ScriptedLog:
 def run_against(refuse, n=600, **settings):
     log = ScriptedLog(refuse)
     broker = FakeBroker(lambda h, b: None)
-    broker.handler = log.handler(broker)
+    broker.handler = log.handler({1: broker})
     try:
         with KafkaProducer(bootstrap_servers=broker.bootstrap, **settings) as producer:
             futures = [producer.send(TOPIC, b"%05d" % i + b"." * 95) for i in range(n)]
@@ -147,33 +163,23 @@ def test_a_new_leader_named_in_the_produce_response_is_used_at_once():
     brokers = {n: FakeBroker(lambda h, b: None) for n in logs}
     hinted = []
 
-    def handler(node):
-        plain = logs[node].handler(brokers[node])
-
+    def refuse_with_hint(plain):
         def answer(header, body):
-            key = header["request_api_key"]
-            if key == ApiKey.METADATA:
-                stale = plain(header, body)
-                stale["brokers"] = [
-                    {"node_id": n, "host": "127.0.0.1", "port": b.port, "rack": None}
-                    for n, b in brokers.items()
-                ]
-                return stale
-            if key == ApiKey.PRODUCE and node == 1:
-                hinted.append(header["request_api_version"])
-                return {"responses": [{"name": TOPIC, "partition_responses": [{
-                    "index": 0, "error_code": NOT_LEADER_OR_FOLLOWER, "base_offset": -1,
-                    "log_append_time_ms": -1, "log_start_offset": -1,
-                    "current_leader": {"leader_id": 2, "leader_epoch": 1},
-                }]}], "throttle_time_ms": 0, "node_endpoints": [
-                    {"node_id": 2, "host": "127.0.0.1", "port": brokers[2].port, "rack": None},
-                ]}
-            return plain(header, body)
+            if header["request_api_key"] != ApiKey.PRODUCE:
+                return plain(header, body)
+            hinted.append(header["request_api_version"])
+            return produce_answer(
+                [{"index": 0, "error_code": NOT_LEADER_OR_FOLLOWER, "base_offset": -1,
+                  "current_leader": {"leader_id": 2, "leader_epoch": 1}}],
+                node_endpoints=[
+                    {"node_id": 2, "host": "127.0.0.1", "port": brokers[2].port, "rack": None}
+                ],
+            )
 
         return answer
 
-    for node, broker in brokers.items():
-        broker.handler = handler(node)
+    brokers[1].handler = refuse_with_hint(logs[1].handler(brokers))
+    brokers[2].handler = logs[2].handler(brokers)
     sent = [b"%05d" % i for i in range(50)]
     try:
         with KafkaProducer(
@@ -206,26 +212,15 @@ def test_a_broker_that_stops_taking_data_loses_its_partitions_for_new_sticky_rec
         if key == ApiKey.API_VERSIONS:
             return api_versions_answer()
         if key == ApiKey.METADATA:
-            return {
-                "brokers": [{"node_id": n, "host": "127.0.0.1", "port": b.port, "rack": None}
-                            for n, b in brokers.items()],
-                "controller_id": 1,
-                "topics": [{"error_code": 0, "name": TOPIC, "is_internal": False, "partitions": [
-                    {"error_code": 0, "partition_index": p, "leader_id": p + 1, "leader_epoch": 0,
-                     "replica_nodes": [p + 1], "isr_nodes": [p + 1], "offline_replicas": []}
-                    for p in (0, 1)
-                ]}],
-            }
+            return metadata_answer(brokers, {0: 1, 1: 2})
         if key == ApiKey.PRODUCE:
             answers = []
             for part in body["topic_data"][0]["partition_data"]:
                 [batch] = iter_batches(bytes(part["records"]))
                 log = written[part["index"]]
-                answers.append({"index": part["index"], "error_code": 0, "base_offset": len(log),
-                                "log_append_time_ms": -1, "log_start_offset": 0})
+                answers.append((part["index"], 0, len(log)))
                 log.extend(r.value for r in batch.records)
-            return {"responses": [{"name": TOPIC, "partition_responses": answers}],
-                    "throttle_time_ms": 0}
+            return produce_answer(answers)
         return None
 
     for broker in brokers.values():
