@@ -180,6 +180,12 @@ cdef class ProducerBatch:
                                          Py_ssize_t klen, const unsigned char* vp,
                                          Py_ssize_t vlen, object headers, object callback,
                                          Py_ssize_t row, int64_t now_ms)
+    # What try_append and append_row share once the builder took the record: sizes, times,
+    # the record's future (which is also its thunk).
+    cdef FutureRecordMetadata _record_appended(self, Py_ssize_t written_before,
+                                               int offset_delta, int64_t timestamp,
+                                               int32_t key_size, int32_t value_size,
+                                               object callback, Py_ssize_t row, int64_t now)
     cpdef bint done(self, int64_t base_offset, int64_t log_append_time,
                     object exception) except -1
     cpdef abort(self, object exception)

@@ -500,9 +500,8 @@ cdef class ProducerBatch:
         fits somewhere).  ``callback(metadata, exception)`` fires once when the batch completes.
         """
         cdef MemoryRecordsBuilder builder = self._builder
-        cdef FutureRecordMetadata future
         cdef int32_t key_size, value_size
-        cdef Py_ssize_t written_before, size
+        cdef Py_ssize_t written_before
         cdef int offset_delta
         cdef int64_t timestamp = _as_int64(timestamp_ms, "timestamp_ms")
         cdef int64_t now = _as_int64(now_ms, "now_ms")
@@ -519,12 +518,20 @@ cdef class ProducerBatch:
                 return None
         written_before = builder._uncompressed_records_size
         offset_delta = builder.append(timestamp, key, value, headers)
-        size = builder._uncompressed_records_size - written_before
+        return self._record_appended(written_before, offset_delta, timestamp, key_size,
+                                     value_size, callback, row, now)
+
+    cdef FutureRecordMetadata _record_appended(self, Py_ssize_t written_before,
+                                               int offset_delta, int64_t timestamp,
+                                               int32_t key_size, int32_t value_size,
+                                               object callback, Py_ssize_t row, int64_t now):
+        """The bookkeeping after a record went into the builder, and its future."""
+        cdef Py_ssize_t size = self._builder._uncompressed_records_size - written_before
         if size > self.max_record_size:
             self.max_record_size = size
         self.last_append_ms = now
         # The future is also the thunk: it keeps the callback until the batch fires it.
-        future = FutureRecordMetadata.__new__(FutureRecordMetadata)
+        cdef FutureRecordMetadata future = FutureRecordMetadata.__new__(FutureRecordMetadata)
         future._result = self._result
         future._relative_offset = offset_delta
         future._timestamp = timestamp
@@ -543,8 +550,7 @@ cdef class ProducerBatch:
                                          Py_ssize_t vlen, object headers, object callback,
                                          Py_ssize_t row, int64_t now_ms):
         cdef MemoryRecordsBuilder builder = self._builder
-        cdef FutureRecordMetadata future
-        cdef Py_ssize_t written_before, size
+        cdef Py_ssize_t written_before
         cdef int offset_delta
         if self._final_state != FINAL_NONE:
             return None
@@ -552,21 +558,9 @@ cdef class ProducerBatch:
         offset_delta = builder.append_raw(timestamp_ms, kp, klen, vp, vlen, headers)
         if offset_delta < 0:
             return None
-        size = builder._uncompressed_records_size - written_before
-        if size > self.max_record_size:
-            self.max_record_size = size
-        self.last_append_ms = now_ms
-        future = FutureRecordMetadata.__new__(FutureRecordMetadata)
-        future._result = self._result
-        future._relative_offset = offset_delta
-        future._timestamp = timestamp_ms
-        future._key_size = <int32_t>klen
-        future._value_size = <int32_t>vlen
-        future._callback = callback  # for send_batch: the call's BatchFuture
-        future._row = row
-        self._thunks.append(future)
-        self.record_count += 1
-        return future
+        # callback: for send_batch, the call's BatchFuture (row says which of its records).
+        return self._record_appended(written_before, offset_delta, timestamp_ms,
+                                     <int32_t>klen, <int32_t>vlen, callback, row, now_ms)
     # append_row: end
 
     # -- completion (Sender thread, or whoever expires/aborts the batch) -----------------------
