@@ -330,6 +330,7 @@ class Processor(threading.Thread):
         ch.muted = True
         self._update_interest(ch)
         self._stats["requests"] += 1
+        self._stats[f"requests.api_key.{request.api_key}"] += 1
         while self._running:
             try:
                 self.channel.send_request(request, timeout_s=_POLL_S)
