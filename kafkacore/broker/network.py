@@ -181,7 +181,12 @@ class Processor(threading.Thread):
 
     def statistics(self) -> dict[str, int]:
         """Counters of this processor (read from other threads; each value is one int)."""
-        stats = dict(self._stats)
+        while True:
+            try:  # the processor may add a key meanwhile: copy again
+                stats = dict(self._stats)
+                break
+            except RuntimeError:
+                continue
         stats["connections"] = len(self._channels)
         return stats
 
@@ -264,9 +269,12 @@ class Processor(threading.Thread):
     def close_excess_idle(self) -> None:
         """Close connections idle longer than ``connections.max.idle.ms``, oldest first."""
         deadline = time.monotonic() - self.idle_s
-        for ch in list(self._channels.values()):
+        stale = []
+        for ch in self._channels.values():
             if ch.last_active > deadline:
                 break  # ordered by activity: the rest are younger
+            stale.append(ch)
+        for ch in stale:
             if ch.muted or ch.sends:  # a request is being handled: not idle
                 self._touch(ch)
                 continue

@@ -256,3 +256,15 @@ def test_kafka_pythons_codec_reads_our_api_versions(broker, version):
     assert response.header.correlation_id == 42
     assert response.error_code == 0
     assert [tuple(k)[:3] for k in response.api_keys] == [(18, 0, 4)]
+
+
+def test_many_idle_connections_do_not_stop_the_others(broker):
+    idle = [connect(broker) for _ in range(400)]
+    wait_until(lambda: sum(p["connections"] for p in broker.socket_server.statistics()) >= 400,
+               what="400 connections configured")
+    assert api_versions(connect(broker))[1]["error_code"] == 0
+    assert api_versions(idle[-1], 9)[0] == 9
+    for s in idle:
+        s.close()
+    wait_until(lambda: broker.socket_server.connection_quotas.total <= 1,
+               what="closed connections counted out")
