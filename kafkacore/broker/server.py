@@ -98,7 +98,7 @@ def _make_log_manager(broker: Broker) -> Any:
     storage (log_manager is None) and only the APIs that need none work.
     """
     try:
-        from kafkacore.broker.log import LogManager  # type: ignore[attr-defined]
+        from kafkacore.broker.log import LogManager  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         log.warning("kafkacore.broker.log is not available: the broker has no storage")
         return None
