@@ -56,6 +56,10 @@ class LocalBroker:
         everything when the process stops.
     :param log_path: where the broker's output goes (a temporary file if not given).
     :param start_timeout_s: how long :meth:`start` waits for the broker to answer ApiVersions.
+    :param kind: ``"tansu"`` (the default) or ``"kafkacore"``: our own broker,
+        ``python -m kafkacore.broker``, as a child process.
+    :param log_dirs: the kafkacore broker's ``log.dirs`` (a temporary directory if not given);
+        kept across :meth:`restart` and :meth:`kill`, so a restarted broker finds its data.
     """
 
     def __init__(
