@@ -1,0 +1,497 @@
+"""The broker's log on disk (kafkacore.broker.log): real files in temporary directories.
+
+Batches come from two builders, ours and kafka-python's ``DefaultRecordBatchBuilder``; what the
+log stores is read back with kafka-python's record reader, which checks the CRC itself.
+"""
+
+import os
+import signal
+import struct
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kafka.record.memory_records import MemoryRecords
+
+from kafkacore.broker.log import Log, LogConfig, LogManager, ProducerIdManager
+from kafkacore.broker.log.manager import CLEAN_SHUTDOWN_FILE
+from kafkacore.core.records import MemoryRecordsBuilder, iter_batches
+from kafkacore.errors import (
+    BrokerResponseError,
+    CorruptMessageError,
+    InvalidConfigError,
+    InvalidRecordError,
+    MessageTooLargeError,
+    OffsetOutOfRangeError,
+)
+
+
+def ours(values, *, ts=1_700_000_000_000, compression="none", pid=-1, epoch=-1, seq=-1):
+    b = MemoryRecordsBuilder(
+        1 << 16, compression=compression, producer_id=pid, producer_epoch=epoch, base_sequence=seq
+    )
+    for i, v in enumerate(values):
+        b.append(ts + i, b"key-%d" % i, v)
+    b.close()
+    return bytes(b.build())
+
+
+def theirs(values, *, ts=1_700_000_000_000, compression=0, pid=-1, epoch=-1, seq=-1):
+    b = DefaultRecordBatchBuilder(2, compression, False, pid, epoch, seq, 1 << 20)
+    for i, v in enumerate(values):
+        b.append(i, ts + i, b"key-%d" % i, v, [("h", b"x")])
+    return bytes(b.build())
+
+
+def read_back(data):
+    """(offset, key, value, timestamp, timestamp_type) of every record, by kafka-python's reader
+    (which raises on a bad CRC)."""
+    out = []
+    records = MemoryRecords(bytes(data))
+    while True:
+        batch = records.next_batch()
+        if batch is None:
+            return out
+        assert batch.validate_crc()
+        out.extend((r.offset, r.key, r.value, r.timestamp, r.timestamp_type) for r in batch)
+
+
+def read_all(log):
+    data = b""
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        got = log.read(offset, 1 << 20)
+        assert got.records
+        data += got.records
+        last = list(iter_batches(got.records))[-1]
+        offset = last.last_offset + 1
+    return read_back(data)
+
+
+def values(n, start=0):
+    return [b"value-%06d" % i for i in range(start, start + n)]
+
+
+@pytest.fixture
+def log_dir(tmp_path):
+    return tmp_path / "topic-0"
+
+
+# -- append and read --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("build", [ours, theirs], ids=["ours", "kafka-python"])
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_append_assigns_consecutive_offsets_and_reads_back(log_dir, build, codec):
+    compression = codec if build is ours else {"none": 0, "gzip": 1}[codec]
+    log = Log(log_dir)
+    infos = [
+        log.append_as_leader(build(values(5, 5 * i), compression=compression)) for i in range(4)
+    ]
+    assert [(i.first_offset, i.last_offset, i.record_count) for i in infos] == [
+        (0, 4, 5),
+        (5, 9, 5),
+        (10, 14, 5),
+        (15, 19, 5),
+    ]
+    assert all(i.log_append_time_ms == -1 and not i.duplicate for i in infos)
+    assert log.log_end_offset == log.high_watermark == 20
+    got = read_all(log)
+    assert [(o, v) for o, _, v, _, _ in got] == list(enumerate(values(20)))
+    assert all(tt == 0 for *_, tt in got)  # CreateTime kept
+
+
+def test_stored_bytes_are_the_producers_bytes_but_the_base_offset(log_dir):
+    log = Log(log_dir)
+    log.append_as_leader(ours(values(3)))
+    sent = ours(values(2, 3))
+    log.append_as_leader(sent)
+    stored = log.read(3, 1 << 20).records
+    assert stored[8:12] == sent[8:12] and stored[16:] == sent[16:]  # length, magic, CRC, records
+    assert struct.unpack_from(">q", stored)[0] == 3  # only baseOffset (and leader epoch) rewritten
+
+
+def test_read_bounds(log_dir):
+    log = Log(log_dir)
+    for i in range(10):
+        log.append_as_leader(ours(values(10, 10 * i)))
+    one = len(ours(values(10)))
+    got = log.read(25, 2 * one)  # the batch holding 25 starts at 20; whole batches only
+    assert got.first_offset == 20 and len(got.records) == 2 * one
+    assert [b.base_offset for b in iter_batches(got.records)] == [20, 30]
+    assert len(log.read(25, 1).records) == one  # min_one_batch: one batch even above max_bytes
+    assert log.read(25, 1, min_one_batch=False).records == b""
+    bounded = log.read(0, 1 << 20, max_offset=40)  # the high watermark is exclusive
+    assert [b.base_offset for b in iter_batches(bounded.records)] == [0, 10, 20, 30]
+    end = log.read(100, 1 << 20)
+    assert end.records == b"" and end.log_end_offset == 100
+    for bad in (-1, 101):
+        with pytest.raises(OffsetOutOfRangeError) as exc:
+            log.read(bad, 100)
+        assert exc.value.errno == 1
+
+
+def test_index_lookups_find_every_offset(log_dir):
+    log = Log(log_dir, LogConfig(index_interval_bytes=200))
+    for i in range(50):
+        log.append_as_leader(ours(values(i % 4 + 1)))
+    segment = log.active_segment
+    assert len(segment.index) > 5
+    for target in range(log.log_end_offset):
+        offset, position = segment.index.lookup(target)
+        assert offset <= target or (offset, position) == (0, 0)
+        header = segment.translate_offset(target)
+        assert header.base_offset <= target <= header.last_offset
+        assert position <= header.position
+    log.close()
+    assert (log_dir / "00000000000000000000.index").stat().st_size == 8 * len(segment.index)
+
+
+def test_index_file_reloaded_after_clean_close(log_dir):
+    log = Log(log_dir, LogConfig(index_interval_bytes=100))
+    for i in range(30):
+        log.append_as_leader(ours(values(3, 3 * i)))
+    entries = len(log.active_segment.index)
+    log.close()
+    again = Log(log_dir, LogConfig(index_interval_bytes=100), had_clean_shutdown=True)
+    assert len(again.active_segment.index) == entries and again.log_end_offset == 90
+    assert [o for o, *_ in read_all(again)] == list(range(90))
+
+
+# -- segments: rolling and retention ------------------------------------------------------------
+
+
+def test_segments_roll_at_segment_bytes(log_dir):
+    cfg = LogConfig(segment_bytes=1000)
+    log = Log(log_dir, cfg)
+    for i in range(40):
+        log.append_as_leader(ours(values(2, 2 * i)))
+    names = sorted(p.name for p in log_dir.glob("*.log"))
+    assert len(names) == len(log.segments) > 3
+    assert names[0] == "00000000000000000000.log"
+    assert all(len(n) == len("00000000000000000000.log") for n in names)
+    bases = [s.base_offset for s in log.segments]
+    assert names == [f"{b:020d}.log" for b in bases]
+    assert all(s.size <= 1000 for s in log.segments)
+    assert [o for o, *_ in read_all(log)] == list(range(80))
+    # a producer-state snapshot per roll, named by the new segment's base offset
+    assert {int(p.stem) for p in log_dir.glob("*.snapshot")} == set(bases[1:])
+
+
+def test_segments_roll_at_segment_ms(log_dir):
+    log = Log(log_dir, LogConfig(segment_ms=60_000))
+    log.append_as_leader(ours(values(1)))
+    log.append_as_leader(ours(values(1)))
+    assert len(log.segments) == 1
+    log.active_segment.created_ms -= 61_000  # the segment is older than segment.ms
+    log.append_as_leader(ours(values(1)))
+    assert [s.base_offset for s in log.segments] == [0, 2]
+
+
+def test_retention_bytes_deletes_whole_old_segments(log_dir):
+    log = Log(log_dir, LogConfig(segment_bytes=1000, retention_bytes=2500, retention_ms=-1))
+    for i in range(40):
+        log.append_as_leader(ours(values(2, 2 * i)))
+    before = len(log.segments)
+    deleted = log.delete_old_segments()
+    assert deleted == before - len(log.segments) > 0
+    assert log.size_in_bytes - log.segments[0].size < 2500 <= log.size_in_bytes + 1000
+    assert log.log_start_offset == log.segments[0].base_offset > 0
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(0, 100)
+    got = read_all(log)
+    assert [o for o, *_ in got] == list(range(log.log_start_offset, 80))
+    assert not (log_dir / "00000000000000000000.log").exists()
+
+
+def test_retention_ms_rolls_then_deletes_expired_segments_never_newer_ones(log_dir):
+    ts = 1_700_000_000_000
+    log = Log(log_dir, LogConfig(segment_bytes=1000, retention_ms=10_000))
+    for _ in range(20):
+        log.append_as_leader(ours(values(2), ts=ts))
+    log.append_as_leader(ours(values(2), ts=ts + 100_000))  # a newer batch in the active segment
+    before = len(log.segments)
+    assert before > 2
+    assert log.delete_old_segments(now_ms=ts + 50_000) == before - 1
+    assert len(log.segments) == 1 and log.log_end_offset == 42
+    assert log.delete_old_segments(now_ms=ts + 200_000) == 1  # rolled, then deleted
+    assert log.log_start_offset == log.log_end_offset == 42 and log.active_segment.size == 0
+    assert log.append_as_leader(ours(values(1))).first_offset == 42
+
+
+def test_retention_disabled_keeps_everything(log_dir):
+    log = Log(log_dir, LogConfig(segment_bytes=1000, retention_ms=-1, retention_bytes=-1))
+    for _ in range(20):
+        log.append_as_leader(ours(values(2), ts=0))
+    assert log.delete_old_segments(now_ms=1 << 50) == 0 and log.log_start_offset == 0
+
+
+# -- recovery ---------------------------------------------------------------------------------
+
+
+def _filled(log_dir, n=10):
+    log = Log(log_dir)
+    for i in range(n):
+        log.append_as_leader(theirs(values(3, 3 * i)))
+    size = log.active_segment.size
+    log.flush()
+    return log, size, size // n
+
+
+@pytest.mark.parametrize("cut", [1, 30, 61, 80])
+def test_recovery_truncates_a_torn_tail_mid_batch(log_dir, cut):
+    log, size, one = _filled(log_dir)
+    os.truncate(log_dir / "00000000000000000000.log", size - one + cut)  # last batch torn
+    again = Log(log_dir)  # no clean-shutdown marker: recover
+    assert again.recovered_bytes_truncated == cut
+    assert again.log_end_offset == 27
+    assert [v for _, _, v, _, _ in read_all(again)] == values(27)
+    assert again.append_as_leader(ours([b"after"])).first_offset == 27
+
+
+def test_recovery_cuts_garbage_and_a_bad_crc(log_dir):
+    log, size, one = _filled(log_dir)
+    path = log_dir / "00000000000000000000.log"
+    with open(path, "r+b") as f:
+        f.seek(size - one + 70)  # inside the last batch's records: its CRC no longer matches
+        f.write(b"\xff")
+        f.seek(0, 2)
+        f.write(os.urandom(500))  # and garbage after it
+    again = Log(log_dir)
+    assert again.log_end_offset == 27 and again.active_segment.size == size - one
+    assert again.recovered_bytes_truncated == one + 500
+    assert [o for o, *_ in read_all(again)] == list(range(27))
+
+
+def test_unclean_recovery_drops_segments_after_a_torn_one(log_dir):
+    log = Log(log_dir, LogConfig(segment_bytes=600))
+    for i in range(20):
+        log.append_as_leader(ours(values(3, 3 * i)))
+    log.flush()
+    second = log.segments[1]
+    os.truncate(second.log_path, second.size - 5)
+    again = Log(log_dir, LogConfig(segment_bytes=600))
+    assert len(again.segments) == 2
+    assert again.log_end_offset < second.next_offset
+    assert [o for o, *_ in read_all(again)] == list(range(again.log_end_offset))
+
+
+def test_log_manager_clean_shutdown_marker_and_startup(tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    mgr = LogManager(dirs, LogConfig())
+    mgr.startup()
+    for p in range(4):
+        mgr.get_or_create_log("orders", p).append_as_leader(ours(values(p + 1)))
+    assert mgr.get_or_create_log("orders", 1) is mgr.get_log("orders", 1)
+    assert {lg.dir.parent for lg in mgr.all_logs().values()} == set(dirs)  # spread over dirs
+    mgr.shutdown()
+    assert all((d / CLEAN_SHUTDOWN_FILE).exists() for d in dirs)
+    again = LogManager(dirs, LogConfig())
+    again.startup()
+    assert not any((d / CLEAN_SHUTDOWN_FILE).exists() for d in dirs)
+    assert {k: lg.log_end_offset for k, lg in again.all_logs().items()} == {
+        ("orders", p): p + 1 for p in range(4)
+    }
+    assert again.delete_log("orders", 0) and again.get_log("orders", 0) is None
+    assert not any((d / "orders-0").exists() for d in dirs)
+    again.shutdown()
+
+
+_KILL_CHILD = textwrap.dedent(
+    """
+    import os, sys
+    from kafkacore.broker.log import Log, LogConfig
+    from kafkacore.core.records import MemoryRecordsBuilder
+    log = Log(sys.argv[1], LogConfig(flush_messages=1, segment_bytes=256 * 1024))
+    out = os.fdopen(int(sys.argv[2]), "w", buffering=1)
+    n = 0
+    while n < 100_000:
+        b = MemoryRecordsBuilder(1 << 14)
+        for _ in range(100):
+            b.append(0, None, b"%d" % n)
+            n += 1
+        b.close()
+        info = log.append_as_leader(b.build())
+        out.write("%d\\n" % info.last_offset)  # acknowledged: fsync'd before append returned
+    """
+)
+
+
+def test_kill_9_loses_no_acknowledged_record(log_dir):
+    read_fd, write_fd = os.pipe()
+    env = dict(os.environ, PYTHONPATH=os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILL_CHILD, str(log_dir), str(write_fd)],
+        pass_fds=(write_fd,),
+        env=env,
+    )
+    os.close(write_fd)
+    acked = -1
+    with os.fdopen(read_fd) as pipe:
+        for line in pipe:
+            acked = int(line)
+            if acked >= 30_000:  # mid-stream: kill it while it keeps appending
+                child.send_signal(signal.SIGKILL)
+                break
+    child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL
+    assert acked >= 30_000
+    log = Log(log_dir, LogConfig(segment_bytes=256 * 1024))
+    got = read_all(log)
+    assert len(got) >= acked + 1  # every acknowledged record is there ...
+    assert [int(v) for _, _, v, _, _ in got] == list(range(len(got)))  # ... once, in order
+    assert [o for o, *_ in got] == list(range(len(got)))
+
+
+# -- LogAppendTime -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("build", [ours, theirs], ids=["ours", "kafka-python"])
+def test_log_append_time_sets_max_timestamp_and_recomputes_the_crc(log_dir, build):
+    log = Log(log_dir, LogConfig(message_timestamp_type="LogAppendTime"))
+    info = log.append_as_leader(build(values(4), ts=1000))
+    assert info.log_append_time_ms > 1_600_000_000_000
+    stored = log.read(0, 1 << 20).records
+    batch = DefaultRecordBatch(bytearray(stored))
+    assert batch.validate_crc()  # kafka-python checks our recomputed CRC
+    assert batch.timestamp_type == 1 and batch.max_timestamp == info.log_append_time_ms
+    got = read_back(stored)
+    assert {(ts, tt) for *_, ts, tt in got} == {(info.log_append_time_ms, 1)}
+    assert [v for _, _, v, _, _ in got] == values(4)
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+
+def test_rejected_appends_raise_typed_errors_and_change_nothing(log_dir):
+    log = Log(log_dir, LogConfig(max_message_bytes=2000))
+    log.append_as_leader(ours(values(2)))
+    good = bytearray(ours(values(3)))
+    bad_crc = bytearray(good)
+    bad_crc[-1] ^= 1
+    magic1 = bytearray(good)
+    magic1[16] = 1
+    cases = [
+        (bytes(bad_crc), CorruptMessageError, 2),
+        (bytes(magic1), InvalidRecordError, 87),
+        (bytes(good[:-3]), CorruptMessageError, 2),
+        (bytes(good) + b"\x00" * 10, CorruptMessageError, 2),
+        (b"", InvalidRecordError, 87),
+        (ours([b"x" * 3000]), MessageTooLargeError, 10),
+    ]
+    size = log.active_segment.size
+    for data, error, errno in cases:
+        with pytest.raises(error) as exc:
+            log.append_as_leader(data)
+        assert exc.value.errno == errno
+        assert log.log_end_offset == 2 and log.active_segment.size == size
+    assert log.append_as_leader(bytes(good)).first_offset == 2
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_fuzz_corrupted_appends_only_typed_errors(tmp_path_factory, data):
+    log = Log(tmp_path_factory.mktemp("fuzz") / "t-0")
+    log.append_as_leader(ours(values(2)))
+    buf = bytearray(ours(values(3)) + theirs(values(2)))
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(buf) - 1))
+        buf[i] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        buf = buf[: data.draw(st.integers(0, len(buf)))]
+    size = log.active_segment.size
+    try:
+        info = log.append_as_leader(bytes(buf))
+    except BrokerResponseError:
+        assert log.log_end_offset == 2 and log.active_segment.size == size
+    else:
+        assert info.first_offset == 2 and log.log_end_offset == info.last_offset + 1
+        assert [o for o, *_ in read_all(log)] == list(range(log.log_end_offset))
+    log.close()
+
+
+# -- the rest of the interface ----------------------------------------------------------------
+
+
+def test_fetch_offset_by_timestamp(log_dir):
+    log = Log(log_dir, LogConfig(segment_bytes=1000))
+    for i in range(20):
+        log.append_as_leader(ours(values(2), ts=1000 * i))
+    assert log.fetch_offset_by_timestamp(5000) == (10, 5001)
+    assert log.fetch_offset_by_timestamp(5001) == (10, 5001)
+    assert log.fetch_offset_by_timestamp(5002) == (12, 6001)
+    assert log.fetch_offset_by_timestamp(10**9) is None
+    assert log.fetch_offset_by_timestamp(-2) == (0, -1)
+    assert log.fetch_offset_by_timestamp(-1) == (40, -1)
+    assert log.fetch_offset_by_timestamp(-3) == (39, 19001)
+
+
+def test_truncate_to(log_dir):
+    log = Log(log_dir, LogConfig(segment_bytes=600))
+    for i in range(20):
+        log.append_as_leader(ours(values(3, 3 * i)))
+    log.truncate_to(31)  # inside the batch 30..32: the whole batch goes
+    assert log.log_end_offset == 30
+    assert all(s.base_offset < 30 for s in log.segments)
+    assert [o for o, *_ in read_all(log)] == list(range(30))
+    assert log.append_as_leader(ours(values(1))).first_offset == 30
+
+
+def test_append_as_follower_keeps_offsets(log_dir):
+    leader = Log(log_dir.parent / "leader-0")
+    for i in range(5):
+        leader.append_as_leader(ours(values(2, 2 * i)))
+    follower = Log(log_dir)
+    info = follower.append_as_follower(leader.read(0, 1 << 20).records)
+    assert (info.first_offset, info.last_offset) == (0, 9)
+    assert read_all(follower) == read_all(leader)
+    with pytest.raises(OffsetOutOfRangeError):
+        follower.append_as_follower(leader.read(4, 1 << 20).records)
+
+
+def test_high_watermark_defaults_to_log_end_and_can_be_set(log_dir):
+    log = Log(log_dir)
+    log.append_as_leader(ours(values(5)))
+    assert log.high_watermark == 5
+    log.high_watermark = 3
+    assert log.high_watermark == 3
+    log.append_as_leader(ours(values(5)))
+    assert log.high_watermark == 3
+    log.high_watermark = None
+    assert log.high_watermark == 10
+
+
+def test_log_config_properties_round_trip_and_typed_errors():
+    cfg = LogConfig.from_properties(
+        {"segment.bytes": "1000", "message.timestamp.type": "LogAppendTime"}
+    )
+    assert cfg.segment_bytes == 1000 and cfg.log_append_time
+    assert LogConfig.from_properties(cfg.to_properties()) == cfg
+    props = LogConfig().to_properties()
+    assert props["retention.ms"] == "604800000" and props["max.message.bytes"] == "1048588"
+    assert props["flush.messages"] == str((1 << 63) - 1) and props["cleanup.policy"] == "delete"
+    for bad in (
+        {"segment.bytes": "lots"},
+        {"segment.bytes": "3"},
+        {"message.timestamp.type": "Now"},
+        {"cleanup.policy": "compact"},
+        {"no.such.config": "1"},
+    ):
+        with pytest.raises(InvalidConfigError) as exc:
+            LogConfig.from_properties(bad)
+        assert exc.value.errno == 40
+
+
+def test_producer_ids_never_repeat_across_restarts(tmp_path):
+    first = ProducerIdManager(tmp_path, block_size=10)
+    ids = [first.generate_producer_id() for _ in range(15)]
+    second = ProducerIdManager(tmp_path, block_size=10)  # as after a crash: the block is skipped
+    more = [second.generate_producer_id() for _ in range(5)]
+    assert ids == list(range(15)) and more == list(range(20, 25))
+    assert len(set(ids + more)) == 20
