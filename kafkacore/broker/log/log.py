@@ -190,6 +190,8 @@ class Log:
             )
         with self._lock:
             self._check_open()
+            now = _now_ms()
+            append_time = now if cfg.log_append_time else None
             first = offset = self.log_end_offset
             pending: dict[int, ProducerAppendInfo] = {}
             for h in headers:
@@ -208,14 +210,11 @@ class Log:
                                 max_timestamp=duplicate.timestamp,
                             )
                         pending[h.producer_id] = self.producer_state.prepare_update(h.producer_id)
-                    pending[h.producer_id].append(h, offset)
+                    pending[h.producer_id].append(h, offset, max_timestamp=append_time)
                 offset += h.last_offset_delta + 1
-            now = _now_ms()
             segment = self._maybe_roll(size, now)
             buf = bytearray(records)
-            assigned = assign_offsets(
-                buf, headers, first, leader_epoch, now if cfg.log_append_time else None
-            )
+            assigned = assign_offsets(buf, headers, first, leader_epoch, append_time)
             self._write(segment, buf, assigned)
             for info in pending.values():
                 self.producer_state.update(info)

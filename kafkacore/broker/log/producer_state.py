@@ -103,7 +103,16 @@ class ProducerAppendInfo:
         self.updated = self.current.copy()
         self._touched = False
 
-    def append(self, h: BatchHeader, first_offset: int, *, validate: bool = True) -> None:
+    def append(
+        self,
+        h: BatchHeader,
+        first_offset: int,
+        *,
+        validate: bool = True,
+        max_timestamp: int | None = None,
+    ) -> None:
+        """Check ``h`` against the state so far (unless ``validate`` is false: log recovery)
+        and record it; ``max_timestamp`` is the append time on LogAppendTime topics."""
         epoch = h.producer_epoch
         if validate:
             self._check_producer_epoch(epoch, first_offset)
@@ -113,7 +122,7 @@ class ProducerAppendInfo:
             h.last_sequence,
             first_offset,
             first_offset + h.last_offset_delta,
-            h.max_timestamp,
+            h.max_timestamp if max_timestamp is None else max_timestamp,
         )
         self.updated.add_batch(epoch, meta)
         self._touched = True
