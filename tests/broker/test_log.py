@@ -495,3 +495,20 @@ def test_producer_ids_never_repeat_across_restarts(tmp_path):
     more = [second.generate_producer_id() for _ in range(5)]
     assert ids == list(range(15)) and more == list(range(20, 25))
     assert len(set(ids + more)) == 20
+
+
+def test_batches_larger_than_the_scan_chunks_read_and_recover(log_dir):
+    big = [os.urandom(30_000) for _ in range(3)]  # 90 KB batches: above translate's 8 KB reads
+    log = Log(log_dir)
+    for i in range(6):
+        log.append_as_leader(theirs(big, ts=i))
+    for offset in range(18):
+        got = log.read(offset, 1)  # min_one_batch: the whole 90 KB batch
+        assert [o for o, *_ in read_back(got.records)] == list(
+            range(offset // 3 * 3, offset // 3 * 3 + 3)
+        )
+    log.flush()
+    os.truncate(log.active_segment.log_path, log.active_segment.size - 40_000)
+    again = Log(log_dir)
+    assert again.log_end_offset == 15
+    assert [v for _, _, v, _, _ in read_all(again)] == big * 5

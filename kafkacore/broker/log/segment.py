@@ -21,7 +21,7 @@ from kafkacore.broker.log.validator import (
     BatchHeader,
     crc_ok,
     read_header,
-    split_batches,
+    whole_batches_end,
 )
 
 LOG_SUFFIX = ".log"
@@ -181,36 +181,47 @@ class LogSegment:
         return os.pread(self._fd, size, position)
 
     def iter_headers(
-        self, start: int = 0, end: int | None = None, *, verify: bool = False
+        self,
+        start: int = 0,
+        end: int | None = None,
+        *,
+        verify: bool = False,
+        chunk_size: int = _CHUNK,
     ) -> Iterator[BatchHeader]:
         """The batch headers from file position ``start`` (a batch boundary) to ``end``, with
-        absolute positions.  Stops silently at the first batch that does not frame (or, with
-        ``verify``, whose CRC does not match): recovery cuts the file there."""
+        absolute positions, read ``chunk_size`` bytes at a time and decoded lazily.  Stops
+        silently at the first batch that does not frame (or, with ``verify``, whose CRC does not
+        match): recovery cuts the file there."""
         end = self.size if end is None else end
         pos = start
         while end - pos >= RECORD_BATCH_OVERHEAD:
-            chunk = os.pread(self._fd, min(_CHUNK, end - pos), pos)
-            headers = split_batches(chunk)
-            if not headers:
-                first = read_header(chunk, 0) if len(chunk) >= RECORD_BATCH_OVERHEAD else None
-                if first is None or first.magic != 2 or first.size < RECORD_BATCH_OVERHEAD:
-                    return
-                if first.size > end - pos or first.size <= len(chunk):
-                    return  # torn: the batch says it is longer than the file
-                chunk = os.pread(self._fd, first.size, pos)  # one batch above the chunk size
-                headers = split_batches(chunk)
-                if not headers:
-                    return
-            for h in headers:
+            chunk = os.pread(self._fd, min(chunk_size, end - pos), pos)
+            at = 0
+            while len(chunk) - at >= RECORD_BATCH_OVERHEAD:
+                h = read_header(chunk, at)
+                if h.magic != 2 or h.size < RECORD_BATCH_OVERHEAD or h.size > end - pos - at:
+                    return  # torn or garbage: the batch does not frame within the file
+                if h.size > len(chunk) - at:
+                    break  # continues past this chunk: read again from its start
                 if verify and not crc_ok(chunk, h):
                     return
-                yield h._replace(position=pos + h.position)
-            pos += headers[-1].position + headers[-1].size
+                yield h._replace(position=pos + at)
+                at += h.size
+            if at == 0:  # one batch larger than the chunk: read exactly that batch
+                h = read_header(chunk, 0)
+                chunk = os.pread(self._fd, h.size, pos)
+                if len(chunk) < h.size or (verify and not crc_ok(chunk, h)):
+                    return
+                yield h._replace(position=pos)
+                at = h.size
+            pos += at
 
     def translate_offset(self, offset: int, max_position: int | None = None) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset`` (Kafka's ``translateOffset``)."""
         _, position = self.index.lookup(offset)
-        for h in self.iter_headers(position, max_position):
+        # The batch is usually within index.interval.bytes of the entry: read a little at a time.
+        small = 2 * self.index_interval_bytes + RECORD_BATCH_OVERHEAD
+        for h in self.iter_headers(position, max_position, chunk_size=small):
             if h.last_offset >= offset:
                 return h
         return None
@@ -230,13 +241,7 @@ class LogSegment:
             return self.pread(first.size, first.position), first.base_offset
         want = min(max_size, self.size - first.position)
         data = self.pread(want, first.position)
-        headers = split_batches(data)  # whole batches only
-        end = 0
-        for h in headers:
-            if max_offset is not None and h.base_offset >= max_offset:
-                break
-            end = h.position + h.size
-        return data[:end], first.base_offset
+        return data[: whole_batches_end(data, max_offset)], first.base_offset
 
     @property
     def max_timestamp(self) -> int:

@@ -16,7 +16,6 @@ from kafkacore.errors import (
     CorruptMessageError,
     CorruptRecordError,
     InvalidRecordError,
-    InvalidTimestampError,
     MessageTooLargeError,
 )
 
@@ -42,6 +41,7 @@ NO_PRODUCER_ID = -1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _INT64 = struct.Struct(">q")
+_BASE_AND_LENGTH = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 
@@ -94,18 +94,19 @@ def read_header(buf: bytes | bytearray | memoryview, position: int) -> BatchHead
     return BatchHeader(position, LOG_OVERHEAD + fields[1], fields[0], *fields[2:])
 
 
-def split_batches(buf: bytes | bytearray | memoryview) -> list[BatchHeader]:
-    """The headers of the whole batches in ``buf``; stops at the first one that does not frame
-    (too short, bad length, not magic 2).  Used by recovery, which then checks each CRC."""
-    out = []
-    pos, n = 0, len(buf)
-    while n - pos >= RECORD_BATCH_OVERHEAD:
-        header = read_header(buf, pos)
-        if header.magic != 2 or header.size < RECORD_BATCH_OVERHEAD or header.size > n - pos:
+def whole_batches_end(data: bytes, max_offset: int | None) -> int:
+    """Where the last whole batch in ``data`` ends (stopping before a batch at or above
+    ``max_offset``): a read returns whole batches only.  Reads two fields per batch."""
+    pos, n = 0, len(data)
+    while n - pos >= LOG_OVERHEAD:
+        base_offset, length = _BASE_AND_LENGTH.unpack_from(data, pos)
+        size = LOG_OVERHEAD + length
+        if size > n - pos or size < RECORD_BATCH_OVERHEAD:
             break
-        out.append(header)
-        pos += header.size
-    return out
+        if max_offset is not None and base_offset >= max_offset:
+            break
+        pos += size
+    return pos
 
 
 def crc_ok(buf: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
@@ -224,10 +225,9 @@ def assign_offsets(
 
 __all__ = [
     "BatchHeader",
-    "InvalidTimestampError",
     "analyze",
     "assign_offsets",
     "crc_ok",
     "read_header",
-    "split_batches",
+    "whole_batches_end",
 ]
