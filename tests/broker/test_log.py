@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -512,3 +513,43 @@ def test_batches_larger_than_the_scan_chunks_read_and_recover(log_dir):
     again = Log(log_dir)
     assert again.log_end_offset == 15
     assert [v for _, _, v, _, _ in read_all(again)] == big * 5
+
+
+def test_concurrent_appends_get_distinct_consecutive_offsets(log_dir):
+    log = Log(log_dir, LogConfig(segment_bytes=4000))
+    results = []
+
+    def producer(k):
+        for i in range(50):
+            results.append(log.append_as_leader(ours([b"%d-%d" % (k, i)] * 2)))
+
+    threads = [threading.Thread(target=producer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted((r.first_offset, r.last_offset) for r in results) == [
+        (2 * i, 2 * i + 1) for i in range(200)
+    ]
+    got = read_all(log)
+    assert [o for o, *_ in got] == list(range(400))
+    for k in range(4):  # each thread's records in its own order
+        mine = [v for _, _, v, _, _ in got if v.startswith(b"%d-" % k)]
+        assert mine == [b"%d-%d" % (k, i) for i in range(50) for _ in range(2)]
+
+
+def test_log_manager_cleanup_applies_retention_to_every_log(tmp_path):
+    mgr = LogManager([tmp_path], LogConfig(segment_bytes=1000, retention_ms=1000))
+    mgr.startup()
+    for p in range(2):
+        for _ in range(20):
+            mgr.get_or_create_log("t", p).append_as_leader(ours(values(2), ts=5000))
+    kept = mgr.get_or_create_log("k", 0, LogConfig(retention_ms=-1))
+    kept.append_as_leader(ours(values(2), ts=5000))
+    segments = sum(len(lg.segments) for lg in mgr.all_logs().values())
+    deleted = mgr.cleanup_logs(now_ms=10_000)
+    # every segment of the t logs (their active ones after a roll), none of k's
+    assert deleted == segments - len(kept.segments)
+    assert all(mgr.get_log("t", p).log_start_offset == 40 for p in range(2))
+    assert kept.log_start_offset == 0
+    mgr.shutdown()

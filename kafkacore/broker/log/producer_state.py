@@ -213,10 +213,6 @@ class ProducerStateManager:
             del self.producers[pid]
         return len(expired)
 
-    def truncate_and_reload(self) -> None:
-        self.producers.clear()
-        self.map_end_offset = 0
-
     # -- snapshots --------------------------------------------------------------------------------
 
     def snapshot_offsets(self) -> list[int]:

@@ -121,11 +121,11 @@ def crc_ok(buf: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
 def analyze(records: bytes | bytearray | memoryview, max_message_bytes: int) -> list[BatchHeader]:
     """Check a Produce request's records for one partition; return their batch headers.
 
-    Raises (all :mod:`kafkacore.errors` classes with Kafka's error code):
-    ``InvalidRecordError`` for magic < 2, an empty batch, a record count that disagrees with
+    Raises ``kafkacore.errors`` classes, each with Kafka's error code: ``InvalidRecordError``
+    for no batch at all, magic < 2, an empty batch, a record count that disagrees with
     lastOffsetDelta, a control batch from a client; ``CorruptMessageError`` for anything the
     reader rejects (framing, CRC, varints, codec); ``MessageTooLargeError`` for a batch above
-    ``max.message.bytes``; ``RecordListTooLargeError`` for no batch at all.
+    ``max.message.bytes``.
     """
     n = len(records)
     if n == 0:
