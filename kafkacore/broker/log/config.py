@@ -73,7 +73,7 @@ class LogConfig:
         """Parse topic configs (strings, as CreateTopics carries them) over ``base``'s values.
 
         Unknown names and bad values raise :class:`~kafkacore.errors.InvalidConfigError`."""
-        values = {}
+        values: dict[str, object] = {}
         for name, raw in props.items():
             spec = _SPEC.get(name)
             if spec is None:
@@ -86,7 +86,7 @@ class LogConfig:
                     raise InvalidConfigError(f"{name}={raw!r} is not an integer") from None
             else:
                 values[field] = str(raw).strip()
-        return dataclasses.replace(base or cls(), **values)
+        return dataclasses.replace(base or cls(), **values)  # type: ignore[arg-type]
 
     def to_properties(self) -> dict[str, str]:
         """Every setting as Kafka's name -> string (DescribeConfigs' answer)."""
