@@ -553,3 +553,30 @@ def test_log_manager_cleanup_applies_retention_to_every_log(tmp_path):
     assert all(mgr.get_log("t", p).log_start_offset == 40 for p in range(2))
     assert kept.log_start_offset == 0
     mgr.shutdown()
+
+
+def test_flush_ms_and_flush_messages(tmp_path):
+    mgr = LogManager([tmp_path], LogConfig(flush_ms=1000))
+    mgr.startup()
+    log = mgr.get_or_create_log("t", 0)
+    log.append_as_leader(ours(values(1)))
+    assert mgr.flush_dirty_logs(now_ms=log.last_flush_ms + 10) == 0  # not yet due
+    assert mgr.flush_dirty_logs(now_ms=log.last_flush_ms + 1000) == 1
+    assert mgr.flush_dirty_logs(now_ms=log.last_flush_ms + 5000) == 0  # nothing unflushed
+    every3 = Log(tmp_path / "u-0", LogConfig(flush_messages=3))
+    flushes = [every3.last_flush_ms]
+    for _ in range(3):
+        every3.last_flush_ms = -1  # a marker the next fsync overwrites
+        every3.append_as_leader(ours(values(1)))
+        flushes.append(every3.last_flush_ms)
+    assert [f == -1 for f in flushes[1:]] == [True, True, False]  # fsync at the 3rd record
+    mgr.shutdown()
+
+
+def test_files_that_are_not_segments_are_left_alone(log_dir):
+    log = Log(log_dir)
+    log.append_as_leader(ours(values(2)))
+    log.close()
+    (log_dir / "notes.log").write_text("not a segment")
+    again = Log(log_dir, had_clean_shutdown=True)
+    assert again.log_end_offset == 2 and (log_dir / "notes.log").exists()

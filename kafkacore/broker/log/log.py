@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kafkacore.broker.log.config import LogConfig
 from kafkacore.broker.log.producer_state import ProducerAppendInfo, ProducerStateManager
-from kafkacore.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment
+from kafkacore.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, file_name
 from kafkacore.broker.log.validator import analyze, assign_offsets
 from kafkacore.errors import KafkaStorageError, OffsetOutOfRangeError, RecordListTooLargeError
 
@@ -58,6 +58,16 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _base_offsets(directory: Path, suffix: str) -> list[int]:
+    """Base offsets of the files named ``<20 digits><suffix>``; other files are not ours."""
+    out = []
+    for p in directory.glob("*" + suffix):
+        stem = p.name[: -len(suffix)]
+        if len(stem) == 20 and stem.isdigit():
+            out.append(int(stem))
+    return out
+
+
 class Log:
     """One partition's log.  Thread-safe: one lock serialises appends, reads and maintenance
     (Kafka's ``UnifiedLog.lock``); the work under it is a few syscalls per batch."""
@@ -81,6 +91,7 @@ class Log:
         self._bases: list[int] = []
         self._closed = False
         self._unflushed_messages = 0
+        self.last_flush_ms = _now_ms()
         self._hw: int | None = None  # None: follow the log end offset (a single broker)
         self.producer_state = ProducerStateManager(self.dir, f"{topic}-{partition}")
         #: bytes cut from torn tails by the recovery at open (tests and the log message use it)
@@ -93,10 +104,10 @@ class Log:
     def _load_segments(self, had_clean_shutdown: bool) -> None:
         for tmp in list(self.dir.glob("*.tmp")):
             tmp.unlink()
-        bases = sorted(int(p.name[: -len(LOG_SUFFIX)]) for p in self.dir.glob("*" + LOG_SUFFIX))
-        for index_file in self.dir.glob("*" + INDEX_SUFFIX):  # an index without its log
-            if int(index_file.name[: -len(INDEX_SUFFIX)]) not in bases:
-                index_file.unlink()
+        bases = sorted(_base_offsets(self.dir, LOG_SUFFIX))
+        for base in _base_offsets(self.dir, INDEX_SUFFIX):  # an index without its log
+            if base not in bases:
+                (self.dir / file_name(base, INDEX_SUFFIX)).unlink()
         now = _now_ms()
         for i, base in enumerate(bases):
             segment = LogSegment(self.dir, base, self.config.index_interval_bytes)
@@ -445,6 +456,19 @@ class Log:
         for segment in self._segments[-2:]:
             segment.flush()
         self._unflushed_messages = 0
+        self.last_flush_ms = _now_ms()
+
+    def maybe_flush(self, now_ms: int | None = None) -> bool:
+        """``flush.ms``: fsync if unflushed records are older than it (the broker's periodic
+        ``log.flush.scheduler.interval.ms`` task calls this through ``LogManager``)."""
+        now = _now_ms() if now_ms is None else now_ms
+        with self._lock:
+            if self._closed or not self._unflushed_messages:
+                return False
+            if now - self.last_flush_ms < self.config.flush_ms:
+                return False
+            self._flush_locked()
+            return True
 
     def close(self) -> None:
         """Flush, snapshot producer state at the log end, close the files (a clean shutdown)."""

@@ -110,6 +110,16 @@ class LogManager:
                 continue  # deleted or closed meanwhile
         return deleted
 
+    def flush_dirty_logs(self, now_ms: int | None = None) -> int:
+        """Kafka's ``flushDirtyLogs``: fsync the logs whose ``flush.ms`` has passed."""
+        flushed = 0
+        for lg in list(self._logs.values()):
+            try:
+                flushed += lg.maybe_flush(now_ms)
+            except KafkaStorageError:
+                continue
+        return flushed
+
     def flush_all(self) -> None:
         for lg in list(self._logs.values()):
             lg.flush()
