@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,6 +27,7 @@ from kafkacore.errors import (
     CorruptMessageError,
     InvalidConfigError,
     InvalidRecordError,
+    InvalidTimestampError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
 )
@@ -580,3 +582,18 @@ def test_files_that_are_not_segments_are_left_alone(log_dir):
     (log_dir / "notes.log").write_text("not a segment")
     again = Log(log_dir, had_clean_shutdown=True)
     assert again.log_end_offset == 2 and (log_dir / "notes.log").exists()
+
+
+def test_create_time_bounds_refuse_batches_from_too_far_away(log_dir):
+    log = Log(log_dir, LogConfig(message_timestamp_before_max_ms=86_400_000))
+    now = time.time_ns() // 1_000_000
+    log.append_as_leader(ours(values(1), ts=now))
+    for ts in (now + 2 * 3600 * 1000, now - 2 * 86_400_000):  # 2 h ahead (default: 1 h), 2 days old
+        with pytest.raises(InvalidTimestampError) as exc:
+            log.append_as_leader(ours(values(1), ts=ts))
+        assert exc.value.errno == 32
+    assert log.log_end_offset == 1
+    stamped = Log(log_dir.parent / "lat-0", LogConfig(message_timestamp_type="LogAppendTime"))
+    assert (
+        stamped.append_as_leader(ours(values(1), ts=now + 10**9)).first_offset == 0
+    )  # not checked

@@ -19,6 +19,8 @@ _SPEC: dict[str, tuple[str, type, object]] = {
     "retention.bytes": ("retention_bytes", int, -1),
     "max.message.bytes": ("max_message_bytes", int, 0),
     "message.timestamp.type": ("message_timestamp_type", str, ("CreateTime", "LogAppendTime")),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", int, 0),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", int, 0),
     "flush.messages": ("flush_messages", int, 1),
     "flush.ms": ("flush_ms", int, 0),
     "index.interval.bytes": ("index_interval_bytes", int, 0),
@@ -44,6 +46,10 @@ class LogConfig:
     retention_bytes: int = -1
     max_message_bytes: int = 1048588
     message_timestamp_type: str = "CreateTime"
+    #: CreateTime batches older than this are refused (INVALID_TIMESTAMP); no limit by default
+    message_timestamp_before_max_ms: int = LONG_MAX
+    #: ... and newer than now + this: one hour, Kafka 4.0's default (KIP-1030)
+    message_timestamp_after_max_ms: int = 3600 * 1000
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX
     index_interval_bytes: int = 4096

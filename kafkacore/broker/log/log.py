@@ -19,13 +19,19 @@ from pathlib import Path
 from kafkacore.broker.log.config import LogConfig
 from kafkacore.broker.log.producer_state import ProducerAppendInfo, ProducerStateManager
 from kafkacore.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, file_name
-from kafkacore.broker.log.validator import analyze, assign_offsets
-from kafkacore.errors import KafkaStorageError, OffsetOutOfRangeError, RecordListTooLargeError
+from kafkacore.broker.log.validator import BatchHeader, analyze, assign_offsets
+from kafkacore.errors import (
+    InvalidTimestampError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+)
 
 #: ListOffsets' special timestamps (Kafka's ``ListOffsetsRequest``)
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
+NO_TIMESTAMP = -1
 
 
 @dataclass(frozen=True)
@@ -194,6 +200,8 @@ class Log:
         anything is wrong; answers a retried batch with its original offsets (``duplicate``)."""
         cfg = self.config
         headers = analyze(records, cfg.max_message_bytes)
+        if not cfg.log_append_time:
+            self._validate_timestamps(headers, _now_ms())
         size = len(records)
         if size > cfg.segment_bytes:
             raise RecordListTooLargeError(
@@ -207,19 +215,20 @@ class Log:
             pending: dict[int, ProducerAppendInfo] = {}
             for h in headers:
                 if h.has_producer_id:
+                    # Kafka checks every batch against the state before this request.
+                    entry = self.producer_state.last_entry(h.producer_id)
+                    duplicate = entry.find_duplicate_batch(h) if entry is not None else None
+                    if duplicate is not None:
+                        return LogAppendInfo(
+                            duplicate.first_offset,
+                            duplicate.last_offset,
+                            duplicate.timestamp if cfg.log_append_time else -1,
+                            self.log_start_offset,
+                            duplicate.last_offset - duplicate.first_offset + 1,
+                            duplicate=True,
+                            max_timestamp=duplicate.timestamp,
+                        )
                     if h.producer_id not in pending:
-                        entry = self.producer_state.last_entry(h.producer_id)
-                        duplicate = entry.find_duplicate_batch(h) if entry is not None else None
-                        if duplicate is not None:
-                            return LogAppendInfo(
-                                duplicate.first_offset,
-                                duplicate.last_offset,
-                                duplicate.timestamp if cfg.log_append_time else -1,
-                                self.log_start_offset,
-                                duplicate.last_offset - duplicate.first_offset + 1,
-                                duplicate=True,
-                                max_timestamp=duplicate.timestamp,
-                            )
                         pending[h.producer_id] = self.producer_state.prepare_update(h.producer_id)
                     pending[h.producer_id].append(h, offset, max_timestamp=append_time)
                 offset += h.last_offset_delta + 1
@@ -241,6 +250,29 @@ class Log:
                 max_timestamp=max(h.max_timestamp for h in assigned),
                 valid_bytes=size,
             )
+
+    def _validate_timestamps(self, headers: list[BatchHeader], now: int) -> None:
+        """``message.timestamp.before.max.ms`` / ``after.max.ms`` on CreateTime topics.  Kafka
+        checks every record; we check each batch's first and max timestamps (the producer's
+        base timestamp is its first record's), which keeps the work per batch."""
+        cfg = self.config
+        for h in headers:
+            if (
+                h.max_timestamp != NO_TIMESTAMP
+                and h.max_timestamp - now > cfg.message_timestamp_after_max_ms
+            ):
+                raise InvalidTimestampError(
+                    f"batch at byte {h.position}: timestamp {h.max_timestamp} is more than"
+                    f" message.timestamp.after.max.ms={cfg.message_timestamp_after_max_ms} ahead of {now}"
+                )
+            if (
+                h.base_timestamp != NO_TIMESTAMP
+                and now - h.base_timestamp > cfg.message_timestamp_before_max_ms
+            ):
+                raise InvalidTimestampError(
+                    f"batch at byte {h.position}: timestamp {h.base_timestamp} is more than"
+                    f" message.timestamp.before.max.ms={cfg.message_timestamp_before_max_ms} before {now}"
+                )
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches that already carry their offsets (a follower copying its leader):
