@@ -14,6 +14,7 @@ import threading
 import time
 
 import pytest
+from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
@@ -63,6 +64,17 @@ def read_back(data):
         out.extend((r.offset, r.key, r.value, r.timestamp, r.timestamp_type) for r in batch)
 
 
+def read_back_aiokafka(data):
+    """The same, by aiokafka's reader: (offset, key, value, timestamp, timestamp_type)."""
+    out = []
+    records = AioMemoryRecords(bytes(data))
+    while records.has_next():
+        batch = records.next_batch()
+        assert batch.validate_crc()
+        out.extend((r.offset, r.key, r.value, r.timestamp, r.timestamp_type) for r in batch)
+    return out
+
+
 def read_all(log):
     data = b""
     offset = log.log_start_offset
@@ -106,6 +118,8 @@ def test_append_assigns_consecutive_offsets_and_reads_back(log_dir, build, codec
     got = read_all(log)
     assert [(o, v) for o, _, v, _, _ in got] == list(enumerate(values(20)))
     assert all(tt == 0 for *_, tt in got)  # CreateTime kept
+    stored = log.read(0, 1 << 20).records  # one segment: every batch
+    assert read_back_aiokafka(stored) == got  # a second reader nobody here wrote agrees
 
 
 def test_stored_bytes_are_the_producers_bytes_but_the_base_offset(log_dir):
@@ -363,6 +377,7 @@ def test_log_append_time_sets_max_timestamp_and_recomputes_the_crc(log_dir, buil
     assert batch.validate_crc()  # kafka-python checks our recomputed CRC
     assert batch.timestamp_type == 1 and batch.max_timestamp == info.log_append_time_ms
     got = read_back(stored)
+    assert read_back_aiokafka(stored) == got
     assert {(ts, tt) for *_, ts, tt in got} == {(info.log_append_time_ms, 1)}
     assert [v for _, _, v, _, _ in got] == values(4)
 
