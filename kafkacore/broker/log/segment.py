@@ -123,9 +123,9 @@ class LogSegment:
         self.size = os.fstat(self._fd).st_size
         self.next_offset = base_offset  # offset after the last batch, once loaded or recovered
         self._bytes_since_index_entry = 0
-        #: the first batch's max timestamp: segment.ms counts from it (Kafka's rollingBasedTimestamp)
-        self.rolling_based_timestamp: int | None = None
         self._max_timestamp: int | None = None  # lazily scanned; see max_timestamp
+        #: when this segment was created or opened: segment.ms counts from it.  (Kafka counts from
+        #: the first batch's timestamp when there is one; a producer's clock is not ours to trust.)
         self.created_ms: int | None = None
 
     # -- writes ----------------------------------------------------------------------------------
@@ -143,8 +143,6 @@ class LogSegment:
                 self.index.append(h.last_offset, position + h.position)
                 self._bytes_since_index_entry = 0
             self._bytes_since_index_entry += h.size
-            if self.rolling_based_timestamp is None:
-                self.rolling_based_timestamp = h.max_timestamp
             if self._max_timestamp is not None and h.max_timestamp > self._max_timestamp:
                 self._max_timestamp = h.max_timestamp
         if self._max_timestamp is None and self.size == 0:
@@ -171,8 +169,6 @@ class LogSegment:
         self.index.truncate_to_position(position)
         self._bytes_since_index_entry = 0
         self._max_timestamp = None
-        if position == 0:
-            self.rolling_based_timestamp = None
         return removed
 
     # -- reads -----------------------------------------------------------------------------------
@@ -271,12 +267,6 @@ class LogSegment:
         _, position = self.index.lookup(1 << 62)
         for h in self.iter_headers(position):
             self.next_offset = h.last_offset + 1
-            if self.rolling_based_timestamp is None and h.position == 0:
-                self.rolling_based_timestamp = h.max_timestamp
-        if self.rolling_based_timestamp is None and self.size:
-            self.rolling_based_timestamp = read_header(
-                self.pread(RECORD_BATCH_OVERHEAD, 0), 0
-            ).max_timestamp
 
     def recover(self, verify: bool = True) -> int:
         """Kafka's ``LogSegment.recover``: read every batch, check its CRC and that offsets grow,
@@ -284,7 +274,6 @@ class LogSegment:
         self.index.clear()
         self._bytes_since_index_entry = 0
         self.next_offset = self.base_offset
-        self.rolling_based_timestamp = None
         self._max_timestamp = None
         valid_end = 0
         max_ts = -1
@@ -295,8 +284,6 @@ class LogSegment:
                 self.index.append(h.last_offset, h.position)
                 self._bytes_since_index_entry = 0
             self._bytes_since_index_entry += h.size
-            if self.rolling_based_timestamp is None:
-                self.rolling_based_timestamp = h.max_timestamp
             max_ts = max(max_ts, h.max_timestamp)
             self.next_offset = h.last_offset + 1
             valid_end = h.position + h.size
