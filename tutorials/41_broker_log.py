@@ -63,7 +63,7 @@ def main(directory: Path) -> None:
     log.flush()
     active = log.active_segment.log_path
     os.truncate(active, active.stat().st_size - 20)
-    # (no close(): the process "died", so there is no clean-shutdown marker)
+    log.close(clean=False)  # the process "died": no flush, no producer snapshot at the end
     reopened = Log(directory / "orders-0", config, topic="orders", partition=0)
     print(
         f"recovery cut {reopened.recovered_bytes_truncated} bytes; log end offset is now"

@@ -6,6 +6,8 @@ the rules are ``ProducerAppendInfo.checkSequence`` / ``checkProducerEpoch`` and
 """
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkacore.broker.log import Log, LogConfig
@@ -191,7 +193,7 @@ def test_state_is_rebuilt_from_the_log_after_a_crash(tmp_path, build):
     log.flush()
     snapshots = sorted(p.name for p in (tmp_path / "t-0").glob("*.snapshot"))
     assert snapshots  # taken at the rolls
-    # no close(): as after kill -9, the newest snapshot is older than the log end
+    log.close(clean=False)  # as after kill -9: the newest snapshot is older than the log end
     again = Log(tmp_path / "t-0", LogConfig(segment_bytes=400))
     assert again.producer_state.last_entry(PID).last_seq == 23
     assert again.append_as_leader(build(22)).duplicate
@@ -237,3 +239,41 @@ def test_idle_producers_expire(tmp_path):
     assert log.remove_expired_producers(now_ms=11_000) == 1
     assert log.producer_state.last_entry(PID) is None
     assert log.append_as_leader(ours(8)).first_offset == 2  # unknown again: any sequence
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    actions=st.lists(
+        st.one_of(
+            st.tuples(st.just("send"), st.integers(1, 4)),
+            st.tuples(st.just("retry"), st.integers(0, NUM_BATCHES_TO_RETAIN - 1)),
+            st.tuples(st.just("restart"), st.booleans()),
+        ),
+        max_size=40,
+    )
+)
+def test_any_mix_of_sends_retries_and_restarts_writes_each_record_once(tmp_path_factory, actions):
+    directory = tmp_path_factory.mktemp("mix") / "t-0"
+    cfg = LogConfig(segment_bytes=500)
+    log = Log(directory, cfg)
+    sent = []  # (first_seq, n, first_offset) of every batch written
+    seq = 0
+    for action, arg in actions:
+        if action == "send":
+            info = log.append_as_leader(ours(seq, arg))
+            assert not info.duplicate and info.first_offset == seq
+            sent.append((seq, arg, info.first_offset))
+            seq += arg
+        elif action == "retry" and len(sent) > arg:
+            first_seq, n, first_offset = sent[-1 - arg]  # one of the last five: a duplicate
+            info = log.append_as_leader(ours(first_seq, n))
+            assert info.duplicate and (info.first_offset, info.record_count) == (first_offset, n)
+        elif action == "restart":
+            log.close(clean=arg)  # clean=False: the files as kill -9 leaves them
+            log = Log(directory, cfg, had_clean_shutdown=arg)
+    values = []
+    while len(values) < log.log_end_offset:
+        values += [r.value for r in iter_records(log.read(len(values), 1 << 20).records)]
+    assert values == [b"seq-%d" % i for i in range(seq)]

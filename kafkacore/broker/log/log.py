@@ -502,16 +502,20 @@ class Log:
             self._flush_locked()
             return True
 
-    def close(self) -> None:
-        """Flush, snapshot producer state at the log end, close the files (a clean shutdown)."""
+    def close(self, *, clean: bool = True) -> None:
+        """Flush, snapshot producer state at the log end, close the files (a clean shutdown).
+
+        ``clean=False`` only closes the file descriptors, leaving the files as a crash of the
+        process would (tests and tutorials use it to simulate ``kill -9`` in-process)."""
         with self._lock:
             if self._closed:
                 return
-            self._flush_locked()
-            self.producer_state.update_map_end_offset(self.log_end_offset)
-            self.producer_state.take_snapshot()
+            if clean:
+                self._flush_locked()
+                self.producer_state.update_map_end_offset(self.log_end_offset)
+                self.producer_state.take_snapshot()
             for segment in self._segments:
-                segment.close()
+                segment.close(flush_index=clean)
             self._closed = True
 
     def delete(self) -> None:

@@ -298,9 +298,10 @@ class LogSegment:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def close(self) -> None:
+    def close(self, flush_index: bool = True) -> None:
         if self._fd >= 0:
-            self.index.flush()
+            if flush_index:
+                self.index.flush()
             os.close(self._fd)
             self._fd = -1
 
