@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+import uuid
 
 import pytest
 from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
@@ -29,6 +30,7 @@ from kafkacore.errors import (
     InvalidConfigError,
     InvalidRecordError,
     InvalidTimestampError,
+    KafkaStorageError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
 )
@@ -612,3 +614,25 @@ def test_create_time_bounds_refuse_batches_from_too_far_away(log_dir):
     assert (
         stamped.append_as_leader(ours(values(1), ts=now + 10**9)).first_offset == 0
     )  # not checked
+
+
+def test_topic_id_and_topic_configs_survive_a_restart(tmp_path):
+    topic_id = uuid.uuid4()
+    mgr = LogManager([tmp_path])
+    mgr.startup()
+    lat = LogConfig(message_timestamp_type="LogAppendTime")
+    mgr.get_or_create_log("t", 0, lat, topic_id=topic_id).append_as_leader(ours(values(1)))
+    mgr.shutdown()
+    # Kafka's partition.metadata format: the id as Uuid.toString(), URL-safe base64, unpadded
+    text = (tmp_path / "t-0" / "partition.metadata").read_text().split()
+    assert text[:3] == ["version:", "0", "topic_id:"] and len(text[3]) == 22
+    again = LogManager([tmp_path])
+    again.startup(topic_configs={"t": lat})
+    log = again.get_log("t", 0)
+    assert log.topic_id == topic_id and log.config.log_append_time
+    assert log.append_as_leader(ours(values(1))).log_append_time_ms > 0
+    log.update_config(LogConfig())
+    assert log.append_as_leader(ours(values(1))).log_append_time_ms == -1
+    with pytest.raises(KafkaStorageError):
+        Log(tmp_path / "t-0", topic_id=uuid.uuid4())  # another topic's directory
+    again.shutdown()

@@ -9,10 +9,13 @@ checks; producer state is rebuilt from the newest snapshot plus the log after it
 
 from __future__ import annotations
 
+import base64
 import bisect
+import os
 import shutil
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +35,7 @@ LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 NO_TIMESTAMP = -1
+PARTITION_METADATA_FILE = "partition.metadata"
 
 
 @dataclass(frozen=True)
@@ -86,9 +90,11 @@ class Log:
         topic: str = "",
         partition: int = 0,
         had_clean_shutdown: bool = False,
+        topic_id: uuid.UUID | None = None,
     ) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.topic_id = self._load_or_write_topic_id(topic_id)
         self.config = config or LogConfig()
         self.topic = topic
         self.partition = partition
@@ -106,6 +112,40 @@ class Log:
         self._rebuild_producer_state()
 
     # -- opening -----------------------------------------------------------------------------------
+
+    def _load_or_write_topic_id(self, topic_id: uuid.UUID | None) -> uuid.UUID | None:
+        """Kafka's ``PartitionMetadataFile``: the topic id, kept in ``partition.metadata`` so that
+        a restarted broker answers with the same id (Metadata v10+, Fetch v13+ name topics by id).
+        The id is Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, unpadded."""
+        path = self.dir / PARTITION_METADATA_FILE
+        if path.exists():
+            fields = dict(
+                line.split(": ", 1) for line in path.read_text().splitlines() if ": " in line
+            )
+            try:
+                stored = uuid.UUID(bytes=base64.urlsafe_b64decode(fields["topic_id"] + "=="))
+            except (KeyError, ValueError) as exc:
+                raise KafkaStorageError(f"{path} is damaged: {exc!r}") from None
+            if topic_id is not None and topic_id != stored:
+                raise KafkaStorageError(
+                    f"{self.dir.name} belongs to topic id {stored}, not {topic_id}"
+                )
+            return stored
+        if topic_id is None:
+            return None
+        text = base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write(f"version: 0\ntopic_id: {text}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return topic_id
+
+    def update_config(self, config: LogConfig) -> None:
+        """AlterConfigs / IncrementalAlterConfigs: new settings apply from the next append."""
+        with self._lock:
+            self.config = config
 
     def _load_segments(self, had_clean_shutdown: bool) -> None:
         for tmp in list(self.dir.glob("*.tmp")):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import uuid
 from pathlib import Path
 
 from kafkacore.broker.log.config import LogConfig
@@ -33,8 +34,11 @@ class LogManager:
         self._lock = threading.Lock()
         self._started = False
 
-    def startup(self) -> None:
-        """Open (and recover) every ``topic-partition`` directory found in the log dirs."""
+    def startup(self, topic_configs: dict[str, LogConfig] | None = None) -> None:
+        """Open (and recover) every ``topic-partition`` directory found in the log dirs, each
+        with its topic's config from ``topic_configs`` (the default config otherwise): topic
+        configs live in the cluster's metadata, not in the log dirs."""
+        topic_configs = topic_configs or {}
         with self._lock:
             for d in self.log_dirs:
                 d.mkdir(parents=True, exist_ok=True)
@@ -49,7 +53,7 @@ class LogManager:
                         raise KafkaStorageError(f"{key} is in two log dirs")
                     lg = Log(
                         child,
-                        self.default_config,
+                        topic_configs.get(key[0], self.default_config),
                         topic=key[0],
                         partition=key[1],
                         had_clean_shutdown=clean,
@@ -68,7 +72,15 @@ class LogManager:
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
 
-    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+    def get_or_create_log(
+        self,
+        topic: str,
+        partition: int,
+        config: LogConfig | None = None,
+        topic_id: uuid.UUID | None = None,
+    ) -> Log:
+        """The partition's log, created (in the log dir with the fewest partitions) if needed;
+        ``topic_id`` is written to its ``partition.metadata`` on creation."""
         with self._lock:
             existing = self._logs.get((topic, partition))
             if existing is not None:
@@ -84,6 +96,7 @@ class LogManager:
                 config or self.default_config,
                 topic=topic,
                 partition=partition,
+                topic_id=topic_id,
             )
             self._logs[(topic, partition)] = lg
             return lg
