@@ -72,8 +72,7 @@ def _segments(out_dir, directory):
                 va="center",
                 fontsize=7,
             )
-        offsets, positions = seg.index._offsets, seg.index._positions
-        for offset, position in zip(offsets, positions, strict=True):
+        for offset, position in seg.index.entries():
             x = position * scale
             ax.annotate(
                 "",

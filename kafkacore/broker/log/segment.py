@@ -53,6 +53,10 @@ class OffsetIndex:
     def __len__(self) -> int:
         return len(self._offsets)
 
+    def entries(self) -> list[tuple[int, int]]:
+        """(absolute offset, file position) of every entry, in order."""
+        return list(zip(self._offsets, self._positions, strict=True))
+
     def append(self, offset: int, position: int) -> None:
         if self._offsets and offset <= self._offsets[-1]:
             return  # Kafka's InvalidOffsetException case; an index entry is only a hint
