@@ -5,6 +5,7 @@ log stores is read back with kafka-python's record reader, which checks the CRC 
 """
 
 import os
+import pathlib
 import signal
 import struct
 import subprocess
@@ -342,7 +343,8 @@ _KILL_CHILD = textwrap.dedent(
 
 def test_kill_9_loses_no_acknowledged_record(log_dir):
     read_fd, write_fd = os.pipe()
-    env = dict(os.environ, PYTHONPATH=os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    root = str(pathlib.Path(__file__).resolve().parents[2])  # the child imports this tree
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     child = subprocess.Popen(
         [sys.executable, "-c", _KILL_CHILD, str(log_dir), str(write_fd)],
         pass_fds=(write_fd,),
