@@ -133,6 +133,9 @@ def test_stored_bytes_are_the_producers_bytes_but_the_base_offset(log_dir):
     stored = log.read(3, 1 << 20).records
     assert stored[8:12] == sent[8:12] and stored[16:] == sent[16:]  # length, magic, CRC, records
     assert struct.unpack_from(">q", stored)[0] == 3  # only baseOffset (and leader epoch) rewritten
+    log.append_as_leader(memoryview(sent), leader_epoch=7)  # any buffer; the leader epoch stamped
+    again = DefaultRecordBatch(bytearray(log.read(5, 1 << 20).records))
+    assert (again.base_offset, again.leader_epoch) == (5, 7) and again.validate_crc()
 
 
 def test_read_bounds(log_dir):
