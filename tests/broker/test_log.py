@@ -641,3 +641,21 @@ def test_topic_id_and_topic_configs_survive_a_restart(tmp_path):
     with pytest.raises(KafkaStorageError):
         Log(tmp_path / "t-0", topic_id=uuid.uuid4())  # another topic's directory
     again.shutdown()
+
+
+def test_follower_append_with_an_offset_gap(log_dir):
+    leader = Log(log_dir.parent / "leader-0")
+    leader.append_as_leader(ours(values(2)))
+    follower = Log(log_dir)
+    follower.append_as_follower(leader.read(0, 1 << 20).records)
+    moved = bytearray(ours(values(3, 2)))
+    struct.pack_into(">q", moved, 0, 100)  # the leader's next batch starts at 100 (compacted)
+    info = follower.append_as_follower(bytes(moved))
+    assert (info.first_offset, info.last_offset) == (100, 102) and follower.log_end_offset == 103
+    assert [o for o, *_ in read_back(follower.read(0, 1 << 20).records)] == [0, 1, 100, 101, 102]
+    assert (
+        follower.read(50, 1 << 20).first_offset == 100
+    )  # a fetch inside the gap gets what follows
+    follower.close()
+    again = Log(log_dir)
+    assert again.log_end_offset == 103

@@ -328,9 +328,9 @@ class Log:
             for a, b in zip(headers, headers[1:], strict=False):
                 if b.base_offset <= a.last_offset:
                     raise OffsetOutOfRangeError("follower batches with offsets out of order")
-            segment = self._maybe_roll(len(records), _now_ms())
-            if headers[0].base_offset != leo and segment.size:
-                segment = self._roll(headers[0].base_offset)  # a gap: start a new segment there
+            # Offsets may jump (a compacted leader); the index stores absolute offsets, so a gap
+            # needs no new segment unless relative offsets would overflow (_maybe_roll).
+            segment = self._maybe_roll(len(records), _now_ms(), headers[-1].last_offset)
             self._write(segment, bytes(records), headers)
             for h in headers:
                 self.producer_state.replay(h)
@@ -361,7 +361,7 @@ class Log:
         if self._unflushed_messages >= self.config.flush_messages:
             self._flush_locked()
 
-    def _maybe_roll(self, size: int, now: int) -> LogSegment:
+    def _maybe_roll(self, size: int, now: int, last_offset: int | None = None) -> LogSegment:
         """Kafka's ``maybeRoll``: a new segment when this append would pass segment.bytes, when
         segment.ms has passed since the segment was created, or when relative offsets would no
         longer fit the index's 4 bytes."""
@@ -372,7 +372,8 @@ class Log:
         if (
             segment.size > cfg.segment_bytes - size
             or now - (segment.created_ms or now) > cfg.segment_ms
-            or self.log_end_offset - segment.base_offset > (1 << 31) - 1 - 1_000_000
+            or (last_offset or self.log_end_offset) - segment.base_offset
+            > (1 << 31) - 1 - 1_000_000
         ):
             return self._roll(self.log_end_offset)
         return segment
