@@ -659,3 +659,15 @@ def test_follower_append_with_an_offset_gap(log_dir):
     follower.close()
     again = Log(log_dir)
     assert again.log_end_offset == 103
+
+
+def test_retention_ms_falls_back_to_file_time_without_timestamps(log_dir):
+    log = Log(log_dir, LogConfig(segment_bytes=400, retention_ms=60_000))
+    for _ in range(20):
+        log.append_as_leader(ours(values(1), ts=-1))  # NO_TIMESTAMP in the batches
+    assert len(log.segments) > 2 and all(s.max_timestamp == -1 for s in log.segments)
+    now = time.time_ns() // 1_000_000
+    assert log.delete_old_segments(now_ms=now) == 0  # files just written: not expired
+    before = len(log.segments)
+    assert log.delete_old_segments(now_ms=now + 120_000) == before  # rolled, then all deleted
+    assert log.log_start_offset == log.log_end_offset == 20

@@ -488,7 +488,7 @@ class Log:
             hw = self.high_watermark
 
             def expired(s: LogSegment) -> bool:
-                return cfg.retention_ms >= 0 and now - s.max_timestamp > cfg.retention_ms
+                return cfg.retention_ms >= 0 and now - s.largest_timestamp > cfg.retention_ms
 
             if (
                 self.active_segment.size

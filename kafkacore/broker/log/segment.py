@@ -250,6 +250,13 @@ class LogSegment:
             self._max_timestamp = max((h.max_timestamp for h in self.iter_headers()), default=-1)
         return self._max_timestamp
 
+    @property
+    def largest_timestamp(self) -> int:
+        """Kafka's ``largestTimestamp``: the max batch timestamp, or the file's modification time
+        when the batches carry none (-1)."""
+        ts = self.max_timestamp
+        return ts if ts >= 0 else os.fstat(self._fd).st_mtime_ns // 1_000_000
+
     def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """The first batch with max timestamp >= ``timestamp``: (its base offset, max timestamp).
 
