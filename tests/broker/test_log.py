@@ -490,6 +490,7 @@ def test_high_watermark_defaults_to_log_end_and_can_be_set(log_dir):
     assert log.high_watermark == 3
     log.high_watermark = None
     assert log.high_watermark == 10
+    assert log.last_stable_offset == 10
 
 
 def test_log_config_properties_round_trip_and_typed_errors():

@@ -219,6 +219,11 @@ class Log:
         self._hw = offset
 
     @property
+    def last_stable_offset(self) -> int:
+        """Fetch's last stable offset: the high watermark, since this log has no transactions."""
+        return self.high_watermark
+
+    @property
     def active_segment(self) -> LogSegment:
         return self._segments[-1]
 
