@@ -672,3 +672,32 @@ def test_retention_ms_falls_back_to_file_time_without_timestamps(log_dir):
     before = len(log.segments)
     assert log.delete_old_segments(now_ms=now + 120_000) == before  # rolled, then all deleted
     assert log.log_start_offset == log.log_end_offset == 20
+
+
+def test_recovery_point_checkpoint_spares_flushed_segments_the_scan(tmp_path):
+    def crash_with_damaged_first_segment(keep_checkpoint):
+        root = tmp_path / ("kept" if keep_checkpoint else "lost")
+        mgr = LogManager([root], LogConfig(segment_bytes=600))
+        mgr.startup()
+        log = mgr.get_or_create_log("t", 0)
+        for i in range(20):
+            log.append_as_leader(ours(values(3, 3 * i)))
+        log.flush()
+        mgr.checkpoint_recovery_points()
+        first = log.segments[0].log_path
+        log.close(clean=False)  # kill -9: no clean-shutdown marker
+        if not keep_checkpoint:
+            (root / "recovery-point-offset-checkpoint").unlink()
+        data = bytearray(first.read_bytes())
+        data[100] ^= 0xFF  # damage inside the first batch of the oldest segment
+        first.write_bytes(bytes(data))
+        again = LogManager([root], LogConfig(segment_bytes=600))
+        again.startup()
+        return again.get_log("t", 0)
+
+    trusted = crash_with_damaged_first_segment(True)
+    assert trusted.log_end_offset == 60  # below the recovery point: loaded, not scanned
+    scanned = crash_with_damaged_first_segment(False)
+    assert scanned.log_end_offset == 0  # no checkpoint: every segment scanned, cut at the damage
+    lines = (tmp_path / "kept" / "recovery-point-offset-checkpoint").read_text().split("\n")
+    assert lines[:3] == ["0", "1", "t 0 60"]  # Kafka's OffsetCheckpointFile format

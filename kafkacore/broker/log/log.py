@@ -90,6 +90,7 @@ class Log:
         topic: str = "",
         partition: int = 0,
         had_clean_shutdown: bool = False,
+        recovery_point: int = 0,
         topic_id: uuid.UUID | None = None,
     ) -> None:
         self.dir = Path(directory)
@@ -104,12 +105,15 @@ class Log:
         self._closed = False
         self._unflushed_messages = 0
         self.last_flush_ms = _now_ms()
+        #: every offset below this is on disk (fsynced); LogManager checkpoints it
+        self.recovery_point = 0
         self._hw: int | None = None  # None: follow the log end offset (a single broker)
         self.producer_state = ProducerStateManager(self.dir, f"{topic}-{partition}")
         #: bytes cut from torn tails by the recovery at open (tests and the log message use it)
         self.recovered_bytes_truncated = 0
-        self._load_segments(had_clean_shutdown)
+        self._load_segments(had_clean_shutdown, recovery_point)
         self._rebuild_producer_state()
+        self.recovery_point = self.log_end_offset
 
     # -- opening -----------------------------------------------------------------------------------
 
@@ -147,7 +151,7 @@ class Log:
         with self._lock:
             self.config = config
 
-    def _load_segments(self, had_clean_shutdown: bool) -> None:
+    def _load_segments(self, had_clean_shutdown: bool, recovery_point: int) -> None:
         for tmp in list(self.dir.glob("*.tmp")):
             tmp.unlink()
         bases = sorted(_base_offsets(self.dir, LOG_SUFFIX))
@@ -159,8 +163,11 @@ class Log:
             segment = LogSegment(self.dir, base, self.config.index_interval_bytes)
             segment.created_ms = now
             active = i == len(bases) - 1
+            # A segment that ends at or below the recovery point was fsynced before the crash
+            # (Kafka's recovery-point checkpoint): it is loaded, not scanned.
+            flushed = not active and bases[i + 1] <= recovery_point
             truncated = 0
-            if had_clean_shutdown and not active:
+            if (had_clean_shutdown or flushed) and not active:
                 segment.load()
             else:
                 truncated = segment.recover()
@@ -387,6 +394,7 @@ class Log:
         if self._segments:
             old = self.active_segment
             old.flush()  # Kafka flushes the rolled segment (asynchronously); we do it here
+            self.recovery_point = max(self.recovery_point, old.next_offset)
         segment = LogSegment(self.dir, base_offset, self.config.index_interval_bytes)
         segment.created_ms = _now_ms()
         segment.next_offset = base_offset
@@ -478,6 +486,7 @@ class Log:
                 self._bases.pop()
             self.active_segment.truncate_to(offset)
             self.active_segment.flush()
+            self.recovery_point = min(self.recovery_point, self.log_end_offset)
             self.producer_state.delete_snapshots_after(self.log_end_offset)
             self._rebuild_producer_state()
 
@@ -535,6 +544,7 @@ class Log:
             segment.flush()
         self._unflushed_messages = 0
         self.last_flush_ms = _now_ms()
+        self.recovery_point = self.log_end_offset
 
     def maybe_flush(self, now_ms: int | None = None) -> bool:
         """``flush.ms``: fsync if unflushed records are older than it (the broker's periodic

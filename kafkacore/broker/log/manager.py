@@ -8,6 +8,7 @@ the logs may be trusted (only the active segments are scanned) or must all be re
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import uuid
@@ -21,6 +22,8 @@ log = logging.getLogger(__name__)
 
 #: Kafka's ``LogLoader.CleanShutdownFileName``
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+#: Kafka's ``LogManager.RecoveryPointCheckpointFile``
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
@@ -44,6 +47,7 @@ class LogManager:
                 d.mkdir(parents=True, exist_ok=True)
                 marker = d / CLEAN_SHUTDOWN_FILE
                 clean = marker.exists()
+                recovery_points = _read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
                 for child in sorted(d.iterdir()):
                     m = _PARTITION_DIR.match(child.name)
                     if not child.is_dir() or m is None or child.name.endswith("-delete"):
@@ -57,6 +61,7 @@ class LogManager:
                         topic=key[0],
                         partition=key[1],
                         had_clean_shutdown=clean,
+                        recovery_point=recovery_points.get(key, 0),
                     )
                     if lg.recovered_bytes_truncated:
                         log.warning(
@@ -133,6 +138,17 @@ class LogManager:
                 continue
         return flushed
 
+    def checkpoint_recovery_points(self) -> None:
+        """Write each log dir's ``recovery-point-offset-checkpoint`` (Kafka's
+        ``checkpointLogRecoveryOffsets``): after a crash, segments below a log's recovery point
+        are trusted instead of scanned.  The broker calls this every
+        ``log.flush.offset.checkpoint.interval.ms`` and at shutdown."""
+        for d in self.log_dirs:
+            points = {
+                key: lg.recovery_point for key, lg in self._logs.items() if lg.dir.parent == d
+            }
+            _write_checkpoint(d / RECOVERY_POINT_CHECKPOINT, points)
+
     def flush_all(self) -> None:
         for lg in list(self._logs.values()):
             lg.flush()
@@ -142,7 +158,34 @@ class LogManager:
         with self._lock:
             for lg in self._logs.values():
                 lg.close()
+            self.checkpoint_recovery_points()
             self._logs.clear()
             for d in self.log_dirs:
                 if d.exists():
                     (d / CLEAN_SHUTDOWN_FILE).touch()
+
+
+def _read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    """Kafka's ``OffsetCheckpointFile``: a version line (0), a count, then ``topic partition
+    offset`` lines.  A missing or damaged file means: trust nothing, scan everything."""
+    try:
+        lines = path.read_text().splitlines()
+        if len(lines) < 2 or lines[0].strip() != "0" or int(lines[1]) != len(lines) - 2:
+            return {}
+        out = {}
+        for line in lines[2:]:
+            topic, partition, offset = line.rsplit(" ", 2)
+            out[(topic, int(partition))] = int(offset)
+        return out
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_checkpoint(path: Path, points: dict[tuple[str, int], int]) -> None:
+    lines = ["0", str(len(points))] + [f"{t} {p} {o}" for (t, p), o in sorted(points.items())]
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
