@@ -2,7 +2,8 @@
 
 A partition lives in ``<log dir>/<topic>-<partition>/``.  At shutdown every log is closed and a
 ``.kafka_cleanshutdown`` marker is written in each log dir; at start-up the marker tells whether
-the logs may be trusted (only the active segments are scanned) or must all be recovered.
+the logs may be trusted (only the active segments are scanned) or must be recovered from their
+recovery points (``recovery-point-offset-checkpoint``, written by ``checkpoint_recovery_points``).
 """
 
 from __future__ import annotations
