@@ -78,7 +78,9 @@ def test_completes_when_a_watched_key_is_checked():
     assert purgatory.check_and_complete("p1") == 1
     # op2 completed through p1; it still sits in p0's list until p0 is checked or purged.
     assert purgatory.watched() == 1
-    assert purgatory.check_and_complete("p0") == 0  # already completed: dropped, not completed again
+    assert (
+        purgatory.check_and_complete("p0") == 0
+    )  # already completed: dropped, not completed again
     assert purgatory.watched() == 0 and purgatory.watched_keys() == 0
     assert op2.completions == 1
 

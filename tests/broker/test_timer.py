@@ -48,8 +48,7 @@ def occupied(wheel):
     """{bucket index: [task names]} of one wheel."""
     found = {}
     for i, bucket in enumerate(wheel.buckets):
-        names = []
-        bucket.foreach(lambda task: names.append(task.name))
+        names = [task.name for task in _tasks(bucket)]
         if names:
             found[i] = names
     return found
