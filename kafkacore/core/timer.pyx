@@ -53,10 +53,19 @@ cdef class TimerTask:
 
 
 @cython.final
+@cython.no_gc
 cdef class TimerTaskEntry:
     """TimerTaskEntry(timer_task, expiration_ms)
 
     A task's link in a :class:`TimerTaskList`: it knows its list, so removal is O(1).
+
+    Entries are not tracked by the cyclic garbage collector: with a million timers outstanding,
+    every collection of the oldest generation would walk a million entries (it made a timer
+    three times slower in ``benchmarks/bench_purgatory.py``).  So the timer breaks the cycles an
+    entry is in as soon as it leaves a bucket: a cancelled task drops its entry, a task about to
+    run is dropped by its entry, a bucket's sentinel unlinks itself when the bucket goes, and
+    ``SystemTimer.shutdown`` lets go of the tasks still waiting.  (A timer dropped without
+    ``shutdown`` while tasks wait keeps them in memory.)
     """
 
     def __init__(self, TimerTask timer_task, long long expiration_ms):
@@ -102,6 +111,12 @@ cdef class TimerTaskList:
         root.prev = root
         self._root = root
         self._expiration = -1
+
+    def __dealloc__(self):
+        # The sentinel points at itself; entries are not garbage-collected, so break that here.
+        if self._root is not None:
+            self._root.next = None
+            self._root.prev = None
 
     cpdef bint set_expiration(self, long long expiration_ms) noexcept:
         cdef long long old = self._expiration
@@ -334,6 +349,7 @@ time_ms=hi_res_clock_ms, executor=None)
             # Already expired, or cancelled: run it unless it was cancelled.
             if not entry.cancelled():
                 self._expired.append(entry.timer_task)
+                entry.timer_task = None  # the entry is spent: break task <-> entry (see above)
         return 0
 
     cdef list _take_expired(self):
@@ -380,7 +396,20 @@ time_ms=hi_res_clock_ms, executor=None)
         return self._task_counter.value
 
     def shutdown(self):
-        """Wake a waiting ``advance_clock``; shut the executor down if there is one."""
+        """Wake a waiting ``advance_clock``, drop the tasks still waiting (they will not run), and
+        shut the executor down if there is one."""
+        cdef TimingWheel wheel = self.timing_wheel
+        cdef TimerTaskList bucket
+        cdef TimerTaskEntry head
         self.delay_queue.close()
+        with self._lock:
+            while wheel is not None:
+                for bucket in wheel.buckets:
+                    head = bucket._root.next
+                    while head is not bucket._root:
+                        bucket.remove(head)
+                        head.timer_task = None
+                        head = bucket._root.next
+                wheel = wheel.overflow_wheel
         if self._executor is not None:
             self._executor.shutdown(wait=False)

@@ -331,3 +331,31 @@ def test_a_real_clock_and_a_thread_advancing_it():
         thread.join(10)
     assert not thread.is_alive()
     assert all(at >= due for due, at in runs)
+
+
+def test_tasks_are_freed_once_run_cancelled_or_shut_down():
+    """Entries are not garbage-collected, so the timer must break every cycle itself."""
+    import gc
+    import weakref
+
+    clock = Clock(0)
+    timer = SystemTimer(start_ms=0, time_ms=clock)
+    refs = []
+    for i in range(3000):
+        task = Recorded(10 + i % 500, i, clock, [])
+        refs.append(weakref.ref(task))
+        timer.add(task)
+        if i % 3 == 0:
+            task.cancel()
+        del task
+    clock.now = 300
+    timer.advance_clock(0)  # about half of the rest run
+    waiting = timer.size()
+    assert 0 < waiting < 2000
+    gc.collect()
+    alive = sum(1 for r in refs if r() is not None)
+    assert alive == waiting  # the cancelled and the run ones are gone; the waiting ones are held
+    timer.shutdown()
+    del timer
+    gc.collect()
+    assert all(r() is None for r in refs)
