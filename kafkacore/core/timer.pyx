@@ -9,6 +9,15 @@ where the broker imports them from.  See ``docs/broker/timing_wheel.rst``.
 """
 
 cimport cython
+from cpython.pythread cimport (
+    NOWAIT_LOCK,
+    WAIT_LOCK,
+    PyThread_acquire_lock,
+    PyThread_allocate_lock,
+    PyThread_free_lock,
+    PyThread_release_lock,
+    PyThread_type_lock,
+)
 
 import heapq
 import threading
@@ -303,22 +312,33 @@ time_ms=hi_res_clock_ms, executor=None)
     cdef readonly TimingWheel timing_wheel
     cdef object _time_ms
     cdef object _executor
-    # Kafka's read-write lock, as one lock: add and advance_clock do not interleave.
-    cdef object _lock
-    cdef object _acquire
-    cdef object _release
+    # Kafka's read-write lock, as one plain lock: add and advance_clock do not interleave.
+    # Not reentrant, and no task runs under it.
+    cdef PyThread_type_lock _lock
     cdef TaskCounter _task_counter
     # Tasks found expired under the lock, run after it is released.
     cdef list _expired
+
+    def __cinit__(self, *args, **kwargs):
+        self._lock = PyThread_allocate_lock()
+        if self._lock == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
+
+    cdef void _lock_timer(self) noexcept:
+        # Uncontended: take it at once.  Else wait without the GIL, which the holder may need.
+        if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+            with nogil:
+                PyThread_acquire_lock(self._lock, WAIT_LOCK)
 
     def __init__(self, executor_name="timer", tick_ms=1, wheel_size=20, start_ms=None,
                  time_ms=hi_res_clock_ms, executor=None):
         self.executor_name = executor_name
         self._time_ms = time_ms
         self._executor = executor
-        self._lock = threading.RLock()
-        self._acquire = self._lock.acquire  # bound once: add is per operation
-        self._release = self._lock.release
         self._task_counter = TaskCounter()
         self.delay_queue = DelayQueue(time_ms)
         self.timing_wheel = TimingWheel(
@@ -335,12 +355,12 @@ time_ms=hi_res_clock_ms, executor=None)
             timer_task, timer_task.delay_ms + self._time_ms()
         )
         cdef list expired
-        self._acquire()
+        self._lock_timer()
         try:
             self._add_timer_task_entry(entry)
             expired = self._take_expired()
         finally:
-            self._release()
+            PyThread_release_lock(self._lock)
         if expired:
             self._run(expired)
 
@@ -374,7 +394,8 @@ time_ms=hi_res_clock_ms, executor=None)
         cdef list expired
         if bucket is None:
             return False
-        with self._lock:
+        self._lock_timer()
+        try:
             while bucket is not None:
                 self.timing_wheel.advance_clock(bucket._expiration)
                 # TimerTaskList.flush with the re-add inlined: take each entry out and add it
@@ -387,6 +408,8 @@ time_ms=hi_res_clock_ms, executor=None)
                 bucket._expiration = -1
                 bucket = self.delay_queue.poll(0)
             expired = self._take_expired()
+        finally:
+            PyThread_release_lock(self._lock)
         if expired:
             self._run(expired)
         return True
@@ -402,7 +425,8 @@ time_ms=hi_res_clock_ms, executor=None)
         cdef TimerTaskList bucket
         cdef TimerTaskEntry head
         self.delay_queue.close()
-        with self._lock:
+        self._lock_timer()
+        try:
             while wheel is not None:
                 for bucket in wheel.buckets:
                     head = bucket._root.next
@@ -411,5 +435,7 @@ time_ms=hi_res_clock_ms, executor=None)
                         head.timer_task = None
                         head = bucket._root.next
                 wheel = wheel.overflow_wheel
+        finally:
+            PyThread_release_lock(self._lock)
         if self._executor is not None:
             self._executor.shutdown(wait=False)
