@@ -11,6 +11,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
+from kafkacore.broker.purgatory import (  # noqa: E402
+    DelayedOperation,
+    DelayedOperationPurgatory,
+)
 from kafkacore.broker.timer import SystemTimer, TimerTask  # noqa: E402
 
 EMPTY, FULL = "#f4f4f4", "#f4b183"
@@ -85,6 +89,46 @@ def draw_wheels(out_dir):
     plt.close(fig)
 
 
+class _Waiting(DelayedOperation):
+    def __init__(self, name, delay_ms):
+        super().__init__(delay_ms)
+        self.name = name
+
+    def try_complete(self):
+        return False
+
+    def on_complete(self):
+        pass
+
+    def on_expiration(self):
+        pass
+
+
+def _purgatory_example():
+    """The watcher lists and the timer's contents of a real purgatory holding three operations."""
+    timer = SystemTimer("Produce", start_ms=0, time_ms=lambda: 0)
+    purgatory = DelayedOperationPurgatory("Produce", timer, reaper_enabled=False)
+    for name, delay, keys in [
+        ("produce-1", 1000, ["orders-0", "orders-1"]),
+        ("produce-2", 1000, ["orders-0"]),
+        ("produce-3", 300, ["payments-0"]),
+    ]:
+        purgatory.try_complete_else_watch(_Waiting(name, delay), keys)
+    rows = [
+        (key, [op.name for op in watchers._operations])
+        for key, watchers in purgatory._watchers_for_key.items()
+    ]
+    timed = []
+    wheel = timer.timing_wheel
+    while wheel is not None:
+        for bucket in wheel.buckets:
+            bucket.foreach(lambda op: timed.append((op.name, op.delay_ms)))
+        wheel = wheel.overflow_wheel
+    timed = [(name, f"{due} ms") for name, due in sorted(timed, key=lambda t: (t[1], t[0]))]
+    timer.shutdown()
+    return rows, timed
+
+
 def draw_purgatory(out_dir):
     fig, ax = plt.subplots(figsize=(10, 4.2))
     ax.set_xlim(0, 10)
@@ -92,11 +136,7 @@ def draw_purgatory(out_dir):
     ax.axis("off")
     ax.text(0.1, 3.9, "watcher lists (per key)", fontsize=10, weight="bold")
     ax.text(6.4, 3.9, "the timer (one entry per operation)", fontsize=10, weight="bold")
-    rows = [
-        ("orders-0", ["produce-1", "produce-2"]),
-        ("orders-1", ["produce-1"]),
-        ("payments-0", ["produce-3"]),
-    ]
+    rows, timed = _purgatory_example()
     colours = {"produce-1": "#dbe9f6", "produce-2": "#e3f1dc", "produce-3": "#fde2c8"}
     for r, (key, ops) in enumerate(rows):
         y = 3.0 - r * 1.0
@@ -104,9 +144,7 @@ def draw_purgatory(out_dir):
         for c, op in enumerate(ops):
             ax.add_patch(Rectangle((1.6 + c * 1.9, y), 1.7, 0.6, fc=colours[op], ec="#555555"))
             ax.text(2.45 + c * 1.9, y + 0.3, op, ha="center", va="center", fontsize=8)
-    for r, (op, due) in enumerate(
-        [("produce-3", "300 ms"), ("produce-1", "1000 ms"), ("produce-2", "1000 ms")]
-    ):
+    for r, (op, due) in enumerate(timed):
         y = 3.0 - r * 1.0
         ax.add_patch(Rectangle((6.6, y), 1.7, 0.6, fc=colours[op], ec="#555555"))
         ax.text(7.45, y + 0.3, op, ha="center", va="center", fontsize=8)

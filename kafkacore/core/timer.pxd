@@ -47,8 +47,8 @@ cdef class TimerTaskList:
 
     cpdef bint set_expiration(self, long long expiration_ms) noexcept
     cpdef long long get_expiration(self) noexcept
-    cpdef void add(self, TimerTaskEntry entry) noexcept
-    cpdef void remove(self, TimerTaskEntry entry) noexcept
+    cpdef void add(self, TimerTaskEntry entry) except *
+    cpdef void remove(self, TimerTaskEntry entry) except *
 
 
 @cython.final

@@ -54,7 +54,7 @@ cdef class TimerTask:
             old.remove()
         self._entry = entry
 
-    def set_timer_task_entry(self, TimerTaskEntry entry):
+    def set_timer_task_entry(self, TimerTaskEntry entry not None):
         self.set_entry(entry)
 
     def get_timer_task_entry(self):
@@ -63,6 +63,7 @@ cdef class TimerTask:
 
 @cython.final
 @cython.no_gc
+@cython.freelist(4096)  # most entries live briefly (the operation completes early): reuse them
 cdef class TimerTaskEntry:
     """TimerTaskEntry(timer_task, expiration_ms)
 
@@ -154,7 +155,9 @@ cdef class TimerTaskList:
             entry = entry.next
         return n
 
-    cpdef void add(self, TimerTaskEntry entry) noexcept:
+    cpdef void add(self, TimerTaskEntry entry) except *:
+        if entry is None:
+            raise TypeError("a TimerTaskEntry is needed, not None")
         entry.remove()  # out of any other list first
         cdef TimerTaskEntry tail = self._root.prev
         entry.next = self._root
@@ -164,7 +167,9 @@ cdef class TimerTaskList:
         self._root.prev = entry
         self._task_counter.value += 1
 
-    cpdef void remove(self, TimerTaskEntry entry) noexcept:
+    cpdef void remove(self, TimerTaskEntry entry) except *:
+        if entry is None:
+            raise TypeError("a TimerTaskEntry is needed, not None")
         if entry.list is self:
             entry.next.prev = entry.prev
             entry.prev.next = entry.next
@@ -212,6 +217,8 @@ cdef class TimingWheel:
         self.overflow_wheel = None
 
     cpdef bint add(self, TimerTaskEntry entry) except -1:
+        if entry is None:
+            raise TypeError("a TimerTaskEntry is needed, not None")
         cdef long long expiration = entry.expiration_ms
         cdef long long virtual_id
         cdef TimerTaskList bucket
@@ -351,9 +358,13 @@ time_ms=hi_res_clock_ms, executor=None)
         self._expired = []
 
     cpdef add(self, TimerTask timer_task):
-        cdef TimerTaskEntry entry = TimerTaskEntry(
-            timer_task, timer_task.delay_ms + self._time_ms()
-        )
+        if timer_task is None:
+            raise TypeError("a TimerTask is needed, not None")
+        cdef TimerTaskEntry entry = TimerTaskEntry.__new__(TimerTaskEntry)
+        # TimerTaskEntry(timer_task, expiration), without the argument parsing of a Python call.
+        entry.expiration_ms = timer_task.delay_ms + self._time_ms()
+        entry.timer_task = timer_task
+        timer_task.set_entry(entry)
         cdef list expired
         self._lock_timer()
         try:

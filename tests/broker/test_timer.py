@@ -359,3 +359,19 @@ def test_tasks_are_freed_once_run_cancelled_or_shut_down():
     del timer
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+def test_none_is_refused_with_a_type_error():
+    timer = SystemTimer(start_ms=0, time_ms=Clock(0))
+    bucket = TimerTaskList(TaskCounter())
+    with pytest.raises(TypeError):
+        timer.add(None)
+    with pytest.raises(TypeError):
+        bucket.add(None)
+    with pytest.raises(TypeError):
+        bucket.remove(None)
+    with pytest.raises(TypeError):
+        timer.timing_wheel.add(None)
+    with pytest.raises(TypeError):
+        timer.add(object())
+    assert timer.size() == 0
