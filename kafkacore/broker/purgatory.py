@@ -15,11 +15,14 @@ its other keys until the reaper purges them (the purge rule, see ``docs/broker/p
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from kafkacore.broker.timer import SystemTimer, TimerTask
+
+_log = logging.getLogger("kafkacore.broker.purgatory")
 
 
 class DelayedOperation(TimerTask):
@@ -284,7 +287,10 @@ class DelayedOperationPurgatory:
 
     def _reap(self) -> None:
         while self._running:
-            self.advance_clock(200)  # bounded wait: shutdown is noticed within 200 ms
+            try:
+                self.advance_clock(200)  # bounded wait: shutdown is noticed within 200 ms
+            except Exception:  # the reaper must outlive one bad operation (Kafka's doWork)
+                _log.exception("%s: error in the expiration reaper", self.purgatory_name)
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop the reaper (bounded by ``timeout`` seconds) and the timer."""

@@ -20,6 +20,7 @@ from cpython.pythread cimport (
 )
 
 import heapq
+import logging
 import threading
 import time as _time
 
@@ -248,6 +249,9 @@ cdef class TimingWheel:
                 self.overflow_wheel.advance_clock(self.current_time)
 
 
+_log = logging.getLogger("kafkacore.broker.timer")
+
+
 def hi_res_clock_ms():
     """Kafka's ``Time.SYSTEM.hiResClockMs()``: a monotonic clock in whole milliseconds."""
     return _time.monotonic_ns() // 1_000_000
@@ -396,7 +400,12 @@ time_ms=hi_res_clock_ms, executor=None)
                 self._executor.submit(task.run)
         else:
             for task in tasks:
-                task.run()
+                try:
+                    task.run()
+                except Exception:
+                    # One failing task must not keep the others from running, nor stop the
+                    # thread that advances the clock (Kafka's executor logs it the same way).
+                    _log.exception("timer task %r failed", task)
 
     def advance_clock(self, timeout_ms):
         """Flush the expired buckets (waiting up to ``timeout_ms`` for the first); True if any."""

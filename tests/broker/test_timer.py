@@ -375,3 +375,21 @@ def test_none_is_refused_with_a_type_error():
     with pytest.raises(TypeError):
         timer.add(object())
     assert timer.size() == 0
+
+
+def test_a_failing_task_does_not_stop_the_others(caplog):
+    clock, log = Clock(0), []
+
+    class Failing(TimerTask):
+        def run(self):
+            raise RuntimeError("boom")
+
+    timer = SystemTimer(start_ms=0, time_ms=clock)
+    timer.add(Recorded(5, "before", clock, log))
+    timer.add(Failing(5))
+    timer.add(Recorded(5, "after", clock, log))
+    clock.now = 5
+    with caplog.at_level("ERROR", logger="kafkacore.broker.timer"):
+        assert timer.advance_clock(0) is True
+    assert sorted(name for name, _ in log) == ["after", "before"]
+    assert "boom" in caplog.text
