@@ -1,1 +1,1 @@
-"""The broker: the parts of a Kafka broker, built from Kafka's own classes."""
+"""kafkacore's broker: the request reactor, the APIs and the log on disk (see docs/broker/)."""
