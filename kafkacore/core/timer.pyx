@@ -3,9 +3,10 @@
 ``TimerTaskEntry``, ``TimerTaskList``, ``TimingWheel``).
 
 These run once per delayed operation (add, and cancel when it completes early, or a bucket flush
-when it expires), so they are C; the control flow around them, ``SystemTimer`` and its delay queue
-of buckets, and ``SystemTimer``, read like the Python they are.  ``kafkacore.broker.timer`` is
-where the broker imports them from.  See ``docs/broker/timing_wheel.rst``.
+when it expires), so they are compiled.  ``DelayQueue`` and ``SystemTimer``, the control flow
+around them, are in this file too, so that ``add`` and the flush loop call the rest in C; they
+read like the Python they are.  ``kafkacore.broker.timer`` is where the broker imports them from.
+See ``docs/broker/timing_wheel.rst``.
 """
 
 cimport cython
