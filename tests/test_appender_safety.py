@@ -3,9 +3,6 @@ record completed once, nothing hung, nothing read out of bounds, memory bounded.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 import threading
 
 import pytest
