@@ -3,13 +3,21 @@ record completed once, nothing hung, nothing read out of bounds, memory bounded.
 
 from __future__ import annotations
 
+import struct
+import subprocess
+import sys
+import textwrap
 import threading
+from pathlib import Path
 
+import cramjam
 import pytest
 
 from kafkacore.core.batch import BatchFuture, ProducerBatch
-from kafkacore.core.records import MemoryRecordsBuilder
-from kafkacore.errors import KafkaTimeoutError
+from kafkacore.core.records import MemoryRecordsBuilder, crc32c, iter_batches, iter_records
+from kafkacore.errors import CorruptRecordError, KafkaTimeoutError
+
+ROOT = Path(__file__).resolve().parent.parent
 
 CREATED_MS = 1_700_000_000_000
 
@@ -93,3 +101,102 @@ def test_batch_future_result_times_out_while_rows_are_pending():
     future._complete_row(0, 1, None)
     with pytest.raises(KafkaTimeoutError):
         future.result(0.01)
+
+
+# -- the record reader: decompression has a bound --------------------------------------------
+
+
+def _zstd_bomb(value_size: int) -> bytes:
+    """One magic-v2 batch holding one record whose value is ``value_size`` zero bytes, zstd
+    compressed as a stream (so building it never holds the value in memory)."""
+
+    def varint(n: int) -> bytes:
+        z = (n << 1) ^ (n >> 63)
+        out = bytearray()
+        while z >= 0x80:
+            out.append((z & 0x7F) | 0x80)
+            z >>= 7
+        out.append(z)
+        return bytes(out)
+
+    # attributes, timestamp delta, offset delta, key length -1, value length, value, 0 headers
+    head = b"\0" + varint(0) + varint(0) + varint(-1) + varint(value_size)
+    body_len = len(head) + value_size + 1
+    compressor = cramjam.zstd.Compressor(level=3)
+    compressor.compress(varint(body_len) + head)
+    zeros = bytes(1 << 20)
+    left = value_size
+    while left:
+        step = min(left, len(zeros))
+        compressor.compress(zeros[:step])
+        left -= step
+    compressor.compress(varint(0))
+    section = bytes(compressor.finish())
+    after_crc = (
+        struct.pack(">hiqqqhii", 4, 0, CREATED_MS, CREATED_MS, -1, -1, -1, 1) + section
+    )
+    crc = crc32c(after_crc)
+    return struct.pack(">qiibI", 0, 4 + 1 + 4 + len(after_crc), 0, 2, crc) + after_crc
+
+
+def test_a_small_honest_bomb_reads_back_under_a_large_enough_limit():
+    data = _zstd_bomb(100_000)
+    # The records section: a 3-byte length, 7 bytes of fields, the value, 0 headers: 100,011.
+    [record] = list(iter_records(data))
+    assert record.value == bytes(100_000)
+    assert [r.value for r in iter_records(data, max_decompressed_bytes=100_011)] == [record.value]
+    with pytest.raises(CorruptRecordError, match="max_decompressed_bytes"):
+        iter_records(data, max_decompressed_bytes=100_010)
+
+
+def test_an_8_kib_zstd_batch_inflating_to_256_mib_fails_typed_with_memory_bounded():
+    # In a child process, so its peak RSS is the reader's: the default limit (64 MiB) stops
+    # the bomb while decompressing, so the peak stays far below the 256 MiB it would take.
+    code = textwrap.dedent(
+        """
+        import resource, sys
+        sys.path[:0] = [{!r}, {!r}]
+        from test_appender_safety import _zstd_bomb
+        from kafkacore.core.records import iter_batches
+        from kafkacore.errors import CorruptRecordError
+        data = _zstd_bomb(256 << 20)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        try:
+            iter_batches(data)
+        except CorruptRecordError as exc:
+            print("typed", len(data), before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+            print(exc)
+        """.format(str(ROOT), str(ROOT / "tests"))
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.splitlines()
+    word, size, before_kib, peak_kib = out[0].split()
+    assert word == "typed", out
+    assert int(size) < 9000
+    assert "max_decompressed_bytes" in out[1]
+    # 64 MiB of buffer at most, on top of what the interpreter held before; 256 MiB is far off.
+    assert int(peak_kib) - int(before_kib) < 100 * 1024, out
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_every_codec_is_bounded(codec):
+    builder = MemoryRecordsBuilder(1024, compression=codec)
+    for i in range(4):
+        builder.append(CREATED_MS + i, None, bytes(200_000), [])
+    data = bytes(builder.build())
+    assert len(data) < 100_000
+    assert [len(r.value) for r in iter_records(data)] == [200_000] * 4
+    with pytest.raises(CorruptRecordError, match="max_decompressed_bytes"):
+        iter_records(data, max_decompressed_bytes=500_000)
+    # The limit is for the whole call: two batches of 800 KB each fit 2 MB, not 1.5 MB.
+    assert len(list(iter_batches(data + data, max_decompressed_bytes=2_000_000))) == 2
+    with pytest.raises(CorruptRecordError, match="max_decompressed_bytes"):
+        iter_batches(data + data, max_decompressed_bytes=1_500_000)
+
+
+def test_max_decompressed_bytes_must_be_a_non_negative_int():
+    with pytest.raises(ValueError, match="max_decompressed_bytes"):
+        iter_records(b"", max_decompressed_bytes=-1)
+    with pytest.raises(ValueError, match="max_decompressed_bytes"):
+        iter_records(b"", max_decompressed_bytes=1.5)

@@ -782,7 +782,8 @@ cdef class ProducerBatch:
                                     f"{_FINAL_STATE_NAMES[self._final_state]}")
         data = self.records()
         try:
-            batches = list(_records.iter_batches(data))  # the records are copied out as bytes
+            # The records are copied out as bytes.  Our own bytes, so no bomb: no limit.
+            batches = list(_records.iter_batches(data, max_decompressed_bytes=1 << 62))
         finally:
             data.release()  # while a view is alive the builder's stream refuses writes
         if len(batches) != 1:
