@@ -132,9 +132,7 @@ def _zstd_bomb(value_size: int) -> bytes:
         left -= step
     compressor.compress(varint(0))
     section = bytes(compressor.finish())
-    after_crc = (
-        struct.pack(">hiqqqhii", 4, 0, CREATED_MS, CREATED_MS, -1, -1, -1, 1) + section
-    )
+    after_crc = struct.pack(">hiqqqhii", 4, 0, CREATED_MS, CREATED_MS, -1, -1, -1, 1) + section
     crc = crc32c(after_crc)
     return struct.pack(">qiibI", 0, 4 + 1 + 4 + len(after_crc), 0, 2, crc) + after_crc
 
