@@ -13,9 +13,10 @@ from pathlib import Path
 import cramjam
 import pytest
 
+from kafkacore import KafkaProducer
 from kafkacore.core.batch import BatchFuture, ProducerBatch
 from kafkacore.core.records import MemoryRecordsBuilder, crc32c, iter_batches, iter_records
-from kafkacore.errors import CorruptRecordError, KafkaTimeoutError
+from kafkacore.errors import CorruptRecordError, IllegalStateError, KafkaTimeoutError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -198,3 +199,30 @@ def test_max_decompressed_bytes_must_be_a_non_negative_int():
         iter_records(b"", max_decompressed_bytes=-1)
     with pytest.raises(ValueError, match="max_decompressed_bytes"):
         iter_records(b"", max_decompressed_bytes=1.5)
+
+
+# -- one snapshot of the cluster per call --------------------------------------------------------
+
+
+def test_a_sticky_partition_beyond_the_calls_view_is_a_typed_error_not_a_wild_write(
+    bootstrap, make_topic
+):
+    # The sticky partitioner is shared by every sending thread: one that saw a newer cluster
+    # (the topic grew to 4 partitions) may have switched to partition 3 while this call's view
+    # has 2.  Before the fix send_batch counted rows into an array of count + 1 slots at index
+    # 4 (a write past its end) and send() queued a batch for a partition the cluster lacks.
+    topic = make_topic(partitions=2)
+    with KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0) as producer:
+        producer.send(topic, b"warm-up", partition=0).get(timeout=30)  # metadata, not sticky
+        partitioner = producer._accumulator.built_in_partitioner(topic)
+        partitioner._partition = 3  # what a switch made against the 4-partition cluster leaves
+        with pytest.raises(IllegalStateError, match="partition 3 .* 0..1"):
+            producer.send_batch(topic, [b"row"] * 50)
+        with pytest.raises(IllegalStateError, match="partition 3 .* 0..1"):
+            producer.send(topic, b"one")
+        assert (topic, 3) not in producer._accumulator.batches
+        # The partitioner back in range: both calls go on as usual.
+        partitioner._partition = 1
+        result = producer.send_batch(topic, [b"row"] * 50).result(timeout=30)
+        assert result.failed == 0 and set(result.partitions) == {1}
+        assert producer.send(topic, b"one").get(timeout=30).partition == 1

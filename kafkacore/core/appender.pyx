@@ -115,34 +115,63 @@ cdef class RecordAppender:
         self._max_request_size = max_request_size
         self._total_memory = total_memory
         self._max_block_ms = max_block_ms
-        self._cluster = None
-        self._counts = {}
+        self._count_cache = (None, {})
         self._sticky = {}
         self._queues = {}
         self._sticky_factory = sticky_factory
         self.closed = False
 
-    cdef int _partition_count(self, str topic, object partition) except -1:
-        """The topic's partition count, waiting for metadata (Python) if we do not know it.
+    cdef object _snapshot(self, str topic, object partition, int* count):
+        """This call's view of the cluster: returns the cluster and sets ``count[0]`` to the
+        topic's partition count in it, waiting for metadata (Python) if we do not know it.
 
-        Counts are cached per cluster object: a metadata update publishes a new cluster, which
-        empties the cache, so a count is never older than the cluster the record is placed in.
+        Java resolves the cluster once per append; so do we: every choice a call makes is
+        checked against this one snapshot, never against a cache another thread may be
+        replacing meanwhile.  Counts are cached per cluster object, in one tuple replaced in
+        one store: a new cluster starts a new cache.
         """
+        cdef tuple cache = self._count_cache
         cluster = self._metadata.cluster
-        if cluster is not self._cluster:
-            self._counts = {}
-            self._cluster = cluster
-        count = self._counts.get(topic)
-        if count is None:
-            count = cluster.partition_count(topic)
-            if count:
-                self._counts[topic] = count
-        if not count or (partition is not None and partition >= count):
+        if cache[0] is not cluster:
+            cache = (cluster, {})
+            self._count_cache = cache
+        counts = <dict>cache[1]
+        n = counts.get(topic)
+        if n is None:
+            n = cluster.partition_count(topic)
+            if n:
+                counts[topic] = n  # the same value whoever writes it: fixed for this cluster
+        if not n or (partition is not None and partition >= n):
             cluster = self._wait_on_metadata(topic, partition)
-            count = cluster.partition_count(topic)
-            self._counts = {topic: count}
-            self._cluster = cluster
-        return count
+            n = cluster.partition_count(topic)
+            self._count_cache = (cluster, {topic: n})
+        count[0] = n
+        return cluster
+
+    cdef object _checked_sticky(self, str topic, _StickyRun sticky, object cluster, int* count,
+                                int* chosen):
+        """The sticky partition, checked against the call's snapshot (``cluster``,
+        ``count[0]``).  The partitioner may have switched on a newer cluster in another thread
+        (the topic grew): then the call moves to the metadata's current cluster if that one
+        has the partition and no fewer partitions; otherwise the answer is an
+        IllegalStateError, never an index outside what the call sized.  Returns the cluster
+        the call goes on with."""
+        cdef int p = sticky.current(cluster)
+        cdef int newer
+        if 0 <= p < count[0]:
+            chosen[0] = p
+            return cluster
+        fresh = self._metadata.cluster
+        if fresh is not cluster:
+            newer = fresh.partition_count(topic) or 0
+            if newer >= count[0] and 0 <= p < newer:
+                count[0] = newer
+                chosen[0] = p
+                return fresh
+        sticky.partition = -1  # ask again next time
+        raise IllegalStateError(
+            f"the partitioner chose partition {p} of topic {topic!r}, which has partitions "
+            f"0..{count[0] - 1} in this call's view of the cluster")
 
     cdef _StickyRun _sticky_run(self, str topic):
         run = self._sticky.get(topic)
@@ -176,6 +205,7 @@ cdef class RecordAppender:
         cdef int count, chosen
         cdef Py_ssize_t size
         cdef int64_t ts, now, start = _clock_ms(CLOCK_MONOTONIC)
+        cdef object cluster
         cdef PartitionQueue queue
         cdef ProducerBatch last
         cdef FutureRecordMetadata future = None
@@ -208,7 +238,7 @@ cdef class RecordAppender:
         if callback is not None and not PyCallable_Check(callback):
             raise TypeError(f"callback must be callable, not {callback!r}")
 
-        count = self._partition_count(topic, partition)
+        cluster = self._snapshot(topic, partition, &count)
         size = estimate_size_upper_bound(key, value, headers)
         if size > self._max_request_size:
             raise RecordTooLargeError(
@@ -227,12 +257,12 @@ cdef class RecordAppender:
                     f"partitions")
             chosen = partition
         elif self._custom_partitioner is not None:
-            chosen = self._custom_partition(topic, key, value, count)
+            chosen = self._custom_partition(cluster, topic, key, value, count)
         elif key is not None and not self._ignore_keys:
             chosen = partition_for_key(key, count)
         else:
             sticky = self._sticky_run(topic)
-            chosen = sticky.current(self._cluster)
+            cluster = self._checked_sticky(topic, sticky, cluster, &count, &chosen)
 
         # The fast path: the partition's last batch has room (seed 000, tryAppend under the lock).
         now = _clock_ms(CLOCK_MONOTONIC)
@@ -276,13 +306,14 @@ cdef class RecordAppender:
                 max(self._max_block_ms - (now - start), 0), now)
             full = True  # a new batch was started: the one before it is ready to go
         if sticky is not None:
-            sticky.produced(chosen, size, self._cluster)
+            sticky.produced(chosen, size, cluster)
         if full:
             self._wakeup()
         return future
 
-    cdef int _custom_partition(self, str topic, object key, object value, int count) except -1:
-        available = [p.partition for p in self._cluster.available_partitions_for_topic(topic)]
+    cdef int _custom_partition(self, object cluster, str topic, object key, object value,
+                               int count) except -1:
+        available = [p.partition for p in cluster.available_partitions_for_topic(topic)]
         chosen = self._custom_partitioner(topic, key, value, count, available)
         if type(chosen) is not int or not 0 <= chosen < count:
             raise ValueError(
@@ -306,6 +337,8 @@ cdef class RecordAppender:
         cdef BatchFuture sink
         cdef list explicit = None, stamps = None, row_headers = None
         cdef int* parts
+        cdef int chosen
+        cdef object cluster
         if self.closed:
             raise IllegalStateError("cannot send after the producer is closed")
         if type(topic) is not str or not topic:
@@ -326,7 +359,7 @@ cdef class RecordAppender:
             return sink
 
         # Check every row before appending any: a bad row must not leave half a call sent.
-        count = self._partition_count(topic, max(explicit) if explicit else None)
+        cluster = self._snapshot(topic, max(explicit) if explicit else None, &count)
         for row in range(n):
             value_col.get(row, &vp, &vlen)
             key_col.get(row, &kp, &klen)
@@ -357,7 +390,7 @@ cdef class RecordAppender:
             key_col.get(row, &kp, &klen)
             if self._custom_partitioner is not None:
                 parts[row] = self._custom_partition(
-                    topic, key_col.item(row), value_col.item(row), count)
+                    cluster, topic, key_col.item(row), value_col.item(row), count)
             elif klen >= 0 and not self._ignore_keys:
                 parts[row] = <int>((<unsigned int>murmur2_raw(kp, klen) & 0x7fffffffu)
                                    % <unsigned int>count)
@@ -366,9 +399,12 @@ cdef class RecordAppender:
                 if sticky is None:
                     sticky = self._sticky_run(topic)
                 value_col.get(row, &vp, &vlen)
-                parts[row] = sticky.current(self._cluster)
-                sticky.produced(parts[row], estimate_size_upper_bound_raw(klen, vlen, 1),
-                                self._cluster)
+                # Checked against the snapshot: ``count`` sizes the arrays below.  It may
+                # only grow (to a newer cluster that has the partition), so the rows chosen
+                # before stay in range.
+                cluster = self._checked_sticky(topic, sticky, cluster, &count, &chosen)
+                parts[row] = chosen
+                sticky.produced(chosen, estimate_size_upper_bound_raw(klen, vlen, 1), cluster)
 
         # Group the rows by partition, keeping call order within each (a stable counting sort),
         # so each partition's rows go in under few holds of its lock.
@@ -378,6 +414,8 @@ cdef class RecordAppender:
         cdef long long* fill = fill_array.data.as_longlongs
         cdef Py_ssize_t pos = 0, end
         for row in range(n):
+            if not 0 <= parts[row] < count:  # cannot happen (checked when chosen): C, so check
+                raise IllegalStateError(f"row {row}: partition {parts[row]} outside 0..{count - 1}")
             fill[parts[row] + 1] += 1
         for i in range(count):
             fill[i + 1] += fill[i]
