@@ -226,3 +226,42 @@ def test_a_sticky_partition_beyond_the_calls_view_is_a_typed_error_not_a_wild_wr
         result = producer.send_batch(topic, [b"row"] * 50).result(timeout=30)
         assert result.failed == 0 and set(result.partitions) == {1}
         assert producer.send(topic, b"one").get(timeout=30).partition == 1
+
+
+# -- bad input: typed errors at the call, nothing queued ---------------------------------------
+
+
+@pytest.mark.parametrize("timestamp", [2**63, 2**64 + 5, -1])
+def test_send_with_a_timestamp_outside_int64_is_a_value_error_naming_it(
+    bootstrap, make_topic, timestamp
+):
+    topic = make_topic(partitions=1)
+    with KafkaProducer(bootstrap_servers=bootstrap) as producer:
+        with pytest.raises(ValueError, match="timestamp"):
+            producer.send(topic, b"v", timestamp=timestamp)
+
+
+def test_send_batch_refuses_a_timestamp_outside_int64_before_queueing_anything(
+    bootstrap, make_topic
+):
+    topic = make_topic(partitions=1)
+    with KafkaProducer(bootstrap_servers=bootstrap) as producer:
+        producer.send(topic, b"warm-up", partition=0).get(timeout=30)
+        with pytest.raises(ValueError, match=r"timestamps\[2\]"):
+            producer.send_batch(topic, [b"a", b"b", b"c"], timestamps=[1, 2, 2**63])
+        with pytest.raises(ValueError, match=r"partitions\[1\]"):
+            producer.send_batch(topic, [b"a", b"b"], partitions=[0, 2**40])
+        # Nothing of the refused calls was queued: the next record is right after the warm-up.
+        assert producer.send(topic, b"next", partition=0).get(timeout=30).offset == 1
+
+
+def test_a_str_subclass_is_a_valid_topic(bootstrap, make_topic):
+    class Topic(str):
+        pass
+
+    topic = Topic(make_topic(partitions=1))
+    with KafkaProducer(bootstrap_servers=bootstrap) as producer:
+        metadata = producer.send(topic, b"one").get(timeout=30)
+        assert type(metadata.topic) is str and metadata.topic == topic
+        result = producer.send_batch(topic, [b"two", b"three"]).result(timeout=30)
+        assert result.failed == 0 and type(result.topic) is str

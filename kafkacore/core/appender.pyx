@@ -21,7 +21,7 @@ from cpython.pythread cimport (
     PyThread_free_lock,
     PyThread_release_lock,
 )
-from libc.stdint cimport int64_t
+from libc.stdint cimport INT32_MAX, INT64_MAX, int64_t
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 
 from cpython cimport array
@@ -213,8 +213,7 @@ cdef class RecordAppender:
         cdef Py_ssize_t n
         if self.closed:
             raise IllegalStateError("cannot send after the producer is closed")
-        if type(topic) is not str or not topic:
-            raise TypeError(f"topic must be a non-empty str, not {topic!r}")
+        topic = _topic(topic)
         if self._key_serializer is not None:
             key = self._key_serializer(topic, key)
         if self._value_serializer is not None:
@@ -230,9 +229,10 @@ cdef class RecordAppender:
             raise ValueError(f"partition must be a non-negative int, not {partition!r}")
         if timestamp is None:
             ts = _clock_ms(CLOCK_REALTIME)
-        elif type(timestamp) is not int or timestamp < 0:
+        elif type(timestamp) is not int or not 0 <= timestamp <= INT64_MAX:
             raise ValueError(
-                f"timestamp must be a non-negative int of milliseconds, not {timestamp!r}")
+                f"timestamp must be a non-negative int of milliseconds within int64, not "
+                f"{timestamp!r}")
         else:
             ts = timestamp
         if callback is not None and not PyCallable_Check(callback):
@@ -341,8 +341,7 @@ cdef class RecordAppender:
         cdef object cluster
         if self.closed:
             raise IllegalStateError("cannot send after the producer is closed")
-        if type(topic) is not str or not topic:
-            raise TypeError(f"topic must be a non-empty str, not {topic!r}")
+        topic = _topic(topic)
         value_col = _Column(values, "values")
         n = value_col.length
         key_col = _Column(keys, "keys", n)
@@ -502,7 +501,22 @@ cdef list _int_list(object column, str what, Py_ssize_t n):
             raise TypeError(f"{what}[{i}] must be an int, not {type(item).__name__}")
         if item is None and what == "partitions":
             raise TypeError(f"partitions[{i}] is None: give every row a partition, or none")
+        # Range-checked here, before any row is appended: a C conversion later would raise a
+        # bare OverflowError part-way through the call.
+        if what == "partitions" and not 0 <= item <= INT32_MAX:
+            raise ValueError(f"partitions[{i}] = {item} is out of range 0..{INT32_MAX}")
+        if what == "timestamps" and item is not None and item > INT64_MAX:
+            raise ValueError(f"timestamps[{i}] = {item} is outside int64 (milliseconds)")
     return items
+
+
+cdef str _topic(object topic):
+    """The topic as an exact str (a str subclass is a valid topic: it is copied)."""
+    if not isinstance(topic, str) or not topic:
+        raise TypeError(f"topic must be a non-empty str, not {topic!r}")
+    if type(topic) is not str:
+        topic = str.__str__(topic)
+    return <str>topic
 
 
 cdef class _Column:
