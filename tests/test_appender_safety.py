@@ -265,3 +265,18 @@ def test_a_str_subclass_is_a_valid_topic(bootstrap, make_topic):
         assert type(metadata.topic) is str and metadata.topic == topic
         result = producer.send_batch(topic, [b"two", b"three"]).result(timeout=30)
         assert result.failed == 0 and type(result.topic) is str
+
+
+def test_reopen_and_rewrite_refuses_while_a_view_of_the_batch_is_alive():
+    builder = MemoryRecordsBuilder(64, producer_id=5, producer_epoch=1, base_sequence=42)
+    builder.append(CREATED_MS, b"k", b"v")
+    view = builder.build()
+    before = bytes(view)
+    with pytest.raises(BufferError, match="view"):
+        builder.reopen_and_rewrite_producer_state(5, 2, 0, False)
+    assert bytes(view) == before  # the request holding it sees the bytes it was given
+    assert builder.producer_epoch == 1
+    view.release()
+    builder.reopen_and_rewrite_producer_state(5, 2, 0, False)
+    (batch,) = iter_batches(builder.build())
+    assert (batch.producer_epoch, batch.base_sequence) == (2, 0)

@@ -886,11 +886,14 @@ cdef class MemoryRecordsBuilder:
                                             int base_sequence, bint is_transactional):
         """Change the idempotence fields of a (possibly already closed) batch and rewrite its
         header and CRC in place (Java ``reopenAndRewriteProducerState``, used when a batch is
-        retried under a new producer epoch).  Views from an earlier :meth:`build` see the new
-        header: do this only when no request holds them."""
+        retried under a new producer epoch).  Views from an earlier :meth:`build` would see the
+        new header, so while one is alive this raises BufferError and changes nothing: release them
+        first (no request may hold the batch's bytes when they change)."""
         if self._aborted:
             raise IllegalStateError("Should not reopen a batch which is already aborted.")
         self._check_producer_state(producer_id, producer_epoch, base_sequence, is_transactional)
+        if self._closed and self._num_records > 0 and self._stream._exports:
+            self._stream._refuse_exported()
         self._producer_id = producer_id
         self._producer_epoch = <int16_t>producer_epoch
         self._base_sequence = base_sequence
