@@ -11,7 +11,9 @@ import threading
 from pathlib import Path
 
 import cramjam
+import pyarrow as pa
 import pytest
+from readback import read_confluent
 
 from kafkacore import KafkaProducer
 from kafkacore.core.batch import BatchFuture, ProducerBatch
@@ -280,3 +282,81 @@ def test_reopen_and_rewrite_refuses_while_a_view_of_the_batch_is_alive():
     builder.reopen_and_rewrite_producer_state(5, 2, 0, False)
     (batch,) = iter_batches(builder.build())
     assert (batch.producer_epoch, batch.base_sequence) == (2, 0)
+
+
+# -- inputs are copied or pinned before any user code runs -------------------------------------
+
+
+def test_a_headers_iterable_that_shrinks_a_bytearray_value_cannot_change_what_is_sent(
+    bootstrap, make_topic
+):
+    # The headers iterable runs after the columns are read; before the fix the value column
+    # pointed into the bytearray itself, which this iterable then cleared (freed memory, or a
+    # different value sent).  Now the record carries the value as it was at the call.
+    topic = make_topic(partitions=1)
+    value = bytearray(b"v" * 5000)
+
+    def headers():
+        value.clear()
+        value.extend(b"?")
+        yield ("h", b"1")
+
+    with KafkaProducer(bootstrap_servers=bootstrap) as producer:
+        result = producer.send_batch(
+            topic, [value, b"other"], partitions=[0, 0], headers=[headers(), None]
+        ).result(timeout=30)
+        assert result.failed == 0
+    [first, second] = read_confluent(bootstrap, topic, 1, 2)
+    assert first.value == b"v" * 5000 and first.headers == (("h", b"1"),)
+    assert second.value == b"other"
+
+
+def test_a_headers_generator_in_send_is_read_once_and_written(bootstrap, make_topic):
+    # Before the fix send() sized the record with the generator (using it up), then wrote it
+    # under the partition lock from the empty generator: the headers vanished.
+    topic = make_topic(partitions=1)
+    runs = []
+
+    def headers():
+        runs.append(1)
+        yield ("a", b"1")
+        yield ("b", None)
+
+    with KafkaProducer(bootstrap_servers=bootstrap) as producer:
+        producer.send(topic, b"x", headers=headers()).get(timeout=30)
+    assert runs == [1]
+    [record] = read_confluent(bootstrap, topic, 1, 1)
+    assert record.headers == (("a", b"1"), ("b", None))
+
+
+def _binary_array(offsets, data, validity=None, length=None):
+    length = len(offsets) - 1 if length is None else length
+    return pa.Array.from_buffers(
+        pa.binary(),
+        length,
+        [
+            None if validity is None else pa.py_buffer(validity),
+            pa.py_buffer(struct.pack(f"<{len(offsets)}i", *offsets)),
+            pa.py_buffer(data),
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    "offsets, validity, match",
+    [
+        ([0, 8, 2, 10], None, "not monotonic"),  # a middle offset going back
+        ([0, 2, 100000, 10], None, "not monotonic|outside"),  # one far past the data
+        ([0, -4, 5, 10], None, "not monotonic"),
+    ],
+)
+def test_arrow_columns_with_bad_buffers_are_refused_before_reading(
+    bootstrap, make_topic, offsets, validity, match
+):
+    topic = make_topic(partitions=1)
+    column = _binary_array(offsets, b"0123456789" * 2, validity)
+    with KafkaProducer(bootstrap_servers=bootstrap) as producer:
+        with pytest.raises(ValueError, match=match):
+            producer.send_batch(topic, column)
+        # Nothing queued: the next record is the partition's first.
+        assert producer.send(topic, b"next", partition=0).get(timeout=30).offset == 0

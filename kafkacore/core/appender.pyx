@@ -26,7 +26,6 @@ from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 
 from cpython cimport array
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_CheckExact, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM
 from cpython.object cimport PyObject
@@ -37,6 +36,7 @@ from kafkacore.core.murmur2 cimport partition_for_key
 from kafkacore.core.murmur2 cimport murmur2_raw
 from kafkacore.core.records cimport estimate_size_upper_bound, estimate_size_upper_bound_raw
 
+from kafkacore.core.records import normalize_headers
 from kafkacore.errors import IllegalStateError, RecordTooLargeError, SerializationError
 
 import array as _array
@@ -237,6 +237,9 @@ cdef class RecordAppender:
             ts = timestamp
         if callback is not None and not PyCallable_Check(callback):
             raise TypeError(f"callback must be callable, not {callback!r}")
+        # Once, here: a headers iterable is user code (it must not run under the partition
+        # lock, nor twice), and the record is sized from what will be written.
+        headers = normalize_headers(headers)
 
         cluster = self._snapshot(topic, partition, &count)
         size = estimate_size_upper_bound(key, value, headers)
@@ -353,6 +356,10 @@ cdef class RecordAppender:
             row_headers = list(headers)
             if len(row_headers) != n:
                 raise ValueError(f"headers has {len(row_headers)} rows, values has {n}")
+            # Each row's headers made immutable once, now: no user code runs later in the call
+            # (not under a partition lock), and the rows are sized from what will be written.
+            for row in range(n):
+                row_headers[row] = normalize_headers(row_headers[row])
         sink = BatchFuture(topic, n)
         if n == 0:
             return sink
@@ -543,10 +550,12 @@ cdef class _Column:
         elif isinstance(column, (list, tuple)):
             self._items = list(column)
             self.length = len(self._items)
+            # Items we point into must not change while the call runs (Python code runs
+            # between reading a row and copying it: headers, the GC, the slow path), so every
+            # mutable item is copied now: our list holds only bytes, str and None.
             for i in range(self.length):
                 item = self._items[i]
-                if not (item is None or PyBytes_CheckExact(item) or PyUnicode_CheckExact(item)
-                        or PyByteArray_CheckExact(item)):
+                if not (item is None or PyBytes_CheckExact(item) or PyUnicode_CheckExact(item)):
                     if isinstance(item, (bytes, bytearray, memoryview, str)):
                         self._items[i] = bytes(item) if not isinstance(item, str) else str(item)
                     else:
@@ -584,14 +593,23 @@ cdef class _Column:
         if data is not None:
             PyObject_GetBuffer(data, &self._data, PyBUF_SIMPLE)
             self._has_data = True
-        # The buffers must hold what the offsets say, or we would read past them.
-        width = 8 if self._wide else 4
-        if self._offsets.len < (self._offset + self.length + 1) * width:
+        # The buffers must hold what the offsets say, or we would read past them: every offset
+        # checked once here (monotonic, inside the data), and the bitmap's length.
+        cdef Py_ssize_t width = 8 if self._wide else 4, row, prev, cur
+        cdef Py_ssize_t data_len = self._data.len if self._has_data else 0
+        if self._offset < 0 or self._offsets.len < (self._offset + self.length + 1) * width:
             raise ValueError(f"{what}: Arrow offsets buffer is too short")
-        if self.length:
-            last = self._end(self.length - 1)
-            if last > (self._data.len if self._has_data else 0) or self._start(0) < 0:
-                raise ValueError(f"{what}: Arrow data buffer is shorter than its offsets")
+        if self._has_validity and self._validity.len * 8 < self._offset + self.length:
+            raise ValueError(f"{what}: Arrow validity bitmap is too short")
+        prev = self._start(0)
+        if prev < 0 or prev > data_len:
+            raise ValueError(f"{what}: Arrow offset {prev} at row 0 is outside the data buffer")
+        for row in range(self.length):
+            cur = self._end(row)
+            if cur < prev or cur > data_len:
+                raise ValueError(f"{what}: Arrow offsets are not monotonic inside the data buffer"
+                                 f" at row {row} ({prev} then {cur}, {data_len} bytes of data)")
+            prev = cur
         return 0
 
     def __dealloc__(self):
@@ -639,9 +657,6 @@ cdef class _Column:
         elif PyBytes_CheckExact(<object>item):
             p[0] = <const unsigned char*>PyBytes_AS_STRING(<object>item)
             n[0] = PyBytes_GET_SIZE(<object>item)
-        elif PyByteArray_CheckExact(<object>item):
-            p[0] = <const unsigned char*>PyByteArray_AS_STRING(<object>item)
-            n[0] = PyByteArray_GET_SIZE(<object>item)
         else:
             p[0] = <const unsigned char*>PyUnicode_AsUTF8AndSize(<object>item, n)
         return 0

@@ -340,6 +340,17 @@ cdef tuple _normalize_headers(object headers, Py_ssize_t* size):
     return seq
 
 
+def normalize_headers(object headers):
+    """``headers`` (None or any iterable of ``(str, bytes | None)`` pairs) as the immutable
+    tuple of pairs the builder writes, or None.  ``send()`` calls it once, before it sizes the
+    record and before it takes any lock: a headers iterable is user code, run exactly once and
+    never under a partition lock, and what is sized is what is written."""
+    cdef Py_ssize_t size
+    if headers is None:
+        return None
+    return _normalize_headers(headers, &size)
+
+
 cdef Py_ssize_t estimate_size_upper_bound_raw(Py_ssize_t klen, Py_ssize_t vlen,
                                               Py_ssize_t headers_size) noexcept:
     """``estimate_size_upper_bound`` from sizes (-1: null), headers already sized (1 if none)."""
