@@ -239,7 +239,8 @@ cdef class RecordAppender:
             raise TypeError(f"callback must be callable, not {callback!r}")
         # Once, here: a headers iterable is user code (it must not run under the partition
         # lock, nor twice), and the record is sized from what will be written.
-        headers = normalize_headers(headers)
+        if headers is not None:
+            headers = normalize_headers(headers)
 
         cluster = self._snapshot(topic, partition, &count)
         size = estimate_size_upper_bound(key, value, headers)
