@@ -1,6 +1,9 @@
-"""A Kafka-compatible broker built from Kafka's own parts: the request reactor
-(:mod:`~kafkacore.broker.network`, :mod:`~kafkacore.broker.request_channel`,
-:mod:`~kafkacore.broker.handler`), the APIs (:mod:`~kafkacore.broker.apis`) and the log."""
+"""kafkacore's broker: the request reactor, the APIs and the log on disk (see docs/broker/).
+
+The reactor is :mod:`~kafkacore.broker.network`, :mod:`~kafkacore.broker.request_channel` and
+:mod:`~kafkacore.broker.handler`; the APIs :mod:`~kafkacore.broker.apis`; the log
+:mod:`kafkacore.broker.log`.
+"""
 
 from kafkacore.broker.config import BrokerConfig
 from kafkacore.broker.server import Broker

@@ -92,14 +92,20 @@ class Broker:
 
 
 def _make_log_manager(broker: Broker) -> Any:
-    """The storage (``kafkacore.broker.log.LogManager``), when that package is present.
+    """The storage: a :class:`kafkacore.broker.log.LogManager` over ``log.dirs``, with the
+    broker-wide log settings as every topic's default, recovered at start-up."""
+    from kafkacore.broker.log import LogConfig, LogManager
 
-    TODO: the log package is built separately; until it is merged the broker runs without
-    storage (log_manager is None) and only the APIs that need none work.
-    """
-    try:
-        from kafkacore.broker.log import LogManager  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        log.warning("kafkacore.broker.log is not available: the broker has no storage")
-        return None
-    return LogManager(broker.config)
+    c = broker.config
+    default = LogConfig(
+        segment_bytes=c["log.segment.bytes"],
+        retention_ms=c["log.retention.ms"],
+        retention_bytes=c["log.retention.bytes"],
+        max_message_bytes=c["message.max.bytes"],
+        flush_messages=c["log.flush.interval.messages"],
+        index_interval_bytes=c["log.index.interval.bytes"],
+        **({} if c["log.flush.interval.ms"] is None else {"flush_ms": c["log.flush.interval.ms"]}),
+    )
+    manager = LogManager(c.log_dirs, default)
+    manager.startup()
+    return manager

@@ -51,4 +51,5 @@ COMPILED_MODULES = (
     "kafkacore.core.murmur2",
     "kafkacore.core.partition_map",
     "kafkacore.core.records",
+    "kafkacore.core.timer",
 )

@@ -1,0 +1,99 @@
+"""``LogConfig``: a partition's log settings, by Kafka's topic-config names (Kafka's ``LogConfig``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from kafkacore.errors import InvalidConfigError
+
+LONG_MAX = (1 << 63) - 1
+INT_MAX = (1 << 31) - 1
+
+#: Kafka's topic-config name -> (field, type, lowest allowed value or allowed strings).
+_SPEC: dict[str, tuple[str, type, object]] = {
+    "segment.bytes": ("segment_bytes", int, 14),  # Kafka: at least LegacyRecord.RECORD_OVERHEAD_V0
+    "segment.ms": ("segment_ms", int, 1),
+    "segment.index.bytes": ("segment_index_bytes", int, 8),
+    "retention.ms": ("retention_ms", int, -1),
+    "retention.bytes": ("retention_bytes", int, -1),
+    "max.message.bytes": ("max_message_bytes", int, 0),
+    "message.timestamp.type": ("message_timestamp_type", str, ("CreateTime", "LogAppendTime")),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", int, 0),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", int, 0),
+    "flush.messages": ("flush_messages", int, 1),
+    "flush.ms": ("flush_ms", int, 0),
+    "index.interval.bytes": ("index_interval_bytes", int, 0),
+    "cleanup.policy": ("cleanup_policy", str, ("delete",)),
+    "producer.id.expiration.ms": ("producer_id_expiration_ms", int, 1),
+}
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """One partition's log settings, with Kafka 4's defaults.
+
+    ``flush_messages`` is the topic's ``flush.messages`` (the broker's
+    ``log.flush.interval.messages``): fsync after that many appended records.  The default,
+    ``Long.MAX_VALUE``, never fsyncs from the append path: the data sits in the page cache, which
+    survives a crash of the broker process but not of the machine (Kafka's answer is replication).
+    """
+
+    segment_bytes: int = 1 << 30
+    segment_ms: int = 7 * 24 * 3600 * 1000
+    segment_index_bytes: int = 10 * 1024 * 1024
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    retention_bytes: int = -1
+    max_message_bytes: int = 1048588
+    message_timestamp_type: str = "CreateTime"
+    #: CreateTime batches older than this are refused (INVALID_TIMESTAMP); no limit by default
+    message_timestamp_before_max_ms: int = LONG_MAX
+    #: ... and newer than now + this: one hour, Kafka 4.0's default (KIP-1030)
+    message_timestamp_after_max_ms: int = 3600 * 1000
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    index_interval_bytes: int = 4096
+    cleanup_policy: str = "delete"
+    #: ``producer.id.expiration.ms`` (a broker setting in Kafka): forget idle producers after it.
+    producer_id_expiration_ms: int = 24 * 3600 * 1000
+
+    def __post_init__(self) -> None:
+        for name, (field, kind, allowed) in _SPEC.items():
+            value = getattr(self, field)
+            if kind is int:
+                if type(value) is not int:
+                    raise InvalidConfigError(f"{name} must be an integer, got {value!r}")
+                if value < allowed or value > LONG_MAX:  # type: ignore[operator]
+                    raise InvalidConfigError(f"{name}={value} is below its minimum {allowed}")
+            elif value not in allowed:  # type: ignore[operator]
+                raise InvalidConfigError(f"{name}={value!r}: must be one of {allowed}")
+        if self.segment_bytes > INT_MAX:
+            raise InvalidConfigError(f"segment.bytes={self.segment_bytes} does not fit an int")
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str], base: LogConfig | None = None) -> LogConfig:
+        """Parse topic configs (strings, as CreateTopics carries them) over ``base``'s values.
+
+        Unknown names and bad values raise :class:`~kafkacore.errors.InvalidConfigError`."""
+        values: dict[str, object] = {}
+        for name, raw in props.items():
+            spec = _SPEC.get(name)
+            if spec is None:
+                raise InvalidConfigError(f"unknown topic config {name!r}")
+            field, kind, _ = spec
+            if kind is int:
+                try:
+                    values[field] = int(str(raw).strip())
+                except ValueError:
+                    raise InvalidConfigError(f"{name}={raw!r} is not an integer") from None
+            else:
+                values[field] = str(raw).strip()
+        return dataclasses.replace(base or cls(), **values)  # type: ignore[arg-type]
+
+    def to_properties(self) -> dict[str, str]:
+        """Every setting as Kafka's name -> string (DescribeConfigs' answer)."""
+        return {name: str(getattr(self, field)) for name, (field, _, _) in _SPEC.items()}

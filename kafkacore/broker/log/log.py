@@ -1,0 +1,597 @@
+"""``Log``: one partition's log on disk (Kafka's ``UnifiedLog`` over ``LocalLog``).
+
+A list of ``LogSegment``s ordered by base offset; appends go to the last one (the active segment),
+which is rolled at ``segment.bytes`` / ``segment.ms``; ``retention.ms`` / ``retention.bytes`` delete
+whole old segments.  Opening a log recovers it: the active segment (every segment after an
+unclean shutdown) is scanned, its index rebuilt and its torn tail cut at the last batch whose CRC
+checks; producer state is rebuilt from the newest snapshot plus the log after it.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import os
+import shutil
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkacore.broker.log.config import LogConfig
+from kafkacore.broker.log.producer_state import ProducerAppendInfo, ProducerStateManager
+from kafkacore.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, file_name
+from kafkacore.broker.log.validator import BatchHeader, analyze, assign_offsets
+from kafkacore.errors import (
+    InvalidTimestampError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+)
+
+#: ListOffsets' special timestamps (Kafka's ``ListOffsetsRequest``)
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+NO_TIMESTAMP = -1
+PARTITION_METADATA_FILE = "partition.metadata"
+
+
+@dataclass(frozen=True)
+class LogAppendInfo:
+    """What an append did: the offsets given (or, for a duplicate, the original batch's)."""
+
+    first_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 on CreateTime topics
+    log_start_offset: int
+    record_count: int
+    duplicate: bool = False
+    max_timestamp: int = -1
+    valid_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class FetchDataInfo:
+    """Whole batches read from ``fetch_offset`` on (``records`` empty when there is nothing)."""
+
+    records: bytes
+    first_offset: int  # base offset of the first batch returned (-1 if none)
+    fetch_offset: int
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _base_offsets(directory: Path, suffix: str) -> list[int]:
+    """Base offsets of the files named ``<20 digits><suffix>``; other files are not ours."""
+    out = []
+    for p in directory.glob("*" + suffix):
+        stem = p.name[: -len(suffix)]
+        if len(stem) == 20 and stem.isdigit():
+            out.append(int(stem))
+    return out
+
+
+class Log:
+    """One partition's log.  Thread-safe: one lock serialises appends, reads and maintenance
+    (Kafka's ``UnifiedLog.lock``); the work under it is a few syscalls per batch."""
+
+    def __init__(
+        self,
+        directory: str | Path,
+        config: LogConfig | None = None,
+        *,
+        topic: str = "",
+        partition: int = 0,
+        had_clean_shutdown: bool = False,
+        recovery_point: int = 0,
+        topic_id: uuid.UUID | None = None,
+    ) -> None:
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.topic_id = self._load_or_write_topic_id(topic_id)
+        self.config = config or LogConfig()
+        self.topic = topic
+        self.partition = partition
+        self._lock = threading.RLock()
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._closed = False
+        self._unflushed_messages = 0
+        self.last_flush_ms = _now_ms()
+        #: every offset below this is on disk (fsynced); LogManager checkpoints it
+        self.recovery_point = 0
+        self._hw: int | None = None  # None: follow the log end offset (a single broker)
+        self.producer_state = ProducerStateManager(self.dir, f"{topic}-{partition}")
+        #: bytes cut from torn tails by the recovery at open (tests and the log message use it)
+        self.recovered_bytes_truncated = 0
+        self._load_segments(had_clean_shutdown, recovery_point)
+        self._rebuild_producer_state()
+        self.recovery_point = self.log_end_offset
+
+    # -- opening -----------------------------------------------------------------------------------
+
+    def _load_or_write_topic_id(self, topic_id: uuid.UUID | None) -> uuid.UUID | None:
+        """Kafka's ``PartitionMetadataFile``: the topic id, kept in ``partition.metadata`` so that
+        a restarted broker answers with the same id (Metadata v10+, Fetch v13+ name topics by id).
+        The id is Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, unpadded."""
+        path = self.dir / PARTITION_METADATA_FILE
+        if path.exists():
+            fields = dict(
+                line.split(": ", 1) for line in path.read_text().splitlines() if ": " in line
+            )
+            try:
+                stored = uuid.UUID(bytes=base64.urlsafe_b64decode(fields["topic_id"] + "=="))
+            except (KeyError, ValueError) as exc:
+                raise KafkaStorageError(f"{path} is damaged: {exc!r}") from None
+            if topic_id is not None and topic_id != stored:
+                raise KafkaStorageError(
+                    f"{self.dir.name} belongs to topic id {stored}, not {topic_id}"
+                )
+            return stored
+        if topic_id is None:
+            return None
+        text = base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write(f"version: 0\ntopic_id: {text}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return topic_id
+
+    def update_config(self, config: LogConfig) -> None:
+        """AlterConfigs / IncrementalAlterConfigs: new settings apply from the next append."""
+        with self._lock:
+            self.config = config
+
+    def _load_segments(self, had_clean_shutdown: bool, recovery_point: int) -> None:
+        for tmp in list(self.dir.glob("*.tmp")):
+            tmp.unlink()
+        bases = sorted(_base_offsets(self.dir, LOG_SUFFIX))
+        for base in _base_offsets(self.dir, INDEX_SUFFIX):  # an index without its log
+            if base not in bases:
+                (self.dir / file_name(base, INDEX_SUFFIX)).unlink()
+        now = _now_ms()
+        for i, base in enumerate(bases):
+            segment = LogSegment(self.dir, base, self.config.index_interval_bytes)
+            segment.created_ms = now
+            active = i == len(bases) - 1
+            # A segment that ends at or below the recovery point was fsynced before the crash
+            # (Kafka's recovery-point checkpoint): it is loaded, not scanned.
+            flushed = not active and bases[i + 1] <= recovery_point
+            truncated = 0
+            if (had_clean_shutdown or flushed) and not active:
+                segment.load()
+            else:
+                truncated = segment.recover()
+            self._add_segment(segment)
+            if truncated:
+                self.recovered_bytes_truncated += truncated
+                # Everything after a torn batch is unreachable: drop the later segments too.
+                for later in bases[i + 1 :]:
+                    dropped = LogSegment(self.dir, later, self.config.index_interval_bytes)
+                    self.recovered_bytes_truncated += dropped.size
+                    dropped.delete()
+                break
+        if not self._segments:
+            self._roll(0)
+
+    def _rebuild_producer_state(self) -> None:
+        """Newest snapshot at or below the log end, then the batches after it (Kafka's
+        ``UnifiedLog.rebuildProducerState``)."""
+        psm = self.producer_state
+        end = self.log_end_offset
+        start = psm.load_latest_snapshot(end)
+        if start is None or start < self.log_start_offset:
+            start = self.log_start_offset
+            if psm.map_end_offset < start:
+                psm.map_end_offset = start
+        for segment in self._segments:
+            if segment.next_offset <= start:
+                continue
+            position = segment.index.lookup(start)[1] if start > segment.base_offset else 0
+            for h in segment.iter_headers(position):
+                if h.last_offset >= start:
+                    psm.replay(h)
+        psm.update_map_end_offset(end)
+
+    def _add_segment(self, segment: LogSegment) -> None:
+        self._segments.append(segment)
+        self._bases.append(segment.base_offset)
+
+    # -- offsets -----------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        leo = self.log_end_offset
+        return leo if self._hw is None else min(self._hw, leo)
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int | None) -> None:
+        self._hw = offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Fetch's last stable offset: the high watermark, since this log has no transactions."""
+        return self.high_watermark
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    # -- appends -----------------------------------------------------------------------------------
+
+    def append_as_leader(
+        self, records: bytes | bytearray | memoryview, *, leader_epoch: int = 0
+    ) -> LogAppendInfo:
+        """Validate, check producer state, assign offsets, write.  Raises a
+        :mod:`kafkacore.errors` class (with Kafka's error code) and leaves the log unchanged when
+        anything is wrong; answers a retried batch with its original offsets (``duplicate``)."""
+        cfg = self.config
+        headers = analyze(records, cfg.max_message_bytes)
+        if not cfg.log_append_time:
+            self._validate_timestamps(headers, _now_ms())
+        size = len(records)
+        if size > cfg.segment_bytes:
+            raise RecordListTooLargeError(
+                f"{size} bytes of batches do not fit a segment of segment.bytes={cfg.segment_bytes}"
+            )
+        with self._lock:
+            self._check_open()
+            now = _now_ms()
+            append_time = now if cfg.log_append_time else None
+            first = offset = self.log_end_offset
+            pending: dict[int, ProducerAppendInfo] = {}
+            for h in headers:
+                if h.has_producer_id:
+                    # Kafka checks every batch against the state before this request.
+                    entry = self.producer_state.last_entry(h.producer_id)
+                    duplicate = entry.find_duplicate_batch(h) if entry is not None else None
+                    if duplicate is not None:
+                        return LogAppendInfo(
+                            duplicate.first_offset,
+                            duplicate.last_offset,
+                            duplicate.timestamp if cfg.log_append_time else -1,
+                            self.log_start_offset,
+                            duplicate.last_offset - duplicate.first_offset + 1,
+                            duplicate=True,
+                            max_timestamp=duplicate.timestamp,
+                        )
+                    if h.producer_id not in pending:
+                        pending[h.producer_id] = self.producer_state.prepare_update(h.producer_id)
+                    pending[h.producer_id].append(h, offset, max_timestamp=append_time)
+                offset += h.last_offset_delta + 1
+            segment = self._maybe_roll(size, now)
+            buf = bytearray(records)
+            assigned = assign_offsets(buf, headers, first, leader_epoch, append_time)
+            self._write(segment, buf, assigned)
+            for info in pending.values():
+                self.producer_state.update(info)
+            self.producer_state.update_map_end_offset(self.log_end_offset)
+            count = offset - first
+            self._after_append(count)
+            return LogAppendInfo(
+                first,
+                offset - 1,
+                now if cfg.log_append_time else -1,
+                self.log_start_offset,
+                count,
+                max_timestamp=max(h.max_timestamp for h in assigned),
+                valid_bytes=size,
+            )
+
+    def _validate_timestamps(self, headers: list[BatchHeader], now: int) -> None:
+        """``message.timestamp.before.max.ms`` / ``after.max.ms`` on CreateTime topics.  Kafka
+        checks every record; we check each batch's first and max timestamps (the producer's
+        base timestamp is its first record's), which keeps the work per batch."""
+        cfg = self.config
+        for h in headers:
+            if (
+                h.max_timestamp != NO_TIMESTAMP
+                and h.max_timestamp - now > cfg.message_timestamp_after_max_ms
+            ):
+                raise InvalidTimestampError(
+                    f"batch at byte {h.position}: timestamp {h.max_timestamp} is more than"
+                    f" message.timestamp.after.max.ms={cfg.message_timestamp_after_max_ms} ahead of {now}"
+                )
+            if (
+                h.base_timestamp != NO_TIMESTAMP
+                and now - h.base_timestamp > cfg.message_timestamp_before_max_ms
+            ):
+                raise InvalidTimestampError(
+                    f"batch at byte {h.position}: timestamp {h.base_timestamp} is more than"
+                    f" message.timestamp.before.max.ms={cfg.message_timestamp_before_max_ms} before {now}"
+                )
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Append batches that already carry their offsets (a follower copying its leader):
+        validated, not renumbered, producer state updated without sequence checks."""
+        headers = analyze(records, max(self.config.max_message_bytes, len(records)))
+        with self._lock:
+            self._check_open()
+            leo = self.log_end_offset
+            if headers[0].base_offset < leo:
+                raise OffsetOutOfRangeError(
+                    f"follower append at offset {headers[0].base_offset} below the log end {leo}"
+                )
+            for a, b in zip(headers, headers[1:], strict=False):
+                if b.base_offset <= a.last_offset:
+                    raise OffsetOutOfRangeError("follower batches with offsets out of order")
+            # Offsets may jump (a compacted leader); the index stores absolute offsets, so a gap
+            # needs no new segment unless relative offsets would overflow (_maybe_roll).
+            segment = self._maybe_roll(len(records), _now_ms(), headers[-1].last_offset)
+            self._write(segment, bytes(records), headers)
+            for h in headers:
+                self.producer_state.replay(h)
+            count = sum(h.record_count for h in headers)
+            self._after_append(count)
+            return LogAppendInfo(
+                headers[0].base_offset,
+                headers[-1].last_offset,
+                -1,
+                self.log_start_offset,
+                count,
+                max_timestamp=max(h.max_timestamp for h in headers),
+                valid_bytes=len(records),
+            )
+
+    def _write(self, segment: LogSegment, buf: bytes | bytearray, headers: list) -> None:
+        if segment.size == 0 and headers[0].base_offset != segment.base_offset:
+            # An empty active segment whose name no longer matches (after truncation): rename.
+            self._replace_empty_active(headers[0].base_offset)
+            segment = self.active_segment
+        try:
+            segment.append(buf, headers)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot write {segment.log_path}: {exc}") from exc
+
+    def _after_append(self, count: int) -> None:
+        self._unflushed_messages += count
+        if self._unflushed_messages >= self.config.flush_messages:
+            self._flush_locked()
+
+    def _maybe_roll(self, size: int, now: int, last_offset: int | None = None) -> LogSegment:
+        """Kafka's ``maybeRoll``: a new segment when this append would pass segment.bytes, when
+        segment.ms has passed since the segment was created, or when relative offsets would no
+        longer fit the index's 4 bytes."""
+        segment = self.active_segment
+        cfg = self.config
+        if segment.size == 0:
+            return segment
+        if (
+            segment.size > cfg.segment_bytes - size
+            or now - (segment.created_ms or now) > cfg.segment_ms
+            or (last_offset or self.log_end_offset) - segment.base_offset
+            > (1 << 31) - 1 - 1_000_000
+        ):
+            return self._roll(self.log_end_offset)
+        return segment
+
+    def _roll(self, base_offset: int) -> LogSegment:
+        if self._segments:
+            old = self.active_segment
+            old.flush()  # Kafka flushes the rolled segment (asynchronously); we do it here
+            self.recovery_point = max(self.recovery_point, old.next_offset)
+        segment = LogSegment(self.dir, base_offset, self.config.index_interval_bytes)
+        segment.created_ms = _now_ms()
+        segment.next_offset = base_offset
+        self._add_segment(segment)
+        if len(self._segments) > 1:
+            # Kafka snapshots producer state at every roll, named by the new segment's base.
+            self.producer_state.update_map_end_offset(base_offset)
+            self.producer_state.take_snapshot()
+        return segment
+
+    def _replace_empty_active(self, base_offset: int) -> None:
+        old = self._segments.pop()
+        self._bases.pop()
+        old.delete()
+        segment = LogSegment(self.dir, base_offset, self.config.index_interval_bytes)
+        segment.created_ms = _now_ms()
+        segment.next_offset = base_offset
+        self._add_segment(segment)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> FetchDataInfo:
+        """Whole batches from the one holding ``fetch_offset`` (Kafka's ``UnifiedLog.read``).
+
+        ``max_offset`` is exclusive (the high watermark for a consumer); ``OffsetOutOfRangeError``
+        outside [log start, log end]."""
+        with self._lock:
+            self._check_open()
+            start, end = self.log_start_offset, self.log_end_offset
+            if fetch_offset < start or fetch_offset > end:
+                raise OffsetOutOfRangeError(
+                    f"offset {fetch_offset} is outside [{start}, {end}] in {self.name}"
+                )
+            hw = self.high_watermark
+            result = FetchDataInfo(b"", -1, fetch_offset, hw, start, end)
+            if fetch_offset == end or (max_offset is not None and fetch_offset >= max_offset):
+                return result
+            i = bisect.bisect_right(self._bases, fetch_offset) - 1
+            for segment in self._segments[max(i, 0) :]:
+                got = segment.read(fetch_offset, max_bytes, max_offset, min_one_batch)
+                if got is not None:
+                    data, first = got
+                    if data:
+                        return FetchDataInfo(data, first, fetch_offset, hw, start, end)
+                    return result
+            return result
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """ListOffsets: the first batch whose max timestamp is >= ``timestamp`` as (offset,
+        timestamp); ``EARLIEST_TIMESTAMP`` / ``LATEST_TIMESTAMP`` / ``MAX_TIMESTAMP`` as Kafka."""
+        with self._lock:
+            self._check_open()
+            if timestamp == EARLIEST_TIMESTAMP:
+                return self.log_start_offset, -1
+            if timestamp == LATEST_TIMESTAMP:
+                return self.log_end_offset, -1
+            if timestamp == MAX_TIMESTAMP:
+                best: tuple[int, int] | None = None
+                for segment in self._segments:
+                    for h in segment.iter_headers():
+                        if best is None or h.max_timestamp > best[1]:
+                            best = (h.last_offset, h.max_timestamp)
+                return best
+            for segment in self._segments:
+                if segment.size and segment.max_timestamp >= timestamp:
+                    found = segment.find_offset_by_timestamp(timestamp)
+                    if found is not None:
+                        return found
+            return None
+
+    # -- maintenance -------------------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch at or after ``offset`` (a follower diverging from its leader)."""
+        with self._lock:
+            self._check_open()
+            if offset >= self.log_end_offset:
+                return
+            offset = max(offset, self.log_start_offset)
+            while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+                self._segments.pop().delete()
+                self._bases.pop()
+            self.active_segment.truncate_to(offset)
+            self.active_segment.flush()
+            self.recovery_point = min(self.recovery_point, self.log_end_offset)
+            self.producer_state.delete_snapshots_after(self.log_end_offset)
+            self._rebuild_producer_state()
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """retention.ms and retention.bytes (Kafka's ``deleteOldSegments``): delete whole
+        segments from the oldest, never one holding offsets at or above the high watermark.
+        An expired active segment is rolled first so that it can go too.  Returns how many."""
+        now = _now_ms() if now_ms is None else now_ms
+        cfg = self.config
+        deleted = 0
+        with self._lock:
+            self._check_open()
+            hw = self.high_watermark
+
+            def expired(s: LogSegment) -> bool:
+                return cfg.retention_ms >= 0 and now - s.largest_timestamp > cfg.retention_ms
+
+            if (
+                self.active_segment.size
+                and all(expired(s) for s in self._segments)
+                and self.log_end_offset <= hw
+            ):
+                self._roll(self.log_end_offset)
+            total = self.size_in_bytes
+            while len(self._segments) > 1:
+                s = self._segments[0]
+                if self._segments[1].base_offset > hw:
+                    break
+                by_size = cfg.retention_bytes >= 0 and total - s.size >= cfg.retention_bytes
+                if not (expired(s) or by_size):
+                    break
+                self._segments.pop(0)
+                self._bases.pop(0)
+                total -= s.size
+                s.delete()
+                deleted += 1
+            if deleted:
+                self.producer_state.delete_snapshots_below(self.log_start_offset)
+        return deleted
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> int:
+        now = _now_ms() if now_ms is None else now_ms
+        with self._lock:
+            return self.producer_state.remove_expired_producers(
+                now, self.config.producer_id_expiration_ms
+            )
+
+    def flush(self) -> None:
+        with self._lock:
+            self._check_open()
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        for segment in self._segments[-2:]:
+            segment.flush()
+        self._unflushed_messages = 0
+        self.last_flush_ms = _now_ms()
+        self.recovery_point = self.log_end_offset
+
+    def maybe_flush(self, now_ms: int | None = None) -> bool:
+        """``flush.ms``: fsync if unflushed records are older than it (the broker's periodic
+        ``log.flush.scheduler.interval.ms`` task calls this through ``LogManager``)."""
+        now = _now_ms() if now_ms is None else now_ms
+        with self._lock:
+            if self._closed or not self._unflushed_messages:
+                return False
+            if now - self.last_flush_ms < self.config.flush_ms:
+                return False
+            self._flush_locked()
+            return True
+
+    def close(self, *, clean: bool = True) -> None:
+        """Flush, snapshot producer state at the log end, close the files (a clean shutdown).
+
+        ``clean=False`` only closes the file descriptors, leaving the files as a crash of the
+        process would (tests and tutorials use it to simulate ``kill -9`` in-process)."""
+        with self._lock:
+            if self._closed:
+                return
+            if clean:
+                self._flush_locked()
+                self.producer_state.update_map_end_offset(self.log_end_offset)
+                self.producer_state.take_snapshot()
+            for segment in self._segments:
+                segment.close(flush_index=clean)
+            self._closed = True
+
+    def delete(self) -> None:
+        """Close and remove the partition's directory."""
+        with self._lock:
+            for segment in self._segments:
+                segment.delete()
+            self._closed = True
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaStorageError(f"log {self.name} is closed")
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}" if self.topic else str(self.dir)
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.name}, start={self.log_start_offset}, end={self.log_end_offset},"
+            f" segments={len(self._segments)})"
+        )

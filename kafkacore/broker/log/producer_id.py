@@ -1,0 +1,57 @@
+"""``ProducerIdManager``: producer ids that are never handed out twice, even across restarts.
+
+Kafka's controller hands brokers blocks of ids and records each block in its metadata log
+(KIP-730).  A single broker does the same with a file: it writes the end of the block it is about
+to use (fsync'd, then renamed into place) before giving out the first id of that block, so after
+a crash it starts at the next block and may skip ids, never repeat them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from kafkacore.errors import KafkaStorageError
+
+#: Kafka's ``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``
+PRODUCER_ID_BLOCK_SIZE = 1000
+FILE_NAME = "producer-id-block"
+
+
+class ProducerIdManager:
+    def __init__(self, log_dir: str | Path, block_size: int = PRODUCER_ID_BLOCK_SIZE) -> None:
+        self.path = Path(log_dir) / FILE_NAME
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.block_size = block_size
+        self._lock = threading.Lock()
+        try:
+            text = self.path.read_text().strip()
+            self._next = int(text) if text else 0
+        except FileNotFoundError:
+            self._next = 0
+        except ValueError as exc:
+            raise KafkaStorageError(f"{self.path} is damaged: {exc}") from None
+        self._block_end = self._next  # nothing reserved yet in this run
+
+    def generate_producer_id(self) -> int:
+        with self._lock:
+            if self._next >= self._block_end:
+                self._reserve(self._next + self.block_size)
+            pid = self._next
+            self._next += 1
+            return pid
+
+    def _reserve(self, end: int) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write(f"{end}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        dir_fd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        self._block_end = end

@@ -1,0 +1,310 @@
+"""Idempotence on the broker: Kafka's ``ProducerStateManager`` and ``ProducerAppendInfo``.
+
+Per partition, per producer id: the producer epoch and the metadata of its last five batches
+(first and last sequence, first and last offset).  A batch that repeats one of those five is a
+retry of a batch already in the log: it is not written again and its original offsets are the
+answer.  Anything else must carry the next sequence (Kafka 4's ``ProducerAppendInfo.checkSequence``).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from kafkacore.broker.log.segment import SNAPSHOT_SUFFIX, file_name
+from kafkacore.broker.log.validator import NO_SEQUENCE, BatchHeader
+from kafkacore.core.records import crc32c
+from kafkacore.errors import (
+    CorruptRecordError,
+    InvalidProducerEpochError,
+    OutOfOrderSequenceNumberError,
+)
+
+#: Kafka's ``ProducerStateEntry.NUM_BATCHES_TO_RETAIN``: the producer's
+#: ``max.in.flight.requests.per.connection`` may be at most 5 with idempotence for this reason.
+NUM_BATCHES_TO_RETAIN = 5
+NO_PRODUCER_EPOCH = -1
+INT_MAX = (1 << 31) - 1
+
+
+class BatchMetadata(NamedTuple):
+    """What the broker remembers of one of a producer's recent batches."""
+
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int  # the batch's max timestamp
+
+
+@dataclass
+class ProducerStateEntry:
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    batch_metadata: deque[BatchMetadata] = field(
+        default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN)
+    )
+    #: max timestamp of the last batch: producer.id.expiration.ms counts from it (as Kafka)
+    last_timestamp: int = -1
+
+    @property
+    def last_seq(self) -> int:
+        return self.batch_metadata[-1].last_seq if self.batch_metadata else NO_SEQUENCE
+
+    @property
+    def last_data_offset(self) -> int:
+        return self.batch_metadata[-1].last_offset if self.batch_metadata else -1
+
+    def find_duplicate_batch(self, h: BatchHeader) -> BatchMetadata | None:
+        """Kafka's ``findDuplicateBatch``: same epoch and the same sequence range as a kept batch."""
+        if h.producer_epoch != self.producer_epoch:
+            return None
+        first, last = h.base_sequence, h.last_sequence
+        for meta in self.batch_metadata:
+            if meta.first_seq == first and meta.last_seq == last:
+                return meta
+        return None
+
+    def add_batch(self, epoch: int, meta: BatchMetadata) -> None:
+        if epoch != self.producer_epoch:
+            self.batch_metadata.clear()  # a new epoch starts a new sequence space
+            self.producer_epoch = epoch
+        self.batch_metadata.append(meta)
+        self.last_timestamp = meta.timestamp
+
+    def copy(self) -> ProducerStateEntry:
+        return ProducerStateEntry(
+            self.producer_id,
+            self.producer_epoch,
+            deque(self.batch_metadata, maxlen=NUM_BATCHES_TO_RETAIN),
+            self.last_timestamp,
+        )
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    """Kafka's ``inSequence``: the next sequence, wrapping from Integer.MAX_VALUE to 0."""
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT_MAX)
+
+
+class ProducerAppendInfo:
+    """The producer-state changes of one append, checked batch by batch before anything is
+    written, applied with ``ProducerStateManager.update`` after the write succeeded."""
+
+    def __init__(
+        self, partition: str, current: ProducerStateEntry | None, producer_id: int
+    ) -> None:
+        self.partition = partition
+        self.producer_id = producer_id
+        self.current = current or ProducerStateEntry(producer_id)
+        self.updated = self.current.copy()
+        self._touched = False
+
+    def append(
+        self,
+        h: BatchHeader,
+        first_offset: int,
+        *,
+        validate: bool = True,
+        max_timestamp: int | None = None,
+    ) -> None:
+        """Check ``h`` against the state so far (unless ``validate`` is false: log recovery)
+        and record it; ``max_timestamp`` is the append time on LogAppendTime topics."""
+        epoch = h.producer_epoch
+        if validate:
+            self._check_producer_epoch(epoch, first_offset)
+            self._check_sequence(epoch, h.base_sequence, first_offset)
+        meta = BatchMetadata(
+            h.base_sequence,
+            h.last_sequence,
+            first_offset,
+            first_offset + h.last_offset_delta,
+            h.max_timestamp if max_timestamp is None else max_timestamp,
+        )
+        self.updated.add_batch(epoch, meta)
+        self._touched = True
+
+    def _check_producer_epoch(self, epoch: int, offset: int) -> None:
+        if epoch < self.updated.producer_epoch:
+            # Kafka >= 2.7 answers INVALID_PRODUCER_EPOCH (not PRODUCER_FENCED) on the produce path.
+            raise InvalidProducerEpochError(
+                f"epoch of producer {self.producer_id} at offset {offset} in {self.partition} is"
+                f" {epoch}, smaller than the last seen epoch {self.updated.producer_epoch}"
+            )
+
+    def _check_sequence(self, epoch: int, first_seq: int, offset: int) -> None:
+        if epoch != self.updated.producer_epoch:
+            # A bumped epoch (or the producer's first batch here) must start at sequence 0 --
+            # unless the broker knows no epoch at all for this producer id (see below).
+            if first_seq != 0 and self.updated.producer_epoch != NO_PRODUCER_EPOCH:
+                raise OutOfOrderSequenceNumberError(
+                    f"invalid sequence number for new epoch of producer {self.producer_id} at"
+                    f" offset {offset} in {self.partition}: {epoch} (request epoch),"
+                    f" {first_seq} (seq. number), {self.updated.producer_epoch} (current epoch)"
+                )
+            return
+        if self.updated.batch_metadata:
+            last_seq = self.updated.last_seq
+        elif epoch == self.current.producer_epoch:
+            last_seq = self.current.last_seq
+        else:
+            last_seq = NO_SEQUENCE
+        # Kafka 4: with no known epoch (the producer's batches left the log by retention or
+        # DeleteRecords, or it never wrote here) any sequence is accepted; KIP-360 removed the
+        # broker's UNKNOWN_PRODUCER_ID answer.
+        if not (
+            self.current.producer_epoch == NO_PRODUCER_EPOCH or in_sequence(last_seq, first_seq)
+        ):
+            raise OutOfOrderSequenceNumberError(
+                f"out of order sequence number for producer {self.producer_id} at offset"
+                f" {offset} in {self.partition}: {first_seq} (incoming seq. number),"
+                f" {last_seq} (current end sequence number)"
+            )
+
+
+# Snapshot file: version, CRC-32C of what follows, then the entries.  Kafka's own format keeps
+# only each producer's last batch; we keep all five so that retries across a restart are still
+# recognised as duplicates (the rules applied to them are the same).
+_SNAPSHOT_VERSION = 1
+_HEAD = struct.Struct(">hI")
+_ENTRY = struct.Struct(">qhqb")
+_BATCH = struct.Struct(">iiqqq")
+
+
+class ProducerStateManager:
+    """All producers' state for one partition, with ``.snapshot`` files in the log directory."""
+
+    def __init__(self, directory: Path, partition: str = "") -> None:
+        self.directory = Path(directory)
+        self.partition = partition
+        self.producers: dict[int, ProducerStateEntry] = {}
+        #: the log offset up to which the state reflects the log (Kafka's ``mapEndOffset``)
+        self.map_end_offset = 0
+
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self.producers.get(producer_id)
+
+    def prepare_update(self, producer_id: int) -> ProducerAppendInfo:
+        return ProducerAppendInfo(self.partition, self.producers.get(producer_id), producer_id)
+
+    def update(self, info: ProducerAppendInfo) -> None:
+        if info._touched:
+            self.producers[info.producer_id] = info.updated
+
+    def update_map_end_offset(self, offset: int) -> None:
+        self.map_end_offset = offset
+
+    def replay(self, h: BatchHeader) -> None:
+        """Apply a batch read back from the log (recovery): Kafka's REPLICATION origin, no checks."""
+        if h.has_producer_id:
+            info = self.prepare_update(h.producer_id)
+            info.append(h, h.base_offset, validate=False)
+            self.update(info)
+        self.map_end_offset = h.last_offset + 1
+
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        expired = [
+            pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= expiration_ms
+        ]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
+
+    # -- snapshots --------------------------------------------------------------------------------
+
+    def snapshot_offsets(self) -> list[int]:
+        out = []
+        for p in self.directory.glob("*" + SNAPSHOT_SUFFIX):
+            try:
+                out.append(int(p.name[: -len(SNAPSHOT_SUFFIX)]))
+            except ValueError:
+                continue
+        return sorted(out)
+
+    def snapshot_path(self, offset: int) -> Path:
+        return self.directory / file_name(offset, SNAPSHOT_SUFFIX)
+
+    def take_snapshot(self) -> Path:
+        """Write the state at ``map_end_offset`` to ``<offset>.snapshot`` (temp file, fsync,
+        rename, so a crash leaves either the old set of snapshots or the new one)."""
+        body = [struct.pack(">i", len(self.producers))]
+        for e in self.producers.values():
+            body.append(
+                _ENTRY.pack(
+                    e.producer_id, e.producer_epoch, e.last_timestamp, len(e.batch_metadata)
+                )
+            )
+            body.extend(_BATCH.pack(*m) for m in e.batch_metadata)
+        payload = b"".join(body)
+        data = _HEAD.pack(_SNAPSHOT_VERSION, crc32c(payload)) + payload
+        path = self.snapshot_path(self.map_end_offset)
+        tmp = path.with_suffix(".snapshot.tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return path
+
+    @staticmethod
+    def read_snapshot(path: Path) -> dict[int, ProducerStateEntry]:
+        """Parse a snapshot file; ``CorruptRecordError`` if it is damaged."""
+        data = path.read_bytes()
+        if len(data) < _HEAD.size + 4:
+            raise CorruptRecordError(f"{path.name}: too short for a producer snapshot")
+        version, crc = _HEAD.unpack_from(data, 0)
+        payload = memoryview(data)[_HEAD.size :]
+        if version != _SNAPSHOT_VERSION or crc32c(payload) != crc:
+            raise CorruptRecordError(f"{path.name}: bad version {version} or CRC")
+        out: dict[int, ProducerStateEntry] = {}
+        try:
+            (count,) = struct.unpack_from(">i", payload, 0)
+            pos = 4
+            for _ in range(count):
+                pid, epoch, last_ts, n = _ENTRY.unpack_from(payload, pos)
+                pos += _ENTRY.size
+                entry = ProducerStateEntry(pid, epoch, last_timestamp=last_ts)
+                for _ in range(n):
+                    entry.batch_metadata.append(BatchMetadata(*_BATCH.unpack_from(payload, pos)))
+                    pos += _BATCH.size
+                out[pid] = entry
+        except struct.error as exc:
+            raise CorruptRecordError(f"{path.name}: {exc}") from None
+        if pos != len(payload):
+            raise CorruptRecordError(f"{path.name}: {len(payload) - pos} bytes after the entries")
+        return out
+
+    def load_latest_snapshot(self, max_offset: int) -> int | None:
+        """Load the newest readable snapshot at or below ``max_offset``; delete newer ones (they
+        describe log that no longer exists) and damaged ones.  Returns its offset, or None."""
+        for offset in reversed(self.snapshot_offsets()):
+            path = self.snapshot_path(offset)
+            if offset > max_offset:
+                path.unlink(missing_ok=True)
+                continue
+            try:
+                self.producers = self.read_snapshot(path)
+            except (CorruptRecordError, OSError):
+                path.unlink(missing_ok=True)
+                continue
+            self.map_end_offset = offset
+            return offset
+        self.producers = {}
+        self.map_end_offset = 0
+        return None
+
+    def delete_snapshots_below(self, offset: int) -> None:
+        """Snapshots older than the log start are useless (Kafka's ``deleteSnapshotsBefore``),
+        but the newest one is kept."""
+        offsets = self.snapshot_offsets()
+        for o in offsets[:-1]:
+            if o < offset:
+                self.snapshot_path(o).unlink(missing_ok=True)
+
+    def delete_snapshots_after(self, offset: int) -> None:
+        for o in self.snapshot_offsets():
+            if o > offset:
+                self.snapshot_path(o).unlink(missing_ok=True)

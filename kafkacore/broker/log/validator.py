@@ -1,0 +1,233 @@
+"""``LogValidator``: check a Produce request's batches and give them their offsets.
+
+Kafka's ``LogValidator`` in our terms: the compiled reader (``iter_batches``) checks every byte of
+every batch (framing, CRC-32C, varints, decompression), once per request; Python only looks at each
+batch's 61-byte header.  Offsets are assigned in place by writing each batch's ``baseOffset``, a
+field the CRC does not cover, so an uncompressed batch is stored exactly as the producer built it.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from kafkacore.core.records import crc32c, iter_batches
+from kafkacore.errors import (
+    CorruptMessageError,
+    CorruptRecordError,
+    InvalidRecordError,
+    MessageTooLargeError,
+)
+
+# v2 batch header layout (DefaultRecordBatch): field offsets in bytes.
+BASE_OFFSET = 0
+LENGTH = 8
+PARTITION_LEADER_EPOCH = 12
+MAGIC = 16
+CRC = 17
+ATTRIBUTES = 21
+LAST_OFFSET_DELTA = 23
+BASE_TIMESTAMP = 27
+MAX_TIMESTAMP = 35
+PRODUCER_ID = 43
+RECORD_BATCH_OVERHEAD = 61
+LOG_OVERHEAD = 12  # baseOffset + length: the part the length does not count
+
+TIMESTAMP_TYPE_FLAG = 0x08
+TRANSACTIONAL_FLAG = 0x10
+CONTROL_FLAG = 0x20
+NO_SEQUENCE = -1
+NO_PRODUCER_ID = -1
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_INT64 = struct.Struct(">q")
+_BASE_AND_LENGTH = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+
+
+class BatchHeader(NamedTuple):
+    """The fields of one batch header that the log acts on, and where the batch sits."""
+
+    position: int
+    size: int  # LOG_OVERHEAD + length
+    base_offset: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def last_sequence(self) -> int:
+        """``DefaultRecordBatch.lastSequence``: sequences wrap at Integer.MAX_VALUE."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) % (1 << 31)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id > NO_PRODUCER_ID
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+
+def read_header(buf: bytes | bytearray | memoryview, position: int) -> BatchHeader:
+    """Decode the header at ``position`` (the caller checked that 61 bytes are there)."""
+    fields = _HEADER.unpack_from(buf, position)
+    return BatchHeader(position, LOG_OVERHEAD + fields[1], fields[0], *fields[2:])
+
+
+def whole_batches_end(data: bytes, max_offset: int | None) -> int:
+    """Where the last whole batch in ``data`` ends (stopping before a batch at or above
+    ``max_offset``): a read returns whole batches only.  Reads two fields per batch."""
+    pos, n = 0, len(data)
+    while n - pos >= LOG_OVERHEAD:
+        base_offset, length = _BASE_AND_LENGTH.unpack_from(data, pos)
+        size = LOG_OVERHEAD + length
+        if size > n - pos or size < RECORD_BATCH_OVERHEAD:
+            break
+        if max_offset is not None and base_offset >= max_offset:
+            break
+        pos += size
+    return pos
+
+
+def crc_ok(buf: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
+    """Does the batch's stored CRC-32C match its bytes (attributes to the end)?"""
+    view = memoryview(buf)[header.position + ATTRIBUTES : header.position + header.size]
+    try:
+        return crc32c(view) == header.crc
+    finally:
+        view.release()
+
+
+def analyze(records: bytes | bytearray | memoryview, max_message_bytes: int) -> list[BatchHeader]:
+    """Check a Produce request's records for one partition; return their batch headers.
+
+    Raises ``kafkacore.errors`` classes, each with Kafka's error code: ``InvalidRecordError``
+    for no batch at all, magic < 2, an empty batch, a record count that disagrees with
+    lastOffsetDelta, a control batch from a client; ``CorruptMessageError`` for anything the
+    reader rejects (framing, CRC, varints, codec); ``MessageTooLargeError`` for a batch above
+    ``max.message.bytes``.
+    """
+    n = len(records)
+    if n == 0:
+        raise InvalidRecordError("the request carries no record batch for this partition")
+    headers = []
+    pos = 0
+    while pos < n:
+        if n - pos < RECORD_BATCH_OVERHEAD:
+            if n - pos >= MAGIC + 1 and records[pos + MAGIC] < 2:
+                raise InvalidRecordError(
+                    f"magic {records[pos + MAGIC]} batch: only magic 2 is accepted"
+                )
+            raise CorruptMessageError(f"truncated record batch at byte {pos}")
+        header = read_header(records, pos)
+        if header.magic < 2:
+            # Kafka: Produce v3+ may carry only magic 2 batches (InvalidRecordException).
+            raise InvalidRecordError(
+                f"magic {header.magic} batch at byte {pos}: only magic 2 is accepted"
+            )
+        if header.size < RECORD_BATCH_OVERHEAD or header.size > n - pos:
+            raise CorruptMessageError(
+                f"record batch at byte {pos} says it has {header.size} bytes, {n - pos} are left"
+            )
+        if header.size > max_message_bytes:
+            raise MessageTooLargeError(
+                f"the batch at byte {pos} has {header.size} bytes, above max.message.bytes"
+                f" ({max_message_bytes})"
+            )
+        headers.append(header)
+        pos += header.size
+    try:
+        batches = list(iter_batches(records))  # compiled: CRC, framing, every record
+    except CorruptRecordError as exc:
+        raise CorruptMessageError(str(exc)) from None
+    for header, batch in zip(headers, batches, strict=True):
+        if header.record_count < 1:
+            raise InvalidRecordError(f"batch at byte {header.position} has no records")
+        if header.last_offset_delta != header.record_count - 1:
+            raise InvalidRecordError(
+                f"batch at byte {header.position}: lastOffsetDelta {header.last_offset_delta}"
+                f" disagrees with its {header.record_count} records"
+            )
+        if header.is_control:
+            raise InvalidRecordError("clients may not send control batches")
+        if header.is_transactional and not header.has_producer_id:
+            raise InvalidRecordError("a transactional batch without a producer id")
+        records_view = batch.records
+        if records_view and records_view[-1].offset != batch.last_offset:
+            raise InvalidRecordError(
+                f"batch at byte {header.position}: its last record's offset delta is not"
+                f" lastOffsetDelta ({header.last_offset_delta})"
+            )
+    return headers
+
+
+def assign_offsets(
+    buf: bytearray,
+    headers: list[BatchHeader],
+    first_offset: int,
+    leader_epoch: int,
+    log_append_time_ms: int | None,
+) -> list[BatchHeader]:
+    """Give the batches consecutive offsets from ``first_offset`` (rewriting baseOffset and
+    partitionLeaderEpoch in place, outside the CRC); on LogAppendTime topics also set maxTimestamp
+    and the timestamp-type bit, then recompute the CRC.  Returns the updated headers."""
+    out = []
+    offset = first_offset
+    for h in headers:
+        _INT64.pack_into(buf, h.position + BASE_OFFSET, offset)
+        _INT32.pack_into(buf, h.position + PARTITION_LEADER_EPOCH, leader_epoch)
+        crc = h.crc
+        attributes = h.attributes
+        max_timestamp = h.max_timestamp
+        if log_append_time_ms is not None:
+            attributes |= TIMESTAMP_TYPE_FLAG
+            max_timestamp = log_append_time_ms
+            struct.pack_into(">h", buf, h.position + ATTRIBUTES, attributes)
+            _INT64.pack_into(buf, h.position + MAX_TIMESTAMP, max_timestamp)
+            view = memoryview(buf)[h.position + ATTRIBUTES : h.position + h.size]
+            try:
+                crc = crc32c(view)
+            finally:
+                view.release()
+            _UINT32.pack_into(buf, h.position + CRC, crc)
+        out.append(
+            h._replace(
+                base_offset=offset,
+                partition_leader_epoch=leader_epoch,
+                crc=crc,
+                attributes=attributes,
+                max_timestamp=max_timestamp,
+            )
+        )
+        offset += h.last_offset_delta + 1
+    return out
+
+
+__all__ = [
+    "BatchHeader",
+    "analyze",
+    "assign_offsets",
+    "crc_ok",
+    "read_header",
+    "whole_batches_end",
+]
