@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from kafkacore.broker.config import BrokerConfig
@@ -106,6 +107,7 @@ def _make_log_manager(broker: Broker) -> Any:
         index_interval_bytes=c["log.index.interval.bytes"],
         **({} if c["log.flush.interval.ms"] is None else {"flush_ms": c["log.flush.interval.ms"]}),
     )
-    manager = LogManager(c.log_dirs, default)
+    dirs: list[str | Path] = list(c.log_dirs)
+    manager = LogManager(dirs, default)
     manager.startup()
     return manager
