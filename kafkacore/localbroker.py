@@ -123,6 +123,9 @@ class LocalBroker:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=env,
+            # Not the caller's directory: `python -m` puts it first on sys.path, and a source
+            # checkout there would shadow the installed, compiled kafkacore.
+            cwd=tempfile.gettempdir(),
         )
         deadline = time.monotonic() + self.start_timeout_s
         while True:

@@ -15,12 +15,15 @@ import pyarrow as pa
 import pytest
 from readback import read_confluent
 
+import kafkacore
 from kafkacore import KafkaProducer
 from kafkacore.core.batch import BatchFuture, ProducerBatch
 from kafkacore.core.records import MemoryRecordsBuilder, crc32c, iter_batches, iter_records
 from kafkacore.errors import CorruptRecordError, IllegalStateError, KafkaTimeoutError
 
-ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+# The kafkacore under test: installed (tox) or built in place, never an uncompiled tree.
+KAFKACORE_ROOT = Path(kafkacore.__file__).resolve().parent.parent
 
 CREATED_MS = 1_700_000_000_000
 
@@ -154,9 +157,9 @@ def test_an_8_kib_zstd_batch_inflating_to_256_mib_fails_typed_with_memory_bounde
     # In a child process, so its peak RSS is the reader's: the default limit (64 MiB) stops
     # the bomb while decompressing, so the peak stays far below the 256 MiB it would take.
     code = textwrap.dedent(
-        """
+        f"""
         import resource, sys
-        sys.path[:0] = [{!r}, {!r}]
+        sys.path[:0] = [{str(KAFKACORE_ROOT)!r}, {str(TESTS)!r}]
         from test_appender_safety import _zstd_bomb
         from kafkacore.core.records import iter_batches
         from kafkacore.errors import CorruptRecordError
@@ -167,7 +170,7 @@ def test_an_8_kib_zstd_batch_inflating_to_256_mib_fails_typed_with_memory_bounde
         except CorruptRecordError as exc:
             print("typed", len(data), before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
             print(exc)
-        """.format(str(ROOT), str(ROOT / "tests"))
+        """
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True

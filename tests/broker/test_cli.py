@@ -12,9 +12,12 @@ import sys
 import pytest
 from reactor_client import api_versions
 
+import kafkacore
 from kafkacore.localbroker import LocalBroker
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+# The kafkacore under test (installed in tox, the tree itself when built in place); the
+# children run from a temporary directory so `python -m` cannot pick up an uncompiled tree.
+ROOT = pathlib.Path(kafkacore.__file__).resolve().parent.parent
 
 
 def _env():
@@ -35,7 +38,7 @@ def test_cli_prints_its_address_serves_and_stops_cleanly(tmp_path, signum):
     process = subprocess.Popen(
         [sys.executable, "-m", "kafkacore.broker", "--log-dirs", str(tmp_path),
          "--config", "num.network.threads=2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=tmp_path,
     )
     try:
         line = process.stdout.readline()
@@ -52,10 +55,10 @@ def test_cli_prints_its_address_serves_and_stops_cleanly(tmp_path, signum):
             process.wait(10)
 
 
-def test_cli_names_a_bad_setting():
+def test_cli_names_a_bad_setting(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "kafkacore.broker", "--config", "num.io.threads=lots"],
-        capture_output=True, text=True, env=_env(), timeout=60,
+        capture_output=True, text=True, env=_env(), timeout=60, cwd=tmp_path,
     )
     assert done.returncode == 2
     assert "num.io.threads" in done.stderr
