@@ -464,6 +464,12 @@ class RecordAccumulator:
         self.closed = True
         self.pool.close()
 
+    def undelivered_record_count(self) -> int:
+        """Records in batches not yet acknowledged or failed (what a forced close would fail)."""
+        with self._incomplete_lock:
+            batches = list(self._incomplete)
+        return sum(b.record_count for b in batches if not b.is_done)
+
     def abort_incomplete_batches(self, exception: BaseException) -> None:
         """Fail every batch not yet done (a forced close or a fatal error)."""
         while True:

@@ -7,16 +7,18 @@ that happens on the Sender thread, which completes each record's future and runs
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import threading
+import weakref
 from typing import Any
 
 from kafkacore.accumulator import RecordAccumulator
 from kafkacore.config import ProducerConfig
 from kafkacore.core import BufferPool
 from kafkacore.core.appender import RecordAppender
-from kafkacore.errors import IllegalStateError
+from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 from kafkacore.idempotence import TransactionManager
 from kafkacore.metadata import Metadata
 from kafkacore.metrics import Metrics
@@ -26,6 +28,18 @@ from kafkacore.sender import Sender
 log = logging.getLogger("kafkacore")
 
 _client_ids = itertools.count(1)
+
+# Producers not yet closed, for the exit hook (weak: a producer dropped early is not kept alive).
+_live_producers: weakref.WeakSet[KafkaProducer] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_producers_at_exit() -> None:
+    """The interpreter is exiting and nobody closed these producers: give each up to its
+    ``close.timeout.at.exit.ms`` to deliver what it holds (the Sender is a daemon thread, so
+    without this its records would vanish with it), and say what was lost."""
+    for producer in list(_live_producers):
+        producer._close_at_exit()
 
 
 class KafkaProducer:
@@ -119,6 +133,7 @@ class KafkaProducer:
         self._metrics.gauge("buffer-total-bytes", lambda: cfg["buffer.memory"])
         self._metrics.gauge("waiting-threads", self._pool.queued)
         self._sender.start(f"kafka-producer-network-thread | {self.client_id}")
+        _live_producers.add(self)
 
     # -- sending ----------------------------------------------------------------------------
 
@@ -263,6 +278,23 @@ class KafkaProducer:
                 closer = getattr(interceptor, "close", None)
                 if closer is not None:
                     closer()
+
+    def _close_at_exit(self) -> None:
+        if self._closed:
+            return
+        timeout_ms = self.config["close.timeout.at.exit.ms"]
+        try:
+            self.flush(timeout_ms / 1000)
+        except KafkaTimeoutError:
+            pass
+        left = self._accumulator.undelivered_record_count()
+        if left:
+            log.warning(
+                "kafkacore producer %s: %d records were not delivered before the interpreter "
+                "exited (close.timeout.at.exit.ms=%d); call flush() or close() before exiting",
+                self.client_id, left, timeout_ms,
+            )
+        self.close(0)
 
     def __enter__(self) -> KafkaProducer:
         return self

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
+from readback import read_confluent
 
 from kafkacore import KafkaProducer
 from kafkacore.errors import IllegalStateError, InvalidTopicError
@@ -78,3 +82,56 @@ def test_close_wakes_a_thread_blocked_in_allocate(broker, make_topic):
         producer.close(0)
     assert len(outcome) == 1 and isinstance(outcome[0], IllegalStateError), outcome
     assert "closed" in str(outcome[0])
+
+
+# -- exit without close(): flush within a bound, say what was lost ------------------------------
+
+_EXIT_SCRIPT = """
+import sys
+from kafkacore import KafkaProducer
+producer = KafkaProducer(bootstrap_servers=sys.argv[1], linger_ms=50,
+                         close_timeout_at_exit_ms=int(sys.argv[3]))
+if len(sys.argv) > 4:  # the broker is frozen: wait for metadata first, then it stops answering
+    producer.partitions_for(sys.argv[2])
+    print("ready", flush=True)
+    sys.stdin.readline()
+for i in range(100):
+    producer.send(sys.argv[2], b"record-%d" % i)
+# no flush, no close: the interpreter exits here
+"""
+
+
+def _run_exit_script(*args, stdin=None, timeout=60):
+    return subprocess.Popen(
+        [sys.executable, "-c", _EXIT_SCRIPT, *map(str, args)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+
+
+def test_records_sent_without_close_arrive_at_exit(bootstrap, make_topic):
+    topic = make_topic(partitions=1)
+    child = _run_exit_script(bootstrap, topic, 30_000)
+    out, err = child.communicate(timeout=90)
+    assert child.returncode == 0, err
+    got = read_confluent(bootstrap, topic, 1, expected=100)
+    assert sorted(r.value for r in got) == sorted(b"record-%d" % i for i in range(100))
+    assert "not delivered" not in err
+
+
+def test_exit_with_a_frozen_broker_is_bounded_and_warns(broker, make_topic):
+    topic = make_topic(partitions=1)
+    child = _run_exit_script(broker.bootstrap, topic, 1000, "frozen")
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        with broker.paused():
+            child.stdin.write("go\\n")
+            child.stdin.flush()
+            # Bounded: close.timeout.at.exit.ms is 1 s; 60 s only bounds this test's wait.
+            out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+    assert child.returncode == 0, err
+    assert "100 records were not delivered" in err, err
