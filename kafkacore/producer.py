@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import logging
+import os
 import threading
 import weakref
 from typing import Any
@@ -42,6 +43,18 @@ def _close_producers_at_exit() -> None:
         producer._close_at_exit()
 
 
+def _after_fork_in_child() -> None:
+    """A forked child inherits the parent's producers but not their Sender threads: disable
+    each at once.  Only attribute stores here (no lock: another parent thread may have held one
+    at the fork).  The parent's queued records stay the parent's; the child never sends them."""
+    for producer in list(_live_producers):
+        producer._disable_after_fork()
+    _live_producers.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class KafkaProducer:
     """Send records to Kafka.
 
@@ -59,6 +72,7 @@ class KafkaProducer:
         self.config = cfg
         self.client_id = cfg["client.id"] or f"kafkacore-producer-{next(_client_ids)}"
         self._closed = False
+        self._pid = os.getpid()
         self._close_lock = threading.Lock()
         self._max_block_ms = cfg["max.block.ms"]
         self._interceptors = list(cfg["interceptor.classes"] or ())
@@ -278,6 +292,22 @@ class KafkaProducer:
                 closer = getattr(interceptor, "close", None)
                 if closer is not None:
                     closer()
+
+    def _disable_after_fork(self) -> None:
+        # Instance attributes shadow the methods: the parent's hot path pays nothing.
+        pid = os.getpid()
+
+        def forked(*_args: Any, **_kwargs: Any) -> Any:
+            raise IllegalStateError(
+                f"producer {self.client_id} was created in process {self._pid} and inherited "
+                f"by fork into process {pid}; its Sender thread did not come along. Create a "
+                "new KafkaProducer in the child (after the fork)"
+            )
+
+        self._closed = True  # close() and __del__ have nothing to stop in the child
+        self._appender.closed = True
+        self.send = self.send_batch = self.flush = self.partitions_for = forked  # type: ignore[method-assign]
+        self.close = lambda timeout=None: None  # type: ignore[method-assign]
 
     def _close_at_exit(self) -> None:
         if self._closed:
