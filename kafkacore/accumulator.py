@@ -456,8 +456,19 @@ class RecordAccumulator:
         return self._appends_in_progress > 0
 
     def close(self) -> None:
-        """No more appends; ready() now treats every batch as sendable."""
+        """No more appends; ready() now treats every batch as sendable.
+
+        Closes the pool too, as Java's ``RecordAccumulator.close()`` does: a thread waiting in
+        ``allocate()`` for memory wakes at once with IllegalStateError instead of sleeping on
+        up to ``max.block.ms`` (memory still in flight is given back as batches complete)."""
         self.closed = True
+        self.pool.close()
+
+    def undelivered_record_count(self) -> int:
+        """Records in batches not yet acknowledged or failed (what a forced close would fail)."""
+        with self._incomplete_lock:
+            batches = list(self._incomplete)
+        return sum(b.record_count for b in batches if not b.is_done)
 
     def abort_incomplete_batches(self, exception: BaseException) -> None:
         """Fail every batch not yet done (a forced close or a fatal error)."""

@@ -304,6 +304,9 @@ SETTINGS: tuple[Setting, ...] = (
          "Longest send() may block waiting for metadata or buffer memory."),
     _row("delivery.timeout.ms", 120000, "int", _int(0),
          "Upper bound from send() to the record's success or failure, retries included."),
+    _row("close.timeout.at.exit.ms", 10000, "long", _long(0),
+         "At interpreter exit, how long a producer nobody closed may take to deliver what it "
+         "holds (kafkacore only; then what is left fails and a warning counts it)."),
     _row("request.timeout.ms", 30000, "int", _int(0),
          "How long to wait for a broker's answer to one request."),
     _row("retry.backoff.ms", 100, "long", _long(0),

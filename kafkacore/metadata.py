@@ -321,6 +321,7 @@ class Metadata:
             # meanwhile, this re-adds it and the next wait_for_topic asks for it again.
             self._topics[topic] = expiry
             return
+        validate_topic(topic)  # once per new topic, off the per-send path
         with self._lock:
             if topic not in self._topics:
                 self._need_update = True
@@ -376,7 +377,9 @@ class Metadata:
         with self._lock:
             self._expire_topics(now_ms)
             body = {
-                "topics": [{"name": t} for t in list(self._topics)],
+                # add_topic validated each name; isascii() keeps the promise that no single
+                # topic can make the request unencodable for the others all the same.
+                "topics": [{"name": t} for t in list(self._topics) if t.isascii()],
                 "allow_auto_topic_creation": self.allow_auto_topic_creation,
                 "include_cluster_authorized_operations": False,
                 "include_topic_authorized_operations": False,
@@ -625,6 +628,25 @@ class Metadata:
         with self._lock:
             self._closed = True
             self._lock.notify_all()
+
+
+_LEGAL_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+MAX_TOPIC_NAME_LENGTH = 249
+
+
+def validate_topic(topic: str) -> None:
+    """Java's ``Topic.validate``: raise :class:`~kafkacore.errors.InvalidTopicError` for a name
+    no broker accepts, before it enters the metadata topic set (where a name that cannot even
+    be encoded would fail every Metadata request, for every topic)."""
+    if topic in (".", ".."):
+        reason = "'.' and '..' are not allowed"
+    elif len(topic) > MAX_TOPIC_NAME_LENGTH:
+        reason = f"longer than {MAX_TOPIC_NAME_LENGTH} characters"
+    elif not _LEGAL_TOPIC_CHARS.issuperset(topic):
+        reason = "only ASCII letters, digits, '.', '_' and '-' are allowed"
+    else:
+        return
+    raise errors.for_code(INVALID_TOPIC_EXCEPTION)(f"topic {topic!r}: {reason}")
 
 
 def _missing(topic: str, partition: int | None, count: int | None, max_wait_ms: int) -> Exception:

@@ -7,16 +7,19 @@ that happens on the Sender thread, which completes each record's future and runs
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
+import os
 import threading
+import weakref
 from typing import Any
 
 from kafkacore.accumulator import RecordAccumulator
 from kafkacore.config import ProducerConfig
 from kafkacore.core import BufferPool
 from kafkacore.core.appender import RecordAppender
-from kafkacore.errors import IllegalStateError
+from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 from kafkacore.idempotence import TransactionManager
 from kafkacore.metadata import Metadata
 from kafkacore.metrics import Metrics
@@ -26,6 +29,30 @@ from kafkacore.sender import Sender
 log = logging.getLogger("kafkacore")
 
 _client_ids = itertools.count(1)
+
+# Producers not yet closed, for the exit hook (weak: a producer dropped early is not kept alive).
+_live_producers: weakref.WeakSet[KafkaProducer] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_producers_at_exit() -> None:
+    """The interpreter is exiting and nobody closed these producers: give each up to its
+    ``close.timeout.at.exit.ms`` to deliver what it holds (the Sender is a daemon thread, so
+    without this its records would vanish with it), and say what was lost."""
+    for producer in list(_live_producers):
+        producer._close_at_exit()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child inherits the parent's producers but not their Sender threads: disable
+    each at once.  Only attribute stores here (no lock: another parent thread may have held one
+    at the fork).  The parent's queued records stay the parent's; the child never sends them."""
+    for producer in list(_live_producers):
+        producer._disable_after_fork()
+    _live_producers.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class KafkaProducer:
@@ -45,6 +72,7 @@ class KafkaProducer:
         self.config = cfg
         self.client_id = cfg["client.id"] or f"kafkacore-producer-{next(_client_ids)}"
         self._closed = False
+        self._pid = os.getpid()
         self._close_lock = threading.Lock()
         self._max_block_ms = cfg["max.block.ms"]
         self._interceptors = list(cfg["interceptor.classes"] or ())
@@ -119,6 +147,7 @@ class KafkaProducer:
         self._metrics.gauge("buffer-total-bytes", lambda: cfg["buffer.memory"])
         self._metrics.gauge("waiting-threads", self._pool.queued)
         self._sender.start(f"kafka-producer-network-thread | {self.client_id}")
+        _live_producers.add(self)
 
     # -- sending ----------------------------------------------------------------------------
 
@@ -263,6 +292,39 @@ class KafkaProducer:
                 closer = getattr(interceptor, "close", None)
                 if closer is not None:
                     closer()
+
+    def _disable_after_fork(self) -> None:
+        # Instance attributes shadow the methods: the parent's hot path pays nothing.
+        pid = os.getpid()
+
+        def forked(*_args: Any, **_kwargs: Any) -> Any:
+            raise IllegalStateError(
+                f"producer {self.client_id} was created in process {self._pid} and inherited "
+                f"by fork into process {pid}; its Sender thread did not come along. Create a "
+                "new KafkaProducer in the child (after the fork)"
+            )
+
+        self._closed = True  # close() and __del__ have nothing to stop in the child
+        self._appender.closed = True
+        self.send = self.send_batch = self.flush = self.partitions_for = forked  # type: ignore[method-assign]
+        self.close = lambda timeout=None: None  # type: ignore[method-assign]
+
+    def _close_at_exit(self) -> None:
+        if self._closed:
+            return
+        timeout_ms = self.config["close.timeout.at.exit.ms"]
+        try:
+            self.flush(timeout_ms / 1000)
+        except KafkaTimeoutError:
+            pass
+        left = self._accumulator.undelivered_record_count()
+        if left:
+            log.warning(
+                "kafkacore producer %s: %d records were not delivered before the interpreter "
+                "exited (close.timeout.at.exit.ms=%d); call flush() or close() before exiting",
+                self.client_id, left, timeout_ms,
+            )
+        self.close(0)
 
     def __enter__(self) -> KafkaProducer:
         return self

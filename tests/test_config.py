@@ -52,11 +52,14 @@ KAFKA4_DEFAULTS = {
     "transactional.id": None,
 }
 
+# Settings Java has no need for (a JVM has no interpreter exit to bound), with their defaults.
+KAFKACORE_ONLY = {"close.timeout.at.exit.ms": 10000}
+
 
 def test_every_default_is_kafka4s():
     cfg = ProducerConfig(BOOT)
-    assert set(cfg) == set(KAFKA4_DEFAULTS) | {"bootstrap.servers"}
-    for name, expected in KAFKA4_DEFAULTS.items():
+    assert set(cfg) == set(KAFKA4_DEFAULTS) | set(KAFKACORE_ONLY) | {"bootstrap.servers"}
+    for name, expected in {**KAFKA4_DEFAULTS, **KAFKACORE_ONLY}.items():
         assert cfg[name] == expected, name
         assert type(cfg[name]) is type(expected), name
     assert cfg["bootstrap.servers"] == [("localhost", 9092)]

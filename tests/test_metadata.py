@@ -318,3 +318,14 @@ def test_auto_creation_like_the_java_producer(bootstrap):
         assert cluster.partition_count(name) >= 1
     finally:
         sender.close()
+
+
+def test_an_illegal_topic_never_enters_the_metadata_request():
+    md = Metadata()
+    md.add_topic("good", now_ms=0)
+    for bad in ("bad\udcff", "a b", "x" * 250, ".", ".."):
+        with pytest.raises(errors.InvalidTopicError):
+            md.add_topic(bad)
+    md._topics["bad\udcff"] = 1  # even if one slipped in, the others are still asked for
+    body, _ = md.new_metadata_request(now_ms=0)
+    assert [t["name"] for t in body["topics"]] == ["good"]
