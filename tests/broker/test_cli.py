@@ -12,7 +12,7 @@ import sys
 import pytest
 from reactor_client import api_versions
 
-from kafkacore.localbroker import LocalBroker
+from kafkacore.testing import LocalBroker
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 
