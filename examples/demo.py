@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pipeline import read_back  # examples/pipeline.py, next to this file
+
 from kafkacore import admin, perf
-from kafkacore.pipeline import read_back
 from kafkacore.testing import LocalBroker
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kafkacore.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python examples/demo.py", description=__doc__.splitlines()[0])
     parser.add_argument("--num-records", type=int, default=500_000)
     parser.add_argument("--record-size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=6)
