@@ -22,6 +22,7 @@ from kafkacore.metadata import Metadata
 from kafkacore.metrics import Metrics
 from kafkacore.network.client import NetworkClient
 from kafkacore.sender import Sender
+from kafkacore.serialization import adapt_serializer
 
 log = logging.getLogger("kafkacore")
 
@@ -106,8 +107,8 @@ class KafkaProducer:
             metadata=self._metadata,
             wait_on_metadata=self._wait_on_metadata,
             wakeup=self._sender.wakeup,
-            key_serializer=cfg["key.serializer"],
-            value_serializer=cfg["value.serializer"],
+            key_serializer=adapt_serializer(cfg["key.serializer"], "key"),
+            value_serializer=adapt_serializer(cfg["value.serializer"], "value"),
             custom_partitioner=cfg["partitioner.class"],
             ignore_keys=cfg["partitioner.ignore.keys"],
             max_request_size=cfg["max.request.size"],
