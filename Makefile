@@ -36,11 +36,11 @@ dev: .venv/.ok
 # The main job: the flights pipeline on PySpark (local mode), into an embedded local broker.
 demo: .venv/.ok
 	PYSPARK_PYTHON=$(CURDIR)/.venv/bin/python PYSPARK_DRIVER_PYTHON=$(CURDIR)/.venv/bin/python \
-		.venv/bin/python -m kafkacore.pipeline
+		.venv/bin/python examples/pipeline.py
 
 # The producer alone: kafkacore-perf into a local broker, read back and checked.
 perf-demo: .venv/.ok
-	.venv/bin/python -m kafkacore.demo
+	.venv/bin/python examples/demo.py
 
 docs: $(TOOLS)/.ok
 	$(TOOLS)/bin/tox run -e docs

@@ -147,7 +147,7 @@ def child(client, bootstrap, topic, n):
 
 def measure(client, n):
     from kafkacore import admin
-    from kafkacore.localbroker import LocalBroker
+    from kafkacore.testing import LocalBroker
 
     with LocalBroker() as broker:
         topic = f"bench-{client}"

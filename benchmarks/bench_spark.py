@@ -316,7 +316,7 @@ def main():
     from pyspark.sql import SparkSession
 
     from kafkacore import admin
-    from kafkacore.localbroker import LocalBroker
+    from kafkacore.testing import LocalBroker
 
     spark = (
         SparkSession.builder.master(args.master).appName("kafkacore-bench-spark")

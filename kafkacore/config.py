@@ -344,7 +344,8 @@ SETTINGS: tuple[Setting, ...] = (
          "Skip partitions whose leader has not taken data for this long (0: never skip)."),
     # the record's bytes
     _row("key.serializer", None, "class", _CALLABLE,
-         "Turns a key into bytes: serializer(topic, key) -> bytes | None; None: keys are bytes."),
+         "Turns a key into bytes: serializer(topic, key), serializer(key) (kafka-python) or a "
+         "confluent-kafka Serializer (key, ctx), -> bytes | None; None: keys are bytes."),
     _row("value.serializer", None, "class", _CALLABLE,
          "Turns a value into bytes, like key.serializer."),
     _row("interceptor.classes", (), "list",

@@ -19,12 +19,14 @@ from kafkacore.accumulator import RecordAccumulator
 from kafkacore.config import ProducerConfig
 from kafkacore.core import BufferPool
 from kafkacore.core.appender import RecordAppender
+from kafkacore.delivery import DeliveredMessage
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 from kafkacore.idempotence import TransactionManager
 from kafkacore.metadata import Metadata
 from kafkacore.metrics import Metrics
 from kafkacore.network.client import NetworkClient
 from kafkacore.sender import Sender
+from kafkacore.serialization import adapt_serializer
 
 log = logging.getLogger("kafkacore")
 
@@ -134,8 +136,8 @@ class KafkaProducer:
             metadata=self._metadata,
             wait_on_metadata=self._wait_on_metadata,
             wakeup=self._sender.wakeup,
-            key_serializer=cfg["key.serializer"],
-            value_serializer=cfg["value.serializer"],
+            key_serializer=adapt_serializer(cfg["key.serializer"], "key"),
+            value_serializer=adapt_serializer(cfg["value.serializer"], "value"),
             custom_partitioner=cfg["partitioner.class"],
             ignore_keys=cfg["partitioner.ignore.keys"],
             max_request_size=cfg["max.request.size"],
@@ -160,6 +162,9 @@ class KafkaProducer:
         timestamp: int | None = None,
         headers: Any = None,
         callback: Any = None,
+        *,
+        on_delivery: Any = None,
+        timestamp_ms: int | None = None,
     ):
         """Queue one record; return its future (a :class:`~kafkacore.core.FutureRecordMetadata`).
 
@@ -168,7 +173,15 @@ class KafkaProducer:
         arguments raise at once; a record larger than ``max.request.size`` raises
         :class:`~kafkacore.errors.RecordTooLargeError`; waiting for metadata or buffer memory
         longer than ``max.block.ms`` raises :class:`~kafkacore.errors.KafkaTimeoutError`.
+
+        For code written for the other clients: ``on_delivery(err, msg)`` is confluent-kafka's
+        order (error first; ``msg`` has ``topic()``, ``partition()``, ``offset()``, ``key()``,
+        ``value()``, see :class:`~kafkacore.delivery.DeliveredMessage`), and ``timestamp_ms`` is
+        kafka-python's name for ``timestamp``.
         """
+        if on_delivery is not None or timestamp_ms is not None:
+            callback, timestamp = _other_clients(
+                topic, value, key, timestamp, headers, callback, on_delivery, timestamp_ms)
         if self._interceptors:
             topic, value, key, partition, timestamp, headers = self._on_send(
                 topic, value, key, partition, timestamp, headers
@@ -366,3 +379,21 @@ class KafkaProducer:
 
 
 __all__ = ["KafkaProducer"]
+
+
+def _other_clients(topic, value, key, timestamp, headers, callback, on_delivery, timestamp_ms):
+    """The callback and timestamp of a send() that used confluent-kafka's or kafka-python's names."""
+    if timestamp_ms is not None:
+        if timestamp is not None:
+            raise TypeError("give timestamp or timestamp_ms (its kafka-python name), not both")
+        timestamp = timestamp_ms
+    if on_delivery is not None:
+        if callback is not None:
+            raise TypeError("give callback(metadata, exception) or on_delivery(err, msg), not both")
+        if not callable(on_delivery):
+            raise TypeError(f"on_delivery must be callable, not {type(on_delivery).__name__}")
+
+        def callback(metadata, exception):
+            on_delivery(exception, DeliveredMessage(topic, key, value, headers, metadata, exception))
+
+    return callback, timestamp

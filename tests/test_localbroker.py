@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from kafkacore import admin, errors
-from kafkacore.localbroker import BrokerUnavailableError, LocalBroker, free_port
+from kafkacore.testing import BrokerUnavailableError, LocalBroker, free_port
 
 
 def test_start_answer_stop():
@@ -74,3 +74,38 @@ def test_session_fixture_restarts_a_killed_broker(broker):
 def test_after_the_kill_the_broker_is_back(broker, bootstrap):
     assert broker.is_running()
     assert admin.describe_cluster(bootstrap).nodes
+
+
+def test_python_m_kafkacore_testing_serves_until_ctrl_c():
+    """The one-command broker of the README: prints its address, serves, stops on SIGINT with 0."""
+    import signal
+    import subprocess
+
+    from readback import read_confluent
+
+    from kafkacore import KafkaProducer
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
+    child = subprocess.Popen([sys.executable, "-m", "kafkacore.testing"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        line = child.stdout.readline().strip()  # bounded: the child exits if the broker never starts
+        host, _, port = line.rpartition(":")
+        assert host == "127.0.0.1" and port.isdigit(), (line, child.stderr.read() if child.poll() else "")
+        assert admin.create_topics(line, {"from-the-cli": 1}) == {"from-the-cli": 0}
+        with KafkaProducer({"bootstrap.servers": line}) as producer:
+            meta = producer.send("from-the-cli", b"hello", key=b"k").get(timeout=30)
+        assert (meta.partition, meta.offset) == (0, 0)
+        assert [(r.key, r.value) for r in read_confluent(line, "from-the-cli", 1, 1)] == [(b"k", b"hello")]
+        assert child.poll() is None  # still serving
+        child.send_signal(signal.SIGINT)
+        assert child.wait(timeout=30) == 0
+        # the broker it started is gone with it
+        with pytest.raises(errors.KafkaError):
+            admin.describe_cluster(line, timeout_ms=2000)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+        child.stderr.close()

@@ -12,7 +12,7 @@ import threading
 import time
 
 import pytest
-from test_network import FakeBroker, api_versions_answer
+from support.scripted_broker import FakeBroker, api_versions_answer
 
 from kafkacore import KafkaProducer
 from kafkacore.core import iter_batches

@@ -10,11 +10,11 @@ import contextlib
 import os
 
 from kafkacore.admin import create_topics
-from kafkacore.localbroker import LocalBroker
 from kafkacore.metadata import Metadata
 from kafkacore.network.client import NetworkClient, clock_ms
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+from kafkacore.testing import LocalBroker
 
 with contextlib.ExitStack() as stack:
     bootstrap = os.environ.get("KAFKACORE_BOOTSTRAP")

