@@ -118,6 +118,16 @@ class KafkaApis:
         body["error_code"] = error_code
         return body
 
+    def respond(self, request: Request, body: dict[str, Any]) -> None:
+        """Send ``body``, built with every field of the newest version, as ``request``'s version.
+
+        Fields the asked version lacks are left out: they only add information (a leader epoch,
+        a log start offset) that older clients neither expect nor read; the codec refuses
+        them otherwise, to catch a handler sending something a client could not see.
+        """
+        message = codec.RESPONSES[request.api_key]
+        self.request_channel.send_response(request, _fit(message.body, request.api_version, body))
+
     # -- ApiVersions ---------------------------------------------------------------------------
 
     def _api_versions_body(self, error_code: int) -> dict[str, Any]:
@@ -214,7 +224,7 @@ class KafkaApis:
                     # topic; here creation is synchronous, so the topic is usable at once.
                     meta, _ = self.create_topic(name, self.broker.config["num.partitions"], {})
                 topics.append(self._metadata_topic(version, meta))
-        self.request_channel.send_response(request, {
+        self.respond(request, {
             "throttle_time_ms": 0,
             "brokers": [{"node_id": self.broker.broker_id, "host": self.broker.advertised_host,
                          "port": self.broker.advertised_port, "rack": None}],
@@ -240,7 +250,7 @@ class KafkaApis:
         for t in body["topics"]:
             results.append(self._create_one_topic(t, names.count(t["name"]) > 1,
                                                   body.get("validate_only", False)))
-        self.request_channel.send_response(request, {"throttle_time_ms": 0, "topics": results})
+        self.respond(request, {"throttle_time_ms": 0, "topics": results})
 
     def _create_one_topic(self, t: dict[str, Any], repeated: bool,
                           validate_only: bool) -> dict[str, Any]:
@@ -330,7 +340,7 @@ class KafkaApis:
             else:
                 self.request_channel.send_no_response(request)
             return
-        self.request_channel.send_response(request, {"responses": responses,
+        self.respond(request, {"responses": responses,
                                                      "throttle_time_ms": 0})
 
     def _append_partition(self, topic: str, pd: dict[str, Any], acks: int) -> dict[str, Any]:
@@ -417,7 +427,7 @@ class KafkaApis:
                             log_start_offset=data.log_start_offset, records=data.records)
                 parts.append(part)
             responses.append({"topic": name or "", "topic_id": topic_id, "partitions": parts})
-        self.request_channel.send_response(request, {
+        self.respond(request, {
             "throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": responses,
         })
 
@@ -458,7 +468,7 @@ class KafkaApis:
                         part["old_style_offsets"] = [found[0]]
                 parts.append(part)
             topics.append({"name": topic["name"], "partitions": parts})
-        self.request_channel.send_response(request, {"throttle_time_ms": 0, "topics": topics})
+        self.respond(request, {"throttle_time_ms": 0, "topics": topics})
 
     # -- InitProducerId --------------------------------------------------------------------------
 
@@ -480,4 +490,21 @@ class KafkaApis:
         else:
             response.update(producer_id=self.producer_id_manager.generate_producer_id(),
                             producer_epoch=0)
-        self.request_channel.send_response(request, response)
+        self.respond(request, response)
+
+
+def _fit(struct: Any, version: int, value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` without the fields (at any depth) that ``version`` of ``struct`` lacks."""
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        f = struct.by_name.get(key)
+        if f is None:  # a misspelt field: kept, so that the codec names it
+            out[key] = v
+            continue
+        if version not in f.versions:
+            continue
+        if f.struct is not None and v is not None:
+            v = [_fit(f.struct, version, e) for e in v] if f.is_array else _fit(
+                f.struct, version, v)
+        out[key] = v
+    return out
