@@ -13,7 +13,12 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
+from kafka.protocol.admin.topics import (
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.data_container import DataContainer
@@ -134,6 +139,8 @@ KP = {
     (ApiKey.CREATE_TOPICS, "response"): CreateTopicsResponse,
     (ApiKey.INIT_PRODUCER_ID, "request"): InitProducerIdRequest,
     (ApiKey.INIT_PRODUCER_ID, "response"): InitProducerIdResponse,
+    (ApiKey.DELETE_TOPICS, "request"): DeleteTopicsRequest,
+    (ApiKey.DELETE_TOPICS, "response"): DeleteTopicsResponse,
 }
 
 

@@ -59,6 +59,7 @@ class KafkaApis:
             ApiKey.FETCH: self.handle_fetch_request,
             ApiKey.LIST_OFFSETS: self.handle_list_offsets_request,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id_request,
+            ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
         }
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
@@ -319,6 +320,23 @@ class KafkaApis:
             ],
         )
         return result
+
+    # -- DeleteTopics ----------------------------------------------------------------------------
+
+    def handle_delete_topics_request(self, request: Request) -> None:
+        """Forget the topic (persisted first, so a crash cannot bring it back), then delete its
+        partitions' logs."""
+        assert request.body is not None
+        results = []
+        for name in request.body["topic_names"]:
+            meta = self.metadata_cache.remove_topic(name)
+            if meta is None:
+                results.append({"name": name, "error_code": UNKNOWN_TOPIC_OR_PARTITION})
+                continue
+            for p in range(meta.partitions):
+                self.log_manager.delete_log(name, p)
+            results.append({"name": name, "error_code": NONE})
+        self.respond(request, {"throttle_time_ms": 0, "responses": results})
 
     # -- Produce ---------------------------------------------------------------------------------
 

@@ -979,6 +979,42 @@ INIT_PRODUCER_ID_RESPONSE: Declaration = {
     ],
 }
 
+# -- DeleteTopics (20) ---------------------------------------------------------------------------
+
+DELETE_TOPICS_REQUEST: Declaration = {
+    "apiKey": 20,
+    "type": "request",
+    "name": "DeleteTopicsRequest",
+    # v0 was removed in Kafka 4.0 (v1 is the baseline; v0-3 are the same); v4 flexible.  v5 (error
+    # messages) and v6 (topic ids) are not declared: a client falls back to v4.
+    "validVersions": "1-4",
+    "flexibleVersions": "4+",
+    "fields": [
+        {"name": "TopicNames", "type": "[]string", "versions": "0-5", "ignorable": True},
+        {"name": "TimeoutMs", "type": "int32", "versions": "0+"},
+    ],
+}
+
+DELETE_TOPICS_RESPONSE: Declaration = {
+    "apiKey": 20,
+    "type": "response",
+    "name": "DeleteTopicsResponse",
+    "validVersions": "1-4",
+    "flexibleVersions": "4+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "1+"},
+        {
+            "name": "Responses",
+            "type": "[]DeletableTopicResult",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+            ],
+        },
+    ],
+}
+
 #: api key -> (request declaration, response declaration)
 MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.PRODUCE: (PRODUCE_REQUEST, PRODUCE_RESPONSE),
@@ -988,4 +1024,5 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.API_VERSIONS: (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
     ApiKey.CREATE_TOPICS: (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
     ApiKey.INIT_PRODUCER_ID: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
+    ApiKey.DELETE_TOPICS: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
 }

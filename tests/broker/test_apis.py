@@ -215,3 +215,37 @@ def test_topics_and_producer_ids_survive_a_restart(tmp_path):
         assert c.call(ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": None})[
             "producer_id"] > pid
         c.sock.close()
+
+
+@pytest.mark.parametrize("version", range(1, 5))
+def test_delete_topics(broker, client, version):
+    name = f"del-{version}-{uuid.uuid4().hex[:8]}"
+    client.call(ApiKey.CREATE_TOPICS, 7, {"topics": [
+        {"name": name, "num_partitions": 2, "replication_factor": 1}]})
+    log_dirs = [broker.log_manager.get_log(name, p).dir for p in range(2)]
+    missing = "nope-" + uuid.uuid4().hex
+    response = client.call(ApiKey.DELETE_TOPICS, version, {"topic_names": [name, missing],
+                                                           "timeout_ms": 5000})
+    assert [(r["name"], r["error_code"]) for r in response["responses"]] == [
+        (name, 0), (missing, 3)]
+    assert not any(d.exists() for d in log_dirs)
+    meta = client.call(ApiKey.METADATA, 12, metadata_body(12, [name], False))
+    assert meta["topics"][0]["error_code"] == 3
+    # The name is free again, for a new topic with a new id.
+    again = client.call(ApiKey.CREATE_TOPICS, 7, {"topics": [
+        {"name": name, "num_partitions": 1, "replication_factor": 1}]})
+    assert again["topics"][0]["error_code"] == 0
+
+
+def test_kafka_python_admin_creates_and_deletes(broker):
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    name = f"kpadmin-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        admin.create_topics([NewTopic(name, 3, 1)])
+        assert name in admin.list_topics()
+        admin.delete_topics([name])
+        assert name not in admin.list_topics()
+    finally:
+        admin.close()
