@@ -40,6 +40,10 @@ INVALID_CONFIG = 40
 INVALID_REQUEST = 42
 UNKNOWN_TOPIC_ID = 100
 
+RESOURCE_TYPE_TOPIC = 2
+CONFIG_SOURCE_TOPIC = 1  #: DYNAMIC_TOPIC_CONFIG
+CONFIG_SOURCE_DEFAULT = 5  #: DEFAULT_CONFIG
+
 #: "authorized operations" not computed (Kafka's ``Int.MinValue`` sentinel).
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -60,6 +64,7 @@ class KafkaApis:
             ApiKey.LIST_OFFSETS: self.handle_list_offsets_request,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
+            ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
         }
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
@@ -313,9 +318,9 @@ class KafkaApis:
             num_partitions=partitions,
             replication_factor=1,
             configs=[
-                # config_source: 5 = DEFAULT_CONFIG, 1 = DYNAMIC_TOPIC_CONFIG
                 {"name": k, "value": v, "read_only": False,
-                 "config_source": 1 if k in configs else 5, "is_sensitive": False}
+                 "config_source": CONFIG_SOURCE_TOPIC if k in configs else CONFIG_SOURCE_DEFAULT,
+                 "is_sensitive": False}
                 for k, v in config.to_properties().items()
             ],
         )
@@ -337,6 +342,38 @@ class KafkaApis:
                 self.log_manager.delete_log(name, p)
             results.append({"name": name, "error_code": NONE})
         self.respond(request, {"throttle_time_ms": 0, "responses": results})
+
+    # -- DescribeConfigs -------------------------------------------------------------------------
+
+    def handle_describe_configs_request(self, request: Request) -> None:
+        """A topic's configs: its own (DYNAMIC_TOPIC_CONFIG) and the broker's defaults
+        (DEFAULT_CONFIG).  Other resource types (brokers, loggers) are not described yet."""
+        assert request.body is not None
+        results = []
+        for res in request.body["resources"]:
+            result: dict[str, Any] = {"error_code": NONE, "error_message": None,
+                                      "resource_type": res["resource_type"],
+                                      "resource_name": res["resource_name"], "configs": []}
+            meta = self.metadata_cache.get(res["resource_name"])
+            if res["resource_type"] != RESOURCE_TYPE_TOPIC:
+                result.update(error_code=INVALID_REQUEST,
+                              error_message="this broker describes topics only")
+            elif meta is None:
+                result.update(error_code=UNKNOWN_TOPIC_OR_PARTITION,
+                              error_message=f"topic {res['resource_name']!r} does not exist")
+            else:
+                keys = res["configuration_keys"]
+                for name, value in self.topic_config(meta.configs).to_properties().items():
+                    if keys is not None and name not in keys:
+                        continue
+                    own = name in meta.configs
+                    result["configs"].append({
+                        "name": name, "value": value, "read_only": False, "is_default": not own,
+                        "config_source": CONFIG_SOURCE_TOPIC if own else CONFIG_SOURCE_DEFAULT,
+                        "is_sensitive": False, "synonyms": [],
+                    })
+            results.append(result)
+        self.respond(request, {"throttle_time_ms": 0, "results": results})
 
     # -- Produce ---------------------------------------------------------------------------------
 

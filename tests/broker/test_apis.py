@@ -249,3 +249,43 @@ def test_kafka_python_admin_creates_and_deletes(broker):
         assert name not in admin.list_topics()
     finally:
         admin.close()
+
+
+@pytest.mark.parametrize("version", range(3))
+def test_describe_configs_of_a_topic(client, version):
+    name = f"dc-{uuid.uuid4().hex[:8]}"
+    client.call(ApiKey.CREATE_TOPICS, 7, {"topics": [
+        {"name": name, "num_partitions": 1, "replication_factor": 1,
+         "configs": [{"name": "retention.ms", "value": "60000"}]}]})
+    response = client.call(ApiKey.DESCRIBE_CONFIGS, version, {"resources": [
+        {"resource_type": 2, "resource_name": name,
+         "configuration_keys": ["retention.ms", "segment.bytes"]},
+        {"resource_type": 2, "resource_name": "nope-" + name, "configuration_keys": None},
+        {"resource_type": 4, "resource_name": "1", "configuration_keys": None}]})
+    ok, missing, broker_res = response["results"]
+    assert [(r["error_code"]) for r in response["results"]] == [0, 3, 42]
+    got = {c["name"]: c for c in ok["configs"]}
+    assert {k: c["value"] for k, c in got.items()} == {"retention.ms": "60000",
+                                                       "segment.bytes": str(1 << 30)}
+    if version == 0:
+        assert (got["retention.ms"]["is_default"], got["segment.bytes"]["is_default"]) == (
+            False, True)
+    else:
+        assert (got["retention.ms"]["config_source"], got["segment.bytes"]["config_source"]) == (
+            1, 5)
+
+
+def test_kafka_python_admin_describes_topic_configs(broker):
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+
+    name = f"kpdc-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        admin.create_topics([NewTopic(name, 1, 1, topic_configs={"cleanup.policy": "delete",
+                                                                 "retention.bytes": "12345"})])
+        result = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])
+        configs = result["topic"][name]
+        assert (configs["retention.bytes"]["value"], configs["retention.bytes"]["config_source"]) \
+            == ("12345", "DYNAMIC_TOPIC_CONFIG")
+    finally:
+        admin.close()
