@@ -13,7 +13,13 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
+from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
+from kafka.protocol.admin.topics import (
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.data_container import DataContainer
@@ -134,11 +140,17 @@ KP = {
     (ApiKey.CREATE_TOPICS, "response"): CreateTopicsResponse,
     (ApiKey.INIT_PRODUCER_ID, "request"): InitProducerIdRequest,
     (ApiKey.INIT_PRODUCER_ID, "response"): InitProducerIdResponse,
+    (ApiKey.DELETE_TOPICS, "request"): DeleteTopicsRequest,
+    (ApiKey.DELETE_TOPICS, "response"): DeleteTopicsResponse,
+    (ApiKey.DESCRIBE_CONFIGS, "request"): DescribeConfigsRequest,
+    (ApiKey.DESCRIBE_CONFIGS, "response"): DescribeConfigsResponse,
 }
 
 
-# kafka-python renamed one field (Kafka's ClusterAuthorizedOperations).
-_KP_NAMES = {"cluster_authorized_operations": "authorized_operations"}
+# kafka-python renamed two fields (Kafka's ClusterAuthorizedOperations, and DescribeConfigs'
+# misspelt IncludeSynoyms).
+_KP_NAMES = {"cluster_authorized_operations": "authorized_operations",
+             "include_synoyms": "include_synonyms"}
 
 
 # kafka-python turns authorized-operation bit fields into sets of operation names; we keep Kafka's

@@ -14,7 +14,9 @@ class ApiKey(enum.IntEnum):
     METADATA = 3
     API_VERSIONS = 18
     CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    DESCRIBE_CONFIGS = 32
 
 
 #: The (lowest, highest) version of each API that kafkacore can encode and decode.  The version
@@ -28,5 +30,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.METADATA: (0, 12),
     ApiKey.API_VERSIONS: (0, 4),
     ApiKey.CREATE_TOPICS: (0, 7),
+    ApiKey.DELETE_TOPICS: (1, 4),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
+    ApiKey.DESCRIBE_CONFIGS: (0, 2),
 }

@@ -979,6 +979,122 @@ INIT_PRODUCER_ID_RESPONSE: Declaration = {
     ],
 }
 
+# -- DeleteTopics (20) ---------------------------------------------------------------------------
+
+DELETE_TOPICS_REQUEST: Declaration = {
+    "apiKey": 20,
+    "type": "request",
+    "name": "DeleteTopicsRequest",
+    # v0 was removed in Kafka 4.0 (v1 is the baseline; v0-3 are the same); v4 flexible.  v5 (error
+    # messages) and v6 (topic ids) are not declared: a client falls back to v4.
+    "validVersions": "1-4",
+    "flexibleVersions": "4+",
+    "fields": [
+        {"name": "TopicNames", "type": "[]string", "versions": "0-5", "ignorable": True},
+        {"name": "TimeoutMs", "type": "int32", "versions": "0+"},
+    ],
+}
+
+DELETE_TOPICS_RESPONSE: Declaration = {
+    "apiKey": 20,
+    "type": "response",
+    "name": "DeleteTopicsResponse",
+    "validVersions": "1-4",
+    "flexibleVersions": "4+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "1+"},
+        {
+            "name": "Responses",
+            "type": "[]DeletableTopicResult",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+            ],
+        },
+    ],
+}
+
+# -- DescribeConfigs (32) ------------------------------------------------------------------------
+
+DESCRIBE_CONFIGS_REQUEST: Declaration = {
+    "apiKey": 32,
+    "type": "request",
+    "name": "DescribeConfigsRequest",
+    # v1 adds IncludeSynoyms (Kafka's spelling); v2 is v1.  v3 (value types) and v4 (flexible)
+    # are not declared: a client falls back to v2.
+    "validVersions": "0-2",
+    "flexibleVersions": "none",
+    "fields": [
+        {
+            "name": "Resources",
+            "type": "[]DescribeConfigsResource",
+            "versions": "0+",
+            "fields": [
+                {"name": "ResourceType", "type": "int8", "versions": "0+"},
+                {"name": "ResourceName", "type": "string", "versions": "0+"},
+                {
+                    "name": "ConfigurationKeys",
+                    "type": "[]string",
+                    "versions": "0+",
+                    "nullableVersions": "0+",
+                },
+            ],
+        },
+        {"name": "IncludeSynoyms", "type": "bool", "versions": "1+", "default": False},
+    ],
+}
+
+DESCRIBE_CONFIGS_RESPONSE: Declaration = {
+    "apiKey": 32,
+    "type": "response",
+    "name": "DescribeConfigsResponse",
+    "validVersions": "0-2",
+    "flexibleVersions": "none",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {
+            "name": "Results",
+            "type": "[]DescribeConfigsResult",
+            "versions": "0+",
+            "fields": [
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                {"name": "ErrorMessage", "type": "string", "versions": "0+",
+                 "nullableVersions": "0+"},
+                {"name": "ResourceType", "type": "int8", "versions": "0+"},
+                {"name": "ResourceName", "type": "string", "versions": "0+"},
+                {
+                    "name": "Configs",
+                    "type": "[]DescribeConfigsResourceResult",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "Name", "type": "string", "versions": "0+"},
+                        {"name": "Value", "type": "string", "versions": "0+",
+                         "nullableVersions": "0+"},
+                        {"name": "ReadOnly", "type": "bool", "versions": "0+"},
+                        {"name": "IsDefault", "type": "bool", "versions": "0"},
+                        {"name": "ConfigSource", "type": "int8", "versions": "1+",
+                         "default": -1, "ignorable": True},
+                        {"name": "IsSensitive", "type": "bool", "versions": "0+"},
+                        {
+                            "name": "Synonyms",
+                            "type": "[]DescribeConfigsSynonym",
+                            "versions": "1+",
+                            "ignorable": True,
+                            "fields": [
+                                {"name": "Name", "type": "string", "versions": "1+"},
+                                {"name": "Value", "type": "string", "versions": "1+",
+                                 "nullableVersions": "0+"},
+                                {"name": "Source", "type": "int8", "versions": "1+"},
+                            ],
+                        },
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
 #: api key -> (request declaration, response declaration)
 MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.PRODUCE: (PRODUCE_REQUEST, PRODUCE_RESPONSE),
@@ -988,4 +1104,6 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.API_VERSIONS: (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
     ApiKey.CREATE_TOPICS: (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
     ApiKey.INIT_PRODUCER_ID: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
+    ApiKey.DELETE_TOPICS: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
+    ApiKey.DESCRIBE_CONFIGS: (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
 }
