@@ -22,9 +22,9 @@ from readback import read_confluent, read_kafka_python
 
 from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
-from kafkacore.localbroker import LocalBroker
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
+from kafkacore.testing import LocalBroker
 
 PARTITIONS = 3
 
