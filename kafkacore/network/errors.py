@@ -45,3 +45,14 @@ __all__ = [
     "DisconnectError",
     "RequestTimeoutError",
 ]
+
+
+class SslAuthenticationError(errors.AuthenticationError):
+    """The TLS handshake failed (Java ``SslAuthenticationException``): the message names why.
+
+    An untrusted or expired certificate, a host name the certificate does not name, or a port
+    that does not speak TLS: retrying cannot help, so the client treats it as fatal.
+    """
+
+
+__all__ += ["SslAuthenticationError"]

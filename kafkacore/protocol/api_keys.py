@@ -12,9 +12,11 @@ class ApiKey(enum.IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     INIT_PRODUCER_ID = 22
+    SASL_AUTHENTICATE = 36
 
 
 #: The (lowest, highest) version of each API that kafkacore can encode and decode.  The version
@@ -29,4 +31,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 4),
     ApiKey.CREATE_TOPICS: (0, 7),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
+    # v1 wraps the mechanism's tokens in SaslAuthenticate instead of raw frames (KIP-152).
+    ApiKey.SASL_HANDSHAKE: (1, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
 }
