@@ -85,7 +85,9 @@ def test_table_is_consistent():
     assert len(names) == len(set(names))
     for s in SETTINGS:
         assert (
-            s.doc and s.allowed and s.type in {"int", "long", "boolean", "string", "list", "class"}
+            s.doc
+            and s.allowed
+            and s.type in {"int", "long", "boolean", "string", "list", "class", "password"}
         )
         assert s.keyword == s.name.replace(".", "_")
     assert SETTINGS_BY_NAME["linger.ms"].default == 5
