@@ -34,6 +34,7 @@ from kafkacore.network.errors import (
     ConnectionSetupTimeoutError,
     DisconnectError,
     RequestTimeoutError,
+    SslAuthenticationError,
 )
 from kafkacore.network.sasl import SaslMechanism
 from kafkacore.protocol import codec
@@ -712,6 +713,16 @@ class NetworkClient:
                     f"connection to node {conn.node_id} not set up within "
                     f"{self.socket_connection_setup_timeout_ms} ms"
                 )
+                if conn.state is ConnectionState.HANDSHAKING:
+                    # TCP worked but no TLS answer came: a PLAINTEXT port waits for the rest
+                    # of a "request" as large as our ClientHello's first bytes say.  Fatal.
+                    error = SslAuthenticationError(
+                        f"TLS to node {conn.node_id} ({conn.host}:{conn.port}): no TLS answer "
+                        f"within {self.socket_connection_setup_timeout_ms} ms "
+                        "(is this a PLAINTEXT port?)"
+                    )
+                    self._connection_broke(conn, error, now_ms, completed)
+                    continue
                 self._close_connection(conn, error, now_ms, completed, failed=True)
             elif (oldest := conn.oldest_request_ms()) is not None and (
                 now_ms - oldest >= self.request_timeout_ms

@@ -82,9 +82,9 @@ def describe_ssl_error(exc: BaseException) -> str:
         code = exc.verify_code
         if code == 10:
             return f"the broker's certificate has expired ({exc.verify_message})"
-        if code in (18, 19, 20, 21):
+        if code in (2, 7, 18, 19, 20, 21):
             return f"the broker's certificate is not trusted ({exc.verify_message})"
-        if code == 62:
+        if code in (62, 64):
             return f"host name mismatch: {exc.verify_message}"
         return f"certificate verification failed: {exc.verify_message}"
     reason = getattr(exc, "reason", None) or str(exc)
