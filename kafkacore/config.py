@@ -334,7 +334,7 @@ SETTINGS: tuple[Setting, ...] = (
     _row("sasl.mechanism", "GSSAPI", "string",
          (lambda v: v if v == "GSSAPI" else _sasl_mechanism(v),
           "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"),
-         "The SASL mechanism when security.protocol is SASL_*."),
+         "The SASL mechanism when security.protocol is SASL_PLAINTEXT or SASL_SSL."),
     _row("sasl.jaas.config", None, "password", (_string_or_none, "a JAAS line, or None"),
          "Java's form: 'org.apache.kafka.common.security.plain.PlainLoginModule required "
          "username=\"u\" password=\"p\";'"),
