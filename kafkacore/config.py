@@ -231,11 +231,47 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 def _security_protocol(value: Any) -> str:
     text = value.strip().upper() if isinstance(value, str) else None
-    if text == "PLAINTEXT":
-        return text
     if text in SECURITY_PROTOCOLS:
-        raise _Invalid(f"{text} is not supported yet: kafkacore speaks PLAINTEXT only")
+        return text
     raise _Invalid("not a security protocol")
+
+
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+
+
+def _sasl_mechanism(value: Any) -> str:
+    text = value.strip().upper() if isinstance(value, str) else None
+    if text in SASL_MECHANISMS:
+        return text
+    raise _Invalid("not a SASL mechanism kafkacore speaks")
+
+
+def _string_or_none(value: Any) -> str | None:
+    return None if value is None else _string(value)
+
+
+def _pem_type(value: Any) -> str:
+    text = value.strip().upper() if isinstance(value, str) else None
+    if text == "PEM":
+        return text
+    raise _Invalid("kafkacore reads PEM only (no JKS or PKCS12 stores)")
+
+
+#: Settings whose values are secrets: shown as [hidden] by repr() and describe().
+SECRET_SETTINGS = frozenset(
+    {"sasl.password", "sasl.jaas.config", "ssl.key.password", "ssl.keystore.key"}
+)
+
+#: librdkafka's (confluent-kafka's) names for the same settings, so its configs work as they are.
+ALIASES = {
+    "ssl.ca.location": "ssl.truststore.location",
+    "ssl.ca.pem": "ssl.truststore.certificates",
+    "ssl.certificate.location": "ssl.keystore.location",
+    "ssl.certificate.pem": "ssl.keystore.certificate.chain",
+    "ssl.key.pem": "ssl.keystore.key",
+    "sasl.mechanisms": "sasl.mechanism",
+    "oauth_cb": "sasl.oauthbearer.token.provider",
+}
 
 
 def _int(lo: int) -> tuple[Callable[[Any], int], str]:
@@ -269,8 +305,47 @@ SETTINGS: tuple[Setting, ...] = (
          "Brokers to ask for the cluster's metadata first; required."),
     _row("client.id", "", "string", (_string, "a string"),
          "Names this producer in broker logs and quotas; KafkaProducer picks one if empty."),
-    _row("security.protocol", "PLAINTEXT", "string", (_security_protocol, "PLAINTEXT"),
-         "How to talk to brokers; kafkacore speaks PLAINTEXT only (no TLS, no SASL yet)."),
+    _row("security.protocol", "PLAINTEXT", "string",
+         (_security_protocol, "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
+         "How to talk to brokers: TLS or not, SASL or not."),
+    # security (TLS and SASL)
+    _row("ssl.truststore.type", "PEM", "string", (_pem_type, "PEM"),
+         "Format of the trusted certificates."),
+    _row("ssl.truststore.location", None, "string", (_string_or_none, "a path, or None"),
+         "PEM file of the CA certificates to trust (librdkafka: ssl.ca.location)."),
+    _row("ssl.truststore.certificates", None, "string", (_string_or_none, "PEM text, or None"),
+         "The trusted CA certificates as PEM text (librdkafka: ssl.ca.pem)."),
+    _row("ssl.keystore.type", "PEM", "string", (_pem_type, "PEM"),
+         "Format of the client's own key and certificate."),
+    _row("ssl.keystore.location", None, "string", (_string_or_none, "a path, or None"),
+         "PEM file of the client certificate chain, with the key unless ssl.key.location is set."),
+    _row("ssl.key.location", None, "string", (_string_or_none, "a path, or None"),
+         "PEM file of the client's private key (librdkafka's name; Java keeps it in the keystore)."),
+    _row("ssl.keystore.key", None, "password", (_string_or_none, "PEM text, or None"),
+         "The client's private key as PEM text."),
+    _row("ssl.keystore.certificate.chain", None, "string", (_string_or_none, "PEM text, or None"),
+         "The client's certificate chain as PEM text."),
+    _row("ssl.key.password", None, "password", (_string_or_none, "a string, or None"),
+         "Password of an encrypted private key."),
+    _row("ssl.endpoint.identification.algorithm", "https", "string", (_string, "https or empty"),
+         "https: the broker's certificate must name the host we connect to; empty: no host check."),
+    _row("ssl.enabled.protocols", "TLSv1.2,TLSv1.3", "list", (_string, "TLSv1.2, TLSv1.3"),
+         "TLS versions the client may use."),
+    _row("sasl.mechanism", "GSSAPI", "string",
+         (lambda v: v if v == "GSSAPI" else _sasl_mechanism(v),
+          "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"),
+         "The SASL mechanism when security.protocol is SASL_PLAINTEXT or SASL_SSL."),
+    _row("sasl.jaas.config", None, "password", (_string_or_none, "a JAAS line, or None"),
+         "Java's form: 'org.apache.kafka.common.security.plain.PlainLoginModule required "
+         "username=\"u\" password=\"p\";'"),
+    _row("sasl.username", None, "string", (_string_or_none, "a string, or None"),
+         "SASL user name (librdkafka's name), when there is no sasl.jaas.config."),
+    _row("sasl.password", None, "password", (_string_or_none, "a string, or None"),
+         "SASL password (librdkafka's name), when there is no sasl.jaas.config."),
+    _row("sasl.oauthbearer.token.provider", None, "class", _CALLABLE,
+         "OAUTHBEARER token callback(config) -> token or (token, expiry) (librdkafka: oauth_cb)."),
+    _row("sasl.oauthbearer.config", None, "string", (_string_or_none, "a string, or None"),
+         "Passed to the OAUTHBEARER token callback."),
     # durability and ordering
     _row("acks", "all", "string", (_acks, "all, -1, 0 or 1"),
          "How many replicas must have a record before the broker answers: 0, 1 or all (-1)."),
@@ -377,6 +452,10 @@ _JAVA_ONLY = (
 _JAVA_ONLY_PREFIXES = ("ssl.", "sasl.")
 
 
+def _canonical(key: str) -> str:
+    return ALIASES.get(key, key)
+
+
 def _suggest(key: str) -> str:
     dotted = key.replace("_", ".")
     if dotted in SETTINGS_BY_NAME:
@@ -409,8 +488,11 @@ class ProducerConfig(Mapping[str, Any]):
             for key, value in config.items():
                 if not isinstance(key, str):
                     raise ConfigError(f"setting names are strings, not {key!r}")
+                key = _canonical(key)
                 if key not in SETTINGS_BY_NAME:
                     raise _unknown(key)
+                if key in given:
+                    raise ConfigError(f"{key!r} given twice (under its own name and an alias)")
                 given[key] = value
         for keyword, value in settings.items():
             setting = _BY_KEYWORD.get(keyword)
@@ -431,8 +513,9 @@ class ProducerConfig(Mapping[str, Any]):
             try:
                 values[setting.name] = setting.check(raw)
             except _Invalid as exc:
+                shown = "[hidden]" if setting.name in SECRET_SETTINGS else repr(raw)
                 raise ConfigError(
-                    f"invalid value {raw!r} for {setting.name!r} ({exc}): "
+                    f"invalid value {shown} for {setting.name!r} ({exc}): "
                     f"allowed is {setting.allowed}"
                 ) from None
         self._values = values
@@ -486,6 +569,13 @@ class ProducerConfig(Mapping[str, Any]):
                 f"'buffer.memory' ({v['buffer.memory']})"
             )
 
+        # SASL needs a mechanism kafkacore speaks (Java's default GSSAPI, Kerberos, it does not).
+        if v["security.protocol"].startswith("SASL_") and v["sasl.mechanism"] == "GSSAPI":
+            raise ConfigError(
+                f"'security.protocol' is {v['security.protocol']}: set 'sasl.mechanism' to one of "
+                f"{', '.join(SASL_MECHANISMS)} (GSSAPI/Kerberos is not supported)"
+            )
+
         # Java's postProcessReconnectBackoffConfigs: a user who set only reconnect.backoff.ms
         # asked for a fixed backoff, so the maximum follows it.
         if "reconnect.backoff.ms" in explicit and "reconnect.backoff.max.ms" not in explicit:
@@ -528,7 +618,9 @@ class ProducerConfig(Mapping[str, Any]):
 
     def __repr__(self) -> str:
         given = ", ".join(
-            f"{k!r}: {self._values[k]!r}" for k in SETTINGS_BY_NAME if k in self._explicit
+            f"{k!r}: {'[hidden]' if k in SECRET_SETTINGS else repr(self._values[k])}"
+            for k in SETTINGS_BY_NAME
+            if k in self._explicit
         )
         return f"ProducerConfig({{{given}}})"
 
@@ -548,7 +640,8 @@ class ProducerConfig(Mapping[str, Any]):
                 mark = "~"
             else:
                 mark = " "
-            rows.append((setting.name, _show(value), _show(default), mark))
+            shown = "[hidden]" if setting.name in SECRET_SETTINGS and value else _show(value)
+            rows.append((setting.name, shown, _show(default), mark))
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         head = f"  {'setting':<{widths[0]}}  {'value':<{widths[1]}}  default"
         lines = [head, "  " + "-" * (len(head) - 2)]

@@ -265,6 +265,8 @@ class Metadata:
         self._last_seen_leader_epochs: dict[TopicPartition, int] = {}
         # Set by close(); wakes waiters.
         self._closed = False
+        # An authentication failure (Java's Metadata.fatalError): waiters raise it at once.
+        self._fatal_error: BaseException | None = None
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -557,13 +559,19 @@ class Metadata:
             raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms}")
         deadline = time.monotonic() + timeout_ms / 1000.0
         with self._lock:
-            while self._update_version <= last_version and not self._closed:
+            while (
+                self._update_version <= last_version
+                and not self._closed
+                and self._fatal_error is None
+            ):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise errors.KafkaTimeoutError(f"metadata not updated after {timeout_ms} ms")
                 self._lock.wait(remaining)
             if self._closed:
                 raise errors.IllegalStateError("metadata closed while waiting for an update")
+            if self._fatal_error is not None:
+                raise self._fatal_error
             version = self._update_version
         if topic is not None:
             self.maybe_throw_exception_for_topic(topic)
@@ -622,6 +630,20 @@ class Metadata:
             count = cluster.partition_count(topic)
             if count is not None and (partition is None or partition < count):
                 return cluster, int((time.monotonic() - start) * 1000)
+
+    def fatal_error(self, error: BaseException | None) -> None:
+        """Set (or, with ``None``, clear) the error every metadata wait raises at once.
+
+        The network client sets it when a broker refuses our credentials or our TLS handshake
+        fails: waiting until max.block.ms would not help (Java's ``Metadata.fatalError``).
+        """
+        with self._lock:
+            self._fatal_error = error
+            self._lock.notify_all()
+
+    @property
+    def fatal(self) -> BaseException | None:
+        return self._fatal_error
 
     def close(self) -> None:
         """Wake every waiter (they raise) and refuse further updates."""

@@ -24,6 +24,7 @@ from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 from kafkacore.idempotence import TransactionManager
 from kafkacore.metadata import Metadata
 from kafkacore.metrics import Metrics
+from kafkacore.network import sasl, tls
 from kafkacore.network.client import NetworkClient
 from kafkacore.sender import Sender
 from kafkacore.serialization import adapt_serializer
@@ -104,6 +105,11 @@ class KafkaProducer:
             metadata_max_age_ms=cfg["metadata.max.age.ms"],
             metadata_max_idle_ms=cfg["metadata.max.idle.ms"],
         )
+        # TLS and SASL are checked here, before any thread starts: a bad key file or a JAAS line
+        # without a password is a ConfigError at construction, not a failure later.
+        protocol = cfg["security.protocol"]
+        ssl_context = tls.create_ssl_context(cfg) if protocol.endswith("SSL") else None
+        sasl_mechanism = sasl.mechanism_factory(cfg) if protocol.startswith("SASL_") else None
         self._client = NetworkClient(
             [f"{host}:{port}" for host, port in cfg["bootstrap.servers"]],
             self._metadata,
@@ -116,6 +122,8 @@ class KafkaProducer:
             send_buffer_bytes=cfg["send.buffer.bytes"],
             receive_buffer_bytes=cfg["receive.buffer.bytes"],
             max_in_flight_requests_per_connection=cfg["max.in.flight.requests.per.connection"],
+            ssl_context=ssl_context,
+            sasl_mechanism=sasl_mechanism,
         )
         self._sender = Sender(
             self._client,

@@ -151,6 +151,12 @@ class Sender:
         self.client.poll(timeout, clock_ms())
 
     def _send_producer_data(self, now: int) -> int:
+        fatal = getattr(self.client, "authentication_error", None)
+        if fatal is not None:
+            # Credentials or TLS refused: nothing queued can be sent, so every batch fails now
+            # with the error, instead of expiring at delivery.timeout.ms (Java's Sender does
+            # the same with an AuthenticationException from the client).
+            self.accumulator.abort_incomplete_batches(fatal)
         cluster = self.metadata.cluster
         result = self.accumulator.ready(cluster, now)
         for topic in result.unknown_leader_topics:

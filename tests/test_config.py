@@ -16,6 +16,23 @@ BOOT = {"bootstrap.servers": "localhost:9092"}
 KAFKA4_DEFAULTS = {
     "client.id": "",
     "security.protocol": "PLAINTEXT",
+    "ssl.truststore.type": "PEM",
+    "ssl.truststore.location": None,
+    "ssl.truststore.certificates": None,
+    "ssl.keystore.type": "PEM",
+    "ssl.keystore.location": None,
+    "ssl.key.location": None,
+    "ssl.keystore.key": None,
+    "ssl.keystore.certificate.chain": None,
+    "ssl.key.password": None,
+    "ssl.endpoint.identification.algorithm": "https",
+    "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+    "sasl.mechanism": "GSSAPI",
+    "sasl.jaas.config": None,
+    "sasl.username": None,
+    "sasl.password": None,
+    "sasl.oauthbearer.token.provider": None,
+    "sasl.oauthbearer.config": None,
     "acks": -1,
     "enable.idempotence": True,
     "retries": 2147483647,
@@ -71,7 +88,9 @@ def test_table_is_consistent():
     assert len(names) == len(set(names))
     for s in SETTINGS:
         assert (
-            s.doc and s.allowed and s.type in {"int", "long", "boolean", "string", "list", "class"}
+            s.doc
+            and s.allowed
+            and s.type in {"int", "long", "boolean", "string", "list", "class", "password"}
         )
         assert s.keyword == s.name.replace(".", "_")
     assert SETTINGS_BY_NAME["linger.ms"].default == 5
@@ -115,7 +134,9 @@ def test_unknown_keyword_suggests_closest():
         ProducerConfig(BOOT, zzzz=1)
 
 
-@pytest.mark.parametrize("key", ["ssl.truststore.location", "sasl.mechanism", "client.dns.lookup"])
+@pytest.mark.parametrize(
+    "key", ["ssl.keystore.password", "sasl.kerberos.service.name", "client.dns.lookup"]
+)
 def test_java_only_settings_say_so(key):
     with pytest.raises(ConfigError, match="Java producer setting that kafkacore does not support"):
         ProducerConfig({key: "x", **BOOT})
@@ -366,9 +387,14 @@ def test_transactional_id_not_supported(value):
 
 
 @pytest.mark.parametrize("proto", ["SSL", "SASL_PLAINTEXT", "sasl_ssl"])
-def test_security_protocols_other_than_plaintext(proto):
-    with pytest.raises(ConfigError, match="'security.protocol'.*PLAINTEXT only"):
-        ProducerConfig(BOOT, security_protocol=proto)
+def test_security_protocols(proto):
+    extra = {} if proto == "SSL" else {"sasl_mechanism": "PLAIN"}
+    assert ProducerConfig(BOOT, security_protocol=proto, **extra).security_protocol == proto.upper()
+
+
+def test_sasl_needs_a_mechanism_kafkacore_speaks():
+    with pytest.raises(ConfigError, match="GSSAPI"):
+        ProducerConfig(BOOT, security_protocol="SASL_SSL")
 
 
 def test_security_protocol():

@@ -27,6 +27,12 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersions
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 
 from kafkacore import errors
 from kafkacore.protocol import codec
@@ -144,6 +150,10 @@ KP = {
     (ApiKey.DELETE_TOPICS, "response"): DeleteTopicsResponse,
     (ApiKey.DESCRIBE_CONFIGS, "request"): DescribeConfigsRequest,
     (ApiKey.DESCRIBE_CONFIGS, "response"): DescribeConfigsResponse,
+    (ApiKey.SASL_HANDSHAKE, "request"): SaslHandshakeRequest,
+    (ApiKey.SASL_HANDSHAKE, "response"): SaslHandshakeResponse,
+    (ApiKey.SASL_AUTHENTICATE, "request"): SaslAuthenticateRequest,
+    (ApiKey.SASL_AUTHENTICATE, "response"): SaslAuthenticateResponse,
 }
 
 

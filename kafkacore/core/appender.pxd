@@ -42,7 +42,8 @@ cdef class _Column:
 
 cdef class PartitionQueue:
     cdef:
-        # Guards ``batches`` and every append to the batches in it (Java's ``RecordAccumulator``: the deque lock).
+        # Guards ``batches`` and every append to the batches in it (the deque lock of Java's
+        # ``RecordAccumulator``).
         PyThread_type_lock _lock
         # The partition's batches, oldest first: appends go to the last, the Sender drains the
         # first.  [_lock]

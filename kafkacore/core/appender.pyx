@@ -3,8 +3,9 @@
 
 ``send()`` checks its arguments, serializes, finds the topic's partition count, chooses a
 partition, checks the record's size, and appends the record to the last batch of that partition
-under the partition's lock.  All of that is per-record work, so it lives here (docs/design.rst, principle
-1).  Whatever is per-*batch* stays in Python and is called from here only when needed:
+under the partition's lock.  All of that is per-record work, so it lives here
+(docs/design.rst, principle 1).  Whatever is per-*batch* stays in Python and is called from
+here only when needed:
 
 - the first record of a topic waits for metadata in ``KafkaProducer._wait_on_metadata``;
 - a record that does not fit the last batch goes to ``RecordAccumulator.append``, which allocates
@@ -268,7 +269,8 @@ cdef class RecordAppender:
             sticky = self._sticky_run(topic)
             cluster = self._checked_sticky(topic, sticky, cluster, &count, &chosen)
 
-        # The fast path: the partition's last batch has room (Java's ``RecordAccumulator.tryAppend``, under the lock).
+        # The fast path: the partition's last batch has room (Java's
+        # ``RecordAccumulator.tryAppend``, under the lock).
         now = _clock_ms(CLOCK_MONOTONIC)
         queue = self._queue_for(topic, chosen)
         if queue is not None:

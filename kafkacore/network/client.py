@@ -15,6 +15,7 @@ import math
 import random
 import selectors
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,14 +24,26 @@ from typing import Any
 import kafkacore
 from kafkacore import errors
 from kafkacore.errors import KafkaError
-from kafkacore.network.connection import BrokerConnection, ConnectionState, InFlightRequest
+from kafkacore.network.connection import (
+    SETTING_UP,
+    BrokerConnection,
+    ConnectionState,
+    InFlightRequest,
+)
 from kafkacore.network.errors import (
     ConnectionSetupTimeoutError,
     DisconnectError,
     RequestTimeoutError,
+    SslAuthenticationError,
 )
+from kafkacore.network.sasl import SaslMechanism
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+
+#: Requests the connection itself sends while it is set up (answered by the connection).
+_SETUP_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+#: Set-up states with no request in flight: socket.connection.setup.timeout.ms bounds them.
+_BEFORE_REQUESTS = frozenset({ConnectionState.CONNECTING, ConnectionState.HANDSHAKING})
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +149,8 @@ class NetworkClient:
         send_buffer_bytes: int = 131072,
         receive_buffer_bytes: int = 32768,
         max_in_flight_requests_per_connection: int = 5,
+        ssl_context: ssl.SSLContext | None = None,
+        sasl_mechanism: Callable[[], SaslMechanism] | None = None,
     ) -> None:
         for name, value, low in (
             ("request_timeout_ms", request_timeout_ms, 0),
@@ -159,6 +174,10 @@ class NetworkClient:
         self.send_buffer_bytes = send_buffer_bytes
         self.receive_buffer_bytes = receive_buffer_bytes
         self.max_in_flight = max_in_flight_requests_per_connection
+        self.ssl_context = ssl_context
+        self.sasl_mechanism = sasl_mechanism
+        #: The last TLS or SASL refusal (fatal: not retried); cleared by a good connection.
+        self.authentication_error: KafkaError | None = None
 
         self.bootstrap_addresses = parse_bootstrap_servers(bootstrap_servers)
         if not metadata.fetch().nodes:
@@ -243,7 +262,7 @@ class NetworkClient:
             if st is None:
                 return 0
             return max(st.last_attempt_ms + st.backoff_ms - now_ms, 0)
-        if conn.state is ConnectionState.CONNECTING:
+        if conn.state in _BEFORE_REQUESTS:
             return max(
                 conn.connect_started_ms + self.socket_connection_setup_timeout_ms - now_ms, 0
             )
@@ -259,10 +278,7 @@ class NetworkClient:
 
     def is_connecting(self, node_id: int) -> bool:
         conn = self._connections.get(node_id)
-        return conn is not None and conn.state in (
-            ConnectionState.CONNECTING,
-            ConnectionState.CHECKING_API_VERSIONS,
-        )
+        return conn is not None and conn.state in SETTING_UP
 
     def disconnect(self, node_id: int) -> None:
         """Close the connection to ``node_id``; its in-flight requests fail with a disconnect."""
@@ -313,6 +329,8 @@ class NetworkClient:
                 client_software_name="kafkacore",
                 client_software_version=kafkacore.__version__,
                 next_correlation_id=self._next_correlation_id,
+                ssl_context=self.ssl_context,
+                sasl_mechanism=self.sasl_mechanism,
             )
             self._connections[node_id] = conn
         st = self._node_states.setdefault(node_id, _NodeState())
@@ -543,7 +561,7 @@ class NetworkClient:
             self._update_interest(conn)
 
     def _as_disconnect(self, conn: BrokerConnection, exc: BaseException) -> KafkaError:
-        if isinstance(exc, DisconnectError):
+        if isinstance(exc, (DisconnectError, errors.AuthenticationError)):
             return exc
         error = DisconnectError(f"connection to node {conn.node_id} failed: {exc}")
         error.__cause__ = exc
@@ -557,8 +575,15 @@ class NetworkClient:
         completed: list[tuple[InFlightRequest, ClientResponse]],
     ) -> None:
         error = self._as_disconnect(conn, exc)
-        log.debug("node %s: %s", conn.node_id, error)
-        failed = conn.state in (ConnectionState.CONNECTING, ConnectionState.CHECKING_API_VERSIONS)
+        if isinstance(error, errors.AuthenticationError):
+            # Fatal (Java: ClusterConnectionStates.authenticationFailed): tell the metadata
+            # waiters and the Sender, who fail at once instead of retrying until their timeout.
+            log.error("node %s: %s", conn.node_id, error)
+            self.authentication_error = error
+            self.metadata.fatal_error(error)
+        else:
+            log.debug("node %s: %s", conn.node_id, error)
+        failed = conn.state in SETTING_UP
         self._close_connection(conn, error, now_ms, completed, failed=failed)
 
     def _handle_response(
@@ -569,9 +594,15 @@ class NetworkClient:
         now_ms: int,
         completed: list[tuple[InFlightRequest, ClientResponse]],
     ) -> None:
-        if request.api_key == ApiKey.API_VERSIONS and request.internal:
-            conn.handle_api_versions(request, frame, now_ms)
+        if request.internal and request.api_key in _SETUP_APIS:
+            if request.api_key == ApiKey.API_VERSIONS:
+                conn.handle_api_versions(request, frame, now_ms)
+            else:
+                conn.handle_sasl(request, frame, now_ms)
             if conn.ready:
+                if self.authentication_error is not None:
+                    self.authentication_error = None
+                    self.metadata.fatal_error(None)
                 st = self._node_states.setdefault(conn.node_id, _NodeState())
                 st.failures, st.backoff_ms, st.failed = 0, 0, False
                 log.debug("node %s ready: %s", conn.node_id, conn.api_versions)
@@ -655,7 +686,7 @@ class NetworkClient:
         """Milliseconds until the earliest request timeout or connection-setup timeout."""
         deadline = _LATER_MS
         for conn in self._connections.values():
-            if conn.state is ConnectionState.CONNECTING:
+            if conn.state in _BEFORE_REQUESTS:
                 deadline = min(
                     deadline,
                     conn.connect_started_ms + self.socket_connection_setup_timeout_ms - now_ms,
@@ -671,14 +702,27 @@ class NetworkClient:
         for conn in list(self._connections.values()):
             if conn.state is ConnectionState.DISCONNECTED:
                 continue
+            if conn.reauthenticate_at_ms and conn.maybe_reauthenticate(now_ms):
+                log.debug("node %s: re-authenticating (KIP-368)", conn.node_id)
+                self._update_interest(conn)
             if (
-                conn.state is ConnectionState.CONNECTING
+                conn.state in _BEFORE_REQUESTS
                 and now_ms - conn.connect_started_ms >= self.socket_connection_setup_timeout_ms
             ):
                 error: KafkaError = ConnectionSetupTimeoutError(
                     f"connection to node {conn.node_id} not set up within "
                     f"{self.socket_connection_setup_timeout_ms} ms"
                 )
+                if conn.state is ConnectionState.HANDSHAKING:
+                    # TCP worked but no TLS answer came: a PLAINTEXT port waits for the rest
+                    # of a "request" as large as our ClientHello's first bytes say.  Fatal.
+                    error = SslAuthenticationError(
+                        f"TLS to node {conn.node_id} ({conn.host}:{conn.port}): no TLS answer "
+                        f"within {self.socket_connection_setup_timeout_ms} ms "
+                        "(is this a PLAINTEXT port?)"
+                    )
+                    self._connection_broke(conn, error, now_ms, completed)
+                    continue
                 self._close_connection(conn, error, now_ms, completed, failed=True)
             elif (oldest := conn.oldest_request_ms()) is not None and (
                 now_ms - oldest >= self.request_timeout_ms
@@ -753,10 +797,7 @@ class NetworkClient:
             pass
 
     def _any_node_connecting(self) -> bool:
-        return any(
-            c.state in (ConnectionState.CONNECTING, ConnectionState.CHECKING_API_VERSIONS)
-            for c in self._connections.values()
-        )
+        return any(c.state in SETTING_UP for c in self._connections.values())
 
     # -- questions --------------------------------------------------------------------------
 
@@ -784,10 +825,7 @@ class NetworkClient:
                     return node_id
                 if best_in_flight is None or in_flight < best_in_flight:
                     best, best_in_flight = node_id, in_flight
-            elif conn is not None and conn.state in (
-                ConnectionState.CONNECTING,
-                ConnectionState.CHECKING_API_VERSIONS,
-            ):
+            elif conn is not None and conn.state in SETTING_UP:
                 connecting = node_id
             elif can_connect is None and self._can_connect(node_id, now_ms):
                 can_connect = node_id

@@ -23,6 +23,7 @@ import logging
 import os
 import selectors
 import socket
+import ssl
 import struct
 from collections import deque
 from collections.abc import Callable
@@ -30,7 +31,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkacore import errors
-from kafkacore.network.errors import CorrelationIdMismatchError, DisconnectError
+from kafkacore.network import sasl
+from kafkacore.network.errors import (
+    CorrelationIdMismatchError,
+    DisconnectError,
+    SslAuthenticationError,
+)
+from kafkacore.network.tls import describe_ssl_error
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 
@@ -43,6 +50,8 @@ _IOV_MAX = 1024
 MAX_RESPONSE_SIZE = 512 * 1024 * 1024
 #: Read at most this many bytes per ``recv`` call.
 _RECV_CHUNK = 256 * 1024
+#: Bytes joined per SSL write (TLS cuts them into 16 KiB records).
+_TLS_CHUNK = 256 * 1024
 #: Errors of ``send``/``recv`` that mean "try again later", not "broken".
 _WOULD_BLOCK = (BlockingIOError, InterruptedError)
 
@@ -54,8 +63,21 @@ class ConnectionState(enum.Enum):
 
     DISCONNECTED = "disconnected"
     CONNECTING = "connecting"  # TCP connect in progress (non-blocking)
+    HANDSHAKING = "handshaking"  # TLS handshake in progress (non-blocking)
     CHECKING_API_VERSIONS = "checking_api_versions"  # connected, ApiVersions in flight
-    READY = "ready"  # versions negotiated: requests may be sent
+    AUTHENTICATING = "authenticating"  # SaslHandshake / SaslAuthenticate in flight
+    READY = "ready"  # versions negotiated (and authenticated): requests may be sent
+
+
+#: The states between "connect() called" and READY.
+SETTING_UP = frozenset(
+    {
+        ConnectionState.CONNECTING,
+        ConnectionState.HANDSHAKING,
+        ConnectionState.CHECKING_API_VERSIONS,
+        ConnectionState.AUTHENTICATING,
+    }
+)
 
 
 @dataclass(eq=False)
@@ -103,6 +125,8 @@ class BrokerConnection:
         client_software_name: str = "kafkacore",
         client_software_version: str = "0",
         next_correlation_id: Callable[[], int] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        sasl_mechanism: Callable[[], sasl.SaslMechanism] | None = None,
     ) -> None:
         self.node_id = node_id
         self.host = host
@@ -136,6 +160,15 @@ class BrokerConnection:
         # The resolved addresses of host:port, and which one the next connect() tries.
         self._resolved: list[tuple[Any, Any, int, Any]] = []
         self._next_address = 0
+        #: TLS (security.protocol SSL / SASL_SSL): the context, and during the handshake which
+        #: event the SSL object waits for.
+        self.ssl_context = ssl_context
+        self._handshake_wants = selectors.EVENT_WRITE
+        #: SASL (SASL_*): a factory of fresh mechanisms, the current one, and when the broker
+        #: wants us to authenticate again (KIP-368; 0: never).
+        self.sasl_mechanism = sasl_mechanism
+        self._sasl: sasl.SaslMechanism | None = None
+        self.reauthenticate_at_ms = 0
 
     # -- connecting ----------------------------------------------------------------------------
 
@@ -177,7 +210,42 @@ class BrokerConnection:
             self._connected(now_ms)
 
     def _connected(self, now_ms: int) -> None:
+        if self.ssl_context is not None and not isinstance(self.sock, ssl.SSLSocket):
+            # TLS first: wrap the connected socket and shake hands without blocking (Java's
+            # SslTransportLayer.handshake(), driven by the selector like any other I/O).
+            assert self.sock is not None
+            self.sock = self.ssl_context.wrap_socket(
+                self.sock, server_hostname=self.host, do_handshake_on_connect=False
+            )
+            self.state = ConnectionState.HANDSHAKING
+            self._handshake(now_ms)
+            return
         # The first request on every connection asks which versions the broker speaks.
+        self.state = ConnectionState.CHECKING_API_VERSIONS
+        self._send_api_versions(SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1], now_ms)
+
+    def _handshake(self, now_ms: int) -> None:
+        assert isinstance(self.sock, ssl.SSLSocket)
+        try:
+            self.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._handshake_wants = selectors.EVENT_READ
+            return
+        except ssl.SSLWantWriteError:
+            self._handshake_wants = selectors.EVENT_WRITE
+            return
+        except ssl.SSLError as exc:
+            raise SslAuthenticationError(
+                f"TLS to node {self.node_id} ({self.host}:{self.port}): {describe_ssl_error(exc)}"
+            ) from None
+        except OSError as exc:
+            # The peer closed or reset during the handshake: typically a PLAINTEXT port that
+            # read our ClientHello as a (far too large) request and hung up.
+            raise SslAuthenticationError(
+                f"TLS to node {self.node_id} ({self.host}:{self.port}): the broker closed the "
+                f"connection during the TLS handshake (is this a PLAINTEXT port?): {exc}"
+            ) from None
+        self.last_activity_ms = now_ms
         self.state = ConnectionState.CHECKING_API_VERSIONS
         self._send_api_versions(SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1], now_ms)
 
@@ -209,6 +277,8 @@ class BrokerConnection:
             return 0
         if self.state is ConnectionState.CONNECTING:
             return selectors.EVENT_WRITE
+        if self.state is ConnectionState.HANDSHAKING:
+            return self._handshake_wants
         events = selectors.EVENT_READ
         if self._sends:
             events |= selectors.EVENT_WRITE
@@ -248,6 +318,10 @@ class BrokerConnection:
             if code != 0:
                 raise ConnectionRefusedError(code, f"connect to {self.host}:{self.port} failed")
             self._connected(now_ms)
+        if self.state is ConnectionState.HANDSHAKING:
+            self._handshake(now_ms)
+            if self.state is ConnectionState.HANDSHAKING:
+                return []
         return self._write(now_ms)
 
     def _write(self, now_ms: int) -> list[InFlightRequest]:
@@ -256,6 +330,8 @@ class BrokerConnection:
         # repeat until the queue is empty or the kernel takes less than we offered.
         written: list[InFlightRequest] = []
         assert self.sock is not None
+        if isinstance(self.sock, ssl.SSLSocket):
+            return self._write_tls(now_ms, written)
         while self._sends:
             iov: list[Any] = []
             offered = 0
@@ -276,6 +352,30 @@ class BrokerConnection:
             self._consume(n, written)
             if n < offered:
                 break  # a partial write: the send buffer is full; wait for EVENT_WRITE
+        return written
+
+    def _write_tls(self, now_ms: int, written: list[InFlightRequest]) -> list[InFlightRequest]:
+        # An SSL socket has no sendmsg: the buffers are joined (one copy) and then encrypted
+        # into TLS records (a second copy): the price of TLS, on top of the cipher's CPU.
+        assert isinstance(self.sock, ssl.SSLSocket)
+        while self._sends:
+            chunk = bytearray()
+            for send in self._sends:
+                for buf in send.buffers:
+                    chunk += buf
+                    if len(chunk) >= _TLS_CHUNK:
+                        break
+                if len(chunk) >= _TLS_CHUNK:
+                    break
+            try:
+                n = self.sock.send(chunk)
+            except (ssl.SSLWantWriteError, ssl.SSLWantReadError, *_WOULD_BLOCK):
+                break
+            if n > 0:
+                self.last_activity_ms = now_ms
+            self._consume(n, written)
+            if n < len(chunk):
+                break
         return written
 
     def _consume(self, n: int, written: list[InFlightRequest]) -> None:
@@ -308,10 +408,17 @@ class BrokerConnection:
         """
         assert self.sock is not None
         self.read_error = None
-        for _ in range(16):  # bounded: other connections get their turn
+        tls = isinstance(self.sock, ssl.SSLSocket)
+        if self.state is ConnectionState.HANDSHAKING:
+            self._handshake(now_ms)
+            if self.state is ConnectionState.HANDSHAKING:
+                return []
+        # TLS hands out at most one record (16 KiB) per recv: read until it wants more bytes,
+        # or data would stay decrypted in the SSL object where the selector cannot see it.
+        for _ in range(256 if tls else 16):  # bounded: other connections get their turn
             try:
                 data = self.sock.recv(_RECV_CHUNK)
-            except _WOULD_BLOCK:
+            except (*_WOULD_BLOCK, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 break
             except OSError as exc:
                 self.read_error = DisconnectError(f"reading from node {self.node_id}: {exc}")
@@ -321,7 +428,7 @@ class BrokerConnection:
                 break
             self.last_activity_ms = now_ms
             self._rbuf += data
-            if len(data) < _RECV_CHUNK:
+            if len(data) < _RECV_CHUNK and not tls:
                 break
         completed: list[tuple[InFlightRequest, bytes]] = []
         pos = 0
@@ -402,7 +509,95 @@ class BrokerConnection:
             low, high = max(ours_low, theirs[0]), min(ours_high, theirs[1])
             if low <= high:
                 self.api_versions[key] = high  # the highest version both sides speak
+        if self.sasl_mechanism is not None:
+            self._start_sasl(now_ms)
+        else:
+            self.state = ConnectionState.READY
+
+    # -- SASL ------------------------------------------------------------------------------------
+
+    def _start_sasl(self, now_ms: int) -> None:
+        # Java's SaslClientAuthenticator: SaslHandshake names the mechanism, then each token of
+        # the mechanism travels in a SaslAuthenticate request (KIP-152).
+        assert self.sasl_mechanism is not None
+        if ApiKey.SASL_AUTHENTICATE not in self.api_versions:
+            raise errors.IllegalSaslStateError(
+                f"node {self.node_id} does not speak SaslAuthenticate (a broker older than 1.0?)"
+            )
+        self._sasl = self.sasl_mechanism()
+        self.state = ConnectionState.AUTHENTICATING
+        self._send_internal(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": self._sasl.name}, now_ms)
+
+    def _send_internal(self, api_key: int, version: int, body: dict, now_ms: int) -> None:
+        request = InFlightRequest(
+            self.node_id,
+            self._next_correlation_id(),
+            api_key,
+            version,
+            body,
+            None,
+            True,
+            now_ms,
+            internal=True,
+        )
+        self.enqueue(request, now_ms)
+
+    def handle_sasl(self, request: InFlightRequest, frame: bytes, now_ms: int) -> None:
+        """Take the broker's SaslHandshake / SaslAuthenticate answer and send the next token.
+
+        A refusal raises an :class:`~kafkacore.errors.AuthenticationError`: retrying would
+        only be refused again, so the client treats it as fatal.
+        """
+        assert self._sasl is not None
+        _, body = codec.decode_response(request.api_key, request.api_version, frame)
+        code = body["error_code"]
+        if request.api_key == ApiKey.SASL_HANDSHAKE:
+            if code:
+                raise errors.for_code(code)(
+                    f"node {self.node_id} does not enable SASL mechanism {self._sasl.name}; "
+                    f"it offers {body['mechanisms']}"
+                )
+            token: bytes | None = self._sasl.initial_response()
+        else:
+            if code:
+                # The broker's message ("Authentication failed: Invalid username or password")
+                # names no secret; ours neither.
+                raise errors.for_code(code)(
+                    f"SASL {self._sasl.name} authentication with node {self.node_id} failed: "
+                    f"{body['error_message'] or 'no reason given'}"
+                )
+            lifetime = body.get("session_lifetime_ms", 0)
+            token = self._sasl.evaluate_challenge(body["auth_bytes"] or b"")
+            if token is None and self._sasl.complete:
+                self._authenticated(lifetime, now_ms)
+                return
+        if token is not None:
+            version = self.api_versions[ApiKey.SASL_AUTHENTICATE]
+            self._send_internal(ApiKey.SASL_AUTHENTICATE, version, {"auth_bytes": token}, now_ms)
+
+    def _authenticated(self, session_lifetime_ms: int, now_ms: int) -> None:
+        # KIP-368: re-authenticate before the session ends, at 85-95% of its lifetime (Java's
+        # SaslClientAuthenticator picks a random point there so that clients spread out).
+        if session_lifetime_ms > 0:
+            fraction = 0.85 + 0.10 * (os.urandom(1)[0] / 255)
+            self.reauthenticate_at_ms = now_ms + int(session_lifetime_ms * fraction)
+        else:
+            self.reauthenticate_at_ms = 0
+        self._sasl = None
         self.state = ConnectionState.READY
+
+    def maybe_reauthenticate(self, now_ms: int) -> bool:
+        """Start re-authentication if the session is due and nothing is in flight (KIP-368)."""
+        if (
+            self.state is ConnectionState.READY
+            and self.reauthenticate_at_ms
+            and now_ms >= self.reauthenticate_at_ms
+            and not self.in_flight
+            and not self._sends
+        ):
+            self._start_sasl(now_ms)
+            return True
+        return False
 
     def version_range(self, api_key: int) -> tuple[int, int] | None:
         """The versions of ``api_key`` both sides support, or ``None``."""
@@ -439,6 +634,8 @@ class BrokerConnection:
         self.read_error = None
         self.api_versions = {}
         self.broker_versions = {}
+        self._sasl = None
+        self.reauthenticate_at_ms = 0
         return lost
 
     @property

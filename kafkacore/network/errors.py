@@ -45,3 +45,18 @@ __all__ = [
     "DisconnectError",
     "RequestTimeoutError",
 ]
+
+
+class SslAuthenticationError(errors.AuthenticationError):
+    """The TLS handshake failed (Java ``SslAuthenticationException``): the message names why.
+
+    An untrusted or expired certificate, a host name the certificate does not name, or a port
+    that does not speak TLS: retrying cannot help, so the client treats it as fatal.
+    No broker sends it (it has no error code), so it reads as its message alone.
+    """
+
+    def __str__(self) -> str:
+        return f"SSL handshake failed: {self.error_message}"
+
+
+__all__ += ["SslAuthenticationError"]

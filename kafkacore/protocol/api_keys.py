@@ -12,11 +12,13 @@ class ApiKey(enum.IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
     DESCRIBE_CONFIGS = 32
+    SASL_AUTHENTICATE = 36
 
 
 #: The (lowest, highest) version of each API that kafkacore can encode and decode.  The version
@@ -33,4 +35,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_TOPICS: (1, 4),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
     ApiKey.DESCRIBE_CONFIGS: (0, 2),
+    # v1 wraps the mechanism's tokens in SaslAuthenticate instead of raw frames (KIP-152).
+    ApiKey.SASL_HANDSHAKE: (1, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
 }

@@ -1092,6 +1092,51 @@ DESCRIBE_CONFIGS_RESPONSE: Declaration = {
                 },
             ],
         },
+# -- SaslHandshake (17) and SaslAuthenticate (36) -----------------------------------------------
+
+SASL_HANDSHAKE_REQUEST: Declaration = {
+    "apiKey": 17,
+    "type": "request",
+    "name": "SaslHandshakeRequest",
+    # v1: the tokens that follow travel in SaslAuthenticate requests, not as raw frames.
+    "validVersions": "0-1",
+    "flexibleVersions": "none",
+    "fields": [{"name": "Mechanism", "type": "string", "versions": "0+"}],
+}
+
+SASL_HANDSHAKE_RESPONSE: Declaration = {
+    "apiKey": 17,
+    "type": "response",
+    "name": "SaslHandshakeResponse",
+    "validVersions": "0-1",
+    "flexibleVersions": "none",
+    "fields": [
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "Mechanisms", "type": "[]string", "versions": "0+"},
+    ],
+}
+
+SASL_AUTHENTICATE_REQUEST: Declaration = {
+    "apiKey": 36,
+    "type": "request",
+    "name": "SaslAuthenticateRequest",
+    "validVersions": "0-2",
+    "flexibleVersions": "2+",
+    "fields": [{"name": "AuthBytes", "type": "bytes", "versions": "0+"}],
+}
+
+SASL_AUTHENTICATE_RESPONSE: Declaration = {
+    "apiKey": 36,
+    "type": "response",
+    "name": "SaslAuthenticateResponse",
+    # v1 adds the session lifetime (KIP-368: the client re-authenticates before it ends).
+    "validVersions": "0-2",
+    "flexibleVersions": "2+",
+    "fields": [
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "ErrorMessage", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+        {"name": "AuthBytes", "type": "bytes", "versions": "0+"},
+        {"name": "SessionLifetimeMs", "type": "int64", "versions": "1+", "default": 0},
     ],
 }
 
@@ -1106,4 +1151,6 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.INIT_PRODUCER_ID: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
     ApiKey.DELETE_TOPICS: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
     ApiKey.DESCRIBE_CONFIGS: (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
+    ApiKey.SASL_HANDSHAKE: (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),
+    ApiKey.SASL_AUTHENTICATE: (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),
 }
