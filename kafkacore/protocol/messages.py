@@ -1092,6 +1092,9 @@ DESCRIBE_CONFIGS_RESPONSE: Declaration = {
                 },
             ],
         },
+    ],
+}
+
 # -- SaslHandshake (17) and SaslAuthenticate (36) -----------------------------------------------
 
 SASL_HANDSHAKE_REQUEST: Declaration = {
