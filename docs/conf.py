@@ -42,10 +42,11 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "none"
 templates_path = []
 exclude_patterns = ["_build"]
-html_theme = "alabaster"
+# furo: a wide content column, so that code (100-character lines) does not scroll sideways.
+html_theme = "furo"
+html_title = f"kafkacore {release}"
 html_static_path = ["_static"]
-html_theme_options = {"description": "The Java producer's parts, compiled, explained."}
-pygments_style = "sphinx"
+html_css_files = ["wide.css"]
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
