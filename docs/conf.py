@@ -29,6 +29,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "kafkacore_settings",
+    "kafkacore_bench",
 ]
 
 nitpicky = True
