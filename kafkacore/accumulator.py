@@ -1,11 +1,11 @@
-"""RecordAccumulator: where records wait in batches until the Sender takes them (seed 000, 001).
+"""RecordAccumulator: where records wait in batches until the Sender takes them (Java's ``RecordAccumulator``).
 
 The main thread appends records; the Sender thread asks which leaders have something sendable
 (``ready``), takes batches per node (``drain``), gives failed ones back (``reenqueue``) and frees
 finished ones (``deallocate``).  Everything here runs once per *batch* except ``append``, whose
 per-record work is the compiled ``ProducerBatch.try_append``.
 
-Locks (DESIGN.md principle 6):
+Locks (docs/design.rst, principle 6):
 
 - ``self.batches`` is a :class:`~kafkacore.core.CopyOnWriteMap`: reads take no lock.
 - each partition's :class:`~kafkacore.core.appender.PartitionQueue` has its own lock (``with

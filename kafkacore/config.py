@@ -3,7 +3,7 @@
 The settings are data: :data:`SETTINGS` is one table, and everything else here (coercion, the
 error messages, :meth:`ProducerConfig.describe`, the table in the docs) reads it.  The names are
 the Java producer's (``linger.ms``, ``batch.size``), the convention confluent-kafka shares; the
-defaults are Kafka 4's Java producer defaults (DESIGN.md principle 7).
+defaults are Kafka 4's Java producer defaults (docs/design.rst, principle 7).
 
 After each value is checked on its own, :class:`ProducerConfig` applies the Java producer's rules
 that tie settings together (``ProducerConfig.postProcessAndValidateIdempotenceConfigs`` and

@@ -56,6 +56,10 @@ class LocalBroker:
         everything when the process stops.
     :param log_path: where the broker's output goes (a temporary file if not given).
     :param start_timeout_s: how long :meth:`start` waits for the broker to answer ApiVersions.
+    :param kind: ``"tansu"`` (the default) or ``"kafkacore"``: our own broker,
+        ``python -m kafkacore.broker``, as a child process.
+    :param log_dirs: the kafkacore broker's ``log.dirs`` (a temporary directory if not given);
+        kept across :meth:`restart` and :meth:`kill`, so a restarted broker finds its data.
     """
 
     def __init__(
@@ -66,7 +70,17 @@ class LocalBroker:
         cluster_id: str = "kafkacore",
         log_path: str | os.PathLike[str] | None = None,
         start_timeout_s: float = 20.0,
+        kind: str = "tansu",
+        log_dirs: str | os.PathLike[str] | None = None,
     ) -> None:
+        if kind not in ("tansu", "kafkacore"):
+            raise ValueError(f"kind must be 'tansu' or 'kafkacore', got {kind!r}")
+        #: "tansu", or "kafkacore" for our own broker (``python -m kafkacore.broker``) in a
+        #: child process, keeping its data in ``log_dirs`` across :meth:`restart` and kill -9.
+        self.kind = kind
+        self.log_dirs = str(log_dirs) if log_dirs is not None else (
+            tempfile.mkdtemp(prefix="kafkacore-broker-") if kind == "kafkacore" else None
+        )
         self.host = "127.0.0.1"
         self.port = port if port is not None else free_port(self.host)
         self.storage = storage
@@ -97,27 +111,21 @@ class LocalBroker:
         """Start the process and wait (bounded) until it answers an ApiVersions request."""
         if self.is_running():
             return self
-        binary = resolve_broker_binary()
-        url = f"tcp://{self.host}:{self.port}"
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
+        if self.kind == "kafkacore":
+            command = _kafkacore_broker_command(self.host, self.port, str(self.log_dirs), env)
+        else:
+            command = _tansu_command(self.host, self.port, self.storage, self.cluster_id)
         self._process = subprocess.Popen(
-            [
-                binary,
-                "broker",
-                "--listener-url",
-                url,
-                "--advertised-listener-url",
-                url,
-                "--storage-engine",
-                self.storage,
-                "--cluster-id",
-                self.cluster_id,
-            ],
+            command,
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=env,
+            # Not the caller's directory: `python -m` puts it first on sys.path, and a source
+            # checkout there would shadow the installed, compiled kafkacore.
+            cwd=tempfile.gettempdir(),
         )
         deadline = time.monotonic() + self.start_timeout_s
         while True:
@@ -126,15 +134,15 @@ class LocalBroker:
                 self._close_log()
                 self._process = None
                 raise BrokerUnavailableError(
-                    f"tansu exited with code {code} at start; see {self.log_path}"
+                    f"{self.kind} exited with code {code} at start; see {self.log_path}"
                 )
             if _answers_api_versions(self.host, self.port):
                 return self
             if time.monotonic() > deadline:
                 self.kill()
                 raise BrokerUnavailableError(
-                    f"tansu did not answer on {self.bootstrap} within {self.start_timeout_s} s; "
-                    f"see {self.log_path}"
+                    f"{self.kind} did not answer on {self.bootstrap} within "
+                    f"{self.start_timeout_s} s; see {self.log_path}"
                 )
             time.sleep(0.02)
 
@@ -249,3 +257,36 @@ def given_or_local_broker(variable: str = "KAFKACORE_BOOTSTRAP") -> Iterator[str
         return
     with LocalBroker() as broker:
         yield broker.bootstrap
+
+
+def _tansu_command(host: str, port: int, storage: str, cluster_id: str) -> list[str]:
+    url = f"tcp://{host}:{port}"
+    return [
+        resolve_broker_binary(),
+        "broker",
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        url,
+        "--storage-engine",
+        storage,
+        "--cluster-id",
+        cluster_id,
+    ]
+
+
+def _kafkacore_broker_command(host: str, port: int, log_dirs: str, env: dict[str, str]) -> list[str]:
+    """``python -m kafkacore.broker`` with this very kafkacore importable in the child."""
+    import sys
+
+    package_root = str(pathlib.Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    return [
+        sys.executable,
+        "-m",
+        "kafkacore.broker",
+        "--listeners",
+        f"PLAINTEXT://{host}:{port}",
+        "--log-dirs",
+        log_dirs,
+    ]

@@ -1,6 +1,6 @@
 """The producer's view of the cluster: which brokers exist and which one leads each partition.
 
-Two threads share a :class:`Metadata` (seed 001, "metadata update"):
+Two threads share a :class:`Metadata` (as in the Java producer's ``Metadata`` / ``ProducerMetadata``):
 
 * the **Sender thread** owns the network: its ``NetworkClient.poll`` asks
   :meth:`Metadata.time_to_next_update`, sends a MetadataRequest when it is due, and hands the

@@ -1,4 +1,4 @@
-"""KafkaProducer: the public face (seed 001, "主线程").
+"""KafkaProducer: the public face (the Java producer's ``KafkaProducer.doSend``, on the user's thread).
 
 ``send()`` runs on the caller's thread: serialize, wait for the topic's metadata, choose a
 partition, append to the accumulator, and wake the Sender if a batch is ready.  Everything after
@@ -176,7 +176,7 @@ class KafkaProducer:
 
     def _wait_on_metadata(self, topic: str, partition: int | None, max_wait_ms: int | None = None):
         """A cluster view that knows ``topic`` (and ``partition``): at once if we know it, else
-        after the Sender has fetched it, waiting at most ``max_wait_ms`` (seed 001, the slow
+        after the Sender has fetched it, waiting at most ``max_wait_ms`` (as Java's ``waitOnMetadata``: the slow
         path of ``send()``: the compiled appender calls it for a topic it has no count for)."""
         cluster = self._metadata.cluster
         count = cluster.partition_count(topic)

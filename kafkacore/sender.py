@@ -1,6 +1,6 @@
 """The Sender thread: takes batches from the accumulator and sends them to the partition leaders.
 
-One loop (``run_once``) does, in order (seed 001, "Sender 线程"):
+One loop (``run_once``) does, in order (as Java's ``Sender.runOnce``):
 
 1. with idempotence, make sure we have a producer id (InitProducerId);
 2. ask the accumulator which leaders have a sendable batch (``ready``); ask for metadata for

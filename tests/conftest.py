@@ -1,6 +1,6 @@
 """Session-wide test machinery.
 
-The suite refuses to run against anything but the compiled core (DESIGN.md principle 3).
+The suite refuses to run against anything but the compiled core (docs/design.rst, principle 3).
 """
 
 import importlib

@@ -492,7 +492,7 @@ def test_repr_shows_explicit_settings():
 
 
 def test_seed_001_properties_mean_the_same():
-    # The Java example that opens seed 001, as a Properties file would hold it: all strings.
+    # A typical Java producer's settings, as a Properties file would hold them: all strings.
     cfg = ProducerConfig(
         {
             "bootstrap.servers": "192.0.2.10:9092",

@@ -1,4 +1,4 @@
-"""Metadata: a user thread waits for a topic while the Sender thread fetches it (seed 001)."""
+"""Metadata: a user thread waits for a topic while the Sender thread fetches it (as in the Java producer)."""
 
 import importlib.util
 import pathlib

@@ -70,14 +70,14 @@ def _poll_turn(out_dir):
         fontsize=8,
     )
 
-    # The broker's side (seed 004).
+    # The broker's side (Kafka's SocketServer).
     b(
         ax,
         8.0,
         0.3,
         3.8,
         3.0,
-        "broker (seed 004)\n\nAcceptor: accept()\n  -> a Processor\nProcessor: read a whole\n"
+        "broker (SocketServer)\n\nAcceptor: accept()\n  -> a Processor\nProcessor: read a whole\n"
         "  request, stop reading\n  (mute) until its response\n  is written\n"
         "Handler threads: apis.handle",
         "thread",

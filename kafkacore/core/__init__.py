@@ -1,7 +1,7 @@
 """The compiled data plane: everything that runs once per record.
 
 Each module is a Cython ``.pyx`` with a ``.pxd`` so the others can ``cimport`` it.  There is no
-pure-Python twin (DESIGN.md principle 3): if these imports fail, kafkacore does not work.
+pure-Python twin (docs/design.rst, principle 3): if these imports fail, kafkacore does not work.
 """
 
 from kafkacore.core.batch import (
@@ -51,4 +51,5 @@ COMPILED_MODULES = (
     "kafkacore.core.murmur2",
     "kafkacore.core.partition_map",
     "kafkacore.core.records",
+    "kafkacore.core.timer",
 )

@@ -3,9 +3,9 @@
 
 Concurrency: a RecordAppender is shared by every thread that calls ``send()``.  Its own fields are
 set once in ``__init__`` (immutable after), except the per-topic caches, which are dicts replaced
-or updated whole under the GIL (a stale entry is re-checked against the metadata's cluster
-object, see ``_partition_count``).  A PartitionQueue's ``batches`` deque and the batches in it are
-guarded by the queue's own lock.
+or updated whole under the GIL; the partition counts live in one (cluster, counts) tuple replaced
+in one store, and each call reads it once: its snapshot (see ``_snapshot``).  A PartitionQueue's
+``batches`` deque and the batches in it are guarded by the queue's own lock.
 """
 
 from cpython.pythread cimport PyThread_type_lock
@@ -42,7 +42,7 @@ cdef class _Column:
 
 cdef class PartitionQueue:
     cdef:
-        # Guards ``batches`` and every append to the batches in it (seed 000: the deque lock).
+        # Guards ``batches`` and every append to the batches in it (Java's ``RecordAccumulator``: the deque lock).
         PyThread_type_lock _lock
         # The partition's batches, oldest first: appends go to the last, the Sender drains the
         # first.  [_lock]
@@ -91,10 +91,9 @@ cdef class RecordAppender:
         int64_t _max_block_ms
         # topic -> a new BuiltInPartitioner (the sticky partitioner lives in partitioner.py).
         object _sticky_factory
-        # The cluster object the count cache below was filled from; a new cluster empties it.
-        object _cluster
-        # topic -> partition count in ``_cluster``.
-        dict _counts
+        # (cluster, {topic: partition count in that cluster}): replaced whole in one store, so
+        # a call never mixes two clusters' views; each call reads it once (its snapshot).
+        tuple _count_cache
         # topic -> _StickyRun (its BuiltInPartitioner, for records without a key).
         dict _sticky
         # topic -> [PartitionQueue or None, by partition]: queues already found in _batches.
@@ -102,10 +101,13 @@ cdef class RecordAppender:
         # Set by close(): send() refuses at once (the accumulator re-checks under the lock).
         public bint closed
 
-    cdef int _partition_count(self, str topic, object partition) except -1
+    cdef object _snapshot(self, str topic, object partition, int* count)
+    cdef object _checked_sticky(self, str topic, _StickyRun sticky, object cluster, int* count,
+                                int* chosen)
     cdef PartitionQueue _queue_for(self, str topic, int partition)
     cdef _StickyRun _sticky_run(self, str topic)
-    cdef int _custom_partition(self, str topic, object key, object value, int count) except -1
+    cdef int _custom_partition(self, object cluster, str topic, object key, object value,
+                               int count) except -1
     cdef int _append_run(self, str topic, int p, BatchFuture sink, _Column value_col,
                          _Column key_col, list stamps, list row_headers, const long long* order,
                          Py_ssize_t* pos, Py_ssize_t end, int64_t ts, int64_t now,

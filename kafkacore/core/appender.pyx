@@ -3,7 +3,7 @@
 
 ``send()`` checks its arguments, serializes, finds the topic's partition count, chooses a
 partition, checks the record's size, and appends the record to the last batch of that partition
-under the partition's lock.  All of that is per-record work, so it lives here (DESIGN.md principle
+under the partition's lock.  All of that is per-record work, so it lives here (docs/design.rst, principle
 1).  Whatever is per-*batch* stays in Python and is called from here only when needed:
 
 - the first record of a topic waits for metadata in ``KafkaProducer._wait_on_metadata``;
@@ -21,12 +21,11 @@ from cpython.pythread cimport (
     PyThread_free_lock,
     PyThread_release_lock,
 )
-from libc.stdint cimport int64_t
+from libc.stdint cimport INT32_MAX, INT64_MAX, int64_t
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 
 from cpython cimport array
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_CheckExact, PyByteArray_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM
 from cpython.object cimport PyObject
@@ -37,6 +36,7 @@ from kafkacore.core.murmur2 cimport partition_for_key
 from kafkacore.core.murmur2 cimport murmur2_raw
 from kafkacore.core.records cimport estimate_size_upper_bound, estimate_size_upper_bound_raw
 
+from kafkacore.core.records import normalize_headers
 from kafkacore.errors import IllegalStateError, RecordTooLargeError, SerializationError
 
 import array as _array
@@ -115,34 +115,63 @@ cdef class RecordAppender:
         self._max_request_size = max_request_size
         self._total_memory = total_memory
         self._max_block_ms = max_block_ms
-        self._cluster = None
-        self._counts = {}
+        self._count_cache = (None, {})
         self._sticky = {}
         self._queues = {}
         self._sticky_factory = sticky_factory
         self.closed = False
 
-    cdef int _partition_count(self, str topic, object partition) except -1:
-        """The topic's partition count, waiting for metadata (Python) if we do not know it.
+    cdef object _snapshot(self, str topic, object partition, int* count):
+        """This call's view of the cluster: returns the cluster and sets ``count[0]`` to the
+        topic's partition count in it, waiting for metadata (Python) if we do not know it.
 
-        Counts are cached per cluster object: a metadata update publishes a new cluster, which
-        empties the cache, so a count is never older than the cluster the record is placed in.
+        Java resolves the cluster once per append; so do we: every choice a call makes is
+        checked against this one snapshot, never against a cache another thread may be
+        replacing meanwhile.  Counts are cached per cluster object, in one tuple replaced in
+        one store: a new cluster starts a new cache.
         """
+        cdef tuple cache = self._count_cache
         cluster = self._metadata.cluster
-        if cluster is not self._cluster:
-            self._counts = {}
-            self._cluster = cluster
-        count = self._counts.get(topic)
-        if count is None:
-            count = cluster.partition_count(topic)
-            if count:
-                self._counts[topic] = count
-        if not count or (partition is not None and partition >= count):
+        if cache[0] is not cluster:
+            cache = (cluster, {})
+            self._count_cache = cache
+        counts = <dict>cache[1]
+        n = counts.get(topic)
+        if n is None:
+            n = cluster.partition_count(topic)
+            if n:
+                counts[topic] = n  # the same value whoever writes it: fixed for this cluster
+        if not n or (partition is not None and partition >= n):
             cluster = self._wait_on_metadata(topic, partition)
-            count = cluster.partition_count(topic)
-            self._counts = {topic: count}
-            self._cluster = cluster
-        return count
+            n = cluster.partition_count(topic)
+            self._count_cache = (cluster, {topic: n})
+        count[0] = n
+        return cluster
+
+    cdef object _checked_sticky(self, str topic, _StickyRun sticky, object cluster, int* count,
+                                int* chosen):
+        """The sticky partition, checked against the call's snapshot (``cluster``,
+        ``count[0]``).  The partitioner may have switched on a newer cluster in another thread
+        (the topic grew): then the call moves to the metadata's current cluster if that one
+        has the partition and no fewer partitions; otherwise the answer is an
+        IllegalStateError, never an index outside what the call sized.  Returns the cluster
+        the call goes on with."""
+        cdef int p = sticky.current(cluster)
+        cdef int newer
+        if 0 <= p < count[0]:
+            chosen[0] = p
+            return cluster
+        fresh = self._metadata.cluster
+        if fresh is not cluster:
+            newer = fresh.partition_count(topic) or 0
+            if newer >= count[0] and 0 <= p < newer:
+                count[0] = newer
+                chosen[0] = p
+                return fresh
+        sticky.partition = -1  # ask again next time
+        raise IllegalStateError(
+            f"the partitioner chose partition {p} of topic {topic!r}, which has partitions "
+            f"0..{count[0] - 1} in this call's view of the cluster")
 
     cdef _StickyRun _sticky_run(self, str topic):
         run = self._sticky.get(topic)
@@ -176,6 +205,7 @@ cdef class RecordAppender:
         cdef int count, chosen
         cdef Py_ssize_t size
         cdef int64_t ts, now, start = _clock_ms(CLOCK_MONOTONIC)
+        cdef object cluster
         cdef PartitionQueue queue
         cdef ProducerBatch last
         cdef FutureRecordMetadata future = None
@@ -183,8 +213,7 @@ cdef class RecordAppender:
         cdef Py_ssize_t n
         if self.closed:
             raise IllegalStateError("cannot send after the producer is closed")
-        if type(topic) is not str or not topic:
-            raise TypeError(f"topic must be a non-empty str, not {topic!r}")
+        topic = _topic(topic)
         if self._key_serializer is not None:
             key = self._key_serializer(topic, key)
         if self._value_serializer is not None:
@@ -200,15 +229,20 @@ cdef class RecordAppender:
             raise ValueError(f"partition must be a non-negative int, not {partition!r}")
         if timestamp is None:
             ts = _clock_ms(CLOCK_REALTIME)
-        elif type(timestamp) is not int or timestamp < 0:
+        elif type(timestamp) is not int or not 0 <= timestamp <= INT64_MAX:
             raise ValueError(
-                f"timestamp must be a non-negative int of milliseconds, not {timestamp!r}")
+                f"timestamp must be a non-negative int of milliseconds within int64, not "
+                f"{timestamp!r}")
         else:
             ts = timestamp
         if callback is not None and not PyCallable_Check(callback):
             raise TypeError(f"callback must be callable, not {callback!r}")
+        # Once, here: a headers iterable is user code (it must not run under the partition
+        # lock, nor twice), and the record is sized from what will be written.
+        if headers is not None:
+            headers = normalize_headers(headers)
 
-        count = self._partition_count(topic, partition)
+        cluster = self._snapshot(topic, partition, &count)
         size = estimate_size_upper_bound(key, value, headers)
         if size > self._max_request_size:
             raise RecordTooLargeError(
@@ -227,14 +261,14 @@ cdef class RecordAppender:
                     f"partitions")
             chosen = partition
         elif self._custom_partitioner is not None:
-            chosen = self._custom_partition(topic, key, value, count)
+            chosen = self._custom_partition(cluster, topic, key, value, count)
         elif key is not None and not self._ignore_keys:
             chosen = partition_for_key(key, count)
         else:
             sticky = self._sticky_run(topic)
-            chosen = sticky.current(self._cluster)
+            cluster = self._checked_sticky(topic, sticky, cluster, &count, &chosen)
 
-        # The fast path: the partition's last batch has room (seed 000, tryAppend under the lock).
+        # The fast path: the partition's last batch has room (Java's ``RecordAccumulator.tryAppend``, under the lock).
         now = _clock_ms(CLOCK_MONOTONIC)
         queue = self._queue_for(topic, chosen)
         if queue is not None:
@@ -276,13 +310,14 @@ cdef class RecordAppender:
                 max(self._max_block_ms - (now - start), 0), now)
             full = True  # a new batch was started: the one before it is ready to go
         if sticky is not None:
-            sticky.produced(chosen, size, self._cluster)
+            sticky.produced(chosen, size, cluster)
         if full:
             self._wakeup()
         return future
 
-    cdef int _custom_partition(self, str topic, object key, object value, int count) except -1:
-        available = [p.partition for p in self._cluster.available_partitions_for_topic(topic)]
+    cdef int _custom_partition(self, object cluster, str topic, object key, object value,
+                               int count) except -1:
+        available = [p.partition for p in cluster.available_partitions_for_topic(topic)]
         chosen = self._custom_partitioner(topic, key, value, count, available)
         if type(chosen) is not int or not 0 <= chosen < count:
             raise ValueError(
@@ -306,10 +341,11 @@ cdef class RecordAppender:
         cdef BatchFuture sink
         cdef list explicit = None, stamps = None, row_headers = None
         cdef int* parts
+        cdef int chosen
+        cdef object cluster
         if self.closed:
             raise IllegalStateError("cannot send after the producer is closed")
-        if type(topic) is not str or not topic:
-            raise TypeError(f"topic must be a non-empty str, not {topic!r}")
+        topic = _topic(topic)
         value_col = _Column(values, "values")
         n = value_col.length
         key_col = _Column(keys, "keys", n)
@@ -321,12 +357,16 @@ cdef class RecordAppender:
             row_headers = list(headers)
             if len(row_headers) != n:
                 raise ValueError(f"headers has {len(row_headers)} rows, values has {n}")
+            # Each row's headers made immutable once, now: no user code runs later in the call
+            # (not under a partition lock), and the rows are sized from what will be written.
+            for row in range(n):
+                row_headers[row] = normalize_headers(row_headers[row])
         sink = BatchFuture(topic, n)
         if n == 0:
             return sink
 
         # Check every row before appending any: a bad row must not leave half a call sent.
-        count = self._partition_count(topic, max(explicit) if explicit else None)
+        cluster = self._snapshot(topic, max(explicit) if explicit else None, &count)
         for row in range(n):
             value_col.get(row, &vp, &vlen)
             key_col.get(row, &kp, &klen)
@@ -357,7 +397,7 @@ cdef class RecordAppender:
             key_col.get(row, &kp, &klen)
             if self._custom_partitioner is not None:
                 parts[row] = self._custom_partition(
-                    topic, key_col.item(row), value_col.item(row), count)
+                    cluster, topic, key_col.item(row), value_col.item(row), count)
             elif klen >= 0 and not self._ignore_keys:
                 parts[row] = <int>((<unsigned int>murmur2_raw(kp, klen) & 0x7fffffffu)
                                    % <unsigned int>count)
@@ -366,9 +406,12 @@ cdef class RecordAppender:
                 if sticky is None:
                     sticky = self._sticky_run(topic)
                 value_col.get(row, &vp, &vlen)
-                parts[row] = sticky.current(self._cluster)
-                sticky.produced(parts[row], estimate_size_upper_bound_raw(klen, vlen, 1),
-                                self._cluster)
+                # Checked against the snapshot: ``count`` sizes the arrays below.  It may
+                # only grow (to a newer cluster that has the partition), so the rows chosen
+                # before stay in range.
+                cluster = self._checked_sticky(topic, sticky, cluster, &count, &chosen)
+                parts[row] = chosen
+                sticky.produced(chosen, estimate_size_upper_bound_raw(klen, vlen, 1), cluster)
 
         # Group the rows by partition, keeping call order within each (a stable counting sort),
         # so each partition's rows go in under few holds of its lock.
@@ -378,6 +421,8 @@ cdef class RecordAppender:
         cdef long long* fill = fill_array.data.as_longlongs
         cdef Py_ssize_t pos = 0, end
         for row in range(n):
+            if not 0 <= parts[row] < count:  # cannot happen (checked when chosen): C, so check
+                raise IllegalStateError(f"row {row}: partition {parts[row]} outside 0..{count - 1}")
             fill[parts[row] + 1] += 1
         for i in range(count):
             fill[i + 1] += fill[i]
@@ -464,7 +509,22 @@ cdef list _int_list(object column, str what, Py_ssize_t n):
             raise TypeError(f"{what}[{i}] must be an int, not {type(item).__name__}")
         if item is None and what == "partitions":
             raise TypeError(f"partitions[{i}] is None: give every row a partition, or none")
+        # Range-checked here, before any row is appended: a C conversion later would raise a
+        # bare OverflowError part-way through the call.
+        if what == "partitions" and not 0 <= item <= INT32_MAX:
+            raise ValueError(f"partitions[{i}] = {item} is out of range 0..{INT32_MAX}")
+        if what == "timestamps" and item is not None and item > INT64_MAX:
+            raise ValueError(f"timestamps[{i}] = {item} is outside int64 (milliseconds)")
     return items
+
+
+cdef str _topic(object topic):
+    """The topic as an exact str (a str subclass is a valid topic: it is copied)."""
+    if not isinstance(topic, str) or not topic:
+        raise TypeError(f"topic must be a non-empty str, not {topic!r}")
+    if type(topic) is not str:
+        topic = str.__str__(topic)
+    return <str>topic
 
 
 cdef class _Column:
@@ -491,10 +551,12 @@ cdef class _Column:
         elif isinstance(column, (list, tuple)):
             self._items = list(column)
             self.length = len(self._items)
+            # Items we point into must not change while the call runs (Python code runs
+            # between reading a row and copying it: headers, the GC, the slow path), so every
+            # mutable item is copied now: our list holds only bytes, str and None.
             for i in range(self.length):
                 item = self._items[i]
-                if not (item is None or PyBytes_CheckExact(item) or PyUnicode_CheckExact(item)
-                        or PyByteArray_CheckExact(item)):
+                if not (item is None or PyBytes_CheckExact(item) or PyUnicode_CheckExact(item)):
                     if isinstance(item, (bytes, bytearray, memoryview, str)):
                         self._items[i] = bytes(item) if not isinstance(item, str) else str(item)
                     else:
@@ -532,14 +594,23 @@ cdef class _Column:
         if data is not None:
             PyObject_GetBuffer(data, &self._data, PyBUF_SIMPLE)
             self._has_data = True
-        # The buffers must hold what the offsets say, or we would read past them.
-        width = 8 if self._wide else 4
-        if self._offsets.len < (self._offset + self.length + 1) * width:
+        # The buffers must hold what the offsets say, or we would read past them: every offset
+        # checked once here (monotonic, inside the data), and the bitmap's length.
+        cdef Py_ssize_t width = 8 if self._wide else 4, row, prev, cur
+        cdef Py_ssize_t data_len = self._data.len if self._has_data else 0
+        if self._offset < 0 or self._offsets.len < (self._offset + self.length + 1) * width:
             raise ValueError(f"{what}: Arrow offsets buffer is too short")
-        if self.length:
-            last = self._end(self.length - 1)
-            if last > (self._data.len if self._has_data else 0) or self._start(0) < 0:
-                raise ValueError(f"{what}: Arrow data buffer is shorter than its offsets")
+        if self._has_validity and self._validity.len * 8 < self._offset + self.length:
+            raise ValueError(f"{what}: Arrow validity bitmap is too short")
+        prev = self._start(0)
+        if prev < 0 or prev > data_len:
+            raise ValueError(f"{what}: Arrow offset {prev} at row 0 is outside the data buffer")
+        for row in range(self.length):
+            cur = self._end(row)
+            if cur < prev or cur > data_len:
+                raise ValueError(f"{what}: Arrow offsets are not monotonic inside the data buffer"
+                                 f" at row {row} ({prev} then {cur}, {data_len} bytes of data)")
+            prev = cur
         return 0
 
     def __dealloc__(self):
@@ -587,9 +658,6 @@ cdef class _Column:
         elif PyBytes_CheckExact(<object>item):
             p[0] = <const unsigned char*>PyBytes_AS_STRING(<object>item)
             n[0] = PyBytes_GET_SIZE(<object>item)
-        elif PyByteArray_CheckExact(<object>item):
-            p[0] = <const unsigned char*>PyByteArray_AS_STRING(<object>item)
-            n[0] = PyByteArray_GET_SIZE(<object>item)
         else:
             p[0] = <const unsigned char*>PyUnicode_AsUTF8AndSize(<object>item, n)
         return 0

@@ -215,10 +215,11 @@ cdef class BatchFuture:
         int* _partition_ptr
         long long* _offset_ptr
         # None until a record fails, then one entry per record (None or the exception).
+        # These, _pending, _done_callbacks and _result change under _latch._lock (rows complete
+        # from more than one thread; add_done_callback races the last one).
         list _errors
         Py_ssize_t _failed
-        # Records not yet completed.  Changed only with the GIL held and no Python code between
-        # read and write (the completing thread), so no lock is needed.
+        # Records not yet completed.
         Py_ssize_t _pending
         # The latch, done-callback list and "done" state: a ProduceRequestResult does exactly
         # that for a batch, so it does it here too.

@@ -639,11 +639,20 @@ cdef class ProducerBatch:
                 continue
             future._callback = None
             if type(callback) is BatchFuture:  # a send_batch row: a C call, no Python frame
-                (<BatchFuture>callback)._record_done(
-                    future._row,
-                    NO_OFFSET if base_offset == NO_OFFSET or exception is not None
-                    else base_offset + future._relative_offset,
-                    exception)
+                # It may raise (a done-callback's KeyboardInterrupt, or a bug): every other
+                # record must still complete and the latch open, so remember it for the end.
+                try:
+                    (<BatchFuture>callback)._record_done(
+                        future._row,
+                        NO_OFFSET if base_offset == NO_OFFSET or exception is not None
+                        else base_offset + future._relative_offset,
+                        exception)
+                except Exception:
+                    _log.error("error completing row %d of a send_batch call for %s-%d",
+                               future._row, self.topic, self.partition, exc_info=True)
+                except BaseException as e:
+                    if fatal is None:
+                        fatal = e
                 continue
             try:
                 if exception is None:
@@ -773,7 +782,8 @@ cdef class ProducerBatch:
                                     f"{_FINAL_STATE_NAMES[self._final_state]}")
         data = self.records()
         try:
-            batches = list(_records.iter_batches(data))  # the records are copied out as bytes
+            # The records are copied out as bytes.  Our own bytes, so no bomb: no limit.
+            batches = list(_records.iter_batches(data, max_decompressed_bytes=1 << 62))
         finally:
             data.release()  # while a view is alive the builder's stream refuses writes
         if len(batches) != 1:
@@ -987,19 +997,36 @@ cdef class BatchFuture:
             self._finish()
 
     cdef int _record_done(self, Py_ssize_t row, int64_t offset, object exception) except -1:
+        cdef bint last
+        cdef list errors = None
         if row < 0 or row >= self.num_records:
             raise IllegalStateError(f"record row {row} outside 0..{self.num_records - 1}")
+        if exception is not None and self._errors is None:
+            # Made before taking the lock: an allocation may run the GC, and so Python code.
+            errors = [None] * self.num_records
+        # The bookkeeping under the latch's lock: completions of rows in different batches may
+        # come from more than one thread, and no Python code runs while it is held.
+        _acquire(self._latch._lock)
+        if self._result is not None:
+            PyThread_release_lock(self._latch._lock)
+            raise IllegalStateError(f"record row {row} completed after its send_batch call")
         self._offset_ptr[row] = offset
         if exception is not None:
             if self._errors is None:
-                self._errors = [None] * self.num_records
+                self._errors = errors
             if self._errors[row] is None:
                 self._failed += 1
             self._errors[row] = exception
         self._pending -= 1
-        if self._pending == 0:
+        last = self._pending == 0
+        PyThread_release_lock(self._latch._lock)
+        if last:
             self._finish()
         return 0
+
+    def _complete_row(self, Py_ssize_t row, int64_t offset, object exception):
+        """Complete one row as its batch would (internal: for tests without a broker)."""
+        self._record_done(row, offset, exception)
 
     cdef int _fail_rows(self, object rows, object exception) except -1:
         for row in rows:
@@ -1008,20 +1035,35 @@ cdef class BatchFuture:
 
     def _finish(self):
         cdef BatchResult result = BatchResult.__new__(BatchResult)
+        cdef object fatal = None
         result.topic = self.topic
         result.partitions = self._partitions
         result.offsets = self._offsets
         result.errors = self._errors if self._errors is not None else [None] * self.num_records
         result.failed = self._failed
+        # Done and the callbacks taken in one step under the lock, so that add_done_callback
+        # either appends before this (the callback runs below) or sees the result (it runs the
+        # callback itself): exactly once either way.
+        _acquire(self._latch._lock)
         self._result = result
-        self._latch._set(NO_OFFSET, NO_TIMESTAMP, None)
-        self._latch._finish(RESULT_DONE)
         callbacks, self._done_callbacks = self._done_callbacks, None
+        PyThread_release_lock(self._latch._lock)
+        try:
+            self._latch._set(NO_OFFSET, NO_TIMESTAMP, None)
+        finally:
+            # Whatever happens, result() must return in every waiting thread.
+            self._latch._finish(RESULT_DONE)
         for fn in callbacks or ():
             try:
                 fn(self)
             except Exception:
                 _log.exception("exception calling done-callback for %r", self)
+            except BaseException as e:
+                # KeyboardInterrupt, SystemExit: run the other callbacks, then let it go on.
+                if fatal is None:
+                    fatal = e
+        if fatal is not None:
+            raise fatal
 
     def set_partition(self, Py_ssize_t row, int partition):
         """Record where row ``row`` goes (the appender does this before appending it)."""
@@ -1062,11 +1104,16 @@ cdef class BatchFuture:
 
     def add_done_callback(self, fn):
         """Call ``fn(future)`` once the call is done (at once if it already is)."""
+        cdef list fresh = [fn]  # made before the lock: allocation may run the GC
+        _acquire(self._latch._lock)
         if self._result is None:
             if self._done_callbacks is None:
-                self._done_callbacks = []
-            self._done_callbacks.append(fn)
+                self._done_callbacks = fresh
+            else:
+                self._done_callbacks.append(fn)
+            PyThread_release_lock(self._latch._lock)
             return
+        PyThread_release_lock(self._latch._lock)
         fn(self)
 
     def __repr__(self):

@@ -65,7 +65,7 @@ from cpython.list cimport PyList_AsTuple, PyList_CheckExact
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_Check, PyUnicode_DecodeUTF8
-from libc.stdint cimport INT32_MAX, uint16_t, uint64_t
+from libc.stdint cimport INT32_MAX, SIZE_MAX, uint16_t, uint64_t
 from libc.string cimport memcmp, memcpy
 
 from kafkacore.core.bytestream cimport (
@@ -340,6 +340,17 @@ cdef tuple _normalize_headers(object headers, Py_ssize_t* size):
     return seq
 
 
+def normalize_headers(object headers):
+    """``headers`` (None or any iterable of ``(str, bytes | None)`` pairs) as the immutable
+    tuple of pairs the builder writes, or None.  ``send()`` calls it once, before it sizes the
+    record and before it takes any lock: a headers iterable is user code, run exactly once and
+    never under a partition lock, and what is sized is what is written."""
+    cdef Py_ssize_t size
+    if headers is None:
+        return None
+    return _normalize_headers(headers, &size)
+
+
 cdef Py_ssize_t estimate_size_upper_bound_raw(Py_ssize_t klen, Py_ssize_t vlen,
                                               Py_ssize_t headers_size) noexcept:
     """``estimate_size_upper_bound`` from sizes (-1: null), headers already sized (1 if none)."""
@@ -443,28 +454,31 @@ cdef object _compress(int codec, object level, object data):
     raise ValueError(f"unknown codec {codec}")
 
 
-cdef object _decompress(int codec, object data):
-    """Decompress a records section (a memoryview); CorruptRecordError if it is not valid."""
+# A reader's default bound on the bytes that decompression may produce in one call: a batch of
+# a few KiB can inflate to GiB (a "zip bomb"), and the broker decompresses what any client sends.
+# Kafka's own limits are on the compressed sizes (message.max.bytes, fetch.max.bytes: 1 MiB and
+# 50 MiB by default); 64 MiB of records out leaves room for any batch of sane size.
+DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
+
+
+cdef object _too_large(int codec, Py_ssize_t limit):
+    return CorruptRecordError(f"{CODEC_NAMES[codec]} records inflate past the reader's limit of"
+                              f" {limit} bytes (max_decompressed_bytes)")
+
+
+cdef object _decompress(int codec, object data, Py_ssize_t limit):
+    """Decompress a records section (a memoryview) into at most ``limit`` bytes;
+    CorruptRecordError if it is not valid or would inflate past the limit.  The limit holds
+    while decompressing: no more than it is ever allocated."""
     try:
         if codec == CODEC_GZIP:
-            out = []
-            d = zlib.decompressobj(47)  # 32 + 15: gzip or zlib header, detected
-            chunk = d.decompress(data)
-            out.append(chunk)
-            # Concatenated gzip members are valid gzip (GZIPInputStream reads them all).
-            while d.eof and d.unused_data:
-                rest = d.unused_data
-                d = zlib.decompressobj(47)
-                out.append(d.decompress(rest))
-            if not d.eof:
-                raise CorruptRecordError("truncated gzip stream in record batch")
-            return b"".join(out)
+            return _gzip_decompress(data, limit)
         if codec == CODEC_SNAPPY:
-            return _snappy_decompress(data)
+            return _snappy_decompress(data, limit)
         if codec == CODEC_LZ4:
-            return bytes(cramjam.lz4.decompress(data))
+            return _bounded_decompress(cramjam.lz4.decompress_into, codec, data, limit)
         if codec == CODEC_ZSTD:
-            return bytes(cramjam.zstd.decompress(data))
+            return _bounded_decompress(cramjam.zstd.decompress_into, codec, data, limit)
     except CorruptRecordError:
         raise
     except Exception as exc:
@@ -472,17 +486,73 @@ cdef object _decompress(int codec, object data):
     raise CorruptRecordError(f"unknown compression codec {codec} in record batch attributes")
 
 
-cdef object _snappy_decompress(object data):
-    """xerial-framed snappy (what the Java producer writes) or a raw snappy block."""
+cdef object _gzip_decompress(object data, Py_ssize_t limit):
+    cdef Py_ssize_t total = 0
+    out = []
+    d = zlib.decompressobj(47)  # 32 + 15: gzip or zlib header, detected
+    pending = data
+    while True:
+        # max_length: zlib stops there and keeps the rest of the input in unconsumed_tail.
+        chunk = d.decompress(pending, limit - total + 1)
+        total += len(chunk)
+        if total > limit:
+            raise _too_large(CODEC_GZIP, limit)
+        out.append(chunk)
+        if d.eof:
+            if not d.unused_data:
+                break
+            # Concatenated gzip members are valid gzip (GZIPInputStream reads them all).
+            pending = d.unused_data
+            d = zlib.decompressobj(47)
+        elif d.unconsumed_tail or chunk:
+            pending = d.unconsumed_tail
+        else:
+            break  # no input left and no progress: truncated
+    if not d.eof:
+        raise CorruptRecordError("truncated gzip stream in record batch")
+    return b"".join(out)
+
+
+cdef object _bounded_decompress(object decompress_into, int codec, object data,
+                                Py_ssize_t limit):
+    """A whole-frame codec (lz4, zstd) into an output buffer that grows by doubling up to
+    ``limit``: the codec stops with an error when the buffer is full, so a bomb costs at most
+    ``limit`` bytes, and an honest batch a buffer at most twice its size."""
+    cdef Py_ssize_t size = max(<Py_ssize_t>65536, 4 * len(data))
+    out = None
+    while True:
+        if size > limit:
+            size = limit
+        out = None  # the old buffer goes before the new one comes: at most ``limit`` held
+        out = bytearray(size)
+        try:
+            n = decompress_into(data, out)
+        except Exception as exc:
+            # Rust's write_all: the output buffer is full and there is more.  Anything else is
+            # a bad stream, said at once (no growing for it).
+            if "failed to write whole buffer" not in str(exc):
+                raise
+            if size >= limit:
+                raise _too_large(codec, limit) from None
+            size *= 2
+            continue
+        return bytes(memoryview(out)[:n])
+
+
+cdef object _snappy_decompress(object data, Py_ssize_t limit):
+    """xerial-framed snappy (what the Java producer writes) or a raw snappy block; each block
+    declares its length up front, so the limit is checked before decompressing it."""
     cdef Py_buffer view
     cdef const unsigned char* p
-    cdef Py_ssize_t n, pos
+    cdef Py_ssize_t n, pos, total = 0
     cdef int32_t block_len
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
         p = <const unsigned char*>view.buf
         n = view.len
         if n < XERIAL_HEADER_LENGTH or memcmp(p, PyBytes_AS_STRING(XERIAL_HEADER), 8) != 0:
+            if cramjam.snappy.decompress_raw_len(data) > limit:
+                raise _too_large(CODEC_SNAPPY, limit)
             return bytes(cramjam.snappy.decompress_raw(data))
         out = []
         pos = XERIAL_HEADER_LENGTH
@@ -494,7 +564,11 @@ cdef object _snappy_decompress(object data):
             if block_len < 0 or block_len > n - pos:
                 raise CorruptRecordError(f"xerial snappy block of {block_len} bytes at {pos}"
                                          f" overruns the {n}-byte records section")
-            out.append(bytes(cramjam.snappy.decompress_raw(data[pos:pos + block_len])))
+            block = data[pos:pos + block_len]
+            total += cramjam.snappy.decompress_raw_len(block)
+            if total > limit:
+                raise _too_large(CODEC_SNAPPY, limit)
+            out.append(bytes(cramjam.snappy.decompress_raw(block)))
             pos += block_len
         return b"".join(out)
     finally:
@@ -823,11 +897,14 @@ cdef class MemoryRecordsBuilder:
                                             int base_sequence, bint is_transactional):
         """Change the idempotence fields of a (possibly already closed) batch and rewrite its
         header and CRC in place (Java ``reopenAndRewriteProducerState``, used when a batch is
-        retried under a new producer epoch).  Views from an earlier :meth:`build` see the new
-        header: do this only when no request holds them."""
+        retried under a new producer epoch).  Views from an earlier :meth:`build` would see the
+        new header, so while one is alive this raises BufferError and changes nothing: release them
+        first (no request may hold the batch's bytes when they change)."""
         if self._aborted:
             raise IllegalStateError("Should not reopen a batch which is already aborted.")
         self._check_producer_state(producer_id, producer_epoch, base_sequence, is_transactional)
+        if self._closed and self._num_records > 0 and self._stream._exports:
+            self._stream._refuse_exported()
         self._producer_id = producer_id
         self._producer_epoch = <int16_t>producer_epoch
         self._base_sequence = base_sequence
@@ -1210,8 +1287,10 @@ cdef list _decode_records(RecordBatch batch, const unsigned char* p, Py_ssize_t 
     return records
 
 
-cdef RecordBatch _decode_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t where):
-    """The batch in p[0:size] (size = 12 + its Length field, already checked against the data)."""
+cdef RecordBatch _decode_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t where,
+                               Py_ssize_t* budget):
+    """The batch in p[0:size] (size = 12 + its Length field, already checked against the data).
+    A compressed batch may inflate to at most ``budget[0]`` bytes, which it then uses up."""
     cdef RecordBatch batch = RecordBatch.__new__(RecordBatch)
     cdef uint32_t computed
     cdef int codec
@@ -1247,20 +1326,26 @@ cdef RecordBatch _decode_batch(const unsigned char* p, Py_ssize_t size, Py_ssize
         section = PyMemoryView_FromMemory(<char*>p + RECORDS_OFFSET, size - RECORDS_OFFSET,
                                           PyBUF_READ)
         try:
-            plain = _decompress(codec, section)
+            plain = _decompress(codec, section, budget[0])
         finally:
             section.release()
+        budget[0] -= PyBytes_GET_SIZE(plain)
         batch.records = _decode_records(batch, <const unsigned char*>PyBytes_AS_STRING(plain),
                                         PyBytes_GET_SIZE(plain))
     return batch
 
 
-cdef list _decode_batches(object data):
+cdef list _decode_batches(object data, object max_decompressed_bytes):
     cdef Py_buffer view
     cdef const unsigned char* p
     cdef Py_ssize_t n, pos = 0
     cdef int32_t length
     cdef list batches = []
+    cdef Py_ssize_t budget
+    if type(max_decompressed_bytes) is not int or max_decompressed_bytes < 0:
+        raise ValueError("max_decompressed_bytes must be a non-negative int, not"
+                         f" {max_decompressed_bytes!r}")
+    budget = min(max_decompressed_bytes, <Py_ssize_t>(SIZE_MAX >> 1))
     if not PyObject_CheckBuffer(data):
         raise TypeError(f"record batches must be a bytes-like object, got {type(data).__name__}")
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
@@ -1278,31 +1363,34 @@ cdef list _decode_batches(object data):
             if length > n - pos - LOG_OVERHEAD:
                 raise CorruptRecordError(f"truncated record batch at byte {pos}: it says"
                                          f" {length} bytes follow, {n - pos - LOG_OVERHEAD} do")
-            batches.append(_decode_batch(p + pos, LOG_OVERHEAD + length, pos))
+            batches.append(_decode_batch(p + pos, LOG_OVERHEAD + length, pos, &budget))
             pos += LOG_OVERHEAD + length
     finally:
         PyBuffer_Release(&view)
     return batches
 
 
-def iter_batches(data):
+def iter_batches(data, max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
     """Decode one or more concatenated record batches (magic v2, any codec) from a bytes-like
     object; returns an iterator of ``RecordBatch``.
 
     The whole input is decoded and checked (bounds, CRC-32C, varints, UTF-8 header keys) before
     the first batch is returned; anything invalid raises
-    :class:`~kafkacore.errors.CorruptRecordError`.
+    :class:`~kafkacore.errors.CorruptRecordError`.  So does input whose compressed batches
+    would inflate, together, past ``max_decompressed_bytes`` (64 MiB by default): the check
+    happens while decompressing, so no more than that is ever allocated.
     """
-    return iter(_decode_batches(data))
+    return iter(_decode_batches(data, max_decompressed_bytes))
 
 
-def iter_records(data):
+def iter_records(data, max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
     """Decode one or more concatenated record batches; returns an iterator of ``Record`` (every
     record of every batch, in order: ``offset``, ``timestamp``, ``timestamp_type``, ``key``,
-    ``value``, ``headers``).  Errors as ``iter_batches``: anything invalid raises
+    ``value``, ``headers``).  Errors and ``max_decompressed_bytes`` as ``iter_batches``:
+    anything invalid or inflating past the limit raises
     :class:`~kafkacore.errors.CorruptRecordError`."""
     cdef list out = []
     cdef RecordBatch batch
-    for batch in _decode_batches(data):
+    for batch in _decode_batches(data, max_decompressed_bytes):
         out.extend(batch.records)
     return iter(out)

@@ -1,6 +1,6 @@
 """One TCP connection to one broker: framing, the send queue, in-flight requests, ApiVersions.
 
-This is the client's half of the conversation that seed 004 describes from the broker's side.
+This is the client's half of the conversation that Kafka's ``SocketServer`` handles on the broker's side (see the broker's reactor chapter).
 There, an Acceptor hands each new socket to a Processor, which reads 4-byte size prefixes and
 whole requests off it (``BoundedByteBufferReceive``) and writes responses back in order.  Here, a
 :class:`BrokerConnection` writes size-prefixed requests and reads size-prefixed responses, and the

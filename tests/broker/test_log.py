@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
+import kafkacore
 from kafkacore.broker.log import Log, LogConfig, LogManager, ProducerIdManager
 from kafkacore.broker.log.manager import CLEAN_SHUTDOWN_FILE
 from kafkacore.core.records import MemoryRecordsBuilder, iter_batches
@@ -346,12 +347,13 @@ _KILL_CHILD = textwrap.dedent(
 
 def test_kill_9_loses_no_acknowledged_record(log_dir):
     read_fd, write_fd = os.pipe()
-    root = str(pathlib.Path(__file__).resolve().parents[2])  # the child imports this tree
+    root = str(pathlib.Path(kafkacore.__file__).resolve().parent.parent)  # the kafkacore under test
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     child = subprocess.Popen(
         [sys.executable, "-c", _KILL_CHILD, str(log_dir), str(write_fd)],
         pass_fds=(write_fd,),
         env=env,
+        cwd=log_dir.parent,
     )
     os.close(write_fd)
     acked = -1

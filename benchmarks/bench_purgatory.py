@@ -1,0 +1,235 @@
+"""The purgatory's timer against a heap of individual tasks, with many operations outstanding.
+
+    python benchmarks/bench_purgatory.py [--sizes 1000,100000,1000000] [--measure 200000]
+
+keeps the figures in ``benchmarks/results/purgatory.json``.
+
+The workload is the one Kafka's timer redesign was for (the purgatory of a busy broker): every
+simulated millisecond ``PER_MS`` operations are added with the same timeout; 90% of them are
+completed before it (at a uniformly random moment within it, as acks=all produces are when the
+followers catch up) and the other 10% expire.  The timeout is chosen so that ``outstanding``
+operations are waiting in the steady state (1,000 / 100,000 / 1,000,000).  After a warm-up of one
+full timeout, we time ``--measure`` operations; the figure is the cost per operation of add +
+complete-early-or-expire, clock advances included, in microseconds.
+
+- ``timing wheel``: :class:`kafkacore.broker.timer.SystemTimer` (``add``, ``TimerTask.cancel`` on
+  completion, ``advance_clock(0)`` every simulated millisecond).
+- ``heap (lazy deletion)``: the old design, one ``heapq`` entry per task (``heapq`` is C); a task
+  completed early is only flagged, and its entry stays in the heap until its deadline pops it
+  (removing it from the middle of a heap would cost O(n) per completion).  So the heap holds
+  every operation added in the last timeout, completed or not.
+
+The clock is simulated, so the figures are CPU cost only, measured on the same machine in the same
+run, taking turns, best of ``--rounds``.  ``no timer`` runs the same loop (making the operations,
+choosing when each completes) with no timer at all; ``net`` figures subtract it, leaving the
+timer's own cost.  Read the ratios, not the absolute figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import pathlib
+import platform
+import random
+import time
+
+from kafkacore.broker.timer import SystemTimer, TimerTask
+
+HERE = pathlib.Path(__file__).parent
+PER_MS = 50  # operations added per simulated millisecond
+EARLY = 0.9  # the share completed before their timeout
+
+
+class Operation(TimerTask):
+    __slots__ = ("done",)
+
+    def __init__(self, delay_ms):
+        super().__init__(delay_ms)
+        self.done = False
+
+    def run(self):
+        self.done = True
+
+
+class HeapTask:
+    __slots__ = ("delay_ms", "cancelled", "done")
+
+    def __init__(self, delay_ms):
+        self.delay_ms = delay_ms
+        self.cancelled = False
+        self.done = False
+
+
+class HeapTimer:
+    """A delay queue of individual tasks; completion only flags the task (lazy deletion)."""
+
+    def __init__(self, time_ms):
+        self._time_ms = time_ms
+        self._heap = []
+        self._seq = 0
+
+    def add(self, task):
+        self._seq += 1
+        heapq.heappush(self._heap, (self._time_ms() + task.delay_ms, self._seq, task))
+
+    def cancel(self, task):
+        task.cancelled = True
+
+    def advance_clock(self, _timeout_ms):
+        heap, now = self._heap, self._time_ms()
+        while heap and heap[0][0] <= now:
+            task = heapq.heappop(heap)[2]
+            if not task.cancelled:
+                task.done = True
+
+    def __len__(self):
+        return len(self._heap)
+
+
+def _timeout_for(outstanding):
+    # Outstanding = PER_MS * timeout * (EARLY * 1/2 + (1 - EARLY)): the early ones wait half the
+    # timeout on average, the others all of it.
+    return max(2, round(outstanding / (PER_MS * (EARLY / 2 + (1 - EARLY)))))
+
+
+def _schedule(timeout, n_ms, seed):
+    """Per simulated ms, for each operation added then: the ms it completes at, or None (expires)."""
+    rng = random.Random(seed)
+    plan = []
+    for _ in range(n_ms):
+        plan.append(
+            [rng.randrange(1, timeout) if rng.random() < EARLY else None for _ in range(PER_MS)]
+        )
+    return plan
+
+
+def _drive(kind, outstanding, measure_ops, plan, timeout):
+    """Run the plan; return (seconds for the measured part, ops measured, outstanding seen)."""
+    clock = [0]
+    if kind == "wheel":
+        timer = SystemTimer("bench", tick_ms=1, wheel_size=20, start_ms=0, time_ms=lambda: clock[0])
+        make = Operation
+
+        def complete(task):
+            task.cancel()
+
+        def size():
+            return timer.size()
+
+    elif kind == "heap":
+        timer = HeapTimer(lambda: clock[0])
+        make = HeapTask
+        complete = timer.cancel
+
+        def size():
+            return sum(1 for _, _, t in timer._heap if not t.cancelled and not t.done)
+
+    else:  # "none": the same loop with no timer at all, to subtract the harness's own cost
+        timer = HeapTimer(lambda: clock[0])
+        make = HeapTask
+        timer.add = timer.cancel = timer.advance_clock = complete = (
+            id  # a builtin that does nothing
+        )
+
+        def size():
+            return outstanding
+
+    add, advance = timer.add, timer.advance_clock
+    completions: dict[int, list] = {}
+    warm_ms = timeout + 1
+    measure_ms = len(plan) - warm_ms
+    seen = 0
+    started = None
+    for ms, row in enumerate(plan):
+        if ms == warm_ms:
+            seen = size()
+            started = time.perf_counter()
+        clock[0] = ms
+        for at in row:
+            task = make(timeout)
+            add(task)
+            if at is not None:
+                completions.setdefault(ms + at, []).append(task)
+        for task in completions.pop(ms, ()):
+            complete(task)
+        advance(0)
+    elapsed = time.perf_counter() - started
+    return elapsed, measure_ms * PER_MS, seen
+
+
+def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=2):
+    results = {}
+    for outstanding in sizes:
+        timeout = _timeout_for(outstanding)
+        measure_ms = max(1, measure_ops // PER_MS)
+        plan = _schedule(timeout, timeout + 1 + measure_ms, seed=outstanding)
+        best = {"wheel": float("inf"), "heap": float("inf"), "none": float("inf")}
+        seen = {}
+        for _ in range(rounds):  # taking turns; best of the rounds
+            for kind in ("wheel", "heap", "none"):
+                elapsed, ops, seen[kind] = _drive(kind, outstanding, measure_ops, plan, timeout)
+                best[kind] = min(best[kind], elapsed / ops * 1e6)
+        net_wheel = best["wheel"] - best["none"]
+        net_heap = best["heap"] - best["none"]
+        results[str(outstanding)] = {
+            "timeout_ms": timeout,
+            "outstanding_seen": seen["wheel"],
+            "heap_entries": round(PER_MS * timeout),
+            "us_per_op": {
+                "timing wheel": best["wheel"],
+                "heap (lazy deletion)": best["heap"],
+                "no timer (the loop alone)": best["none"],
+            },
+            "net_us_per_op": {"timing wheel": net_wheel, "heap (lazy deletion)": net_heap},
+            "heap_over_wheel": best["heap"] / best["wheel"],
+            "net_heap_over_wheel": net_heap / net_wheel,
+        }
+    costs = [results[str(s)]["net_us_per_op"]["timing wheel"] for s in sizes]
+    heap_costs = [results[str(s)]["net_us_per_op"]["heap (lazy deletion)"] for s in sizes]
+    return {
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": f"{platform.machine()}, CPython {platform.python_version()}",
+        "per_ms": PER_MS,
+        "early": EARLY,
+        "sizes": results,
+        "net_wheel_largest_over_smallest": costs[-1] / costs[0],
+        "net_heap_largest_over_smallest": heap_costs[-1] / heap_costs[0],
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,100000,1000000")
+    parser.add_argument("--measure", type=int, default=200_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--no-save", action="store_true")
+    args = parser.parse_args(argv)
+    sizes = tuple(int(s) for s in args.sizes.split(","))
+    figures = run(sizes, args.measure, args.rounds)
+    print(
+        f"{'outstanding':>12} {'wheel us/op':>12} {'heap us/op':>12} {'loop us/op':>11}"
+        f" {'heap/wheel':>11} {'net heap/wheel':>15}"
+    )
+    for size, r in figures["sizes"].items():
+        c = r["us_per_op"]
+        print(
+            f"{int(size):>12,} {c['timing wheel']:>12.2f} {c['heap (lazy deletion)']:>12.2f}"
+            f" {c['no timer (the loop alone)']:>11.2f} {r['heap_over_wheel']:>11.2f}"
+            f" {r['net_heap_over_wheel']:>15.2f}"
+        )
+    print(
+        "net cost at the largest size over the smallest: wheel "
+        f"{figures['net_wheel_largest_over_smallest']:.2f}, "
+        f"heap {figures['net_heap_largest_over_smallest']:.2f}"
+    )
+    if not args.no_save:
+        out = HERE / "results" / "purgatory.json"
+        out.write_text(json.dumps(figures, indent=2) + "\n")
+        print(f"saved {out}")
+    return figures
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""``python -m kafkacore.broker`` / ``kafkacore-broker``: run one broker until SIGTERM or SIGINT.
+
+When it is ready it prints one line, ``kafkacore-broker listening on HOST:PORT``, and flushes
+it, so a parent process can read the address (with port 0, the one the OS chose).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from kafkacore import errors
+from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.server import Broker
+
+READY_PREFIX = "kafkacore-broker listening on "
+
+
+def build_config(args: argparse.Namespace) -> BrokerConfig:
+    values: dict[str, str] = {}
+    for item in args.config:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise errors.ConfigError(f"--config expects key=value, got {item!r}")
+        values[key.strip()] = value
+    if args.listeners is not None:
+        values["listeners"] = args.listeners
+    if args.log_dirs is not None:
+        values["log.dirs"] = args.log_dirs
+    if args.num_partitions is not None:
+        values["num.partitions"] = str(args.num_partitions)
+    if args.auto_create_topics is not None:
+        values["auto.create.topics.enable"] = args.auto_create_topics
+    return BrokerConfig(values)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kafkacore-broker", description=__doc__.splitlines()[0])
+    parser.add_argument("--listeners", help="PLAINTEXT://host:port (default 127.0.0.1, port 0)")
+    parser.add_argument("--log-dirs", help="data directories (default: a temporary one)")
+    parser.add_argument("--num-partitions", type=int, help="partitions of auto-created topics")
+    parser.add_argument("--auto-create-topics", choices=["true", "false"],
+                        help="auto.create.topics.enable")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="any broker setting, by Kafka's name (repeatable)")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = build_config(args)
+    except errors.ConfigError as exc:
+        parser.error(str(exc))
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        logging.getLogger("kafkacore.broker").info("signal %d: stopping", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    broker = Broker(config)
+    broker.start()
+    try:
+        print(f"{READY_PREFIX}{broker.bootstrap_servers}", flush=True)
+        while not stop.wait(1.0):
+            pass
+    finally:
+        broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

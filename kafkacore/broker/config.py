@@ -1,0 +1,174 @@
+"""BrokerConfig: the broker's settings, by Kafka's names and with Kafka's defaults (``KafkaConfig``).
+
+Settings arrive as a dict of strings (the way ``server.properties`` or ``--config key=value``
+gives them) or of Python values; each is parsed once here, and a bad one raises
+:class:`~kafkacore.errors.ConfigError` naming the key.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafkacore import errors
+
+
+def _int(low: int | None = None) -> Callable[[str, Any], int]:
+    def parse(key: str, value: Any) -> int:
+        if isinstance(value, bool):
+            raise errors.ConfigError(f"{key}: expected an integer, got {value!r}")
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            raise errors.ConfigError(f"{key}: expected an integer, got {value!r}") from None
+        if low is not None and number < low:
+            raise errors.ConfigError(f"{key}: must be at least {low}, got {number}")
+        return number
+
+    return parse
+
+
+def _bool(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise errors.ConfigError(f"{key}: expected true or false, got {value!r}")
+
+
+def _str(key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise errors.ConfigError(f"{key}: expected a string, got {value!r}")
+    return value
+
+
+def _overrides(key: str, value: Any) -> dict[str, int]:
+    """``"host:n,host:n"`` -> {host: n} (``max.connections.per.ip.overrides``)."""
+    if isinstance(value, Mapping):
+        items = [(str(h), v) for h, v in value.items()]
+    else:
+        items = []
+        for part in _str(key, value).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            host, sep, number = part.rpartition(":")
+            if not sep or not host:
+                raise errors.ConfigError(f"{key}: expected host:count, got {part!r}")
+            items.append((host.strip(), number))
+    return {host: _int(0)(key, n) for host, n in items}
+
+
+@dataclass(frozen=True)
+class _Setting:
+    default: Any
+    parse: Callable[[str, Any], Any]
+    doc: str
+
+
+#: Every setting the broker knows: name -> (default, parser, meaning).  Names and defaults are
+#: Kafka's (``KafkaConfig`` / ``ServerLogConfigs`` / ``SocketServerConfigs``).
+SETTINGS: dict[str, _Setting] = {
+    "node.id": _Setting(1, _int(0), "this broker's id (broker.id is the older name)"),
+    "cluster.id": _Setting("kafkacore-cluster", _str, "the cluster id sent in Metadata"),
+    "listeners": _Setting("PLAINTEXT://127.0.0.1:0", _str, "where to listen; port 0 = a free one"),
+    "advertised.listeners": _Setting("", _str, "the address given to clients (default: listeners)"),
+    "log.dirs": _Setting("", _str, "comma-separated data directories (default: a temp dir)"),
+    "num.partitions": _Setting(1, _int(1), "partitions of an auto-created topic"),
+    "auto.create.topics.enable": _Setting(True, _bool, "create a topic on first Metadata/Produce"),
+    "default.replication.factor": _Setting(1, _int(1), "replication factor of new topics"),
+    "num.network.threads": _Setting(3, _int(1), "Processor threads"),
+    "num.io.threads": _Setting(8, _int(1), "KafkaRequestHandler threads"),
+    "socket.request.max.bytes": _Setting(104857600, _int(1), "largest request frame accepted"),
+    "socket.send.buffer.bytes": _Setting(102400, _int(-1), "SO_SNDBUF (-1: the OS default)"),
+    "socket.receive.buffer.bytes": _Setting(102400, _int(-1), "SO_RCVBUF (-1: the OS default)"),
+    "connections.max.idle.ms": _Setting(600000, _int(1), "close connections idle this long"),
+    "queued.max.requests": _Setting(500, _int(1), "bound of the shared request queue"),
+    "max.connections": _Setting(2147483647, _int(0), "connections accepted at most, in all"),
+    "max.connections.per.ip": _Setting(2147483647, _int(0), "connections from one address"),
+    "max.connections.per.ip.overrides": _Setting({}, _overrides, "host:n,host:n exceptions"),
+    "log.flush.interval.messages": _Setting(9223372036854775807, _int(1), "fsync every N"),
+    "log.flush.interval.ms": _Setting(None, _int(0), "fsync at least this often"),
+    "log.segment.bytes": _Setting(1073741824, _int(14), "roll a segment at this size"),
+    "log.retention.ms": _Setting(604800000, _int(-1), "delete segments older than this"),
+    "log.retention.bytes": _Setting(-1, _int(-1), "delete the oldest segments beyond this size"),
+    "log.index.interval.bytes": _Setting(4096, _int(0), "bytes between offset index entries"),
+    "message.max.bytes": _Setting(1048588, _int(0), "largest record batch accepted"),
+}
+
+#: Older names Kafka still reads, mapped to the current one.
+ALIASES = {"broker.id": "node.id"}
+
+
+class BrokerConfig:
+    """The parsed settings.  ``config["num.io.threads"]`` or ``config.get(...)``.
+
+    Unknown keys raise (a misspelt setting must not be ignored in silence), except those that
+    start with ``x.`` (kept as strings for experiments).
+    """
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        parsed = {name: s.default for name, s in SETTINGS.items()}
+        for key, value in (values or {}).items():
+            if not isinstance(key, str):
+                raise errors.ConfigError(f"setting names are strings, got {key!r}")
+            name = ALIASES.get(key, key)
+            setting = SETTINGS.get(name)
+            if setting is None:
+                if name.startswith("x."):
+                    parsed[name] = value
+                    continue
+                raise errors.ConfigError(f"unknown broker setting {key!r}")
+            parsed[name] = setting.parse(key, value)
+        listeners = parsed["listeners"]
+        self.listener_host, self.listener_port = parse_listener("listeners", listeners)
+        advertised = parsed["advertised.listeners"] or listeners
+        self.advertised_host, self.advertised_port = parse_listener(
+            "advertised.listeners", advertised
+        )
+        if not parsed["log.dirs"]:
+            parsed["log.dirs"] = tempfile.mkdtemp(prefix="kafkacore-broker-")
+            self.log_dirs_are_temporary = True
+        else:
+            self.log_dirs_are_temporary = False
+        self._values = parsed
+
+    @property
+    def log_dirs(self) -> list[str]:
+        return [d.strip() for d in self._values["log.dirs"].split(",") if d.strip()]
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[ALIASES.get(name, name)]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._values.get(ALIASES.get(name, name), default)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def __repr__(self) -> str:
+        return f"BrokerConfig(listeners={self['listeners']!r}, log.dirs={self['log.dirs']!r})"
+
+
+def parse_listener(key: str, text: str) -> tuple[str, int]:
+    """``PLAINTEXT://host:port`` (one listener) -> (host, port)."""
+    first = text.split(",")[0].strip()
+    scheme, sep, address = first.partition("://")
+    if not sep or scheme.upper() != "PLAINTEXT":
+        raise errors.ConfigError(f"{key}: expected PLAINTEXT://host:port, got {text!r}")
+    host, sep, port = address.rpartition(":")
+    if not sep:
+        raise errors.ConfigError(f"{key}: expected PLAINTEXT://host:port, got {text!r}")
+    host = host.strip("[]") or "0.0.0.0"
+    try:
+        number = int(port)
+    except ValueError:
+        raise errors.ConfigError(f"{key}: port must be a number, got {port!r}") from None
+    if not 0 <= number <= 65535:
+        raise errors.ConfigError(f"{key}: port out of range: {number}")
+    return host, number

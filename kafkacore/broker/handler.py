@@ -1,0 +1,67 @@
+"""KafkaRequestHandlerPool: the I/O threads that run the APIs (Kafka's ``KafkaRequestHandler``).
+
+``num.io.threads`` handlers take requests from the shared queue of the
+:class:`~kafkacore.broker.request_channel.RequestChannel` and call ``KafkaApis.handle``.  An
+exception in a handler answers that one request with UNKNOWN_SERVER_ERROR (or closes its
+connection when no error response can be built) and the thread goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Protocol
+
+from kafkacore.broker.request_channel import Request, RequestChannel
+
+log = logging.getLogger(__name__)
+
+
+class Apis(Protocol):
+    def handle(self, request: Request) -> None: ...
+    def handle_error(self, request: Request, exc: BaseException) -> None: ...
+
+
+class KafkaRequestHandler(threading.Thread):
+    def __init__(self, handler_id: int, channel: RequestChannel, apis: Apis) -> None:
+        super().__init__(name=f"kafkacore-request-handler-{handler_id}", daemon=True)
+        self.id = handler_id
+        self.channel = channel
+        self.apis = apis
+        self._running = True
+        self.handled = 0
+
+    def run(self) -> None:
+        while self._running:
+            request = self.channel.receive_request(timeout_s=0.3)
+            if request is None:
+                continue
+            try:
+                self.apis.handle(request)
+            except Exception as exc:
+                log.exception("error handling %r", request)
+                try:
+                    self.apis.handle_error(request, exc)
+                except Exception:
+                    log.exception("no error response for %r either; closing", request)
+                    self.channel.close_connection(request, f"handler failed: {exc!r}")
+            self.handled += 1
+
+    def shutdown(self) -> None:
+        self._running = False
+
+
+class KafkaRequestHandlerPool:
+    def __init__(self, channel: RequestChannel, apis: Apis, num_threads: int) -> None:
+        self.handlers = [KafkaRequestHandler(i, channel, apis) for i in range(num_threads)]
+
+    def start(self) -> None:
+        for h in self.handlers:
+            h.start()
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        for h in self.handlers:
+            h.shutdown()
+        for h in self.handlers:
+            if h.is_alive():
+                h.join(timeout_s)

@@ -1,0 +1,113 @@
+"""Broker: the parts wired together (Kafka's ``KafkaServer`` / ``BrokerServer``)."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.handler import KafkaRequestHandlerPool
+from kafkacore.broker.network import SocketServer
+from kafkacore.broker.request_channel import RequestChannel
+
+log = logging.getLogger(__name__)
+
+
+class Broker:
+    """One broker in this process.
+
+    >>> with Broker({"num.network.threads": "2"}) as broker:   # doctest: +SKIP
+    ...     print(broker.bootstrap_servers)
+    127.0.0.1:40123
+    """
+
+    def __init__(self, config: BrokerConfig | Mapping[str, Any] | None = None) -> None:
+        self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
+        self.broker_id: int = self.config["node.id"]
+        self.cluster_id: str = self.config["cluster.id"]
+        self.request_channel = RequestChannel(self.config["queued.max.requests"])
+        self.socket_server: SocketServer | None = None
+        self.log_manager: Any = None
+        self.apis: Any = None
+        self._handlers: KafkaRequestHandlerPool | None = None
+        self._started = False
+
+    @property
+    def advertised_host(self) -> str:
+        return self.config.advertised_host
+
+    @property
+    def advertised_port(self) -> int:
+        """The advertised port; with port 0 in both listener settings, the one bound."""
+        if self.config.advertised_port == 0 and self.socket_server is not None:
+            return self.socket_server.bound_port
+        return self.config.advertised_port
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.advertised_host}:{self.advertised_port}"
+
+    def start(self) -> Broker:
+        if self._started:
+            return self
+        from kafkacore.broker.apis import KafkaApis
+
+        self.log_manager = _make_log_manager(self)
+        self.socket_server = SocketServer(self.config, self.request_channel)
+        self.apis = KafkaApis(self)
+        self._handlers = KafkaRequestHandlerPool(
+            self.request_channel, self.apis, self.config["num.io.threads"]
+        )
+        self._handlers.start()
+        self.socket_server.startup()
+        self._started = True
+        log.info("broker %d started, listening on %s", self.broker_id, self.bootstrap_servers)
+        return self
+
+    def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        assert self.socket_server is not None and self._handlers is not None
+        self.socket_server.shutdown()
+        self._handlers.shutdown()
+        shutdown = getattr(self.log_manager, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
+        if self.config.log_dirs_are_temporary:
+            for d in self.config.log_dirs:
+                shutil.rmtree(d, ignore_errors=True)
+        log.info("broker %d stopped", self.broker_id)
+
+    def __enter__(self) -> Broker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"Broker(id={self.broker_id}, {self.bootstrap_servers})"
+
+
+def _make_log_manager(broker: Broker) -> Any:
+    """The storage: a :class:`kafkacore.broker.log.LogManager` over ``log.dirs``, with the
+    broker-wide log settings as every topic's default, recovered at start-up."""
+    from kafkacore.broker.log import LogConfig, LogManager
+
+    c = broker.config
+    default = LogConfig(
+        segment_bytes=c["log.segment.bytes"],
+        retention_ms=c["log.retention.ms"],
+        retention_bytes=c["log.retention.bytes"],
+        max_message_bytes=c["message.max.bytes"],
+        flush_messages=c["log.flush.interval.messages"],
+        index_interval_bytes=c["log.index.interval.bytes"],
+        **({} if c["log.flush.interval.ms"] is None else {"flush_ms": c["log.flush.interval.ms"]}),
+    )
+    dirs: list[str | Path] = list(c.log_dirs)
+    manager = LogManager(dirs, default)
+    manager.startup()
+    return manager

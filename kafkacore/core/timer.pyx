@@ -1,0 +1,462 @@
+# cython: language_level=3
+"""The timer's per-task work, compiled: link, unlink, bucket choice (Kafka's ``TimerTask``,
+``TimerTaskEntry``, ``TimerTaskList``, ``TimingWheel``).
+
+These run once per delayed operation (add, and cancel when it completes early, or a bucket flush
+when it expires), so they are compiled.  ``DelayQueue`` and ``SystemTimer``, the control flow
+around them, are in this file too, so that ``add`` and the flush loop call the rest in C; they
+read like the Python they are.  ``kafkacore.broker.timer`` is where the broker imports them from.
+See ``docs/broker/timing_wheel.rst``.
+"""
+
+cimport cython
+from cpython.pythread cimport (
+    NOWAIT_LOCK,
+    WAIT_LOCK,
+    PyThread_acquire_lock,
+    PyThread_allocate_lock,
+    PyThread_free_lock,
+    PyThread_release_lock,
+    PyThread_type_lock,
+)
+
+import heapq
+import logging
+import threading
+import time as _time
+
+
+cdef class TimerTask:
+    """TimerTask(delay_ms)
+
+    Something to run once ``delay_ms`` has passed since it was added to a timer.  Subclasses
+    override :meth:`run`.  :meth:`cancel` unlinks it from its bucket at once; a cancelled task
+    never runs.  A task is in at most one bucket: a new entry takes it out of the old one.
+    """
+
+    def __init__(self, delay_ms):
+        self.delay_ms = delay_ms
+        self._entry = None
+
+    def run(self):
+        raise NotImplementedError
+
+    cpdef void cancel(self) noexcept:
+        cdef TimerTaskEntry entry = self._entry
+        self._entry = None
+        if entry is not None:
+            entry.remove()
+
+    def is_cancelled(self):
+        return self._entry is None
+
+    cdef void set_entry(self, TimerTaskEntry entry) noexcept:
+        cdef TimerTaskEntry old = self._entry
+        if old is not None and old is not entry:
+            old.remove()
+        self._entry = entry
+
+    def set_timer_task_entry(self, TimerTaskEntry entry not None):
+        self.set_entry(entry)
+
+    def get_timer_task_entry(self):
+        return self._entry
+
+
+@cython.final
+@cython.no_gc
+@cython.freelist(4096)  # most entries live briefly (the operation completes early): reuse them
+cdef class TimerTaskEntry:
+    """TimerTaskEntry(timer_task, expiration_ms)
+
+    A task's link in a :class:`TimerTaskList`: it knows its list, so removal is O(1).
+
+    Entries are not tracked by the cyclic garbage collector: with a million timers outstanding,
+    every collection of the oldest generation would walk a million entries (it made a timer
+    three times slower in ``benchmarks/bench_purgatory.py``).  So the timer breaks the cycles an
+    entry is in as soon as it leaves a bucket: a cancelled task drops its entry, a task about to
+    run is dropped by its entry, a bucket's sentinel unlinks itself when the bucket goes, and
+    ``SystemTimer.shutdown`` lets go of the tasks still waiting.  (A timer dropped without
+    ``shutdown`` while tasks wait keeps them in memory.)
+    """
+
+    def __init__(self, TimerTask timer_task, long long expiration_ms):
+        self.timer_task = timer_task
+        self.expiration_ms = expiration_ms
+        if timer_task is not None:  # None only for a list's sentinel
+            timer_task.set_entry(self)
+
+    cpdef bint cancelled(self):
+        """True when the task was cancelled, or moved to a newer entry, since this one was made."""
+        return self.timer_task is None or self.timer_task._entry is not self
+
+    cpdef void remove(self) noexcept:
+        # Kafka loops because a flush may move the entry meanwhile; here nothing runs between
+        # the read and the unlink, so one pass empties it, but the loop states the rule.
+        cdef TimerTaskList current = self.list
+        while current is not None:
+            current.remove(self)
+            current = self.list
+
+
+@cython.final
+cdef class TaskCounter:
+    """The number of entries in all the buckets of one timer (Kafka's shared ``AtomicInteger``)."""
+
+    def __init__(self):
+        self.value = 0
+
+
+@cython.final
+cdef class TimerTaskList:
+    """TimerTaskList(task_counter)
+
+    A bucket: a circular doubly linked list of entries around a sentinel, with one expiration
+    (the start of the time slot it stands for).  ``set_expiration`` returns True when that
+    changed, which is when the bucket must (again) be offered to the delay queue.
+    """
+
+    def __init__(self, TaskCounter task_counter):
+        self._task_counter = task_counter
+        root = TimerTaskEntry(None, -1)
+        root.next = root
+        root.prev = root
+        self._root = root
+        self._expiration = -1
+
+    def __dealloc__(self):
+        # The sentinel points at itself; entries are not garbage-collected, so break that here.
+        if self._root is not None:
+            self._root.next = None
+            self._root.prev = None
+
+    cpdef bint set_expiration(self, long long expiration_ms) noexcept:
+        cdef long long old = self._expiration
+        self._expiration = expiration_ms
+        return old != expiration_ms
+
+    cpdef long long get_expiration(self) noexcept:
+        return self._expiration
+
+    def foreach(self, f):
+        """Call ``f`` on each task not cancelled (on a snapshot, so ``f`` may change the list)."""
+        cdef list tasks = []
+        cdef TimerTaskEntry entry = self._root.next
+        while entry is not self._root:
+            if not entry.cancelled():
+                tasks.append(entry.timer_task)
+            entry = entry.next
+        for task in tasks:
+            f(task)
+
+    def __len__(self):
+        cdef Py_ssize_t n = 0
+        cdef TimerTaskEntry entry = self._root.next
+        while entry is not self._root:
+            n += 1
+            entry = entry.next
+        return n
+
+    cpdef void add(self, TimerTaskEntry entry) except *:
+        if entry is None:
+            raise TypeError("a TimerTaskEntry is needed, not None")
+        entry.remove()  # out of any other list first
+        cdef TimerTaskEntry tail = self._root.prev
+        entry.next = self._root
+        entry.prev = tail
+        entry.list = self
+        tail.next = entry
+        self._root.prev = entry
+        self._task_counter.value += 1
+
+    cpdef void remove(self, TimerTaskEntry entry) except *:
+        if entry is None:
+            raise TypeError("a TimerTaskEntry is needed, not None")
+        if entry.list is self:
+            entry.next.prev = entry.prev
+            entry.prev.next = entry.next
+            entry.next = None
+            entry.prev = None
+            entry.list = None
+            self._task_counter.value -= 1
+
+    def flush(self, f):
+        """Take every entry out and hand it to ``f`` (the timer re-adds it); reset expiration."""
+        cdef TimerTaskEntry root = self._root
+        cdef TimerTaskEntry head = root.next
+        while head is not root:
+            self.remove(head)
+            f(head)
+            head = root.next
+        self._expiration = -1
+
+    def __lt__(self, TimerTaskList other):  # heap order when two expirations are equal
+        return id(self) < id(other)
+
+
+@cython.final
+cdef class TimingWheel:
+    """TimingWheel(tick_ms, wheel_size, start_ms, task_counter, queue)
+
+    One level of the hierarchy: ``wheel_size`` buckets of ``tick_ms`` each.  A task whose
+    expiration is within ``[current_time + tick_ms, current_time + interval)`` goes into bucket
+    ``(expiration // tick_ms) % wheel_size``; a later one to the overflow wheel (made on first
+    need, with ``tick_ms = interval``); an earlier one is already expired and ``add`` returns False
+    so that the timer runs it.
+    """
+
+    def __init__(self, long long tick_ms, long long wheel_size, long long start_ms,
+                 TaskCounter task_counter, queue):
+        if tick_ms < 1 or wheel_size < 1:
+            raise ValueError(f"tick_ms and wheel_size must be >= 1, got {tick_ms}, {wheel_size}")
+        self.tick_ms = tick_ms
+        self.wheel_size = wheel_size
+        self.interval = tick_ms * wheel_size
+        self.current_time = start_ms - start_ms % tick_ms  # rounded down to a tick
+        self._task_counter = task_counter
+        self._queue = queue
+        self.buckets = [TimerTaskList(task_counter) for _ in range(wheel_size)]
+        self.overflow_wheel = None
+
+    cpdef bint add(self, TimerTaskEntry entry) except -1:
+        if entry is None:
+            raise TypeError("a TimerTaskEntry is needed, not None")
+        cdef long long expiration = entry.expiration_ms
+        cdef long long virtual_id
+        cdef TimerTaskList bucket
+        if entry.cancelled():
+            return False
+        if expiration < self.current_time + self.tick_ms:
+            return False  # already expired: the caller runs it
+        if expiration < self.current_time + self.interval:
+            virtual_id = expiration // self.tick_ms
+            bucket = <TimerTaskList>self.buckets[virtual_id % self.wheel_size]
+            bucket.add(entry)
+            # Only the first task of a new time slot changes the bucket's expiration; only then
+            # does the bucket (again) enter the delay queue.
+            if bucket.set_expiration(virtual_id * self.tick_ms):
+                self._queue.offer(bucket)
+            return True
+        if self.overflow_wheel is None:
+            self.overflow_wheel = TimingWheel(
+                self.interval, self.wheel_size, self.current_time, self._task_counter, self._queue
+            )
+        return self.overflow_wheel.add(entry)
+
+    cpdef void advance_clock(self, long long time_ms) noexcept:
+        if time_ms >= self.current_time + self.tick_ms:
+            self.current_time = time_ms - time_ms % self.tick_ms
+            if self.overflow_wheel is not None:
+                self.overflow_wheel.advance_clock(self.current_time)
+
+
+_log = logging.getLogger("kafkacore.broker.timer")
+
+
+def hi_res_clock_ms():
+    """Kafka's ``Time.SYSTEM.hiResClockMs()``: a monotonic clock in whole milliseconds."""
+    return _time.monotonic_ns() // 1_000_000
+
+
+class DelayQueue:
+    """Java's ``DelayQueue`` of buckets: a heap keyed by expiration; ``poll`` gives expired ones.
+
+    It holds buckets, not tasks, so it never holds more than the wheels have buckets.
+    """
+
+    def __init__(self, time_ms):
+        self._time_ms = time_ms
+        self._heap = []
+        self._available = threading.Condition(threading.Lock())
+        self._closed = False
+
+    def offer(self, TimerTaskList bucket):
+        with self._available:
+            heapq.heappush(self._heap, (bucket.get_expiration(), bucket))
+            if self._heap[0][1] is bucket:
+                self._available.notify_all()
+
+    def poll(self, timeout_ms=0):
+        """The first expired bucket, waiting up to ``timeout_ms`` (real time) for one; else None."""
+        deadline = _time.monotonic() + max(timeout_ms, 0) / 1000.0
+        with self._available:
+            while True:
+                if self._heap:
+                    delay_ms = self._heap[0][0] - self._time_ms()
+                    if delay_ms <= 0:
+                        return heapq.heappop(self._heap)[1]
+                else:
+                    delay_ms = None
+                remaining = deadline - _time.monotonic()
+                if remaining <= 0 or self._closed:
+                    return None
+                wait = remaining if delay_ms is None else min(remaining, delay_ms / 1000.0)
+                self._available.wait(wait)
+
+    def close(self):
+        """Wake every waiting ``poll`` so that it returns None (used on shutdown)."""
+        with self._available:
+            self._closed = True
+            self._available.notify_all()
+
+    def __len__(self):
+        return len(self._heap)
+
+
+@cython.final
+cdef class SystemTimer:
+    """SystemTimer(executor_name="timer", tick_ms=1, wheel_size=20, start_ms=None, \
+time_ms=hi_res_clock_ms, executor=None)
+
+    Kafka's ``SystemTimer``: tasks in timing wheels, buckets in a delay queue.
+
+    ``advance_clock(timeout_ms)`` waits up to ``timeout_ms`` for the first bucket to expire, then
+    flushes every expired bucket: each task is added again, so it either falls into a finer wheel
+    or, its deadline reached, runs.  Tasks run on ``executor`` (anything with ``submit``) when one
+    is given, else in the thread that called ``add``/``advance_clock``, after the timer's lock is
+    released (a task's code never runs under the timer's lock).
+
+    ``time_ms`` is the clock (milliseconds); tests pass their own to drive time by hand.
+    """
+
+    cdef readonly str executor_name
+    cdef readonly object delay_queue
+    cdef readonly TimingWheel timing_wheel
+    cdef object _time_ms
+    cdef object _executor
+    # Kafka's read-write lock, as one plain lock: add and advance_clock do not interleave.
+    # Not reentrant, and no task runs under it.
+    cdef PyThread_type_lock _lock
+    cdef TaskCounter _task_counter
+    # Tasks found expired under the lock, run after it is released.
+    cdef list _expired
+
+    def __cinit__(self, *args, **kwargs):
+        self._lock = PyThread_allocate_lock()
+        if self._lock == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
+
+    cdef void _lock_timer(self) noexcept:
+        # Uncontended: take it at once.  Else wait without the GIL, which the holder may need.
+        if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+            with nogil:
+                PyThread_acquire_lock(self._lock, WAIT_LOCK)
+
+    def __init__(self, executor_name="timer", tick_ms=1, wheel_size=20, start_ms=None,
+                 time_ms=hi_res_clock_ms, executor=None):
+        self.executor_name = executor_name
+        self._time_ms = time_ms
+        self._executor = executor
+        self._task_counter = TaskCounter()
+        self.delay_queue = DelayQueue(time_ms)
+        self.timing_wheel = TimingWheel(
+            tick_ms,
+            wheel_size,
+            time_ms() if start_ms is None else start_ms,
+            self._task_counter,
+            self.delay_queue,
+        )
+        self._expired = []
+
+    cpdef add(self, TimerTask timer_task):
+        if timer_task is None:
+            raise TypeError("a TimerTask is needed, not None")
+        cdef TimerTaskEntry entry = TimerTaskEntry.__new__(TimerTaskEntry)
+        # TimerTaskEntry(timer_task, expiration), without the argument parsing of a Python call.
+        entry.expiration_ms = timer_task.delay_ms + self._time_ms()
+        entry.timer_task = timer_task
+        timer_task.set_entry(entry)
+        cdef list expired
+        self._lock_timer()
+        try:
+            self._add_timer_task_entry(entry)
+            expired = self._take_expired()
+        finally:
+            PyThread_release_lock(self._lock)
+        if expired:
+            self._run(expired)
+
+    cdef int _add_timer_task_entry(self, TimerTaskEntry entry) except -1:
+        if not self.timing_wheel.add(entry):
+            # Already expired, or cancelled: run it unless it was cancelled.
+            if not entry.cancelled():
+                self._expired.append(entry.timer_task)
+                entry.timer_task = None  # the entry is spent: break task <-> entry (see above)
+        return 0
+
+    cdef list _take_expired(self):
+        cdef list expired = self._expired
+        if expired:
+            self._expired = []
+            return expired
+        return None
+
+    cdef _run(self, list tasks):
+        if self._executor is not None:
+            for task in tasks:
+                self._executor.submit(task.run)
+        else:
+            for task in tasks:
+                try:
+                    task.run()
+                except Exception:
+                    # One failing task must not keep the others from running, nor stop the
+                    # thread that advances the clock (Kafka's executor logs it the same way).
+                    _log.exception("timer task %r failed", task)
+
+    def advance_clock(self, timeout_ms):
+        """Flush the expired buckets (waiting up to ``timeout_ms`` for the first); True if any."""
+        cdef TimerTaskList bucket = self.delay_queue.poll(timeout_ms)
+        cdef TimerTaskEntry head
+        cdef list expired
+        if bucket is None:
+            return False
+        self._lock_timer()
+        try:
+            while bucket is not None:
+                self.timing_wheel.advance_clock(bucket._expiration)
+                # TimerTaskList.flush with the re-add inlined: take each entry out and add it
+                # again, so it falls to a finer wheel or, expired, is run.
+                head = bucket._root.next
+                while head is not bucket._root:
+                    bucket.remove(head)
+                    self._add_timer_task_entry(head)
+                    head = bucket._root.next
+                bucket._expiration = -1
+                bucket = self.delay_queue.poll(0)
+            expired = self._take_expired()
+        finally:
+            PyThread_release_lock(self._lock)
+        if expired:
+            self._run(expired)
+        return True
+
+    def size(self):
+        """The number of tasks waiting (cancelled ones leave at once)."""
+        return self._task_counter.value
+
+    def shutdown(self):
+        """Wake a waiting ``advance_clock``, drop the tasks still waiting (they will not run), and
+        shut the executor down if there is one."""
+        cdef TimingWheel wheel = self.timing_wheel
+        cdef TimerTaskList bucket
+        cdef TimerTaskEntry head
+        self.delay_queue.close()
+        self._lock_timer()
+        try:
+            while wheel is not None:
+                for bucket in wheel.buckets:
+                    head = bucket._root.next
+                    while head is not bucket._root:
+                        bucket.remove(head)
+                        head.timer_task = None
+                        head = bucket._root.next
+                wheel = wheel.overflow_wheel
+        finally:
+            PyThread_release_lock(self._lock)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)

@@ -1,0 +1,64 @@
+"""A blocking, by-hand Kafka client for the reactor tests: frames in, frames out."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from kafkacore.protocol import codec
+
+API_VERSIONS = 18
+
+
+def connect(broker, timeout_s: float = 10.0) -> socket.socket:
+    s = socket.create_connection((broker.advertised_host, broker.advertised_port), timeout=timeout_s)
+    s.settimeout(timeout_s)
+    return s
+
+
+def api_versions_frame(correlation_id: int, version: int = 0) -> bytes:
+    body = {"client_software_name": "t", "client_software_version": "1"} if version >= 3 else {}
+    payload = b"".join(codec.encode_request(API_VERSIONS, version, correlation_id, "t", body))
+    return len(payload).to_bytes(4, "big") + payload
+
+
+def recv_exactly(s: socket.socket, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = s.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError(f"closed after {len(out)} of {n} bytes")
+        out += chunk
+    return bytes(out)
+
+
+def recv_frame(s: socket.socket) -> bytes:
+    return recv_exactly(s, int.from_bytes(recv_exactly(s, 4), "big"))
+
+
+def api_versions(s: socket.socket, correlation_id: int = 1, version: int = 0):
+    s.sendall(api_versions_frame(correlation_id, version))
+    return codec.decode_response(API_VERSIONS, version, recv_frame(s))
+
+
+def closed_by_peer(s: socket.socket) -> bool:
+    """Block (bounded by the socket's timeout) until the broker closes ``s``; True if it did."""
+    try:
+        while True:
+            if not s.recv(65536):
+                return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def wait_until(predicate, bound_s: float = 10.0, what: str = "condition"):
+    deadline = time.monotonic() + bound_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {bound_s} s")
+        time.sleep(0.01)

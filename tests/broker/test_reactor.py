@@ -1,0 +1,270 @@
+"""The request reactor (SocketServer, RequestChannel, handlers) against real sockets."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reactor_client import (
+    api_versions,
+    api_versions_frame,
+    closed_by_peer,
+    connect,
+    recv_frame,
+    wait_until,
+)
+
+from kafkacore import errors
+from kafkacore.broker import Broker, BrokerConfig
+from kafkacore.protocol import codec
+
+
+@pytest.fixture
+def broker():
+    with Broker({"num.network.threads": "2", "num.io.threads": "2"}) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def shared_broker():
+    with Broker({"num.network.threads": "2", "num.io.threads": "2"}) as b:
+        yield b
+
+
+def test_api_versions_every_version(broker):
+    s = connect(broker)
+    for version in range(5):
+        correlation_id, body = api_versions(s, 100 + version, version)
+        assert correlation_id == 100 + version
+        assert body["error_code"] == 0
+        assert {"api_key": 18, "min_version": 0, "max_version": 4} in body["api_keys"]
+
+
+def test_unsupported_api_versions_version_is_answered_in_v0(broker):
+    s = connect(broker)
+    frame = bytearray(api_versions_frame(7, 0))
+    frame[6:8] = (9).to_bytes(2, "big")  # ApiVersions v9: not declared
+    s.sendall(frame)
+    correlation_id, body = codec.decode_response(18, 0, recv_frame(s))
+    assert correlation_id == 7
+    assert body["error_code"] == 35  # UNSUPPORTED_VERSION
+    assert {"api_key": 18, "min_version": 0, "max_version": 4} in body["api_keys"]
+    assert api_versions(s, 8)[1]["error_code"] == 0  # the connection goes on
+
+
+def test_unknown_api_key_closes_only_that_connection(broker):
+    bad, good = connect(broker), connect(broker)
+    frame = bytearray(api_versions_frame(1, 0))
+    frame[4:6] = (999).to_bytes(2, "big")
+    bad.sendall(frame)
+    assert closed_by_peer(bad)
+    assert api_versions(good)[1]["error_code"] == 0
+
+
+def test_pipelined_requests_are_answered_in_order(broker):
+    s = connect(broker)
+    versions = [i % 5 for i in range(200)]
+    s.sendall(b"".join(api_versions_frame(i, v) for i, v in enumerate(versions)))
+    for i, v in enumerate(versions):
+        correlation_id, body = codec.decode_response(18, v, recv_frame(s))
+        assert correlation_id == i
+        assert body["error_code"] == 0
+
+
+def test_processors_share_connections_round_robin(broker):
+    sockets = [connect(broker) for _ in range(6)]
+    for s in sockets:
+        assert api_versions(s)[1]["error_code"] == 0
+    stats = broker.socket_server.statistics()
+    assert [p["accepted"] for p in stats] == [3, 3]
+    assert [p["connections"] for p in stats] == [3, 3]
+
+
+def test_max_connections_per_ip_refuses_the_extra_connection():
+    with Broker({"max.connections.per.ip": "2"}) as b:
+        first, second = connect(b), connect(b)
+        third = connect(b)
+        assert closed_by_peer(third)
+        assert api_versions(first)[1]["error_code"] == 0
+        assert api_versions(second)[1]["error_code"] == 0
+        first.close()
+        wait_until(lambda: b.socket_server.connection_quotas.get("127.0.0.1") == 1,
+                   what="the closed connection to be counted out")
+        assert api_versions(connect(b))[1]["error_code"] == 0
+
+
+def test_max_connections_per_ip_overrides():
+    with Broker({"max.connections.per.ip": "1",
+                 "max.connections.per.ip.overrides": "127.0.0.1:3"}) as b:
+        kept = [connect(b) for _ in range(3)]
+        for s in kept:
+            assert api_versions(s)[1]["error_code"] == 0
+        assert closed_by_peer(connect(b))
+
+
+def test_idle_connections_are_closed():
+    with Broker({"connections.max.idle.ms": "200"}) as b:
+        idle = connect(b)
+        assert api_versions(idle)[1]["error_code"] == 0
+        assert closed_by_peer(idle)
+        assert api_versions(connect(b))[1]["error_code"] == 0
+        assert sum(p.get("idle_closed", 0) for p in b.socket_server.statistics()) >= 1
+
+
+def test_oversized_frame_closes_only_that_connection():
+    with Broker({"socket.request.max.bytes": "1000"}) as b:
+        big, good = connect(b), connect(b)
+        big.sendall((1001).to_bytes(4, "big") + b"\0" * 100)
+        assert closed_by_peer(big)
+        negative = connect(b)
+        negative.sendall((-5).to_bytes(4, "big", signed=True))
+        assert closed_by_peer(negative)
+        assert api_versions(good)[1]["error_code"] == 0
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b"\x00\x00\x00\x03abc",  # shorter than a header
+        b"\x00\x00\x00\x10" + b"\xff" * 16,  # garbage
+        api_versions_frame(1, 3)[:-3] + b"\x00\x00\x00",  # right size, wrong body
+        (len(api_versions_frame(1, 0)) + 6).to_bytes(4, "big")
+        + api_versions_frame(1, 0)[4:]
+        + b"\x00" * 10,  # bytes left over after the body
+    ],
+    ids=["short", "garbage", "bad-body", "left-over"],
+)
+def test_bad_frames_close_only_that_connection(broker, frame):
+    bad, good = connect(broker), connect(broker)
+    bad.sendall(frame)
+    assert closed_by_peer(bad)
+    assert api_versions(good)[1]["error_code"] == 0
+
+
+def test_client_disconnecting_mid_request(broker):
+    gone = connect(broker)
+    gone.sendall(api_versions_frame(1, 0)[:9])
+    gone.close()
+    assert api_versions(connect(broker))[1]["error_code"] == 0
+
+
+def test_200_clients_at_once_and_one_sends_garbage(broker):
+    sockets = [None] * 200
+    barrier = threading.Barrier(200)
+    results: dict[int, object] = {}
+
+    def client(i: int) -> None:
+        barrier.wait(30)
+        s = connect(broker, timeout_s=30)
+        sockets[i] = s
+        if i == 57:
+            s.sendall(b"\x00\x00\x00\x20" + bytes(range(32)))
+            results[i] = closed_by_peer(s)
+        else:
+            results[i] = api_versions(s, i)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(200)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert results.pop(57) is True
+    assert sorted(results) == [i for i in range(200) if i != 57]
+    for i, (correlation_id, body) in results.items():
+        assert correlation_id == i and body["error_code"] == 0
+    for s in sockets:
+        s.close()
+
+
+def test_a_client_that_never_reads_is_not_read_either(broker):
+    """Muting bounds the broker's memory: once its responses back up, the broker stops reading
+    the connection, so the client's writes stop going anywhere (its sends would block)."""
+    hog = connect(broker)
+    hog.setblocking(False)
+    frame = api_versions_frame(1, 0)
+    sent, bound = 0, 256 * 1024 * 1024
+    while sent < bound:
+        try:
+            sent += hog.send(frame * 1000)
+        except BlockingIOError:
+            break
+    assert sent < bound, "the broker kept reading a client that never reads"
+    good = connect(broker)
+    assert api_versions(good)[1]["error_code"] == 0
+
+
+def test_handler_exception_answers_unknown_server_error_and_the_thread_goes_on():
+    with Broker({"num.io.threads": "1"}) as b:
+
+        def broken(request):
+            raise RuntimeError("a bug in an API")
+
+        b.apis.handlers[22] = broken  # InitProducerId: its response has a top-level error code
+        s = connect(b)
+        payload = b"".join(codec.encode_request(22, 0, 5, "t", {
+            "transactional_id": None, "transaction_timeout_ms": 1000}))
+        s.sendall(len(payload).to_bytes(4, "big") + payload)
+        correlation_id, body = codec.decode_response(22, 0, recv_frame(s))
+        assert (correlation_id, body["error_code"]) == (5, -1)  # UNKNOWN_SERVER_ERROR
+        assert api_versions(s, 6)[1]["error_code"] == 0  # the one handler is still alive
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(payload=st.binary(max_size=300), honest_size=st.booleans())
+def test_fuzz_random_frames_never_hurt_the_broker(shared_broker, payload, honest_size):
+    bad = connect(shared_broker)
+    size = len(payload) if honest_size else int.from_bytes(payload[:4].ljust(4, b"\0"), "big")
+    try:
+        bad.sendall(size.to_bytes(4, "big") + payload)
+    except OSError:
+        pass
+    bad.close()
+    assert api_versions(connect(shared_broker))[1]["error_code"] == 0
+
+
+def test_broker_config_errors_name_the_key():
+    with pytest.raises(errors.ConfigError, match="num.io.threads"):
+        BrokerConfig({"num.io.threads": "many"})
+    with pytest.raises(errors.ConfigError, match="max.connections.per.ip.overrides"):
+        BrokerConfig({"max.connections.per.ip.overrides": "nohost"})
+    with pytest.raises(errors.ConfigError, match="lisenters"):
+        BrokerConfig({"lisenters": "PLAINTEXT://x:1"})
+    with pytest.raises(errors.ConfigError, match="listeners"):
+        BrokerConfig({"listeners": "SSL://x:1"})
+    config = BrokerConfig({"broker.id": "7", "max.connections.per.ip.overrides": "a:1, b:2"})
+    assert config["node.id"] == 7
+    assert config["max.connections.per.ip.overrides"] == {"a": 1, "b": 2}
+    assert config["num.network.threads"] == 3 and config["queued.max.requests"] == 500
+
+
+@pytest.mark.parametrize("version", [0, 3])
+def test_kafka_pythons_codec_reads_our_api_versions(broker, version):
+    """kafka-python's own request and response classes (its encoder, its decoder) against us."""
+    from kafka.protocol.old import api_versions as kp
+
+    request_class = getattr(kp, f"ApiVersionsRequest_v{version}")
+    response_class = getattr(kp, f"ApiVersionsResponse_v{version}")
+    fields = {"client_software_name": "kafka-python", "client_software_version": "3",
+              "tags": {}} if version >= 3 else {}
+    request = request_class(**fields)
+    request.with_header(correlation_id=42, client_id="kafka-python")
+    s = connect(broker)
+    s.sendall(request.encode(header=True, framed=True))
+    response = response_class.decode(recv_frame(s), header=True)
+    assert response.header.correlation_id == 42
+    assert response.error_code == 0
+    assert [tuple(k)[:3] for k in response.api_keys] == [(18, 0, 4)]
+
+
+def test_many_idle_connections_do_not_stop_the_others(broker):
+    idle = [connect(broker) for _ in range(400)]
+    wait_until(lambda: sum(p["connections"] for p in broker.socket_server.statistics()) >= 400,
+               what="400 connections configured")
+    assert api_versions(connect(broker))[1]["error_code"] == 0
+    assert api_versions(idle[-1], 9)[0] == 9
+    for s in idle:
+        s.close()
+    wait_until(lambda: broker.socket_server.connection_quotas.total <= 1,
+               what="closed connections counted out")
