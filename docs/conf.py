@@ -29,6 +29,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "kafkacore_settings",
+    "kafkacore_bench",
 ]
 
 nitpicky = True
@@ -42,10 +43,11 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "none"
 templates_path = []
 exclude_patterns = ["_build"]
-html_theme = "alabaster"
+# furo: a wide content column, so that code (100-character lines) does not scroll sideways.
+html_theme = "furo"
+html_title = f"kafkacore {release}"
 html_static_path = ["_static"]
-html_theme_options = {"description": "The Java producer's parts, compiled, explained."}
-pygments_style = "sphinx"
+html_css_files = ["wide.css"]
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 

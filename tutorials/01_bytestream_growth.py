@@ -5,7 +5,12 @@ We wrap a 100-byte bytearray (think: a buffer from the BufferPool, batch.size = 
 max(int(limit * 1.1f), position + needed) bytes, copies what it wrote, and carries on.  Then one big
 write shows the second half of the rule, and we check what happened to the pooled buffer.
 
+Run it from the repository's root:
+
     python tutorials/01_bytestream_growth.py
+
+Needs: kafkacore's compiled core, built in place once
+(``python setup.py build_ext --inplace``); no broker.
 """
 
 from kafkacore.core.bytestream import ByteBufferOutputStream

@@ -4,7 +4,12 @@ We append three records (one with headers, one with a null key) to a MemoryRecor
 it, and print the batch header field by field next to its bytes.  Then iter_records decodes the
 batch, checking the CRC-32C and every length on the way.
 
+Run it from the repository's root:
+
     python tutorials/02_build_and_decode_batch.py
+
+Needs: kafkacore's compiled core, built in place once
+(``python setup.py build_ext --inplace``); no broker.
 """
 
 import gzip

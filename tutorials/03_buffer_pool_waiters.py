@@ -5,7 +5,12 @@ first one that wants 200 bytes, then one that wants only 100.  Then we give memo
 at a time, and watch ``statistics()`` after each step.  The second thread needs less, but it does
 not overtake the first: memory goes to the head of the queue until the head has all it asked for.
 
+Run it from the repository's root:
+
     python tutorials/03_buffer_pool_waiters.py
+
+Needs: kafkacore's compiled core, built in place once
+(``python setup.py build_ext --inplace``); no broker.
 """
 
 import threading

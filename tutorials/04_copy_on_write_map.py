@@ -5,7 +5,12 @@ for every record, and adds one only the first time it sees a partition.  Here a 
 checks, over and over, that every snapshot it reads is whole, while the main thread adds
 partitions and moves a counter between two keys.
 
+Run it from the repository's root:
+
     python tutorials/04_copy_on_write_map.py
+
+Needs: kafkacore's compiled core, built in place once
+(``python setup.py build_ext --inplace``); no broker.
 """
 
 import threading

@@ -4,6 +4,13 @@ No broker needed: we play the Sender ourselves and "answer" the batch with base 
 the callbacks fire once, in append order, the futures resolve (also in a thread that was waiting),
 a second answer refused, a late success after a failure ignored, and a split batch still completing
 the futures the user holds.
+
+Run it from the repository's root:
+
+    python tutorials/05_producer_batch.py
+
+Needs: kafkacore's compiled core, built in place once
+(``python setup.py build_ext --inplace``); no broker.
 """
 
 import threading

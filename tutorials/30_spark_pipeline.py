@@ -11,7 +11,12 @@ at a time, against the broker in ``KAFKACORE_BOOTSTRAP``:
 4. we read the topic back with confluent-kafka and check every flight arrived once, each tail
    number in one partition, in time order.
 
+Run it from the repository's root:
+
     KAFKACORE_BOOTSTRAP=127.0.0.1:9092 python tutorials/30_spark_pipeline.py
+
+Needs: a broker in KAFKACORE_BOOTSTRAP (this one does not start its own), pyspark and
+confluent-kafka (the ``spark`` tox env), and Java for Spark.
 """
 # needs: broker
 # needs: spark

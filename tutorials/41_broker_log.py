@@ -5,6 +5,13 @@ broker's request handlers do.  We see the offsets the log assigns, the files it 
 idempotent batch answered with its original offsets instead of being written twice, a producer
 from the past fenced, and a log whose last batch was torn by a crash cut back to the last batch
 whose CRC checks -- with the producer's sequences still working after the restart.
+
+Run it from the repository's root:
+
+    python tutorials/41_broker_log.py
+
+Needs: kafkacore's compiled core, built in place once
+(``python setup.py build_ext --inplace``); no broker.
 """
 
 import os

@@ -1,0 +1,78 @@
+"""The ``.. kafkacore-bench:: core|producer`` directive: a benchmark's results as a table.
+
+Read from ``benchmarks/results/<name>.json`` each time the docs build, so the page shows the
+figures the last ``make bench`` wrote, never a pasted copy.
+"""
+
+import json
+import pathlib
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util.docutils import SphinxDirective
+
+RESULTS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+
+
+def _table(title, header, rows, widths):
+    lines = [f".. list-table:: {title}", "   :header-rows: 1", f"   :widths: {widths}", ""]
+    for row in [header, *rows]:
+        lines.append(f"   * - {row[0]}")
+        lines.extend(f"     - {cell}" for cell in row[1:])
+    return lines + [""]
+
+
+def core_lines(data):
+    b = data["builder"]
+    out = [f"Measured {data['when']} on {data['machine']}.", ""]
+    fastest_peer = b["records_per_s"]["aiokafka (compiled)"]
+    rows = [
+        [name, f"{rate / 1e6:,.2f}", f"{rate / fastest_peer:.2f}"]
+        for name, rate in b["records_per_s"].items()
+    ]
+    out += _table(
+        f"Appending {b['records']:,} records into {b['batch_size'] // 1024} KiB batches",
+        ["builder", "million records/s", "vs aiokafka"], rows, "50 25 25",
+    )
+    crc = b["crc32c_gb_per_s"]
+    out += _table("CRC-32C over 1 MiB", ["implementation", "GB/s"],
+                  [[name, f"{rate:.2f}"] for name, rate in crc.items()], "70 30")
+    rows = [
+        [name, f"{v['rate'] / 1e6:,.2f}", f"{v['baseline'] / 1e6:,.2f}", f"{v['ratio']:.2f}"]
+        for name, v in data["pool"].items()
+    ]
+    out += _table("BufferPool and CopyOnWriteMap",
+                  ["operation", "million/s", "baseline (million/s)", "ratio"], rows, "46 18 18 18")
+    return out
+
+
+def producer_lines(data):
+    ours = next(r for r in data if r["client"] == "kafkacore")
+    rows = [
+        [r["client"], f"{r['acked']:,}", f"{r['records_per_sec']:,.0f}",
+         f"{r['cpu_us_per_record']:.2f}", f"{ours['records_per_sec'] / r['records_per_sec']:.2f}"]
+        for r in data
+    ]
+    return _table("Producing 100-byte records, acks=all",
+                  ["client", "records acked", "records/s", "CPU µs/record", "kafkacore is ×"],
+                  rows, "28 18 18 18 18")
+
+
+class BenchTable(SphinxDirective):
+    required_arguments = 1
+    has_content = False
+
+    def run(self):
+        name = self.arguments[0]
+        path = RESULTS / f"{name}.json"
+        self.env.note_dependency(str(path))
+        data = json.loads(path.read_text())
+        lines = {"core": core_lines, "producer": producer_lines}[name](data)
+        node = nodes.container()
+        self.state.nested_parse(StringList(lines, source=str(path)), self.content_offset, node)
+        return node.children
+
+
+def setup(app):
+    app.add_directive("kafkacore-bench", BenchTable)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
