@@ -13,11 +13,20 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka.protocol.admin.topics import CreateTopicsRequest, CreateTopicsResponse
+from kafka.protocol.admin.topics import (
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.data_container import DataContainer
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
@@ -132,6 +141,10 @@ KP = {
     (ApiKey.API_VERSIONS, "response"): ApiVersionsResponse,
     (ApiKey.CREATE_TOPICS, "request"): CreateTopicsRequest,
     (ApiKey.CREATE_TOPICS, "response"): CreateTopicsResponse,
+    (ApiKey.DELETE_TOPICS, "request"): DeleteTopicsRequest,
+    (ApiKey.DELETE_TOPICS, "response"): DeleteTopicsResponse,
+    (ApiKey.FIND_COORDINATOR, "request"): FindCoordinatorRequest,
+    (ApiKey.FIND_COORDINATOR, "response"): FindCoordinatorResponse,
     (ApiKey.INIT_PRODUCER_ID, "request"): InitProducerIdRequest,
     (ApiKey.INIT_PRODUCER_ID, "response"): InitProducerIdResponse,
 }

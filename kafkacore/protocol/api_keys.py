@@ -12,8 +12,10 @@ class ApiKey(enum.IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    FIND_COORDINATOR = 10
     API_VERSIONS = 18
     CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
 
 
@@ -27,6 +29,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.LIST_OFFSETS: (1, 10),
     ApiKey.METADATA: (0, 12),
     ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.FIND_COORDINATOR: (0, 6),
     ApiKey.CREATE_TOPICS: (0, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
 }

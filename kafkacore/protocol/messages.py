@@ -943,6 +943,123 @@ CREATE_TOPICS_RESPONSE: Declaration = {
     ],
 }
 
+# -- FindCoordinator (10) ------------------------------------------------------------------------
+
+FIND_COORDINATOR_REQUEST: Declaration = {
+    "apiKey": 10,
+    "type": "request",
+    "name": "FindCoordinatorRequest",
+    # v1 key type; v3 flexible; v4 batches keys (KIP-699); v5 and v6 only add error codes and key
+    # types on the response side (KIP-890, KIP-932).
+    "validVersions": "0-6",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "Key", "type": "string", "versions": "0-3"},
+        {"name": "KeyType", "type": "int8", "versions": "1+", "default": 0, "ignorable": False},
+        {"name": "CoordinatorKeys", "type": "[]string", "versions": "4+"},
+    ],
+}
+
+FIND_COORDINATOR_RESPONSE: Declaration = {
+    "apiKey": 10,
+    "type": "response",
+    "name": "FindCoordinatorResponse",
+    "validVersions": "0-6",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "1+", "ignorable": True},
+        {"name": "ErrorCode", "type": "int16", "versions": "0-3"},
+        {
+            "name": "ErrorMessage",
+            "type": "string",
+            "versions": "1-3",
+            "nullableVersions": "1-3",
+            "ignorable": True,
+        },
+        {"name": "NodeId", "type": "int32", "versions": "0-3"},
+        {"name": "Host", "type": "string", "versions": "0-3"},
+        {"name": "Port", "type": "int32", "versions": "0-3"},
+        {
+            "name": "Coordinators",
+            "type": "[]Coordinator",
+            "versions": "4+",
+            "fields": [
+                {"name": "Key", "type": "string", "versions": "4+"},
+                {"name": "NodeId", "type": "int32", "versions": "4+"},
+                {"name": "Host", "type": "string", "versions": "4+"},
+                {"name": "Port", "type": "int32", "versions": "4+"},
+                {"name": "ErrorCode", "type": "int16", "versions": "4+"},
+                {
+                    "name": "ErrorMessage",
+                    "type": "string",
+                    "versions": "4+",
+                    "nullableVersions": "4+",
+                    "ignorable": True,
+                },
+            ],
+        },
+    ],
+}
+
+# -- DeleteTopics (20) ----------------------------------------------------------------------------
+
+DELETE_TOPICS_REQUEST: Declaration = {
+    "apiKey": 20,
+    "type": "request",
+    "name": "DeleteTopicsRequest",
+    # Kafka 4.0 removed v0; v4 flexible; v5 error messages (KIP-599); v6 topics by name or id.
+    "validVersions": "1-6",
+    "flexibleVersions": "4+",
+    "fields": [
+        {
+            "name": "Topics",
+            "type": "[]DeleteTopicState",
+            "versions": "6+",
+            "fields": [
+                {
+                    "name": "Name",
+                    "type": "string",
+                    "versions": "6+",
+                    "nullableVersions": "6+",
+                    "default": None,
+                },
+                {"name": "TopicId", "type": "uuid", "versions": "6+"},
+            ],
+        },
+        {"name": "TopicNames", "type": "[]string", "versions": "0-5", "ignorable": True},
+        {"name": "TimeoutMs", "type": "int32", "versions": "0+"},
+    ],
+}
+
+DELETE_TOPICS_RESPONSE: Declaration = {
+    "apiKey": 20,
+    "type": "response",
+    "name": "DeleteTopicsResponse",
+    "validVersions": "1-6",
+    "flexibleVersions": "4+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "1+", "ignorable": True},
+        {
+            "name": "Responses",
+            "type": "[]DeletableTopicResult",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+", "nullableVersions": "6+"},
+                {"name": "TopicId", "type": "uuid", "versions": "6+", "ignorable": True},
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                {
+                    "name": "ErrorMessage",
+                    "type": "string",
+                    "versions": "5+",
+                    "nullableVersions": "5+",
+                    "ignorable": True,
+                    "default": None,
+                },
+            ],
+        },
+    ],
+}
+
 # -- InitProducerId (22) ------------------------------------------------------------------------
 
 INIT_PRODUCER_ID_REQUEST: Declaration = {
@@ -986,6 +1103,8 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.LIST_OFFSETS: (LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE),
     ApiKey.METADATA: (METADATA_REQUEST, METADATA_RESPONSE),
     ApiKey.API_VERSIONS: (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
+    ApiKey.FIND_COORDINATOR: (FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE),
     ApiKey.CREATE_TOPICS: (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
+    ApiKey.DELETE_TOPICS: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
     ApiKey.INIT_PRODUCER_ID: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
 }
