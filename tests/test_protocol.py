@@ -13,6 +13,7 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
 from kafka.protocol.admin.topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
@@ -20,6 +21,7 @@ from kafka.protocol.admin.topics import (
     DeleteTopicsResponse,
 )
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.data_container import DataContainer
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -145,6 +147,10 @@ KP = {
     (ApiKey.DELETE_TOPICS, "response"): DeleteTopicsResponse,
     (ApiKey.FIND_COORDINATOR, "request"): FindCoordinatorRequest,
     (ApiKey.FIND_COORDINATOR, "response"): FindCoordinatorResponse,
+    (ApiKey.OFFSET_COMMIT, "request"): OffsetCommitRequest,
+    (ApiKey.OFFSET_COMMIT, "response"): OffsetCommitResponse,
+    (ApiKey.DESCRIBE_CONFIGS, "request"): DescribeConfigsRequest,
+    (ApiKey.DESCRIBE_CONFIGS, "response"): DescribeConfigsResponse,
     (ApiKey.INIT_PRODUCER_ID, "request"): InitProducerIdRequest,
     (ApiKey.INIT_PRODUCER_ID, "response"): InitProducerIdResponse,
 }

@@ -12,11 +12,13 @@ class ApiKey(enum.IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    OFFSET_COMMIT = 8
     FIND_COORDINATOR = 10
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    DESCRIBE_CONFIGS = 32
 
 
 #: The (lowest, highest) version of each API that kafkacore can encode and decode.  The version
@@ -28,9 +30,11 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.FETCH: (4, 17),
     ApiKey.LIST_OFFSETS: (1, 10),
     ApiKey.METADATA: (0, 12),
+    ApiKey.OFFSET_COMMIT: (2, 10),
     ApiKey.API_VERSIONS: (0, 4),
     ApiKey.FIND_COORDINATOR: (0, 6),
     ApiKey.CREATE_TOPICS: (0, 7),
     ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
 }

@@ -943,6 +943,109 @@ CREATE_TOPICS_RESPONSE: Declaration = {
     ],
 }
 
+# -- OffsetCommit (8) ----------------------------------------------------------------------------
+
+OFFSET_COMMIT_REQUEST: Declaration = {
+    "apiKey": 8,
+    "type": "request",
+    "name": "OffsetCommitRequest",
+    # Kafka 4.0 keeps v2+; v5 drops the retention time; v6 leader epoch; v7 static members
+    # (KIP-345); v8 flexible; v10 topics by id (KIP-848).
+    "validVersions": "2-10",
+    "flexibleVersions": "8+",
+    "fields": [
+        {"name": "GroupId", "type": "string", "versions": "0+"},
+        {
+            "name": "GenerationIdOrMemberEpoch",
+            "type": "int32",
+            "versions": "1+",
+            "default": -1,
+            "ignorable": True,
+        },
+        {"name": "MemberId", "type": "string", "versions": "1+", "ignorable": True},
+        {
+            "name": "GroupInstanceId",
+            "type": "string",
+            "versions": "7+",
+            "nullableVersions": "7+",
+            "default": None,
+        },
+        {
+            "name": "RetentionTimeMs",
+            "type": "int64",
+            "versions": "2-4",
+            "default": -1,
+            "ignorable": True,
+        },
+        {
+            "name": "Topics",
+            "type": "[]OffsetCommitRequestTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0-9", "ignorable": True},
+                {"name": "TopicId", "type": "uuid", "versions": "10+", "ignorable": True},
+                {
+                    "name": "Partitions",
+                    "type": "[]OffsetCommitRequestPartition",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "CommittedOffset", "type": "int64", "versions": "0+"},
+                        {
+                            "name": "CommittedLeaderEpoch",
+                            "type": "int32",
+                            "versions": "6+",
+                            "default": -1,
+                            "ignorable": True,
+                        },
+                        {
+                            "name": "CommitTimestamp",
+                            "type": "int64",
+                            "versions": "1",
+                            "default": -1,
+                        },
+                        {
+                            "name": "CommittedMetadata",
+                            "type": "string",
+                            "versions": "0+",
+                            "nullableVersions": "0+",
+                        },
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+OFFSET_COMMIT_RESPONSE: Declaration = {
+    "apiKey": 8,
+    "type": "response",
+    "name": "OffsetCommitResponse",
+    "validVersions": "2-10",
+    "flexibleVersions": "8+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "3+", "ignorable": True},
+        {
+            "name": "Topics",
+            "type": "[]OffsetCommitResponseTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0-9", "ignorable": True},
+                {"name": "TopicId", "type": "uuid", "versions": "10+", "ignorable": True},
+                {
+                    "name": "Partitions",
+                    "type": "[]OffsetCommitResponsePartition",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
 # -- FindCoordinator (10) ------------------------------------------------------------------------
 
 FIND_COORDINATOR_REQUEST: Declaration = {
@@ -1096,15 +1199,140 @@ INIT_PRODUCER_ID_RESPONSE: Declaration = {
     ],
 }
 
+# -- DescribeConfigs (32) -------------------------------------------------------------------------
+
+DESCRIBE_CONFIGS_REQUEST: Declaration = {
+    "apiKey": 32,
+    "type": "request",
+    "name": "DescribeConfigsRequest",
+    # Kafka 4.0 removed v0; v1 synonyms; v3 documentation and types; v4 flexible.
+    "validVersions": "1-4",
+    "flexibleVersions": "4+",
+    "fields": [
+        {
+            "name": "Resources",
+            "type": "[]DescribeConfigsResource",
+            "versions": "0+",
+            "fields": [
+                {"name": "ResourceType", "type": "int8", "versions": "0+"},
+                {"name": "ResourceName", "type": "string", "versions": "0+"},
+                {
+                    "name": "ConfigurationKeys",
+                    "type": "[]string",
+                    "versions": "0+",
+                    "nullableVersions": "0+",
+                },
+            ],
+        },
+        {
+            "name": "IncludeSynonyms",
+            "type": "bool",
+            "versions": "1+",
+            "default": False,
+            "ignorable": False,
+        },
+        {
+            "name": "IncludeDocumentation",
+            "type": "bool",
+            "versions": "3+",
+            "default": False,
+            "ignorable": False,
+        },
+    ],
+}
+
+DESCRIBE_CONFIGS_RESPONSE: Declaration = {
+    "apiKey": 32,
+    "type": "response",
+    "name": "DescribeConfigsResponse",
+    "validVersions": "1-4",
+    "flexibleVersions": "4+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {
+            "name": "Results",
+            "type": "[]DescribeConfigsResult",
+            "versions": "0+",
+            "fields": [
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                {
+                    "name": "ErrorMessage",
+                    "type": "string",
+                    "versions": "0+",
+                    "nullableVersions": "0+",
+                },
+                {"name": "ResourceType", "type": "int8", "versions": "0+"},
+                {"name": "ResourceName", "type": "string", "versions": "0+"},
+                {
+                    "name": "Configs",
+                    "type": "[]DescribeConfigsResourceResult",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "Name", "type": "string", "versions": "0+"},
+                        {
+                            "name": "Value",
+                            "type": "string",
+                            "versions": "0+",
+                            "nullableVersions": "0+",
+                        },
+                        {"name": "ReadOnly", "type": "bool", "versions": "0+"},
+                        {
+                            "name": "ConfigSource",
+                            "type": "int8",
+                            "versions": "1+",
+                            "default": -1,
+                            "ignorable": True,
+                        },
+                        {"name": "IsDefault", "type": "bool", "versions": "0"},
+                        {"name": "IsSensitive", "type": "bool", "versions": "0+"},
+                        {
+                            "name": "Synonyms",
+                            "type": "[]DescribeConfigsSynonym",
+                            "versions": "1+",
+                            "ignorable": True,
+                            "fields": [
+                                {"name": "Name", "type": "string", "versions": "1+"},
+                                {
+                                    "name": "Value",
+                                    "type": "string",
+                                    "versions": "1+",
+                                    "nullableVersions": "0+",
+                                },
+                                {"name": "Source", "type": "int8", "versions": "1+"},
+                            ],
+                        },
+                        {
+                            "name": "ConfigType",
+                            "type": "int8",
+                            "versions": "3+",
+                            "default": 0,
+                            "ignorable": True,
+                        },
+                        {
+                            "name": "Documentation",
+                            "type": "string",
+                            "versions": "3+",
+                            "nullableVersions": "0+",
+                            "ignorable": True,
+                        },
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
 #: api key -> (request declaration, response declaration)
 MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.PRODUCE: (PRODUCE_REQUEST, PRODUCE_RESPONSE),
     ApiKey.FETCH: (FETCH_REQUEST, FETCH_RESPONSE),
     ApiKey.LIST_OFFSETS: (LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE),
     ApiKey.METADATA: (METADATA_REQUEST, METADATA_RESPONSE),
+    ApiKey.OFFSET_COMMIT: (OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE),
     ApiKey.API_VERSIONS: (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
     ApiKey.FIND_COORDINATOR: (FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE),
     ApiKey.CREATE_TOPICS: (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
     ApiKey.DELETE_TOPICS: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
+    ApiKey.DESCRIBE_CONFIGS: (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
     ApiKey.INIT_PRODUCER_ID: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
 }
