@@ -21,7 +21,12 @@ from kafka.protocol.admin.topics import (
     DeleteTopicsResponse,
 )
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
-from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse
+from kafka.protocol.consumer.group import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.data_container import DataContainer
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -149,6 +154,8 @@ KP = {
     (ApiKey.FIND_COORDINATOR, "response"): FindCoordinatorResponse,
     (ApiKey.OFFSET_COMMIT, "request"): OffsetCommitRequest,
     (ApiKey.OFFSET_COMMIT, "response"): OffsetCommitResponse,
+    (ApiKey.OFFSET_FETCH, "request"): OffsetFetchRequest,
+    (ApiKey.OFFSET_FETCH, "response"): OffsetFetchResponse,
     (ApiKey.DESCRIBE_CONFIGS, "request"): DescribeConfigsRequest,
     (ApiKey.DESCRIBE_CONFIGS, "response"): DescribeConfigsResponse,
     (ApiKey.INIT_PRODUCER_ID, "request"): InitProducerIdRequest,

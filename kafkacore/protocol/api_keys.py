@@ -13,6 +13,7 @@ class ApiKey(enum.IntEnum):
     LIST_OFFSETS = 2
     METADATA = 3
     OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
     API_VERSIONS = 18
     CREATE_TOPICS = 19
@@ -31,6 +32,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.LIST_OFFSETS: (1, 10),
     ApiKey.METADATA: (0, 12),
     ApiKey.OFFSET_COMMIT: (2, 10),
+    ApiKey.OFFSET_FETCH: (1, 10),
     ApiKey.API_VERSIONS: (0, 4),
     ApiKey.FIND_COORDINATOR: (0, 6),
     ApiKey.CREATE_TOPICS: (0, 7),

@@ -1046,6 +1046,156 @@ OFFSET_COMMIT_RESPONSE: Declaration = {
     ],
 }
 
+# -- OffsetFetch (9) -----------------------------------------------------------------------------
+
+OFFSET_FETCH_REQUEST: Declaration = {
+    "apiKey": 9,
+    "type": "request",
+    "name": "OffsetFetchRequest",
+    # Kafka 4.0 keeps v1+; v2 null topics = all; v6 flexible; v7 require stable (KIP-447);
+    # v8 several groups at once (KIP-709); v9 member id/epoch (KIP-848); v10 topic ids.
+    "validVersions": "1-10",
+    "flexibleVersions": "6+",
+    "fields": [
+        {"name": "GroupId", "type": "string", "versions": "0-7"},
+        {
+            "name": "Topics",
+            "type": "[]OffsetFetchRequestTopic",
+            "versions": "0-7",
+            "nullableVersions": "2-7",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0-7"},
+                {"name": "PartitionIndexes", "type": "[]int32", "versions": "0-7"},
+            ],
+        },
+        {
+            "name": "Groups",
+            "type": "[]OffsetFetchRequestGroup",
+            "versions": "8+",
+            "fields": [
+                {"name": "GroupId", "type": "string", "versions": "8+"},
+                {
+                    "name": "MemberId",
+                    "type": "string",
+                    "versions": "9+",
+                    "nullableVersions": "9+",
+                    "default": None,
+                    "ignorable": True,
+                },
+                {
+                    "name": "MemberEpoch",
+                    "type": "int32",
+                    "versions": "9+",
+                    "default": -1,
+                    "ignorable": True,
+                },
+                {
+                    "name": "Topics",
+                    "type": "[]OffsetFetchRequestTopics",
+                    "versions": "8+",
+                    "nullableVersions": "8+",
+                    "fields": [
+                        {"name": "Name", "type": "string", "versions": "8-9", "ignorable": True},
+                        {"name": "TopicId", "type": "uuid", "versions": "10+", "ignorable": True},
+                        {"name": "PartitionIndexes", "type": "[]int32", "versions": "8+"},
+                    ],
+                },
+            ],
+        },
+        {"name": "RequireStable", "type": "bool", "versions": "7+", "default": False},
+    ],
+}
+
+OFFSET_FETCH_RESPONSE: Declaration = {
+    "apiKey": 9,
+    "type": "response",
+    "name": "OffsetFetchResponse",
+    "validVersions": "1-10",
+    "flexibleVersions": "6+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "3+", "ignorable": True},
+        {
+            "name": "Topics",
+            "type": "[]OffsetFetchResponseTopic",
+            "versions": "0-7",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0-7"},
+                {
+                    "name": "Partitions",
+                    "type": "[]OffsetFetchResponsePartition",
+                    "versions": "0-7",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0-7"},
+                        {"name": "CommittedOffset", "type": "int64", "versions": "0-7"},
+                        {
+                            "name": "CommittedLeaderEpoch",
+                            "type": "int32",
+                            "versions": "5-7",
+                            "default": -1,
+                            "ignorable": True,
+                        },
+                        {
+                            "name": "Metadata",
+                            "type": "string",
+                            "versions": "0-7",
+                            "nullableVersions": "0-7",
+                        },
+                        {"name": "ErrorCode", "type": "int16", "versions": "0-7"},
+                    ],
+                },
+            ],
+        },
+        {
+            "name": "ErrorCode",
+            "type": "int16",
+            "versions": "2-7",
+            "default": 0,
+            "ignorable": True,
+        },
+        {
+            "name": "Groups",
+            "type": "[]OffsetFetchResponseGroup",
+            "versions": "8+",
+            "fields": [
+                {"name": "GroupId", "type": "string", "versions": "8+"},
+                {
+                    "name": "Topics",
+                    "type": "[]OffsetFetchResponseTopics",
+                    "versions": "8+",
+                    "fields": [
+                        {"name": "Name", "type": "string", "versions": "8-9", "ignorable": True},
+                        {"name": "TopicId", "type": "uuid", "versions": "10+", "ignorable": True},
+                        {
+                            "name": "Partitions",
+                            "type": "[]OffsetFetchResponsePartitions",
+                            "versions": "8+",
+                            "fields": [
+                                {"name": "PartitionIndex", "type": "int32", "versions": "8+"},
+                                {"name": "CommittedOffset", "type": "int64", "versions": "8+"},
+                                {
+                                    "name": "CommittedLeaderEpoch",
+                                    "type": "int32",
+                                    "versions": "8+",
+                                    "default": -1,
+                                    "ignorable": True,
+                                },
+                                {
+                                    "name": "Metadata",
+                                    "type": "string",
+                                    "versions": "8+",
+                                    "nullableVersions": "8+",
+                                },
+                                {"name": "ErrorCode", "type": "int16", "versions": "8+"},
+                            ],
+                        },
+                    ],
+                },
+                {"name": "ErrorCode", "type": "int16", "versions": "8+", "default": 0},
+            ],
+        },
+    ],
+}
+
 # -- FindCoordinator (10) ------------------------------------------------------------------------
 
 FIND_COORDINATOR_REQUEST: Declaration = {
@@ -1329,6 +1479,7 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.LIST_OFFSETS: (LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE),
     ApiKey.METADATA: (METADATA_REQUEST, METADATA_RESPONSE),
     ApiKey.OFFSET_COMMIT: (OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE),
+    ApiKey.OFFSET_FETCH: (OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE),
     ApiKey.API_VERSIONS: (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
     ApiKey.FIND_COORDINATOR: (FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE),
     ApiKey.CREATE_TOPICS: (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
