@@ -69,7 +69,7 @@ class GroupCoordinator:
         with self._lock:
             if self._journal is not None:
                 self._journal.close()
-                self._journal: BinaryIO | None = None
+                self._journal = None
 
     def _load(self) -> None:
         if not self.path.exists():
