@@ -1,15 +1,21 @@
 """KafkaApis: one method per API, called by the request handlers (Kafka's ``KafkaApis``).
 
-This first version answers ApiVersions and refuses what it cannot answer with Kafka's error
-codes; the other APIs are added on top of it.
+Each ``handle_*_request`` method is named after its counterpart in Kafka's ``KafkaApis.scala``.
+This broker is the only one in its cluster: it leads every partition (leader epoch 0, replicas
+and ISR just itself), so Produce appends straight to the local :class:`~kafkacore.broker.log.Log`
+and Fetch reads from it.  See docs/broker/apis.rst.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kafkacore import errors
+from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
+from kafkacore.broker.metadata_cache import validate_topic_name
 from kafkacore.broker.request_channel import Request
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -22,6 +28,22 @@ log = logging.getLogger(__name__)
 NONE = 0
 UNKNOWN_SERVER_ERROR = -1
 UNSUPPORTED_VERSION = 35
+CORRUPT_MESSAGE = 2
+UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_TOPIC_EXCEPTION = 17
+INVALID_REQUIRED_ACKS = 21
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+TOPIC_ALREADY_EXISTS = 36
+INVALID_PARTITIONS = 37
+INVALID_REPLICATION_FACTOR = 38
+INVALID_CONFIG = 40
+INVALID_REQUEST = 42
+UNKNOWN_TOPIC_ID = 100
+
+#: "authorized operations" not computed (Kafka's ``Int.MinValue`` sentinel).
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+INT32_MAX = 2**31 - 1
+ZERO_UUID = uuid.UUID(int=0)
 
 
 class KafkaApis:
@@ -31,7 +53,17 @@ class KafkaApis:
         #: api key -> handler; ApiVersions lists exactly these keys.
         self.handlers: dict[int, Callable[[Request], None]] = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
+            ApiKey.METADATA: self.handle_metadata_request,
+            ApiKey.CREATE_TOPICS: self.handle_create_topics_request,
+            ApiKey.PRODUCE: self.handle_produce_request,
+            ApiKey.FETCH: self.handle_fetch_request,
+            ApiKey.LIST_OFFSETS: self.handle_list_offsets_request,
+            ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id_request,
+            ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
         }
+        self.metadata_cache = broker.metadata_cache
+        self.log_manager = broker.log_manager
+        self.producer_id_manager = broker.producer_id_manager
 
     def supported_versions(self, api_key: int) -> tuple[int, int]:
         """The versions of ``api_key`` we answer: all those the codec declares."""
@@ -87,6 +119,16 @@ class KafkaApis:
         body["error_code"] = error_code
         return body
 
+    def respond(self, request: Request, body: dict[str, Any]) -> None:
+        """Send ``body``, built with every field of the newest version, as ``request``'s version.
+
+        Fields the asked version lacks are left out: they only add information (a leader epoch,
+        a log start offset) that older clients neither expect nor read; the codec refuses
+        them otherwise, to catch a handler sending something a client could not see.
+        """
+        message = codec.RESPONSES[request.api_key]
+        self.request_channel.send_response(request, _fit(message.body, request.api_version, body))
+
     # -- ApiVersions ---------------------------------------------------------------------------
 
     def _api_versions_body(self, error_code: int) -> dict[str, Any]:
@@ -102,3 +144,385 @@ class KafkaApis:
 
     def handle_api_versions_request(self, request: Request) -> None:
         self.request_channel.send_response(request, self._api_versions_body(NONE))
+
+    # -- topics ----------------------------------------------------------------------------------
+
+    def topic_config(self, configs: dict[str, str]) -> LogConfig:
+        """A topic's :class:`~kafkacore.broker.log.LogConfig`: its own settings over the
+        broker-wide defaults (raises ``InvalidConfigError``)."""
+        return LogConfig.from_properties(configs, base=self.log_manager.default_config)
+
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> tuple[Any, bool]:
+        """Record the topic (persisted first), then create its partitions' logs."""
+        config = self.topic_config(configs)
+        topic, created = self.metadata_cache.add_topic(name, partitions, configs)
+        if created:
+            for p in range(partitions):
+                self.log_manager.get_or_create_log(name, p, config, topic.topic_id)
+        return topic, created
+
+    def get_partition_log(self, topic: str, partition: int) -> Any:
+        """The partition's log, or None when the topic or the partition does not exist."""
+        meta = self.metadata_cache.get(topic)
+        if meta is None or not 0 <= partition < meta.partitions:
+            return None
+        lg = self.log_manager.get_log(topic, partition)
+        if lg is None:  # the topic is known but this log was lost: recreate it empty
+            lg = self.log_manager.get_or_create_log(
+                topic, partition, self.topic_config(meta.configs), meta.topic_id)
+        return lg
+
+    # -- Metadata --------------------------------------------------------------------------------
+
+    def _metadata_topic(self, version: int, meta: Any) -> dict[str, Any]:
+        me = self.broker.broker_id
+        return {
+            "error_code": NONE,
+            "name": meta.name,
+            "topic_id": meta.topic_id,
+            "is_internal": False,
+            "partitions": [
+                {"error_code": NONE, "partition_index": p, "leader_id": me, "leader_epoch": 0,
+                 "replica_nodes": [me], "isr_nodes": [me], "offline_replicas": []}
+                for p in range(meta.partitions)
+            ],
+            "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        }
+
+    def handle_metadata_request(self, request: Request) -> None:
+        assert request.body is not None
+        version = request.api_version
+        body = request.body
+        asked = body["topics"]
+        # v0: an empty list means every topic; v1+: null means every topic.
+        allow_auto_create = body.get("allow_auto_topic_creation", True) and self.broker.config[
+            "auto.create.topics.enable"]
+        topics: list[dict[str, Any]] = []
+        if asked is None or (version == 0 and not asked):
+            topics = [self._metadata_topic(version, t) for t in self.metadata_cache.topics()]
+        else:
+            for entry in asked:
+                name = entry.get("name")
+                if name is None:  # v10+: by topic id
+                    topic_id = entry.get("topic_id", ZERO_UUID)
+                    name = self.metadata_cache.name_of(topic_id)
+                    if name is None:
+                        topics.append(self._metadata_error(None, topic_id, UNKNOWN_TOPIC_ID))
+                        continue
+                meta = self.metadata_cache.get(name)
+                if meta is None:
+                    try:
+                        validate_topic_name(name)
+                    except errors.InvalidTopicError:
+                        topics.append(self._metadata_error(name, ZERO_UUID,
+                                                           INVALID_TOPIC_EXCEPTION))
+                        continue
+                    if not allow_auto_create:
+                        topics.append(self._metadata_error(name, ZERO_UUID,
+                                                           UNKNOWN_TOPIC_OR_PARTITION))
+                        continue
+                    # Kafka answers LEADER_NOT_AVAILABLE while the controller creates the
+                    # topic; here creation is synchronous, so the topic is usable at once.
+                    meta, _ = self.create_topic(name, self.broker.config["num.partitions"], {})
+                topics.append(self._metadata_topic(version, meta))
+        self.respond(request, {
+            "throttle_time_ms": 0,
+            "brokers": [{"node_id": self.broker.broker_id, "host": self.broker.advertised_host,
+                         "port": self.broker.advertised_port, "rack": None}],
+            "cluster_id": self.broker.cluster_id,
+            "controller_id": self.broker.broker_id,
+            "topics": topics,
+            "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        })
+
+    @staticmethod
+    def _metadata_error(name: str | None, topic_id: uuid.UUID, error_code: int) -> dict[str, Any]:
+        return {"error_code": error_code, "name": name, "topic_id": topic_id,
+                "is_internal": False, "partitions": [],
+                "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+
+    # -- CreateTopics ----------------------------------------------------------------------------
+
+    def handle_create_topics_request(self, request: Request) -> None:
+        assert request.body is not None
+        body = request.body
+        names = [t["name"] for t in body["topics"]]
+        results = []
+        for t in body["topics"]:
+            results.append(self._create_one_topic(t, names.count(t["name"]) > 1,
+                                                  body.get("validate_only", False)))
+        self.respond(request, {"throttle_time_ms": 0, "topics": results})
+
+    def _create_one_topic(self, t: dict[str, Any], repeated: bool,
+                          validate_only: bool) -> dict[str, Any]:
+        name = t["name"]
+        result: dict[str, Any] = {
+            "name": name, "topic_id": ZERO_UUID, "error_code": NONE, "error_message": None,
+            "num_partitions": -1, "replication_factor": -1, "configs": None,
+        }
+
+        def fail(code: int, message: str) -> dict[str, Any]:
+            result.update(error_code=code, error_message=message)
+            return result
+
+        if repeated:
+            return fail(INVALID_REQUEST, f"topic {name!r} appears more than once in the request")
+        try:
+            validate_topic_name(name)
+        except errors.InvalidTopicError as exc:
+            return fail(INVALID_TOPIC_EXCEPTION, str(exc))
+        if self.metadata_cache.get(name) is not None:
+            return fail(TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        assignments = t["assignments"]
+        if assignments:
+            if t["num_partitions"] != -1 or t["replication_factor"] != -1:
+                return fail(INVALID_REQUEST, "assignments come with num_partitions and "
+                                             "replication_factor -1")
+            indexes = sorted(a["partition_index"] for a in assignments)
+            if indexes != list(range(len(indexes))):
+                return fail(INVALID_PARTITIONS, "assigned partitions must be 0..n-1")
+            if any(a["broker_ids"] != [self.broker.broker_id] for a in assignments):
+                return fail(INVALID_REPLICATION_FACTOR,
+                            f"this cluster has one broker, {self.broker.broker_id}")
+            partitions = len(indexes)
+        else:
+            partitions = t["num_partitions"]
+            if partitions == -1:
+                partitions = self.broker.config["num.partitions"]
+            if partitions <= 0:
+                return fail(INVALID_PARTITIONS, f"number of partitions must be positive, "
+                                                f"got {partitions}")
+            rf = t["replication_factor"]
+            if rf not in (-1, 1):
+                return fail(INVALID_REPLICATION_FACTOR,
+                            f"replication factor {rf} is larger than the 1 broker available")
+        configs: dict[str, str] = {}
+        for c in t["configs"]:
+            if c["value"] is not None:
+                configs[c["name"]] = c["value"]
+        try:
+            config = self.topic_config(configs)
+        except errors.InvalidConfigError as exc:
+            return fail(INVALID_CONFIG, str(exc))
+        if not validate_only:
+            meta, created = self.create_topic(name, partitions, configs)
+            if not created:  # created by another request meanwhile
+                return fail(TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+            result["topic_id"] = meta.topic_id
+        result.update(
+            num_partitions=partitions,
+            replication_factor=1,
+            configs=[
+                # config_source: 5 = DEFAULT_CONFIG, 1 = DYNAMIC_TOPIC_CONFIG
+                {"name": k, "value": v, "read_only": False,
+                 "config_source": 1 if k in configs else 5, "is_sensitive": False}
+                for k, v in config.to_properties().items()
+            ],
+        )
+        return result
+
+    # -- DeleteTopics ----------------------------------------------------------------------------
+
+    def handle_delete_topics_request(self, request: Request) -> None:
+        """Forget the topic (persisted first, so a crash cannot bring it back), then delete its
+        partitions' logs."""
+        assert request.body is not None
+        results = []
+        for name in request.body["topic_names"]:
+            meta = self.metadata_cache.remove_topic(name)
+            if meta is None:
+                results.append({"name": name, "error_code": UNKNOWN_TOPIC_OR_PARTITION})
+                continue
+            for p in range(meta.partitions):
+                self.log_manager.delete_log(name, p)
+            results.append({"name": name, "error_code": NONE})
+        self.respond(request, {"throttle_time_ms": 0, "responses": results})
+
+    # -- Produce ---------------------------------------------------------------------------------
+
+    def handle_produce_request(self, request: Request) -> None:
+        assert request.body is not None
+        body = request.body
+        acks = body["acks"]
+        responses = []
+        for topic in body["topic_data"]:
+            partitions = []
+            for pd in topic["partition_data"]:
+                partitions.append(self._append_partition(topic["name"], pd, acks))
+            responses.append({"name": topic["name"], "partition_responses": partitions})
+        if acks == 0:
+            # acks=0: the producer reads no answer, so none is sent (Kafka closes the connection
+            # instead when the append failed, so the producer notices on its next send).
+            if any(p["error_code"] != NONE for t in responses for p in t["partition_responses"]):
+                self.request_channel.close_connection(request, "acks=0 produce failed")
+            else:
+                self.request_channel.send_no_response(request)
+            return
+        self.respond(request, {"responses": responses,
+                                                     "throttle_time_ms": 0})
+
+    def _append_partition(self, topic: str, pd: dict[str, Any], acks: int) -> dict[str, Any]:
+        response: dict[str, Any] = {
+            "index": pd["index"], "error_code": NONE, "base_offset": -1,
+            "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
+            "error_message": None,
+        }
+        if acks not in (0, 1, -1):
+            response["error_code"] = INVALID_REQUIRED_ACKS
+            return response
+        lg = self.get_partition_log(topic, pd["index"])
+        if lg is None:
+            response["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
+            return response
+        records = pd["records"]
+        if records is None:
+            response.update(error_code=CORRUPT_MESSAGE, error_message="null records")
+            return response
+        try:
+            info = lg.append_as_leader(records, leader_epoch=0)
+        except errors.BrokerResponseError as exc:
+            # Every storage error carries Kafka's error code; the log is left unchanged.
+            response.update(error_code=exc.errno, error_message=str(exc)[:1000])
+            return response
+        # A duplicate (a retried batch) gets the original batch's offsets: success, written once.
+        response.update(base_offset=info.first_offset,
+                        log_append_time_ms=info.log_append_time_ms,
+                        log_start_offset=info.log_start_offset)
+        return response
+
+    # -- Fetch -----------------------------------------------------------------------------------
+
+    def handle_fetch_request(self, request: Request) -> None:
+        """Answer at once with what the logs hold up to their high watermarks.
+
+        Incremental fetch sessions (KIP-227): we never create one, answering every fetch with
+        session id 0 and every partition asked, which KIP-227 allows ("full fetch response");
+        a client then keeps sending full fetch requests.  ``max_wait_ms`` / ``min_bytes`` are
+        not waited on yet (no delayed fetch in the purgatory): an empty answer comes at once.
+        """
+        assert request.body is not None
+        body = request.body
+        version = request.api_version
+        remaining = body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX
+        responses = []
+        got_data = False
+        for topic in body["topics"]:
+            if version >= 13:
+                topic_id = topic["topic_id"]
+                name = self.metadata_cache.name_of(topic_id)
+            else:
+                topic_id, name = ZERO_UUID, topic["topic"]
+            parts = []
+            for fp in topic["partitions"]:
+                part: dict[str, Any] = {
+                    "partition_index": fp["partition"], "error_code": NONE,
+                    "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
+                    "aborted_transactions": None, "preferred_read_replica": -1, "records": b"",
+                }
+                lg = self.get_partition_log(name, fp["partition"]) if name else None
+                if lg is None:
+                    part["error_code"] = UNKNOWN_TOPIC_ID if version >= 13 else \
+                        UNKNOWN_TOPIC_OR_PARTITION
+                    parts.append(part)
+                    continue
+                try:
+                    # KIP-74: the first batch is returned whole even if larger than the limits,
+                    # so a consumer can always make progress.
+                    data = lg.read(fp["fetch_offset"],
+                                   max(0, min(fp["partition_max_bytes"], remaining)),
+                                   max_offset=lg.high_watermark, min_one_batch=not got_data)
+                except errors.BrokerResponseError as exc:
+                    part.update(error_code=exc.errno, high_watermark=lg.high_watermark,
+                                last_stable_offset=lg.last_stable_offset,
+                                log_start_offset=lg.log_start_offset)
+                    parts.append(part)
+                    continue
+                if data.records:
+                    got_data = True
+                    remaining -= len(data.records)
+                part.update(high_watermark=data.high_watermark,
+                            last_stable_offset=lg.last_stable_offset,
+                            log_start_offset=data.log_start_offset, records=data.records)
+                parts.append(part)
+            responses.append({"topic": name or "", "topic_id": topic_id, "partitions": parts})
+        self.respond(request, {
+            "throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": responses,
+        })
+
+    # -- ListOffsets -----------------------------------------------------------------------------
+
+    def handle_list_offsets_request(self, request: Request) -> None:
+        assert request.body is not None
+        version = request.api_version
+        topics = []
+        for topic in request.body["topics"]:
+            parts = []
+            for p in topic["partitions"]:
+                part: dict[str, Any] = {"partition_index": p["partition_index"],
+                                        "error_code": NONE, "old_style_offsets": [],
+                                        "timestamp": -1, "offset": -1, "leader_epoch": -1}
+                lg = self.get_partition_log(topic["name"], p["partition_index"])
+                if lg is None:
+                    part["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
+                    parts.append(part)
+                    continue
+                ts = p["timestamp"]
+                if ts == LATEST_TIMESTAMP:
+                    # A consumer sees up to the high watermark (the last stable offset when
+                    # read_committed, the same here: no transactions).
+                    found: tuple[int, int] | None = (lg.high_watermark, -1)
+                elif ts == EARLIEST_TIMESTAMP:
+                    found = (lg.log_start_offset, -1)
+                else:
+                    try:
+                        found = lg.fetch_offset_by_timestamp(ts)
+                    except errors.BrokerResponseError as exc:
+                        part["error_code"] = exc.errno
+                        parts.append(part)
+                        continue
+                if found is not None:
+                    part.update(offset=found[0], timestamp=found[1], leader_epoch=0)
+                    if version == 0:
+                        part["old_style_offsets"] = [found[0]]
+                parts.append(part)
+            topics.append({"name": topic["name"], "partitions": parts})
+        self.respond(request, {"throttle_time_ms": 0, "topics": topics})
+
+    # -- InitProducerId --------------------------------------------------------------------------
+
+    def handle_init_producer_id_request(self, request: Request) -> None:
+        """An idempotent producer's id (Kafka's ``ProducerIdManager``, blocks reserved on disk).
+
+        A transactional id needs a transaction coordinator, which this broker does not have yet.
+        """
+        assert request.body is not None
+        body = request.body
+        response = {"throttle_time_ms": 0, "error_code": NONE, "producer_id": -1,
+                     "producer_epoch": -1}
+        if body["transactional_id"] is not None:
+            response["error_code"] = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif body.get("producer_id", -1) >= 0 and 0 <= body.get("producer_epoch", -1) < 32766:
+            # KIP-360: an idempotent producer bumps its epoch to reset its sequences.
+            response.update(producer_id=body["producer_id"],
+                            producer_epoch=body["producer_epoch"] + 1)
+        else:
+            response.update(producer_id=self.producer_id_manager.generate_producer_id(),
+                            producer_epoch=0)
+        self.respond(request, response)
+
+
+def _fit(struct: Any, version: int, value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` without the fields (at any depth) that ``version`` of ``struct`` lacks."""
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        f = struct.by_name.get(key)
+        if f is None:  # a misspelt field: kept, so that the codec names it
+            out[key] = v
+            continue
+        if version not in f.versions:
+            continue
+        if f.struct is not None and v is not None:
+            v = [_fit(f.struct, version, e) for e in v] if f.is_array else _fit(
+                f.struct, version, v)
+        out[key] = v
+    return out

@@ -31,6 +31,8 @@ class Broker:
         self.request_channel = RequestChannel(self.config["queued.max.requests"])
         self.socket_server: SocketServer | None = None
         self.log_manager: Any = None
+        self.metadata_cache: Any = None
+        self.producer_id_manager: Any = None
         self.apis: Any = None
         self._handlers: KafkaRequestHandlerPool | None = None
         self._started = False
@@ -54,7 +56,12 @@ class Broker:
         if self._started:
             return self
         from kafkacore.broker.apis import KafkaApis
+        from kafkacore.broker.log import ProducerIdManager
+        from kafkacore.broker.metadata_cache import MetadataCache
 
+        first_dir = self.config.log_dirs[0]
+        self.metadata_cache = MetadataCache(first_dir)
+        self.producer_id_manager = ProducerIdManager(first_dir)
         self.log_manager = _make_log_manager(self)
         self.socket_server = SocketServer(self.config, self.request_channel)
         self.apis = KafkaApis(self)
@@ -109,5 +116,9 @@ def _make_log_manager(broker: Broker) -> Any:
     )
     dirs: list[str | Path] = list(c.log_dirs)
     manager = LogManager(dirs, default)
-    manager.startup()
+    topic_configs = {
+        t.name: LogConfig.from_properties(t.configs, base=default)
+        for t in broker.metadata_cache.topics()
+    }
+    manager.startup(topic_configs)
     return manager

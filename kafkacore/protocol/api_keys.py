@@ -36,7 +36,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 4),
     ApiKey.FIND_COORDINATOR: (0, 6),
     ApiKey.CREATE_TOPICS: (0, 7),
-    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.DELETE_TOPICS: (1, 4),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
 }

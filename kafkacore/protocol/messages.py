@@ -1254,65 +1254,6 @@ FIND_COORDINATOR_RESPONSE: Declaration = {
     ],
 }
 
-# -- DeleteTopics (20) ----------------------------------------------------------------------------
-
-DELETE_TOPICS_REQUEST: Declaration = {
-    "apiKey": 20,
-    "type": "request",
-    "name": "DeleteTopicsRequest",
-    # Kafka 4.0 removed v0; v4 flexible; v5 error messages (KIP-599); v6 topics by name or id.
-    "validVersions": "1-6",
-    "flexibleVersions": "4+",
-    "fields": [
-        {
-            "name": "Topics",
-            "type": "[]DeleteTopicState",
-            "versions": "6+",
-            "fields": [
-                {
-                    "name": "Name",
-                    "type": "string",
-                    "versions": "6+",
-                    "nullableVersions": "6+",
-                    "default": None,
-                },
-                {"name": "TopicId", "type": "uuid", "versions": "6+"},
-            ],
-        },
-        {"name": "TopicNames", "type": "[]string", "versions": "0-5", "ignorable": True},
-        {"name": "TimeoutMs", "type": "int32", "versions": "0+"},
-    ],
-}
-
-DELETE_TOPICS_RESPONSE: Declaration = {
-    "apiKey": 20,
-    "type": "response",
-    "name": "DeleteTopicsResponse",
-    "validVersions": "1-6",
-    "flexibleVersions": "4+",
-    "fields": [
-        {"name": "ThrottleTimeMs", "type": "int32", "versions": "1+", "ignorable": True},
-        {
-            "name": "Responses",
-            "type": "[]DeletableTopicResult",
-            "versions": "0+",
-            "fields": [
-                {"name": "Name", "type": "string", "versions": "0+", "nullableVersions": "6+"},
-                {"name": "TopicId", "type": "uuid", "versions": "6+", "ignorable": True},
-                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
-                {
-                    "name": "ErrorMessage",
-                    "type": "string",
-                    "versions": "5+",
-                    "nullableVersions": "5+",
-                    "ignorable": True,
-                    "default": None,
-                },
-            ],
-        },
-    ],
-}
-
 # -- InitProducerId (22) ------------------------------------------------------------------------
 
 INIT_PRODUCER_ID_REQUEST: Declaration = {
@@ -1467,6 +1408,42 @@ DESCRIBE_CONFIGS_RESPONSE: Declaration = {
                         },
                     ],
                 },
+            ],
+        },
+    ],
+}
+
+# -- DeleteTopics (20) ---------------------------------------------------------------------------
+
+DELETE_TOPICS_REQUEST: Declaration = {
+    "apiKey": 20,
+    "type": "request",
+    "name": "DeleteTopicsRequest",
+    # v0 was removed in Kafka 4.0 (v1 is the baseline; v0-3 are the same); v4 flexible.  v5 (error
+    # messages) and v6 (topic ids) are not declared: a client falls back to v4.
+    "validVersions": "1-4",
+    "flexibleVersions": "4+",
+    "fields": [
+        {"name": "TopicNames", "type": "[]string", "versions": "0-5", "ignorable": True},
+        {"name": "TimeoutMs", "type": "int32", "versions": "0+"},
+    ],
+}
+
+DELETE_TOPICS_RESPONSE: Declaration = {
+    "apiKey": 20,
+    "type": "response",
+    "name": "DeleteTopicsResponse",
+    "validVersions": "1-4",
+    "flexibleVersions": "4+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "1+"},
+        {
+            "name": "Responses",
+            "type": "[]DeletableTopicResult",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
             ],
         },
     ],
