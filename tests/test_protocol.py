@@ -21,9 +21,19 @@ from kafka.protocol.admin.topics import (
     DeleteTopicsResponse,
 )
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.group import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.data_container import DataContainer
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
@@ -144,16 +154,22 @@ KP = {
     (ApiKey.API_VERSIONS, "response"): ApiVersionsResponse,
     (ApiKey.CREATE_TOPICS, "request"): CreateTopicsRequest,
     (ApiKey.CREATE_TOPICS, "response"): CreateTopicsResponse,
-    (ApiKey.INIT_PRODUCER_ID, "request"): InitProducerIdRequest,
-    (ApiKey.INIT_PRODUCER_ID, "response"): InitProducerIdResponse,
     (ApiKey.DELETE_TOPICS, "request"): DeleteTopicsRequest,
     (ApiKey.DELETE_TOPICS, "response"): DeleteTopicsResponse,
     (ApiKey.DESCRIBE_CONFIGS, "request"): DescribeConfigsRequest,
     (ApiKey.DESCRIBE_CONFIGS, "response"): DescribeConfigsResponse,
+    (ApiKey.INIT_PRODUCER_ID, "request"): InitProducerIdRequest,
+    (ApiKey.INIT_PRODUCER_ID, "response"): InitProducerIdResponse,
     (ApiKey.SASL_HANDSHAKE, "request"): SaslHandshakeRequest,
     (ApiKey.SASL_HANDSHAKE, "response"): SaslHandshakeResponse,
     (ApiKey.SASL_AUTHENTICATE, "request"): SaslAuthenticateRequest,
     (ApiKey.SASL_AUTHENTICATE, "response"): SaslAuthenticateResponse,
+    (ApiKey.FIND_COORDINATOR, "request"): FindCoordinatorRequest,
+    (ApiKey.FIND_COORDINATOR, "response"): FindCoordinatorResponse,
+    (ApiKey.OFFSET_COMMIT, "request"): OffsetCommitRequest,
+    (ApiKey.OFFSET_COMMIT, "response"): OffsetCommitResponse,
+    (ApiKey.OFFSET_FETCH, "request"): OffsetFetchRequest,
+    (ApiKey.OFFSET_FETCH, "response"): OffsetFetchResponse,
 }
 
 

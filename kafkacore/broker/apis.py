@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
+from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
 from kafkacore.broker.metadata_cache import validate_topic_name
 from kafkacore.broker.request_channel import Request
@@ -34,6 +35,7 @@ INVALID_TOPIC_EXCEPTION = 17
 INVALID_REQUIRED_ACKS = 21
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 TOPIC_ALREADY_EXISTS = 36
+COORDINATOR_NOT_AVAILABLE = 15
 INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
 INVALID_CONFIG = 40
@@ -65,6 +67,9 @@ class KafkaApis:
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
+            ApiKey.FIND_COORDINATOR: self.handle_find_coordinator_request,
+            ApiKey.OFFSET_COMMIT: self.handle_offset_commit_request,
+            ApiKey.OFFSET_FETCH: self.handle_offset_fetch_request,
         }
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
@@ -545,6 +550,114 @@ class KafkaApis:
         else:
             response.update(producer_id=self.producer_id_manager.generate_producer_id(),
                             producer_epoch=0)
+        self.respond(request, response)
+
+    # -- FindCoordinator, OffsetCommit, OffsetFetch ----------------------------------------------
+
+    def handle_find_coordinator_request(self, request: Request) -> None:
+        """This broker coordinates every group (one broker: it leads every partition of
+        ``__consumer_offsets``).  Key type 1 (transactions) is not served yet."""
+        body, version = request.body, request.api_version
+        assert body is not None
+        keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
+        error = NONE if body.get("key_type", 0) == 0 else COORDINATOR_NOT_AVAILABLE
+        node = (self.broker.broker_id, self.broker.advertised_host, self.broker.advertised_port)
+        if error != NONE:
+            node = (-1, "", -1)
+        if version >= 4:
+            response = {
+                "throttle_time_ms": 0,
+                "coordinators": [
+                    {"key": key, "node_id": node[0], "host": node[1], "port": node[2],
+                     "error_code": error, "error_message": None}
+                    for key in keys
+                ],
+            }
+        else:
+            response = {"throttle_time_ms": 0, "error_code": error, "error_message": None,
+                        "node_id": node[0], "host": node[1], "port": node[2]}
+        self.respond(request, response)
+
+    def handle_offset_commit_request(self, request: Request) -> None:
+        body = request.body
+        assert body is not None
+        coordinator = self.broker.group_coordinator
+        offsets = {}
+        unknown = set()
+        for t in body["topics"]:
+            if request.api_version >= 10:  # topics by id (KIP-848)
+                t["name"] = self.metadata_cache.name_of(t["topic_id"])
+            name = t.get("name")
+            for p in t["partitions"]:
+                tp = (name, p["partition_index"])
+                meta = None if name is None else self.metadata_cache.get(name)
+                if meta is None or not 0 <= tp[1] < meta.partitions:
+                    unknown.add(tp)
+                    continue
+                offsets[tp] = OffsetAndMetadata(
+                    p["committed_offset"], p.get("committed_leader_epoch", -1),
+                    p["committed_metadata"], p.get("commit_timestamp", -1))
+        errors = coordinator.handle_commit_offsets(
+            body["group_id"], body.get("generation_id_or_member_epoch", -1), offsets)
+        errors.update(dict.fromkeys(unknown, UNKNOWN_TOPIC_OR_PARTITION))
+        self.respond(request, {
+            "throttle_time_ms": 0,
+            "topics": [
+                {"name": t.get("name"), "topic_id": t.get("topic_id"), "partitions": [
+                    {"partition_index": p["partition_index"],
+                     "error_code": errors[(t.get("name"), p["partition_index"])]}
+                    for p in t["partitions"]]}
+                for t in body["topics"]
+            ],
+        })
+
+    def _offset_fetch_topics(
+        self, group_id: str, topics: list[dict[str, Any]] | None, version: int
+    ) -> list[dict[str, Any]]:
+        asked = None
+        if topics is not None:
+            if version >= 10:  # topics by id (KIP-848)
+                for t in topics:
+                    t["name"] = self.metadata_cache.name_of(t["topic_id"])
+            asked = [(t["name"], p) for t in topics for p in t["partition_indexes"]]
+        found = self.broker.group_coordinator.handle_fetch_offsets(group_id, asked)
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), value in found.items():
+            by_topic.setdefault(topic, []).append({
+                "partition_index": partition,
+                # -1 and an empty metadata string: nothing committed (Kafka's INVALID_OFFSET).
+                "committed_offset": -1 if value is None else value.offset,
+                "committed_leader_epoch": -1 if value is None else value.leader_epoch,
+                "metadata": "" if value is None else value.metadata,
+                "error_code": NONE if topic is not None else UNKNOWN_TOPIC_ID,
+            })
+        if version < 8:  # the single-group shape has no topic ids at all
+            return [{"name": topic, "partitions": parts} for topic, parts in by_topic.items()]
+        return [
+            {"name": topic, "topic_id": self._topic_id(topic), "partitions": parts}
+            for topic, parts in by_topic.items()
+        ]
+
+    def _topic_id(self, name: str | None) -> uuid.UUID:
+        meta = None if name is None else self.metadata_cache.get(name)
+        return uuid.UUID(int=0) if meta is None else meta.topic_id
+
+    def handle_offset_fetch_request(self, request: Request) -> None:
+        body, version = request.body, request.api_version
+        assert body is not None
+        if version >= 8:
+            groups = [
+                {"group_id": g["group_id"], "error_code": NONE,
+                 "topics": self._offset_fetch_topics(g["group_id"], g["topics"], version)}
+                for g in body["groups"]
+            ]
+            response = {"throttle_time_ms": 0, "groups": groups}
+        else:
+            response = {
+                "throttle_time_ms": 0,
+                "error_code": NONE,
+                "topics": self._offset_fetch_topics(body["group_id"], body["topics"], version),
+            }
         self.respond(request, response)
 
 

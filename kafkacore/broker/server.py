@@ -32,6 +32,7 @@ class Broker:
         self.socket_server: SocketServer | None = None
         self.log_manager: Any = None
         self.metadata_cache: Any = None
+        self.group_coordinator: Any = None
         self.producer_id_manager: Any = None
         self.apis: Any = None
         self._handlers: KafkaRequestHandlerPool | None = None
@@ -56,6 +57,7 @@ class Broker:
         if self._started:
             return self
         from kafkacore.broker.apis import KafkaApis
+        from kafkacore.broker.group_coordinator import GroupCoordinator
         from kafkacore.broker.log import ProducerIdManager
         from kafkacore.broker.metadata_cache import MetadataCache
 
@@ -63,6 +65,8 @@ class Broker:
         self.metadata_cache = MetadataCache(first_dir)
         self.producer_id_manager = ProducerIdManager(first_dir)
         self.log_manager = _make_log_manager(self)
+        self.group_coordinator = GroupCoordinator(first_dir)
+        self.group_coordinator.startup()
         self.socket_server = SocketServer(self.config, self.request_channel)
         self.apis = KafkaApis(self)
         self._handlers = KafkaRequestHandlerPool(
@@ -81,6 +85,7 @@ class Broker:
         assert self.socket_server is not None and self._handlers is not None
         self.socket_server.shutdown()
         self._handlers.shutdown()
+        self.group_coordinator.shutdown()
         shutdown = getattr(self.log_manager, "shutdown", None)
         if shutdown is not None:
             shutdown()

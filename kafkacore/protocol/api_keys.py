@@ -12,6 +12,9 @@ class ApiKey(enum.IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
     SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
@@ -30,7 +33,10 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.FETCH: (4, 17),
     ApiKey.LIST_OFFSETS: (1, 10),
     ApiKey.METADATA: (0, 12),
+    ApiKey.OFFSET_COMMIT: (2, 10),
+    ApiKey.OFFSET_FETCH: (1, 10),
     ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.FIND_COORDINATOR: (0, 6),
     ApiKey.CREATE_TOPICS: (0, 7),
     ApiKey.DELETE_TOPICS: (1, 4),
     ApiKey.INIT_PRODUCER_ID: (0, 5),

@@ -943,6 +943,317 @@ CREATE_TOPICS_RESPONSE: Declaration = {
     ],
 }
 
+# -- OffsetCommit (8) ----------------------------------------------------------------------------
+
+OFFSET_COMMIT_REQUEST: Declaration = {
+    "apiKey": 8,
+    "type": "request",
+    "name": "OffsetCommitRequest",
+    # Kafka 4.0 keeps v2+; v5 drops the retention time; v6 leader epoch; v7 static members
+    # (KIP-345); v8 flexible; v10 topics by id (KIP-848).
+    "validVersions": "2-10",
+    "flexibleVersions": "8+",
+    "fields": [
+        {"name": "GroupId", "type": "string", "versions": "0+"},
+        {
+            "name": "GenerationIdOrMemberEpoch",
+            "type": "int32",
+            "versions": "1+",
+            "default": -1,
+            "ignorable": True,
+        },
+        {"name": "MemberId", "type": "string", "versions": "1+", "ignorable": True},
+        {
+            "name": "GroupInstanceId",
+            "type": "string",
+            "versions": "7+",
+            "nullableVersions": "7+",
+            "default": None,
+        },
+        {
+            "name": "RetentionTimeMs",
+            "type": "int64",
+            "versions": "2-4",
+            "default": -1,
+            "ignorable": True,
+        },
+        {
+            "name": "Topics",
+            "type": "[]OffsetCommitRequestTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0-9", "ignorable": True},
+                {"name": "TopicId", "type": "uuid", "versions": "10+", "ignorable": True},
+                {
+                    "name": "Partitions",
+                    "type": "[]OffsetCommitRequestPartition",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "CommittedOffset", "type": "int64", "versions": "0+"},
+                        {
+                            "name": "CommittedLeaderEpoch",
+                            "type": "int32",
+                            "versions": "6+",
+                            "default": -1,
+                            "ignorable": True,
+                        },
+                        {
+                            "name": "CommitTimestamp",
+                            "type": "int64",
+                            "versions": "1",
+                            "default": -1,
+                        },
+                        {
+                            "name": "CommittedMetadata",
+                            "type": "string",
+                            "versions": "0+",
+                            "nullableVersions": "0+",
+                        },
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+OFFSET_COMMIT_RESPONSE: Declaration = {
+    "apiKey": 8,
+    "type": "response",
+    "name": "OffsetCommitResponse",
+    "validVersions": "2-10",
+    "flexibleVersions": "8+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "3+", "ignorable": True},
+        {
+            "name": "Topics",
+            "type": "[]OffsetCommitResponseTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0-9", "ignorable": True},
+                {"name": "TopicId", "type": "uuid", "versions": "10+", "ignorable": True},
+                {
+                    "name": "Partitions",
+                    "type": "[]OffsetCommitResponsePartition",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+# -- OffsetFetch (9) -----------------------------------------------------------------------------
+
+OFFSET_FETCH_REQUEST: Declaration = {
+    "apiKey": 9,
+    "type": "request",
+    "name": "OffsetFetchRequest",
+    # Kafka 4.0 keeps v1+; v2 null topics = all; v6 flexible; v7 require stable (KIP-447);
+    # v8 several groups at once (KIP-709); v9 member id/epoch (KIP-848); v10 topic ids.
+    "validVersions": "1-10",
+    "flexibleVersions": "6+",
+    "fields": [
+        {"name": "GroupId", "type": "string", "versions": "0-7"},
+        {
+            "name": "Topics",
+            "type": "[]OffsetFetchRequestTopic",
+            "versions": "0-7",
+            "nullableVersions": "2-7",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0-7"},
+                {"name": "PartitionIndexes", "type": "[]int32", "versions": "0-7"},
+            ],
+        },
+        {
+            "name": "Groups",
+            "type": "[]OffsetFetchRequestGroup",
+            "versions": "8+",
+            "fields": [
+                {"name": "GroupId", "type": "string", "versions": "8+"},
+                {
+                    "name": "MemberId",
+                    "type": "string",
+                    "versions": "9+",
+                    "nullableVersions": "9+",
+                    "default": None,
+                    "ignorable": True,
+                },
+                {
+                    "name": "MemberEpoch",
+                    "type": "int32",
+                    "versions": "9+",
+                    "default": -1,
+                    "ignorable": True,
+                },
+                {
+                    "name": "Topics",
+                    "type": "[]OffsetFetchRequestTopics",
+                    "versions": "8+",
+                    "nullableVersions": "8+",
+                    "fields": [
+                        {"name": "Name", "type": "string", "versions": "8-9", "ignorable": True},
+                        {"name": "TopicId", "type": "uuid", "versions": "10+", "ignorable": True},
+                        {"name": "PartitionIndexes", "type": "[]int32", "versions": "8+"},
+                    ],
+                },
+            ],
+        },
+        {"name": "RequireStable", "type": "bool", "versions": "7+", "default": False},
+    ],
+}
+
+OFFSET_FETCH_RESPONSE: Declaration = {
+    "apiKey": 9,
+    "type": "response",
+    "name": "OffsetFetchResponse",
+    "validVersions": "1-10",
+    "flexibleVersions": "6+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "3+", "ignorable": True},
+        {
+            "name": "Topics",
+            "type": "[]OffsetFetchResponseTopic",
+            "versions": "0-7",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0-7"},
+                {
+                    "name": "Partitions",
+                    "type": "[]OffsetFetchResponsePartition",
+                    "versions": "0-7",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0-7"},
+                        {"name": "CommittedOffset", "type": "int64", "versions": "0-7"},
+                        {
+                            "name": "CommittedLeaderEpoch",
+                            "type": "int32",
+                            "versions": "5-7",
+                            "default": -1,
+                            "ignorable": True,
+                        },
+                        {
+                            "name": "Metadata",
+                            "type": "string",
+                            "versions": "0-7",
+                            "nullableVersions": "0-7",
+                        },
+                        {"name": "ErrorCode", "type": "int16", "versions": "0-7"},
+                    ],
+                },
+            ],
+        },
+        {
+            "name": "ErrorCode",
+            "type": "int16",
+            "versions": "2-7",
+            "default": 0,
+            "ignorable": True,
+        },
+        {
+            "name": "Groups",
+            "type": "[]OffsetFetchResponseGroup",
+            "versions": "8+",
+            "fields": [
+                {"name": "GroupId", "type": "string", "versions": "8+"},
+                {
+                    "name": "Topics",
+                    "type": "[]OffsetFetchResponseTopics",
+                    "versions": "8+",
+                    "fields": [
+                        {"name": "Name", "type": "string", "versions": "8-9", "ignorable": True},
+                        {"name": "TopicId", "type": "uuid", "versions": "10+", "ignorable": True},
+                        {
+                            "name": "Partitions",
+                            "type": "[]OffsetFetchResponsePartitions",
+                            "versions": "8+",
+                            "fields": [
+                                {"name": "PartitionIndex", "type": "int32", "versions": "8+"},
+                                {"name": "CommittedOffset", "type": "int64", "versions": "8+"},
+                                {
+                                    "name": "CommittedLeaderEpoch",
+                                    "type": "int32",
+                                    "versions": "8+",
+                                    "default": -1,
+                                    "ignorable": True,
+                                },
+                                {
+                                    "name": "Metadata",
+                                    "type": "string",
+                                    "versions": "8+",
+                                    "nullableVersions": "8+",
+                                },
+                                {"name": "ErrorCode", "type": "int16", "versions": "8+"},
+                            ],
+                        },
+                    ],
+                },
+                {"name": "ErrorCode", "type": "int16", "versions": "8+", "default": 0},
+            ],
+        },
+    ],
+}
+
+# -- FindCoordinator (10) ------------------------------------------------------------------------
+
+FIND_COORDINATOR_REQUEST: Declaration = {
+    "apiKey": 10,
+    "type": "request",
+    "name": "FindCoordinatorRequest",
+    # v1 key type; v3 flexible; v4 batches keys (KIP-699); v5 and v6 only add error codes and key
+    # types on the response side (KIP-890, KIP-932).
+    "validVersions": "0-6",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "Key", "type": "string", "versions": "0-3"},
+        {"name": "KeyType", "type": "int8", "versions": "1+", "default": 0, "ignorable": False},
+        {"name": "CoordinatorKeys", "type": "[]string", "versions": "4+"},
+    ],
+}
+
+FIND_COORDINATOR_RESPONSE: Declaration = {
+    "apiKey": 10,
+    "type": "response",
+    "name": "FindCoordinatorResponse",
+    "validVersions": "0-6",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "1+", "ignorable": True},
+        {"name": "ErrorCode", "type": "int16", "versions": "0-3"},
+        {
+            "name": "ErrorMessage",
+            "type": "string",
+            "versions": "1-3",
+            "nullableVersions": "1-3",
+            "ignorable": True,
+        },
+        {"name": "NodeId", "type": "int32", "versions": "0-3"},
+        {"name": "Host", "type": "string", "versions": "0-3"},
+        {"name": "Port", "type": "int32", "versions": "0-3"},
+        {
+            "name": "Coordinators",
+            "type": "[]Coordinator",
+            "versions": "4+",
+            "fields": [
+                {"name": "Key", "type": "string", "versions": "4+"},
+                {"name": "NodeId", "type": "int32", "versions": "4+"},
+                {"name": "Host", "type": "string", "versions": "4+"},
+                {"name": "Port", "type": "int32", "versions": "4+"},
+                {"name": "ErrorCode", "type": "int16", "versions": "4+"},
+                {
+                    "name": "ErrorMessage",
+                    "type": "string",
+                    "versions": "4+",
+                    "nullableVersions": "4+",
+                    "ignorable": True,
+                },
+            ],
+        },
+    ],
+}
+
 # -- InitProducerId (22) ------------------------------------------------------------------------
 
 INIT_PRODUCER_ID_REQUEST: Declaration = {
@@ -1149,9 +1460,11 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.FETCH: (FETCH_REQUEST, FETCH_RESPONSE),
     ApiKey.LIST_OFFSETS: (LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE),
     ApiKey.METADATA: (METADATA_REQUEST, METADATA_RESPONSE),
+    ApiKey.OFFSET_COMMIT: (OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE),
+    ApiKey.OFFSET_FETCH: (OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE),
     ApiKey.API_VERSIONS: (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
+    ApiKey.FIND_COORDINATOR: (FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE),
     ApiKey.CREATE_TOPICS: (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
-    ApiKey.INIT_PRODUCER_ID: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
     ApiKey.DELETE_TOPICS: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
     ApiKey.DESCRIBE_CONFIGS: (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
     ApiKey.SASL_HANDSHAKE: (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),
