@@ -6,7 +6,7 @@ command must itself authenticate to a broker that requires it, so no user can be
 against tansu we test the refusals).  tansu 0.6.0's ``--cert``/``--key`` cannot be given together
 (its argument parser rejects the pair) and ``--cert`` alone does not turn TLS on, so TLS and the
 successful SASL exchanges are tested against a scripted peer on our own codec
-(``FakeBroker`` from test_network) behind a real TLS socket (Python's ``ssl``, server side),
+(``FakeBroker`` from tests/support) behind a real TLS socket (Python's ``ssl``, server side),
 with the broker's half of SCRAM played by :class:`kafkacore.network.sasl.ScramServer`.
 """
 
@@ -19,7 +19,7 @@ import time
 
 import pytest
 from certs import make_pki
-from test_network import FakeBroker, api_versions_answer
+from support.scripted_broker import FakeBroker, api_versions_answer
 from test_sender_faults import metadata_answer, produce_answer
 
 from kafkacore import KafkaProducer
@@ -31,7 +31,6 @@ from kafkacore.errors import (
     SaslAuthenticationFailedError,
     UnsupportedSaslMechanismError,
 )
-from kafkacore.localbroker import LocalBroker, resolve_broker_binary
 from kafkacore.network.errors import SslAuthenticationError
 from kafkacore.network.sasl import (
     ScramServer,
@@ -40,6 +39,7 @@ from kafkacore.network.sasl import (
     scram_salted_password,
 )
 from kafkacore.protocol.api_keys import ApiKey
+from kafkacore.testing import LocalBroker, resolve_broker_binary
 
 TOPIC = "scripted"  # the topic metadata_answer names
 PASSWORD = "s3cr3t-Pa55word"
@@ -327,7 +327,7 @@ def tansu_sasl():
         stdin=subprocess.DEVNULL,
     )
     try:
-        from kafkacore.localbroker import _answers_api_versions
+        from kafkacore.testing.localbroker import _answers_api_versions
 
         deadline = time.monotonic() + 20
         while not _answers_api_versions("127.0.0.1", port):
