@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
 import sys
 
 import pytest
+from support.children import child_env
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
 def _env() -> dict[str, str]:
-    root = str(EXAMPLES.parent)
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    return child_env()
 
 
 def test_perf_demo_produces_and_reads_every_record_back(tmp_path):

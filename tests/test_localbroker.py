@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 import pytest
+from support.children import child_env
 
 from kafkacore import admin, errors
 from kafkacore.testing import BrokerUnavailableError, LocalBroker, free_port
@@ -85,9 +87,9 @@ def test_python_m_kafkacore_testing_serves_until_ctrl_c():
 
     from kafkacore import KafkaProducer
 
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
     child = subprocess.Popen([sys.executable, "-m", "kafkacore.testing"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=env, text=True)
+                             stderr=subprocess.PIPE, env=child_env(), text=True,
+                             cwd=tempfile.gettempdir())
     try:
         line = child.stdout.readline().strip()  # bounded: the child exits if the broker never starts
         host, _, port = line.rpartition(":")

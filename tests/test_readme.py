@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 import subprocess
 import sys
+
+from support.children import child_env
 
 README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
 
@@ -20,9 +21,7 @@ def test_the_quick_start_example_sends_three_keyed_records(bootstrap, tmp_path):
     assert len(blocks) == 1, "the README has one python example; this test runs it"
     script = tmp_path / "quickstart.py"
     script.write_text(blocks[0])
-    root = str(README.parent)
-    env = dict(os.environ, KAFKACORE_BOOTSTRAP=bootstrap,
-               PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    env = child_env(KAFKACORE_BOOTSTRAP=bootstrap)
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 import pytest
 from readback import read_confluent
+from support.children import child_env
 
 from kafkacore import KafkaProducer
 from kafkacore.errors import IllegalStateError, InvalidTopicError
@@ -105,7 +106,7 @@ def _run_exit_script(*args, stdin=None, timeout=60):
     return subprocess.Popen(
         [sys.executable, "-c", _EXIT_SCRIPT, *map(str, args)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        env=child_env(), cwd=tempfile.gettempdir(),
     )
 
 
