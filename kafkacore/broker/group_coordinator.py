@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from kafkacore.broker.files import replace_atomically
+
 NONE = 0
 OFFSET_METADATA_TOO_LARGE = 12
 ILLEGAL_GENERATION = 22
@@ -89,14 +91,11 @@ class GroupCoordinator:
                 self._offsets.setdefault(group, {})[(topic, partition)] = value
 
     def _compact(self) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
-            for group, offsets in self._offsets.items():
-                for (topic, partition), value in offsets.items():
-                    f.write(self._line(group, topic, partition, value))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        replace_atomically(self.path, b"".join(
+            self._line(group, topic, partition, value)
+            for group, offsets in self._offsets.items()
+            for (topic, partition), value in offsets.items()
+        ))
 
     @staticmethod
     def _line(group: str, topic: str, partition: int, value: OffsetAndMetadata) -> bytes:

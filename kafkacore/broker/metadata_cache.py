@@ -10,13 +10,13 @@ every topic it ever acknowledged creating.
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkacore.broker.files import replace_atomically
 from kafkacore.errors import InvalidTopicError, KafkaStorageError
 
 METADATA_FILE = "__kafkacore_metadata.json"
@@ -111,14 +111,4 @@ class MetadataCache:
                 for t in self.topics()
             ]
         }
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        replace_atomically(self.path, json.dumps(data, indent=1).encode())

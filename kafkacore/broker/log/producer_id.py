@@ -8,10 +8,10 @@ a crash it starts at the next block and may skip ids, never repeat them.
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
+from kafkacore.broker.files import replace_atomically
 from kafkacore.errors import KafkaStorageError
 
 #: Kafka's ``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``
@@ -43,15 +43,5 @@ class ProducerIdManager:
             return pid
 
     def _reserve(self, end: int) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            f.write(f"{end}\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        replace_atomically(self.path, f"{end}\n".encode())
         self._block_end = end
