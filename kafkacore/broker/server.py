@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.faults import FaultInjector
 from kafkacore.broker.handler import KafkaRequestHandlerPool
 from kafkacore.broker.network import SocketServer
 from kafkacore.broker.request_channel import RequestChannel
@@ -29,6 +30,8 @@ class Broker:
         self.broker_id: int = self.config["node.id"]
         self.cluster_id: str = self.config["cluster.id"]
         self.request_channel = RequestChannel(self.config["queued.max.requests"])
+        #: Faults switched on by tests (kafkacore.broker.faults); none by default.
+        self.faults = FaultInjector()
         self.socket_server: SocketServer | None = None
         self.log_manager: Any = None
         self.metadata_cache: Any = None
