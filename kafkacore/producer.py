@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from kafkacore.accumulator import RecordAccumulator
@@ -138,26 +139,42 @@ class KafkaProducer:
             transaction_manager=self._transaction_manager,
             metrics=self._metrics,
         )
-        self._appender = RecordAppender(
-            batches=self._accumulator.batches,
-            accumulator=self._accumulator,
-            metadata=self._metadata,
-            wait_on_metadata=self._wait_on_metadata,
-            wakeup=self._sender.wakeup,
-            key_serializer=adapt_serializer(cfg["key.serializer"], "key"),
-            value_serializer=adapt_serializer(cfg["value.serializer"], "value"),
-            custom_partitioner=cfg["partitioner.class"],
-            ignore_keys=cfg["partitioner.ignore.keys"],
-            max_request_size=cfg["max.request.size"],
-            total_memory=cfg["buffer.memory"],
-            max_block_ms=cfg["max.block.ms"],
-            sticky_factory=self._accumulator.built_in_partitioner,
-        )
+        self._key_serializer = adapt_serializer(cfg["key.serializer"], "key")
+        self._value_serializer = adapt_serializer(cfg["value.serializer"], "value")
+        self._appender = self._new_appender(
+            self._wait_on_metadata, cfg["max.block.ms"], self._key_serializer,
+            self._value_serializer)
         self._metrics.gauge("buffer-available-bytes", self._pool.available_memory)
         self._metrics.gauge("buffer-total-bytes", lambda: cfg["buffer.memory"])
         self._metrics.gauge("waiting-threads", self._pool.queued)
         self._sender.start(f"kafka-producer-network-thread | {self.client_id}")
         _live_producers.add(self)
+
+    def _new_appender(
+        self,
+        wait_on_metadata: Callable[[str, int | None], Any],
+        max_block_ms: int,
+        key_serializer: Callable[[str, Any], Any] | None,
+        value_serializer: Callable[[str, Any], Any] | None,
+    ) -> RecordAppender:
+        """A RecordAppender over this producer's accumulator, metadata and Sender (send()'s, and
+        the two that kafkacore.aio adds: one that never blocks, one for its worker threads)."""
+        cfg = self.config
+        return RecordAppender(
+            batches=self._accumulator.batches,
+            accumulator=self._accumulator,
+            metadata=self._metadata,
+            wait_on_metadata=wait_on_metadata,
+            wakeup=self._sender.wakeup,
+            key_serializer=key_serializer,
+            value_serializer=value_serializer,
+            custom_partitioner=cfg["partitioner.class"],
+            ignore_keys=cfg["partitioner.ignore.keys"],
+            max_request_size=cfg["max.request.size"],
+            total_memory=cfg["buffer.memory"],
+            max_block_ms=max_block_ms,
+            sticky_factory=self._accumulator.built_in_partitioner,
+        )
 
     # -- sending ----------------------------------------------------------------------------
 
