@@ -110,7 +110,7 @@ class AIOKafkaProducer:
     ) -> FutureRecordMetadata:
         """Queue one record; return the awaitable of its :class:`~kafkacore.core.RecordMetadata`.
 
-        Arguments, checks and errors are :meth:`KafkaProducer.send`'s.  The record is queued
+        Arguments, checks and errors are :meth:`KafkaProducer.send <kafkacore.producer.KafkaProducer.send>`'s.  The record is queued
         when this coroutine returns; if it had to wait for metadata or memory, it waited in a
         worker thread while the event loop went on.  Sends awaited one after another keep their
         order; a send that is cancelled while it waits may still queue its record.
@@ -158,7 +158,7 @@ class AIOKafkaProducer:
         timestamps: Any = None,
         headers: Any = None,
     ) -> asyncio.Future[BatchResult]:
-        """Queue whole columns (see :meth:`KafkaProducer.send_batch`); return the awaitable of
+        """Queue whole columns (see :meth:`KafkaProducer.send_batch <kafkacore.producer.KafkaProducer.send_batch>`); return the awaitable of
         their :class:`~kafkacore.core.BatchResult`.
 
         Unlike aiokafka's ``send_batch`` (a batch you build record by record for one partition),
@@ -198,7 +198,7 @@ class AIOKafkaProducer:
             self._workers, producer.partitions_for, topic)
 
     def metrics(self) -> dict[str, float]:
-        """The producer's metrics (see :meth:`KafkaProducer.metrics`)."""
+        """The producer's metrics (see :meth:`KafkaProducer.metrics <kafkacore.producer.KafkaProducer.metrics>`)."""
         return self._started().metrics()
 
     # -- helpers ----------------------------------------------------------------------------
