@@ -11,11 +11,11 @@ import asyncio
 import socket
 
 import pytest
+from readback import read_confluent
 
 from kafkacore.aio import AIOKafkaProducer
 from kafkacore.core import FutureRecordMetadata, RecordMetadata
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
-from tests.readback import read_confluent
 
 pytestmark = pytest.mark.broker
 

@@ -11,9 +11,9 @@ import asyncio
 import concurrent.futures
 
 import pytest
+from readback import read_confluent
 
 from kafkacore import KafkaProducer
-from tests.readback import read_confluent
 
 pytestmark = pytest.mark.broker
 
