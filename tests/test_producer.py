@@ -445,8 +445,8 @@ def test_bad_config_names_the_key(bootstrap, settings, key):
 
 
 def test_batch_size_zero_means_one_record_per_batch(bootstrap, make_topic):
-    from kafkacore.admin import fetch_record_batches
     from kafkacore.core import iter_batches
+    from kafkacore.testing import fetch_record_batches
 
     topic = make_topic(partitions=1)
     with KafkaProducer(bootstrap_servers=bootstrap, batch_size=0) as producer:
