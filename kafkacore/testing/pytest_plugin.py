@@ -48,12 +48,13 @@ class KafkaBrokerFixture:
 
     @property
     def bootstrap_servers(self) -> str:
-        """``"127.0.0.1:PORT"``: give it to any Kafka client."""
+        """The address to give any Kafka client, ``"127.0.0.1:PORT"``."""
         return self.broker.bootstrap_servers
 
     @property
     def faults(self) -> FaultInjector:
-        """Break the broker on purpose: ``fail_next``, ``set_latency``, ``isolate``/``heal``."""
+        """The broker's faults, to break it on purpose (``fail_next``, ``set_latency``,
+        ``isolate``, ``heal``)."""
         return self.broker.faults
 
     def new_topic(self, partitions: int = 1, configs: Mapping[str, str] | None = None,
