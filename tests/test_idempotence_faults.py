@@ -8,7 +8,8 @@ among others); here the same faults are switched on in a real kafkacore broker
 - Produce responses 2..N answered with REQUEST_TIMED_OUT *after* the append, N inside and
   outside the five-in-flight window: every retry is a duplicate the broker must recognise.
 - The broker's responses delayed past the message timeout, then released.
-- Connections cut mid-stream (isolate / heal).
+- Connections cut mid-stream: by isolating the broker, and by a TCP proxy inside a Produce
+  request (half of it reaches the broker) or inside its response (appended, half an answer).
 
 Judged by reading the partition back with confluent-kafka and kafka-python: no duplicates, no
 acknowledged record missing, send order kept; every delivery report arrives exactly once and
@@ -24,6 +25,7 @@ import uuid
 
 import pytest
 from readback import read_confluent, read_kafka_python
+from support.tcp_proxy import TcpProxy
 
 from kafkacore import KafkaProducer
 from kafkacore import errors as kerrors
@@ -306,30 +308,57 @@ def test_confluent_survives_a_broker_slower_than_the_message_timeout(broker):
 
 # -- connections cut mid-stream ------------------------------------------------------------------
 
-CUTS = 3
+CUTS = 4
 STREAM = 3000
 
 
-def cut_connections_while_streaming(broker, topic, streaming):
-    """Isolate the broker three times while records flow, each time until the producer has
-    knocked (been refused) once, then heal; returns the log end offsets at each cut."""
-    lg = broker.apis.get_partition_log(topic, 0)
+@pytest.fixture(scope="module")
+def proxied_broker():
+    """A broker that clients reach only through a TCP proxy that can cut inside a frame."""
+    with TcpProxy() as proxy, Broker({
+        "num.network.threads": "2", "num.io.threads": "2", "num.partitions": "1",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}",
+    }) as b:
+        proxy.set_target("127.0.0.1", b.socket_server.bound_port)
+        yield b, proxy
+
+
+def isolating(broker):
+    """One cut: isolate the broker until the producer has knocked (been refused), then heal."""
     acceptor = broker.socket_server.acceptor
-    at = []
-    for k in range(1, CUTS + 1):
-        wait_until(lambda k=k: lg.log_end_offset >= k * STREAM // (CUTS + 2) or not streaming(),
-                   120, f"{k * STREAM // (CUTS + 2)} records in the log")
+
+    def cut_once(k):
         refused = acceptor.isolated_refused
         broker.faults.isolate()
-        at.append(lg.log_end_offset)
-        wait_until(lambda r=refused: acceptor.isolated_refused > r, 60,
+        wait_until(lambda: acceptor.isolated_refused > refused, 60,
                    "the producer reconnecting to the isolated broker")
         broker.faults.heal()
+    return cut_once
+
+
+def cutting_frames(proxy):
+    """One cut: half of the next Produce request (odd cuts) or of a Produce response (even)."""
+    def cut_once(k):
+        done = proxy.cut_mid_request(0) if k % 2 else proxy.cut_mid_response(0)
+        assert done.wait(60), "no Produce went through the proxy to be cut"
+    return cut_once
+
+
+def cuts_while_streaming(broker, topic, streaming, cut_once):
+    """Cut ``CUTS`` times while records flow, each once the log has grown; returns the log end
+    offsets at each cut."""
+    lg = broker.apis.get_partition_log(topic, 0)
+    at = []
+    for k in range(1, CUTS + 1):
+        goal = k * STREAM // (CUTS + 2)
+        wait_until(lambda g=goal: lg.log_end_offset >= g or not streaming(), 120,
+                   f"{goal} records in the log")
+        at.append(lg.log_end_offset)
+        cut_once(k)
     return at
 
 
-def test_ours_survives_connections_cut_mid_stream(broker):
-    topic = new_topic(broker)
+def stream_ours(broker, topic, cut_once):
     reports = Reports()
     sent = values(0, STREAM)
     with ours(broker, batch_size=2048, linger_ms=1, reconnect_backoff_ms=20,
@@ -346,25 +375,46 @@ def test_ours_survives_connections_cut_mid_stream(broker):
 
         t = threading.Thread(target=stream, daemon=True)
         t.start()
-        cuts = cut_connections_while_streaming(broker, topic, lambda: not done.is_set())
+        cuts = cuts_while_streaming(broker, topic, lambda: not done.is_set(), cut_once)
         t.join(120)
         producer.flush(120)
     assert all(c < STREAM for c in cuts), f"a cut fell after the stream: {cuts}"
     check(broker, topic, sent, reports, must_succeed=True)
 
 
-def test_confluent_survives_connections_cut_mid_stream(broker):
-    topic = new_topic(broker)
+def stream_confluent(broker, topic, cut_once):
     reports = Reports()
     sent = values(0, STREAM)
     child = ConfluentChild(broker, topic, [sent], _pace_s=0.001, linger_ms=1,
                            batch_num_messages=10, reconnect_backoff_ms=20,
                            reconnect_backoff_max_ms=200)
     try:
-        cuts = cut_connections_while_streaming(broker, topic, lambda: True)
+        cuts = cuts_while_streaming(broker, topic, lambda: True, cut_once)
         child.next_reports(reports)
     finally:
         child.close()
     assert not child.fatal, child.fatal
     assert all(c < STREAM for c in cuts), f"a cut fell after the stream: {cuts}"
     check(broker, topic, sent, reports, must_succeed=True)
+
+
+def test_ours_survives_connections_cut_by_isolation(broker):
+    stream_ours(broker, new_topic(broker), isolating(broker))
+
+
+def test_confluent_survives_connections_cut_by_isolation(broker):
+    stream_confluent(broker, new_topic(broker), isolating(broker))
+
+
+def test_ours_survives_connections_cut_inside_requests_and_responses(proxied_broker):
+    broker, proxy = proxied_broker
+    before = proxy.connections
+    stream_ours(broker, new_topic(broker), cutting_frames(proxy))
+    assert proxy.connections - before >= CUTS  # every cut made the producer come back
+
+
+def test_confluent_survives_connections_cut_inside_requests_and_responses(proxied_broker):
+    broker, proxy = proxied_broker
+    before = proxy.connections
+    stream_confluent(broker, new_topic(broker), cutting_frames(proxy))
+    assert proxy.connections - before >= CUTS  # every cut made the producer come back
