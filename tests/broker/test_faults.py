@@ -36,6 +36,7 @@ from kafkacore.broker.faults import (
 )
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
+from kafkacore.testing import LocalBroker
 
 NOT_LEADER_OR_FOLLOWER = 6
 REQUEST_TIMED_OUT = 7
@@ -401,3 +402,18 @@ def test_in_process_faults_are_thread_safe(broker):
     for t in threads:
         t.join(30)
     assert len(broker.faults.pending()["Fetch"]) == 800
+
+
+def test_a_local_broker_process_with_a_control_socket(tmp_path):
+    with pytest.raises(ValueError, match="kafkacore"):
+        LocalBroker(control_socket=tmp_path / "tansu.sock")
+    with LocalBroker(kind="kafkacore", control_socket=tmp_path / "c.sock",
+                     log_dirs=tmp_path / "data") as local:
+        local.control.fail_next("ApiVersions", ["UNKNOWN_SERVER_ERROR"])
+        with socket.create_connection((local.host, local.port), timeout=30) as s:
+            s.settimeout(30)
+            assert api_versions(s, 1)[1]["error_code"] == -1
+            assert api_versions(s, 2)[1]["error_code"] == 0
+        local.kill()  # the socket file stays behind; the next broker replaces it
+        local.start()
+        assert local.control.status()["injected"] == {}  # a new process, a new injector
