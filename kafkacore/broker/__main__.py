@@ -4,7 +4,7 @@ When it is ready it prints one line, ``kafkacore-broker listening on HOST:PORT``
 it, so a parent process can read the address (with port 0, the one the OS chose).
 With ``--control-socket PATH`` the broker's faults can be switched from another process with
 :class:`kafkacore.broker.faults.BrokerControl` (see docs/broker/faults.rst); the socket is
-listening before the broker is.
+listening before the ready line is printed.
 """
 
 from __future__ import annotations
@@ -71,12 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     broker = Broker(config)
-    # The control socket listens before the broker does, so whoever sees the broker answer
-    # can already switch its faults.
-    control = ControlServer(broker.faults, args.control_socket).start() if (
-        args.control_socket) else None
+    broker.start()
+    control = None
     try:
-        broker.start()
+        if args.control_socket:
+            control = ControlServer(broker.faults, args.control_socket).start()
         print(f"{READY_PREFIX}{broker.bootstrap_servers}", flush=True)
         while not stop.wait(1.0):
             pass

@@ -119,6 +119,18 @@ class LocalBroker:
 
         return BrokerControl(self.control_socket)
 
+    def _control_answers(self) -> bool:
+        """True without a control socket, else once it answers (it starts after the broker)."""
+        if self.control_socket is None:
+            return True
+        from kafkacore.broker.faults import BrokerControl, BrokerControlError
+
+        try:
+            BrokerControl(self.control_socket, timeout_s=1.0).status()
+            return True
+        except BrokerControlError:
+            return False
+
     def is_running(self) -> bool:
         """True if the broker process is alive."""
         return self._process is not None and self._process.poll() is None
@@ -154,7 +166,7 @@ class LocalBroker:
                 raise BrokerUnavailableError(
                     f"{self.kind} exited with code {code} at start; see {self.log_path}"
                 )
-            if _answers_api_versions(self.host, self.port):
+            if _answers_api_versions(self.host, self.port) and self._control_answers():
                 return self
             if time.monotonic() > deadline:
                 self.kill()
