@@ -70,7 +70,7 @@ class FaultInjector:
         self._enforced: dict[str, int] = {}  # guarded by _lock
         self._generation = 0  # guarded by _lock; +1 per isolate()
         #: How many responses carried an injected error, per API key (for tests and logs).
-        self.injected: collections.Counter[int] = collections.Counter()
+        self.injected: collections.Counter[int] = collections.Counter()  # written under _lock
 
     # -- the faults ----------------------------------------------------------------------------
 
@@ -117,9 +117,9 @@ class FaultInjector:
             injected = queued.popleft()
             if not queued:
                 del self._errors[api_key]
-        if injected.error_code == 0:
-            return None
-        self.injected[api_key] += 1
+            if injected.error_code == 0:
+                return None
+            self.injected[api_key] += 1
         return injected
 
     def pending(self) -> dict[str, list[int]]:

@@ -231,10 +231,10 @@ def test_latency_holds_responses_without_blocking_the_network_thread(broker):
     a, b = connect(broker), connect(broker)
     try:
         a.sendall(codec_api_versions_frame(1))
-        wait_until(lambda: len(processor._held) == 1, what="a's response held")
+        wait_until(lambda: len(processor._held) == 1, bound_s=60, what="a's response held")
         # The same network thread still reads b's request while a's answer waits.
         b.sendall(codec_api_versions_frame(2))
-        wait_until(lambda: len(processor._held) == 2, what="b's response held too")
+        wait_until(lambda: len(processor._held) == 2, bound_s=60, what="b's response held too")
         a.setblocking(False)
         with pytest.raises(BlockingIOError):
             a.recv(1)  # held, not written
@@ -292,7 +292,7 @@ def test_a_producer_carries_on_after_the_broker_heals(broker):
         pending = producer.send(topic, b"during", partition=0)
         # The producer knocks (and is turned away) while its record waits.
         wait_until(lambda: broker.socket_server.acceptor.isolated_refused >= 1,
-                   what="the producer reconnecting")
+                   bound_s=60, what="the producer reconnecting")
         assert not pending.is_done
         broker.faults.heal()
         assert pending.get(timeout=30).offset == 1
