@@ -257,6 +257,36 @@ def test_confluent_timed_out_after_append_responses_2_to_n(broker, n):
     check(broker, topic, sent, reports, must_succeed=True)
 
 
+def test_ours_not_enough_replicas_after_append(broker):
+    # The acks=all answer of a leader whose ISR shrank after the append: written, and retriable.
+    topic = new_topic(broker)
+    broker.faults.fail_next("Produce", [0] + ["NOT_ENOUGH_REPLICAS_AFTER_APPEND"] * 4,
+                            after_append=True)
+    reports = Reports()
+    sent = values(0, RECORDS)
+    with ours(broker) as producer:
+        send_ours(producer, topic, sent, reports)
+        producer.flush(120)
+    assert broker.faults.pending() == {}
+    check(broker, topic, sent, reports, must_succeed=True)
+
+
+def test_confluent_not_enough_replicas_after_append(broker):
+    topic = new_topic(broker)
+    broker.faults.fail_next("Produce", [0] + ["NOT_ENOUGH_REPLICAS_AFTER_APPEND"] * 4,
+                            after_append=True)
+    reports = Reports()
+    sent = values(0, RECORDS)
+    child = ConfluentChild(broker, topic, [sent])
+    try:
+        child.next_reports(reports)
+    finally:
+        child.close()
+    assert broker.faults.pending() == {}
+    assert not child.fatal
+    check(broker, topic, sent, reports, must_succeed=True)
+
+
 # -- a broker delayed past the message timeout, then released ------------------------------------
 
 @pytest.mark.xfail(strict=True, reason=(
