@@ -61,7 +61,7 @@ class LocalBroker:
     :param log_dirs: the kafkacore broker's ``log.dirs`` (a temporary directory if not given);
         kept across :meth:`restart` and :meth:`kill`, so a restarted broker finds its data.
     :param control_socket: with ``kind="kafkacore"``, serve the broker's faults on this Unix
-        socket (``--control-socket``); :attr:`control` is the client for it.
+        socket (``--control-socket``); the property ``control`` is the client for it.
     """
 
     def __init__(
