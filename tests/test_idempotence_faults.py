@@ -31,7 +31,9 @@ from kafkacore import KafkaProducer
 from kafkacore import errors as kerrors
 from kafkacore.broker import Broker
 
-pytestmark = pytest.mark.timeout(240)
+# About two minutes in all: run once, in the tox env that runs the cluster tests, not on every
+# Python version.
+pytestmark = [pytest.mark.timeout(240), pytest.mark.cluster]
 
 RECORDS = 60
 
