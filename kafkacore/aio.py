@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
 from kafkacore.core.batch import BatchFuture, BatchResult, FutureRecordMetadata, RecordMetadata
+from kafkacore.core.records import normalize_headers
 from kafkacore.errors import BufferExhaustedError, IllegalStateError
-from kafkacore.producer import KafkaProducer
+from kafkacore.producer import Headers, KafkaProducer
 
 __all__ = ["AIOKafkaProducer"]
 
@@ -106,11 +106,12 @@ class AIOKafkaProducer:
         key: Any = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
-        headers: Sequence[tuple[str, bytes | None]] | None = None,
+        headers: Headers | None = None,
     ) -> FutureRecordMetadata:
         """Queue one record; return the awaitable of its :class:`~kafkacore.core.RecordMetadata`.
 
-        Arguments, checks and errors are :meth:`KafkaProducer.send <kafkacore.producer.KafkaProducer.send>`'s.  The record is queued
+        Arguments, checks and errors are those of
+        :meth:`KafkaProducer.send <kafkacore.producer.KafkaProducer.send>`.  The record is queued
         when this coroutine returns; if it had to wait for metadata or memory, it waited in a
         worker thread while the event loop went on.  Sends awaited one after another keep their
         order; a send that is cancelled while it waits may still queue its record.
@@ -126,6 +127,9 @@ class AIOKafkaProducer:
             key = producer._key_serializer(topic, key)
         if producer._value_serializer is not None:
             value = producer._value_serializer(topic, value)
+        if headers is not None:
+            # Once, here: a one-shot iterable must reach the second append intact.
+            headers = normalize_headers(headers)
         try:
             return self._now.append(topic, value, key, partition, timestamp_ms, headers, callback)
         except (_WouldBlock, BufferExhaustedError):
@@ -143,7 +147,7 @@ class AIOKafkaProducer:
         key: Any = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
-        headers: Sequence[tuple[str, bytes | None]] | None = None,
+        headers: Headers | None = None,
     ) -> RecordMetadata:
         """Send one record and wait until the broker acknowledged it."""
         future = await self.send(topic, value, key, partition, timestamp_ms, headers)

@@ -131,3 +131,18 @@ def test_use_before_start_and_twice_started(bootstrap):
             await producer.send("t", b"v")
 
     asyncio.run(main())
+
+
+def test_headers_from_a_generator_survive_the_wait_for_metadata(bootstrap, make_topic):
+    # The topic is new to this producer: the first append would wait, so the send moves to a
+    # worker; the headers, a one-shot generator, must arrive whole all the same.
+    topic = make_topic(partitions=1)
+
+    async def main():
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
+            headers = ((name, b"v-" + name.encode()) for name in ("a", "b"))
+            return await producer.send_and_wait(topic, b"value", headers=headers)
+
+    assert asyncio.run(main()).offset == 0
+    (record,) = read_confluent(bootstrap, topic, 1, 1)
+    assert record.headers == (("a", b"v-a"), ("b", b"v-b"))
