@@ -244,10 +244,11 @@ def run(
         print(f"{stats.errors} records failed; the first error: {stats.first_error!r}", file=out)
     if metrics is not None:
         # Java's --print-metrics: one "name : value" line per metric, names aligned.
-        width = max(map(len, metrics)) + 2
-        print(f"\n{'Metric Name':<{width}} Value", file=out)
-        for name in sorted(metrics):
-            print(f"{'producer-metrics:' + name:<{width + 17}} : {metrics[name]:.3f}", file=out)
+        names = {f"producer-metrics:{name}": value for name, value in sorted(metrics.items())}
+        width = max(map(len, names))
+        print(f"\n{'Metric Name':<{width}}   Value", file=out)
+        for name, value in names.items():
+            print(f"{name:<{width}} : {value:.3f}", file=out)
     return summary
 
 
