@@ -103,14 +103,29 @@ def test_the_loop_runs_while_send_waits_for_metadata():
         port = s.getsockname()[1]
 
     async def main():
+        producer = AIOKafkaProducer(bootstrap_servers=f"127.0.0.1:{port}", max_block_ms=60_000)
+        await producer.start()
+        sending = asyncio.ensure_future(producer.send("nowhere", b"v"))
+        turns = await _turns_while_pending(sending, 50)
+        assert turns == 50 and not sending.done()
+        # stop() ends the wait (the metadata closes) instead of leaving it to max.block.ms.
+        await asyncio.wait_for(producer.stop(), 60)
+        with pytest.raises(IllegalStateError, match="metadata closed"):
+            await asyncio.wait_for(sending, 60)
+
+    asyncio.run(main())
+
+
+def test_send_times_out_after_max_block_ms_without_a_broker():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    async def main():
         async with AIOKafkaProducer(bootstrap_servers=f"127.0.0.1:{port}",
-                                    max_block_ms=3000) as producer:
-            sending = asyncio.ensure_future(producer.send("nowhere", b"v"))
-            turns = await _turns_while_pending(sending, 50)
-            assert turns == 50 and not sending.done()
-            with pytest.raises(KafkaTimeoutError):
-                await asyncio.wait_for(sending, 60)
-            await producer.flush(5)
+                                    max_block_ms=500) as producer:
+            with pytest.raises(KafkaTimeoutError, match=f"Brokers tried: 127.0.0.1:{port}"):
+                await asyncio.wait_for(producer.send("nowhere", b"v"), 60)
 
     asyncio.run(main())
 
