@@ -60,6 +60,8 @@ class LocalBroker:
         ``python -m kafkacore.broker``, as a child process.
     :param log_dirs: the kafkacore broker's ``log.dirs`` (a temporary directory if not given);
         kept across :meth:`restart` and :meth:`kill`, so a restarted broker finds its data.
+    :param config: more settings for the kafkacore broker, by Kafka's names (``--config k=v``),
+        e.g. ``{"log.flush.interval.messages": "1"}``.
     """
 
     def __init__(
@@ -72,9 +74,13 @@ class LocalBroker:
         start_timeout_s: float = 20.0,
         kind: str = "tansu",
         log_dirs: str | os.PathLike[str] | None = None,
+        config: dict[str, str] | None = None,
     ) -> None:
         if kind not in ("tansu", "kafkacore"):
             raise ValueError(f"kind must be 'tansu' or 'kafkacore', got {kind!r}")
+        if config and kind != "kafkacore":
+            raise ValueError("config is for kind='kafkacore' (tansu takes no broker settings)")
+        self.config = dict(config or {})
         #: "tansu", or "kafkacore" for our own broker (``python -m kafkacore.broker``) in a
         #: child process, keeping its data in ``log_dirs`` across :meth:`restart` and kill -9.
         self.kind = kind
@@ -115,6 +121,8 @@ class LocalBroker:
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
         if self.kind == "kafkacore":
             command = _kafkacore_broker_command(self.host, self.port, str(self.log_dirs), env)
+            for key, value in self.config.items():
+                command += ["--config", f"{key}={value}"]
         else:
             command = _tansu_command(self.host, self.port, self.storage, self.cluster_id)
         self._process = subprocess.Popen(
