@@ -2,8 +2,9 @@
 
 Kafka's ``LogValidator`` in our terms: the compiled reader (``check_batches``, the checks of
 ``iter_batches`` without a Python object per record) checks every byte of every batch (framing,
-CRC-32C, varints, decompression), once per request; Python only looks at each batch's 61-byte header.  Offsets are assigned in place by writing each batch's ``baseOffset``, a
-field the CRC does not cover, so an uncompressed batch is stored exactly as the producer built it.
+CRC-32C, varints, decompression), once per request; Python only looks at each batch's 61-byte
+header.  Offsets are assigned in place by writing each batch's ``baseOffset``, a field the CRC
+does not cover, so an uncompressed batch is stored exactly as the producer built it.
 """
 
 from __future__ import annotations
