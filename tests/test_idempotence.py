@@ -1,8 +1,8 @@
 """Idempotence on the wire: producer id, epoch and per-partition sequence numbers.
 
-tansu hands out producer ids but does not check sequences (TESTING.md), so it cannot show that a
-broker drops duplicates.  What we can show is what the producer puts in each batch header: read
-the batches back as the broker stores them and decode them with kafka-python's reader.
+These tests run against both session brokers (tests/conftest.py): tansu and our own.  They read
+back what the producer put in each batch header, as the broker stores it, and they make the
+producer send a batch twice (a request retried after a timeout) to check it is stored once.
 """
 
 from __future__ import annotations
