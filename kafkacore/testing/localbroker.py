@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
@@ -87,6 +88,8 @@ class LocalBroker:
         self.log_dirs = str(log_dirs) if log_dirs is not None else (
             tempfile.mkdtemp(prefix="kafkacore-broker-") if kind == "kafkacore" else None
         )
+        # A temporary log.dirs we made is ours to delete (remove_data); a caller's never is.
+        self._owns_log_dirs = log_dirs is None and self.log_dirs is not None
         self.host = "127.0.0.1"
         self.port = port if port is not None else free_port(self.host)
         self.storage = storage
@@ -206,11 +209,18 @@ class LocalBroker:
             self._log.close()
             self._log = None
 
+    def remove_data(self) -> None:
+        """Stop the broker and delete the temporary ``log.dirs`` it was given by default (a
+        ``log_dirs`` the caller passed is left alone).  The ``with`` block ends with this."""
+        self.stop()
+        if self._owns_log_dirs and self.log_dirs is not None:
+            shutil.rmtree(self.log_dirs, ignore_errors=True)
+
     def __enter__(self) -> LocalBroker:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.remove_data()
 
     def __repr__(self) -> str:
         state = "running" if self.is_running() else "stopped"
