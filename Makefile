@@ -54,6 +54,7 @@ lint: $(TOOLS)/.ok
 bench: .venv/.ok
 	.venv/bin/python benchmarks/bench_core.py
 	.venv/bin/python benchmarks/bench_producer.py
+	.venv/bin/python benchmarks/bench_broker.py
 	.venv/bin/python benchmarks/bench_purgatory.py
 	PYSPARK_PYTHON=$(CURDIR)/.venv/bin/python .venv/bin/python benchmarks/bench_spark.py
 

@@ -1,14 +1,16 @@
 """Idempotence on the wire: producer id, epoch and per-partition sequence numbers.
 
-tansu hands out producer ids but does not check sequences (TESTING.md), so it cannot show that a
-broker drops duplicates.  What we can show is what the producer puts in each batch header: read
-the batches back as the broker stores them and decode them with kafka-python's reader.
+These tests run against both session brokers (tests/conftest.py): tansu and our own.  They read
+back what the producer put in each batch header, as the broker stores it, and they make the
+producer send a batch twice (a request retried after a timeout) to check it is stored once.
 """
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from readback import fetch_batches
+from readback import fetch_batches, read_confluent
 
 from kafkacore import KafkaProducer
 
@@ -43,3 +45,37 @@ def test_without_idempotence_batches_have_no_producer_id(bootstrap, make_topic):
         producer.send(topic, b"plain").get(timeout=30)
     [batch] = fetch_batches(bootstrap, topic, 0)
     assert (batch.producer_id, batch.base_sequence) == (-1, -1)
+
+
+def test_a_request_retried_after_a_timeout_is_written_once(broker, make_topic):
+    """The duplicate a retry makes, on purpose: freeze the broker until the producer's request
+    times out and it sends the batch again, so both copies wait in the frozen broker's sockets.
+    Our broker answers the second with the first's offsets (docs/broker/idempotence.rst); tansu
+    answers DUPLICATE_SEQUENCE_NUMBER.  Either way every record is stored once, in order."""
+    topic = make_topic(partitions=1)
+    producer = KafkaProducer(
+        bootstrap_servers=broker.bootstrap, request_timeout_ms=1000, retry_backoff_ms=50,
+        delivery_timeout_ms=120_000, linger_ms=0, max_in_flight_requests_per_connection=1,
+    )
+    try:
+        producer.send(topic, b"before").get(timeout=30)
+        retries_before = producer._metrics.rate("record-retry", of_total=False)
+        with broker.paused():
+            futures = [producer.send(topic, b"frozen-%d" % i) for i in range(20)]
+            deadline = time.monotonic() + 30
+            # Observe the retry: counted once the first request timed out, then sent again.
+            while producer._metrics.rate("record-retry") <= retries_before or \
+                    not producer._client.has_in_flight_requests():
+                assert time.monotonic() < deadline, "the producer never retried"
+                time.sleep(0.02)
+        producer.flush(timeout=60)
+        metas = [f.get(timeout=30) for f in futures]
+        after = producer.send(topic, b"after").get(timeout=30)
+    finally:
+        producer.close(10)
+    assert all(f.exception() is None for f in futures)
+    values = [r.value for r in read_confluent(broker.bootstrap, topic, 1, expected=22)]
+    assert values == [b"before", *(b"frozen-%d" % i for i in range(20)), b"after"]
+    assert after.offset == 21  # nothing was written twice
+    if broker.kind == "kafkacore":  # the original offsets, not DUPLICATE_SEQUENCE_NUMBER's -1
+        assert [m.offset for m in metas] == list(range(1, 21))

@@ -29,6 +29,7 @@ from kafkacore.core.records import (
     Record,
     RecordBatch,
     _crc32c_impl,
+    check_batches,
     crc32c,
     crc32c_uses_hardware,
     estimate_size_upper_bound,
@@ -860,3 +861,65 @@ def test_close_with_a_live_stream_view_fails_cleanly(codec):
     b.append(TS, b"k2", None)
     b.close()
     assert [r.key for r in iter_records(b.build())] == [b"k", b"k2"]
+
+
+# -- check_batches: iter_batches's checks without the objects (the broker's validator) ---------
+
+
+def _outcome(reader, data):
+    try:
+        return ("ok", reader(data))
+    except CorruptRecordError as exc:
+        return ("corrupt", str(exc))
+
+
+def _last_deltas_by_decoding(data):
+    return [b.records[-1].offset - b.base_offset if b.records else -1 for b in iter_batches(data)]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.data())
+def test_check_batches_agrees_with_iter_batches(data):
+    """The same verdict, the same message, on valid batches and on every damage: mutated records
+    behind a valid CRC, truncations, bit flips, random bytes, several batches in a row."""
+    codec = data.draw(st.sampled_from(CODECS))
+    if data.draw(st.booleans()):
+        batch = bytearray(sample_batch(codec))
+    else:  # no headers: check_batches's fast path, which hands any fault to the slow one
+        batch = bytearray(build_ours([(0, b"key", b"value", []), (5, None, b"v2", [])], codec))
+    how = data.draw(st.sampled_from(["valid", "mutate", "truncate", "flip", "random", "many"]))
+    if how == "mutate":
+        for _ in range(data.draw(st.integers(1, 6))):
+            batch[data.draw(st.integers(61, len(batch) - 1))] = data.draw(st.integers(0, 255))
+        batch = bytearray(with_valid_crc(batch))
+    elif how == "truncate":
+        del batch[data.draw(st.integers(0, len(batch) - 1)):]
+    elif how == "flip":
+        batch[data.draw(st.integers(0, len(batch) - 1))] ^= 1 << data.draw(st.integers(0, 7))
+    elif how == "random":
+        batch = bytearray(data.draw(st.binary(max_size=300)))
+    elif how == "many":
+        batch = batch * data.draw(st.integers(2, 4))
+    expected = _outcome(_last_deltas_by_decoding, bytes(batch))
+    assert _outcome(check_batches, bytes(batch)) == expected
+    if how == "valid":
+        assert expected == ("ok", [1])
+
+
+def test_check_batches_bounds_decompression_and_checks_types():
+    data = sample_batch("gzip")
+    assert check_batches(data) == [1]
+    with pytest.raises(CorruptRecordError):
+        check_batches(data, max_decompressed_bytes=4)
+    with pytest.raises(TypeError):
+        check_batches("not bytes")
+    with pytest.raises(ValueError):
+        check_batches(data, max_decompressed_bytes=-1)
+    assert check_batches(b"") == []
+    # A batch past 64 KiB is walked without the GIL; a fault deep inside it is still named.
+    big = bytearray(build_ours([(i, None, b"v" * 100, []) for i in range(1000)], "none"))
+    assert len(big) > 64 * 1024 and check_batches(bytes(big)) == [999]
+    big[-1] = 0x80  # the last record's header count: now a varint that never ends
+    assert _outcome(check_batches, with_valid_crc(big)) == _outcome(
+        _last_deltas_by_decoding, with_valid_crc(big))
+    assert _outcome(check_batches, with_valid_crc(big))[0] == "corrupt"

@@ -49,6 +49,9 @@ with contextlib.ExitStack() as stack:
     theirs = client.broker_api_versions(-1)
     print(f"\n{'api':<18}{'ours':>8}{'broker':>8}{'used':>6}")
     for key, (low, high) in SUPPORTED_VERSIONS.items():
+        if key not in theirs:  # e.g. SASL on a broker without SASL listeners: never sent there
+            print(f"{ApiKey(key).name:<18}{f'{low}-{high}':>8}{'-':>8}{'-':>6}")
+            continue
         b_low, b_high = theirs[key]
         used = client.api_version(-1, key)
         print(f"{ApiKey(key).name:<18}{f'{low}-{high}':>8}{f'{b_low}-{b_high}':>8}{used:>6}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
@@ -62,6 +63,8 @@ class LocalBroker:
         kept across :meth:`restart` and :meth:`kill`, so a restarted broker finds its data.
     :param control_socket: with ``kind="kafkacore"``, serve the broker's faults on this Unix
         socket (``--control-socket``); the property ``control`` is the client for it.
+    :param config: more settings for the kafkacore broker, by Kafka's names (``--config k=v``),
+        e.g. ``{"log.flush.interval.messages": "1"}``.
     """
 
     def __init__(
@@ -75,18 +78,24 @@ class LocalBroker:
         kind: str = "tansu",
         log_dirs: str | os.PathLike[str] | None = None,
         control_socket: str | os.PathLike[str] | None = None,
+        config: dict[str, str] | None = None,
     ) -> None:
         if kind not in ("tansu", "kafkacore"):
             raise ValueError(f"kind must be 'tansu' or 'kafkacore', got {kind!r}")
         if control_socket is not None and kind != "kafkacore":
             raise ValueError("control_socket needs kind='kafkacore' (tansu has no faults)")
         self.control_socket = None if control_socket is None else os.fspath(control_socket)
+        if config and kind != "kafkacore":
+            raise ValueError("config is for kind='kafkacore' (tansu takes no broker settings)")
+        self.config = dict(config or {})
         #: "tansu", or "kafkacore" for our own broker (``python -m kafkacore.broker``) in a
         #: child process, keeping its data in ``log_dirs`` across :meth:`restart` and kill -9.
         self.kind = kind
         self.log_dirs = str(log_dirs) if log_dirs is not None else (
             tempfile.mkdtemp(prefix="kafkacore-broker-") if kind == "kafkacore" else None
         )
+        # A temporary log.dirs we made is ours to delete (remove_data); a caller's never is.
+        self._owns_log_dirs = log_dirs is None and self.log_dirs is not None
         self.host = "127.0.0.1"
         self.port = port if port is not None else free_port(self.host)
         self.storage = storage
@@ -145,6 +154,8 @@ class LocalBroker:
             command = _kafkacore_broker_command(self.host, self.port, str(self.log_dirs), env)
             if self.control_socket is not None:
                 command += ["--control-socket", self.control_socket]
+            for key, value in self.config.items():
+                command += ["--config", f"{key}={value}"]
         else:
             command = _tansu_command(self.host, self.port, self.storage, self.cluster_id)
         self._process = subprocess.Popen(
@@ -228,11 +239,18 @@ class LocalBroker:
             self._log.close()
             self._log = None
 
+    def remove_data(self) -> None:
+        """Stop the broker and delete the temporary ``log.dirs`` it was given by default (a
+        ``log_dirs`` the caller passed is left alone).  The ``with`` block ends with this."""
+        self.stop()
+        if self._owns_log_dirs and self.log_dirs is not None:
+            shutil.rmtree(self.log_dirs, ignore_errors=True)
+
     def __enter__(self) -> LocalBroker:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.remove_data()
 
     def __repr__(self) -> str:
         state = "running" if self.is_running() else "stopped"

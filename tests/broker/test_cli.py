@@ -80,3 +80,21 @@ def test_local_broker_runs_ours_and_restarts_it_on_the_same_port_after_kill_9(tm
 def test_local_broker_kind_is_checked():
     with pytest.raises(ValueError, match="kind"):
         LocalBroker(kind="zookeeper")
+
+
+def test_local_broker_deletes_only_the_log_dirs_it_made(tmp_path):
+    with LocalBroker(kind="kafkacore") as broker:
+        made = pathlib.Path(broker.log_dirs)
+        assert _ask(broker.bootstrap)[1]["error_code"] == 0
+        broker.kill()
+        broker.start()  # a restart keeps the data
+        assert made.is_dir()
+    assert not made.exists() and not broker.is_running()
+    with LocalBroker(kind="kafkacore", log_dirs=tmp_path) as broker:
+        assert _ask(broker.bootstrap)[1]["error_code"] == 0
+    assert tmp_path.is_dir() and any(tmp_path.iterdir())  # the caller's: kept, with its data
+
+
+def test_local_broker_config_is_for_our_broker_only():
+    with pytest.raises(ValueError, match="config"):
+        LocalBroker(kind="tansu", config={"log.flush.interval.messages": "1"})

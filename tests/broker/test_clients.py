@@ -149,6 +149,40 @@ def test_aiokafka_producer_read_back_by_kafka_python(ours):
     assert consumed_rows(consumed) == expected
 
 
+@pytest.mark.parametrize("compression", [None, "gzip", "lz4"])
+def test_kafka_python_producer_read_back_by_confluent_and_kafka_python(ours, compression):
+    from kafka import KafkaProducer as KafkaPythonProducer
+
+    topic = new_topic(ours)
+    # kafka-python takes header values as bytes only (no null value).
+    records = [{**r, "headers": [(k, v or b"") for k, v in r["headers"]]} if "headers" in r else r
+               for r in make_records(1500, seed=15)]
+    producer = KafkaPythonProducer(bootstrap_servers=ours.bootstrap, acks="all", linger_ms=5,
+                                   compression_type=compression)
+    try:
+        futures = [producer.send(topic, value=r["value"], key=r.get("key"),
+                                 partition=r.get("partition"),
+                                 headers=r.get("headers"))
+                   for r in records]
+        producer.flush(timeout=60)
+        metas = [f.get(timeout=10) for f in futures]
+    finally:
+        producer.close(timeout=10)
+    for rec, meta in zip(records, metas, strict=True):
+        if "partition" in rec:
+            assert meta.partition == rec["partition"]
+    expected = by_partition(
+        (m.partition, m.offset, r.get("key"), r["value"], tuple(r.get("headers") or ()))
+        for r, m in zip(records, metas, strict=True)
+    )
+    for rows in expected.values():
+        assert [row[0] for row in rows] == list(range(len(rows)))
+    for reader in (read_confluent, read_kafka_python):
+        consumed = reader(ours.bootstrap, topic, PARTITIONS, len(records))
+        assert len(consumed) == len(records), reader.__name__
+        assert consumed_rows(consumed) == expected, reader.__name__
+
+
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed (apt-get install kcat)")
 def test_kcat_produces_and_consumes(ours):
     topic = new_topic(ours, partitions=1)
