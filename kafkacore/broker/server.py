@@ -52,6 +52,22 @@ class Broker:
             return self.socket_server.bound_port
         return self.config.advertised_port
 
+    def advertised_address(self, listener: str) -> tuple[str, int]:
+        """(host, port) given to clients that came in on ``listener`` (Kafka answers Metadata
+        with the brokers' endpoints of the request's listener); port 0: the one bound."""
+        endpoint = self.config.advertised.get(listener)
+        if endpoint is None:
+            return self.advertised_host, self.advertised_port
+        port = endpoint.port
+        if port == 0 and self.socket_server is not None:
+            port = self.socket_server.bound_port_of(listener)
+        return endpoint.host, port
+
+    def bootstrap_servers_of(self, listener: str) -> str:
+        """``host:port`` of the listener named ``listener`` (e.g. ``"SASL_SSL"``)."""
+        host, port = self.advertised_address(listener.upper())
+        return f"{host}:{port}"
+
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.advertised_host}:{self.advertised_port}"
