@@ -35,7 +35,7 @@ from kafkacore.broker.security import (
     Outcome,
     SaslServerAuthenticator,
     SaslState,
-    create_server_ssl_context,
+    build_listener_security,
 )
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -166,6 +166,12 @@ class Processor(threading.Thread):
         self.quotas = quotas
         self.max_request_size: int = config["socket.request.max.bytes"]
         self.idle_s: float = config["connections.max.idle.ms"] / 1000.0
+        self.failed_auth_delay_s: float = (
+            config["connection.failed.authentication.delay.ms"] / 1000.0)
+        #: connection id -> (when, why): refused connections closed a little later (KIP-306),
+        #: so a client reads the refusal before the end of the stream, and a guessing client
+        #: is slowed down.
+        self._delayed_closes: dict[str, tuple[float, str]] = {}
         self._selector = selectors.DefaultSelector()
         self._wakeup_r, self._wakeup_w = socket.socketpair()
         self._wakeup_r.setblocking(False)
@@ -226,6 +232,7 @@ class Processor(threading.Thread):
                 self.configure_new_connections()
                 self.process_new_responses()
                 self.poll()
+                self.close_delayed()
                 self.close_excess_idle()
         except Exception:  # pragma: no cover - a bug; say so loudly rather than die silently
             log.exception("processor %d failed", self.id)
@@ -290,7 +297,13 @@ class Processor(threading.Thread):
                 self.close(ch, response.reason)
 
     def poll(self) -> None:
-        for key, mask in self._selector.select(0 if self._tls_pending else _POLL_S):
+        timeout = _POLL_S
+        if self._tls_pending:
+            timeout = 0
+        elif self._delayed_closes:
+            first = min(when for when, _ in self._delayed_closes.values())
+            timeout = max(0.0, min(timeout, first - time.monotonic()))
+        for key, mask in self._selector.select(timeout):
             ch = key.data
             if ch is None:
                 try:
@@ -337,6 +350,19 @@ class Processor(threading.Thread):
         self._touch(ch)
         self._update_interest(ch)
 
+    def close_delayed(self) -> None:
+        """Close the refused connections whose delay is over
+        (``connection.failed.authentication.delay.ms``)."""
+        if not self._delayed_closes:
+            return
+        now = time.monotonic()
+        for connection_id, (when, reason) in list(self._delayed_closes.items()):
+            if when <= now:
+                del self._delayed_closes[connection_id]
+                ch = self._channels.get(connection_id)
+                if ch is not None:
+                    self.close(ch, reason)
+
     def close_excess_idle(self) -> None:
         """Close connections idle longer than ``connections.max.idle.ms``, oldest first."""
         deadline = time.monotonic() - self.idle_s
@@ -346,6 +372,8 @@ class Processor(threading.Thread):
                 break  # ordered by activity: the rest are younger
             stale.append(ch)
         for ch in stale:
+            if ch.id in self._delayed_closes:
+                continue
             if ch.muted or ch.sends:  # a request is being handled: not idle
                 self._touch(ch)
                 continue
@@ -514,7 +542,13 @@ class Processor(threading.Thread):
     def _sent(self, ch: KafkaChannel) -> None:
         """A response is written: unmute, or close if it was a refusal."""
         if ch.close_after_send is not None:
-            self.close(ch, ch.close_after_send)
+            if self.failed_auth_delay_s > 0:
+                # Stay muted: nothing more is read from it; the loop closes it when due.
+                self._update_interest(ch)
+                self._delayed_closes[ch.id] = (
+                    time.monotonic() + self.failed_auth_delay_s, ch.close_after_send)
+            else:
+                self.close(ch, ch.close_after_send)
             return
         self._unmute(ch)
 
@@ -553,9 +587,18 @@ class Processor(threading.Thread):
         if ch.events:
             self._selector.unregister(ch.sock)
             ch.events = 0
+        if ch.tls and not ch.handshake_events:
+            # TLS's close_notify, so the client knows the stream ended whole (a client may
+            # drop the last response if the connection ends without it); never waits for the
+            # client's own close_notify.
+            try:
+                ch.sock.unwrap()
+            except (ssl.SSLError, OSError, ValueError):
+                pass
         ch.sock.close()
         ch.sends.clear()
         self._tls_pending.discard(ch.id)
+        self._delayed_closes.pop(ch.id, None)
         self.quotas.dec(ch.address[0])
         self._stats["closed"] += 1
 
@@ -634,7 +677,8 @@ class Acceptor(threading.Thread):
 class SocketServer:
     """An acceptor per listener; the processors and the connection quotas they share."""
 
-    def __init__(self, config: BrokerConfig, channel: RequestChannel) -> None:
+    def __init__(self, config: BrokerConfig, channel: RequestChannel,
+                 security: dict[str, ListenerSecurity | None] | None = None) -> None:
         self.config = config
         self.request_channel = channel
         self.connection_quotas = ConnectionQuotas(
@@ -646,17 +690,14 @@ class SocketServer:
             Processor(i, config, channel, self.connection_quotas)
             for i in range(config["num.network.threads"])
         ]
-        tls = [e for e in config.listeners if e.uses_tls]
-        ssl_context = create_server_ssl_context(config) if tls else None
+        if security is None:
+            security = build_listener_security(config)
         #: listener name -> its acceptor, in the order of ``listeners``.
         self.acceptors: dict[str, Acceptor] = {}
         for endpoint in config.listeners:
-            security = None
-            if endpoint.security_protocol != "PLAINTEXT":
-                security = ListenerSecurity(config, endpoint, ssl_context)
             self.acceptors[endpoint.name] = Acceptor(
                 endpoint.host, endpoint.port, self.processors, self.connection_quotas, config,
-                security,
+                security.get(endpoint.name),
             )
         #: The first listener's acceptor.
         self.acceptor = next(iter(self.acceptors.values()))

@@ -374,6 +374,18 @@ class ListenerSecurity:
         return SaslServerAuthenticator(self.credentials, self.mechanisms, self.max_reauth_ms)
 
 
+def build_listener_security(config: BrokerConfig) -> dict[str, ListenerSecurity | None]:
+    """listener name -> its security (None for PLAINTEXT); a bad setting raises ConfigError
+    here, when the broker is made, before any port is bound."""
+    tls = any(e.uses_tls for e in config.listeners)
+    ssl_context = create_server_ssl_context(config) if tls else None
+    return {
+        e.name: None if e.security_protocol == "PLAINTEXT"
+        else ListenerSecurity(config, e, ssl_context)
+        for e in config.listeners
+    }
+
+
 __all__ = [
     "CredentialCache",
     "ListenerSecurity",
@@ -382,6 +394,7 @@ __all__ = [
     "SaslServerAuthenticator",
     "SaslState",
     "ScramCredential",
+    "build_listener_security",
     "create_server_ssl_context",
     "parse_users",
 ]

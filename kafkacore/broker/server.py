@@ -13,6 +13,7 @@ from kafkacore.broker.faults import FaultInjector
 from kafkacore.broker.handler import KafkaRequestHandlerPool
 from kafkacore.broker.network import SocketServer
 from kafkacore.broker.request_channel import RequestChannel
+from kafkacore.broker.security import build_listener_security
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,9 @@ class Broker:
         self.request_channel = RequestChannel(self.config["queued.max.requests"])
         #: Faults switched on by tests (kafkacore.broker.faults); none by default.
         self.faults = FaultInjector()
+        #: Each listener's TLS context and SASL users, checked now (a bad keystore or user list
+        #: is a ConfigError here, before anything starts).
+        self.listener_security = build_listener_security(self.config)
         self.socket_server: SocketServer | None = None
         self.log_manager: Any = None
         self.metadata_cache: Any = None
@@ -86,7 +90,8 @@ class Broker:
         self.log_manager = _make_log_manager(self)
         self.group_coordinator = GroupCoordinator(first_dir)
         self.group_coordinator.startup()
-        self.socket_server = SocketServer(self.config, self.request_channel)
+        self.socket_server = SocketServer(self.config, self.request_channel,
+                                          self.listener_security)
         self.apis = KafkaApis(self)
         self._handlers = KafkaRequestHandlerPool(
             self.request_channel, self.apis, self.config["num.io.threads"]
