@@ -157,7 +157,7 @@ def test_kafka_python_produces_and_consumes(secured, pki, protocol, mechanism):
 def test_our_producer_read_back_by_confluent_over_tls(secured, pki, protocol, mechanism):
     topic = new_topic(secured)
     metas = produce_ours(ours(secured, pki, protocol, mechanism), topic, 500)
-    bootstrap, config = librdkafka(secured, pki, "SASL_SSL", "SCRAM-SHA-512")
+    bootstrap, config = librdkafka(secured, pki, protocol, mechanism)  # the same credentials
     rows = read_confluent(bootstrap, topic, PARTITIONS, 500, config=config)
     assert sorted(r.value for r in rows) == sorted(b"ours-%d" % i for i in range(500))
     assert {(r.partition, r.offset) for r in rows} == {(m.partition, m.offset) for m in metas}
@@ -296,6 +296,38 @@ def test_plaintext_and_garbage_to_a_tls_port_do_not_hurt_the_broker(secured, pki
     assert len(metas) == 20
     for s in stuck:
         s.close()
+
+
+@pytest.mark.parametrize(
+    ("case", "words"),
+    [("untrusted", "not trusted"), ("host", "host name mismatch"), ("expired", "expired")],
+)
+def test_certificate_problems_name_the_cause(tmp_path, case, words):
+    served = make_pki(tmp_path / "served",
+                      hosts=("other.example",) if case == "host" else ("localhost", "127.0.0.1"),
+                      expired=case == "expired")
+    trusted = make_pki(tmp_path / "other").ca if case == "untrusted" else served.ca
+    with Broker(broker_config(served, listeners="SSL://127.0.0.1:0")) as broker:
+        config = {"bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SSL",
+                  "ssl.ca.location": str(trusted), "max.block.ms": 60000}
+        with pytest.raises(SslAuthenticationError, match=words):
+            produce_ours(config, "t", 1)
+        # Refused by the client, counted by the broker, which still serves a good client.
+        wait_until(lambda: stat(broker, "ssl_handshake_failed") >= 1, what="refusal counted")
+        good = {**config, "ssl.ca.location": str(served.ca),
+                "ssl.endpoint.identification.algorithm": ""}
+        if case != "expired":
+            assert len(produce_ours(good, "t", 3)) == 3
+
+
+def test_plaintext_client_to_a_tls_port_fails_at_max_block(secured, pki):
+    # The broker reads our ApiVersions as a broken ClientHello and hangs up: to the client a
+    # broker that keeps closing the connection, so send() fails when max.block.ms is over.
+    failed = stat(secured, "ssl_handshake_failed")
+    config = {"bootstrap.servers": secured.bootstrap_servers_of("SSL"), "max.block.ms": 1500}
+    with KafkaProducer(config) as producer, pytest.raises(errors.KafkaTimeoutError):
+        producer.send("t", b"x")
+    assert stat(secured, "ssl_handshake_failed") > failed
 
 
 def test_tls_client_to_the_plaintext_port_names_the_cause(secured, pki):
