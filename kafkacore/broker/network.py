@@ -473,6 +473,9 @@ class Processor(threading.Thread):
                 ch.close_after_send = (
                     f"SASL authentication failed (error {answer['error_code']}: "
                     f"{answer.get('error_message') or 'mechanism ' + repr(body.get('mechanism'))})")
+                # As Kafka's "Failed authentication with /host": the message names no secret.
+                log.info("failed authentication with %s on %s: %s", ch.address[0], ch.listener,
+                         ch.close_after_send)
             elif outcome is Outcome.AUTHENTICATED:
                 self._stats["reauthentications" if was_reauthenticating else "authenticated"] += 1
             ch.muted = True  # until the answer is written, like any response

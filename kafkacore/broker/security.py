@@ -58,6 +58,9 @@ def create_server_ssl_context(config: BrokerConfig) -> ssl.SSLContext:
         raise errors.ConfigError(
             f"ssl.enabled.protocols: none of {enabled} is one of {sorted(_PROTOCOLS)}")
     ctx.minimum_version, ctx.maximum_version = min(versions), max(versions)
+    # No renegotiation (TLS 1.2): a client could make the broker redo the costly part at will;
+    # Kafka's SslTransportLayer refuses it too.
+    ctx.options |= ssl.OP_NO_RENEGOTIATION
     password = config["ssl.key.password"] or None
     location, chain, key = (config["ssl.keystore.location"],
                             config["ssl.keystore.certificate.chain"], config["ssl.keystore.key"])

@@ -152,9 +152,9 @@ def test_kafka_python_produces_and_consumes(secured, pki, protocol, mechanism):
 
 @pytest.mark.parametrize("protocol,mechanism", [
     ("SSL", None), ("SASL_SSL", "SCRAM-SHA-512"), ("SASL_SSL", "SCRAM-SHA-256"),
-    ("SASL_SSL", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SHA-512"),
+    ("SASL_SSL", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SHA-512"), ("SASL_PLAINTEXT", "PLAIN"),
 ])
-def test_our_producer_read_back_by_confluent_over_tls(secured, pki, protocol, mechanism):
+def test_our_producer_read_back_by_confluent(secured, pki, protocol, mechanism):
     topic = new_topic(secured)
     metas = produce_ours(ours(secured, pki, protocol, mechanism), topic, 500)
     bootstrap, config = librdkafka(secured, pki, protocol, mechanism)  # the same credentials
@@ -168,15 +168,23 @@ def test_our_producer_read_back_by_confluent_over_tls(secured, pki, protocol, me
 
 @pytest.mark.parametrize("user", [("alice", "wrong"), ("mallory", "alice-secret")])
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
-def test_wrong_password_or_unknown_user_is_a_typed_error(secured, pki, mechanism, user):
+def test_wrong_password_or_unknown_user_is_a_typed_error(secured, pki, mechanism, user, caplog):
     failed = stat(secured, "authentication_failed")
     topic = new_topic(secured)
     config = ours(secured, pki, "SASL_SSL", mechanism, user, **{"max.block.ms": 60000})
-    with pytest.raises(errors.SaslAuthenticationFailedError) as raised:
-        produce_ours(config, topic, 1)
-    message = str(raised.value)
-    assert "invalid credentials" in message and user[1] not in message
+    with caplog.at_level(logging.DEBUG, logger="kafkacore"), KafkaProducer(config) as producer:
+        # send() waits for metadata, which the refusal ends: each send raises the typed
+        # error (Java's producer throws it from send() too), none is accepted and then lost.
+        for i in range(3):
+            with pytest.raises(errors.SaslAuthenticationFailedError) as raised:
+                producer.send(topic, value=b"never-%d" % i).result(timeout=30)
+            message = str(raised.value)
+            assert "invalid credentials" in message and user[1] not in message
     assert stat(secured, "authentication_failed") > failed
+    # Neither the broker's log nor the client's quotes the password.
+    assert not [r for r in caplog.records if user[1] in r.getMessage()]
+    assert any("failed authentication with 127.0.0.1" in r.getMessage()
+               for r in caplog.records if r.name.startswith("kafkacore.broker"))
     # The broker still serves everyone else.
     assert len(produce_ours(ours(secured, pki, "SASL_SSL", "SCRAM-SHA-512"), topic, 3)) == 3
 
@@ -197,7 +205,8 @@ def test_wrong_password_with_confluent_and_kafka_python(secured, pki, caplog):
     with caplog.at_level(logging.WARNING, logger="kafka"), pytest.raises(KafkaError):
         KpProducer(bootstrap_servers=bootstrap, security_protocol="SASL_SSL",
                    ssl_cafile=str(pki.ca), sasl_mechanism="SCRAM-SHA-512",
-                   sasl_plain_username="alice", sasl_plain_password="nope", max_block_ms=3000)
+                   sasl_plain_username="alice", sasl_plain_password="nope", max_block_ms=3000,
+                   bootstrap_timeout_ms=3000)
     assert any("SaslAuthenticationFailedError" in r.getMessage() and "invalid credentials"
                in r.getMessage() for r in caplog.records)
     assert len(produce_ours(ours(secured, pki, "SASL_SSL", "PLAIN"), topic, 2)) == 2
@@ -464,6 +473,27 @@ def test_configuration_errors_name_the_setting_and_hide_secrets(pki):
     assert "s3cret-pw" not in repr(cache.__dict__)
 
 
+def test_pem_text_settings_truststore_certificates_and_enabled_protocols(pki):
+    config = {
+        "listeners": "SSL://127.0.0.1:0",
+        "ssl.keystore.certificate.chain": pki.cert.read_text(),
+        "ssl.keystore.key": pki.key.read_text(),
+        "ssl.truststore.certificates": pki.ca.read_text(),
+        "ssl.client.auth": "required",
+        "ssl.enabled.protocols": "TLSv1.3",
+    }
+    with Broker(config) as broker:
+        s = connect_raw(broker, "SSL", client_context(pki, certificate=True))
+        assert s.version() == "TLSv1.3"
+        s.sendall(api_versions_frame(1))
+        assert codec.decode_response(ApiKey.API_VERSIONS, 0, recv_frame(s))[0] == 1
+        old_client = client_context(pki, certificate=True)
+        old_client.maximum_version = ssl.TLSVersion.TLSv1_2  # refused: TLSv1.3 only
+        with pytest.raises(ssl.SSLError):
+            connect_raw(broker, "SSL", old_client)
+        wait_until(lambda: stat(broker, "ssl_handshake_failed") >= 1, what="refusal counted")
+
+
 def test_command_line_broker_with_sasl_ssl(pki, tmp_path):
     args = [sys.executable, "-m", "kafkacore.broker", "--listeners", "SASL_SSL://127.0.0.1:0",
             "--config", f"ssl.keystore.location={pki.cert}",
@@ -480,6 +510,9 @@ def test_command_line_broker_with_sasl_ssl(pki, tmp_path):
                   "ssl.ca.location": str(pki.ca), "sasl.mechanism": "SCRAM-SHA-512",
                   "sasl.username": "alice", "sasl.password": "alice-secret"}
         assert len(produce_ours(config, "cli-topic", 5)) == 5
+        plain = {**config, "sasl.mechanism": "PLAIN"}  # not in sasl.enabled.mechanisms
+        with pytest.raises(errors.UnsupportedSaslMechanismError, match="SCRAM-SHA-512"):
+            produce_ours(plain, "cli-topic", 1)
     finally:
         child.terminate()
         child.wait(timeout=30)
