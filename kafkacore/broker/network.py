@@ -430,8 +430,14 @@ class Processor(threading.Thread):
             self._stats["invalid_requests"] += 1
             self.close(ch, f"could not parse a request of {len(frame)} bytes: {exc}")
             return
-        if ch.authenticator is not None and self._authenticate(ch, header, body):
-            return
+        if ch.authenticator is not None:
+            try:
+                if self._authenticate(ch, header, body):
+                    return
+            except Exception:  # a bug in a mechanism: this connection goes, the thread stays
+                log.exception("SASL error on connection %s", ch.id)
+                self.close(ch, "internal error during SASL authentication")
+                return
         request = Request(self.id, ch.id, header, body, ch.address, len(frame),
                           listener_name=ch.listener)
         # The muting rule: no more reads from this connection until the response is queued
@@ -558,7 +564,8 @@ class Processor(threading.Thread):
     def _unmute(self, ch: KafkaChannel) -> None:
         ch.muted = False
         self._update_interest(ch)
-        if ch.tls and not ch.handshake_events and ch.sock.pending():
+        sock = ch.sock
+        if isinstance(sock, ssl.SSLSocket) and not ch.handshake_events and sock.pending():
             self._tls_pending.add(ch.id)  # a pipelined request already decrypted
 
     def _touch(self, ch: KafkaChannel) -> None:
@@ -590,7 +597,7 @@ class Processor(threading.Thread):
         if ch.events:
             self._selector.unregister(ch.sock)
             ch.events = 0
-        if ch.tls and not ch.handshake_events:
+        if isinstance(ch.sock, ssl.SSLSocket) and not ch.handshake_events:
             # TLS's close_notify, so the client knows the stream ended whole (a client may
             # drop the last response if the connection ends without it); never waits for the
             # client's own close_notify.

@@ -18,6 +18,8 @@ import uuid
 
 import pytest
 from certs import make_pki
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from reactor_client import api_versions_frame, closed_by_peer, recv_frame, wait_until
 from readback import produce_confluent, read_confluent, read_kafka_python
 from support.children import child_env
@@ -284,6 +286,26 @@ def test_failed_authentication_is_answered_then_closed(secured):
     answer = sasl_request(s, ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": b"\xff\x00garbage"})
     assert answer["error_code"] == errors.SaslAuthenticationFailedError.errno
     assert closed_by_peer(s)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mechanism=st.sampled_from(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]),
+       tokens=st.lists(st.binary(max_size=200) | st.text(max_size=80).map(str.encode),
+                       min_size=1, max_size=3))
+def test_fuzz_sasl_tokens_are_refused_and_never_hurt_the_broker(secured, mechanism, tokens):
+    s = connect_raw(secured, "SASL_PLAINTEXT")
+    assert sasl_request(s, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": mechanism})["error_code"] == 0
+    for token in tokens:
+        try:
+            answer = sasl_request(s, ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": token})
+        except (ConnectionError, OSError):
+            break  # refused and closed before this token
+        if answer["error_code"]:
+            assert answer["error_code"] == errors.SaslAuthenticationFailedError.errno
+            assert closed_by_peer(s)
+            break
+    s.close()
+    assert plain_login(connect_raw(secured, "SASL_PLAINTEXT"))["error_code"] == 0
 
 
 def test_plaintext_and_garbage_to_a_tls_port_do_not_hurt_the_broker(secured, pki):
