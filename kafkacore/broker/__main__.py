@@ -5,6 +5,9 @@ listener), and flushes it, so a parent process can read the address (with port 0
 OS chose).  Every listener is logged on stderr.  Security settings go by ``--config``, e.g.
 ``--listeners SASL_SSL://0.0.0.0:9093 --config ssl.keystore.location=broker.pem
 --config sasl.users=alice:secret`` (see docs/broker/security.rst).
+With ``--control-socket PATH`` the broker's faults can be switched from another process with
+:class:`kafkacore.broker.faults.BrokerControl` (see docs/broker/faults.rst); the socket is
+listening before the ready line is printed.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Sequence
 
 from kafkacore import errors
 from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.faults import ControlServer
 from kafkacore.broker.server import Broker
 
 READY_PREFIX = "kafkacore-broker listening on "
@@ -53,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="auto.create.topics.enable")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="any broker setting, by Kafka's name (repeatable)")
+    parser.add_argument("--control-socket", metavar="PATH",
+                        help="serve fault injection (isolate, latency, fail_next) on this Unix "
+                             "socket, for tests")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
@@ -71,7 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     broker = Broker(config)
     broker.start()
+    control = None
     try:
+        if args.control_socket:
+            control = ControlServer(broker.faults, args.control_socket).start()
         print(f"{READY_PREFIX}{broker.bootstrap_servers}", flush=True)
         for endpoint in broker.socket_server.endpoints():  # type: ignore[union-attr]
             logging.getLogger("kafkacore.broker").info(
@@ -80,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         while not stop.wait(1.0):
             pass
     finally:
+        if control is not None:
+            control.stop()
         broker.stop()
     return 0
 

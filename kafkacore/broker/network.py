@@ -29,6 +29,7 @@ from typing import Any
 
 from kafkacore import errors
 from kafkacore.broker.config import BrokerConfig, EndPoint
+from kafkacore.broker.faults import FaultInjector
 from kafkacore.broker.request_channel import Request, RequestChannel, Response, ResponseAction
 from kafkacore.broker.security import (
     ListenerSecurity,
@@ -159,9 +160,14 @@ class Processor(threading.Thread):
     """
 
     def __init__(self, processor_id: int, config: BrokerConfig, channel: RequestChannel,
-                 quotas: ConnectionQuotas) -> None:
+                 quotas: ConnectionQuotas, faults: FaultInjector | None = None) -> None:
         super().__init__(name=f"kafkacore-network-thread-{processor_id}", daemon=True)
         self.id = processor_id
+        #: Faults switched on by tests (see docs/broker/faults.rst): isolation and latency are
+        #: done here, between the handlers and the sockets.
+        self.faults = faults if faults is not None else FaultInjector()
+        #: Responses held back by an injected latency: (time received, response), oldest first.
+        self._held: collections.deque[tuple[float, Response]] = collections.deque()
         self.channel = channel
         self.quotas = quotas
         self.max_request_size: int = config["socket.request.max.bytes"]
@@ -189,6 +195,7 @@ class Processor(threading.Thread):
         self._next_index = 0
         self._stats = collections.Counter[str]()
         channel.add_processor(self)
+        self.faults.attach(self.name, self.wakeup)
 
     # -- other threads call these ---------------------------------------------------------------
 
@@ -231,7 +238,8 @@ class Processor(threading.Thread):
             while self._running:
                 self.configure_new_connections()
                 self.process_new_responses()
-                self.poll()
+                self.enforce_isolation()
+                self.poll(self.release_held_responses())
                 self.close_delayed()
                 self.close_excess_idle()
         except Exception:  # pragma: no cover - a bug; say so loudly rather than die silently
@@ -240,6 +248,7 @@ class Processor(threading.Thread):
             for ch in list(self._channels.values()):
                 self.close(ch, "the broker is shutting down", level=logging.DEBUG)
             self.channel.remove_processor(self.id)
+            self.faults.detach(self.name)
             self._selector.close()
             self._wakeup_r.close()
             self._wakeup_w.close()
@@ -280,24 +289,50 @@ class Processor(threading.Thread):
                 response = self._responses.get_nowait()
             except queue.Empty:
                 return
-            ch = self._channels.get(response.request.connection_id)
-            if ch is None:  # closed while its request was being handled
+            if self.faults.latency_ms > 0 or self._held:
+                # An injected latency: held, in order, until due (release_held_responses).
+                self._held.append((time.monotonic(), response))
                 continue
-            if response.action is ResponseAction.SEND:
-                assert response.payload is not None
-                for chunk in response.payload:
-                    view = memoryview(chunk).cast("B")
-                    if len(view):
-                        ch.sends.append(view)
-                self._stats["responses"] += 1
-                self._update_interest(ch)
-            elif response.action is ResponseAction.NO_OP:
-                self._unmute(ch)
-            else:
-                self.close(ch, response.reason)
+            self.process_response(response)
 
-    def poll(self) -> None:
-        timeout = _POLL_S
+    def process_response(self, response: Response) -> None:
+        ch = self._channels.get(response.request.connection_id)
+        if ch is None:  # closed while its request was being handled
+            return
+        if response.action is ResponseAction.SEND:
+            assert response.payload is not None
+            for chunk in response.payload:
+                view = memoryview(chunk).cast("B")
+                if len(view):
+                    ch.sends.append(view)
+            self._stats["responses"] += 1
+            self._update_interest(ch)
+        elif response.action is ResponseAction.NO_OP:
+            self._unmute(ch)
+        else:
+            self.close(ch, response.reason)
+
+    def release_held_responses(self) -> float:
+        """Queue the held responses that are due; returns how long poll() may sleep."""
+        delay_s = self.faults.latency_ms / 1000.0
+        now = time.monotonic()
+        while self._held and self._held[0][0] + delay_s <= now:
+            self.process_response(self._held.popleft()[1])
+        if self._held:
+            return max(0.0, min(_POLL_S, self._held[0][0] + delay_s - now))
+        return _POLL_S
+
+    def enforce_isolation(self) -> None:
+        """While the broker is isolated: close every connection, read nothing, write nothing."""
+        if not self.faults.isolated:
+            return
+        for ch in list(self._channels.values()):
+            self.close(ch, "the broker is isolated (an injected fault)", level=logging.DEBUG)
+        self._held.clear()
+        self.faults.isolation_enforced(self.name)
+
+    def poll(self, timeout_s: float = _POLL_S) -> None:
+        timeout = timeout_s
         if self._tls_pending:
             timeout = 0
         elif self._delayed_closes:
@@ -621,11 +656,13 @@ class Acceptor(threading.Thread):
 
     def __init__(self, host: str, port: int, processors: list[Processor],
                  quotas: ConnectionQuotas, config: BrokerConfig,
+                 faults: FaultInjector | None = None,
                  security: ListenerSecurity | None = None) -> None:
         name = security.endpoint.name if security is not None else "PLAINTEXT"
         super().__init__(name=f"kafkacore-acceptor-{name}", daemon=True)
         self.security = security
         self.processors = processors
+        self.faults = faults
         self.quotas = quotas
         self._send_buffer: int = config["socket.send.buffer.bytes"]
         self._receive_buffer: int = config["socket.receive.buffer.bytes"]
@@ -636,6 +673,8 @@ class Acceptor(threading.Thread):
         self._running = True
         self._current = 0
         self.refused = 0
+        #: Connections accepted and closed at once while the broker was isolated.
+        self.isolated_refused = 0
 
     @property
     def port(self) -> int:
@@ -663,6 +702,10 @@ class Acceptor(threading.Thread):
                 log.warning("accept failed: %s", exc)
                 return
             host = address[0]
+            if self.faults is not None and self.faults.isolated:
+                self.isolated_refused += 1
+                sock.close()  # an injected fault: accepted and closed, never served
+                continue
             try:
                 self.quotas.inc(host)
             except TooManyConnectionsError as exc:
@@ -688,16 +731,18 @@ class SocketServer:
     """An acceptor per listener; the processors and the connection quotas they share."""
 
     def __init__(self, config: BrokerConfig, channel: RequestChannel,
+                 faults: FaultInjector | None = None,
                  security: dict[str, ListenerSecurity | None] | None = None) -> None:
         self.config = config
         self.request_channel = channel
+        self.faults = faults if faults is not None else FaultInjector()
         self.connection_quotas = ConnectionQuotas(
             config["max.connections"],
             config["max.connections.per.ip"],
             config["max.connections.per.ip.overrides"],
         )
         self.processors = [
-            Processor(i, config, channel, self.connection_quotas)
+            Processor(i, config, channel, self.connection_quotas, self.faults)
             for i in range(config["num.network.threads"])
         ]
         if security is None:
@@ -707,7 +752,7 @@ class SocketServer:
         for endpoint in config.listeners:
             self.acceptors[endpoint.name] = Acceptor(
                 endpoint.host, endpoint.port, self.processors, self.connection_quotas, config,
-                security.get(endpoint.name),
+                self.faults, security.get(endpoint.name),
             )
         #: The first listener's acceptor.
         self.acceptor = next(iter(self.acceptors.values()))

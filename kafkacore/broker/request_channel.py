@@ -42,6 +42,8 @@ class Request:
     start_time_ns: int = field(default_factory=time.monotonic_ns)
     #: The listener the request came in on (Metadata answers with that listener's address).
     listener_name: str = "PLAINTEXT"
+    #: An error code a test injected (kafkacore.broker.faults) for the handler's answer to carry.
+    injected_error: int = 0
 
     @property
     def api_key(self) -> int:

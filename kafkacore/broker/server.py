@@ -90,7 +90,7 @@ class Broker:
         self.log_manager = _make_log_manager(self)
         self.group_coordinator = GroupCoordinator(first_dir)
         self.group_coordinator.startup()
-        self.socket_server = SocketServer(self.config, self.request_channel,
+        self.socket_server = SocketServer(self.config, self.request_channel, self.faults,
                                           self.listener_security)
         self.apis = KafkaApis(self)
         self._handlers = KafkaRequestHandlerPool(
