@@ -102,19 +102,21 @@ def read_kafka_python(bootstrap, topic, partitions, expected, timeout_s=60.0,
     return out
 
 
-def produce_confluent(bootstrap, topic, values, config=None, timeout_s=60.0):
+def produce_confluent(bootstrap, topic, values, config=None, timeout_s=60.0, spread_s=0.0):
     """Produce ``values`` with confluent-kafka in a child process (see :func:`read_confluent`).
 
     Returns ``(delivered, errors)``: the (partition, offset) of each delivered record, in the
     order of ``values``, and the text of every error librdkafka reported (delivery reports and
-    the error callback, e.g. an authentication failure).
+    the error callback, e.g. an authentication failure).  With ``spread_s`` the records are
+    produced at an even pace over that many seconds rather than at once.
     """
     context = multiprocessing.get_context("forkserver")
     with context.Pool(1) as pool:
-        return pool.apply(_produce_confluent_here, (bootstrap, topic, values, config, timeout_s))
+        return pool.apply(_produce_confluent_here,
+                          (bootstrap, topic, values, config, timeout_s, spread_s))
 
 
-def _produce_confluent_here(bootstrap, topic, values, config, timeout_s):
+def _produce_confluent_here(bootstrap, topic, values, config, timeout_s, spread_s=0.0):
     from confluent_kafka import KafkaException, Producer
 
     errors: list[str] = []
@@ -134,6 +136,9 @@ def _produce_confluent_here(bootstrap, topic, values, config, timeout_s):
             else:
                 delivered[i] = (msg.partition(), msg.offset())
         producer.produce(topic, value, on_delivery=report)
+        if spread_s:
+            producer.poll(0)
+            time.sleep(spread_s / len(values))
     deadline = time.monotonic() + timeout_s
     try:
         while producer.flush(0.5) and time.monotonic() < deadline:

@@ -361,8 +361,11 @@ class ListenerSecurity:
         self.credentials: CredentialCache | None = None
         self.max_reauth_ms: int = config["connections.max.reauth.ms"]
         if endpoint.uses_sasl:
-            names = [m.strip().upper() for m in config["sasl.enabled.mechanisms"].split(",")
-                     if m.strip()]
+            # Kafka's per-listener override first: listener.name.<name>.sasl.enabled.mechanisms.
+            enabled = config.get(f"listener.name.{endpoint.name.lower()}.sasl.enabled.mechanisms")
+            if enabled is None:
+                enabled = config["sasl.enabled.mechanisms"]
+            names = [m.strip().upper() for m in str(enabled).split(",") if m.strip()]
             unknown = [m for m in names if m not in SERVER_MECHANISMS]
             if unknown or not names:
                 raise errors.ConfigError(

@@ -440,6 +440,38 @@ def test_our_producer_keeps_producing_across_reauthentications(reauth_broker, pk
     assert {(r.partition, r.offset) for r in rows} == {(m.partition, m.offset) for m in metas}
 
 
+@pytest.mark.timeout(120)
+def test_confluent_and_kafka_python_reauthenticate_with_our_broker(reauth_broker, pki):
+    from kafka import KafkaProducer as KpProducer
+
+    topic = new_topic(reauth_broker)
+    start = stat(reauth_broker, "reauthentications")
+    expired = stat(reauth_broker, "expired_sessions_closed")
+    bootstrap, config = librdkafka(reauth_broker, pki, "SASL_SSL", "SCRAM-SHA-512")
+    values = [b"rd-%d" % i for i in range(80)]
+    # Over 4 s, sessions of 1.5 s: librdkafka re-authenticates (KIP-368) on its connections.
+    delivered, problems = produce_confluent(bootstrap, topic, values, config, spread_s=4.0)
+    assert problems == [] and None not in delivered
+    after_confluent = stat(reauth_broker, "reauthentications")
+    assert after_confluent > start
+    producer = KpProducer(bootstrap_servers=bootstrap, security_protocol="SASL_SSL",
+                          ssl_cafile=str(pki.ca), sasl_mechanism="SCRAM-SHA-512",
+                          sasl_plain_username=ALICE[0], sasl_plain_password=ALICE[1])
+    try:
+        deadline = time.monotonic() + 60
+        sent = 0
+        while stat(reauth_broker, "reauthentications") <= after_confluent:
+            assert time.monotonic() < deadline, "kafka-python did not re-authenticate in 60 s"
+            producer.send(topic, b"kp-%d" % sent).get(timeout=30)
+            sent += 1
+            time.sleep(0.05)
+    finally:
+        producer.close(timeout=10)
+    assert stat(reauth_broker, "expired_sessions_closed") == expired  # all in time
+    rows = read_confluent(bootstrap, topic, PARTITIONS, len(values) + sent, config=config)
+    assert len(rows) == len(values) + sent
+
+
 def test_a_client_that_does_not_reauthenticate_is_disconnected(reauth_broker, pki):
     closed = stat(reauth_broker, "expired_sessions_closed")
     s = connect_raw(reauth_broker, "SASL_SSL", client_context(pki))
@@ -481,6 +513,9 @@ def test_configuration_errors_name_the_setting_and_hide_secrets(pki):
     with pytest.raises(errors.ConfigError, match="ssl.truststore"):
         Broker({"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(pki.cert),
                 "ssl.key.location": str(pki.key), "ssl.client.auth": "required"})
+    per_listener = Broker({"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+                           "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN"})
+    assert per_listener.listener_security["SASL_PLAINTEXT"].mechanisms == ["PLAIN"]
     with pytest.raises(errors.ConfigError, match="sasl.enabled.mechanisms"):
         Broker({"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "GSSAPI"})
     with pytest.raises(errors.ConfigError, match="entry 2") as raised:
