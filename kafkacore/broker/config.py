@@ -151,6 +151,8 @@ SETTINGS: dict[str, _Setting] = {
                                         "the SASL mechanisms offered"),
     "sasl.users": _Setting("", _secret, "user:password,... for every SASL mechanism"),
     "connections.max.reauth.ms": _Setting(0, _int(0), "session lifetime (KIP-368); 0: forever"),
+    "sasl.server.max.receive.size": _Setting(
+        524288, _int(1), "largest frame accepted before SASL authentication completes"),
     "connection.failed.authentication.delay.ms": _Setting(
         100, _int(0), "close a refused connection this much later (KIP-306)"),
 }

@@ -172,6 +172,7 @@ class Processor(threading.Thread):
         self.quotas = quotas
         self.max_request_size: int = config["socket.request.max.bytes"]
         self.idle_s: float = config["connections.max.idle.ms"] / 1000.0
+        self.sasl_max_receive_size: int = config["sasl.server.max.receive.size"]
         self.failed_auth_delay_s: float = (
             config["connection.failed.authentication.delay.ms"] / 1000.0)
         #: connection id -> (when, why): refused connections closed a little later (KIP-306),
@@ -445,10 +446,14 @@ class Processor(threading.Thread):
                     continue
                 size = _SIZE.unpack(ch.buffer)[0]
                 ch.buffer.clear()
-                if size < 0 or size > self.max_request_size:
+                limit, setting = self.max_request_size, "socket.request.max.bytes"
+                if ch.authenticator is not None and not ch.authenticator.authenticated:
+                    # Nobody we know yet: no 100 MB buffers for them (Kafka's
+                    # sasl.server.max.receive.size).
+                    limit, setting = self.sasl_max_receive_size, "sasl.server.max.receive.size"
+                if size < 0 or size > limit:
                     self._stats["invalid_requests"] += 1
-                    self.close(ch, f"request size {size} is not within 0 and "
-                                   f"socket.request.max.bytes={self.max_request_size}")
+                    self.close(ch, f"request size {size} is not within 0 and {setting}={limit}")
                     return
                 ch.expected = size
             if len(ch.buffer) == ch.expected:

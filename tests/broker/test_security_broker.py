@@ -274,6 +274,21 @@ def test_only_api_versions_and_sasl_before_authentication(secured):
         secured.advertised_address("SASL_PLAINTEXT")]
 
 
+def test_large_frames_before_authentication_are_refused(secured):
+    invalid = stat(secured, "invalid_requests")
+    s = connect_raw(secured, "SASL_PLAINTEXT")
+    s.sendall((524288 + 1).to_bytes(4, "big"))  # sasl.server.max.receive.size + 1
+    assert closed_by_peer(s)
+    assert stat(secured, "invalid_requests") == invalid + 1
+    s = connect_raw(secured, "SASL_PLAINTEXT")  # once authenticated, the usual limit
+    assert plain_login(s)["error_code"] == 0
+    names = [{"name": "!" * 200 + str(i)} for i in range(3000)]  # invalid: never created
+    payload = b"".join(codec.encode_request(ApiKey.METADATA, 1, 9, "raw", {"topics": names}))
+    assert len(payload) > 524288
+    s.sendall(len(payload).to_bytes(4, "big") + payload)
+    assert codec.decode_response(ApiKey.METADATA, 1, recv_frame(s))[0] == 9
+
+
 def test_failed_authentication_is_answered_then_closed(secured):
     s = connect_raw(secured, "SASL_PLAINTEXT")
     answer = plain_login(s, ("alice", "wrong"))
