@@ -31,7 +31,7 @@ test: $(TOOLS)/.ok
 .venv/.ok: pyproject.toml setup.py
 	$(PYTHON) -m venv .venv
 	.venv/bin/python -m pip install -q --upgrade pip
-	.venv/bin/python -m pip install -q -e '.[test,bench,spark]' sphinx ruff cython-lint
+	.venv/bin/python -m pip install -q -e '.[test,bench,spark]' --config-settings editable_mode=compat sphinx ruff cython-lint mypy
 	touch $@
 
 dev: .venv/.ok

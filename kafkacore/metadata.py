@@ -267,6 +267,9 @@ class Metadata:
         self._closed = False
         # An authentication failure (Java's Metadata.fatalError): waiters raise it at once.
         self._fatal_error: BaseException | None = None
+        #: Set by the NetworkClient: the brokers it failed to reach and why ("" when none), for
+        #: the message of a metadata wait that timed out.
+        self.connection_report: Callable[[], str] = lambda: ""
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -621,11 +624,12 @@ class Metadata:
                 wakeup()
             remaining = max_wait_ms - int((time.monotonic() - start) * 1000)
             if remaining <= 0:
-                raise _missing(topic, partition, count, max_wait_ms)
+                raise _missing(topic, partition, count, max_wait_ms, self.connection_report())
             try:
                 self.await_update(version, remaining, topic)
             except errors.KafkaTimeoutError:
-                raise _missing(topic, partition, count, max_wait_ms) from None
+                raise _missing(
+                    topic, partition, count, max_wait_ms, self.connection_report()) from None
             cluster = self.fetch()
             count = cluster.partition_count(topic)
             if count is not None and (partition is None or partition < count):
@@ -671,14 +675,19 @@ def validate_topic(topic: str) -> None:
     raise errors.for_code(INVALID_TOPIC_EXCEPTION)(f"topic {topic!r}: {reason}")
 
 
-def _missing(topic: str, partition: int | None, count: int | None, max_wait_ms: int) -> Exception:
+def _missing(
+    topic: str, partition: int | None, count: int | None, max_wait_ms: int, report: str = ""
+) -> Exception:
+    # Java's messages, then (ours) the brokers we could not reach and why: "not present in
+    # metadata" alone sends users looking at their topic when the broker is not there.
+    tried = f" Brokers tried: {report}." if report else ""
     if count is None or partition is None:
         return errors.KafkaTimeoutError(
-            f"Topic {topic} not present in metadata after {max_wait_ms} ms."
+            f"Topic {topic} not present in metadata after {max_wait_ms} ms.{tried}"
         )
     return errors.KafkaTimeoutError(
         f"Partition {partition} of topic {topic} with partition count {count} is not present "
-        f"in metadata after {max_wait_ms} ms."
+        f"in metadata after {max_wait_ms} ms.{tried}"
     )
 
 

@@ -13,12 +13,14 @@ import logging
 import os
 import threading
 import weakref
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kafkacore.accumulator import RecordAccumulator
 from kafkacore.config import ProducerConfig
 from kafkacore.core import BufferPool
 from kafkacore.core.appender import RecordAppender
+from kafkacore.core.batch import BatchFuture, FutureRecordMetadata, RecordMetadata
 from kafkacore.delivery import DeliveredMessage
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 from kafkacore.idempotence import TransactionManager
@@ -30,6 +32,13 @@ from kafkacore.sender import Sender
 from kafkacore.serialization import adapt_serializer
 
 log = logging.getLogger("kafkacore")
+
+#: A record's headers: (name, value) pairs; a value may be None.
+Headers = Iterable[tuple[str, bytes | bytearray | memoryview | None]]
+#: ``callback(metadata, exception)``: exactly one of the two is None.
+SendCallback = Callable[[RecordMetadata | None, BaseException | None], object]
+#: confluent-kafka's ``on_delivery(err, msg)``.
+DeliveryCallback = Callable[[BaseException | None, DeliveredMessage], object]
 
 _client_ids = itertools.count(1)
 
@@ -70,15 +79,15 @@ class KafkaProducer:
     the fullest batches.
     """
 
-    def __init__(self, config: dict | None = None, **settings: Any) -> None:
+    def __init__(self, config: dict[str, Any] | None = None, **settings: Any) -> None:
         cfg = ProducerConfig(config, **settings)
         self.config = cfg
         self.client_id = cfg["client.id"] or f"kafkacore-producer-{next(_client_ids)}"
         self._closed = False
         self._pid = os.getpid()
         self._close_lock = threading.Lock()
-        self._max_block_ms = cfg["max.block.ms"]
-        self._interceptors = list(cfg["interceptor.classes"] or ())
+        self._max_block_ms: int = cfg["max.block.ms"]
+        self._interceptors: list[Any] = list(cfg["interceptor.classes"] or ())
         self._metrics = Metrics()
         # batch.size=0 (Java: no batching) still needs a positive poolable size.
         self._pool = BufferPool(cfg["buffer.memory"], max(cfg["batch.size"], 1))
@@ -138,26 +147,42 @@ class KafkaProducer:
             transaction_manager=self._transaction_manager,
             metrics=self._metrics,
         )
-        self._appender = RecordAppender(
-            batches=self._accumulator.batches,
-            accumulator=self._accumulator,
-            metadata=self._metadata,
-            wait_on_metadata=self._wait_on_metadata,
-            wakeup=self._sender.wakeup,
-            key_serializer=adapt_serializer(cfg["key.serializer"], "key"),
-            value_serializer=adapt_serializer(cfg["value.serializer"], "value"),
-            custom_partitioner=cfg["partitioner.class"],
-            ignore_keys=cfg["partitioner.ignore.keys"],
-            max_request_size=cfg["max.request.size"],
-            total_memory=cfg["buffer.memory"],
-            max_block_ms=cfg["max.block.ms"],
-            sticky_factory=self._accumulator.built_in_partitioner,
-        )
+        self._key_serializer = adapt_serializer(cfg["key.serializer"], "key")
+        self._value_serializer = adapt_serializer(cfg["value.serializer"], "value")
+        self._appender = self._new_appender(
+            self._wait_on_metadata, cfg["max.block.ms"], self._key_serializer,
+            self._value_serializer)
         self._metrics.gauge("buffer-available-bytes", self._pool.available_memory)
         self._metrics.gauge("buffer-total-bytes", lambda: cfg["buffer.memory"])
         self._metrics.gauge("waiting-threads", self._pool.queued)
         self._sender.start(f"kafka-producer-network-thread | {self.client_id}")
         _live_producers.add(self)
+
+    def _new_appender(
+        self,
+        wait_on_metadata: Callable[[str, int | None], Any],
+        max_block_ms: int,
+        key_serializer: Callable[[str, Any], Any] | None,
+        value_serializer: Callable[[str, Any], Any] | None,
+    ) -> RecordAppender:
+        """A RecordAppender over this producer's accumulator, metadata and Sender (send()'s, and
+        the two that kafkacore.aio adds: one that never blocks, one for its worker threads)."""
+        cfg = self.config
+        return RecordAppender(
+            batches=self._accumulator.batches,
+            accumulator=self._accumulator,
+            metadata=self._metadata,
+            wait_on_metadata=wait_on_metadata,
+            wakeup=self._sender.wakeup,
+            key_serializer=key_serializer,
+            value_serializer=value_serializer,
+            custom_partitioner=cfg["partitioner.class"],
+            ignore_keys=cfg["partitioner.ignore.keys"],
+            max_request_size=cfg["max.request.size"],
+            total_memory=cfg["buffer.memory"],
+            max_block_ms=max_block_ms,
+            sticky_factory=self._accumulator.built_in_partitioner,
+        )
 
     # -- sending ----------------------------------------------------------------------------
 
@@ -168,12 +193,12 @@ class KafkaProducer:
         key: Any = None,
         partition: int | None = None,
         timestamp: int | None = None,
-        headers: Any = None,
-        callback: Any = None,
+        headers: Headers | None = None,
+        callback: SendCallback | None = None,
         *,
-        on_delivery: Any = None,
+        on_delivery: DeliveryCallback | None = None,
         timestamp_ms: int | None = None,
-    ):
+    ) -> FutureRecordMetadata:
         """Queue one record; return its future (a :class:`~kafkacore.core.FutureRecordMetadata`).
 
         ``callback(metadata, exception)``, if given, runs exactly once on the producer's I/O
@@ -202,10 +227,10 @@ class KafkaProducer:
         topic: str,
         values: Any,
         keys: Any = None,
-        partitions: Any = None,
-        timestamps: Any = None,
-        headers: Any = None,
-    ):
+        partitions: Sequence[int | None] | None = None,
+        timestamps: Sequence[int | None] | None = None,
+        headers: Sequence[Headers | None] | None = None,
+    ) -> BatchFuture:
         """Queue whole columns of records; return one :class:`~kafkacore.core.BatchFuture`.
 
         ``values`` and ``keys`` are columns: Python lists (of bytes, bytearray, str — sent as
@@ -224,7 +249,9 @@ class KafkaProducer:
         """
         return self._appender.append_columns(topic, values, keys, partitions, timestamps, headers)
 
-    def _wait_on_metadata(self, topic: str, partition: int | None, max_wait_ms: int | None = None):
+    def _wait_on_metadata(
+        self, topic: str, partition: int | None, max_wait_ms: int | None = None
+    ) -> Any:
         """A cluster view that knows ``topic`` (and ``partition``): at once if we know it, else
         after the Sender has fetched it, waiting at most ``max_wait_ms`` (as Java's ``waitOnMetadata``: the slow
         path of ``send()``: the compiled appender calls it for a topic it has no count for)."""
@@ -241,7 +268,10 @@ class KafkaProducer:
 
     # -- interceptors -----------------------------------------------------------------------
 
-    def _on_send(self, topic, value, key, partition, timestamp, headers):
+    def _on_send(
+        self, topic: str, value: Any, key: Any, partition: int | None, timestamp: int | None,
+        headers: Any,
+    ) -> tuple[str, Any, Any, int | None, int | None, Any]:
         for interceptor in self._interceptors:
             try:
                 changed = interceptor.on_send(topic, value, key, partition, timestamp, headers)
@@ -254,10 +284,10 @@ class KafkaProducer:
                 topic, value, key, partition, timestamp, headers = changed
         return topic, value, key, partition, timestamp, headers
 
-    def _with_acknowledgement(self, callback):
+    def _with_acknowledgement(self, callback: SendCallback | None) -> SendCallback:
         interceptors = self._interceptors
 
-        def acknowledged(metadata, exception):
+        def acknowledged(metadata: RecordMetadata | None, exception: BaseException | None) -> None:
             for interceptor in interceptors:
                 try:
                     interceptor.on_acknowledgement(metadata, exception)
@@ -350,7 +380,7 @@ class KafkaProducer:
     def __enter__(self) -> KafkaProducer:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def partitions_for(self, topic: str) -> list[int]:
@@ -389,7 +419,11 @@ class KafkaProducer:
 __all__ = ["KafkaProducer"]
 
 
-def _other_clients(topic, value, key, timestamp, headers, callback, on_delivery, timestamp_ms):
+def _other_clients(
+    topic: str, value: Any, key: Any, timestamp: int | None, headers: Any,
+    callback: SendCallback | None, on_delivery: DeliveryCallback | None,
+    timestamp_ms: int | None,
+) -> tuple[SendCallback | None, int | None]:
     """The callback and timestamp of a send() that used confluent-kafka's or kafka-python's names."""
     if timestamp_ms is not None:
         if timestamp is not None:
@@ -401,7 +435,13 @@ def _other_clients(topic, value, key, timestamp, headers, callback, on_delivery,
         if not callable(on_delivery):
             raise TypeError(f"on_delivery must be callable, not {type(on_delivery).__name__}")
 
-        def callback(metadata, exception):
-            on_delivery(exception, DeliveredMessage(topic, key, value, headers, metadata, exception))
+        deliver = on_delivery
+
+        def confluent_order(
+            metadata: RecordMetadata | None, exception: BaseException | None
+        ) -> None:
+            deliver(exception, DeliveredMessage(topic, key, value, headers, metadata, exception))
+
+        callback = confluent_order
 
     return callback, timestamp

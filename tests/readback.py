@@ -154,7 +154,7 @@ def fetch_batches(bootstrap, topic, partition, timeout_s=30.0) -> list:
     reader (``DefaultRecordBatch``): producer id, epoch and base sequence included."""
     from kafka.record.memory_records import MemoryRecords
 
-    from kafkacore.admin import fetch_record_batches
+    from kafkacore.testing import fetch_record_batches
 
     batches = []
     for raw in fetch_record_batches(bootstrap, topic, partition, timeout_ms=int(timeout_s * 1000)):

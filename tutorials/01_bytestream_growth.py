@@ -46,7 +46,7 @@ assert stream.limit == WRITES * 8 + 1000
 # size, so it only adds 100 bytes back to its non-pooled memory; the original bytearray goes to the
 # garbage collector.  The accounting stays right because the pool counts sizes, not objects.
 print(f"stream.buffer is the pooled buffer: {stream.buffer is pooled}; "
-      f"initial_capacity={stream.initial_capacity}; len(stream.buffer)={len(stream.buffer)}")
+      f"initial_capacity={stream.initial_capacity}; len(stream.buffer)={len(memoryview(stream.buffer))}")
 assert stream.buffer is not pooled and stream.initial_capacity == 100
 pooled.append(0)  # no longer pinned by the stream: resizing it is allowed again
 

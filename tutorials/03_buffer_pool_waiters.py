@@ -15,12 +15,13 @@ Needs: kafkacore's compiled core, built in place once
 
 import threading
 import time
+from collections.abc import Callable
 
-from kafkacore.core.buffer_pool import BufferPool
+from kafkacore.core.buffer_pool import BufferPool, BufferPoolStatistics
 from kafkacore.errors import BufferExhaustedError
 
 
-def show(label):
+def show(label: str) -> BufferPoolStatistics:
     """Print the statistics that matter here, and return them."""
     s = pool.statistics()
     print(
@@ -44,15 +45,15 @@ except BufferExhaustedError as e:
 else:
     raise AssertionError("the pool had no memory left")
 
-served = []  # (name, bytes) in the order the threads got their memory
+served: list[tuple[str, int]] = []  # (name, bytes) in the order the threads got their memory
 
 
-def ask(name, size):
+def ask(name: str, size: int) -> None:
     buf = pool.allocate(size, max_time_to_block_ms=10_000)
     served.append((name, len(buf)))
 
 
-def wait_for(predicate):
+def wait_for(predicate: Callable[[], bool]) -> None:
     deadline = time.monotonic() + 5
     while not predicate():
         assert time.monotonic() < deadline, "timed out"

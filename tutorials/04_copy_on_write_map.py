@@ -14,10 +14,11 @@ Needs: kafkacore's compiled core, built in place once
 """
 
 import threading
+from typing import Any
 
 from kafkacore.core.partition_map import CopyOnWriteMap
 
-batches = CopyOnWriteMap()
+batches: CopyOnWriteMap[Any, Any] = CopyOnWriteMap()
 
 # put_if_absent returns the value that is in the map afterwards: the caller's own when it won,
 # or the one already there.  Of many threads racing to add a partition, exactly one wins.
@@ -31,10 +32,10 @@ print("one queue per partition:", dict(batches.items()))
 batches.put_all({"left": 100, "right": 0, "partitions": 1})
 stop = threading.Event()
 snapshots_checked = [0]
-torn = []
+torn: list[object] = []
 
 
-def reader():
+def reader() -> None:
     try:
         while not stop.is_set():
             snapshot = batches.snapshot()  # one consistent state; later writes do not change it

@@ -16,12 +16,24 @@ Needs: kafkacore's compiled core, built in place once
 import threading
 import time
 
-from kafkacore.core import MemoryRecordsBuilder, ProducerBatch, iter_records
+from kafkacore.core import (
+    FutureRecordMetadata,
+    MemoryRecordsBuilder,
+    ProducerBatch,
+    RecordMetadata,
+    iter_records,
+)
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def appended(future: FutureRecordMetadata | None) -> FutureRecordMetadata:
+    # try_append answers None when the record does not fit: the accumulator then starts a batch.
+    assert future is not None, "the batch is full"
+    return future
 
 
 def append_and_complete() -> None:
@@ -30,17 +42,18 @@ def append_and_complete() -> None:
     buffer = bytearray(16384)
     batch = ProducerBatch("orders", 0, MemoryRecordsBuilder(buffer), now_ms())
 
-    fired = []
+    fired: list[tuple[RecordMetadata | None, BaseException | None]] = []
 
-    def on_completion(metadata, exception):
+    def on_completion(metadata: RecordMetadata | None, exception: BaseException | None) -> None:
         # The send() callback: (RecordMetadata, None) on success, (None, error) on failure.
         fired.append((metadata, exception))
+        assert metadata is not None, exception
         print(f"  callback: offset={metadata.offset} value_size={metadata.serialized_value_size}")
 
     futures = []
     for i, value in enumerate([b"apple", b"banana", b"cherry", b"damson"]):
         key = None if i == 0 else f"user-{i}".encode()
-        future = batch.try_append(now_ms(), key, value, None, on_completion, now_ms())
+        future = appended(batch.try_append(now_ms(), key, value, None, on_completion, now_ms()))
         futures.append(future)
     print(f"appended {batch.record_count} records, ~{batch.estimated_size_in_bytes()} bytes")
     # --- end append
@@ -67,7 +80,7 @@ def append_and_complete() -> None:
     waiter.join(5)
 
     assert len(fired) == 4  # one callback per record...
-    assert [m.offset for m, _ in fired] == [42, 43, 44, 45]  # ...in append order
+    assert [m.offset for m, _ in fired if m] == [42, 43, 44, 45]  # ...in append order
     assert [f.result().offset for f in futures] == [42, 43, 44, 45]
     assert waited == [futures[3].result()]
     print(f"the waiting thread got offset {waited[0].offset}; final state: {batch.final_state}")
@@ -87,8 +100,9 @@ def append_and_complete() -> None:
 def late_success_after_failure() -> None:
     # --- late
     batch = ProducerBatch("orders", 1, MemoryRecordsBuilder(16384), now_ms())
-    outcomes = []
-    future = batch.try_append(now_ms(), b"k", b"v", None, lambda m, e: outcomes.append(e), now_ms())
+    outcomes: list[BaseException | None] = []
+    future = appended(
+        batch.try_append(now_ms(), b"k", b"v", None, lambda m, e: outcomes.append(e), now_ms()))
 
     # delivery.timeout.ms passed while the request was in flight: the Sender fails the batch...
     assert batch.done(-1, -1, KafkaTimeoutError("expired in flight")) is True
@@ -103,9 +117,14 @@ def late_success_after_failure() -> None:
 def split_keeps_the_futures() -> None:
     # --- split
     batch = ProducerBatch("orders", 2, MemoryRecordsBuilder(16384), now_ms())
-    offsets = []
+    offsets: list[int] = []
+
+    def on_completion(metadata: RecordMetadata | None, exception: BaseException | None) -> None:
+        assert metadata is not None, exception
+        offsets.append(metadata.offset)
+
     futures = [
-        batch.try_append(now_ms(), None, bytes(100), None, lambda m, e: offsets.append(m.offset), 0)
+        appended(batch.try_append(now_ms(), None, bytes(100), None, on_completion, 0))
         for _ in range(6)
     ]
     batch.close()

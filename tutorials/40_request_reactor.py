@@ -1,6 +1,10 @@
 """The broker's request reactor: watch two processors share connections and answer in order.
 
-It starts its own kafkacore broker in this process (no other broker needed).
+Run it from the repository's root:
+
+    python tutorials/40_request_reactor.py
+
+Needs: nothing but kafkacore: it starts its own kafkacore broker in this process.
 """
 
 import socket

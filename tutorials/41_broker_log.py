@@ -77,7 +77,7 @@ def main(directory: Path) -> None:
         f" {reopened.log_end_offset}"
     )
     assert reopened.log_end_offset == 30
-    values = []
+    values: list[bytes | None] = []
     while len(values) < reopened.log_end_offset:  # a read returns batches of one segment
         values += [r.value for r in iter_records(reopened.read(len(values), 1 << 20).records)]
     assert values == [b"record %d" % i for i in range(30)]

@@ -6,6 +6,8 @@ beyond its 20 ms, so a second wheel of 20 ms buckets is made for them.  We move 
 one millisecond at a time, and print what the wheels hold whenever something happens.
 
     python tutorials/45_timing_wheel.py
+
+Needs: nothing but kafkacore (no broker, no threads: the clock is ours).
 """
 
 from kafkacore.broker.timer import SystemTimer, TimerTask

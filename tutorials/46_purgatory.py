@@ -9,6 +9,8 @@ completed.  (The real ``DelayedProduce`` comes with replication; this one is red
 We drive the clock by hand, so that every step is visible and repeatable.
 
     python tutorials/46_purgatory.py
+
+Needs: nothing but kafkacore (no broker: the purgatory runs in this process).
 """
 
 from kafkacore.broker.purgatory import DelayedOperation, DelayedOperationPurgatory

@@ -1,6 +1,6 @@
 """Type stubs for kafkacore.core.appender (compiled)."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any, final
 
 from kafkacore.core.batch import BatchFuture, FutureRecordMetadata
@@ -20,7 +20,7 @@ class RecordAppender:
     def __init__(
         self,
         *,
-        batches: CopyOnWriteMap,
+        batches: CopyOnWriteMap[Any, Any],
         accumulator: Any,
         metadata: Any,
         wait_on_metadata: Callable[[str, int | None], Any],
@@ -41,7 +41,7 @@ class RecordAppender:
         key: Any,
         partition: int | None,
         timestamp: int | None,
-        headers: Sequence[tuple[str, bytes | None]] | None,
+        headers: Iterable[tuple[str, bytes | bytearray | memoryview | None]] | None,
         callback: Callable[..., object] | None,
     ) -> FutureRecordMetadata: ...
     def append_columns(

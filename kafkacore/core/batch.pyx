@@ -43,6 +43,7 @@ from kafkacore.core.records cimport MemoryRecordsBuilder
 import array as _array
 import concurrent.futures as _cf
 import logging
+import threading
 from functools import partial
 from time import monotonic as _monotonic
 
@@ -71,6 +72,12 @@ cdef enum:
 
 
 _log = logging.getLogger("kafkacore")
+
+# What ``concurrent.futures.wait``/``as_completed`` hold while they read a future's state and
+# install their waiter (its ``_condition``).  One re-entrant lock for every FutureRecordMetadata
+# (those functions acquire it once per future they were given) rather than a Condition per
+# record; a batch takes it only around the moment its futures turn done (see _complete).
+_STDLIB_LOCK = threading.RLock()
 
 _FINAL_STATE_NAMES = (None, "succeeded", "failed", "aborted", "split")
 
@@ -287,10 +294,13 @@ cdef class FutureRecordMetadata:
     """The future of one record, as returned by ``send`` (Java's ``FutureRecordMetadata``).
 
     It follows the API of ``concurrent.futures.Future`` (``result``, ``exception``, ``done``,
-    ``add_done_callback``, ...) without being one: subclassing it would cost a Condition per
-    record.  ``concurrent.futures.wait``/``as_completed`` and ``asyncio.wrap_future`` need the real
-    class: :meth:`as_concurrent_future` makes one that follows this future.  A record cannot be
-    recalled once appended, so ``cancel()`` is always False.
+    ``add_done_callback``, ...) and works with the standard library's functions that take one:
+    ``concurrent.futures.wait``/``as_completed``, ``asyncio.wrap_future`` and ``await``.  It is
+    not a subclass (that would cost a Condition per record): it answers ``isinstance(future,
+    concurrent.futures.Future)`` through ``__class__`` (as proxies do), and gives ``wait`` the
+    three private attributes it reads, ``_condition``, ``_state`` and ``_waiters``.
+    kafka-python's ``add_callback``/``add_errback`` are here too.  A record cannot be recalled
+    once appended, so ``cancel()`` is always False.
     """
 
     def __init__(self):
@@ -418,6 +428,56 @@ cdef class FutureRecordMetadata:
             if self._result is result:
                 raise IllegalStateError("record was not moved by the split of its batch")
 
+    def add_callback(self, fn, *args, **kwargs):
+        """kafka-python's name: call ``fn(*args, metadata, **kwargs)`` when the record is
+        acknowledged (never if it fails).  Returns this future, so calls chain."""
+        if not PyCallable_Check(fn):
+            raise TypeError(f"fn must be callable, not {type(fn).__name__}")
+        if args or kwargs:
+            fn = partial(fn, *args, **kwargs)
+        self.add_done_callback(partial(_on_success, fn))
+        return self
+
+    def add_errback(self, fn, *args, **kwargs):
+        """kafka-python's name: call ``fn(*args, exception, **kwargs)`` when the record fails
+        (never if it is acknowledged).  Returns this future, so calls chain."""
+        if not PyCallable_Check(fn):
+            raise TypeError(f"fn must be callable, not {type(fn).__name__}")
+        if args or kwargs:
+            fn = partial(fn, *args, **kwargs)
+        self.add_done_callback(partial(_on_failure, fn))
+        return self
+
+    def __await__(self):
+        """``await future`` in a coroutine: the record's :class:`RecordMetadata`, without
+        blocking the event loop (the loop is woken from the producer's I/O thread)."""
+        import asyncio
+
+        return asyncio.wrap_future(self).__await__()
+
+    # -- what the standard library reads --------------------------------------------------
+    # concurrent.futures.wait/as_completed take ``_condition``, read ``_state`` and append a
+    # waiter to ``_waiters`` (then call ``waiter.add_result(future)`` or ``add_exception``
+    # when it is done); asyncio.wrap_future checks isinstance(future, concurrent.futures.Future).
+
+    @property
+    def __class__(self):
+        # isinstance() asks __class__ when the real type does not match (unittest.mock and
+        # object proxies rely on this); type(future) stays FutureRecordMetadata.
+        return StdlibFuture
+
+    @property
+    def _condition(self):
+        return _STDLIB_LOCK
+
+    @property
+    def _state(self):
+        return "FINISHED" if self._result._state == RESULT_DONE else "RUNNING"
+
+    @property
+    def _waiters(self):
+        return _Waiters(self)
+
     def as_concurrent_future(self):
         """A ``concurrent.futures.Future`` that completes with this one.
 
@@ -438,6 +498,99 @@ cdef class FutureRecordMetadata:
         else:
             state = f"offset={self._metadata().offset}"
         return f"<FutureRecordMetadata {result.topic}-{result.partition} {state}>"
+
+
+class StdlibFuture(_cf.Future):
+    """What a :class:`FutureRecordMetadata` reports as its ``__class__``, so that
+    ``isinstance(future, concurrent.futures.Future)`` holds and ``asyncio.wrap_future`` accepts
+    it.  Never instantiated: every call lands on FutureRecordMetadata's own methods."""
+
+    def __init__(self):
+        raise TypeError("StdlibFuture is a name for isinstance(); send() makes the futures")
+
+
+def _on_success(fn, future):
+    # add_callback's done-callback: the future is done, nothing here waits.
+    if future.exception(0) is None:
+        fn(future.result(0))
+
+
+def _on_failure(fn, future):
+    exception = future.exception(0)
+    if exception is not None:
+        fn(exception)
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class _NotifyWaiter:
+    """A concurrent.futures waiter, kept among a future's done-callbacks until it is done."""
+    cdef object waiter
+
+    def __call__(self, future):
+        if (<FutureRecordMetadata>future)._result._exception is None:
+            self.waiter.add_result(future)
+        else:
+            self.waiter.add_exception(future)
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class _Waiters:
+    """``future._waiters`` as concurrent.futures uses it: ``append`` and ``remove``.
+
+    Called with ``_STDLIB_LOCK`` held, so the future cannot turn done between the caller's look
+    at ``_state`` and ``append``: a future that was done then needs no waiter (it was counted as
+    done), one that was not gets notified when it is.
+    """
+    cdef FutureRecordMetadata future
+
+    def __cinit__(self, FutureRecordMetadata future):
+        self.future = future
+
+    def append(self, waiter):
+        cdef FutureRecordMetadata future = self.future
+        cdef ProduceRequestResult result
+        cdef _NotifyWaiter entry = _NotifyWaiter.__new__(_NotifyWaiter)
+        entry.waiter = waiter
+        fresh = [entry]
+        while True:
+            result = future._result
+            _acquire(result._lock)
+            state = result._state
+            if state == RESULT_PENDING or state == RESULT_SET:
+                if future._done_callbacks is None:
+                    future._done_callbacks = fresh
+                else:
+                    future._done_callbacks.append(entry)
+                PyThread_release_lock(result._lock)
+                return
+            PyThread_release_lock(result._lock)
+            if state == RESULT_DONE:
+                return
+            # RESULT_SPLIT: the record moved to a new batch (see add_done_callback); go again.
+            if future._result is result:
+                raise IllegalStateError("record was not moved by the split of its batch")
+
+    def remove(self, waiter):
+        cdef FutureRecordMetadata future = self.future
+        cdef ProduceRequestResult result = future._result
+        cdef list callbacks
+        cdef Py_ssize_t i
+        cdef object found = None
+        _acquire(result._lock)
+        callbacks = future._done_callbacks
+        if callbacks is not None:
+            for i in range(len(callbacks)):
+                entry = callbacks[i]
+                # Identity checks only: no user code runs under the lock.
+                if type(entry) is _NotifyWaiter and (<_NotifyWaiter>entry).waiter is waiter:
+                    found = callbacks.pop(i)
+                    break
+        PyThread_release_lock(result._lock)
+        # ``found`` is dropped here, outside the lock.  A waiter of a future that completed
+        # since is gone already: nothing to remove.
+        found = None
 
 
 cdef int _run_done_callback(object fn, FutureRecordMetadata future) except -1:
@@ -668,7 +821,13 @@ cdef class ProducerBatch:
                 if fatal is None:
                     fatal = e
         # 3. Open the latch: result() returns in every waiting thread, and done() turns True.
-        result._finish(RESULT_DONE)
+        # Under the lock concurrent.futures.wait holds while it installs its waiters (once per
+        # batch, not per record): a waiter installed before this gets notified in step 4.
+        _STDLIB_LOCK.acquire()
+        try:
+            result._finish(RESULT_DONE)
+        finally:
+            _STDLIB_LOCK.release()
         # 4. The futures' done-callbacks.  After DONE nobody appends to these lists any more.
         for i in range(n):
             future = <FutureRecordMetadata>thunks[i]

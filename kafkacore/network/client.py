@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 #: A "much later" delay for things that only I/O can change (bounded, unlike Java's MAX_VALUE).
 _LATER_MS = 2**31 - 1
 
+#: At most one "no bootstrap server is reachable" warning per this many seconds.
+UNREACHABLE_WARNING_INTERVAL_S = 30.0
+
 
 def clock_ms() -> int:
     """Milliseconds on the monotonic clock: the time base of every ``now_ms`` argument."""
@@ -182,6 +185,11 @@ class NetworkClient:
         self.bootstrap_addresses = parse_bootstrap_servers(bootstrap_servers)
         if not metadata.fetch().nodes:
             metadata.bootstrap(self.bootstrap_addresses)
+        # Why each address we could not reach failed last ("host:port" -> reason); an address
+        # leaves when a connection to it comes up.  Read by metadata timeouts' messages.
+        self._unreachable: dict[str, str] = {}
+        self._last_unreachable_warning = -math.inf
+        metadata.connection_report = self.connection_report
 
         self._selector = selectors.DefaultSelector()
         # The wakeup pipe: another thread writes a byte, the selector wakes up.
@@ -342,8 +350,32 @@ class NetworkClient:
             # Refused at once, or a name that does not resolve: a failed attempt, back off.
             log.debug("connection to node %s failed: %s", node_id, exc)
             self._note_failure(node_id, now_ms)
+            self._unreachable_address(host, port, exc)
             return
         self._selector.register(conn.sock, conn.interest(), conn)
+
+    def _unreachable_address(self, host: str, port: int, exc: BaseException) -> None:
+        """Remember why ``host:port`` could not be reached; warn (at most once every
+        UNREACHABLE_WARNING_INTERVAL_S) when that leaves no bootstrap server reachable."""
+        self._unreachable[f"{host}:{port}"] = f"{type(exc).__name__}: {exc}"
+        if any(c.state not in _BEFORE_REQUESTS and c.sock is not None
+               for c in self._connections.values()):
+            return  # some broker answers: metadata can still come
+        if not all(f"{h}:{p}" in self._unreachable for h, p in self.bootstrap_addresses):
+            return
+        now = time.monotonic()
+        if now - self._last_unreachable_warning < UNREACHABLE_WARNING_INTERVAL_S:
+            return
+        self._last_unreachable_warning = now
+        log.warning(
+            "no bootstrap server is reachable (bootstrap.servers); still trying: %s",
+            self.connection_report())
+
+    def connection_report(self) -> str:
+        """The addresses we failed to reach and why, ``host:port (reason)``, ``", "``-joined;
+        ``""`` when every connection we tried came up.  Safe from any thread."""
+        failures = dict(self._unreachable)  # one copy: the I/O thread may be updating it
+        return ", ".join(f"{address} ({reason})" for address, reason in failures.items())
 
     def _note_failure(self, node_id: int, now_ms: int) -> None:
         # Exponential backoff with jitter, as Java's ExponentialBackoff computes it: the exponent
@@ -536,6 +568,7 @@ class NetworkClient:
                         completed.append((request, self._response(request, now_ms)))
                 if was_connecting:
                     log.debug("connected to node %s", conn.node_id)
+                    self._unreachable.pop(f"{conn.host}:{conn.port}", None)
             frames = []
             read = bool(mask & selectors.EVENT_READ) and conn.sock is not None
             if read:
@@ -584,6 +617,8 @@ class NetworkClient:
         else:
             log.debug("node %s: %s", conn.node_id, error)
         failed = conn.state in SETTING_UP
+        if conn.state in _BEFORE_REQUESTS:
+            self._unreachable_address(conn.host, conn.port, exc)
         self._close_connection(conn, error, now_ms, completed, failed=failed)
 
     def _handle_response(
