@@ -247,12 +247,12 @@ class SaslServerAuthenticator:
     def session_expired(self, now: float) -> bool:
         return self.session_expires_at is not None and now >= self.session_expires_at
 
-    def handle(self, api_key: int, version: int, body: dict[str, Any]) -> tuple[dict, Outcome]:
+    def handle(self, api_key: int, version: int, body: dict[str, Any]) -> tuple[dict[str, Any], Outcome]:
         if api_key == ApiKey.SASL_HANDSHAKE:
             return self._handshake(version, body["mechanism"])
         return self._authenticate(version, body["auth_bytes"] or b"")
 
-    def _handshake(self, version: int, mechanism: str) -> tuple[dict, Outcome]:
+    def _handshake(self, version: int, mechanism: str) -> tuple[dict[str, Any], Outcome]:
         offered = {"mechanisms": list(self.mechanisms)}
         if self.state is SaslState.COMPLETE:
             # KIP-368: a handshake on an authenticated connection starts a re-authentication.
@@ -276,7 +276,7 @@ class SaslServerAuthenticator:
         self._scram = None
         return {"error_code": NONE, **offered}, Outcome.CONTINUE
 
-    def _authenticate(self, version: int, token: bytes) -> tuple[dict, Outcome]:
+    def _authenticate(self, version: int, token: bytes) -> tuple[dict[str, Any], Outcome]:
         if self.state not in (SaslState.AUTHENTICATE, SaslState.REAUTH_AUTHENTICATE):
             self.state = SaslState.FAILED
             return _auth_response(ILLEGAL_SASL_STATE, "SaslAuthenticate before SaslHandshake "
@@ -316,7 +316,7 @@ class SaslServerAuthenticator:
         response["session_lifetime_ms"] = lifetime
         return response, Outcome.AUTHENTICATED
 
-    def _fail(self, mechanism: str) -> tuple[dict, Outcome]:
+    def _fail(self, mechanism: str) -> tuple[dict[str, Any], Outcome]:
         self.state = SaslState.FAILED
         # The same words for an unknown user and a wrong password: telling them apart would
         # tell an attacker which user names exist.
