@@ -277,6 +277,16 @@ def test_only_api_versions_and_sasl_before_authentication(secured):
         secured.advertised_address("SASL_PLAINTEXT")]
 
 
+def test_jaas_users_belong_to_their_listener_and_mechanism(secured, pki):
+    # bob is a PLAIN user of the SASL_SSL listener only (its listener.name...jaas.config).
+    assert plain_login(connect_raw(secured, "SASL_SSL", client_context(pki)), BOB)[
+        "error_code"] == 0
+    answer = plain_login(connect_raw(secured, "SASL_PLAINTEXT"), BOB)
+    assert answer["error_code"] == errors.SaslAuthenticationFailedError.errno
+    with pytest.raises(errors.SaslAuthenticationFailedError):
+        produce_ours(ours(secured, pki, "SASL_SSL", "SCRAM-SHA-512", BOB), new_topic(secured), 1)
+
+
 def test_large_frames_before_authentication_are_refused(secured):
     invalid = stat(secured, "invalid_requests")
     s = connect_raw(secured, "SASL_PLAINTEXT")
@@ -334,8 +344,8 @@ def test_plaintext_and_garbage_to_a_tls_port_do_not_hurt_the_broker(secured, pki
     garbage = connect_raw(secured, "SASL_SSL")
     garbage.sendall(os.urandom(3000))
     assert closed_by_peer(garbage)
-    # A client stuck half-way through its ClientHello does not stop the processor that owns
-    # it: with one processor per connection slot taken, others still complete handshakes.
+    # Clients stuck half-way through their ClientHello (on both processors) do not stop the
+    # processors that own them: other clients still complete handshakes and produce.
     stuck = [connect_raw(secured, "SSL") for _ in range(4)]
     for s in stuck:
         s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
