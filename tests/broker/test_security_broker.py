@@ -389,6 +389,15 @@ def test_plaintext_client_to_a_tls_port_fails_at_max_block(secured, pki):
     assert stat(secured, "ssl_handshake_failed") > failed
 
 
+def test_pipelined_requests_in_one_tls_record_are_all_answered(secured, pki):
+    # Three requests in one write: OpenSSL decrypts them together, so the second and third sit
+    # inside the SSL object, where select() cannot see them, while the first is handled.
+    s = connect_raw(secured, "SSL", client_context(pki))
+    s.sendall(b"".join(api_versions_frame(i) for i in (1, 2, 3)))
+    answered = [codec.decode_response(ApiKey.API_VERSIONS, 0, recv_frame(s))[0] for _ in range(3)]
+    assert answered == [1, 2, 3]
+
+
 def test_tls_client_to_the_plaintext_port_names_the_cause(secured, pki):
     config = ours(secured, pki, "SSL", **{"bootstrap.servers":
                                           secured.bootstrap_servers_of("PLAINTEXT")})
