@@ -18,6 +18,8 @@ class Pki:
     ca: pathlib.Path  # the CA certificate (the client's truststore)
     cert: pathlib.Path  # the broker's certificate
     key: pathlib.Path  # the broker's key
+    client_cert: pathlib.Path | None = None  # a client certificate the CA signed (mutual TLS)
+    client_key: pathlib.Path | None = None
 
 
 def _name(cn: str) -> x509.Name:
@@ -30,8 +32,10 @@ def make_pki(
     hosts: tuple[str, ...] = ("localhost", "127.0.0.1"),
     expired: bool = False,
     prefix: str = "",
+    client_cn: str | None = None,
 ) -> Pki:
-    """A CA and a broker certificate it signed, valid for ``hosts`` (or expired yesterday)."""
+    """A CA and a broker certificate it signed, valid for ``hosts`` (or expired yesterday);
+    with ``client_cn`` also a client certificate of that name (for ``ssl.client.auth``)."""
     now = datetime.datetime.now(datetime.timezone.utc)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_cert = (
@@ -88,4 +92,30 @@ def make_pki(
         )
     )
     pki.key.chmod(0o600)
+    if client_cn is not None:
+        client_key = ec.generate_private_key(ec.SECP256R1())
+        client_cert = (
+            x509.CertificateBuilder()
+            .subject_name(_name(client_cn))
+            .issuer_name(ca_cert.subject)
+            .public_key(client_key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(start)
+            .not_valid_after(now + datetime.timedelta(days=2))
+            .add_extension(
+                x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
+            )
+            .sign(ca_key, hashes.SHA256())
+        )
+        pki.client_cert = directory / f"{prefix}client-cert.pem"
+        pki.client_key = directory / f"{prefix}client-key.pem"
+        pki.client_cert.write_bytes(client_cert.public_bytes(serialization.Encoding.PEM))
+        pki.client_key.write_bytes(
+            client_key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+        pki.client_key.chmod(0o600)
     return pki

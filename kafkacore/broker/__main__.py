@@ -1,7 +1,10 @@
 """``python -m kafkacore.broker`` / ``kafkacore-broker``: run one broker until SIGTERM or SIGINT.
 
-When it is ready it prints one line, ``kafkacore-broker listening on HOST:PORT``, and flushes
-it, so a parent process can read the address (with port 0, the one the OS chose).
+When it is ready it prints one line, ``kafkacore-broker listening on HOST:PORT`` (the first
+listener), and flushes it, so a parent process can read the address (with port 0, the one the
+OS chose).  Every listener is logged on stderr.  Security settings go by ``--config``, e.g.
+``--listeners SASL_SSL://0.0.0.0:9093 --config ssl.keystore.location=broker.pem
+--config sasl.users=alice:secret`` (see docs/broker/security.rst).
 With ``--control-socket PATH`` the broker's faults can be switched from another process with
 :class:`kafkacore.broker.faults.BrokerControl` (see docs/broker/faults.rst); the socket is
 listening before the ready line is printed.
@@ -44,7 +47,10 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kafkacore-broker", description=__doc__.splitlines()[0])
-    parser.add_argument("--listeners", help="PLAINTEXT://host:port (default 127.0.0.1, port 0)")
+    parser.add_argument(
+        "--listeners",
+        help="NAME://host:port,... with NAME in listener.security.protocol.map: PLAINTEXT, SSL, "
+             "SASL_PLAINTEXT, SASL_SSL (default PLAINTEXT://127.0.0.1:0; port 0: a free one)")
     parser.add_argument("--log-dirs", help="data directories (default: a temporary one)")
     parser.add_argument("--num-partitions", type=int, help="partitions of auto-created topics")
     parser.add_argument("--auto-create-topics", choices=["true", "false"],
@@ -77,6 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.control_socket:
             control = ControlServer(broker.faults, args.control_socket).start()
         print(f"{READY_PREFIX}{broker.bootstrap_servers}", flush=True)
+        for endpoint in broker.socket_server.endpoints():  # type: ignore[union-attr]
+            logging.getLogger("kafkacore.broker").info(
+                "listener %s (%s) on %s", endpoint.name, endpoint.security_protocol,
+                broker.bootstrap_servers_of(endpoint.name))
         while not stop.wait(1.0):
             pass
     finally:

@@ -42,6 +42,7 @@ INVALID_REPLICATION_FACTOR = 38
 INVALID_CONFIG = 40
 INVALID_REQUEST = 42
 UNKNOWN_TOPIC_ID = 100
+ILLEGAL_SASL_STATE = 34
 
 RESOURCE_TYPE_TOPIC = 2
 CONFIG_SOURCE_TOPIC = 1  #: DYNAMIC_TOPIC_CONFIG
@@ -71,6 +72,8 @@ class KafkaApis:
             ApiKey.FIND_COORDINATOR: self.handle_find_coordinator_request,
             ApiKey.OFFSET_COMMIT: self.handle_offset_commit_request,
             ApiKey.OFFSET_FETCH: self.handle_offset_fetch_request,
+            ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake_request,
+            ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate_request,
         }
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
@@ -79,6 +82,8 @@ class KafkaApis:
     def supported_versions(self, api_key: int) -> tuple[int, int]:
         """The versions of ``api_key`` we answer: all those the codec declares."""
         valid = codec.REQUESTS[api_key].valid
+        if api_key == ApiKey.SASL_HANDSHAKE:
+            return 1, valid.high  # v0 sends the tokens as raw frames (before KIP-152): not read
         return valid.low, valid.high
 
     def handle(self, request: Request) -> None:
@@ -271,10 +276,11 @@ class KafkaApis:
                     # topic; here creation is synchronous, so the topic is usable at once.
                     meta, _ = self.create_topic(name, self.broker.config["num.partitions"], {})
                 topics.append(self._metadata_topic(version, meta))
+        host, port = self.broker.advertised_address(request.listener_name)
         self.respond(request, {
             "throttle_time_ms": 0,
-            "brokers": [{"node_id": self.broker.broker_id, "host": self.broker.advertised_host,
-                         "port": self.broker.advertised_port, "rack": None}],
+            "brokers": [{"node_id": self.broker.broker_id, "host": host,
+                         "port": port, "rack": None}],
             "cluster_id": self.broker.cluster_id,
             "controller_id": self.broker.broker_id,
             "topics": topics,
@@ -597,7 +603,7 @@ class KafkaApis:
         assert body is not None
         keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
         error = NONE if body.get("key_type", 0) == 0 else COORDINATOR_NOT_AVAILABLE
-        node = (self.broker.broker_id, self.broker.advertised_host, self.broker.advertised_port)
+        node = (self.broker.broker_id, *self.broker.advertised_address(request.listener_name))
         if error != NONE:
             node = (-1, "", -1)
         if version >= 4:
@@ -695,6 +701,20 @@ class KafkaApis:
                 "topics": self._offset_fetch_topics(body["group_id"], body["topics"], version),
             }
         self.respond(request, response)
+
+    # -- SaslHandshake, SaslAuthenticate ---------------------------------------------------------
+
+    def handle_sasl_handshake_request(self, request: Request) -> None:
+        """On a SASL listener the processor's authenticator answers these (see
+        :mod:`kafkacore.broker.security`); here the listener has no SASL: ILLEGAL_SASL_STATE,
+        as Kafka's ``handleSaslHandshakeRequest``."""
+        self.respond(request, {"error_code": ILLEGAL_SASL_STATE, "mechanisms": []})
+
+    def handle_sasl_authenticate_request(self, request: Request) -> None:
+        self.respond(request, {
+            "error_code": ILLEGAL_SASL_STATE, "auth_bytes": b"", "session_lifetime_ms": 0,
+            "error_message": f"SaslAuthenticate on listener {request.listener_name}, which has "
+                             "no SASL"})
 
 
 def _fit(struct: Any, version: int, value: dict[str, Any]) -> dict[str, Any]:

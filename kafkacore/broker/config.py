@@ -64,6 +64,38 @@ def _overrides(key: str, value: Any) -> dict[str, int]:
     return {host: _int(0)(key, n) for host, n in items}
 
 
+class Password(str):
+    """A secret setting's value: a ``str`` whose ``repr`` hides it (Kafka's ``Password``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "[hidden]"
+
+    def value(self) -> str:
+        return str.__str__(self)
+
+
+def _secret(key: str, value: Any) -> Password:
+    return Password(_str(key, value))
+
+
+def _pem(key: str, value: Any) -> str:
+    if _str(key, value).upper() != "PEM":
+        raise errors.ConfigError(f"{key}: only PEM stores are supported, got {value!r}")
+    return "PEM"
+
+
+def _choice(*choices: str) -> Callable[[str, Any], str]:
+    def parse(key: str, value: Any) -> str:
+        text = _str(key, value).strip().lower()
+        if text not in choices:
+            raise errors.ConfigError(f"{key}: expected one of {', '.join(choices)}, got {value!r}")
+        return text
+
+    return parse
+
+
 @dataclass(frozen=True)
 class _Setting:
     default: Any
@@ -99,6 +131,30 @@ SETTINGS: dict[str, _Setting] = {
     "log.retention.bytes": _Setting(-1, _int(-1), "delete the oldest segments beyond this size"),
     "log.index.interval.bytes": _Setting(4096, _int(0), "bytes between offset index entries"),
     "message.max.bytes": _Setting(1048588, _int(0), "largest record batch accepted"),
+    # -- security (docs/broker/security.rst) --
+    "listener.security.protocol.map": _Setting(
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", _str,
+        "listener name -> security protocol, NAME:PROTOCOL,..."),
+    "ssl.keystore.type": _Setting("PEM", _pem, "PEM only (KIP-651)"),
+    "ssl.keystore.location": _Setting("", _str, "PEM file: certificate chain (and key)"),
+    "ssl.keystore.certificate.chain": _Setting("", _str, "the certificate chain as PEM text"),
+    "ssl.keystore.key": _Setting("", _secret, "the private key as PEM text"),
+    "ssl.key.location": _Setting("", _str, "PEM file of the key, if not in the keystore file"),
+    "ssl.key.password": _Setting("", _secret, "password of an encrypted private key"),
+    "ssl.truststore.type": _Setting("PEM", _pem, "PEM only (KIP-651)"),
+    "ssl.truststore.location": _Setting("", _str, "PEM file of the CAs client certificates need"),
+    "ssl.truststore.certificates": _Setting("", _str, "the trusted CAs as PEM text"),
+    "ssl.client.auth": _Setting("none", _choice("none", "requested", "required"),
+                                "ask clients for a certificate (mutual TLS)"),
+    "ssl.enabled.protocols": _Setting("TLSv1.2,TLSv1.3", _str, "TLS versions accepted"),
+    "sasl.enabled.mechanisms": _Setting("PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", _str,
+                                        "the SASL mechanisms offered"),
+    "sasl.users": _Setting("", _secret, "user:password,... for every SASL mechanism"),
+    "connections.max.reauth.ms": _Setting(0, _int(0), "session lifetime (KIP-368); 0: forever"),
+    "sasl.server.max.receive.size": _Setting(
+        524288, _int(1), "largest frame accepted before SASL authentication completes"),
+    "connection.failed.authentication.delay.ms": _Setting(
+        100, _int(0), "close a refused connection this much later (KIP-306)"),
 }
 
 #: Older names Kafka still reads, mapped to the current one.
@@ -120,17 +176,32 @@ class BrokerConfig:
             name = ALIASES.get(key, key)
             setting = SETTINGS.get(name)
             if setting is None:
+                if name.startswith("listener.name."):
+                    # Per-listener overrides (Kafka's ListenerName.configPrefix), e.g.
+                    # listener.name.sasl_ssl.plain.sasl.jaas.config; read by the listener.
+                    parsed[name] = Password(_str(key, value)) if "jaas" in name else value
+                    continue
                 if name.startswith("x."):
                     parsed[name] = value
                     continue
                 raise errors.ConfigError(f"unknown broker setting {key!r}")
             parsed[name] = setting.parse(key, value)
-        listeners = parsed["listeners"]
-        self.listener_host, self.listener_port = parse_listener("listeners", listeners)
-        advertised = parsed["advertised.listeners"] or listeners
-        self.advertised_host, self.advertised_port = parse_listener(
-            "advertised.listeners", advertised
+        protocols = parse_protocol_map(parsed["listener.security.protocol.map"])
+        #: Every listener, in the order of ``listeners`` (the first answers ``bootstrap_servers``).
+        self.listeners = parse_listeners("listeners", parsed["listeners"], protocols)
+        advertised = parse_listeners(
+            "advertised.listeners", parsed["advertised.listeners"] or parsed["listeners"],
+            protocols,
         )
+        #: listener name -> the EndPoint given to clients that came in on it.
+        self.advertised = {e.name: e for e in advertised}
+        for endpoint in self.listeners:
+            if endpoint.name not in self.advertised:
+                raise errors.ConfigError(
+                    f"advertised.listeners: no address for listener {endpoint.name}")
+        self.listener_host, self.listener_port = self.listeners[0].host, self.listeners[0].port
+        first = self.advertised[self.listeners[0].name]
+        self.advertised_host, self.advertised_port = first.host, first.port
         if not parsed["log.dirs"]:
             parsed["log.dirs"] = tempfile.mkdtemp(prefix="kafkacore-broker-")
             self.log_dirs_are_temporary = True
@@ -155,20 +226,70 @@ class BrokerConfig:
         return f"BrokerConfig(listeners={self['listeners']!r}, log.dirs={self['log.dirs']!r})"
 
 
-def parse_listener(key: str, text: str) -> tuple[str, int]:
-    """``PLAINTEXT://host:port`` (one listener) -> (host, port)."""
-    first = text.split(",")[0].strip()
-    scheme, sep, address = first.partition("://")
-    if not sep or scheme.upper() != "PLAINTEXT":
-        raise errors.ConfigError(f"{key}: expected PLAINTEXT://host:port, got {text!r}")
-    host, sep, port = address.rpartition(":")
-    if not sep:
-        raise errors.ConfigError(f"{key}: expected PLAINTEXT://host:port, got {text!r}")
-    host = host.strip("[]") or "0.0.0.0"
-    try:
-        number = int(port)
-    except ValueError:
-        raise errors.ConfigError(f"{key}: port must be a number, got {port!r}") from None
-    if not 0 <= number <= 65535:
-        raise errors.ConfigError(f"{key}: port out of range: {number}")
-    return host, number
+@dataclass(frozen=True)
+class EndPoint:
+    """One listener: ``NAME://host:port`` and its security protocol (Kafka's ``EndPoint``)."""
+
+    name: str
+    host: str
+    port: int
+    security_protocol: str
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def parse_protocol_map(text: str) -> dict[str, str]:
+    """``listener.security.protocol.map``: ``NAME:PROTOCOL,...`` -> {NAME: PROTOCOL}."""
+    out = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        name, sep, protocol = part.strip().partition(":")
+        protocol = protocol.strip().upper()
+        if not sep or not name or protocol not in SECURITY_PROTOCOLS:
+            raise errors.ConfigError(
+                f"listener.security.protocol.map: expected NAME:PROTOCOL with PROTOCOL one of "
+                f"{', '.join(SECURITY_PROTOCOLS)}, got {part.strip()!r}")
+        out[name.strip().upper()] = protocol
+    return out
+
+
+def parse_listeners(key: str, text: str, protocols: dict[str, str]) -> list[EndPoint]:
+    """``NAME://host:port,...`` -> EndPoints; each name must be in the protocol map, once."""
+    out: list[EndPoint] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, address = part.partition("://")
+        name = name.upper()
+        if not sep:
+            raise errors.ConfigError(f"{key}: expected NAME://host:port, got {part!r}")
+        if name not in protocols:
+            raise errors.ConfigError(
+                f"{key}: listener {name} is not in listener.security.protocol.map")
+        if any(e.name == name for e in out):
+            raise errors.ConfigError(f"{key}: listener {name} is given twice")
+        host, sep, port = address.rpartition(":")
+        if not sep:
+            raise errors.ConfigError(f"{key}: expected NAME://host:port, got {part!r}")
+        host = host.strip("[]") or "0.0.0.0"
+        try:
+            number = int(port)
+        except ValueError:
+            raise errors.ConfigError(f"{key}: port must be a number, got {port!r}") from None
+        if not 0 <= number <= 65535:
+            raise errors.ConfigError(f"{key}: port out of range: {number}")
+        out.append(EndPoint(name, host, number, protocols[name]))
+    if not out:
+        raise errors.ConfigError(f"{key}: no listener in {text!r}")
+    return out

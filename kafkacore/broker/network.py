@@ -7,6 +7,11 @@ on the shared :class:`~kafkacore.broker.request_channel.RequestChannel` and **mu
 connection (stops reading it) until the response to that request has been queued and written.
 Handler threads (:mod:`kafkacore.broker.handler`) take requests from the channel and put
 responses on the processor's own response queue, waking its selector.
+
+There is one acceptor per listener (``listeners=NAME://host:port,...``).  A connection to an SSL
+or SASL_SSL listener first goes through its TLS handshake, and one to a SASL listener through its
+SASL exchange, both inside the processor's loop without blocking it (Kafka's ``KafkaChannel``
+with its ``SslTransportLayer`` and ``SaslServerAuthenticator``); see docs/broker/security.rst.
 """
 
 from __future__ import annotations
@@ -16,16 +21,25 @@ import logging
 import queue
 import selectors
 import socket
+import ssl
 import struct
 import threading
 import time
 from typing import Any
 
 from kafkacore import errors
-from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.config import BrokerConfig, EndPoint
 from kafkacore.broker.faults import FaultInjector
 from kafkacore.broker.request_channel import Request, RequestChannel, Response, ResponseAction
+from kafkacore.broker.security import (
+    ListenerSecurity,
+    Outcome,
+    SaslServerAuthenticator,
+    SaslState,
+    build_listener_security,
+)
 from kafkacore.protocol import codec
+from kafkacore.protocol.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
 
@@ -95,10 +109,11 @@ class KafkaChannel:
 
     __slots__ = (
         "id", "sock", "address", "buffer", "expected", "muted", "sends", "last_active",
-        "events",
+        "events", "listener", "tls", "handshake_events", "authenticator", "close_after_send",
     )
 
-    def __init__(self, connection_id: str, sock: socket.socket, address: tuple[str, int]) -> None:
+    def __init__(self, connection_id: str, sock: socket.socket, address: tuple[str, int],
+                 listener: str = "PLAINTEXT") -> None:
         self.id = connection_id
         self.sock = sock
         self.address = address
@@ -108,6 +123,14 @@ class KafkaChannel:
         self.sends: collections.deque[memoryview] = collections.deque()  #: unwritten response
         self.last_active = time.monotonic()
         self.events = 0  #: what the selector watches for (0: not registered)
+        self.listener = listener  #: the name of the listener it came in on
+        self.tls = isinstance(sock, ssl.SSLSocket)
+        #: While the TLS handshake runs: what it waits for (READ or WRITE); 0 once done.
+        self.handshake_events = selectors.EVENT_READ if self.tls else 0
+        #: The SASL exchange of a SASL listener's connection (None on other listeners).
+        self.authenticator: SaslServerAuthenticator | None = None
+        #: Close once ``sends`` is written, for this reason (a failed authentication).
+        self.close_after_send: str | None = None
 
 
 def parse_request(frame: bytes) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -149,15 +172,26 @@ class Processor(threading.Thread):
         self.quotas = quotas
         self.max_request_size: int = config["socket.request.max.bytes"]
         self.idle_s: float = config["connections.max.idle.ms"] / 1000.0
+        self.sasl_max_receive_size: int = config["sasl.server.max.receive.size"]
+        self.failed_auth_delay_s: float = (
+            config["connection.failed.authentication.delay.ms"] / 1000.0)
+        #: connection id -> (when, why): refused connections closed a little later (KIP-306),
+        #: so a client reads the refusal before the end of the stream, and a guessing client
+        #: is slowed down.
+        self._delayed_closes: dict[str, tuple[float, str]] = {}
         self._selector = selectors.DefaultSelector()
         self._wakeup_r, self._wakeup_w = socket.socketpair()
         self._wakeup_r.setblocking(False)
         self._wakeup_w.setblocking(False)
         self._selector.register(self._wakeup_r, selectors.EVENT_READ, None)
-        self._new_connections: queue.SimpleQueue[tuple[socket.socket, str]] = queue.SimpleQueue()
+        self._new_connections: queue.SimpleQueue[
+            tuple[socket.socket, str, ListenerSecurity | None]] = queue.SimpleQueue()
         self._responses: queue.SimpleQueue[Response] = queue.SimpleQueue()
         #: connection id -> channel, least recently active first (for the idle check).
         self._channels: collections.OrderedDict[str, KafkaChannel] = collections.OrderedDict()
+        #: TLS connections whose socket holds decrypted bytes already read from the kernel:
+        #: select() cannot see those, so the loop reads them without waiting.
+        self._tls_pending: set[str] = set()
         self._running = True
         self._next_index = 0
         self._stats = collections.Counter[str]()
@@ -166,9 +200,10 @@ class Processor(threading.Thread):
 
     # -- other threads call these ---------------------------------------------------------------
 
-    def accept(self, sock: socket.socket, host: str) -> None:
+    def accept(self, sock: socket.socket, host: str,
+               security: ListenerSecurity | None = None) -> None:
         """The acceptor hands over a new connection (from ``host``, counted in the quotas)."""
-        self._new_connections.put((sock, host))
+        self._new_connections.put((sock, host, security))
         self.wakeup()
 
     def enqueue_response(self, response: Response) -> None:
@@ -206,6 +241,7 @@ class Processor(threading.Thread):
                 self.process_new_responses()
                 self.enforce_isolation()
                 self.poll(self.release_held_responses())
+                self.close_delayed()
                 self.close_excess_idle()
         except Exception:  # pragma: no cover - a bug; say so loudly rather than die silently
             log.exception("processor %d failed", self.id)
@@ -221,7 +257,7 @@ class Processor(threading.Thread):
     def configure_new_connections(self) -> None:
         while True:
             try:
-                sock, host = self._new_connections.get_nowait()
+                sock, host, security = self._new_connections.get_nowait()
             except queue.Empty:
                 return
             try:
@@ -233,7 +269,17 @@ class Processor(threading.Thread):
                 continue
             connection_id = f"{local[0]}:{local[1]}-{remote[0]}:{remote[1]}-{self._next_index}"
             self._next_index += 1
-            ch = KafkaChannel(connection_id, sock, (host, remote[1]))
+            listener = "PLAINTEXT"
+            authenticator = None
+            if security is not None:
+                listener = security.endpoint.name
+                authenticator = security.new_authenticator()
+                if security.ssl_context is not None:
+                    # The handshake is driven by poll(), never here: the client speaks first.
+                    sock = security.ssl_context.wrap_socket(
+                        sock, server_side=True, do_handshake_on_connect=False)
+            ch = KafkaChannel(connection_id, sock, (host, remote[1]), listener)
+            ch.authenticator = authenticator
             self._channels[connection_id] = ch
             self._stats["accepted"] += 1
             self._update_interest(ch)
@@ -287,7 +333,13 @@ class Processor(threading.Thread):
         self.faults.isolation_enforced(self.name)
 
     def poll(self, timeout_s: float = _POLL_S) -> None:
-        for key, mask in self._selector.select(timeout_s):
+        timeout = timeout_s
+        if self._tls_pending:
+            timeout = 0
+        elif self._delayed_closes:
+            first = min(when for when, _ in self._delayed_closes.values())
+            timeout = max(0.0, min(timeout, first - time.monotonic()))
+        for key, mask in self._selector.select(timeout):
             ch = key.data
             if ch is None:
                 try:
@@ -296,10 +348,56 @@ class Processor(threading.Thread):
                 except (BlockingIOError, OSError):
                     pass
                 continue
+            if ch.handshake_events:
+                self._handshake(ch)
+                continue
             if mask & selectors.EVENT_WRITE:
                 self._write(ch)
             if mask & selectors.EVENT_READ and ch.id in self._channels and not ch.muted:
                 self._read(ch)
+        if self._tls_pending:
+            for connection_id in list(self._tls_pending):
+                self._tls_pending.discard(connection_id)
+                pending = self._channels.get(connection_id)
+                if pending is not None and not pending.muted:
+                    self._read(pending)
+
+    def _handshake(self, ch: KafkaChannel) -> None:
+        """One step of the TLS handshake; it tells what it waits for next (Kafka's
+        ``SslTransportLayer.handshake``).  Never blocks: the socket is non-blocking."""
+        assert isinstance(ch.sock, ssl.SSLSocket)
+        try:
+            ch.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            ch.handshake_events = selectors.EVENT_READ
+        except ssl.SSLWantWriteError:
+            ch.handshake_events = selectors.EVENT_WRITE
+        except (ssl.SSLError, OSError) as exc:
+            # Not TLS (a plaintext client), a client certificate missing or untrusted, garbage:
+            # this connection goes; the reason is logged as Kafka's SslAuthenticationException.
+            self._stats["ssl_handshake_failed"] += 1
+            self.close(ch, f"TLS handshake failed: {getattr(exc, 'reason', None) or exc}")
+            return
+        else:
+            ch.handshake_events = 0
+            self._stats["ssl_handshakes"] += 1
+            if ch.sock.pending():  # the client's first request came with its last flight
+                self._tls_pending.add(ch.id)
+        self._touch(ch)
+        self._update_interest(ch)
+
+    def close_delayed(self) -> None:
+        """Close the refused connections whose delay is over
+        (``connection.failed.authentication.delay.ms``)."""
+        if not self._delayed_closes:
+            return
+        now = time.monotonic()
+        for connection_id, (when, reason) in list(self._delayed_closes.items()):
+            if when <= now:
+                del self._delayed_closes[connection_id]
+                ch = self._channels.get(connection_id)
+                if ch is not None:
+                    self.close(ch, reason)
 
     def close_excess_idle(self) -> None:
         """Close connections idle longer than ``connections.max.idle.ms``, oldest first."""
@@ -310,6 +408,8 @@ class Processor(threading.Thread):
                 break  # ordered by activity: the rest are younger
             stale.append(ch)
         for ch in stale:
+            if ch.id in self._delayed_closes:
+                continue
             if ch.muted or ch.sends:  # a request is being handled: not idle
                 self._touch(ch)
                 continue
@@ -327,7 +427,7 @@ class Processor(threading.Thread):
             need = 4 - len(ch.buffer) if ch.expected is None else ch.expected - len(ch.buffer)
             try:
                 data = ch.sock.recv(min(need, _RECV_CHUNK))
-            except BlockingIOError:
+            except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 return
             except OSError as exc:
                 self.close(ch, f"read failed: {exc}", level=logging.DEBUG)
@@ -346,10 +446,14 @@ class Processor(threading.Thread):
                     continue
                 size = _SIZE.unpack(ch.buffer)[0]
                 ch.buffer.clear()
-                if size < 0 or size > self.max_request_size:
+                limit, setting = self.max_request_size, "socket.request.max.bytes"
+                if ch.authenticator is not None and not ch.authenticator.authenticated:
+                    # Nobody we know yet: no 100 MB buffers for them (Kafka's
+                    # sasl.server.max.receive.size).
+                    limit, setting = self.sasl_max_receive_size, "sasl.server.max.receive.size"
+                if size < 0 or size > limit:
                     self._stats["invalid_requests"] += 1
-                    self.close(ch, f"request size {size} is not within 0 and "
-                                   f"socket.request.max.bytes={self.max_request_size}")
+                    self.close(ch, f"request size {size} is not within 0 and {setting}={limit}")
                     return
                 ch.expected = size
             if len(ch.buffer) == ch.expected:
@@ -366,7 +470,16 @@ class Processor(threading.Thread):
             self._stats["invalid_requests"] += 1
             self.close(ch, f"could not parse a request of {len(frame)} bytes: {exc}")
             return
-        request = Request(self.id, ch.id, header, body, ch.address, len(frame))
+        if ch.authenticator is not None:
+            try:
+                if self._authenticate(ch, header, body):
+                    return
+            except Exception:  # a bug in a mechanism: this connection goes, the thread stays
+                log.exception("SASL error on connection %s", ch.id)
+                self.close(ch, "internal error during SASL authentication")
+                return
+        request = Request(self.id, ch.id, header, body, ch.address, len(frame),
+                          listener_name=ch.listener)
         # The muting rule: no more reads from this connection until the response is queued
         # and written, so at most one of its requests is in the handlers at a time and the
         # responses leave in the order the requests came (handlers run in parallel).
@@ -383,7 +496,57 @@ class Processor(threading.Thread):
                 # queued.max.requests back-pressure).  Keep the wakeup pipe drained meanwhile.
                 continue
 
+    def _authenticate(self, ch: KafkaChannel, header: dict[str, Any],
+                      body: dict[str, Any] | None) -> bool:
+        """The SASL gate of a SASL listener (Kafka's ``SaslServerAuthenticator`` and
+        ``Processor``'s expired-session check).  True when the frame was dealt with here."""
+        auth = ch.authenticator
+        assert auth is not None
+        api_key, version = header["request_api_key"], header["request_api_version"]
+        if api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+            if body is None:
+                self.close(ch, f"SASL request {api_key} v{version} is not a version we read")
+                return True
+            was_reauthenticating = auth.state is SaslState.REAUTH_AUTHENTICATE
+            answer, outcome = auth.handle(api_key, version, body)
+            if api_key == ApiKey.SASL_AUTHENTICATE and version < 1:
+                answer.pop("session_lifetime_ms", None)  # v0 does not carry it
+            payload = codec.encode_response(api_key, version, header["correlation_id"], answer)
+            size = sum(len(memoryview(chunk).cast("B")) for chunk in payload)
+            ch.sends.extend(memoryview(c).cast("B") for c in [size.to_bytes(4, "big"), *payload])
+            if outcome is Outcome.FAILED:
+                self._stats["authentication_failed"] += 1
+                ch.close_after_send = (
+                    f"SASL authentication failed (error {answer['error_code']}: "
+                    f"{answer.get('error_message') or 'mechanism ' + repr(body.get('mechanism'))})")
+                # As Kafka's "Failed authentication with /host": the message names no secret.
+                log.info("failed authentication with %s on %s: %s", ch.address[0], ch.listener,
+                         ch.close_after_send)
+            elif outcome is Outcome.AUTHENTICATED:
+                self._stats["reauthentications" if was_reauthenticating else "authenticated"] += 1
+            ch.muted = True  # until the answer is written, like any response
+            self._update_interest(ch)
+            return True
+        if not auth.authenticated:
+            if api_key == ApiKey.API_VERSIONS and (
+                    auth.state is SaslState.HANDSHAKE_OR_VERSIONS_REQUEST):
+                return False  # KIP-511: the client may ask for versions first
+            self._stats["unauthenticated_requests"] += 1
+            self.close(ch, f"API key {api_key} before SASL authentication completed "
+                           f"(state {auth.state.value})")
+            return True
+        if auth.session_expired(time.monotonic()):
+            # KIP-368: the session ended without a re-authentication: no more requests.
+            self._stats["expired_sessions_closed"] += 1
+            self.close(ch, f"the SASL session of {auth.principal!r} expired "
+                           "(connections.max.reauth.ms) without re-authentication")
+            return True
+        return False
+
     def _write(self, ch: KafkaChannel) -> None:
+        if ch.tls:
+            self._write_tls(ch)
+            return
         while ch.sends:
             try:
                 sent = ch.sock.sendmsg(list(ch.sends)[:64])
@@ -403,11 +566,47 @@ class Processor(threading.Thread):
                     ch.sends[0] = head[sent:]  # a partial write: keep the rest for next time
                     sent = 0
                     return
+        self._sent(ch)
+
+    def _write_tls(self, ch: KafkaChannel) -> None:
+        # SSLSocket has no sendmsg(): one buffer at a time.  After a "want write" OpenSSL must
+        # be given the same bytes again, which is what the head of ``sends`` still holds.
+        while ch.sends:
+            head = ch.sends[0]
+            try:
+                sent = ch.sock.send(head[:_RECV_CHUNK])
+            except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                return
+            except OSError as exc:
+                self.close(ch, f"write failed: {exc}", level=logging.DEBUG)
+                return
+            self._stats["bytes_written"] += sent
+            self._touch(ch)
+            if sent >= len(head):
+                ch.sends.popleft()
+            else:
+                ch.sends[0] = head[sent:]
+        self._sent(ch)
+
+    def _sent(self, ch: KafkaChannel) -> None:
+        """A response is written: unmute, or close if it was a refusal."""
+        if ch.close_after_send is not None:
+            if self.failed_auth_delay_s > 0:
+                # Stay muted: nothing more is read from it; the loop closes it when due.
+                self._update_interest(ch)
+                self._delayed_closes[ch.id] = (
+                    time.monotonic() + self.failed_auth_delay_s, ch.close_after_send)
+            else:
+                self.close(ch, ch.close_after_send)
+            return
         self._unmute(ch)
 
     def _unmute(self, ch: KafkaChannel) -> None:
         ch.muted = False
         self._update_interest(ch)
+        sock = ch.sock
+        if isinstance(sock, ssl.SSLSocket) and not ch.handshake_events and sock.pending():
+            self._tls_pending.add(ch.id)  # a pipelined request already decrypted
 
     def _touch(self, ch: KafkaChannel) -> None:
         ch.last_active = time.monotonic()
@@ -415,7 +614,9 @@ class Processor(threading.Thread):
 
     def _update_interest(self, ch: KafkaChannel) -> None:
         events = 0
-        if not ch.muted:
+        if ch.handshake_events:
+            events = ch.handshake_events
+        elif not ch.muted:
             events |= selectors.EVENT_READ
         if ch.sends:
             events |= selectors.EVENT_WRITE
@@ -436,8 +637,18 @@ class Processor(threading.Thread):
         if ch.events:
             self._selector.unregister(ch.sock)
             ch.events = 0
+        if isinstance(ch.sock, ssl.SSLSocket) and not ch.handshake_events:
+            # TLS's close_notify, so the client knows the stream ended whole (a client may
+            # drop the last response if the connection ends without it); never waits for the
+            # client's own close_notify.
+            try:
+                ch.sock.unwrap()
+            except (ssl.SSLError, OSError, ValueError):
+                pass
         ch.sock.close()
         ch.sends.clear()
+        self._tls_pending.discard(ch.id)
+        self._delayed_closes.pop(ch.id, None)
         self.quotas.dec(ch.address[0])
         self._stats["closed"] += 1
 
@@ -450,8 +661,11 @@ class Acceptor(threading.Thread):
 
     def __init__(self, host: str, port: int, processors: list[Processor],
                  quotas: ConnectionQuotas, config: BrokerConfig,
-                 faults: FaultInjector | None = None) -> None:
-        super().__init__(name="kafkacore-acceptor", daemon=True)
+                 faults: FaultInjector | None = None,
+                 security: ListenerSecurity | None = None) -> None:
+        name = security.endpoint.name if security is not None else "PLAINTEXT"
+        super().__init__(name=f"kafkacore-acceptor-{name}", daemon=True)
+        self.security = security
         self.processors = processors
         self.faults = faults
         self.quotas = quotas
@@ -512,17 +726,18 @@ class Acceptor(threading.Thread):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer)
             processor = self.processors[self._current % len(self.processors)]
             self._current += 1
-            processor.accept(sock, host)
+            processor.accept(sock, host, self.security)
 
     def shutdown(self) -> None:
         self._running = False
 
 
 class SocketServer:
-    """The acceptor, the processors and the connection quotas of one listener."""
+    """An acceptor per listener; the processors and the connection quotas they share."""
 
     def __init__(self, config: BrokerConfig, channel: RequestChannel,
-                 faults: FaultInjector | None = None) -> None:
+                 faults: FaultInjector | None = None,
+                 security: dict[str, ListenerSecurity | None] | None = None) -> None:
         self.config = config
         self.request_channel = channel
         self.faults = faults if faults is not None else FaultInjector()
@@ -535,27 +750,45 @@ class SocketServer:
             Processor(i, config, channel, self.connection_quotas, self.faults)
             for i in range(config["num.network.threads"])
         ]
-        self.acceptor = Acceptor(
-            config.listener_host, config.listener_port, self.processors,
-            self.connection_quotas, config, self.faults,
-        )
+        if security is None:
+            security = build_listener_security(config)
+        #: listener name -> its acceptor, in the order of ``listeners``.
+        self.acceptors: dict[str, Acceptor] = {}
+        for endpoint in config.listeners:
+            self.acceptors[endpoint.name] = Acceptor(
+                endpoint.host, endpoint.port, self.processors, self.connection_quotas, config,
+                self.faults, security.get(endpoint.name),
+            )
+        #: The first listener's acceptor.
+        self.acceptor = next(iter(self.acceptors.values()))
 
     @property
     def bound_port(self) -> int:
         """The port listened on (the one the OS chose when the listener says port 0)."""
         return self.acceptor.port
 
+    def bound_port_of(self, listener: str) -> int:
+        """The port of the listener named ``listener``."""
+        return self.acceptors[listener.upper()].port
+
+    def endpoints(self) -> list[EndPoint]:
+        """The listeners with the ports actually bound."""
+        return [EndPoint(e.name, e.host, self.acceptors[e.name].port, e.security_protocol)
+                for e in self.config.listeners]
+
     def startup(self) -> None:
         for p in self.processors:
             p.start()
-        self.acceptor.start()
+        for acceptor in self.acceptors.values():
+            acceptor.start()
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
-        self.acceptor.shutdown()
-        if self.acceptor.is_alive():
-            self.acceptor.join(timeout_s)
-        else:
-            self.acceptor.server_socket.close()
+        for acceptor in self.acceptors.values():
+            acceptor.shutdown()
+            if acceptor.is_alive():
+                acceptor.join(timeout_s)
+            else:
+                acceptor.server_socket.close()
         for p in self.processors:
             p.shutdown()
         for p in self.processors:

@@ -40,6 +40,8 @@ class Request:
     client_address: tuple[str, int]
     size: int
     start_time_ns: int = field(default_factory=time.monotonic_ns)
+    #: The listener the request came in on (Metadata answers with that listener's address).
+    listener_name: str = "PLAINTEXT"
     #: An error code a test injected (kafkacore.broker.faults) for the handler's answer to carry.
     injected_error: int = 0
 

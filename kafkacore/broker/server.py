@@ -13,6 +13,7 @@ from kafkacore.broker.faults import FaultInjector
 from kafkacore.broker.handler import KafkaRequestHandlerPool
 from kafkacore.broker.network import SocketServer
 from kafkacore.broker.request_channel import RequestChannel
+from kafkacore.broker.security import build_listener_security
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,9 @@ class Broker:
         self.request_channel = RequestChannel(self.config["queued.max.requests"])
         #: Faults switched on by tests (kafkacore.broker.faults); none by default.
         self.faults = FaultInjector()
+        #: Each listener's TLS context and SASL users, checked now (a bad keystore or user list
+        #: is a ConfigError here, before anything starts).
+        self.listener_security = build_listener_security(self.config)
         self.socket_server: SocketServer | None = None
         self.log_manager: Any = None
         self.metadata_cache: Any = None
@@ -52,6 +56,22 @@ class Broker:
             return self.socket_server.bound_port
         return self.config.advertised_port
 
+    def advertised_address(self, listener: str) -> tuple[str, int]:
+        """(host, port) given to clients that came in on ``listener`` (Kafka answers Metadata
+        with the brokers' endpoints of the request's listener); port 0: the one bound."""
+        endpoint = self.config.advertised.get(listener)
+        if endpoint is None:
+            return self.advertised_host, self.advertised_port
+        port = endpoint.port
+        if port == 0 and self.socket_server is not None:
+            port = self.socket_server.bound_port_of(listener)
+        return endpoint.host, port
+
+    def bootstrap_servers_of(self, listener: str) -> str:
+        """``host:port`` of the listener named ``listener`` (e.g. ``"SASL_SSL"``)."""
+        host, port = self.advertised_address(listener.upper())
+        return f"{host}:{port}"
+
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.advertised_host}:{self.advertised_port}"
@@ -70,7 +90,8 @@ class Broker:
         self.log_manager = _make_log_manager(self)
         self.group_coordinator = GroupCoordinator(first_dir)
         self.group_coordinator.startup()
-        self.socket_server = SocketServer(self.config, self.request_channel, self.faults)
+        self.socket_server = SocketServer(self.config, self.request_channel, self.faults,
+                                          self.listener_security)
         self.apis = KafkaApis(self)
         self._handlers = KafkaRequestHandlerPool(
             self.request_channel, self.apis, self.config["num.io.threads"]
