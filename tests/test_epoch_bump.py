@@ -7,15 +7,19 @@ producer id.  Every record is read back by confluent-kafka.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 
 import pytest
 from readback import read_confluent
+from support.scripted_broker import FakeBroker, api_versions_answer
 
 from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
+from kafkacore.core import iter_batches
 from kafkacore.errors import KafkaTimeoutError
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.testing import LocalBroker
 
 pytestmark = pytest.mark.broker
@@ -100,3 +104,156 @@ def test_in_flight_batches_expire_while_the_broker_is_frozen_then_new_batches_su
     finally:
         producer.close(5)
     check_read_back(ours.bootstrap, topic, partitions, acked, unknown)
+
+
+# -- UNKNOWN_PRODUCER_ID: the broker forgot us ----------------------------------------------------
+
+UNKNOWN_PRODUCER_ID = 59
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+DUPLICATE_SEQUENCE_NUMBER = 46
+INVALID_PRODUCER_EPOCH = 47
+UNKNOWN_SERVER_ERROR = -1
+TOPIC = "scripted"
+
+
+class ForgetfulLog:
+    """One partition's log on a scripted broker that checks producer ids, epochs and sequences as
+    Kafka does, and after ``forget_after`` records loses every producer's state once (a restart
+    that kept the log but not the producer state).  A batch from a producer it does not know is
+    answered UNKNOWN_PRODUCER_ID, unless its id and epoch were handed out by InitProducerId since
+    and it starts at sequence 0.  ``can_bump``: InitProducerId with an id bumps its epoch (v3+);
+    otherwise it is refused as tansu refuses it, and only a new producer id helps."""
+
+    def __init__(self, forget_after: int, can_bump: bool):
+        self.forget_after = forget_after
+        self.can_bump = can_bump
+        self.values: list[bytes] = []
+        self.producers: dict[int, list[int]] = {}  # id -> [epoch, next sequence]
+        self.issued: set[tuple[int, int]] = set()
+        self.init_requests: list[tuple[int, int]] = []
+        self.unknown_answers = 0
+        self.next_id = 7
+        self.forgotten = False
+        self.lock = threading.Lock()
+
+    def init_producer_id(self, body) -> dict:
+        asked = (body.get("producer_id", -1), body.get("producer_epoch", -1))
+        with self.lock:
+            self.init_requests.append(asked)
+            if asked[0] >= 0 and not self.can_bump:
+                return {"throttle_time_ms": 0, "error_code": UNKNOWN_SERVER_ERROR,
+                        "producer_id": -1, "producer_epoch": -1}
+            given = (asked[0], asked[1] + 1) if asked[0] >= 0 else (self.next_id, 0)
+            if asked[0] < 0:
+                self.next_id += 1
+            self.issued.add(given)
+        return {"throttle_time_ms": 0, "error_code": 0, "producer_id": given[0],
+                "producer_epoch": given[1]}
+
+    def append(self, batch) -> tuple[int, int]:
+        with self.lock:
+            state = self.producers.get(batch.producer_id)
+            if state is None:
+                if (batch.producer_id, batch.producer_epoch) not in self.issued or (
+                    batch.base_sequence != 0
+                ):
+                    self.unknown_answers += 1
+                    return UNKNOWN_PRODUCER_ID, -1
+                state = self.producers[batch.producer_id] = [batch.producer_epoch, 0]
+            if batch.producer_epoch < state[0]:
+                return INVALID_PRODUCER_EPOCH, -1
+            if batch.producer_epoch > state[0]:
+                if batch.base_sequence != 0:
+                    return OUT_OF_ORDER_SEQUENCE_NUMBER, -1
+                state[:] = [batch.producer_epoch, 0]
+            if batch.base_sequence < state[1]:
+                return DUPLICATE_SEQUENCE_NUMBER, -1
+            if batch.base_sequence > state[1]:
+                return OUT_OF_ORDER_SEQUENCE_NUMBER, -1
+            state[1] += batch.record_count
+            base = len(self.values)
+            self.values.extend(r.value for r in batch.records)
+            if not self.forgotten and len(self.values) >= self.forget_after:
+                self.forgotten = True
+                self.producers.clear()
+                self.issued.clear()
+            return 0, base
+
+    def handler(self, broker):
+        def answer(header, body):
+            key = header["request_api_key"]
+            if key == ApiKey.API_VERSIONS:
+                return api_versions_answer()
+            if key == ApiKey.METADATA:
+                return metadata_answer({1: broker}, {0: 1})
+            if key == ApiKey.INIT_PRODUCER_ID:
+                return self.init_producer_id(body)
+            if key == ApiKey.PRODUCE:
+                part = body["topic_data"][0]["partition_data"][0]
+                [batch] = iter_batches(bytes(part["records"]))
+                error, base = self.append(batch)
+                return produce_answer([(0, error, base)])
+            return None
+
+        return answer
+
+
+def metadata_answer(brokers, leaders):
+    return {
+        "brokers": [{"node_id": n, "host": "127.0.0.1", "port": b.port, "rack": None}
+                    for n, b in brokers.items()],
+        "controller_id": min(brokers),
+        "topics": [{"error_code": 0, "name": TOPIC, "is_internal": False, "partitions": [
+            {"error_code": 0, "partition_index": p, "leader_id": n, "leader_epoch": 0,
+             "replica_nodes": [n], "isr_nodes": [n], "offline_replicas": []}
+            for p, n in leaders.items()]}],
+    }
+
+
+def produce_answer(partitions):
+    return {"responses": [{"name": TOPIC, "partition_responses": [
+        {"index": p, "error_code": e, "base_offset": b, "log_append_time_ms": -1,
+         "log_start_offset": 0} for p, e, b in partitions]}], "throttle_time_ms": 0}
+
+
+@pytest.mark.parametrize("can_bump", [True, False], ids=["bump", "new-id"])
+def test_unknown_producer_id_starts_the_partition_over_and_retries(can_bump):
+    """Issue 11, part 1, item 2: UNKNOWN_PRODUCER_ID used to fail records.  Now the partition
+    starts over under a bumped epoch (or, from a broker that cannot bump, a new producer id) and
+    every record is written once, in order."""
+    log = ForgetfulLog(forget_after=100, can_bump=can_bump)
+    broker = FakeBroker(lambda h, b: None)
+    broker.handler = log.handler(broker)
+    sent = [b"%05d" % i + b"." * 40 for i in range(600)]
+    try:
+        with KafkaProducer(bootstrap_servers=broker.bootstrap, batch_size=1024,
+                           linger_ms=1, retry_backoff_ms=10) as producer:
+            futures = [producer.send(TOPIC, v) for v in sent]
+            offsets = [f.get(timeout=60).offset for f in futures]
+    finally:
+        broker.close()
+    assert log.forgotten and log.unknown_answers > 0  # the scenario happened
+    assert log.values == sent  # every record once, in send order
+    assert offsets == list(range(len(sent)))
+    assert log.init_requests[0] == (-1, -1)
+    assert (7, 0) in log.init_requests  # a bump of our own id and epoch was asked for
+    if not can_bump:
+        assert log.init_requests[-1] == (-1, -1)  # refused: a new producer id instead
+
+
+@pytest.mark.timeout(180)
+def test_a_broker_restart_that_loses_producer_state_fails_no_record(broker, make_topic):
+    """tansu keeps producer ids in memory: after a restart it answers UNKNOWN_PRODUCER_ID to the
+    producer it forgot (and refuses to bump an epoch it does not know).  Every record sent after
+    the restart must be delivered, once, in order (read back by confluent-kafka)."""
+    partitions = 3
+    topic = make_topic(partitions=partitions)
+    with KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=2, batch_size=2048) as producer:
+        for i in range(30):
+            producer.send(topic, b"before-%d" % i).get(timeout=30)
+        broker.restart()  # memory storage: the topic and the producer ids are gone
+        assert create_topics(broker.bootstrap, {topic: partitions}) == {topic: 0}
+        futures = {b"after-%04d" % i: producer.send(topic, b"after-%04d" % i, partition=i % 3)
+                   for i in range(600)}
+        acked = {value: future.get(timeout=90) for value, future in futures.items()}
+    check_read_back(broker.bootstrap, topic, partitions, acked, unknown=[])
