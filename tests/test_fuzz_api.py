@@ -1,0 +1,140 @@
+"""Hypothesis over the public API (issue 11, part 2): ``send``, ``send_batch`` and the settings.
+
+Whatever a caller passes, the answer is a future or a typed error (``TypeError``, ``ValueError`` or
+a :class:`~kafkacore.errors.KafkaError`) at the call; never a crash, never a hang, and the producer
+keeps working for good input afterwards.  Every future that was returned completes.  The record
+reader has its own fuzzing in tests/test_records.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkacore import KafkaProducer
+from kafkacore.config import SETTINGS, ProducerConfig
+from kafkacore.errors import ConfigError, KafkaError
+
+pytestmark = [pytest.mark.broker, pytest.mark.timeout(600)]  # a hang fails, bounded
+
+TYPED = (TypeError, ValueError, KafkaError)
+
+
+class Weird:
+    """An object no argument should accept."""
+
+    def __bytes__(self):
+        raise RuntimeError("must not be called under a lock")
+
+
+def _shrinking_headers():
+    def gen():
+        yield ("a", b"1")
+        yield ("b", bytearray(b"2"))
+
+    return gen()
+
+
+blobs = st.one_of(
+    st.none(),
+    st.binary(max_size=300),
+    st.binary(max_size=300).map(bytearray),
+    st.binary(max_size=300).map(memoryview),
+    st.text(max_size=50),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.lists(st.integers(0, 255), max_size=5),
+    st.just(Weird()),
+)
+header_values = st.one_of(st.none(), st.binary(max_size=20), st.text(max_size=5), st.integers(),
+                          st.binary(max_size=20).map(bytearray))
+headers = st.one_of(
+    st.none(),
+    st.lists(st.tuples(st.one_of(st.text(max_size=8), st.binary(max_size=4), st.integers()),
+                       header_values), max_size=4),
+    st.lists(st.one_of(st.integers(), st.text(max_size=3), st.tuples(st.text(max_size=3))),
+             max_size=3),
+    st.dictionaries(st.text(max_size=5), header_values, max_size=3),
+    st.just("not headers"),
+    st.builds(_shrinking_headers),
+)
+big_ints = st.one_of(st.integers(), st.integers(-(2**70), 2**70))
+partitions = st.one_of(st.none(), st.integers(-3, 5), big_ints, st.text(max_size=3),
+                       st.floats(), st.booleans())
+timestamps = st.one_of(st.none(), big_ints, st.floats(), st.text(max_size=3), st.booleans())
+
+
+@pytest.fixture(scope="module")
+def fuzz_target(_local_broker):
+    """One producer and a 3-partition topic for the whole module (hypothesis runs many
+    examples; a producer each would test construction, not sending)."""
+    from kafkacore.admin import create_topics
+
+    if not _local_broker.is_running():
+        _local_broker.restart()
+    topic = "fuzz-api"
+    create_topics(_local_broker.bootstrap, {topic: 3})
+    producer = KafkaProducer(bootstrap_servers=_local_broker.bootstrap, linger_ms=2,
+                             max_block_ms=10_000, delivery_timeout_ms=60_000)
+    producer.partitions_for(topic)
+    futures: list = []
+    yield producer, topic, futures
+    try:
+        producer.flush(timeout=60)
+        assert futures, "no example was accepted: the fuzzing did not reach the send path"
+        for f in futures:  # every future handed out completes
+            assert f.done()
+        # The producer still works for good input after all that.
+        assert producer.send(topic, b"still fine", partition=0).get(timeout=30).topic == topic
+    finally:
+        producer.close(10)
+
+
+def _call(futures, fn, *args, **kwargs):
+    try:
+        future = fn(*args, **kwargs)
+    except TYPED:
+        return
+    futures.append(future)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=blobs, key=blobs, partition=partitions, timestamp=timestamps, hdrs=headers,
+       topic_ok=st.booleans(), topic=st.text(max_size=12))
+def test_send_answers_a_future_or_a_typed_error(fuzz_target, value, key, partition, timestamp,
+                                                hdrs, topic_ok, topic):
+    producer, good_topic, futures = fuzz_target
+    _call(futures, producer.send, good_topic if topic_ok else topic, value, key=key,
+          partition=partition, timestamp=timestamp, headers=hdrs)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    values=st.one_of(st.lists(blobs, max_size=20), blobs),
+    keys=st.one_of(st.none(), st.lists(blobs, max_size=20)),
+    parts=st.one_of(st.none(), st.lists(partitions, max_size=20)),
+    stamps=st.one_of(st.none(), st.lists(timestamps, max_size=20)),
+    hdrs=st.one_of(st.none(), st.lists(headers, max_size=20)),
+)
+def test_send_batch_answers_a_future_or_a_typed_error(fuzz_target, values, keys, parts, stamps,
+                                                      hdrs):
+    producer, topic, futures = fuzz_target
+    _call(futures, producer.send_batch, topic, values, keys, parts, stamps, hdrs)
+
+
+setting_values = st.one_of(
+    st.none(), st.booleans(), big_ints, st.floats(allow_nan=True), st.text(max_size=20),
+    st.sampled_from(["all", "-1", "1", "0", "gzip", "zstd", "none", "PLAINTEXT", "SSL",
+                     "127.0.0.1:1", "a:b:c", "", "true", "false"]),
+    st.lists(st.text(max_size=10), max_size=3), st.just(Weird()),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from([s.name for s in SETTINGS]), setting_values, max_size=6))
+def test_any_settings_are_accepted_or_refused_with_config_error(config):
+    try:
+        ProducerConfig(config)
+    except ConfigError:
+        pass
