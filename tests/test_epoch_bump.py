@@ -18,7 +18,7 @@ from support.scripted_broker import FakeBroker, api_versions_answer
 from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
 from kafkacore.core import iter_batches
-from kafkacore.errors import KafkaTimeoutError
+from kafkacore.errors import KafkaError, KafkaTimeoutError
 from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.testing import LocalBroker
 
@@ -124,7 +124,8 @@ class ForgetfulLog:
     and it starts at sequence 0.  ``can_bump``: InitProducerId with an id bumps its epoch (v3+);
     otherwise it is refused as tansu refuses it, and only a new producer id helps."""
 
-    def __init__(self, forget_after: int, can_bump: bool):
+    def __init__(self, forget_after: int, can_bump: bool, refuse=None):
+        self.refuse = refuse  # batch -> an error code to refuse it with (before any check), or 0
         self.forget_after = forget_after
         self.can_bump = can_bump
         self.values: list[bytes] = []
@@ -152,6 +153,9 @@ class ForgetfulLog:
 
     def append(self, batch) -> tuple[int, int]:
         with self.lock:
+            refused = self.refuse(batch) if self.refuse else 0
+            if refused:
+                return refused, -1
             state = self.producers.get(batch.producer_id)
             if state is None:
                 if (batch.producer_id, batch.producer_epoch) not in self.issued or (
@@ -257,3 +261,45 @@ def test_a_broker_restart_that_loses_producer_state_fails_no_record(broker, make
                    for i in range(600)}
         acked = {value: future.get(timeout=90) for value, future in futures.items()}
     check_read_back(broker.bootstrap, topic, partitions, acked, unknown=[])
+
+
+INVALID_RECORD = 87
+
+
+def test_a_batch_refused_for_good_does_not_block_the_younger_ones():
+    """A batch refused with a non-retriable error leaves a gap in the sequences: the younger
+    batches in flight are answered OUT_OF_ORDER_SEQUENCE_NUMBER and, before KIP-360, were
+    retried behind the refused batch until they expired.  Now the poisoned records fail with the
+    broker's error, and every other record is written once, in order."""
+    poison = b"poison"
+
+    def refuse(batch):
+        return INVALID_RECORD if any(r.value == poison for r in batch.records) else 0
+
+    log = ForgetfulLog(forget_after=10**9, can_bump=True, refuse=refuse)
+    broker = FakeBroker(lambda h, b: None)
+    broker.handler = log.handler(broker)
+    sent = [b"%05d" % i + b"." * 40 for i in range(400)]
+    try:
+        with KafkaProducer(bootstrap_servers=broker.bootstrap, batch_size=512, linger_ms=0,
+                           retry_backoff_ms=10, delivery_timeout_ms=30_000) as producer:
+            first = [producer.send(TOPIC, v) for v in sent[:200]]
+            bad = producer.send(TOPIC, poison)
+            rest = [producer.send(TOPIC, v) for v in sent[200:]]
+            futures = first + rest
+            wait_all_done([bad, *futures], 60)
+    finally:
+        broker.close()
+    error = bad.exception(timeout=0)
+    assert isinstance(error, KafkaError) and error.errno == INVALID_RECORD, error
+    # Whatever shared the poison's batch failed with it, with the same error; everything else
+    # arrived once, in order, at the offsets its future reported.
+    outcome = dict(zip(sent, futures, strict=True))
+    failed = {v: f.exception(timeout=0) for v, f in outcome.items() if f.exception(timeout=0)}
+    assert all(getattr(e, "errno", None) == INVALID_RECORD for e in failed.values()), failed
+    assert len(failed) < 20  # only the poison's batch-mates (512-byte batches)
+    written = [v for v in sent if v not in failed]
+    assert log.values == written
+    offsets = [outcome[v].result(timeout=0).offset for v in written]
+    assert offsets == list(range(len(written)))
+    assert any(asked[0] >= 0 for asked in log.init_requests)  # the epoch was bumped
