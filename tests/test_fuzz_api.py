@@ -8,6 +8,8 @@ reader has its own fuzzing in tests/test_records.py.
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -137,4 +139,48 @@ def test_any_settings_are_accepted_or_refused_with_config_error(config):
     try:
         ProducerConfig(config)
     except ConfigError:
+        pass
+
+
+# -- the record reader: any bytes, any codec, any bound -----------------------------------------
+
+record_lists = st.lists(
+    st.tuples(st.one_of(st.none(), st.binary(max_size=30)),
+              st.one_of(st.none(), st.binary(max_size=200)),
+              st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=8))),
+                       max_size=2)),
+    min_size=1, max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(records=record_lists, codec=st.sampled_from(["none", "gzip", "snappy", "lz4", "zstd"]),
+       data=st.data())
+def test_the_reader_answers_records_or_corrupt_record_error(records, codec, data):
+    """Batches of any records and codec, damaged anywhere (the CRC recomputed half the time so
+    the parser meets the damage), cut, doubled, and read under any decompression bound: records
+    or :class:`~kafkacore.errors.CorruptRecordError`, nothing else."""
+    from kafkacore.core import MemoryRecordsBuilder
+    from kafkacore.core.records import crc32c, iter_batches
+    from kafkacore.errors import CorruptRecordError
+
+    builder = MemoryRecordsBuilder(256, compression=codec)
+    for key, value, hdrs in records:
+        builder.append(1_700_000_000_000, key, value, hdrs)
+    batch = bytearray(builder.build())
+    for _ in range(data.draw(st.integers(0, 4))):
+        pos = data.draw(st.integers(0, len(batch) - 1))
+        batch[pos] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        del batch[data.draw(st.integers(0, len(batch))):]
+    if len(batch) > 21 and data.draw(st.booleans()):
+        struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
+    blob = bytes(batch) * data.draw(st.integers(1, 2))
+    limit = data.draw(st.one_of(st.integers(0, 4096), st.just(64 << 20)))
+    try:
+        for b in iter_batches(blob, max_decompressed_bytes=limit):
+            for r in b.records:
+                assert r.key is None or isinstance(r.key, bytes)
+                assert r.value is None or isinstance(r.value, bytes)
+    except CorruptRecordError:
         pass
