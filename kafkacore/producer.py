@@ -51,6 +51,8 @@ def _close_producers_at_exit() -> None:
 # the child (a lock or a pthread mutex held by a parent thread at the fork is never released; a
 # socket's buffered bytes are the parent's).  Copy-on-write: it costs the child little.
 _inherited_at_fork: list[Any] = []
+# Inherited producers not used yet in this process: a fork from here passes them on again.
+_not_started_after_fork: weakref.WeakSet[KafkaProducer] = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
@@ -58,7 +60,7 @@ def _after_fork_in_child() -> None:
     afresh on first use.  Only attribute stores and new locks here (another parent thread may
     have held a lock at the fork).  The parent's queued records stay the parent's: the child
     never sends them."""
-    producers = list(_live_producers)
+    producers = [*_live_producers, *_not_started_after_fork]
     _live_producers.clear()
     for producer in producers:
         producer._start_afresh_on_first_use()
@@ -334,9 +336,10 @@ class KafkaProducer:
         """In a forked child (from the at-fork hook): the producer's public methods are shadowed
         by instance attributes that build a fresh producer on first use (the parent's hot path
         pays nothing).  A producer the parent had closed stays closed."""
-        if self._closed:
-            return
+        if self._closed and self not in _not_started_after_fork:
+            return  # closed by its owner before the fork
         self._closed = True  # until it starts afresh: __del__ has nothing to stop in the child
+        _not_started_after_fork.add(self)
         start_lock = threading.Lock()  # new: nothing of the parent's can hold it
 
         def first_use(name: str):
@@ -354,6 +357,7 @@ class KafkaProducer:
         def close_before_use(timeout: float | None = None) -> None:
             # Nothing of the child's to send: closed for good, without ever starting.
             with start_lock:
+                _not_started_after_fork.discard(self)
                 for name in _FORK_SHADOWED:
                     setattr(self, name, closed)
 
@@ -370,6 +374,7 @@ class KafkaProducer:
              self._appender, self._transaction_manager)
         )
         parent = self._pid
+        _not_started_after_fork.discard(self)
         self._build()
         for name in (*_FORK_SHADOWED, "close"):
             self.__dict__.pop(name, None)

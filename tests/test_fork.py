@@ -99,6 +99,22 @@ def test_a_child_that_closes_before_using_the_producer(bootstrap, make_topic):
     assert read_values(bootstrap, topic, 1) == collections.Counter([b"parent"])
 
 
+def test_a_grandchild(bootstrap, make_topic):
+    """A child forks again before using the producer: the grandchild starts afresh too."""
+    topic = make_topic(partitions=1)
+
+    def child() -> int:
+        code = _fork_and_wait(lambda: _send_in_child(producer, topic, b"grandchild"))
+        return code or _send_in_child(producer, topic, b"child")
+
+    with KafkaProducer(bootstrap_servers=bootstrap) as producer:
+        producer.partitions_for(topic)
+        assert _fork_and_wait(child) == 0
+    expected = [b"%s-%s" % (who, i) for who in (b"child", b"grandchild")
+                for i in [b"%d" % j for j in range(10)] + [b"batch"]]
+    assert read_values(bootstrap, topic, len(expected)) == collections.Counter(expected)
+
+
 def _pool_task(args):
     topic, i = args
     return _send_in_child(_producer, topic, b"task-%d" % i, close=False)
