@@ -303,3 +303,66 @@ def test_a_batch_refused_for_good_does_not_block_the_younger_ones():
     offsets = [outcome[v].result(timeout=0).offset for v in written]
     assert offsets == list(range(len(written)))
     assert any(asked[0] >= 0 for asked in log.init_requests)  # the epoch was bumped
+
+
+@pytest.mark.timeout(240)
+def test_a_stream_through_two_freezes_keeps_every_acknowledged_record_once_in_order(ours):
+    """The same, with a thread sending all the while to three partitions, through two freezes
+    longer than delivery.timeout.ms: acknowledged records once each and in send order per
+    partition, expired ones at most once, and records acknowledged after the last freeze."""
+    partitions = 3
+    topic = new_topic(ours.bootstrap, partitions)
+    producer = KafkaProducer(
+        bootstrap_servers=ours.bootstrap, linger_ms=1, batch_size=512,
+        request_timeout_ms=1000, delivery_timeout_ms=2500, retry_backoff_ms=20,
+        socket_connection_setup_timeout_ms=1000, reconnect_backoff_max_ms=200,
+        max_block_ms=60_000,
+    )
+    sent: list[tuple[bytes, object]] = []
+    stop = threading.Event()
+
+    def stream():
+        i = 0
+        while not stop.is_set():
+            value = b"r%06d" % i
+            sent.append((value, producer.send(topic, value, partition=i % partitions)))
+            i += 1
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=stream, daemon=True)
+    thread.start()
+    try:
+        for _ in range(2):
+            flowing = len(sent)
+            deadline = time.monotonic() + 60
+            while len(sent) < flowing + 50:  # the stream is flowing
+                assert time.monotonic() < deadline and thread.is_alive()
+                time.sleep(0.01)
+            wait_all_done([f for _, f in sent[flowing:flowing + 50]], 60)
+            with ours.paused():
+                frozen_at = len(sent)
+                deadline = time.monotonic() + 60
+                while not any(f.done() and f.exception() for _, f in sent[frozen_at:]):
+                    assert time.monotonic() < deadline, "nothing expired while frozen"
+                    time.sleep(0.05)
+        resumed_at = len(sent)
+        deadline = time.monotonic() + 60
+        while not any(f.done() and f.exception() is None for _, f in sent[resumed_at:]):
+            assert time.monotonic() < deadline, "nothing delivered after the last freeze"
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(30)
+    producer.flush(timeout=60)
+    producer.close(5)
+    acked = {}
+    unknown = []
+    for value, future in sent:
+        error = future.exception(timeout=0)
+        if error is None:
+            acked[value] = future.result(timeout=0)
+        else:
+            assert isinstance(error, KafkaTimeoutError), error
+            unknown.append(value)
+    assert unknown and acked
+    check_read_back(ours.bootstrap, topic, partitions, acked, unknown)
