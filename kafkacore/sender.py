@@ -432,7 +432,13 @@ class Sender:
             self._maybe_init_producer_id(now, bump=True)
             return
         for tp in idle:
-            self.accumulator.rewrite_sequences(tp)
+            try:
+                self.accumulator.rewrite_sequences(tp)
+            except BufferError:
+                # A view of a batch's bytes from an earlier request is still alive somewhere:
+                # its header cannot change under it.  The partition stays marked; next loop.
+                log.debug("sequences of %s not rewritten yet: a view of a batch is alive", tp)
+                return
         log.info("producer %s epoch %s: sequences restarted for %s",
                  tm.producer_id, tm.producer_epoch, sorted(idle))
 

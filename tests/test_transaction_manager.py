@@ -5,6 +5,8 @@ The end-to-end proofs are in tests/test_epoch_bump.py; these pin down each KIP-3
 
 from __future__ import annotations
 
+import pytest
+
 from kafkacore.accumulator import RecordAccumulator
 from kafkacore.core import BufferPool
 from kafkacore.idempotence import MAX_EPOCH, TransactionManager
@@ -131,3 +133,22 @@ def test_a_bump_asks_for_our_epoch_or_a_new_id():
     assert tm.bump_request(supports_bump=False) == (-1, -1)
     tm.set_producer_id(4000, MAX_EPOCH)  # exhausted: a new producer id
     assert tm.bump_request(supports_bump=True) == (-1, -1)
+
+
+def test_a_live_view_of_a_batch_postpones_its_renumbering():
+    """A batch's header is never rewritten under a live view of its bytes (a request could be
+    writing them): the rewrite refuses, the partition stays marked, and goes through later."""
+    tm, acc, (a, _b, _c) = setup()
+    drain_one(tm, acc, a)
+    assert tm.can_retry_sequence_error(TP, a, unknown_producer_id=True)
+    tm.remove_in_flight(TP, a)
+    acc.reenqueue(a, 0)
+    tm.set_producer_id(4000, 1)
+    view = a.records()
+    with pytest.raises(BufferError):
+        acc.rewrite_sequences(TP)
+    assert tm.partitions_to_rewrite() == ([TP], False)  # still to do
+    view.release()
+    acc.rewrite_sequences(TP)
+    assert (a.producer_epoch, a.base_sequence) == (1, 0)
+    assert tm.partitions_to_rewrite() == ([], False)
