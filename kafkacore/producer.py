@@ -78,7 +78,9 @@ class KafkaProducer:
     :class:`~kafkacore.errors.ConfigError` naming the key.
 
     A producer is safe to share between threads, and meant to be: one producer per process gives
-    the fullest batches.
+    the fullest batches.  A forked child (``os.fork``, a ``fork`` multiprocessing pool, gunicorn
+    ``--preload``) that uses a producer it inherited gets a fresh one, with its own connections
+    and I/O thread; what the parent had queued stays the parent's.
     """
 
     def __init__(self, config: dict | None = None, **settings: Any) -> None:
