@@ -61,7 +61,10 @@ def main() -> None:
             first_of_epoch.setdefault(batch.producer_epoch, batch.base_sequence)
             frozen_written += sum(r.value.startswith(b"frozen") for r in batch.records)
         # A new epoch starts its sequences at 0: the broker accepts that whatever it held before.
-        assert max(first_of_epoch) >= 1 and first_of_epoch[max(first_of_epoch)] == 0
+        # (Only when something expired: if every frozen record was acknowledged after all, the
+        # producer knew what the broker held and had no reason to start over.)
+        if expired:
+            assert max(first_of_epoch) >= 1 and first_of_epoch[max(first_of_epoch)] == 0
     print(f"the broker had written {frozen_written} of the {expired} expired records: a timeout"
           " means 'unknown', not 'lost'")
     print("after the frozen stretch the partition went on under epoch", max(first_of_epoch))
