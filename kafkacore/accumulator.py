@@ -368,6 +368,24 @@ class RecordAccumulator:
                 i = len(pq.batches)
             pq.batches.insert(i, batch)
 
+    def rewrite_sequences(self, tp: TopicPartition) -> None:
+        """KIP-360: ``tp`` starts over under the transaction manager's current epoch; its queued
+        batches that already have sequences (the head of the queue, in sequence order) are
+        numbered again from 0.  Sender thread, with nothing of ``tp`` in flight."""
+        tm = self.transaction_manager
+        assert tm is not None
+        pq = self.batches.get(tp)
+        if pq is None:
+            tm.rewrite_sequences(tp, [])
+            return
+        with pq:
+            numbered = []
+            for batch in pq.batches:
+                if batch.base_sequence < 0:
+                    break
+                numbered.append(batch)
+            tm.rewrite_sequences(tp, numbered)
+
     def retry_without_backoff(self, batch: ProducerBatch) -> None:
         """Let the reenqueued ``batch`` go out again at once: its partition has a new leader."""
         self._retry_now[batch] = batch.attempts

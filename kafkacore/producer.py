@@ -55,13 +55,24 @@ def _close_producers_at_exit() -> None:
         producer._close_at_exit()
 
 
+# What forked children inherited from their parent's producers (pools, accumulators, sockets,
+# Sender objects): referenced for good and never used, so that no finaliser ever runs on them in
+# the child (a lock or a pthread mutex held by a parent thread at the fork is never released; a
+# socket's buffered bytes are the parent's).  Copy-on-write: it costs the child little.
+_inherited_at_fork: list[Any] = []
+# Inherited producers not used yet in this process: a fork from here passes them on again.
+_not_started_after_fork: weakref.WeakSet[KafkaProducer] = weakref.WeakSet()
+
+
 def _after_fork_in_child() -> None:
-    """A forked child inherits the parent's producers but not their Sender threads: disable
-    each at once.  Only attribute stores here (no lock: another parent thread may have held one
-    at the fork).  The parent's queued records stay the parent's; the child never sends them."""
-    for producer in list(_live_producers):
-        producer._disable_after_fork()
+    """A forked child inherits the parent's producers but not their Sender threads: each starts
+    afresh on first use.  Only attribute stores and new locks here (another parent thread may
+    have held a lock at the fork).  The parent's queued records stay the parent's: the child
+    never sends them."""
+    producers = [*_live_producers, *_not_started_after_fork]
     _live_producers.clear()
+    for producer in producers:
+        producer._start_afresh_on_first_use()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -76,18 +87,27 @@ class KafkaProducer:
     :class:`~kafkacore.errors.ConfigError` naming the key.
 
     A producer is safe to share between threads, and meant to be: one producer per process gives
-    the fullest batches.
+    the fullest batches.  A forked child (``os.fork``, a ``fork`` multiprocessing pool, gunicorn
+    ``--preload``) that uses a producer it inherited gets a fresh one, with its own connections
+    and I/O thread; what the parent had queued stays the parent's.
     """
 
     def __init__(self, config: dict[str, Any] | None = None, **settings: Any) -> None:
         cfg = ProducerConfig(config, **settings)
         self.config = cfg
         self.client_id = cfg["client.id"] or f"kafkacore-producer-{next(_client_ids)}"
+        self._max_block_ms: int = cfg["max.block.ms"]
+        self._interceptors: list[Any] = list(cfg["interceptor.classes"] or ())
+        self._build()
+
+    def _build(self) -> None:
+        """Everything a producer runs on: the pool, the accumulator, the network client, the
+        Sender thread.  Made once by ``__init__``, and once more by a forked child that uses an
+        inherited producer (``_start_afresh``)."""
+        cfg = self.config
         self._closed = False
         self._pid = os.getpid()
         self._close_lock = threading.Lock()
-        self._max_block_ms: int = cfg["max.block.ms"]
-        self._interceptors: list[Any] = list(cfg["interceptor.classes"] or ())
         self._metrics = Metrics()
         # batch.size=0 (Java: no batching) still needs a positive poolable size.
         self._pool = BufferPool(cfg["buffer.memory"], max(cfg["batch.size"], 1))
@@ -344,21 +364,54 @@ class KafkaProducer:
                 if closer is not None:
                     closer()
 
-    def _disable_after_fork(self) -> None:
-        # Instance attributes shadow the methods: the parent's hot path pays nothing.
-        pid = os.getpid()
+    def _start_afresh_on_first_use(self) -> None:
+        """In a forked child (from the at-fork hook): the producer's public methods are shadowed
+        by instance attributes that build a fresh producer on first use (the parent's hot path
+        pays nothing).  A producer the parent had closed stays closed."""
+        if self._closed and self not in _not_started_after_fork:
+            return  # closed by its owner before the fork
+        self._closed = True  # until it starts afresh: __del__ has nothing to stop in the child
+        _not_started_after_fork.add(self)
+        start_lock = threading.Lock()  # new: nothing of the parent's can hold it
 
-        def forked(*_args: Any, **_kwargs: Any) -> Any:
-            raise IllegalStateError(
-                f"producer {self.client_id} was created in process {self._pid} and inherited "
-                f"by fork into process {pid}; its Sender thread did not come along. Create a "
-                "new KafkaProducer in the child (after the fork)"
-            )
+        def first_use(name: str):
+            def call(*args: Any, **kwargs: Any) -> Any:
+                with start_lock:
+                    if self.__dict__.get(name) is call:  # the first caller starts the producer
+                        self._start_afresh()
+                return getattr(self, name)(*args, **kwargs)
 
-        self._closed = True  # close() and __del__ have nothing to stop in the child
-        self._appender.closed = True
-        self.send = self.send_batch = self.flush = self.partitions_for = forked  # type: ignore[method-assign]
-        self.close = lambda timeout=None: None  # type: ignore[method-assign]
+            return call
+
+        def closed(*_args: Any, **_kwargs: Any) -> Any:
+            raise IllegalStateError("the producer is closed")
+
+        def close_before_use(timeout: float | None = None) -> None:
+            # Nothing of the child's to send: closed for good, without ever starting.
+            with start_lock:
+                _not_started_after_fork.discard(self)
+                for name in _FORK_SHADOWED:
+                    setattr(self, name, closed)
+
+        for name in _FORK_SHADOWED:
+            setattr(self, name, first_use(name))
+        self.close = close_before_use  # type: ignore[method-assign]
+
+    def _start_afresh(self) -> None:
+        """The first use of an inherited producer in a forked child: its own pool, accumulator,
+        connections and Sender thread, from the same configuration.  What the parent queued
+        stays behind, untouched (``_inherited_at_fork``)."""
+        _inherited_at_fork.append(
+            (self._pool, self._accumulator, self._metadata, self._client, self._sender,
+             self._appender, self._transaction_manager)
+        )
+        parent = self._pid
+        _not_started_after_fork.discard(self)
+        self._build()
+        for name in (*_FORK_SHADOWED, "close"):
+            self.__dict__.pop(name, None)
+        log.info("producer %s inherited by fork from process %d starts afresh in process %d",
+                 self.client_id, parent, self._pid)
 
     def _close_at_exit(self) -> None:
         if self._closed:
@@ -417,6 +470,9 @@ class KafkaProducer:
 
 
 __all__ = ["KafkaProducer"]
+
+# The methods that start an inherited producer afresh in a forked child.
+_FORK_SHADOWED = ("send", "send_batch", "flush", "partitions_for", "metrics")
 
 
 def _other_clients(

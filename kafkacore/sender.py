@@ -2,7 +2,8 @@
 
 One loop (``run_once``) does, in order (as Java's ``Sender.runOnce``):
 
-1. with idempotence, make sure we have a producer id (InitProducerId);
+1. with idempotence, make sure we have a producer id (InitProducerId), and start over under a
+   new epoch the partitions whose sequences the broker and we no longer agree on (KIP-360);
 2. ask the accumulator which leaders have a sendable batch (``ready``); ask for metadata for
    topics whose leader is unknown;
 3. keep only the leaders the network client can send to now (connecting the others);
@@ -86,6 +87,9 @@ class Sender:
         self._in_flight: dict[tuple, list] = {}
         self._init_pid_in_flight = False
         self._init_pid_backoff_until = 0
+        # A broker that answered an epoch bump (InitProducerId with our id) with an error:
+        # later bumps ask for a new producer id instead.
+        self._bump_refused = False
         self._running = True
         self._force_close = False
         self.thread: threading.Thread | None = None
@@ -145,8 +149,11 @@ class Sender:
     def run_once(self) -> None:
         now = clock_ms()
         tm = self.transaction_manager
-        if tm is not None and not tm.has_producer_id():
-            self._maybe_init_producer_id(now)
+        if tm is not None:
+            if not tm.has_producer_id():
+                self._maybe_init_producer_id(now)
+            else:
+                self._maybe_rewrite_sequences(now)
         timeout = self._send_producer_data(now)
         self.client.poll(timeout, clock_ms())
 
@@ -194,13 +201,18 @@ class Sender:
         """Fail batches past ``delivery.timeout.ms``: queued ones at once; in-flight ones too, but
         their memory stays allocated until the request ends, because the request may still be
         writing those very bytes to the socket (we send batches without copying them)."""
+        tm = self.transaction_manager
         for batch in self.accumulator.expired_batches(now):
+            if tm is not None:  # sent before? then the broker may have written it
+                tm.mark_unresolved((batch.topic, batch.partition), batch)
             self._fail_batch(batch, self._expiry_error(batch, now), now)
-        for batches in self._in_flight.values():
+        for tp, batches in self._in_flight.items():
             for batch in batches:
                 if batch.final_state is None and batch.has_reached_delivery_timeout(
                     self.delivery_timeout_ms, now
                 ):
+                    if tm is not None:
+                        tm.mark_unresolved(tp, batch)
                     self._record_error(batch)
                     batch.done(-1, -1, self._expiry_error(batch, now))
 
@@ -324,6 +336,9 @@ class Sender:
     ):
         tp = (batch.topic, batch.partition)
         if batch.final_state is not None:  # expired while in flight: only the memory is left
+            if error is None and self.transaction_manager is not None:
+                # Written after all: this settles the doubt its expiry raised.
+                self.transaction_manager.acknowledged(tp, batch)
             self._finish(batch, tp)
             self.accumulator.deallocate(batch)
             return
@@ -354,10 +369,13 @@ class Sender:
             if code in STALE_METADATA_ERRORS or isinstance(error, ConnectionError):
                 self.metadata.request_update()
             return
-        if code == UNKNOWN_PRODUCER_ID or code == OUT_OF_ORDER_SEQUENCE_NUMBER:
-            # The broker lost track of our sequences: start over with a new producer id.
-            if self.transaction_manager is not None:
-                self.transaction_manager.reset_producer_id()
+        tm = self.transaction_manager
+        if tm is not None:
+            if getattr(error, "retriable", False) or isinstance(error, ConnectionError):
+                # Out of time or tries after a timeout or a disconnect: it may have been written.
+                tm.mark_unresolved(tp, batch)
+            else:  # refused: its sequences are a gap that only a new epoch closes
+                tm.failed(tp, batch)
         self._fail_batch(batch, error, now)
 
     def _can_retry(self, batch, error, now: int) -> bool:
@@ -366,9 +384,13 @@ class Sender:
         if batch.attempts >= self.retries:
             return False
         tm = self.transaction_manager
-        if getattr(error, "errno", None) == OUT_OF_ORDER_SEQUENCE_NUMBER and tm is not None:
-            # Out of order because an earlier batch of ours is not written yet: retry behind it.
-            return tm.is_waiting_for_earlier((batch.topic, batch.partition), batch)
+        code = getattr(error, "errno", None)
+        if tm is not None and code in (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID):
+            # Retried: behind an elder still on its way, or after its partition starts over
+            # under a new epoch (KIP-360), which the transaction manager decides.
+            return tm.can_retry_sequence_error(
+                (batch.topic, batch.partition), batch, code == UNKNOWN_PRODUCER_ID
+            )
         return bool(getattr(error, "retriable", False))
 
     def _fail_batch(self, batch, error: BaseException, now: int) -> None:
@@ -395,29 +417,73 @@ class Sender:
 
     # -- idempotence ------------------------------------------------------------------------
 
-    def _maybe_init_producer_id(self, now: int) -> None:
+    def _maybe_rewrite_sequences(self, now: int) -> None:
+        """KIP-360: start over the partitions the transaction manager gave up on, once nothing
+        of theirs is in flight: first a new epoch if they are still numbered under the current
+        one, then their queued batches numbered again from 0 (Java's
+        ``bumpIdempotentEpochAndResetIdIfNeeded``)."""
+        tm = self.transaction_manager
+        if self._init_pid_in_flight:
+            return
+        idle, needs_bump = tm.partitions_to_rewrite()
+        if not idle:
+            return
+        if needs_bump:
+            self._maybe_init_producer_id(now, bump=True)
+            return
+        for tp in idle:
+            try:
+                self.accumulator.rewrite_sequences(tp)
+            except BufferError:
+                # A view of a batch's bytes from an earlier request is still alive somewhere:
+                # its header cannot change under it.  The partition stays marked; next loop.
+                log.debug("sequences of %s not rewritten yet: a view of a batch is alive", tp)
+                return
+        log.info("producer %s epoch %s: sequences restarted for %s",
+                 tm.producer_id, tm.producer_epoch, sorted(idle))
+
+    def _maybe_init_producer_id(self, now: int, bump: bool = False) -> None:
         if self._init_pid_in_flight or now < self._init_pid_backoff_until:
             return
         node = self.client.least_loaded_node(now)
         if node is None or not self.client.ready(node, now):
             return
+        producer_id, producer_epoch = -1, -1
+        if bump:
+            # Our id and epoch ask the broker to bump the epoch (InitProducerId v3+); (-1, -1)
+            # asks for a new producer id, which starts every sequence over as well.
+            version = self.client.api_version(node, ApiKey.INIT_PRODUCER_ID) or 0
+            producer_id, producer_epoch = self.transaction_manager.bump_request(
+                version >= 3 and not self._bump_refused
+            )
         body = {
             "transactional_id": None,
             "transaction_timeout_ms": 2147483647,
-            "producer_id": -1,
-            "producer_epoch": -1,
+            "producer_id": producer_id,
+            "producer_epoch": producer_epoch,
         }
         self._init_pid_in_flight = True
-        self.client.send(
-            node, ApiKey.INIT_PRODUCER_ID, body, callback=self._on_init_producer_id, now_ms=now
-        )
 
-    def _on_init_producer_id(self, response) -> None:
+        def on_response(response, asked_bump=producer_id >= 0):
+            self._on_init_producer_id(response, asked_bump)
+
+        self.client.send(node, ApiKey.INIT_PRODUCER_ID, body, callback=on_response, now_ms=now)
+
+    def _on_init_producer_id(self, response, asked_bump: bool = False) -> None:
         self._init_pid_in_flight = False
         body = response.body
         if response.error is not None or body is None or body["error_code"] != NONE:
             reason = response.error if response.error is not None else body and body["error_code"]
+            if asked_bump and response.error is None:
+                self._bump_refused = True  # this broker cannot bump: ask for a new id next time
+                log.info("the broker refused to bump the producer epoch (%s); asking for a new "
+                         "producer id", reason)
+                return
             log.warning("InitProducerId failed (%s); retrying", reason)
             self._init_pid_backoff_until = clock_ms() + self.accumulator.retry_backoff_ms
             return
-        self.transaction_manager.set_producer_id(body["producer_id"], body["producer_epoch"])
+        tm = self.transaction_manager
+        if tm.has_producer_id():
+            log.info("producer id %s epoch %s -> producer id %s epoch %s (KIP-360)",
+                     tm.producer_id, tm.producer_epoch, body["producer_id"], body["producer_epoch"])
+        tm.set_producer_id(body["producer_id"], body["producer_epoch"])

@@ -1,8 +1,11 @@
-"""A producer inherited by a forked child (issue 11 item 4): every call fails at once with a
-clear error, close() returns at once, nothing hangs; the parent's producer carries on."""
+"""A producer inherited by a forked child (issue 11 item 4) starts afresh on first use: its own
+Sender thread and connections.  Records queued in the parent at fork time are the parent's and are
+sent once, by the parent; the child's records are delivered too.  Everything is read back by
+confluent-kafka, a client we did not write."""
 
 from __future__ import annotations
 
+import collections
 import multiprocessing
 import os
 import signal
@@ -10,6 +13,7 @@ import threading
 import time
 
 import pytest
+from readback import read_confluent
 
 from kafkacore import KafkaProducer
 from kafkacore.errors import IllegalStateError
@@ -19,26 +23,24 @@ pytestmark = pytest.mark.broker
 _producer: KafkaProducer | None = None  # the "created at import" producer a pool worker inherits
 
 
-def _in_child(producer: KafkaProducer) -> int:
-    """What the child sees: 0 if every call failed at once with the fork error."""
-    for call in (
-        lambda: producer.send("t", b"v"),
-        lambda: producer.send_batch("t", [b"v"]),
-        lambda: producer.flush(),
-        lambda: producer.partitions_for("t"),
-    ):
-        try:
-            call()
-        except IllegalStateError as exc:
-            if "fork" not in str(exc):
-                return 2
-        else:
-            return 3
-    producer.close()  # returns at once: nothing of the child's to send
+def _send_in_child(producer: KafkaProducer, topic: str, tag: bytes, close: bool = True) -> int:
+    """What a child does with the inherited producer: send, wait for every ack, close (a pool
+    worker keeps it for its next task).  0 if every record was acknowledged."""
+    n = 10
+    futures = [producer.send(topic, tag + b"-%d" % i) for i in range(n)]
+    futures.append(producer.send_batch(topic, [tag + b"-batch"]))
+    producer.flush(timeout=30)
+    for f in futures:
+        if f.exception(timeout=30) is not None:
+            return 2
+    if producer.partitions_for(topic) != [0]:
+        return 3
+    if close:
+        producer.close(30)
     return 0
 
 
-def _fork_and_wait(target, bound_s: float = 30.0) -> int:
+def _fork_and_wait(target, bound_s: float = 60.0) -> int:
     pid = os.fork()
     if pid == 0:  # the child: never return into pytest
         code = 1
@@ -58,42 +60,97 @@ def _fork_and_wait(target, bound_s: float = 30.0) -> int:
         time.sleep(0.01)
 
 
+def read_values(bootstrap, topic, expected) -> collections.Counter:
+    return collections.Counter(r.value for r in read_confluent(bootstrap, topic, 1, expected))
+
+
 def test_os_fork(bootstrap, make_topic):
-    topic = make_topic(partitions=1)  # one partition: offsets 0 and 1 are the two records
+    topic = make_topic(partitions=1)
     with KafkaProducer(bootstrap_servers=bootstrap, linger_ms=60_000) as producer:
         queued = producer.send(topic, b"before the fork")  # queued in the parent at fork time
-        assert _fork_and_wait(lambda: _in_child(producer)) == 0
+        assert _fork_and_wait(lambda: _send_in_child(producer, topic, b"child")) == 0
         producer.flush(timeout=30)
-        assert queued.get(timeout=30).offset == 0  # the parent's record is sent once, by it
+        assert queued.get(timeout=30).topic == topic  # the parent's record, sent by the parent
         after = producer.send(topic, b"after")
+        producer.flush(timeout=30)  # linger.ms is a minute
+        after.get(timeout=30)
+    values = read_values(bootstrap, topic, 13)
+    expected = [b"before the fork", b"after", b"child-batch"] + [b"child-%d" % i for i in range(10)]
+    assert values == collections.Counter(expected)  # each once: nobody sent another's record
+
+
+def test_a_child_that_closes_before_using_the_producer(bootstrap, make_topic):
+    topic = make_topic(partitions=1)
+
+    def child() -> int:
+        _producer_in_child = producer
+        _producer_in_child.close()  # at once: nothing of the child's to send
+        try:
+            _producer_in_child.send(topic, b"x")
+        except IllegalStateError as exc:
+            return 0 if "closed" in str(exc) else 2
+        return 3
+
+    with KafkaProducer(bootstrap_servers=bootstrap, linger_ms=60_000) as producer:
+        queued = producer.send(topic, b"parent")
+        assert _fork_and_wait(child) == 0
         producer.flush(timeout=30)
-        assert after.get(timeout=30).offset == 1
+        assert queued.get(timeout=30).offset == 0
+    assert read_values(bootstrap, topic, 1) == collections.Counter([b"parent"])
 
 
-def _pool_task(_):
-    return _in_child(_producer)
+def test_a_grandchild(bootstrap, make_topic):
+    """A child forks again before using the producer: the grandchild starts afresh too."""
+    topic = make_topic(partitions=1)
+
+    def child() -> int:
+        code = _fork_and_wait(lambda: _send_in_child(producer, topic, b"grandchild"))
+        return code or _send_in_child(producer, topic, b"child")
+
+    with KafkaProducer(bootstrap_servers=bootstrap) as producer:
+        producer.partitions_for(topic)
+        assert _fork_and_wait(child) == 0
+    expected = [b"%s-%s" % (who, i) for who in (b"child", b"grandchild")
+                for i in [b"%d" % j for j in range(10)] + [b"batch"]]
+    assert read_values(bootstrap, topic, len(expected)) == collections.Counter(expected)
 
 
-def test_fork_multiprocessing_pool(bootstrap, topic):
+def _pool_task(args):
+    topic, i = args
+    return _send_in_child(_producer, topic, b"task-%d" % i, close=False)
+
+
+def test_fork_multiprocessing_pool(bootstrap, make_topic):
     global _producer
+    topic = make_topic(partitions=1)
     _producer = KafkaProducer(bootstrap_servers=bootstrap)
     try:
+        _producer.send(topic, b"parent-before").get(timeout=30)
         with multiprocessing.get_context("fork").Pool(2) as pool:
-            assert pool.map_async(_pool_task, range(4)).get(timeout=60) == [0, 0, 0, 0]
-        assert _producer.send(topic, b"parent").get(timeout=30).offset == 0
+            tasks = [(topic, i) for i in range(4)]
+            assert pool.map_async(_pool_task, tasks).get(timeout=120) == [0, 0, 0, 0]
+        _producer.send(topic, b"parent-after").get(timeout=30)
     finally:
         _producer.close()
         _producer = None
+    expected = [b"parent-before", b"parent-after"]
+    for i in range(4):
+        expected += [b"task-%d-%d" % (i, j) for j in range(10)] + [b"task-%d-batch" % i]
+    assert read_values(bootstrap, topic, len(expected)) == collections.Counter(expected)
 
 
-def test_fork_while_another_thread_sends(bootstrap, topic):
+@pytest.mark.timeout(240)
+def test_fork_while_another_thread_sends(bootstrap, make_topic):
+    topic = make_topic(partitions=1)
     producer = KafkaProducer(bootstrap_servers=bootstrap, buffer_memory=1 << 20)
     stop = threading.Event()
     futures = []
 
     def send_loop():
+        i = 0
         while not stop.is_set():
-            futures.append(producer.send(topic, b"x" * 100))
+            futures.append(producer.send(topic, b"parent-%d" % i))
+            i += 1
 
     t = threading.Thread(target=send_loop, daemon=True)
     try:
@@ -102,10 +159,14 @@ def test_fork_while_another_thread_sends(bootstrap, topic):
         while len(futures) < 1000:  # the other thread is sending now
             assert t.is_alive()
             time.sleep(0.001)
-        for _ in range(5):  # fork at different moments of the other thread's send()
-            assert _fork_and_wait(lambda: _in_child(producer)) == 0
+        for k in range(5):  # fork at different moments of the other thread's send()
+            assert _fork_and_wait(lambda k=k: _send_in_child(producer, topic, b"child%d" % k)) == 0
     finally:
         stop.set()
         t.join(30)
         producer.close(30)
     assert all(f.exception(timeout=0) is None for f in futures)
+    expected = [b"parent-%d" % i for i in range(len(futures))]
+    for k in range(5):
+        expected += [b"child%d-%d" % (k, j) for j in range(10)] + [b"child%d-batch" % k]
+    assert read_values(bootstrap, topic, len(expected)) == collections.Counter(expected)

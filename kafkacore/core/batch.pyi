@@ -116,6 +116,9 @@ class ProducerBatch:
     def set_producer_state(
         self, producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool
     ) -> None: ...
+    def reset_producer_state(
+        self, producer_id: int, producer_epoch: int, base_sequence: int
+    ) -> None: ...
     @property
     def is_closed(self) -> bool: ...
     @property

@@ -1050,6 +1050,13 @@ cdef class ProducerBatch:
         self._builder.set_producer_state(producer_id, producer_epoch, base_sequence,
                                          is_transactional)
 
+    def reset_producer_state(self, int64_t producer_id, int producer_epoch, int base_sequence):
+        """KIP-360: give a batch that is being retried a new epoch (or producer id) and sequence,
+        rewriting its header and CRC if it is already closed (Java ``resetProducerState``).
+        BufferError while a view of its bytes from :meth:`records` is alive."""
+        self._builder.reopen_and_rewrite_producer_state(producer_id, producer_epoch, base_sequence,
+                                                        self._builder._is_transactional)
+
     @property
     def is_closed(self):
         return self._builder.is_closed

@@ -225,6 +225,7 @@ class LocalBroker:
             raise BrokerUnavailableError("the broker is not running")
         os.kill(process.pid, signal.SIGSTOP)
         try:
+            _wait_for_state(process.pid, stopped=True)  # kill() returns before it takes effect
             yield
         finally:
             os.kill(process.pid, signal.SIGCONT)
@@ -262,6 +263,22 @@ class LocalBroker:
 _TANSU_ENV = frozenset(
     {"CLUSTER_ID", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE", "SCHEMA_REGISTRY"}
 )
+
+
+def _wait_for_state(pid: int, stopped: bool, bound_s: float = 10.0) -> None:
+    """Wait (bounded) until every thread of ``pid`` is stopped by SIGSTOP, where ``/proc`` can
+    tell; elsewhere return at once."""
+    deadline = time.monotonic() + bound_s
+    task_dir = pathlib.Path(f"/proc/{pid}/task")
+    while time.monotonic() < deadline:
+        try:
+            states = [(t / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                      for t in task_dir.iterdir()]
+        except (OSError, IndexError):
+            return  # no /proc, or the process is gone
+        if all((s in "Tt") == stopped for s in states):
+            return
+        time.sleep(0.001)
 
 
 def _answers_api_versions(host: str, port: int) -> bool:
