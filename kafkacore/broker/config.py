@@ -99,6 +99,11 @@ SETTINGS: dict[str, _Setting] = {
     "log.retention.bytes": _Setting(-1, _int(-1), "delete the oldest segments beyond this size"),
     "log.index.interval.bytes": _Setting(4096, _int(0), "bytes between offset index entries"),
     "message.max.bytes": _Setting(1048588, _int(0), "largest record batch accepted"),
+    "group.min.session.timeout.ms": _Setting(6000, _int(0), "shortest session a member may ask"),
+    "group.max.session.timeout.ms": _Setting(1800000, _int(0), "longest session a member may ask"),
+    "group.initial.rebalance.delay.ms": _Setting(
+        3000, _int(0), "how long an empty group's first rebalance waits for more members"),
+    "group.max.size": _Setting(2147483647, _int(1), "members a group may have at most"),
 }
 
 #: Older names Kafka still reads, mapped to the current one.
