@@ -247,10 +247,10 @@ def _kafka_python(broker, topic, group, **config):
                 "heartbeat_interval_ms": 200, "enable_auto_commit": False}
     settings.update(config)
     consumer = KafkaConsumer(**settings)
-    # kafka-python's leader rejoins when the topic's metadata arrives after its first join;
-    # when a short poll() returns in the middle of that rejoin, kafka-python 3.0.12 may never
-    # finish it (its need_rejoin() turns False while the join is in flight).  Knowing the topic
-    # before subscribing avoids that rejoin; polls below are long enough to finish a join.
+    # kafka-python's leader rejoins when the topic's metadata changes after it assigned; when a
+    # short poll() returns in the middle of that rejoin, kafka-python 3.0.12 may never finish it
+    # (its need_rejoin() turns False while the join is in flight).  So the topic is known before
+    # subscribing, and the polls below (500 ms) are long enough for a join to finish in one.
     assert consumer.partitions_for_topic(topic) == set(range(PARTITIONS))
     consumer.subscribe([topic])
     return consumer
