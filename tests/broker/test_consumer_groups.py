@@ -82,6 +82,7 @@ def _join(c, group, member_id="", version=5, session_timeout_ms=10000, metadata=
     })
 
 
+@pytest.mark.timeout(60)
 def test_join_sync_heartbeat_commit_leave_by_hand(broker):
     group = f"hand-{uuid.uuid4().hex[:8]}"
     c = Client(broker)
@@ -153,6 +154,7 @@ def test_join_sync_heartbeat_commit_leave_by_hand(broker):
         c.sock.close()
 
 
+@pytest.mark.timeout(60)
 def test_second_member_rebalances_the_first(broker):
     """A join into a Stable group: the first member's heartbeat answers REBALANCE_IN_PROGRESS,
     its rejoin completes the DelayedJoin, both get generation 2 and the leader gets both."""
