@@ -74,10 +74,12 @@ def _wait_until(condition, bound_s, what):
 
 # -- the protocol by hand -------------------------------------------------------------------------
 
-def _join(c, group, member_id="", version=5, session_timeout_ms=10000, metadata=b"m"):
+def _join(c, group, member_id="", version=5, session_timeout_ms=10000, metadata=b"m",
+          rebalance_timeout_ms=10000):
     return c.call(ApiKey.JOIN_GROUP, version, {
         "group_id": group, "session_timeout_ms": session_timeout_ms,
-        "rebalance_timeout_ms": 10000, "member_id": member_id, "group_instance_id": None,
+        "rebalance_timeout_ms": rebalance_timeout_ms, "member_id": member_id,
+        "group_instance_id": None,
         "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": metadata}],
     })
 
@@ -187,6 +189,58 @@ def test_second_member_rebalances_the_first(broker):
     finally:
         a.sock.close()
         b.sock.close()
+
+
+@pytest.mark.timeout(60)
+def test_member_that_does_not_rejoin_is_dropped_after_the_rebalance_timeout(broker):
+    """b's session (30 s) outlives the rebalance timeout (1 s): when c joins and b never rejoins,
+    the DelayedJoin expires, b is dropped, and a and c form the next generation without it.
+    (With no initial delay, a alone is generation 1, and a rejoining with b generation 2.)"""
+    group = f"slow-{uuid.uuid4().hex[:8]}"
+    a, b, c = Client(broker), Client(broker), Client(broker)
+    try:
+        def join(client, member_id=""):
+            return _join(client, group, member_id, version=3, session_timeout_ms=30000,
+                         rebalance_timeout_ms=1000)
+
+        def sync(client, generation, member_id, assignments=()):
+            return client.call(ApiKey.SYNC_GROUP, 3, {
+                "group_id": group, "generation_id": generation, "member_id": member_id,
+                "group_instance_id": None,
+                "assignments": [{"member_id": m, "assignment": b"x"} for m in assignments]})
+
+        def starts_rebalance():
+            _wait_until(lambda: broker.group_coordinator.group(group).state.value
+                        == "PreparingRebalance", 30, "a join starts a rebalance")
+
+        member_a = join(a)["member_id"]  # generation 1: a alone
+        assert sync(a, 1, member_a, [member_a])["error_code"] == NONE
+        answers: dict[str, dict] = {}
+        second = threading.Thread(target=lambda: answers.update(b=join(b)))
+        second.start()
+        starts_rebalance()
+        assert join(a, member_a)["generation_id"] == 2  # a rejoins: generation 2 is a and b
+        second.join(30)
+        member_b = answers["b"]["member_id"]
+        assert sync(a, 2, member_a, [member_a, member_b])["error_code"] == NONE
+        assert sync(b, 2, member_b)["error_code"] == NONE
+
+        third = threading.Thread(target=lambda: answers.update(c=join(c)))
+        third.start()
+        starts_rebalance()
+        rejoined = join(a, member_a)  # parked until b rejoins, or the rebalance timeout
+        third.join(30)
+        assert rejoined["generation_id"] == answers["c"]["generation_id"] == 3
+        members = {m["member_id"] for m in rejoined["members"]} or {
+            m["member_id"] for m in answers["c"]["members"]}
+        assert members == {member_a, answers["c"]["member_id"]}
+        assert member_b not in broker.group_coordinator.group(group).members
+        assert b.call(ApiKey.HEARTBEAT, 3, {
+            "group_id": group, "generation_id": 2, "member_id": member_b,
+            "group_instance_id": None})["error_code"] == UNKNOWN_MEMBER_ID
+    finally:
+        for client in (a, b, c):
+            client.sock.close()
 
 
 # -- consumers we did not write -------------------------------------------------------------------
