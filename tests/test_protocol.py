@@ -14,6 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.admin.configs import DescribeConfigsRequest, DescribeConfigsResponse
+from kafka.protocol.admin.groups import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
 from kafka.protocol.admin.topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
@@ -22,10 +28,18 @@ from kafka.protocol.admin.topics import (
 )
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.group import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
 )
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.data_container import DataContainer
@@ -170,6 +184,18 @@ KP = {
     (ApiKey.OFFSET_COMMIT, "response"): OffsetCommitResponse,
     (ApiKey.OFFSET_FETCH, "request"): OffsetFetchRequest,
     (ApiKey.OFFSET_FETCH, "response"): OffsetFetchResponse,
+    (ApiKey.JOIN_GROUP, "request"): JoinGroupRequest,
+    (ApiKey.JOIN_GROUP, "response"): JoinGroupResponse,
+    (ApiKey.HEARTBEAT, "request"): HeartbeatRequest,
+    (ApiKey.HEARTBEAT, "response"): HeartbeatResponse,
+    (ApiKey.LEAVE_GROUP, "request"): LeaveGroupRequest,
+    (ApiKey.LEAVE_GROUP, "response"): LeaveGroupResponse,
+    (ApiKey.SYNC_GROUP, "request"): SyncGroupRequest,
+    (ApiKey.SYNC_GROUP, "response"): SyncGroupResponse,
+    (ApiKey.DESCRIBE_GROUPS, "request"): DescribeGroupsRequest,
+    (ApiKey.DESCRIBE_GROUPS, "response"): DescribeGroupsResponse,
+    (ApiKey.LIST_GROUPS, "request"): ListGroupsRequest,
+    (ApiKey.LIST_GROUPS, "response"): ListGroupsResponse,
 }
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kafkacore import errors
 from kafkacore.broker import faults
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
+from kafkacore.broker.group_metadata import JoinGroupResult, SyncGroupResult
 from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
 from kafkacore.broker.metadata_cache import validate_topic_name
 from kafkacore.broker.request_channel import Request
@@ -74,6 +75,12 @@ class KafkaApis:
             ApiKey.OFFSET_FETCH: self.handle_offset_fetch_request,
             ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake_request,
             ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate_request,
+            ApiKey.JOIN_GROUP: self.handle_join_group_request,
+            ApiKey.SYNC_GROUP: self.handle_sync_group_request,
+            ApiKey.HEARTBEAT: self.handle_heartbeat_request,
+            ApiKey.LEAVE_GROUP: self.handle_leave_group_request,
+            ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups_request,
+            ApiKey.LIST_GROUPS: self.handle_list_groups_request,
         }
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
@@ -640,7 +647,8 @@ class KafkaApis:
                     p["committed_offset"], p.get("committed_leader_epoch", -1),
                     p["committed_metadata"], p.get("commit_timestamp", -1))
         errors = coordinator.handle_commit_offsets(
-            body["group_id"], body.get("generation_id_or_member_epoch", -1), offsets)
+            body["group_id"], body.get("generation_id_or_member_epoch", -1), offsets,
+            member_id=body.get("member_id", ""))
         errors.update(dict.fromkeys(unknown, UNKNOWN_TOPIC_OR_PARTITION))
         self.respond(request, {
             "throttle_time_ms": 0,
@@ -715,6 +723,113 @@ class KafkaApis:
             "error_code": ILLEGAL_SASL_STATE, "auth_bytes": b"", "session_lifetime_ms": 0,
             "error_message": f"SaslAuthenticate on listener {request.listener_name}, which has "
                              "no SASL"})
+
+    # -- the classic group protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup -----------------
+
+    def handle_join_group_request(self, request: Request) -> None:
+        """Parked in the group until the rebalance completes; answered by the callback, from
+        whichever thread completes it (a handler, or the rebalance purgatory's reaper)."""
+        body, version = request.body, request.api_version
+        assert body is not None
+
+        def send_response(result: JoinGroupResult) -> None:
+            self.respond(request, {
+                "throttle_time_ms": 0,
+                "error_code": result.error,
+                "generation_id": result.generation_id,
+                "protocol_type": result.protocol_type,
+                # null before v7 is not encodable: "" means no protocol there.
+                "protocol_name": result.protocol_name if version >= 7 else
+                                 (result.protocol_name or ""),
+                "leader": result.leader_id,
+                "skip_assignment": False,
+                "member_id": result.member_id,
+                "members": [{"member_id": m, "group_instance_id": instance, "metadata": metadata}
+                            for m, instance, metadata in result.members],
+            })
+
+        self.broker.group_coordinator.handle_join_group(
+            group_id=body["group_id"],
+            member_id=body["member_id"],
+            group_instance_id=body.get("group_instance_id"),
+            require_known_member_id=version >= 4,  # KIP-394
+            client_id=request.header.get("client_id") or "",
+            client_host="/" + request.client_address[0],
+            rebalance_timeout_ms=body.get("rebalance_timeout_ms", -1),
+            session_timeout_ms=body["session_timeout_ms"],
+            protocol_type=body["protocol_type"],
+            protocols=[(p["name"], p["metadata"]) for p in body["protocols"]],
+            response_callback=send_response,
+        )
+
+    def handle_sync_group_request(self, request: Request) -> None:
+        body = request.body
+        assert body is not None
+
+        def send_response(result: SyncGroupResult) -> None:
+            self.respond(request, {
+                "throttle_time_ms": 0, "error_code": result.error,
+                "protocol_type": result.protocol_type, "protocol_name": result.protocol_name,
+                "assignment": result.assignment,
+            })
+
+        self.broker.group_coordinator.handle_sync_group(
+            body["group_id"], body["generation_id"], body["member_id"],
+            body.get("protocol_type"), body.get("protocol_name"),
+            {a["member_id"]: a["assignment"] for a in body["assignments"]},
+            send_response,
+        )
+
+    def handle_heartbeat_request(self, request: Request) -> None:
+        body = request.body
+        assert body is not None
+        error = self.broker.group_coordinator.handle_heartbeat(
+            body["group_id"], body["member_id"], body["generation_id"])
+        self.respond(request, {"throttle_time_ms": 0, "error_code": error})
+
+    def handle_leave_group_request(self, request: Request) -> None:
+        body, version = request.body, request.api_version
+        assert body is not None
+        if version >= 3:  # several members at once (KIP-345)
+            members = [(m["member_id"], m.get("group_instance_id")) for m in body["members"]]
+        else:
+            members = [(body["member_id"], None)]
+        error, member_errors = self.broker.group_coordinator.handle_leave_group(
+            body["group_id"], [m for m, _ in members])
+        if version < 3 and error == NONE and member_errors:
+            error = member_errors[0]  # the one member's error is the request's
+        self.respond(request, {
+            "throttle_time_ms": 0, "error_code": error,
+            "members": [{"member_id": m, "group_instance_id": instance, "error_code": e}
+                        # none when the whole request failed
+                        for (m, instance), e in zip(members, member_errors, strict=False)],
+        })
+
+    # -- DescribeGroups, ListGroups ----------------------------------------------------------
+
+    def handle_describe_groups_request(self, request: Request) -> None:
+        body = request.body
+        assert body is not None
+        groups = []
+        for group_id in body["groups"]:
+            error, summary = self.broker.group_coordinator.handle_describe_group(group_id)
+            groups.append({"error_code": error, "group_id": group_id,
+                           "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED, **summary})
+        self.respond(request, {"throttle_time_ms": 0, "groups": groups})
+
+    def handle_list_groups_request(self, request: Request) -> None:
+        body = request.body
+        assert body is not None
+        states = {s.lower() for s in body.get("states_filter") or []}
+        types = {t.lower() for t in body.get("types_filter") or []}
+        listed = [] if types and "classic" not in types else [
+            {"group_id": group_id, "protocol_type": protocol_type, "group_state": state,
+             "group_type": "classic"}
+            for group_id, protocol_type, state in
+            self.broker.group_coordinator.handle_list_groups()
+            if not states or state.lower() in states
+        ]
+        self.respond(request, {"throttle_time_ms": 0, "error_code": NONE, "groups": listed})
 
 
 def _fit(struct: Any, version: int, value: dict[str, Any]) -> dict[str, Any]:

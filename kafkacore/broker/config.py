@@ -155,6 +155,11 @@ SETTINGS: dict[str, _Setting] = {
         524288, _int(1), "largest frame accepted before SASL authentication completes"),
     "connection.failed.authentication.delay.ms": _Setting(
         100, _int(0), "close a refused connection this much later (KIP-306)"),
+    "group.min.session.timeout.ms": _Setting(6000, _int(0), "shortest session a member may ask"),
+    "group.max.session.timeout.ms": _Setting(1800000, _int(0), "longest session a member may ask"),
+    "group.initial.rebalance.delay.ms": _Setting(
+        3000, _int(0), "how long an empty group's first rebalance waits for more members"),
+    "group.max.size": _Setting(2147483647, _int(1), "members a group may have at most"),
 }
 
 #: Older names Kafka still reads, mapped to the current one.

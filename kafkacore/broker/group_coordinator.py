@@ -1,35 +1,79 @@
-"""The group coordinator, offset storage only: what OffsetCommit writes and OffsetFetch reads.
+"""The group coordinator: committed offsets and the classic group protocol (Kafka's
+``GroupCoordinator``).
 
-Kafka's ``GroupCoordinator`` keeps committed offsets in the compacted ``__consumer_offsets``
-topic and a cache in memory (``GroupMetadataManager``).  This one broker keeps the same cache and
-makes it durable with a journal in the first log dir: one JSON line per commit, appended and
-fsync'd before the commit is answered, replayed at start-up (a torn last line, from a crash in
-the middle of a write, is ignored: that commit was never acknowledged).  Start-up then rewrites
-the journal with only the latest offset per partition, which is what compaction does to
-``__consumer_offsets``.
+Offsets.  Kafka keeps committed offsets in the compacted ``__consumer_offsets`` topic and a cache
+in memory (``GroupMetadataManager``).  This one broker keeps the same cache and makes it durable
+with a journal in the first log dir: one JSON line per commit, appended and fsync'd before the
+commit is answered, replayed at start-up (a torn last line, from a crash in the middle of a
+write, is ignored: that commit was never acknowledged).  Start-up then rewrites the journal with
+only the latest offset per partition, which is what compaction does to ``__consumer_offsets``.
 
-Membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) is not here yet: every group is, in
-Kafka's words, a group that "is only using Kafka to store offsets".  Such a commit carries
-generation -1; a commit with a generation >= 0 names a membership this coordinator never handed
-out and gets ILLEGAL_GENERATION, as Kafka answers for a group it does not know.
+Membership.  JoinGroup, SyncGroup, Heartbeat and LeaveGroup move each group through the states of
+:class:`~kafkacore.broker.group_metadata.GroupState`.  Two purgatories hold what waits: the
+rebalance purgatory a group's ``DelayedJoin`` (members rejoining), the heartbeat purgatory each
+member's ``DelayedHeartbeat`` (its session).  Membership is kept in memory only, as in Kafka a
+coordinator that restarts sends every member back to JoinGroup.  Static membership (KIP-345,
+``group.instance.id``) is not implemented: such a member is treated as a dynamic one.  See
+``docs/broker/groups.rst``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from kafkacore.broker.delayed_group_operations import (
+    DelayedHeartbeat,
+    DelayedJoin,
+    InitialDelayedJoin,
+    group_join_key,
+    member_key,
+)
 from kafkacore.broker.files import replace_atomically
+from kafkacore.broker.group_metadata import (
+    GroupMetadata,
+    GroupState,
+    JoinCallback,
+    JoinGroupResult,
+    MemberMetadata,
+    SyncCallback,
+    SyncGroupResult,
+)
+from kafkacore.broker.purgatory import DelayedOperationPurgatory
+
+log = logging.getLogger(__name__)
 
 NONE = 0
 OFFSET_METADATA_TOO_LARGE = 12
+COORDINATOR_NOT_AVAILABLE = 15
 ILLEGAL_GENERATION = 22
+INCONSISTENT_GROUP_PROTOCOL = 23
 INVALID_GROUP_ID = 24
+UNKNOWN_MEMBER_ID = 25
+INVALID_SESSION_TIMEOUT = 26
+REBALANCE_IN_PROGRESS = 27
+MEMBER_ID_REQUIRED = 79
+GROUP_MAX_SIZE_REACHED = 81
+
+#: The member id of a member that has none yet (Kafka's ``JoinGroupRequest.UNKNOWN_MEMBER_ID``).
+UNKNOWN_MEMBER = ""
+
+#: Kafka's defaults: ``group.min.session.timeout.ms``, ``group.max.session.timeout.ms``,
+#: ``group.initial.rebalance.delay.ms``, ``group.max.size``.
+GROUP_MIN_SESSION_TIMEOUT_MS = 6000
+GROUP_MAX_SESSION_TIMEOUT_MS = 1800000
+GROUP_INITIAL_REBALANCE_DELAY_MS = 3000
+GROUP_MAX_SIZE = 2**31 - 1
+#: How long a new member's first join may wait before it is dropped (``NewMemberJoinTimeoutMs``).
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 #: Kafka's ``offset.metadata.max.bytes`` default.
 OFFSET_METADATA_MAX_BYTES = 4096
@@ -51,13 +95,29 @@ class GroupCoordinator:
     """Committed offsets by (group, topic, partition), durable in ``log_dir``."""
 
     def __init__(
-        self, log_dir: str | Path, offset_metadata_max_bytes: int = OFFSET_METADATA_MAX_BYTES
+        self,
+        log_dir: str | Path,
+        offset_metadata_max_bytes: int = OFFSET_METADATA_MAX_BYTES,
+        group_min_session_timeout_ms: int = GROUP_MIN_SESSION_TIMEOUT_MS,
+        group_max_session_timeout_ms: int = GROUP_MAX_SESSION_TIMEOUT_MS,
+        group_initial_rebalance_delay_ms: int = GROUP_INITIAL_REBALANCE_DELAY_MS,
+        group_max_size: int = GROUP_MAX_SIZE,
+        broker_id: int = 0,
     ) -> None:
         self.path = Path(log_dir) / JOURNAL
         self.offset_metadata_max_bytes = offset_metadata_max_bytes
+        self.group_min_session_timeout_ms = group_min_session_timeout_ms
+        self.group_max_session_timeout_ms = group_max_session_timeout_ms
+        self.group_initial_rebalance_delay_ms = group_initial_rebalance_delay_ms
+        self.group_max_size = group_max_size
+        self.broker_id = broker_id
         self._lock = threading.Lock()
         self._offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         self._journal: BinaryIO | None = None
+        self._groups: dict[str, GroupMetadata] = {}
+        self._groups_lock = threading.Lock()
+        self.heartbeat_purgatory: DelayedOperationPurgatory | None = None
+        self.rebalance_purgatory: DelayedOperationPurgatory | None = None
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -66,8 +126,20 @@ class GroupCoordinator:
         self._load()
         self._compact()
         self._journal = open(self.path, "ab")  # noqa: SIM115 - held until shutdown()
+        self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", broker_id=self.broker_id)
+        self.rebalance_purgatory = DelayedOperationPurgatory("Rebalance", broker_id=self.broker_id)
 
     def shutdown(self) -> None:
+        for purgatory in (self.heartbeat_purgatory, self.rebalance_purgatory):
+            if purgatory is not None:
+                purgatory.shutdown()
+        with self._groups_lock:
+            groups = list(self._groups.values())
+            self._groups.clear()
+        for group in groups:  # parked requests get an answer they retry on (Kafka's onResignation)
+            with group.lock:
+                self._fail_waiting_members(group, COORDINATOR_NOT_AVAILABLE)
+                group.state = GroupState.DEAD
         with self._lock:
             if self._journal is not None:
                 self._journal.close()
@@ -117,15 +189,50 @@ class GroupCoordinator:
         group_id: str,
         generation_id: int,
         offsets: dict[tuple[str, int], OffsetAndMetadata],
+        member_id: str = UNKNOWN_MEMBER,
     ) -> dict[tuple[str, int], int]:
         """Store ``offsets`` for ``group_id``; the error code of each partition.
 
-        Every accepted offset is on disk (fsync'd) when this returns.
+        A member commits with its generation and member id, checked against the group's
+        (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID: a member that was dropped must rejoin before its
+        offsets count).  Generation -1 and no member id is a group that "is only using Kafka to
+        store offsets", allowed while the group has no members.  Every accepted offset is on
+        disk (fsync'd) when this returns.
         """
         if not group_id:
             return dict.fromkeys(offsets, INVALID_GROUP_ID)
-        if generation_id >= 0:
-            return dict.fromkeys(offsets, ILLEGAL_GENERATION)
+        group = self._get_group(group_id)
+        if group is None:
+            if generation_id >= 0:  # a membership this coordinator never handed out
+                return dict.fromkeys(offsets, ILLEGAL_GENERATION)
+            return self._store_offsets(group_id, offsets)
+        with group.lock:
+            error = self._validate_offset_commit(group, generation_id, member_id)
+            if error != NONE:
+                return dict.fromkeys(offsets, error)
+            if group.has(member_id):  # a commit is a sign of life too
+                self._complete_and_schedule_next_heartbeat_expiration(group, group.get(member_id))
+            return self._store_offsets(group_id, offsets)
+
+    @staticmethod
+    def _validate_offset_commit(group: GroupMetadata, generation_id: int, member_id: str) -> int:
+        if group.is_state(GroupState.DEAD):
+            return COORDINATOR_NOT_AVAILABLE
+        if generation_id >= 0 or member_id != UNKNOWN_MEMBER:
+            if not group.has(member_id):
+                return UNKNOWN_MEMBER_ID
+            if generation_id != group.generation_id:
+                return ILLEGAL_GENERATION
+            if group.is_state(GroupState.COMPLETING_REBALANCE):
+                return REBALANCE_IN_PROGRESS  # the new assignment is not known yet
+            return NONE
+        if not group.is_state(GroupState.EMPTY):
+            return UNKNOWN_MEMBER_ID  # only members commit into a group that has members
+        return NONE
+
+    def _store_offsets(
+        self, group_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata]
+    ) -> dict[tuple[str, int], int]:
         now_ms = int(time.time() * 1000)
         errors: dict[tuple[str, int], int] = {}
         lines = []
@@ -165,3 +272,475 @@ class GroupCoordinator:
         if partitions is None:
             return dict(stored)
         return {tp: stored.get(tp) for tp in partitions}
+
+    # -- groups ---------------------------------------------------------------------------------
+
+    def _get_group(self, group_id: str) -> GroupMetadata | None:
+        with self._groups_lock:
+            return self._groups.get(group_id)
+
+    def _get_or_create_group(self, group_id: str) -> GroupMetadata:
+        with self._groups_lock:
+            group = self._groups.get(group_id)
+            if group is None:
+                group = self._groups[group_id] = GroupMetadata(group_id)
+            return group
+
+    def _purgatories(self) -> tuple[DelayedOperationPurgatory, DelayedOperationPurgatory]:
+        if self.heartbeat_purgatory is None or self.rebalance_purgatory is None:
+            raise RuntimeError("GroupCoordinator is not started")
+        return self.heartbeat_purgatory, self.rebalance_purgatory
+
+    def group(self, group_id: str) -> GroupMetadata | None:
+        """The group's membership (for DescribeGroups, tests and tutorials); read under its lock."""
+        return self._get_group(group_id)
+
+    # -- JoinGroup ------------------------------------------------------------------------------
+
+    def handle_join_group(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        require_known_member_id: bool,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        response_callback: JoinCallback,
+    ) -> None:
+        """Kafka's ``handleJoinGroup``: the callback is called once, now or when the rebalance
+        completes (the request is parked in the group meanwhile)."""
+        _, rebalance_purgatory = self._purgatories()
+        if not group_id:
+            response_callback(JoinGroupResult(member_id, INVALID_GROUP_ID))
+            return
+        if not (self.group_min_session_timeout_ms <= session_timeout_ms
+                <= self.group_max_session_timeout_ms):
+            response_callback(JoinGroupResult(member_id, INVALID_SESSION_TIMEOUT))
+            return
+        if rebalance_timeout_ms < 0:  # v0 had none: the session timeout stands in
+            rebalance_timeout_ms = session_timeout_ms
+        is_unknown_member = member_id == UNKNOWN_MEMBER
+        group = self._get_or_create_group(group_id) if is_unknown_member else self._get_group(
+            group_id)
+        if group is None:  # a known member id, but no group: it was removed meanwhile
+            response_callback(JoinGroupResult(member_id, UNKNOWN_MEMBER_ID))
+            return
+        with group.lock:
+            if group.is_state(GroupState.DEAD):
+                # Removed between our look-up and our lock: the client looks the coordinator up
+                # again and retries.
+                response_callback(JoinGroupResult(member_id, COORDINATOR_NOT_AVAILABLE))
+                return
+            if not group.supports_protocols(protocol_type, {name for name, _ in protocols}):
+                response_callback(JoinGroupResult(member_id, INCONSISTENT_GROUP_PROTOCOL))
+                return
+            if is_unknown_member:
+                self._do_new_member_join_group(
+                    group, group_instance_id, require_known_member_id, client_id, client_host,
+                    rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                    response_callback)
+            else:
+                self._do_current_member_join_group(
+                    group, member_id, group_instance_id, client_id, client_host,
+                    rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                    response_callback)
+            # A join may have been the last one the DelayedJoin waited for.
+            if group.is_state(GroupState.PREPARING_REBALANCE):
+                rebalance_purgatory.check_and_complete(group_join_key(group.group_id))
+
+    def _do_new_member_join_group(
+        self, group: GroupMetadata, group_instance_id: str | None, require_known_member_id: bool,
+        client_id: str, client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int,
+        protocol_type: str, protocols: list[tuple[str, bytes]], response_callback: JoinCallback,
+    ) -> None:
+        if len(group.members) + len(group.pending_members) >= self.group_max_size:
+            response_callback(JoinGroupResult(UNKNOWN_MEMBER, GROUP_MAX_SIZE_REACHED))
+            return
+        new_member_id = f"{client_id}-{uuid.uuid4()}"
+        if require_known_member_id:
+            # KIP-394: hand out the id first, so that a client that dies before it joins leaves
+            # no member behind, only a pending id that expires after the session timeout.
+            group.pending_members.add(new_member_id)
+            self._add_pending_member_expiration(group, new_member_id, session_timeout_ms)
+            response_callback(JoinGroupResult(new_member_id, MEMBER_ID_REQUIRED))
+            return
+        self._add_member_and_rebalance(
+            group, new_member_id, group_instance_id, client_id, client_host,
+            rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols, response_callback)
+
+    def _do_current_member_join_group(
+        self, group: GroupMetadata, member_id: str, group_instance_id: str | None,
+        client_id: str, client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int,
+        protocol_type: str, protocols: list[tuple[str, bytes]], response_callback: JoinCallback,
+    ) -> None:
+        if group.is_pending_member(member_id):  # the second JoinGroup of KIP-394
+            self._add_member_and_rebalance(
+                group, member_id, group_instance_id, client_id, client_host,
+                rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                response_callback)
+            return
+        if not group.has(member_id):
+            response_callback(JoinGroupResult(member_id, UNKNOWN_MEMBER_ID))
+            return
+        member = group.get(member_id)
+        state = group.state
+        if state is GroupState.PREPARING_REBALANCE:
+            self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
+                                              session_timeout_ms, response_callback)
+        elif state is GroupState.COMPLETING_REBALANCE:
+            if member.matches(protocols):
+                # The join response was lost: send the same generation again.
+                response_callback(self._join_result(group, member))
+            else:
+                self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
+                                                  session_timeout_ms, response_callback)
+        elif state is GroupState.STABLE:
+            if group.is_leader(member_id) or not member.matches(protocols):
+                # The leader rejoining (e.g. the topics' partitions changed) or a new
+                # subscription: a new generation.
+                self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
+                                                  session_timeout_ms, response_callback)
+            else:
+                response_callback(self._join_result(group, member))
+        else:  # Empty or Dead: this member is not here
+            response_callback(JoinGroupResult(member_id, UNKNOWN_MEMBER_ID))
+
+    def _join_result(self, group: GroupMetadata, member: MemberMetadata) -> JoinGroupResult:
+        """The current generation as ``member`` sees it: only the leader gets the members."""
+        return JoinGroupResult(
+            member_id=member.member_id,
+            error=NONE,
+            generation_id=group.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader_id=group.leader_id or "",
+            members=group.current_member_metadata() if group.is_leader(member.member_id) else [],
+        )
+
+    def _add_member_and_rebalance(
+        self, group: GroupMetadata, member_id: str, group_instance_id: str | None,
+        client_id: str, client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int,
+        protocol_type: str, protocols: list[tuple[str, bytes]], response_callback: JoinCallback,
+    ) -> None:
+        member = MemberMetadata(member_id, group_instance_id, client_id, client_host,
+                                rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols)
+        member.is_new = True
+        if group.is_state(GroupState.PREPARING_REBALANCE) and group.generation_id == 0:
+            group.new_member_added = True  # the InitialDelayedJoin waits once more
+        group.add(member, response_callback)
+        # A new member that never completes its join is dropped after this long (not the
+        # session timeout: the join itself may legitimately take up to the rebalance timeout).
+        self._complete_and_schedule_next_expiration(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self._maybe_prepare_rebalance(group, f"adding new member {member_id}")
+
+    def _update_member_and_rebalance(
+        self, group: GroupMetadata, member: MemberMetadata, protocols: list[tuple[str, bytes]],
+        rebalance_timeout_ms: int, session_timeout_ms: int, response_callback: JoinCallback,
+    ) -> None:
+        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms,
+                            response_callback)
+        self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoined")
+
+    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        if group.can_rebalance():
+            self._prepare_rebalance(group, reason)
+
+    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        _, rebalance_purgatory = self._purgatories()
+        if group.is_state(GroupState.COMPLETING_REBALANCE):
+            # Members waiting in SyncGroup will never get this generation's assignment.
+            self._reset_and_propagate_assignment_error(group, REBALANCE_IN_PROGRESS)
+        delayed_rebalance: DelayedJoin
+        if group.is_state(GroupState.EMPTY):
+            delay = self.group_initial_rebalance_delay_ms
+            delayed_rebalance = InitialDelayedJoin(
+                self, rebalance_purgatory, group, delay, delay,
+                max(group.rebalance_timeout_ms() - delay, 0))
+        else:
+            delayed_rebalance = DelayedJoin(self, group, group.rebalance_timeout_ms())
+        log.info("preparing to rebalance group %s from state %s with old generation %d (%s)",
+                 group.group_id, group.state.value, group.generation_id, reason)
+        group.transition_to(GroupState.PREPARING_REBALANCE)
+        rebalance_purgatory.try_complete_else_watch(
+            delayed_rebalance, [group_join_key(group.group_id)])
+
+    # -- the DelayedJoin's decisions -------------------------------------------------------------
+
+    def try_complete_join(self, group: GroupMetadata, force_complete: Callable[[], bool]) -> bool:
+        with group.lock:
+            if group.has_all_members_joined():
+                return force_complete()
+            return False
+
+    def on_complete_join(self, group: GroupMetadata) -> None:
+        """The rebalance's join phase is over: drop who did not rejoin, start a generation."""
+        _, rebalance_purgatory = self._purgatories()
+        with group.lock:
+            for member in group.not_yet_rejoined_members():
+                log.info("group %s: member %s did not rejoin in time; removed",
+                         group.group_id, member.member_id)
+                self._remove_heartbeat_for_leaving_member(group, member)
+                group.remove(member.member_id)
+            if group.is_state(GroupState.DEAD):
+                return
+            if not group.maybe_elect_new_joined_leader() and group.members:
+                # Nobody has rejoined yet, but some members are still within their session:
+                # wait another rebalance timeout (their heartbeats expire them if they are gone).
+                rebalance_purgatory.try_complete_else_watch(
+                    DelayedJoin(self, group, group.rebalance_timeout_ms()),
+                    [group_join_key(group.group_id)])
+                return
+            group.init_next_generation()
+            if group.is_state(GroupState.EMPTY):
+                log.info("group %s with generation %d is now empty", group.group_id,
+                         group.generation_id)
+                return
+            log.info("stabilized group %s generation %d with %d members", group.group_id,
+                     group.generation_id, len(group.members))
+            for member in list(group.members.values()):
+                group.maybe_invoke_join_callback(member, self._join_result(group, member))
+                self._complete_and_schedule_next_heartbeat_expiration(group, member)
+                member.is_new = False
+
+    # -- SyncGroup ------------------------------------------------------------------------------
+
+    def handle_sync_group(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        group_assignment: dict[str, bytes],
+        response_callback: SyncCallback,
+    ) -> None:
+        """Kafka's ``handleSyncGroup``: followers wait (parked) for the leader's assignment."""
+        self._purgatories()
+        group = self._get_group(group_id)
+        if group is None:
+            response_callback(SyncGroupResult(UNKNOWN_MEMBER_ID))
+            return
+        with group.lock:
+            error = NONE
+            if group.is_state(GroupState.DEAD):
+                error = COORDINATOR_NOT_AVAILABLE
+            elif not group.has(member_id):
+                error = UNKNOWN_MEMBER_ID
+            elif generation_id != group.generation_id:
+                error = ILLEGAL_GENERATION
+            elif (protocol_type is not None and protocol_type != group.protocol_type) or (
+                    protocol_name is not None and protocol_name != group.protocol_name):
+                error = INCONSISTENT_GROUP_PROTOCOL
+            elif group.is_state(GroupState.EMPTY):
+                error = UNKNOWN_MEMBER_ID
+            elif group.is_state(GroupState.PREPARING_REBALANCE):
+                error = REBALANCE_IN_PROGRESS
+            if error != NONE:
+                response_callback(SyncGroupResult(error))
+                return
+            member = group.get(member_id)
+            if group.is_state(GroupState.COMPLETING_REBALANCE):
+                member.awaiting_sync_callback = response_callback
+                self._complete_and_schedule_next_heartbeat_expiration(group, member)
+                if group.is_leader(member_id):
+                    # Members the leader left out get an empty assignment, not a hang.
+                    assignment = {m: group_assignment.get(m, b"") for m in group.members}
+                    self._set_and_propagate_assignment(group, assignment)
+            else:  # Stable: the assignment is known (a retried SyncGroup)
+                self._complete_and_schedule_next_heartbeat_expiration(group, member)
+                response_callback(SyncGroupResult(NONE, member.assignment, group.protocol_type,
+                                                  group.protocol_name))
+
+    def _set_and_propagate_assignment(self, group: GroupMetadata,
+                                      assignment: dict[str, bytes]) -> None:
+        for member_id, member in group.members.items():
+            member.assignment = assignment[member_id]
+        self._propagate_assignment(group, NONE)
+        group.transition_to(GroupState.STABLE)
+
+    def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: int) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+        self._propagate_assignment(group, error)
+
+    def _propagate_assignment(self, group: GroupMetadata, error: int) -> None:
+        for member in group.members.values():
+            result = SyncGroupResult(error, member.assignment, group.protocol_type,
+                                     group.protocol_name)
+            if group.maybe_invoke_sync_callback(member, result):
+                # The member heartbeats from now on; its session starts again.
+                self._complete_and_schedule_next_heartbeat_expiration(group, member)
+
+    # -- Heartbeat ------------------------------------------------------------------------------
+
+    def handle_heartbeat(self, group_id: str, member_id: str, generation_id: int) -> int:
+        """Kafka's ``handleHeartbeat``: the error code.  REBALANCE_IN_PROGRESS is how a member
+        learns it must rejoin."""
+        self._purgatories()
+        group = self._get_group(group_id)
+        if group is None:
+            return UNKNOWN_MEMBER_ID
+        with group.lock:
+            if group.is_state(GroupState.DEAD):
+                return COORDINATOR_NOT_AVAILABLE
+            if group.is_state(GroupState.EMPTY) or not group.has(member_id):
+                return UNKNOWN_MEMBER_ID
+            if generation_id != group.generation_id:
+                return ILLEGAL_GENERATION
+            member = group.get(member_id)
+            self._complete_and_schedule_next_heartbeat_expiration(group, member)
+            if group.is_state(GroupState.PREPARING_REBALANCE):
+                return REBALANCE_IN_PROGRESS
+            # Stable, or CompletingRebalance (a member may heartbeat between its join and sync).
+            return NONE
+
+    def _complete_and_schedule_next_heartbeat_expiration(
+        self, group: GroupMetadata, member: MemberMetadata
+    ) -> None:
+        self._complete_and_schedule_next_expiration(group, member, member.session_timeout_ms)
+
+    def _complete_and_schedule_next_expiration(
+        self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int
+    ) -> None:
+        """Complete the member's current DelayedHeartbeat (it was satisfied) and start the next
+        one: the session timeout counts from now."""
+        heartbeat_purgatory, _ = self._purgatories()
+        key = member_key(group.group_id, member.member_id)
+        member.heartbeat_satisfied = True
+        heartbeat_purgatory.check_and_complete(key)
+        member.heartbeat_satisfied = False
+        heartbeat_purgatory.try_complete_else_watch(
+            DelayedHeartbeat(self, group, member.member_id, False, timeout_ms), [key])
+
+    def _add_pending_member_expiration(self, group: GroupMetadata, member_id: str,
+                                       timeout_ms: int) -> None:
+        heartbeat_purgatory, _ = self._purgatories()
+        heartbeat_purgatory.try_complete_else_watch(
+            DelayedHeartbeat(self, group, member_id, True, timeout_ms),
+            [member_key(group.group_id, member_id)])
+
+    def _remove_heartbeat_for_leaving_member(self, group: GroupMetadata,
+                                             member: MemberMetadata) -> None:
+        heartbeat_purgatory, _ = self._purgatories()
+        member.is_leaving = True
+        heartbeat_purgatory.check_and_complete(member_key(group.group_id, member.member_id))
+
+    # -- the DelayedHeartbeat's decisions --------------------------------------------------------
+
+    def try_complete_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool,
+                               force_complete: Callable[[], bool]) -> bool:
+        with group.lock:
+            if is_pending:
+                # Complete (without expiring) once the pending id joined or was dropped.
+                done = not group.is_pending_member(member_id)
+            elif group.has(member_id):
+                member = group.get(member_id)
+                done = member.has_satisfied_heartbeat() or member.is_leaving
+            else:
+                done = True  # removed already
+            return force_complete() if done else False
+
+    def on_expire_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool) -> None:
+        """The session timeout passed without a heartbeat: the member is gone; rebalance."""
+        with group.lock:
+            if group.is_state(GroupState.DEAD):
+                return
+            if is_pending:
+                if group.is_pending_member(member_id):
+                    log.info("group %s: pending member %s expired", group.group_id, member_id)
+                    self._remove_pending_member_and_update_group(group, member_id)
+                return
+            if not group.has(member_id):
+                return
+            member = group.get(member_id)
+            if not member.has_satisfied_heartbeat():
+                log.info("group %s: member %s failed to heartbeat within its session timeout "
+                         "(%d ms); removed", group.group_id, member_id, member.session_timeout_ms)
+                self._remove_member_and_update_group(group, member)
+
+    # -- LeaveGroup -----------------------------------------------------------------------------
+
+    def handle_leave_group(self, group_id: str, member_ids: list[str]) -> tuple[int, list[int]]:
+        """Kafka's ``handleLeaveGroup`` (several members at once since v3): the top-level error
+        and one error per member."""
+        self._purgatories()
+        group = self._get_group(group_id)
+        if group is None:
+            return NONE, [UNKNOWN_MEMBER_ID] * len(member_ids)
+        with group.lock:
+            if group.is_state(GroupState.DEAD):
+                return COORDINATOR_NOT_AVAILABLE, []
+            errors = []
+            for member_id in member_ids:
+                if group.is_pending_member(member_id):
+                    self._remove_pending_member_and_update_group(group, member_id)
+                    errors.append(NONE)
+                elif not group.has(member_id):
+                    errors.append(UNKNOWN_MEMBER_ID)
+                else:
+                    member = group.get(member_id)
+                    log.info("group %s: member %s left", group.group_id, member_id)
+                    self._remove_heartbeat_for_leaving_member(group, member)
+                    self._remove_member_and_update_group(group, member)
+                    errors.append(NONE)
+            return NONE, errors
+
+    def _remove_member_and_update_group(self, group: GroupMetadata,
+                                        member: MemberMetadata) -> None:
+        _, rebalance_purgatory = self._purgatories()
+        # A member parked in JoinGroup learns it is out.
+        group.maybe_invoke_join_callback(member, JoinGroupResult(member.member_id,
+                                                                 UNKNOWN_MEMBER_ID))
+        group.remove(member.member_id)
+        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance(group, f"removing member {member.member_id}")
+        elif group.is_state(GroupState.PREPARING_REBALANCE):
+            # One fewer member to wait for.
+            rebalance_purgatory.check_and_complete(group_join_key(group.group_id))
+
+    def _remove_pending_member_and_update_group(self, group: GroupMetadata,
+                                                member_id: str) -> None:
+        _, rebalance_purgatory = self._purgatories()
+        group.remove(member_id)
+        if group.is_state(GroupState.PREPARING_REBALANCE):
+            rebalance_purgatory.check_and_complete(group_join_key(group.group_id))
+
+    def _fail_waiting_members(self, group: GroupMetadata, error: int) -> None:
+        for member in list(group.members.values()):
+            group.maybe_invoke_join_callback(member, JoinGroupResult(member.member_id, error))
+            group.maybe_invoke_sync_callback(member, SyncGroupResult(error))
+
+    # -- DescribeGroups, ListGroups ----------------------------------------------------------------
+
+    def handle_describe_group(self, group_id: str) -> tuple[int, dict[str, object]]:
+        """The group's summary; a group nobody knows is described as Dead (Kafka does too)."""
+        group = self._get_group(group_id)
+        if group is None:
+            with self._lock:
+                known = group_id in self._offsets
+            state = GroupState.EMPTY if known else GroupState.DEAD
+            return NONE, {"group_state": state.value, "protocol_type": "",
+                          "protocol_data": "", "members": []}
+        with group.lock:
+            return NONE, group.summary()
+
+    def handle_list_groups(self) -> list[tuple[str, str, str]]:
+        """(group id, protocol type, state) of every group: those with members and those that
+        only hold committed offsets (Empty)."""
+        with self._groups_lock:
+            groups = list(self._groups.values())
+        listed = {}
+        for group in groups:
+            with group.lock:
+                if not group.is_state(GroupState.DEAD):
+                    listed[group.group_id] = (group.group_id, group.protocol_type or "",
+                                              group.state.value)
+        with self._lock:
+            offset_groups = list(self._offsets)
+        for group_id in offset_groups:
+            listed.setdefault(group_id, (group_id, "", GroupState.EMPTY.value))
+        return sorted(listed.values())

@@ -88,7 +88,14 @@ class Broker:
         self.metadata_cache = MetadataCache(first_dir)
         self.producer_id_manager = ProducerIdManager(first_dir)
         self.log_manager = _make_log_manager(self)
-        self.group_coordinator = GroupCoordinator(first_dir)
+        self.group_coordinator = GroupCoordinator(
+            first_dir,
+            group_min_session_timeout_ms=self.config["group.min.session.timeout.ms"],
+            group_max_session_timeout_ms=self.config["group.max.session.timeout.ms"],
+            group_initial_rebalance_delay_ms=self.config["group.initial.rebalance.delay.ms"],
+            group_max_size=self.config["group.max.size"],
+            broker_id=self.broker_id,
+        )
         self.group_coordinator.startup()
         self.socket_server = SocketServer(self.config, self.request_channel, self.faults,
                                           self.listener_security)
