@@ -1471,3 +1471,8 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.SASL_HANDSHAKE: (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),
     ApiKey.SASL_AUTHENTICATE: (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),
 }
+
+# Broker-to-broker and broker-to-controller messages (kafkacore.protocol.inter_broker).
+from kafkacore.protocol.inter_broker import INTER_BROKER_MESSAGES  # noqa: E402
+
+MESSAGES.update(INTER_BROKER_MESSAGES)
