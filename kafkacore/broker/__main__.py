@@ -2,6 +2,9 @@
 
 When it is ready it prints one line, ``kafkacore-broker listening on HOST:PORT``, and flushes
 it, so a parent process can read the address (with port 0, the one the OS chose).
+With ``--control-socket PATH`` the broker's faults can be switched from another process with
+:class:`kafkacore.broker.faults.BrokerControl` (see docs/broker/faults.rst); the socket is
+listening before the ready line is printed.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Sequence
 
 from kafkacore import errors
 from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.faults import ControlServer
 from kafkacore.broker.server import Broker
 
 READY_PREFIX = "kafkacore-broker listening on "
@@ -47,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="auto.create.topics.enable")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="any broker setting, by Kafka's name (repeatable)")
+    parser.add_argument("--control-socket", metavar="PATH",
+                        help="serve fault injection (isolate, latency, fail_next) on this Unix "
+                             "socket, for tests")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
@@ -65,11 +72,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     broker = Broker(config)
     broker.start()
+    control = None
     try:
+        if args.control_socket:
+            control = ControlServer(broker.faults, args.control_socket).start()
         print(f"{READY_PREFIX}{broker.bootstrap_servers}", flush=True)
         while not stop.wait(1.0):
             pass
     finally:
+        if control is not None:
+            control.stop()
         broker.stop()
     return 0
 

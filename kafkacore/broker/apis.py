@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
+from kafkacore.broker import faults
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
 from kafkacore.broker.metadata_cache import validate_topic_name
@@ -99,7 +100,40 @@ class KafkaApis:
         if request.body is None or not low <= request.api_version <= high:
             self.send_error_response(request, UNSUPPORTED_VERSION)
             return
+        injected = self.broker.faults.next_error(api_key)
+        if injected is not None and self.answer_injected_error(request, injected):
+            return
         handler(request)
+
+    #: APIs that change nothing (Metadata's auto-creation aside): an injected error is set in
+    #: the answer the handler builds, so the error lands in the per-partition fields.
+    READ_ONLY_APIS = frozenset({ApiKey.METADATA, ApiKey.FETCH, ApiKey.LIST_OFFSETS,
+                                ApiKey.OFFSET_FETCH, ApiKey.FIND_COORDINATOR,
+                                ApiKey.DESCRIBE_CONFIGS})
+
+    def answer_injected_error(self, request: Request, injected: faults.InjectedError) -> bool:
+        """Answer ``request`` with an error a test asked for (``broker.faults.fail_next``).
+
+        Returns False when the handler must still run: it then builds its answer and
+        :meth:`respond` puts the error in it (Produce after the append, the read-only APIs,
+        and APIs whose answer has no top-level error code).  See docs/broker/faults.rst.
+        """
+        assert request.body is not None
+        code = injected.error_code
+        if request.api_key == ApiKey.PRODUCE and not injected.after_append:
+            if request.body["acks"] == 0:
+                self.request_channel.close_connection(request, "acks=0 produce failed "
+                                                               "(an injected fault)")
+            else:
+                self.respond(request, faults.produce_error_body(request.body, code))
+            return True
+        if request.api_key not in self.READ_ONLY_APIS and not injected.after_append:
+            body = self.error_response_body(request, code)
+            if body is not None:
+                self.request_channel.send_response(request, body)
+                return True
+        request.injected_error = code
+        return False
 
     def handle_error(self, request: Request, exc: BaseException) -> None:
         """A handler raised: answer with UNKNOWN_SERVER_ERROR (or close if we cannot)."""
@@ -137,6 +171,8 @@ class KafkaApis:
         them otherwise, to catch a handler sending something a client could not see.
         """
         message = codec.RESPONSES[request.api_key]
+        if request.injected_error:
+            body = faults.set_error_codes(body, request.injected_error)
         self.request_channel.send_response(request, _fit(message.body, request.api_version, body))
 
     # -- ApiVersions ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import Any
 
 from kafkacore import errors
 from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.faults import FaultInjector
 from kafkacore.broker.request_channel import Request, RequestChannel, Response, ResponseAction
 from kafkacore.protocol import codec
 
@@ -136,9 +137,14 @@ class Processor(threading.Thread):
     """
 
     def __init__(self, processor_id: int, config: BrokerConfig, channel: RequestChannel,
-                 quotas: ConnectionQuotas) -> None:
+                 quotas: ConnectionQuotas, faults: FaultInjector | None = None) -> None:
         super().__init__(name=f"kafkacore-network-thread-{processor_id}", daemon=True)
         self.id = processor_id
+        #: Faults switched on by tests (see docs/broker/faults.rst): isolation and latency are
+        #: done here, between the handlers and the sockets.
+        self.faults = faults if faults is not None else FaultInjector()
+        #: Responses held back by an injected latency: (time received, response), oldest first.
+        self._held: collections.deque[tuple[float, Response]] = collections.deque()
         self.channel = channel
         self.quotas = quotas
         self.max_request_size: int = config["socket.request.max.bytes"]
@@ -156,6 +162,7 @@ class Processor(threading.Thread):
         self._next_index = 0
         self._stats = collections.Counter[str]()
         channel.add_processor(self)
+        self.faults.attach(self.name, self.wakeup)
 
     # -- other threads call these ---------------------------------------------------------------
 
@@ -197,7 +204,8 @@ class Processor(threading.Thread):
             while self._running:
                 self.configure_new_connections()
                 self.process_new_responses()
-                self.poll()
+                self.enforce_isolation()
+                self.poll(self.release_held_responses())
                 self.close_excess_idle()
         except Exception:  # pragma: no cover - a bug; say so loudly rather than die silently
             log.exception("processor %d failed", self.id)
@@ -205,6 +213,7 @@ class Processor(threading.Thread):
             for ch in list(self._channels.values()):
                 self.close(ch, "the broker is shutting down", level=logging.DEBUG)
             self.channel.remove_processor(self.id)
+            self.faults.detach(self.name)
             self._selector.close()
             self._wakeup_r.close()
             self._wakeup_w.close()
@@ -235,24 +244,50 @@ class Processor(threading.Thread):
                 response = self._responses.get_nowait()
             except queue.Empty:
                 return
-            ch = self._channels.get(response.request.connection_id)
-            if ch is None:  # closed while its request was being handled
+            if self.faults.latency_ms > 0 or self._held:
+                # An injected latency: held, in order, until due (release_held_responses).
+                self._held.append((time.monotonic(), response))
                 continue
-            if response.action is ResponseAction.SEND:
-                assert response.payload is not None
-                for chunk in response.payload:
-                    view = memoryview(chunk).cast("B")
-                    if len(view):
-                        ch.sends.append(view)
-                self._stats["responses"] += 1
-                self._update_interest(ch)
-            elif response.action is ResponseAction.NO_OP:
-                self._unmute(ch)
-            else:
-                self.close(ch, response.reason)
+            self.process_response(response)
 
-    def poll(self) -> None:
-        for key, mask in self._selector.select(_POLL_S):
+    def process_response(self, response: Response) -> None:
+        ch = self._channels.get(response.request.connection_id)
+        if ch is None:  # closed while its request was being handled
+            return
+        if response.action is ResponseAction.SEND:
+            assert response.payload is not None
+            for chunk in response.payload:
+                view = memoryview(chunk).cast("B")
+                if len(view):
+                    ch.sends.append(view)
+            self._stats["responses"] += 1
+            self._update_interest(ch)
+        elif response.action is ResponseAction.NO_OP:
+            self._unmute(ch)
+        else:
+            self.close(ch, response.reason)
+
+    def release_held_responses(self) -> float:
+        """Queue the held responses that are due; returns how long poll() may sleep."""
+        delay_s = self.faults.latency_ms / 1000.0
+        now = time.monotonic()
+        while self._held and self._held[0][0] + delay_s <= now:
+            self.process_response(self._held.popleft()[1])
+        if self._held:
+            return max(0.0, min(_POLL_S, self._held[0][0] + delay_s - now))
+        return _POLL_S
+
+    def enforce_isolation(self) -> None:
+        """While the broker is isolated: close every connection, read nothing, write nothing."""
+        if not self.faults.isolated:
+            return
+        for ch in list(self._channels.values()):
+            self.close(ch, "the broker is isolated (an injected fault)", level=logging.DEBUG)
+        self._held.clear()
+        self.faults.isolation_enforced(self.name)
+
+    def poll(self, timeout_s: float = _POLL_S) -> None:
+        for key, mask in self._selector.select(timeout_s):
             ch = key.data
             if ch is None:
                 try:
@@ -414,9 +449,11 @@ class Acceptor(threading.Thread):
     """Accepts connections and hands them round-robin to the processors (Kafka's ``Acceptor``)."""
 
     def __init__(self, host: str, port: int, processors: list[Processor],
-                 quotas: ConnectionQuotas, config: BrokerConfig) -> None:
+                 quotas: ConnectionQuotas, config: BrokerConfig,
+                 faults: FaultInjector | None = None) -> None:
         super().__init__(name="kafkacore-acceptor", daemon=True)
         self.processors = processors
+        self.faults = faults
         self.quotas = quotas
         self._send_buffer: int = config["socket.send.buffer.bytes"]
         self._receive_buffer: int = config["socket.receive.buffer.bytes"]
@@ -427,6 +464,8 @@ class Acceptor(threading.Thread):
         self._running = True
         self._current = 0
         self.refused = 0
+        #: Connections accepted and closed at once while the broker was isolated.
+        self.isolated_refused = 0
 
     @property
     def port(self) -> int:
@@ -454,6 +493,10 @@ class Acceptor(threading.Thread):
                 log.warning("accept failed: %s", exc)
                 return
             host = address[0]
+            if self.faults is not None and self.faults.isolated:
+                self.isolated_refused += 1
+                sock.close()  # an injected fault: accepted and closed, never served
+                continue
             try:
                 self.quotas.inc(host)
             except TooManyConnectionsError as exc:
@@ -478,21 +521,23 @@ class Acceptor(threading.Thread):
 class SocketServer:
     """The acceptor, the processors and the connection quotas of one listener."""
 
-    def __init__(self, config: BrokerConfig, channel: RequestChannel) -> None:
+    def __init__(self, config: BrokerConfig, channel: RequestChannel,
+                 faults: FaultInjector | None = None) -> None:
         self.config = config
         self.request_channel = channel
+        self.faults = faults if faults is not None else FaultInjector()
         self.connection_quotas = ConnectionQuotas(
             config["max.connections"],
             config["max.connections.per.ip"],
             config["max.connections.per.ip.overrides"],
         )
         self.processors = [
-            Processor(i, config, channel, self.connection_quotas)
+            Processor(i, config, channel, self.connection_quotas, self.faults)
             for i in range(config["num.network.threads"])
         ]
         self.acceptor = Acceptor(
             config.listener_host, config.listener_port, self.processors,
-            self.connection_quotas, config,
+            self.connection_quotas, config, self.faults,
         )
 
     @property

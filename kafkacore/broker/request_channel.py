@@ -40,6 +40,8 @@ class Request:
     client_address: tuple[str, int]
     size: int
     start_time_ns: int = field(default_factory=time.monotonic_ns)
+    #: An error code a test injected (kafkacore.broker.faults) for the handler's answer to carry.
+    injected_error: int = 0
 
     @property
     def api_key(self) -> int:

@@ -70,7 +70,7 @@ class Broker:
         self.log_manager = _make_log_manager(self)
         self.group_coordinator = GroupCoordinator(first_dir)
         self.group_coordinator.startup()
-        self.socket_server = SocketServer(self.config, self.request_channel)
+        self.socket_server = SocketServer(self.config, self.request_channel, self.faults)
         self.apis = KafkaApis(self)
         self._handlers = KafkaRequestHandlerPool(
             self.request_channel, self.apis, self.config["num.io.threads"]
