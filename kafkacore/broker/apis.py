@@ -419,113 +419,111 @@ class KafkaApis:
     # -- Produce ---------------------------------------------------------------------------------
 
     def handle_produce_request(self, request: Request) -> None:
+        """Append through the :class:`~kafkacore.broker.replica_manager.ReplicaManager`; with
+        acks=all the answer waits in the produce purgatory until the ISR has the batches."""
         assert request.body is not None
         body = request.body
         acks = body["acks"]
-        responses = []
+        entries: dict[tuple[str, int], tuple[dict[str, Any], Any]] = {}
+        order: list[tuple[str, list[tuple[str, int]]]] = []
         for topic in body["topic_data"]:
-            partitions = []
+            keys = []
             for pd in topic["partition_data"]:
-                partitions.append(self._append_partition(topic["name"], pd, acks))
-            responses.append({"name": topic["name"], "partition_responses": partitions})
-        if acks == 0:
-            # acks=0: the producer reads no answer, so none is sent (Kafka closes the connection
-            # instead when the append failed, so the producer notices on its next send).
-            if any(p["error_code"] != NONE for t in responses for p in t["partition_responses"]):
-                self.request_channel.close_connection(request, "acks=0 produce failed")
-            else:
-                self.request_channel.send_no_response(request)
-            return
-        self.respond(request, {"responses": responses,
-                                                     "throttle_time_ms": 0})
+                response: dict[str, Any] = {
+                    "index": pd["index"], "error_code": NONE, "base_offset": -1,
+                    "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
+                    "error_message": None,
+                }
+                key = (topic["name"], pd["index"])
+                keys.append(key)
+                if acks not in (0, 1, -1):
+                    response["error_code"] = INVALID_REQUIRED_ACKS
+                elif pd["records"] is None:
+                    response.update(error_code=CORRUPT_MESSAGE, error_message="null records")
+                elif key not in entries:
+                    entries[key] = (response, pd["records"])
+                    continue
+                entries.setdefault(key, (response, None))
+            order.append((topic["name"], keys))
+        valid = {k: v for k, v in entries.items() if v[1] is not None}
+        invalid = {k: v[0] for k, v in entries.items() if v[1] is None}
 
-    def _append_partition(self, topic: str, pd: dict[str, Any], acks: int) -> dict[str, Any]:
-        response: dict[str, Any] = {
-            "index": pd["index"], "error_code": NONE, "base_offset": -1,
-            "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
-            "error_message": None,
-        }
-        if acks not in (0, 1, -1):
-            response["error_code"] = INVALID_REQUIRED_ACKS
-            return response
-        lg = self.get_partition_log(topic, pd["index"])
-        if lg is None:
-            response["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
-            return response
-        records = pd["records"]
-        if records is None:
-            response.update(error_code=CORRUPT_MESSAGE, error_message="null records")
-            return response
-        try:
-            info = lg.append_as_leader(records, leader_epoch=0)
-        except errors.BrokerResponseError as exc:
-            # Every storage error carries Kafka's error code; the log is left unchanged.
-            response.update(error_code=exc.errno, error_message=str(exc)[:1000])
-            return response
-        # A duplicate (a retried batch) gets the original batch's offsets: success, written once.
-        response.update(base_offset=info.first_offset,
-                        log_append_time_ms=info.log_append_time_ms,
-                        log_start_offset=info.log_start_offset)
-        return response
+        def respond(results: dict[tuple[str, int], dict[str, Any]]) -> None:
+            results = {**invalid, **results}
+            responses = [{"name": name, "partition_responses": [results[k] for k in keys]}
+                         for name, keys in order]
+            if acks == 0:
+                # acks=0: the producer reads no answer, so none is sent (Kafka closes the
+                # connection instead when the append failed, so the producer notices).
+                if any(p["error_code"] != NONE for t in responses
+                       for p in t["partition_responses"]):
+                    self.request_channel.close_connection(request, "acks=0 produce failed")
+                else:
+                    self.request_channel.send_no_response(request)
+                return
+            self.respond(request, {"responses": responses, "throttle_time_ms": 0})
+
+        self.broker.replica_manager.append_records(body.get("timeout_ms", 30000), acks, valid,
+                                                   respond)
 
     # -- Fetch -----------------------------------------------------------------------------------
 
     def handle_fetch_request(self, request: Request) -> None:
-        """Answer at once with what the logs hold up to their high watermarks.
+        """Read through the :class:`~kafkacore.broker.replica_manager.ReplicaManager`.
+
+        Consumers read below the high watermark; a follower (a replica id >= 0, in
+        ``replica_state`` since v15) reads up to the log end and reports its log end offset by
+        the offset it asks for.  With less than ``min_bytes`` the answer waits up to
+        ``max_wait_ms`` in the fetch purgatory (a long poll) and comes as soon as data does.
 
         Incremental fetch sessions (KIP-227): we never create one, answering every fetch with
-        session id 0 and every partition asked, which KIP-227 allows ("full fetch response");
-        a client then keeps sending full fetch requests.  ``max_wait_ms`` / ``min_bytes`` are
-        not waited on yet (no delayed fetch in the purgatory): an empty answer comes at once.
+        session id 0 and every partition asked, which KIP-227 allows ("full fetch response").
         """
         assert request.body is not None
         body = request.body
         version = request.api_version
-        remaining = body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX
-        responses = []
-        got_data = False
+        from kafkacore.broker.replica_manager import FetchParams, FetchPartitionInfo
+
+        replica_id = (body.get("replica_state") or {}).get("replica_id", -1) if version >= 15 \
+            else body.get("replica_id", -1)
+        params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"],
+                             body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX)
+        infos: list[Any] = []
+        topics: list[tuple[str, uuid.UUID, list[Any]]] = []
+        unknown: dict[int, dict[str, Any]] = {}
         for topic in body["topics"]:
             if version >= 13:
                 topic_id = topic["topic_id"]
                 name = self.metadata_cache.name_of(topic_id)
             else:
                 topic_id, name = ZERO_UUID, topic["topic"]
-            parts = []
+            entries = []
             for fp in topic["partitions"]:
-                part: dict[str, Any] = {
-                    "partition_index": fp["partition"], "error_code": NONE,
-                    "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
-                    "aborted_transactions": None, "preferred_read_replica": -1, "records": b"",
-                }
-                lg = self.get_partition_log(name, fp["partition"]) if name else None
-                if lg is None:
-                    part["error_code"] = UNKNOWN_TOPIC_ID if version >= 13 else \
-                        UNKNOWN_TOPIC_OR_PARTITION
-                    parts.append(part)
-                    continue
-                try:
-                    # KIP-74: the first batch is returned whole even if larger than the limits,
-                    # so a consumer can always make progress.
-                    data = lg.read(fp["fetch_offset"],
-                                   max(0, min(fp["partition_max_bytes"], remaining)),
-                                   max_offset=lg.high_watermark, min_one_batch=not got_data)
-                except errors.BrokerResponseError as exc:
-                    part.update(error_code=exc.errno, high_watermark=lg.high_watermark,
-                                last_stable_offset=lg.last_stable_offset,
-                                log_start_offset=lg.log_start_offset)
-                    parts.append(part)
-                    continue
-                if data.records:
-                    got_data = True
-                    remaining -= len(data.records)
-                part.update(high_watermark=data.high_watermark,
-                            last_stable_offset=lg.last_stable_offset,
-                            log_start_offset=data.log_start_offset, records=data.records)
-                parts.append(part)
-            responses.append({"topic": name or "", "topic_id": topic_id, "partitions": parts})
-        self.respond(request, {
-            "throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": responses,
-        })
+                info = FetchPartitionInfo(name or "", topic_id, fp["partition"],
+                                          fp["fetch_offset"], fp.get("current_leader_epoch", -1),
+                                          fp["partition_max_bytes"])
+                if name is None:
+                    unknown[id(info)] = {
+                        "partition_index": fp["partition"], "error_code": UNKNOWN_TOPIC_ID,
+                        "high_watermark": -1, "last_stable_offset": -1,
+                        "log_start_offset": -1, "aborted_transactions": None,
+                        "preferred_read_replica": -1, "records": b""}
+                else:
+                    infos.append(info)
+                entries.append(info)
+            topics.append((name or "", topic_id, entries))
+
+        def respond(results: list[dict[str, Any]]) -> None:
+            by_info = dict(zip((id(i) for i in infos), results, strict=True))
+            by_info.update(unknown)
+            self.respond(request, {
+                "throttle_time_ms": 0, "error_code": NONE, "session_id": 0,
+                "responses": [{"topic": name, "topic_id": topic_id,
+                               "partitions": [by_info[id(i)] for i in entries]}
+                              for name, topic_id, entries in topics],
+            })
+
+        self.broker.replica_manager.fetch_messages(params, infos, respond)
 
     # -- ListOffsets -----------------------------------------------------------------------------
 
