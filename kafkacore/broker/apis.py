@@ -34,6 +34,8 @@ CORRUPT_MESSAGE = 2
 UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_TOPIC_EXCEPTION = 17
 INVALID_REQUIRED_ACKS = 21
+LEADER_NOT_AVAILABLE = 5
+NOT_CONTROLLER = 41
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 TOPIC_ALREADY_EXISTS = 36
 COORDINATOR_NOT_AVAILABLE = 15
@@ -71,6 +73,7 @@ class KafkaApis:
             ApiKey.FIND_COORDINATOR: self.handle_find_coordinator_request,
             ApiKey.OFFSET_COMMIT: self.handle_offset_commit_request,
             ApiKey.OFFSET_FETCH: self.handle_offset_fetch_request,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch_request,
         }
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
@@ -220,18 +223,36 @@ class KafkaApis:
 
     # -- Metadata --------------------------------------------------------------------------------
 
-    def _metadata_topic(self, version: int, meta: Any) -> dict[str, Any]:
+    def _metadata_partition(self, topic: str, p: int) -> dict[str, Any]:
+        """A partition's leader, epoch, replicas and ISR: the controller's image, or this
+        broker's own view where it leads (its ISR is the newest)."""
+        rm = self.broker.replica_manager
         me = self.broker.broker_id
+        if rm.standalone:
+            return {"error_code": NONE, "partition_index": p, "leader_id": me, "leader_epoch": 0,
+                    "replica_nodes": [me], "isr_nodes": [me], "offline_replicas": []}
+        state = rm.image_topics.get(topic, {}).get(p)
+        if state is None:
+            return {"error_code": LEADER_NOT_AVAILABLE, "partition_index": p, "leader_id": -1,
+                    "leader_epoch": -1, "replica_nodes": [], "isr_nodes": [],
+                    "offline_replicas": []}
+        leader, epoch, isr = state.leader, state.leader_epoch, state.isr
+        local = rm.partitions.get((topic, p))
+        if local is not None and local.is_leader and local.leader_epoch >= epoch:
+            leader, epoch, isr = me, local.leader_epoch, local.isr
+        return {"error_code": NONE if leader >= 0 else LEADER_NOT_AVAILABLE,
+                "partition_index": p, "leader_id": leader, "leader_epoch": epoch,
+                "replica_nodes": list(state.replicas), "isr_nodes": list(isr),
+                "offline_replicas": [r for r in state.replicas if r not in rm.brokers]}
+
+    def _metadata_topic(self, version: int, meta: Any) -> dict[str, Any]:
         return {
             "error_code": NONE,
             "name": meta.name,
             "topic_id": meta.topic_id,
             "is_internal": False,
-            "partitions": [
-                {"error_code": NONE, "partition_index": p, "leader_id": me, "leader_epoch": 0,
-                 "replica_nodes": [me], "isr_nodes": [me], "offline_replicas": []}
-                for p in range(meta.partitions)
-            ],
+            "partitions": [self._metadata_partition(meta.name, p)
+                           for p in range(meta.partitions)],
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         }
 
@@ -269,14 +290,23 @@ class KafkaApis:
                         continue
                     # Kafka answers LEADER_NOT_AVAILABLE while the controller creates the
                     # topic; here creation is synchronous, so the topic is usable at once.
-                    meta, _ = self.create_topic(name, self.broker.config["num.partitions"], {})
+                    if self.broker.lifecycle is not None:
+                        meta = self._auto_create_in_cluster(name)
+                        if meta is None:
+                            topics.append(self._metadata_error(name, ZERO_UUID,
+                                                               LEADER_NOT_AVAILABLE))
+                            continue
+                    else:
+                        meta, _ = self.create_topic(name, self.broker.config["num.partitions"],
+                                                    {})
                 topics.append(self._metadata_topic(version, meta))
         self.respond(request, {
             "throttle_time_ms": 0,
-            "brokers": [{"node_id": self.broker.broker_id, "host": self.broker.advertised_host,
-                         "port": self.broker.advertised_port, "rack": None}],
+            "brokers": [{"node_id": node, "host": host, "port": port, "rack": None}
+                        for node, (host, port) in sorted(self._live_brokers().items())],
             "cluster_id": self.broker.cluster_id,
-            "controller_id": self.broker.broker_id,
+            # Clients cannot reach a KRaft controller: Kafka 4 names a live broker here.
+            "controller_id": min(self._live_brokers()),
             "topics": topics,
             "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         })
@@ -287,10 +317,52 @@ class KafkaApis:
                 "is_internal": False, "partitions": [],
                 "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
+    def _live_brokers(self) -> dict[int, tuple[str, int]]:
+        """Broker id -> (host, port) of every live broker (just this one, alone)."""
+        me = {self.broker.broker_id: (self.broker.advertised_host, self.broker.advertised_port)}
+        rm = self.broker.replica_manager
+        if rm.standalone or not rm.brokers:
+            return me
+        return dict(rm.brokers)
+
+    def _auto_create_in_cluster(self, name: str) -> Any:
+        """Auto-creation in a cluster: ask the controller (Kafka's ``AutoTopicCreationManager``).
+        None if it failed (the client retries on LEADER_NOT_AVAILABLE)."""
+        c = self.broker.config
+        try:
+            self.broker.lifecycle.forward(ApiKey.CREATE_TOPICS, 7, {
+                "topics": [{"name": name, "num_partitions": c["num.partitions"],
+                            "replication_factor": min(c["default.replication.factor"],
+                                                      len(self._live_brokers())),
+                            "assignments": [], "configs": []}],
+                "timeout_ms": 30000, "validate_only": False})
+        except OSError as exc:
+            log.info("auto-creating %s: controller unreachable: %s", name, exc)
+            return None
+        return self.metadata_cache.get(name)
+
+    def _forward_to_controller(self, request: Request) -> bool:
+        """In a cluster, topics are the controller's: send it the request as it came and pass
+        its answer back (Kafka's request forwarding).  False when this broker is alone."""
+        if self.broker.lifecycle is None:
+            return False
+        assert request.body is not None
+        try:
+            response = self.broker.lifecycle.forward(request.api_key, request.api_version,
+                                                     request.body)
+        except OSError as exc:
+            log.info("forwarding API %d to the controller failed: %s", request.api_key, exc)
+            self.send_error_response(request, NOT_CONTROLLER)
+            return True
+        self.respond(request, response)
+        return True
+
     # -- CreateTopics ----------------------------------------------------------------------------
 
     def handle_create_topics_request(self, request: Request) -> None:
         assert request.body is not None
+        if self._forward_to_controller(request):
+            return
         body = request.body
         names = [t["name"] for t in body["topics"]]
         results = []
@@ -373,6 +445,8 @@ class KafkaApis:
         """Forget the topic (persisted first, so a crash cannot bring it back), then delete its
         partitions' logs."""
         assert request.body is not None
+        if self._forward_to_controller(request):
+            return
         results = []
         for name in request.body["topic_names"]:
             meta = self.metadata_cache.remove_topic(name)
@@ -595,7 +669,11 @@ class KafkaApis:
         assert body is not None
         keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
         error = NONE if body.get("key_type", 0) == 0 else COORDINATOR_NOT_AVAILABLE
-        node = (self.broker.broker_id, self.broker.advertised_host, self.broker.advertised_port)
+        # In a cluster every group is coordinated by the live broker with the lowest id (a
+        # simple rule, see docs/broker/failover.rst); alone, by this broker.
+        coordinator = min(self._live_brokers())
+        host, port = self._live_brokers()[coordinator]
+        node = (coordinator, host, port)
         if error != NONE:
             node = (-1, "", -1)
         if version >= 4:
@@ -693,6 +771,25 @@ class KafkaApis:
                 "topics": self._offset_fetch_topics(body["group_id"], body["topics"], version),
             }
         self.respond(request, response)
+
+    # -- OffsetForLeaderEpoch (KIP-101, KIP-320) -------------------------------------------------
+
+    def handle_offset_for_leader_epoch_request(self, request: Request) -> None:
+        """Where a leader epoch ends in the leader's log: followers truncate there before
+        fetching, and consumers check their position after a leader change."""
+        assert request.body is not None
+        rm = self.broker.replica_manager
+        topics = []
+        for t in request.body["topics"]:
+            parts = []
+            for p in t["partitions"]:
+                error, epoch, end = rm.last_offset_for_leader_epoch(
+                    t["topic"], p["partition"], p.get("current_leader_epoch", -1),
+                    p["leader_epoch"])
+                parts.append({"error_code": error, "partition": p["partition"],
+                              "leader_epoch": epoch, "end_offset": end})
+            topics.append({"topic": t["topic"], "partitions": parts})
+        self.respond(request, {"throttle_time_ms": 0, "topics": topics})
 
 
 def _fit(struct: Any, version: int, value: dict[str, Any]) -> dict[str, Any]:

@@ -88,6 +88,6 @@ class LeaderEpochFileCache:
                 self._flush()
 
     def _flush(self) -> None:
-        text = "0\n%d\n" % len(self._entries) + "".join(
+        text = f"0\n{len(self._entries)}\n" + "".join(
             f"{e.epoch} {e.start_offset}\n" for e in self._entries)
         replace_atomically(self.path, text.encode())

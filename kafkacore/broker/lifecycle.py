@@ -49,7 +49,7 @@ class BrokerLifecycleManager(threading.Thread):
         self.incarnation_id = uuid.uuid4()
         self.broker_epoch = -1
         self.image_received = threading.Event()
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         timeout = config["replica.socket.timeout.ms"] / 1000.0
         name = f"broker-{broker.broker_id}"
         faults = broker.faults
@@ -63,11 +63,11 @@ class BrokerLifecycleManager(threading.Thread):
     # -- the loop ---------------------------------------------------------------------------------
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             if self.broker.faults.isolated:
                 self._client.close()
                 self._forward_client.close()
-                self._stop.wait(0.1)
+                self._stopping.wait(0.1)
                 continue
             try:
                 if self.broker_epoch < 0:
@@ -78,10 +78,10 @@ class BrokerLifecycleManager(threading.Thread):
                 log.debug("broker %d: controller unreachable: %s", self.broker.broker_id, exc)
             except Exception:
                 log.exception("broker %d: lifecycle step failed", self.broker.broker_id)
-            self._stop.wait(self.interval_s)
+            self._stopping.wait(self.interval_s)
 
     def shutdown(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         self._client.close()
         self._forward_client.close()
         self.join(5.0)
@@ -160,7 +160,7 @@ class BrokerLifecycleManager(threading.Thread):
         response = self._client.send(ApiKey.DESCRIBE_CONFIGS, DESCRIBE_CONFIGS_VERSION, {
             "resources": [{"resource_type": 2, "resource_name": n, "configuration_keys": None}
                           for n in names],
-            "include_synonyms": False, "include_documentation": False,
+            "include_synoyms": False,
         })
         return {r["resource_name"]: {c["name"]: c["value"] for c in r["configs"]
                                      if c["config_source"] == CONFIG_SOURCE_TOPIC}

@@ -40,7 +40,7 @@ class ReplicaFetcherThread(threading.Thread):
         self._lock = threading.Lock()
         #: partitions followed here -> True while they must truncate before fetching
         self._partitions: dict[tuple[str, int], tuple[Partition, bool]] = {}
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self._client: InterBrokerClient | None = None
         self._address: tuple[str, int] | None = None
 
@@ -59,7 +59,7 @@ class ReplicaFetcherThread(threading.Thread):
             return len(self._partitions)
 
     def shutdown(self) -> None:
-        self._stop.set()
+        self._stopping.set()
         if self._client is not None:
             self._client.close()
         self.join(5.0)
@@ -78,20 +78,20 @@ class ReplicaFetcherThread(threading.Thread):
         return self._client
 
     def _backoff(self) -> None:
-        self._stop.wait(self.config["replica.fetch.backoff.ms"] / 1000.0)
+        self._stopping.wait(self.config["replica.fetch.backoff.ms"] / 1000.0)
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             if self.rm.broker.faults.isolated:
                 if self._client is not None:
                     self._client.close()
-                self._stop.wait(0.1)
+                self._stopping.wait(0.1)
                 continue
             client = self._connect()
             with self._lock:
                 snapshot = dict(self._partitions)
             if client is None or not snapshot:
-                self._stop.wait(0.05)
+                self._stopping.wait(0.05)
                 continue
             try:
                 truncating = [p for p, t in snapshot.values() if t]
@@ -100,7 +100,7 @@ class ReplicaFetcherThread(threading.Thread):
                     continue
                 self._fetch(client, [p for p, _ in snapshot.values()])
             except OSError as exc:
-                if not self._stop.is_set():
+                if not self._stopping.is_set():
                     log.debug("%s: %s", self.name, exc)
                     self._backoff()
             except Exception:
@@ -151,7 +151,7 @@ class ReplicaFetcherThread(threading.Thread):
                     if self._partitions.get(key, (None,))[0] is partition:
                         self._partitions[key] = (partition, False)
         if retry:
-            self._stop.wait(0.05)
+            self._stopping.wait(0.05)
 
     def _fetch(self, client: InterBrokerClient, partitions: list[Partition]) -> None:
         by_topic: dict[Any, list[Partition]] = {}
@@ -204,7 +204,7 @@ class ReplicaFetcherThread(threading.Thread):
                     continue  # the log moved meanwhile (truncation): fetch again
                 partition.append_records_to_follower(records, r["high_watermark"])
         if errored:
-            self._stop.wait(0.1)
+            self._stopping.wait(0.1)
 
 
 class ReplicaFetcherManager:

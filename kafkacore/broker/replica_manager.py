@@ -369,7 +369,7 @@ class ReplicaManager:
     def checkpoint_high_watermarks(self) -> None:
         """Kafka's ``replication-offset-checkpoint``: a restarted replica starts from its HW."""
         points = {k: p.log.high_watermark for k, p in list(self.partitions.items())}
-        text = "0\n%d\n" % len(points) + "".join(
+        text = f"0\n{len(points)}\n" + "".join(
             f"{t} {i} {hw}\n" for (t, i), hw in sorted(points.items()))
         replace_atomically(self._checkpoint_path, text.encode())
 
