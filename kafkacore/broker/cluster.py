@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -247,6 +248,30 @@ class Cluster:
                 raise ClusterError(f"{topic}-{partition} still led by {old_leader} (or by "
                                    f"nobody) after {timeout_s} s: {state}")
             time.sleep(0.05)
+
+    def wait_for_topic(self, topic: str, timeout_s: float = 30.0) -> None:
+        """Wait (bounded) until every running broker knows ``topic`` and a leader for each of
+        its partitions (brokers pull the controller's image every heartbeat interval)."""
+        deadline = time.monotonic() + timeout_s
+        for node in list(self.brokers.values()):
+            if not node.running or node.paused:
+                continue
+            client = InterBrokerClient("127.0.0.1", node.port, "cluster", 10.0)
+            try:
+                while True:
+                    body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
+                    body.update(topics=[{"name": topic, "topic_id": uuid.UUID(int=0)}],
+                                allow_auto_topic_creation=False)
+                    t = client.send(ApiKey.METADATA, 12, body)["topics"][0]
+                    if t["error_code"] == 0 and t["partitions"] and all(
+                            p["leader_id"] >= 0 for p in t["partitions"]):
+                        break
+                    if time.monotonic() > deadline:
+                        raise ClusterError(f"broker {node.node_id} does not know {topic} "
+                                           f"after {timeout_s} s")
+                    time.sleep(0.05)
+            finally:
+                client.close()
 
     def wait_for_isr(self, topic: str, partition: int, isr: Iterable[int],
                      timeout_s: float = 60.0) -> None:

@@ -39,6 +39,7 @@ def new_topic(cluster: Cluster, partitions: int = PARTITIONS) -> str:
                          configs={"min.insync.replicas": "2"}) == {name: 0}
     for p in range(partitions):
         cluster.wait_for_isr(name, p, [1, 2, 3])
+    cluster.wait_for_topic(name)
     return name
 
 
@@ -199,7 +200,7 @@ def test_acks_all_with_a_paused_follower_waits_for_the_isr_to_shrink(cluster):
 
 def _leader_isr(client: InterBrokerClient, topic: str) -> list[int]:
     body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
-    body.update(topics=[{"name": topic, "topic_id": None}], allow_auto_topic_creation=False)
+    body.update(topics=[{"name": topic, "topic_id": uuid.UUID(int=0)}], allow_auto_topic_creation=False)
     response = client.send(ApiKey.METADATA, 12, body)
     return list(response["topics"][0]["partitions"][0]["isr_nodes"])
 
@@ -215,6 +216,7 @@ def test_min_insync_replicas_refuses_acks_all_when_the_isr_is_too_small(cluster)
     client = _client(cluster.broker_address(leader))
     try:
         cluster.wait_for_isr(topic, 0, [leader])
+        _wait(lambda: _leader_isr(client, topic) == [leader], "the leader's ISR shrunk to itself")
         response = client.send(ApiKey.PRODUCE, 9, _produce_request(topic, 0, b"x", -1))
         code = response["responses"][0]["partition_responses"][0]["error_code"]
         assert code == 19  # NOT_ENOUGH_REPLICAS, refused before the append
