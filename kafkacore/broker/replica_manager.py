@@ -246,6 +246,11 @@ class ReplicaManager:
             if params.is_follower:
                 hw_moved, expand = partition.update_follower_fetch_state(
                     params.replica_id, info.fetch_offset)
+                if expand is not None and params.replica_id not in self.brokers:
+                    # Kafka's isReplicaIsrEligible: a fenced broker (a late fetch it sent
+                    # before it stopped) does not rejoin the ISR.
+                    partition.abandon_pending_isr()
+                    expand = None
                 if expand is not None and self.alter_partition_manager is not None:
                     self.alter_partition_manager.submit(partition, expand)
                 if hw_moved:
@@ -277,8 +282,6 @@ class ReplicaManager:
         """Become leader or follower of each partition the image gives this broker (Kafka's
         ``applyDelta``).  ``topics``: name -> (topic id, {partition: state})."""
         with self._lock:
-            self.brokers = dict(brokers)
-            self.image_topics = {name: parts for name, (_, parts) in topics.items()}
             gone = [k for k in self.partitions if k[0] not in topics]
             for key in gone:
                 self._drop_partition(key)
@@ -311,6 +314,10 @@ class ReplicaManager:
                         self.complete_delayed_requests(key)
             if new_followers and self.fetcher_manager is not None:
                 self.fetcher_manager.add_partitions(new_followers)
+            # Published last, so that Metadata answers never show a decision this broker has
+            # not acted on yet.
+            self.brokers = dict(brokers)
+            self.image_topics = {name: parts for name, (_, parts) in topics.items()}
 
     def _create_partition(self, topic: str, index: int, topic_id: Any) -> Partition:
         meta = self.metadata_cache.get(topic)

@@ -28,8 +28,10 @@ LAG_MS = 3000
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    with Cluster(3, config={"replica.lag.time.max.ms": str(LAG_MS)}) as c:
+def cluster(tmp_path_factory):
+    # Each process's log is in the cluster's directory (broker-N.log) for post-mortems.
+    with Cluster(3, log_dir=tmp_path_factory.mktemp("cluster"),
+                 config={"replica.lag.time.max.ms": str(LAG_MS)}) as c:
         yield c
 
 
