@@ -98,8 +98,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     broker.start()
     control = None
     try:
-        if args.control_socket:
+        if args.control_socket and isinstance(broker, Broker):
             control = ControlServer(broker.faults, args.control_socket).start()
+        elif args.control_socket:
+            from kafkacore.broker.controller import ControllerControlServer
+
+            control = ControllerControlServer(broker, args.control_socket).start()
         print(f"{READY_PREFIX}{broker.bootstrap_servers}", flush=True)
         while not stop.wait(1.0):
             pass

@@ -136,7 +136,8 @@ class Cluster:
                "--log-level", self.log_level]
         config = dict(self.config)
         if node.role == "controller":
-            cmd += ["--process-roles", "controller"]
+            cmd += ["--process-roles", "controller", "--control-socket",
+                    str(self.base / "controller.ctl")]
             config = {k: v for k, v in config.items()
                       if k in ("broker.session.timeout.ms", "default.replication.factor",
                                "num.partitions", "cluster.id")}
@@ -358,8 +359,21 @@ class Cluster:
 
     def move_leader(self, topic: str, partition: int, broker: int,
                     timeout_s: float = 30.0) -> None:
-        """Make ``broker`` (an in-sync replica) the partition's leader: a new leader epoch."""
-        raise NotImplementedError("move_leader: the controller has no election API yet")
+        """Make ``broker`` (a live in-sync replica) the partition's leader, with a new leader
+        epoch, and wait (bounded) until the controller records it.  Raises
+        :class:`~kafkacore.broker.faults.InvalidFaultError` if ``broker`` is not eligible."""
+        from kafkacore.broker.faults import BrokerControl
+
+        self._broker(broker)
+        assert self.base is not None
+        BrokerControl(self.base / "controller.ctl")._call(  # noqa: SLF001
+            {"op": "elect_leader", "topic": topic, "partition": partition, "broker": broker})
+        deadline = time.monotonic() + timeout_s
+        while self.leader_of(topic, partition, timeout_s) != broker:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{topic}-{partition}: leader is not {broker} after "
+                                   f"{timeout_s} s")
+            time.sleep(0.05)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

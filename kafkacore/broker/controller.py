@@ -32,7 +32,7 @@ from typing import Any
 
 from kafkacore.broker.apis import KafkaApis, _fit
 from kafkacore.broker.config import BrokerConfig
-from kafkacore.broker.faults import FaultInjector
+from kafkacore.broker.faults import ControlServer, FaultInjector
 from kafkacore.broker.files import replace_atomically
 from kafkacore.broker.handler import KafkaRequestHandlerPool
 from kafkacore.broker.metadata_cache import validate_topic_name
@@ -548,3 +548,29 @@ class ControllerServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class ControllerControlServer(ControlServer):
+    """The controller's control socket (``--control-socket`` of a controller process): the
+    faults of :class:`ControlServer`, plus ``{"op": "elect_leader", "topic": t, "partition": p,
+    "broker": b}``, which moves a partition's leadership (librdkafka's mock cluster
+    ``partition_set_leader``; :meth:`kafkacore.broker.Cluster.move_leader`)."""
+
+    def __init__(self, server: ControllerServer, path: str) -> None:
+        super().__init__(server.faults, path)
+        self.controller = server.controller
+
+    def handle(self, line: bytes) -> dict[str, Any]:
+        try:
+            request = json.loads(line)
+            if isinstance(request, dict) and request.get("op") == "elect_leader":
+                error = self.controller.elect_leader(str(request["topic"]),
+                                                     int(request["partition"]),
+                                                     int(request["broker"]))
+                if error != NONE:
+                    return {"ok": False, "error": "ValueError",
+                            "message": f"cannot move the leader: error {error}"}
+                return {"ok": True}
+        except (ValueError, TypeError, KeyError) as exc:
+            return {"ok": False, "error": type(exc).__name__, "message": str(exc)}
+        return super().handle(line)

@@ -280,3 +280,61 @@ def _wait(predicate, what: str, bound_s: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not reached within {bound_s} s")
         time.sleep(0.01)
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(300)
+def test_move_leader_elects_the_broker_asked_for_with_a_new_epoch(cluster):
+    topic = new_topic(cluster, partitions=1)
+    before = cluster.partition_state(topic, 0)
+    target = next(b for b in (1, 2, 3) if b != before["leader_id"])
+    cluster.move_leader(topic, 0, target)
+    after = cluster.partition_state(topic, 0)
+    assert after["leader_id"] == target and after["leader_epoch"] > before["leader_epoch"]
+    cluster.wait_for_topic(topic)
+    client = _client(cluster.broker_address(target))
+    try:
+        _wait(lambda: client.send(ApiKey.PRODUCE, 9, _produce_request(topic, 0, b"moved", -1))[
+            "responses"][0]["partition_responses"][0]["error_code"] == 0,
+            "an acks=all produce accepted by the new leader")
+    finally:
+        client.close()
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(300)
+def test_an_isolated_leader_loses_its_partitions_and_comes_back_when_healed(cluster):
+    topic = new_topic(cluster, partitions=1)
+    leader = cluster.leader_of(topic, 0)
+    cluster.isolate(leader)
+    try:
+        new = cluster.wait_for_leader_change(topic, 0, leader)
+    finally:
+        cluster.heal(leader)
+    assert new != leader
+    cluster.wait_for_isr(topic, 0, [1, 2, 3])  # healed: it fetches again and rejoins
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(120)
+def test_the_cluster_command_prints_its_bootstrap_servers_and_stops_on_sigterm(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from support.children import child_env
+
+    process = subprocess.Popen([sys.executable, "-m", "kafkacore.broker", "cluster",
+                                "--brokers", "2", "--log-dirs", str(tmp_path)],
+                               stdout=subprocess.PIPE, env=child_env(), cwd=tmp_path)
+    try:
+        line = process.stdout.readline().decode()
+        assert line.startswith("kafkacore-cluster bootstrap servers 127.0.0.1:")
+        servers = line.rsplit(" ", 1)[1].strip().split(",")
+        assert len(servers) == 2
+        name = f"cli-{uuid.uuid4().hex[:8]}"
+        assert create_topics(servers[0], {name: 2}, replication_factor=2) == {name: 0}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
+        process.stdout.close()
