@@ -2,7 +2,8 @@
 
 Tutorials check their own claims with ``assert``; a tutorial that stops telling the truth fails here.
 Tutorials that say ``# needs: broker`` get the test broker's address in ``KAFKACORE_BOOTSTRAP``;
-those that say ``# needs: spark`` run where pyspark is installed (the ``spark`` tox env).
+those that say ``# needs: spark`` run where pyspark is installed (the ``spark`` tox env);
+those that say ``# needs: cluster`` start their own cluster and are marked ``cluster``.
 """
 
 import os
@@ -13,9 +14,12 @@ import sys
 import pytest
 
 TUTORIALS = sorted((pathlib.Path(__file__).parent.parent / "tutorials").glob("*.py"))
+#: tutorials that start a multi-process cluster run with the other cluster tests
+PARAMS = [pytest.param(t, marks=pytest.mark.cluster) if "# needs: cluster" in t.read_text()
+          else t for t in TUTORIALS]
 
 
-@pytest.mark.parametrize("script", TUTORIALS, ids=[t.stem for t in TUTORIALS])
+@pytest.mark.parametrize("script", PARAMS, ids=[t.stem for t in TUTORIALS])
 def test_tutorial_runs(script, request):
     env = dict(os.environ)
     text = script.read_text()
