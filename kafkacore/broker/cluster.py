@@ -7,7 +7,7 @@
 Every broker keeps its ``log.dirs`` under one directory (a temporary one unless given), so
 ``restart(broker)`` brings it back with its log, on the same port.  Faults without killing
 (``isolate``, ``heal``, ``set_latency``, ``fail_next``) go through each broker's control socket
-(:class:`~kafkacore.broker.faults.BrokerControl`).  Every wait is bounded.
+(``kafkacore.broker.faults.BrokerControl``).  Every wait is bounded.
 See docs/broker/failover.rst.
 """
 
@@ -361,7 +361,7 @@ class Cluster:
                     timeout_s: float = 30.0) -> None:
         """Make ``broker`` (a live in-sync replica) the partition's leader, with a new leader
         epoch, and wait (bounded) until the controller records it.  Raises
-        :class:`~kafkacore.broker.faults.InvalidFaultError` if ``broker`` is not eligible."""
+        ``kafkacore.broker.faults.InvalidFaultError`` if ``broker`` is not eligible."""
         from kafkacore.broker.faults import BrokerControl
 
         self._broker(broker)
