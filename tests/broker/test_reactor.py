@@ -258,7 +258,7 @@ def test_kafka_pythons_codec_reads_our_api_versions(broker, version):
     # Every API KafkaApis answers, at every version our declarations have.
     assert [tuple(k)[:3] for k in response.api_keys] == [
         (0, 0, 11), (1, 0, 17), (2, 0, 10), (3, 0, 12), (8, 2, 10), (9, 1, 10), (10, 0, 6),
-        (18, 0, 4), (19, 0, 7), (20, 1, 4), (22, 0, 5), (32, 0, 2)]
+        (18, 0, 4), (19, 0, 7), (20, 1, 4), (22, 0, 5), (23, 2, 4), (32, 0, 2)]
 
 
 def test_many_idle_connections_do_not_stop_the_others(broker):
