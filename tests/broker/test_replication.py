@@ -24,14 +24,18 @@ from kafkacore.protocol.api_keys import ApiKey
 
 PARTITIONS = 2
 RECORDS = 400
-LAG_MS = 3000
+#: replica.lag.time.max.ms below broker.session.timeout.ms, so that a paused follower leaves the
+#: ISR because its leader saw it lag (AlterPartition), before the controller fences it.
+LAG_MS = 2000
+SESSION_MS = 5000
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     # Each process's log is in the cluster's directory (broker-N.log) for post-mortems.
     with Cluster(3, log_dir=tmp_path_factory.mktemp("cluster"),
-                 config={"replica.lag.time.max.ms": str(LAG_MS)}) as c:
+                 config={"replica.lag.time.max.ms": str(LAG_MS),
+                         "broker.session.timeout.ms": str(SESSION_MS)}) as c:
         yield c
 
 
@@ -185,11 +189,12 @@ def test_acks_all_with_a_paused_follower_waits_for_the_isr_to_shrink(cluster):
         # Everything in sync: acks=all is answered once both followers have fetched.
         first = client.send(ApiKey.PRODUCE, 9, _produce_request(topic, 0, b"before", -1))
         assert first["responses"][0]["partition_responses"][0]["error_code"] == 0
+        epoch = cluster.partition_state(topic, 0)["leader_epoch"]
         cluster.pause(follower)
         try:
             response = client.send(ApiKey.PRODUCE, 9, _produce_request(topic, 0, b"paused", -1))
             # The leader answered only after the ISR shrank: its own view says so.
-            isr = _leader_isr(client, topic)
+            isr, isr_epoch = _leader_isr(client, topic, with_epoch=True)
         finally:
             cluster.resume(follower)
     finally:
@@ -197,14 +202,19 @@ def test_acks_all_with_a_paused_follower_waits_for_the_isr_to_shrink(cluster):
     part = response["responses"][0]["partition_responses"][0]
     assert part["error_code"] == 0 and part["base_offset"] == 1
     assert follower not in isr and leader in isr and len(isr) == 2
+    # Same leader epoch: the leader shrank the ISR itself (replica.lag.time.max.ms); a fencing
+    # by the controller (broker.session.timeout.ms) would have bumped the epoch.
+    assert isr_epoch == epoch
     cluster.wait_for_isr(topic, 0, [1, 2, 3])  # caught up again after the resume: back in
 
 
-def _leader_isr(client: InterBrokerClient, topic: str) -> list[int]:
+def _leader_isr(client: InterBrokerClient, topic: str, with_epoch: bool = False):
     body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
-    body.update(topics=[{"name": topic, "topic_id": uuid.UUID(int=0)}], allow_auto_topic_creation=False)
-    response = client.send(ApiKey.METADATA, 12, body)
-    return list(response["topics"][0]["partitions"][0]["isr_nodes"])
+    body.update(topics=[{"name": topic, "topic_id": uuid.UUID(int=0)}],
+                allow_auto_topic_creation=False)
+    partition = client.send(ApiKey.METADATA, 12, body)["topics"][0]["partitions"][0]
+    isr = list(partition["isr_nodes"])
+    return (isr, partition["leader_epoch"]) if with_epoch else isr
 
 
 @pytest.mark.cluster
