@@ -70,7 +70,7 @@ class FaultInjector:
         self._enforced: dict[str, int] = {}  # guarded by _lock
         self._generation = 0  # guarded by _lock; +1 per isolate()
         #: How many responses carried an injected error, per API key (for tests and logs).
-        self.injected: collections.Counter[int] = collections.Counter()
+        self.injected: collections.Counter[int] = collections.Counter()  # written under _lock
 
     # -- the faults ----------------------------------------------------------------------------
 
@@ -117,9 +117,9 @@ class FaultInjector:
             injected = queued.popleft()
             if not queued:
                 del self._errors[api_key]
-        if injected.error_code == 0:
-            return None
-        self.injected[api_key] += 1
+            if injected.error_code == 0:
+                return None
+            self.injected[api_key] += 1
         return injected
 
     def pending(self) -> dict[str, list[int]]:
@@ -319,6 +319,9 @@ def produce_error_body(request_body: Mapping[str, Any], error_code: int) -> dict
 
 # -- the control socket --------------------------------------------------------------------------
 
+#: sun_path's size on Linux: a longer socket path cannot be bound.
+_UNIX_PATH_MAX = 108
+
 #: The longest line either side accepts (a fail_next of thousands of codes fits).
 MAX_LINE = 1 << 20
 
@@ -353,6 +356,9 @@ class ControlServer:
         self._running = False
 
     def start(self) -> ControlServer:
+        if len(os.fsencode(self.path)) >= _UNIX_PATH_MAX:
+            raise ValueError(f"a Unix socket path must be shorter than {_UNIX_PATH_MAX} bytes: "
+                             f"{self.path!r}")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)  # a stale socket of a killed broker
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Any
 
 from kafkacore import errors
 
@@ -60,6 +60,8 @@ class LocalBroker:
         ``python -m kafkacore.broker``, as a child process.
     :param log_dirs: the kafkacore broker's ``log.dirs`` (a temporary directory if not given);
         kept across :meth:`restart` and :meth:`kill`, so a restarted broker finds its data.
+    :param control_socket: with ``kind="kafkacore"``, serve the broker's faults on this Unix
+        socket (``--control-socket``); the property ``control`` is the client for it.
     """
 
     def __init__(
@@ -72,9 +74,13 @@ class LocalBroker:
         start_timeout_s: float = 20.0,
         kind: str = "tansu",
         log_dirs: str | os.PathLike[str] | None = None,
+        control_socket: str | os.PathLike[str] | None = None,
     ) -> None:
         if kind not in ("tansu", "kafkacore"):
             raise ValueError(f"kind must be 'tansu' or 'kafkacore', got {kind!r}")
+        if control_socket is not None and kind != "kafkacore":
+            raise ValueError("control_socket needs kind='kafkacore' (tansu has no faults)")
+        self.control_socket = None if control_socket is None else os.fspath(control_socket)
         #: "tansu", or "kafkacore" for our own broker (``python -m kafkacore.broker``) in a
         #: child process, keeping its data in ``log_dirs`` across :meth:`restart` and kill -9.
         self.kind = kind
@@ -103,6 +109,28 @@ class LocalBroker:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
+    @property
+    def control(self) -> Any:
+        """A :class:`kafkacore.broker.faults.BrokerControl` for this broker's faults (needs
+        ``control_socket``)."""
+        if self.control_socket is None:
+            raise ValueError("this LocalBroker was started without control_socket")
+        from kafkacore.broker.faults import BrokerControl
+
+        return BrokerControl(self.control_socket)
+
+    def _control_answers(self) -> bool:
+        """True without a control socket, else once it answers (it starts after the broker)."""
+        if self.control_socket is None:
+            return True
+        from kafkacore.broker.faults import BrokerControl, BrokerControlError
+
+        try:
+            BrokerControl(self.control_socket, timeout_s=1.0).status()
+            return True
+        except BrokerControlError:
+            return False
+
     def is_running(self) -> bool:
         """True if the broker process is alive."""
         return self._process is not None and self._process.poll() is None
@@ -115,6 +143,8 @@ class LocalBroker:
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
         if self.kind == "kafkacore":
             command = _kafkacore_broker_command(self.host, self.port, str(self.log_dirs), env)
+            if self.control_socket is not None:
+                command += ["--control-socket", self.control_socket]
         else:
             command = _tansu_command(self.host, self.port, self.storage, self.cluster_id)
         self._process = subprocess.Popen(
@@ -136,7 +166,7 @@ class LocalBroker:
                 raise BrokerUnavailableError(
                     f"{self.kind} exited with code {code} at start; see {self.log_path}"
                 )
-            if _answers_api_versions(self.host, self.port):
+            if _answers_api_versions(self.host, self.port) and self._control_answers():
                 return self
             if time.monotonic() > deadline:
                 self.kill()

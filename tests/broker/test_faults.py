@@ -36,6 +36,7 @@ from kafkacore.broker.faults import (
 )
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
+from kafkacore.testing import LocalBroker
 
 NOT_LEADER_OR_FOLLOWER = 6
 REQUEST_TIMED_OUT = 7
@@ -230,10 +231,10 @@ def test_latency_holds_responses_without_blocking_the_network_thread(broker):
     a, b = connect(broker), connect(broker)
     try:
         a.sendall(codec_api_versions_frame(1))
-        wait_until(lambda: len(processor._held) == 1, what="a's response held")
+        wait_until(lambda: len(processor._held) == 1, bound_s=60, what="a's response held")
         # The same network thread still reads b's request while a's answer waits.
         b.sendall(codec_api_versions_frame(2))
-        wait_until(lambda: len(processor._held) == 2, what="b's response held too")
+        wait_until(lambda: len(processor._held) == 2, bound_s=60, what="b's response held too")
         a.setblocking(False)
         with pytest.raises(BlockingIOError):
             a.recv(1)  # held, not written
@@ -291,7 +292,7 @@ def test_a_producer_carries_on_after_the_broker_heals(broker):
         pending = producer.send(topic, b"during", partition=0)
         # The producer knocks (and is turned away) while its record waits.
         wait_until(lambda: broker.socket_server.acceptor.isolated_refused >= 1,
-                   what="the producer reconnecting")
+                   bound_s=60, what="the producer reconnecting")
         assert not pending.is_done
         broker.faults.heal()
         assert pending.get(timeout=30).offset == 1
@@ -401,3 +402,18 @@ def test_in_process_faults_are_thread_safe(broker):
     for t in threads:
         t.join(30)
     assert len(broker.faults.pending()["Fetch"]) == 800
+
+
+def test_a_local_broker_process_with_a_control_socket(tmp_path):
+    with pytest.raises(ValueError, match="kafkacore"):
+        LocalBroker(control_socket=tmp_path / "tansu.sock")
+    with LocalBroker(kind="kafkacore", control_socket=tmp_path / "c.sock",
+                     log_dirs=tmp_path / "data") as local:
+        local.control.fail_next("ApiVersions", ["UNKNOWN_SERVER_ERROR"])
+        with socket.create_connection((local.host, local.port), timeout=30) as s:
+            s.settimeout(30)
+            assert api_versions(s, 1)[1]["error_code"] == -1
+            assert api_versions(s, 2)[1]["error_code"] == 0
+        local.kill()  # the socket file stays behind; the next broker replaces it
+        local.start()
+        assert local.control.status()["injected"] == {}  # a new process, a new injector
