@@ -130,6 +130,7 @@ class Cluster:
         self.close()
 
     def _command(self, node: _Node) -> list[str]:
+        assert self.base is not None
         cmd = [sys.executable, "-m", "kafkacore.broker", "--node-id", str(node.node_id),
                "--log-dirs", str(node.directory),
                "--listeners", f"PLAINTEXT://127.0.0.1:{node.port}",

@@ -348,3 +348,54 @@ def test_the_cluster_command_prints_its_bootstrap_servers_and_stops_on_sigterm(t
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0
         process.stdout.close()
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(300)
+def test_a_restarted_old_leader_truncates_what_only_it_had(cluster):
+    """acks=1 records that only the leader got (its followers were cut off) are gone once it dies:
+    the new leader never had them.  When the old leader comes back it asks the new one where its
+    epoch ends (OffsetForLeaderEpoch), cuts them from its own log, and copies the new leader's."""
+    topic = new_topic(cluster, partitions=1)
+    old = cluster.leader_of(topic, 0)
+    followers = [b for b in (1, 2, 3) if b != old]
+    client = _client(cluster.broker_address(old))
+    try:
+        assert _produce(client, topic, b"replicated", -1) == 0  # on all three
+        # Isolated followers drop any fetch response that arrives from now on (a paused one
+        # would still read the answer to the fetch it sent before it stopped).
+        for f in followers:
+            cluster.isolate(f)
+        try:
+            # acks=1: written on the leader only, answered at once (well within the lag time,
+            # so the ISR still holds the followers when the leader dies).
+            assert _produce(client, topic, b"only-on-the-old-leader", 1) == 0
+            cluster.kill(old)
+        finally:
+            for f in followers:
+                cluster.heal(f)
+    finally:
+        client.close()
+    try:
+        new = cluster.wait_for_leader_change(topic, 0, old)
+        cluster.wait_for_topic(topic)
+        client = _client(cluster.broker_address(new))
+        try:
+            _wait(lambda: _produce(client, topic, b"after-the-election", -1) == 0,
+                  "an acks=all produce on the new leader")
+        finally:
+            client.close()
+    finally:
+        cluster.restart(old)
+    cluster.wait_for_isr(topic, 0, [1, 2, 3])
+    cluster.move_leader(topic, 0, old)  # read the old leader's own log back
+    cluster.wait_for_topic(topic)
+    rows = read_confluent(cluster.bootstrap_servers, topic, 1, 2, timeout_s=90)
+    assert [r.value for r in sorted(rows, key=lambda r: r.offset)] == [
+        b"replicated", b"after-the-election"]
+    assert [r.offset for r in sorted(rows, key=lambda r: r.offset)] == [0, 1]
+
+
+def _produce(client: InterBrokerClient, topic: str, value: bytes, acks: int) -> int:
+    response = client.send(ApiKey.PRODUCE, 9, _produce_request(topic, 0, value, acks))
+    return response["responses"][0]["partition_responses"][0]["error_code"]
