@@ -305,7 +305,9 @@ class Cluster:
         self._reap(node, 10.0)
 
     def stop(self, broker: int, timeout_s: float = 30.0) -> None:
-        """SIGTERM: a clean shutdown (logs flushed and closed)."""
+        """SIGTERM: a clean shutdown.  The broker asks the controller for a controlled shutdown
+        first (its leaderships move to other in-sync replicas at once), then flushes and closes
+        its logs."""
         node = self._broker(broker)
         if node.running:
             assert node.process is not None

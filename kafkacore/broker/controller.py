@@ -245,14 +245,20 @@ class QuorumController:
                      port, epoch, "; " + "; ".join(changes) if changes else "")
             return epoch
 
-    def heartbeat(self, broker_id: int, broker_epoch: int) -> tuple[int, bool]:
-        """(error, is_fenced)"""
+    def heartbeat(self, broker_id: int, broker_epoch: int,
+                  want_shut_down: bool = False) -> tuple[int, bool]:
+        """(error, is_fenced).  ``want_shut_down``: a controlled shutdown; the broker is fenced
+        at once, so its partitions get new leaders before it goes."""
         with self.lock:
             reg = self.brokers.get(broker_id)
             if reg is None:
                 return BROKER_ID_NOT_REGISTERED, True
             if reg.epoch != broker_epoch:
                 return STALE_BROKER_EPOCH, True
+            if want_shut_down:
+                if broker_id not in self.heartbeats.fenced:
+                    self._fence(broker_id, "controlled shutdown")
+                return NONE, True
             self.heartbeats.touch(broker_id)
             if broker_id in self.heartbeats.fenced:
                 self.heartbeats.fenced.discard(broker_id)
@@ -481,9 +487,11 @@ class ControllerApis(KafkaApis):
     def handle_broker_heartbeat_request(self, request: Request) -> None:
         assert request.body is not None
         body = request.body
-        error, fenced = self.controller.heartbeat(body["broker_id"], body["broker_epoch"])
+        error, fenced = self.controller.heartbeat(body["broker_id"], body["broker_epoch"],
+                                                  body["want_shut_down"])
         self.respond(request, {"throttle_time_ms": 0, "error_code": error, "is_caught_up": True,
-                               "is_fenced": fenced, "should_shut_down": False})
+                               "is_fenced": fenced,
+                               "should_shut_down": body["want_shut_down"] and error == NONE})
 
     def handle_alter_partition_request(self, request: Request) -> None:
         assert request.body is not None

@@ -81,10 +81,22 @@ class BrokerLifecycleManager(threading.Thread):
             self._stopping.wait(self.interval_s)
 
     def shutdown(self) -> None:
+        """Stop heartbeating, then ask for a controlled shutdown (a heartbeat with
+        ``want_shut_down``): the controller moves this broker's leaderships away at once instead
+        of after ``broker.session.timeout.ms``.  Best effort, bounded."""
         self._stopping.set()
         self._client.close()
-        self._forward_client.close()
         self.join(5.0)
+        if self.broker_epoch >= 0 and not self.broker.faults.isolated:
+            try:
+                self._forward_client.send(ApiKey.BROKER_HEARTBEAT, 0, {
+                    "broker_id": self.broker.broker_id, "broker_epoch": self.broker_epoch,
+                    "current_metadata_offset": 0, "want_fence": False, "want_shut_down": True,
+                }, timeout_s=5.0)
+            except OSError as exc:
+                log.info("broker %d: controlled shutdown not acknowledged: %s",
+                         self.broker.broker_id, exc)
+        self._forward_client.close()
 
     def _register(self) -> None:
         b = self.broker

@@ -399,3 +399,20 @@ def test_a_restarted_old_leader_truncates_what_only_it_had(cluster):
 def _produce(client: InterBrokerClient, topic: str, value: bytes, acks: int) -> int:
     response = client.send(ApiKey.PRODUCE, 9, _produce_request(topic, 0, value, acks))
     return response["responses"][0]["partition_responses"][0]["error_code"]
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(300)
+def test_a_clean_stop_moves_the_leadership_before_the_broker_exits(cluster):
+    topic = new_topic(cluster, partitions=1)
+    leader = cluster.leader_of(topic, 0)
+    before = cluster.partition_state(topic, 0)
+    try:
+        cluster.stop(leader)  # returns once the process has exited
+        # Controlled shutdown: re-elected before the exit, not after broker.session.timeout.ms.
+        after = cluster.partition_state(topic, 0)
+    finally:
+        cluster.restart(leader)
+    assert after["leader_id"] not in (-1, leader)
+    assert after["leader_epoch"] > before["leader_epoch"] and leader not in after["isr_nodes"]
+    cluster.wait_for_isr(topic, 0, [1, 2, 3])
