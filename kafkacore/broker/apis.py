@@ -1,9 +1,11 @@
 """KafkaApis: one method per API, called by the request handlers (Kafka's ``KafkaApis``).
 
 Each ``handle_*_request`` method is named after its counterpart in Kafka's ``KafkaApis.scala``.
-This broker is the only one in its cluster: it leads every partition (leader epoch 0, replicas
-and ISR just itself), so Produce appends straight to the local :class:`~kafkacore.broker.log.Log`
-and Fetch reads from it.  See docs/broker/apis.rst.
+Produce and Fetch go through the ``ReplicaManager`` (leaders, followers, the produce and fetch
+purgatories, see docs/broker/replication.rst).  Alone (no controller), a broker leads every
+partition at leader epoch 0 with itself as the only replica; in a cluster it forwards CreateTopics
+and DeleteTopics to the controller and answers Metadata from the controller's image.
+See docs/broker/apis.rst.
 """
 
 from __future__ import annotations
