@@ -14,14 +14,16 @@ rejoins the ISR.  See docs/broker/replication.rst and docs/broker/failover.rst.
 # needs: cluster
 
 import time
+from typing import Any
 
 from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
 from kafkacore.broker import Cluster
 
 
-def show(cluster, topic, when):
+def show(cluster: Cluster, topic: str, when: str) -> dict[str, Any]:
     state = cluster.partition_state(topic, 0)
+    assert state is not None, f"{topic} is not in the controller's metadata"
     print(f"{when:<28} leader={state['leader_id']}  epoch={state['leader_epoch']}  "
           f"replicas={state['replica_nodes']}  isr={state['isr_nodes']}")
     return state
