@@ -82,3 +82,38 @@ def test_a_bad_setting_is_a_usage_error(pytester, monkeypatch):
     result = pytester.runpytest_subprocess("-p", "kafkacore.testing.pytest_plugin", timeout=100)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*expected key=value*"])
+
+
+USER_CLUSTER_TESTS = '''
+from kafka import KafkaProducer
+from kafkacore.admin import create_topics
+
+
+def test_killing_a_leader(kafka_cluster):
+    create_topics(kafka_cluster.bootstrap_servers, {"orders": 1}, replication_factor=3)
+    kafka_cluster.wait_for_isr("orders", 0, [1, 2, 3])
+    kafka_cluster.wait_for_topic("orders")
+    leader = kafka_cluster.leader_of("orders", 0)
+    kafka_cluster.kill(leader)
+    assert kafka_cluster.wait_for_leader_change("orders", 0, leader) != leader
+    producer = KafkaProducer(bootstrap_servers=kafka_cluster.bootstrap_servers, acks="all")
+    assert producer.send("orders", b"after", partition=0).get(timeout=60).offset == 0
+    producer.close(10)
+
+
+def test_the_killed_broker_is_back(kafka_cluster):
+    assert all(node.running for node in kafka_cluster.brokers.values())
+    kafka_cluster.wait_for_isr("orders", 0, [1, 2, 3])
+'''
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(240)
+def test_a_users_tests_get_a_cluster_to_break(pytester, monkeypatch):
+    for key, value in child_env(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1").items():
+        monkeypatch.setenv(key, value)
+    pytester.makeini("[pytest]\nkafkacore_cluster_config =\n    broker.session.timeout.ms=3000\n")
+    pytester.makepyfile(test_users_cluster=USER_CLUSTER_TESTS)
+    result = pytester.runpytest_subprocess("-p", "kafkacore.testing.pytest_plugin", "-q",
+                                           timeout=200)
+    result.assert_outcomes(passed=2)

@@ -2,7 +2,8 @@
 
 Tutorials check their own claims with ``assert``; a tutorial that stops telling the truth fails here.
 Tutorials that say ``# needs: broker`` get the test broker's address in ``KAFKACORE_BOOTSTRAP``;
-those that say ``# needs: spark`` run where pyspark is installed (the ``spark`` tox env).
+those that say ``# needs: spark`` run where pyspark is installed (the ``spark`` tox env);
+those that say ``# needs: cluster`` start their own cluster and are marked ``cluster``.
 """
 
 import os
@@ -13,17 +14,20 @@ import sys
 import pytest
 
 TUTORIALS = sorted((pathlib.Path(__file__).parent.parent / "tutorials").glob("*.py"))
+#: tutorials that start a multi-process cluster run with the other cluster tests
+PARAMS = [pytest.param(t, marks=pytest.mark.cluster) if "# needs: cluster" in t.read_text()
+          else t for t in TUTORIALS]
 
 
 def _needs_broker(script: pathlib.Path) -> bool:
     return "# needs: broker" in script.read_text()
 
 
-ALONE = [t for t in TUTORIALS if not _needs_broker(t)]
+ALONE = [p for t, p in zip(TUTORIALS, PARAMS, strict=True) if not _needs_broker(t)]
 WITH_BROKER = [t for t in TUTORIALS if _needs_broker(t)]
 
 
-@pytest.mark.parametrize("script", ALONE, ids=[t.stem for t in ALONE])
+@pytest.mark.parametrize("script", ALONE, ids=[t.stem for t in TUTORIALS if not _needs_broker(t)])
 def test_tutorial_runs(script):
     _run(script, dict(os.environ))
 

@@ -5,7 +5,8 @@ The reactor is :mod:`~kafkacore.broker.network`, :mod:`~kafkacore.broker.request
 :mod:`kafkacore.broker.log`.
 """
 
+from kafkacore.broker.cluster import Cluster
 from kafkacore.broker.config import BrokerConfig
 from kafkacore.broker.server import Broker
 
-__all__ = ["Broker", "BrokerConfig"]
+__all__ = ["Broker", "BrokerConfig", "Cluster"]

@@ -42,10 +42,21 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         values["num.partitions"] = str(args.num_partitions)
     if args.auto_create_topics is not None:
         values["auto.create.topics.enable"] = args.auto_create_topics
+    if args.process_roles is not None:
+        values["process.roles"] = args.process_roles
+    if args.node_id is not None:
+        values["node.id"] = str(args.node_id)
+    if args.controller is not None:
+        values["controller.quorum.bootstrap.servers"] = args.controller
     return BrokerConfig(values)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["cluster"]:
+        from kafkacore.broker.cluster import main as cluster_main
+
+        return cluster_main(argv[1:])
     parser = argparse.ArgumentParser(prog="kafkacore-broker", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--listeners",
@@ -60,6 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--control-socket", metavar="PATH",
                         help="serve fault injection (isolate, latency, fail_next) on this Unix "
                              "socket, for tests")
+    parser.add_argument("--process-roles", choices=["broker", "controller"],
+                        help="run as a cluster's broker or its controller (default: one broker "
+                             "that is its own controller); `kafkacore-broker cluster --brokers 3` "
+                             "starts a whole cluster")
+    parser.add_argument("--node-id", type=int, help="node.id")
+    parser.add_argument("--controller", metavar="HOST:PORT",
+                        help="the controller a broker registers with "
+                             "(controller.quorum.bootstrap.servers)")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
@@ -76,12 +95,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    broker = Broker(config)
+    if config["process.roles"] == "controller":
+        from kafkacore.broker.controller import ControllerServer
+
+        broker: Broker | ControllerServer = ControllerServer(config)
+    else:
+        broker = Broker(config)
     broker.start()
     control = None
     try:
-        if args.control_socket:
+        if args.control_socket and isinstance(broker, Broker):
             control = ControlServer(broker.faults, args.control_socket).start()
+        elif args.control_socket:
+            from kafkacore.broker.controller import ControllerControlServer
+
+            control = ControllerControlServer(broker, args.control_socket).start()
         print(f"{READY_PREFIX}{broker.bootstrap_servers}", flush=True)
         for endpoint in broker.socket_server.endpoints():  # type: ignore[union-attr]
             logging.getLogger("kafkacore.broker").info(

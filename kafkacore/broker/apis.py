@@ -1,9 +1,11 @@
 """KafkaApis: one method per API, called by the request handlers (Kafka's ``KafkaApis``).
 
 Each ``handle_*_request`` method is named after its counterpart in Kafka's ``KafkaApis.scala``.
-This broker is the only one in its cluster: it leads every partition (leader epoch 0, replicas
-and ISR just itself), so Produce appends straight to the local :class:`~kafkacore.broker.log.Log`
-and Fetch reads from it.  See docs/broker/apis.rst.
+Produce and Fetch go through the ``ReplicaManager`` (leaders, followers, the produce and fetch
+purgatories, see docs/broker/replication.rst).  Alone (no controller), a broker leads every
+partition at leader epoch 0 with itself as the only replica; in a cluster it forwards CreateTopics
+and DeleteTopics to the controller and answers Metadata from the controller's image.
+See docs/broker/apis.rst.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ CORRUPT_MESSAGE = 2
 UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_TOPIC_EXCEPTION = 17
 INVALID_REQUIRED_ACKS = 21
+LEADER_NOT_AVAILABLE = 5
+NOT_CONTROLLER = 41
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 TOPIC_ALREADY_EXISTS = 36
 COORDINATOR_NOT_AVAILABLE = 15
@@ -81,6 +85,7 @@ class KafkaApis:
             ApiKey.LEAVE_GROUP: self.handle_leave_group_request,
             ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups_request,
             ApiKey.LIST_GROUPS: self.handle_list_groups_request,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch_request,
         }
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
@@ -232,18 +237,36 @@ class KafkaApis:
 
     # -- Metadata --------------------------------------------------------------------------------
 
-    def _metadata_topic(self, version: int, meta: Any) -> dict[str, Any]:
+    def _metadata_partition(self, topic: str, p: int) -> dict[str, Any]:
+        """A partition's leader, epoch, replicas and ISR: the controller's image, or this
+        broker's own view where it leads (its ISR is the newest)."""
+        rm = self.broker.replica_manager
         me = self.broker.broker_id
+        if rm.standalone:
+            return {"error_code": NONE, "partition_index": p, "leader_id": me, "leader_epoch": 0,
+                    "replica_nodes": [me], "isr_nodes": [me], "offline_replicas": []}
+        state = rm.image_topics.get(topic, {}).get(p)
+        if state is None:
+            return {"error_code": LEADER_NOT_AVAILABLE, "partition_index": p, "leader_id": -1,
+                    "leader_epoch": -1, "replica_nodes": [], "isr_nodes": [],
+                    "offline_replicas": []}
+        leader, epoch, isr = state.leader, state.leader_epoch, state.isr
+        local = rm.partitions.get((topic, p))
+        if local is not None and local.is_leader and local.leader_epoch >= epoch:
+            leader, epoch, isr = me, local.leader_epoch, local.isr
+        return {"error_code": NONE if leader >= 0 else LEADER_NOT_AVAILABLE,
+                "partition_index": p, "leader_id": leader, "leader_epoch": epoch,
+                "replica_nodes": list(state.replicas), "isr_nodes": list(isr),
+                "offline_replicas": [r for r in state.replicas if r not in rm.brokers]}
+
+    def _metadata_topic(self, version: int, meta: Any) -> dict[str, Any]:
         return {
             "error_code": NONE,
             "name": meta.name,
             "topic_id": meta.topic_id,
             "is_internal": False,
-            "partitions": [
-                {"error_code": NONE, "partition_index": p, "leader_id": me, "leader_epoch": 0,
-                 "replica_nodes": [me], "isr_nodes": [me], "offline_replicas": []}
-                for p in range(meta.partitions)
-            ],
+            "partitions": [self._metadata_partition(meta.name, p)
+                           for p in range(meta.partitions)],
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         }
 
@@ -281,15 +304,24 @@ class KafkaApis:
                         continue
                     # Kafka answers LEADER_NOT_AVAILABLE while the controller creates the
                     # topic; here creation is synchronous, so the topic is usable at once.
-                    meta, _ = self.create_topic(name, self.broker.config["num.partitions"], {})
+                    if self.broker.lifecycle is not None:
+                        meta = self._auto_create_in_cluster(name)
+                        if meta is None:
+                            topics.append(self._metadata_error(name, ZERO_UUID,
+                                                               LEADER_NOT_AVAILABLE))
+                            continue
+                    else:
+                        meta, _ = self.create_topic(name, self.broker.config["num.partitions"],
+                                                    {})
                 topics.append(self._metadata_topic(version, meta))
-        host, port = self.broker.advertised_address(request.listener_name)
+        live = self._live_brokers(request.listener_name)
         self.respond(request, {
             "throttle_time_ms": 0,
-            "brokers": [{"node_id": self.broker.broker_id, "host": host,
-                         "port": port, "rack": None}],
+            "brokers": [{"node_id": node, "host": host, "port": port, "rack": None}
+                        for node, (host, port) in sorted(live.items())],
             "cluster_id": self.broker.cluster_id,
-            "controller_id": self.broker.broker_id,
+            # Clients cannot reach a KRaft controller: Kafka 4 names a live broker here.
+            "controller_id": min(self._live_brokers()),
             "topics": topics,
             "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         })
@@ -300,10 +332,53 @@ class KafkaApis:
                 "is_internal": False, "partitions": [],
                 "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
+    def _live_brokers(self, listener_name: str | None = None) -> dict[int, tuple[str, int]]:
+        """Broker id -> (host, port) of every live broker (just this one, alone, at the address
+        of the listener asked).  In a cluster, brokers register one listener's address."""
+        me = {self.broker.broker_id: self.broker.advertised_address(listener_name)}
+        rm = self.broker.replica_manager
+        if rm.standalone or not rm.brokers:
+            return me
+        return dict(rm.brokers)
+
+    def _auto_create_in_cluster(self, name: str) -> Any:
+        """Auto-creation in a cluster: ask the controller (Kafka's ``AutoTopicCreationManager``).
+        None if it failed (the client retries on LEADER_NOT_AVAILABLE)."""
+        c = self.broker.config
+        try:
+            self.broker.lifecycle.forward(ApiKey.CREATE_TOPICS, 7, {
+                "topics": [{"name": name, "num_partitions": c["num.partitions"],
+                            "replication_factor": min(c["default.replication.factor"],
+                                                      len(self._live_brokers())),
+                            "assignments": [], "configs": []}],
+                "timeout_ms": 30000, "validate_only": False})
+        except OSError as exc:
+            log.info("auto-creating %s: controller unreachable: %s", name, exc)
+            return None
+        return self.metadata_cache.get(name)
+
+    def _forward_to_controller(self, request: Request) -> bool:
+        """In a cluster, topics are the controller's: send it the request as it came and pass
+        its answer back (Kafka's request forwarding).  False when this broker is alone."""
+        if self.broker.lifecycle is None:
+            return False
+        assert request.body is not None
+        try:
+            response = self.broker.lifecycle.forward(request.api_key, request.api_version,
+                                                     request.body)
+        except OSError as exc:
+            log.info("forwarding API %d to the controller failed: %s", request.api_key, exc)
+            self.send_error_response(request, NOT_CONTROLLER)
+            return True
+        self.respond(request, response)
+        return True
+
     # -- CreateTopics ----------------------------------------------------------------------------
 
     def handle_create_topics_request(self, request: Request) -> None:
         assert request.body is not None
+        if self._forward_to_controller(request):
+            return
         body = request.body
         names = [t["name"] for t in body["topics"]]
         results = []
@@ -386,6 +461,8 @@ class KafkaApis:
         """Forget the topic (persisted first, so a crash cannot bring it back), then delete its
         partitions' logs."""
         assert request.body is not None
+        if self._forward_to_controller(request):
+            return
         results = []
         for name in request.body["topic_names"]:
             meta = self.metadata_cache.remove_topic(name)
@@ -432,113 +509,111 @@ class KafkaApis:
     # -- Produce ---------------------------------------------------------------------------------
 
     def handle_produce_request(self, request: Request) -> None:
+        """Append through the :class:`~kafkacore.broker.replica_manager.ReplicaManager`; with
+        acks=all the answer waits in the produce purgatory until the ISR has the batches."""
         assert request.body is not None
         body = request.body
         acks = body["acks"]
-        responses = []
+        entries: dict[tuple[str, int], tuple[dict[str, Any], Any]] = {}
+        order: list[tuple[str, list[tuple[str, int]]]] = []
         for topic in body["topic_data"]:
-            partitions = []
+            keys = []
             for pd in topic["partition_data"]:
-                partitions.append(self._append_partition(topic["name"], pd, acks))
-            responses.append({"name": topic["name"], "partition_responses": partitions})
-        if acks == 0:
-            # acks=0: the producer reads no answer, so none is sent (Kafka closes the connection
-            # instead when the append failed, so the producer notices on its next send).
-            if any(p["error_code"] != NONE for t in responses for p in t["partition_responses"]):
-                self.request_channel.close_connection(request, "acks=0 produce failed")
-            else:
-                self.request_channel.send_no_response(request)
-            return
-        self.respond(request, {"responses": responses,
-                                                     "throttle_time_ms": 0})
+                response: dict[str, Any] = {
+                    "index": pd["index"], "error_code": NONE, "base_offset": -1,
+                    "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
+                    "error_message": None,
+                }
+                key = (topic["name"], pd["index"])
+                keys.append(key)
+                if acks not in (0, 1, -1):
+                    response["error_code"] = INVALID_REQUIRED_ACKS
+                elif pd["records"] is None:
+                    response.update(error_code=CORRUPT_MESSAGE, error_message="null records")
+                elif key not in entries:
+                    entries[key] = (response, pd["records"])
+                    continue
+                entries.setdefault(key, (response, None))
+            order.append((topic["name"], keys))
+        valid = {k: v for k, v in entries.items() if v[1] is not None}
+        invalid = {k: v[0] for k, v in entries.items() if v[1] is None}
 
-    def _append_partition(self, topic: str, pd: dict[str, Any], acks: int) -> dict[str, Any]:
-        response: dict[str, Any] = {
-            "index": pd["index"], "error_code": NONE, "base_offset": -1,
-            "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
-            "error_message": None,
-        }
-        if acks not in (0, 1, -1):
-            response["error_code"] = INVALID_REQUIRED_ACKS
-            return response
-        lg = self.get_partition_log(topic, pd["index"])
-        if lg is None:
-            response["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
-            return response
-        records = pd["records"]
-        if records is None:
-            response.update(error_code=CORRUPT_MESSAGE, error_message="null records")
-            return response
-        try:
-            info = lg.append_as_leader(records, leader_epoch=0)
-        except errors.BrokerResponseError as exc:
-            # Every storage error carries Kafka's error code; the log is left unchanged.
-            response.update(error_code=exc.errno, error_message=str(exc)[:1000])
-            return response
-        # A duplicate (a retried batch) gets the original batch's offsets: success, written once.
-        response.update(base_offset=info.first_offset,
-                        log_append_time_ms=info.log_append_time_ms,
-                        log_start_offset=info.log_start_offset)
-        return response
+        def respond(results: dict[tuple[str, int], dict[str, Any]]) -> None:
+            results = {**invalid, **results}
+            responses = [{"name": name, "partition_responses": [results[k] for k in keys]}
+                         for name, keys in order]
+            if acks == 0:
+                # acks=0: the producer reads no answer, so none is sent (Kafka closes the
+                # connection instead when the append failed, so the producer notices).
+                if any(p["error_code"] != NONE for t in responses
+                       for p in t["partition_responses"]):
+                    self.request_channel.close_connection(request, "acks=0 produce failed")
+                else:
+                    self.request_channel.send_no_response(request)
+                return
+            self.respond(request, {"responses": responses, "throttle_time_ms": 0})
+
+        self.broker.replica_manager.append_records(body.get("timeout_ms", 30000), acks, valid,
+                                                   respond)
 
     # -- Fetch -----------------------------------------------------------------------------------
 
     def handle_fetch_request(self, request: Request) -> None:
-        """Answer at once with what the logs hold up to their high watermarks.
+        """Read through the :class:`~kafkacore.broker.replica_manager.ReplicaManager`.
+
+        Consumers read below the high watermark; a follower (a replica id >= 0, in
+        ``replica_state`` since v15) reads up to the log end and reports its log end offset by
+        the offset it asks for.  With less than ``min_bytes`` the answer waits up to
+        ``max_wait_ms`` in the fetch purgatory (a long poll) and comes as soon as data does.
 
         Incremental fetch sessions (KIP-227): we never create one, answering every fetch with
-        session id 0 and every partition asked, which KIP-227 allows ("full fetch response");
-        a client then keeps sending full fetch requests.  ``max_wait_ms`` / ``min_bytes`` are
-        not waited on yet (no delayed fetch in the purgatory): an empty answer comes at once.
+        session id 0 and every partition asked, which KIP-227 allows ("full fetch response").
         """
         assert request.body is not None
         body = request.body
         version = request.api_version
-        remaining = body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX
-        responses = []
-        got_data = False
+        from kafkacore.broker.replica_manager import FetchParams, FetchPartitionInfo
+
+        replica_id = (body.get("replica_state") or {}).get("replica_id", -1) if version >= 15 \
+            else body.get("replica_id", -1)
+        params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"],
+                             body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX)
+        infos: list[Any] = []
+        topics: list[tuple[str, uuid.UUID, list[Any]]] = []
+        unknown: dict[int, dict[str, Any]] = {}
         for topic in body["topics"]:
             if version >= 13:
                 topic_id = topic["topic_id"]
                 name = self.metadata_cache.name_of(topic_id)
             else:
                 topic_id, name = ZERO_UUID, topic["topic"]
-            parts = []
+            entries = []
             for fp in topic["partitions"]:
-                part: dict[str, Any] = {
-                    "partition_index": fp["partition"], "error_code": NONE,
-                    "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
-                    "aborted_transactions": None, "preferred_read_replica": -1, "records": b"",
-                }
-                lg = self.get_partition_log(name, fp["partition"]) if name else None
-                if lg is None:
-                    part["error_code"] = UNKNOWN_TOPIC_ID if version >= 13 else \
-                        UNKNOWN_TOPIC_OR_PARTITION
-                    parts.append(part)
-                    continue
-                try:
-                    # KIP-74: the first batch is returned whole even if larger than the limits,
-                    # so a consumer can always make progress.
-                    data = lg.read(fp["fetch_offset"],
-                                   max(0, min(fp["partition_max_bytes"], remaining)),
-                                   max_offset=lg.high_watermark, min_one_batch=not got_data)
-                except errors.BrokerResponseError as exc:
-                    part.update(error_code=exc.errno, high_watermark=lg.high_watermark,
-                                last_stable_offset=lg.last_stable_offset,
-                                log_start_offset=lg.log_start_offset)
-                    parts.append(part)
-                    continue
-                if data.records:
-                    got_data = True
-                    remaining -= len(data.records)
-                part.update(high_watermark=data.high_watermark,
-                            last_stable_offset=lg.last_stable_offset,
-                            log_start_offset=data.log_start_offset, records=data.records)
-                parts.append(part)
-            responses.append({"topic": name or "", "topic_id": topic_id, "partitions": parts})
-        self.respond(request, {
-            "throttle_time_ms": 0, "error_code": NONE, "session_id": 0, "responses": responses,
-        })
+                info = FetchPartitionInfo(name or "", topic_id, fp["partition"],
+                                          fp["fetch_offset"], fp.get("current_leader_epoch", -1),
+                                          fp["partition_max_bytes"])
+                if name is None:
+                    unknown[id(info)] = {
+                        "partition_index": fp["partition"], "error_code": UNKNOWN_TOPIC_ID,
+                        "high_watermark": -1, "last_stable_offset": -1,
+                        "log_start_offset": -1, "aborted_transactions": None,
+                        "preferred_read_replica": -1, "records": b""}
+                else:
+                    infos.append(info)
+                entries.append(info)
+            topics.append((name or "", topic_id, entries))
+
+        def respond(results: list[dict[str, Any]]) -> None:
+            by_info = dict(zip((id(i) for i in infos), results, strict=True))
+            by_info.update(unknown)
+            self.respond(request, {
+                "throttle_time_ms": 0, "error_code": NONE, "session_id": 0,
+                "responses": [{"topic": name, "topic_id": topic_id,
+                               "partitions": [by_info[id(i)] for i in entries]}
+                              for name, topic_id, entries in topics],
+            })
+
+        self.broker.replica_manager.fetch_messages(params, infos, respond)
 
     # -- ListOffsets -----------------------------------------------------------------------------
 
@@ -610,7 +685,11 @@ class KafkaApis:
         assert body is not None
         keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
         error = NONE if body.get("key_type", 0) == 0 else COORDINATOR_NOT_AVAILABLE
-        node = (self.broker.broker_id, *self.broker.advertised_address(request.listener_name))
+        # In a cluster every group is coordinated by the live broker with the lowest id (a
+        # simple rule, see docs/broker/failover.rst); alone, by this broker.
+        live = self._live_brokers(request.listener_name)
+        coordinator = min(live)
+        node = (coordinator, *live[coordinator])
         if error != NONE:
             node = (-1, "", -1)
         if version >= 4:
@@ -830,6 +909,25 @@ class KafkaApis:
             if not states or state.lower() in states
         ]
         self.respond(request, {"throttle_time_ms": 0, "error_code": NONE, "groups": listed})
+
+    # -- OffsetForLeaderEpoch (KIP-101, KIP-320) -------------------------------------------------
+
+    def handle_offset_for_leader_epoch_request(self, request: Request) -> None:
+        """Where a leader epoch ends in the leader's log: followers truncate there before
+        fetching, and consumers check their position after a leader change."""
+        assert request.body is not None
+        rm = self.broker.replica_manager
+        topics = []
+        for t in request.body["topics"]:
+            parts = []
+            for p in t["partitions"]:
+                error, epoch, end = rm.last_offset_for_leader_epoch(
+                    t["topic"], p["partition"], p.get("current_leader_epoch", -1),
+                    p["leader_epoch"])
+                parts.append({"error_code": error, "partition": p["partition"],
+                              "leader_epoch": epoch, "end_offset": end})
+            topics.append({"topic": t["topic"], "partitions": parts})
+        self.respond(request, {"throttle_time_ms": 0, "topics": topics})
 
 
 def _fit(struct: Any, version: int, value: dict[str, Any]) -> dict[str, Any]:

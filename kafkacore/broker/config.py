@@ -160,6 +160,21 @@ SETTINGS: dict[str, _Setting] = {
     "group.initial.rebalance.delay.ms": _Setting(
         3000, _int(0), "how long an empty group's first rebalance waits for more members"),
     "group.max.size": _Setting(2147483647, _int(1), "members a group may have at most"),
+    # -- the cluster (docs/broker/replication.rst) --
+    "process.roles": _Setting("", _str, "broker, controller, or empty: one broker that is its "
+                                          "own controller (a cluster of one)"),
+    "controller.quorum.bootstrap.servers": _Setting("", _str, "host:port of the controller"),
+    "broker.session.timeout.ms": _Setting(9000, _int(1), "fence a broker silent this long"),
+    "broker.heartbeat.interval.ms": _Setting(2000, _int(1), "between a broker's heartbeats"),
+    "min.insync.replicas": _Setting(1, _int(1), "acks=all needs this many in-sync replicas"),
+    "replica.lag.time.max.ms": _Setting(30000, _int(1), "drop a follower behind this long "
+                                                         "from the ISR"),
+    "replica.fetch.wait.max.ms": _Setting(500, _int(0), "a follower's fetch max wait"),
+    "replica.fetch.max.bytes": _Setting(1048576, _int(1), "a follower's bytes per partition"),
+    "replica.fetch.backoff.ms": _Setting(1000, _int(0), "a follower's pause after an error"),
+    "replica.socket.timeout.ms": _Setting(30000, _int(1), "inter-broker socket timeout"),
+    "replica.high.watermark.checkpoint.interval.ms": _Setting(
+        5000, _int(1), "how often high watermarks are written to disk"),
 }
 
 #: Older names Kafka still reads, mapped to the current one.

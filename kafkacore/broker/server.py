@@ -42,6 +42,9 @@ class Broker:
         self.group_coordinator: Any = None
         self.producer_id_manager: Any = None
         self.apis: Any = None
+        self.replica_manager: Any = None
+        #: the controller's side of this broker (None in a cluster of one)
+        self.lifecycle: Any = None
         self._handlers: KafkaRequestHandlerPool | None = None
         self._started = False
 
@@ -56,7 +59,7 @@ class Broker:
             return self.socket_server.bound_port
         return self.config.advertised_port
 
-    def advertised_address(self, listener: str) -> tuple[str, int]:
+    def advertised_address(self, listener: str | None) -> tuple[str, int]:
         """(host, port) given to clients that came in on ``listener`` (Kafka answers Metadata
         with the brokers' endpoints of the request's listener); port 0: the one bound."""
         endpoint = self.config.advertised.get(listener)
@@ -99,6 +102,9 @@ class Broker:
         self.group_coordinator.startup()
         self.socket_server = SocketServer(self.config, self.request_channel, self.faults,
                                           self.listener_security)
+        from kafkacore.broker.replica_manager import ReplicaManager
+
+        self.replica_manager = ReplicaManager(self)
         self.apis = KafkaApis(self)
         self._handlers = KafkaRequestHandlerPool(
             self.request_channel, self.apis, self.config["num.io.threads"]
@@ -106,6 +112,9 @@ class Broker:
         self._handlers.start()
         self.socket_server.startup()
         self._started = True
+        self.replica_manager.startup()
+        if self.config["process.roles"] == "broker":
+            self._join_cluster()
         log.info("broker %d started, listening on %s", self.broker_id, self.bootstrap_servers)
         return self
 
@@ -114,8 +123,11 @@ class Broker:
             return
         self._started = False
         assert self.socket_server is not None and self._handlers is not None
+        if self.lifecycle is not None:
+            self.lifecycle.shutdown()
         self.socket_server.shutdown()
         self._handlers.shutdown()
+        self.replica_manager.shutdown()
         self.group_coordinator.shutdown()
         shutdown = getattr(self.log_manager, "shutdown", None)
         if shutdown is not None:
@@ -124,6 +136,19 @@ class Broker:
             for d in self.config.log_dirs:
                 shutil.rmtree(d, ignore_errors=True)
         log.info("broker %d stopped", self.broker_id)
+
+    def _join_cluster(self, timeout_s: float = 60.0) -> None:
+        """Register with the controller and wait (bounded) for its first image, so that the
+        broker answers clients with the cluster's leaders from its first request on."""
+        from kafkacore.broker.lifecycle import BrokerLifecycleManager
+
+        self.lifecycle = BrokerLifecycleManager(self)
+        self.lifecycle.start()
+        if not self.lifecycle.image_received.wait(timeout_s):
+            self.stop()
+            raise TimeoutError(f"broker {self.broker_id}: no metadata from the controller at "
+                               f"{self.config['controller.quorum.bootstrap.servers']} within "
+                               f"{timeout_s} s")
 
     def __enter__(self) -> Broker:
         return self.start()
@@ -148,6 +173,7 @@ def _make_log_manager(broker: Broker) -> Any:
         max_message_bytes=c["message.max.bytes"],
         flush_messages=c["log.flush.interval.messages"],
         index_interval_bytes=c["log.index.interval.bytes"],
+        min_insync_replicas=c["min.insync.replicas"],
         **({} if c["log.flush.interval.ms"] is None else {"flush_ms": c["log.flush.interval.ms"]}),
     )
     dirs: list[str | Path] = list(c.log_dirs)

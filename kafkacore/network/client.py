@@ -689,8 +689,9 @@ class NetworkClient:
         self._note_failure(conn.node_id, now_ms)
         st.failed = failed
         self._fail_requests(lost, error, now_ms, completed)
-        # The leader may have moved: a broken connection is a reason to refresh (Java does too).
-        if lost:
+        # The leader may have moved: a broken connection, or one that cannot be made (a killed
+        # leader), is a reason to refresh (Java does too).  Metadata's own backoff bounds it.
+        if lost or failed:
             self.metadata.request_update()
 
     def _fail_requests(

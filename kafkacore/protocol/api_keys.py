@@ -26,8 +26,12 @@ class ApiKey(enum.IntEnum):
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
     SASL_AUTHENTICATE = 36
+    ALTER_PARTITION = 56
+    BROKER_REGISTRATION = 62
+    BROKER_HEARTBEAT = 63
 
 
 #: The (lowest, highest) version of each API that kafkacore can encode and decode.  The version

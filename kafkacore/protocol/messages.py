@@ -1749,3 +1749,8 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.DESCRIBE_GROUPS: (DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE),
     ApiKey.LIST_GROUPS: (LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE),
 }
+
+# Broker-to-broker and broker-to-controller messages (kafkacore.protocol.inter_broker).
+from kafkacore.protocol.inter_broker import INTER_BROKER_MESSAGES  # noqa: E402
+
+MESSAGES.update(INTER_BROKER_MESSAGES)

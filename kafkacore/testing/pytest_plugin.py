@@ -12,6 +12,9 @@ your top-level ``conftest.py``).  See docs/broker/faults.rst.
     are switched off after it.
 ``kafka_topic``
     A fresh one-partition topic on ``kafka_broker``, by name.
+``kafka_cluster``
+    A :class:`kafkacore.broker.Cluster`: a controller and three brokers, each its own process,
+    for the whole session; faults it suffered are undone after each test.
 
 Settings for the broker, one ``key=value`` per line, by Kafka's names, in the ini file::
 
@@ -37,6 +40,8 @@ if TYPE_CHECKING:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("kafkacore_broker_config", type="linelist", default=[],
                   help="settings of the kafka_broker fixture's broker, key=value per line")
+    parser.addini("kafkacore_cluster_config", type="linelist", default=[],
+                  help="settings of the kafka_cluster fixture's brokers, key=value per line")
 
 
 class KafkaBrokerFixture:
@@ -113,5 +118,40 @@ def kafka_topic(kafka_broker: KafkaBrokerFixture) -> str:
 
 
 # -- kafka_cluster -------------------------------------------------------------------------------
-# The multi-broker fixture (kafkacore.broker.Cluster, brokers as separate processes, faults through
-# each broker's control socket, kafkacore.broker.faults.BrokerControl) goes here.
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(request: pytest.FixtureRequest,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A :class:`kafkacore.broker.Cluster` of three brokers (each its own process) for the whole
+    session.  Break it on purpose with ``kill``, ``stop``, ``pause``, ``isolate``,
+    ``set_latency``, ``fail_next``, ``move_leader``; after each test, brokers it killed, stopped
+    or paused are brought back and faults are switched off.  Its settings come from the ini
+    option ``kafkacore_cluster_config`` (``key=value`` lines, like ``kafkacore_broker_config``)."""
+    from kafkacore.broker import Cluster
+
+    # A short base directory: the brokers' control sockets are Unix sockets (about 100 bytes).
+    base = tmp_path_factory.mktemp("kc")
+    config = _config_from_ini(request.config.getini("kafkacore_cluster_config"))
+    with Cluster(3, log_dir=base, config=config) as cluster:
+        yield cluster
+
+
+@pytest.fixture(autouse=True)
+def _kafkacore_reset_cluster(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test that used ``kafka_cluster``: every broker running, healed, no faults."""
+    yield
+    if "kafka_cluster" not in request.fixturenames:
+        return
+    from kafkacore.broker.faults import BrokerControl
+
+    cluster = request.getfixturevalue("kafka_cluster")
+    for broker_id, node in cluster.brokers.items():
+        if node.paused:
+            cluster.resume(broker_id)
+        if not node.running:
+            cluster.restart(broker_id)
+        control = BrokerControl(cluster.control_socket(broker_id))
+        control.heal()
+        control.set_latency(0)
+        control.clear()

@@ -259,7 +259,8 @@ def test_kafka_pythons_codec_reads_our_api_versions(broker, version):
     assert [tuple(k)[:3] for k in response.api_keys] == [
         (0, 0, 11), (1, 0, 17), (2, 0, 10), (3, 0, 12), (8, 2, 10), (9, 1, 10), (10, 0, 6),
         (11, 2, 9), (12, 0, 4), (13, 0, 5), (14, 0, 5), (15, 0, 5), (16, 0, 5),
-        (17, 1, 1), (18, 0, 4), (19, 0, 7), (20, 1, 4), (22, 0, 5), (32, 0, 2), (36, 0, 2)]
+        (17, 1, 1), (18, 0, 4), (19, 0, 7), (20, 1, 4), (22, 0, 5), (23, 2, 4), (32, 0, 2),
+        (36, 0, 2)]
 
 
 def test_many_idle_connections_do_not_stop_the_others(broker):

@@ -26,6 +26,7 @@ _SPEC: dict[str, tuple[str, type, object]] = {
     "index.interval.bytes": ("index_interval_bytes", int, 0),
     "cleanup.policy": ("cleanup_policy", str, ("delete",)),
     "producer.id.expiration.ms": ("producer_id_expiration_ms", int, 1),
+    "min.insync.replicas": ("min_insync_replicas", int, 1),
 }
 
 
@@ -56,6 +57,8 @@ class LogConfig:
     cleanup_policy: str = "delete"
     #: ``producer.id.expiration.ms`` (a broker setting in Kafka): forget idle producers after it.
     producer_id_expiration_ms: int = 24 * 3600 * 1000
+    #: ``min.insync.replicas``: acks=all is refused (NOT_ENOUGH_REPLICAS) below this ISR size
+    min_insync_replicas: int = 1
 
     def __post_init__(self) -> None:
         for name, (field, kind, allowed) in _SPEC.items():

@@ -108,6 +108,9 @@ class Log:
         #: every offset below this is on disk (fsynced); LogManager checkpoints it
         self.recovery_point = 0
         self._hw: int | None = None  # None: follow the log end offset (a single broker)
+        #: the replica's ``LeaderEpochFileCache`` (set by its Partition in a cluster), kept in
+        #: step with appends and truncations here
+        self.leader_epoch_cache = None
         self.producer_state = ProducerStateManager(self.dir, f"{topic}-{partition}")
         #: bytes cut from torn tails by the recovery at open (tests and the log message use it)
         self.recovered_bytes_truncated = 0
@@ -346,6 +349,9 @@ class Log:
             self._write(segment, bytes(records), headers)
             for h in headers:
                 self.producer_state.replay(h)
+            if self.leader_epoch_cache is not None:
+                for h in headers:
+                    self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
             count = sum(h.record_count for h in headers)
             self._after_append(count)
             return LogAppendInfo(
@@ -489,6 +495,10 @@ class Log:
             self.recovery_point = min(self.recovery_point, self.log_end_offset)
             self.producer_state.delete_snapshots_after(self.log_end_offset)
             self._rebuild_producer_state()
+            if self.leader_epoch_cache is not None:
+                self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+            if self._hw is not None:
+                self._hw = min(self._hw, self.log_end_offset)
 
     def delete_old_segments(self, now_ms: int | None = None) -> int:
         """retention.ms and retention.bytes (Kafka's ``deleteOldSegments``): delete whole

@@ -1,0 +1,404 @@
+"""``Cluster``: a controller and N brokers, each its own OS process, that a test can break.
+
+>>> with Cluster(brokers=3) as cluster:                    # doctest: +SKIP
+...     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all")
+...     cluster.kill(cluster.leader_of("orders", 0))         # SIGKILL: a real leader election
+
+Every broker keeps its ``log.dirs`` under one directory (a temporary one unless given), so
+``restart(broker)`` brings it back with its log, on the same port.  Faults without killing
+(``isolate``, ``heal``, ``set_latency``, ``fail_next``) go through each broker's control socket
+(``kafkacore.broker.faults.BrokerControl``).  Every wait is bounded.
+See docs/broker/failover.rst.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import kafkacore
+from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.protocol import codec
+from kafkacore.protocol.api_keys import ApiKey
+
+READY_PREFIX = "kafkacore-broker listening on "
+CLUSTER_READY_PREFIX = "kafkacore-cluster bootstrap servers "
+_ROOT = str(pathlib.Path(kafkacore.__file__).resolve().parent.parent)
+
+
+class ClusterError(RuntimeError):
+    """A process of the cluster did not start, stop or answer in time."""
+
+
+class _Node:
+    def __init__(self, node_id: int, role: str, directory: pathlib.Path) -> None:
+        self.node_id = node_id
+        self.role = role
+        self.directory = directory
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+        self.paused = False
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+class Cluster:
+    """A controller (node 0) and brokers 1..N as separate processes.
+
+    ``config``: broker settings for every broker, by Kafka's names.  The defaults suit tests:
+    a short ``broker.session.timeout.ms`` (a dead broker is fenced within about 2 s) and
+    heartbeats every 200 ms; ``default.replication.factor`` is min(3, brokers).
+    """
+
+    def __init__(self, brokers: int = 3, *, log_dir: str | os.PathLike[str] | None = None,
+                 config: Mapping[str, Any] | None = None, start_timeout_s: float = 60.0,
+                 log_level: str = "INFO") -> None:
+        if brokers < 1:
+            raise ValueError(f"a cluster needs at least one broker, got {brokers}")
+        self.num_brokers = brokers
+        self.start_timeout_s = start_timeout_s
+        self.log_level = log_level
+        self._given_dir = log_dir is not None
+        self.base = pathlib.Path(log_dir) if log_dir is not None else None
+        self.config: dict[str, str] = {
+            "broker.session.timeout.ms": "2000",
+            "broker.heartbeat.interval.ms": "200",
+            "default.replication.factor": str(min(3, brokers)),
+            "num.partitions": "1",
+            "replica.fetch.backoff.ms": "100",
+            "num.network.threads": "2",
+            "num.io.threads": "4",
+        }
+        self.config.update({k: str(v) for k, v in (config or {}).items()})
+        self.controller: _Node | None = None
+        self.brokers: dict[int, _Node] = {}
+        self._lock = threading.RLock()
+
+    # -- starting and stopping -------------------------------------------------------------------
+
+    def start(self) -> Cluster:
+        if self.base is None:
+            self.base = pathlib.Path(tempfile.mkdtemp(prefix="kafkacore-cluster-"))
+        self.base.mkdir(parents=True, exist_ok=True)
+        try:
+            self.controller = _Node(0, "controller", self.base / "controller")
+            self._spawn(self.controller)
+            self._wait_ready(self.controller)
+            for i in range(1, self.num_brokers + 1):
+                self.brokers[i] = _Node(i, "broker", self.base / f"broker-{i}")
+                self._spawn(self.brokers[i])
+            for node in self.brokers.values():
+                self._wait_ready(node)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        """Stop every process (SIGTERM, then SIGKILL after a bound) and remove a temporary
+        directory."""
+        nodes = [*self.brokers.values(), *([self.controller] if self.controller else [])]
+        for node in nodes:
+            if node.running:
+                assert node.process is not None
+                if node.paused:
+                    node.process.send_signal(signal.SIGCONT)
+                node.process.terminate()
+        for node in nodes:
+            self._reap(node, 15.0)
+        if not self._given_dir and self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _command(self, node: _Node) -> list[str]:
+        assert self.base is not None
+        cmd = [sys.executable, "-m", "kafkacore.broker", "--node-id", str(node.node_id),
+               "--log-dirs", str(node.directory),
+               "--listeners", f"PLAINTEXT://127.0.0.1:{node.port}",
+               "--log-level", self.log_level]
+        config = dict(self.config)
+        if node.role == "controller":
+            cmd += ["--process-roles", "controller", "--control-socket",
+                    str(self.base / "controller.ctl")]
+            config = {k: v for k, v in config.items()
+                      if k in ("broker.session.timeout.ms", "default.replication.factor",
+                               "num.partitions", "cluster.id")}
+        else:
+            assert self.controller is not None
+            cmd += ["--process-roles", "broker",
+                    "--controller", f"127.0.0.1:{self.controller.port}",
+                    "--control-socket", str(self.control_socket(node.node_id))]
+        for key, value in config.items():
+            cmd += ["--config", f"{key}={value}"]
+        return cmd
+
+    def control_socket(self, broker: int) -> pathlib.Path:
+        assert self.base is not None
+        return self.base / f"broker-{broker}.ctl"
+
+    def _spawn(self, node: _Node) -> None:
+        node.directory.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_ROOT, env.get("PYTHONPATH")]))
+        assert self.base is not None
+        with open(self.base / f"{node.role}-{node.node_id}.log", "ab") as stderr:
+            node.process = subprocess.Popen(self._command(node), stdout=subprocess.PIPE,
+                                            stderr=stderr, cwd=self.base, env=env)
+        node.paused = False
+
+    def _wait_ready(self, node: _Node) -> None:
+        assert node.process is not None and node.process.stdout is not None
+        deadline = time.monotonic() + self.start_timeout_s
+        line = b""
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or node.process.poll() is not None:
+                raise ClusterError(f"{node.role} {node.node_id} did not start (see "
+                                   f"{self.base}/{node.role}-{node.node_id}.log)")
+            ready, _, _ = select.select([node.process.stdout], [], [], min(left, 0.5))
+            if ready:
+                chunk = os.read(node.process.stdout.fileno(), 1)
+                if not chunk:
+                    continue
+                line += chunk
+        text = line.decode().strip()
+        if not text.startswith(READY_PREFIX):
+            raise ClusterError(f"{node.role} {node.node_id} printed {text!r}")
+        node.port = int(text.rpartition(":")[2])
+
+    def _reap(self, node: _Node, bound_s: float) -> None:
+        if node.process is None:
+            return
+        try:
+            node.process.wait(bound_s)
+        except subprocess.TimeoutExpired:
+            node.process.kill()
+            node.process.wait(10.0)
+        if node.process.stdout is not None:
+            node.process.stdout.close()
+
+    # -- addresses and leaders -------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every running broker's address, comma separated."""
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.brokers.values()
+                        if n.running and not n.paused)
+
+    def broker_address(self, broker: int) -> str:
+        return f"127.0.0.1:{self._broker(broker).port}"
+
+    def metadata(self, topics: Iterable[str] | None = None) -> dict[str, Any]:
+        """The controller's Metadata answer: every topic's partitions and the live brokers."""
+        assert self.controller is not None
+        client = InterBrokerClient("127.0.0.1", self.controller.port, "cluster", 10.0)
+        try:
+            body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
+            body.update(topics=None if topics is None else [{"name": t} for t in topics],
+                        allow_auto_topic_creation=False)
+            return client.send(ApiKey.METADATA, 12, body)
+        finally:
+            client.close()
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
+        for t in self.metadata()["topics"]:
+            if t["name"] == topic:
+                for p in t["partitions"]:
+                    if p["partition_index"] == partition:
+                        return p
+        return None
+
+    def leader_of(self, topic: str, partition: int = 0, timeout_s: float = 30.0) -> int:
+        """The broker leading ``topic``-``partition`` (waits, bounded, until there is one)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            state = self.partition_state(topic, partition)
+            if state is not None and state["leader_id"] >= 0:
+                return int(state["leader_id"])
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{topic}-{partition} has no leader after {timeout_s} s")
+            time.sleep(0.05)
+
+    def wait_for_leader_change(self, topic: str, partition: int, old_leader: int,
+                               timeout_s: float = 30.0) -> int:
+        """Wait (bounded) until the controller elected a leader other than ``old_leader``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            state = self.partition_state(topic, partition)
+            if state is not None and state["leader_id"] not in (-1, old_leader):
+                return int(state["leader_id"])
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{topic}-{partition} still led by {old_leader} (or by "
+                                   f"nobody) after {timeout_s} s: {state}")
+            time.sleep(0.05)
+
+    def wait_for_topic(self, topic: str, timeout_s: float = 30.0) -> None:
+        """Wait (bounded) until every running broker knows ``topic`` and a leader for each of
+        its partitions (brokers pull the controller's image every heartbeat interval)."""
+        deadline = time.monotonic() + timeout_s
+        for node in list(self.brokers.values()):
+            if not node.running or node.paused:
+                continue
+            client = InterBrokerClient("127.0.0.1", node.port, "cluster", 10.0)
+            try:
+                while True:
+                    body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
+                    body.update(topics=[{"name": topic, "topic_id": uuid.UUID(int=0)}],
+                                allow_auto_topic_creation=False)
+                    t = client.send(ApiKey.METADATA, 12, body)["topics"][0]
+                    if t["error_code"] == 0 and t["partitions"] and all(
+                            p["leader_id"] >= 0 for p in t["partitions"]):
+                        break
+                    if time.monotonic() > deadline:
+                        raise ClusterError(f"broker {node.node_id} does not know {topic} "
+                                           f"after {timeout_s} s")
+                    time.sleep(0.05)
+            finally:
+                client.close()
+
+    def wait_for_isr(self, topic: str, partition: int, isr: Iterable[int],
+                     timeout_s: float = 60.0) -> None:
+        want = sorted(isr)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            state = self.partition_state(topic, partition)
+            if state is not None and sorted(state["isr_nodes"]) == want:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{topic}-{partition}: ISR is not {want} after {timeout_s}"
+                                   f" s: {state}")
+            time.sleep(0.05)
+
+    # -- faults ----------------------------------------------------------------------------------
+
+    def _broker(self, broker: int) -> _Node:
+        node = self.brokers.get(broker)
+        if node is None:
+            raise ValueError(f"no broker {broker} in this cluster (1..{self.num_brokers})")
+        return node
+
+    def kill(self, broker: int) -> None:
+        """SIGKILL: the broker dies with no goodbye; its controller session lapses."""
+        node = self._broker(broker)
+        if node.running:
+            assert node.process is not None
+            node.process.kill()
+        self._reap(node, 10.0)
+
+    def stop(self, broker: int, timeout_s: float = 30.0) -> None:
+        """SIGTERM: a clean shutdown.  The broker asks the controller for a controlled shutdown
+        first (its leaderships move to other in-sync replicas at once), then flushes and closes
+        its logs."""
+        node = self._broker(broker)
+        if node.running:
+            assert node.process is not None
+            if node.paused:
+                node.process.send_signal(signal.SIGCONT)
+                node.paused = False
+            node.process.terminate()
+        self._reap(node, timeout_s)
+
+    def restart(self, broker: int) -> None:
+        """Start the broker again on the same port with the same ``log.dirs`` (stopping it
+        cleanly first if it runs)."""
+        node = self._broker(broker)
+        if node.running:
+            self.stop(broker)
+        self._spawn(node)
+        self._wait_ready(node)
+
+    def pause(self, broker: int) -> None:
+        """SIGSTOP: the process is frozen (no heartbeats, no fetches) but its sockets stay open."""
+        node = self._broker(broker)
+        assert node.process is not None
+        node.process.send_signal(signal.SIGSTOP)
+        node.paused = True
+
+    def resume(self, broker: int) -> None:
+        node = self._broker(broker)
+        assert node.process is not None
+        node.process.send_signal(signal.SIGCONT)
+        node.paused = False
+
+    def _control(self, broker: int) -> Any:
+        from kafkacore.broker.faults import BrokerControl
+
+        self._broker(broker)
+        return BrokerControl(self.control_socket(broker))
+
+    def isolate(self, broker: int) -> None:
+        """Cut the broker from clients, peers and the controller without killing it."""
+        self._control(broker).isolate()
+
+    def heal(self, broker: int) -> None:
+        self._control(broker).heal()
+
+    def set_latency(self, broker: int, ms: int) -> None:
+        self._control(broker).set_latency(ms)
+
+    def fail_next(self, broker: int, api: int | str, errors: Sequence[int | str],
+                  after_append: bool = False) -> None:
+        """Answer the broker's next requests of ``api`` with ``errors``, one each."""
+        self._control(broker).fail_next(api, errors, after_append=after_append)
+
+    def move_leader(self, topic: str, partition: int, broker: int,
+                    timeout_s: float = 30.0) -> None:
+        """Make ``broker`` (a live in-sync replica) the partition's leader, with a new leader
+        epoch, and wait (bounded) until the controller records it.  Raises
+        ``kafkacore.broker.faults.InvalidFaultError`` if ``broker`` is not eligible."""
+        from kafkacore.broker.faults import BrokerControl
+
+        self._broker(broker)
+        assert self.base is not None
+        BrokerControl(self.base / "controller.ctl")._call(  # noqa: SLF001
+            {"op": "elect_leader", "topic": topic, "partition": partition, "broker": broker})
+        deadline = time.monotonic() + timeout_s
+        while self.leader_of(topic, partition, timeout_s) != broker:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{topic}-{partition}: leader is not {broker} after "
+                                   f"{timeout_s} s")
+            time.sleep(0.05)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``kafkacore-broker cluster --brokers 3``: run a cluster until SIGTERM or SIGINT."""
+    parser = argparse.ArgumentParser(prog="kafkacore-broker cluster",
+                                     description="a controller and N brokers, one process each")
+    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--log-dirs", help="base directory (default: a temporary one)")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args(argv)
+    config = {}
+    for item in args.config:
+        key, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--config expects key=value, got {item!r}")
+        config[key.strip()] = value
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    with Cluster(args.brokers, log_dir=args.log_dirs, config=config) as cluster:
+        print(f"{CLUSTER_READY_PREFIX}{cluster.bootstrap_servers}", flush=True)
+        while not stop.wait(1.0):
+            pass
+    return 0
+

@@ -1,0 +1,237 @@
+"""``ReplicaFetcherThread``: a follower copying its leader's log (Kafka's ``ReplicaFetcherThread``
+and ``ReplicaFetcherManager``).
+
+One thread per source broker fetches every partition this broker follows there.  Before fetching
+a partition under a new leader epoch it asks the leader where its own latest epoch ends
+(OffsetForLeaderEpoch) and truncates its log there, so that whatever an old leader wrote and the
+new one never had is removed before the follower appends the new leader's batches.  The fetch
+offset it sends is its log end offset: that is how the leader learns how far it got.
+See docs/broker/replication.rst.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.broker.partition import Partition
+from kafkacore.protocol.api_keys import ApiKey
+
+if TYPE_CHECKING:
+    from kafkacore.broker.replica_manager import ReplicaManager
+
+log = logging.getLogger(__name__)
+
+NONE = 0
+OFFSET_OUT_OF_RANGE = 1
+FETCH_VERSION = 16
+OFFSET_FOR_LEADER_EPOCH_VERSION = 4
+
+
+class ReplicaFetcherThread(threading.Thread):
+    def __init__(self, replica_manager: ReplicaManager, source_broker_id: int) -> None:
+        super().__init__(name=f"ReplicaFetcherThread-{replica_manager.broker_id}-"
+                              f"{source_broker_id}", daemon=True)
+        self.rm = replica_manager
+        self.source_broker_id = source_broker_id
+        self.config = replica_manager.config
+        self._lock = threading.Lock()
+        #: partitions followed here -> True while they must truncate before fetching
+        self._partitions: dict[tuple[str, int], tuple[Partition, bool]] = {}
+        self._stopping = threading.Event()
+        self._client: InterBrokerClient | None = None
+        self._address: tuple[str, int] | None = None
+
+    def add_partitions(self, partitions: list[Partition]) -> None:
+        with self._lock:
+            for p in partitions:
+                self._partitions[p.key] = (p, True)
+
+    def remove_partitions(self, keys: list[tuple[str, int]]) -> None:
+        with self._lock:
+            for key in keys:
+                self._partitions.pop(key, None)
+
+    def partition_count(self) -> int:
+        with self._lock:
+            return len(self._partitions)
+
+    def shutdown(self) -> None:
+        self._stopping.set()
+        if self._client is not None:
+            self._client.close()
+        self.join(5.0)
+
+    def _connect(self) -> InterBrokerClient | None:
+        address = self.rm.brokers.get(self.source_broker_id)
+        if address is None:
+            return None
+        if self._client is None or self._address != address:
+            if self._client is not None:
+                self._client.close()
+            self._address = address
+            self._client = InterBrokerClient(
+                address[0], address[1], f"replica-fetcher-{self.rm.broker_id}",
+                self.config["replica.socket.timeout.ms"] / 1000.0, self.rm.broker.faults)
+        return self._client
+
+    def _backoff(self) -> None:
+        self._stopping.wait(self.config["replica.fetch.backoff.ms"] / 1000.0)
+
+    def run(self) -> None:
+        while not self._stopping.is_set():
+            if self.rm.broker.faults.isolated:
+                if self._client is not None:
+                    self._client.close()
+                self._stopping.wait(0.1)
+                continue
+            client = self._connect()
+            with self._lock:
+                snapshot = dict(self._partitions)
+            if client is None or not snapshot:
+                self._stopping.wait(0.05)
+                continue
+            try:
+                truncating = [p for p, t in snapshot.values() if t]
+                if truncating:
+                    self._truncate_to_epoch_end_offsets(client, truncating)
+                    continue
+                self._fetch(client, [p for p, _ in snapshot.values()])
+            except OSError as exc:
+                if not self._stopping.is_set():
+                    log.debug("%s: %s", self.name, exc)
+                    self._backoff()
+            except Exception:
+                log.exception("%s failed", self.name)
+                self._backoff()
+
+    def _truncate_to_epoch_end_offsets(self, client: InterBrokerClient,
+                                       partitions: list[Partition]) -> None:
+        """Kafka's ``truncateToEpochEndOffsets`` (KIP-101/KIP-279)."""
+        by_topic: dict[str, list[Partition]] = {}
+        for p in partitions:
+            by_topic.setdefault(p.topic, []).append(p)
+        body = {"replica_id": self.rm.broker_id, "topics": [
+            {"topic": topic, "partitions": [
+                {"partition": p.index, "current_leader_epoch": p.leader_epoch,
+                 "leader_epoch": p.epoch_cache.latest_epoch if p.epoch_cache else -1}
+                for p in parts]}
+            for topic, parts in by_topic.items()]}
+        response = client.send(ApiKey.OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION,
+                               body)
+        retry = False
+        for t in response["topics"]:
+            for r in t["partitions"]:
+                key = (t["topic"], r["partition"])
+                with self._lock:
+                    entry = self._partitions.get(key)
+                if entry is None:
+                    continue
+                partition = entry[0]
+                if r["error_code"] != NONE:
+                    retry = True  # the leader does not know it leads yet: ask again soon
+                    continue
+                lg = partition.log
+                leader_epoch, end_offset = r["leader_epoch"], r["end_offset"]
+                if end_offset < 0:
+                    # No common epoch: keep what is below our high watermark (Kafka's fallback).
+                    target = lg.high_watermark
+                else:
+                    _, own_end = partition.end_offset_for_epoch(leader_epoch)
+                    target = min(end_offset, own_end if own_end >= 0 else end_offset)
+                if target < lg.log_end_offset:
+                    log.info("broker %d: truncating %s-%d from %d to %d (leader epoch %d ends "
+                             "at %d on the leader)", self.rm.broker_id, partition.topic,
+                             partition.index, lg.log_end_offset, target, leader_epoch,
+                             end_offset)
+                    lg.truncate_to(target)
+                with self._lock:
+                    if self._partitions.get(key, (None,))[0] is partition:
+                        self._partitions[key] = (partition, False)
+        if retry:
+            self._stopping.wait(0.05)
+
+    def _fetch(self, client: InterBrokerClient, partitions: list[Partition]) -> None:
+        by_topic: dict[Any, list[Partition]] = {}
+        for p in partitions:
+            by_topic.setdefault(p.topic_id, []).append(p)
+        max_bytes = self.config["replica.fetch.max.bytes"]
+        body = {
+            "replica_state": {"replica_id": self.rm.broker_id,
+                              "replica_epoch": self.rm.broker.lifecycle.broker_epoch},
+            "max_wait_ms": self.config["replica.fetch.wait.max.ms"],
+            "min_bytes": 1, "max_bytes": max(max_bytes, 10 * 1024 * 1024),
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic_id": topic_id, "partitions": [
+                {"partition": p.index, "current_leader_epoch": p.leader_epoch,
+                 "fetch_offset": p.log.log_end_offset,
+                 "last_fetched_epoch": p.epoch_cache.latest_epoch if p.epoch_cache else -1,
+                 "log_start_offset": p.log.log_start_offset, "partition_max_bytes": max_bytes}
+                for p in parts]} for topic_id, parts in by_topic.items()],
+            "forgotten_topics_data": [], "rack_id": "",
+        }
+        wait_s = self.config["replica.fetch.wait.max.ms"] / 1000.0
+        response = client.send(ApiKey.FETCH, FETCH_VERSION, body,
+                               timeout_s=wait_s + self.config["replica.socket.timeout.ms"] / 1000)
+        if response["error_code"] != NONE:
+            self._backoff()
+            return
+        by_key = {p.key: p for p in partitions}
+        errored = False
+        for t in response["responses"]:
+            for r in t["partitions"]:
+                partition = next((p for p in partitions if p.topic_id == t["topic_id"]
+                                  and p.index == r["partition_index"]), None)
+                if partition is None or partition.key not in by_key:
+                    continue
+                with self._lock:  # removed (role change) while we fetched: drop the data
+                    current = self._partitions.get(partition.key)
+                if current is None or current[0] is not partition or current[1]:
+                    continue
+                if r["error_code"] == OFFSET_OUT_OF_RANGE:
+                    with self._lock:
+                        self._partitions[partition.key] = (partition, True)
+                    errored = True
+                    continue
+                if r["error_code"] != NONE:
+                    errored = True
+                    continue
+                records = r["records"]
+                if records and partition.log.log_end_offset != int.from_bytes(
+                        records[:8], "big"):
+                    continue  # the log moved meanwhile (truncation): fetch again
+                partition.append_records_to_follower(records, r["high_watermark"])
+        if errored:
+            self._stopping.wait(0.1)
+
+
+class ReplicaFetcherManager:
+    """One :class:`ReplicaFetcherThread` per leader this broker follows partitions on."""
+
+    def __init__(self, replica_manager: ReplicaManager) -> None:
+        self.rm = replica_manager
+        self._lock = threading.Lock()
+        self._threads: dict[int, ReplicaFetcherThread] = {}
+
+    def add_partitions(self, leaders: dict[Partition, int]) -> None:
+        with self._lock:
+            for partition, leader in leaders.items():
+                thread = self._threads.get(leader)
+                if thread is None:
+                    thread = self._threads[leader] = ReplicaFetcherThread(self.rm, leader)
+                    thread.start()
+                thread.add_partitions([partition])
+
+    def remove_partitions(self, keys: list[tuple[str, int]]) -> None:
+        with self._lock:
+            for thread in self._threads.values():
+                thread.remove_partitions(keys)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            threads = list(self._threads.values())
+            self._threads.clear()
+        for t in threads:
+            t.shutdown()

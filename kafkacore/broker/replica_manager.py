@@ -1,0 +1,434 @@
+"""``ReplicaManager``: this broker's replicas, their roles, and the two purgatories
+(Kafka's ``ReplicaManager``).
+
+- Produce goes through :meth:`ReplicaManager.append_records`: the leader appends, and an acks=all
+  request waits as a :class:`~kafkacore.broker.delayed_produce.DelayedProduce` until the ISR has
+  the batches.
+- Fetch goes through :meth:`ReplicaManager.fetch_messages`: consumers read below the high
+  watermark, followers (``replica_id >= 0``) up to the log end and report their log end offset by
+  the offset they fetch from; a fetch that finds too little waits as a
+  :class:`~kafkacore.broker.delayed_fetch.DelayedFetch`.
+- The controller's decisions (leaders, epochs, replicas, ISR) arrive in :meth:`apply_image`; this
+  broker then becomes leader or follower of each of its partitions and starts or stops its
+  :class:`~kafkacore.broker.replica_fetcher.ReplicaFetcherThread` s.
+
+A broker without a controller (``process.roles`` empty, the single :class:`Broker`) is a cluster
+of one: it leads every partition at leader epoch 0 with itself as the only replica.
+See docs/broker/replication.rst.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafkacore import errors
+from kafkacore.broker.delayed_fetch import DelayedFetch
+from kafkacore.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
+from kafkacore.broker.files import replace_atomically
+from kafkacore.broker.leader_epoch_cache import LeaderEpochFileCache
+from kafkacore.broker.partition import Partition, PartitionState, PendingIsr
+from kafkacore.broker.purgatory import DelayedOperationPurgatory
+
+if TYPE_CHECKING:
+    from kafkacore.broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_OR_FOLLOWER = 6
+FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
+HW_CHECKPOINT_FILE = "replication-offset-checkpoint"
+
+
+@dataclass
+class FetchParams:
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+
+    @property
+    def is_follower(self) -> bool:
+        return self.replica_id >= 0
+
+
+@dataclass
+class FetchPartitionInfo:
+    topic: str
+    topic_id: Any
+    partition: int
+    fetch_offset: int
+    current_leader_epoch: int
+    max_bytes: int
+
+
+class ReplicaManager:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.config = broker.config
+        self.broker_id = broker.broker_id
+        self.log_manager = broker.log_manager
+        self.metadata_cache = broker.metadata_cache
+        self.standalone = self.config["process.roles"] == ""
+        self._lock = threading.RLock()
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.produce_purgatory = DelayedOperationPurgatory("Produce", broker_id=self.broker_id)
+        self.fetch_purgatory = DelayedOperationPurgatory("Fetch", broker_id=self.broker_id)
+        self.fetcher_manager: Any = None  # a ReplicaFetcherManager, in a cluster
+        self.alter_partition_manager: AlterPartitionManager | None = None
+        #: the cluster as the controller last described it: (brokers by id, topics)
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.image_topics: dict[str, dict[int, PartitionState]] = {}
+        self._checkpoint_path = Path(self.config.log_dirs[0]) / HW_CHECKPOINT_FILE
+        self._checkpointed_hw = _read_hw_checkpoint(self._checkpoint_path)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def startup(self) -> None:
+        if self.standalone:
+            return
+        from kafkacore.broker.replica_fetcher import ReplicaFetcherManager
+
+        self.fetcher_manager = ReplicaFetcherManager(self)
+        self.alter_partition_manager = AlterPartitionManager(self)
+        self.alter_partition_manager.start()
+        for target, name in ((self._isr_expiration, "isr-expiration"),
+                             (self._hw_checkpointer, "highwatermark-checkpoint")):
+            t = threading.Thread(target=target, name=f"{name}-{self.broker_id}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.shutdown()
+        if self.alter_partition_manager is not None:
+            self.alter_partition_manager.shutdown()
+        for t in self._threads:
+            t.join(5.0)
+        if not self.standalone:
+            self.checkpoint_high_watermarks()
+        self.produce_purgatory.shutdown()
+        self.fetch_purgatory.shutdown()
+
+    # -- partitions ------------------------------------------------------------------------------
+
+    def get_partition(self, topic: str, index: int) -> Partition | None:
+        key = (topic, index)
+        partition = self.partitions.get(key)
+        if not self.standalone:
+            return partition
+        # A cluster of one: every partition of a known topic is ours, led at epoch 0.
+        meta = self.metadata_cache.get(topic)
+        if meta is None or not 0 <= index < meta.partitions:
+            return None
+        lg = self.broker.apis.get_partition_log(topic, index)
+        if partition is not None and partition.log is lg:
+            return partition
+        with self._lock:
+            partition = self.partitions.get(key)
+            if partition is None or partition.log is not lg:
+                partition = Partition(topic, index, meta.topic_id, lg, self.broker_id, None,
+                                      self.config["replica.lag.time.max.ms"])
+                me = self.broker_id
+                partition.make_leader(PartitionState(me, 0, [me], [me]))
+                self.partitions[key] = partition
+            return partition
+
+    def leader_partition_or_error(self, topic: str, index: int,
+                                  current_leader_epoch: int = -1) -> tuple[Partition | None, int]:
+        partition = self.get_partition(topic, index)
+        if partition is None:
+            known = self.metadata_cache.get(topic)
+            exists = known is not None and 0 <= index < known.partitions
+            return None, NOT_LEADER_OR_FOLLOWER if exists else UNKNOWN_TOPIC_OR_PARTITION
+        if current_leader_epoch >= 0:
+            if current_leader_epoch < partition.leader_epoch:
+                return None, FENCED_LEADER_EPOCH
+            if current_leader_epoch > partition.leader_epoch:
+                return None, UNKNOWN_LEADER_EPOCH
+        if not partition.is_leader:
+            return None, NOT_LEADER_OR_FOLLOWER
+        return partition, NONE
+
+    def complete_delayed_requests(self, key: tuple[str, int]) -> None:
+        """A HW moved or a role changed on ``key``: waiting produces and fetches may be done."""
+        self.produce_purgatory.check_and_complete(key)
+        self.fetch_purgatory.check_and_complete(key)
+
+    # -- Produce ---------------------------------------------------------------------------------
+
+    def append_records(self, timeout_ms: int, required_acks: int,
+                       entries: dict[tuple[str, int], tuple[dict[str, Any], Any]],
+                       respond: Any) -> None:
+        """Append each partition's batches as leader; answer through ``respond({key:
+        response})`` now, or, for acks=all, when the ISR has them (Kafka's ``appendRecords``)."""
+        statuses: dict[tuple[str, int], ProducePartitionStatus] = {}
+        for key, (response, records) in entries.items():
+            partition, error = self.leader_partition_or_error(*key)
+            if partition is None:
+                response["error_code"] = error
+                statuses[key] = ProducePartitionStatus(-1, response, acks_pending=False)
+                continue
+            try:
+                info = partition.append_records_to_leader(records, required_acks)
+            except errors.BrokerResponseError as exc:
+                response.update(error_code=exc.errno, error_message=str(exc)[:1000])
+                statuses[key] = ProducePartitionStatus(-1, response, acks_pending=False)
+                continue
+            # A duplicate (a retried batch) gets the original batch's offsets: written once.
+            response.update(base_offset=info.first_offset,
+                            log_append_time_ms=info.log_append_time_ms,
+                            log_start_offset=info.log_start_offset)
+            statuses[key] = ProducePartitionStatus(info.last_offset + 1, response)
+            # Followers long-polling this partition have new data.
+            self.fetch_purgatory.check_and_complete(key)
+            self.produce_purgatory.check_and_complete(key)
+        if required_acks == -1 and any(s.acks_pending for s in statuses.values()):
+            operation = DelayedProduce(timeout_ms, statuses, self, respond)
+            self.produce_purgatory.try_complete_else_watch(
+                operation, [k for k, s in statuses.items() if s.acks_pending])
+            return
+        respond({key: s.response for key, s in statuses.items()})
+
+    # -- Fetch -----------------------------------------------------------------------------------
+
+    def fetch_messages(self, params: FetchParams, infos: list[FetchPartitionInfo],
+                       respond: Any) -> None:
+        """Read now; if there is less than ``min_bytes`` and no error, wait in the purgatory
+        (long poll) until there is, or ``max_wait_ms`` passed (Kafka's ``fetchMessages``)."""
+        results = self.read_from_local_log(params, infos)
+        total = sum(len(r["records"] or b"") for r in results)
+        errored = any(r["error_code"] != NONE for r in results)
+        if params.max_wait_ms <= 0 or not infos or total >= params.min_bytes or errored:
+            respond(results)
+            return
+        operation = DelayedFetch(params.max_wait_ms, params, infos, self, respond)
+        self.fetch_purgatory.try_complete_else_watch(
+            operation, [(i.topic, i.partition) for i in infos])
+
+    def read_from_local_log(self, params: FetchParams,
+                            infos: list[FetchPartitionInfo]) -> list[dict[str, Any]]:
+        remaining = params.max_bytes
+        got_data = False
+        results = []
+        for info in infos:
+            part: dict[str, Any] = {
+                "partition_index": info.partition, "error_code": NONE,
+                "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
+                "aborted_transactions": None, "preferred_read_replica": -1, "records": b"",
+            }
+            results.append(part)
+            partition, error = self.leader_partition_or_error(
+                info.topic, info.partition, info.current_leader_epoch)
+            if partition is None:
+                part["error_code"] = error
+                continue
+            lg = partition.log
+            try:
+                # KIP-74: the first batch is returned whole even if larger than the limits,
+                # so a consumer can always make progress.
+                data = lg.read(info.fetch_offset, max(0, min(info.max_bytes, remaining)),
+                               max_offset=None if params.is_follower else lg.high_watermark,
+                               min_one_batch=not got_data)
+            except errors.BrokerResponseError as exc:
+                part.update(error_code=exc.errno, high_watermark=lg.high_watermark,
+                            last_stable_offset=lg.last_stable_offset,
+                            log_start_offset=lg.log_start_offset)
+                continue
+            if params.is_follower:
+                hw_moved, expand = partition.update_follower_fetch_state(
+                    params.replica_id, info.fetch_offset)
+                if expand is not None and params.replica_id not in self.brokers:
+                    # Kafka's isReplicaIsrEligible: a fenced broker (a late fetch it sent
+                    # before it stopped) does not rejoin the ISR.
+                    partition.abandon_pending_isr()
+                    expand = None
+                if expand is not None and self.alter_partition_manager is not None:
+                    self.alter_partition_manager.submit(partition, expand)
+                if hw_moved:
+                    self.complete_delayed_requests(partition.key)
+            if data.records:
+                got_data = True
+                remaining -= len(data.records)
+            part.update(high_watermark=lg.high_watermark,
+                        last_stable_offset=lg.last_stable_offset,
+                        log_start_offset=data.log_start_offset, records=data.records)
+        return results
+
+    # -- OffsetForLeaderEpoch --------------------------------------------------------------------
+
+    def last_offset_for_leader_epoch(self, topic: str, index: int, current_leader_epoch: int,
+                                     epoch: int) -> tuple[int, int, int]:
+        """(error, epoch, end offset) as the leader sees it (Kafka's
+        ``lastOffsetForLeaderEpoch``)."""
+        partition, error = self.leader_partition_or_error(topic, index, current_leader_epoch)
+        if partition is None:
+            return error, -1, -1
+        found_epoch, end = partition.end_offset_for_epoch(epoch)
+        return NONE, found_epoch, end
+
+    # -- the controller's decisions --------------------------------------------------------------
+
+    def apply_image(self, brokers: dict[int, tuple[str, int]],
+                    topics: dict[str, tuple[Any, dict[int, PartitionState]]]) -> None:
+        """Become leader or follower of each partition the image gives this broker (Kafka's
+        ``applyDelta``).  ``topics``: name -> (topic id, {partition: state})."""
+        with self._lock:
+            gone = [k for k in self.partitions if k[0] not in topics]
+            for key in gone:
+                self._drop_partition(key)
+            new_followers: dict[Partition, int] = {}
+            for name, (topic_id, parts) in topics.items():
+                for index, state in parts.items():
+                    key = (name, index)
+                    if self.broker_id not in state.replicas:
+                        if key in self.partitions:
+                            self._drop_partition(key)
+                        continue
+                    partition = self.partitions.get(key)
+                    if partition is not None and state.leader_epoch < partition.leader_epoch:
+                        continue  # an older image than what we acted on already
+                    if partition is None:
+                        partition = self._create_partition(name, index, topic_id)
+                    if state.leader == self.broker_id:
+                        if partition.make_leader(state) and self.fetcher_manager is not None:
+                            self.fetcher_manager.remove_partitions([key])
+                            log.info("broker %d: leader of %s-%d at epoch %d, ISR %s",
+                                     self.broker_id, name, index, state.leader_epoch, state.isr)
+                    else:
+                        changed = partition.make_follower(state)
+                        if changed:
+                            if self.fetcher_manager is not None:
+                                self.fetcher_manager.remove_partitions([key])
+                            if state.leader >= 0:
+                                new_followers[partition] = state.leader
+                    if partition.is_leader or state.leader != self.broker_id:
+                        self.complete_delayed_requests(key)
+            if new_followers and self.fetcher_manager is not None:
+                self.fetcher_manager.add_partitions(new_followers)
+            # Published last, so that Metadata answers never show a decision this broker has
+            # not acted on yet.
+            self.brokers = dict(brokers)
+            self.image_topics = {name: parts for name, (_, parts) in topics.items()}
+
+    def _create_partition(self, topic: str, index: int, topic_id: Any) -> Partition:
+        meta = self.metadata_cache.get(topic)
+        config = self.broker.apis.topic_config(meta.configs if meta is not None else {})
+        lg = self.log_manager.get_or_create_log(topic, index, config, topic_id)
+        if lg._hw is None:  # noqa: SLF001 - a replica's HW starts at its checkpoint
+            lg.high_watermark = min(self._checkpointed_hw.get((topic, index), 0),
+                                    lg.log_end_offset)
+        partition = Partition(topic, index, topic_id, lg, self.broker_id,
+                              LeaderEpochFileCache(lg.dir),
+                              self.config["replica.lag.time.max.ms"])
+        self.partitions[(topic, index)] = partition
+        return partition
+
+    def drop_partition(self, key: tuple[str, int]) -> None:
+        with self._lock:
+            self._drop_partition(key)
+
+    def _drop_partition(self, key: tuple[str, int]) -> None:
+        partition = self.partitions.pop(key, None)
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_partitions([key])
+        if partition is not None:
+            partition.leader_id = -1
+            self.complete_delayed_requests(key)
+
+    # -- background work -------------------------------------------------------------------------
+
+    def _isr_expiration(self) -> None:
+        """Kafka's ``isr-expiration`` task: every half lag period, drop the followers that have
+        not caught up for ``replica.lag.time.max.ms``."""
+        period = max(self.config["replica.lag.time.max.ms"] / 2000.0, 0.05)
+        while not self._stop.wait(period):
+            for partition in list(self.partitions.values()):
+                try:
+                    out = partition.out_of_sync_replicas()
+                    if out and self.alter_partition_manager is not None:
+                        with partition.lock:
+                            new_isr = [r for r in partition.isr if r not in out]
+                            partition.pending_isr = PendingIsr(new_isr)
+                        log.info("broker %d: shrinking ISR of %s-%d from %s to %s",
+                                 self.broker_id, partition.topic, partition.index,
+                                 partition.isr, new_isr)
+                        self.alter_partition_manager.submit(partition, new_isr)
+                except Exception:
+                    log.exception("ISR expiration of %r failed", partition)
+
+    def _hw_checkpointer(self) -> None:
+        period = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0
+        while not self._stop.wait(period):
+            try:
+                self.checkpoint_high_watermarks()
+            except OSError:
+                log.exception("cannot checkpoint high watermarks")
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Kafka's ``replication-offset-checkpoint``: a restarted replica starts from its HW."""
+        points = {k: p.log.high_watermark for k, p in list(self.partitions.items())}
+        text = f"0\n{len(points)}\n" + "".join(
+            f"{t} {i} {hw}\n" for (t, i), hw in sorted(points.items()))
+        replace_atomically(self._checkpoint_path, text.encode())
+
+
+def _read_hw_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    try:
+        lines = path.read_text().split("\n")
+        count = int(lines[1])
+        out = {}
+        for line in lines[2:2 + count]:
+            topic, index, hw = line.split()
+            out[(topic, int(index))] = int(hw)
+        return out
+    except (FileNotFoundError, IndexError, ValueError):
+        return {}
+
+
+class AlterPartitionManager(threading.Thread):
+    """Sends the leaders' ISR changes to the controller, one at a time (Kafka's
+    ``AlterPartitionManager``), and applies the controller's answer."""
+
+    def __init__(self, replica_manager: ReplicaManager) -> None:
+        super().__init__(name=f"alter-partition-{replica_manager.broker_id}", daemon=True)
+        self.replica_manager = replica_manager
+        self._queue: queue.Queue[tuple[Partition, list[int]] | None] = queue.Queue()
+
+    def submit(self, partition: Partition, new_isr: list[int]) -> None:
+        self._queue.put((partition, new_isr))
+
+    def shutdown(self) -> None:
+        self._queue.put(None)
+        self.join(5.0)
+
+    def run(self) -> None:
+        rm = self.replica_manager
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            partition, new_isr = item
+            try:
+                result = rm.broker.lifecycle.alter_partition(partition, new_isr)
+            except Exception as exc:  # the controller is away: forget it, retry on next check
+                log.info("AlterPartition for %r failed: %s", partition, exc)
+                partition.abandon_pending_isr()
+                continue
+            error, leader_epoch, isr, partition_epoch = result
+            if error != NONE:
+                log.info("AlterPartition for %r refused with error %d", partition, error)
+                partition.abandon_pending_isr()
+                continue
+            if partition.apply_isr(leader_epoch, isr, partition_epoch):
+                rm.complete_delayed_requests(partition.key)
+            else:
+                rm.produce_purgatory.check_and_complete(partition.key)
