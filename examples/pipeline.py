@@ -361,11 +361,10 @@ class Failover:
     hold it, which is when the high watermark passes it.
     """
 
-    def __init__(self, cluster, topic: str, partitions: int, partition: int,
-                 at_records: int, poll_s: float = 0.05) -> None:
+    def __init__(self, cluster, topic: str, partition: int, at_records: int,
+                 poll_s: float = 0.05) -> None:
         self._cluster = cluster
         self._topic = topic
-        self._partitions = partitions
         self._poll_s = poll_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="failover", daemon=True)
@@ -511,7 +510,7 @@ def run(
             print(f"{flights:,} flights joined with airlines and weather "
                   f"({time.monotonic() - began:.1f} s); writing to Kafka ...", flush=True)
             if cluster is not None and kill_at is not None:
-                failover = Failover(cluster, topic, partitions, kill_partition,
+                failover = Failover(cluster, topic, kill_partition,
                                     max(1, int(flights * kill_at)))
                 failover.start()
             try:
