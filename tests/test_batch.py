@@ -49,8 +49,18 @@ def _calling(frame, method):
     return False
 
 
-def wait_until_inside_call(thread, method, bound_s=10.0):
+def _on_stack(frame, function):
+    while frame is not None:
+        if frame.f_code is function.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def wait_until_inside_call(thread, method, bound_s=10.0, within=()):
     """Return once ``thread`` is inside its ``.<method>(...)`` call; fail after ``bound_s``.
+
+    With ``within`` (Python functions), the call must be made from inside each of them.
 
     Nothing on the future counts the threads in ``result()`` (its latch is a bare lock, and
     ``_waiters`` holds concurrent.futures waiters only), so look at the thread's stack.  The
@@ -63,7 +73,8 @@ def wait_until_inside_call(thread, method, bound_s=10.0):
     while True:
         frame = sys._current_frames().get(thread.ident)
         if frame is not None and _calling(frame, method):
-            return
+            if all(_on_stack(frame, function) for function in within):
+                return
         assert thread.is_alive(), f"the thread ended without blocking in {method}()"
         assert time.monotonic() < deadline, f"the thread never blocked in {method}()"
         time.sleep(0.001)
@@ -473,11 +484,18 @@ def test_the_futures_themselves_work_with_wait_and_as_completed():
     assert not done
 
     # A waiter installed before completion is woken by it (the completion runs on another
-    # thread once this one is inside wait()).
-    ready = threading.Event()
-    completer = threading.Thread(target=lambda: (ready.wait(5), batch.done(7, -1, None)))
+    # thread once this one blocks inside wait(), its waiters installed).
+    main = threading.current_thread()
+
+    def complete_once_waited_for():
+        # Blocked in the Event.wait() that wait() calls after installing its waiters.
+        wait_until_inside_call(
+            main, "acquire", within=(concurrent.futures.wait, threading.Event.wait)
+        )
+        batch.done(7, -1, None)
+
+    completer = threading.Thread(target=complete_once_waited_for)
     completer.start()
-    ready.set()
     done, pending = concurrent.futures.wait(futures, timeout=30)
     completer.join(5)
     assert done == set(futures) and not pending
