@@ -5,10 +5,12 @@ back with our reader (iter_records) and with kafka-python's, which we did not wr
 """
 
 import concurrent.futures
+import dis
 import gc
 import logging
 import pickle
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -25,6 +27,57 @@ from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 TOPIC = "events"
 PARTITION = 3
 CREATED_MS = 1_700_000_000_000
+
+
+# Opcodes that call, and that load the method to call (names from Python 3.10 to 3.13).
+_CALL_OPNAMES = frozenset(
+    {"CALL", "CALL_KW", "PRECALL", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_METHOD"}
+)
+_LOAD_METHOD_OPNAMES = frozenset({"LOAD_METHOD", "LOAD_ATTR"})
+
+
+def _calling(frame, method):
+    """Whether ``frame`` is stopped on a call of ``.<method>(...)`` (arguments without calls)."""
+    before = [i for i in dis.get_instructions(frame.f_code) if i.offset <= frame.f_lasti]
+    if not before or before[-1].offset != frame.f_lasti or before[-1].opname not in _CALL_OPNAMES:
+        return False
+    for instruction in reversed(before[:-1]):
+        if instruction.opname in _LOAD_METHOD_OPNAMES:
+            return instruction.argval == method
+        if instruction.opname in _CALL_OPNAMES and instruction.opname != "PRECALL":
+            return False  # another call came after the last method load
+    return False
+
+
+def _on_stack(frame, function):
+    while frame is not None:
+        if frame.f_code is function.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def wait_until_inside_call(thread, method, bound_s=10.0, within=()):
+    """Return once ``thread`` is inside its ``.<method>(...)`` call; fail after ``bound_s``.
+
+    With ``within`` (Python functions), the call must be made from inside each of them.
+
+    Nothing on the future counts the threads in ``result()`` (its latch is a bare lock, and
+    ``_waiters`` holds concurrent.futures waiters only), so look at the thread's stack.  The
+    compiled future has no Python frame of its own, so the thread's innermost frame is its
+    caller's, stopped on the call instruction while the call runs (the wait inside releases the
+    GIL, which is when this thread gets to look).  Seeing it there, with nothing returned yet,
+    shows the thread waits inside the call rather than taking a path for a done future.
+    """
+    deadline = time.monotonic() + bound_s
+    while True:
+        frame = sys._current_frames().get(thread.ident)
+        if frame is not None and _calling(frame, method):
+            if all(_on_stack(frame, function) for function in within):
+                return
+        assert thread.is_alive(), f"the thread ended without blocking in {method}()"
+        assert time.monotonic() < deadline, f"the thread never blocked in {method}()"
+        time.sleep(0.001)
 
 
 def make_batch(capacity=16384, created_ms=CREATED_MS, **builder_args):
@@ -288,8 +341,9 @@ def test_a_waiting_thread_is_released_by_done_on_another_thread():
     waiters = [threading.Thread(target=wait_for, args=(i,)) for i in range(3)]
     for t in waiters:
         t.start()
-    time.sleep(0.05)
-    assert got == {}  # they are really waiting
+    for t in waiters:
+        wait_until_inside_call(t, "result")
+    assert got == {}  # all three are inside result(), and none came back: they wait
     batch.done(1000, -1, None)
     for t in waiters:
         t.join(5)
@@ -327,11 +381,17 @@ def test_a_waiting_thread_sees_the_failure():
     (future,) = append_records(batch, 1)
     error = RuntimeError("NOT_LEADER")
     got = []
-    waiter = threading.Thread(target=lambda: got.append(future.exception(timeout=10)))
+
+    def wait_for_exception():
+        got.append(future.exception(timeout=10))
+
+    waiter = threading.Thread(target=wait_for_exception)
     waiter.start()
-    time.sleep(0.05)
+    wait_until_inside_call(waiter, "exception")
+    assert got == []  # inside exception(), waiting: the failure must wake it
     batch.done(-1, -1, error)
     waiter.join(5)
+    assert not waiter.is_alive()
     assert got == [error]
 
 
@@ -424,11 +484,18 @@ def test_the_futures_themselves_work_with_wait_and_as_completed():
     assert not done
 
     # A waiter installed before completion is woken by it (the completion runs on another
-    # thread once this one is inside wait()).
-    ready = threading.Event()
-    completer = threading.Thread(target=lambda: (ready.wait(5), batch.done(7, -1, None)))
+    # thread once this one blocks inside wait(), its waiters installed).
+    main = threading.current_thread()
+
+    def complete_once_waited_for():
+        # Blocked in the Event.wait() that wait() calls after installing its waiters.
+        wait_until_inside_call(
+            main, "acquire", within=(concurrent.futures.wait, threading.Event.wait)
+        )
+        batch.done(7, -1, None)
+
+    completer = threading.Thread(target=complete_once_waited_for)
     completer.start()
-    ready.set()
     done, pending = concurrent.futures.wait(futures, timeout=30)
     completer.join(5)
     assert done == set(futures) and not pending
@@ -677,9 +744,15 @@ def test_split_completes_the_original_futures_once_with_new_offsets():
     batch, futures, recorder = _fill_for_split()
     batch.close()
     waited = []
-    waiter = threading.Thread(target=lambda: waited.append(futures[-1].result(timeout=10)))
-    waiter.start()  # blocks on the ORIGINAL batch's result, must follow the record to its piece
-    time.sleep(0.05)
+
+    def wait_for_last():
+        waited.append(futures[-1].result(timeout=10))
+
+    waiter = threading.Thread(target=wait_for_last)
+    waiter.start()
+    # It blocks on the ORIGINAL batch's result and must follow the record to its piece.
+    wait_until_inside_call(waiter, "result")
+    assert waited == []
     pieces = batch.split(1024)
     late = []
     futures[0].add_done_callback(lambda f: late.append(f.result(0).offset))

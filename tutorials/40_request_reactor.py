@@ -8,13 +8,14 @@ Needs: nothing but kafkacore: it starts its own kafkacore broker in this process
 """
 
 import socket
+from typing import Any
 
 from kafkacore.broker import Broker
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
 
-def recv_exactly(s, n):
+def recv_exactly(s: socket.socket, n: int) -> bytes:
     out = bytearray()
     while len(out) < n:
         chunk = s.recv(n - len(out))
@@ -23,12 +24,12 @@ def recv_exactly(s, n):
     return bytes(out)
 
 
-def api_versions_frame(correlation_id):
+def api_versions_frame(correlation_id: int) -> bytes:
     payload = b"".join(codec.encode_request(ApiKey.API_VERSIONS, 0, correlation_id, "tour", {}))
     return len(payload).to_bytes(4, "big") + payload
 
 
-def read_response(s):
+def read_response(s: socket.socket) -> tuple[int, dict[str, Any]]:
     size = int.from_bytes(recv_exactly(s, 4), "big")
     return codec.decode_response(ApiKey.API_VERSIONS, 0, recv_exactly(s, size))
 
@@ -42,12 +43,15 @@ with Broker({"num.network.threads": "2", "num.io.threads": "2"}) as broker:
         for _ in range(4)
     ]
     for i, s in enumerate(connections):
-        correlation_id, body = (s.sendall(api_versions_frame(i)), read_response(s))[1]
+        s.sendall(api_versions_frame(i))
+        correlation_id, body = read_response(s)
         assert correlation_id == i and body["error_code"] == 0
-    per_processor = [p["accepted"] for p in broker.socket_server.statistics()]
+    socket_server = broker.socket_server
+    assert socket_server is not None  # set once the broker has started
+    per_processor = [p["accepted"] for p in socket_server.statistics()]
     print(f"connections accepted by each processor: {per_processor}")
     assert per_processor == [2, 2]
-    for p in broker.socket_server.processors:
+    for p in socket_server.processors:
         print(f"  processor {p.id}: {p.connection_ids()}")
 
     # 2. By hand: the ApiVersions answer lists the APIs this broker handles.

@@ -40,8 +40,8 @@ def main(directory: Path) -> None:
     # --- start
     config = LogConfig(segment_bytes=600, index_interval_bytes=200)
     log = Log(directory / "orders-0", config, topic="orders", partition=0)
-    for first_seq in range(0, 30, 3):
-        info = log.append_as_leader(batch(first_seq, 3))
+    infos = [log.append_as_leader(batch(first_seq, 3)) for first_seq in range(0, 30, 3)]
+    info = infos[-1]
     print(f"appended 10 batches; the last got offsets {info.first_offset}-{info.last_offset}")
     print("files:", " ".join(sorted(p.name for p in (directory / "orders-0").iterdir())))
     assert log.log_end_offset == 30 and len(log.segments) > 1

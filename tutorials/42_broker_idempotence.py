@@ -12,18 +12,20 @@ It starts its own kafkacore broker in this process (no other broker needed):
 """
 
 import socket
+from typing import Any
 
 from kafkacore import KafkaProducer, admin
 from kafkacore.broker import Broker
 from kafkacore.core import MemoryRecordsBuilder, iter_batches
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
+from kafkacore.testing import fetch_record_batches
 
 TOPIC = "replay-tour"
 PRODUCE_VERSION = 9
 
 
-def recv_exactly(s, n):
+def recv_exactly(s: socket.socket, n: int) -> bytes:
     out = bytearray()
     while len(out) < n:
         chunk = s.recv(n - len(out))
@@ -32,7 +34,7 @@ def recv_exactly(s, n):
     return bytes(out)
 
 
-def produce_by_hand(address, correlation_id, batch):
+def produce_by_hand(address: tuple[str, int], correlation_id: int, batch: bytes) -> dict[str, Any]:
     """One raw Produce request (acks=all) carrying ``batch`` for partition 0; its answer."""
     body = {"transactional_id": None, "acks": -1, "timeout_ms": 30_000, "topic_data": [
         {"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}]}
@@ -42,7 +44,8 @@ def produce_by_hand(address, correlation_id, batch):
         s.sendall(len(payload).to_bytes(4, "big") + payload)
         size = int.from_bytes(recv_exactly(s, 4), "big")
         _, response = codec.decode_response(ApiKey.PRODUCE, PRODUCE_VERSION, recv_exactly(s, size))
-    return response["responses"][0]["partition_responses"][0]
+    answer: dict[str, Any] = response["responses"][0]["partition_responses"][0]
+    return answer
 
 
 with Broker({"num.partitions": "1"}) as broker:
@@ -57,7 +60,7 @@ with Broker({"num.partitions": "1"}) as broker:
             producer.flush()
             print(f"batch {b}: offsets {[f.get().offset for f in futures]}")
 
-    stored = admin.fetch_record_batches(bootstrap, TOPIC, 0)
+    stored = fetch_record_batches(bootstrap, TOPIC, 0)
     headers = [next(iter_batches(raw)) for raw in stored]
     for h in headers:
         print(f"  stored: offsets {h.base_offset}-{h.last_offset}, producer id {h.producer_id},"
@@ -73,7 +76,7 @@ with Broker({"num.partitions": "1"}) as broker:
     assert answer["base_offset"] == headers[1].base_offset == 5  # ...at the original offsets
 
     # Nothing was written: the partition still holds three batches and fifteen records.
-    after = [next(iter_batches(raw)) for raw in admin.fetch_record_batches(bootstrap, TOPIC, 0)]
+    after = [next(iter_batches(raw)) for raw in fetch_record_batches(bootstrap, TOPIC, 0)]
     assert [(h.base_offset, h.record_count) for h in after] == [(0, 5), (5, 5), (10, 5)]
     print(f"the log still holds {sum(h.record_count for h in after)} records in {len(after)} batches")
 
@@ -85,4 +88,4 @@ with Broker({"num.partitions": "1"}) as broker:
     answer = produce_by_hand(address, 2, bytes(gap.build()))
     print(f"a batch starting at sequence 16 -> error {answer['error_code']}")
     assert answer["error_code"] == 45
-    assert len(admin.fetch_record_batches(bootstrap, TOPIC, 0)) == 3
+    assert len(fetch_record_batches(bootstrap, TOPIC, 0)) == 3

@@ -88,6 +88,7 @@ def main() -> None:
                     producer.flush(timeout=30)
                     time.sleep(0.05)
             producer.flush(timeout=30)
+        assert broker.socket_server is not None  # set once the broker has started
         stats = [p.statistics() for p in broker.socket_server.processors]
         reauths = sum(s.get("reauthentications", 0) for s in stats)
         print(f"produced {sent} records; TLS handshakes: "
@@ -102,7 +103,7 @@ def main() -> None:
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tutorial-43",
                              **client_settings})
         consumer.assign([TopicPartition("secured", 0, 0)])
-        values = []
+        values: list[bytes | None] = []
         deadline = time.monotonic() + 60
         while len(values) < sent and time.monotonic() < deadline:
             message = consumer.poll(0.5)

@@ -10,40 +10,49 @@ one millisecond at a time, and print what the wheels hold whenever something hap
 Needs: nothing but kafkacore (no broker, no threads: the clock is ours).
 """
 
-from kafkacore.broker.timer import SystemTimer, TimerTask
+from typing import cast
+
+from kafkacore.broker.timer import SystemTimer, TimerTask, TimerTaskList, TimingWheel
 
 now = 0  # our clock, in milliseconds; the timer reads it through clock()
-ran = []  # (task, time it ran)
+ran: list[tuple[str, int]] = []  # (task, time it ran)
 
 
-def clock():
+def clock() -> int:
     return now
 
 
 class Print(TimerTask):
-    def __init__(self, name, delay_ms):
+    def __init__(self, name: str, delay_ms: int) -> None:
         super().__init__(delay_ms)
         self.name = name
 
-    def run(self):
+    def run(self) -> None:
         ran.append((self.name, now))
         print(f"  {now:2} ms: task {self.name} runs")
 
 
-def wheels(timer):
+def task_names(bucket: TimerTaskList) -> list[str]:
+    names: list[str] = []
+    bucket.foreach(lambda task: names.append(cast(Print, task).name))
+    return names
+
+
+def wheels(timer: SystemTimer) -> dict[int, dict[int, tuple[list[str], int]]]:
     """{level: {bucket: [task names]}} for every wheel, and each bucket's expiration."""
-    shown, wheel, level = {}, timer.timing_wheel, 1
+    shown: dict[int, dict[int, tuple[list[str], int]]] = {}
+    wheel: TimingWheel | None = timer.timing_wheel
+    level = 1
     while wheel is not None:
         for i, bucket in enumerate(wheel.buckets):
-            names = []
-            bucket.foreach(lambda task, names=names: names.append(task.name))
+            names = task_names(bucket)
             if names:
                 shown.setdefault(level, {})[i] = (names, bucket.get_expiration())
         wheel, level = wheel.overflow_wheel, level + 1
     return shown
 
 
-def show(timer, label):
+def show(timer: SystemTimer, label: str) -> None:
     print(label)
     for level, buckets in wheels(timer).items():
         for i, (names, expiration) in buckets.items():
@@ -57,6 +66,7 @@ for name, delay in [("A", 8), ("B", 8), ("C", 25), ("D", 30), ("E", 35)]:
 
 first = timer.timing_wheel
 second = first.overflow_wheel
+assert second is not None  # made when task C was added
 print(f"wheel 1: tick {first.tick_ms} ms x {first.wheel_size} buckets = {first.interval} ms")
 print(f"wheel 2: tick {second.tick_ms} ms x {second.wheel_size} buckets = {second.interval} ms")
 show(timer, " 0 ms: after adding the five tasks")

@@ -23,28 +23,28 @@ replicated = {"orders-0": 0, "orders-1": 0, "payments-0": 0}  # offset every fol
 class DelayedProduce(DelayedOperation):
     """Waits until each partition it wrote to is replicated up to its batch's last offset."""
 
-    def __init__(self, name, timeout_ms, required):
+    def __init__(self, name: str, timeout_ms: int, required: dict[str, int]) -> None:
         super().__init__(timeout_ms)
         self.name = name
         self.required = required  # {partition: offset the followers must reach}
-        self.outcome = None
+        self.outcome: str | None = None
 
-    def try_complete(self):
+    def try_complete(self) -> bool:
         if all(replicated[p] >= offset for p, offset in self.required.items()):
             return self.force_complete()
         return False
 
-    def on_complete(self):
+    def on_complete(self) -> None:
         # Completed by the followers, or by the timer: both pass here exactly once.
         done = all(replicated[p] >= offset for p, offset in self.required.items())
         self.outcome = "NONE" if done else "REQUEST_TIMED_OUT"
         print(f"  {now:4} ms: {self.name} answered: {self.outcome}")
 
-    def on_expiration(self):
+    def on_expiration(self) -> None:
         print(f"  {now:4} ms: {self.name} expired after {self.delay_ms} ms")
 
 
-def follower_fetched(partition, offset):
+def follower_fetched(partition: str, offset: int) -> int:
     replicated[partition] = offset
     completed = purgatory.check_and_complete(partition)
     print(f"  {now:4} ms: follower has {partition} up to {offset}; completed {completed}")

@@ -42,7 +42,7 @@ with Cluster(brokers=3) as cluster:
                        enable_idempotence=True, linger_ms=5) as producer:
         futures = [producer.send(topic, b"before-%d" % i) for i in range(100)]
         producer.flush(60)
-        print("acknowledged before the kill:", sum(1 for f in futures if f.result(30)))
+        print("acknowledged before the kill:", len([f.result(30) for f in futures]))
 
         leader = first["leader_id"]
         killed_at = time.monotonic()

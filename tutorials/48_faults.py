@@ -23,15 +23,15 @@ Needs: kafkacore's compiled core, built in place once
 import time
 
 from kafkacore import KafkaProducer
-from kafkacore.admin import fetch_record_batches
 from kafkacore.broker import Broker
 from kafkacore.core.records import iter_records
+from kafkacore.testing import fetch_record_batches
 
 
 def values_in_log(bootstrap: str, topic: str) -> list[bytes]:
     """Everything in partition 0, read back from the broker."""
     return [
-        bytes(record.value)
+        bytes(record.value or b"")  # no tombstones here: every record has a value
         for raw in fetch_record_batches(bootstrap, topic, 0)
         for record in iter_records(raw)
     ]
@@ -62,6 +62,7 @@ def main() -> None:
         # 3. Cut off from everyone, then healed.
         broker.faults.isolate()
         waiting = producer.send(topic, b"third")
+        assert broker.socket_server is not None  # set once the broker has started
         refused = broker.socket_server.acceptor
         deadline = time.monotonic() + 30
         while refused.isolated_refused == 0:  # the producer knocks and is turned away

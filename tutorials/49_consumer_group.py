@@ -13,6 +13,7 @@ The consumers are kafka-python's: the broker is ours (kafkacore.broker), started
 """
 
 import time
+from collections.abc import Callable
 
 from kafka import KafkaConsumer
 
@@ -30,7 +31,7 @@ settings = {
 }
 
 
-def consumer(bootstrap):
+def consumer(bootstrap: str) -> KafkaConsumer:
     c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=GROUP, auto_offset_reset="earliest",
                       enable_auto_commit=False, max_poll_records=5)
     c.partitions_for_topic(TOPIC)  # know the topic first, so the leader can assign it
@@ -38,11 +39,13 @@ def consumer(bootstrap):
     return c
 
 
-def owned(c):
+def owned(c: KafkaConsumer) -> list[int]:
     return sorted(tp.partition for tp in c.assignment())
 
 
-def poll_until(consumers, condition, bound_s=30.0):
+def poll_until(
+    consumers: list[KafkaConsumer], condition: Callable[[], object], bound_s: float = 30.0
+) -> None:
     """Poll every consumer in turn (a consumer only takes part in a rebalance when it polls)."""
     deadline = time.monotonic() + bound_s
     while not condition():
@@ -51,7 +54,7 @@ def poll_until(consumers, condition, bound_s=30.0):
             c.poll(timeout_ms=500)
 
 
-def describe(broker):
+def describe(broker: Broker) -> str:
     group = broker.group_coordinator.group(GROUP)
     with group.lock:
         return f"generation {group.generation_id}, {group.state.value}, {len(group.members)} member(s)"
