@@ -111,7 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             control = ControllerControlServer(broker, args.control_socket).start()
         print(f"{READY_PREFIX}{broker.bootstrap_servers}", flush=True)
-        for endpoint in broker.socket_server.endpoints():  # type: ignore[union-attr]
+        # a controller has one listener, already printed above
+        for endpoint in (broker.socket_server.endpoints() if isinstance(broker, Broker) else ()):
             logging.getLogger("kafkacore.broker").info(
                 "listener %s (%s) on %s", endpoint.name, endpoint.security_protocol,
                 broker.bootstrap_servers_of(endpoint.name))
