@@ -170,9 +170,11 @@ def check(cluster: Cluster, topic: str, result: StreamResult, driver: FaultDrive
     assert not lost, (f"{len(lost)} acknowledged records not at their offset, first "
                       f"{[(i, result.partition[i], result.offset[i]) for i in lost[:5]]}")
     last_seq: dict[int, int] = {}
+    home: dict[int, int] = {}
     for (partition, offset) in sorted(at):
         i = int(at[(partition, offset)])
         key, seq = i % KEYS, i // KEYS
+        assert home.setdefault(key, partition) == partition, f"key {key} in two partitions"
         assert seq > last_seq.get(key, -1), f"key {key} out of order at {partition}/{offset}"
         last_seq[key] = seq
     print(f"\n{name}: {RECORDS} records, {len(rows)} read back, {KILLS} kills + "
