@@ -1,5 +1,5 @@
 # kafkacore's two commands on a fresh machine:
-#   make demo   the main job: the flights pipeline (PySpark) into an embedded local broker
+#   make demo   the main job: the flights pipeline (PySpark) into a 3-broker kafkacore cluster
 #   make test   the whole tox matrix (Python 3.10-3.13, spark, docs, lint)
 # Both create what they need in .venv-tools; nothing is installed by hand.
 
@@ -36,7 +36,8 @@ test: $(TOOLS)/.ok
 
 dev: .venv/.ok
 
-# The main job: the flights pipeline on PySpark (local mode), into an embedded local broker.
+# The main job: the flights pipeline on PySpark (local mode), into a 3-broker kafkacore cluster
+# it starts itself, the leader of one partition killed halfway (--broker tansu: one tansu broker).
 demo: .venv/.ok
 	PYSPARK_PYTHON=$(CURDIR)/.venv/bin/python PYSPARK_DRIVER_PYTHON=$(CURDIR)/.venv/bin/python \
 		.venv/bin/python examples/pipeline.py

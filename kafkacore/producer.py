@@ -374,7 +374,7 @@ class KafkaProducer:
         _not_started_after_fork.add(self)
         start_lock = threading.Lock()  # new: nothing of the parent's can hold it
 
-        def first_use(name: str):
+        def first_use(name: str) -> Callable[..., Any]:
             def call(*args: Any, **kwargs: Any) -> Any:
                 with start_lock:
                     if self.__dict__.get(name) is call:  # the first caller starts the producer

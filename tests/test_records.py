@@ -11,6 +11,7 @@ import gzip
 import importlib
 import os
 import random
+import re
 import struct
 
 import pytest
@@ -877,6 +878,40 @@ def _last_deltas_by_decoding(data):
     return [b.records[-1].offset - b.base_offset if b.records else -1 for b in iter_batches(data)]
 
 
+_STRICTER = re.compile(r"record \d+ has (offset delta|attributes) ")
+
+
+def _fault_only_check_batches_refuses(data):
+    """check_batches's message for a batch the reader accepts whole but a producer never
+    writes (a record numbered out of turn, or with attribute bits set); None otherwise."""
+    try:
+        batches = list(iter_batches(data))
+    except CorruptRecordError:
+        return None
+    for b in batches:
+        for i, r in enumerate(b.records):
+            if r.attributes != 0:
+                return (f"record {i} has attributes 0x{r.attributes:02x}; every bit of a"
+                        " record's attributes is unused and must be 0")
+            if r.offset - b.base_offset != i:
+                return (f"record {i} has offset delta {r.offset - b.base_offset}; the records"
+                        " of a batch are numbered 0, 1, 2, ...")
+    return None
+
+
+def test_check_batches_refuses_records_not_numbered_from_zero():
+    # The reader accepts a batch whose second record claims offset delta 0 (compaction leaves
+    # gaps in fetched batches); the broker's check does not, for a produced batch.
+    batch = bytearray(build_ours([(0, None, b"a", []), (0, None, b"b", [])], "none"))
+    second = 61 + batch[61] // 2 + 1  # first record: its length varint, then its bytes
+    assert batch[second + 3] == 2  # length, attributes, timestamp delta, offset delta zigzag(1)
+    batch[second + 3] = 0
+    batch = bytearray(with_valid_crc(batch))
+    assert [r.offset for r in next(iter_batches(bytes(batch))).records] == [0, 0]
+    with pytest.raises(CorruptRecordError, match="record 1 has offset delta 0"):
+        check_batches(bytes(batch))
+
+
 @settings(max_examples=600, deadline=None)
 @given(st.data())
 def test_check_batches_agrees_with_iter_batches(data):
@@ -901,7 +936,16 @@ def test_check_batches_agrees_with_iter_batches(data):
     elif how == "many":
         batch = batch * data.draw(st.integers(2, 4))
     expected = _outcome(_last_deltas_by_decoding, bytes(batch))
-    assert _outcome(check_batches, bytes(batch)) == expected
+    got = _outcome(check_batches, bytes(batch))
+    stricter = _fault_only_check_batches_refuses(bytes(batch))
+    if stricter is not None:
+        # check_batches also refuses what a producer never writes and the reader accepts
+        # (records not numbered 0, 1, 2, ...; a record attributes byte other than 0).
+        assert got == ("corrupt", stricter), (got, expected)
+    elif expected[0] == "corrupt" and got[0] == "corrupt" and _STRICTER.match(got[1]):
+        pass  # both refuse; the check met one of its own faults before the reader's
+    else:
+        assert got == expected
     if how == "valid":
         assert expected == ("ok", [1])
 

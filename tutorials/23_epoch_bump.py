@@ -19,7 +19,7 @@ import time
 from kafkacore import KafkaProducer, admin
 from kafkacore.core import iter_batches
 from kafkacore.errors import KafkaTimeoutError
-from kafkacore.testing import LocalBroker
+from kafkacore.testing import LocalBroker, fetch_record_batches
 
 
 def main() -> None:
@@ -50,16 +50,17 @@ def main() -> None:
             producer.send("epoch-tour", b"after %02d" % i).get(timeout=60)
         producer.close()
 
-        first_of_epoch = {}  # epoch -> the base sequence of its first batch
+        first_of_epoch: dict[int, int] = {}  # epoch -> the base sequence of its first batch
         frozen_written = 0
-        for raw in admin.fetch_record_batches(bootstrap, "epoch-tour", 0):
+        for raw in fetch_record_batches(bootstrap, "epoch-tour", 0):
             [batch] = iter_batches(raw)
-            first = batch.records[0].value.decode()
+            values = [r.value or b"" for r in batch.records]
+            first = values[0].decode()
             print(f"offset {batch.base_offset:2}  producer id {batch.producer_id}, "
                   f"epoch {batch.producer_epoch}, base sequence {batch.base_sequence:2}  "
                   f"({batch.record_count} records from '{first}')")
             first_of_epoch.setdefault(batch.producer_epoch, batch.base_sequence)
-            frozen_written += sum(r.value.startswith(b"frozen") for r in batch.records)
+            frozen_written += sum(v.startswith(b"frozen") for v in values)
         # A new epoch starts its sequences at 0: the broker accepts that whatever it held before.
         # (Only when something expired: if every frozen record was acknowledged after all, the
         # producer knew what the broker held and had no reason to start over.)

@@ -47,6 +47,7 @@ workdir = pathlib.Path(tempfile.mkdtemp(prefix="kafkacore-tutorial-30-"))
 # -- 1. the events ----------------------------------------------------------------------------
 events = pipeline.build_events(spark, workdir, limit=FLIGHTS, slices=4).cache()
 first = events.orderBy("id").first()
+assert first is not None
 print(f"{events.count()} events; the first one, keyed {first['key']!r}:")
 print(f"  {first['value']}")
 assert events.count() == FLIGHTS

@@ -85,11 +85,15 @@ class Broker:
         from kafkacore.broker.apis import KafkaApis
         from kafkacore.broker.group_coordinator import GroupCoordinator
         from kafkacore.broker.log import ProducerIdManager
+        from kafkacore.broker.log.producer_id import BROKER_ID_SPACE_BITS
         from kafkacore.broker.metadata_cache import MetadataCache
 
         first_dir = self.config.log_dirs[0]
         self.metadata_cache = MetadataCache(first_dir)
-        self.producer_id_manager = ProducerIdManager(first_dir)
+        # In a cluster each broker has its own range of producer ids (see ProducerIdManager).
+        in_cluster = self.config["process.roles"] == "broker"
+        self.producer_id_manager = ProducerIdManager(
+            first_dir, first_id=self.broker_id << BROKER_ID_SPACE_BITS if in_cluster else 0)
         self.log_manager = _make_log_manager(self)
         self.group_coordinator = GroupCoordinator(
             first_dir,

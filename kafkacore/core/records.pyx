@@ -1454,10 +1454,12 @@ cdef bint _try_check_records(const unsigned char* p, Py_ssize_t n, int32_t recor
         if not _try_varint(p, n, &pos, 5, &length) or length < 1 or length > n - pos:
             return False
         rend = pos + <Py_ssize_t>length
-        pos += 1  # attributes
+        if p[pos] != 0:  # attributes: every bit unused
+            return False
+        pos += 1
         if not _try_varint(p, rend, &pos, 10, &value):  # timestamp delta
             return False
-        if not _try_varint(p, rend, &pos, 5, last_delta):  # offset delta
+        if not _try_varint(p, rend, &pos, 5, last_delta) or last_delta[0] != _i:  # offset delta
             return False
         if not _try_skip_bytes(p, rend, &pos) or not _try_skip_bytes(p, rend, &pos):
             return False  # key, value
@@ -1507,9 +1509,20 @@ cdef int64_t _check_records(const unsigned char* p, Py_ssize_t n,
             raise CorruptRecordError(f"record {i} says it has {length} bytes, "
                                      f"{n - pos} are left in the batch")
         rend = pos + <Py_ssize_t>length
-        pos += 1  # attributes
+        if p[pos] != 0:
+            # A record's attributes byte has no bits in use: a producer writes 0.  Refused so
+            # that every reader can read what we store (kafka-python reads it as a varint).
+            raise CorruptRecordError(f"record {i} has attributes 0x{p[pos]:02x}; every bit of"
+                                     " a record's attributes is unused and must be 0")
+        pos += 1
         _read_varint(p, rend, &pos, 10, "timestamp delta")
         offset_delta = _read_varint(p, rend, &pos, 5, "offset delta")
+        if offset_delta != i:
+            # A producer numbers a batch's records 0, 1, 2, ...; the broker assigns offsets by
+            # the batch's base offset alone, so any other numbering would give readers
+            # repeated or missing offsets (Kafka rebuilds such a batch; we refuse it).
+            raise CorruptRecordError(f"record {i} has offset delta {offset_delta}; the records"
+                                     " of a batch are numbered 0, 1, 2, ...")
         _skip_bytes(p, rend, &pos, "key", "key length")
         _skip_bytes(p, rend, &pos, "value", "value length")
         header_count = _read_varint(p, rend, &pos, 5, "header count")
@@ -1579,7 +1592,9 @@ def check_batches(data, max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
     decompression bound — without building a Python object per record.  Returns a list with,
     per batch, its last record's offset delta (-1 for a batch without records); anything
     invalid raises :class:`~kafkacore.errors.CorruptRecordError` with ``iter_batches``'s
-    message.  The broker's log validator calls this once per partition of a Produce request."""
+    message.  Stricter than the reader in two ways, for batches a producer wrote: records must
+    be numbered 0, 1, 2, ... (a fetched batch of a compacted topic may skip numbers; a produced
+    one may not), and each record's attributes byte, all of whose bits are unused, must be 0.  The broker's log validator calls this once per partition of a Produce request."""
     cdef Py_buffer view
     cdef const unsigned char* p
     cdef Py_ssize_t n, pos = 0

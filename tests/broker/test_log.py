@@ -525,6 +525,13 @@ def test_producer_ids_never_repeat_across_restarts(tmp_path):
     assert len(set(ids + more)) == 20
 
 
+def test_producer_ids_start_at_first_id_and_never_go_back(tmp_path):
+    first = ProducerIdManager(tmp_path, block_size=10, first_id=3 << 40)
+    assert [first.generate_producer_id() for _ in range(2)] == [3 << 40, (3 << 40) + 1]
+    again = ProducerIdManager(tmp_path, block_size=10, first_id=3 << 40)  # after a restart
+    assert again.generate_producer_id() == (3 << 40) + 10
+
+
 def test_batches_larger_than_the_scan_chunks_read_and_recover(log_dir):
     big = [os.urandom(30_000) for _ in range(3)]  # 90 KB batches: above translate's 8 KB reads
     log = Log(log_dir)

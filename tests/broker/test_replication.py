@@ -416,3 +416,24 @@ def test_a_clean_stop_moves_the_leadership_before_the_broker_exits(cluster):
     assert after["leader_id"] not in (-1, leader)
     assert after["leader_epoch"] > before["leader_epoch"] and leader not in after["isr_nodes"]
     cluster.wait_for_isr(topic, 0, [1, 2, 3])
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(120)
+def test_producer_ids_are_unique_across_the_brokers(cluster):
+    """Every broker answers InitProducerId; two producers that ask two brokers must not get the
+    same id (they would fence each other's epochs after a failover)."""
+    ids = []
+    for node in (1, 2, 3):
+        host, _, port = cluster.broker_address(node).rpartition(":")
+        client = InterBrokerClient(host, int(port), "test", 10.0)
+        try:
+            for _ in range(2):
+                body = codec.REQUESTS[ApiKey.INIT_PRODUCER_ID].body.defaults(4)
+                body.update(transactional_id=None, transaction_timeout_ms=60000)
+                answer = client.send(ApiKey.INIT_PRODUCER_ID, 4, body)
+                assert answer["error_code"] == 0, answer
+                ids.append(answer["producer_id"])
+        finally:
+            client.close()
+    assert len(set(ids)) == len(ids), ids
