@@ -39,10 +39,10 @@ from kafkacore.broker import Cluster
 
 PARTITIONS = 6
 WINDOW = 2_500  # records outstanding at most
-KILLS = 5
 ISOLATION_S = 30.0
 #: the faults, in order; the isolation comes third, between kills
 FAULTS = ["kill", "kill", "isolate", "kill", "kill", "kill"]
+KILLS = FAULTS.count("kill")
 TRIGGERS = [RECORDS * (k + 1) // (len(FAULTS) + 2) for k in range(len(FAULTS))]
 GATES = [t + 4 * WINDOW for t in TRIGGERS]
 DELIVERY_TIMEOUT_MS = 120_000
