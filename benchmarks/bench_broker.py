@@ -31,6 +31,8 @@ import subprocess
 import sys
 import time
 
+from peers import produce_confluent
+
 HERE = pathlib.Path(__file__).parent
 RESULTS = HERE / "results"
 BROKERS = ("kafkacore", "tansu")
@@ -60,32 +62,8 @@ def run_kafkacore(bootstrap, topic, n, acks):
 
 
 def run_confluent(bootstrap, topic, n, acks):
-    from confluent_kafka import Producer
-
-    acked = [0]
-
-    def on_delivery(err, msg):
-        if err is None:
-            acked[0] += 1
-
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, "batch.size": BATCH,
-            "queue.buffering.max.messages": 1_000_000,
-        }
-    )
-    produce, poll = producer.produce, producer.poll
-    for i in range(n):
-        while True:
-            try:
-                produce(topic, VALUE, callback=on_delivery)
-                break
-            except BufferError:
-                poll(0.001)
-        if i & 0xFFF == 0:
-            poll(0)
-    producer.flush(120)
-    return acked[0]
+    return produce_confluent(bootstrap, topic, n, VALUE,
+                             {"acks": acks, "linger.ms": 5, "batch.size": BATCH})
 
 
 RUNNERS = {"kafkacore": run_kafkacore, "confluent-kafka": run_confluent}

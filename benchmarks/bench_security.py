@@ -23,6 +23,8 @@ import tempfile
 import time
 import uuid
 
+from peers import produce_confluent
+
 HERE = pathlib.Path(__file__).parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
@@ -62,29 +64,8 @@ def run_kafkacore(bootstrap, topic, n, settings):
 
 
 def run_confluent(bootstrap, topic, n, settings):
-    from confluent_kafka import Producer
-
-    acked = [0]
-
-    def on_delivery(err, msg):
-        if err is None:
-            acked[0] += 1
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                         "batch.size": BATCH, "queue.buffering.max.messages": 1_000_000,
-                         **settings})
-    produce, poll = producer.produce, producer.poll
-    for i in range(n):
-        while True:
-            try:
-                produce(topic, VALUE, callback=on_delivery)
-                break
-            except BufferError:
-                poll(0.001)
-        if i & 0xFFF == 0:
-            poll(0)
-    producer.flush(120)
-    return acked[0]
+    return produce_confluent(bootstrap, topic, n, VALUE,
+                             {"acks": "all", "linger.ms": 5, "batch.size": BATCH, **settings})
 
 
 RUNNERS = {"kafkacore": run_kafkacore, "confluent-kafka": run_confluent}
