@@ -1594,7 +1594,8 @@ def check_batches(data, max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
     invalid raises :class:`~kafkacore.errors.CorruptRecordError` with ``iter_batches``'s
     message.  Stricter than the reader in two ways, for batches a producer wrote: records must
     be numbered 0, 1, 2, ... (a fetched batch of a compacted topic may skip numbers; a produced
-    one may not), and each record's attributes byte, all of whose bits are unused, must be 0.  The broker's log validator calls this once per partition of a Produce request."""
+    one may not), and each record's attributes byte, all of whose bits are unused, must be 0.
+    The broker's log validator calls this once per partition of a Produce request."""
     cdef Py_buffer view
     cdef const unsigned char* p
     cdef Py_ssize_t n, pos = 0
