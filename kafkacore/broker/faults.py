@@ -177,6 +177,12 @@ class FaultInjector:
             self._lock.notify_all()
         log.info("fault: healed")
 
+    def reset(self) -> None:
+        """Switch every fault off: no queued errors, no latency, not isolated."""
+        self.clear()
+        self.set_latency(0)
+        self.heal()
+
     def status(self) -> dict[str, Any]:
         """What is switched on, as plain data (the control socket's ``status``)."""
         with self._lock:

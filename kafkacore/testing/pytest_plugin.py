@@ -73,9 +73,7 @@ class KafkaBrokerFixture:
 
     def reset_faults(self) -> None:
         """Switch every fault off: queued errors forgotten, no latency, healed."""
-        self.faults.clear()
-        self.faults.set_latency(0)
-        self.faults.heal()
+        self.faults.reset()
 
     def __repr__(self) -> str:
         return f"KafkaBrokerFixture({self.bootstrap_servers})"

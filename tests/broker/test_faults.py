@@ -54,9 +54,7 @@ def broker():
 @pytest.fixture(autouse=True)
 def no_faults_left(broker):
     yield
-    broker.faults.clear()
-    broker.faults.set_latency(0)
-    broker.faults.heal()
+    broker.faults.reset()
 
 
 def new_topic(broker, partitions=1):
