@@ -5,6 +5,7 @@ from __future__ import annotations
 import array
 import gc
 import struct
+import sys
 import weakref
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.util import encode_varint
 
+from kafkacore.core import BufferPool, MemoryRecordsBuilder
 from kafkacore.core.bytestream import ByteBufferOutputStream
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -400,6 +402,88 @@ def test_view_outlives_the_stream():
     del s
     gc.collect()
     assert bytes(view) == b"payload"
+
+
+# -- the garbage collector: a stream it takes apart gives its export back -------------------
+
+
+def exported(buffer: bytearray) -> bool:
+    """Whether a buffer export of ``buffer`` is still held (a bytearray then refuses to resize)."""
+    try:
+        buffer.append(0)
+    except BufferError:
+        return True
+    del buffer[-1]
+    return False
+
+
+@pytest.fixture
+def printed(monkeypatch):
+    """What CPython prints through ``sys.excepthook`` while the test runs: a bytearray that dies
+    with exports left reports ``SystemError: deallocated bytearray object has exported
+    buffers`` that way (PyErr_Print), not as an exception anyone could catch."""
+    seen: list[BaseException] = []
+    monkeypatch.setattr(sys, "excepthook", lambda kind, value, tb: seen.append(value))
+    return seen
+
+
+def test_a_stream_the_garbage_collector_takes_apart_releases_its_export(printed):
+    # Streams kept alive only by a reference cycle.  Made before the cycle, they come first in
+    # the collector's list, so it clears them (tp_clear) before the cycle's collapse would
+    # free them the ordinary way; the automatic collector is off so that the order holds.
+    buffers = [bytearray(64) for _ in range(4)]
+    gc.collect()
+    gc.disable()
+    try:
+        streams = [ByteBufferOutputStream(b) for b in buffers]
+        cycle: list = streams[:]  # a list made after the streams
+        cycle.append(cycle)
+        del streams, cycle
+    finally:
+        gc.enable()
+    gc.collect()
+    assert [exported(b) for b in buffers] == [False] * 4
+    del buffers
+    assert printed == []
+
+
+def test_a_pooled_batch_buffer_held_by_a_disconnect_cycle_goes_back_clean(printed):
+    """The producer's case: the view of a batch that a Produce request carries is a local of a
+    frame in the traceback of the error that closed the connection, and the connection keeps
+    that error (a cycle the collector must take apart); the batch expires meanwhile and gives
+    its buffer back to the BufferPool.  After the collection the pooled buffer has no export
+    left, and when the pool (its last holder) is gone, nothing is printed."""
+    pool = BufferPool(1 << 16, 1024)
+
+    class Connection:
+        close_error: BaseException | None = None
+
+    def write(request: memoryview) -> None:
+        raise ConnectionResetError("connection reset by peer")
+
+    def send_and_disconnect(pool: BufferPool) -> bytearray:
+        buffer = pool.allocate(1024, 0)
+        builder = MemoryRecordsBuilder(buffer, write_limit=1024)
+        builder.append(0, b"key", b"value")
+        connection = Connection()
+        try:
+            write(builder.build())
+        except ConnectionResetError as e:
+            connection.close_error = e  # connection -> error -> traceback -> frames -> connection
+        pool.deallocate(builder.buffer, builder.initial_capacity)  # the batch expired
+        return buffer
+
+    gc.collect()
+    gc.disable()
+    try:
+        buffer = send_and_disconnect(pool)
+    finally:
+        gc.enable()
+    gc.collect()
+    assert pool.statistics().free_buffers == 1
+    assert not exported(buffer)
+    del buffer, pool  # the free list held the last reference
+    assert printed == []
 
 
 def test_repr_mentions_sizes():

@@ -25,6 +25,7 @@ from cpython.pythread cimport (
 from libc.stdint cimport INT32_MAX, INT64_MAX, int64_t
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 
+cimport cython
 from cpython cimport array
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
@@ -529,6 +530,9 @@ cdef str _topic(object topic):
     return <str>topic
 
 
+# No tp_clear, as for ByteBufferOutputStream: Cython's would Py_CLEAR each Py_buffer's obj
+# without PyBuffer_Release, leaving the exports behind; __dealloc__ releases them.
+@cython.no_gc_clear
 cdef class _Column:
     """A column of keys or values, read without making a Python object per row.
 

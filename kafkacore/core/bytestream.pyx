@@ -21,6 +21,7 @@ simply dropped (Java: left to the GC), and the pool's accounting stays right bec
 sizes, not objects.
 """
 
+cimport cython
 from cpython.buffer cimport (
     PyBUF_SIMPLE,
     PyBUF_WRITABLE,
@@ -48,6 +49,14 @@ cdef inline int64_t _checked_int(object value, object lo, object hi, str what) e
     return <int64_t>value
 
 
+# No tp_clear: Cython types Py_buffer.obj as an object, so its generated tp_clear would
+# Py_CLEAR(_pybuf.obj) -- drop our reference to the buffer without PyBuffer_Release.  A stream
+# that the garbage collector cleared (one kept alive by a reference cycle, for example a frame
+# in an exception's traceback) then left its export behind: the bytearray could never be resized
+# again, and when it died CPython printed "SystemError: deallocated bytearray object has
+# exported buffers".  Cycles through a stream are still broken by the tp_clear of their other
+# members; __dealloc__ releases _pybuf, the one way the export is given back.
+@cython.no_gc_clear
 cdef class ByteBufferOutputStream:
     """An output stream over a writable buffer that grows by Java's 1.1x rule.
 
