@@ -1335,12 +1335,15 @@ cdef RecordBatch _decode_batch(const unsigned char* p, Py_ssize_t size, Py_ssize
     return batch
 
 
-cdef list _decode_batches(object data, object max_decompressed_bytes):
+cdef list _read_batches(object data, object max_decompressed_bytes, bint decode):
+    """Walk the concatenated batches in ``data``: the framing that iter_batches and
+    check_batches share.  Per batch, _decode_batch's RecordBatch (``decode``) or _check_batch's
+    last offset delta; both spend one ``max_decompressed_bytes`` budget for the whole input."""
     cdef Py_buffer view
     cdef const unsigned char* p
     cdef Py_ssize_t n, pos = 0
     cdef int32_t length
-    cdef list batches = []
+    cdef list out = []
     cdef Py_ssize_t budget
     if type(max_decompressed_bytes) is not int or max_decompressed_bytes < 0:
         raise ValueError("max_decompressed_bytes must be a non-negative int, not"
@@ -1363,11 +1366,14 @@ cdef list _decode_batches(object data, object max_decompressed_bytes):
             if length > n - pos - LOG_OVERHEAD:
                 raise CorruptRecordError(f"truncated record batch at byte {pos}: it says"
                                          f" {length} bytes follow, {n - pos - LOG_OVERHEAD} do")
-            batches.append(_decode_batch(p + pos, LOG_OVERHEAD + length, pos, &budget))
+            if decode:
+                out.append(_decode_batch(p + pos, LOG_OVERHEAD + length, pos, &budget))
+            else:
+                out.append(_check_batch(p + pos, LOG_OVERHEAD + length, pos, &budget))
             pos += LOG_OVERHEAD + length
     finally:
         PyBuffer_Release(&view)
-    return batches
+    return out
 
 
 def iter_batches(data, max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
@@ -1380,7 +1386,7 @@ def iter_batches(data, max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
     would inflate, together, past ``max_decompressed_bytes`` (64 MiB by default): the check
     happens while decompressing, so no more than that is ever allocated.
     """
-    return iter(_decode_batches(data, max_decompressed_bytes))
+    return iter(_read_batches(data, max_decompressed_bytes, True))
 
 
 def iter_records(data, max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
@@ -1391,7 +1397,7 @@ def iter_records(data, max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
     :class:`~kafkacore.errors.CorruptRecordError`."""
     cdef list out = []
     cdef RecordBatch batch
-    for batch in _decode_batches(data, max_decompressed_bytes):
+    for batch in _read_batches(data, max_decompressed_bytes, True):
         out.extend(batch.records)
     return iter(out)
 
@@ -1596,35 +1602,4 @@ def check_batches(data, max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
     be numbered 0, 1, 2, ... (a fetched batch of a compacted topic may skip numbers; a produced
     one may not), and each record's attributes byte, all of whose bits are unused, must be 0.
     The broker's log validator calls this once per partition of a Produce request."""
-    cdef Py_buffer view
-    cdef const unsigned char* p
-    cdef Py_ssize_t n, pos = 0
-    cdef int32_t length
-    cdef list out = []
-    cdef Py_ssize_t budget
-    if type(max_decompressed_bytes) is not int or max_decompressed_bytes < 0:
-        raise ValueError("max_decompressed_bytes must be a non-negative int, not"
-                         f" {max_decompressed_bytes!r}")
-    budget = min(max_decompressed_bytes, <Py_ssize_t>(SIZE_MAX >> 1))
-    if not PyObject_CheckBuffer(data):
-        raise TypeError(f"record batches must be a bytes-like object, got {type(data).__name__}")
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
-    try:
-        p = <const unsigned char*>view.buf
-        n = view.len
-        while pos < n:
-            if n - pos < RECORD_BATCH_OVERHEAD:
-                raise CorruptRecordError(f"truncated record batch at byte {pos}: {n - pos} bytes"
-                                         f" left, a batch header takes {RECORD_BATCH_OVERHEAD}")
-            length = get_int32(p + pos + LENGTH_OFFSET)
-            if length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
-                raise CorruptRecordError(f"record batch at byte {pos} has length {length}, less"
-                                         " than its own header")
-            if length > n - pos - LOG_OVERHEAD:
-                raise CorruptRecordError(f"truncated record batch at byte {pos}: it says"
-                                         f" {length} bytes follow, {n - pos - LOG_OVERHEAD} do")
-            out.append(_check_batch(p + pos, LOG_OVERHEAD + length, pos, &budget))
-            pos += LOG_OVERHEAD + length
-    finally:
-        PyBuffer_Release(&view)
-    return out
+    return _read_batches(data, max_decompressed_bytes, False)
