@@ -18,3 +18,23 @@ def test_core_exports_the_documented_names():
 
     for name in core.__all__:
         assert getattr(core, name) is not None
+
+
+def test_every_class_holding_a_py_buffer_has_no_gc_clear():
+    """A Py_buffer field makes Cython's generated tp_clear Py_CLEAR the buffer's object without
+    PyBuffer_Release, leaving the export behind when the garbage collector takes the instance
+    apart (see docs/core/bytestream.rst); such classes are ``@cython.no_gc_clear``."""
+    import re
+    from pathlib import Path
+
+    core = Path(__file__).resolve().parent.parent / "kafkacore" / "core"
+    holders = []
+    for pxd in sorted(core.glob("*.pxd")):
+        for name, body in re.findall(r"^cdef class (\w+)[^\n]*:\n((?:[ \t]+[^\n]*\n|\n)*)",
+                                     pxd.read_text(), flags=re.M):
+            if re.search(r"^\s+Py_buffer\b", body, flags=re.M):
+                holders.append((pxd.with_suffix(".pyx"), name))
+    assert holders  # the stream and the send_batch column hold one each
+    for pyx, name in holders:
+        assert re.search(rf"^@cython\.no_gc_clear\ncdef class {name}\b", pyx.read_text(),
+                         flags=re.M), f"{pyx.name}: {name} holds a Py_buffer and has a tp_clear"
