@@ -424,8 +424,9 @@ def test_leader_changes_while_responses_2_to_n_are_failed(faulty, which, change,
                 c.restart(leader)
         else:
             target = next(b for b in c.partition_state(topic, 0)["isr_nodes"] if b != leader)
+            # The old leader keeps refusing (its refusals are switched off after the test):
+            # every retry is answered by the new leader.
             c.move_leader(topic, 0, target)
-            c.reset_faults()  # the old leader's refusals: a follower is asked no more
             moved.append(target)
 
     reports = produce(faulty, which, topic, sent, during=change_leader)
