@@ -503,7 +503,7 @@ class BrokerControl:
         self._call({"op": "clear"})
 
     def reset(self) -> None:
-        """Switch every fault off (:meth:`FaultInjector.reset`)."""
+        """Switch every fault off: no queued errors, no latency, healed."""
         self._call({"op": "reset"})
 
     def status(self) -> dict[str, Any]:
