@@ -349,8 +349,8 @@ class ControlServer:
 
     Requests are ``{"op": "isolate"}``, ``{"op": "heal"}``, ``{"op": "set_latency", "ms": 500}``,
     ``{"op": "fail_next", "api": 0, "errors": [7, 7], "after_append": true}``,
-    ``{"op": "clear"}``, ``{"op": "reset"}``, ``{"op": "status"}``; answers are ``{"ok": true, ...}`` or
-    ``{"ok": false, "error": "ValueError", "message": "..."}``.  A connection may send several
+    ``{"op": "clear"}``, ``{"op": "reset"}``, ``{"op": "status"}``; answers are
+    ``{"ok": true, ...}`` or ``{"ok": false, "error": "ValueError", "message": "..."}``.  A connection may send several
     requests; each is answered before the next is read.
     """
 
