@@ -393,7 +393,7 @@ class Cluster:
     def fault_status(self, broker: int) -> dict[str, Any]:
         """The broker's faults: ``{"isolated", "latency_ms", "pending", "injected"}``, where
         ``injected`` counts the responses that carried an injected error, by API name."""
-        return self._control(broker).status()
+        return dict(self._control(broker).status())
 
     def fail_next(self, broker: int, api: int | str, errors: Sequence[int | str],
                   after_append: bool = False) -> None:
