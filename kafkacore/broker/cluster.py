@@ -19,6 +19,7 @@ import pathlib
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -62,13 +63,27 @@ class Cluster:
     ``config``: broker settings for every broker, by Kafka's names.  The defaults suit tests:
     a short ``broker.session.timeout.ms`` (a dead broker is fenced within about 2 s) and
     heartbeats every 200 ms; ``default.replication.factor`` is min(3, brokers).
+
+    ``advertised_listeners``: for some brokers, the address they give clients and peers instead
+    of their own (Kafka's ``advertised.listeners``, e.g. ``{1: "PLAINTEXT://127.0.0.1:40001"}``),
+    so that a TCP proxy in front of a broker is on the way of every connection to it.
     """
 
     def __init__(self, brokers: int = 3, *, log_dir: str | os.PathLike[str] | None = None,
                  config: Mapping[str, Any] | None = None, start_timeout_s: float = 60.0,
-                 log_level: str = "INFO") -> None:
+                 log_level: str = "INFO",
+                 advertised_listeners: Mapping[int, str] | None = None) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
+        advertised = dict(advertised_listeners or {})
+        for node_id, listener in advertised.items():
+            if not isinstance(node_id, int) or not 1 <= node_id <= brokers:
+                raise ValueError(f"advertised_listeners: no broker {node_id!r} in this cluster "
+                                 f"(1..{brokers})")
+            if not isinstance(listener, str) or not listener.startswith("PLAINTEXT://"):
+                raise ValueError(f"advertised_listeners[{node_id}] must be 'PLAINTEXT://host:port',"
+                                 f" got {listener!r}")
+        self.advertised_listeners: dict[int, str] = advertised
         self.num_brokers = brokers
         self.start_timeout_s = start_timeout_s
         self.log_level = log_level
@@ -147,6 +162,8 @@ class Cluster:
             cmd += ["--process-roles", "broker",
                     "--controller", f"127.0.0.1:{self.controller.port}",
                     "--control-socket", str(self.control_socket(node.node_id))]
+            if node.node_id in self.advertised_listeners:
+                config["advertised.listeners"] = self.advertised_listeners[node.node_id]
         for key, value in config.items():
             cmd += ["--config", f"{key}={value}"]
         return cmd
@@ -155,8 +172,16 @@ class Cluster:
         assert self.base is not None
         return self.base / f"broker-{broker}.ctl"
 
+    def _advertises_elsewhere(self, node: _Node) -> bool:
+        return node.role == "broker" and node.node_id in self.advertised_listeners
+
     def _spawn(self, node: _Node) -> None:
         node.directory.mkdir(parents=True, exist_ok=True)
+        if node.port == 0 and self._advertises_elsewhere(node):
+            # Its ready line names the advertised address, not the one it listens on: choose
+            # the port here (the OS gives a free one; it is bound again at once).
+            with socket.create_server(("127.0.0.1", 0)) as probe:
+                node.port = probe.getsockname()[1]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_ROOT, env.get("PYTHONPATH")]))
         assert self.base is not None
@@ -183,7 +208,8 @@ class Cluster:
         text = line.decode().strip()
         if not text.startswith(READY_PREFIX):
             raise ClusterError(f"{node.role} {node.node_id} printed {text!r}")
-        node.port = int(text.rpartition(":")[2])
+        if not self._advertises_elsewhere(node):
+            node.port = int(text.rpartition(":")[2])
 
     def _reap(self, node: _Node, bound_s: float) -> None:
         if node.process is None:
@@ -354,6 +380,20 @@ class Cluster:
 
     def set_latency(self, broker: int, ms: int) -> None:
         self._control(broker).set_latency(ms)
+
+    def reset_faults(self) -> None:
+        """Switch every fault off on every running broker (no queued errors, no latency, not
+        isolated): what a test that shares the cluster calls after it."""
+        for node_id, node in self.brokers.items():
+            if node.running:
+                if node.paused:
+                    self.resume(node_id)
+                self._control(node_id).reset()
+
+    def fault_status(self, broker: int) -> dict[str, Any]:
+        """The broker's faults: ``{"isolated", "latency_ms", "pending", "injected"}``, where
+        ``injected`` counts the responses that carried an injected error, by API name."""
+        return dict(self._control(broker).status())
 
     def fail_next(self, broker: int, api: int | str, errors: Sequence[int | str],
                   after_append: bool = False) -> None:

@@ -349,8 +349,8 @@ class ControlServer:
 
     Requests are ``{"op": "isolate"}``, ``{"op": "heal"}``, ``{"op": "set_latency", "ms": 500}``,
     ``{"op": "fail_next", "api": 0, "errors": [7, 7], "after_append": true}``,
-    ``{"op": "clear"}``, ``{"op": "status"}``; answers are ``{"ok": true, ...}`` or
-    ``{"ok": false, "error": "ValueError", "message": "..."}``.  A connection may send several
+    ``{"op": "clear"}``, ``{"op": "reset"}``, ``{"op": "status"}``; answers are
+    ``{"ok": true, ...}`` or ``{"ok": false, "error": "ValueError", "message": "..."}``.  A connection may send several
     requests; each is answered before the next is read.
     """
 
@@ -445,6 +445,8 @@ class ControlServer:
                             after_append=request.get("after_append", False))
             elif op == "clear":
                 f.clear()
+            elif op == "reset":
+                f.reset()
             elif op != "status":
                 raise ValueError(f"unknown op {op!r}")
             return {"ok": True, "status": f.status()}
@@ -499,6 +501,10 @@ class BrokerControl:
 
     def clear(self) -> None:
         self._call({"op": "clear"})
+
+    def reset(self) -> None:
+        """Switch every fault off: no queued errors, no latency, healed."""
+        self._call({"op": "reset"})
 
     def status(self) -> dict[str, Any]:
         """``{"isolated": ..., "latency_ms": ..., "pending": {...}, "injected": {...}}``."""

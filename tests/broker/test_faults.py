@@ -355,6 +355,18 @@ def test_control_socket_switches_faults_in_another_process(broker_process):
         assert api_versions(s, 9)[0] == 9
 
 
+def test_control_reset_switches_every_fault_off(broker_process):
+    _, path = broker_process
+    control = BrokerControl(path)
+    control.fail_next("Produce", ["NOT_LEADER_OR_FOLLOWER"] * 3)
+    control.set_latency(60_000)
+    control.isolate()
+    assert control.status()["isolated"] is True
+    control.reset()
+    status = control.status()
+    assert (status["pending"], status["latency_ms"], status["isolated"]) == ({}, 0, False)
+
+
 def test_control_errors_are_typed(broker_process, tmp_path):
     _, path = broker_process
     control = BrokerControl(path)

@@ -89,6 +89,11 @@ class TcpProxy:
         """The response to the next request of ``api_key`` reaches the client only half."""
         return self._add(Cut("response", api_key))
 
+    def clear_cuts(self) -> None:
+        """Forget the cuts asked for and not yet made."""
+        with self._lock:
+            self._cuts.clear()
+
     def _add(self, cut: Cut) -> threading.Event:
         with self._lock:
             self._cuts.append(cut)
