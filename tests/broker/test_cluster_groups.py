@@ -146,6 +146,17 @@ class OffsetWatcher(threading.Thread):
             if admin is not None:
                 admin.close()
 
+    def check(self) -> None:
+        """The committed offsets never went backwards and never disappeared."""
+        high_water: dict[int, int] = {}
+        for t, answer in list(self.answers):
+            for p, seen in high_water.items():
+                assert p in answer, f"partition {p}'s committed offset disappeared at {t}: " \
+                                    f"{answer} (was {seen})"
+                assert answer[p] >= seen, f"partition {p}: committed offset went from {seen} " \
+                                          f"to {answer[p]}"
+            high_water.update(answer)
+
     def latest(self) -> dict[int, int]:
         return self.answers[-1][1] if self.answers else {}
 
@@ -153,9 +164,10 @@ class OffsetWatcher(threading.Thread):
 class Events(threading.Thread):
     """Drains the consumers' events (see tests/support/group_consumers.py)."""
 
-    def __init__(self, source) -> None:
+    def __init__(self, source, watcher: OffsetWatcher) -> None:
         super().__init__(name="events", daemon=True)
         self.source = source
+        self.watcher = watcher
         self.stop = threading.Event()
         self.all: list[tuple] = []
         self.seen: set[tuple[int, int]] = set()
@@ -181,6 +193,7 @@ class Events(threading.Thread):
         while not predicate():
             errors = [e for e in self.all if e[0] == "error"]
             assert not errors, errors[0][3]
+            self.watcher.check()  # fails at once if the group lost its offsets
             assert time.monotonic() < deadline, (
                 f"not within {timeout_s} s: {what}; assigned {self.assigned}, "
                 f"{len(self.seen)} records seen, last events {self.all[-5:]}")
@@ -198,10 +211,10 @@ def run_group_through_kills(cluster: Cluster, kind: str) -> None:
 
     context = multiprocessing.get_context("forkserver")
     source, stop = context.Queue(), context.Event()
-    events = Events(source)
-    events.start()
     watcher = OffsetWatcher(cluster, group)
     watcher.start()
+    events = Events(source, watcher)
+    events.start()
     consumers = [context.Process(target=run_consumer, name=f"{kind}-{cid}", args=(
         kind, cid, cluster.bootstrap_servers, topic, group, source, stop, BOUND_S + 60))
         for cid in (1, 2)]
@@ -311,13 +324,7 @@ def check(all_events, acked, watcher, before_kill, expected_end, kind, elapsed) 
     # The committed offsets, as a client we did not write reads them: never backwards, never
     # gone, and at the end of each partition at the end (unless its very last commit failed).
     assert watcher.answers, "the admin client never read the committed offsets"
-    high_water: dict[int, int] = {}
-    for t, answer in watcher.answers:
-        for p, seen in high_water.items():
-            assert p in answer, f"partition {p}'s committed offset disappeared at {t}: {answer}"
-            assert answer[p] >= seen, f"partition {p}: committed offset went from {seen} to " \
-                                      f"{answer[p]}"
-        high_water.update(answer)
+    watcher.check()
     assert set(before_kill) == set(range(PARTITIONS))
     last_commit = _last_commits(all_events)
     final = watcher.latest()
