@@ -43,7 +43,6 @@ from kafkacore.broker.group_metadata import (
     SyncGroupResult,
 )
 from kafkacore.broker.group_metadata_manager import (
-    COORDINATOR_LOAD_IN_PROGRESS,
     NOT_COORDINATOR,
     GroupMetadataManager,
     OffsetAndMetadata,
@@ -82,10 +81,6 @@ OFFSET_METADATA_MAX_BYTES = 4096
 #: How long a caller without a callback waits for a commit (``offsets.commit.timeout.ms``
 #: bounds the append; this bounds the wait for its answer).
 COMMIT_WAIT_S = 60.0
-
-__all__ = ["COORDINATOR_LOAD_IN_PROGRESS", "NOT_COORDINATOR", "GroupCoordinator",
-           "OffsetAndMetadata"]
-
 
 class GroupCoordinator:
     """The groups whose ``__consumer_offsets`` partition this broker leads."""
