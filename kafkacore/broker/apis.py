@@ -797,6 +797,7 @@ class KafkaApis:
     def handle_offset_fetch_request(self, request: Request) -> None:
         body, version = request.body, request.api_version
         assert body is not None
+
         def status(group_id: str) -> int:
             return self.broker.group_coordinator.validate_group_status(group_id,
                                                                        allow_empty=True)
