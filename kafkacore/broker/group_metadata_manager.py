@@ -211,7 +211,7 @@ class GroupMetadataManager:
         if self.standalone:
             # A cluster of one leads every offsets partition: load what the logs hold now,
             # before the first request.
-            for p in range(self.num_partitions):
+            for p in range(self.partition_count()):
                 self._owned.add(p)
                 lg = self.broker.log_manager.get_log(OFFSETS_TOPIC, p)
                 if lg is not None:
@@ -233,8 +233,15 @@ class GroupMetadataManager:
 
     # -- who coordinates what ------------------------------------------------------------------
 
+    def partition_count(self) -> int:
+        """The partitions of ``__consumer_offsets``: the topic's own count once it exists (a
+        changed ``offsets.topic.num.partitions`` must not move groups away from their commits),
+        the setting before."""
+        meta = self.broker.metadata_cache.get(OFFSETS_TOPIC)
+        return self.num_partitions if meta is None else int(meta.partitions)
+
     def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions)
+        return partition_for(group_id, self.partition_count())
 
     def group_status(self, group_id: str) -> int:
         """NONE if this broker coordinates ``group_id`` now; COORDINATOR_LOAD_IN_PROGRESS while

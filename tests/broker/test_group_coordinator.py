@@ -113,3 +113,16 @@ def test_refusals_carry_kafkas_error_codes(tmp_path):
         }
         assert c.handle_fetch_offsets("g", [tp]) == (NONE, {tp: None})  # refused: not stored
         assert c.handle_fetch_offsets("g", [("t", 1)])[1][("t", 1)].offset == 2
+
+
+def test_a_changed_partition_count_does_not_move_groups_away_from_their_commits(tmp_path):
+    with Broker(_config(tmp_path)) as broker:
+        broker.group_coordinator.handle_commit_offsets(
+            "group-x", -1, {("t", 0): OffsetAndMetadata(17)})
+    # The topic keeps its 5 partitions; the setting now says 50.
+    with Broker({**_config(tmp_path), "offsets.topic.num.partitions": "50"}) as broker:
+        manager = broker.group_coordinator.group_manager
+        assert manager.partition_count() == 5
+        assert manager.partition_for("group-x") == partition_for("group-x", 5)
+        error, fetched = broker.group_coordinator.handle_fetch_offsets("group-x", [("t", 0)])
+        assert (error, fetched[("t", 0)].offset) == (NONE, 17)
