@@ -173,6 +173,7 @@ class Events(threading.Thread):
         self.seen: set[tuple[int, int]] = set()
         self.assigned: dict[int, list[int]] = {}
         self.ok_commits: dict[int, int] = {}
+        self.consumers: list = []
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -194,6 +195,8 @@ class Events(threading.Thread):
             errors = [e for e in self.all if e[0] == "error"]
             assert not errors, errors[0][3]
             self.watcher.check()  # fails at once if the group lost its offsets
+            dead = [(c.name, c.exitcode) for c in self.consumers if not c.is_alive()]
+            assert not dead, f"consumer processes ended early: {dead}"
             assert time.monotonic() < deadline, (
                 f"not within {timeout_s} s: {what}; assigned {self.assigned}, "
                 f"{len(self.seen)} records seen, last events {self.all[-5:]}")
@@ -220,6 +223,7 @@ def run_group_through_kills(cluster: Cluster, kind: str) -> None:
         for cid in (1, 2)]
     for c in consumers:
         c.start()
+    events.consumers = consumers
     killed: list[int] = []
     try:
         # 1. Both consumers own partitions and a quarter of the stream is processed: kill the
