@@ -252,6 +252,7 @@ def run_group_through_kills(cluster: Cluster, kind: str) -> None:
         assert new_coordinator != coordinator
         events.wait_for("every record processed", lambda: len(events.seen) == RECORDS)
     finally:
+        events.consumers = []  # they end now
         stop.set()
         for c in consumers:
             c.join(30)
@@ -262,9 +263,9 @@ def run_group_through_kills(cluster: Cluster, kind: str) -> None:
             if not cluster._broker(broker).running:  # noqa: SLF001
                 cluster.restart(broker)
     events.wait_for("the consumers' last events", lambda: source.empty(), 10)
-    time.sleep(0.2)  # the drain thread's last get() (bounded by its 0.1 s timeout)
     events.stop.set()
-    events.join(5)
+    events.join(5)  # its last get() is appended before it sees the stop
+    assert not events.is_alive()
     final_deadline = time.monotonic() + 30
     last_commit = _last_commits(events.all)
     expected_end = {p: 1 + max(o for q, o in acked if q == p) for p in range(PARTITIONS)}
