@@ -330,7 +330,9 @@ class GroupMetadataManager:
             except Exception:
                 log.exception("loading offsets partition %d failed; retrying", partition)
                 time.sleep(0.5)  # e.g. the log is being truncated: try again, still loading
-                self._load_queue.put(task)
+                with self._lock:
+                    if self._loading.get(partition) == election:
+                        self._load_queue.put(task)
                 continue
             with self._lock:
                 if self._loading.get(partition) != election:
