@@ -355,3 +355,84 @@ def test_confluent_kafka_group_survives_data_leader_and_coordinator_kills(cluste
 @pytest.mark.timeout(300)
 def test_kafka_python_group_survives_data_leader_and_coordinator_kills(cluster):
     run_group_through_kills(cluster, "kafka-python")
+
+
+def _call(cluster: Cluster, broker: int, api: int, version: int, body: dict) -> dict:
+    from kafkacore.broker.inter_broker_client import InterBrokerClient
+    from kafkacore.protocol import codec
+
+    full = codec.REQUESTS[api].body.defaults(version)
+    full.update(body)
+    host, port = cluster.broker_address(broker).split(":")
+    client = InterBrokerClient(host, int(port), "test", 10.0)
+    try:
+        return client.send(api, version, full)
+    finally:
+        client.close()
+
+
+def _commit(cluster: Cluster, broker: int, group: str, topic: str, offset: int) -> int:
+    from kafkacore.protocol.api_keys import ApiKey
+
+    answer = _call(cluster, broker, ApiKey.OFFSET_COMMIT, 8, {
+        "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+        "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "committed_offset": offset, "committed_metadata": ""}]}]})
+    return int(answer["topics"][0]["partitions"][0]["error_code"])
+
+
+def _fetch(cluster: Cluster, broker: int, group: str, topic: str) -> tuple[int, int]:
+    """(the group's error, the committed offset of partition 0) from OffsetFetch v8."""
+    from kafkacore.protocol.api_keys import ApiKey
+
+    answer = _call(cluster, broker, ApiKey.OFFSET_FETCH, 8, {"groups": [
+        {"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}]}]})
+    g = answer["groups"][0]
+    return int(g["error_code"]), int(g["topics"][0]["partitions"][0]["committed_offset"])
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(180)
+def test_coordinator_protocol_by_hand_across_a_coordinator_kill(cluster):
+    """FindCoordinator names the leader of the group's offsets partition on every broker;
+    the others answer NOT_COORDINATOR (16); after the coordinator's death FindCoordinator names
+    the new leader, which answers with the commit it replicated."""
+    from kafkacore.protocol.api_keys import ApiKey
+
+    topic = new_topic(cluster)
+    group = f"by-hand-{uuid.uuid4().hex[:8]}"
+    partition = partition_for(group, OFFSETS_PARTITIONS)
+    # The first look-up creates __consumer_offsets (if no test did yet); until every broker
+    # has it, their answer is COORDINATOR_NOT_AVAILABLE, and clients retry.
+    _call(cluster, 1, ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
+    cluster.wait_for_topic(OFFSETS_TOPIC)
+    found = {b: _call(cluster, b, ApiKey.FIND_COORDINATOR, 4,
+                      {"key_type": 0, "coordinator_keys": [group]})["coordinators"][0]
+             for b in (1, 2, 3)}
+    assert {(c["error_code"], c["node_id"]) for c in found.values()} == {
+        (0, cluster.leader_of(OFFSETS_TOPIC, partition))}
+    coordinator = found[1]["node_id"]
+    others = [b for b in (1, 2, 3) if b != coordinator]
+    assert _commit(cluster, coordinator, group, topic, 42) == 0
+    for b in others:
+        assert _commit(cluster, b, group, topic, 7) == 16  # NOT_COORDINATOR
+        assert _fetch(cluster, b, group, topic)[0] == 16
+    assert _fetch(cluster, coordinator, group, topic) == (0, 42)
+    cluster.kill(coordinator)
+    try:
+        new = cluster.wait_for_leader_change(OFFSETS_TOPIC, partition, coordinator)
+        deadline = time.monotonic() + 60
+        while True:  # the survivors learn of the election, then the new leader loads
+            answers = [_call(cluster, b, ApiKey.FIND_COORDINATOR, 4,
+                             {"key_type": 0, "coordinator_keys": [group]})["coordinators"][0]
+                       for b in others]
+            fetched = _fetch(cluster, new, group, topic)
+            if all(a["node_id"] == new for a in answers) and fetched[0] == 0:
+                break
+            assert time.monotonic() < deadline, (answers, fetched)
+            time.sleep(0.05)
+        assert fetched == (0, 42)  # the commit was on the new leader's replica
+        assert _commit(cluster, new, group, topic, 43) == 0
+        assert _fetch(cluster, new, group, topic) == (0, 43)
+    finally:
+        cluster.restart(coordinator)
