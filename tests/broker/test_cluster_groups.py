@@ -219,7 +219,8 @@ def run_group_through_kills(cluster: Cluster, kind: str) -> None:
     events = Events(source, watcher)
     events.start()
     consumers = [context.Process(target=run_consumer, name=f"{kind}-{cid}", args=(
-        kind, cid, cluster.bootstrap_servers, topic, group, source, stop, BOUND_S + 60))
+        kind, cid, cluster.bootstrap_servers, topic, group, source, stop, BOUND_S + 60,
+        str(cluster.base / f"{group}-consumer-{cid}.log")))
         for cid in (1, 2)]
     for c in consumers:
         c.start()

@@ -15,6 +15,7 @@ process of the machine):
 
 from __future__ import annotations
 
+import logging
 import time
 import traceback
 from typing import Any
@@ -23,7 +24,10 @@ PROCESSING_S = 0.01
 
 
 def run_consumer(kind: str, cid: int, bootstrap: str, topic: str, group: str, events: Any,
-                 stop: Any, timeout_s: float) -> None:
+                 stop: Any, timeout_s: float, log_path: str | None = None) -> None:
+    if log_path is not None:  # the client's own log, for post-mortems
+        logging.basicConfig(filename=log_path, level=logging.DEBUG,
+                            format="%(asctime)s %(threadName)s %(name)s %(message)s")
     try:
         if kind == "confluent":
             _run_confluent(cid, bootstrap, topic, group, events, stop, timeout_s)
@@ -107,7 +111,11 @@ def _run_kafka_python(cid, bootstrap, topic, group, events, stop, timeout_s):
     deadline = time.monotonic() + timeout_s
     try:
         while not stop.is_set() and time.monotonic() < deadline:
-            batches = consumer.poll(timeout_ms=200, max_records=1)
+            # A long poll: kafka-python (3.0.12 here) can lose a rebalance that completes just
+            # after poll() timed out inside its join (its heartbeats are never enabled again,
+            # as in dpkp/kafka-python#2610); 10 s covers a whole rebalance, and poll() returns
+            # as soon as a record is there anyway.
+            batches = consumer.poll(timeout_ms=10000, max_records=1)
             for tp, records in batches.items():
                 for record in records:
                     p, o = tp.partition, record.offset
