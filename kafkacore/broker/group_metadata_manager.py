@@ -237,6 +237,8 @@ class GroupMetadataManager:
         latest: dict[tuple[str, str, int], OffsetAndMetadata] = {}
         with open(path, "rb") as f:
             for line in f:
+                if not line.endswith(b"\n"):
+                    break  # a torn tail: that commit was never acknowledged
                 try:
                     e = json.loads(line)
                     latest[(e["g"], e["t"], int(e["p"]))] = OffsetAndMetadata(
