@@ -45,5 +45,41 @@ def _states(out_dir):
     _boxes.save(fig, out_dir / "groups.png")
 
 
+def _offsets(out_dir):
+    fig, ax = _boxes.figure(12.0, 6.6)
+    b, a = _boxes.box, _boxes.arrow
+    ax.text(0.2, 6.25, "__consumer_offsets: where a group's commits live, and who answers for "
+            "them", fontsize=11, weight="bold")
+    b(ax, 0.2, 4.5, 2.4, 1.0, "consumer\ngroup.id=g", "python", 9)
+    b(ax, 3.4, 4.5, 4.6, 1.0, "p = abs(hashCode(\"g\")) % 50\nFindCoordinator: leader of "
+      "partition p", "wire", 9)
+    a(ax, 2.6, 5.0, 3.4, 5.0)
+    # three brokers, each with a replica of partition p
+    b(ax, 0.2, 2.0, 3.4, 1.8, "broker 1: leader of p\nGroupCoordinator\n"
+      "GroupMetadataManager cache\nOffsetCommit -> append,\nacks=all (produce purgatory)",
+      "thread", 8)
+    b(ax, 4.4, 2.0, 3.2, 1.8, "broker 2: follower of p\nreplica fetcher\n(no groups loaded)",
+      "python", 8)
+    b(ax, 8.4, 2.0, 3.4, 1.8, "broker 3: follower of p\nreplica fetcher\n(no groups loaded)",
+      "python", 8)
+    a(ax, 5.0, 4.5, 1.9, 3.8, "coordinator = broker 1")
+    a(ax, 4.4, 2.9, 3.6, 2.9)
+    ax.text(3.75, 3.05, "Fetch", fontsize=8)
+    # broker 3's fetches go under broker 2
+    ax.plot([10.1, 10.1, 2.6], [2.0, 1.65, 1.65], color="#333333", lw=1)
+    a(ax, 2.6, 1.65, 2.6, 2.0)
+    ax.text(8.0, 1.72, "Fetch", fontsize=8)
+    ax.text(0.2, 1.1, "The commit is answered when the high watermark passed it: every ISR "
+            "member has the record.", fontsize=8, color="#333333")
+    ax.text(0.2, 0.7, "Broker 1 dies: the controller elects broker 2 (in the ISR) -> onElection: "
+            "load p from its own log (COORDINATOR_LOAD_IN_PROGRESS meanwhile),", fontsize=8,
+            color="#333333")
+    ax.text(0.2, 0.35, "then serve g; clients got NOT_COORDINATOR or lost the connection, look "
+            "the coordinator up again, rejoin, and fetch the same committed offsets.",
+            fontsize=8, color="#333333")
+    _boxes.save(fig, out_dir / "group_offsets.png")
+
+
 def draw(out_dir):
     _states(pathlib.Path(out_dir))
+    _offsets(pathlib.Path(out_dir))

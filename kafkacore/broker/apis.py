@@ -19,6 +19,7 @@ from kafkacore import errors
 from kafkacore.broker import faults
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group_metadata import JoinGroupResult, SyncGroupResult
+from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
 from kafkacore.broker.metadata_cache import validate_topic_name
 from kafkacore.broker.request_channel import Request
@@ -264,7 +265,7 @@ class KafkaApis:
             "error_code": NONE,
             "name": meta.name,
             "topic_id": meta.topic_id,
-            "is_internal": False,
+            "is_internal": meta.name == OFFSETS_TOPIC,
             "partitions": [self._metadata_partition(meta.name, p)
                            for p in range(meta.partitions)],
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
@@ -679,34 +680,49 @@ class KafkaApis:
     # -- FindCoordinator, OffsetCommit, OffsetFetch ----------------------------------------------
 
     def handle_find_coordinator_request(self, request: Request) -> None:
-        """This broker coordinates every group (one broker: it leads every partition of
-        ``__consumer_offsets``).  Key type 1 (transactions) is not served yet."""
+        """The coordinator of a group is the leader of its ``__consumer_offsets`` partition
+        (created on the first look-up, as Kafka does); COORDINATOR_NOT_AVAILABLE while that
+        partition has no live leader.  Key type 1 (transactions) is not served yet."""
         body, version = request.body, request.api_version
         assert body is not None
         keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
-        error = NONE if body.get("key_type", 0) == 0 else COORDINATOR_NOT_AVAILABLE
-        # In a cluster every group is coordinated by the live broker with the lowest id (a
-        # simple rule, see docs/broker/failover.rst); alone, by this broker.
         live = self._live_brokers(request.listener_name)
-        coordinator = min(live)
-        node = (coordinator, *live[coordinator])
-        if error != NONE:
-            node = (-1, "", -1)
+        nodes = {}
+        for key in keys:
+            node, error = (-1, "", -1), COORDINATOR_NOT_AVAILABLE
+            if body.get("key_type", 0) == 0:
+                leader = self._group_coordinator_of(key)
+                if leader in live:
+                    node, error = (leader, *live[leader]), NONE
+            nodes[key] = (node, error)
         if version >= 4:
             response = {
                 "throttle_time_ms": 0,
                 "coordinators": [
                     {"key": key, "node_id": node[0], "host": node[1], "port": node[2],
                      "error_code": error, "error_message": None}
-                    for key in keys
+                    for key in keys for node, error in [nodes[key]]
                 ],
             }
         else:
+            node, error = nodes[keys[0]]
             response = {"throttle_time_ms": 0, "error_code": error, "error_message": None,
                         "node_id": node[0], "host": node[1], "port": node[2]}
         self.respond(request, response)
 
+    def _group_coordinator_of(self, group_id: str) -> int:
+        """The leader of the group's ``__consumer_offsets`` partition, or -1."""
+        manager = self.broker.group_coordinator.group_manager
+        if not manager.ensure_offsets_topic():
+            return -1
+        if self.broker.replica_manager.standalone:
+            return int(self.broker.broker_id)
+        state = self._metadata_partition(OFFSETS_TOPIC, manager.partition_for(group_id))
+        return int(state["leader_id"])
+
     def handle_offset_commit_request(self, request: Request) -> None:
+        """Answered once the commit is on the offsets topic's in-sync replicas (the answer
+        waits in the produce purgatory, as an acks=all produce)."""
         body = request.body
         assert body is not None
         coordinator = self.broker.group_coordinator
@@ -725,20 +741,23 @@ class KafkaApis:
                 offsets[tp] = OffsetAndMetadata(
                     p["committed_offset"], p.get("committed_leader_epoch", -1),
                     p["committed_metadata"], p.get("commit_timestamp", -1))
-        errors = coordinator.handle_commit_offsets(
+
+        def send_response(errors: dict[tuple[str | None, int], int]) -> None:
+            errors = {**errors, **dict.fromkeys(unknown, UNKNOWN_TOPIC_OR_PARTITION)}
+            self.respond(request, {
+                "throttle_time_ms": 0,
+                "topics": [
+                    {"name": t.get("name"), "topic_id": t.get("topic_id"), "partitions": [
+                        {"partition_index": p["partition_index"],
+                         "error_code": errors[(t.get("name"), p["partition_index"])]}
+                        for p in t["partitions"]]}
+                    for t in body["topics"]
+                ],
+            })
+
+        coordinator.handle_commit_offsets(
             body["group_id"], body.get("generation_id_or_member_epoch", -1), offsets,
-            member_id=body.get("member_id", ""))
-        errors.update(dict.fromkeys(unknown, UNKNOWN_TOPIC_OR_PARTITION))
-        self.respond(request, {
-            "throttle_time_ms": 0,
-            "topics": [
-                {"name": t.get("name"), "topic_id": t.get("topic_id"), "partitions": [
-                    {"partition_index": p["partition_index"],
-                     "error_code": errors[(t.get("name"), p["partition_index"])]}
-                    for p in t["partitions"]]}
-                for t in body["topics"]
-            ],
-        })
+            member_id=body.get("member_id", ""), response_callback=send_response)
 
     def _offset_fetch_topics(
         self, group_id: str, topics: list[dict[str, Any]] | None, version: int
@@ -749,7 +768,10 @@ class KafkaApis:
                 for t in topics:
                     t["name"] = self.metadata_cache.name_of(t["topic_id"])
             asked = [(t["name"], p) for t in topics for p in t["partition_indexes"]]
-        found = self.broker.group_coordinator.handle_fetch_offsets(group_id, asked)
+        error, found = self.broker.group_coordinator.handle_fetch_offsets(group_id, asked)
+        if error != NONE:
+            # v0-1 have no top-level error: each partition carries it.
+            found = dict.fromkeys(asked or [], None)
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), value in found.items():
             by_topic.setdefault(topic, []).append({
@@ -758,7 +780,8 @@ class KafkaApis:
                 "committed_offset": -1 if value is None else value.offset,
                 "committed_leader_epoch": -1 if value is None else value.leader_epoch,
                 "metadata": "" if value is None else value.metadata,
-                "error_code": NONE if topic is not None else UNKNOWN_TOPIC_ID,
+                "error_code": error if error != NONE else
+                              NONE if topic is not None else UNKNOWN_TOPIC_ID,
             })
         if version < 8:  # the single-group shape has no topic ids at all
             return [{"name": topic, "partitions": parts} for topic, parts in by_topic.items()]
@@ -774,9 +797,14 @@ class KafkaApis:
     def handle_offset_fetch_request(self, request: Request) -> None:
         body, version = request.body, request.api_version
         assert body is not None
+
+        def status(group_id: str) -> int:
+            return self.broker.group_coordinator.validate_group_status(group_id,
+                                                                       allow_empty=True)
+
         if version >= 8:
             groups = [
-                {"group_id": g["group_id"], "error_code": NONE,
+                {"group_id": g["group_id"], "error_code": status(g["group_id"]),
                  "topics": self._offset_fetch_topics(g["group_id"], g["topics"], version)}
                 for g in body["groups"]
             ]
@@ -784,7 +812,7 @@ class KafkaApis:
         else:
             response = {
                 "throttle_time_ms": 0,
-                "error_code": NONE,
+                "error_code": status(body["group_id"]) if version >= 2 else NONE,
                 "topics": self._offset_fetch_topics(body["group_id"], body["topics"], version),
             }
         self.respond(request, response)

@@ -160,6 +160,11 @@ SETTINGS: dict[str, _Setting] = {
     "group.initial.rebalance.delay.ms": _Setting(
         3000, _int(0), "how long an empty group's first rebalance waits for more members"),
     "group.max.size": _Setting(2147483647, _int(1), "members a group may have at most"),
+    "offsets.topic.num.partitions": _Setting(50, _int(1), "partitions of __consumer_offsets"),
+    "offsets.topic.replication.factor": _Setting(
+        3, _int(1), "replication factor of __consumer_offsets (at most the live brokers)"),
+    "offsets.commit.timeout.ms": _Setting(
+        5000, _int(1), "how long an OffsetCommit waits for the offsets topic's replicas"),
     # -- the cluster (docs/broker/replication.rst) --
     "process.roles": _Setting("", _str, "broker, controller, or empty: one broker that is its "
                                           "own controller (a cluster of one)"),

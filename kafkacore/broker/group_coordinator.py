@@ -1,34 +1,30 @@
 """The group coordinator: committed offsets and the classic group protocol (Kafka's
 ``GroupCoordinator``).
 
-Offsets.  Kafka keeps committed offsets in the compacted ``__consumer_offsets`` topic and a cache
-in memory (``GroupMetadataManager``).  This one broker keeps the same cache and makes it durable
-with a journal in the first log dir: one JSON line per commit, appended and fsync'd before the
-commit is answered, replayed at start-up (a torn last line, from a crash in the middle of a
-write, is ignored: that commit was never acknowledged).  Start-up then rewrites the journal with
-only the latest offset per partition, which is what compaction does to ``__consumer_offsets``.
+Offsets.  Kafka keeps committed offsets in the replicated ``__consumer_offsets`` topic and a
+cache in memory; so does this broker, through
+:class:`~kafkacore.broker.group_metadata_manager.GroupMetadataManager`.  The coordinator of a
+group is the leader of the group's partition of that topic; every request for a group this broker
+does not coordinate (any more, or not yet) gets NOT_COORDINATOR (or
+COORDINATOR_LOAD_IN_PROGRESS while the partition loads) and the client looks the coordinator up
+again.  An OffsetCommit is answered when the in-sync replicas have it.
 
 Membership.  JoinGroup, SyncGroup, Heartbeat and LeaveGroup move each group through the states of
 :class:`~kafkacore.broker.group_metadata.GroupState`.  Two purgatories hold what waits: the
 rebalance purgatory a group's ``DelayedJoin`` (members rejoining), the heartbeat purgatory each
-member's ``DelayedHeartbeat`` (its session).  Membership is kept in memory only, as in Kafka a
-coordinator that restarts sends every member back to JoinGroup.  Static membership (KIP-345,
-``group.instance.id``) is not implemented: such a member is treated as a dynamic one.  See
-``docs/broker/groups.rst``.
+member's ``DelayedHeartbeat`` (its session).  Membership is kept in memory only (Kafka also
+writes it to ``__consumer_offsets``): a new coordinator sends every member back to JoinGroup.
+Static membership (KIP-345, ``group.instance.id``) is not implemented: such a member is treated
+as a dynamic one.  See ``docs/broker/groups.rst``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import BinaryIO
 
 from kafkacore.broker.delayed_group_operations import (
     DelayedHeartbeat,
@@ -37,7 +33,6 @@ from kafkacore.broker.delayed_group_operations import (
     group_join_key,
     member_key,
 )
-from kafkacore.broker.files import replace_atomically
 from kafkacore.broker.group_metadata import (
     GroupMetadata,
     GroupState,
@@ -46,6 +41,11 @@ from kafkacore.broker.group_metadata import (
     MemberMetadata,
     SyncCallback,
     SyncGroupResult,
+)
+from kafkacore.broker.group_metadata_manager import (
+    NOT_COORDINATOR,
+    GroupMetadataManager,
+    OffsetAndMetadata,
 )
 from kafkacore.broker.purgatory import DelayedOperationPurgatory
 
@@ -78,25 +78,16 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 #: Kafka's ``offset.metadata.max.bytes`` default.
 OFFSET_METADATA_MAX_BYTES = 4096
 
-JOURNAL = "__consumer_offsets.journal"
-
-
-@dataclass(frozen=True)
-class OffsetAndMetadata:
-    """One committed position (Kafka's ``OffsetAndMetadata``)."""
-
-    offset: int
-    leader_epoch: int = -1
-    metadata: str | None = ""
-    commit_timestamp_ms: int = -1
-
+#: How long a caller without a callback waits for a commit (``offsets.commit.timeout.ms``
+#: bounds the append; this bounds the wait for its answer).
+COMMIT_WAIT_S = 60.0
 
 class GroupCoordinator:
-    """Committed offsets by (group, topic, partition), durable in ``log_dir``."""
+    """The groups whose ``__consumer_offsets`` partition this broker leads."""
 
     def __init__(
         self,
-        log_dir: str | Path,
+        group_metadata_manager: GroupMetadataManager,
         offset_metadata_max_bytes: int = OFFSET_METADATA_MAX_BYTES,
         group_min_session_timeout_ms: int = GROUP_MIN_SESSION_TIMEOUT_MS,
         group_max_session_timeout_ms: int = GROUP_MAX_SESSION_TIMEOUT_MS,
@@ -104,16 +95,13 @@ class GroupCoordinator:
         group_max_size: int = GROUP_MAX_SIZE,
         broker_id: int = 0,
     ) -> None:
-        self.path = Path(log_dir) / JOURNAL
+        self.group_manager = group_metadata_manager
         self.offset_metadata_max_bytes = offset_metadata_max_bytes
         self.group_min_session_timeout_ms = group_min_session_timeout_ms
         self.group_max_session_timeout_ms = group_max_session_timeout_ms
         self.group_initial_rebalance_delay_ms = group_initial_rebalance_delay_ms
         self.group_max_size = group_max_size
         self.broker_id = broker_id
-        self._lock = threading.Lock()
-        self._offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
-        self._journal: BinaryIO | None = None
         self._groups: dict[str, GroupMetadata] = {}
         self._groups_lock = threading.Lock()
         self.heartbeat_purgatory: DelayedOperationPurgatory | None = None
@@ -122,14 +110,13 @@ class GroupCoordinator:
     # -- life cycle --------------------------------------------------------------------------
 
     def startup(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._load()
-        self._compact()
-        self._journal = open(self.path, "ab")  # noqa: SIM115 - held until shutdown()
         self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", broker_id=self.broker_id)
         self.rebalance_purgatory = DelayedOperationPurgatory("Rebalance", broker_id=self.broker_id)
+        self.group_manager.add_resign_listener(self._on_resigned)
+        self.group_manager.startup()
 
     def shutdown(self) -> None:
+        self.group_manager.shutdown()
         for purgatory in (self.heartbeat_purgatory, self.rebalance_purgatory):
             if purgatory is not None:
                 purgatory.shutdown()
@@ -140,47 +127,27 @@ class GroupCoordinator:
             with group.lock:
                 self._fail_waiting_members(group, COORDINATOR_NOT_AVAILABLE)
                 group.state = GroupState.DEAD
-        with self._lock:
-            if self._journal is not None:
-                self._journal.close()
-                self._journal = None
 
-    def _load(self) -> None:
-        if not self.path.exists():
-            return
-        with open(self.path, "rb") as f:
-            for line in f:
-                if not line.endswith(b"\n"):
-                    break  # torn tail: never acknowledged
-                try:
-                    entry = json.loads(line)
-                    group, topic, partition = entry["g"], entry["t"], int(entry["p"])
-                    value = OffsetAndMetadata(
-                        int(entry["o"]), int(entry["e"]), entry["m"], int(entry["ts"])
-                    )
-                except (ValueError, KeyError, TypeError):
-                    break  # a damaged line ends what we can trust
-                self._offsets.setdefault(group, {})[(topic, partition)] = value
+    def _on_resigned(self, partition: int) -> None:
+        """Another broker leads the offsets partition now: its groups leave this coordinator;
+        members parked in JoinGroup or SyncGroup get NOT_COORDINATOR and find the new one."""
+        with self._groups_lock:
+            gone = [g for g in self._groups.values()
+                    if self.group_manager.partition_for(g.group_id) == partition]
+            for group in gone:
+                del self._groups[group.group_id]
+        for group in gone:
+            with group.lock:
+                self._fail_waiting_members(group, NOT_COORDINATOR)
+                group.state = GroupState.DEAD
 
-    def _compact(self) -> None:
-        replace_atomically(self.path, b"".join(
-            self._line(group, topic, partition, value)
-            for group, offsets in self._offsets.items()
-            for (topic, partition), value in offsets.items()
-        ))
-
-    @staticmethod
-    def _line(group: str, topic: str, partition: int, value: OffsetAndMetadata) -> bytes:
-        entry = {
-            "g": group,
-            "t": topic,
-            "p": partition,
-            "o": value.offset,
-            "e": value.leader_epoch,
-            "m": value.metadata,
-            "ts": value.commit_timestamp_ms,
-        }
-        return json.dumps(entry, separators=(",", ":")).encode() + b"\n"
+    def validate_group_status(self, group_id: str, allow_empty: bool = False) -> int:
+        """Kafka's ``validateGroupStatus``: INVALID_GROUP_ID, NOT_COORDINATOR,
+        COORDINATOR_LOAD_IN_PROGRESS or NONE.  ``allow_empty``: OffsetFetch and DescribeGroups
+        accept the empty group id (Kafka's ``isValidGroupId``, for old clients)."""
+        if not group_id and not allow_empty:
+            return INVALID_GROUP_ID
+        return self.group_manager.group_status(group_id)
 
     # -- OffsetCommit --------------------------------------------------------------------------
 
@@ -190,34 +157,61 @@ class GroupCoordinator:
         generation_id: int,
         offsets: dict[tuple[str, int], OffsetAndMetadata],
         member_id: str = UNKNOWN_MEMBER,
-    ) -> dict[tuple[str, int], int]:
-        """Store ``offsets`` for ``group_id``; the error code of each partition.
+        response_callback: Callable[[dict[tuple[str, int], int]], None] | None = None,
+    ) -> dict[tuple[str, int], int] | None:
+        """Store ``offsets`` for ``group_id``: the error code of each partition, given to
+        ``response_callback`` once the offsets topic's in-sync replicas have the commit (from
+        whichever thread completes it).  Without a callback, waits (bounded) and returns them.
 
         A member commits with its generation and member id, checked against the group's
         (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID: a member that was dropped must rejoin before its
         offsets count).  Generation -1 and no member id is a group that "is only using Kafka to
-        store offsets", allowed while the group has no members.  Every accepted offset is on
-        disk (fsync'd) when this returns.
+        store offsets", allowed while the group has no members.
         """
-        if not group_id:
-            return dict.fromkeys(offsets, INVALID_GROUP_ID)
+        if response_callback is None:
+            return self._wait_for_commit(group_id, generation_id, offsets, member_id)
+        status = self.validate_group_status(group_id)
+        if status != NONE:
+            response_callback(dict.fromkeys(offsets, status))
+            return None
         group = self._get_group(group_id)
         if group is None:
             if generation_id >= 0:  # a membership this coordinator never handed out
-                return dict.fromkeys(offsets, ILLEGAL_GENERATION)
-            return self._store_offsets(group_id, offsets)
+                response_callback(dict.fromkeys(offsets, ILLEGAL_GENERATION))
+                return None
+            self._store_offsets(group_id, offsets, response_callback)
+            return None
         with group.lock:
             error = self._validate_offset_commit(group, generation_id, member_id)
             if error != NONE:
-                return dict.fromkeys(offsets, error)
+                response_callback(dict.fromkeys(offsets, error))
+                return None
             if group.has(member_id):  # a commit is a sign of life too
                 self._complete_and_schedule_next_heartbeat_expiration(group, group.get(member_id))
-            return self._store_offsets(group_id, offsets)
+        # The append is not made under the group's lock: its answer may come from a thread that
+        # holds another lock (the purgatory's), and nothing here needs the group any more.
+        self._store_offsets(group_id, offsets, response_callback)
+        return None
+
+    def _wait_for_commit(self, group_id: str, generation_id: int,
+                         offsets: dict[tuple[str, int], OffsetAndMetadata],
+                         member_id: str) -> dict[tuple[str, int], int]:
+        done = threading.Event()
+        answer: dict[tuple[str, int], int] = {}
+
+        def callback(errors: dict[tuple[str, int], int]) -> None:
+            answer.update(errors)
+            done.set()
+
+        self.handle_commit_offsets(group_id, generation_id, offsets, member_id, callback)
+        if not done.wait(COMMIT_WAIT_S):
+            raise TimeoutError(f"group {group_id}: commit not answered in {COMMIT_WAIT_S} s")
+        return answer
 
     @staticmethod
     def _validate_offset_commit(group: GroupMetadata, generation_id: int, member_id: str) -> int:
         if group.is_state(GroupState.DEAD):
-            return COORDINATOR_NOT_AVAILABLE
+            return NOT_COORDINATOR  # unloaded (another broker leads its partition now)
         if generation_id >= 0 or member_id != UNKNOWN_MEMBER:
             if not group.has(member_id):
                 return UNKNOWN_MEMBER_ID
@@ -231,11 +225,10 @@ class GroupCoordinator:
         return NONE
 
     def _store_offsets(
-        self, group_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata]
-    ) -> dict[tuple[str, int], int]:
-        now_ms = int(time.time() * 1000)
+        self, group_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata],
+        response_callback: Callable[[dict[tuple[str, int], int]], None],
+    ) -> None:
         errors: dict[tuple[str, int], int] = {}
-        lines = []
         accepted = {}
         for tp, value in offsets.items():
             metadata = value.metadata
@@ -243,35 +236,30 @@ class GroupCoordinator:
                 errors[tp] = OFFSET_METADATA_TOO_LARGE
                 continue
             if value.commit_timestamp_ms < 0:
-                value = OffsetAndMetadata(value.offset, value.leader_epoch, metadata, now_ms)
+                value = OffsetAndMetadata(value.offset, value.leader_epoch, metadata,
+                                          int(time.time() * 1000))
             accepted[tp] = value
-            lines.append(self._line(group_id, tp[0], tp[1], value))
-            errors[tp] = NONE
-        with self._lock:
-            if self._journal is None:
-                raise RuntimeError("GroupCoordinator is not started")
-            if lines:
-                self._journal.write(b"".join(lines))
-                self._journal.flush()
-                os.fsync(self._journal.fileno())
-            self._offsets.setdefault(group_id, {}).update(accepted)
-        return errors
+
+        def appended(results: dict[tuple[str, int], int]) -> None:
+            response_callback({**errors, **results})
+
+        self.group_manager.store_offsets(group_id, accepted, appended)
 
     # -- OffsetFetch ---------------------------------------------------------------------------
 
     def handle_fetch_offsets(
         self, group_id: str, partitions: list[tuple[str, int]] | None = None
-    ) -> dict[tuple[str, int], OffsetAndMetadata | None]:
-        """The committed offset of each partition (None: nothing committed).
+    ) -> tuple[int, dict[tuple[str, int], OffsetAndMetadata | None]]:
+        """(error, the committed offset of each partition (None: nothing committed)).
 
         ``partitions=None`` asks for every partition the group has committed (OffsetFetch v2+
-        with null topics).
+        with null topics).  The error is NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS when
+        this broker cannot answer for the group (then no offsets).
         """
-        with self._lock:
-            stored = dict(self._offsets.get(group_id, {}))
-        if partitions is None:
-            return dict(stored)
-        return {tp: stored.get(tp) for tp in partitions}
+        status = self.validate_group_status(group_id, allow_empty=True)
+        if status != NONE:
+            return status, {}
+        return NONE, self.group_manager.get_offsets(group_id, partitions)
 
     # -- groups ---------------------------------------------------------------------------------
 
@@ -314,8 +302,9 @@ class GroupCoordinator:
         """Kafka's ``handleJoinGroup``: the callback is called once, now or when the rebalance
         completes (the request is parked in the group meanwhile)."""
         _, rebalance_purgatory = self._purgatories()
-        if not group_id:
-            response_callback(JoinGroupResult(member_id, INVALID_GROUP_ID))
+        status = self.validate_group_status(group_id)
+        if status != NONE:
+            response_callback(JoinGroupResult(member_id, status))
             return
         if not (self.group_min_session_timeout_ms <= session_timeout_ms
                 <= self.group_max_session_timeout_ms):
@@ -520,6 +509,10 @@ class GroupCoordinator:
     ) -> None:
         """Kafka's ``handleSyncGroup``: followers wait (parked) for the leader's assignment."""
         self._purgatories()
+        status = self.validate_group_status(group_id)
+        if status != NONE:
+            response_callback(SyncGroupResult(status))
+            return
         group = self._get_group(group_id)
         if group is None:
             response_callback(SyncGroupResult(UNKNOWN_MEMBER_ID))
@@ -581,6 +574,9 @@ class GroupCoordinator:
         """Kafka's ``handleHeartbeat``: the error code.  REBALANCE_IN_PROGRESS is how a member
         learns it must rejoin."""
         self._purgatories()
+        status = self.validate_group_status(group_id)
+        if status != NONE:
+            return status
         group = self._get_group(group_id)
         if group is None:
             return UNKNOWN_MEMBER_ID
@@ -668,6 +664,9 @@ class GroupCoordinator:
         """Kafka's ``handleLeaveGroup`` (several members at once since v3): the top-level error
         and one error per member."""
         self._purgatories()
+        status = self.validate_group_status(group_id)
+        if status != NONE:
+            return status, []
         group = self._get_group(group_id)
         if group is None:
             return NONE, [UNKNOWN_MEMBER_ID] * len(member_ids)
@@ -718,10 +717,13 @@ class GroupCoordinator:
 
     def handle_describe_group(self, group_id: str) -> tuple[int, dict[str, object]]:
         """The group's summary; a group nobody knows is described as Dead (Kafka does too)."""
+        status = self.validate_group_status(group_id, allow_empty=True)
+        if status != NONE:
+            return status, {"group_state": GroupState.DEAD.value, "protocol_type": "",
+                            "protocol_data": "", "members": []}
         group = self._get_group(group_id)
         if group is None:
-            with self._lock:
-                known = group_id in self._offsets
+            known = self.group_manager.has_offsets(group_id)
             state = GroupState.EMPTY if known else GroupState.DEAD
             return NONE, {"group_state": state.value, "protocol_type": "",
                           "protocol_data": "", "members": []}
@@ -739,8 +741,6 @@ class GroupCoordinator:
                 if not group.is_state(GroupState.DEAD):
                     listed[group.group_id] = (group.group_id, group.protocol_type or "",
                                               group.state.value)
-        with self._lock:
-            offset_groups = list(self._offsets)
-        for group_id in offset_groups:
+        for group_id in self.group_manager.groups_with_offsets():
             listed.setdefault(group_id, (group_id, "", GroupState.EMPTY.value))
         return sorted(listed.values())

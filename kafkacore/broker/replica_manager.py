@@ -30,6 +30,7 @@ from kafkacore import errors
 from kafkacore.broker.delayed_fetch import DelayedFetch
 from kafkacore.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafkacore.broker.files import replace_atomically
+from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.leader_epoch_cache import LeaderEpochFileCache
 from kafkacore.broker.partition import Partition, PartitionState, PendingIsr
 from kafkacore.broker.purgatory import DelayedOperationPurgatory
@@ -318,6 +319,11 @@ class ReplicaManager:
             # not acted on yet.
             self.brokers = dict(brokers)
             self.image_topics = {name: parts for name, (_, parts) in topics.items()}
+            # The group coordinator loads the offsets partitions this broker now leads and
+            # unloads the others (Kafka's onElection / onResignation).
+            self.broker.group_coordinator.group_manager.on_leadership(
+                {i for (t, i), p in self.partitions.items()
+                 if t == OFFSETS_TOPIC and p.is_leader})
 
     def _create_partition(self, topic: str, index: int, topic_id: Any) -> Partition:
         meta = self.metadata_cache.get(topic)

@@ -84,6 +84,7 @@ class Broker:
             return self
         from kafkacore.broker.apis import KafkaApis
         from kafkacore.broker.group_coordinator import GroupCoordinator
+        from kafkacore.broker.group_metadata_manager import GroupMetadataManager
         from kafkacore.broker.log import ProducerIdManager
         from kafkacore.broker.log.producer_id import BROKER_ID_SPACE_BITS
         from kafkacore.broker.metadata_cache import MetadataCache
@@ -96,7 +97,7 @@ class Broker:
             first_dir, first_id=self.broker_id << BROKER_ID_SPACE_BITS if in_cluster else 0)
         self.log_manager = _make_log_manager(self)
         self.group_coordinator = GroupCoordinator(
-            first_dir,
+            GroupMetadataManager(self),
             group_min_session_timeout_ms=self.config["group.min.session.timeout.ms"],
             group_max_session_timeout_ms=self.config["group.max.session.timeout.ms"],
             group_initial_rebalance_delay_ms=self.config["group.initial.rebalance.delay.ms"],

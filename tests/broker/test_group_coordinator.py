@@ -1,81 +1,146 @@
-"""The group coordinator's offset store: commits answered only once on disk, kept across a
-restart, a torn journal tail ignored, Kafka's error codes for what it refuses."""
+"""The group coordinator's offset store: commits are records of ``__consumer_offsets`` in Kafka's
+format (key version 1, value version 3), answered once written, kept across a restart (the latest
+per partition wins when the log is loaded again), Kafka's error codes for what it refuses, and a
+group's partition computed as Kafka computes it."""
 
 from __future__ import annotations
 
+import pytest
+
+from kafkacore.broker import Broker
 from kafkacore.broker.group_coordinator import (
     ILLEGAL_GENERATION,
     INVALID_GROUP_ID,
-    JOURNAL,
     NONE,
     OFFSET_METADATA_TOO_LARGE,
-    GroupCoordinator,
     OffsetAndMetadata,
+)
+from kafkacore.broker.group_metadata_manager import (
+    OFFSETS_TOPIC,
+    _records,
+    java_string_hashcode,
+    offset_commit_key,
+    offset_commit_value,
+    partition_for,
+    read_offset_commit_key,
+    read_offset_commit_value,
 )
 
 
-def _started(tmp_path) -> GroupCoordinator:
-    coordinator = GroupCoordinator(tmp_path)
-    coordinator.startup()
-    return coordinator
+def _config(tmp_path):
+    return {"num.network.threads": "1", "num.io.threads": "2", "log.dirs": str(tmp_path),
+            "offsets.topic.num.partitions": "5"}
+
+
+@pytest.mark.parametrize("text, expected", [
+    # Java: "".hashCode() == 0, "a" == 97, "group" == 98629247, "polygenelubricants" ==
+    # Integer.MIN_VALUE (the case Utils.abs exists for), "é" (one UTF-16 unit) == 233,
+    # "😀" (a surrogate pair) == 31 * 0xD83D + 0xDE00.
+    ("", 0), ("a", 97), ("group", 98629247), ("polygenelubricants", -(2**31)),
+    ("\u00e9", 233), ("\U0001F600", 31 * 0xD83D + 0xDE00),
+])
+def test_java_string_hashcode(text, expected):
+    assert java_string_hashcode(text) == expected
+
+
+def test_partition_for_is_kafkas():
+    assert partition_for("polygenelubricants", 50) == 0  # Utils.abs(MIN_VALUE) == 0
+    assert partition_for("group", 50) == 98629247 % 50
+    assert partition_for("\U0001F600", 7) == (31 * 0xD83D + 0xDE00) % 7
+
+
+def test_record_format_round_trips_and_matches_kafkas_layout():
+    key = offset_commit_key("g", "t", 3)
+    assert key == b"\x00\x01" + b"\x00\x01g" + b"\x00\x01t" + b"\x00\x00\x00\x03"
+    value = OffsetAndMetadata(42, 7, "m", 1234)
+    encoded = offset_commit_value(value)
+    assert encoded == (b"\x00\x03" + (42).to_bytes(8, "big") + (7).to_bytes(4, "big")
+                       + b"\x00\x01m" + (1234).to_bytes(8, "big"))
+    assert read_offset_commit_key(key) == ("g", "t", 3)
+    assert read_offset_commit_value(encoded) == value
+    assert read_offset_commit_key(b"\x00\x02\x00\x01g") is None  # group metadata: not offsets
 
 
 def test_commit_then_fetch(tmp_path):
-    c = _started(tmp_path)
-    errors = c.handle_commit_offsets(
-        "g", -1, {("t", 0): OffsetAndMetadata(5, 3, "m"), ("t", 1): OffsetAndMetadata(7)}
-    )
-    assert errors == {("t", 0): NONE, ("t", 1): NONE}
-    fetched = c.handle_fetch_offsets("g", [("t", 0), ("t", 1), ("t", 2)])
-    assert fetched[("t", 0)].offset == 5
-    assert fetched[("t", 0)].leader_epoch == 3
-    assert fetched[("t", 0)].metadata == "m"
-    assert fetched[("t", 0)].commit_timestamp_ms > 0
-    assert fetched[("t", 1)].offset == 7
-    assert fetched[("t", 2)] is None
-    assert c.handle_fetch_offsets("other", [("t", 0)]) == {("t", 0): None}
-    assert set(c.handle_fetch_offsets("g")) == {("t", 0), ("t", 1)}
-    c.shutdown()
+    with Broker(_config(tmp_path)) as broker:
+        c = broker.group_coordinator
+        errors = c.handle_commit_offsets(
+            "g", -1, {("t", 0): OffsetAndMetadata(5, 3, "m"), ("t", 1): OffsetAndMetadata(7)})
+        assert errors == {("t", 0): NONE, ("t", 1): NONE}
+        error, fetched = c.handle_fetch_offsets("g", [("t", 0), ("t", 1), ("t", 2)])
+        assert error == NONE
+        assert fetched[("t", 0)].offset == 5
+        assert fetched[("t", 0)].leader_epoch == 3
+        assert fetched[("t", 0)].metadata == "m"
+        assert fetched[("t", 0)].commit_timestamp_ms > 0
+        assert fetched[("t", 1)].offset == 7
+        assert fetched[("t", 2)] is None
+        assert c.handle_fetch_offsets("other", [("t", 0)]) == (NONE, {("t", 0): None})
+        assert set(c.handle_fetch_offsets("g")[1]) == {("t", 0), ("t", 1)}
+        # The commit is a record of the group's partition of __consumer_offsets.
+        lg = broker.log_manager.get_log(OFFSETS_TOPIC, partition_for("g", 5))
+        decoded = {read_offset_commit_key(k): read_offset_commit_value(v).offset
+                   for _, k, v in _records(lg)}
+        assert decoded == {("g", "t", 0): 5, ("g", "t", 1): 7}
 
 
 def test_offsets_survive_a_restart_latest_wins(tmp_path):
-    c = _started(tmp_path)
-    for offset in range(10):
-        c.handle_commit_offsets("g", -1, {("t", 0): OffsetAndMetadata(offset)})
-    c.shutdown()
-    c = _started(tmp_path)
-    assert c.handle_fetch_offsets("g", [("t", 0)])[("t", 0)].offset == 9
-    # Start-up compacted the journal to one line per partition.
-    assert (tmp_path / JOURNAL).read_bytes().count(b"\n") == 1
-    c.shutdown()
-
-
-def test_torn_tail_is_ignored(tmp_path):
-    c = _started(tmp_path)
-    c.handle_commit_offsets("g", -1, {("t", 0): OffsetAndMetadata(3)})
-    c.shutdown()
-    with open(tmp_path / JOURNAL, "ab") as f:
-        f.write(b'{"g":"g","t":"t","p":0,"o":99')  # a crash in the middle of a write
-    c = _started(tmp_path)
-    assert c.handle_fetch_offsets("g", [("t", 0)])[("t", 0)].offset == 3
-    c.handle_commit_offsets("g", -1, {("t", 0): OffsetAndMetadata(4)})
-    c.shutdown()
-    c = _started(tmp_path)
-    assert c.handle_fetch_offsets("g", [("t", 0)])[("t", 0)].offset == 4
-    c.shutdown()
+    with Broker(_config(tmp_path)) as broker:
+        for offset in range(10):
+            broker.group_coordinator.handle_commit_offsets(
+                "g", -1, {("t", 0): OffsetAndMetadata(offset)})
+    with Broker(_config(tmp_path)) as broker:
+        error, fetched = broker.group_coordinator.handle_fetch_offsets("g", [("t", 0)])
+        assert (error, fetched[("t", 0)].offset) == (NONE, 9)
+        # Every commit is in the log (no cleaner yet); loading kept the last.
+        lg = broker.log_manager.get_log(OFFSETS_TOPIC, partition_for("g", 5))
+        assert [read_offset_commit_value(v).offset for _, _, v in _records(lg)] == list(range(10))
 
 
 def test_refusals_carry_kafkas_error_codes(tmp_path):
-    c = _started(tmp_path)
-    tp = ("t", 0)
-    assert c.handle_commit_offsets("", -1, {tp: OffsetAndMetadata(1)}) == {tp: INVALID_GROUP_ID}
-    assert c.handle_commit_offsets("g", 3, {tp: OffsetAndMetadata(1)}) == {tp: ILLEGAL_GENERATION}
-    big = OffsetAndMetadata(1, metadata="x" * 4097)
-    ok = OffsetAndMetadata(2, metadata="x" * 4096)
-    assert c.handle_commit_offsets("g", -1, {tp: big, ("t", 1): ok}) == {
-        tp: OFFSET_METADATA_TOO_LARGE,
-        ("t", 1): NONE,
-    }
-    assert c.handle_fetch_offsets("g", [tp]) == {tp: None}  # the refused one was not stored
-    assert c.handle_fetch_offsets("g", [("t", 1)])[("t", 1)].offset == 2
-    c.shutdown()
+    with Broker(_config(tmp_path)) as broker:
+        c = broker.group_coordinator
+        tp = ("t", 0)
+        assert c.handle_commit_offsets("", -1, {tp: OffsetAndMetadata(1)}) == {
+            tp: INVALID_GROUP_ID}
+        assert c.handle_commit_offsets("g", 3, {tp: OffsetAndMetadata(1)}) == {
+            tp: ILLEGAL_GENERATION}
+        big = OffsetAndMetadata(1, metadata="x" * 4097)
+        ok = OffsetAndMetadata(2, metadata="x" * 4096)
+        assert c.handle_commit_offsets("g", -1, {tp: big, ("t", 1): ok}) == {
+            tp: OFFSET_METADATA_TOO_LARGE,
+            ("t", 1): NONE,
+        }
+        assert c.handle_fetch_offsets("g", [tp]) == (NONE, {tp: None})  # refused: not stored
+        assert c.handle_fetch_offsets("g", [("t", 1)])[1][("t", 1)].offset == 2
+
+
+def test_a_changed_partition_count_does_not_move_groups_away_from_their_commits(tmp_path):
+    with Broker(_config(tmp_path)) as broker:
+        broker.group_coordinator.handle_commit_offsets(
+            "group-x", -1, {("t", 0): OffsetAndMetadata(17)})
+    # The topic keeps its 5 partitions; the setting now says 50.
+    with Broker({**_config(tmp_path), "offsets.topic.num.partitions": "50"}) as broker:
+        manager = broker.group_coordinator.group_manager
+        assert manager.partition_count() == 5
+        assert manager.partition_for("group-x") == partition_for("group-x", 5)
+        error, fetched = broker.group_coordinator.handle_fetch_offsets("group-x", [("t", 0)])
+        assert (error, fetched[("t", 0)].offset) == (NONE, 17)
+
+
+def test_a_journal_of_an_earlier_broker_is_imported_once(tmp_path):
+    journal = tmp_path / "__consumer_offsets.journal"
+    journal.write_bytes(
+        b'{"g":"g","t":"t","p":0,"o":3,"e":-1,"m":"","ts":1}\n'
+        b'{"g":"g","t":"t","p":0,"o":5,"e":2,"m":"x","ts":2}\n'
+        b'{"g":"h","t":"t","p":1,"o":8,"e":-1,"m":"","ts":3}\n'
+        b'{"g":"g","t":"t","p":0,"o":99'  # torn: never acknowledged
+    )
+    for _ in range(2):  # imported at the first start; read from the log at the second
+        with Broker(_config(tmp_path)) as broker:
+            c = broker.group_coordinator
+            assert c.handle_fetch_offsets("g", [("t", 0)]) == (
+                NONE, {("t", 0): OffsetAndMetadata(5, 2, "x", 2)})
+            assert c.handle_fetch_offsets("h", [("t", 1)])[1][("t", 1)].offset == 8
+        assert not journal.exists()
+        assert (tmp_path / "__consumer_offsets.journal.imported").exists()

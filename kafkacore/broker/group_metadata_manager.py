@@ -1,0 +1,520 @@
+"""Committed offsets as records of the replicated ``__consumer_offsets`` topic (Kafka's
+``GroupMetadataManager``).
+
+A group belongs to one partition of ``__consumer_offsets``: ``abs(hashCode(group_id)) %
+offsets.topic.num.partitions``, with Java's ``String.hashCode`` so a group lands where Kafka
+would put it.  The leader of that partition is the group's coordinator.  An OffsetCommit is an
+append to that partition with acks=all, so a commit is answered only once every in-sync replica
+has it, and a broker that becomes leader after a failover finds every acknowledged commit in its
+own replica of the log.
+
+- :meth:`GroupMetadataManager.store_offsets`: the append, through the
+  :class:`~kafkacore.broker.replica_manager.ReplicaManager` (the answer waits in the produce
+  purgatory); the cache is updated when the append is acknowledged.
+- :meth:`GroupMetadataManager.on_elected`: this broker became leader of an offsets partition;
+  a loader thread reads the partition's log into the cache (the partition answers
+  COORDINATOR_LOAD_IN_PROGRESS meanwhile).
+- :meth:`GroupMetadataManager.on_resigned`: another broker leads it now; its offsets leave the
+  cache (requests get NOT_COORDINATOR and clients look the coordinator up again).
+
+The records are Kafka's (``GroupCoordinatorRecordSerde``): key version 1 (an offset commit:
+group, topic, partition) and value version 3 (offset, leader epoch, metadata, commit timestamp),
+each a big-endian ``int16`` version then the fields, strings as ``int16`` length + UTF-8; a
+record with a null value (a tombstone) deletes the offset.  Group metadata records (key version
+2) are skipped when loading: membership is kept in memory only.  See docs/broker/groups.rst.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kafkacore.broker.log import LogConfig
+from kafkacore.core.records import MemoryRecordsBuilder, iter_batches
+
+if TYPE_CHECKING:
+    from kafkacore.broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+#: Where an earlier kafkacore broker kept commits (imported once, see ``_import_journal``).
+LEGACY_JOURNAL = "__consumer_offsets.journal"
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_OR_FOLLOWER = 6
+REQUEST_TIMED_OUT = 7
+MESSAGE_TOO_LARGE = 10
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+RECORD_LIST_TOO_LARGE = 18
+NOT_ENOUGH_REPLICAS = 19
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+INVALID_COMMIT_OFFSET_SIZE = 28
+KAFKA_STORAGE_ERROR = 56
+UNKNOWN_SERVER_ERROR = -1
+
+#: Record key versions (Kafka's ``OffsetCommitKey`` is 0 and 1, ``GroupMetadataKey`` 2).
+OFFSET_COMMIT_KEY_VERSION = 1
+GROUP_METADATA_KEY_VERSION = 2
+OFFSET_COMMIT_VALUE_VERSION = 3
+
+#: How Kafka's ``storeOffsets`` callback turns an append error into an OffsetCommit error.
+APPEND_ERROR_TO_COMMIT_ERROR = {
+    UNKNOWN_TOPIC_OR_PARTITION: COORDINATOR_NOT_AVAILABLE,
+    NOT_ENOUGH_REPLICAS: COORDINATOR_NOT_AVAILABLE,
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND: COORDINATOR_NOT_AVAILABLE,
+    REQUEST_TIMED_OUT: COORDINATOR_NOT_AVAILABLE,
+    NOT_LEADER_OR_FOLLOWER: NOT_COORDINATOR,
+    KAFKA_STORAGE_ERROR: NOT_COORDINATOR,
+    MESSAGE_TOO_LARGE: INVALID_COMMIT_OFFSET_SIZE,
+    RECORD_LIST_TOO_LARGE: INVALID_COMMIT_OFFSET_SIZE,
+}
+
+
+@dataclass(frozen=True)
+class OffsetAndMetadata:
+    """One committed position (Kafka's ``OffsetAndMetadata``)."""
+
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = ""
+    commit_timestamp_ms: int = -1
+
+
+# -- the partition of a group ---------------------------------------------------------------------
+
+
+def java_string_hashcode(s: str) -> int:
+    """Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units,
+    in 32-bit two's complement."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for(group_id: str, num_partitions: int) -> int:
+    """Kafka's ``partitionFor``: ``Utils.abs(groupId.hashCode) % groupMetadataTopicPartitionCount``
+    (``Utils.abs`` maps ``Integer.MIN_VALUE`` to 0)."""
+    h = java_string_hashcode(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+
+
+# -- the record format ----------------------------------------------------------------------------
+
+
+def _string(s: str) -> bytes:
+    data = s.encode()
+    return struct.pack(">h", len(data)) + data
+
+
+def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    return (struct.pack(">h", OFFSET_COMMIT_KEY_VERSION) + _string(group) + _string(topic)
+            + struct.pack(">i", partition))
+
+
+def offset_commit_value(value: OffsetAndMetadata) -> bytes:
+    return (struct.pack(">hqi", OFFSET_COMMIT_VALUE_VERSION, value.offset, value.leader_epoch)
+            + _string(value.metadata or "") + struct.pack(">q", value.commit_timestamp_ms))
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def take(self, fmt: str) -> Any:
+        size = struct.calcsize(fmt)
+        if self.pos + size > len(self.data):
+            raise ValueError("record shorter than its fields")
+        values = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += size
+        return values[0] if len(values) == 1 else values
+
+    def string(self) -> str:
+        n = self.take(">h")
+        if n < 0 or self.pos + n > len(self.data):
+            raise ValueError("bad string length")
+        s = self.data[self.pos:self.pos + n].decode()
+        self.pos += n
+        return s
+
+
+def read_offset_commit_key(key: bytes) -> tuple[str, str, int] | None:
+    """(group, topic, partition) of an offset commit key; None for another kind of key."""
+    r = _Reader(key)
+    version = r.take(">h")
+    if version not in (0, 1):
+        return None
+    return r.string(), r.string(), r.take(">i")
+
+
+def read_offset_commit_value(value: bytes) -> OffsetAndMetadata:
+    """Value versions 0 to 3 (Kafka's ``OffsetCommitValue``)."""
+    r = _Reader(value)
+    version = r.take(">h")
+    if not 0 <= version <= 3:
+        raise ValueError(f"unknown offset commit value version {version}")
+    offset = r.take(">q")
+    leader_epoch = r.take(">i") if version >= 3 else -1
+    metadata = r.string()
+    timestamp = r.take(">q")
+    return OffsetAndMetadata(offset, leader_epoch, metadata, timestamp)
+
+
+# -- the manager ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Cached:
+    value: OffsetAndMetadata
+    log_offset: int  #: where the commit is in the offsets log: a later record wins
+
+
+CommitCallback = Callable[[dict[tuple[str, int], int]], None]
+
+
+class GroupMetadataManager:
+    """The offsets cache of the ``__consumer_offsets`` partitions this broker leads."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        config = broker.config
+        self.num_partitions: int = config["offsets.topic.num.partitions"]
+        self.replication_factor: int = config["offsets.topic.replication.factor"]
+        self.commit_timeout_ms: int = config["offsets.commit.timeout.ms"]
+        self._lock = threading.Lock()
+        #: group -> (topic, partition) -> the latest commit
+        self._offsets: dict[str, dict[tuple[str, int], _Cached]] = {}
+        #: offsets partitions this broker leads and has loaded, and those being loaded, each
+        #: with the count of its election (a load finished after a newer election is dropped)
+        self._owned: set[int] = set()
+        self._loading: dict[int, int] = {}
+        self._elections = 0
+        self._load_queue: queue.Queue[tuple[int, int] | None] = queue.Queue()
+        self._loader: threading.Thread | None = None
+        self._resign_listeners: list[Callable[[int], None]] = []
+
+    # -- life cycle --------------------------------------------------------------------------
+
+    @property
+    def standalone(self) -> bool:
+        return self.broker.config["process.roles"] == ""
+
+    def startup(self) -> None:
+        if self.standalone:
+            self._import_journal()
+            # A cluster of one leads every offsets partition: load what the logs hold now,
+            # before the first request.
+            for p in range(self.partition_count()):
+                self._owned.add(p)
+                lg = self.broker.log_manager.get_log(OFFSETS_TOPIC, p)
+                if lg is not None:
+                    self._install(p, self._read_partition(lg))
+            return
+        self._loader = threading.Thread(target=self._run_loader, daemon=True,
+                                        name=f"group-metadata-manager-{self.broker.broker_id}")
+        self._loader.start()
+
+    def _import_journal(self) -> None:
+        """A broker of an earlier kafkacore kept commits in ``__consumer_offsets.journal`` (one
+        JSON line each): append them to the offsets topic once, then rename the journal, so an
+        upgrade loses no committed offset."""
+        path = Path(self.broker.config.log_dirs[0]) / LEGACY_JOURNAL
+        if not path.exists():
+            return
+        latest: dict[tuple[str, str, int], OffsetAndMetadata] = {}
+        with open(path, "rb") as f:
+            for line in f:
+                if not line.endswith(b"\n"):
+                    break  # a torn tail: that commit was never acknowledged
+                try:
+                    e = json.loads(line)
+                    latest[(e["g"], e["t"], int(e["p"]))] = OffsetAndMetadata(
+                        int(e["o"]), int(e["e"]), e["m"], int(e["ts"]))
+                except (ValueError, KeyError, TypeError):
+                    break  # a torn or damaged line: nothing after it was acknowledged
+        self.ensure_offsets_topic()
+        meta = self.broker.metadata_cache.get(OFFSETS_TOPIC)
+        config = LogConfig.from_properties(meta.configs, base=self.broker.log_manager.default_config)
+        by_partition: dict[int, list[tuple[bytes, bytes]]] = {}
+        for (group, topic, index), value in latest.items():
+            by_partition.setdefault(self.partition_for(group), []).append(
+                (offset_commit_key(group, topic, index), offset_commit_value(value)))
+        now = int(time.time() * 1000)
+        for p, records in by_partition.items():
+            builder = MemoryRecordsBuilder(1024)
+            for key, value in records:
+                builder.append(now, key, value)
+            lg = self.broker.log_manager.get_or_create_log(OFFSETS_TOPIC, p, config,
+                                                           meta.topic_id)
+            lg.append_as_leader(bytes(builder.build()))
+            lg.flush()
+        path.rename(path.with_name(LEGACY_JOURNAL + ".imported"))
+        log.info("imported %d committed offsets from %s into %s", len(latest), path,
+                 OFFSETS_TOPIC)
+
+    def shutdown(self) -> None:
+        if self._loader is not None:
+            self._load_queue.put(None)
+            self._loader.join(5.0)
+
+    def add_resign_listener(self, listener: Callable[[int], None]) -> None:
+        """``listener(partition)`` runs when this broker stops leading an offsets partition
+        (the coordinator drops that partition's groups)."""
+        self._resign_listeners.append(listener)
+
+    # -- who coordinates what ------------------------------------------------------------------
+
+    def partition_count(self) -> int:
+        """The partitions of ``__consumer_offsets``: the topic's own count once it exists (a
+        changed ``offsets.topic.num.partitions`` must not move groups away from their commits),
+        the setting before."""
+        meta = self.broker.metadata_cache.get(OFFSETS_TOPIC)
+        return self.num_partitions if meta is None else int(meta.partitions)
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.partition_count())
+
+    def group_status(self, group_id: str) -> int:
+        """NONE if this broker coordinates ``group_id`` now; COORDINATOR_LOAD_IN_PROGRESS while
+        it loads the group's partition; NOT_COORDINATOR if another broker does (Kafka's
+        ``validateGroupStatus``)."""
+        p = self.partition_for(group_id)
+        with self._lock:
+            if p in self._owned:
+                return NONE
+            if p in self._loading:
+                return COORDINATOR_LOAD_IN_PROGRESS
+            return NOT_COORDINATOR
+
+    def ensure_offsets_topic(self) -> bool:
+        """Create ``__consumer_offsets`` if it does not exist (Kafka creates it on the first
+        FindCoordinator): ``offsets.topic.num.partitions`` partitions, replication factor
+        ``offsets.topic.replication.factor`` but no more than the live brokers.  True if it
+        exists now."""
+        broker = self.broker
+        if broker.metadata_cache.get(OFFSETS_TOPIC) is not None:
+            return True
+        # Retention by time would delete commits.  Kafka compacts this topic instead; our log
+        # has no cleaner yet, so it keeps every commit (and loading reads them all).
+        configs = {"retention.ms": "-1"}
+        if broker.lifecycle is None:
+            broker.metadata_cache.add_topic(OFFSETS_TOPIC, self.num_partitions, configs)
+            return True  # the logs are created when first written
+        rf = min(self.replication_factor, len(broker.replica_manager.brokers) or 1)
+        try:
+            broker.lifecycle.forward(
+                19, 7, {  # CreateTopics v7
+                    "topics": [{"name": OFFSETS_TOPIC, "num_partitions": self.num_partitions,
+                                "replication_factor": rf, "assignments": [],
+                                "configs": [{"name": k, "value": v} for k, v in configs.items()]}],
+                    "timeout_ms": 30000, "validate_only": False})
+        except OSError as exc:
+            log.info("creating %s: controller unreachable: %s", OFFSETS_TOPIC, exc)
+            return False
+        return broker.metadata_cache.get(OFFSETS_TOPIC) is not None
+
+    # -- leadership changes (from ReplicaManager.apply_image) -----------------------------------
+
+    def on_leadership(self, leading: set[int]) -> None:
+        """The offsets partitions this broker leads after the controller's latest decision:
+        load those it did not lead, unload those it no longer leads."""
+        if self.standalone:
+            return
+        with self._lock:
+            known = self._owned | set(self._loading)
+            elected = sorted(leading - known)
+            resigned = sorted(known - leading)
+        for p in resigned:
+            self.on_resigned(p)
+        for p in elected:
+            self.on_elected(p)
+
+    def on_elected(self, partition: int) -> None:
+        """Kafka's ``onElection``: load the partition in the background."""
+        with self._lock:
+            self._elections += 1
+            self._loading[partition] = self._elections
+            self._owned.discard(partition)
+            election = self._elections
+        log.info("broker %d: loading offsets partition %d", self.broker.broker_id, partition)
+        self._load_queue.put((partition, election))
+
+    def on_resigned(self, partition: int) -> None:
+        """Kafka's ``onResignation``: forget the partition's offsets and groups."""
+        with self._lock:
+            self._owned.discard(partition)
+            self._loading.pop(partition, None)
+            for group in [g for g in self._offsets if self.partition_for(g) == partition]:
+                del self._offsets[group]
+        log.info("broker %d: unloaded offsets partition %d", self.broker.broker_id, partition)
+        for listener in self._resign_listeners:
+            listener(partition)
+
+    def _run_loader(self) -> None:
+        while True:
+            task = self._load_queue.get()
+            if task is None:
+                return
+            partition, election = task
+            try:
+                offsets = self._load(partition)
+            except Exception:
+                log.exception("loading offsets partition %d failed; retrying", partition)
+                time.sleep(0.5)  # e.g. the log is being truncated: try again, still loading
+                with self._lock:
+                    if self._loading.get(partition) == election:
+                        self._load_queue.put(task)
+                continue
+            with self._lock:
+                if self._loading.get(partition) != election:
+                    continue  # resigned or elected again meanwhile
+                del self._loading[partition]
+                self._owned.add(partition)
+                self._install_locked(partition, offsets)
+            log.info("broker %d: loaded offsets partition %d (%d groups)",
+                     self.broker.broker_id, partition, len(offsets))
+
+    def _load(self, partition: int) -> dict[str, dict[tuple[str, int], _Cached]]:
+        rm = self.broker.replica_manager
+        p = rm.partitions.get((OFFSETS_TOPIC, partition))
+        if p is None:
+            return {}
+        return self._read_partition(p.log)
+
+    def _read_partition(self, lg: Any) -> dict[str, dict[tuple[str, int], _Cached]]:
+        """Every commit in the log, the latest per (group, topic, partition) (Kafka's
+        ``doLoadGroupsAndOffsets``: up to the log end; this broker is the leader)."""
+        out: dict[str, dict[tuple[str, int], _Cached]] = {}
+        for offset, key, value in _records(lg):
+            try:
+                parsed = read_offset_commit_key(key)
+                if parsed is None:
+                    continue  # group metadata: membership is not kept across coordinators
+                group, topic, index = parsed
+                if value is None:  # a tombstone
+                    out.get(group, {}).pop((topic, index), None)
+                    continue
+                out.setdefault(group, {})[(topic, index)] = _Cached(
+                    read_offset_commit_value(value), offset)
+            except (ValueError, UnicodeDecodeError, struct.error) as exc:
+                log.warning("offsets log %s: record at %d unreadable (%s); skipped", lg.name,
+                            offset, exc)
+        return out
+
+    def _install(self, partition: int, offsets: dict[str, dict[tuple[str, int], _Cached]]) -> None:
+        with self._lock:
+            self._install_locked(partition, offsets)
+
+    def _install_locked(self, partition: int,
+                        offsets: dict[str, dict[tuple[str, int], _Cached]]) -> None:
+        for group, by_tp in offsets.items():
+            if self.partition_for(group) == partition:
+                self._offsets.setdefault(group, {}).update(by_tp)
+
+    # -- OffsetCommit ------------------------------------------------------------------------
+
+    def store_offsets(self, group_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata],
+                      callback: CommitCallback) -> None:
+        """Append the commits to the group's partition with acks=all; ``callback(errors)`` once
+        the ISR has them (or the append failed), from whichever thread completes it."""
+        if not offsets:
+            callback({})
+            return
+        if not self.ensure_offsets_topic():
+            callback(dict.fromkeys(offsets, COORDINATOR_NOT_AVAILABLE))
+            return
+        partition = self.partition_for(group_id)
+        key = (OFFSETS_TOPIC, partition)
+        now = int(time.time() * 1000)
+        builder = MemoryRecordsBuilder(1024)
+        order = list(offsets.items())
+        for (topic, index), value in order:
+            builder.append(now, offset_commit_key(group_id, topic, index),
+                           offset_commit_value(value))
+        records = bytes(builder.build())
+        response: dict[str, Any] = {"error_code": NONE, "base_offset": -1,
+                                    "error_message": None}
+
+        def on_append(results: dict[tuple[str, int], dict[str, Any]]) -> None:
+            result = results.get(key, response)
+            error = result["error_code"]
+            if error != NONE:
+                error = APPEND_ERROR_TO_COMMIT_ERROR.get(error, error)
+                log.info("group %s: commit to %s-%d failed with %d", group_id, OFFSETS_TOPIC,
+                         partition, result["error_code"])
+                callback(dict.fromkeys(offsets, error))
+                return
+            if self.standalone:
+                self._flush(partition)
+            base = result["base_offset"]
+            with self._lock:
+                if partition in self._owned:
+                    cached = self._offsets.setdefault(group_id, {})
+                    for i, (tp, value) in enumerate(order):
+                        old = cached.get(tp)
+                        if old is None or old.log_offset < base + i:
+                            cached[tp] = _Cached(value, base + i)
+            callback(dict.fromkeys(offsets, NONE))
+
+        try:
+            self.broker.replica_manager.append_records(
+                self.commit_timeout_ms, -1, {key: (response, records)}, on_append)
+        except Exception:
+            log.exception("group %s: appending a commit failed", group_id)
+            callback(dict.fromkeys(offsets, UNKNOWN_SERVER_ERROR))
+
+    def _flush(self, partition: int) -> None:
+        """Alone, a broker's disk is the only copy: a commit is fsync'd before it is answered
+        (in a cluster the replicas are the durability, as in Kafka)."""
+        lg = self.broker.log_manager.get_log(OFFSETS_TOPIC, partition)
+        if lg is not None:
+            lg.flush()
+
+    # -- OffsetFetch -------------------------------------------------------------------------
+
+    def get_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
+                    ) -> dict[tuple[str, int], OffsetAndMetadata | None]:
+        with self._lock:
+            stored = {tp: c.value for tp, c in self._offsets.get(group_id, {}).items()}
+        if partitions is None:
+            return stored
+        return {tp: stored.get(tp) for tp in partitions}
+
+    def has_offsets(self, group_id: str) -> bool:
+        with self._lock:
+            return bool(self._offsets.get(group_id))
+
+    def groups_with_offsets(self) -> list[str]:
+        with self._lock:
+            return [g for g, by_tp in self._offsets.items() if by_tp]
+
+
+def _records(lg: Any) -> Iterator[tuple[int, bytes, bytes | None]]:
+    """(offset, key, value) of every keyed data record in the log, in order."""
+    offset = lg.log_start_offset
+    end = lg.log_end_offset
+    while offset < end:
+        data = lg.read(offset, 1 << 20, max_offset=None, min_one_batch=True).records
+        if not data:
+            break
+        for batch in iter_batches(data):
+            if batch.last_offset < offset:
+                continue
+            if not batch.is_control:
+                for record in batch.records:
+                    if record.offset >= offset and record.key is not None:
+                        yield record.offset, record.key, record.value
+            offset = batch.last_offset + 1
