@@ -27,83 +27,87 @@ import time as _time
 
 
 @cython.no_gc
-cdef class TimerTask:
+cdef class TimerTaskEntry:
+    """TimerTaskEntry()
+
+    A task's link in a :class:`TimerTaskList`: its expiration, its list, its neighbours.  It knows
+    its list, so removal is O(1).
+
+    Kafka allocates one entry per ``add`` and points the task at it, so that a task added again
+    finds its old entry stale.  Here every :class:`TimerTask` *is* its own entry (an intrusive
+    link, as the Linux kernel's timers have): adding a task again moves its one link, which is
+    what Kafka's stale-entry check achieves, and a waiting operation is one object, not two (one
+    allocation less per ``add``, one cache miss less per ``cancel`` with a million waiting, see
+    ``benchmarks/bench_purgatory.py``).  A bare ``TimerTaskEntry()`` is a list's sentinel.
+
+    Links are not tracked by the cyclic garbage collector: with a million timers outstanding,
+    every collection of the oldest generation would walk a million of them.  So the timer breaks
+    the cycles a link is in as soon as it leaves a bucket: a cancelled task is unlinked, a task
+    about to run is unlinked, a bucket's sentinel unlinks itself when the bucket goes, and
+    ``SystemTimer.shutdown`` unlinks the tasks still waiting.  (A timer dropped without
+    ``shutdown`` while tasks wait keeps them in memory.)
+    """
+
+    def __init__(self):
+        self.expiration_ms = -1
+
+    @property
+    def timer_task(self):
+        """The task this entry links (itself), or None for a list's sentinel."""
+        return self if isinstance(self, TimerTask) else None
+
+    cpdef bint cancelled(self):
+        """True when the task was cancelled since it was last added (never for a sentinel)."""
+        return False
+
+    cpdef void remove(self) noexcept:
+        unlink(self)
+
+
+cdef inline void unlink(TimerTaskEntry entry) noexcept:
+    """``TimerTaskEntry.remove`` without the check for a Python override (tasks are subclassed)."""
+    # Kafka loops because a flush may move the entry meanwhile; here nothing runs between the
+    # read and the unlink, so one pass empties it, but the loop states the rule.
+    cdef TimerTaskList current = entry.list
+    while current is not None:
+        current.remove(entry)
+        current = entry.list
+
+
+@cython.no_gc
+cdef class TimerTask(TimerTaskEntry):
     """TimerTask(delay_ms)
 
     Something to run once ``delay_ms`` has passed since it was added to a timer.  Subclasses
     override :meth:`run`.  :meth:`cancel` unlinks it from its bucket at once; a cancelled task
-    never runs.  A task is in at most one bucket: a new entry takes it out of the old one.
+    never runs (unless it is added again).  A task is in at most one bucket: adding it again
+    takes it out of the old one.
 
-    The collector does not follow a task's link to its entry (``no_gc``): entries are outside
-    its sight anyway (see :class:`TimerTaskEntry`), and following the link cost one cache miss
-    per waiting task in every full collection, the largest part of the timer's cost with a
-    million tasks waiting (``benchmarks/bench_purgatory.py``).  A subclass's own attributes are
-    still followed as usual.
+    The task is its own :class:`TimerTaskEntry` (see there), and like it out of the collector's
+    sight (``no_gc``); a subclass's own attributes are still followed as usual.
     """
 
     def __init__(self, delay_ms):
         self.delay_ms = delay_ms
-        self._entry = None
+        self._cancelled = True  # not added yet
 
     def run(self):
         raise NotImplementedError
 
     cpdef void cancel(self) noexcept:
-        cdef TimerTaskEntry entry = self._entry
-        self._entry = None
-        if entry is not None:
-            entry.remove()
-
-    def is_cancelled(self):
-        return self._entry is None
-
-    cdef void set_entry(self, TimerTaskEntry entry) noexcept:
-        cdef TimerTaskEntry old = self._entry
-        if old is not None and old is not entry:
-            old.remove()
-        self._entry = entry
-
-    def set_timer_task_entry(self, TimerTaskEntry entry not None):
-        self.set_entry(entry)
-
-    def get_timer_task_entry(self):
-        return self._entry
-
-
-@cython.final
-@cython.no_gc
-@cython.freelist(4096)  # most entries live briefly (the operation completes early): reuse them
-cdef class TimerTaskEntry:
-    """TimerTaskEntry(timer_task, expiration_ms)
-
-    A task's link in a :class:`TimerTaskList`: it knows its list, so removal is O(1).
-
-    Entries are not tracked by the cyclic garbage collector: with a million timers outstanding,
-    every collection of the oldest generation would walk a million entries (it made a timer
-    three times slower in ``benchmarks/bench_purgatory.py``).  So the timer breaks the cycles an
-    entry is in as soon as it leaves a bucket: a cancelled task drops its entry, a task about to
-    run is dropped by its entry, a bucket's sentinel unlinks itself when the bucket goes, and
-    ``SystemTimer.shutdown`` lets go of the tasks still waiting.  (A timer dropped without
-    ``shutdown`` while tasks wait keeps them in memory.)
-    """
-
-    def __init__(self, TimerTask timer_task, long long expiration_ms):
-        self.timer_task = timer_task
-        self.expiration_ms = expiration_ms
-        if timer_task is not None:  # None only for a list's sentinel
-            timer_task.set_entry(self)
+        self._cancelled = True
+        unlink(self)
 
     cpdef bint cancelled(self):
-        """True when the task was cancelled, or moved to a newer entry, since this one was made."""
-        return self.timer_task is None or self.timer_task._entry is not self
+        return self._cancelled
 
-    cpdef void remove(self) noexcept:
-        # Kafka loops because a flush may move the entry meanwhile; here nothing runs between
-        # the read and the unlink, so one pass empties it, but the loop states the rule.
-        cdef TimerTaskList current = self.list
-        while current is not None:
-            current.remove(self)
-            current = self.list
+    def is_cancelled(self):
+        """True when cancelled, or never added."""
+        return self._cancelled
+
+    def get_timer_task_entry(self):
+        """Kafka's ``getTimerTaskEntry``: the link holding it in a bucket (itself), or None."""
+        return self if self.list is not None else None
 
 
 @cython.final
@@ -125,7 +129,8 @@ cdef class TimerTaskList:
 
     def __init__(self, TaskCounter task_counter):
         self._task_counter = task_counter
-        root = TimerTaskEntry(None, -1)
+        cdef TimerTaskEntry root = TimerTaskEntry.__new__(TimerTaskEntry)
+        root.expiration_ms = -1
         root.next = root
         root.prev = root
         self._root = root
@@ -150,8 +155,8 @@ cdef class TimerTaskList:
         cdef list tasks = []
         cdef TimerTaskEntry entry = self._root.next
         while entry is not self._root:
-            if not entry.cancelled():
-                tasks.append(entry.timer_task)
+            if not (<TimerTask>entry)._cancelled:  # only tasks are linked (add takes a TimerTask)
+                tasks.append(entry)
             entry = entry.next
         for task in tasks:
             f(task)
@@ -164,10 +169,11 @@ cdef class TimerTaskList:
             entry = entry.next
         return n
 
-    cpdef void add(self, TimerTaskEntry entry) except *:
+    cpdef void add(self, TimerTask entry) except *:
         if entry is None:
-            raise TypeError("a TimerTaskEntry is needed, not None")
-        entry.remove()  # out of any other list first
+            raise TypeError("a TimerTask is needed, not None")
+        unlink(entry)  # out of any other list first
+        entry._cancelled = False  # linked in a bucket: waiting to run
         cdef TimerTaskEntry tail = self._root.prev
         entry.next = self._root
         entry.prev = tail
@@ -225,13 +231,13 @@ cdef class TimingWheel:
         self.buckets = [TimerTaskList(task_counter) for _ in range(wheel_size)]
         self.overflow_wheel = None
 
-    cpdef bint add(self, TimerTaskEntry entry) except -1:
+    cpdef bint add(self, TimerTask entry) except -1:
         if entry is None:
-            raise TypeError("a TimerTaskEntry is needed, not None")
+            raise TypeError("a TimerTask is needed, not None")
         cdef long long expiration = entry.expiration_ms
         cdef long long virtual_id
         cdef TimerTaskList bucket
-        if entry.cancelled():
+        if entry._cancelled:
             return False
         if expiration < self.current_time + self.tick_ms:
             return False  # already expired: the caller runs it
@@ -372,27 +378,27 @@ time_ms=hi_res_clock_ms, executor=None)
     cpdef add(self, TimerTask timer_task):
         if timer_task is None:
             raise TypeError("a TimerTask is needed, not None")
-        cdef TimerTaskEntry entry = TimerTaskEntry.__new__(TimerTaskEntry)
-        # TimerTaskEntry(timer_task, expiration), without the argument parsing of a Python call.
-        entry.expiration_ms = timer_task.delay_ms + self._time_ms()
-        entry.timer_task = timer_task
-        timer_task.set_entry(entry)
+        # Kafka makes a new TimerTaskEntry(timer_task, expiration) and drops the task's old one;
+        # the task is its own entry: take it out of its old bucket, set its new expiration.
+        cdef long long expiration = timer_task.delay_ms + self._time_ms()
         cdef list expired
         self._lock_timer()
         try:
-            self._add_timer_task_entry(entry)
+            unlink(timer_task)
+            timer_task.expiration_ms = expiration
+            timer_task._cancelled = False
+            self._add_timer_task_entry(timer_task)
             expired = self._take_expired()
         finally:
             PyThread_release_lock(self._lock)
         if expired:
             self._run(expired)
 
-    cdef int _add_timer_task_entry(self, TimerTaskEntry entry) except -1:
+    cdef int _add_timer_task_entry(self, TimerTask entry) except -1:
         if not self.timing_wheel.add(entry):
-            # Already expired, or cancelled: run it unless it was cancelled.
-            if not entry.cancelled():
-                self._expired.append(entry.timer_task)
-                entry.timer_task = None  # the entry is spent: break task <-> entry (see above)
+            # Already expired, or cancelled: run it unless it was cancelled.  It is in no bucket.
+            if not entry._cancelled:
+                self._expired.append(entry)
         return 0
 
     cdef list _take_expired(self):
@@ -418,7 +424,7 @@ time_ms=hi_res_clock_ms, executor=None)
     def advance_clock(self, timeout_ms):
         """Flush the expired buckets (waiting up to ``timeout_ms`` for the first); True if any."""
         cdef TimerTaskList bucket = self.delay_queue.poll(timeout_ms)
-        cdef TimerTaskEntry head
+        cdef TimerTask head
         cdef list expired
         if bucket is None:
             return False
@@ -428,11 +434,12 @@ time_ms=hi_res_clock_ms, executor=None)
                 self.timing_wheel.advance_clock(bucket._expiration)
                 # TimerTaskList.flush with the re-add inlined: take each entry out and add it
                 # again, so it falls to a finer wheel or, expired, is run.
-                head = bucket._root.next
+                # Only tasks are linked (TimerTaskList.add takes a TimerTask): the cast is safe.
+                head = <TimerTask>bucket._root.next
                 while head is not bucket._root:
                     bucket.remove(head)
                     self._add_timer_task_entry(head)
-                    head = bucket._root.next
+                    head = <TimerTask>bucket._root.next
                 bucket._expiration = -1
                 bucket = self.delay_queue.poll(0)
             expired = self._take_expired()
@@ -451,19 +458,23 @@ time_ms=hi_res_clock_ms, executor=None)
         shut the executor down if there is one."""
         cdef TimingWheel wheel = self.timing_wheel
         cdef TimerTaskList bucket
-        cdef TimerTaskEntry head
+        cdef TimerTask head
+        # Dropped after the lock is released: freeing a task may run its code (``__del__``).
+        cdef list dropped = []
         self.delay_queue.close()
         self._lock_timer()
         try:
             while wheel is not None:
                 for bucket in wheel.buckets:
-                    head = bucket._root.next
+                    head = <TimerTask>bucket._root.next
                     while head is not bucket._root:
                         bucket.remove(head)
-                        head.timer_task = None
-                        head = bucket._root.next
+                        head._cancelled = True  # it will not run
+                        dropped.append(head)
+                        head = <TimerTask>bucket._root.next
                 wheel = wheel.overflow_wheel
         finally:
             PyThread_release_lock(self._lock)
+        del dropped
         if self._executor is not None:
             self._executor.shutdown(wait=False)

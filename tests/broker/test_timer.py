@@ -155,7 +155,7 @@ def test_timer_task_list_links_and_unlinks_in_place():
     counter = TaskCounter()
     first, second = TimerTaskList(counter), TimerTaskList(counter)
     tasks = [Recorded(0, i, None, []) for i in range(3)]
-    entries = [TimerTaskEntry(t, 10) for t in tasks]
+    entries: list[TimerTaskEntry] = tasks  # every task is its own entry (an intrusive link)
     for e in entries:
         first.add(e)
     assert counter.value == 3 and len(first) == 3
