@@ -211,6 +211,8 @@ def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=2):
     return {
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": f"{platform.machine()}, CPython {platform.python_version()}",
+        "rounds": rounds,
+        "measured_ops": max(1, measure_ops // PER_MS) * PER_MS,
         "per_ms": PER_MS,
         "early": EARLY,
         "sizes": results,

@@ -14,15 +14,17 @@ walking a bucket may cast its entries to ``TimerTask``.
 """
 
 cimport cython
+from cpython.object cimport PyObject
 
 
 cdef class TimerTaskEntry:
     # A task's link in a bucket (every TimerTask is its own entry; a bare one is a sentinel).
     cdef readonly long long expiration_ms
-    # The bucket this entry is linked in, or None.
-    cdef readonly TimerTaskList list
-    cdef TimerTaskEntry next
-    cdef TimerTaskEntry prev
+    # Borrowed pointers (the bucket owns a reference to each entry linked in it, see the class):
+    # the TimerTaskList this entry is linked in, and its neighbours there; NULL when unlinked.
+    cdef PyObject* _list
+    cdef PyObject* _next
+    cdef PyObject* _prev
 
     cpdef bint cancelled(self)
     cpdef void remove(self) noexcept

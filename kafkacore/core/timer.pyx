@@ -10,6 +10,7 @@ See ``docs/broker/timing_wheel.rst``.
 """
 
 cimport cython
+from cpython.object cimport PyObject
 from cpython.pythread cimport (
     NOWAIT_LOCK,
     WAIT_LOCK,
@@ -19,6 +20,7 @@ from cpython.pythread cimport (
     PyThread_release_lock,
     PyThread_type_lock,
 )
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 
 import heapq
 import logging
@@ -41,15 +43,22 @@ cdef class TimerTaskEntry:
     ``benchmarks/bench_purgatory.py``).  A bare ``TimerTaskEntry()`` is a list's sentinel.
 
     Links are not tracked by the cyclic garbage collector: with a million timers outstanding,
-    every collection of the oldest generation would walk a million of them.  So the timer breaks
-    the cycles a link is in as soon as it leaves a bucket: a cancelled task is unlinked, a task
-    about to run is unlinked, a bucket's sentinel unlinks itself when the bucket goes, and
-    ``SystemTimer.shutdown`` unlinks the tasks still waiting.  (A timer dropped without
-    ``shutdown`` while tasks wait keeps them in memory.)
+    every collection of the oldest generation would walk a million of them.  They are borrowed
+    pointers (``next``, ``prev``, ``list``), and a bucket owns one reference to each entry linked
+    in it: taken by ``TimerTaskList.add``, given back by ``remove``, and by the bucket itself for
+    every entry still linked when it goes.  So links make no reference cycles, a timer dropped
+    while tasks wait frees them, and unlinking an entry writes its neighbours' links but reads
+    nothing from them (no reference count to change), so with a million waiting a ``cancel``
+    does not wait for their memory.
     """
 
     def __init__(self):
         self.expiration_ms = -1
+
+    @property
+    def list(self):
+        """The :class:`TimerTaskList` this entry is linked in, or None."""
+        return <object>self._list if self._list != NULL else None
 
     @property
     def timer_task(self):
@@ -67,11 +76,10 @@ cdef class TimerTaskEntry:
 cdef inline void unlink(TimerTaskEntry entry) noexcept:
     """``TimerTaskEntry.remove`` without the check for a Python override (tasks are subclassed)."""
     # Kafka loops because a flush may move the entry meanwhile; here nothing runs between the
-    # read and the unlink, so one pass empties it, but the loop states the rule.
-    cdef TimerTaskList current = entry.list
-    while current is not None:
-        current.remove(entry)
-        current = entry.list
+    # read and the unlink (the caller holds a reference, so the bucket's is not the last), so
+    # one pass empties it.
+    if entry._list != NULL:
+        (<TimerTaskList>entry._list).remove(entry)
 
 
 @cython.no_gc
@@ -107,7 +115,7 @@ cdef class TimerTask(TimerTaskEntry):
 
     def get_timer_task_entry(self):
         """Kafka's ``getTimerTaskEntry``: the link holding it in a bucket (itself), or None."""
-        return self if self.list is not None else None
+        return self if self._list != NULL else None
 
 
 @cython.final
@@ -127,20 +135,40 @@ cdef class TimerTaskList:
     changed, which is when the bucket must (again) be offered to the delay queue.
     """
 
-    def __init__(self, TaskCounter task_counter):
-        self._task_counter = task_counter
+    def __cinit__(self, *args, **kwargs):
+        # Here, not in __init__, so that the sentinel is made once whatever calls __init__.
         cdef TimerTaskEntry root = TimerTaskEntry.__new__(TimerTaskEntry)
         root.expiration_ms = -1
-        root.next = root
-        root.prev = root
+        root._next = <PyObject*>root
+        root._prev = <PyObject*>root
         self._root = root
         self._expiration = -1
 
+    def __init__(self, TaskCounter task_counter not None):
+        self._task_counter = task_counter
+
     def __dealloc__(self):
-        # The sentinel points at itself; entries are not garbage-collected, so break that here.
-        if self._root is not None:
-            self._root.next = None
-            self._root.prev = None
+        # The bucket owns a reference to each entry still linked: unlink them all first (no
+        # code runs meanwhile), then give the references back (which may run a task's __del__,
+        # that then finds its task in no list).
+        cdef TimerTaskEntry root = self._root
+        cdef PyObject* p
+        cdef PyObject* next_p
+        if root is None:
+            return
+        p = root._next
+        while p != <PyObject*>root:
+            (<TimerTaskEntry>p)._list = NULL
+            p = (<TimerTaskEntry>p)._next
+        p = root._next
+        root._next = <PyObject*>root
+        root._prev = <PyObject*>root
+        while p != <PyObject*>root:
+            next_p = (<TimerTaskEntry>p)._next
+            (<TimerTaskEntry>p)._next = NULL
+            (<TimerTaskEntry>p)._prev = NULL
+            Py_XDECREF(p)
+            p = next_p
 
     cpdef bint set_expiration(self, long long expiration_ms) noexcept:
         cdef long long old = self._expiration
@@ -153,20 +181,22 @@ cdef class TimerTaskList:
     def foreach(self, f):
         """Call ``f`` on each task not cancelled (on a snapshot, so ``f`` may change the list)."""
         cdef list tasks = []
-        cdef TimerTaskEntry entry = self._root.next
-        while entry is not self._root:
-            if not (<TimerTask>entry)._cancelled:  # only tasks are linked (add takes a TimerTask)
-                tasks.append(entry)
-            entry = entry.next
+        cdef PyObject* root = <PyObject*>self._root
+        cdef PyObject* p = self._root._next
+        while p != root:
+            if not (<TimerTask>p)._cancelled:  # only tasks are linked (add takes a TimerTask)
+                tasks.append(<object>p)
+            p = (<TimerTaskEntry>p)._next
         for task in tasks:
             f(task)
 
     def __len__(self):
         cdef Py_ssize_t n = 0
-        cdef TimerTaskEntry entry = self._root.next
-        while entry is not self._root:
+        cdef PyObject* root = <PyObject*>self._root
+        cdef PyObject* p = self._root._next
+        while p != root:
             n += 1
-            entry = entry.next
+            p = (<TimerTaskEntry>p)._next
         return n
 
     cpdef void add(self, TimerTask entry) except *:
@@ -174,33 +204,38 @@ cdef class TimerTaskList:
             raise TypeError("a TimerTask is needed, not None")
         unlink(entry)  # out of any other list first
         entry._cancelled = False  # linked in a bucket: waiting to run
-        cdef TimerTaskEntry tail = self._root.prev
-        entry.next = self._root
-        entry.prev = tail
-        entry.list = self
-        tail.next = entry
-        self._root.prev = entry
+        cdef TimerTaskEntry root = self._root
+        cdef PyObject* tail = root._prev
+        Py_INCREF(entry)  # the bucket's reference, given back by remove
+        entry._next = <PyObject*>root
+        entry._prev = tail
+        entry._list = <PyObject*>self
+        (<TimerTaskEntry>tail)._next = <PyObject*>entry
+        root._prev = <PyObject*>entry
         self._task_counter.value += 1
 
     cpdef void remove(self, TimerTaskEntry entry) except *:
         if entry is None:
             raise TypeError("a TimerTaskEntry is needed, not None")
-        if entry.list is self:
-            entry.next.prev = entry.prev
-            entry.prev.next = entry.next
-            entry.next = None
-            entry.prev = None
-            entry.list = None
+        if entry._list == <PyObject*>self:
+            # Writes to the neighbours, no reads from them: see TimerTaskEntry.
+            (<TimerTaskEntry>entry._next)._prev = entry._prev
+            (<TimerTaskEntry>entry._prev)._next = entry._next
+            entry._next = NULL
+            entry._prev = NULL
+            entry._list = NULL
             self._task_counter.value -= 1
+            # The bucket's reference; never the last one: whoever passed ``entry`` holds one.
+            Py_XDECREF(<PyObject*>entry)
 
     def flush(self, f):
         """Take every entry out and hand it to ``f`` (the timer re-adds it); reset expiration."""
         cdef TimerTaskEntry root = self._root
-        cdef TimerTaskEntry head = root.next
-        while head is not root:
+        cdef TimerTaskEntry head
+        while root._next != <PyObject*>root:
+            head = <TimerTaskEntry>root._next  # a reference of our own while f runs
             self.remove(head)
             f(head)
-            head = root.next
         self._expiration = -1
 
     def __lt__(self, TimerTaskList other):  # heap order when two expirations are equal
@@ -435,11 +470,10 @@ time_ms=hi_res_clock_ms, executor=None)
                 # TimerTaskList.flush with the re-add inlined: take each entry out and add it
                 # again, so it falls to a finer wheel or, expired, is run.
                 # Only tasks are linked (TimerTaskList.add takes a TimerTask): the cast is safe.
-                head = <TimerTask>bucket._root.next
-                while head is not bucket._root:
+                while bucket._root._next != <PyObject*>bucket._root:
+                    head = <TimerTask>bucket._root._next
                     bucket.remove(head)
                     self._add_timer_task_entry(head)
-                    head = <TimerTask>bucket._root.next
                 bucket._expiration = -1
                 bucket = self.delay_queue.poll(0)
             expired = self._take_expired()
@@ -466,12 +500,11 @@ time_ms=hi_res_clock_ms, executor=None)
         try:
             while wheel is not None:
                 for bucket in wheel.buckets:
-                    head = <TimerTask>bucket._root.next
-                    while head is not bucket._root:
+                    while bucket._root._next != <PyObject*>bucket._root:
+                        head = <TimerTask>bucket._root._next
                         bucket.remove(head)
                         head._cancelled = True  # it will not run
                         dropped.append(head)
-                        head = <TimerTask>bucket._root.next
                 wheel = wheel.overflow_wheel
         finally:
             PyThread_release_lock(self._lock)

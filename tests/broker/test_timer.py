@@ -334,7 +334,7 @@ def test_a_real_clock_and_a_thread_advancing_it():
 
 
 def test_tasks_are_freed_once_run_cancelled_or_shut_down():
-    """Entries are not garbage-collected, so the timer must break every cycle itself."""
+    """Links are not garbage-collected: each bucket must give back its reference to a task."""
     import gc
     import weakref
 
@@ -359,6 +359,38 @@ def test_tasks_are_freed_once_run_cancelled_or_shut_down():
     del timer
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+def test_a_timer_dropped_while_tasks_wait_frees_them():
+    """A bucket owns its entries: when the timer (and so its buckets) goes, the tasks go too."""
+    import gc
+    import weakref
+
+    clock = Clock(0)
+    timer = SystemTimer(start_ms=0, time_ms=clock)
+    refs = []
+    for i in range(2000):
+        task = Recorded(10 + i * 37, i, clock, [])  # up to 74 s: three wheels
+        refs.append(weakref.ref(task))
+        timer.add(task)
+        del task
+    assert timer.size() == 2000
+    kept = refs[5]()  # one task the caller still holds outlives the timer, unlinked
+    del timer
+    gc.collect()
+    assert sum(1 for r in refs if r() is not None) == 1
+    assert kept is not None and kept.get_timer_task_entry() is None
+    kept.cancel()  # harmless: it is in no bucket
+
+    # The same for a bare bucket.
+    bucket = TimerTaskList(TaskCounter())
+    task = Recorded(0, "x", None, [])
+    ref = weakref.ref(task)
+    bucket.add(task)
+    del task
+    assert ref() is not None and len(bucket) == 1
+    del bucket
+    assert ref() is None
 
 
 def test_none_is_refused_with_a_type_error():
