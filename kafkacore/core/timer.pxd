@@ -44,6 +44,7 @@ cdef class TaskCounter:
 
 
 @cython.final
+@cython.no_gc
 cdef class TimerTaskList:
     cdef TaskCounter _task_counter
     cdef TimerTaskEntry _root

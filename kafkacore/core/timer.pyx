@@ -47,9 +47,10 @@ cdef class TimerTaskEntry:
     pointers (``next``, ``prev``, ``list``), and a bucket owns one reference to each entry linked
     in it: taken by ``TimerTaskList.add``, given back by ``remove``, and by the bucket itself for
     every entry still linked when it goes.  So links make no reference cycles, a timer dropped
-    while tasks wait frees them, and unlinking an entry writes its neighbours' links but reads
-    nothing from them (no reference count to change), so with a million waiting a ``cancel``
-    does not wait for their memory.
+    while tasks wait frees them (unless a waiting task refers back to the timer: the collector
+    cannot see the bucket's reference, so such a timer needs ``shutdown``), and unlinking an
+    entry writes its neighbours' links but reads nothing from them (no reference count to
+    change), so with a million waiting a ``cancel`` does not wait for their memory.
     """
 
     def __init__(self):
@@ -127,6 +128,7 @@ cdef class TaskCounter:
 
 
 @cython.final
+@cython.no_gc  # its fields make no cycle; and the collector must never clear _root (__dealloc__)
 cdef class TimerTaskList:
     """TimerTaskList(task_counter)
 
@@ -148,27 +150,39 @@ cdef class TimerTaskList:
         self._task_counter = task_counter
 
     def __dealloc__(self):
-        # The bucket owns a reference to each entry still linked: unlink them all first (no
-        # code runs meanwhile), then give the references back (which may run a task's __del__,
-        # that then finds its task in no list).
+        # The bucket owns a reference to each entry still linked.  Cut every link first, moving
+        # the bucket's references into a list, so that no code runs while links are cut; the
+        # list goes at the end (which may run a task's __del__: it finds its task in no list).
         cdef TimerTaskEntry root = self._root
         cdef PyObject* p
         cdef PyObject* next_p
+        cdef Py_ssize_t n = 0
+        cdef list linked
         if root is None:
             return
         p = root._next
         while p != <PyObject*>root:
-            (<TimerTaskEntry>p)._list = NULL
+            n += 1
             p = (<TimerTaskEntry>p)._next
+        try:
+            linked = [None] * n
+        except MemoryError:
+            linked = None  # then cut the links and keep the references: a leak, not a crash
         p = root._next
         root._next = <PyObject*>root
         root._prev = <PyObject*>root
+        n = 0
         while p != <PyObject*>root:
             next_p = (<TimerTaskEntry>p)._next
+            (<TimerTaskEntry>p)._list = NULL
             (<TimerTaskEntry>p)._next = NULL
             (<TimerTaskEntry>p)._prev = NULL
-            Py_XDECREF(p)
+            if linked is not None:
+                linked[n] = <object>p  # the list's reference...
+                Py_XDECREF(p)  # ...so giving back the bucket's frees nothing yet
+                n += 1
             p = next_p
+        del linked
 
     cpdef bint set_expiration(self, long long expiration_ms) noexcept:
         cdef long long old = self._expiration

@@ -382,6 +382,25 @@ def test_a_timer_dropped_while_tasks_wait_frees_them():
     assert kept is not None and kept.get_timer_task_entry() is None
     kept.cancel()  # harmless: it is in no bucket
 
+    # A timer in a reference cycle goes with the collector; a task held elsewhere survives it,
+    # unlinked, and may be cancelled or added again safely.
+    class Owner:
+        pass
+
+    owner = Owner()
+    owner.timer = SystemTimer(start_ms=0, time_ms=clock)
+    owner.timer_ref = owner  # a cycle: only the collector frees it
+    held = Recorded(500, "held", clock, [])
+    owner.timer.add(held)
+    owner.timer.add(Recorded(600, "other", clock, []))
+    del owner
+    gc.collect()
+    assert held.get_timer_task_entry() is None
+    held.cancel()
+    again = SystemTimer(start_ms=0, time_ms=clock)
+    again.add(held)
+    assert again.size() == 1
+
     # The same for a bare bucket.
     bucket = TimerTaskList(TaskCounter())
     task = Recorded(0, "x", None, [])
