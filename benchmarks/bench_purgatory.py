@@ -30,7 +30,8 @@ timer's own cost.  It runs twice, once with each timer's operations: an ``Operat
 ``TimerTask`` subclass, which costs more to make than the heap's plain ``HeapTask`` (its
 ``super().__init__`` call; 0.4 against 0.2 us here), and that is the operation's cost, not the
 timer's.  Subtracting one loop made with ``HeapTask`` from both, as this benchmark first did,
-charged the wheel's net figure with that difference.  Read the ratios, not the absolute figures.
+charged the wheel's net figure with that difference.  The measured part of every loop starts
+right after a full collection (see ``_drive``).  Read the ratios, not the absolute figures.
 """
 
 from __future__ import annotations
@@ -162,6 +163,12 @@ def _drive(kind, outstanding, measure_ops, plan, timeout):
     for ms, row in enumerate(plan):
         if ms == warm_ms:
             seen = size()
+            # Every timer's measured part starts from the same collector state: otherwise a
+            # collection of everything the warm-up left in the young generations lands in one
+            # timer's window and not another's (with a million operations waiting we saw single
+            # collections take a quarter of a second).  This spares the heap most: it keeps more
+            # tracked objects (its entries) than the wheel.
+            gc.collect()
             started = _clock()
         clock[0] = ms
         for at in row:

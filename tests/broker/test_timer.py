@@ -155,10 +155,13 @@ def test_timer_task_list_links_and_unlinks_in_place():
     counter = TaskCounter()
     first, second = TimerTaskList(counter), TimerTaskList(counter)
     tasks = [Recorded(0, i, None, []) for i in range(3)]
-    entries: list[TimerTaskEntry] = tasks  # every task is its own entry (an intrusive link)
+    entries = tasks  # every task is its own TimerTaskEntry (an intrusive link)
+    assert all(isinstance(e, TimerTaskEntry) and e.timer_task is e for e in entries)
+    assert all(e.list is None for e in entries)
     for e in entries:
         first.add(e)
     assert counter.value == 3 and len(first) == 3
+    assert all(e.list is first for e in entries)
     first.remove(entries[1])  # from the middle
     assert [t.name for t in _tasks(first)] == [0, 2]
     second.add(entries[0])  # moving an entry takes it out of its old list
@@ -370,7 +373,7 @@ def test_a_timer_dropped_while_tasks_wait_frees_them():
     timer = SystemTimer(start_ms=0, time_ms=clock)
     refs = []
     for i in range(2000):
-        task = Recorded(10 + i * 37, i, clock, [])  # up to 74 s: three wheels
+        task = Recorded(10 + i * 37, i, clock, [])  # up to 74 s: four wheels
         refs.append(weakref.ref(task))
         timer.add(task)
         del task
