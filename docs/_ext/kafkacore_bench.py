@@ -1,4 +1,4 @@
-"""The ``.. kafkacore-bench:: core|producer|broker`` directive: a benchmark's results as a table.
+"""The ``.. kafkacore-bench:: core|producer|broker|purgatory`` directive: a benchmark's results as a table.
 
 Read from ``benchmarks/results/<name>.json`` each time the docs build, so the page shows the
 figures the last ``make bench`` wrote, never a pasted copy.
@@ -81,6 +81,30 @@ def broker_lines(data):
                         table, "14 9 11 14 8 14 8 22")
 
 
+def purgatory_lines(data):
+    out = [f"Measured {data['when']} on {data['machine']}: CPU time, best of {data['rounds']}"
+           f" rounds of {data['measured_ops']:,} operations, µs per operation.", ""]
+    rows = []
+    for size, r in data["sizes"].items():
+        c, n = r["us_per_op"], r["net_us_per_op"]
+        loop_wheel = c["no timer, the wheel's operations"]
+        loop_heap = c["no timer, the heap's operations"]
+        rows.append([
+            f"{int(size):,}", f"{c['timing wheel']:.2f}", f"{c['heap (lazy deletion)']:.2f}",
+            f"{loop_wheel:.2f}", f"{loop_heap:.2f}",
+            f"{n['timing wheel']:.2f}", f"{n['heap (lazy deletion)']:.2f}",
+            f"{r['net_heap_over_wheel']:.1f}",
+        ])
+    out += _table("Add, then complete early (90%) or expire, with n operations outstanding",
+                  ["outstanding", "wheel", "heap", "no timer (wheel's ops)",
+                   "no timer (heap's ops)", "wheel net", "heap net", "heap net / wheel net"],
+                  rows, "13 10 10 15 15 11 11 15")
+    return out + [
+        f"Net cost at {int(list(data['sizes'])[-1]):,} over {int(list(data['sizes'])[0]):,}:"
+        f" wheel ×{data['net_wheel_largest_over_smallest']:.2f},"
+        f" heap ×{data['net_heap_largest_over_smallest']:.2f}.", ""]
+
+
 class BenchTable(SphinxDirective):
     required_arguments = 1
     has_content = False
@@ -90,7 +114,8 @@ class BenchTable(SphinxDirective):
         path = RESULTS / f"{name}.json"
         self.env.note_dependency(str(path))
         data = json.loads(path.read_text())
-        lines = {"core": core_lines, "producer": producer_lines, "broker": broker_lines}[name](data)
+        lines = {"core": core_lines, "producer": producer_lines, "broker": broker_lines,
+                 "purgatory": purgatory_lines}[name](data)
         node = nodes.container()
         self.state.nested_parse(StringList(lines, source=str(path)), self.content_offset, node)
         return node.children

@@ -5,33 +5,37 @@
 Concurrency: every method here runs with the GIL held and calls no Python code while it relinks
 entries, so each link or unlink is atomic with respect to other threads (the GIL is the lock that
 Kafka's ``synchronized`` blocks are).  The one exception is ``TimerTaskList.flush``, which calls
-its function between unlinks; it re-reads the list after each call.  ``SystemTimer`` (Python)
-serialises ``add`` against ``advance_clock`` with its own lock, as Kafka's read-write lock does.
+its function between unlinks; it re-reads the list after each call.  ``SystemTimer`` serialises
+``add`` against ``advance_clock`` with its own lock, as Kafka's read-write lock does.
+
+Every ``TimerTask`` is its own ``TimerTaskEntry`` (an intrusive link: see the class's docstring),
+and only tasks are ever linked in a bucket (``TimerTaskList.add`` takes a ``TimerTask``), so code
+walking a bucket may cast its entries to ``TimerTask``.
 """
 
 cimport cython
+from cpython.object cimport PyObject
 
 
-cdef class TimerTask:
-    cdef public long long delay_ms
-    # The entry holding this task in a bucket; None when cancelled (or never added).
-    cdef TimerTaskEntry _entry
-
-    cpdef void cancel(self) noexcept
-    cdef void set_entry(self, TimerTaskEntry entry) noexcept
-
-
-@cython.final
 cdef class TimerTaskEntry:
-    cdef readonly TimerTask timer_task
+    # A task's link in a bucket (every TimerTask is its own entry; a bare one is a sentinel).
     cdef readonly long long expiration_ms
-    # The bucket this entry is linked in, or None.
-    cdef readonly TimerTaskList list
-    cdef TimerTaskEntry next
-    cdef TimerTaskEntry prev
+    # Borrowed pointers (the bucket owns a reference to each entry linked in it, see the class):
+    # the TimerTaskList this entry is linked in, and its neighbours there; NULL when unlinked.
+    cdef PyObject* _list
+    cdef PyObject* _next
+    cdef PyObject* _prev
 
     cpdef bint cancelled(self)
     cpdef void remove(self) noexcept
+
+
+cdef class TimerTask(TimerTaskEntry):
+    cdef public long long delay_ms
+    # Set by cancel (and before the first add), cleared by SystemTimer.add.
+    cdef bint _cancelled
+
+    cpdef void cancel(self) noexcept
 
 
 @cython.final
@@ -40,6 +44,7 @@ cdef class TaskCounter:
 
 
 @cython.final
+@cython.no_gc
 cdef class TimerTaskList:
     cdef TaskCounter _task_counter
     cdef TimerTaskEntry _root
@@ -47,7 +52,7 @@ cdef class TimerTaskList:
 
     cpdef bint set_expiration(self, long long expiration_ms) noexcept
     cpdef long long get_expiration(self) noexcept
-    cpdef void add(self, TimerTaskEntry entry) except *
+    cpdef void add(self, TimerTask entry) except *
     cpdef void remove(self, TimerTaskEntry entry) except *
 
 
@@ -63,5 +68,5 @@ cdef class TimingWheel:
     # Anything with offer(bucket): the SystemTimer's delay queue.
     cdef object _queue
 
-    cpdef bint add(self, TimerTaskEntry entry) except -1
+    cpdef bint add(self, TimerTask entry) except -1
     cpdef void advance_clock(self, long long time_ms) noexcept

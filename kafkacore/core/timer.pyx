@@ -10,6 +10,7 @@ See ``docs/broker/timing_wheel.rst``.
 """
 
 cimport cython
+from cpython.object cimport PyObject
 from cpython.pythread cimport (
     NOWAIT_LOCK,
     WAIT_LOCK,
@@ -19,6 +20,7 @@ from cpython.pythread cimport (
     PyThread_release_lock,
     PyThread_type_lock,
 )
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 
 import heapq
 import logging
@@ -27,83 +29,94 @@ import time as _time
 
 
 @cython.no_gc
-cdef class TimerTask:
+cdef class TimerTaskEntry:
+    """TimerTaskEntry()
+
+    A task's link in a :class:`TimerTaskList`: its expiration, its list, its neighbours.  It knows
+    its list, so removal is O(1).
+
+    Kafka allocates one entry per ``add`` and points the task at it, so that a task added again
+    finds its old entry stale.  Here every :class:`TimerTask` *is* its own entry (an intrusive
+    link, as the Linux kernel's timers have): adding a task again moves its one link, which is
+    what Kafka's stale-entry check achieves, and a waiting operation is one object, not two (one
+    allocation less per ``add``, one cache miss less per ``cancel`` with a million waiting, see
+    ``benchmarks/bench_purgatory.py``).  A bare ``TimerTaskEntry()`` is a list's sentinel.
+
+    Links are not tracked by the cyclic garbage collector: with a million timers outstanding,
+    every collection of the oldest generation would walk a million of them.  They are borrowed
+    pointers (``next``, ``prev``, ``list``), and a bucket owns one reference to each entry linked
+    in it: taken by ``TimerTaskList.add``, given back by ``remove``, and by the bucket itself for
+    every entry still linked when it goes.  So links make no reference cycles, a timer dropped
+    while tasks wait frees them (unless a waiting task refers back to the timer: the collector
+    cannot see the bucket's reference, so such a timer needs ``shutdown``), and unlinking an
+    entry writes its neighbours' links but reads nothing from them (no reference count to
+    change), so with a million waiting a ``cancel`` does not wait for their memory.
+    """
+
+    def __init__(self):
+        self.expiration_ms = -1
+
+    @property
+    def list(self):
+        """The :class:`TimerTaskList` this entry is linked in, or None."""
+        return <object>self._list if self._list != NULL else None
+
+    @property
+    def timer_task(self):
+        """The task this entry links (itself), or None for a list's sentinel."""
+        return self if isinstance(self, TimerTask) else None
+
+    cpdef bint cancelled(self):
+        """True when the task was cancelled since it was last added (never for a sentinel)."""
+        return False
+
+    cpdef void remove(self) noexcept:
+        unlink(self)
+
+
+cdef inline void unlink(TimerTaskEntry entry) noexcept:
+    """``TimerTaskEntry.remove`` without the check for a Python override (tasks are subclassed)."""
+    # Kafka loops because a flush may move the entry meanwhile; here nothing runs between the
+    # read and the unlink (the caller holds a reference, so the bucket's is not the last), so
+    # one pass empties it.
+    if entry._list != NULL:
+        (<TimerTaskList>entry._list).remove(entry)
+
+
+@cython.no_gc
+cdef class TimerTask(TimerTaskEntry):
     """TimerTask(delay_ms)
 
     Something to run once ``delay_ms`` has passed since it was added to a timer.  Subclasses
     override :meth:`run`.  :meth:`cancel` unlinks it from its bucket at once; a cancelled task
-    never runs.  A task is in at most one bucket: a new entry takes it out of the old one.
+    never runs (unless it is added again).  A task is in at most one bucket: adding it again
+    takes it out of the old one.
 
-    The collector does not follow a task's link to its entry (``no_gc``): entries are outside
-    its sight anyway (see :class:`TimerTaskEntry`), and following the link cost one cache miss
-    per waiting task in every full collection, the largest part of the timer's cost with a
-    million tasks waiting (``benchmarks/bench_purgatory.py``).  A subclass's own attributes are
-    still followed as usual.
+    The task is its own :class:`TimerTaskEntry` (see there), and like it out of the collector's
+    sight (``no_gc``); a subclass's own attributes are still followed as usual.
     """
 
     def __init__(self, delay_ms):
         self.delay_ms = delay_ms
-        self._entry = None
+        self._cancelled = True  # not added yet
 
     def run(self):
         raise NotImplementedError
 
     cpdef void cancel(self) noexcept:
-        cdef TimerTaskEntry entry = self._entry
-        self._entry = None
-        if entry is not None:
-            entry.remove()
-
-    def is_cancelled(self):
-        return self._entry is None
-
-    cdef void set_entry(self, TimerTaskEntry entry) noexcept:
-        cdef TimerTaskEntry old = self._entry
-        if old is not None and old is not entry:
-            old.remove()
-        self._entry = entry
-
-    def set_timer_task_entry(self, TimerTaskEntry entry not None):
-        self.set_entry(entry)
-
-    def get_timer_task_entry(self):
-        return self._entry
-
-
-@cython.final
-@cython.no_gc
-@cython.freelist(4096)  # most entries live briefly (the operation completes early): reuse them
-cdef class TimerTaskEntry:
-    """TimerTaskEntry(timer_task, expiration_ms)
-
-    A task's link in a :class:`TimerTaskList`: it knows its list, so removal is O(1).
-
-    Entries are not tracked by the cyclic garbage collector: with a million timers outstanding,
-    every collection of the oldest generation would walk a million entries (it made a timer
-    three times slower in ``benchmarks/bench_purgatory.py``).  So the timer breaks the cycles an
-    entry is in as soon as it leaves a bucket: a cancelled task drops its entry, a task about to
-    run is dropped by its entry, a bucket's sentinel unlinks itself when the bucket goes, and
-    ``SystemTimer.shutdown`` lets go of the tasks still waiting.  (A timer dropped without
-    ``shutdown`` while tasks wait keeps them in memory.)
-    """
-
-    def __init__(self, TimerTask timer_task, long long expiration_ms):
-        self.timer_task = timer_task
-        self.expiration_ms = expiration_ms
-        if timer_task is not None:  # None only for a list's sentinel
-            timer_task.set_entry(self)
+        self._cancelled = True
+        unlink(self)
 
     cpdef bint cancelled(self):
-        """True when the task was cancelled, or moved to a newer entry, since this one was made."""
-        return self.timer_task is None or self.timer_task._entry is not self
+        return self._cancelled
 
-    cpdef void remove(self) noexcept:
-        # Kafka loops because a flush may move the entry meanwhile; here nothing runs between
-        # the read and the unlink, so one pass empties it, but the loop states the rule.
-        cdef TimerTaskList current = self.list
-        while current is not None:
-            current.remove(self)
-            current = self.list
+    def is_cancelled(self):
+        """True when cancelled, or never added."""
+        return self._cancelled
+
+    def get_timer_task_entry(self):
+        """Kafka's ``getTimerTaskEntry``: the link holding it in a bucket (itself), or None."""
+        return self if self._list != NULL else None
 
 
 @cython.final
@@ -115,6 +128,7 @@ cdef class TaskCounter:
 
 
 @cython.final
+@cython.no_gc  # its fields make no cycle; and the collector must never clear _root (__dealloc__)
 cdef class TimerTaskList:
     """TimerTaskList(task_counter)
 
@@ -123,19 +137,52 @@ cdef class TimerTaskList:
     changed, which is when the bucket must (again) be offered to the delay queue.
     """
 
-    def __init__(self, TaskCounter task_counter):
-        self._task_counter = task_counter
-        root = TimerTaskEntry(None, -1)
-        root.next = root
-        root.prev = root
+    def __cinit__(self, *args, **kwargs):
+        # Here, not in __init__, so that the sentinel is made once whatever calls __init__.
+        cdef TimerTaskEntry root = TimerTaskEntry.__new__(TimerTaskEntry)
+        root.expiration_ms = -1
+        root._next = <PyObject*>root
+        root._prev = <PyObject*>root
         self._root = root
         self._expiration = -1
 
+    def __init__(self, TaskCounter task_counter not None):
+        self._task_counter = task_counter
+
     def __dealloc__(self):
-        # The sentinel points at itself; entries are not garbage-collected, so break that here.
-        if self._root is not None:
-            self._root.next = None
-            self._root.prev = None
+        # The bucket owns a reference to each entry still linked.  Cut every link first, moving
+        # the bucket's references into a list, so that no code runs while links are cut; the
+        # list goes at the end (which may run a task's __del__: it finds its task in no list).
+        cdef TimerTaskEntry root = self._root
+        cdef PyObject* p
+        cdef PyObject* next_p
+        cdef Py_ssize_t n = 0
+        cdef list linked
+        if root is None:
+            return
+        p = root._next
+        while p != <PyObject*>root:
+            n += 1
+            p = (<TimerTaskEntry>p)._next
+        try:
+            linked = [None] * n
+        except MemoryError:
+            linked = None  # then cut the links and keep the references: a leak, not a crash
+        p = root._next
+        root._next = <PyObject*>root
+        root._prev = <PyObject*>root
+        n = 0
+        while p != <PyObject*>root:
+            next_p = (<TimerTaskEntry>p)._next
+            (<TimerTaskEntry>p)._list = NULL
+            (<TimerTaskEntry>p)._next = NULL
+            (<TimerTaskEntry>p)._prev = NULL
+            if linked is not None:
+                linked[n] = <object>p  # the list's reference...
+                Py_XDECREF(p)  # ...so giving back the bucket's frees nothing yet
+                n += 1
+            p = next_p
+        del linked
 
     cpdef bint set_expiration(self, long long expiration_ms) noexcept:
         cdef long long old = self._expiration
@@ -148,53 +195,61 @@ cdef class TimerTaskList:
     def foreach(self, f):
         """Call ``f`` on each task not cancelled (on a snapshot, so ``f`` may change the list)."""
         cdef list tasks = []
-        cdef TimerTaskEntry entry = self._root.next
-        while entry is not self._root:
-            if not entry.cancelled():
-                tasks.append(entry.timer_task)
-            entry = entry.next
+        cdef PyObject* root = <PyObject*>self._root
+        cdef PyObject* p = self._root._next
+        while p != root:
+            if not (<TimerTask>p)._cancelled:  # only tasks are linked (add takes a TimerTask)
+                tasks.append(<object>p)
+            p = (<TimerTaskEntry>p)._next
         for task in tasks:
             f(task)
 
     def __len__(self):
         cdef Py_ssize_t n = 0
-        cdef TimerTaskEntry entry = self._root.next
-        while entry is not self._root:
+        cdef PyObject* root = <PyObject*>self._root
+        cdef PyObject* p = self._root._next
+        while p != root:
             n += 1
-            entry = entry.next
+            p = (<TimerTaskEntry>p)._next
         return n
 
-    cpdef void add(self, TimerTaskEntry entry) except *:
+    cpdef void add(self, TimerTask entry) except *:
         if entry is None:
-            raise TypeError("a TimerTaskEntry is needed, not None")
-        entry.remove()  # out of any other list first
-        cdef TimerTaskEntry tail = self._root.prev
-        entry.next = self._root
-        entry.prev = tail
-        entry.list = self
-        tail.next = entry
-        self._root.prev = entry
+            raise TypeError("a TimerTask is needed, not None")
+        unlink(entry)  # out of any other list first
+        entry._cancelled = False  # linked in a bucket: waiting to run
+        cdef TimerTaskEntry root = self._root
+        cdef PyObject* tail = root._prev
+        Py_INCREF(entry)  # the bucket's reference, given back by remove
+        entry._next = <PyObject*>root
+        entry._prev = tail
+        entry._list = <PyObject*>self
+        (<TimerTaskEntry>tail)._next = <PyObject*>entry
+        root._prev = <PyObject*>entry
         self._task_counter.value += 1
 
     cpdef void remove(self, TimerTaskEntry entry) except *:
         if entry is None:
             raise TypeError("a TimerTaskEntry is needed, not None")
-        if entry.list is self:
-            entry.next.prev = entry.prev
-            entry.prev.next = entry.next
-            entry.next = None
-            entry.prev = None
-            entry.list = None
+        if entry._list == <PyObject*>self:
+            # Writes to the neighbours, no reads from them: see TimerTaskEntry.
+            (<TimerTaskEntry>entry._next)._prev = entry._prev
+            (<TimerTaskEntry>entry._prev)._next = entry._next
+            entry._next = NULL
+            entry._prev = NULL
+            entry._list = NULL
             self._task_counter.value -= 1
+            # The bucket's reference; never the last one: whoever passed ``entry`` holds one.
+            Py_XDECREF(<PyObject*>entry)
 
     def flush(self, f):
         """Take every entry out and hand it to ``f`` (the timer re-adds it); reset expiration."""
         cdef TimerTaskEntry root = self._root
-        cdef TimerTaskEntry head = root.next
-        while head is not root:
+        cdef TimerTaskEntry head
+        while root._next != <PyObject*>root:
+            head = <TimerTaskEntry>root._next  # a reference of our own while f runs
             self.remove(head)
             f(head)
-            head = root.next
         self._expiration = -1
 
     def __lt__(self, TimerTaskList other):  # heap order when two expirations are equal
@@ -225,13 +280,13 @@ cdef class TimingWheel:
         self.buckets = [TimerTaskList(task_counter) for _ in range(wheel_size)]
         self.overflow_wheel = None
 
-    cpdef bint add(self, TimerTaskEntry entry) except -1:
+    cpdef bint add(self, TimerTask entry) except -1:
         if entry is None:
-            raise TypeError("a TimerTaskEntry is needed, not None")
+            raise TypeError("a TimerTask is needed, not None")
         cdef long long expiration = entry.expiration_ms
         cdef long long virtual_id
         cdef TimerTaskList bucket
-        if entry.cancelled():
+        if entry._cancelled:
             return False
         if expiration < self.current_time + self.tick_ms:
             return False  # already expired: the caller runs it
@@ -372,27 +427,27 @@ time_ms=hi_res_clock_ms, executor=None)
     cpdef add(self, TimerTask timer_task):
         if timer_task is None:
             raise TypeError("a TimerTask is needed, not None")
-        cdef TimerTaskEntry entry = TimerTaskEntry.__new__(TimerTaskEntry)
-        # TimerTaskEntry(timer_task, expiration), without the argument parsing of a Python call.
-        entry.expiration_ms = timer_task.delay_ms + self._time_ms()
-        entry.timer_task = timer_task
-        timer_task.set_entry(entry)
+        # Kafka makes a new TimerTaskEntry(timer_task, expiration) and drops the task's old one;
+        # the task is its own entry: take it out of its old bucket, set its new expiration.
+        cdef long long expiration = timer_task.delay_ms + self._time_ms()
         cdef list expired
         self._lock_timer()
         try:
-            self._add_timer_task_entry(entry)
+            unlink(timer_task)
+            timer_task.expiration_ms = expiration
+            timer_task._cancelled = False
+            self._add_timer_task_entry(timer_task)
             expired = self._take_expired()
         finally:
             PyThread_release_lock(self._lock)
         if expired:
             self._run(expired)
 
-    cdef int _add_timer_task_entry(self, TimerTaskEntry entry) except -1:
+    cdef int _add_timer_task_entry(self, TimerTask entry) except -1:
         if not self.timing_wheel.add(entry):
-            # Already expired, or cancelled: run it unless it was cancelled.
-            if not entry.cancelled():
-                self._expired.append(entry.timer_task)
-                entry.timer_task = None  # the entry is spent: break task <-> entry (see above)
+            # Already expired, or cancelled: run it unless it was cancelled.  It is in no bucket.
+            if not entry._cancelled:
+                self._expired.append(entry)
         return 0
 
     cdef list _take_expired(self):
@@ -418,7 +473,7 @@ time_ms=hi_res_clock_ms, executor=None)
     def advance_clock(self, timeout_ms):
         """Flush the expired buckets (waiting up to ``timeout_ms`` for the first); True if any."""
         cdef TimerTaskList bucket = self.delay_queue.poll(timeout_ms)
-        cdef TimerTaskEntry head
+        cdef TimerTask head
         cdef list expired
         if bucket is None:
             return False
@@ -428,11 +483,11 @@ time_ms=hi_res_clock_ms, executor=None)
                 self.timing_wheel.advance_clock(bucket._expiration)
                 # TimerTaskList.flush with the re-add inlined: take each entry out and add it
                 # again, so it falls to a finer wheel or, expired, is run.
-                head = bucket._root.next
-                while head is not bucket._root:
+                # Only tasks are linked (TimerTaskList.add takes a TimerTask): the cast is safe.
+                while bucket._root._next != <PyObject*>bucket._root:
+                    head = <TimerTask>bucket._root._next
                     bucket.remove(head)
                     self._add_timer_task_entry(head)
-                    head = bucket._root.next
                 bucket._expiration = -1
                 bucket = self.delay_queue.poll(0)
             expired = self._take_expired()
@@ -451,19 +506,22 @@ time_ms=hi_res_clock_ms, executor=None)
         shut the executor down if there is one."""
         cdef TimingWheel wheel = self.timing_wheel
         cdef TimerTaskList bucket
-        cdef TimerTaskEntry head
+        cdef TimerTask head
+        # Dropped after the lock is released: freeing a task may run its code (``__del__``).
+        cdef list dropped = []
         self.delay_queue.close()
         self._lock_timer()
         try:
             while wheel is not None:
                 for bucket in wheel.buckets:
-                    head = bucket._root.next
-                    while head is not bucket._root:
+                    while bucket._root._next != <PyObject*>bucket._root:
+                        head = <TimerTask>bucket._root._next
                         bucket.remove(head)
-                        head.timer_task = None
-                        head = bucket._root.next
+                        head._cancelled = True  # it will not run
+                        dropped.append(head)
                 wheel = wheel.overflow_wheel
         finally:
             PyThread_release_lock(self._lock)
+        del dropped
         if self._executor is not None:
             self._executor.shutdown(wait=False)

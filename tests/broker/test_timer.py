@@ -155,10 +155,13 @@ def test_timer_task_list_links_and_unlinks_in_place():
     counter = TaskCounter()
     first, second = TimerTaskList(counter), TimerTaskList(counter)
     tasks = [Recorded(0, i, None, []) for i in range(3)]
-    entries = [TimerTaskEntry(t, 10) for t in tasks]
+    entries = tasks  # every task is its own TimerTaskEntry (an intrusive link)
+    assert all(isinstance(e, TimerTaskEntry) and e.timer_task is e for e in entries)
+    assert all(e.list is None for e in entries)
     for e in entries:
         first.add(e)
     assert counter.value == 3 and len(first) == 3
+    assert all(e.list is first for e in entries)
     first.remove(entries[1])  # from the middle
     assert [t.name for t in _tasks(first)] == [0, 2]
     second.add(entries[0])  # moving an entry takes it out of its old list
@@ -334,7 +337,7 @@ def test_a_real_clock_and_a_thread_advancing_it():
 
 
 def test_tasks_are_freed_once_run_cancelled_or_shut_down():
-    """Entries are not garbage-collected, so the timer must break every cycle itself."""
+    """Links are not garbage-collected: each bucket must give back its reference to a task."""
     import gc
     import weakref
 
@@ -359,6 +362,57 @@ def test_tasks_are_freed_once_run_cancelled_or_shut_down():
     del timer
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+def test_a_timer_dropped_while_tasks_wait_frees_them():
+    """A bucket owns its entries: when the timer (and so its buckets) goes, the tasks go too."""
+    import gc
+    import weakref
+
+    clock = Clock(0)
+    timer = SystemTimer(start_ms=0, time_ms=clock)
+    refs = []
+    for i in range(2000):
+        task = Recorded(10 + i * 37, i, clock, [])  # up to 74 s: four wheels
+        refs.append(weakref.ref(task))
+        timer.add(task)
+        del task
+    assert timer.size() == 2000
+    kept = refs[5]()  # one task the caller still holds outlives the timer, unlinked
+    del timer
+    gc.collect()
+    assert sum(1 for r in refs if r() is not None) == 1
+    assert kept is not None and kept.get_timer_task_entry() is None
+    kept.cancel()  # harmless: it is in no bucket
+
+    # A timer in a reference cycle goes with the collector; a task held elsewhere survives it,
+    # unlinked, and may be cancelled or added again safely.
+    class Owner:
+        pass
+
+    owner = Owner()
+    owner.timer = SystemTimer(start_ms=0, time_ms=clock)
+    owner.timer_ref = owner  # a cycle: only the collector frees it
+    held = Recorded(500, "held", clock, [])
+    owner.timer.add(held)
+    owner.timer.add(Recorded(600, "other", clock, []))
+    del owner
+    gc.collect()
+    assert held.get_timer_task_entry() is None
+    held.cancel()
+    again = SystemTimer(start_ms=0, time_ms=clock)
+    again.add(held)
+    assert again.size() == 1
+
+    # The same for a bare bucket.
+    bucket = TimerTaskList(TaskCounter())
+    task = Recorded(0, "x", None, [])
+    ref = weakref.ref(task)
+    bucket.add(task)
+    del task
+    assert ref() is not None and len(bucket) == 1
+    del bucket
+    assert ref() is None
 
 
 def test_none_is_refused_with_a_type_error():
