@@ -12,8 +12,9 @@ again.  An OffsetCommit is answered when the in-sync replicas have it.
 Membership.  JoinGroup, SyncGroup, Heartbeat and LeaveGroup move each group through the states of
 :class:`~kafkacore.broker.group_metadata.GroupState`.  Two purgatories hold what waits: the
 rebalance purgatory a group's ``DelayedJoin`` (members rejoining), the heartbeat purgatory each
-member's ``DelayedHeartbeat`` (its session).  Membership is kept in memory only (Kafka also
-writes it to ``__consumer_offsets``): a new coordinator sends every member back to JoinGroup.
+member's ``DelayedHeartbeat`` (its session).  Each generation is written to ``__consumer_offsets``
+when its assignment is set (SyncGroup is answered once the replicas have it) and when the group
+empties; a new coordinator loads it, and the members carry on without rejoining.
 Static membership (KIP-345, ``group.instance.id``) is not implemented: such a member is treated
 as a dynamic one.  See ``docs/broker/groups.rst``.
 """
