@@ -56,7 +56,6 @@ NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_LEADER_OR_FOLLOWER = 6
 REQUEST_TIMED_OUT = 7
-REBALANCE_IN_PROGRESS = 27
 MESSAGE_TOO_LARGE = 10
 COORDINATOR_LOAD_IN_PROGRESS = 14
 COORDINATOR_NOT_AVAILABLE = 15
@@ -64,6 +63,7 @@ NOT_COORDINATOR = 16
 RECORD_LIST_TOO_LARGE = 18
 NOT_ENOUGH_REPLICAS = 19
 NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+REBALANCE_IN_PROGRESS = 27
 INVALID_COMMIT_OFFSET_SIZE = 28
 KAFKA_STORAGE_ERROR = 56
 UNKNOWN_SERVER_ERROR = -1
@@ -664,11 +664,19 @@ class GroupMetadataManager:
             if task is None:
                 return
             group_id, record, callback = task
+            answered = []
+
+            def once(error: int, callback: StoreGroupCallback = callback,
+                     answered: list[int] = answered) -> None:
+                if not answered:
+                    answered.append(error)
+                    callback(error)
+
             try:
-                self._append_group(group_id, record, callback)
+                self._append_group(group_id, record, once)
             except Exception:
                 log.exception("group %s: appending its metadata failed", group_id)
-                callback(UNKNOWN_SERVER_ERROR)
+                once(UNKNOWN_SERVER_ERROR)
 
     def _append_group(self, group_id: str, record: GroupRecord | None,
                       callback: StoreGroupCallback) -> None:

@@ -163,6 +163,12 @@ def test_membership_survives_a_restart(tmp_path):
         group = c.group("g")
         assert group is not None
         assert (group.state, group.generation_id) == (GroupState.EMPTY, generation + 1)
+        # A tombstone (a null value) removes the group when the partition is loaded.
+        stored: list[int] = []
+        c.group_manager.store_group("g", None, stored.append)
+        assert _answer(stored, "the tombstone") == NONE
+    with Broker(config) as broker:
+        assert broker.group_coordinator.group("g") is None
 
 
 def test_commit_then_fetch(tmp_path):
