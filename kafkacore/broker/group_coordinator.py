@@ -12,8 +12,9 @@ again.  An OffsetCommit is answered when the in-sync replicas have it.
 Membership.  JoinGroup, SyncGroup, Heartbeat and LeaveGroup move each group through the states of
 :class:`~kafkacore.broker.group_metadata.GroupState`.  Two purgatories hold what waits: the
 rebalance purgatory a group's ``DelayedJoin`` (members rejoining), the heartbeat purgatory each
-member's ``DelayedHeartbeat`` (its session).  Membership is kept in memory only (Kafka also
-writes it to ``__consumer_offsets``): a new coordinator sends every member back to JoinGroup.
+member's ``DelayedHeartbeat`` (its session).  Each generation is written to ``__consumer_offsets``
+when its assignment is set (SyncGroup is answered once the replicas have it) and when the group
+empties; a new coordinator loads it, and the members carry on without rejoining.
 Static membership (KIP-345, ``group.instance.id``) is not implemented: such a member is treated
 as a dynamic one.  See ``docs/broker/groups.rst``.
 """
@@ -45,6 +46,8 @@ from kafkacore.broker.group_metadata import (
 from kafkacore.broker.group_metadata_manager import (
     NOT_COORDINATOR,
     GroupMetadataManager,
+    GroupRecord,
+    MemberRecord,
     OffsetAndMetadata,
 )
 from kafkacore.broker.purgatory import DelayedOperationPurgatory
@@ -113,6 +116,7 @@ class GroupCoordinator:
         self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", broker_id=self.broker_id)
         self.rebalance_purgatory = DelayedOperationPurgatory("Rebalance", broker_id=self.broker_id)
         self.group_manager.add_resign_listener(self._on_resigned)
+        self.group_manager.add_load_listener(self._on_loaded)
         self.group_manager.startup()
 
     def shutdown(self) -> None:
@@ -140,6 +144,36 @@ class GroupCoordinator:
             with group.lock:
                 self._fail_waiting_members(group, NOT_COORDINATOR)
                 group.state = GroupState.DEAD
+
+    def _on_loaded(self, partition: int, records: dict[str, GroupRecord]) -> None:
+        """The offsets partition was loaded: its groups come back as last stored, Stable with
+        their members, generation and assignments (Empty if they had none), and each member's
+        session starts again from now (Kafka's ``onGroupLoaded``), so members carry on
+        heartbeating without a rebalance."""
+        loaded = [_group_from_record(group_id, record) for group_id, record in records.items()]
+        with self._groups_lock:
+            for group in loaded:
+                self._groups[group.group_id] = group
+        for group in loaded:
+            with group.lock:
+                for member in group.members.values():
+                    self._complete_and_schedule_next_heartbeat_expiration(group, member)
+        if loaded:
+            log.info("broker %d: restored %d groups of offsets partition %d", self.broker_id,
+                     len(loaded), partition)
+
+    def _store_group(self, group: GroupMetadata, callback: Callable[[int], None]) -> None:
+        """Write the group's current generation (called under its lock; ``callback(error)``
+        once the in-sync replicas have it, Kafka's ``storeGroup``)."""
+        record = GroupRecord(
+            group.protocol_type or "", group.generation_id, group.protocol_name, group.leader_id,
+            int(time.time() * 1000),
+            tuple(MemberRecord(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                               m.rebalance_timeout_ms, m.session_timeout_ms,
+                               m.metadata(group.protocol_name) if group.protocol_name else b"",
+                               m.assignment)
+                  for m in group.members.values()))
+        self.group_manager.store_group(group.group_id, record, callback)
 
     def validate_group_status(self, group_id: str, allow_empty: bool = False) -> int:
         """Kafka's ``validateGroupStatus``: INVALID_GROUP_ID, NOT_COORDINATOR,
@@ -487,6 +521,16 @@ class GroupCoordinator:
             if group.is_state(GroupState.EMPTY):
                 log.info("group %s with generation %d is now empty", group.group_id,
                          group.generation_id)
+                # A new coordinator must not bring the last members back (Kafka stores the
+                # empty group too).
+                group_id, generation = group.group_id, group.generation_id
+
+                def stored(error: int) -> None:
+                    if error != NONE:
+                        log.info("group %s: storing empty generation %d failed with %d",
+                                 group_id, generation, error)
+
+                self._store_group(group, stored)
                 return
             log.info("stabilized group %s generation %d with %d members", group.group_id,
                      group.generation_id, len(group.members))
@@ -542,11 +586,35 @@ class GroupCoordinator:
                 if group.is_leader(member_id):
                     # Members the leader left out get an empty assignment, not a hang.
                     assignment = {m: group_assignment.get(m, b"") for m in group.members}
-                    self._set_and_propagate_assignment(group, assignment)
+                    self._store_assignment(group, assignment)
             else:  # Stable: the assignment is known (a retried SyncGroup)
                 self._complete_and_schedule_next_heartbeat_expiration(group, member)
                 response_callback(SyncGroupResult(NONE, member.assignment, group.protocol_type,
                                                   group.protocol_name))
+
+    def _store_assignment(self, group: GroupMetadata, assignment: dict[str, bytes]) -> None:
+        """Kafka's ``doSyncGroup`` for the leader: the generation and its assignment are written
+        to ``__consumer_offsets`` first; the members get their assignment once the in-sync
+        replicas have it (so a new coordinator knows it), or the mapped error and the group
+        rebalances."""
+        generation = group.generation_id
+        for member_id, member in group.members.items():
+            member.assignment = assignment[member_id]
+
+        def stored(error: int) -> None:
+            with group.lock:
+                # Another rebalance (or the group's unloading) may have come meanwhile.
+                if (not group.is_state(GroupState.COMPLETING_REBALANCE)
+                        or group.generation_id != generation):
+                    return
+                if error != NONE:
+                    self._reset_and_propagate_assignment_error(group, error)
+                    self._maybe_prepare_rebalance(
+                        group, f"error {error} when storing the group's assignment")
+                else:
+                    self._set_and_propagate_assignment(group, assignment)
+
+        self._store_group(group, stored)
 
     def _set_and_propagate_assignment(self, group: GroupMetadata,
                                       assignment: dict[str, bytes]) -> None:
@@ -744,3 +812,20 @@ class GroupCoordinator:
         for group_id in self.group_manager.groups_with_offsets():
             listed.setdefault(group_id, (group_id, "", GroupState.EMPTY.value))
         return sorted(listed.values())
+
+
+def _group_from_record(group_id: str, record: GroupRecord) -> GroupMetadata:
+    """Kafka's ``GroupMetadata.loadGroup``: Stable with the stored members, Empty without."""
+    group = GroupMetadata(group_id, GroupState.STABLE if record.members else GroupState.EMPTY)
+    group.generation_id = record.generation_id
+    group.protocol_type = record.protocol_type or None
+    group.protocol_name = record.protocol_name
+    group.leader_id = record.leader_id
+    for m in record.members:
+        member = MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                m.rebalance_timeout_ms, m.session_timeout_ms,
+                                record.protocol_type,
+                                [(record.protocol_name or "", m.subscription)])
+        member.assignment = m.assignment
+        group.members[m.member_id] = member
+    return group

@@ -20,8 +20,11 @@ own replica of the log.
 The records are Kafka's (``GroupCoordinatorRecordSerde``): key version 1 (an offset commit:
 group, topic, partition) and value version 3 (offset, leader epoch, metadata, commit timestamp),
 each a big-endian ``int16`` version then the fields, strings as ``int16`` length + UTF-8; a
-record with a null value (a tombstone) deletes the offset.  Group metadata records (key version
-2) are skipped when loading: membership is kept in memory only.  See docs/broker/groups.rst.
+record with a null value (a tombstone) deletes the offset.  A group metadata record (key version
+2, value version 3: protocol type, generation, protocol, leader, and each member with its
+subscription and assignment) is written when a generation gets its assignment and when the group
+empties (:meth:`GroupMetadataManager.store_group`); loading restores the latest one of each group.
+See docs/broker/groups.rst.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ NOT_COORDINATOR = 16
 RECORD_LIST_TOO_LARGE = 18
 NOT_ENOUGH_REPLICAS = 19
 NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+REBALANCE_IN_PROGRESS = 27
 INVALID_COMMIT_OFFSET_SIZE = 28
 KAFKA_STORAGE_ERROR = 56
 UNKNOWN_SERVER_ERROR = -1
@@ -150,6 +154,21 @@ class _Reader:
         self.pos += n
         return s
 
+    def nullable_string(self) -> str | None:
+        if self.pos + 2 <= len(self.data) and struct.unpack_from(">h", self.data,
+                                                                 self.pos)[0] == -1:
+            self.pos += 2
+            return None
+        return self.string()
+
+    def bytes(self) -> bytes:
+        n = self.take(">i")
+        if n < 0 or self.pos + n > len(self.data):
+            raise ValueError("bad bytes length")
+        b = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return b
+
 
 def read_offset_commit_key(key: bytes) -> tuple[str, str, int] | None:
     """(group, topic, partition) of an offset commit key; None for another kind of key."""
@@ -173,6 +192,113 @@ def read_offset_commit_value(value: bytes) -> OffsetAndMetadata:
     return OffsetAndMetadata(offset, leader_epoch, metadata, timestamp)
 
 
+# Group metadata records (Kafka's ``GroupMetadataKey`` version 2, ``GroupMetadataValue``
+# versions 0 to 3; we write version 3, the last before the flexible versions).
+
+GROUP_METADATA_VALUE_VERSION = 3
+
+
+@dataclass(frozen=True)
+class MemberRecord:
+    """One member as the group metadata record keeps it (Kafka's ``MemberMetadataValue``)."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True)
+class GroupRecord:
+    """A group's generation as the coordinator last stored it (Kafka's ``GroupMetadataValue``).
+    No members: the group is Empty (its generation is kept)."""
+
+    protocol_type: str
+    generation_id: int
+    protocol_name: str | None
+    leader_id: str | None
+    current_state_timestamp_ms: int
+    members: tuple[MemberRecord, ...]
+
+
+def _nullable_string(s: str | None) -> bytes:
+    return struct.pack(">h", -1) if s is None else _string(s)
+
+
+def _bytes(b: bytes) -> bytes:
+    return struct.pack(">i", len(b)) + b
+
+
+def group_metadata_key(group: str) -> bytes:
+    return struct.pack(">h", GROUP_METADATA_KEY_VERSION) + _string(group)
+
+
+def read_group_metadata_key(key: bytes) -> str | None:
+    """The group of a group metadata key; None for another kind of key."""
+    r = _Reader(key)
+    if r.take(">h") != GROUP_METADATA_KEY_VERSION:
+        return None
+    return r.string()
+
+
+def group_metadata_value(group: GroupRecord) -> bytes:
+    out = [struct.pack(">h", GROUP_METADATA_VALUE_VERSION), _string(group.protocol_type),
+           struct.pack(">i", group.generation_id), _nullable_string(group.protocol_name),
+           _nullable_string(group.leader_id), struct.pack(">q", group.current_state_timestamp_ms),
+           struct.pack(">i", len(group.members))]
+    for m in group.members:
+        out += [_string(m.member_id), _nullable_string(m.group_instance_id),
+                _string(m.client_id), _string(m.client_host),
+                struct.pack(">ii", m.rebalance_timeout_ms, m.session_timeout_ms),
+                _bytes(m.subscription), _bytes(m.assignment)]
+    return b"".join(out)
+
+
+def read_group_metadata_value(value: bytes) -> GroupRecord:
+    """Value versions 0 to 3: the rebalance timeout since 1 (before, the session timeout stood
+    in), the state timestamp since 2, the group instance id since 3."""
+    r = _Reader(value)
+    version = r.take(">h")
+    if not 0 <= version <= 3:
+        raise ValueError(f"unknown group metadata value version {version}")
+    protocol_type = r.string()
+    generation = r.take(">i")
+    protocol = r.nullable_string()
+    leader = r.nullable_string()
+    timestamp = r.take(">q") if version >= 2 else -1
+    count = r.take(">i")
+    if count < 0:
+        raise ValueError("bad member count")
+    members = []
+    for _ in range(count):
+        member_id = r.string()
+        instance_id = r.nullable_string() if version >= 3 else None
+        client_id = r.string()
+        client_host = r.string()
+        rebalance_timeout = r.take(">i") if version >= 1 else None
+        session_timeout = r.take(">i")
+        members.append(MemberRecord(
+            member_id, instance_id, client_id, client_host,
+            session_timeout if rebalance_timeout is None else rebalance_timeout,
+            session_timeout, r.bytes(), r.bytes()))
+    return GroupRecord(protocol_type, generation, protocol, leader, timestamp, tuple(members))
+
+
+#: How Kafka's ``storeGroup`` callback turns an append error into a SyncGroup error.
+APPEND_ERROR_TO_SYNC_ERROR = {
+    UNKNOWN_TOPIC_OR_PARTITION: COORDINATOR_NOT_AVAILABLE,
+    NOT_ENOUGH_REPLICAS: COORDINATOR_NOT_AVAILABLE,
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND: COORDINATOR_NOT_AVAILABLE,
+    NOT_LEADER_OR_FOLLOWER: NOT_COORDINATOR,
+    KAFKA_STORAGE_ERROR: NOT_COORDINATOR,
+    REQUEST_TIMED_OUT: REBALANCE_IN_PROGRESS,
+}
+
+
 # -- the manager ----------------------------------------------------------------------------------
 
 
@@ -183,6 +309,7 @@ class _Cached:
 
 
 CommitCallback = Callable[[dict[tuple[str, int], int]], None]
+StoreGroupCallback = Callable[[int], None]
 
 
 class GroupMetadataManager:
@@ -205,6 +332,11 @@ class GroupMetadataManager:
         self._load_queue: queue.Queue[tuple[int, int] | None] = queue.Queue()
         self._loader: threading.Thread | None = None
         self._resign_listeners: list[Callable[[int], None]] = []
+        self._load_listeners: list[Callable[[int, dict[str, GroupRecord]], None]] = []
+        #: group records wait here for the writer thread (see ``store_group``)
+        self._group_writes: queue.Queue[tuple[str, GroupRecord | None, StoreGroupCallback]
+                                        | None] = queue.Queue()
+        self._writer: threading.Thread | None = None
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -213,6 +345,9 @@ class GroupMetadataManager:
         return self.broker.config["process.roles"] == ""
 
     def startup(self) -> None:
+        self._writer = threading.Thread(target=self._run_writer, daemon=True,
+                                        name=f"group-metadata-writer-{self.broker.broker_id}")
+        self._writer.start()
         if self.standalone:
             self._import_journal()
             # A cluster of one leads every offsets partition: load what the logs hold now,
@@ -221,7 +356,9 @@ class GroupMetadataManager:
                 self._owned.add(p)
                 lg = self.broker.log_manager.get_log(OFFSETS_TOPIC, p)
                 if lg is not None:
-                    self._install(p, self._read_partition(lg))
+                    offsets, groups = self._read_partition(lg)
+                    self._install(p, offsets)
+                    self._notify_loaded(p, groups)
             return
         self._loader = threading.Thread(target=self._run_loader, daemon=True,
                                         name=f"group-metadata-manager-{self.broker.broker_id}")
@@ -269,11 +406,25 @@ class GroupMetadataManager:
         if self._loader is not None:
             self._load_queue.put(None)
             self._loader.join(5.0)
+        if self._writer is not None:
+            self._group_writes.put(None)
+            self._writer.join(5.0)
 
     def add_resign_listener(self, listener: Callable[[int], None]) -> None:
         """``listener(partition)`` runs when this broker stops leading an offsets partition
         (the coordinator drops that partition's groups)."""
         self._resign_listeners.append(listener)
+
+    def add_load_listener(self, listener: Callable[[int, dict[str, GroupRecord]], None]) -> None:
+        """``listener(partition, groups)`` runs when an offsets partition has been loaded, before
+        it is served: the coordinator restores the groups whose last record it is (Kafka's
+        ``onGroupLoaded``)."""
+        self._load_listeners.append(listener)
+
+    def _notify_loaded(self, partition: int, groups: dict[str, GroupRecord]) -> None:
+        for listener in self._load_listeners:
+            listener(partition, {g: r for g, r in groups.items()
+                                 if self.partition_for(g) == partition})
 
     # -- who coordinates what ------------------------------------------------------------------
 
@@ -370,7 +521,7 @@ class GroupMetadataManager:
                 return
             partition, election = task
             try:
-                offsets = self._load(partition)
+                offsets, groups = self._load(partition)
             except Exception:
                 log.exception("loading offsets partition %d failed; retrying", partition)
                 time.sleep(0.5)  # e.g. the log is being truncated: try again, still loading
@@ -378,31 +529,49 @@ class GroupMetadataManager:
                     if self._loading.get(partition) == election:
                         self._load_queue.put(task)
                 continue
+            # The groups first, while requests still get COORDINATOR_LOAD_IN_PROGRESS: a member
+            # heartbeating once the partition is served must find its group.
+            self._notify_loaded(partition, groups)
             with self._lock:
-                if self._loading.get(partition) != election:
-                    continue  # resigned or elected again meanwhile
-                del self._loading[partition]
-                self._owned.add(partition)
-                self._install_locked(partition, offsets)
-            log.info("broker %d: loaded offsets partition %d (%d groups)",
-                     self.broker.broker_id, partition, len(offsets))
+                current = self._loading.get(partition) == election
+                if current:
+                    del self._loading[partition]
+                    self._owned.add(partition)
+                    self._install_locked(partition, offsets)
+            if not current:  # resigned or elected again meanwhile: drop the groups restored
+                for listener in self._resign_listeners:
+                    listener(partition)
+                continue
+            log.info("broker %d: loaded offsets partition %d (offsets of %d groups, %d groups)",
+                     self.broker.broker_id, partition, len(offsets), len(groups))
 
-    def _load(self, partition: int) -> dict[str, dict[tuple[str, int], _Cached]]:
+    def _load(self, partition: int) -> tuple[dict[str, dict[tuple[str, int], _Cached]],
+                                             dict[str, GroupRecord]]:
         rm = self.broker.replica_manager
         p = rm.partitions.get((OFFSETS_TOPIC, partition))
         if p is None:
-            return {}
+            return {}, {}
         return self._read_partition(p.log)
 
-    def _read_partition(self, lg: Any) -> dict[str, dict[tuple[str, int], _Cached]]:
-        """Every commit in the log, the latest per (group, topic, partition) (Kafka's
-        ``doLoadGroupsAndOffsets``: up to the log end; this broker is the leader)."""
+    def _read_partition(self, lg: Any) -> tuple[dict[str, dict[tuple[str, int], _Cached]],
+                                                dict[str, GroupRecord]]:
+        """Every commit in the log, the latest per (group, topic, partition), and the latest
+        group metadata record of each group (Kafka's ``doLoadGroupsAndOffsets``: up to the log
+        end; this broker is the leader).  A tombstone removes the offset or the group."""
         out: dict[str, dict[tuple[str, int], _Cached]] = {}
+        groups: dict[str, GroupRecord] = {}
         for offset, key, value in _records(lg):
             try:
                 parsed = read_offset_commit_key(key)
                 if parsed is None:
-                    continue  # group metadata: membership is not kept across coordinators
+                    group_id = read_group_metadata_key(key)
+                    if group_id is None:
+                        continue
+                    if value is None:
+                        groups.pop(group_id, None)
+                    else:
+                        groups[group_id] = read_group_metadata_value(value)
+                    continue
                 group, topic, index = parsed
                 if value is None:  # a tombstone
                     out.get(group, {}).pop((topic, index), None)
@@ -412,7 +581,7 @@ class GroupMetadataManager:
             except (ValueError, UnicodeDecodeError, struct.error) as exc:
                 log.warning("offsets log %s: record at %d unreadable (%s); skipped", lg.name,
                             offset, exc)
-        return out
+        return out, groups
 
     def _install(self, partition: int, offsets: dict[str, dict[tuple[str, int], _Cached]]) -> None:
         with self._lock:
@@ -475,6 +644,66 @@ class GroupMetadataManager:
         except Exception:
             log.exception("group %s: appending a commit failed", group_id)
             callback(dict.fromkeys(offsets, UNKNOWN_SERVER_ERROR))
+
+    # -- group metadata --------------------------------------------------------------------
+
+    def store_group(self, group_id: str, record: GroupRecord | None,
+                    callback: StoreGroupCallback) -> None:
+        """Append the group's record (None: a tombstone) to its partition with acks=all;
+        ``callback(error)`` once the ISR has it (NONE) or the append failed (the error mapped as
+        Kafka's ``storeGroup`` does), from whichever thread completes it.
+
+        The append is made by a writer thread, in the order of the calls: the coordinator calls
+        this under the group's lock, and the append's answer (which takes that lock) may come
+        from a thread that holds the produce purgatory's."""
+        self._group_writes.put((group_id, record, callback))
+
+    def _run_writer(self) -> None:
+        while True:
+            task = self._group_writes.get()
+            if task is None:
+                return
+            group_id, record, callback = task
+            answered = []
+
+            def once(error: int, callback: StoreGroupCallback = callback,
+                     answered: list[int] = answered) -> None:
+                if not answered:
+                    answered.append(error)
+                    callback(error)
+
+            try:
+                self._append_group(group_id, record, once)
+            except Exception:
+                log.exception("group %s: appending its metadata failed", group_id)
+                once(UNKNOWN_SERVER_ERROR)
+
+    def _append_group(self, group_id: str, record: GroupRecord | None,
+                      callback: StoreGroupCallback) -> None:
+        if not self.ensure_offsets_topic():
+            callback(COORDINATOR_NOT_AVAILABLE)
+            return
+        partition = self.partition_for(group_id)
+        key = (OFFSETS_TOPIC, partition)
+        builder = MemoryRecordsBuilder(1024)
+        builder.append(int(time.time() * 1000), group_metadata_key(group_id),
+                       None if record is None else group_metadata_value(record))
+        response: dict[str, Any] = {"error_code": NONE, "base_offset": -1,
+                                    "error_message": None}
+
+        def on_append(results: dict[tuple[str, int], dict[str, Any]]) -> None:
+            error = results.get(key, response)["error_code"]
+            if error != NONE:
+                log.info("group %s: storing its metadata in %s-%d failed with %d", group_id,
+                         OFFSETS_TOPIC, partition, error)
+                callback(APPEND_ERROR_TO_SYNC_ERROR.get(error, UNKNOWN_SERVER_ERROR))
+                return
+            if self.standalone:
+                self._flush(partition)
+            callback(NONE)
+
+        self.broker.replica_manager.append_records(
+            self.commit_timeout_ms, -1, {key: (response, bytes(builder.build()))}, on_append)
 
     def _flush(self, partition: int) -> None:
         """Alone, a broker's disk is the only copy: a commit is fsync'd before it is answered

@@ -358,14 +358,15 @@ def test_kafka_python_group_survives_data_leader_and_coordinator_kills(cluster):
     run_group_through_kills(cluster, "kafka-python")
 
 
-def _call(cluster: Cluster, broker: int, api: int, version: int, body: dict) -> dict:
+def _call(cluster: Cluster, broker: int, api: int, version: int, body: dict,
+          timeout_s: float = 10.0) -> dict:
     from kafkacore.broker.inter_broker_client import InterBrokerClient
     from kafkacore.protocol import codec
 
     full = codec.REQUESTS[api].body.defaults(version)
     full.update(body)
     host, port = cluster.broker_address(broker).split(":")
-    client = InterBrokerClient(host, int(port), "test", 10.0)
+    client = InterBrokerClient(host, int(port), "test", timeout_s)
     try:
         return client.send(api, version, full)
     finally:
@@ -435,5 +436,115 @@ def test_coordinator_protocol_by_hand_across_a_coordinator_kill(cluster):
         assert fetched == (0, 42)  # the commit was on the new leader's replica
         assert _commit(cluster, new, group, topic, 43) == 0
         assert _fetch(cluster, new, group, topic) == (0, 43)
+    finally:
+        cluster.restart(coordinator)
+
+
+def _find_coordinator(cluster: Cluster, broker: int, group: str) -> dict:
+    from kafkacore.protocol.api_keys import ApiKey
+
+    return _call(cluster, broker, ApiKey.FIND_COORDINATOR, 4,
+                 {"key_type": 0, "coordinator_keys": [group]})["coordinators"][0]
+
+
+def _join(cluster: Cluster, broker: int, group: str, member_id: str, subscription: bytes) -> dict:
+    """JoinGroup v3 (no MEMBER_ID_REQUIRED round): parked until the rebalance completes."""
+    from kafkacore.protocol.api_keys import ApiKey
+
+    return _call(cluster, broker, ApiKey.JOIN_GROUP, 3, {
+        "group_id": group, "session_timeout_ms": 30000, "rebalance_timeout_ms": 30000,
+        "member_id": member_id, "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": subscription}]}, timeout_s=60.0)
+
+
+def _sync(cluster: Cluster, broker: int, group: str, generation: int, member_id: str,
+          assignments: dict[str, bytes]) -> dict:
+    from kafkacore.protocol.api_keys import ApiKey
+
+    return _call(cluster, broker, ApiKey.SYNC_GROUP, 3, {
+        "group_id": group, "generation_id": generation, "member_id": member_id,
+        "assignments": [{"member_id": m, "assignment": a} for m, a in assignments.items()]},
+        timeout_s=60.0)
+
+
+def _heartbeat(cluster: Cluster, broker: int, group: str, generation: int, member_id: str
+               ) -> int:
+    from kafkacore.protocol.api_keys import ApiKey
+
+    return int(_call(cluster, broker, ApiKey.HEARTBEAT, 3, {
+        "group_id": group, "generation_id": generation, "member_id": member_id})["error_code"])
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(240)
+def test_membership_survives_a_coordinator_kill(cluster):
+    """Two members join and sync (the generation and its assignment are written to
+    ``__consumer_offsets`` before SyncGroup answers); the coordinator is SIGKILLed; the new
+    coordinator loaded the group, so the members' heartbeats with their old member ids and
+    generation are answered NONE (not UNKNOWN_MEMBER_ID: no rebalance), DescribeGroups shows the
+    same generation, members and assignments, and a retried SyncGroup gets the assignment."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kafkacore.protocol.api_keys import ApiKey
+
+    group = f"members-{uuid.uuid4().hex[:8]}"
+    partition = partition_for(group, OFFSETS_PARTITIONS)
+    _find_coordinator(cluster, 1, group)  # creates __consumer_offsets if no test did yet
+    cluster.wait_for_topic(OFFSETS_TOPIC)
+    coordinator = cluster.leader_of(OFFSETS_TOPIC, partition)
+    # Every replica is in the ISR: whichever is elected next has the group's record.
+    state = cluster.partition_state(OFFSETS_TOPIC, partition)
+    assert state is not None and len(state["replica_nodes"]) > 1, state
+    cluster.wait_for_isr(OFFSETS_TOPIC, partition, state["replica_nodes"])
+    deadline = time.monotonic() + 60
+    while _find_coordinator(cluster, coordinator, group)["error_code"] != 0:
+        assert time.monotonic() < deadline, "the coordinator never loaded its partition"
+        time.sleep(0.05)
+
+    # a joins alone (generation 1); b's join starts a rebalance that a learns of by heartbeat.
+    a = _join(cluster, coordinator, group, "", b"sub-a")
+    assert a["error_code"] == 0, a
+    a_id = a["member_id"]
+    with ThreadPoolExecutor(2) as pool:
+        b_join = pool.submit(_join, cluster, coordinator, group, "", b"sub-b")
+        deadline = time.monotonic() + 60
+        while _heartbeat(cluster, coordinator, group, a["generation_id"], a_id) != 27:
+            assert time.monotonic() < deadline, "b's join never started a rebalance"
+            time.sleep(0.05)
+        a = _join(cluster, coordinator, group, a_id, b"sub-a")
+        b = b_join.result(60)
+    assert a["error_code"] == b["error_code"] == 0, (a, b)
+    generation, b_id = a["generation_id"], b["member_id"]
+    assert b["generation_id"] == generation and a["leader"] == a_id
+    assignments = {a_id: b"assignment-a", b_id: b"assignment-b"}
+    with ThreadPoolExecutor(1) as pool:
+        b_sync = pool.submit(_sync, cluster, coordinator, group, generation, b_id, {})
+        a_sync = _sync(cluster, coordinator, group, generation, a_id, assignments)
+        b_synced = b_sync.result(60)
+    assert (a_sync["error_code"], a_sync["assignment"]) == (0, b"assignment-a")
+    assert (b_synced["error_code"], b_synced["assignment"]) == (0, b"assignment-b")
+
+    cluster.kill(coordinator)
+    try:
+        new = cluster.wait_for_leader_change(OFFSETS_TOPIC, partition, coordinator)
+        deadline = time.monotonic() + 60
+        while True:  # NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS until it has loaded
+            error = _heartbeat(cluster, new, group, generation, a_id)
+            if error not in (14, 15, 16):
+                break
+            assert time.monotonic() < deadline, error
+            time.sleep(0.05)
+        assert error == 0  # not UNKNOWN_MEMBER_ID (25): the group was restored
+        assert _heartbeat(cluster, new, group, generation, b_id) == 0
+        described = _call(cluster, new, ApiKey.DESCRIBE_GROUPS, 0, {"groups": [group]})
+        d = described["groups"][0]
+        assert (d["error_code"], d["group_state"], d["protocol_type"], d["protocol_data"]) == (
+            0, "Stable", "consumer", "range")
+        assert sorted((m["member_id"], m["member_metadata"], m["member_assignment"])
+                      for m in d["members"]) == sorted(
+            [(a_id, b"sub-a", b"assignment-a"), (b_id, b"sub-b", b"assignment-b")])
+        # A retried SyncGroup of the same generation gets the stored assignment.
+        retried = _sync(cluster, new, group, generation, b_id, {})
+        assert (retried["error_code"], retried["assignment"]) == (0, b"assignment-b")
     finally:
         cluster.restart(coordinator)

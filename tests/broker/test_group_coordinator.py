@@ -5,6 +5,8 @@ group's partition computed as Kafka computes it."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kafkacore.broker import Broker
@@ -13,15 +15,23 @@ from kafkacore.broker.group_coordinator import (
     INVALID_GROUP_ID,
     NONE,
     OFFSET_METADATA_TOO_LARGE,
+    UNKNOWN_MEMBER_ID,
     OffsetAndMetadata,
 )
+from kafkacore.broker.group_metadata import GroupState
 from kafkacore.broker.group_metadata_manager import (
     OFFSETS_TOPIC,
+    GroupRecord,
+    MemberRecord,
     _records,
+    group_metadata_key,
+    group_metadata_value,
     java_string_hashcode,
     offset_commit_key,
     offset_commit_value,
     partition_for,
+    read_group_metadata_key,
+    read_group_metadata_value,
     read_offset_commit_key,
     read_offset_commit_value,
 )
@@ -59,6 +69,106 @@ def test_record_format_round_trips_and_matches_kafkas_layout():
     assert read_offset_commit_key(key) == ("g", "t", 3)
     assert read_offset_commit_value(encoded) == value
     assert read_offset_commit_key(b"\x00\x02\x00\x01g") is None  # group metadata: not offsets
+
+
+def _s(text: str) -> bytes:
+    return len(text).to_bytes(2, "big") + text.encode()
+
+
+def test_group_record_round_trips_and_matches_kafkas_layout():
+    """``GroupMetadataKey`` v2 and ``GroupMetadataValue`` v3: int16/int32/int64 big-endian,
+    strings int16 length + UTF-8 (-1: null), bytes and arrays int32 length."""
+    assert group_metadata_key("g") == b"\x00\x02" + _s("g")
+    assert read_group_metadata_key(group_metadata_key("g")) == "g"
+    assert read_group_metadata_key(offset_commit_key("g", "t", 0)) is None
+    member = MemberRecord("m-1", None, "client", "/10.0.0.1", 60000, 30000, b"sub", b"asg")
+    record = GroupRecord("consumer", 7, "range", "m-1", 1234, (member,))
+    encoded = group_metadata_value(record)
+    assert encoded == (b"\x00\x03" + _s("consumer") + (7).to_bytes(4, "big") + _s("range")
+                       + _s("m-1") + (1234).to_bytes(8, "big") + (1).to_bytes(4, "big")
+                       + _s("m-1") + b"\xff\xff" + _s("client") + _s("/10.0.0.1")
+                       + (60000).to_bytes(4, "big") + (30000).to_bytes(4, "big")
+                       + b"\x00\x00\x00\x03sub" + b"\x00\x00\x00\x03asg")
+    assert read_group_metadata_value(encoded) == record
+    empty = GroupRecord("consumer", 8, None, None, 99, ())
+    assert group_metadata_value(empty) == (b"\x00\x03" + _s("consumer") + (8).to_bytes(4, "big")
+                                           + b"\xff\xff\xff\xff" + (99).to_bytes(8, "big")
+                                           + b"\x00\x00\x00\x00")
+    assert read_group_metadata_value(group_metadata_value(empty)) == empty
+    # Version 0 (Kafka 0.9): no rebalance timeout (the session timeout stands in), no state
+    # timestamp, no group instance id.
+    v0 = (b"\x00\x00" + _s("consumer") + (2).to_bytes(4, "big") + _s("range") + _s("a")
+          + (1).to_bytes(4, "big") + _s("a") + _s("c") + _s("h") + (10000).to_bytes(4, "big")
+          + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x01x")
+    assert read_group_metadata_value(v0) == GroupRecord(
+        "consumer", 2, "range", "a", -1, (MemberRecord("a", None, "c", "h", 10000, 10000, b"",
+                                                       b"x"),))
+    with pytest.raises(ValueError):
+        read_group_metadata_value(encoded[:-1])  # torn
+    with pytest.raises(ValueError):
+        read_group_metadata_value(b"\x00\x04" + encoded[2:])  # a flexible version: not ours
+
+
+def _answer(answers: list, what: str):
+    deadline = time.monotonic() + 30
+    while not answers:
+        assert time.monotonic() < deadline, f"{what} not answered"
+        time.sleep(0.01)
+    return answers[0]
+
+
+def _join_and_sync(c, group: str) -> tuple[str, int]:
+    """One member joins and syncs as its own leader: (member id, generation)."""
+    joined: list = []
+    c.handle_join_group(group, "", None, False, "client", "/127.0.0.1", 30000, 30000,
+                        "consumer", [("range", b"subscription")], joined.append)
+    assert _answer(joined, "JoinGroup").error == NONE, joined
+    member_id, generation = joined[0].member_id, joined[0].generation_id
+    synced: list = []
+    c.handle_sync_group(group, generation, member_id, "consumer", "range",
+                        {member_id: b"assignment"}, synced.append)
+    result = _answer(synced, "SyncGroup")  # answered once the group's record is written
+    assert (result.error, result.assignment) == (NONE, b"assignment")
+    return member_id, generation
+
+
+def test_membership_survives_a_restart(tmp_path):
+    """The generation and its assignment are a record of ``__consumer_offsets``: a restarted
+    coordinator knows the member, which carries on heartbeating (no rejoin)."""
+    config = {**_config(tmp_path), "group.initial.rebalance.delay.ms": "0"}
+    with Broker(config) as broker:
+        member_id, generation = _join_and_sync(broker.group_coordinator, "g")
+        lg = broker.log_manager.get_log(OFFSETS_TOPIC, partition_for("g", 5))
+        records = [read_group_metadata_value(v) for _, k, v in _records(lg)
+                   if read_group_metadata_key(k) == "g"]
+        assert [(r.generation_id, r.leader_id, [m.assignment for m in r.members])
+                for r in records] == [(generation, member_id, [b"assignment"])]
+    with Broker(config) as broker:
+        c = broker.group_coordinator
+        assert c.handle_heartbeat("g", member_id, generation) == NONE
+        error, summary = c.handle_describe_group("g")
+        assert (error, summary["group_state"], summary["protocol_data"]) == (
+            NONE, GroupState.STABLE.value, "range")
+        assert [(m["member_id"], m["member_metadata"], m["member_assignment"])
+                for m in summary["members"]] == [(member_id, b"subscription", b"assignment")]
+        # Leaving empties the group: the empty generation is written too, and loaded as Empty.
+        assert c.handle_leave_group("g", [member_id]) == (NONE, [NONE])
+        deadline = time.monotonic() + 30
+        while c.handle_describe_group("g")[1]["group_state"] != GroupState.EMPTY.value:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    with Broker(config) as broker:
+        c = broker.group_coordinator
+        assert c.handle_heartbeat("g", member_id, generation) == UNKNOWN_MEMBER_ID
+        group = c.group("g")
+        assert group is not None
+        assert (group.state, group.generation_id) == (GroupState.EMPTY, generation + 1)
+        # A tombstone (a null value) removes the group when the partition is loaded.
+        stored: list[int] = []
+        c.group_manager.store_group("g", None, stored.append)
+        assert _answer(stored, "the tombstone") == NONE
+    with Broker(config) as broker:
+        assert broker.group_coordinator.group("g") is None
 
 
 def test_commit_then_fetch(tmp_path):
