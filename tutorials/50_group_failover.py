@@ -79,6 +79,10 @@ with Cluster(brokers=3, config={"group.initial.rebalance.delay.ms": "0"}) as clu
     print(f"killed broker {coordinator}; broker {new_coordinator} leads "
           f"{OFFSETS_TOPIC}-{offsets_partition} after {time.monotonic() - killed_at:.1f} s and "
           "loads the group's offsets from its replica")
+    # Every broker learns of the election at its next pull of the controller's image; until then
+    # one may still send a new consumer to the dead broker, and kafka-python's consumer raises
+    # the refused connection from poll() instead of asking another broker.
+    cluster.wait_for_leader_known(OFFSETS_TOPIC, offsets_partition, new_coordinator)
 
     second = consume(cluster.bootstrap_servers, RECORDS - len(first))
     print(f"second consumer: {second[0]!r} .. {second[-1]!r}")

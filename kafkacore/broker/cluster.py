@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import kafkacore
@@ -280,6 +280,26 @@ class Cluster:
     def wait_for_topic(self, topic: str, timeout_s: float = 30.0) -> None:
         """Wait (bounded) until every running broker knows ``topic`` and a leader for each of
         its partitions (brokers pull the controller's image every heartbeat interval)."""
+        self._wait_for_every_broker(
+            topic, lambda t: all(p["leader_id"] >= 0 for p in t["partitions"]),
+            f"does not know {topic}", timeout_s)
+
+    def wait_for_leader_known(self, topic: str, partition: int, leader: int,
+                              timeout_s: float = 30.0) -> None:
+        """Wait (bounded) until every running broker names ``leader`` for the partition.
+
+        The controller elects at once, but each broker learns of it only at its next pull of the
+        controller's image; until then it still sends clients (Metadata, FindCoordinator) to the
+        old leader.  Clients retry that, but one that fails at once on a refused connection
+        (kafka-python 3.0.12's consumer raises it from ``poll()``) needs the news everywhere."""
+        self._wait_for_every_broker(
+            topic, lambda t: any(p["partition_index"] == partition and p["leader_id"] == leader
+                                 for p in t["partitions"]),
+            f"does not name broker {leader} as leader of {topic}-{partition}", timeout_s)
+
+    def _wait_for_every_broker(self, topic: str, known: Callable[[dict[str, Any]], bool],
+                               failure: str, timeout_s: float) -> None:
+        """Ask each running broker for ``topic``'s Metadata until ``known(topic)`` holds."""
         deadline = time.monotonic() + timeout_s
         for node in list(self.brokers.values()):
             if not node.running or node.paused:
@@ -291,12 +311,10 @@ class Cluster:
                     body.update(topics=[{"name": topic, "topic_id": uuid.UUID(int=0)}],
                                 allow_auto_topic_creation=False)
                     t = client.send(ApiKey.METADATA, 12, body)["topics"][0]
-                    if t["error_code"] == 0 and t["partitions"] and all(
-                            p["leader_id"] >= 0 for p in t["partitions"]):
+                    if t["error_code"] == 0 and t["partitions"] and known(t):
                         break
                     if time.monotonic() > deadline:
-                        raise ClusterError(f"broker {node.node_id} does not know {topic} "
-                                           f"after {timeout_s} s")
+                        raise ClusterError(f"broker {node.node_id} {failure} after {timeout_s} s")
                     time.sleep(0.05)
             finally:
                 client.close()

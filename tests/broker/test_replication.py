@@ -326,6 +326,31 @@ def test_an_isolated_leader_loses_its_partitions_and_comes_back_when_healed(clus
 
 
 @pytest.mark.cluster
+@pytest.mark.timeout(300)
+def test_after_an_election_every_broker_names_the_new_leader_and_not_the_dead_one(cluster):
+    topic = new_topic(cluster, partitions=1)
+    old = cluster.leader_of(topic, 0)
+    cluster.kill(old)
+    try:
+        new = cluster.wait_for_leader_change(topic, 0, old)
+        cluster.wait_for_leader_known(topic, 0, new)
+        for broker in (b for b in (1, 2, 3) if b != old):
+            client = _client(cluster.broker_address(broker))
+            try:
+                body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
+                body.update(topics=[{"name": topic, "topic_id": uuid.UUID(int=0)}])
+                answer = client.send(ApiKey.METADATA, 12, body)
+            finally:
+                client.close()
+            assert answer["topics"][0]["partitions"][0]["leader_id"] == new, broker
+            # What a client connects to next: the dead broker is no longer offered.
+            assert old not in {b["node_id"] for b in answer["brokers"]}, broker
+    finally:
+        cluster.restart(old)
+    cluster.wait_for_isr(topic, 0, [1, 2, 3])
+
+
+@pytest.mark.cluster
 @pytest.mark.timeout(120)
 def test_the_cluster_command_prints_its_bootstrap_servers_and_stops_on_sigterm(tmp_path):
     import signal

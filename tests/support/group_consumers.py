@@ -10,7 +10,8 @@ process of the machine):
 - ``("assign", t, cid, partitions)`` / ``("revoke", t, cid, partitions)``: the rebalance callbacks;
 - ``("record", t, cid, partition, offset, key, value)``: a record processed;
 - ``("commit", t_start, t_end, cid, partition, offset, ok, error)``: a commit, and whether the
-  client reported it done (``ok``) or failed (the broker may still have written it).
+  client reported it done (``ok``) or failed (the broker may still have written it);
+- ``("poll_error", t, cid, error)``: a retriable error raised by kafka-python's ``poll()``, retried.
 """
 
 from __future__ import annotations
@@ -115,7 +116,15 @@ def _run_kafka_python(cid, bootstrap, topic, group, events, stop, timeout_s):
             # after poll() timed out inside its join (its heartbeats are never enabled again,
             # as in dpkp/kafka-python#2610); 10 s covers a whole rebalance, and poll() returns
             # as soon as a record is there anyway.
-            batches = consumer.poll(timeout_ms=10000, max_records=1)
+            try:
+                batches = consumer.poll(timeout_ms=10000, max_records=1)
+            except KafkaError as exc:
+                # Retried, as an application would: kafka-python raises a refused connection to
+                # a broker that just died (still in its metadata) from poll().
+                if not exc.retriable:
+                    raise
+                events.put(("poll_error", time.monotonic(), cid, repr(exc)))
+                continue
             for tp, records in batches.items():
                 for record in records:
                     p, o = tp.partition, record.offset
