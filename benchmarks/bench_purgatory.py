@@ -181,11 +181,12 @@ TURN_MS = 20
 def _round(outstanding, plan, timeout):
     """Run the plan through the four loops, taking turns; return {kind: (us per op, outstanding)}."""
     clock = [0]
-    loops = [_Loop(kind, clock, timeout) for kind in _KINDS]
+    by_kind = {kind: _Loop(kind, clock, timeout) for kind in _KINDS}
+    loops = list(by_kind.values())
     warm_ms = timeout + 1
     for loop in loops:
         loop.run(plan, clock, 0, warm_ms)
-    seen = {k: (lp.size() if lp.size else outstanding) for k, lp in zip(_KINDS, loops)}
+    seen = {k: (lp.size() if lp.size else outstanding) for k, lp in by_kind.items()}
     gc.collect()
     gc.disable()
     try:
@@ -201,7 +202,11 @@ def _round(outstanding, plan, timeout):
     finally:
         gc.enable()
     ops = (len(plan) - warm_ms) * PER_MS
-    return {kind: (loop.cpu_ns / 1e3 / ops, seen[kind]) for kind, loop in zip(_KINDS, loops)}
+    return {kind: (loop.cpu_ns / 1e3 / ops, seen[kind]) for kind, loop in by_kind.items()}
+
+
+def _median(per_round, f):
+    return statistics.median(f(r) for r in per_round)
 
 
 def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=3):
@@ -216,13 +221,9 @@ def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=3):
         per_round = [_round(outstanding, plan, timeout) for _ in range(rounds)]
         gc.unfreeze()
         del plan
-
-        def median(f):
-            return statistics.median(f(r) for r in per_round)
-
-        cost = {kind: median(lambda r, k=kind: r[k][0]) for kind in _KINDS}
-        net_wheel = median(lambda r: r["wheel"][0] - r["none-wheel"][0])
-        net_heap = median(lambda r: r["heap"][0] - r["none-heap"][0])
+        cost = {kind: _median(per_round, lambda r, k=kind: r[k][0]) for kind in _KINDS}
+        net_wheel = _median(per_round, lambda r: r["wheel"][0] - r["none-wheel"][0])
+        net_heap = _median(per_round, lambda r: r["heap"][0] - r["none-heap"][0])
         results[str(outstanding)] = {
             "timeout_ms": timeout,
             "outstanding_seen": per_round[0]["wheel"][1],
@@ -237,8 +238,10 @@ def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=3):
             "heap_over_wheel": cost["heap"] / cost["wheel"],
             "net_heap_over_wheel": net_heap / net_wheel,
             "net_per_round": [
-                {"timing wheel": r["wheel"][0] - r["none-wheel"][0],
-                 "heap (lazy deletion)": r["heap"][0] - r["none-heap"][0]}
+                {
+                    "timing wheel": r["wheel"][0] - r["none-wheel"][0],
+                    "heap (lazy deletion)": r["heap"][0] - r["none-heap"][0],
+                }
                 for r in per_round
             ],
         }
