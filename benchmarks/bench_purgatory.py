@@ -23,15 +23,20 @@ Both are driven by the same loop, which calls each timer's own API directly (``a
 ``advance_clock``) and nothing else: ``TimerTask.cancel(task)`` for the wheel, the heap timer's
 ``cancel(task)`` for the heap, with no wrapper of the harness's around either.
 
-The clock is simulated, so the figures are CPU cost only, measured on the same machine in the same
-run, taking turns, best of ``--rounds``.  ``no timer`` runs the same loop (making the operations,
-choosing when each completes) with no timer at all; ``net`` figures subtract it, leaving the
-timer's own cost.  It runs twice, once with each timer's operations: an ``Operation`` is a
-``TimerTask`` subclass, which costs more to make than the heap's plain ``HeapTask`` (its
-``super().__init__`` call; 0.4 against 0.2 us here), and that is the operation's cost, not the
-timer's.  Subtracting one loop made with ``HeapTask`` from both, as this benchmark first did,
-charged the wheel's net figure with that difference.  The measured part of every loop starts
-right after a full collection (see ``_drive``).  Read the ratios, not the absolute figures.
+The clock is simulated, so the figures are CPU cost only.  ``no timer`` runs the same loop
+(making the operations, choosing when each completes) with no timer at all; ``net`` figures
+subtract it, leaving the timer's own cost.  It runs twice, once with each timer's operations: an
+``Operation`` is a ``TimerTask`` subclass, which costs more to make than the heap's plain
+``HeapTask`` (its ``super().__init__`` call), and that is the operation's cost, not the timer's.
+In every loop an operation lives until it completes or expires: the loop holds the ones that
+will expire until their timeout, as a purgatory's watchers would, timer or not.
+
+The four loops run side by side and take turns (``TURN_MS`` simulated milliseconds each, in a
+rotating order), so that the shared machine's slow moments, which change its speed by half from
+one second to the next, fall on all of them alike.  The collector is off during the turns (a
+collection would walk every loop's objects and be charged to whichever loop triggered it).  The
+figures are medians of ``--rounds`` rounds; ``net_per_round`` keeps each round's.  Read the
+ratios, not the absolute figures.
 """
 
 from __future__ import annotations
@@ -209,7 +214,7 @@ def _median(per_round, f):
     return statistics.median(f(r) for r in per_round)
 
 
-def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=3):
+def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=5):
     results = {}
     for outstanding in sizes:
         timeout = _timeout_for(outstanding)
@@ -265,7 +270,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,100000,1000000")
     parser.add_argument("--measure", type=int, default=200_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
     sizes = tuple(int(s) for s in args.sizes.split(","))
