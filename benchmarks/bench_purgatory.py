@@ -23,15 +23,20 @@ Both are driven by the same loop, which calls each timer's own API directly (``a
 ``advance_clock``) and nothing else: ``TimerTask.cancel(task)`` for the wheel, the heap timer's
 ``cancel(task)`` for the heap, with no wrapper of the harness's around either.
 
-The clock is simulated, so the figures are CPU cost only, measured on the same machine in the same
-run, taking turns, best of ``--rounds``.  ``no timer`` runs the same loop (making the operations,
-choosing when each completes) with no timer at all; ``net`` figures subtract it, leaving the
-timer's own cost.  It runs twice, once with each timer's operations: an ``Operation`` is a
-``TimerTask`` subclass, which costs more to make than the heap's plain ``HeapTask`` (its
-``super().__init__`` call; 0.4 against 0.2 us here), and that is the operation's cost, not the
-timer's.  Subtracting one loop made with ``HeapTask`` from both, as this benchmark first did,
-charged the wheel's net figure with that difference.  The measured part of every loop starts
-right after a full collection (see ``_drive``).  Read the ratios, not the absolute figures.
+The clock is simulated, so the figures are CPU cost only.  ``no timer`` runs the same loop
+(making the operations, choosing when each completes) with no timer at all; ``net`` figures
+subtract it, leaving the timer's own cost.  It runs twice, once with each timer's operations: an
+``Operation`` is a ``TimerTask`` subclass, which costs more to make than the heap's plain
+``HeapTask`` (its ``super().__init__`` call), and that is the operation's cost, not the timer's.
+In every loop an operation lives until it completes or expires: the loop holds the ones that
+will expire until their timeout, as a purgatory's watchers would, timer or not.
+
+The four loops run side by side and take turns (``TURN_MS`` simulated milliseconds each, in a
+rotating order), so that the shared machine's slow moments, which change its speed by half from
+one second to the next, fall on all of them alike.  The collector is off during the turns (a
+collection would walk every loop's objects and be charged to whichever loop triggered it).  The
+figures are medians of ``--rounds`` rounds; ``net_per_round`` keeps each round's.  Read the
+ratios, not the absolute figures.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ import json
 import pathlib
 import platform
 import random
+import statistics
 import time
 
 from kafkacore.broker.timer import SystemTimer, TimerTask
@@ -50,7 +56,7 @@ from kafkacore.broker.timer import SystemTimer, TimerTask
 HERE = pathlib.Path(__file__).parent
 #: CPU time of this process, not wall time: on a shared machine, time spent waiting for a core
 #: while other processes run would otherwise count against whichever timer was running then.
-_clock = time.process_time
+_clock = time.process_time_ns
 PER_MS = 50  # operations added per simulated millisecond
 EARLY = 0.9  # the share completed before their timeout
 
@@ -74,6 +80,9 @@ class HeapTask:
         self.cancelled = False
         self.done = False
 
+    def run(self):
+        self.done = True
+
 
 class HeapTimer:
     """A delay queue of individual tasks; completion only flags the task (lazy deletion)."""
@@ -95,10 +104,11 @@ class HeapTimer:
         while heap and heap[0][0] <= now:
             task = heapq.heappop(heap)[2]
             if not task.cancelled:
-                task.done = True
+                task.run()  # as the wheel runs its tasks
 
-    def __len__(self):
-        return len(self._heap)
+    def waiting(self):
+        """The tasks neither completed nor run (the heap also holds the completed ones)."""
+        return sum(1 for _, _, t in self._heap if not t.cancelled and not t.done)
 
 
 def _timeout_for(outstanding):
@@ -118,100 +128,127 @@ def _schedule(timeout, n_ms, seed):
     return plan
 
 
-def _drive(kind, outstanding, measure_ops, plan, timeout):
-    """Run the plan; return (seconds for the measured part, ops measured, outstanding seen)."""
+class _Loop:
+    """The loop that drives one timer (or none) through the plan."""
+
+    def __init__(self, kind, clock, timeout):
+        time_ms = lambda: clock[0]  # noqa: E731  (each loop its own, alike)
+        if kind == "wheel":
+            timer = SystemTimer("bench", tick_ms=1, wheel_size=20, start_ms=0, time_ms=time_ms)
+            self.make = Operation
+            # The timer's own cancel, called directly, as the heap's ``timer.cancel`` is: a wrapper
+            # function here would charge the wheel one Python call that the heap does not pay.
+            self.complete = TimerTask.cancel
+            self.size = timer.size
+        elif kind == "heap":
+            timer = HeapTimer(time_ms)
+            self.make = HeapTask
+            self.complete = timer.cancel
+            self.size = timer.waiting
+        else:  # "none-*": the same loop with no timer at all, to subtract the loop's own cost
+            timer = None
+            self.make = Operation if kind == "none-wheel" else HeapTask
+            self.complete = id  # a builtin that does nothing
+            self.size = None
+        self.add = timer.add if timer else id
+        self.advance = timer.advance_clock if timer else id
+        self.timer = timer
+        self.timeout = timeout
+        self.completions: dict[int, list] = {}
+        self.expiring: dict[int, list] = {}
+        self.cpu_ns = 0
+
+    def run(self, plan, clock, start, stop):
+        make, add, complete, advance = self.make, self.add, self.complete, self.advance
+        completions, expiring, timeout = self.completions, self.expiring, self.timeout
+        for ms in range(start, stop):
+            clock[0] = ms
+            for at in plan[ms]:
+                task = make(timeout)
+                add(task)
+                if at is None:
+                    # Held until it times out, as a purgatory's watchers hold it, in every loop:
+                    # an operation lives as long with a timer as without one.
+                    expiring.setdefault(ms + timeout, []).append(task)
+                else:
+                    completions.setdefault(ms + at, []).append(task)
+            for task in completions.pop(ms, ()):
+                complete(task)
+            advance(0)
+            expiring.pop(ms, None)
+
+
+_KINDS = ("wheel", "none-wheel", "heap", "none-heap")
+#: Simulated milliseconds a loop runs in one turn (1,000 operations).
+TURN_MS = 20
+
+
+def _round(outstanding, plan, timeout):
+    """Run the plan through the four loops, taking turns; return {kind: (us per op, outstanding)}."""
     clock = [0]
-    if kind == "wheel":
-        timer = SystemTimer("bench", tick_ms=1, wheel_size=20, start_ms=0, time_ms=lambda: clock[0])
-        make = Operation
-        # The timer's own cancel, called directly, as the heap's ``timer.cancel`` is: a wrapper
-        # function here would charge the wheel one Python call of the harness's that the heap
-        # does not pay.
-        complete = TimerTask.cancel
-
-        def size():
-            return timer.size()
-
-    elif kind == "heap":
-        timer = HeapTimer(lambda: clock[0])
-        make = HeapTask
-        complete = timer.cancel
-
-        def size():
-            return sum(1 for _, _, t in timer._heap if not t.cancelled and not t.done)
-
-    else:  # "none-*": the same loop with no timer at all, to subtract the harness's own cost
-        timer = HeapTimer(lambda: clock[0])
-        make = Operation if kind == "none-wheel" else HeapTask
-        timer.add = timer.cancel = timer.advance_clock = complete = (
-            id  # a builtin that does nothing
-        )
-
-        def size():
-            return outstanding
-
-    add, advance = timer.add, timer.advance_clock
-    completions: dict[int, list] = {}
-    # The plan is the harness's, not a timer's: out of the collector's sight, so that each full
-    # collection a timer's objects cause does not also walk the whole plan.
-    gc.collect()
-    gc.freeze()
+    by_kind = {kind: _Loop(kind, clock, timeout) for kind in _KINDS}
+    loops = list(by_kind.values())
     warm_ms = timeout + 1
-    measure_ms = len(plan) - warm_ms
-    seen = 0
-    started = None
-    for ms, row in enumerate(plan):
-        if ms == warm_ms:
-            seen = size()
-            # Every timer's measured part starts from the same collector state: otherwise a
-            # collection of everything the warm-up left in the young generations lands in one
-            # timer's window and not another's (with a million operations waiting we saw single
-            # collections take a quarter of a second).  This spares the heap most: it keeps more
-            # tracked objects (its entries) than the wheel.
-            gc.collect()
-            started = _clock()
-        clock[0] = ms
-        for at in row:
-            task = make(timeout)
-            add(task)
-            if at is not None:
-                completions.setdefault(ms + at, []).append(task)
-        for task in completions.pop(ms, ()):
-            complete(task)
-        advance(0)
-    elapsed = _clock() - started
-    gc.unfreeze()
-    return elapsed, measure_ms * PER_MS, seen
+    for loop in loops:
+        loop.run(plan, clock, 0, warm_ms)
+    seen = {k: (lp.size() if lp.size else outstanding) for k, lp in by_kind.items()}
+    gc.collect()
+    gc.disable()
+    try:
+        for turn, start in enumerate(range(warm_ms, len(plan), TURN_MS)):
+            stop = min(start + TURN_MS, len(plan))
+            # Each loop runs the same stretch of the plan in its turn, in an order that rotates:
+            # a slow moment of the shared machine falls on all four alike.
+            first = turn % len(loops)
+            for loop in loops[first:] + loops[:first]:
+                started = _clock()
+                loop.run(plan, clock, start, stop)
+                loop.cpu_ns += _clock() - started
+    finally:
+        gc.enable()
+    ops = (len(plan) - warm_ms) * PER_MS
+    return {kind: (loop.cpu_ns / 1e3 / ops, seen[kind]) for kind, loop in by_kind.items()}
 
 
-def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=2):
+def _median(per_round, f):
+    return statistics.median(f(r) for r in per_round)
+
+
+def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=5):
     results = {}
     for outstanding in sizes:
         timeout = _timeout_for(outstanding)
         measure_ms = max(1, measure_ops // PER_MS)
         plan = _schedule(timeout, timeout + 1 + measure_ms, seed=outstanding)
-        kinds = ("wheel", "none-wheel", "heap", "none-heap")
-        best = dict.fromkeys(kinds, float("inf"))
-        seen = {}
-        for _ in range(rounds):  # taking turns; best of the rounds
-            for kind in kinds:
-                elapsed, ops, seen[kind] = _drive(kind, outstanding, measure_ops, plan, timeout)
-                best[kind] = min(best[kind], elapsed / ops * 1e6)
-        net_wheel = best["wheel"] - best["none-wheel"]
-        net_heap = best["heap"] - best["none-heap"]
+        # The plan is the harness's, not a timer's: out of the collector's sight.
+        gc.collect()
+        gc.freeze()
+        per_round = [_round(outstanding, plan, timeout) for _ in range(rounds)]
+        gc.unfreeze()
+        del plan
+        cost = {kind: _median(per_round, lambda r, k=kind: r[k][0]) for kind in _KINDS}
+        net_wheel = _median(per_round, lambda r: r["wheel"][0] - r["none-wheel"][0])
+        net_heap = _median(per_round, lambda r: r["heap"][0] - r["none-heap"][0])
         results[str(outstanding)] = {
             "timeout_ms": timeout,
-            "outstanding_seen": seen["wheel"],
+            "outstanding_seen": per_round[0]["wheel"][1],
             "heap_entries": round(PER_MS * timeout),
             "us_per_op": {
-                "timing wheel": best["wheel"],
-                "heap (lazy deletion)": best["heap"],
-                "no timer, the wheel's operations": best["none-wheel"],
-                "no timer, the heap's operations": best["none-heap"],
+                "timing wheel": cost["wheel"],
+                "heap (lazy deletion)": cost["heap"],
+                "no timer, the wheel's operations": cost["none-wheel"],
+                "no timer, the heap's operations": cost["none-heap"],
             },
             "net_us_per_op": {"timing wheel": net_wheel, "heap (lazy deletion)": net_heap},
-            "heap_over_wheel": best["heap"] / best["wheel"],
+            "heap_over_wheel": cost["heap"] / cost["wheel"],
             "net_heap_over_wheel": net_heap / net_wheel,
+            "net_per_round": [
+                {
+                    "timing wheel": r["wheel"][0] - r["none-wheel"][0],
+                    "heap (lazy deletion)": r["heap"][0] - r["none-heap"][0],
+                }
+                for r in per_round
+            ],
         }
     costs = [results[str(s)]["net_us_per_op"]["timing wheel"] for s in sizes]
     heap_costs = [results[str(s)]["net_us_per_op"]["heap (lazy deletion)"] for s in sizes]
@@ -222,6 +259,7 @@ def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=2):
         "measured_ops": max(1, measure_ops // PER_MS) * PER_MS,
         "per_ms": PER_MS,
         "early": EARLY,
+        "turn_ms": TURN_MS,
         "sizes": results,
         "net_wheel_largest_over_smallest": costs[-1] / costs[0],
         "net_heap_largest_over_smallest": heap_costs[-1] / heap_costs[0],
@@ -232,7 +270,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,100000,1000000")
     parser.add_argument("--measure", type=int, default=200_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
     sizes = tuple(int(s) for s in args.sizes.split(","))

@@ -57,6 +57,21 @@ cdef class TimerTaskList:
 
 
 @cython.final
+cdef class DelayQueue:
+    cdef object _time_ms
+    cdef list _heap
+    # Used only by a poll that has to wait, and by offer and close to wake it.
+    cdef object _available
+    cdef bint _closed
+    # Polls waiting on the condition.
+    cdef readonly int waiting
+
+    cpdef offer(self, TimerTaskList bucket)
+    cpdef TimerTaskList poll(self, timeout_ms=*)
+    cdef TimerTaskList _poll_expired(self)
+
+
+@cython.final
 cdef class TimingWheel:
     cdef readonly long long tick_ms
     cdef readonly long long wheel_size
@@ -65,8 +80,8 @@ cdef class TimingWheel:
     cdef readonly list buckets
     cdef readonly TimingWheel overflow_wheel
     cdef TaskCounter _task_counter
-    # Anything with offer(bucket): the SystemTimer's delay queue.
-    cdef object _queue
+    # The SystemTimer's delay queue.
+    cdef DelayQueue _queue
 
     cpdef bint add(self, TimerTask entry) except -1
     cpdef void advance_clock(self, long long time_ms) noexcept

@@ -22,10 +22,10 @@ from cpython.pythread cimport (
 )
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 
-import heapq
 import logging
 import threading
 import time as _time
+from heapq import heappop, heappush
 
 
 @cython.no_gc
@@ -268,7 +268,7 @@ cdef class TimingWheel:
     """
 
     def __init__(self, long long tick_ms, long long wheel_size, long long start_ms,
-                 TaskCounter task_counter, queue):
+                 TaskCounter task_counter, DelayQueue queue not None):
         if tick_ms < 1 or wheel_size < 1:
             raise ValueError(f"tick_ms and wheel_size must be >= 1, got {tick_ms}, {wheel_size}")
         self.tick_ms = tick_ms
@@ -320,10 +320,17 @@ def hi_res_clock_ms():
     return _time.monotonic_ns() // 1_000_000
 
 
-class DelayQueue:
-    """Java's ``DelayQueue`` of buckets: a heap keyed by expiration; ``poll`` gives expired ones.
+@cython.final
+cdef class DelayQueue:
+    """DelayQueue(time_ms)
 
+    Java's ``DelayQueue`` of buckets: a heap keyed by expiration; ``poll`` gives expired ones.
     It holds buckets, not tasks, so it never holds more than the wheels have buckets.
+
+    ``offer``, and a ``poll`` that finds a bucket expired (or does not wait), are one heap
+    operation each: no Python code runs between looking at the head and taking it, so under the
+    GIL they need no lock of their own.  Only a ``poll`` that waits uses the condition; ``offer``
+    wakes it when one is waiting and the new bucket is the first due.
     """
 
     def __init__(self, time_ms):
@@ -331,29 +338,46 @@ class DelayQueue:
         self._heap = []
         self._available = threading.Condition(threading.Lock())
         self._closed = False
+        self.waiting = 0
 
-    def offer(self, TimerTaskList bucket):
-        with self._available:
-            heapq.heappush(self._heap, (bucket.get_expiration(), bucket))
-            if self._heap[0][1] is bucket:
+    cpdef offer(self, TimerTaskList bucket):
+        heappush(self._heap, (bucket._expiration, bucket))
+        # A waiting poll counts itself before it looks at the heap: it saw this bucket, or it is
+        # counted here and is woken (the condition's lock is free only once it waits).
+        if self.waiting and (<tuple>self._heap[0])[1] is bucket:
+            with self._available:
                 self._available.notify_all()
 
-    def poll(self, timeout_ms=0):
+    cdef TimerTaskList _poll_expired(self):
+        if not self._heap:
+            return None
+        now = self._time_ms()
+        if self._heap and (<tuple>self._heap[0])[0] <= now:
+            return <TimerTaskList>(<tuple>heappop(self._heap))[1]
+        return None
+
+    cpdef TimerTaskList poll(self, timeout_ms=0):
         """The first expired bucket, waiting up to ``timeout_ms`` (real time) for one; else None."""
-        deadline = _time.monotonic() + max(timeout_ms, 0) / 1000.0
+        cdef TimerTaskList bucket = self._poll_expired()
+        if bucket is not None or not timeout_ms > 0 or self._closed:
+            return bucket
+        deadline = _time.monotonic() + timeout_ms / 1000.0
         with self._available:
-            while True:
-                if self._heap:
-                    delay_ms = self._heap[0][0] - self._time_ms()
-                    if delay_ms <= 0:
-                        return heapq.heappop(self._heap)[1]
-                else:
-                    delay_ms = None
-                remaining = deadline - _time.monotonic()
-                if remaining <= 0 or self._closed:
-                    return None
-                wait = remaining if delay_ms is None else min(remaining, delay_ms / 1000.0)
-                self._available.wait(wait)
+            self.waiting += 1
+            try:
+                while True:
+                    bucket = self._poll_expired()
+                    if bucket is not None:
+                        return bucket
+                    remaining = deadline - _time.monotonic()
+                    if remaining <= 0 or self._closed:
+                        return None
+                    if self._heap:
+                        delay_ms = (<tuple>self._heap[0])[0] - self._time_ms()
+                        remaining = min(remaining, max(delay_ms, 0) / 1000.0)
+                    self._available.wait(remaining)
+            finally:
+                self.waiting -= 1
 
     def close(self):
         """Wake every waiting ``poll`` so that it returns None (used on shutdown)."""
@@ -382,7 +406,7 @@ time_ms=hi_res_clock_ms, executor=None)
     """
 
     cdef readonly str executor_name
-    cdef readonly object delay_queue
+    cdef readonly DelayQueue delay_queue
     cdef readonly TimingWheel timing_wheel
     cdef object _time_ms
     cdef object _executor

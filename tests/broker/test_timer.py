@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkacore.broker.timer import (
+    DelayQueue,
     SystemTimer,
     TaskCounter,
     TimerTask,
@@ -447,3 +448,39 @@ def test_a_failing_task_does_not_stop_the_others(caplog):
         assert timer.advance_clock(0) is True
     assert sorted(name for name, _ in log) == ["after", "before"]
     assert "boom" in caplog.text
+
+
+def _wait_until_polling(queue):
+    deadline = time.monotonic() + 30
+    while queue.waiting == 0:
+        assert time.monotonic() < deadline, "the poll never started waiting"
+        time.sleep(0.001)
+
+
+def test_a_waiting_poll_is_woken_by_an_offer_due_sooner_and_by_close():
+    """``offer`` wakes a ``poll`` that waits (it would otherwise sleep its whole timeout, ten
+    minutes here, and the join would give up), and ``close`` makes it return None."""
+    clock = Clock(1_000)
+    queue = DelayQueue(clock)
+    got = []
+    poller = threading.Thread(target=lambda: got.append(queue.poll(600_000)), daemon=True)
+    poller.start()
+    _wait_until_polling(queue)
+    bucket = TimerTaskList(TaskCounter())
+    bucket.set_expiration(1_000)  # due now
+    queue.offer(bucket)
+    poller.join(30)
+    assert not poller.is_alive() and got == [bucket] and queue.waiting == 0 and len(queue) == 0
+
+    later = TimerTaskList(TaskCounter())
+    later.set_expiration(5_000)  # not due: a poll waits for it (or its timeout)
+    queue.offer(later)
+    poller = threading.Thread(target=lambda: got.append(queue.poll(600_000)), daemon=True)
+    poller.start()
+    _wait_until_polling(queue)
+    queue.close()
+    poller.join(30)
+    assert not poller.is_alive() and got[-1] is None and len(queue) == 1
+    assert queue.poll(0) is None  # closed, and still not due
+    clock.now = 5_000
+    assert queue.poll(0) is later  # a due bucket is still given out without waiting
