@@ -13,6 +13,7 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reactor_client import wait_until
 
 from kafkacore.broker.timer import (
     DelayQueue,
@@ -450,13 +451,6 @@ def test_a_failing_task_does_not_stop_the_others(caplog):
     assert "boom" in caplog.text
 
 
-def _wait_until_polling(queue):
-    deadline = time.monotonic() + 30
-    while queue.waiting == 0:
-        assert time.monotonic() < deadline, "the poll never started waiting"
-        time.sleep(0.001)
-
-
 def test_a_waiting_poll_is_woken_by_an_offer_due_sooner_and_by_close():
     """``offer`` wakes a ``poll`` that waits (it would otherwise sleep its whole timeout, ten
     minutes here, and the join would give up), and ``close`` makes it return None."""
@@ -465,7 +459,7 @@ def test_a_waiting_poll_is_woken_by_an_offer_due_sooner_and_by_close():
     got = []
     poller = threading.Thread(target=lambda: got.append(queue.poll(600_000)), daemon=True)
     poller.start()
-    _wait_until_polling(queue)
+    wait_until(lambda: queue.waiting == 1, 30, "a poll waiting")
     bucket = TimerTaskList(TaskCounter())
     bucket.set_expiration(1_000)  # due now
     queue.offer(bucket)
@@ -477,7 +471,7 @@ def test_a_waiting_poll_is_woken_by_an_offer_due_sooner_and_by_close():
     queue.offer(later)
     poller = threading.Thread(target=lambda: got.append(queue.poll(600_000)), daemon=True)
     poller.start()
-    _wait_until_polling(queue)
+    wait_until(lambda: queue.waiting == 1, 30, "a poll waiting")
     queue.close()
     poller.join(30)
     assert not poller.is_alive() and got[-1] is None and len(queue) == 1
