@@ -341,6 +341,8 @@ cdef class DelayQueue:
         self.waiting = 0
 
     cpdef offer(self, TimerTaskList bucket):
+        if bucket is None:  # typed arguments admit None: refuse it before reading its fields
+            raise TypeError("a TimerTaskList is needed, not None")
         heappush(self._heap, (bucket._expiration, bucket))
         # A waiting poll counts itself before it looks at the heap: it saw this bucket, or it is
         # counted here and is woken (the condition's lock is free only once it waits).

@@ -22,6 +22,7 @@ from kafkacore.broker.timer import (
     TimerTask,
     TimerTaskEntry,
     TimerTaskList,
+    TimingWheel,
 )
 
 
@@ -430,6 +431,10 @@ def test_none_is_refused_with_a_type_error():
         timer.timing_wheel.add(None)
     with pytest.raises(TypeError):
         timer.add(object())
+    with pytest.raises(TypeError):  # the wheels offer their buckets to a DelayQueue, in C
+        TimingWheel(1, 20, 0, TaskCounter(), None)
+    with pytest.raises(TypeError):
+        timer.delay_queue.offer(None)
     assert timer.size() == 0
 
 
