@@ -31,12 +31,15 @@ subtract it, leaving the timer's own cost.  It runs twice, once with each timer'
 In every loop an operation lives until it completes or expires: the loop holds the ones that
 will expire until their timeout, as a purgatory's watchers would, timer or not.
 
-The four loops run side by side and take turns (``TURN_MS`` simulated milliseconds each, in a
-rotating order), so that the shared machine's slow moments, which change its speed by half from
-one second to the next, fall on all of them alike.  The collector is off during the turns (a
-collection would walk every loop's objects and be charged to whichever loop triggered it).  The
-figures are medians of ``--rounds`` rounds; ``net_per_round`` keeps each round's.  Read the
-ratios, not the absolute figures.
+Every loop of every size runs side by side and takes turns, so that the shared machine's slow
+moments, which change its speed by half from one second to the next, fall on all of them alike:
+a size's four loops run ``TURN_MS`` simulated milliseconds each, in a rotating order, and do so
+``BLOCK_TURNS`` times before the next size's loops take over (in a rotating order of sizes too).
+So the growth from 1,000 to 1,000,000 outstanding is measured over the same stretch of time, not
+minutes apart.  The collector is off during the turns (a collection would walk every loop's
+objects and be charged to whichever loop triggered it).  The figures are medians of ``--rounds``
+rounds; ``net_per_round`` keeps each round's, and the growth is the median of the rounds'.  Read
+the ratios, not the absolute figures.
 """
 
 from __future__ import annotations
@@ -181,33 +184,53 @@ class _Loop:
 _KINDS = ("wheel", "none-wheel", "heap", "none-heap")
 #: Simulated milliseconds a loop runs in one turn (1,000 operations).
 TURN_MS = 20
+#: Turns each of a size's loops takes before the next size's loops run.  One size's turns follow
+#: each other, so a small size's loops find their memory in the caches after the first turn, as
+#: they would alone; the blocks are short enough (a fraction of a second) for a slow moment of
+#: the machine to fall on every size.
+BLOCK_TURNS = 5
 
 
-def _round(outstanding, plan, timeout):
-    """Run the plan through the four loops, taking turns; return {kind: (us per op, outstanding)}."""
-    clock = [0]
-    by_kind = {kind: _Loop(kind, clock, timeout) for kind in _KINDS}
-    loops = list(by_kind.values())
-    warm_ms = timeout + 1
-    for loop in loops:
-        loop.run(plan, clock, 0, warm_ms)
-    seen = {k: (lp.size() if lp.size else outstanding) for k, lp in by_kind.items()}
+def _round(setups, measure_ms):
+    """Run every size's plan through its four loops, all taking turns.
+
+    ``setups`` is ``[(outstanding, timeout, plan)]``; each plan is a warm-up of one timeout and
+    then ``measure_ms`` simulated ms.  Returns ``{outstanding: {kind: (us per op, outstanding)}}``.
+    """
+    sizes = []
+    for outstanding, timeout, plan in setups:
+        clock = [0]
+        loops = [_Loop(kind, clock, timeout) for kind in _KINDS]
+        for loop in loops:
+            loop.run(plan, clock, 0, timeout + 1)
+        sizes.append((outstanding, timeout + 1, plan, clock, loops))
     gc.collect()
     gc.disable()
     try:
-        for turn, start in enumerate(range(warm_ms, len(plan), TURN_MS)):
-            stop = min(start + TURN_MS, len(plan))
-            # Each loop runs the same stretch of the plan in its turn, in an order that rotates:
-            # a slow moment of the shared machine falls on all four alike.
-            first = turn % len(loops)
-            for loop in loops[first:] + loops[:first]:
-                started = _clock()
-                loop.run(plan, clock, start, stop)
-                loop.cpu_ns += _clock() - started
+        turns = range(0, measure_ms, TURN_MS)
+        for block, block_start in enumerate(range(0, len(turns), BLOCK_TURNS)):
+            first_size = block % len(sizes)
+            for _, warm_ms, plan, clock, loops in sizes[first_size:] + sizes[:first_size]:
+                for turn in range(block_start, min(block_start + BLOCK_TURNS, len(turns))):
+                    start = warm_ms + turns[turn]
+                    stop = min(start + TURN_MS, warm_ms + measure_ms)
+                    # Each loop runs the same stretch of the plan in its turn, in an order that
+                    # rotates: a slow moment of the shared machine falls on all four alike.
+                    first = turn % len(loops)
+                    for loop in loops[first:] + loops[:first]:
+                        started = _clock()
+                        loop.run(plan, clock, start, stop)
+                        loop.cpu_ns += _clock() - started
     finally:
         gc.enable()
-    ops = (len(plan) - warm_ms) * PER_MS
-    return {kind: (loop.cpu_ns / 1e3 / ops, seen[kind]) for kind, loop in by_kind.items()}
+    ops = measure_ms * PER_MS
+    return {
+        outstanding: {
+            kind: (loop.cpu_ns / 1e3 / ops, loop.size() if loop.size else outstanding)
+            for kind, loop in zip(_KINDS, loops, strict=True)
+        }
+        for outstanding, _, _, _, loops in sizes
+    }
 
 
 def _median(per_round, f):
@@ -215,23 +238,30 @@ def _median(per_round, f):
 
 
 def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=5):
+    measure_ms = max(1, measure_ops // PER_MS)
+    setups = []
+    for outstanding in sizes:
+        timeout = _timeout_for(outstanding)
+        setups.append(
+            (outstanding, timeout, _schedule(timeout, timeout + 1 + measure_ms, seed=outstanding))
+        )
+    # The plans are the harness's, not a timer's: out of the collector's sight.
+    gc.collect()
+    gc.freeze()
+    by_round = [_round(setups, measure_ms) for _ in range(rounds)]
+    gc.unfreeze()
+    del setups
     results = {}
     for outstanding in sizes:
         timeout = _timeout_for(outstanding)
-        measure_ms = max(1, measure_ops // PER_MS)
-        plan = _schedule(timeout, timeout + 1 + measure_ms, seed=outstanding)
-        # The plan is the harness's, not a timer's: out of the collector's sight.
-        gc.collect()
-        gc.freeze()
-        per_round = [_round(outstanding, plan, timeout) for _ in range(rounds)]
-        gc.unfreeze()
-        del plan
+        per_round = [r[outstanding] for r in by_round]
         cost = {kind: _median(per_round, lambda r, k=kind: r[k][0]) for kind in _KINDS}
         net_wheel = _median(per_round, lambda r: r["wheel"][0] - r["none-wheel"][0])
         net_heap = _median(per_round, lambda r: r["heap"][0] - r["none-heap"][0])
         results[str(outstanding)] = {
             "timeout_ms": timeout,
-            "outstanding_seen": per_round[0]["wheel"][1],
+            # After the last round: what the wheel holds, the others' target.
+            "outstanding_seen": per_round[-1]["wheel"][1],
             "heap_entries": round(PER_MS * timeout),
             "us_per_op": {
                 "timing wheel": cost["wheel"],
@@ -250,8 +280,17 @@ def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=5):
                 for r in per_round
             ],
         }
-    costs = [results[str(s)]["net_us_per_op"]["timing wheel"] for s in sizes]
-    heap_costs = [results[str(s)]["net_us_per_op"]["heap (lazy deletion)"] for s in sizes]
+
+    def growth(timer):
+        # Largest size over smallest, round by round (measured over the same stretch of time).
+        first, last = str(sizes[0]), str(sizes[-1])
+        return [
+            big[timer] / small[timer]
+            for small, big in zip(
+                results[first]["net_per_round"], results[last]["net_per_round"], strict=True
+            )
+        ]
+
     return {
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": f"{platform.machine()}, CPython {platform.python_version()}",
@@ -260,9 +299,12 @@ def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=5):
         "per_ms": PER_MS,
         "early": EARLY,
         "turn_ms": TURN_MS,
+        "block_turns": BLOCK_TURNS,
         "sizes": results,
-        "net_wheel_largest_over_smallest": costs[-1] / costs[0],
-        "net_heap_largest_over_smallest": heap_costs[-1] / heap_costs[0],
+        "net_wheel_largest_over_smallest": statistics.median(growth("timing wheel")),
+        "net_heap_largest_over_smallest": statistics.median(growth("heap (lazy deletion)")),
+        "net_wheel_growth_per_round": growth("timing wheel"),
+        "net_heap_growth_per_round": growth("heap (lazy deletion)"),
     }
 
 
@@ -290,9 +332,10 @@ def main(argv=None):
             f" {r['net_heap_over_wheel']:>15.2f}"
         )
     print(
-        "net cost at the largest size over the smallest: wheel "
+        "net cost at the largest size over the smallest (median of the rounds'): wheel "
         f"{figures['net_wheel_largest_over_smallest']:.2f}, "
-        f"heap {figures['net_heap_largest_over_smallest']:.2f}"
+        f"heap {figures['net_heap_largest_over_smallest']:.2f}; wheel round by round: "
+        + ", ".join(f"{x:.2f}" for x in figures["net_wheel_growth_per_round"])
     )
     if not args.no_save:
         out = HERE / "results" / "purgatory.json"

@@ -83,8 +83,9 @@ def broker_lines(data):
 
 def purgatory_lines(data):
     out = [f"Measured {data['when']} on {data['machine']}: CPU time, median of {data['rounds']}"
-           f" rounds of {data['measured_ops']:,} operations, the four loops taking turns every"
-           f" {data['turn_ms']} simulated ms, µs per operation.", ""]
+           f" rounds of {data['measured_ops']:,} operations per loop, every size's four loops"
+           f" taking turns ({data['turn_ms']} simulated ms each, {data['block_turns']} turns of"
+           f" one size before the next), µs per operation.", ""]
     rows = []
     for size, r in data["sizes"].items():
         c, n = r["us_per_op"], r["net_us_per_op"]
@@ -104,8 +105,9 @@ def purgatory_lines(data):
     ratios = [r["heap (lazy deletion)"] / r["timing wheel"]
               for r in data["sizes"][largest]["net_per_round"]]
     return out + [
-        f"Net cost at {int(largest):,} over {int(list(data['sizes'])[0]):,}:"
-        f" wheel ×{data['net_wheel_largest_over_smallest']:.2f},"
+        f"Net cost at {int(largest):,} over {int(list(data['sizes'])[0]):,} (median of the"
+        f" rounds'): wheel ×{data['net_wheel_largest_over_smallest']:.2f}"
+        f" (round by round: {', '.join(f'{x:.2f}' for x in data['net_wheel_growth_per_round'])}),"
         f" heap ×{data['net_heap_largest_over_smallest']:.2f}."
         f" Heap net over wheel net at {int(largest):,}, round by round:"
         f" {', '.join(f'{x:.1f}' for x in ratios)}.", ""]

@@ -198,6 +198,7 @@ def test_bad_configuration_is_refused():
 STEP = st.one_of(
     st.tuples(st.just("add"), st.integers(0, 3000)),
     st.tuples(st.just("cancel"), st.integers(0, 10_000)),
+    st.tuples(st.just("add again"), st.integers(0, 10_000)),
     st.tuples(st.just("tick"), st.integers(0, 120)),
 )
 
@@ -206,13 +207,13 @@ STEP = st.one_of(
 @given(
     wheel_size=st.integers(2, 12),
     start=st.integers(0, 10_000),
-    steps=st.lists(STEP, max_size=80),
+    steps=st.lists(STEP, max_size=120),
 )
 def test_random_schedules_match_the_model(wheel_size, start, steps):
     """Every task runs once, never early, and no later than the first advance_clock past its deadline.
 
     A small wheel makes many levels (wheel_size 2 needs eleven for 3000 ms).  The clock moves by
-    random jumps; tasks added and cancelled in between.
+    random jumps; tasks added, cancelled and added again (waiting or cancelled) in between.
     """
     clock, log = Clock(start), []
     timer = SystemTimer(tick_ms=1, wheel_size=wheel_size, start_ms=start, time_ms=clock)
@@ -234,6 +235,14 @@ def test_random_schedules_match_the_model(wheel_size, start, steps):
                 if task.name not in {name for name, _ in log}:
                     task.cancel()
                     cancelled.add(task.name)
+        elif kind == "add again":
+            if tasks:
+                task = tasks[value % len(tasks)]
+                if task.name not in {name for name, _ in log}:  # it runs once more otherwise
+                    deadline[task.name] = clock.now + task.delay_ms
+                    added_after[task.name] = len(readings)
+                    cancelled.discard(task.name)
+                    timer.add(task)
         else:
             clock.now += value
             readings.append(clock.now)
@@ -382,6 +391,8 @@ def test_a_timer_dropped_while_tasks_wait_frees_them():
         del task
     assert timer.size() == 2000
     kept = refs[5]()  # one task the caller still holds outlives the timer, unlinked
+    for r in refs[10:13]:
+        r().cancel()  # cancelled ones go too
     del timer
     gc.collect()
     assert sum(1 for r in refs if r() is not None) == 1
