@@ -260,7 +260,7 @@ def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=5):
         net_heap = _median(per_round, lambda r: r["heap"][0] - r["none-heap"][0])
         results[str(outstanding)] = {
             "timeout_ms": timeout,
-            # After the last round: what the wheel holds, the others' target.
+            # Operations waiting in the wheel at the end of the last round.
             "outstanding_seen": per_round[-1]["wheel"][1],
             "heap_entries": round(PER_MS * timeout),
             "us_per_op": {
