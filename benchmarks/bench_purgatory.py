@@ -239,12 +239,11 @@ def _median(per_round, f):
 
 def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=5):
     measure_ms = max(1, measure_ops // PER_MS)
-    setups = []
-    for outstanding in sizes:
-        timeout = _timeout_for(outstanding)
-        setups.append(
-            (outstanding, timeout, _schedule(timeout, timeout + 1 + measure_ms, seed=outstanding))
-        )
+    timeouts = {outstanding: _timeout_for(outstanding) for outstanding in sizes}
+    setups = [
+        (outstanding, timeout, _schedule(timeout, timeout + 1 + measure_ms, seed=outstanding))
+        for outstanding, timeout in timeouts.items()
+    ]
     # The plans are the harness's, not a timer's: out of the collector's sight.
     gc.collect()
     gc.freeze()
@@ -252,8 +251,7 @@ def run(sizes=(1_000, 100_000, 1_000_000), measure_ops=200_000, rounds=5):
     gc.unfreeze()
     del setups
     results = {}
-    for outstanding in sizes:
-        timeout = _timeout_for(outstanding)
+    for outstanding, timeout in timeouts.items():
         per_round = [r[outstanding] for r in by_round]
         cost = {kind: _median(per_round, lambda r, k=kind: r[k][0]) for kind in _KINDS}
         net_wheel = _median(per_round, lambda r: r["wheel"][0] - r["none-wheel"][0])
