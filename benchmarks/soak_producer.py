@@ -34,6 +34,7 @@ PARTITIONS = 3
 
 def _sink(port_out) -> None:
     """The sink broker's process: one thread per connection, answers and forgets."""
+    from kafkacore.errors import Errors
     from kafkacore.protocol import codec
     from kafkacore.protocol.api_keys import ApiKey
 
@@ -48,17 +49,17 @@ def _sink(port_out) -> None:
     def answer(header, body):
         key = header["request_api_key"]
         if key == ApiKey.API_VERSIONS:
-            return {"error_code": 0, "throttle_time_ms": 0, "api_keys": [
+            return {"error_code": Errors.NONE, "throttle_time_ms": 0, "api_keys": [
                 {"api_key": k, "min_version": 0, "max_version": v} for k, v in versions.items()]}
         if key == ApiKey.METADATA:
             return {"brokers": [{"node_id": 0, "host": "127.0.0.1", "port": port, "rack": None}],
                     "controller_id": 0, "topics": [{
-                        "error_code": 0, "name": TOPIC, "is_internal": False, "partitions": [
-                            {"error_code": 0, "partition_index": p, "leader_id": 0,
+                        "error_code": Errors.NONE, "name": TOPIC, "is_internal": False, "partitions": [
+                            {"error_code": Errors.NONE, "partition_index": p, "leader_id": 0,
                              "leader_epoch": 0, "replica_nodes": [0], "isr_nodes": [0],
                              "offline_replicas": []} for p in range(PARTITIONS)]}]}
         if key == ApiKey.INIT_PRODUCER_ID:
-            return {"throttle_time_ms": 0, "error_code": 0, "producer_id": 1, "producer_epoch": 0}
+            return {"throttle_time_ms": 0, "error_code": Errors.NONE, "producer_id": 1, "producer_epoch": 0}
         if key == ApiKey.PRODUCE:
             responses = []
             for t in body["topic_data"]:
@@ -70,7 +71,7 @@ def _sink(port_out) -> None:
                     with lock:
                         base = offsets[p["index"]]
                         offsets[p["index"]] += count
-                    parts.append({"index": p["index"], "error_code": 0, "base_offset": base,
+                    parts.append({"index": p["index"], "error_code": Errors.NONE, "base_offset": base,
                                   "log_append_time_ms": -1, "log_start_offset": 0})
                 responses.append({"name": t["name"], "partition_responses": parts})
             return {"responses": responses, "throttle_time_ms": 0}

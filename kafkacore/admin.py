@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kafkacore import errors
+from kafkacore.errors import Errors
 from kafkacore.metadata import Cluster, Metadata
 from kafkacore.network.client import NetworkClient, clock_ms
 from kafkacore.protocol.api_keys import ApiKey
-
-TOPIC_ALREADY_EXISTS = 36
 
 
 def create_topics(
@@ -66,7 +65,7 @@ def create_topics(
     result = {}
     for topic in response.body["topics"]:
         code = topic["error_code"]
-        if code and code != TOPIC_ALREADY_EXISTS:
+        if code and code != Errors.TOPIC_ALREADY_EXISTS:
             raise errors.for_code(code)(topic.get("error_message") or f"topic {topic['name']!r}")
         result[topic["name"]] = code
     return result

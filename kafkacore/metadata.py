@@ -25,15 +25,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from kafkacore import errors
-
-# Error codes the metadata logic itself acts on (names as in Kafka's ``Errors``).
-UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
-INVALID_TOPIC_EXCEPTION = 17
-TOPIC_AUTHORIZATION_FAILED = 29
+from kafkacore.errors import Errors
 
 #: Topic errors that end a wait at once: no refresh will make them go away.
-FATAL_TOPIC_ERRORS = frozenset({INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED})
+FATAL_TOPIC_ERRORS = frozenset({Errors.INVALID_TOPIC_EXCEPTION,
+                                Errors.TOPIC_AUTHORIZATION_FAILED})
 
 
 class TopicPartition(NamedTuple):
@@ -70,7 +66,7 @@ class PartitionInfo(NamedTuple):
     isr: tuple[int, ...] = ()
     offline_replicas: tuple[int, ...] = ()
     #: The partition-level error code of the response (0 = none).
-    error_code: int = 0
+    error_code: int = Errors.NONE
 
 
 class Cluster:
@@ -197,13 +193,14 @@ class Cluster:
     @property
     def invalid_topics(self) -> frozenset[str]:
         """Topics the broker called invalid (INVALID_TOPIC_EXCEPTION)."""
-        return frozenset(t for t, c in self._topic_errors.items() if c == INVALID_TOPIC_EXCEPTION)
+        return frozenset(t for t, c in self._topic_errors.items()
+                         if c == Errors.INVALID_TOPIC_EXCEPTION)
 
     @property
     def unauthorized_topics(self) -> frozenset[str]:
         """Topics we may not describe (TOPIC_AUTHORIZATION_FAILED)."""
         return frozenset(
-            t for t, c in self._topic_errors.items() if c == TOPIC_AUTHORIZATION_FAILED
+            t for t, c in self._topic_errors.items() if c == Errors.TOPIC_AUTHORIZATION_FAILED
         )
 
     def __repr__(self) -> str:
@@ -610,7 +607,7 @@ class Metadata:
         start = time.monotonic()
         cluster = self.fetch()
         if topic in cluster.invalid_topics:
-            raise errors.for_code(INVALID_TOPIC_EXCEPTION)(f"topic {topic!r}")
+            raise errors.for_code(Errors.INVALID_TOPIC_EXCEPTION)(f"topic {topic!r}")
         self.add_topic(topic)
         count = cluster.partition_count(topic)
         if count is not None and (partition is None or partition < count):
@@ -672,7 +669,7 @@ def validate_topic(topic: str) -> None:
         reason = "only ASCII letters, digits, '.', '_' and '-' are allowed"
     else:
         return
-    raise errors.for_code(INVALID_TOPIC_EXCEPTION)(f"topic {topic!r}: {reason}")
+    raise errors.for_code(Errors.INVALID_TOPIC_EXCEPTION)(f"topic {topic!r}: {reason}")
 
 
 def _missing(

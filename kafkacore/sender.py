@@ -26,6 +26,7 @@ from typing import Any
 
 from kafkacore.accumulator import RecordAccumulator
 from kafkacore.errors import (
+    Errors,
     IllegalStateError,
     KafkaError,
     KafkaTimeoutError,
@@ -37,20 +38,14 @@ from kafkacore.protocol.api_keys import ApiKey
 
 log = logging.getLogger("kafkacore")
 
-# Error codes the Sender treats specially (see errors.py for the whole table).
-NONE = 0
-MESSAGE_TOO_LARGE = 10
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-DUPLICATE_SEQUENCE_NUMBER = 46
-UNKNOWN_PRODUCER_ID = 59
 # Errors that mean our view of the leaders is stale.
-NOT_LEADER_OR_FOLLOWER = 6
-UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
-FENCED_LEADER_EPOCH = 74
-NOT_CONTROLLER = 41
 STALE_METADATA_ERRORS = frozenset(
-    {NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, FENCED_LEADER_EPOCH}
+    {
+        Errors.NOT_LEADER_OR_FOLLOWER,
+        Errors.UNKNOWN_TOPIC_OR_PARTITION,
+        Errors.LEADER_NOT_AVAILABLE,
+        Errors.FENCED_LEADER_EPOCH,
+    }
 )
 
 
@@ -282,7 +277,7 @@ class Sender:
                     continue
                 code = part["error_code"]
                 error = None
-                if code not in (NONE, DUPLICATE_SEQUENCE_NUMBER):
+                if code not in (Errors.NONE, Errors.DUPLICATE_SEQUENCE_NUMBER):
                     error = for_code(code)(part.get("error_message") or None)
                 self._complete_batch(
                     batch,
@@ -310,7 +305,10 @@ class Sender:
         leaders = {}
         for topic_response in body["responses"]:
             for part in topic_response["partition_responses"]:
-                if part["error_code"] not in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
+                if part["error_code"] not in (
+                    Errors.NOT_LEADER_OR_FOLLOWER,
+                    Errors.FENCED_LEADER_EPOCH,
+                ):
                     continue  # the common case: one comparison per partition
                 hint = part.get("current_leader")
                 if hint and hint["leader_id"] >= 0 and hint["leader_epoch"] >= 0:
@@ -350,7 +348,7 @@ class Sender:
             self.accumulator.deallocate(batch)
             return
         code = getattr(error, "errno", None)
-        if code == MESSAGE_TOO_LARGE and batch.record_count > 1:
+        if code == Errors.MESSAGE_TOO_LARGE and batch.record_count > 1:
             # Too big for the broker: split into batch.size pieces and send those instead.
             self._finish(batch, tp)
             self.accumulator.split_and_reenqueue(batch, now)
@@ -385,11 +383,14 @@ class Sender:
             return False
         tm = self.transaction_manager
         code = getattr(error, "errno", None)
-        if tm is not None and code in (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID):
+        if tm is not None and code in (
+            Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
+            Errors.UNKNOWN_PRODUCER_ID,
+        ):
             # Retried: behind an elder still on its way, or after its partition starts over
             # under a new epoch (KIP-360), which the transaction manager decides.
             return tm.can_retry_sequence_error(
-                (batch.topic, batch.partition), batch, code == UNKNOWN_PRODUCER_ID
+                (batch.topic, batch.partition), batch, code == Errors.UNKNOWN_PRODUCER_ID
             )
         return bool(getattr(error, "retriable", False))
 
@@ -472,7 +473,7 @@ class Sender:
     def _on_init_producer_id(self, response, asked_bump: bool = False) -> None:
         self._init_pid_in_flight = False
         body = response.body
-        if response.error is not None or body is None or body["error_code"] != NONE:
+        if response.error is not None or body is None or body["error_code"] != Errors.NONE:
             reason = response.error if response.error is not None else body and body["error_code"]
             if asked_bump and response.error is None:
                 self._bump_refused = True  # this broker cannot bump: ask for a new id next time

@@ -79,6 +79,14 @@ def test_table_covers_every_code_from_minus_one_to_128():
         assert cls.errno == code
 
 
+def test_errors_names_each_code_as_the_table_does():
+    # Errors states each code a second time, by name: the two must agree, both ways.
+    assert errors.Errors.NONE == 0
+    assert {e.value: e.name for e in errors.Errors if e != errors.Errors.NONE} == {
+        code: cls.code_name for code, cls in errors.ERRORS_BY_CODE.items()}
+    assert errors.for_code(errors.Errors.NOT_LEADER_OR_FOLLOWER) is errors.NotLeaderOrFollowerError
+
+
 def test_python_names_the_producer_uses():
     expected = {
         "NotLeaderOrFollowerError": 6,

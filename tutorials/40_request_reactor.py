@@ -11,6 +11,7 @@ import socket
 from typing import Any
 
 from kafkacore.broker import Broker
+from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -45,7 +46,7 @@ with Broker({"num.network.threads": "2", "num.io.threads": "2"}) as broker:
     for i, s in enumerate(connections):
         s.sendall(api_versions_frame(i))
         correlation_id, body = read_response(s)
-        assert correlation_id == i and body["error_code"] == 0
+        assert correlation_id == i and body["error_code"] == Errors.NONE
     socket_server = broker.socket_server
     assert socket_server is not None  # set once the broker has started
     per_processor = [p["accepted"] for p in socket_server.statistics()]
@@ -59,7 +60,7 @@ with Broker({"num.network.threads": "2", "num.io.threads": "2"}) as broker:
     s.sendall(api_versions_frame(100))
     correlation_id, body = read_response(s)
     print(f"ApiVersions answer to request {correlation_id}: {body['api_keys']}")
-    assert {"api_key": 18, "min_version": 0, "max_version": 4} in body["api_keys"]
+    assert {"api_key": ApiKey.API_VERSIONS, "min_version": 0, "max_version": 4} in body["api_keys"]
 
     # 3. Ten requests at once on one connection.  The processor reads one, mutes the connection
     #    until its answer is written, then reads the next: the answers come back in order even

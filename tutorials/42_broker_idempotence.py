@@ -17,6 +17,7 @@ from typing import Any
 from kafkacore import KafkaProducer, admin
 from kafkacore.broker import Broker
 from kafkacore.core import MemoryRecordsBuilder, iter_batches
+from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.testing import fetch_record_batches
@@ -72,7 +73,7 @@ with Broker({"num.partitions": "1"}) as broker:
     #    wrote its base offset, which the CRC does not cover, so the CRC still checks).
     answer = produce_by_hand(address, 1, stored[1])
     print(f"replayed batch 1 -> error {answer['error_code']}, base offset {answer['base_offset']}")
-    assert answer["error_code"] == 0  # success...
+    assert answer["error_code"] == Errors.NONE  # success...
     assert answer["base_offset"] == headers[1].base_offset == 5  # ...at the original offsets
 
     # Nothing was written: the partition still holds three batches and fifteen records.
@@ -87,5 +88,5 @@ with Broker({"num.partitions": "1"}) as broker:
     gap.append(1_700_000_000_000, None, b"record 16")
     answer = produce_by_hand(address, 2, bytes(gap.build()))
     print(f"a batch starting at sequence 16 -> error {answer['error_code']}")
-    assert answer["error_code"] == 45
+    assert answer["error_code"] == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert len(fetch_record_batches(bootstrap, TOPIC, 0)) == 3

@@ -13,14 +13,13 @@ import threading
 from typing import TYPE_CHECKING
 
 from kafkacore.broker.partition import Partition
+from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from kafkacore.broker.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
-
-NONE = 0
 
 
 class AlterPartitionManager(threading.Thread):
@@ -53,7 +52,7 @@ class AlterPartitionManager(threading.Thread):
                 partition.abandon_pending_isr()
                 continue
             error, leader_epoch, isr, partition_epoch = result
-            if error != NONE:
+            if error != Errors.NONE:
                 log.info("AlterPartition for %r refused with error %d", partition, error)
                 partition.abandon_pending_isr()
                 continue
@@ -73,7 +72,7 @@ class AlterPartitionManager(threading.Thread):
                 "new_isr_with_epochs": [{"broker_id": r, "broker_epoch": -1} for r in new_isr],
                 "leader_recovery_state": 0, "partition_epoch": partition.partition_epoch}]}],
         })
-        if response["error_code"] != NONE:
+        if response["error_code"] != Errors.NONE:
             return response["error_code"], -1, [], -1
         p = response["topics"][0]["partitions"][0]
         return p["error_code"], p["leader_epoch"], list(p["isr"]), p["partition_epoch"]

@@ -13,12 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kafkacore.broker.request_channel import Request, RequestChannel
+from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
-
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-UNSUPPORTED_VERSION = 35
 
 
 class ApiRequestHandler:
@@ -41,11 +38,12 @@ class ApiRequestHandler:
         """KIP-511: an ApiVersions version we do not know is answered in v0, with
         UNSUPPORTED_VERSION and our list, so the client can pick a version we speak."""
         request.header["request_api_version"] = 0
-        self.request_channel.send_response(request, self._api_versions_body(UNSUPPORTED_VERSION))
+        self.request_channel.send_response(
+            request, self._api_versions_body(Errors.UNSUPPORTED_VERSION))
 
     def handle_error(self, request: Request, exc: BaseException) -> None:
         """A handler raised: answer with UNKNOWN_SERVER_ERROR (or close if we cannot)."""
-        self.send_error_response(request, UNKNOWN_SERVER_ERROR)
+        self.send_error_response(request, Errors.UNKNOWN_SERVER_ERROR)
 
     def send_error_response(self, request: Request, error_code: int) -> None:
         """The API's generic error response: its top-level error code set, everything else empty.
@@ -92,7 +90,7 @@ class ApiRequestHandler:
         }
 
     def handle_api_versions_request(self, request: Request) -> None:
-        self.request_channel.send_response(request, self._api_versions_body(NONE))
+        self.request_channel.send_response(request, self._api_versions_body(Errors.NONE))
 
 
 def fit_to_version(struct: Any, version: int, value: dict[str, Any]) -> dict[str, Any]:

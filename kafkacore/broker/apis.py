@@ -24,31 +24,13 @@ from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
 from kafkacore.broker.metadata_cache import validate_topic_name
 from kafkacore.broker.request_channel import Request
+from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from kafkacore.broker.server import Broker
 
 log = logging.getLogger(__name__)
-
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-UNSUPPORTED_VERSION = 35
-CORRUPT_MESSAGE = 2
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_TOPIC_EXCEPTION = 17
-INVALID_REQUIRED_ACKS = 21
-LEADER_NOT_AVAILABLE = 5
-NOT_CONTROLLER = 41
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
-TOPIC_ALREADY_EXISTS = 36
-COORDINATOR_NOT_AVAILABLE = 15
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
-INVALID_CONFIG = 40
-INVALID_REQUEST = 42
-UNKNOWN_TOPIC_ID = 100
-ILLEGAL_SASL_STATE = 34
 
 RESOURCE_TYPE_TOPIC = 2
 CONFIG_SOURCE_TOPIC = 1  #: DYNAMIC_TOPIC_CONFIG
@@ -105,7 +87,7 @@ class KafkaApis(ApiRequestHandler):
             return
         low, high = self.supported_versions(api_key)
         if request.body is None or not low <= request.api_version <= high:
-            self.send_error_response(request, UNSUPPORTED_VERSION)
+            self.send_error_response(request, Errors.UNSUPPORTED_VERSION)
             return
         injected = self.broker.faults.next_error(api_key)
         if injected is not None and self.answer_injected_error(request, injected):
@@ -183,25 +165,26 @@ class KafkaApis(ApiRequestHandler):
         rm = self.broker.replica_manager
         me = self.broker.broker_id
         if rm.standalone:
-            return {"error_code": NONE, "partition_index": p, "leader_id": me, "leader_epoch": 0,
-                    "replica_nodes": [me], "isr_nodes": [me], "offline_replicas": []}
+            return {"error_code": Errors.NONE, "partition_index": p, "leader_id": me,
+                    "leader_epoch": 0, "replica_nodes": [me], "isr_nodes": [me],
+                    "offline_replicas": []}
         state = rm.image_topics.get(topic, {}).get(p)
         if state is None:
-            return {"error_code": LEADER_NOT_AVAILABLE, "partition_index": p, "leader_id": -1,
-                    "leader_epoch": -1, "replica_nodes": [], "isr_nodes": [],
+            return {"error_code": Errors.LEADER_NOT_AVAILABLE, "partition_index": p,
+                    "leader_id": -1, "leader_epoch": -1, "replica_nodes": [], "isr_nodes": [],
                     "offline_replicas": []}
         leader, epoch, isr = state.leader, state.leader_epoch, state.isr
         local = rm.partitions.get((topic, p))
         if local is not None and local.is_leader and local.leader_epoch >= epoch:
             leader, epoch, isr = me, local.leader_epoch, local.isr
-        return {"error_code": NONE if leader >= 0 else LEADER_NOT_AVAILABLE,
+        return {"error_code": Errors.NONE if leader >= 0 else Errors.LEADER_NOT_AVAILABLE,
                 "partition_index": p, "leader_id": leader, "leader_epoch": epoch,
                 "replica_nodes": list(state.replicas), "isr_nodes": list(isr),
                 "offline_replicas": [r for r in state.replicas if r not in rm.brokers]}
 
     def _metadata_topic(self, version: int, meta: Any) -> dict[str, Any]:
         return {
-            "error_code": NONE,
+            "error_code": Errors.NONE,
             "name": meta.name,
             "topic_id": meta.topic_id,
             "is_internal": meta.name == OFFSETS_TOPIC,
@@ -228,7 +211,7 @@ class KafkaApis(ApiRequestHandler):
                     topic_id = entry.get("topic_id", ZERO_UUID)
                     name = self.metadata_cache.name_of(topic_id)
                     if name is None:
-                        topics.append(self._metadata_error(None, topic_id, UNKNOWN_TOPIC_ID))
+                        topics.append(self._metadata_error(None, topic_id, Errors.UNKNOWN_TOPIC_ID))
                         continue
                 meta = self.metadata_cache.get(name)
                 if meta is None:
@@ -236,11 +219,11 @@ class KafkaApis(ApiRequestHandler):
                         validate_topic_name(name)
                     except errors.InvalidTopicError:
                         topics.append(self._metadata_error(name, ZERO_UUID,
-                                                           INVALID_TOPIC_EXCEPTION))
+                                                           Errors.INVALID_TOPIC_EXCEPTION))
                         continue
                     if not allow_auto_create:
                         topics.append(self._metadata_error(name, ZERO_UUID,
-                                                           UNKNOWN_TOPIC_OR_PARTITION))
+                                                           Errors.UNKNOWN_TOPIC_OR_PARTITION))
                         continue
                     # Kafka answers LEADER_NOT_AVAILABLE while the controller creates the
                     # topic; here creation is synchronous, so the topic is usable at once.
@@ -248,7 +231,7 @@ class KafkaApis(ApiRequestHandler):
                         meta = self._auto_create_in_cluster(name)
                         if meta is None:
                             topics.append(self._metadata_error(name, ZERO_UUID,
-                                                               LEADER_NOT_AVAILABLE))
+                                                               Errors.LEADER_NOT_AVAILABLE))
                             continue
                     else:
                         meta, _ = self.create_topic(name, self.broker.config["num.partitions"],
@@ -308,7 +291,7 @@ class KafkaApis(ApiRequestHandler):
                                                      request.body)
         except OSError as exc:
             log.info("forwarding API %d to the controller failed: %s", request.api_key, exc)
-            self.send_error_response(request, NOT_CONTROLLER)
+            self.send_error_response(request, Errors.NOT_CONTROLLER)
             return True
         self.respond(request, response)
         return True
@@ -331,7 +314,7 @@ class KafkaApis(ApiRequestHandler):
                           validate_only: bool) -> dict[str, Any]:
         name = t["name"]
         result: dict[str, Any] = {
-            "name": name, "topic_id": ZERO_UUID, "error_code": NONE, "error_message": None,
+            "name": name, "topic_id": ZERO_UUID, "error_code": Errors.NONE, "error_message": None,
             "num_partitions": -1, "replication_factor": -1, "configs": None,
         }
 
@@ -340,23 +323,24 @@ class KafkaApis(ApiRequestHandler):
             return result
 
         if repeated:
-            return fail(INVALID_REQUEST, f"topic {name!r} appears more than once in the request")
+            return fail(Errors.INVALID_REQUEST,
+                        f"topic {name!r} appears more than once in the request")
         try:
             validate_topic_name(name)
         except errors.InvalidTopicError as exc:
-            return fail(INVALID_TOPIC_EXCEPTION, str(exc))
+            return fail(Errors.INVALID_TOPIC_EXCEPTION, str(exc))
         if self.metadata_cache.get(name) is not None:
-            return fail(TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+            return fail(Errors.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
         assignments = t["assignments"]
         if assignments:
             if t["num_partitions"] != -1 or t["replication_factor"] != -1:
-                return fail(INVALID_REQUEST, "assignments come with num_partitions and "
+                return fail(Errors.INVALID_REQUEST, "assignments come with num_partitions and "
                                              "replication_factor -1")
             indexes = sorted(a["partition_index"] for a in assignments)
             if indexes != list(range(len(indexes))):
-                return fail(INVALID_PARTITIONS, "assigned partitions must be 0..n-1")
+                return fail(Errors.INVALID_PARTITIONS, "assigned partitions must be 0..n-1")
             if any(a["broker_ids"] != [self.broker.broker_id] for a in assignments):
-                return fail(INVALID_REPLICATION_FACTOR,
+                return fail(Errors.INVALID_REPLICATION_FACTOR,
                             f"this cluster has one broker, {self.broker.broker_id}")
             partitions = len(indexes)
         else:
@@ -364,11 +348,11 @@ class KafkaApis(ApiRequestHandler):
             if partitions == -1:
                 partitions = self.broker.config["num.partitions"]
             if partitions <= 0:
-                return fail(INVALID_PARTITIONS, f"number of partitions must be positive, "
+                return fail(Errors.INVALID_PARTITIONS, f"number of partitions must be positive, "
                                                 f"got {partitions}")
             rf = t["replication_factor"]
             if rf not in (-1, 1):
-                return fail(INVALID_REPLICATION_FACTOR,
+                return fail(Errors.INVALID_REPLICATION_FACTOR,
                             f"replication factor {rf} is larger than the 1 broker available")
         configs: dict[str, str] = {}
         for c in t["configs"]:
@@ -377,11 +361,11 @@ class KafkaApis(ApiRequestHandler):
         try:
             config = self.topic_config(configs)
         except errors.InvalidConfigError as exc:
-            return fail(INVALID_CONFIG, str(exc))
+            return fail(Errors.INVALID_CONFIG, str(exc))
         if not validate_only:
             meta, created = self.create_topic(name, partitions, configs)
             if not created:  # created by another request meanwhile
-                return fail(TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+                return fail(Errors.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
             result["topic_id"] = meta.topic_id
         result.update(
             num_partitions=partitions,
@@ -407,11 +391,11 @@ class KafkaApis(ApiRequestHandler):
         for name in request.body["topic_names"]:
             meta = self.metadata_cache.remove_topic(name)
             if meta is None:
-                results.append({"name": name, "error_code": UNKNOWN_TOPIC_OR_PARTITION})
+                results.append({"name": name, "error_code": Errors.UNKNOWN_TOPIC_OR_PARTITION})
                 continue
             for p in range(meta.partitions):
                 self.log_manager.delete_log(name, p)
-            results.append({"name": name, "error_code": NONE})
+            results.append({"name": name, "error_code": Errors.NONE})
         self.respond(request, {"throttle_time_ms": 0, "responses": results})
 
     # -- DescribeConfigs -------------------------------------------------------------------------
@@ -422,15 +406,15 @@ class KafkaApis(ApiRequestHandler):
         assert request.body is not None
         results = []
         for res in request.body["resources"]:
-            result: dict[str, Any] = {"error_code": NONE, "error_message": None,
+            result: dict[str, Any] = {"error_code": Errors.NONE, "error_message": None,
                                       "resource_type": res["resource_type"],
                                       "resource_name": res["resource_name"], "configs": []}
             meta = self.metadata_cache.get(res["resource_name"])
             if res["resource_type"] != RESOURCE_TYPE_TOPIC:
-                result.update(error_code=INVALID_REQUEST,
+                result.update(error_code=Errors.INVALID_REQUEST,
                               error_message="this broker describes topics only")
             elif meta is None:
-                result.update(error_code=UNKNOWN_TOPIC_OR_PARTITION,
+                result.update(error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION,
                               error_message=f"topic {res['resource_name']!r} does not exist")
             else:
                 keys = res["configuration_keys"]
@@ -460,16 +444,16 @@ class KafkaApis(ApiRequestHandler):
             keys = []
             for pd in topic["partition_data"]:
                 response: dict[str, Any] = {
-                    "index": pd["index"], "error_code": NONE, "base_offset": -1,
+                    "index": pd["index"], "error_code": Errors.NONE, "base_offset": -1,
                     "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
                     "error_message": None,
                 }
                 key = (topic["name"], pd["index"])
                 keys.append(key)
                 if acks not in (0, 1, -1):
-                    response["error_code"] = INVALID_REQUIRED_ACKS
+                    response["error_code"] = Errors.INVALID_REQUIRED_ACKS
                 elif pd["records"] is None:
-                    response.update(error_code=CORRUPT_MESSAGE, error_message="null records")
+                    response.update(error_code=Errors.CORRUPT_MESSAGE, error_message="null records")
                 elif key not in entries:
                     entries[key] = (response, pd["records"])
                     continue
@@ -485,7 +469,7 @@ class KafkaApis(ApiRequestHandler):
             if acks == 0:
                 # acks=0: the producer reads no answer, so none is sent (Kafka closes the
                 # connection instead when the append failed, so the producer notices).
-                if any(p["error_code"] != NONE for t in responses
+                if any(p["error_code"] != Errors.NONE for t in responses
                        for p in t["partition_responses"]):
                     self.request_channel.close_connection(request, "acks=0 produce failed")
                 else:
@@ -534,7 +518,7 @@ class KafkaApis(ApiRequestHandler):
                                           fp["partition_max_bytes"])
                 if name is None:
                     unknown[id(info)] = {
-                        "partition_index": fp["partition"], "error_code": UNKNOWN_TOPIC_ID,
+                        "partition_index": fp["partition"], "error_code": Errors.UNKNOWN_TOPIC_ID,
                         "high_watermark": -1, "last_stable_offset": -1,
                         "log_start_offset": -1, "aborted_transactions": None,
                         "preferred_read_replica": -1, "records": b""}
@@ -547,7 +531,7 @@ class KafkaApis(ApiRequestHandler):
             by_info = dict(zip((id(i) for i in infos), results, strict=True))
             by_info.update(unknown)
             self.respond(request, {
-                "throttle_time_ms": 0, "error_code": NONE, "session_id": 0,
+                "throttle_time_ms": 0, "error_code": Errors.NONE, "session_id": 0,
                 "responses": [{"topic": name, "topic_id": topic_id,
                                "partitions": [by_info[id(i)] for i in entries]}
                               for name, topic_id, entries in topics],
@@ -565,11 +549,11 @@ class KafkaApis(ApiRequestHandler):
             parts = []
             for p in topic["partitions"]:
                 part: dict[str, Any] = {"partition_index": p["partition_index"],
-                                        "error_code": NONE, "old_style_offsets": [],
+                                        "error_code": Errors.NONE, "old_style_offsets": [],
                                         "timestamp": -1, "offset": -1, "leader_epoch": -1}
                 lg = self.get_partition_log(topic["name"], p["partition_index"])
                 if lg is None:
-                    part["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
+                    part["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
                     parts.append(part)
                     continue
                 ts = p["timestamp"]
@@ -603,10 +587,10 @@ class KafkaApis(ApiRequestHandler):
         """
         assert request.body is not None
         body = request.body
-        response = {"throttle_time_ms": 0, "error_code": NONE, "producer_id": -1,
+        response = {"throttle_time_ms": 0, "error_code": Errors.NONE, "producer_id": -1,
                      "producer_epoch": -1}
         if body["transactional_id"] is not None:
-            response["error_code"] = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            response["error_code"] = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         elif body.get("producer_id", -1) >= 0 and 0 <= body.get("producer_epoch", -1) < 32766:
             # KIP-360: an idempotent producer bumps its epoch to reset its sequences.
             response.update(producer_id=body["producer_id"],
@@ -628,11 +612,11 @@ class KafkaApis(ApiRequestHandler):
         live = self._live_brokers(request.listener_name)
         nodes = {}
         for key in keys:
-            node, error = (-1, "", -1), COORDINATOR_NOT_AVAILABLE
+            node, error = (-1, "", -1), Errors.COORDINATOR_NOT_AVAILABLE
             if body.get("key_type", 0) == 0:
                 leader = self._group_coordinator_of(key)
                 if leader in live:
-                    node, error = (leader, *live[leader]), NONE
+                    node, error = (leader, *live[leader]), Errors.NONE
             nodes[key] = (node, error)
         if version >= 4:
             response = {
@@ -682,7 +666,7 @@ class KafkaApis(ApiRequestHandler):
                     p["committed_metadata"], p.get("commit_timestamp", -1))
 
         def send_response(errors: dict[tuple[str | None, int], int]) -> None:
-            errors = {**errors, **dict.fromkeys(unknown, UNKNOWN_TOPIC_OR_PARTITION)}
+            errors = {**errors, **dict.fromkeys(unknown, Errors.UNKNOWN_TOPIC_OR_PARTITION)}
             self.respond(request, {
                 "throttle_time_ms": 0,
                 "topics": [
@@ -708,7 +692,7 @@ class KafkaApis(ApiRequestHandler):
                     t["name"] = self.metadata_cache.name_of(t["topic_id"])
             asked = [(t["name"], p) for t in topics for p in t["partition_indexes"]]
         error, found = self.broker.group_coordinator.handle_fetch_offsets(group_id, asked)
-        if error != NONE:
+        if error != Errors.NONE:
             # v0-1 have no top-level error: each partition carries it.
             found = dict.fromkeys(asked or [], None)
         by_topic: dict[str, list[dict[str, Any]]] = {}
@@ -719,8 +703,8 @@ class KafkaApis(ApiRequestHandler):
                 "committed_offset": -1 if value is None else value.offset,
                 "committed_leader_epoch": -1 if value is None else value.leader_epoch,
                 "metadata": "" if value is None else value.metadata,
-                "error_code": error if error != NONE else
-                              NONE if topic is not None else UNKNOWN_TOPIC_ID,
+                "error_code": error if error != Errors.NONE else
+                              Errors.NONE if topic is not None else Errors.UNKNOWN_TOPIC_ID,
             })
         if version < 8:  # the single-group shape has no topic ids at all
             return [{"name": topic, "partitions": parts} for topic, parts in by_topic.items()]
@@ -751,7 +735,7 @@ class KafkaApis(ApiRequestHandler):
         else:
             response = {
                 "throttle_time_ms": 0,
-                "error_code": status(body["group_id"]) if version >= 2 else NONE,
+                "error_code": status(body["group_id"]) if version >= 2 else Errors.NONE,
                 "topics": self._offset_fetch_topics(body["group_id"], body["topics"], version),
             }
         self.respond(request, response)
@@ -762,11 +746,11 @@ class KafkaApis(ApiRequestHandler):
         """On a SASL listener the processor's authenticator answers these (see
         :mod:`kafkacore.broker.security`); here the listener has no SASL: ILLEGAL_SASL_STATE,
         as Kafka's ``handleSaslHandshakeRequest``."""
-        self.respond(request, {"error_code": ILLEGAL_SASL_STATE, "mechanisms": []})
+        self.respond(request, {"error_code": Errors.ILLEGAL_SASL_STATE, "mechanisms": []})
 
     def handle_sasl_authenticate_request(self, request: Request) -> None:
         self.respond(request, {
-            "error_code": ILLEGAL_SASL_STATE, "auth_bytes": b"", "session_lifetime_ms": 0,
+            "error_code": Errors.ILLEGAL_SASL_STATE, "auth_bytes": b"", "session_lifetime_ms": 0,
             "error_message": f"SaslAuthenticate on listener {request.listener_name}, which has "
                              "no SASL"})
 
@@ -842,7 +826,7 @@ class KafkaApis(ApiRequestHandler):
             members = [(body["member_id"], None)]
         error, member_errors = self.broker.group_coordinator.handle_leave_group(
             body["group_id"], [m for m, _ in members])
-        if version < 3 and error == NONE and member_errors:
+        if version < 3 and error == Errors.NONE and member_errors:
             error = member_errors[0]  # the one member's error is the request's
         self.respond(request, {
             "throttle_time_ms": 0, "error_code": error,
@@ -875,7 +859,7 @@ class KafkaApis(ApiRequestHandler):
             self.broker.group_coordinator.handle_list_groups()
             if not states or state.lower() in states
         ]
-        self.respond(request, {"throttle_time_ms": 0, "error_code": NONE, "groups": listed})
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE, "groups": listed})
 
     # -- OffsetForLeaderEpoch (KIP-101, KIP-320) -------------------------------------------------
 

@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING
 from kafkacore import errors
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.metadata_loader import MetadataLoader
+from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from kafkacore.broker.server import Broker
 
 log = logging.getLogger(__name__)
-
-NONE = 0
 
 
 class BrokerLifecycleManager(threading.Thread):
@@ -102,7 +101,7 @@ class BrokerLifecycleManager(threading.Thread):
                            "port": b.advertised_port, "security_protocol": 0}],
             "features": [], "rack": None,
         })
-        if response["error_code"] != NONE:
+        if response["error_code"] != Errors.NONE:
             raise ConnectionError(f"registration refused: error {response['error_code']}")
         self.broker_epoch = response["broker_epoch"]
         log.info("broker %d registered with the controller, broker epoch %d", b.broker_id,
@@ -113,7 +112,7 @@ class BrokerLifecycleManager(threading.Thread):
             "broker_id": self.broker.broker_id, "broker_epoch": self.broker_epoch,
             "current_metadata_offset": 0, "want_fence": False, "want_shut_down": False,
         })
-        if response["error_code"] != NONE:
+        if response["error_code"] != Errors.NONE:
             # Fenced for good (the controller forgot us, or we are an old epoch): register again.
             log.info("broker %d: heartbeat refused (error %d), registering again",
                      self.broker.broker_id, response["error_code"])

@@ -31,6 +31,7 @@ from typing import Any
 
 import kafkacore
 from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -311,7 +312,7 @@ class Cluster:
                     body.update(topics=[{"name": topic, "topic_id": uuid.UUID(int=0)}],
                                 allow_auto_topic_creation=False)
                     t = client.send(ApiKey.METADATA, 12, body)["topics"][0]
-                    if t["error_code"] == 0 and t["partitions"] and known(t):
+                    if t["error_code"] == Errors.NONE and t["partitions"] and known(t):
                         break
                     if time.monotonic() > deadline:
                         raise ClusterError(f"broker {node.node_id} {failure} after {timeout_s} s")

@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkacore.broker.purgatory import DelayedOperation
-
-NONE = 0
-REQUEST_TIMED_OUT = 7
+from kafkacore.errors import Errors
 
 
 @dataclass
@@ -41,7 +39,7 @@ class DelayedProduce(DelayedOperation):
         self.respond = respond
         for status in statuses.values():
             if status.acks_pending:  # what the answer says if the timer wins
-                status.response["error_code"] = REQUEST_TIMED_OUT
+                status.response["error_code"] = Errors.REQUEST_TIMED_OUT
 
     def try_complete(self) -> bool:
         for key, status in self.statuses.items():

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from kafkacore import errors
+from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ class FaultInjector:
             injected = queued.popleft()
             if not queued:
                 del self._errors[api_key]
-            if injected.error_code == 0:
+            if injected.error_code == Errors.NONE:
                 return None
             self.injected[api_key] += 1
         return injected

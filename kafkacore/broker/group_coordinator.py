@@ -44,27 +44,15 @@ from kafkacore.broker.group_metadata import (
     SyncGroupResult,
 )
 from kafkacore.broker.group_metadata_manager import (
-    NOT_COORDINATOR,
     GroupMetadataManager,
     GroupRecord,
     MemberRecord,
     OffsetAndMetadata,
 )
 from kafkacore.broker.purgatory import DelayedOperationPurgatory
+from kafkacore.errors import Errors
 
 log = logging.getLogger(__name__)
-
-NONE = 0
-OFFSET_METADATA_TOO_LARGE = 12
-COORDINATOR_NOT_AVAILABLE = 15
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-INVALID_GROUP_ID = 24
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-MEMBER_ID_REQUIRED = 79
-GROUP_MAX_SIZE_REACHED = 81
 
 #: The member id of a member that has none yet (Kafka's ``JoinGroupRequest.UNKNOWN_MEMBER_ID``).
 UNKNOWN_MEMBER = ""
@@ -129,7 +117,7 @@ class GroupCoordinator:
             self._groups.clear()
         for group in groups:  # parked requests get an answer they retry on (Kafka's onResignation)
             with group.lock:
-                self._fail_waiting_members(group, COORDINATOR_NOT_AVAILABLE)
+                self._fail_waiting_members(group, Errors.COORDINATOR_NOT_AVAILABLE)
                 group.state = GroupState.DEAD
 
     def _on_resigned(self, partition: int) -> None:
@@ -142,7 +130,7 @@ class GroupCoordinator:
                 del self._groups[group.group_id]
         for group in gone:
             with group.lock:
-                self._fail_waiting_members(group, NOT_COORDINATOR)
+                self._fail_waiting_members(group, Errors.NOT_COORDINATOR)
                 group.state = GroupState.DEAD
 
     def _on_loaded(self, partition: int, records: dict[str, GroupRecord]) -> None:
@@ -180,7 +168,7 @@ class GroupCoordinator:
         COORDINATOR_LOAD_IN_PROGRESS or NONE.  ``allow_empty``: OffsetFetch and DescribeGroups
         accept the empty group id (Kafka's ``isValidGroupId``, for old clients)."""
         if not group_id and not allow_empty:
-            return INVALID_GROUP_ID
+            return Errors.INVALID_GROUP_ID
         return self.group_manager.group_status(group_id)
 
     # -- OffsetCommit --------------------------------------------------------------------------
@@ -205,19 +193,19 @@ class GroupCoordinator:
         if response_callback is None:
             return self._wait_for_commit(group_id, generation_id, offsets, member_id)
         status = self.validate_group_status(group_id)
-        if status != NONE:
+        if status != Errors.NONE:
             response_callback(dict.fromkeys(offsets, status))
             return None
         group = self._get_group(group_id)
         if group is None:
             if generation_id >= 0:  # a membership this coordinator never handed out
-                response_callback(dict.fromkeys(offsets, ILLEGAL_GENERATION))
+                response_callback(dict.fromkeys(offsets, Errors.ILLEGAL_GENERATION))
                 return None
             self._store_offsets(group_id, offsets, response_callback)
             return None
         with group.lock:
             error = self._validate_offset_commit(group, generation_id, member_id)
-            if error != NONE:
+            if error != Errors.NONE:
                 response_callback(dict.fromkeys(offsets, error))
                 return None
             if group.has(member_id):  # a commit is a sign of life too
@@ -245,18 +233,18 @@ class GroupCoordinator:
     @staticmethod
     def _validate_offset_commit(group: GroupMetadata, generation_id: int, member_id: str) -> int:
         if group.is_state(GroupState.DEAD):
-            return NOT_COORDINATOR  # unloaded (another broker leads its partition now)
+            return Errors.NOT_COORDINATOR  # unloaded (another broker leads its partition now)
         if generation_id >= 0 or member_id != UNKNOWN_MEMBER:
             if not group.has(member_id):
-                return UNKNOWN_MEMBER_ID
+                return Errors.UNKNOWN_MEMBER_ID
             if generation_id != group.generation_id:
-                return ILLEGAL_GENERATION
+                return Errors.ILLEGAL_GENERATION
             if group.is_state(GroupState.COMPLETING_REBALANCE):
-                return REBALANCE_IN_PROGRESS  # the new assignment is not known yet
-            return NONE
+                return Errors.REBALANCE_IN_PROGRESS  # the new assignment is not known yet
+            return Errors.NONE
         if not group.is_state(GroupState.EMPTY):
-            return UNKNOWN_MEMBER_ID  # only members commit into a group that has members
-        return NONE
+            return Errors.UNKNOWN_MEMBER_ID  # only members commit into a group that has members
+        return Errors.NONE
 
     def _store_offsets(
         self, group_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata],
@@ -267,7 +255,7 @@ class GroupCoordinator:
         for tp, value in offsets.items():
             metadata = value.metadata
             if metadata is not None and len(metadata.encode()) > self.offset_metadata_max_bytes:
-                errors[tp] = OFFSET_METADATA_TOO_LARGE
+                errors[tp] = Errors.OFFSET_METADATA_TOO_LARGE
                 continue
             if value.commit_timestamp_ms < 0:
                 value = OffsetAndMetadata(value.offset, value.leader_epoch, metadata,
@@ -291,9 +279,9 @@ class GroupCoordinator:
         this broker cannot answer for the group (then no offsets).
         """
         status = self.validate_group_status(group_id, allow_empty=True)
-        if status != NONE:
+        if status != Errors.NONE:
             return status, {}
-        return NONE, self.group_manager.get_offsets(group_id, partitions)
+        return Errors.NONE, self.group_manager.get_offsets(group_id, partitions)
 
     # -- groups ---------------------------------------------------------------------------------
 
@@ -337,12 +325,12 @@ class GroupCoordinator:
         completes (the request is parked in the group meanwhile)."""
         _, rebalance_purgatory = self._purgatories()
         status = self.validate_group_status(group_id)
-        if status != NONE:
+        if status != Errors.NONE:
             response_callback(JoinGroupResult(member_id, status))
             return
         if not (self.group_min_session_timeout_ms <= session_timeout_ms
                 <= self.group_max_session_timeout_ms):
-            response_callback(JoinGroupResult(member_id, INVALID_SESSION_TIMEOUT))
+            response_callback(JoinGroupResult(member_id, Errors.INVALID_SESSION_TIMEOUT))
             return
         if rebalance_timeout_ms < 0:  # v0 had none: the session timeout stands in
             rebalance_timeout_ms = session_timeout_ms
@@ -350,16 +338,16 @@ class GroupCoordinator:
         group = self._get_or_create_group(group_id) if is_unknown_member else self._get_group(
             group_id)
         if group is None:  # a known member id, but no group: it was removed meanwhile
-            response_callback(JoinGroupResult(member_id, UNKNOWN_MEMBER_ID))
+            response_callback(JoinGroupResult(member_id, Errors.UNKNOWN_MEMBER_ID))
             return
         with group.lock:
             if group.is_state(GroupState.DEAD):
                 # Removed between our look-up and our lock: the client looks the coordinator up
                 # again and retries.
-                response_callback(JoinGroupResult(member_id, COORDINATOR_NOT_AVAILABLE))
+                response_callback(JoinGroupResult(member_id, Errors.COORDINATOR_NOT_AVAILABLE))
                 return
             if not group.supports_protocols(protocol_type, {name for name, _ in protocols}):
-                response_callback(JoinGroupResult(member_id, INCONSISTENT_GROUP_PROTOCOL))
+                response_callback(JoinGroupResult(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
                 return
             if is_unknown_member:
                 self._do_new_member_join_group(
@@ -381,7 +369,7 @@ class GroupCoordinator:
         protocol_type: str, protocols: list[tuple[str, bytes]], response_callback: JoinCallback,
     ) -> None:
         if len(group.members) + len(group.pending_members) >= self.group_max_size:
-            response_callback(JoinGroupResult(UNKNOWN_MEMBER, GROUP_MAX_SIZE_REACHED))
+            response_callback(JoinGroupResult(UNKNOWN_MEMBER, Errors.GROUP_MAX_SIZE_REACHED))
             return
         new_member_id = f"{client_id}-{uuid.uuid4()}"
         if require_known_member_id:
@@ -389,7 +377,7 @@ class GroupCoordinator:
             # no member behind, only a pending id that expires after the session timeout.
             group.pending_members.add(new_member_id)
             self._add_pending_member_expiration(group, new_member_id, session_timeout_ms)
-            response_callback(JoinGroupResult(new_member_id, MEMBER_ID_REQUIRED))
+            response_callback(JoinGroupResult(new_member_id, Errors.MEMBER_ID_REQUIRED))
             return
         self._add_member_and_rebalance(
             group, new_member_id, group_instance_id, client_id, client_host,
@@ -407,7 +395,7 @@ class GroupCoordinator:
                 response_callback)
             return
         if not group.has(member_id):
-            response_callback(JoinGroupResult(member_id, UNKNOWN_MEMBER_ID))
+            response_callback(JoinGroupResult(member_id, Errors.UNKNOWN_MEMBER_ID))
             return
         member = group.get(member_id)
         state = group.state
@@ -430,13 +418,13 @@ class GroupCoordinator:
             else:
                 response_callback(self._join_result(group, member))
         else:  # Empty or Dead: this member is not here
-            response_callback(JoinGroupResult(member_id, UNKNOWN_MEMBER_ID))
+            response_callback(JoinGroupResult(member_id, Errors.UNKNOWN_MEMBER_ID))
 
     def _join_result(self, group: GroupMetadata, member: MemberMetadata) -> JoinGroupResult:
         """The current generation as ``member`` sees it: only the leader gets the members."""
         return JoinGroupResult(
             member_id=member.member_id,
-            error=NONE,
+            error=Errors.NONE,
             generation_id=group.generation_id,
             protocol_type=group.protocol_type,
             protocol_name=group.protocol_name,
@@ -476,7 +464,7 @@ class GroupCoordinator:
         _, rebalance_purgatory = self._purgatories()
         if group.is_state(GroupState.COMPLETING_REBALANCE):
             # Members waiting in SyncGroup will never get this generation's assignment.
-            self._reset_and_propagate_assignment_error(group, REBALANCE_IN_PROGRESS)
+            self._reset_and_propagate_assignment_error(group, Errors.REBALANCE_IN_PROGRESS)
         delayed_rebalance: DelayedJoin
         if group.is_state(GroupState.EMPTY):
             delay = self.group_initial_rebalance_delay_ms
@@ -526,7 +514,7 @@ class GroupCoordinator:
                 group_id, generation = group.group_id, group.generation_id
 
                 def stored(error: int) -> None:
-                    if error != NONE:
+                    if error != Errors.NONE:
                         log.info("group %s: storing empty generation %d failed with %d",
                                  group_id, generation, error)
 
@@ -554,29 +542,29 @@ class GroupCoordinator:
         """Kafka's ``handleSyncGroup``: followers wait (parked) for the leader's assignment."""
         self._purgatories()
         status = self.validate_group_status(group_id)
-        if status != NONE:
+        if status != Errors.NONE:
             response_callback(SyncGroupResult(status))
             return
         group = self._get_group(group_id)
         if group is None:
-            response_callback(SyncGroupResult(UNKNOWN_MEMBER_ID))
+            response_callback(SyncGroupResult(Errors.UNKNOWN_MEMBER_ID))
             return
         with group.lock:
-            error = NONE
+            error = Errors.NONE
             if group.is_state(GroupState.DEAD):
-                error = COORDINATOR_NOT_AVAILABLE
+                error = Errors.COORDINATOR_NOT_AVAILABLE
             elif not group.has(member_id):
-                error = UNKNOWN_MEMBER_ID
+                error = Errors.UNKNOWN_MEMBER_ID
             elif generation_id != group.generation_id:
-                error = ILLEGAL_GENERATION
+                error = Errors.ILLEGAL_GENERATION
             elif (protocol_type is not None and protocol_type != group.protocol_type) or (
                     protocol_name is not None and protocol_name != group.protocol_name):
-                error = INCONSISTENT_GROUP_PROTOCOL
+                error = Errors.INCONSISTENT_GROUP_PROTOCOL
             elif group.is_state(GroupState.EMPTY):
-                error = UNKNOWN_MEMBER_ID
+                error = Errors.UNKNOWN_MEMBER_ID
             elif group.is_state(GroupState.PREPARING_REBALANCE):
-                error = REBALANCE_IN_PROGRESS
-            if error != NONE:
+                error = Errors.REBALANCE_IN_PROGRESS
+            if error != Errors.NONE:
                 response_callback(SyncGroupResult(error))
                 return
             member = group.get(member_id)
@@ -589,8 +577,8 @@ class GroupCoordinator:
                     self._store_assignment(group, assignment)
             else:  # Stable: the assignment is known (a retried SyncGroup)
                 self._complete_and_schedule_next_heartbeat_expiration(group, member)
-                response_callback(SyncGroupResult(NONE, member.assignment, group.protocol_type,
-                                                  group.protocol_name))
+                response_callback(SyncGroupResult(Errors.NONE, member.assignment,
+                                                  group.protocol_type, group.protocol_name))
 
     def _store_assignment(self, group: GroupMetadata, assignment: dict[str, bytes]) -> None:
         """Kafka's ``doSyncGroup`` for the leader: the generation and its assignment are written
@@ -607,7 +595,7 @@ class GroupCoordinator:
                 if (not group.is_state(GroupState.COMPLETING_REBALANCE)
                         or group.generation_id != generation):
                     return
-                if error != NONE:
+                if error != Errors.NONE:
                     self._reset_and_propagate_assignment_error(group, error)
                     self._maybe_prepare_rebalance(
                         group, f"error {error} when storing the group's assignment")
@@ -620,7 +608,7 @@ class GroupCoordinator:
                                       assignment: dict[str, bytes]) -> None:
         for member_id, member in group.members.items():
             member.assignment = assignment[member_id]
-        self._propagate_assignment(group, NONE)
+        self._propagate_assignment(group, Errors.NONE)
         group.transition_to(GroupState.STABLE)
 
     def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: int) -> None:
@@ -643,24 +631,24 @@ class GroupCoordinator:
         learns it must rejoin."""
         self._purgatories()
         status = self.validate_group_status(group_id)
-        if status != NONE:
+        if status != Errors.NONE:
             return status
         group = self._get_group(group_id)
         if group is None:
-            return UNKNOWN_MEMBER_ID
+            return Errors.UNKNOWN_MEMBER_ID
         with group.lock:
             if group.is_state(GroupState.DEAD):
-                return COORDINATOR_NOT_AVAILABLE
+                return Errors.COORDINATOR_NOT_AVAILABLE
             if group.is_state(GroupState.EMPTY) or not group.has(member_id):
-                return UNKNOWN_MEMBER_ID
+                return Errors.UNKNOWN_MEMBER_ID
             if generation_id != group.generation_id:
-                return ILLEGAL_GENERATION
+                return Errors.ILLEGAL_GENERATION
             member = group.get(member_id)
             self._complete_and_schedule_next_heartbeat_expiration(group, member)
             if group.is_state(GroupState.PREPARING_REBALANCE):
-                return REBALANCE_IN_PROGRESS
+                return Errors.REBALANCE_IN_PROGRESS
             # Stable, or CompletingRebalance (a member may heartbeat between its join and sync).
-            return NONE
+            return Errors.NONE
 
     def _complete_and_schedule_next_heartbeat_expiration(
         self, group: GroupMetadata, member: MemberMetadata
@@ -733,35 +721,35 @@ class GroupCoordinator:
         and one error per member."""
         self._purgatories()
         status = self.validate_group_status(group_id)
-        if status != NONE:
+        if status != Errors.NONE:
             return status, []
         group = self._get_group(group_id)
         if group is None:
-            return NONE, [UNKNOWN_MEMBER_ID] * len(member_ids)
+            return Errors.NONE, [Errors.UNKNOWN_MEMBER_ID] * len(member_ids)
         with group.lock:
             if group.is_state(GroupState.DEAD):
-                return COORDINATOR_NOT_AVAILABLE, []
+                return Errors.COORDINATOR_NOT_AVAILABLE, []
             errors = []
             for member_id in member_ids:
                 if group.is_pending_member(member_id):
                     self._remove_pending_member_and_update_group(group, member_id)
-                    errors.append(NONE)
+                    errors.append(Errors.NONE)
                 elif not group.has(member_id):
-                    errors.append(UNKNOWN_MEMBER_ID)
+                    errors.append(Errors.UNKNOWN_MEMBER_ID)
                 else:
                     member = group.get(member_id)
                     log.info("group %s: member %s left", group.group_id, member_id)
                     self._remove_heartbeat_for_leaving_member(group, member)
                     self._remove_member_and_update_group(group, member)
-                    errors.append(NONE)
-            return NONE, errors
+                    errors.append(Errors.NONE)
+            return Errors.NONE, errors
 
     def _remove_member_and_update_group(self, group: GroupMetadata,
                                         member: MemberMetadata) -> None:
         _, rebalance_purgatory = self._purgatories()
         # A member parked in JoinGroup learns it is out.
         group.maybe_invoke_join_callback(member, JoinGroupResult(member.member_id,
-                                                                 UNKNOWN_MEMBER_ID))
+                                                                 Errors.UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
         if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance(group, f"removing member {member.member_id}")
@@ -786,17 +774,17 @@ class GroupCoordinator:
     def handle_describe_group(self, group_id: str) -> tuple[int, dict[str, object]]:
         """The group's summary; a group nobody knows is described as Dead (Kafka does too)."""
         status = self.validate_group_status(group_id, allow_empty=True)
-        if status != NONE:
+        if status != Errors.NONE:
             return status, {"group_state": GroupState.DEAD.value, "protocol_type": "",
                             "protocol_data": "", "members": []}
         group = self._get_group(group_id)
         if group is None:
             known = self.group_manager.has_offsets(group_id)
             state = GroupState.EMPTY if known else GroupState.DEAD
-            return NONE, {"group_state": state.value, "protocol_type": "",
+            return Errors.NONE, {"group_state": state.value, "protocol_type": "",
                           "protocol_data": "", "members": []}
         with group.lock:
-            return NONE, group.summary()
+            return Errors.NONE, group.summary()
 
     def handle_list_groups(self) -> list[tuple[str, str, str]]:
         """(group id, protocol type, state) of every group: those with members and those that

@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.log import LogConfig
 from kafkacore.core.records import MemoryRecordsBuilder, iter_batches
+from kafkacore.errors import Errors
+from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from kafkacore.broker.server import Broker
@@ -52,22 +54,6 @@ OFFSETS_TOPIC = "__consumer_offsets"
 #: Where an earlier kafkacore broker kept commits (imported once, see ``_import_journal``).
 LEGACY_JOURNAL = "__consumer_offsets.journal"
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_LEADER_OR_FOLLOWER = 6
-REQUEST_TIMED_OUT = 7
-MESSAGE_TOO_LARGE = 10
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-RECORD_LIST_TOO_LARGE = 18
-NOT_ENOUGH_REPLICAS = 19
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
-REBALANCE_IN_PROGRESS = 27
-INVALID_COMMIT_OFFSET_SIZE = 28
-KAFKA_STORAGE_ERROR = 56
-UNKNOWN_SERVER_ERROR = -1
-
 #: Record key versions (Kafka's ``OffsetCommitKey`` is 0 and 1, ``GroupMetadataKey`` 2).
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
@@ -75,14 +61,14 @@ OFFSET_COMMIT_VALUE_VERSION = 3
 
 #: How Kafka's ``storeOffsets`` callback turns an append error into an OffsetCommit error.
 APPEND_ERROR_TO_COMMIT_ERROR = {
-    UNKNOWN_TOPIC_OR_PARTITION: COORDINATOR_NOT_AVAILABLE,
-    NOT_ENOUGH_REPLICAS: COORDINATOR_NOT_AVAILABLE,
-    NOT_ENOUGH_REPLICAS_AFTER_APPEND: COORDINATOR_NOT_AVAILABLE,
-    REQUEST_TIMED_OUT: COORDINATOR_NOT_AVAILABLE,
-    NOT_LEADER_OR_FOLLOWER: NOT_COORDINATOR,
-    KAFKA_STORAGE_ERROR: NOT_COORDINATOR,
-    MESSAGE_TOO_LARGE: INVALID_COMMIT_OFFSET_SIZE,
-    RECORD_LIST_TOO_LARGE: INVALID_COMMIT_OFFSET_SIZE,
+    Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
+    Errors.KAFKA_STORAGE_ERROR: Errors.NOT_COORDINATOR,
+    Errors.MESSAGE_TOO_LARGE: Errors.INVALID_COMMIT_OFFSET_SIZE,
+    Errors.RECORD_LIST_TOO_LARGE: Errors.INVALID_COMMIT_OFFSET_SIZE,
 }
 
 
@@ -290,12 +276,12 @@ def read_group_metadata_value(value: bytes) -> GroupRecord:
 
 #: How Kafka's ``storeGroup`` callback turns an append error into a SyncGroup error.
 APPEND_ERROR_TO_SYNC_ERROR = {
-    UNKNOWN_TOPIC_OR_PARTITION: COORDINATOR_NOT_AVAILABLE,
-    NOT_ENOUGH_REPLICAS: COORDINATOR_NOT_AVAILABLE,
-    NOT_ENOUGH_REPLICAS_AFTER_APPEND: COORDINATOR_NOT_AVAILABLE,
-    NOT_LEADER_OR_FOLLOWER: NOT_COORDINATOR,
-    KAFKA_STORAGE_ERROR: NOT_COORDINATOR,
-    REQUEST_TIMED_OUT: REBALANCE_IN_PROGRESS,
+    Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
+    Errors.KAFKA_STORAGE_ERROR: Errors.NOT_COORDINATOR,
+    Errors.REQUEST_TIMED_OUT: Errors.REBALANCE_IN_PROGRESS,
 }
 
 
@@ -445,10 +431,10 @@ class GroupMetadataManager:
         p = self.partition_for(group_id)
         with self._lock:
             if p in self._owned:
-                return NONE
+                return Errors.NONE
             if p in self._loading:
-                return COORDINATOR_LOAD_IN_PROGRESS
-            return NOT_COORDINATOR
+                return Errors.COORDINATOR_LOAD_IN_PROGRESS
+            return Errors.NOT_COORDINATOR
 
     def ensure_offsets_topic(self) -> bool:
         """Create ``__consumer_offsets`` if it does not exist (Kafka creates it on the first
@@ -467,7 +453,7 @@ class GroupMetadataManager:
         rf = min(self.replication_factor, len(broker.replica_manager.brokers) or 1)
         try:
             broker.forwarding_manager.forward(
-                19, 7, {  # CreateTopics v7
+                ApiKey.CREATE_TOPICS, 7, {
                     "topics": [{"name": OFFSETS_TOPIC, "num_partitions": self.num_partitions,
                                 "replication_factor": rf, "assignments": [],
                                 "configs": [{"name": k, "value": v} for k, v in configs.items()]}],
@@ -603,7 +589,7 @@ class GroupMetadataManager:
             callback({})
             return
         if not self.ensure_offsets_topic():
-            callback(dict.fromkeys(offsets, COORDINATOR_NOT_AVAILABLE))
+            callback(dict.fromkeys(offsets, Errors.COORDINATOR_NOT_AVAILABLE))
             return
         partition = self.partition_for(group_id)
         key = (OFFSETS_TOPIC, partition)
@@ -614,13 +600,13 @@ class GroupMetadataManager:
             builder.append(now, offset_commit_key(group_id, topic, index),
                            offset_commit_value(value))
         records = bytes(builder.build())
-        response: dict[str, Any] = {"error_code": NONE, "base_offset": -1,
+        response: dict[str, Any] = {"error_code": Errors.NONE, "base_offset": -1,
                                     "error_message": None}
 
         def on_append(results: dict[tuple[str, int], dict[str, Any]]) -> None:
             result = results.get(key, response)
             error = result["error_code"]
-            if error != NONE:
+            if error != Errors.NONE:
                 error = APPEND_ERROR_TO_COMMIT_ERROR.get(error, error)
                 log.info("group %s: commit to %s-%d failed with %d", group_id, OFFSETS_TOPIC,
                          partition, result["error_code"])
@@ -636,14 +622,14 @@ class GroupMetadataManager:
                         old = cached.get(tp)
                         if old is None or old.log_offset < base + i:
                             cached[tp] = _Cached(value, base + i)
-            callback(dict.fromkeys(offsets, NONE))
+            callback(dict.fromkeys(offsets, Errors.NONE))
 
         try:
             self.broker.replica_manager.append_records(
                 self.commit_timeout_ms, -1, {key: (response, records)}, on_append)
         except Exception:
             log.exception("group %s: appending a commit failed", group_id)
-            callback(dict.fromkeys(offsets, UNKNOWN_SERVER_ERROR))
+            callback(dict.fromkeys(offsets, Errors.UNKNOWN_SERVER_ERROR))
 
     # -- group metadata --------------------------------------------------------------------
 
@@ -676,31 +662,31 @@ class GroupMetadataManager:
                 self._append_group(group_id, record, once)
             except Exception:
                 log.exception("group %s: appending its metadata failed", group_id)
-                once(UNKNOWN_SERVER_ERROR)
+                once(Errors.UNKNOWN_SERVER_ERROR)
 
     def _append_group(self, group_id: str, record: GroupRecord | None,
                       callback: StoreGroupCallback) -> None:
         if not self.ensure_offsets_topic():
-            callback(COORDINATOR_NOT_AVAILABLE)
+            callback(Errors.COORDINATOR_NOT_AVAILABLE)
             return
         partition = self.partition_for(group_id)
         key = (OFFSETS_TOPIC, partition)
         builder = MemoryRecordsBuilder(1024)
         builder.append(int(time.time() * 1000), group_metadata_key(group_id),
                        None if record is None else group_metadata_value(record))
-        response: dict[str, Any] = {"error_code": NONE, "base_offset": -1,
+        response: dict[str, Any] = {"error_code": Errors.NONE, "base_offset": -1,
                                     "error_message": None}
 
         def on_append(results: dict[tuple[str, int], dict[str, Any]]) -> None:
             error = results.get(key, response)["error_code"]
-            if error != NONE:
+            if error != Errors.NONE:
                 log.info("group %s: storing its metadata in %s-%d failed with %d", group_id,
                          OFFSETS_TOPIC, partition, error)
-                callback(APPEND_ERROR_TO_SYNC_ERROR.get(error, UNKNOWN_SERVER_ERROR))
+                callback(APPEND_ERROR_TO_SYNC_ERROR.get(error, Errors.UNKNOWN_SERVER_ERROR))
                 return
             if self.standalone:
                 self._flush(partition)
-            callback(NONE)
+            callback(Errors.NONE)
 
         self.broker.replica_manager.append_records(
             self.commit_timeout_ms, -1, {key: (response, bytes(builder.build()))}, on_append)

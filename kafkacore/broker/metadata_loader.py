@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.partition import PartitionState
+from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from kafkacore.broker.server import Broker
 
-NONE = 0
 METADATA_VERSION = 12
 DESCRIBE_CONFIGS_VERSION = 2
 CONFIG_SOURCE_TOPIC = 1
@@ -86,4 +86,4 @@ class MetadataLoader:
         })
         return {r["resource_name"]: {c["name"]: c["value"] for c in r["configs"]
                                      if c["config_source"] == CONFIG_SOURCE_TOPIC}
-                for r in response["results"] if r["error_code"] == NONE}
+                for r in response["results"] if r["error_code"] == Errors.NONE}

@@ -22,10 +22,7 @@ from typing import Any
 
 from kafkacore import errors
 from kafkacore.broker.leader_epoch_cache import LeaderEpochFileCache
-
-NONE = 0
-NOT_LEADER_OR_FOLLOWER = 6
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+from kafkacore.errors import Errors
 
 
 def now_ms() -> int:
@@ -227,12 +224,12 @@ class Partition:
         member has it), or when this broker stopped leading."""
         with self.lock:
             if not self.is_leader:
-                return True, NOT_LEADER_OR_FOLLOWER
+                return True, Errors.NOT_LEADER_OR_FOLLOWER
             if self.log.high_watermark >= required_offset:
                 if len(self.isr) >= self.log.config.min_insync_replicas:
-                    return True, NONE
-                return True, NOT_ENOUGH_REPLICAS_AFTER_APPEND
-            return False, NONE
+                    return True, Errors.NONE
+                return True, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            return False, Errors.NONE
 
     def apply_isr(self, leader_epoch: int, isr: list[int], partition_epoch: int) -> bool:
         """The controller's answer to our AlterPartition; True if the HW moved."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.partition import Partition
+from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-NONE = 0
-OFFSET_OUT_OF_RANGE = 1
 FETCH_VERSION = 16
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 
@@ -130,7 +129,7 @@ class ReplicaFetcherThread(threading.Thread):
                 if entry is None:
                     continue
                 partition = entry[0]
-                if r["error_code"] != NONE:
+                if r["error_code"] != Errors.NONE:
                     retry = True  # the leader does not know it leads yet: ask again soon
                     continue
                 lg = partition.log
@@ -175,7 +174,7 @@ class ReplicaFetcherThread(threading.Thread):
         wait_s = self.config["replica.fetch.wait.max.ms"] / 1000.0
         response = client.send(ApiKey.FETCH, FETCH_VERSION, body,
                                timeout_s=wait_s + self.config["replica.socket.timeout.ms"] / 1000)
-        if response["error_code"] != NONE:
+        if response["error_code"] != Errors.NONE:
             self._backoff()
             return
         by_key = {p.key: p for p in partitions}
@@ -190,12 +189,12 @@ class ReplicaFetcherThread(threading.Thread):
                     current = self._partitions.get(partition.key)
                 if current is None or current[0] is not partition or current[1]:
                     continue
-                if r["error_code"] == OFFSET_OUT_OF_RANGE:
+                if r["error_code"] == Errors.OFFSET_OUT_OF_RANGE:
                     with self._lock:
                         self._partitions[partition.key] = (partition, True)
                     errored = True
                     continue
-                if r["error_code"] != NONE:
+                if r["error_code"] != Errors.NONE:
                     errored = True
                     continue
                 records = r["records"]

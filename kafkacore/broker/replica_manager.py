@@ -34,17 +34,13 @@ from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.leader_epoch_cache import LeaderEpochFileCache
 from kafkacore.broker.partition import Partition, PartitionState, PendingIsr
 from kafkacore.broker.purgatory import DelayedOperationPurgatory
+from kafkacore.errors import Errors
 
 if TYPE_CHECKING:
     from kafkacore.broker.server import Broker
 
 log = logging.getLogger(__name__)
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_LEADER_OR_FOLLOWER = 6
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
 HW_CHECKPOINT_FILE = "replication-offset-checkpoint"
 
 
@@ -149,15 +145,16 @@ class ReplicaManager:
         if partition is None:
             known = self.metadata_cache.get(topic)
             exists = known is not None and 0 <= index < known.partitions
-            return None, NOT_LEADER_OR_FOLLOWER if exists else UNKNOWN_TOPIC_OR_PARTITION
+            return None, (Errors.NOT_LEADER_OR_FOLLOWER if exists
+                          else Errors.UNKNOWN_TOPIC_OR_PARTITION)
         if current_leader_epoch >= 0:
             if current_leader_epoch < partition.leader_epoch:
-                return None, FENCED_LEADER_EPOCH
+                return None, Errors.FENCED_LEADER_EPOCH
             if current_leader_epoch > partition.leader_epoch:
-                return None, UNKNOWN_LEADER_EPOCH
+                return None, Errors.UNKNOWN_LEADER_EPOCH
         if not partition.is_leader:
-            return None, NOT_LEADER_OR_FOLLOWER
-        return partition, NONE
+            return None, Errors.NOT_LEADER_OR_FOLLOWER
+        return partition, Errors.NONE
 
     def complete_delayed_requests(self, key: tuple[str, int]) -> None:
         """A HW moved or a role changed on ``key``: waiting produces and fetches may be done."""
@@ -207,7 +204,7 @@ class ReplicaManager:
         (long poll) until there is, or ``max_wait_ms`` passed (Kafka's ``fetchMessages``)."""
         results = self.read_from_local_log(params, infos)
         total = sum(len(r["records"] or b"") for r in results)
-        errored = any(r["error_code"] != NONE for r in results)
+        errored = any(r["error_code"] != Errors.NONE for r in results)
         if params.max_wait_ms <= 0 or not infos or total >= params.min_bytes or errored:
             respond(results)
             return
@@ -222,7 +219,7 @@ class ReplicaManager:
         results = []
         for info in infos:
             part: dict[str, Any] = {
-                "partition_index": info.partition, "error_code": NONE,
+                "partition_index": info.partition, "error_code": Errors.NONE,
                 "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
                 "aborted_transactions": None, "preferred_read_replica": -1, "records": b"",
             }
@@ -274,7 +271,7 @@ class ReplicaManager:
         if partition is None:
             return error, -1, -1
         found_epoch, end = partition.end_offset_for_epoch(epoch)
-        return NONE, found_epoch, end
+        return Errors.NONE, found_epoch, end
 
     # -- the controller's decisions --------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from typing import Any
 from kafkacore import errors
 from kafkacore.broker.config import BrokerConfig, EndPoint
 from kafkacore.broker.scram_sasl_server import ScramSaslServer
+from kafkacore.errors import Errors
 from kafkacore.network.sasl import (
     SCRAM_HASHES,
     parse_jaas_config,
@@ -43,12 +44,6 @@ SERVER_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 #: Kafka's ScramMechanism.minIterations, what ``kafka-configs`` uses by default.
 SCRAM_ITERATIONS = 4096
 _PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
-
-NONE = 0
-UNSUPPORTED_SASL_MECHANISM = 33
-ILLEGAL_SASL_STATE = 34
-UNSUPPORTED_VERSION = 35
-SASL_AUTHENTICATION_FAILED = 58
 
 
 # -- TLS -----------------------------------------------------------------------------------------
@@ -263,29 +258,29 @@ class SaslServerAuthenticator:
             # KIP-368: a handshake on an authenticated connection starts a re-authentication.
             if mechanism != self.mechanism:
                 self.state = SaslState.FAILED
-                return {"error_code": UNSUPPORTED_SASL_MECHANISM, **offered}, Outcome.FAILED
+                return {"error_code": Errors.UNSUPPORTED_SASL_MECHANISM, **offered}, Outcome.FAILED
             self.state = SaslState.REAUTH_AUTHENTICATE
         elif self.state is not SaslState.HANDSHAKE_OR_VERSIONS_REQUEST:
             self.state = SaslState.FAILED
-            return {"error_code": ILLEGAL_SASL_STATE, **offered}, Outcome.FAILED
+            return {"error_code": Errors.ILLEGAL_SASL_STATE, **offered}, Outcome.FAILED
         elif version < 1:
             # v0 sends the tokens as raw frames (before KIP-152); this broker speaks only v1.
             self.state = SaslState.FAILED
-            return {"error_code": UNSUPPORTED_VERSION, **offered}, Outcome.FAILED
+            return {"error_code": Errors.UNSUPPORTED_VERSION, **offered}, Outcome.FAILED
         elif mechanism not in self.mechanisms:
             self.state = SaslState.FAILED
-            return {"error_code": UNSUPPORTED_SASL_MECHANISM, **offered}, Outcome.FAILED
+            return {"error_code": Errors.UNSUPPORTED_SASL_MECHANISM, **offered}, Outcome.FAILED
         else:
             self.state = SaslState.AUTHENTICATE
         self._pending_mechanism = mechanism
         self._scram = None
-        return {"error_code": NONE, **offered}, Outcome.CONTINUE
+        return {"error_code": Errors.NONE, **offered}, Outcome.CONTINUE
 
     def _authenticate(self, version: int, token: bytes) -> tuple[dict[str, Any], Outcome]:
         if self.state not in (SaslState.AUTHENTICATE, SaslState.REAUTH_AUTHENTICATE):
             self.state = SaslState.FAILED
-            return _auth_response(ILLEGAL_SASL_STATE, "SaslAuthenticate before SaslHandshake "
-                                  "or after authentication"), Outcome.FAILED
+            return _auth_response(Errors.ILLEGAL_SASL_STATE, "SaslAuthenticate before "
+                                  "SaslHandshake or after authentication"), Outcome.FAILED
         mechanism = self._pending_mechanism
         assert mechanism is not None
         try:
@@ -296,7 +291,7 @@ class SaslServerAuthenticator:
                     self._scram = ScramSaslServer(mechanism, self._scram_lookup(mechanism))
                 challenge = self._scram.evaluate_response(token)
                 if not self._scram.complete:
-                    return _auth_response(NONE, None, challenge), Outcome.CONTINUE
+                    return _auth_response(Errors.NONE, None, challenge), Outcome.CONTINUE
                 user = self._scram.username or ""
         except errors.SaslAuthenticationFailedError:
             return self._fail(mechanism)
@@ -304,8 +299,8 @@ class SaslServerAuthenticator:
             return self._fail(mechanism)
         if self.state is SaslState.REAUTH_AUTHENTICATE and user != self.principal:
             self.state = SaslState.FAILED
-            return _auth_response(SASL_AUTHENTICATION_FAILED, "Cannot change principals during "
-                                  "re-authentication"), Outcome.FAILED
+            return _auth_response(Errors.SASL_AUTHENTICATION_FAILED, "Cannot change principals "
+                                  "during re-authentication"), Outcome.FAILED
         if self.state is SaslState.REAUTH_AUTHENTICATE:
             self.reauthentications += 1
         self.state = SaslState.COMPLETE
@@ -317,7 +312,7 @@ class SaslServerAuthenticator:
             self.session_expires_at = time.monotonic() + lifetime / 1000.0
         else:
             self.session_expires_at = None
-        response = _auth_response(NONE, None, challenge)
+        response = _auth_response(Errors.NONE, None, challenge)
         response["session_lifetime_ms"] = lifetime
         return response, Outcome.AUTHENTICATED
 
@@ -326,7 +321,7 @@ class SaslServerAuthenticator:
         # The same words for an unknown user and a wrong password: telling them apart would
         # tell an attacker which user names exist.
         return _auth_response(
-            SASL_AUTHENTICATION_FAILED,
+            Errors.SASL_AUTHENTICATION_FAILED,
             f"Authentication failed during authentication due to invalid credentials with "
             f"SASL mechanism {mechanism}"), Outcome.FAILED
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkacore import errors
+from kafkacore.errors import Errors
 from kafkacore.network import sasl
 from kafkacore.network.errors import (
     CorrelationIdMismatchError,
@@ -54,8 +55,6 @@ _RECV_CHUNK = 256 * 1024
 _TLS_CHUNK = 256 * 1024
 #: Errors of ``send``/``recv`` that mean "try again later", not "broken".
 _WOULD_BLOCK = (BlockingIOError, InterruptedError)
-
-UNSUPPORTED_VERSION = 35
 
 
 class ConnectionState(enum.Enum):
@@ -481,10 +480,10 @@ class BrokerConnection:
             _, body = codec.decode_response(ApiKey.API_VERSIONS, request.api_version, frame)
         except codec.ProtocolError:
             body = None
-        if body is None or body["error_code"] == UNSUPPORTED_VERSION:
+        if body is None or body["error_code"] == Errors.UNSUPPORTED_VERSION:
             # The broker wrote its error in the v0 layout, which every broker can write.
             _, body = codec.decode_response(ApiKey.API_VERSIONS, 0, frame)
-            if body["error_code"] == UNSUPPORTED_VERSION:
+            if body["error_code"] == Errors.UNSUPPORTED_VERSION:
                 theirs = {k["api_key"]: k["max_version"] for k in body["api_keys"]}
                 retry = min(theirs.get(ApiKey.API_VERSIONS, 0), request.api_version - 1)
                 if request.api_version > 0 and retry >= 0:

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from kafkacore import errors
+from kafkacore.errors import Errors
 
 
 class BrokerUnavailableError(errors.KafkaError, RuntimeError):
@@ -294,7 +295,7 @@ def _answers_api_versions(host: str, port: int) -> bool:
             head = _recv_exactly(s, 4)
             frame = _recv_exactly(s, int.from_bytes(head, "big", signed=True))
             correlation_id, body = codec.decode_response(ApiKey.API_VERSIONS, 0, frame)
-            return correlation_id == 1 and body["error_code"] == 0
+            return correlation_id == 1 and body["error_code"] == Errors.NONE
     except (OSError, errors.KafkaError, ValueError):
         return False
 

@@ -25,13 +25,7 @@ from test_apis import Client
 
 from kafkacore import KafkaProducer
 from kafkacore.broker import Broker
-from kafkacore.broker.group_coordinator import (
-    ILLEGAL_GENERATION,
-    MEMBER_ID_REQUIRED,
-    NONE,
-    REBALANCE_IN_PROGRESS,
-    UNKNOWN_MEMBER_ID,
-)
+from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
 PARTITIONS = 4
@@ -91,11 +85,11 @@ def test_join_sync_heartbeat_commit_leave_by_hand(broker):
     try:
         # KIP-394: the first JoinGroup (v4+) only hands out a member id.
         first = _join(c, group)
-        assert first["error_code"] == MEMBER_ID_REQUIRED
+        assert first["error_code"] == Errors.MEMBER_ID_REQUIRED
         member = first["member_id"]
         assert member.startswith("test-apis-")
         joined = _join(c, group, member)
-        assert joined["error_code"] == NONE
+        assert joined["error_code"] == Errors.NONE
         assert (joined["generation_id"], joined["leader"], joined["member_id"]) == (
             1, member, member)
         assert joined["protocol_name"] == "range"
@@ -105,16 +99,16 @@ def test_join_sync_heartbeat_commit_leave_by_hand(broker):
             "group_id": group, "generation_id": 1, "member_id": member,
             "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
             "assignments": [{"member_id": member, "assignment": b"all of it"}]})
-        assert (synced["error_code"], synced["assignment"]) == (NONE, b"all of it")
+        assert (synced["error_code"], synced["assignment"]) == (Errors.NONE, b"all of it")
 
         def heartbeat(generation, member_id=member):
             return c.call(ApiKey.HEARTBEAT, 4, {
                 "group_id": group, "generation_id": generation, "member_id": member_id,
                 "group_instance_id": None})["error_code"]
 
-        assert heartbeat(1) == NONE
-        assert heartbeat(0) == ILLEGAL_GENERATION
-        assert heartbeat(1, "nobody") == UNKNOWN_MEMBER_ID
+        assert heartbeat(1) == Errors.NONE
+        assert heartbeat(0) == Errors.ILLEGAL_GENERATION
+        assert heartbeat(1, "nobody") == Errors.UNKNOWN_MEMBER_ID
 
         topic, _ = _produce(broker, 4)
 
@@ -127,10 +121,10 @@ def test_join_sync_heartbeat_commit_leave_by_hand(broker):
                      "committed_leader_epoch": -1, "committed_metadata": ""}]}]})
             return response["topics"][0]["partitions"][0]["error_code"]
 
-        assert commit(1, member) == NONE
-        assert commit(2, member) == ILLEGAL_GENERATION
-        assert commit(1, "nobody") == UNKNOWN_MEMBER_ID
-        assert commit(-1, "") == UNKNOWN_MEMBER_ID  # the group has members: only they commit
+        assert commit(1, member) == Errors.NONE
+        assert commit(2, member) == Errors.ILLEGAL_GENERATION
+        assert commit(1, "nobody") == Errors.UNKNOWN_MEMBER_ID
+        assert commit(-1, "") == Errors.UNKNOWN_MEMBER_ID  # the group has members: only they commit
 
         described = c.call(ApiKey.DESCRIBE_GROUPS, 5, {
             "groups": [group], "include_authorized_operations": False})["groups"][0]
@@ -145,13 +139,13 @@ def test_join_sync_heartbeat_commit_leave_by_hand(broker):
         left = c.call(ApiKey.LEAVE_GROUP, 5, {"group_id": group, "members": [
             {"member_id": member, "group_instance_id": None, "reason": "test"},
             {"member_id": "nobody", "group_instance_id": None, "reason": None}]})
-        assert left["error_code"] == NONE
+        assert left["error_code"] == Errors.NONE
         assert [(m["member_id"], m["error_code"]) for m in left["members"]] == [
-            (member, NONE), ("nobody", UNKNOWN_MEMBER_ID)]
-        assert heartbeat(1) == UNKNOWN_MEMBER_ID
+            (member, Errors.NONE), ("nobody", Errors.UNKNOWN_MEMBER_ID)]
+        assert heartbeat(1) == Errors.UNKNOWN_MEMBER_ID
         state = c.call(ApiKey.DESCRIBE_GROUPS, 0, {"groups": [group]})["groups"][0]
         assert (state["group_state"], state["members"]) == ("Empty", [])
-        assert commit(-1, "") == NONE  # an empty group takes commits from anyone again
+        assert commit(-1, "") == Errors.NONE  # an empty group takes commits from anyone again
     finally:
         c.sock.close()
 
@@ -176,7 +170,7 @@ def test_second_member_rebalances_the_first(broker):
                     == "PreparingRebalance", 30, "b's join starts a rebalance")
         assert a.call(ApiKey.HEARTBEAT, 4, {
             "group_id": group, "generation_id": 1, "member_id": member_a,
-            "group_instance_id": None})["error_code"] == REBALANCE_IN_PROGRESS
+            "group_instance_id": None})["error_code"] == Errors.REBALANCE_IN_PROGRESS
         assert "b" not in answer  # still parked: a has not rejoined
         rejoined = _join(a, group, member_a)
         waiter.join(30)
@@ -214,7 +208,7 @@ def test_member_that_does_not_rejoin_is_dropped_after_the_rebalance_timeout(brok
                         == "PreparingRebalance", 30, "a join starts a rebalance")
 
         member_a = join(a)["member_id"]  # generation 1: a alone
-        assert sync(a, 1, member_a, [member_a])["error_code"] == NONE
+        assert sync(a, 1, member_a, [member_a])["error_code"] == Errors.NONE
         answers: dict[str, dict] = {}
         second = threading.Thread(target=lambda: answers.update(b=join(b)))
         second.start()
@@ -222,8 +216,8 @@ def test_member_that_does_not_rejoin_is_dropped_after_the_rebalance_timeout(brok
         assert join(a, member_a)["generation_id"] == 2  # a rejoins: generation 2 is a and b
         second.join(30)
         member_b = answers["b"]["member_id"]
-        assert sync(a, 2, member_a, [member_a, member_b])["error_code"] == NONE
-        assert sync(b, 2, member_b)["error_code"] == NONE
+        assert sync(a, 2, member_a, [member_a, member_b])["error_code"] == Errors.NONE
+        assert sync(b, 2, member_b)["error_code"] == Errors.NONE
 
         third = threading.Thread(target=lambda: answers.update(c=join(c)))
         third.start()
@@ -237,7 +231,7 @@ def test_member_that_does_not_rejoin_is_dropped_after_the_rebalance_timeout(brok
         assert member_b not in broker.group_coordinator.group(group).members
         assert b.call(ApiKey.HEARTBEAT, 3, {
             "group_id": group, "generation_id": 2, "member_id": member_b,
-            "group_instance_id": None})["error_code"] == UNKNOWN_MEMBER_ID
+            "group_instance_id": None})["error_code"] == Errors.UNKNOWN_MEMBER_ID
     finally:
         for client in (a, b, c):
             client.sock.close()

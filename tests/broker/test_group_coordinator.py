@@ -10,14 +10,7 @@ import time
 import pytest
 
 from kafkacore.broker import Broker
-from kafkacore.broker.group_coordinator import (
-    ILLEGAL_GENERATION,
-    INVALID_GROUP_ID,
-    NONE,
-    OFFSET_METADATA_TOO_LARGE,
-    UNKNOWN_MEMBER_ID,
-    OffsetAndMetadata,
-)
+from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group_metadata import GroupState
 from kafkacore.broker.group_metadata_manager import (
     OFFSETS_TOPIC,
@@ -35,6 +28,7 @@ from kafkacore.broker.group_metadata_manager import (
     read_offset_commit_key,
     read_offset_commit_value,
 )
+from kafkacore.errors import Errors
 
 
 def _config(tmp_path):
@@ -122,13 +116,13 @@ def _join_and_sync(c, group: str) -> tuple[str, int]:
     joined: list = []
     c.handle_join_group(group, "", None, False, "client", "/127.0.0.1", 30000, 30000,
                         "consumer", [("range", b"subscription")], joined.append)
-    assert _answer(joined, "JoinGroup").error == NONE, joined
+    assert _answer(joined, "JoinGroup").error == Errors.NONE, joined
     member_id, generation = joined[0].member_id, joined[0].generation_id
     synced: list = []
     c.handle_sync_group(group, generation, member_id, "consumer", "range",
                         {member_id: b"assignment"}, synced.append)
     result = _answer(synced, "SyncGroup")  # answered once the group's record is written
-    assert (result.error, result.assignment) == (NONE, b"assignment")
+    assert (result.error, result.assignment) == (Errors.NONE, b"assignment")
     return member_id, generation
 
 
@@ -145,28 +139,28 @@ def test_membership_survives_a_restart(tmp_path):
                 for r in records] == [(generation, member_id, [b"assignment"])]
     with Broker(config) as broker:
         c = broker.group_coordinator
-        assert c.handle_heartbeat("g", member_id, generation) == NONE
+        assert c.handle_heartbeat("g", member_id, generation) == Errors.NONE
         error, summary = c.handle_describe_group("g")
         assert (error, summary["group_state"], summary["protocol_data"]) == (
-            NONE, GroupState.STABLE.value, "range")
+            Errors.NONE, GroupState.STABLE.value, "range")
         assert [(m["member_id"], m["member_metadata"], m["member_assignment"])
                 for m in summary["members"]] == [(member_id, b"subscription", b"assignment")]
         # Leaving empties the group: the empty generation is written too, and loaded as Empty.
-        assert c.handle_leave_group("g", [member_id]) == (NONE, [NONE])
+        assert c.handle_leave_group("g", [member_id]) == (Errors.NONE, [Errors.NONE])
         deadline = time.monotonic() + 30
         while c.handle_describe_group("g")[1]["group_state"] != GroupState.EMPTY.value:
             assert time.monotonic() < deadline
             time.sleep(0.01)
     with Broker(config) as broker:
         c = broker.group_coordinator
-        assert c.handle_heartbeat("g", member_id, generation) == UNKNOWN_MEMBER_ID
+        assert c.handle_heartbeat("g", member_id, generation) == Errors.UNKNOWN_MEMBER_ID
         group = c.group("g")
         assert group is not None
         assert (group.state, group.generation_id) == (GroupState.EMPTY, generation + 1)
         # A tombstone (a null value) removes the group when the partition is loaded.
         stored: list[int] = []
         c.group_manager.store_group("g", None, stored.append)
-        assert _answer(stored, "the tombstone") == NONE
+        assert _answer(stored, "the tombstone") == Errors.NONE
     with Broker(config) as broker:
         assert broker.group_coordinator.group("g") is None
 
@@ -176,16 +170,16 @@ def test_commit_then_fetch(tmp_path):
         c = broker.group_coordinator
         errors = c.handle_commit_offsets(
             "g", -1, {("t", 0): OffsetAndMetadata(5, 3, "m"), ("t", 1): OffsetAndMetadata(7)})
-        assert errors == {("t", 0): NONE, ("t", 1): NONE}
+        assert errors == {("t", 0): Errors.NONE, ("t", 1): Errors.NONE}
         error, fetched = c.handle_fetch_offsets("g", [("t", 0), ("t", 1), ("t", 2)])
-        assert error == NONE
+        assert error == Errors.NONE
         assert fetched[("t", 0)].offset == 5
         assert fetched[("t", 0)].leader_epoch == 3
         assert fetched[("t", 0)].metadata == "m"
         assert fetched[("t", 0)].commit_timestamp_ms > 0
         assert fetched[("t", 1)].offset == 7
         assert fetched[("t", 2)] is None
-        assert c.handle_fetch_offsets("other", [("t", 0)]) == (NONE, {("t", 0): None})
+        assert c.handle_fetch_offsets("other", [("t", 0)]) == (Errors.NONE, {("t", 0): None})
         assert set(c.handle_fetch_offsets("g")[1]) == {("t", 0), ("t", 1)}
         # The commit is a record of the group's partition of __consumer_offsets.
         lg = broker.log_manager.get_log(OFFSETS_TOPIC, partition_for("g", 5))
@@ -201,7 +195,7 @@ def test_offsets_survive_a_restart_latest_wins(tmp_path):
                 "g", -1, {("t", 0): OffsetAndMetadata(offset)})
     with Broker(_config(tmp_path)) as broker:
         error, fetched = broker.group_coordinator.handle_fetch_offsets("g", [("t", 0)])
-        assert (error, fetched[("t", 0)].offset) == (NONE, 9)
+        assert (error, fetched[("t", 0)].offset) == (Errors.NONE, 9)
         # Every commit is in the log (no cleaner yet); loading kept the last.
         lg = broker.log_manager.get_log(OFFSETS_TOPIC, partition_for("g", 5))
         assert [read_offset_commit_value(v).offset for _, _, v in _records(lg)] == list(range(10))
@@ -212,16 +206,16 @@ def test_refusals_carry_kafkas_error_codes(tmp_path):
         c = broker.group_coordinator
         tp = ("t", 0)
         assert c.handle_commit_offsets("", -1, {tp: OffsetAndMetadata(1)}) == {
-            tp: INVALID_GROUP_ID}
+            tp: Errors.INVALID_GROUP_ID}
         assert c.handle_commit_offsets("g", 3, {tp: OffsetAndMetadata(1)}) == {
-            tp: ILLEGAL_GENERATION}
+            tp: Errors.ILLEGAL_GENERATION}
         big = OffsetAndMetadata(1, metadata="x" * 4097)
         ok = OffsetAndMetadata(2, metadata="x" * 4096)
         assert c.handle_commit_offsets("g", -1, {tp: big, ("t", 1): ok}) == {
-            tp: OFFSET_METADATA_TOO_LARGE,
-            ("t", 1): NONE,
+            tp: Errors.OFFSET_METADATA_TOO_LARGE,
+            ("t", 1): Errors.NONE,
         }
-        assert c.handle_fetch_offsets("g", [tp]) == (NONE, {tp: None})  # refused: not stored
+        assert c.handle_fetch_offsets("g", [tp]) == (Errors.NONE, {tp: None})  # refused: not stored
         assert c.handle_fetch_offsets("g", [("t", 1)])[1][("t", 1)].offset == 2
 
 
@@ -235,7 +229,7 @@ def test_a_changed_partition_count_does_not_move_groups_away_from_their_commits(
         assert manager.partition_count() == 5
         assert manager.partition_for("group-x") == partition_for("group-x", 5)
         error, fetched = broker.group_coordinator.handle_fetch_offsets("group-x", [("t", 0)])
-        assert (error, fetched[("t", 0)].offset) == (NONE, 17)
+        assert (error, fetched[("t", 0)].offset) == (Errors.NONE, 17)
 
 
 def test_a_journal_of_an_earlier_broker_is_imported_once(tmp_path):
@@ -250,7 +244,7 @@ def test_a_journal_of_an_earlier_broker_is_imported_once(tmp_path):
         with Broker(_config(tmp_path)) as broker:
             c = broker.group_coordinator
             assert c.handle_fetch_offsets("g", [("t", 0)]) == (
-                NONE, {("t", 0): OffsetAndMetadata(5, 2, "x", 2)})
+                Errors.NONE, {("t", 0): OffsetAndMetadata(5, 2, "x", 2)})
             assert c.handle_fetch_offsets("h", [("t", 1)])[1][("t", 1)].offset == 8
         assert not journal.exists()
         assert (tmp_path / "__consumer_offsets.journal.imported").exists()

@@ -7,15 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.request_channel import Request
+from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from kafkacore.broker.controller.controller_server import ControllerServer
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-UNSUPPORTED_VERSION = 35
-INVALID_REQUEST = 42
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
@@ -48,7 +45,7 @@ class ControllerApis(ApiRequestHandler):
             return
         low, high = self.supported_versions(request.api_key)
         if request.body is None or not low <= request.api_version <= high:
-            self.send_error_response(request, UNSUPPORTED_VERSION)
+            self.send_error_response(request, Errors.UNSUPPORTED_VERSION)
             return
         handler(request)
 
@@ -61,10 +58,10 @@ class ControllerApis(ApiRequestHandler):
                        for b in sorted(c.brokers.values(), key=lambda b: b.broker_id)
                        if b.broker_id in active]
             topics = [{
-                "error_code": NONE, "name": t.name, "topic_id": uuid.UUID(t.topic_id),
+                "error_code": Errors.NONE, "name": t.name, "topic_id": uuid.UUID(t.topic_id),
                 "is_internal": False, "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
                 "partitions": [{
-                    "error_code": NONE, "partition_index": i, "leader_id": p.leader,
+                    "error_code": Errors.NONE, "partition_index": i, "leader_id": p.leader,
                     "leader_epoch": p.leader_epoch, "replica_nodes": list(p.replicas),
                     "isr_nodes": list(p.isr),
                     "offline_replicas": [r for r in p.replicas if r not in active]}
@@ -83,12 +80,12 @@ class ControllerApis(ApiRequestHandler):
         results = []
         for t in body["topics"]:
             result: dict[str, Any] = {
-                "name": t["name"], "topic_id": uuid.UUID(int=0), "error_code": NONE,
+                "name": t["name"], "topic_id": uuid.UUID(int=0), "error_code": Errors.NONE,
                 "error_message": None, "num_partitions": -1, "replication_factor": -1,
                 "configs": None}
             configs = {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}
             if t["assignments"]:
-                result.update(error_code=INVALID_REQUEST,
+                result.update(error_code=Errors.INVALID_REQUEST,
                               error_message="manual replica assignments are not supported")
                 results.append(result)
                 continue
@@ -119,11 +116,11 @@ class ControllerApis(ApiRequestHandler):
         results = []
         for res in request.body["resources"]:
             info = self.controller.replication.topics.get(res["resource_name"])
-            result: dict[str, Any] = {"error_code": NONE, "error_message": None,
+            result: dict[str, Any] = {"error_code": Errors.NONE, "error_message": None,
                                       "resource_type": res["resource_type"],
                                       "resource_name": res["resource_name"], "configs": []}
             if info is None:
-                result["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
+                result["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 result["configs"] = [
                     {"name": k, "value": v, "read_only": False, "is_default": False,
@@ -137,12 +134,13 @@ class ControllerApis(ApiRequestHandler):
         body = request.body
         listener = body["listeners"][0] if body["listeners"] else None
         if listener is None:
-            self.respond(request, {"throttle_time_ms": 0, "error_code": INVALID_REQUEST,
+            self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.INVALID_REQUEST,
                                    "broker_epoch": -1})
             return
         epoch = self.controller.register_broker(body["broker_id"], listener["host"],
                                                 listener["port"], str(body["incarnation_id"]))
-        self.respond(request, {"throttle_time_ms": 0, "error_code": NONE, "broker_epoch": epoch})
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "broker_epoch": epoch})
 
     def handle_broker_heartbeat_request(self, request: Request) -> None:
         assert request.body is not None
@@ -151,7 +149,7 @@ class ControllerApis(ApiRequestHandler):
                                                   body["want_shut_down"])
         self.respond(request, {"throttle_time_ms": 0, "error_code": error, "is_caught_up": True,
                                "is_fenced": fenced,
-                               "should_shut_down": body["want_shut_down"] and error == NONE})
+                               "should_shut_down": body["want_shut_down"] and error == Errors.NONE})
 
     def handle_alter_partition_request(self, request: Request) -> None:
         assert request.body is not None
@@ -172,4 +170,4 @@ class ControllerApis(ApiRequestHandler):
                               "leader_recovery_state": 0,
                               "partition_epoch": part.partition_epoch if part else -1})
             topics.append({"topic_id": t["topic_id"], "partitions": parts})
-        self.respond(request, {"throttle_time_ms": 0, "error_code": NONE, "topics": topics})
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE, "topics": topics})

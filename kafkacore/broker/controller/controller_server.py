@@ -13,10 +13,9 @@ from kafkacore.broker.faults import ControlServer, FaultInjector
 from kafkacore.broker.handler import KafkaRequestHandlerPool
 from kafkacore.broker.network import SocketServer
 from kafkacore.broker.request_channel import RequestChannel
+from kafkacore.errors import Errors
 
 log = logging.getLogger(__name__)
-
-NONE = 0
 
 
 class ControllerServer:
@@ -79,7 +78,7 @@ class ControllerControlServer(ControlServer):
                 error = self.controller.elect_leader(str(request["topic"]),
                                                      int(request["partition"]),
                                                      int(request["broker"]))
-                if error != NONE:
+                if error != Errors.NONE:
                     return {"ok": False, "error": "ValueError",
                             "message": f"cannot move the leader: error {error}"}
                 return {"ok": True}

@@ -18,21 +18,10 @@ from kafkacore.broker.controller.replication_control_manager import (
 )
 from kafkacore.broker.files import replace_atomically
 from kafkacore.broker.metadata_cache import validate_topic_name
-from kafkacore.errors import InvalidTopicError
+from kafkacore.errors import Errors, InvalidTopicError
 
 log = logging.getLogger(__name__)
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_LEADER_OR_FOLLOWER = 6
-INVALID_TOPIC_EXCEPTION = 17
-TOPIC_ALREADY_EXISTS = 36
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
-FENCED_LEADER_EPOCH = 74
-STALE_BROKER_EPOCH = 77
-BROKER_ID_NOT_REGISTERED = 102
-INELIGIBLE_REPLICA = 107
 STATE_FILE = "controller-state.json"
 
 
@@ -121,13 +110,13 @@ class QuorumController:
         with self.lock:
             reg = self.brokers.get(broker_id)
             if reg is None:
-                return BROKER_ID_NOT_REGISTERED, True
+                return Errors.BROKER_ID_NOT_REGISTERED, True
             if reg.epoch != broker_epoch:
-                return STALE_BROKER_EPOCH, True
+                return Errors.STALE_BROKER_EPOCH, True
             if want_shut_down:
                 if broker_id not in self.heartbeats.fenced:
                     self._fence(broker_id, "controlled shutdown")
-                return NONE, True
+                return Errors.NONE, True
             self.heartbeats.touch(broker_id)
             if broker_id in self.heartbeats.fenced:
                 self.heartbeats.fenced.discard(broker_id)
@@ -136,7 +125,7 @@ class QuorumController:
                 self._save()
                 log.info("controller: broker %d unfenced%s", broker_id,
                          "; " + "; ".join(changes) if changes else "")
-            return NONE, False
+            return Errors.NONE, False
 
     def _fence(self, broker_id: int, why: str) -> None:
         self.heartbeats.fenced.add(broker_id)
@@ -160,29 +149,30 @@ class QuorumController:
             try:
                 validate_topic_name(name)
             except InvalidTopicError as exc:
-                return INVALID_TOPIC_EXCEPTION, str(exc), None
+                return Errors.INVALID_TOPIC_EXCEPTION, str(exc), None
             if name in self.replication.topics:
-                return TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists", None
+                return Errors.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists", None
             if partitions <= 0:
-                return INVALID_PARTITIONS, f"number of partitions must be positive, got " \
+                return Errors.INVALID_PARTITIONS, f"number of partitions must be positive, got " \
                                            f"{partitions}", None
             live = sorted(self.active_brokers())
             if replication_factor <= 0 or replication_factor > len(live):
-                return (INVALID_REPLICATION_FACTOR, f"replication factor {replication_factor} "
-                        f"with {len(live)} live brokers", None)
+                return (Errors.INVALID_REPLICATION_FACTOR,
+                        f"replication factor {replication_factor} with {len(live)} live brokers",
+                        None)
             info = self.replication.create_topic(name, partitions, replication_factor,
                                                  configs, live)
             self._save()
             log.info("controller: created %s: %s", name,
                      [(p.leader, p.replicas) for p in info.partitions])
-            return NONE, None, info
+            return Errors.NONE, None, info
 
     def delete_topic(self, name: str) -> int:
         with self.lock:
             if self.replication.topics.pop(name, None) is None:
-                return UNKNOWN_TOPIC_OR_PARTITION
+                return Errors.UNKNOWN_TOPIC_OR_PARTITION
             self._save()
-            return NONE
+            return Errors.NONE
 
     def alter_partition(self, broker_id: int, topic_id: uuid.UUID, index: int, leader_epoch: int,
                         new_isr: list[int]) -> tuple[int, PartitionRegistration | None]:
@@ -190,35 +180,35 @@ class QuorumController:
             info = next((t for t in self.replication.topics.values()
                          if t.topic_id == str(topic_id)), None)
             if info is None or not 0 <= index < len(info.partitions):
-                return UNKNOWN_TOPIC_OR_PARTITION, None
+                return Errors.UNKNOWN_TOPIC_OR_PARTITION, None
             part = info.partitions[index]
             if part.leader != broker_id:
-                return NOT_LEADER_OR_FOLLOWER, part
+                return Errors.NOT_LEADER_OR_FOLLOWER, part
             if leader_epoch != part.leader_epoch:
-                return FENCED_LEADER_EPOCH, part
+                return Errors.FENCED_LEADER_EPOCH, part
             active = self.active_brokers()
             if any(r not in part.replicas or (r not in active and r not in part.isr)
                    for r in new_isr) or broker_id not in new_isr:
-                return INELIGIBLE_REPLICA, part
+                return Errors.INELIGIBLE_REPLICA, part
             part.isr = [r for r in part.replicas if r in new_isr]
             part.partition_epoch += 1
             self._save()
             log.info("controller: %s-%d ISR now %s (asked by leader %d)", info.name, index,
                      part.isr, broker_id)
-            return NONE, part
+            return Errors.NONE, part
 
     def elect_leader(self, name: str, index: int, preferred: int) -> int:
         """Move leadership of a partition to ``preferred`` (an ISR member that is alive)."""
         with self.lock:
             info = self.replication.topics.get(name)
             if info is None or not 0 <= index < len(info.partitions):
-                return UNKNOWN_TOPIC_OR_PARTITION
+                return Errors.UNKNOWN_TOPIC_OR_PARTITION
             part = info.partitions[index]
             if preferred not in part.isr or preferred not in self.active_brokers():
-                return INELIGIBLE_REPLICA
+                return Errors.INELIGIBLE_REPLICA
             if part.leader != preferred:
                 self.replication.elect(part, self.active_brokers(), preferred)
                 self._save()
                 log.info("controller: %s-%d moved to leader %d, epoch %d", name, index,
                          part.leader, part.leader_epoch)
-            return NONE
+            return Errors.NONE
