@@ -18,7 +18,7 @@ from kafkacore import KafkaProducer
 from kafkacore.config import SETTINGS, ProducerConfig
 from kafkacore.errors import ConfigError, KafkaError
 
-pytestmark = [pytest.mark.broker, pytest.mark.timeout(600)]  # a hang fails, bounded
+pytestmark = pytest.mark.timeout(600)  # a hang fails, bounded
 
 TYPED = (TypeError, ValueError, KafkaError)
 

@@ -23,18 +23,6 @@ from kafkacore.errors import (
     SerializationError,
 )
 
-pytestmark = pytest.mark.broker
-
-
-@pytest.fixture
-def free_port():
-    """A loopback port nobody listens on (bound, then released)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 PARTITIONS = 4
 
 
@@ -240,8 +228,8 @@ def test_custom_partitioner(bootstrap, make_topic):
 # -- faults -----------------------------------------------------------------------------------
 
 
-def test_no_broker_send_times_out_after_max_block_ms(free_port):
-    with KafkaProducer(bootstrap_servers=f"127.0.0.1:{free_port}", max_block_ms=1000) as producer:
+def test_no_broker_send_times_out_after_max_block_ms(closed_port):
+    with KafkaProducer(bootstrap_servers=f"127.0.0.1:{closed_port}", max_block_ms=1000) as producer:
         start = time.monotonic()
         with pytest.raises(KafkaTimeoutError):
             producer.send("t", b"v")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from waits import wait_until
 
 from kafkacore.broker import Broker
 from kafkacore.broker.group_coordinator import (
@@ -109,25 +110,17 @@ def test_group_record_round_trips_and_matches_kafkas_layout():
         read_group_metadata_value(b"\x00\x04" + encoded[2:])  # a flexible version: not ours
 
 
-def _answer(answers: list, what: str):
-    deadline = time.monotonic() + 30
-    while not answers:
-        assert time.monotonic() < deadline, f"{what} not answered"
-        time.sleep(0.01)
-    return answers[0]
-
-
 def _join_and_sync(c, group: str) -> tuple[str, int]:
     """One member joins and syncs as its own leader: (member id, generation)."""
     joined: list = []
     c.handle_join_group(group, "", None, False, "client", "/127.0.0.1", 30000, 30000,
                         "consumer", [("range", b"subscription")], joined.append)
-    assert _answer(joined, "JoinGroup").error == NONE, joined
+    assert wait_until(lambda: joined, "JoinGroup answered")[0].error == NONE, joined
     member_id, generation = joined[0].member_id, joined[0].generation_id
     synced: list = []
     c.handle_sync_group(group, generation, member_id, "consumer", "range",
                         {member_id: b"assignment"}, synced.append)
-    result = _answer(synced, "SyncGroup")  # answered once the group's record is written
+    result = wait_until(lambda: synced, "SyncGroup answered")[0]  # answered once the group's record is written
     assert (result.error, result.assignment) == (NONE, b"assignment")
     return member_id, generation
 
@@ -166,7 +159,7 @@ def test_membership_survives_a_restart(tmp_path):
         # A tombstone (a null value) removes the group when the partition is loaded.
         stored: list[int] = []
         c.group_manager.store_group("g", None, stored.append)
-        assert _answer(stored, "the tombstone") == NONE
+        assert wait_until(lambda: stored, "the tombstone stored")[0] == NONE
     with Broker(config) as broker:
         assert broker.group_coordinator.group("g") is None
 
