@@ -100,12 +100,3 @@ def _refresh(client: NetworkClient, deadline: int) -> Cluster:
             raise errors.KafkaTimeoutError("no metadata from the cluster in time")
         client.poll(min(remaining, 100))
     return metadata.fetch()
-
-
-def __getattr__(name: str) -> object:
-    # fetch_record_batches moved to kafkacore.testing (it reads for tests and demos only).
-    if name == "fetch_record_batches":
-        from kafkacore.testing.fetch import fetch_record_batches
-
-        return fetch_record_batches
-    raise AttributeError(f"module 'kafkacore.admin' has no attribute {name!r}")

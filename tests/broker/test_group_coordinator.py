@@ -229,21 +229,3 @@ def test_a_changed_partition_count_does_not_move_groups_away_from_their_commits(
         assert manager.partition_for("group-x") == partition_for("group-x", 5)
         error, fetched = broker.group_coordinator.handle_fetch_offsets("group-x", [("t", 0)])
         assert (error, fetched[("t", 0)].offset) == (NONE, 17)
-
-
-def test_a_journal_of_an_earlier_broker_is_imported_once(tmp_path):
-    journal = tmp_path / "__consumer_offsets.journal"
-    journal.write_bytes(
-        b'{"g":"g","t":"t","p":0,"o":3,"e":-1,"m":"","ts":1}\n'
-        b'{"g":"g","t":"t","p":0,"o":5,"e":2,"m":"x","ts":2}\n'
-        b'{"g":"h","t":"t","p":1,"o":8,"e":-1,"m":"","ts":3}\n'
-        b'{"g":"g","t":"t","p":0,"o":99'  # torn: never acknowledged
-    )
-    for _ in range(2):  # imported at the first start; read from the log at the second
-        with Broker(_config(tmp_path)) as broker:
-            c = broker.group_coordinator
-            assert c.handle_fetch_offsets("g", [("t", 0)]) == (
-                NONE, {("t", 0): OffsetAndMetadata(5, 2, "x", 2)})
-            assert c.handle_fetch_offsets("h", [("t", 1)])[1][("t", 1)].offset == 8
-        assert not journal.exists()
-        assert (tmp_path / "__consumer_offsets.journal.imported").exists()
