@@ -38,7 +38,7 @@ from kafkacore.broker.handler import KafkaRequestHandlerPool
 from kafkacore.broker.metadata_cache import validate_topic_name
 from kafkacore.broker.network import SocketServer
 from kafkacore.broker.request_channel import Request, RequestChannel
-from kafkacore.errors import InvalidTopicError
+from kafkacore.errors import InvalidTopicError, InvalidUpdateVersionError
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -316,7 +316,13 @@ class QuorumController:
             return NONE
 
     def alter_partition(self, broker_id: int, topic_id: uuid.UUID, index: int, leader_epoch: int,
-                        new_isr: list[int]) -> tuple[int, PartitionRegistration | None]:
+                        new_isr: list[int], partition_epoch: int,
+                        ) -> tuple[int, PartitionRegistration | None]:
+        """Kafka's ``ReplicationControlManager.alterPartition``: a leader's ISR change, accepted
+        only from the current leader at the current leader epoch, and only over the partition
+        state it was decided on: a ``partition_epoch`` behind ours (the ISR or the replicas
+        changed since, by an election or another AlterPartition) is refused with
+        ``INVALID_UPDATE_VERSION``, and the leader waits for the new state."""
         with self.lock:
             info = next((t for t in self.replication.topics.values()
                          if t.topic_id == str(topic_id)), None)
@@ -327,6 +333,8 @@ class QuorumController:
                 return NOT_LEADER_OR_FOLLOWER, part
             if leader_epoch != part.leader_epoch:
                 return FENCED_LEADER_EPOCH, part
+            if partition_epoch != part.partition_epoch:
+                return InvalidUpdateVersionError.errno, part
             active = self.active_brokers()
             if any(r not in part.replicas or (r not in active and r not in part.isr)
                    for r in new_isr) or broker_id not in new_isr:
@@ -504,7 +512,7 @@ class ControllerApis(KafkaApis):
                            if "new_isr_with_epochs" in p else p["new_isr"])
                 error, part = self.controller.alter_partition(
                     body["broker_id"], t["topic_id"], p["partition_index"], p["leader_epoch"],
-                    new_isr)
+                    new_isr, p["partition_epoch"])
                 parts.append({"partition_index": p["partition_index"], "error_code": error,
                               "leader_id": part.leader if part else -1,
                               "leader_epoch": part.leader_epoch if part else -1,
