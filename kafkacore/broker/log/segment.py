@@ -10,6 +10,7 @@ search and a short scan instead of reading the file from the start.
 from __future__ import annotations
 
 import bisect
+import errno
 import logging
 import os
 import struct
@@ -149,10 +150,17 @@ class LogSegment:
     def append(self, data: bytes | bytearray, headers: list[BatchHeader]) -> None:
         """Write validated batches (with their offsets) at the end of the file; index them."""
         position = self.size
-        written = os.pwrite(self._fd, data, position)
-        if written != len(data):  # a full disk: cut the partial write away, then fail
-            os.ftruncate(self._fd, position)
-            raise OSError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
+        written = 0
+        try:
+            while written < len(data):  # a short write: the next one says why (ENOSPC)
+                n = os.pwrite(self._fd, memoryview(data)[written:], position + written)
+                if n == 0:
+                    raise OSError(errno.EIO, f"no progress writing {self.log_path}")
+                written += n
+        except OSError:
+            if written:  # cut the partial batch away: the log stays as it was
+                os.ftruncate(self._fd, position)
+            raise
         for h in headers:
             if self._bytes_since_index_entry > self.index_interval_bytes:
                 # Kafka indexes the batch's last offset at the batch's start position.
