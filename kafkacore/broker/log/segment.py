@@ -222,12 +222,13 @@ class LogSegment:
             at = 0
             while len(chunk) - at >= RECORD_BATCH_OVERHEAD:
                 h = read_header(chunk, at)
-                if h.magic != 2 or h.size < RECORD_BATCH_OVERHEAD or h.size > end - pos - at:
-                    if strict and h.size <= self.size - pos - at:  # not merely cut off by end
+                garbage = h.magic != 2 or h.size < RECORD_BATCH_OVERHEAD
+                if garbage or h.size > end - pos - at:
+                    if strict and garbage:
                         self._damaged(pos + at, f"magic {h.magic}, {h.size} bytes")
                     if strict and h.size > self.size - pos - at:
                         self._damaged(pos + at, f"length {h.size} runs past the file's end")
-                    return  # torn or garbage: the batch does not frame within the file
+                    return  # torn or garbage, or past ``end``: stop here
                 if h.size > len(chunk) - at:
                     break  # continues past this chunk: read again from its start
                 if verify and not crc_ok(chunk, h):
