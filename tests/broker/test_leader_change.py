@@ -21,7 +21,7 @@ from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
 from kafkacore.broker import Cluster
 from kafkacore.broker.config import BrokerConfig
-from kafkacore.broker.controller import QuorumController
+from kafkacore.broker.controller.quorum_controller import QuorumController
 from kafkacore.broker.log import Log
 from kafkacore.broker.partition import Partition, PartitionState
 from kafkacore.core.records import MemoryRecordsBuilder, iter_batches
