@@ -130,6 +130,21 @@ SETTINGS: dict[str, _Setting] = {
     "log.retention.ms": _Setting(604800000, _int(-1), "delete segments older than this"),
     "log.retention.bytes": _Setting(-1, _int(-1), "delete the oldest segments beyond this size"),
     "log.index.interval.bytes": _Setting(4096, _int(0), "bytes between offset index entries"),
+    # -- the log's periodic tasks, run by the KafkaScheduler (docs/broker/log.rst) --
+    "background.threads": _Setting(10, _int(1), "threads of the KafkaScheduler"),
+    "log.retention.check.interval.ms": _Setting(
+        300000, _int(1), "how often retention deletes old segments"),
+    "log.flush.scheduler.interval.ms": _Setting(
+        9223372036854775807, _int(1), "how often each log's flush.ms is checked"),
+    "log.flush.offset.checkpoint.interval.ms": _Setting(
+        60000, _int(0), "how often recovery points are written (0: once)"),
+    "log.flush.start.offset.checkpoint.interval.ms": _Setting(
+        60000, _int(0), "how often log start offsets are written (0: once)"),
+    "log.initial.task.delay.ms": _Setting(30000, _int(0), "delay of the first log tasks"),
+    "producer.id.expiration.check.interval.ms": _Setting(
+        600000, _int(1), "how often idle producer ids are forgotten"),
+    "log.dir.failure.probe.interval.ms": _Setting(
+        1000, _int(1), "how often an offline log dir is probed (ours: Kafka never retries)"),
     "message.max.bytes": _Setting(1048588, _int(0), "largest record batch accepted"),
     # -- security (docs/broker/security.rst) --
     "listener.security.protocol.map": _Setting(

@@ -38,6 +38,8 @@ class Broker:
         self.listener_security = build_listener_security(self.config)
         self.socket_server: SocketServer | None = None
         self.log_manager: Any = None
+        #: the broker's KafkaScheduler: the log's periodic tasks (kafka_scheduler.py)
+        self.kafka_scheduler: Any = None
         self.metadata_cache: Any = None
         self.group_coordinator: Any = None
         self.producer_id_manager: Any = None
@@ -96,6 +98,10 @@ class Broker:
         in_cluster = self.config["process.roles"] == "broker"
         self.producer_id_manager = ProducerIdManager(
             first_dir, first_id=self.broker_id << BROKER_ID_SPACE_BITS if in_cluster else 0)
+        from kafkacore.broker.kafka_scheduler import KafkaScheduler
+
+        self.kafka_scheduler = KafkaScheduler(self.config["background.threads"])
+        self.kafka_scheduler.startup()
         self.log_manager = _make_log_manager(self)
         self.group_coordinator = GroupCoordinator(
             GroupMetadataManager(self),
@@ -135,6 +141,8 @@ class Broker:
         self._handlers.shutdown()
         self.replica_manager.shutdown()
         self.group_coordinator.shutdown()
+        if self.kafka_scheduler is not None:
+            self.kafka_scheduler.shutdown()
         shutdown = getattr(self.log_manager, "shutdown", None)
         if shutdown is not None:
             shutdown()
@@ -173,6 +181,7 @@ def _make_log_manager(broker: Broker) -> Any:
     """The storage: a :class:`kafkacore.broker.log.LogManager` over ``log.dirs``, with the
     broker-wide log settings as every topic's default, recovered at start-up."""
     from kafkacore.broker.log import LogConfig, LogManager
+    from kafkacore.broker.log.manager import LogManagerIntervals
 
     c = broker.config
     default = LogConfig(
@@ -186,7 +195,16 @@ def _make_log_manager(broker: Broker) -> Any:
         **({} if c["log.flush.interval.ms"] is None else {"flush_ms": c["log.flush.interval.ms"]}),
     )
     dirs: list[str | Path] = list(c.log_dirs)
-    manager = LogManager(dirs, default)
+    intervals = LogManagerIntervals(
+        retention_check_ms=c["log.retention.check.interval.ms"],
+        flush_check_ms=c["log.flush.scheduler.interval.ms"],
+        flush_recovery_offset_checkpoint_ms=c["log.flush.offset.checkpoint.interval.ms"],
+        flush_start_offset_checkpoint_ms=c["log.flush.start.offset.checkpoint.interval.ms"],
+        producer_id_expiration_check_ms=c["producer.id.expiration.check.interval.ms"],
+        initial_task_delay_ms=c["log.initial.task.delay.ms"],
+        dir_probe_ms=c["log.dir.failure.probe.interval.ms"],
+    )
+    manager = LogManager(dirs, default, scheduler=broker.kafka_scheduler, intervals=intervals)
     topic_configs = {
         t.name: LogConfig.from_properties(t.configs, base=default)
         for t in broker.metadata_cache.topics()
