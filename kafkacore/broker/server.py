@@ -42,6 +42,8 @@ class Broker:
         self.group_coordinator: Any = None
         self.producer_id_manager: Any = None
         self.apis: Any = None
+        #: The StandardAuthorizer (authorizer.class.name), or None: every request allowed.
+        self.authorizer: Any = None
         self.replica_manager: Any = None
         #: the controller's side of this broker (None in a cluster of one)
         self.lifecycle: Any = None
@@ -83,6 +85,7 @@ class Broker:
         if self._started:
             return self
         from kafkacore.broker.apis import KafkaApis
+        from kafkacore.broker.authorizer.standard_authorizer import StandardAuthorizer
         from kafkacore.broker.group_coordinator import GroupCoordinator
         from kafkacore.broker.group_metadata_manager import GroupMetadataManager
         from kafkacore.broker.log import ProducerIdManager
@@ -91,6 +94,7 @@ class Broker:
 
         first_dir = self.config.log_dirs[0]
         self.metadata_cache = MetadataCache(first_dir)
+        self.authorizer = StandardAuthorizer.from_config(self.config)
         # In a cluster each broker has its own range of producer ids (see ProducerIdManager).
         in_cluster = self.config["process.roles"] == "broker"
         self.producer_id_manager = ProducerIdManager(
