@@ -13,7 +13,7 @@ from kafkacore.broker.faults import FaultInjector
 from kafkacore.broker.handler import KafkaRequestHandlerPool
 from kafkacore.broker.network import SocketServer
 from kafkacore.broker.request_channel import RequestChannel
-from kafkacore.broker.security import build_listener_security
+from kafkacore.broker.security import build_listener_security, inter_broker_sasl
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,10 @@ class Broker:
         #: Each listener's TLS context and SASL users, checked now (a bad keystore or user list
         #: is a ConfigError here, before anything starts).
         self.listener_security = build_listener_security(self.config)
+        #: In a cluster: how this broker's clients of other brokers (the replica fetchers)
+        #: authenticate on the inter-broker listener (None: that listener has no SASL).
+        self.inter_broker_sasl = inter_broker_sasl(self.config) \
+            if self.config["process.roles"] == "broker" else None
         self.socket_server: SocketServer | None = None
         self.log_manager: Any = None
         self.metadata_cache: Any = None
