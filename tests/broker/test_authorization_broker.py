@@ -37,6 +37,7 @@ from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
 ADMIN, ALICE, BOB = ("admin", "admin-secret"), ("alice", "alice-secret"), ("bob", "bob-secret")
+CAROL = ("carol", "carol-secret")  # granted nothing but what one test gives her
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
@@ -45,7 +46,7 @@ def broker(tmp_path_factory):
     config = {
         "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
         "sasl.enabled.mechanisms": "PLAIN",
-        "sasl.users": ",".join(f"{u}:{p}" for u, p in (ADMIN, ALICE, BOB)),
+        "sasl.users": ",".join(f"{u}:{p}" for u, p in (ADMIN, ALICE, BOB, CAROL)),
         "authorizer.class.name": STANDARD,
         "super.users": "User:admin",
         "num.partitions": 1,
@@ -252,3 +253,19 @@ def test_without_an_authorizer_the_acl_apis_answer_security_disabled():
         finally:
             client.close()
     assert response["error_code"] == SecurityDisabledError.errno
+
+
+def test_our_producer_refused_a_producer_id_fails_at_once_with_the_error(broker):
+    """InitProducerId refused for want of ACLs is fatal, as in Java's producer: every record
+    fails with ClusterAuthorizationFailedError instead of waiting out delivery.timeout.ms."""
+    from kafkacore import KafkaProducer
+    from kafkacore.errors import ClusterAuthorizationFailedError
+
+    topic = f"readable-{uuid.uuid4().hex[:8]}"
+    broker.apis.create_topic(topic, 1, {})
+    grant(broker, topic_acl(topic, "carol", AclOperation.READ))  # may see it, write nowhere
+    with KafkaProducer({"bootstrap.servers": broker.bootstrap_servers, **sasl(CAROL),
+                        "delivery.timeout.ms": 600000}) as producer:
+        future = producer.send(topic, value=b"nope")
+        with pytest.raises(ClusterAuthorizationFailedError):
+            future.result(timeout=30)
