@@ -70,7 +70,7 @@ class KafkaApis(ApiRequestHandler):
         super().__init__(broker.request_channel)
         self.broker = broker
         self.authorizer = broker.authorizer
-        acl_apis = AclApis(self)
+        acl_apis = AclApis(self, self.authorizer, lambda: broker.forwarding_manager)
         #: api key -> handler; ApiVersions lists exactly these keys.
         self.handlers: dict[int, Callable[[Request], None]] = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,

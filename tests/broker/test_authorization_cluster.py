@@ -12,6 +12,7 @@ refusal is what keeps it still.  See docs/broker/security.rst.
 from __future__ import annotations
 
 import functools
+import time
 import uuid
 
 import pytest
@@ -135,3 +136,54 @@ def test_a_client_posing_as_a_follower_cannot_move_the_high_watermark(cluster):
             "sasl.username": ALICE[0], "sasl.password": ALICE[1]}) as producer:
         assert producer.send(topic, value=b"three copies", partition=0).result(60).offset == 1
     cluster.wait_for_isr(topic, 0, [1, 2, 3])
+
+
+def kafka_python_admin(cluster: Cluster, broker: int, user):
+    from kafka.admin import KafkaAdminClient
+
+    return KafkaAdminClient(bootstrap_servers=cluster.broker_address(broker),
+                            security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                            sasl_plain_username=user[0], sasl_plain_password=user[1],
+                            request_timeout_ms=10000)
+
+
+@pytest.mark.cluster
+def test_acls_are_the_controllers_and_reach_every_broker(cluster):
+    """CreateAcls on one broker goes to the controller; every broker pulls the new list with
+    its next image, and answers DescribeAcls and authorizes with it."""
+    from kafka.admin import (
+        ACL,
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        NewTopic,
+        ResourcePattern,
+        ResourcePatternFilter,
+        ResourceType,
+    )
+
+    topic = f"shared-{uuid.uuid4().hex[:8]}"
+    grant = ACL("User:mallory", "*", ACLOperation.DESCRIBE, ACLPermissionType.ALLOW,
+                ResourcePattern(ResourceType.TOPIC, topic, ACLResourcePatternType.LITERAL))
+    admin = kafka_python_admin(cluster, 1, ALICE)
+    try:
+        admin.create_topics([NewTopic(topic, 1, 3)])
+        assert admin.create_acls([grant])["failed"] == []
+    finally:
+        admin.close()
+    wanted = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+                       ResourcePatternFilter(ResourceType.TOPIC, topic,
+                                             ACLResourcePatternType.ANY))
+    for broker in (1, 2, 3):
+        admin = kafka_python_admin(cluster, broker, ALICE)
+        mallory = kafka_python_admin(cluster, broker, MALLORY)
+        try:
+            deadline = time.monotonic() + 30
+            while [a.principal for a in admin.describe_acls(wanted)[0]] != ["User:mallory"]:
+                assert time.monotonic() < deadline, f"broker {broker} never got the ACL"
+                time.sleep(0.05)
+            assert topic in mallory.list_topics()
+        finally:
+            admin.close()
+            mallory.close()

@@ -2,12 +2,14 @@
 
 A broker with no authorizer answers SECURITY_DISABLED, as Kafka does.  Changing ACLs needs ALTER
 on the cluster, reading them DESCRIBE on the cluster.  In a cluster the changes are forwarded to
-the controller, which owns the ACLs; the broker then pulls the new list at once, so that the
-client that made a change sees it in its next DescribeAcls.  See docs/broker/security.rst.
+the controller, which owns the ACLs (Kafka's ``AclControlManager``: the same handlers serve it,
+over its own store); the broker then pulls the new list at once, so that the client that made a
+change sees it in its next DescribeAcls.  See docs/broker/security.rst.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
@@ -25,7 +27,7 @@ from kafkacore.broker.authorizer.acl import (
 from kafkacore.broker.request_channel import Request
 
 if TYPE_CHECKING:
-    from kafkacore.broker.apis import KafkaApis
+    from kafkacore.broker.api_request_handler import ApiRequestHandler
     from kafkacore.broker.authorizer.standard_authorizer import StandardAuthorizer
 
 NONE = 0
@@ -78,20 +80,22 @@ def describe_resources(acls: list[AclBinding]) -> list[dict[str, Any]]:
 
 
 class AclApis:
-    def __init__(self, apis: KafkaApis) -> None:
-        self.apis = apis
+    """The ACL APIs of ``apis`` (a broker's KafkaApis or the ControllerApis) over the ACLs in
+    ``store``; ``forwarding``: where a broker in a cluster sends changes (None: kept here)."""
 
-    @property
-    def authorizer(self) -> StandardAuthorizer | None:
-        return self.apis.authorizer
+    def __init__(self, apis: ApiRequestHandler, store: StandardAuthorizer | None,
+                 forwarding: Callable[[], Any] = lambda: None) -> None:
+        self.apis = apis
+        self.authorizer = store
+        self._forwarding = forwarding
 
     def _forward(self, request: Request) -> dict[str, Any] | None:
         """In a cluster: the controller's answer to ``request`` (None when alone)."""
-        lifecycle = getattr(self.apis.broker, "lifecycle", None)
-        if lifecycle is None:
+        manager = self._forwarding()
+        if manager is None:
             return None
         assert request.body is not None
-        return lifecycle.forward(request.api_key, request.api_version, request.body)
+        return manager.forward(request.api_key, request.api_version, request.body)
 
     def _may(self, request: Request, operation: AclOperation) -> bool:
         return self.apis.authorize(request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
