@@ -75,7 +75,8 @@ class ReplicaFetcherThread(threading.Thread):
             self._address = address
             self._client = InterBrokerClient(
                 address[0], address[1], f"replica-fetcher-{self.rm.broker_id}",
-                self.config["replica.socket.timeout.ms"] / 1000.0, self.rm.broker.faults)
+                self.config["replica.socket.timeout.ms"] / 1000.0, self.rm.broker.faults,
+                sasl=self.rm.broker.inter_broker_sasl)
         return self._client
 
     def _backoff(self) -> None:

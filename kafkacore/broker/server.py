@@ -13,7 +13,7 @@ from kafkacore.broker.faults import FaultInjector
 from kafkacore.broker.handler import KafkaRequestHandlerPool
 from kafkacore.broker.network import SocketServer
 from kafkacore.broker.request_channel import RequestChannel
-from kafkacore.broker.security import build_listener_security
+from kafkacore.broker.security import build_listener_security, inter_broker_sasl
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,10 @@ class Broker:
         #: Each listener's TLS context and SASL users, checked now (a bad keystore or user list
         #: is a ConfigError here, before anything starts).
         self.listener_security = build_listener_security(self.config)
+        #: In a cluster: how this broker's clients of other brokers (the replica fetchers)
+        #: authenticate on the inter-broker listener (None: that listener has no SASL).
+        self.inter_broker_sasl = inter_broker_sasl(self.config) \
+            if self.config["process.roles"] == "broker" else None
         self.socket_server: SocketServer | None = None
         self.log_manager: Any = None
         #: the broker's KafkaScheduler: the log's periodic tasks (kafka_scheduler.py)
@@ -44,6 +48,8 @@ class Broker:
         self.group_coordinator: Any = None
         self.producer_id_manager: Any = None
         self.apis: Any = None
+        #: The StandardAuthorizer (authorizer.class.name), or None: every request allowed.
+        self.authorizer: Any = None
         self.replica_manager: Any = None
         #: the controller's side of this broker (None in a cluster of one)
         self.lifecycle: Any = None
@@ -86,6 +92,7 @@ class Broker:
         if self._started:
             return self
         from kafkacore.broker.apis import KafkaApis
+        from kafkacore.broker.authorizer.standard_authorizer import StandardAuthorizer
         from kafkacore.broker.group_coordinator import GroupCoordinator
         from kafkacore.broker.group_metadata_manager import GroupMetadataManager
         from kafkacore.broker.log import ProducerIdManager
@@ -94,6 +101,7 @@ class Broker:
 
         first_dir = self.config.log_dirs[0]
         self.metadata_cache = MetadataCache(first_dir)
+        self.authorizer = StandardAuthorizer.from_config(self.config)
         # In a cluster each broker has its own range of producer ids (see ProducerIdManager).
         in_cluster = self.config["process.roles"] == "broker"
         self.producer_id_manager = ProducerIdManager(

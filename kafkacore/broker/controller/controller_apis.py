@@ -6,6 +6,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.api_request_handler import ApiRequestHandler
+from kafkacore.broker.authorizer.acl_apis import AclApis
 from kafkacore.broker.request_channel import Request
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -36,6 +37,12 @@ class ControllerApis(ApiRequestHandler):
             ApiKey.BROKER_HEARTBEAT: self.handle_broker_heartbeat_request,
             ApiKey.ALTER_PARTITION: self.handle_alter_partition_request,
         }
+        acl_apis = AclApis(self, server.acls)
+        self.handlers.update({
+            ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
+            ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
+            ApiKey.DELETE_ACLS: acl_apis.handle_delete_acls_request,
+        })
 
     def handle(self, request: Request) -> None:
         if request.api_key == ApiKey.API_VERSIONS and request.body is None:
