@@ -17,7 +17,6 @@ import argparse
 import os
 import pathlib
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -30,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import kafkacore
+from kafkacore.broker import lifeline
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -108,6 +108,7 @@ class Cluster:
     def start(self) -> Cluster:
         if self.base is None:
             self.base = pathlib.Path(tempfile.mkdtemp(prefix="kafkacore-cluster-"))
+            lifeline.own_directory(self.base)  # removed by the reaper if we are killed
         self.base.mkdir(parents=True, exist_ok=True)
         try:
             self.controller = _Node(0, "controller", self.base / "controller")
@@ -135,8 +136,8 @@ class Cluster:
                 node.process.terminate()
         for node in nodes:
             self._reap(node, 15.0)
-        if not self._given_dir and self.base is not None:
-            shutil.rmtree(self.base, ignore_errors=True)
+        if not self._given_dir and self.base is not None and self.base.exists():
+            lifeline.remove_directory(self.base)
 
     def __enter__(self) -> Cluster:
         return self.start()
@@ -186,8 +187,10 @@ class Cluster:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_ROOT, env.get("PYTHONPATH")]))
         assert self.base is not None
         with open(self.base / f"{node.role}-{node.node_id}.log", "ab") as stderr:
-            node.process = subprocess.Popen(self._command(node), stdout=subprocess.PIPE,
-                                            stderr=stderr, cwd=self.base, env=env)
+            # It ends with this process, however it ends (kafkacore.broker.lifeline).
+            node.process = lifeline.spawn(self._command(node), lifeline=True,
+                                          stdout=subprocess.PIPE, stderr=stderr, cwd=self.base,
+                                          env=env)
         node.paused = False
 
     def _wait_ready(self, node: _Node) -> None:
@@ -223,6 +226,12 @@ class Cluster:
             node.process.stdout.close()
 
     # -- addresses and leaders -------------------------------------------------------------------
+
+    @property
+    def pids(self) -> dict[int, int]:
+        """The process id of every running node, by node id (the controller is node 0)."""
+        nodes = [*([self.controller] if self.controller else []), *self.brokers.values()]
+        return {n.node_id: n.process.pid for n in nodes if n.running and n.process is not None}
 
     @property
     def bootstrap_servers(self) -> str:
