@@ -102,10 +102,12 @@ class Cluster:
         self.controller: _Node | None = None
         self.brokers: dict[int, _Node] = {}
         self._lock = threading.RLock()
+        self._closing = False
 
     # -- starting and stopping -------------------------------------------------------------------
 
     def start(self) -> Cluster:
+        self._closing = False
         if self.base is None:
             self.base = pathlib.Path(tempfile.mkdtemp(prefix="kafkacore-cluster-"))
             lifeline.own_directory(self.base)  # removed by the reaper if we are killed
@@ -127,6 +129,7 @@ class Cluster:
     def close(self) -> None:
         """Stop every process (SIGTERM, then SIGKILL after a bound) and remove a temporary
         directory."""
+        self._closing = True  # a restart from another thread (a failover) spawns no more
         nodes = [*self.brokers.values(), *([self.controller] if self.controller else [])]
         for node in nodes:
             if node.running:
@@ -177,6 +180,8 @@ class Cluster:
         return node.role == "broker" and node.node_id in self.advertised_listeners
 
     def _spawn(self, node: _Node) -> None:
+        if self._closing:
+            raise ClusterError(f"the cluster is closing: {node.role} {node.node_id} not started")
         node.directory.mkdir(parents=True, exist_ok=True)
         if node.port == 0 and self._advertises_elsewhere(node):
             # Its ready line names the advertised address, not the one it listens on: choose
