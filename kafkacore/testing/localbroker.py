@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,6 +23,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from kafkacore import errors
+from kafkacore.broker import lifeline
 
 
 class BrokerUnavailableError(errors.KafkaError, RuntimeError):
@@ -98,8 +98,11 @@ class LocalBroker:
         self.log_dirs = str(log_dirs) if log_dirs is not None else (
             tempfile.mkdtemp(prefix="kafkacore-broker-") if kind == "kafkacore" else None
         )
-        # A temporary log.dirs we made is ours to delete (remove_data); a caller's never is.
+        # A temporary log.dirs we made is ours to delete (remove_data, or the reaper if this
+        # process ends first); a caller's never is.
         self._owns_log_dirs = log_dirs is None and self.log_dirs is not None
+        if self._owns_log_dirs:
+            lifeline.own_directory(str(self.log_dirs))
         self.host = "127.0.0.1"
         self.port = port if port is not None else free_port(self.host)
         # A port we chose can be taken by someone else before the broker binds it: then the
@@ -178,8 +181,10 @@ class LocalBroker:
                 command += ["--config", f"{key}={value}"]
         else:
             command = _tansu_command(self.host, self.port, self.storage, self.cluster_id)
-        self._process = subprocess.Popen(
+        # The broker ends with this process, however it ends (kafkacore.broker.lifeline).
+        self._process = lifeline.spawn(
             command,
+            lifeline=self.kind == "kafkacore",
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -265,8 +270,8 @@ class LocalBroker:
         """Stop the broker and delete the temporary ``log.dirs`` it was given by default (a
         ``log_dirs`` the caller passed is left alone).  The ``with`` block ends with this."""
         self.stop()
-        if self._owns_log_dirs and self.log_dirs is not None:
-            shutil.rmtree(self.log_dirs, ignore_errors=True)
+        if self._owns_log_dirs and self.log_dirs is not None and os.path.exists(self.log_dirs):
+            lifeline.remove_directory(self.log_dirs)
 
     def __enter__(self) -> LocalBroker:
         return self.start()
