@@ -100,9 +100,12 @@ def violations(trees: dict[Path, ast.Module]) -> Iterator[str]:
             line = f"{where}:{getattr(node, 'lineno', '?')}"
             if isinstance(node, ast.Assign | ast.AnnAssign):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                at_top = node in tree.body
                 for target in targets:
+                    # At the top of a module any value is a second name (``X = XError.errno``
+                    # too); inside a class or function, only a number is (enums keep theirs).
                     if (isinstance(target, ast.Name) and target.id in ERROR_NAMES
-                            and node.value is not None and _is_number(node.value)):
+                            and node.value is not None and (at_top or _is_number(node.value))):
                         yield f"{line}: {target.id} defined again (use Errors.{target.id})"
                     elif (_names_error_code(target) and node.value is not None
                           and _is_number(node.value)):
@@ -156,6 +159,7 @@ def test_error_codes_and_api_keys_are_named() -> None:
 @pytest.mark.parametrize("source, expected", [
     ("NONE = 0", "NONE defined again"),
     ("UNKNOWN_SERVER_ERROR = -1", "UNKNOWN_SERVER_ERROR defined again"),
+    ("INVALID_REQUEST = errors.InvalidRequestError.errno", "INVALID_REQUEST defined again"),
     ("ok = body['error_code'] == 6", "compared with a number"),
     ("if error != 0: pass", "compared with a number"),
     ("x = {'error_code': 35}", "'error_code' given a number"),

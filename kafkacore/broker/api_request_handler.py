@@ -9,9 +9,10 @@ answers fitted to the request's version (Kafka's ``ApiRequestHandler`` and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafkacore.broker.authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kafkacore.broker.request_channel import Request, RequestChannel
 from kafkacore.errors import Errors
 from kafkacore.protocol import codec
@@ -24,15 +25,43 @@ class ApiRequestHandler:
     #: api key -> handler; ApiVersions lists exactly these keys.
     handlers: dict[int, Callable[[Request], None]]
 
+    #: The ACLs' judge (None: authorization is off and every request is allowed, Kafka's
+    #: default); see docs/broker/security.rst.
+    authorizer: Any = None
+
     def __init__(self, request_channel: RequestChannel) -> None:
         self.request_channel = request_channel
 
+    # -- authorization (Kafka's AuthHelper) ------------------------------------------------------
+
+    def authorize(self, request: Request, operation: AclOperation, resource_type: ResourceType,
+                  name: str = CLUSTER_NAME) -> bool:
+        """May the request's principal do ``operation`` on the resource?  Always, without an
+        authorizer.  Each handler asks what Kafka's ``KafkaApis`` asks (docs/broker/security.rst)."""
+        if self.authorizer is None:
+            return True
+        return bool(self.authorizer.authorize(request.principal, request.client_address[0],
+                                              operation, resource_type, name))
+
+    def authorize_topic(self, request: Request, operation: AclOperation, name: str | None) -> bool:
+        return self.authorize(request, operation, ResourceType.TOPIC, name or "")
+
+    #: The oldest version Kafka 4 answers where our declarations reach further back (KIP-896).
+    #: These versions carry message format 0 and 1 (magic 0/1 batches), which Kafka 3 converted
+    #: on the way in and out; Kafka 4 and we keep only format 2, so we do not advertise them.
+    OLDEST_VERSIONS: Mapping[int, int] = {
+        ApiKey.PRODUCE: 3,
+        ApiKey.FETCH: 4,
+        ApiKey.LIST_OFFSETS: 1,
+    }
+
     def supported_versions(self, api_key: int) -> tuple[int, int]:
-        """The versions of ``api_key`` we answer: all those the codec declares."""
+        """The versions of ``api_key`` we advertise and answer: those the codec declares, from
+        Kafka 4's oldest on."""
         valid = codec.REQUESTS[api_key].valid
         if api_key == ApiKey.SASL_HANDSHAKE:
             return 1, valid.high  # v0 sends the tokens as raw frames (before KIP-152): not read
-        return valid.low, valid.high
+        return max(valid.low, self.OLDEST_VERSIONS.get(api_key, 0)), valid.high
 
     def handle_unparsed_api_versions_request(self, request: Request) -> None:
         """KIP-511: an ApiVersions version we do not know is answered in v0, with

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from kafkacore import errors
 from kafkacore.broker import faults
 from kafkacore.broker.api_request_handler import ApiRequestHandler
+from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
+from kafkacore.broker.authorizer.acl_apis import AclApis
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group_metadata import JoinGroupResult, SyncGroupResult
 from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
@@ -46,6 +48,8 @@ class KafkaApis(ApiRequestHandler):
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker.request_channel)
         self.broker = broker
+        self.authorizer = broker.authorizer
+        acl_apis = AclApis(self, self.authorizer, lambda: broker.forwarding_manager)
         #: api key -> handler; ApiVersions lists exactly these keys.
         self.handlers: dict[int, Callable[[Request], None]] = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
@@ -69,6 +73,9 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups_request,
             ApiKey.LIST_GROUPS: self.handle_list_groups_request,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch_request,
+            ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
+            ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
+            ApiKey.DELETE_ACLS: acl_apis.handle_delete_acls_request,
         }
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
@@ -203,7 +210,9 @@ class KafkaApis(ApiRequestHandler):
             "auto.create.topics.enable"]
         topics: list[dict[str, Any]] = []
         if asked is None or (version == 0 and not asked):
-            topics = [self._metadata_topic(version, t) for t in self.metadata_cache.topics()]
+            # Every topic the principal may DESCRIBE; the others are left out in silence.
+            topics = [self._metadata_topic(version, t) for t in self.metadata_cache.topics()
+                      if self.authorize_topic(request, AclOperation.DESCRIBE, t.name)]
         else:
             for entry in asked:
                 name = entry.get("name")
@@ -213,6 +222,11 @@ class KafkaApis(ApiRequestHandler):
                     if name is None:
                         topics.append(self._metadata_error(None, topic_id, Errors.UNKNOWN_TOPIC_ID))
                         continue
+                if not self.authorize_topic(request, AclOperation.DESCRIBE, name):
+                    # Whether it exists is not told to whoever may not describe it.
+                    topics.append(self._metadata_error(name, ZERO_UUID,
+                                                       Errors.TOPIC_AUTHORIZATION_FAILED))
+                    continue
                 meta = self.metadata_cache.get(name)
                 if meta is None:
                     try:
@@ -224,6 +238,10 @@ class KafkaApis(ApiRequestHandler):
                     if not allow_auto_create:
                         topics.append(self._metadata_error(name, ZERO_UUID,
                                                            Errors.UNKNOWN_TOPIC_OR_PARTITION))
+                        continue
+                    if not self.may_create_topic(request, name):
+                        topics.append(self._metadata_error(name, ZERO_UUID,
+                                                           Errors.TOPIC_AUTHORIZATION_FAILED))
                         continue
                     # Kafka answers LEADER_NOT_AVAILABLE while the controller creates the
                     # topic; here creation is synchronous, so the topic is usable at once.
@@ -248,6 +266,11 @@ class KafkaApis(ApiRequestHandler):
             "topics": topics,
             "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         })
+
+    def may_create_topic(self, request: Request, name: str) -> bool:
+        """CREATE on the cluster, or on the topic (Kafka: either one will do)."""
+        return (self.authorize(request, AclOperation.CREATE, ResourceType.CLUSTER)
+                or self.authorize_topic(request, AclOperation.CREATE, name))
 
     @staticmethod
     def _metadata_error(name: str | None, topic_id: uuid.UUID, error_code: int) -> dict[str, Any]:
@@ -280,9 +303,11 @@ class KafkaApis(ApiRequestHandler):
             return None
         return self.metadata_cache.get(name)
 
-    def _forward_to_controller(self, request: Request) -> bool:
+    def _forward_to_controller(self, request: Request,
+                               refused: tuple[str, list[dict[str, Any]]] | None = None) -> bool:
         """In a cluster, topics are the controller's: send it the request as it came and pass
-        its answer back (Kafka's request forwarding).  False when this broker is alone."""
+        its answer back (Kafka's request forwarding).  False when this broker is alone.
+        ``refused``: (the response's list, entries) for what this broker refused to forward."""
         if self.broker.lifecycle is None:
             return False
         assert request.body is not None
@@ -293,6 +318,8 @@ class KafkaApis(ApiRequestHandler):
             log.info("forwarding API %d to the controller failed: %s", request.api_key, exc)
             self.send_error_response(request, Errors.NOT_CONTROLLER)
             return True
+        if refused is not None:
+            response[refused[0]] = [*response[refused[0]], *refused[1]]
         self.respond(request, response)
         return True
 
@@ -300,11 +327,18 @@ class KafkaApis(ApiRequestHandler):
 
     def handle_create_topics_request(self, request: Request) -> None:
         assert request.body is not None
-        if self._forward_to_controller(request):
-            return
         body = request.body
+        refused = [{"name": t["name"], "topic_id": ZERO_UUID,
+                    "error_code": Errors.TOPIC_AUTHORIZATION_FAILED, "error_message": None,
+                    "num_partitions": -1, "replication_factor": -1, "configs": None}
+                   for t in body["topics"] if not self.may_create_topic(request, t["name"])]
+        if refused:
+            body["topics"] = [t for t in body["topics"]
+                              if t["name"] not in {r["name"] for r in refused}]
+        if self._forward_to_controller(request, ("topics", refused)):
+            return
         names = [t["name"] for t in body["topics"]]
-        results = []
+        results = list(refused)
         for t in body["topics"]:
             results.append(self._create_one_topic(t, names.count(t["name"]) > 1,
                                                   body.get("validate_only", False)))
@@ -385,9 +419,13 @@ class KafkaApis(ApiRequestHandler):
         """Forget the topic (persisted first, so a crash cannot bring it back), then delete its
         partitions' logs."""
         assert request.body is not None
-        if self._forward_to_controller(request):
+        names = request.body["topic_names"]
+        results = [{"name": name, "error_code": Errors.TOPIC_AUTHORIZATION_FAILED} for name in names
+                   if not self.authorize_topic(request, AclOperation.DELETE, name)]
+        request.body["topic_names"] = [n for n in names
+                                       if n not in {r["name"] for r in results}]
+        if self._forward_to_controller(request, ("responses", results)):
             return
-        results = []
         for name in request.body["topic_names"]:
             meta = self.metadata_cache.remove_topic(name)
             if meta is None:
@@ -413,6 +451,9 @@ class KafkaApis(ApiRequestHandler):
             if res["resource_type"] != RESOURCE_TYPE_TOPIC:
                 result.update(error_code=Errors.INVALID_REQUEST,
                               error_message="this broker describes topics only")
+            elif not self.authorize_topic(request, AclOperation.DESCRIBE_CONFIGS,
+                                          res["resource_name"]):
+                result["error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
             elif meta is None:
                 result.update(error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION,
                               error_message=f"topic {res['resource_name']!r} does not exist")
@@ -438,10 +479,19 @@ class KafkaApis(ApiRequestHandler):
         assert request.body is not None
         body = request.body
         acks = body["acks"]
+        transactional_id = body.get("transactional_id")
+        # Kafka: WRITE on the transactional id (if any) for the whole request, then WRITE on
+        # each topic.
+        refused = Errors.NONE if transactional_id is None or self.authorize(
+            request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id) \
+            else Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         entries: dict[tuple[str, int], tuple[dict[str, Any], Any]] = {}
         order: list[tuple[str, list[tuple[str, int]]]] = []
         for topic in body["topic_data"]:
             keys = []
+            topic_refused = refused or (
+                Errors.NONE if self.authorize_topic(request, AclOperation.WRITE, topic["name"])
+                else Errors.TOPIC_AUTHORIZATION_FAILED)
             for pd in topic["partition_data"]:
                 response: dict[str, Any] = {
                     "index": pd["index"], "error_code": Errors.NONE, "base_offset": -1,
@@ -450,7 +500,9 @@ class KafkaApis(ApiRequestHandler):
                 }
                 key = (topic["name"], pd["index"])
                 keys.append(key)
-                if acks not in (0, 1, -1):
+                if topic_refused:
+                    response["error_code"] = topic_refused
+                elif acks not in (0, 1, -1):
                     response["error_code"] = Errors.INVALID_REQUIRED_ACKS
                 elif pd["records"] is None:
                     response.update(error_code=Errors.CORRUPT_MESSAGE, error_message="null records")
@@ -500,6 +552,11 @@ class KafkaApis(ApiRequestHandler):
 
         replica_id = (body.get("replica_state") or {}).get("replica_id", -1) if version >= 15 \
             else body.get("replica_id", -1)
+        # A follower's fetch moves the high watermark: only a broker (CLUSTER_ACTION on the
+        # cluster) may send one; a consumer needs READ on each topic.  Kafka answers both
+        # refusals with TOPIC_AUTHORIZATION_FAILED on every partition.
+        follower_refused = replica_id >= 0 and not self.authorize(
+            request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
         params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"],
                              body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX)
         infos: list[Any] = []
@@ -512,13 +569,17 @@ class KafkaApis(ApiRequestHandler):
             else:
                 topic_id, name = ZERO_UUID, topic["topic"]
             entries = []
+            error = Errors.UNKNOWN_TOPIC_ID if name is None else Errors.NONE
+            if not error and (follower_refused or replica_id < 0 and not self.authorize_topic(
+                    request, AclOperation.READ, name)):
+                error = Errors.TOPIC_AUTHORIZATION_FAILED
             for fp in topic["partitions"]:
                 info = FetchPartitionInfo(name or "", topic_id, fp["partition"],
                                           fp["fetch_offset"], fp.get("current_leader_epoch", -1),
                                           fp["partition_max_bytes"])
-                if name is None:
+                if error:
                     unknown[id(info)] = {
-                        "partition_index": fp["partition"], "error_code": Errors.UNKNOWN_TOPIC_ID,
+                        "partition_index": fp["partition"], "error_code": error,
                         "high_watermark": -1, "last_stable_offset": -1,
                         "log_start_offset": -1, "aborted_transactions": None,
                         "preferred_read_replica": -1, "records": b""}
@@ -551,6 +612,10 @@ class KafkaApis(ApiRequestHandler):
                 part: dict[str, Any] = {"partition_index": p["partition_index"],
                                         "error_code": Errors.NONE, "old_style_offsets": [],
                                         "timestamp": -1, "offset": -1, "leader_epoch": -1}
+                if not self.authorize_topic(request, AclOperation.DESCRIBE, topic["name"]):
+                    part["error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
+                    parts.append(part)
+                    continue
                 lg = self.get_partition_log(topic["name"], p["partition_index"])
                 if lg is None:
                     part["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -589,7 +654,10 @@ class KafkaApis(ApiRequestHandler):
         body = request.body
         response = {"throttle_time_ms": 0, "error_code": Errors.NONE, "producer_id": -1,
                      "producer_epoch": -1}
-        if body["transactional_id"] is not None:
+        refused = self.init_producer_id_refused(request, body["transactional_id"])
+        if refused:
+            response["error_code"] = refused
+        elif body["transactional_id"] is not None:
             response["error_code"] = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         elif body.get("producer_id", -1) >= 0 and 0 <= body.get("producer_epoch", -1) < 32766:
             # KIP-360: an idempotent producer bumps its epoch to reset its sequences.
@@ -599,6 +667,21 @@ class KafkaApis(ApiRequestHandler):
             response.update(producer_id=self.producer_id_manager.generate_producer_id(),
                             producer_epoch=0)
         self.respond(request, response)
+
+    def init_producer_id_refused(self, request: Request, transactional_id: str | None) -> int:
+        """Kafka's checks: WRITE on the transactional id; without one, IDEMPOTENT_WRITE on the
+        cluster or WRITE on at least one topic.  The error code, or NONE."""
+        if transactional_id is not None:
+            return Errors.NONE if self.authorize(request, AclOperation.WRITE,
+                                          ResourceType.TRANSACTIONAL_ID, transactional_id) \
+                else Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if self.authorize(request, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER):
+            return Errors.NONE
+        if self.authorizer is not None and self.authorizer.authorize_by_resource_type(
+                request.principal, request.client_address[0], AclOperation.WRITE,
+                ResourceType.TOPIC):
+            return Errors.NONE
+        return Errors.CLUSTER_AUTHORIZATION_FAILED
 
     # -- FindCoordinator, OffsetCommit, OffsetFetch ----------------------------------------------
 
@@ -613,7 +696,14 @@ class KafkaApis(ApiRequestHandler):
         nodes = {}
         for key in keys:
             node, error = (-1, "", -1), Errors.COORDINATOR_NOT_AVAILABLE
-            if body.get("key_type", 0) == 0:
+            key_type = body.get("key_type", 0)
+            if key_type == 0 and not self.authorize(request, AclOperation.DESCRIBE,
+                                                    ResourceType.GROUP, key):
+                error = Errors.GROUP_AUTHORIZATION_FAILED
+            elif key_type == 1 and not self.authorize(request, AclOperation.DESCRIBE,
+                                                      ResourceType.TRANSACTIONAL_ID, key):
+                error = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            elif key_type == 0:
                 leader = self._group_coordinator_of(key)
                 if leader in live:
                     node, error = (leader, *live[leader]), Errors.NONE
@@ -651,12 +741,20 @@ class KafkaApis(ApiRequestHandler):
         coordinator = self.broker.group_coordinator
         offsets = {}
         unknown = set()
+        # Kafka: READ on the group, then READ on each topic.
+        group_refused = not self.authorize(request, AclOperation.READ, ResourceType.GROUP,
+                                           body["group_id"])
+        refused: dict[tuple[str | None, int], int] = {}
         for t in body["topics"]:
             if request.api_version >= 10:  # topics by id (KIP-848)
                 t["name"] = self.metadata_cache.name_of(t["topic_id"])
             name = t.get("name")
             for p in t["partitions"]:
                 tp = (name, p["partition_index"])
+                if group_refused or not self.authorize_topic(request, AclOperation.READ, name):
+                    refused[tp] = Errors.GROUP_AUTHORIZATION_FAILED if group_refused \
+                        else Errors.TOPIC_AUTHORIZATION_FAILED
+                    continue
                 meta = None if name is None else self.metadata_cache.get(name)
                 if meta is None or not 0 <= tp[1] < meta.partitions:
                     unknown.add(tp)
@@ -666,7 +764,8 @@ class KafkaApis(ApiRequestHandler):
                     p["committed_metadata"], p.get("commit_timestamp", -1))
 
         def send_response(errors: dict[tuple[str | None, int], int]) -> None:
-            errors = {**errors, **dict.fromkeys(unknown, Errors.UNKNOWN_TOPIC_OR_PARTITION)}
+            errors = {**errors, **dict.fromkeys(unknown, Errors.UNKNOWN_TOPIC_OR_PARTITION),
+                      **refused}
             self.respond(request, {
                 "throttle_time_ms": 0,
                 "topics": [
@@ -678,6 +777,9 @@ class KafkaApis(ApiRequestHandler):
                 ],
             })
 
+        if group_refused:
+            send_response({})
+            return
         coordinator.handle_commit_offsets(
             body["group_id"], body.get("generation_id_or_member_epoch", -1), offsets,
             member_id=body.get("member_id", ""), response_callback=send_response)
@@ -721,14 +823,33 @@ class KafkaApis(ApiRequestHandler):
         body, version = request.body, request.api_version
         assert body is not None
 
+        def may_describe(group_id: str) -> bool:
+            return self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
+
         def status(group_id: str) -> int:
+            if not may_describe(group_id):
+                return Errors.GROUP_AUTHORIZATION_FAILED
             return self.broker.group_coordinator.validate_group_status(group_id,
                                                                        allow_empty=True)
+
+        def topics(group_id: str, asked: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+            """Kafka: DESCRIBE on the group, then on each topic; a topic asked by name that
+            may not be described gets TOPIC_AUTHORIZATION_FAILED, one not asked is left out."""
+            if not may_describe(group_id):
+                return []
+            found = self._offset_fetch_topics(group_id, asked, version)
+            for t in found:
+                if not self.authorize_topic(request, AclOperation.DESCRIBE, t["name"]):
+                    for p in t["partitions"]:
+                        p.update(error_code=Errors.TOPIC_AUTHORIZATION_FAILED, committed_offset=-1,
+                                 committed_leader_epoch=-1, metadata="")
+            return [t for t in found if asked is not None or all(
+                p["error_code"] != Errors.TOPIC_AUTHORIZATION_FAILED for p in t["partitions"])]
 
         if version >= 8:
             groups = [
                 {"group_id": g["group_id"], "error_code": status(g["group_id"]),
-                 "topics": self._offset_fetch_topics(g["group_id"], g["topics"], version)}
+                 "topics": topics(g["group_id"], g["topics"])}
                 for g in body["groups"]
             ]
             response = {"throttle_time_ms": 0, "groups": groups}
@@ -736,7 +857,7 @@ class KafkaApis(ApiRequestHandler):
             response = {
                 "throttle_time_ms": 0,
                 "error_code": status(body["group_id"]) if version >= 2 else Errors.NONE,
-                "topics": self._offset_fetch_topics(body["group_id"], body["topics"], version),
+                "topics": topics(body["group_id"], body["topics"]),
             }
         self.respond(request, response)
 
@@ -756,11 +877,21 @@ class KafkaApis(ApiRequestHandler):
 
     # -- the classic group protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup -----------------
 
+    def group_refused(self, request: Request, group_id: str) -> bool:
+        """Kafka: a member needs READ on its group; refused, the request is answered with
+        GROUP_AUTHORIZATION_FAILED here (True)."""
+        if self.authorize(request, AclOperation.READ, ResourceType.GROUP, group_id):
+            return False
+        self.send_error_response(request, Errors.GROUP_AUTHORIZATION_FAILED)
+        return True
+
     def handle_join_group_request(self, request: Request) -> None:
         """Parked in the group until the rebalance completes; answered by the callback, from
         whichever thread completes it (a handler, or the rebalance purgatory's reaper)."""
         body, version = request.body, request.api_version
         assert body is not None
+        if self.group_refused(request, body["group_id"]):
+            return
 
         def send_response(result: JoinGroupResult) -> None:
             self.respond(request, {
@@ -795,6 +926,8 @@ class KafkaApis(ApiRequestHandler):
     def handle_sync_group_request(self, request: Request) -> None:
         body = request.body
         assert body is not None
+        if self.group_refused(request, body["group_id"]):
+            return
 
         def send_response(result: SyncGroupResult) -> None:
             self.respond(request, {
@@ -813,6 +946,8 @@ class KafkaApis(ApiRequestHandler):
     def handle_heartbeat_request(self, request: Request) -> None:
         body = request.body
         assert body is not None
+        if self.group_refused(request, body["group_id"]):
+            return
         error = self.broker.group_coordinator.handle_heartbeat(
             body["group_id"], body["member_id"], body["generation_id"])
         self.respond(request, {"throttle_time_ms": 0, "error_code": error})
@@ -820,6 +955,8 @@ class KafkaApis(ApiRequestHandler):
     def handle_leave_group_request(self, request: Request) -> None:
         body, version = request.body, request.api_version
         assert body is not None
+        if self.group_refused(request, body["group_id"]):
+            return
         if version >= 3:  # several members at once (KIP-345)
             members = [(m["member_id"], m.get("group_instance_id")) for m in body["members"]]
         else:
@@ -842,6 +979,12 @@ class KafkaApis(ApiRequestHandler):
         assert body is not None
         groups = []
         for group_id in body["groups"]:
+            if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+                groups.append({"error_code": Errors.GROUP_AUTHORIZATION_FAILED,
+                               "group_id": group_id, "group_state": "", "protocol_type": "",
+                               "protocol_data": "", "members": [],
+                               "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+                continue
             error, summary = self.broker.group_coordinator.handle_describe_group(group_id)
             groups.append({"error_code": error, "group_id": group_id,
                            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED, **summary})
@@ -859,6 +1002,10 @@ class KafkaApis(ApiRequestHandler):
             self.broker.group_coordinator.handle_list_groups()
             if not states or state.lower() in states
         ]
+        # Kafka: DESCRIBE on the cluster lists every group, otherwise those one may describe.
+        if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            listed = [g for g in listed if self.authorize(
+                request, AclOperation.DESCRIBE, ResourceType.GROUP, g["group_id"])]
         self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE, "groups": listed})
 
     # -- OffsetForLeaderEpoch (KIP-101, KIP-320) -------------------------------------------------
@@ -868,10 +1015,21 @@ class KafkaApis(ApiRequestHandler):
         fetching, and consumers check their position after a leader change."""
         assert request.body is not None
         rm = self.broker.replica_manager
+        # Kafka: a follower (replica id >= 0) needs CLUSTER_ACTION, a consumer DESCRIBE on
+        # the topic.
+        cluster_refused = request.body.get("replica_id", -2) >= 0 and not self.authorize(
+            request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
         topics = []
         for t in request.body["topics"]:
             parts = []
+            refused = Errors.CLUSTER_AUTHORIZATION_FAILED if cluster_refused else Errors.NONE if \
+                self.authorize_topic(request, AclOperation.DESCRIBE, t["topic"]) \
+                else Errors.TOPIC_AUTHORIZATION_FAILED
             for p in t["partitions"]:
+                if refused:
+                    parts.append({"error_code": refused, "partition": p["partition"],
+                                  "leader_epoch": -1, "end_offset": -1})
+                    continue
                 error, epoch, end = rm.last_offset_for_leader_epoch(
                     t["topic"], p["partition"], p.get("current_leader_epoch", -1),
                     p["leader_epoch"])

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Kafka's ``SecurityProtocol`` ids, as BrokerRegistration carries them.
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
 
 class BrokerLifecycleManager(threading.Thread):
     def __init__(self, broker: Broker) -> None:
@@ -94,11 +97,15 @@ class BrokerLifecycleManager(threading.Thread):
 
     def _register(self) -> None:
         b = self.broker
+        listener = b.config.inter_broker_listener
+        host, port = b.advertised_address(listener.name)
         response = self._client.send(ApiKey.BROKER_REGISTRATION, 0, {
             "broker_id": b.broker_id, "cluster_id": b.cluster_id,
             "incarnation_id": self.incarnation_id,
-            "listeners": [{"name": "PLAINTEXT", "host": b.advertised_host,
-                           "port": b.advertised_port, "security_protocol": 0}],
+            # The inter-broker listener's address: where the other brokers' replica fetchers
+            # connect (inter.broker.listener.name).
+            "listeners": [{"name": listener.name, "host": host, "port": port,
+                           "security_protocol": SECURITY_PROTOCOL_IDS[listener.security_protocol]}],
             "features": [], "rack": None,
         })
         if response["error_code"] != Errors.NONE:

@@ -32,7 +32,7 @@ from kafkacore.broker.delayed_produce import DelayedProduce, ProducePartitionSta
 from kafkacore.broker.files import replace_atomically
 from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.leader_epoch_cache import LeaderEpochFileCache
-from kafkacore.broker.partition import Partition, PartitionState, PendingIsr
+from kafkacore.broker.partition import Partition, PartitionState
 from kafkacore.broker.purgatory import DelayedOperationPurgatory
 from kafkacore.errors import Errors
 
@@ -86,7 +86,6 @@ class ReplicaManager:
         self._checkpoint_path = Path(self.config.log_dirs[0]) / HW_CHECKPOINT_FILE
         self._checkpointed_hw = _read_hw_checkpoint(self._checkpoint_path)
         self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
 
     def startup(self) -> None:
         if self.standalone:
@@ -96,11 +95,13 @@ class ReplicaManager:
         self.fetcher_manager = ReplicaFetcherManager(self)
         self.alter_partition_manager = AlterPartitionManager(self)
         self.alter_partition_manager.start()
-        for target, name in ((self._isr_expiration, "isr-expiration"),
-                             (self._hw_checkpointer, "highwatermark-checkpoint")):
-            t = threading.Thread(target=target, name=f"{name}-{self.broker_id}", daemon=True)
-            t.start()
-            self._threads.append(t)
+        # Kafka's ReplicaManager.startup: both on the broker's KafkaScheduler.
+        scheduler = self.broker.kafka_scheduler
+        isr_period = max(self.config["replica.lag.time.max.ms"] // 2, 50)
+        scheduler.schedule("isr-expiration", self.maybe_shrink_isr, isr_period, isr_period)
+        hw_period = self.config["replica.high.watermark.checkpoint.interval.ms"]
+        scheduler.schedule("highwatermark-checkpoint", self.checkpoint_high_watermarks,
+                           hw_period, hw_period)
 
     def shutdown(self) -> None:
         self._stop.set()
@@ -108,8 +109,6 @@ class ReplicaManager:
             self.fetcher_manager.shutdown()
         if self.alter_partition_manager is not None:
             self.alter_partition_manager.shutdown()
-        for t in self._threads:
-            t.join(5.0)
         if not self.standalone:
             self.checkpoint_high_watermarks()
         self.produce_purgatory.shutdown()
@@ -297,8 +296,11 @@ class ReplicaManager:
                     if partition is None:
                         partition = self._create_partition(name, index, topic_id)
                     if state.leader == self.broker_id:
-                        if partition.make_leader(state) and self.fetcher_manager is not None:
+                        # Kafka's makeLeaders: the fetcher goes first, so that nothing it
+                        # fetched from the old leader lands after this replica leads.
+                        if self.fetcher_manager is not None:
                             self.fetcher_manager.remove_partitions([key])
+                        if partition.make_leader(state):
                             log.info("broker %d: leader of %s-%d at epoch %d, ISR %s",
                                      self.broker_id, name, index, state.leader_epoch, state.isr)
                     else:
@@ -349,32 +351,20 @@ class ReplicaManager:
 
     # -- background work -------------------------------------------------------------------------
 
-    def _isr_expiration(self) -> None:
-        """Kafka's ``isr-expiration`` task: every half lag period, drop the followers that have
-        not caught up for ``replica.lag.time.max.ms``."""
-        period = max(self.config["replica.lag.time.max.ms"] / 2000.0, 0.05)
-        while not self._stop.wait(period):
-            for partition in list(self.partitions.values()):
-                try:
-                    out = partition.out_of_sync_replicas()
-                    if out and self.alter_partition_manager is not None:
-                        with partition.lock:
-                            new_isr = [r for r in partition.isr if r not in out]
-                            partition.pending_isr = PendingIsr(new_isr)
-                        log.info("broker %d: shrinking ISR of %s-%d from %s to %s",
-                                 self.broker_id, partition.topic, partition.index,
-                                 partition.isr, new_isr)
-                        self.alter_partition_manager.submit(partition, new_isr)
-                except Exception:
-                    log.exception("ISR expiration of %r failed", partition)
-
-    def _hw_checkpointer(self) -> None:
-        period = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0
-        while not self._stop.wait(period):
+    def maybe_shrink_isr(self) -> None:
+        """Kafka's ``isr-expiration`` task (every half ``replica.lag.time.max.ms``): drop the
+        followers that have not caught up for that long."""
+        if self.alter_partition_manager is None or self._stop.is_set():
+            return
+        for partition in list(self.partitions.values()):
             try:
-                self.checkpoint_high_watermarks()
-            except OSError:
-                log.exception("cannot checkpoint high watermarks")
+                new_isr = partition.maybe_shrink_isr()
+                if new_isr is not None:
+                    log.info("broker %d: shrinking ISR of %s-%d to %s", self.broker_id,
+                             partition.topic, partition.index, new_isr)
+                    self.alter_partition_manager.submit(partition, new_isr)
+            except Exception:
+                log.exception("ISR expiration of %r failed", partition)
 
     def checkpoint_high_watermarks(self) -> None:
         """Kafka's ``replication-offset-checkpoint``: a restarted replica starts from its HW."""

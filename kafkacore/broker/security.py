@@ -23,6 +23,7 @@ import os
 import ssl
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,9 @@ from kafkacore.broker.scram_sasl_server import ScramSaslServer
 from kafkacore.errors import Errors
 from kafkacore.network.sasl import (
     SCRAM_HASHES,
+    PlainMechanism,
+    SaslMechanism,
+    ScramMechanism,
     parse_jaas_config,
     scram_keys,
     scram_salted_password,
@@ -392,6 +396,34 @@ def build_listener_security(config: BrokerConfig) -> dict[str, ListenerSecurity 
     }
 
 
+def inter_broker_sasl(config: BrokerConfig) -> Callable[[], SaslMechanism] | None:
+    """What a broker's clients of other brokers authenticate with: the SASL mechanism
+    ``sasl.mechanism.inter.broker.protocol`` and the ``username``/``password`` of the
+    inter-broker listener's JAAS setting (Kafka's
+    ``listener.name.<listener>.<mechanism>.sasl.jaas.config``).  None on a listener without
+    SASL.  A SASL listener without broker credentials is a ConfigError: brokers would be
+    refused by one another."""
+    endpoint = config.inter_broker_listener
+    if endpoint.uses_tls:
+        raise errors.ConfigError(
+            f"inter.broker.listener.name: listener {endpoint.name} uses TLS; this broker's "
+            "clients of other brokers speak PLAINTEXT and SASL_PLAINTEXT only")
+    if not endpoint.uses_sasl:
+        return None
+    mechanism = config["sasl.mechanism.inter.broker.protocol"].strip().upper()
+    key = f"listener.name.{endpoint.name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    _, options = parse_jaas_config(str(config.get(key) or "x required;"))
+    username, password = options.get("username"), options.get("password")
+    if mechanism not in SERVER_MECHANISMS or not username or not password:
+        raise errors.ConfigError(
+            f"the inter-broker listener {endpoint.name} uses SASL: set {key} with username and "
+            f"password (sasl.mechanism.inter.broker.protocol is one of "
+            f"{', '.join(SERVER_MECHANISMS)})")
+    if mechanism == "PLAIN":
+        return lambda: PlainMechanism(username, password)
+    return lambda: ScramMechanism(mechanism, username, password)
+
+
 __all__ = [
     "CredentialCache",
     "ListenerSecurity",
@@ -402,5 +434,6 @@ __all__ = [
     "ScramCredential",
     "build_listener_security",
     "create_server_ssl_context",
+    "inter_broker_sasl",
     "parse_users",
 ]

@@ -19,6 +19,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from reactor_client import recv_frame
 from readback import read_confluent, read_kafka_python
+from support.topics import new_topic
 
 from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
@@ -34,11 +35,6 @@ def ours():
     with LocalBroker(kind="kafkacore") as broker:
         yield broker
 
-
-def new_topic(broker: LocalBroker, partitions: int = PARTITIONS) -> str:
-    name = f"clients-{uuid.uuid4().hex[:10]}"
-    assert create_topics(broker.bootstrap, {name: partitions}) == {name: 0}
-    return name
 
 
 def make_records(n: int, seed: int) -> list[dict]:
@@ -70,7 +66,7 @@ def consumed_rows(consumed):
 
 @pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_our_idempotent_producer_read_back_by_kafka_python_and_confluent(ours, compression):
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     records = make_records(3000, seed=len(compression))
     config = {"bootstrap.servers": ours.bootstrap, "compression.type": compression,
               "enable.idempotence": True, "linger.ms": 5}
@@ -111,7 +107,7 @@ def _produce_with_confluent(bootstrap, topic, values):
 
 
 def test_confluent_producer_read_back_by_confluent_and_kafka_python(ours):
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     values = [b"confluent-%d-" % i + bytes(i % 256 for _ in range(i % 40)) for i in range(2000)]
     context = multiprocessing.get_context("forkserver")  # librdkafka in a child, see readback.py
     with context.Pool(1) as pool:
@@ -129,7 +125,7 @@ def test_confluent_producer_read_back_by_confluent_and_kafka_python(ours):
 def test_aiokafka_producer_read_back_by_kafka_python(ours):
     from aiokafka import AIOKafkaProducer
 
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     values = [b"aiokafka-%d" % i for i in range(500)]
 
     async def produce():
@@ -153,7 +149,7 @@ def test_aiokafka_producer_read_back_by_kafka_python(ours):
 def test_kafka_python_producer_read_back_by_confluent_and_kafka_python(ours, compression):
     from kafka import KafkaProducer as KafkaPythonProducer
 
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     # kafka-python takes header values as bytes only (no null value).
     records = [{**r, "headers": [(k, v or b"") for k, v in r["headers"]]} if "headers" in r else r
                for r in make_records(1500, seed=15)]
@@ -185,7 +181,7 @@ def test_kafka_python_producer_read_back_by_confluent_and_kafka_python(ours, com
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed (apt-get install kcat)")
 def test_kcat_produces_and_consumes(ours):
-    topic = new_topic(ours, partitions=1)
+    topic = new_topic(ours)
     lines = [f"kcat-{i}" for i in range(300)]
     subprocess.run(["kcat", "-P", "-b", ours.bootstrap, "-t", topic, "-p", "0"],
                    input="\n".join(lines) + "\n", text=True, check=True, timeout=60)
@@ -209,7 +205,7 @@ def _call(sock, api_key, version, correlation_id, body):
 def test_a_replayed_produce_request_gets_the_original_offsets_and_is_written_once(ours):
     import socket
 
-    topic = new_topic(ours, partitions=1)
+    topic = new_topic(ours)
     with socket.create_connection((ours.host, ours.port), timeout=30) as s:
         s.settimeout(30)
         _, pid = _call(s, ApiKey.INIT_PRODUCER_ID, 4, 1,
@@ -244,7 +240,7 @@ def test_a_replayed_produce_request_gets_the_original_offsets_and_is_written_onc
 def test_produce_to_an_unknown_partition_is_refused(ours):
     import socket
 
-    topic = new_topic(ours, partitions=1)
+    topic = new_topic(ours)
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
                                         producer_id=-1, producer_epoch=-1, base_sequence=-1,
                                         batch_size=1 << 20)
@@ -264,7 +260,7 @@ def test_produce_to_an_unknown_partition_is_refused(ours):
 def test_acknowledged_records_survive_kill_9(tmp_path):
     records = make_records(2000, seed=9)
     with LocalBroker(kind="kafkacore", log_dirs=str(tmp_path)) as broker:
-        topic = new_topic(broker)
+        topic = new_topic(broker, PARTITIONS)
         with KafkaProducer({"bootstrap.servers": broker.bootstrap, "acks": "all"}) as producer:
             futures = [producer.send(topic, **rec) for rec in records]
             producer.flush(timeout=60)
@@ -283,3 +279,48 @@ def test_acknowledged_records_survive_kill_9(tmp_path):
         with KafkaProducer({"bootstrap.servers": broker.bootstrap}) as producer:
             meta = producer.send(topic, b"after", partition=0).result(timeout=30)
         assert meta.offset == len(expected.get(0, []))
+
+
+def test_confluent_list_topics_despite_the_bytes_librdkafka_adds(ours):
+    """librdkafka writes an all-topics Metadata request with bytes after its body; Kafka reads
+    what the schema declares and ignores the rest, and so do we."""
+    import confluent_kafka
+
+    topic = new_topic(ours)
+    producer = confluent_kafka.Producer({"bootstrap.servers": ours.bootstrap})
+    listed = producer.list_topics(timeout=30)
+    assert topic in listed.topics
+    assert len(listed.topics[topic].partitions) == PARTITIONS
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": ours.bootstrap})
+    assert topic in admin.list_topics(timeout=30).topics
+
+
+def test_trailing_bytes_after_a_request_body_are_ignored_and_counted(ours):
+    import socket
+
+    payload = b"".join(bytes(memoryview(c).cast("B")) for c in codec.encode_request(
+        ApiKey.METADATA, 9, 7, "trailing", {"topics": None, "allow_auto_topic_creation": False,
+                                            "include_topic_authorized_operations": False}))
+    payload += b"\x00\x00\x00"
+    with socket.create_connection((ours.host, ours.port), timeout=30) as s:
+        s.settimeout(30)
+        s.sendall(len(payload).to_bytes(4, "big") + payload)
+        correlation_id, body = codec.decode_response(ApiKey.METADATA, 9, recv_frame(s))
+    assert correlation_id == 7
+    assert [(b["host"], b["port"]) for b in body["brokers"]] == [(ours.host, ours.port)]
+
+
+def test_api_versions_advertise_only_what_kafka_4_answers(ours):
+    """Produce v0-v2, Fetch v0-v3 and ListOffsets v0 carry message formats 0 and 1, which
+    Kafka 4 no longer speaks: neither do we, so we must not advertise them."""
+    import socket
+
+    with socket.create_connection((ours.host, ours.port), timeout=30) as s:
+        s.settimeout(30)
+        _, body = _call(s, ApiKey.API_VERSIONS, 3, 1,
+                        {"client_software_name": "t", "client_software_version": "1"})
+        versions = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
+        assert versions[ApiKey.PRODUCE][0] == 3
+        assert versions[ApiKey.FETCH][0] == 4
+        assert versions[ApiKey.LIST_OFFSETS][0] == 1
+        assert versions[ApiKey.JOIN_GROUP][0] == 2

@@ -6,6 +6,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.api_request_handler import ApiRequestHandler
+from kafkacore.broker.authorizer.acl_apis import AclApis
 from kafkacore.broker.request_channel import Request
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
@@ -33,6 +34,12 @@ class ControllerApis(ApiRequestHandler):
             ApiKey.BROKER_HEARTBEAT: self.handle_broker_heartbeat_request,
             ApiKey.ALTER_PARTITION: self.handle_alter_partition_request,
         }
+        acl_apis = AclApis(self, server.acls)
+        self.handlers.update({
+            ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
+            ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
+            ApiKey.DELETE_ACLS: acl_apis.handle_delete_acls_request,
+        })
 
     def handle(self, request: Request) -> None:
         if request.api_key == ApiKey.API_VERSIONS and request.body is None:
@@ -162,7 +169,7 @@ class ControllerApis(ApiRequestHandler):
                            if "new_isr_with_epochs" in p else p["new_isr"])
                 error, part = self.controller.alter_partition(
                     body["broker_id"], t["topic_id"], p["partition_index"], p["leader_epoch"],
-                    new_isr)
+                    new_isr, p["partition_epoch"])
                 parts.append({"partition_index": p["partition_index"], "error_code": error,
                               "leader_id": part.leader if part else -1,
                               "leader_epoch": part.leader_epoch if part else -1,
