@@ -65,4 +65,5 @@ bench: .venv/.ok
 
 clean:
 	rm -rf build .tox $(TOOLS) .venv kafkacore/core/*.so kafkacore/core/*.html docs/_build
-	for f in kafkacore/core/*.pyx; do rm -f "$${f%.pyx}.c"; done
+	rm -f kafkacore/broker/*.so kafkacore/broker/*.html
+	for f in kafkacore/core/*.pyx kafkacore/broker/*.pyx; do rm -f "$${f%.pyx}.c"; done

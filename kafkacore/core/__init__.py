@@ -51,5 +51,5 @@ COMPILED_MODULES = (
     "kafkacore.core.murmur2",
     "kafkacore.core.partition_map",
     "kafkacore.core.records",
-    "kafkacore.core.timer",
+    "kafkacore.broker.timer",  # the broker's timing wheel: compiled, but the broker's alone
 )

@@ -1,12 +1,22 @@
 # cython: language_level=3
-"""The timer's per-task work, compiled: link, unlink, bucket choice (Kafka's ``TimerTask``,
-``TimerTaskEntry``, ``TimerTaskList``, ``TimingWheel``).
+"""The broker's timer: hierarchical timing wheels whose buckets sit in a delay queue.
 
-These run once per delayed operation (add, and cancel when it completes early, or a bucket flush
-when it expires), so they are compiled.  ``DelayQueue`` and ``SystemTimer``, the control flow
-around them, are in this file too, so that ``add`` and the flush loop call the rest in C; they
-read like the Python they are.  ``kafkacore.broker.timer`` is where the broker imports them from.
-See ``docs/broker/timing_wheel.rst``.
+Kafka's ``org.apache.kafka.server.util.timer`` package: ``TimerTask`` (what runs),
+``TimerTaskEntry`` (its place in a bucket, removable in O(1)), ``TimerTaskList`` (a bucket: a
+doubly linked list with a sentinel and one expiration), ``TimingWheel`` (``tick_ms`` x
+``wheel_size`` buckets, and an overflow wheel made on demand whose tick is this wheel's interval),
+``DelayQueue`` (the buckets, ordered by expiration) and ``SystemTimer`` (``add``,
+``advance_clock``).
+
+Why buckets and not tasks in the delay queue: adding and cancelling a task is O(1) (link or unlink
+it in a bucket); the queue only orders the buckets, of which there are at most ``wheel_size`` per
+wheel, however many tasks are outstanding.  A task cancelled before its deadline (the common case
+in the purgatory) is simply unlinked, and never costs anything again.
+
+The per-task work (link, unlink, bucket choice) runs once per delayed operation, so it is
+compiled; ``DelayQueue`` and ``SystemTimer``, the control flow around it, are in this file too,
+so that ``add`` and the flush loop call the rest in C; they read like the Python they are.  See
+``docs/broker/timing_wheel.rst``.
 """
 
 cimport cython

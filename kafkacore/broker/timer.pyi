@@ -1,4 +1,4 @@
-"""Type stubs for kafkacore.core.timer (compiled)."""
+"""Type stubs for kafkacore.broker.timer (compiled)."""
 
 from collections.abc import Callable
 from typing import Any
