@@ -16,7 +16,7 @@ DEBUG = os.environ.get("KAFKACORE_DEBUG", "") not in ("", "0")
 
 # C sources that ship beside a .pyx and are linked into that one extension only.
 EXTRA_SOURCES = {
-    "kafkacore.core.records": ["kafkacore/core/crc32c.c"],
+    "kafkacore.core.crc": ["kafkacore/core/crc32c.c"],
 }
 
 macros = []

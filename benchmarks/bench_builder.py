@@ -16,10 +16,6 @@ none, one timestamp):
   ``append`` also decide whether the record fits (they return None when it does not); kafkacore
   splits that into ``has_room_for`` (Java's ``hasRoomFor``), so we show it both without and with
   that second call.
-- ``append (C call)``: kafkacore only, the same appends made from compiled code
-  (``records._append_loop``), which is how ``ProducerBatch.try_append`` in ``batch.pyx`` calls it:
-  no Python call per record.  Compared with aiokafka's Python-call figure, since aiokafka's
-  producer calls its builder from Python.
 - ``crc32c`` on 1 MiB, GB/s: ours, and aiokafka's compiled ``crc32c_cython`` beside it.
 """
 
@@ -28,7 +24,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from kafkacore.core.records import MemoryRecordsBuilder, _append_loop, crc32c
+from kafkacore.core.crc import crc32c
+from kafkacore.core.records import MemoryRecordsBuilder
 
 KEY = b"k" * 10
 VALUE = b"v" * 100
@@ -80,18 +77,6 @@ def _ours_append_only(n, batch_size, buffer):
     return built
 
 
-def _ours_c(n, batch_size, buffer):
-    built = 0
-    per_batch = _per_batch(batch_size)
-    while n > 0:
-        k = min(n, per_batch)
-        builder = MemoryRecordsBuilder(buffer, write_limit=batch_size)
-        _append_loop(builder, k, TS, KEY, VALUE)
-        built += len(builder.build())
-        n -= k
-    return built
-
-
 def _theirs(builder_class, n, batch_size):
     def new():
         return builder_class(magic=2, compression_type=0, is_transactional=0, producer_id=-1,
@@ -127,7 +112,6 @@ def run(n: int = 200_000, rounds: int = 5, batch_size: int = 1024 * 1024) -> dic
     contenders = {
         "kafkacore (Python call)": lambda k: _ours_append_only(k, batch_size, buffer),
         "kafkacore (has_room+append)": lambda k: _ours(k, batch_size, buffer),
-        "kafkacore (C call)": lambda k: _ours_c(k, batch_size, buffer),
         "aiokafka (compiled)": lambda k: _theirs(aiokafka_builder, k, batch_size),
         "kafka-python": lambda k: _theirs(KafkaPythonBuilder, k, batch_size),
     }
@@ -155,7 +139,6 @@ def run(n: int = 200_000, rounds: int = 5, batch_size: int = 1024 * 1024) -> dic
         "batch_size": batch_size,
         "records_per_s": best,
         "ratio_python_call_vs_aiokafka": best["kafkacore (Python call)"] / aio,
-        "ratio_c_call_vs_aiokafka": best["kafkacore (C call)"] / aio,
         "ratio_python_call_vs_kafka_python": best["kafkacore (Python call)"] / best["kafka-python"],
         "crc32c_gb_per_s": crc,
     }

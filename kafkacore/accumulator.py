@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkacore.core import BufferPool, CopyOnWriteMap, MemoryRecordsBuilder, ProducerBatch
 from kafkacore.core.appender import PartitionQueue
-from kafkacore.core.records import estimate_size_upper_bound
+from kafkacore.core.record_sizes import estimate_size_upper_bound
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 from kafkacore.partitioner import BuiltInPartitioner
 

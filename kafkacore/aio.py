@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from kafkacore.core.batch import BatchFuture, BatchResult, FutureRecordMetadata, RecordMetadata
-from kafkacore.core.records import normalize_headers
+from kafkacore.core.record_sizes import normalize_headers
 from kafkacore.errors import BufferExhaustedError, IllegalStateError
 from kafkacore.producer import Headers, KafkaProducer
 

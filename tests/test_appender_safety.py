@@ -18,7 +18,8 @@ from readback import read_confluent
 import kafkacore
 from kafkacore import KafkaProducer
 from kafkacore.core.batch import BatchFuture, ProducerBatch
-from kafkacore.core.records import MemoryRecordsBuilder, crc32c, iter_batches, iter_records
+from kafkacore.core.crc import crc32c
+from kafkacore.core.records import MemoryRecordsBuilder, iter_batches, iter_records
 from kafkacore.errors import CorruptRecordError, IllegalStateError, KafkaTimeoutError
 
 TESTS = Path(__file__).resolve().parent

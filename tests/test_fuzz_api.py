@@ -182,7 +182,8 @@ def test_the_reader_answers_records_or_corrupt_record_error(records, codec, data
     the parser meets the damage), cut, doubled, and read under any decompression bound: records
     or :class:`~kafkacore.errors.CorruptRecordError`, nothing else."""
     from kafkacore.core import MemoryRecordsBuilder
-    from kafkacore.core.records import crc32c, iter_batches
+    from kafkacore.core.crc import crc32c
+    from kafkacore.core.records import iter_batches
     from kafkacore.errors import CorruptRecordError
 
     builder = MemoryRecordsBuilder(256, compression=codec)

@@ -25,15 +25,13 @@ from kafka.record.default_records import DefaultRecordBatch as KafkaBatch
 from kafka.record.default_records import DefaultRecordBatchBuilder as KafkaBuilder
 
 from kafkacore.core.bytestream import ByteBufferOutputStream
+from kafkacore.core.crc import _crc32c_impl, crc32c, crc32c_uses_hardware
+from kafkacore.core.record_sizes import estimate_size_upper_bound
 from kafkacore.core.records import (
     MemoryRecordsBuilder,
     Record,
     RecordBatch,
-    _crc32c_impl,
     check_batches,
-    crc32c,
-    crc32c_uses_hardware,
-    estimate_size_upper_bound,
     iter_batches,
     iter_records,
 )

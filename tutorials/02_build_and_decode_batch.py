@@ -15,7 +15,8 @@ Needs: kafkacore's compiled core, built in place once
 import gzip
 import struct
 
-from kafkacore.core.records import MemoryRecordsBuilder, crc32c, iter_batches, iter_records
+from kafkacore.core.crc import crc32c
+from kafkacore.core.records import MemoryRecordsBuilder, iter_batches, iter_records
 
 T0 = 1_700_000_000_000  # milliseconds since the epoch
 

@@ -13,13 +13,13 @@ from kafkacore.core.batch import (
 )
 from kafkacore.core.buffer_pool import BufferPool
 from kafkacore.core.bytestream import ByteBufferOutputStream
+from kafkacore.core.crc import crc32c
 from kafkacore.core.partition_map import CopyOnWriteMap
+from kafkacore.core.record_sizes import estimate_size_upper_bound
 from kafkacore.core.records import (
     MemoryRecordsBuilder,
     Record,
     RecordBatch,
-    crc32c,
-    estimate_size_upper_bound,
     iter_batches,
     iter_records,
 )
@@ -48,8 +48,11 @@ COMPILED_MODULES = (
     "kafkacore.core.batch",
     "kafkacore.core.buffer_pool",
     "kafkacore.core.bytestream",
+    "kafkacore.core.compression",
+    "kafkacore.core.crc",
     "kafkacore.core.murmur2",
     "kafkacore.core.partition_map",
+    "kafkacore.core.record_sizes",
     "kafkacore.core.records",
     "kafkacore.broker.timer",  # the broker's timing wheel: compiled, but the broker's alone
 )

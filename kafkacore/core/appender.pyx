@@ -36,9 +36,9 @@ from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_CheckExact
 from kafkacore.core.batch cimport BatchFuture, FutureRecordMetadata, ProducerBatch
 from kafkacore.core.murmur2 cimport partition_for_key
 from kafkacore.core.murmur2 cimport murmur2_raw
-from kafkacore.core.records cimport estimate_size_upper_bound, estimate_size_upper_bound_raw
+from kafkacore.core.record_sizes cimport estimate_size_upper_bound, estimate_size_upper_bound_raw
 
-from kafkacore.core.records import normalize_headers
+from kafkacore.core.record_sizes import normalize_headers
 from kafkacore.errors import IllegalStateError, RecordTooLargeError, SerializationError
 
 import array as _array

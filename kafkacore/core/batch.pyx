@@ -47,6 +47,7 @@ import threading
 from functools import partial
 from time import monotonic as _monotonic
 
+from kafkacore.core import record_sizes as _record_sizes
 from kafkacore.core import records as _records
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 
@@ -908,7 +909,7 @@ cdef class ProducerBatch:
 
     def _new_split_batch(self, record, int split_batch_size):
         capacity = max(
-            _records.estimate_size_upper_bound(record.key, record.value, record.headers),
+            _record_sizes.estimate_size_upper_bound(record.key, record.value, record.headers),
             split_batch_size)
         builder = MemoryRecordsBuilder(
             capacity,

@@ -118,11 +118,3 @@ cdef class RecordBatch:
     cdef readonly int32_t base_sequence             # -1 without idempotence
     cdef readonly int32_t record_count              # records declared in the header
     cdef readonly list records                      # [Record, ...], decoded and checked
-
-
-# Upper bound of the size of a batch holding just this record (Java
-# AbstractRecords.estimateSizeInBytesUpperBound); the producer checks it at send().
-cpdef Py_ssize_t estimate_size_upper_bound(object key, object value, object headers=*) except -1
-# The same from sizes (-1 for null), with the headers' encoded size (1 for no headers).
-cdef Py_ssize_t estimate_size_upper_bound_raw(Py_ssize_t klen, Py_ssize_t vlen,
-                                              Py_ssize_t headers_size) noexcept

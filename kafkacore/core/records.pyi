@@ -1,29 +1,18 @@
 """Type stub for kafkacore.core.records (compiled)."""
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from typing import Literal
 
 from typing_extensions import Buffer
 
 from kafkacore.core.bytestream import ByteBufferOutputStream
+from kafkacore.core.record_sizes import Headers
 
-Headers = Sequence[tuple[str, Buffer | None]] | Iterable[tuple[str, Buffer | None]]
 CompressionName = Literal["none", "gzip", "snappy", "lz4", "zstd"]
 
-CODEC_NAMES: tuple[str, ...]
-LEVELS: dict[str, tuple[int, int, int]]
-DEFAULT_MAX_DECOMPRESSED_BYTES: int
-
-def crc32c(data: Buffer, value: int = 0) -> int: ...
-def crc32c_uses_hardware() -> bool: ...
-def _crc32c_impl(data: Buffer, implementation: Literal["sw", "hw"], value: int = 0) -> int: ...
-def estimate_size_upper_bound(
-    key: Buffer | None, value: Buffer | None, headers: Headers | None = None
-) -> int: ...
 def iter_batches(data: Buffer, max_decompressed_bytes: int = ...) -> Iterator[RecordBatch]: ...
 def iter_records(data: Buffer, max_decompressed_bytes: int = ...) -> Iterator[Record]: ...
 def check_batches(data: Buffer, max_decompressed_bytes: int = ...) -> list[int]: ...
-def normalize_headers(headers: Headers | None) -> tuple[tuple[str, bytes | None], ...] | None: ...
 
 class MemoryRecordsBuilder:
     def __init__(

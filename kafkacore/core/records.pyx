@@ -1,45 +1,4 @@
 # cython: language_level=3
-#
-# Record batch, magic v2 (Kafka >= 0.11), as written by the Java producer
-# (org.apache.kafka.common.record.DefaultRecordBatch / DefaultRecord):
-#
-#   RecordBatch =>
-#     BaseOffset => Int64            offset of the first record (the broker assigns it; we write 0)
-#     Length => Int32                bytes after this field, up to the end of the batch
-#     PartitionLeaderEpoch => Int32  set by the broker; a producer writes -1
-#     Magic => Int8                  2
-#     CRC => Uint32                  CRC-32C of everything from Attributes to the end
-#     Attributes => Int16            bits 0-2 compression codec (0 none, 1 gzip, 2 snappy, 3 lz4,
-#                                    4 zstd), bit 3 timestamp type (0 CreateTime, 1 LogAppendTime),
-#                                    bit 4 transactional, bit 5 control batch
-#     LastOffsetDelta => Int32       offset delta of the last record
-#     BaseTimestamp => Int64         timestamp of the first record
-#     MaxTimestamp => Int64          largest timestamp in the batch
-#     ProducerId => Int64            -1 without idempotence
-#     ProducerEpoch => Int16         -1 without idempotence
-#     BaseSequence => Int32          sequence number of the first record, -1 without idempotence
-#     RecordsCount => Int32          number of records
-#     Records => [Record]            compressed as one block when the codec is not none
-#
-#   Record =>
-#     Length => Varint               bytes after this field
-#     Attributes => Int8             unused, 0
-#     TimestampDelta => Varlong      timestamp - BaseTimestamp
-#     OffsetDelta => Varint          offset - BaseOffset
-#     KeyLength => Varint            -1 for a null key
-#     Key => Bytes
-#     ValueLength => Varint          -1 for a null value
-#     Value => Bytes
-#     HeaderCount => Varint
-#     Headers => [Header]
-#
-#   Header =>
-#     HeaderKeyLength => Varint
-#     HeaderKey => String            UTF-8
-#     HeaderValueLength => Varint    -1 for a null value
-#     HeaderValue => Bytes
-#
-# Varints are zigzag-encoded base-128 varints (protobuf's sint32/sint64).
 """Record batches (magic v2): MemoryRecordsBuilder writes one; iter_batches/iter_records read.
 
 ``MemoryRecordsBuilder`` is Java's ``org.apache.kafka.common.record.MemoryRecordsBuilder`` for
@@ -61,12 +20,11 @@ from cpython.bytes cimport (
     PyBytes_FromStringAndSize,
     PyBytes_GET_SIZE,
 )
-from cpython.list cimport PyList_AsTuple, PyList_CheckExact
 from cpython.memoryview cimport PyMemoryView_FromMemory
-from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
-from cpython.unicode cimport PyUnicode_Check, PyUnicode_DecodeUTF8
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport INT32_MAX, SIZE_MAX, uint16_t, uint64_t
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcpy
 
 from kafkacore.core.bytestream cimport (
     ByteBufferOutputStream,
@@ -78,11 +36,12 @@ from kafkacore.core.bytestream cimport (
     varint_size,
     varlong_size,
 )
+from kafkacore.core.compression cimport check_level, codec_of, compress, decompress
+from kafkacore.core.crc cimport crc_of
+from kafkacore.core.record_format cimport *  # noqa: F403 - the format's constants
+from kafkacore.core.record_sizes cimport bytes_field_size, length_of, normalize_headers_sized
 
-import zlib
-
-import cramjam
-
+from kafkacore.core.compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_BYTES
 from kafkacore.errors import CorruptRecordError, IllegalStateError
 
 
@@ -90,489 +49,9 @@ cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t* size) except NULL
 
 
-cdef extern from "crc32c.h" nogil:
-    uint32_t kc_crc32c(uint32_t crc, const void* buf, size_t len)
-    uint32_t kc_crc32c_sw(uint32_t crc, const void* buf, size_t len)
-    uint32_t kc_crc32c_hw(uint32_t crc, const void* buf, size_t len)
-    int kc_crc32c_hw_available()
-
-
-# -- the batch header, field by field ---------------------------------------------------------
-# Each offset is the previous field's offset plus its size, so the layout above is the only
-# source of truth.
-cdef enum:
-    BASE_OFFSET_OFFSET = 0
-    BASE_OFFSET_LENGTH = 8
-    LENGTH_OFFSET = BASE_OFFSET_OFFSET + BASE_OFFSET_LENGTH                        # 8
-    LENGTH_LENGTH = 4
-    PARTITION_LEADER_EPOCH_OFFSET = LENGTH_OFFSET + LENGTH_LENGTH                 # 12
-    PARTITION_LEADER_EPOCH_LENGTH = 4
-    MAGIC_OFFSET = PARTITION_LEADER_EPOCH_OFFSET + PARTITION_LEADER_EPOCH_LENGTH  # 16
-    MAGIC_LENGTH = 1
-    CRC_OFFSET = MAGIC_OFFSET + MAGIC_LENGTH                                      # 17
-    CRC_LENGTH = 4
-    ATTRIBUTES_OFFSET = CRC_OFFSET + CRC_LENGTH                                   # 21
-    ATTRIBUTES_LENGTH = 2
-    LAST_OFFSET_DELTA_OFFSET = ATTRIBUTES_OFFSET + ATTRIBUTES_LENGTH              # 23
-    LAST_OFFSET_DELTA_LENGTH = 4
-    BASE_TIMESTAMP_OFFSET = LAST_OFFSET_DELTA_OFFSET + LAST_OFFSET_DELTA_LENGTH   # 27
-    BASE_TIMESTAMP_LENGTH = 8
-    MAX_TIMESTAMP_OFFSET = BASE_TIMESTAMP_OFFSET + BASE_TIMESTAMP_LENGTH          # 35
-    MAX_TIMESTAMP_LENGTH = 8
-    PRODUCER_ID_OFFSET = MAX_TIMESTAMP_OFFSET + MAX_TIMESTAMP_LENGTH              # 43
-    PRODUCER_ID_LENGTH = 8
-    PRODUCER_EPOCH_OFFSET = PRODUCER_ID_OFFSET + PRODUCER_ID_LENGTH               # 51
-    PRODUCER_EPOCH_LENGTH = 2
-    BASE_SEQUENCE_OFFSET = PRODUCER_EPOCH_OFFSET + PRODUCER_EPOCH_LENGTH          # 53
-    BASE_SEQUENCE_LENGTH = 4
-    RECORDS_COUNT_OFFSET = BASE_SEQUENCE_OFFSET + BASE_SEQUENCE_LENGTH            # 57
-    RECORDS_COUNT_LENGTH = 4
-    RECORDS_OFFSET = RECORDS_COUNT_OFFSET + RECORDS_COUNT_LENGTH                  # 61
-    RECORD_BATCH_OVERHEAD = RECORDS_OFFSET
-    # BaseOffset + Length: the part of the header that Length does not count.
-    LOG_OVERHEAD = LENGTH_OFFSET + LENGTH_LENGTH                                  # 12
-
-# Attribute bits.
-cdef enum:
-    COMPRESSION_CODEC_MASK = 0x07
-    TIMESTAMP_TYPE_MASK = 0x08
-    TRANSACTIONAL_FLAG_MASK = 0x10
-    CONTROL_FLAG_MASK = 0x20
-
-# Codecs (the attribute values).
-cdef enum:
-    CODEC_NONE = 0
-    CODEC_GZIP = 1
-    CODEC_SNAPPY = 2
-    CODEC_LZ4 = 3
-    CODEC_ZSTD = 4
-
-cdef enum:
-    MAGIC_V2 = 2
-    NO_TIMESTAMP = -1
-    NO_PARTITION_LEADER_EPOCH = -1
-    # Java DefaultRecord.MAX_RECORD_OVERHEAD: length (5) + attributes (1) + timestampDelta (10)
-    # + offsetDelta (5), everything but key, value and headers.
-    MAX_RECORD_OVERHEAD = 21
-    # Above this many bytes the CRC runs without the GIL (below, releasing costs more than it buys).
-    CRC_NOGIL_THRESHOLD = 64 * 1024
-    # xerial snappy framing (Java's SnappyOutputStream): 16-byte header, 32 KiB input blocks.
-    XERIAL_HEADER_LENGTH = 16
-    XERIAL_BLOCK_SIZE = 32 * 1024
-    # LZ4 frame as Kafka's Lz4BlockOutputStream writes it: 64 KiB independent blocks.
-    LZ4_BLOCK_SIZE = 64 * 1024
-    LZ4_INCOMPRESSIBLE = 0x80000000
-
 # Java: MemoryRecordsBuilder.COMPRESSION_RATE_ESTIMATION_FACTOR (float 1.05f); we multiply in
 # float precision like Java, so the "is the batch full" decision matches the Java client.
 cdef float COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
-
-CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
-# (minimum, maximum, default) compression level per codec, as Java's compression.<codec>.level.
-LEVELS = {
-    "gzip": (1, 9, -1),          # -1: zlib's default (6), Java Deflater.DEFAULT_COMPRESSION
-    "lz4": (1, 17, 9),
-    "zstd": (-131072, 22, 3),
-}
-# magic 0x82 'SNAPPY' 0, version 1, minimum compatible version 1.
-XERIAL_HEADER = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01"
-# LZ4 frame magic (little-endian 0x184D2204), FLG 0x60 (version 1, independent blocks, no
-# checksums), BD 0x40 (64 KiB blocks), header checksum byte (xxhash32 of FLG,BD >> 8 & 0xFF).
-LZ4_FRAME_HEADER = b"\x04\x22\x4d\x18\x60\x40\x82"
-
-
-# -- big-endian loads (the reader's counterpart of bytestream's put_*) -------------------------
-
-cdef inline int16_t get_int16(const unsigned char* p) noexcept nogil:
-    return <int16_t>((<uint16_t>p[0] << 8) | <uint16_t>p[1])
-
-
-cdef inline int32_t get_int32(const unsigned char* p) noexcept nogil:
-    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8)
-                     | <uint32_t>p[3])
-
-
-cdef inline int64_t get_int64(const unsigned char* p) noexcept nogil:
-    return <int64_t>((<uint64_t><uint32_t>get_int32(p) << 32)
-                     | <uint64_t><uint32_t>get_int32(p + 4))
-
-
-# -- CRC-32C --------------------------------------------------------------------------------
-
-cdef uint32_t _crc_of(const unsigned char* p, Py_ssize_t n, uint32_t value) noexcept:
-    """CRC-32C of p[0:n] continuing from ``value``; without the GIL for large inputs."""
-    cdef uint32_t crc
-    if n >= CRC_NOGIL_THRESHOLD:
-        with nogil:
-            crc = kc_crc32c(value, p, <size_t>n)
-        return crc
-    return kc_crc32c(value, p, <size_t>n)
-
-
-def crc32c(data, value=0):
-    """CRC-32C (Castagnoli) of a bytes-like object, continuing from ``value`` (like zlib.crc32).
-
-    ``crc32c(b, crc32c(a)) == crc32c(a + b)``.  Uses the CPU's SSE4.2 ``crc32`` instruction when
-    present, a slice-by-8 table otherwise; inputs of 64 KiB and more are checksummed without the
-    GIL.
-    """
-    cdef Py_buffer view
-    cdef uint32_t start
-    if not isinstance(value, int):
-        raise TypeError(f"crc32c(): value must be an int, got {type(value).__name__}")
-    if not (0 <= value <= 0xFFFFFFFF):
-        raise ValueError(f"crc32c(): value {value} is not a 32-bit unsigned int")
-    start = <uint32_t>value
-    if not PyObject_CheckBuffer(data):
-        raise TypeError(f"crc32c() needs a bytes-like object, got {type(data).__name__}")
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
-    try:
-        return _crc_of(<const unsigned char*>view.buf, view.len, start)
-    finally:
-        PyBuffer_Release(&view)
-
-
-def _crc32c_impl(data, implementation, value=0):
-    """Test hook: CRC-32C with a chosen implementation, ``"sw"`` (tables) or ``"hw"`` (SSE4.2)."""
-    cdef Py_buffer view
-    cdef uint32_t crc
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
-    try:
-        if implementation == "sw":
-            crc = kc_crc32c_sw(<uint32_t>value, view.buf, <size_t>view.len)
-        elif implementation == "hw":
-            crc = kc_crc32c_hw(<uint32_t>value, view.buf, <size_t>view.len)
-        else:
-            raise ValueError(f"unknown implementation {implementation!r}")
-        return crc
-    finally:
-        PyBuffer_Release(&view)
-
-
-def crc32c_uses_hardware():
-    """True when :func:`crc32c` uses the SSE4.2 instruction, False when it uses the tables."""
-    return bool(kc_crc32c_hw_available())
-
-
-# -- sizes (Java DefaultRecord.sizeInBytes / recordSizeUpperBound) ---------------------------
-
-cdef inline Py_ssize_t _bytes_field_size(Py_ssize_t length) noexcept:
-    """Wire size of a nullable bytes field: its varint length (-1 for null) plus its bytes."""
-    if length < 0:
-        return 1  # varint(-1) is one byte
-    return varint_size(<int32_t>length) + length
-
-
-cdef Py_ssize_t _length_of(object obj, str what) except -2:
-    """Byte length of a bytes-like ``obj``, -1 for None; TypeError naming ``what`` otherwise."""
-    cdef Py_buffer view
-    cdef Py_ssize_t n
-    if obj is None:
-        return -1
-    if PyBytes_CheckExact(obj):
-        return PyBytes_GET_SIZE(obj)
-    if not PyObject_CheckBuffer(obj):
-        raise TypeError(f"{what} must be bytes-like or None, got {type(obj).__name__}")
-    try:
-        PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE)
-    except BufferError as exc:
-        raise TypeError(f"{what} must be a contiguous bytes-like object: {exc}") from None
-    n = view.len
-    PyBuffer_Release(&view)
-    return n
-
-
-cdef tuple _normalize_headers(object headers, Py_ssize_t* size):
-    """Headers as an immutable tuple of ``(str, bytes | None)`` tuples, and (in ``size[0]``)
-    their wire size without the count; TypeError / ValueError on bad input.
-
-    Immutable on purpose: between sizing a record and writing it, an allocation may run a
-    finalizer, which could mutate a list the caller handed us; a tuple of str and bytes cannot
-    change, so what we write is what we sized.  Well-formed input costs one tuple (none for a
-    tuple of tuples); header keys are encoded once, the UTF-8 cached in the str object itself.
-    """
-    cdef tuple seq
-    cdef Py_ssize_t i, count, n, total = 0
-    cdef bint copy = False
-    if PyTuple_CheckExact(headers):
-        seq = <tuple>headers
-    elif PyList_CheckExact(headers):
-        seq = PyList_AsTuple(headers)
-    else:
-        if isinstance(headers, (str, bytes, bytearray, dict)):
-            raise TypeError("headers must be a sequence of (str, bytes | None) pairs, got "
-                            f"{type(headers).__name__}")
-        try:
-            seq = tuple(headers)
-        except TypeError:
-            raise TypeError("headers must be a sequence of (str, bytes | None) pairs, got "
-                            f"{type(headers).__name__}") from None
-    count = PyTuple_GET_SIZE(seq)
-    for i in range(count):
-        item = <object>PyTuple_GET_ITEM(seq, i)
-        if PyTuple_CheckExact(item) and PyTuple_GET_SIZE(item) == 2:
-            key = <object>PyTuple_GET_ITEM(item, 0)
-            value = <object>PyTuple_GET_ITEM(item, 1)
-        elif PyList_CheckExact(item) and len(item) == 2:
-            key = item[0]
-            value = item[1]
-            copy = True
-        else:
-            raise TypeError(f"headers[{i}] must be a (str, bytes | None) pair, got {item!r:.80}")
-        if not PyUnicode_Check(key):
-            raise TypeError(f"headers[{i}] key must be str, got {type(key).__name__}")
-        try:
-            PyUnicode_AsUTF8AndSize(key, &n)
-        except UnicodeEncodeError as exc:
-            raise ValueError(f"headers[{i}] key cannot be encoded as UTF-8: {exc}") from None
-        total += _bytes_field_size(n)
-        if value is None:
-            total += 1
-        elif PyBytes_CheckExact(value):
-            total += _bytes_field_size(PyBytes_GET_SIZE(value))
-        else:
-            total += _bytes_field_size(_length_of(value, f"headers[{i}] value"))
-            copy = True
-    if copy:
-        seq = tuple([(item[0], item[1] if item[1] is None or PyBytes_CheckExact(item[1])
-                      else bytes(item[1])) for item in seq])
-    size[0] = total
-    return seq
-
-
-def normalize_headers(object headers):
-    """``headers`` (None or any iterable of ``(str, bytes | None)`` pairs) as the immutable
-    tuple of pairs the builder writes, or None.  ``send()`` calls it once, before it sizes the
-    record and before it takes any lock: a headers iterable is user code, run exactly once and
-    never under a partition lock, and what is sized is what is written."""
-    cdef Py_ssize_t size
-    if headers is None:
-        return None
-    return _normalize_headers(headers, &size)
-
-
-cdef Py_ssize_t estimate_size_upper_bound_raw(Py_ssize_t klen, Py_ssize_t vlen,
-                                              Py_ssize_t headers_size) noexcept:
-    """``estimate_size_upper_bound`` from sizes (-1: null), headers already sized (1 if none)."""
-    return (RECORD_BATCH_OVERHEAD + MAX_RECORD_OVERHEAD + _bytes_field_size(klen)
-            + _bytes_field_size(vlen) + headers_size)
-
-
-cpdef Py_ssize_t estimate_size_upper_bound(object key, object value, object headers=None) except -1:
-    """Upper bound of the size of a batch holding just this record (Java
-    ``AbstractRecords.estimateSizeInBytesUpperBound`` for magic v2): the 61-byte batch header, the
-    record's worst-case overhead (21 bytes) and its key, value and headers.
-
-    The producer compares it with ``max.request.size`` and ``buffer.memory`` at ``send()``.
-    """
-    cdef Py_ssize_t size = RECORD_BATCH_OVERHEAD + MAX_RECORD_OVERHEAD, hsize
-    cdef tuple hs
-    size += _bytes_field_size(_length_of(key, "key"))
-    size += _bytes_field_size(_length_of(value, "value"))
-    if headers is None:
-        size += 1
-    else:
-        hs = _normalize_headers(headers, &hsize)
-        size += varint_size(<int32_t>len(hs)) + hsize
-    return size
-
-
-# -- compression ----------------------------------------------------------------------------
-
-cdef int _codec_of(object compression) except -1:
-    if compression is None:
-        return CODEC_NONE
-    if not isinstance(compression, str):
-        raise TypeError(f"compression must be a str, got {type(compression).__name__}")
-    try:
-        return CODEC_NAMES.index(compression.lower())
-    except ValueError:
-        raise ValueError(f"unknown compression {compression!r}; expected one of "
-                         f"{', '.join(CODEC_NAMES)}") from None
-
-
-cdef object _check_level(int codec, object level):
-    """The level to use for ``codec`` (None: the codec's default); ValueError if out of range."""
-    cdef str name = CODEC_NAMES[codec]
-    if level is None:
-        return LEVELS[name][2] if name in LEVELS else None
-    if isinstance(level, bool) or not isinstance(level, int):
-        raise TypeError(f"compression_level must be an int or None, got {type(level).__name__}")
-    if name not in LEVELS:
-        raise ValueError(f"compression {name!r} takes no compression_level (got {level})")
-    lo, hi, default = LEVELS[name]
-    if level != default and not (lo <= level <= hi):
-        raise ValueError(f"compression_level {level} out of range for {name}: {lo}..{hi}"
-                         + (f" or {default}" if default < lo else ""))
-    return level
-
-
-cdef object _compress(int codec, object level, object data):
-    """Compress the records section ``data`` (a memoryview) the way the Java producer frames it.
-
-    zlib and cramjam release the GIL while they work on large inputs.
-    """
-    cdef Py_ssize_t n = len(data), i, end
-    if codec == CODEC_GZIP:
-        # wbits 31: the gzip format (header, deflate, CRC-32, size), as Java's GZIPOutputStream.
-        c = zlib.compressobj(level, zlib.DEFLATED, 31)
-        return c.compress(data) + c.flush()
-    if codec == CODEC_SNAPPY:
-        out = bytearray(XERIAL_HEADER)
-        i = 0
-        while i < n:
-            end = min(i + XERIAL_BLOCK_SIZE, n)
-            block = cramjam.snappy.compress_raw(data[i:end])
-            out += (<uint32_t>len(block)).to_bytes(4, "big")
-            out += block
-            i = end
-        return out
-    if codec == CODEC_LZ4:
-        out = bytearray(LZ4_FRAME_HEADER)
-        i = 0
-        while i < n:
-            end = min(i + LZ4_BLOCK_SIZE, n)
-            chunk = data[i:end]
-            if level == 9:
-                # Java uses lz4-java's fast compressor for the default level, HC otherwise.
-                block = cramjam.lz4.compress_block(chunk, store_size=False)
-            else:
-                block = cramjam.lz4.compress_block(chunk, mode="high_compression",
-                                                   compression=level, store_size=False)
-            if len(block) >= end - i:
-                # Incompressible: store the block raw, flagged by the top bit of its length.
-                out += (<uint32_t>(end - i) | LZ4_INCOMPRESSIBLE).to_bytes(4, "little")
-                out += chunk
-            else:
-                out += (<uint32_t>len(block)).to_bytes(4, "little")
-                out += block
-            i = end
-        out += b"\x00\x00\x00\x00"  # end mark; no content checksum (Java writes none)
-        return out
-    if codec == CODEC_ZSTD:
-        return cramjam.zstd.compress(data, level=level)
-    raise ValueError(f"unknown codec {codec}")
-
-
-# A reader's default bound on the bytes that decompression may produce in one call: a batch of
-# a few KiB can inflate to GiB (a "zip bomb"), and the broker decompresses what any client sends.
-# Kafka's own limits are on the compressed sizes (message.max.bytes, fetch.max.bytes: 1 MiB and
-# 50 MiB by default); 64 MiB of records out leaves room for any batch of sane size.
-DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
-
-
-cdef object _too_large(int codec, Py_ssize_t limit):
-    return CorruptRecordError(f"{CODEC_NAMES[codec]} records inflate past the reader's limit of"
-                              f" {limit} bytes (max_decompressed_bytes)")
-
-
-cdef object _decompress(int codec, object data, Py_ssize_t limit):
-    """Decompress a records section (a memoryview) into at most ``limit`` bytes;
-    CorruptRecordError if it is not valid or would inflate past the limit.  The limit holds
-    while decompressing: no more than it is ever allocated."""
-    try:
-        if codec == CODEC_GZIP:
-            return _gzip_decompress(data, limit)
-        if codec == CODEC_SNAPPY:
-            return _snappy_decompress(data, limit)
-        if codec == CODEC_LZ4:
-            return _bounded_decompress(cramjam.lz4.decompress_into, codec, data, limit)
-        if codec == CODEC_ZSTD:
-            return _bounded_decompress(cramjam.zstd.decompress_into, codec, data, limit)
-    except CorruptRecordError:
-        raise
-    except Exception as exc:
-        raise CorruptRecordError(f"cannot decompress {CODEC_NAMES[codec]} records: {exc}") from exc
-    raise CorruptRecordError(f"unknown compression codec {codec} in record batch attributes")
-
-
-cdef object _gzip_decompress(object data, Py_ssize_t limit):
-    cdef Py_ssize_t total = 0
-    out = []
-    d = zlib.decompressobj(47)  # 32 + 15: gzip or zlib header, detected
-    pending = data
-    while True:
-        # max_length: zlib stops there and keeps the rest of the input in unconsumed_tail.
-        chunk = d.decompress(pending, limit - total + 1)
-        total += len(chunk)
-        if total > limit:
-            raise _too_large(CODEC_GZIP, limit)
-        out.append(chunk)
-        if d.eof:
-            if not d.unused_data:
-                break
-            # Concatenated gzip members are valid gzip (GZIPInputStream reads them all).
-            pending = d.unused_data
-            d = zlib.decompressobj(47)
-        elif d.unconsumed_tail or chunk:
-            pending = d.unconsumed_tail
-        else:
-            break  # no input left and no progress: truncated
-    if not d.eof:
-        raise CorruptRecordError("truncated gzip stream in record batch")
-    return b"".join(out)
-
-
-cdef object _bounded_decompress(object decompress_into, int codec, object data,
-                                Py_ssize_t limit):
-    """A whole-frame codec (lz4, zstd) into an output buffer that grows by doubling up to
-    ``limit``: the codec stops with an error when the buffer is full, so a bomb costs at most
-    ``limit`` bytes, and an honest batch a buffer at most twice its size."""
-    cdef Py_ssize_t size = max(<Py_ssize_t>65536, 4 * len(data))
-    out = None
-    while True:
-        if size > limit:
-            size = limit
-        out = None  # the old buffer goes before the new one comes: at most ``limit`` held
-        out = bytearray(size)
-        try:
-            n = decompress_into(data, out)
-        except Exception as exc:
-            # Rust's write_all: the output buffer is full and there is more.  Anything else is
-            # a bad stream, said at once (no growing for it).
-            if "failed to write whole buffer" not in str(exc):
-                raise
-            if size >= limit:
-                raise _too_large(codec, limit) from None
-            size *= 2
-            continue
-        return bytes(memoryview(out)[:n])
-
-
-cdef object _snappy_decompress(object data, Py_ssize_t limit):
-    """xerial-framed snappy (what the Java producer writes) or a raw snappy block; each block
-    declares its length up front, so the limit is checked before decompressing it."""
-    cdef Py_buffer view
-    cdef const unsigned char* p
-    cdef Py_ssize_t n, pos, total = 0
-    cdef int32_t block_len
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
-    try:
-        p = <const unsigned char*>view.buf
-        n = view.len
-        if n < XERIAL_HEADER_LENGTH or memcmp(p, PyBytes_AS_STRING(XERIAL_HEADER), 8) != 0:
-            if cramjam.snappy.decompress_raw_len(data) > limit:
-                raise _too_large(CODEC_SNAPPY, limit)
-            return bytes(cramjam.snappy.decompress_raw(data))
-        out = []
-        pos = XERIAL_HEADER_LENGTH
-        while pos < n:
-            if n - pos < 4:
-                raise CorruptRecordError("truncated xerial snappy block length")
-            block_len = get_int32(p + pos)
-            pos += 4
-            if block_len < 0 or block_len > n - pos:
-                raise CorruptRecordError(f"xerial snappy block of {block_len} bytes at {pos}"
-                                         f" overruns the {n}-byte records section")
-            block = data[pos:pos + block_len]
-            total += cramjam.snappy.decompress_raw_len(block)
-            if total > limit:
-                raise _too_large(CODEC_SNAPPY, limit)
-            out.append(bytes(cramjam.snappy.decompress_raw(block)))
-            pos += block_len
-        return b"".join(out)
-    finally:
-        PyBuffer_Release(&view)
 
 
 cdef inline int _write_record(MemoryRecordsBuilder self, int64_t timestamp_ms,
@@ -592,7 +71,7 @@ cdef inline int _write_record(MemoryRecordsBuilder self, int64_t timestamp_ms,
         self._base_timestamp = timestamp_ms
     timestamp_delta = timestamp_ms - self._base_timestamp
     body = (1 + varlong_size(timestamp_delta) + varint_size(offset_delta)
-            + _bytes_field_size(klen) + _bytes_field_size(vlen)
+            + bytes_field_size(klen) + bytes_field_size(vlen)
             + varint_size(<int32_t>hcount) + hsize)
     if body > INT32_MAX - 5:
         raise ValueError(f"record of {body} bytes is larger than 2 GiB")
@@ -665,8 +144,8 @@ cdef class MemoryRecordsBuilder:
             self._stream = buffer_or_capacity
         else:
             self._stream = ByteBufferOutputStream(buffer_or_capacity)
-        self._compression_type = _codec_of(compression)
-        self._compression_level = _check_level(self._compression_type, compression_level)
+        self._compression_type = codec_of(compression)
+        self._compression_level = check_level(self._compression_type, compression_level)
         self._base_offset = base_offset
         self._partition_leader_epoch = partition_leader_epoch
         if write_limit is None:
@@ -780,7 +259,7 @@ cdef class MemoryRecordsBuilder:
             else:
                 raise TypeError(f"value must be bytes-like or None, got {type(value).__name__}")
             if headers is not None:
-                hs = _normalize_headers(headers, &hsize)
+                hs = normalize_headers_sized(headers, &hsize)
                 hcount = PyTuple_GET_SIZE(hs)
             return _write_record(self, timestamp_ms, kp, klen, vp, vlen, hs, hcount, hsize)
         finally:
@@ -808,7 +287,7 @@ cdef class MemoryRecordsBuilder:
         if self._num_records == INT32_MAX:
             return -1
         if headers is not None:
-            hs = _normalize_headers(headers, &hsize)
+            hs = normalize_headers_sized(headers, &hsize)
             hcount = PyTuple_GET_SIZE(hs)
         if self._num_records > 0 and (
                 self.is_full() or not self._fits(timestamp_ms, klen, vlen, hcount, hsize)):
@@ -826,10 +305,10 @@ cdef class MemoryRecordsBuilder:
         cdef Py_ssize_t hcount = 0, hsize = 0
         cdef tuple hs
         # Sizes first: they also check the argument types, so bad input fails here too.
-        cdef Py_ssize_t klen = _length_of(key, "key")
-        cdef Py_ssize_t vlen = _length_of(value, "value")
+        cdef Py_ssize_t klen = length_of(key, "key")
+        cdef Py_ssize_t vlen = length_of(value, "value")
         if headers is not None:
-            hs = _normalize_headers(headers, &hsize)
+            hs = normalize_headers_sized(headers, &hsize)
             hcount = PyTuple_GET_SIZE(hs)
         if self.is_full():
             return False
@@ -843,8 +322,8 @@ cdef class MemoryRecordsBuilder:
         Java ``hasRoomFor``, for a batch that already holds a record)."""
         cdef Py_ssize_t size = (
             1 + varlong_size(timestamp_ms - self._base_timestamp)
-            + varint_size(self._num_records) + _bytes_field_size(klen)
-            + _bytes_field_size(vlen) + varint_size(<int32_t>hcount) + hsize)
+            + varint_size(self._num_records) + bytes_field_size(klen)
+            + bytes_field_size(vlen) + varint_size(<int32_t>hcount) + hsize)
         if size > INT32_MAX - 5:
             return False
         size += varint_size(<int32_t>size)
@@ -947,7 +426,7 @@ cdef class MemoryRecordsBuilder:
             # it keeps that object alive even if writing the result grows the stream.
             section = memoryview(self._stream._buffer)[records_start:records_end]
             try:
-                compressed = _compress(self._compression_type, self._compression_level, section)
+                compressed = compress(self._compression_type, self._compression_level, section)
             finally:
                 section.release()
             self._stream._position = records_start
@@ -985,8 +464,8 @@ cdef class MemoryRecordsBuilder:
         put_int32(p + BASE_SEQUENCE_OFFSET, self._base_sequence)
         put_int32(p + RECORDS_COUNT_OFFSET, self._num_records)
         # The CRC covers attributes to the end, so it is computed last.
-        put_int32(p + CRC_OFFSET, <int32_t>_crc_of(p + ATTRIBUTES_OFFSET,
-                                                   size - ATTRIBUTES_OFFSET, 0))
+        put_int32(p + CRC_OFFSET, <int32_t>crc_of(p + ATTRIBUTES_OFFSET,
+                                                  size - ATTRIBUTES_OFFSET, 0))
         return 0
 
     cpdef object build(self):
@@ -1108,17 +587,6 @@ cdef class MemoryRecordsBuilder:
                 f" compression={CODEC_NAMES[self._compression_type]}"
                 f" estimated_size={self._estimated_bytes_written()} write_limit={self._write_limit}"
                 f" closed={self._closed}>")
-
-
-def _append_loop(MemoryRecordsBuilder builder not None, Py_ssize_t n, int64_t timestamp_ms,
-                 key, value, headers=None):
-    """Benchmark hook: ``builder.append(...)`` ``n`` times, called from C the way batch.pyx calls
-    it (a direct C call per record, no Python call).  Returns the last offset delta."""
-    cdef Py_ssize_t _i
-    cdef int last = -1
-    for _i in range(n):
-        last = builder.append(timestamp_ms, key, value, headers)
-    return last
 
 
 cdef Py_ssize_t _put_headers(unsigned char* p, tuple headers) except -1:
@@ -1302,7 +770,7 @@ cdef RecordBatch _decode_batch(const unsigned char* p, Py_ssize_t size, Py_ssize
         raise CorruptRecordError(f"record batch at byte {where} has magic {batch.magic};"
                                  " only magic 2 is supported")
     batch.crc = <uint32_t>get_int32(p + CRC_OFFSET)
-    computed = _crc_of(p + ATTRIBUTES_OFFSET, size - ATTRIBUTES_OFFSET, 0)
+    computed = crc_of(p + ATTRIBUTES_OFFSET, size - ATTRIBUTES_OFFSET, 0)
     if computed != batch.crc:
         raise CorruptRecordError(f"record batch at byte {where}: CRC mismatch (stored"
                                  f" 0x{batch.crc:08x}, computed 0x{computed:08x})")
@@ -1326,7 +794,7 @@ cdef RecordBatch _decode_batch(const unsigned char* p, Py_ssize_t size, Py_ssize
         section = PyMemoryView_FromMemory(<char*>p + RECORDS_OFFSET, size - RECORDS_OFFSET,
                                           PyBUF_READ)
         try:
-            plain = _decompress(codec, section, budget[0])
+            plain = decompress(codec, section, budget[0])
         finally:
             section.release()
         budget[0] -= PyBytes_GET_SIZE(plain)
@@ -1568,7 +1036,7 @@ cdef int64_t _check_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t wh
         raise CorruptRecordError(f"record batch at byte {where} has magic {magic};"
                                  " only magic 2 is supported")
     stored = <uint32_t>get_int32(p + CRC_OFFSET)
-    computed = _crc_of(p + ATTRIBUTES_OFFSET, size - ATTRIBUTES_OFFSET, 0)
+    computed = crc_of(p + ATTRIBUTES_OFFSET, size - ATTRIBUTES_OFFSET, 0)
     if computed != stored:
         raise CorruptRecordError(f"record batch at byte {where}: CRC mismatch (stored"
                                  f" 0x{stored:08x}, computed 0x{computed:08x})")
@@ -1584,7 +1052,7 @@ cdef int64_t _check_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t wh
     section = PyMemoryView_FromMemory(<char*>p + RECORDS_OFFSET, size - RECORDS_OFFSET,
                                       PyBUF_READ)
     try:
-        plain = _decompress(codec, section, budget[0])
+        plain = decompress(codec, section, budget[0])
     finally:
         section.release()
     budget[0] -= PyBytes_GET_SIZE(plain)

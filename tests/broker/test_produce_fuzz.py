@@ -20,7 +20,8 @@ from readback import read_kafka_python
 
 from kafkacore.admin import create_topics
 from kafkacore.broker import Broker
-from kafkacore.core.records import MemoryRecordsBuilder, crc32c
+from kafkacore.core.crc import crc32c
+from kafkacore.core.records import MemoryRecordsBuilder
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from kafkacore.broker.log.segment import SNAPSHOT_SUFFIX, file_name
 from kafkacore.broker.log.validator import NO_SEQUENCE, BatchHeader
-from kafkacore.core.records import crc32c
+from kafkacore.core.crc import crc32c
 from kafkacore.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,

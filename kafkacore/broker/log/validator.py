@@ -12,7 +12,8 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from kafkacore.core.records import check_batches, crc32c
+from kafkacore.core.crc import crc32c
+from kafkacore.core.records import check_batches
 from kafkacore.errors import (
     CorruptMessageError,
     CorruptRecordError,

@@ -1,0 +1,9 @@
+"""Type stub for kafkacore.core.crc (compiled)."""
+
+from typing import Literal
+
+from typing_extensions import Buffer
+
+def crc32c(data: Buffer, value: int = 0) -> int: ...
+def crc32c_uses_hardware() -> bool: ...
+def _crc32c_impl(data: Buffer, implementation: Literal["sw", "hw"], value: int = 0) -> int: ...

@@ -1,0 +1,12 @@
+"""Type stub for kafkacore.core.record_sizes (compiled)."""
+
+from collections.abc import Iterable, Sequence
+
+from typing_extensions import Buffer
+
+Headers = Sequence[tuple[str, Buffer | None]] | Iterable[tuple[str, Buffer | None]]
+
+def estimate_size_upper_bound(
+    key: Buffer | None, value: Buffer | None, headers: Headers | None = None
+) -> int: ...
+def normalize_headers(headers: Headers | None) -> tuple[tuple[str, bytes | None], ...] | None: ...
