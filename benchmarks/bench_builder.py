@@ -25,7 +25,7 @@ import argparse
 import time
 
 from kafkacore.core.crc import crc32c
-from kafkacore.core.records import MemoryRecordsBuilder
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 
 KEY = b"k" * 10
 VALUE = b"v" * 100

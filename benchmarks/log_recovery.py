@@ -25,7 +25,7 @@ from pathlib import Path
 from kafka.record.memory_records import MemoryRecords
 
 from kafkacore.broker.log import LogConfig, LogManager
-from kafkacore.core.records import MemoryRecordsBuilder
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.errors import CorruptMessageError
 
 RECORDS = 20_000

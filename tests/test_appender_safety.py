@@ -19,7 +19,8 @@ import kafkacore
 from kafkacore import KafkaProducer
 from kafkacore.core.batch import BatchFuture, ProducerBatch
 from kafkacore.core.crc import crc32c
-from kafkacore.core.records import MemoryRecordsBuilder, iter_batches, iter_records
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
+from kafkacore.core.record_batch import iter_batches, iter_records
 from kafkacore.errors import CorruptRecordError, IllegalStateError, KafkaTimeoutError
 
 TESTS = Path(__file__).resolve().parent
@@ -162,7 +163,7 @@ def test_an_8_kib_zstd_batch_inflating_to_256_mib_fails_typed_with_memory_bounde
         import resource, sys
         sys.path[:0] = [{str(KAFKACORE_ROOT)!r}, {str(TESTS)!r}]
         from test_appender_safety import _zstd_bomb
-        from kafkacore.core.records import iter_batches
+        from kafkacore.core.record_batch import iter_batches
         from kafkacore.errors import CorruptRecordError
         data = _zstd_bomb(256 << 20)
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

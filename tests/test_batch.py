@@ -20,8 +20,9 @@ from kafka.record.default_records import DefaultRecordBatch
 from waits import wait_until_inside_call
 
 from kafkacore.core.batch import FutureRecordMetadata, ProducerBatch, RecordMetadata
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
+from kafkacore.core.record_batch import iter_records
 from kafkacore.core.record_sizes import estimate_size_upper_bound
-from kafkacore.core.records import MemoryRecordsBuilder, iter_records
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 
 TOPIC = "events"

@@ -183,7 +183,7 @@ def test_the_reader_answers_records_or_corrupt_record_error(records, codec, data
     or :class:`~kafkacore.errors.CorruptRecordError`, nothing else."""
     from kafkacore.core import MemoryRecordsBuilder
     from kafkacore.core.crc import crc32c
-    from kafkacore.core.records import iter_batches
+    from kafkacore.core.record_batch import iter_batches
     from kafkacore.errors import CorruptRecordError
 
     builder = MemoryRecordsBuilder(256, compression=codec)

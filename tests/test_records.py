@@ -26,15 +26,15 @@ from kafka.record.default_records import DefaultRecordBatchBuilder as KafkaBuild
 
 from kafkacore.core.bytestream import ByteBufferOutputStream
 from kafkacore.core.crc import _crc32c_impl, crc32c, crc32c_uses_hardware
-from kafkacore.core.record_sizes import estimate_size_upper_bound
-from kafkacore.core.records import (
-    MemoryRecordsBuilder,
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
+from kafkacore.core.record_batch import (
     Record,
     RecordBatch,
     check_batches,
     iter_batches,
     iter_records,
 )
+from kafkacore.core.record_sizes import estimate_size_upper_bound
 from kafkacore.errors import CorruptRecordError, IllegalStateError
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]

@@ -16,7 +16,8 @@ import gzip
 import struct
 
 from kafkacore.core.crc import crc32c
-from kafkacore.core.records import MemoryRecordsBuilder, iter_batches, iter_records
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
+from kafkacore.core.record_batch import iter_batches, iter_records
 
 T0 = 1_700_000_000_000  # milliseconds since the epoch
 

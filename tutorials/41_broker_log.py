@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 
 from kafkacore.broker.log import Log, LogConfig
-from kafkacore.core.records import MemoryRecordsBuilder, iter_batches, iter_records
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
+from kafkacore.core.record_batch import iter_batches, iter_records
 from kafkacore.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
 
 PRODUCER_ID, EPOCH = 1000, 1

@@ -24,7 +24,7 @@ import time
 
 from kafkacore import KafkaProducer
 from kafkacore.broker import Broker
-from kafkacore.core.records import iter_records
+from kafkacore.core.record_batch import iter_records
 from kafkacore.testing import fetch_record_batches
 
 

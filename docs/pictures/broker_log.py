@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from kafkacore.broker.log import Log, LogConfig  # noqa: E402
-from kafkacore.core.records import MemoryRecordsBuilder  # noqa: E402
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder  # noqa: E402
 from kafkacore.errors import BrokerResponseError  # noqa: E402
 
 BATCH = "#fde2c8"

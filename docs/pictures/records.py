@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from kafkacore.core.records import MemoryRecordsBuilder  # noqa: E402
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder  # noqa: E402
 
 # (name, size, colour) in wire order; colours group the fields by who sets them.
 BROKER = "#dbe9f6"  # the broker overwrites these (offset, leader epoch)

@@ -38,7 +38,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafkacore.core.records import MemoryRecordsBuilder, iter_batches
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
+from kafkacore.core.record_batch import iter_batches
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 

@@ -14,15 +14,10 @@ from kafkacore.core.batch import (
 from kafkacore.core.buffer_pool import BufferPool
 from kafkacore.core.bytestream import ByteBufferOutputStream
 from kafkacore.core.crc import crc32c
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.core.partition_map import CopyOnWriteMap
+from kafkacore.core.record_batch import Record, RecordBatch, iter_batches, iter_records
 from kafkacore.core.record_sizes import estimate_size_upper_bound
-from kafkacore.core.records import (
-    MemoryRecordsBuilder,
-    Record,
-    RecordBatch,
-    iter_batches,
-    iter_records,
-)
 
 __all__ = [
     "BatchFuture",
@@ -53,6 +48,7 @@ COMPILED_MODULES = (
     "kafkacore.core.murmur2",
     "kafkacore.core.partition_map",
     "kafkacore.core.record_sizes",
-    "kafkacore.core.records",
+    "kafkacore.core.memory_records_builder",
+    "kafkacore.core.record_batch",
     "kafkacore.broker.timer",  # the broker's timing wheel: compiled, but the broker's alone
 )

@@ -19,7 +19,7 @@ Concurrency, in one place (each field below repeats which rule guards it):
 from cpython.pythread cimport PyThread_type_lock
 from libc.stdint cimport int32_t, int64_t
 
-from kafkacore.core.records cimport MemoryRecordsBuilder
+from kafkacore.core.memory_records_builder cimport MemoryRecordsBuilder
 
 
 # ProducerBatch's final state (Java's FinalState), plus SPLIT: the batch handed its records and

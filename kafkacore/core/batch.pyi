@@ -5,7 +5,7 @@ import concurrent.futures
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Literal, final
 
-from kafkacore.core.records import MemoryRecordsBuilder
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 
 _BytesLike = bytes | bytearray | memoryview
 _Headers = Sequence[tuple[str, _BytesLike | None]] | None

@@ -38,7 +38,7 @@ from cpython.pythread cimport (
 from cpython cimport array
 from libc.stdint cimport int32_t, int64_t
 
-from kafkacore.core.records cimport MemoryRecordsBuilder
+from kafkacore.core.memory_records_builder cimport MemoryRecordsBuilder
 
 import array as _array
 import concurrent.futures as _cf
@@ -48,7 +48,7 @@ from functools import partial
 from time import monotonic as _monotonic
 
 from kafkacore.core import record_sizes as _record_sizes
-from kafkacore.core import records as _records
+from kafkacore.core import record_batch as _record_batch
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 
 
@@ -943,7 +943,7 @@ cdef class ProducerBatch:
         data = self.records()
         try:
             # The records are copied out as bytes.  Our own bytes, so no bomb: no limit.
-            batches = list(_records.iter_batches(data, max_decompressed_bytes=1 << 62))
+            batches = list(_record_batch.iter_batches(data, max_decompressed_bytes=1 << 62))
         finally:
             data.release()  # while a view is alive the builder's stream refuses writes
         if len(batches) != 1:

@@ -1,8 +1,9 @@
 # cython: language_level=3
-"""Declarations of ByteBufferOutputStream, cimported by records.pyx (and anyone writing bytes fast).
+"""Declarations of ByteBufferOutputStream, cimported by memory_records_builder.pyx (and anyone
+writing bytes fast).
 
-The inline methods below are the per-field fast paths: records.pyx writes a whole record through
-them with no Python call.  They are defined here, in the .pxd, so that Cython inlines them into
+The inline methods below are the per-field fast paths: memory_records_builder.pyx writes a whole
+record through them with no Python call.  They are defined here, in the .pxd, so that Cython inlines them into
 the cimporting module.
 
 Concurrency: a stream belongs to one MemoryRecordsBuilder, which belongs to one ProducerBatch; the

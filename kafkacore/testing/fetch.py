@@ -24,7 +24,7 @@ def fetch_record_batches(
     with our own Fetch codec (v12, topics by name) from offset 0 until a fetch returns nothing.
     Decode the batches with :func:`kafkacore.core.iter_batches` or any other record reader.
     """
-    from kafkacore.core.records import iter_batches
+    from kafkacore.core.record_batch import iter_batches
 
     deadline = clock_ms() + timeout_ms
     metadata = Metadata(allow_auto_topic_creation=False)

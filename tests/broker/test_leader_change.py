@@ -24,7 +24,8 @@ from kafkacore.broker.config import BrokerConfig
 from kafkacore.broker.controller.quorum_controller import QuorumController
 from kafkacore.broker.log import Log
 from kafkacore.broker.partition import Partition, PartitionState
-from kafkacore.core.records import MemoryRecordsBuilder, iter_batches
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
+from kafkacore.core.record_batch import iter_batches
 from kafkacore.errors import (
     FencedLeaderEpochError,
     InvalidUpdateVersionError,

@@ -25,7 +25,8 @@ from kafka.record.memory_records import MemoryRecords
 import kafkacore
 from kafkacore.broker.log import Log, LogConfig, LogManager, ProducerIdManager
 from kafkacore.broker.log.manager import CLEAN_SHUTDOWN_FILE
-from kafkacore.core.records import MemoryRecordsBuilder, iter_batches
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
+from kafkacore.core.record_batch import iter_batches
 from kafkacore.errors import (
     BrokerResponseError,
     CorruptMessageError,
@@ -333,7 +334,7 @@ _KILL_CHILD = textwrap.dedent(
     """
     import os, sys
     from kafkacore.broker.log import Log, LogConfig
-    from kafkacore.core.records import MemoryRecordsBuilder
+    from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
     log = Log(sys.argv[1], LogConfig(flush_messages=1, segment_bytes=256 * 1024))
     out = os.fdopen(int(sys.argv[2]), "w", buffering=1)
     n = 0

@@ -15,7 +15,7 @@ from kafka.record.memory_records import MemoryRecords
 
 from kafkacore.broker.log import Log, LogConfig, LogManager
 from kafkacore.broker.log.manager import CLEAN_SHUTDOWN_FILE
-from kafkacore.core.records import MemoryRecordsBuilder
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.errors import CorruptMessageError
 
 SEGMENT = LogConfig(segment_bytes=4096, index_interval_bytes=256)

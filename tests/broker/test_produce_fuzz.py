@@ -21,7 +21,7 @@ from readback import read_kafka_python
 from kafkacore.admin import create_topics
 from kafkacore.broker import Broker
 from kafkacore.core.crc import crc32c
-from kafkacore.core.records import MemoryRecordsBuilder
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 

@@ -12,7 +12,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkacore.broker.log import Log, LogConfig
 from kafkacore.broker.log.producer_state import NUM_BATCHES_TO_RETAIN, ProducerStateManager
-from kafkacore.core.records import MemoryRecordsBuilder, iter_records
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
+from kafkacore.core.record_batch import iter_records
 from kafkacore.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
 
 PID = 4242

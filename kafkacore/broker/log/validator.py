@@ -13,7 +13,7 @@ import struct
 from typing import NamedTuple
 
 from kafkacore.core.crc import crc32c
-from kafkacore.core.records import check_batches
+from kafkacore.core.record_batch import check_batches
 from kafkacore.errors import (
     CorruptMessageError,
     CorruptRecordError,

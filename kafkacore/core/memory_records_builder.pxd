@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Declarations of the record-batch writer (MemoryRecordsBuilder) and reader classes.
+"""Declarations of MemoryRecordsBuilder (memory_records_builder.pyx).
 
 batch.pyx cimports MemoryRecordsBuilder and calls its cpdef methods; their signatures are stable.
 
@@ -9,7 +9,7 @@ batch left the deque (drain), so no two threads touch a builder at once.  The bu
 lock itself.
 """
 
-from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t
+from libc.stdint cimport int16_t, int32_t, int64_t
 
 from kafkacore.core.bytestream cimport ByteBufferOutputStream
 
@@ -89,32 +89,3 @@ cdef class MemoryRecordsBuilder:
     cdef Py_ssize_t _estimated_bytes_written(self) noexcept
     # C-level: fill in the 61-byte header and the CRC for the current producer state.
     cdef int _write_header(self) except -1
-
-
-# Reader results: built once by iter_batches/iter_records and never changed after, so any thread
-# may read them.
-cdef class Record:
-    cdef readonly int64_t offset            # base_offset + offset delta
-    cdef readonly int64_t timestamp         # base_timestamp + delta, or max_timestamp (LogAppend)
-    cdef readonly int timestamp_type        # 0 CreateTime, 1 LogAppendTime (from the batch)
-    cdef readonly object key                # bytes or None
-    cdef readonly object value              # bytes or None
-    cdef readonly list headers              # [(str, bytes | None), ...]
-    cdef readonly int attributes            # the record's own attribute byte (unused, 0)
-
-
-cdef class RecordBatch:
-    cdef readonly int64_t base_offset               # offset of the first record
-    cdef readonly int32_t batch_length              # bytes after the batchLength field
-    cdef readonly int32_t partition_leader_epoch    # set by the broker (-1 from a producer)
-    cdef readonly int magic                         # always 2 here (others are refused)
-    cdef readonly uint32_t crc                      # stored CRC-32C (checked on decode)
-    cdef readonly int attributes                    # codec, timestamp type, txn, control bits
-    cdef readonly int32_t last_offset_delta         # offset delta of the last record
-    cdef readonly int64_t base_timestamp            # first record's timestamp
-    cdef readonly int64_t max_timestamp             # largest timestamp (or the LogAppendTime)
-    cdef readonly int64_t producer_id               # -1 without idempotence
-    cdef readonly int producer_epoch                # -1 without idempotence
-    cdef readonly int32_t base_sequence             # -1 without idempotence
-    cdef readonly int32_t record_count              # records declared in the header
-    cdef readonly list records                      # [Record, ...], decoded and checked

@@ -1,0 +1,33 @@
+# cython: language_level=3
+"""Declarations of the reader's results (record_batch.pyx)."""
+
+from libc.stdint cimport int32_t, int64_t, uint32_t
+
+
+# Reader results: built once by iter_batches/iter_records and never changed after, so any thread
+# may read them.
+cdef class Record:
+    cdef readonly int64_t offset            # base_offset + offset delta
+    cdef readonly int64_t timestamp         # base_timestamp + delta, or max_timestamp (LogAppend)
+    cdef readonly int timestamp_type        # 0 CreateTime, 1 LogAppendTime (from the batch)
+    cdef readonly object key                # bytes or None
+    cdef readonly object value              # bytes or None
+    cdef readonly list headers              # [(str, bytes | None), ...]
+    cdef readonly int attributes            # the record's own attribute byte (unused, 0)
+
+
+cdef class RecordBatch:
+    cdef readonly int64_t base_offset               # offset of the first record
+    cdef readonly int32_t batch_length              # bytes after the batchLength field
+    cdef readonly int32_t partition_leader_epoch    # set by the broker (-1 from a producer)
+    cdef readonly int magic                         # always 2 here (others are refused)
+    cdef readonly uint32_t crc                      # stored CRC-32C (checked on decode)
+    cdef readonly int attributes                    # codec, timestamp type, txn, control bits
+    cdef readonly int32_t last_offset_delta         # offset delta of the last record
+    cdef readonly int64_t base_timestamp            # first record's timestamp
+    cdef readonly int64_t max_timestamp             # largest timestamp (or the LogAppendTime)
+    cdef readonly int64_t producer_id               # -1 without idempotence
+    cdef readonly int producer_epoch                # -1 without idempotence
+    cdef readonly int32_t base_sequence             # -1 without idempotence
+    cdef readonly int32_t record_count              # records declared in the header
+    cdef readonly list records                      # [Record, ...], decoded and checked
