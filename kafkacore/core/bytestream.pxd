@@ -3,8 +3,8 @@
 writing bytes fast).
 
 The inline methods below are the per-field fast paths: memory_records_builder.pyx writes a whole
-record through them with no Python call.  They are defined here, in the .pxd, so that Cython inlines them into
-the cimporting module.
+record through them with no Python call.  They are defined here, in the .pxd, so that Cython
+inlines them into the cimporting module.
 
 Concurrency: a stream belongs to one MemoryRecordsBuilder, which belongs to one ProducerBatch; the
 accumulator's per-deque lock (held by whoever appends) guards every field.  The stream itself takes
