@@ -1,10 +1,11 @@
 """Type stub for kafkacore.core.record_sizes (compiled)."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from typing_extensions import Buffer
 
-Headers = Sequence[tuple[str, Buffer | None]] | Iterable[tuple[str, Buffer | None]]
+Headers = (Sequence[tuple[str, str | Buffer | None]] | Iterable[tuple[str, str | Buffer | None]]
+           | Mapping[str, str | Buffer | None])
 
 def estimate_size_upper_bound(
     key: Buffer | None, value: Buffer | None, headers: Headers | None = None
