@@ -14,6 +14,7 @@ See docs/broker/failover.rst.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import pathlib
 import select
@@ -31,6 +32,7 @@ from typing import Any
 import kafkacore
 from kafkacore.broker import lifeline
 from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.network.sasl import PlainMechanism
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -67,12 +69,18 @@ class Cluster:
     ``advertised_listeners``: for some brokers, the address they give clients and peers instead
     of their own (Kafka's ``advertised.listeners``, e.g. ``{1: "PLAINTEXT://127.0.0.1:40001"}``),
     so that a TCP proxy in front of a broker is on the way of every connection to it.
+
+    ``security_protocol``: the brokers' listener (``SASL_PLAINTEXT`` for authenticated
+    brokers; their own credentials then come in ``config``, see docs/broker/security.rst), and
+    ``sasl_plain``: the (user, password) the harness itself uses to ask brokers for Metadata.
     """
 
     def __init__(self, brokers: int = 3, *, log_dir: str | os.PathLike[str] | None = None,
                  config: Mapping[str, Any] | None = None, start_timeout_s: float = 60.0,
                  log_level: str = "INFO",
-                 advertised_listeners: Mapping[int, str] | None = None) -> None:
+                 advertised_listeners: Mapping[int, str] | None = None,
+                 security_protocol: str = "PLAINTEXT",
+                 sasl_plain: tuple[str, str] | None = None) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         advertised = dict(advertised_listeners or {})
@@ -84,6 +92,12 @@ class Cluster:
                 raise ValueError(f"advertised_listeners[{node_id}] must be 'PLAINTEXT://host:port',"
                                  f" got {listener!r}")
         self.advertised_listeners: dict[int, str] = advertised
+        if security_protocol not in ("PLAINTEXT", "SASL_PLAINTEXT"):
+            raise ValueError(f"security_protocol: PLAINTEXT or SASL_PLAINTEXT, got "
+                             f"{security_protocol!r}")
+        self.security_protocol = security_protocol
+        self._sasl = None if sasl_plain is None else functools.partial(
+            PlainMechanism, *sasl_plain)
         self.num_brokers = brokers
         self.start_timeout_s = start_timeout_s
         self.log_level = log_level
@@ -150,9 +164,10 @@ class Cluster:
 
     def _command(self, node: _Node) -> list[str]:
         assert self.base is not None
+        protocol = self.security_protocol if node.role == "broker" else "PLAINTEXT"
         cmd = [sys.executable, "-m", "kafkacore.broker", "--node-id", str(node.node_id),
                "--log-dirs", str(node.directory),
-               "--listeners", f"PLAINTEXT://127.0.0.1:{node.port}",
+               "--listeners", f"{protocol}://127.0.0.1:{node.port}",
                "--log-level", self.log_level]
         config = dict(self.config)
         if node.role == "controller":
@@ -318,7 +333,7 @@ class Cluster:
         for node in list(self.brokers.values()):
             if not node.running or node.paused:
                 continue
-            client = InterBrokerClient("127.0.0.1", node.port, "cluster", 10.0)
+            client = InterBrokerClient("127.0.0.1", node.port, "cluster", 10.0, sasl=self._sasl)
             try:
                 while True:
                     body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)

@@ -49,6 +49,10 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+class _ExitedAtStart(BrokerUnavailableError):
+    """The broker process ended before it answered (a port taken, a bad setting)."""
+
+
 class LocalBroker:
     """One tansu broker process on ``127.0.0.1:<port>``.
 
@@ -101,6 +105,9 @@ class LocalBroker:
             lifeline.own_directory(str(self.log_dirs))
         self.host = "127.0.0.1"
         self.port = port if port is not None else free_port(self.host)
+        # A port we chose can be taken by someone else before the broker binds it: then the
+        # first start tries another (see start).  A caller's port, or a restart's, is kept.
+        self._may_move = port is None
         self.storage = storage
         self.cluster_id = cluster_id
         self.start_timeout_s = start_timeout_s
@@ -151,6 +158,19 @@ class LocalBroker:
         """Start the process and wait (bounded) until it answers an ApiVersions request."""
         if self.is_running():
             return self
+        attempts = 3 if self._may_move else 1
+        for attempt in range(attempts):
+            try:
+                self._start()
+                break
+            except _ExitedAtStart:
+                if attempt == attempts - 1:
+                    raise
+                self.port = free_port(self.host)  # the port we chose was taken meanwhile
+        self._may_move = False  # from now on the broker keeps its port (restart)
+        return self
+
+    def _start(self) -> None:
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
         if self.kind == "kafkacore":
@@ -179,11 +199,12 @@ class LocalBroker:
                 code = self._process.returncode
                 self._close_log()
                 self._process = None
-                raise BrokerUnavailableError(
+                raise _ExitedAtStart(
                     f"{self.kind} exited with code {code} at start; see {self.log_path}"
                 )
-            if _answers_api_versions(self.host, self.port) and self._control_answers():
-                return self
+            if (_answers_api_versions(self.host, self.port) and self._control_answers()
+                    and self._process.poll() is None):  # ours answered, not a port's other owner
+                return
             if time.monotonic() > deadline:
                 self.kill()
                 raise BrokerUnavailableError(
