@@ -11,18 +11,22 @@ See docs/broker/apis.rst.
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
 from kafkacore.broker import faults
+from kafkacore.broker.delayed_fetch import READ_COMMITTED
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group_metadata import JoinGroupResult, SyncGroupResult
 from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
 from kafkacore.broker.metadata_cache import validate_topic_name
 from kafkacore.broker.request_channel import Request
+from kafkacore.broker.transaction.transaction_marker_channel_manager import append_txn_markers
+from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -49,6 +53,10 @@ INVALID_CONFIG = 40
 INVALID_REQUEST = 42
 UNKNOWN_TOPIC_ID = 100
 ILLEGAL_SASL_STATE = 34
+OPERATION_NOT_ATTEMPTED = errors.OperationNotAttemptedError.errno
+#: FindCoordinator key types
+COORDINATOR_TYPE_GROUP = 0
+COORDINATOR_TYPE_TRANSACTION = 1
 
 RESOURCE_TYPE_TOPIC = 2
 CONFIG_SOURCE_TOPIC = 1  #: DYNAMIC_TOPIC_CONFIG
@@ -87,6 +95,10 @@ class KafkaApis:
             ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups_request,
             ApiKey.LIST_GROUPS: self.handle_list_groups_request,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch_request,
+            ApiKey.ADD_PARTITIONS_TO_TXN: self.handle_add_partitions_to_txn_request,
+            ApiKey.ADD_OFFSETS_TO_TXN: self.handle_add_offsets_to_txn_request,
+            ApiKey.END_TXN: self.handle_end_txn_request,
+            ApiKey.WRITE_TXN_MARKERS: self.handle_write_txn_markers_request,
         }
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
@@ -265,7 +277,7 @@ class KafkaApis:
             "error_code": NONE,
             "name": meta.name,
             "topic_id": meta.topic_id,
-            "is_internal": meta.name == OFFSETS_TOPIC,
+            "is_internal": meta.name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC),
             "partitions": [self._metadata_partition(meta.name, p)
                            for p in range(meta.partitions)],
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
@@ -578,7 +590,8 @@ class KafkaApis:
         replica_id = (body.get("replica_state") or {}).get("replica_id", -1) if version >= 15 \
             else body.get("replica_id", -1)
         params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"],
-                             body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX)
+                             body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX,
+                             body.get("isolation_level", 0))
         infos: list[Any] = []
         topics: list[tuple[str, uuid.UUID, list[Any]]] = []
         unknown: dict[int, dict[str, Any]] = {}
@@ -635,9 +648,10 @@ class KafkaApis:
                     continue
                 ts = p["timestamp"]
                 if ts == LATEST_TIMESTAMP:
-                    # A consumer sees up to the high watermark (the last stable offset when
-                    # read_committed, the same here: no transactions).
-                    found: tuple[int, int] | None = (lg.high_watermark, -1)
+                    # A consumer sees up to the high watermark, read_committed up to the LSO.
+                    read_committed = request.body.get("isolation_level", 0) == READ_COMMITTED
+                    found: tuple[int, int] | None = (
+                        lg.last_stable_offset if read_committed else lg.high_watermark, -1)
                 elif ts == EARLIEST_TIMESTAMP:
                     found = (lg.log_start_offset, -1)
                 else:
@@ -658,17 +672,24 @@ class KafkaApis:
     # -- InitProducerId --------------------------------------------------------------------------
 
     def handle_init_producer_id_request(self, request: Request) -> None:
-        """An idempotent producer's id (Kafka's ``ProducerIdManager``, blocks reserved on disk).
-
-        A transactional id needs a transaction coordinator, which this broker does not have yet.
-        """
+        """An idempotent producer's id (Kafka's ``ProducerIdManager``, blocks reserved on disk);
+        with a transactional id, the transaction coordinator's answer (see
+        docs/broker/transactions.rst)."""
         assert request.body is not None
         body = request.body
         response = {"throttle_time_ms": 0, "error_code": NONE, "producer_id": -1,
-                     "producer_epoch": -1}
+                    "producer_epoch": -1}
         if body["transactional_id"] is not None:
-            response["error_code"] = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        elif body.get("producer_id", -1) >= 0 and 0 <= body.get("producer_epoch", -1) < 32766:
+            def send_response(error: int, producer_id: int, producer_epoch: int) -> None:
+                self.respond(request, {**response, "error_code": error,
+                                       "producer_id": producer_id,
+                                       "producer_epoch": producer_epoch})
+
+            self.broker.transaction_coordinator.handle_init_producer_id(
+                body["transactional_id"], body["transaction_timeout_ms"],
+                body.get("producer_id", -1), body.get("producer_epoch", -1), send_response)
+            return
+        if body.get("producer_id", -1) >= 0 and 0 <= body.get("producer_epoch", -1) < 32766:
             # KIP-360: an idempotent producer bumps its epoch to reset its sequences.
             response.update(producer_id=body["producer_id"],
                             producer_epoch=body["producer_epoch"] + 1)
@@ -677,12 +698,115 @@ class KafkaApis:
                             producer_epoch=0)
         self.respond(request, response)
 
+    # -- transactions: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, WriteTxnMarkers ---------------
+
+    def handle_add_partitions_to_txn_request(self, request: Request) -> None:
+        """v0-3 (clients): one transaction; v4+ (brokers, KIP-890): several, each perhaps only
+        verified.  Unknown partitions fail the transaction's request, the others then answer
+        OPERATION_NOT_ATTEMPTED, as Kafka."""
+        body, version = request.body, request.api_version
+        assert body is not None
+        if version < 4:
+            transactions = [{"transactional_id": body["v3_and_below_transactional_id"],
+                             "producer_id": body["v3_and_below_producer_id"],
+                             "producer_epoch": body["v3_and_below_producer_epoch"],
+                             "verify_only": False, "topics": body["v3_and_below_topics"]}]
+        else:
+            transactions = body["transactions"]
+        results: list[Any] = [None] * len(transactions)
+        remaining = [len(transactions)]
+        lock = threading.Lock()
+
+        def finish(i: int, topic_results: list[dict[str, Any]]) -> None:
+            with lock:
+                results[i] = topic_results
+                remaining[0] -= 1
+                if remaining[0]:
+                    return
+            if version < 4:
+                self.respond(request, {"throttle_time_ms": 0,
+                                       "results_by_topic_v3_and_below": results[0]})
+            else:
+                self.respond(request, {"throttle_time_ms": 0, "error_code": NONE,
+                                       "results_by_transaction": [
+                                           {"transactional_id": t["transactional_id"],
+                                            "topic_results": r}
+                                           for t, r in zip(transactions, results, strict=True)]})
+
+        if not transactions:
+            self.respond(request, {"throttle_time_ms": 0, "error_code": NONE,
+                                   "results_by_transaction": []})
+            return
+        for i, txn in enumerate(transactions):
+            partitions = {(t["name"], p) for t in txn["topics"] for p in t["partitions"]}
+            unknown = {tp for tp in partitions if not self._partition_exists(*tp)}
+
+            def topic_results(error_of: Callable[[tuple[str, int]], int],
+                              txn: dict[str, Any] = txn) -> list[dict[str, Any]]:
+                return [{"name": t["name"], "results_by_partition": [
+                    {"partition_index": p, "partition_error_code": error_of((t["name"], p))}
+                    for p in t["partitions"]]} for t in txn["topics"]]
+
+            if unknown:
+                finish(i, topic_results(lambda tp, unknown=unknown: UNKNOWN_TOPIC_OR_PARTITION
+                                        if tp in unknown else OPERATION_NOT_ATTEMPTED))
+                continue
+            self.broker.transaction_coordinator.handle_add_partitions(
+                txn["transactional_id"], txn["producer_id"], txn["producer_epoch"], partitions,
+                lambda error, i=i, topic_results=topic_results: finish(
+                    i, topic_results(lambda tp: error)),
+                verify_only=txn.get("verify_only", False))
+
+    def _partition_exists(self, topic: str, partition: int) -> bool:
+        meta = self.metadata_cache.get(topic)
+        return meta is not None and 0 <= partition < meta.partitions
+
+    def handle_add_offsets_to_txn_request(self, request: Request) -> None:
+        """The group's ``__consumer_offsets`` partition joins the transaction, so that its
+        offsets get the transaction's marker."""
+        body = request.body
+        assert body is not None
+        partition = self.broker.group_coordinator.group_manager.partition_for(body["group_id"])
+        self.broker.transaction_coordinator.handle_add_partitions(
+            body["transactional_id"], body["producer_id"], body["producer_epoch"],
+            {(OFFSETS_TOPIC, partition)},
+            lambda error: self.respond(request, {"throttle_time_ms": 0, "error_code": error}))
+
+    def handle_end_txn_request(self, request: Request) -> None:
+        body = request.body
+        assert body is not None
+        self.broker.transaction_coordinator.handle_end_transaction(
+            body["transactional_id"], body["producer_id"], body["producer_epoch"],
+            body["committed"],
+            lambda error: self.respond(request, {
+                "throttle_time_ms": 0, "error_code": error,
+                "producer_id": body["producer_id"], "producer_epoch": body["producer_epoch"]}))
+
+    def handle_write_txn_markers_request(self, request: Request) -> None:
+        """A transaction coordinator's markers for the partitions this broker leads."""
+        body = request.body
+        assert body is not None
+        markers = body["markers"]
+
+        def send_response(results: dict[tuple[int, str, int], int]) -> None:
+            self.respond(request, {"markers": [
+                {"producer_id": m["producer_id"], "topics": [
+                    {"name": t["name"], "partitions": [
+                        {"partition_index": p, "error_code": results.get(
+                            (m["producer_id"], t["name"], p), UNKNOWN_SERVER_ERROR)}
+                        for p in t["partition_indexes"]]}
+                    for t in m["topics"]]}
+                for m in markers]})
+
+        append_txn_markers(self.broker, markers, send_response)
+
     # -- FindCoordinator, OffsetCommit, OffsetFetch ----------------------------------------------
 
     def handle_find_coordinator_request(self, request: Request) -> None:
         """The coordinator of a group is the leader of its ``__consumer_offsets`` partition
         (created on the first look-up, as Kafka does); COORDINATOR_NOT_AVAILABLE while that
-        partition has no live leader.  Key type 1 (transactions) is not served yet."""
+        partition has no live leader.  A transactional id's (key type 1) is the leader of its
+        ``__transaction_state`` partition, likewise."""
         body, version = request.body, request.api_version
         assert body is not None
         keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
@@ -690,8 +814,12 @@ class KafkaApis:
         nodes = {}
         for key in keys:
             node, error = (-1, "", -1), COORDINATOR_NOT_AVAILABLE
-            if body.get("key_type", 0) == 0:
-                leader = self._group_coordinator_of(key)
+            key_type = body.get("key_type", COORDINATOR_TYPE_GROUP)
+            if key_type == COORDINATOR_TYPE_TRANSACTION and not key:
+                node, error = (-1, "", -1), INVALID_REQUEST
+            elif key_type in (COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION):
+                leader = (self._group_coordinator_of(key) if key_type == COORDINATOR_TYPE_GROUP
+                          else self._transaction_coordinator_of(key))
                 if leader in live:
                     node, error = (leader, *live[leader]), NONE
             nodes[key] = (node, error)
@@ -718,6 +846,17 @@ class KafkaApis:
         if self.broker.replica_manager.standalone:
             return int(self.broker.broker_id)
         state = self._metadata_partition(OFFSETS_TOPIC, manager.partition_for(group_id))
+        return int(state["leader_id"])
+
+    def _transaction_coordinator_of(self, transactional_id: str) -> int:
+        """The leader of the id's ``__transaction_state`` partition, or -1."""
+        manager = self.broker.transaction_coordinator.txn_manager
+        if not manager.ensure_topic():
+            return -1
+        if self.broker.replica_manager.standalone:
+            return int(self.broker.broker_id)
+        state = self._metadata_partition(TRANSACTION_STATE_TOPIC,
+                                         manager.partition_for(transactional_id))
         return int(state["leader_id"])
 
     def handle_offset_commit_request(self, request: Request) -> None:

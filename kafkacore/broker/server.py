@@ -40,6 +40,7 @@ class Broker:
         self.log_manager: Any = None
         self.metadata_cache: Any = None
         self.group_coordinator: Any = None
+        self.transaction_coordinator: Any = None
         self.producer_id_manager: Any = None
         self.apis: Any = None
         self.replica_manager: Any = None
@@ -110,6 +111,10 @@ class Broker:
         from kafkacore.broker.replica_manager import ReplicaManager
 
         self.replica_manager = ReplicaManager(self)
+        from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
+
+        self.transaction_coordinator = TransactionCoordinator(self)
+        self.transaction_coordinator.startup()
         self.apis = KafkaApis(self)
         self._handlers = KafkaRequestHandlerPool(
             self.request_channel, self.apis, self.config["num.io.threads"]
@@ -132,6 +137,7 @@ class Broker:
             self.lifecycle.shutdown()
         self.socket_server.shutdown()
         self._handlers.shutdown()
+        self.transaction_coordinator.shutdown()
         self.replica_manager.shutdown()
         self.group_coordinator.shutdown()
         shutdown = getattr(self.log_manager, "shutdown", None)

@@ -1,0 +1,154 @@
+"""Transactions on our broker (one broker), judged by clients we did not write.
+
+confluent-kafka's transactional producer commits and aborts; confluent-kafka's and
+kafka-python's read_committed consumers see exactly the committed records, read_uncommitted ones
+see them all; an open transaction holds the last stable offset back (Fetch and ListOffsets);
+a second producer with the same transactional id fences the first; the coordinator answers bad
+requests with Kafka's error codes.  See docs/broker/transactions.rst.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from reactor_client import wait_until
+from readback import read_confluent, read_kafka_python
+
+from kafkacore.admin import create_topics
+from kafkacore.testing import LocalBroker
+
+PARTITIONS = 2
+COMMITTED = {"isolation.level": "read_committed"}
+UNCOMMITTED = {"isolation.level": "read_uncommitted"}
+
+
+@pytest.fixture(scope="module")
+def ours():
+    with LocalBroker(kind="kafkacore") as broker:
+        yield broker
+
+
+def new_topic(broker: LocalBroker) -> str:
+    name = f"txn-{uuid.uuid4().hex[:10]}"
+    assert create_topics(broker.bootstrap, {name: PARTITIONS}) == {name: 0}
+    return name
+
+
+def transactional_producer(bootstrap: str, transactional_id: str, **config):
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                         "linger.ms": 5, **config})
+    producer.init_transactions(30)
+    return producer
+
+
+def send(producer, topic: str, values: list[bytes]) -> None:
+    """Produce into the open transaction and wait until the broker has every record (librdkafka
+    drops unsent records on abort; these must reach the log)."""
+    for i, v in enumerate(values):
+        producer.produce(topic, v, partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+
+
+def values_of(consumed) -> list[bytes]:
+    return sorted(c.value for c in consumed)
+
+
+def committed_end_offsets(bootstrap: str, topic: str, isolation: str) -> dict[int, int]:
+    """ListOffsets LATEST as kafka-python asks it, under ``isolation``."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation)
+    try:
+        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        return {tp.partition: o for tp, o in consumer.end_offsets(tps).items()}
+    finally:
+        consumer.close()
+
+
+def test_commit_and_abort_seen_by_both_isolation_levels(ours):
+    topic = new_topic(ours)
+    producer = transactional_producer(ours.bootstrap, f"tx-{topic}")
+    committed = [b"committed-%d" % i for i in range(10)]
+    aborted = [b"aborted-%d" % i for i in range(6)]
+    producer.begin_transaction()
+    send(producer, topic, committed[:5])
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    send(producer, topic, aborted)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    send(producer, topic, committed[5:])
+    producer.commit_transaction(30)
+
+    everything = sorted(committed + aborted)
+    for reader, committed_config, uncommitted_config in (
+        (read_confluent, COMMITTED, UNCOMMITTED),
+        (read_kafka_python, {"isolation_level": "read_committed"},
+         {"isolation_level": "read_uncommitted"}),
+    ):
+        got = reader(ours.bootstrap, topic, PARTITIONS, len(committed), config=committed_config)
+        assert values_of(got) == sorted(committed), reader.__name__
+        got = reader(ours.bootstrap, topic, PARTITIONS, len(everything),
+                     config=uncommitted_config)
+        assert values_of(got) == everything, reader.__name__
+    # Every transaction is ended: the LSO is the high watermark on both partitions.
+    assert committed_end_offsets(ours.bootstrap, topic, "read_committed") == \
+        committed_end_offsets(ours.bootstrap, topic, "read_uncommitted")
+
+
+def test_an_open_transaction_holds_the_last_stable_offset(ours):
+    topic = new_topic(ours)
+    plain = transactional_producer(ours.bootstrap, f"tx-before-{topic}")
+    plain.begin_transaction()
+    send(plain, topic, [b"before-0", b"before-1"])
+    plain.commit_transaction(30)
+    hw_before = committed_end_offsets(ours.bootstrap, topic, "read_uncommitted")
+
+    producer = transactional_producer(ours.bootstrap, f"tx-{topic}")
+    producer.begin_transaction()
+    send(producer, topic, [b"open-0", b"open-1"])
+    # The open records are in the log (read_uncommitted sees them) but past the LSO.
+    got = read_confluent(ours.bootstrap, topic, PARTITIONS, 4, config=UNCOMMITTED)
+    assert values_of(got) == [b"before-0", b"before-1", b"open-0", b"open-1"]
+    assert committed_end_offsets(ours.bootstrap, topic, "read_committed") == hw_before
+    assert committed_end_offsets(ours.bootstrap, topic, "read_uncommitted") != hw_before
+    got = read_kafka_python(ours.bootstrap, topic, PARTITIONS, 2,
+                            config={"isolation_level": "read_committed"})
+    assert values_of(got) == [b"before-0", b"before-1"]
+
+    producer.commit_transaction(30)
+    wait_until(lambda: committed_end_offsets(ours.bootstrap, topic, "read_committed")
+               == committed_end_offsets(ours.bootstrap, topic, "read_uncommitted"),
+               what="the LSO reaching the high watermark")
+    got = read_confluent(ours.bootstrap, topic, PARTITIONS, 4, config=COMMITTED)
+    assert values_of(got) == [b"before-0", b"before-1", b"open-0", b"open-1"]
+
+
+def test_a_second_producer_fences_the_first(ours):
+    from confluent_kafka import KafkaError, KafkaException
+
+    topic = new_topic(ours)
+    txn_id = f"tx-{topic}"
+    zombie = transactional_producer(ours.bootstrap, txn_id)
+    zombie.begin_transaction()
+    send(zombie, topic, [b"zombie-0", b"zombie-1"])
+
+    # The new producer's InitProducerId aborts the zombie's open transaction and fences it.
+    successor = transactional_producer(ours.bootstrap, txn_id)
+    with pytest.raises(KafkaException) as raised:
+        zombie.commit_transaction(30)
+    error = raised.value.args[0]
+    assert error.code() == KafkaError._FENCED and error.fatal(), error
+
+    successor.begin_transaction()
+    send(successor, topic, [b"successor-0"])
+    successor.commit_transaction(30)
+    everything = read_confluent(ours.bootstrap, topic, PARTITIONS, 3, config=UNCOMMITTED)
+    assert values_of(everything) == [b"successor-0", b"zombie-0", b"zombie-1"]
+    for reader, config in ((read_confluent, COMMITTED),
+                           (read_kafka_python, {"isolation_level": "read_committed"})):
+        got = reader(ours.bootstrap, topic, PARTITIONS, 1, config=config)
+        assert values_of(got) == [b"successor-0"], reader.__name__
