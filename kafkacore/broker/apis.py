@@ -99,6 +99,7 @@ class KafkaApis:
             ApiKey.ADD_OFFSETS_TO_TXN: self.handle_add_offsets_to_txn_request,
             ApiKey.END_TXN: self.handle_end_txn_request,
             ApiKey.WRITE_TXN_MARKERS: self.handle_write_txn_markers_request,
+            ApiKey.TXN_OFFSET_COMMIT: self.handle_txn_offset_commit_request,
         }
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
@@ -791,6 +792,37 @@ class KafkaApis:
             lambda error: self.respond(request, {
                 "throttle_time_ms": 0, "error_code": error,
                 "producer_id": body["producer_id"], "producer_epoch": body["producer_epoch"]}))
+
+    def handle_txn_offset_commit_request(self, request: Request) -> None:
+        """A transaction's offsets: written to the group's offsets partition as the producer's
+        transactional batch, visible once the transaction commits."""
+        body = request.body
+        assert body is not None
+        offsets = {}
+        unknown = set()
+        for t in body["topics"]:
+            for p in t["partitions"]:
+                tp = (t["name"], p["partition_index"])
+                if not self._partition_exists(*tp):
+                    unknown.add(tp)
+                    continue
+                offsets[tp] = OffsetAndMetadata(p["committed_offset"],
+                                                p.get("committed_leader_epoch", -1),
+                                                p["committed_metadata"], -1)
+
+        def send_response(errors: dict[tuple[str, int], int]) -> None:
+            errors = {**errors, **dict.fromkeys(unknown, UNKNOWN_TOPIC_OR_PARTITION)}
+            self.respond(request, {"throttle_time_ms": 0, "topics": [
+                {"name": t["name"], "partitions": [
+                    {"partition_index": p["partition_index"],
+                     "error_code": errors.get((t["name"], p["partition_index"]), NONE)}
+                    for p in t["partitions"]]}
+                for t in body["topics"]]})
+
+        self.broker.group_coordinator.handle_commit_offsets(
+            body["group_id"], body.get("generation_id", -1), offsets,
+            member_id=body.get("member_id", ""), response_callback=send_response,
+            producer=(body["producer_id"], body["producer_epoch"]))
 
     def handle_write_txn_markers_request(self, request: Request) -> None:
         """A transaction coordinator's markers for the partitions this broker leads."""

@@ -152,3 +152,71 @@ def test_a_second_producer_fences_the_first(ours):
                            (read_kafka_python, {"isolation_level": "read_committed"})):
         got = reader(ours.bootstrap, topic, PARTITIONS, 1, config=config)
         assert values_of(got) == [b"successor-0"], reader.__name__
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int | None]:
+    """The group's committed offsets as confluent-kafka's consumer reads them."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    try:
+        got = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], 30)
+        return {tp.partition: (tp.offset if tp.offset >= 0 else None) for tp in got}
+    finally:
+        consumer.close()
+
+
+def test_offsets_sent_to_a_transaction_count_only_when_it_commits(ours):
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic = new_topic(ours)
+    group = f"g-{topic}"
+    consumer = Consumer({"bootstrap.servers": ours.bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    try:
+        producer = transactional_producer(ours.bootstrap, f"tx-{topic}")
+        producer.begin_transaction()
+        send(producer, topic, [b"out-0"])
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 7), TopicPartition(topic, 1, 3)],
+            consumer.consumer_group_metadata(), 30)
+        producer.abort_transaction(30)
+        assert committed_offsets(ours.bootstrap, group, topic) == {0: None, 1: None}
+
+        producer.begin_transaction()
+        send(producer, topic, [b"out-1"])
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 5), TopicPartition(topic, 1, 2)],
+            consumer.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+    finally:
+        consumer.close()
+    assert committed_offsets(ours.bootstrap, group, topic) == {0: 5, 1: 2}
+    got = read_confluent(ours.bootstrap, topic, PARTITIONS, 1, config=COMMITTED)
+    assert values_of(got) == [b"out-1"]
+
+
+def test_transactional_offsets_survive_a_restart(tmp_path):
+    """The pending offsets and the markers are read back from __consumer_offsets."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    with LocalBroker(kind="kafkacore", log_dirs=tmp_path) as broker:
+        topic = new_topic(broker)
+        group = f"g-{topic}"
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                             "enable.auto.commit": False})
+        try:
+            producer = transactional_producer(broker.bootstrap, f"tx-{topic}")
+            # The aborted commit is the later one: read naively, it would win.
+            for offset, end in ((4, producer.commit_transaction),
+                                (9, producer.abort_transaction)):
+                producer.begin_transaction()
+                send(producer, topic, [b"x"])
+                producer.send_offsets_to_transaction(
+                    [TopicPartition(topic, 0, offset)], consumer.consumer_group_metadata(), 30)
+                end(30)
+        finally:
+            consumer.close()
+        broker.restart()
+        assert committed_offsets(broker.bootstrap, group, topic) == {0: 4, 1: None}

@@ -315,6 +315,13 @@ class Log:
                     kind = control_type(records, h)
                     if kind is not None:
                         pending[h.producer_id].append_end_txn_marker(h, offset, kind == COMMIT)
+                elif h.has_producer_id and from_coordinator:
+                    # A coordinator's own transactional write (offsets of a transaction):
+                    # no sequences to check (Kafka checks them for clients only).
+                    if h.producer_id not in pending:
+                        pending[h.producer_id] = self.producer_state.prepare_update(h.producer_id)
+                    pending[h.producer_id].append(h, offset, validate=False,
+                                                  max_timestamp=append_time)
                 elif h.has_producer_id:
                     # Kafka checks every batch against the state before this request.
                     entry = self.producer_state.last_entry(h.producer_id)

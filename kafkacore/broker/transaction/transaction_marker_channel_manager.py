@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
+from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.log.end_transaction_marker import end_transaction_marker
 from kafkacore.protocol.api_keys import ApiKey
@@ -52,7 +53,7 @@ def append_txn_markers(broker: Broker, markers: list[dict[str, Any]],
     pending = {"count": 0}
     results: dict[Any, int] = {}
     lock = threading.Lock()
-    batches: list[tuple[int, dict[TopicPartition, tuple[dict[str, Any], bytes]]]] = []
+    batches: list[tuple[int, bool, dict[TopicPartition, tuple[dict[str, Any], bytes]]]] = []
     for m in markers:
         entries = {}
         for t in m["topics"]:
@@ -62,13 +63,20 @@ def append_txn_markers(broker: Broker, markers: list[dict[str, Any]],
                 entries[(t["name"], index)] = (response, end_transaction_marker(
                     m["producer_id"], m["producer_epoch"], m["transaction_result"],
                     m["coordinator_epoch"], now))
-        batches.append((m["producer_id"], entries))
+        batches.append((m["producer_id"], m["transaction_result"], entries))
         pending["count"] += 1
     if not batches:
         callback({})
         return
 
-    def done(pid: int, got: dict[TopicPartition, dict[str, Any]]) -> None:
+    def done(pid: int, commit: bool, got: dict[TopicPartition, dict[str, Any]]) -> None:
+        # The group coordinator's pending transactional offsets become committed (or are
+        # dropped) once the marker is in their offsets partition.
+        offsets_partitions = {p for (t, p), r in got.items()
+                              if t == OFFSETS_TOPIC and r["error_code"] == NONE}
+        if offsets_partitions:
+            broker.group_coordinator.group_manager.handle_txn_completion(
+                pid, offsets_partitions, commit)
         with lock:
             for tp, r in got.items():
                 results[(pid, *tp)] = r["error_code"]
@@ -77,9 +85,10 @@ def append_txn_markers(broker: Broker, markers: list[dict[str, Any]],
         if finished:
             callback(results)
 
-    for pid, entries in batches:
+    for pid, commit, entries in batches:
         rm.append_records(REQUEST_TIMEOUT_MS, -1, entries,
-                          lambda got, pid=pid: done(pid, got), from_coordinator=True)
+                          lambda got, pid=pid, commit=commit: done(pid, commit, got),
+                          from_coordinator=True)
 
 
 @dataclass
