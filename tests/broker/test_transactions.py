@@ -9,6 +9,10 @@ requests with Kafka's error codes.  See docs/broker/transactions.rst.
 
 from __future__ import annotations
 
+import asyncio
+import multiprocessing
+import os
+import signal
 import uuid
 
 import pytest
@@ -23,9 +27,15 @@ COMMITTED = {"isolation.level": "read_committed"}
 UNCOMMITTED = {"isolation.level": "read_uncommitted"}
 
 
+#: the coordinator looks for transactions past their timeout this often (Kafka: 10 s)
+ABORT_INTERVAL_MS = "200"
+
+
 @pytest.fixture(scope="module")
 def ours():
-    with LocalBroker(kind="kafkacore") as broker:
+    with LocalBroker(kind="kafkacore", config={
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": ABORT_INTERVAL_MS,
+    }) as broker:
         yield broker
 
 
@@ -220,3 +230,96 @@ def test_transactional_offsets_survive_a_restart(tmp_path):
             consumer.close()
         broker.restart()
         assert committed_offsets(broker.bootstrap, group, topic) == {0: 4, 1: None}
+
+
+def _open_a_transaction_and_die(bootstrap: str, topic: str, transactional_id: str) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                         "transaction.timeout.ms": 2000, "message.timeout.ms": 2000})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    send(producer, topic, [b"left-open-0", b"left-open-1"])
+    os.kill(os.getpid(), signal.SIGKILL)  # no abort, no goodbye
+
+
+def test_a_transaction_left_open_is_aborted_after_its_timeout(ours):
+    topic = new_topic(ours)
+    child = multiprocessing.get_context("forkserver").Process(
+        target=_open_a_transaction_and_die, args=(ours.bootstrap, topic, f"tx-{topic}"))
+    child.start()
+    child.join(60)
+    assert child.exitcode == -signal.SIGKILL
+    got = read_confluent(ours.bootstrap, topic, PARTITIONS, 2, config=UNCOMMITTED)
+    assert values_of(got) == [b"left-open-0", b"left-open-1"]
+    # The coordinator aborts it by itself: the ABORT markers let the LSO reach the HW.
+    wait_until(lambda: committed_end_offsets(ours.bootstrap, topic, "read_committed")
+               == committed_end_offsets(ours.bootstrap, topic, "read_uncommitted"),
+               bound_s=30, what="the coordinator aborting the transaction")
+    other = transactional_producer(ours.bootstrap, f"tx-other-{topic}")
+    other.begin_transaction()
+    send(other, topic, [b"later"])
+    other.commit_transaction(30)
+    for reader, config in ((read_confluent, COMMITTED),
+                           (read_kafka_python, {"isolation_level": "read_committed"})):
+        got = reader(ours.bootstrap, topic, PARTITIONS, 1, config=config)
+        assert values_of(got) == [b"later"], reader.__name__
+
+
+def test_kafka_python_transactional_producer(ours):
+    from kafka import KafkaProducer
+
+    topic = new_topic(ours)
+    producer = KafkaProducer(bootstrap_servers=ours.bootstrap, transactional_id=f"tx-{topic}")
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(4):
+            producer.send(topic, b"kp-committed-%d" % i, partition=i % PARTITIONS)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        for i in range(3):
+            producer.send(topic, b"kp-aborted-%d" % i, partition=i % PARTITIONS)
+        producer.flush()
+        producer.abort_transaction()
+    finally:
+        producer.close()
+    committed = [b"kp-committed-%d" % i for i in range(4)]
+    aborted = [b"kp-aborted-%d" % i for i in range(3)]
+    got = read_confluent(ours.bootstrap, topic, PARTITIONS, 4, config=COMMITTED)
+    assert values_of(got) == sorted(committed)
+    got = read_kafka_python(ours.bootstrap, topic, PARTITIONS, 7,
+                            config={"isolation_level": "read_uncommitted"})
+    assert values_of(got) == sorted(committed + aborted)
+
+
+def test_aiokafka_transactional_producer(ours):
+    from aiokafka import AIOKafkaProducer
+
+    topic = new_topic(ours)
+
+    async def run() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=ours.bootstrap,
+                                    transactional_id=f"tx-{topic}")
+        await producer.start()
+        try:
+            async with producer.transaction():
+                for i in range(4):
+                    await producer.send_and_wait(topic, b"aio-committed-%d" % i,
+                                                 partition=i % PARTITIONS)
+            await producer.begin_transaction()
+            for i in range(3):
+                await producer.send_and_wait(topic, b"aio-aborted-%d" % i,
+                                             partition=i % PARTITIONS)
+            await producer.abort_transaction()
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())
+    committed = [b"aio-committed-%d" % i for i in range(4)]
+    aborted = [b"aio-aborted-%d" % i for i in range(3)]
+    got = read_kafka_python(ours.bootstrap, topic, PARTITIONS, 4,
+                            config={"isolation_level": "read_committed"})
+    assert values_of(got) == sorted(committed)
+    got = read_confluent(ours.bootstrap, topic, PARTITIONS, 7, config=UNCOMMITTED)
+    assert values_of(got) == sorted(committed + aborted)
