@@ -323,3 +323,80 @@ def test_aiokafka_transactional_producer(ours):
     assert values_of(got) == sorted(committed)
     got = read_confluent(ours.bootstrap, topic, PARTITIONS, 7, config=UNCOMMITTED)
     assert values_of(got) == sorted(committed + aborted)
+
+
+def test_bad_transactional_requests_get_kafkas_errors(ours):
+    """Each wrong request gets Kafka's error code; the coordinator serves everyone else."""
+    from kafkacore.broker.inter_broker_client import InterBrokerClient
+    from kafkacore.errors import (
+        ConcurrentTransactionsError,
+        InvalidProducerIdMappingError,
+        InvalidRequestError,
+        InvalidTransactionTimeoutError,
+        InvalidTxnStateError,
+        ProducerFencedError,
+        UnknownTopicOrPartitionError,
+    )
+    from kafkacore.protocol.api_keys import ApiKey
+
+    host, port = ours.bootstrap.split(":")
+    client = InterBrokerClient(host, int(port), "bad-input", 10.0)
+    topic = new_topic(ours)
+    txn_id = f"tx-{topic}"
+
+    def send(api: ApiKey, version: int, **body):
+        return client.send(api, version, body)
+
+    try:
+        found = send(ApiKey.FIND_COORDINATOR, 3, key="", key_type=1)
+        assert found["error_code"] == InvalidRequestError.errno
+        assert send(ApiKey.FIND_COORDINATOR, 3, key=txn_id, key_type=1)["error_code"] == 0
+        too_long = send(ApiKey.INIT_PRODUCER_ID, 4, transactional_id=txn_id,
+                        transaction_timeout_ms=900001, producer_id=-1, producer_epoch=-1)
+        assert too_long["error_code"] == InvalidTransactionTimeoutError.errno
+        init = send(ApiKey.INIT_PRODUCER_ID, 4, transactional_id=txn_id,
+                    transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1)
+        assert init["error_code"] == 0
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+
+        def end(committed: bool, producer_id: int = pid, producer_epoch: int = epoch,
+                transactional_id: str = txn_id) -> int:
+            return send(ApiKey.END_TXN, 3, transactional_id=transactional_id,
+                        producer_id=producer_id, producer_epoch=producer_epoch,
+                        committed=committed)["error_code"]
+
+        def add(partition: int, producer_id: int = pid, producer_epoch: int = epoch) -> int:
+            answer = send(ApiKey.ADD_PARTITIONS_TO_TXN, 3,
+                          v3_and_below_transactional_id=txn_id,
+                          v3_and_below_producer_id=producer_id,
+                          v3_and_below_producer_epoch=producer_epoch,
+                          v3_and_below_topics=[{"name": topic, "partitions": [partition]}])
+            [t] = answer["results_by_topic_v3_and_below"]
+            return t["results_by_partition"][0]["partition_error_code"]
+
+        assert end(True) == InvalidTxnStateError.errno  # nothing open
+        assert end(True, transactional_id=f"unknown-{topic}") == \
+            InvalidProducerIdMappingError.errno
+        assert add(0, producer_id=pid + 1) == InvalidProducerIdMappingError.errno
+        assert add(0, producer_epoch=epoch - 1) == ProducerFencedError.errno
+        assert add(99) == UnknownTopicOrPartitionError.errno
+        assert add(0) == 0
+        assert end(True, producer_epoch=epoch + 1) == ProducerFencedError.errno
+        assert end(True) == 0
+        # While the markers are written or once done: a retry of the commit is harmless, an
+        # abort of it is refused.
+        assert end(False) == InvalidTxnStateError.errno
+        retry = end(True)
+        assert retry in (0, ConcurrentTransactionsError.errno)
+        garbage = send(ApiKey.INIT_PRODUCER_ID, 4, transactional_id="\u0000\ufffd" * 2000,
+                       transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1)
+        assert garbage["error_code"] == 0  # alone, this broker coordinates every id
+    finally:
+        client.close()
+    # The coordinator still serves a real client.
+    producer = transactional_producer(ours.bootstrap, f"tx-after-{topic}")
+    producer.begin_transaction()
+    producer.produce(topic, b"still-served", partition=1)
+    producer.commit_transaction(30)
+    got = read_confluent(ours.bootstrap, topic, PARTITIONS, 1, config=COMMITTED)
+    assert values_of(got) == [b"still-served"]

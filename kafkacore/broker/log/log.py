@@ -199,6 +199,11 @@ class Log:
         psm = self.producer_state
         end = self.log_end_offset
         start = psm.load_latest_snapshot(end)
+        if any(s.size and not s.txn_index.existed for s in self._segments):
+            # A transaction index is missing: replay the whole log, which rebuilds every
+            # segment's index (Kafka rebuilds it while recovering the segment).
+            psm.clear()
+            start = None
         if start is None or start < self.log_start_offset:
             start = self.log_start_offset
             if psm.map_end_offset < start:

@@ -392,6 +392,12 @@ class ProducerStateManager:
         self._reset_transactions()
         return None
 
+    def clear(self) -> None:
+        """Forget every producer (the log is then replayed from its start)."""
+        self.producers = {}
+        self.map_end_offset = 0
+        self._reset_transactions()
+
     def _reset_transactions(self) -> None:
         self.ongoing_txns = {pid: e.current_txn_first_offset for pid, e in self.producers.items()
                              if e.current_txn_first_offset >= 0}

@@ -39,7 +39,12 @@ class TransactionIndex:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.entries: list[AbortedTxn] = []
+        #: False if the file was missing when opened (lost, or a segment of an older broker):
+        #: the log then rebuilds the index from the batches
+        self.existed = path.exists()
         self._load()
+        if not self.existed:
+            path.touch()
 
     def _load(self) -> None:
         try:
