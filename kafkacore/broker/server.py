@@ -114,8 +114,9 @@ class Broker:
         from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
 
         self.transaction_coordinator = TransactionCoordinator(self)
-        self.transaction_coordinator.startup()
         self.apis = KafkaApis(self)
+        # After the APIs: loading may write markers at once, through the replica manager.
+        self.transaction_coordinator.startup()
         self._handlers = KafkaRequestHandlerPool(
             self.request_channel, self.apis, self.config["num.io.threads"]
         )
