@@ -16,8 +16,8 @@ import signal
 import uuid
 
 import pytest
-from reactor_client import wait_until
 from readback import read_confluent, read_kafka_python
+from waits import wait_until
 
 from kafkacore.admin import create_topics
 from kafkacore.testing import LocalBroker
