@@ -728,10 +728,16 @@ class KafkaApis(ApiRequestHandler):
 
     def handle_add_partitions_to_txn_request(self, request: Request) -> None:
         """v0-3 (clients): one transaction; v4+ (brokers, KIP-890): several, each perhaps only
-        verified.  Unknown partitions fail the transaction's request, the others then answer
-        OPERATION_NOT_ATTEMPTED, as Kafka."""
+        verified.  Unknown (or unauthorized) partitions fail the transaction's request, the
+        others then answer OPERATION_NOT_ATTEMPTED, as Kafka."""
         body, version = request.body, request.api_version
         assert body is not None
+        if version >= 4 and not self.authorize(request, AclOperation.CLUSTER_ACTION,
+                                               ResourceType.CLUSTER):
+            self.respond(request, {"throttle_time_ms": 0,
+                                   "error_code": CLUSTER_AUTHORIZATION_FAILED,
+                                   "results_by_transaction": []})
+            return
         if version < 4:
             transactions = [{"transactional_id": body["v3_and_below_transactional_id"],
                              "producer_id": body["v3_and_below_producer_id"],
@@ -766,6 +772,8 @@ class KafkaApis(ApiRequestHandler):
         for i, txn in enumerate(transactions):
             partitions = {(t["name"], p) for t in txn["topics"] for p in t["partitions"]}
             unknown = {tp for tp in partitions if not self._partition_exists(*tp)}
+            refused = {tp for tp in partitions
+                       if not self.authorize_topic(request, AclOperation.WRITE, tp[0])}
 
             def topic_results(error_of: Callable[[tuple[str, int]], int],
                               txn: dict[str, Any] = txn) -> list[dict[str, Any]]:
@@ -773,9 +781,16 @@ class KafkaApis(ApiRequestHandler):
                     {"partition_index": p, "partition_error_code": error_of((t["name"], p))}
                     for p in t["partitions"]]} for t in txn["topics"]]
 
-            if unknown:
-                finish(i, topic_results(lambda tp, unknown=unknown: UNKNOWN_TOPIC_OR_PARTITION
-                                        if tp in unknown else OPERATION_NOT_ATTEMPTED))
+            if version < 4 and not self.authorize(request, AclOperation.WRITE,
+                                                  ResourceType.TRANSACTIONAL_ID,
+                                                  txn["transactional_id"]):
+                finish(i, topic_results(lambda tp: TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+                continue
+            if refused or unknown:
+                finish(i, topic_results(
+                    lambda tp, refused=refused, unknown=unknown: TOPIC_AUTHORIZATION_FAILED
+                    if tp in refused else UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
+                    else OPERATION_NOT_ATTEMPTED))
                 continue
             self.broker.transaction_coordinator.handle_add_partitions(
                 txn["transactional_id"], txn["producer_id"], txn["producer_epoch"], partitions,
@@ -792,15 +807,32 @@ class KafkaApis(ApiRequestHandler):
         offsets get the transaction's marker."""
         body = request.body
         assert body is not None
+        refused = self._transactional_id_refused(request, body["transactional_id"])
+        if not refused and not self.authorize(request, AclOperation.READ, ResourceType.GROUP,
+                                              body["group_id"]):
+            refused = GROUP_AUTHORIZATION_FAILED
+        if refused:
+            self.respond(request, {"throttle_time_ms": 0, "error_code": refused})
+            return
         partition = self.broker.group_coordinator.group_manager.partition_for(body["group_id"])
         self.broker.transaction_coordinator.handle_add_partitions(
             body["transactional_id"], body["producer_id"], body["producer_epoch"],
             {(OFFSETS_TOPIC, partition)},
             lambda error: self.respond(request, {"throttle_time_ms": 0, "error_code": error}))
 
+    def _transactional_id_refused(self, request: Request, transactional_id: str) -> int:
+        """Kafka's check of the transactional requests: WRITE on the transactional id."""
+        return NONE if self.authorize(request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                      transactional_id) else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
     def handle_end_txn_request(self, request: Request) -> None:
         body = request.body
         assert body is not None
+        refused = self._transactional_id_refused(request, body["transactional_id"])
+        if refused:
+            self.respond(request, {"throttle_time_ms": 0, "error_code": refused,
+                                   "producer_id": -1, "producer_epoch": -1})
+            return
         self.broker.transaction_coordinator.handle_end_transaction(
             body["transactional_id"], body["producer_id"], body["producer_epoch"],
             body["committed"],
@@ -814,19 +846,29 @@ class KafkaApis(ApiRequestHandler):
         body = request.body
         assert body is not None
         offsets = {}
-        unknown = set()
+        unknown: dict[tuple[str, int], int] = {}
+        refused = self._transactional_id_refused(request, body["transactional_id"])
+        if not refused and not self.authorize(request, AclOperation.READ, ResourceType.GROUP,
+                                              body["group_id"]):
+            refused = GROUP_AUTHORIZATION_FAILED
         for t in body["topics"]:
             for p in t["partitions"]:
                 tp = (t["name"], p["partition_index"])
+                if refused:
+                    unknown[tp] = refused
+                    continue
+                if not self.authorize_topic(request, AclOperation.READ, tp[0]):
+                    unknown[tp] = TOPIC_AUTHORIZATION_FAILED
+                    continue
                 if not self._partition_exists(*tp):
-                    unknown.add(tp)
+                    unknown[tp] = UNKNOWN_TOPIC_OR_PARTITION
                     continue
                 offsets[tp] = OffsetAndMetadata(p["committed_offset"],
                                                 p.get("committed_leader_epoch", -1),
                                                 p["committed_metadata"], -1)
 
         def send_response(errors: dict[tuple[str, int], int]) -> None:
-            errors = {**errors, **dict.fromkeys(unknown, UNKNOWN_TOPIC_OR_PARTITION)}
+            errors = {**errors, **unknown}
             self.respond(request, {"throttle_time_ms": 0, "topics": [
                 {"name": t["name"], "partitions": [
                     {"partition_index": p["partition_index"],
@@ -840,10 +882,12 @@ class KafkaApis(ApiRequestHandler):
             producer=(body["producer_id"], body["producer_epoch"]))
 
     def handle_write_txn_markers_request(self, request: Request) -> None:
-        """A transaction coordinator's markers for the partitions this broker leads."""
+        """A transaction coordinator's markers for the partitions this broker leads (only
+        brokers may send them: CLUSTER_ACTION)."""
         body = request.body
         assert body is not None
         markers = body["markers"]
+        allowed = self.authorize(request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
 
         def send_response(results: dict[tuple[int, str, int], int]) -> None:
             self.respond(request, {"markers": [
@@ -855,6 +899,11 @@ class KafkaApis(ApiRequestHandler):
                     for t in m["topics"]]}
                 for m in markers]})
 
+        if not allowed:
+            send_response({(m["producer_id"], t["name"], p): CLUSTER_AUTHORIZATION_FAILED
+                           for m in markers for t in m["topics"]
+                           for p in t["partition_indexes"]})
+            return
         append_txn_markers(self.broker, markers, send_response)
 
     # -- FindCoordinator, OffsetCommit, OffsetFetch ----------------------------------------------

@@ -400,3 +400,67 @@ def test_bad_transactional_requests_get_kafkas_errors(ours):
     producer.commit_transaction(30)
     got = read_confluent(ours.bootstrap, topic, PARTITIONS, 1, config=COMMITTED)
     assert values_of(got) == [b"still-served"]
+
+
+def test_transactional_requests_are_authorized(tmp_path):
+    """WRITE on the transactional id for the producer's requests, CLUSTER_ACTION for the
+    markers (Kafka's checks), with SASL users and the StandardAuthorizer."""
+    import functools
+
+    from kafkacore.broker.authorizer import (
+        AccessControlEntry,
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        PatternType,
+        ResourcePattern,
+        ResourceType,
+    )
+    from kafkacore.broker.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server import Broker
+    from kafkacore.errors import (
+        ClusterAuthorizationFailedError,
+        TransactionalIdAuthorizationFailedError,
+    )
+    from kafkacore.network.sasl import PlainMechanism
+    from kafkacore.protocol.api_keys import ApiKey
+
+    refused = TransactionalIdAuthorizationFailedError.errno
+    config = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
+              "sasl.users": "admin:admin-secret,alice:alice-secret",
+              "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "super.users": "User:admin", "log.dirs": str(tmp_path)}
+    with Broker(config) as broker:
+        host, port = broker.bootstrap_servers.split(":")
+        alice = InterBrokerClient(host, int(port), "alice", 10.0,
+                                  sasl=functools.partial(PlainMechanism, "alice", "alice-secret"))
+        try:
+            def init() -> int:
+                return alice.send(ApiKey.INIT_PRODUCER_ID, 4, {
+                    "transactional_id": "tx-alice", "transaction_timeout_ms": 60000,
+                    "producer_id": -1, "producer_epoch": -1})["error_code"]
+
+            found = alice.send(ApiKey.FIND_COORDINATOR, 3, {"key": "tx-alice", "key_type": 1})
+            assert found["error_code"] == refused
+            assert init() == refused
+            end = alice.send(ApiKey.END_TXN, 3, {"transactional_id": "tx-alice",
+                                                 "producer_id": 0, "producer_epoch": 0,
+                                                 "committed": True})
+            assert end["error_code"] == refused
+            markers = alice.send(ApiKey.WRITE_TXN_MARKERS, 1, {"markers": [
+                {"producer_id": 0, "producer_epoch": 0, "transaction_result": True,
+                 "coordinator_epoch": 0, "topics": [{"name": "t", "partition_indexes": [0]}]}]})
+            [[[partition]]] = [[t["partitions"] for t in m["topics"]]
+                               for m in markers["markers"]]
+            assert partition["error_code"] == ClusterAuthorizationFailedError.errno
+            pattern = ResourcePattern(ResourceType.TRANSACTIONAL_ID, "tx-alice",
+                                      PatternType.LITERAL)
+            assert broker.authorizer.create_acls([
+                AclBinding(pattern, AccessControlEntry("User:alice", "*", op,
+                                                       AclPermissionType.ALLOW))
+                for op in (AclOperation.WRITE, AclOperation.DESCRIBE)]) == [None, None]
+            assert alice.send(ApiKey.FIND_COORDINATOR, 3,
+                              {"key": "tx-alice", "key_type": 1})["error_code"] == 0
+            assert init() == 0
+        finally:
+            alice.close()

@@ -228,7 +228,8 @@ class TransactionMarkerChannelManager:
                 client.close()
             client = InterBrokerClient(address[0], address[1],
                                        f"txn-marker-sender-{self.broker.broker_id}",
-                                       REQUEST_TIMEOUT_MS / 1000.0 + 5, self.broker.faults)
+                                       REQUEST_TIMEOUT_MS / 1000.0 + 5, self.broker.faults,
+                                       sasl=self.broker.inter_broker_sasl)
             self._clients[leader] = client
         try:
             response = client.send(ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION,

@@ -136,7 +136,7 @@ class TransactionStateManager:
                     self._owned.setdefault(p, 0)
             return True
         try:
-            broker.lifecycle.forward(ApiKey.CREATE_TOPICS, 7, {
+            broker.forwarding_manager.forward(ApiKey.CREATE_TOPICS, 7, {
                 "topics": [{"name": TRANSACTION_STATE_TOPIC, "num_partitions": self.num_partitions,
                             "replication_factor": rf, "assignments": [],
                             "configs": [{"name": k, "value": v} for k, v in configs.items()]}],
