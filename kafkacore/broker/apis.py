@@ -107,6 +107,9 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.END_TXN: self.handle_end_txn_request,
             ApiKey.WRITE_TXN_MARKERS: self.handle_write_txn_markers_request,
             ApiKey.TXN_OFFSET_COMMIT: self.handle_txn_offset_commit_request,
+            ApiKey.DESCRIBE_PRODUCERS: self.handle_describe_producers_request,
+            ApiKey.DESCRIBE_TRANSACTIONS: self.handle_describe_transactions_request,
+            ApiKey.LIST_TRANSACTIONS: self.handle_list_transactions_request,
             ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
             ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
             ApiKey.DELETE_ACLS: acl_apis.handle_delete_acls_request,
@@ -905,6 +908,67 @@ class KafkaApis(ApiRequestHandler):
                            for p in t["partition_indexes"]})
             return
         append_txn_markers(self.broker, markers, send_response)
+
+    # -- the transaction admin calls: DescribeProducers, DescribeTransactions, ListTransactions
+
+    def handle_describe_producers_request(self, request: Request) -> None:
+        """The producers a partition's leader knows (its producer state): the tools look for
+        hanging transactions with it."""
+        body = request.body
+        assert body is not None
+        topics = []
+        for t in body["topics"]:
+            parts = []
+            for index in t["partition_indexes"]:
+                part: dict[str, Any] = {"partition_index": index, "error_code": NONE,
+                                        "error_message": None, "active_producers": []}
+                parts.append(part)
+                if not self.authorize_topic(request, AclOperation.READ, t["name"]):
+                    part["error_code"] = TOPIC_AUTHORIZATION_FAILED
+                    continue
+                partition, error = self.broker.replica_manager.leader_partition_or_error(
+                    t["name"], index)
+                if partition is None:
+                    part["error_code"] = error
+                    continue
+                part["active_producers"] = [
+                    {"producer_id": e.producer_id, "producer_epoch": e.producer_epoch,
+                     "last_sequence": e.last_seq, "last_timestamp": e.last_timestamp,
+                     "coordinator_epoch": -1,
+                     "current_txn_start_offset": e.current_txn_first_offset}
+                    for e in partition.log.producer_state.active_producers()]
+            topics.append({"name": t["name"], "partitions": parts})
+        self.respond(request, {"throttle_time_ms": 0, "topics": topics})
+
+    def handle_describe_transactions_request(self, request: Request) -> None:
+        body = request.body
+        assert body is not None
+        coordinator = self.broker.transaction_coordinator
+        states = []
+        for txn_id in body["transactional_ids"]:
+            if self.authorize(request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                              txn_id):
+                states.append(coordinator.handle_describe_transactions(txn_id))
+            else:
+                states.append({**coordinator.handle_describe_transactions(""),
+                               "transactional_id": txn_id,
+                               "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED})
+        self.respond(request, {"throttle_time_ms": 0, "transaction_states": states})
+
+    def handle_list_transactions_request(self, request: Request) -> None:
+        body = request.body
+        assert body is not None
+        error, unknown, found = self.broker.transaction_coordinator.handle_list_transactions(
+            body["state_filters"], body["producer_id_filters"], body.get("duration_filter", -1),
+            body.get("transactional_id_pattern"))
+        self.respond(request, {
+            "throttle_time_ms": 0, "error_code": error, "unknown_state_filters": unknown,
+            "transaction_states": [
+                {"transactional_id": m.transactional_id, "producer_id": m.producer_id,
+                 "transaction_state": m.state.state_name}
+                for m in found if self.authorize(request, AclOperation.DESCRIBE,
+                                                 ResourceType.TRANSACTIONAL_ID,
+                                                 m.transactional_id)]})
 
     # -- FindCoordinator, OffsetCommit, OffsetFetch ----------------------------------------------
 

@@ -2165,6 +2165,158 @@ TXN_OFFSET_COMMIT_RESPONSE: Declaration = {
     ],
 }
 
+# -- The transaction admin calls (KIP-664): DescribeProducers (61), DescribeTransactions (65),
+# ListTransactions (66) ----------------------------------------------------------------------
+
+DESCRIBE_PRODUCERS_REQUEST: Declaration = {
+    "apiKey": 61,
+    "type": "request",
+    "name": "DescribeProducersRequest",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        {
+            "name": "Topics",
+            "type": "[]TopicRequest",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {"name": "PartitionIndexes", "type": "[]int32", "versions": "0+"},
+            ],
+        },
+    ],
+}
+
+DESCRIBE_PRODUCERS_RESPONSE: Declaration = {
+    "apiKey": 61,
+    "type": "response",
+    "name": "DescribeProducersResponse",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {
+            "name": "Topics",
+            "type": "[]TopicResponse",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {
+                    "name": "Partitions",
+                    "type": "[]PartitionResponse",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                        {"name": "ErrorMessage", "type": "string", "versions": "0+",
+                         "nullableVersions": "0+", "default": None},
+                        {
+                            "name": "ActiveProducers",
+                            "type": "[]ProducerState",
+                            "versions": "0+",
+                            "fields": [
+                                {"name": "ProducerId", "type": "int64", "versions": "0+"},
+                                {"name": "ProducerEpoch", "type": "int32", "versions": "0+"},
+                                {"name": "LastSequence", "type": "int32", "versions": "0+",
+                                 "default": -1},
+                                {"name": "LastTimestamp", "type": "int64", "versions": "0+",
+                                 "default": -1},
+                                {"name": "CoordinatorEpoch", "type": "int32", "versions": "0+"},
+                                {"name": "CurrentTxnStartOffset", "type": "int64",
+                                 "versions": "0+", "default": -1},
+                            ],
+                        },
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+DESCRIBE_TRANSACTIONS_REQUEST: Declaration = {
+    "apiKey": 65,
+    "type": "request",
+    "name": "DescribeTransactionsRequest",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "TransactionalIds", "type": "[]string", "versions": "0+"},
+    ],
+}
+
+DESCRIBE_TRANSACTIONS_RESPONSE: Declaration = {
+    "apiKey": 65,
+    "type": "response",
+    "name": "DescribeTransactionsResponse",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+", "ignorable": True},
+        {
+            "name": "TransactionStates",
+            "type": "[]TransactionState",
+            "versions": "0+",
+            "fields": [
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                {"name": "TransactionalId", "type": "string", "versions": "0+"},
+                {"name": "TransactionState", "type": "string", "versions": "0+"},
+                {"name": "TransactionTimeoutMs", "type": "int32", "versions": "0+"},
+                {"name": "TransactionStartTimeMs", "type": "int64", "versions": "0+"},
+                {"name": "ProducerId", "type": "int64", "versions": "0+"},
+                {"name": "ProducerEpoch", "type": "int16", "versions": "0+"},
+                {
+                    "name": "Topics",
+                    "type": "[]TopicData",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "Topic", "type": "string", "versions": "0+"},
+                        {"name": "Partitions", "type": "[]int32", "versions": "0+"},
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+LIST_TRANSACTIONS_REQUEST: Declaration = {
+    "apiKey": 66,
+    "type": "request",
+    "name": "ListTransactionsRequest",
+    # v1 a duration filter (KIP-994); v2 a regular expression on the ids (KIP-1152).
+    "validVersions": "0-2",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "StateFilters", "type": "[]string", "versions": "0+"},
+        {"name": "ProducerIdFilters", "type": "[]int64", "versions": "0+"},
+        {"name": "DurationFilter", "type": "int64", "versions": "1+", "default": -1},
+        {"name": "TransactionalIdPattern", "type": "string", "versions": "2+",
+         "nullableVersions": "2+", "default": None},
+    ],
+}
+
+LIST_TRANSACTIONS_RESPONSE: Declaration = {
+    "apiKey": 66,
+    "type": "response",
+    "name": "ListTransactionsResponse",
+    "validVersions": "0-2",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "UnknownStateFilters", "type": "[]string", "versions": "0+"},
+        {
+            "name": "TransactionStates",
+            "type": "[]TransactionState",
+            "versions": "0+",
+            "fields": [
+                {"name": "TransactionalId", "type": "string", "versions": "0+"},
+                {"name": "ProducerId", "type": "int64", "versions": "0+"},
+                {"name": "TransactionState", "type": "string", "versions": "0+"},
+            ],
+        },
+    ],
+}
+
 #: api key -> (request declaration, response declaration)
 MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.PRODUCE: (PRODUCE_REQUEST, PRODUCE_RESPONSE),
@@ -2192,6 +2344,10 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.END_TXN: (END_TXN_REQUEST, END_TXN_RESPONSE),
     ApiKey.WRITE_TXN_MARKERS: (WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE),
     ApiKey.TXN_OFFSET_COMMIT: (TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE),
+    ApiKey.DESCRIBE_PRODUCERS: (DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE),
+    ApiKey.DESCRIBE_TRANSACTIONS: (DESCRIBE_TRANSACTIONS_REQUEST,
+                                   DESCRIBE_TRANSACTIONS_RESPONSE),
+    ApiKey.LIST_TRANSACTIONS: (LIST_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_RESPONSE),
     ApiKey.DESCRIBE_ACLS: (DESCRIBE_ACLS_REQUEST, DESCRIBE_ACLS_RESPONSE),
     ApiKey.CREATE_ACLS: (CREATE_ACLS_REQUEST, CREATE_ACLS_RESPONSE),
     ApiKey.DELETE_ACLS: (DELETE_ACLS_REQUEST, DELETE_ACLS_RESPONSE),

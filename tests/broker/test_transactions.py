@@ -464,3 +464,56 @@ def test_transactional_requests_are_authorized(tmp_path):
             assert init() == 0
         finally:
             alice.close()
+
+
+def test_admin_tools_see_and_abort_a_hanging_transaction(ours):
+    """kafka-python's admin client (what ``kafka-transactions.sh`` does): ListTransactions and
+    DescribeTransactions at the coordinator, DescribeProducers at the leader, and an
+    administrative abort (WriteTxnMarkers with coordinator epoch -1) that frees the LSO."""
+    from kafka import TopicPartition
+    from kafka.admin import AbortTransactionSpec, KafkaAdminClient, TransactionState
+
+    topic = new_topic(ours)
+    txn_id = f"tx-{topic}"
+    producer = transactional_producer(ours.bootstrap, txn_id)
+    producer.begin_transaction()
+    send(producer, topic, [b"hanging-0"])  # partition 0 only
+    admin = KafkaAdminClient(bootstrap_servers=ours.bootstrap)
+    try:
+        listed = [t for txns in admin.list_transactions().values() for t in txns
+                  if t.transactional_id == txn_id]
+        assert [t.state for t in listed] == [TransactionState.ONGOING]
+        ongoing = admin.list_transactions(state_filters=["Ongoing"], duration_filter_ms=0)
+        assert txn_id in {t.transactional_id for txns in ongoing.values() for t in txns}
+        done = admin.list_transactions(state_filters=["CompleteCommit"])
+        assert txn_id not in {t.transactional_id for txns in done.values() for t in txns}
+
+        described = admin.describe_transactions([txn_id])[txn_id]
+        assert described.state == TransactionState.ONGOING
+        assert described.topic_partitions == {TopicPartition(topic, 0)}
+        assert described.producer_id == listed[0].producer_id
+
+        tp = TopicPartition(topic, 0)
+        [state] = admin.describe_producers([tp])[tp].active_producers
+        assert state.producer_id == described.producer_id
+        assert state.producer_epoch == described.producer_epoch
+        assert state.current_transaction_start_offset == 0
+        assert committed_end_offsets(ours.bootstrap, topic, "read_committed")[0] == 0
+
+        admin.abort_transaction(AbortTransactionSpec(tp, state.producer_id,
+                                                     state.producer_epoch))
+        assert committed_end_offsets(ours.bootstrap, topic, "read_committed") == \
+            committed_end_offsets(ours.bootstrap, topic, "read_uncommitted")
+        [state] = admin.describe_producers([tp])[tp].active_producers
+        assert state.current_transaction_start_offset == -1
+    finally:
+        admin.close()
+    later = transactional_producer(ours.bootstrap, f"tx-later-{topic}")
+    later.begin_transaction()
+    send(later, topic, [b"later"])
+    later.commit_transaction(30)
+    got = read_confluent(ours.bootstrap, topic, PARTITIONS, 2, config=UNCOMMITTED)
+    assert values_of(got) == [b"hanging-0", b"later"]
+    got = read_kafka_python(ours.bootstrap, topic, PARTITIONS, 1,
+                            config={"isolation_level": "read_committed"})
+    assert values_of(got) == [b"later"]

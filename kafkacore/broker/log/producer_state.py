@@ -242,6 +242,10 @@ class ProducerStateManager:
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
 
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """Every producer known here (DescribeProducers)."""
+        return list(self.producers.values())
+
     def prepare_update(self, producer_id: int) -> ProducerAppendInfo:
         return ProducerAppendInfo(self.partition, self.producers.get(producer_id), producer_id)
 

@@ -13,10 +13,11 @@ timeout, fencing their producer (Kafka's ``abortTimedOutTransactions``).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
 from kafkacore.broker.transaction.transaction_marker_channel_manager import (
@@ -51,6 +52,7 @@ INVALID_PRODUCER_EPOCH = errors.InvalidProducerEpochError.errno
 PRODUCER_FENCED = errors.ProducerFencedError.errno
 INVALID_TXN_STATE = errors.InvalidTxnStateError.errno
 TRANSACTIONAL_ID_NOT_FOUND = errors.TransactionalIdNotFoundError.errno
+INVALID_REGULAR_EXPRESSION = errors.InvalidRegularExpressionError.errno
 
 InitProducerIdCallback = Callable[[int, int, int], None]  # (error, producer id, epoch)
 ErrorCallback = Callable[[int], None]
@@ -316,6 +318,69 @@ class TransactionCoordinator:
             log.info("transaction %s: completing its %s after loading",
                      metadata.transactional_id, metadata.state.name)
             self._send_markers(metadata, coordinator_epoch, transit)
+
+    # -- DescribeTransactions, ListTransactions -----------------------------------------------
+
+    def handle_describe_transactions(self, transactional_id: str) -> dict[str, Any]:
+        """One id's state as DescribeTransactions answers it (Kafka's
+        ``handleDescribeTransactions``)."""
+        out: dict[str, Any] = {"error_code": NONE, "transactional_id": transactional_id,
+                               "transaction_state": "", "transaction_timeout_ms": 0,
+                               "transaction_start_time_ms": -1, "producer_id": NO_PRODUCER_ID,
+                               "producer_epoch": NO_PRODUCER_EPOCH, "topics": []}
+        error, _epoch, metadata = self.txn_manager.get_transaction_state(transactional_id)
+        if error == NONE and metadata is None:
+            error = TRANSACTIONAL_ID_NOT_FOUND
+        if error != NONE:
+            out["error_code"] = error
+            return out
+        assert metadata is not None
+        with metadata.lock:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in sorted(metadata.topic_partitions):
+                by_topic.setdefault(topic, []).append(partition)
+            out.update(transaction_state=metadata.state.state_name,
+                       transaction_timeout_ms=metadata.txn_timeout_ms,
+                       transaction_start_time_ms=metadata.txn_start_timestamp,
+                       producer_id=metadata.producer_id,
+                       producer_epoch=metadata.producer_epoch,
+                       topics=[{"topic": t, "partitions": p} for t, p in by_topic.items()])
+        return out
+
+    def handle_list_transactions(self, state_filters: list[str], producer_id_filters: list[int],
+                                 duration_filter_ms: int, pattern: str | None
+                                 ) -> tuple[int, list[str], list[TransactionMetadata]]:
+        """(error, unknown state names, the matching ids) among those this broker coordinates
+        (Kafka's ``listTransactionStates``)."""
+        names = {s.state_name: s for s in TransactionState}
+        unknown = [f for f in state_filters if f not in names]
+        states = {names[f] for f in state_filters if f in names}
+        if state_filters and not states:
+            return NONE, unknown, []
+        regex = None
+        if pattern:
+            try:
+                regex = re.compile(pattern)
+            except re.error:
+                return INVALID_REGULAR_EXPRESSION, unknown, []
+        if self.txn_manager.loading():
+            return errors.CoordinatorLoadInProgressError.errno, unknown, []
+        now = _now_ms()
+        out = []
+        for metadata in self.txn_manager.all_metadata():
+            with metadata.lock:
+                if states and metadata.state not in states:
+                    continue
+                if producer_id_filters and metadata.producer_id not in producer_id_filters:
+                    continue
+                if duration_filter_ms >= 0 and (metadata.state != S.ONGOING or now
+                                                - metadata.txn_start_timestamp
+                                                < duration_filter_ms):
+                    continue
+                if regex is not None and not regex.fullmatch(metadata.transactional_id):
+                    continue
+            out.append(metadata)
+        return NONE, unknown, out
 
     # -- timeouts ------------------------------------------------------------------------------
 

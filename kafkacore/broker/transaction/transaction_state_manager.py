@@ -168,6 +168,11 @@ class TransactionStateManager:
         with self._lock:
             return self._owned.get(self.partition_for(transactional_id))
 
+    def loading(self) -> bool:
+        """Is a partition being loaded (ListTransactions cannot answer for it yet)?"""
+        with self._lock:
+            return bool(self._loading)
+
     def all_metadata(self) -> list[TransactionMetadata]:
         with self._lock:
             return list(self._metadata.values())
