@@ -59,6 +59,7 @@ TOPIC_AUTHORIZATION_FAILED = errors.TopicAuthorizationFailedError.errno
 GROUP_AUTHORIZATION_FAILED = errors.GroupAuthorizationFailedError.errno
 CLUSTER_AUTHORIZATION_FAILED = errors.ClusterAuthorizationFailedError.errno
 OPERATION_NOT_ATTEMPTED = errors.OperationNotAttemptedError.errno
+UNSTABLE_OFFSET_COMMIT = errors.UnstableOffsetCommitError.errno
 #: FindCoordinator key types
 COORDINATOR_TYPE_GROUP = 0
 COORDINATOR_TYPE_TRANSACTION = 1
@@ -1086,7 +1087,8 @@ class KafkaApis(ApiRequestHandler):
             member_id=body.get("member_id", ""), response_callback=send_response)
 
     def _offset_fetch_topics(
-        self, group_id: str, topics: list[dict[str, Any]] | None, version: int
+        self, group_id: str, topics: list[dict[str, Any]] | None, version: int,
+        require_stable: bool = False,
     ) -> list[dict[str, Any]]:
         asked = None
         if topics is not None:
@@ -1098,6 +1100,11 @@ class KafkaApis(ApiRequestHandler):
         if error != NONE:
             # v0-1 have no top-level error: each partition carries it.
             found = dict.fromkeys(asked or [], None)
+        unstable = self.broker.group_coordinator.group_manager.pending_offset_partitions(
+            group_id) if require_stable and error == NONE else set()
+        if unstable:
+            # KIP-447: a transaction holds a commit of these: answer none until it ends.
+            found = {tp: None if tp in unstable else v for tp, v in found.items()}
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), value in found.items():
             by_topic.setdefault(topic, []).append({
@@ -1107,7 +1114,8 @@ class KafkaApis(ApiRequestHandler):
                 "committed_leader_epoch": -1 if value is None else value.leader_epoch,
                 "metadata": "" if value is None else value.metadata,
                 "error_code": error if error != NONE else
-                              NONE if topic is not None else UNKNOWN_TOPIC_ID,
+                              UNKNOWN_TOPIC_ID if topic is None else
+                              UNSTABLE_OFFSET_COMMIT if (topic, partition) in unstable else NONE,
             })
         if version < 8:  # the single-group shape has no topic ids at all
             return [{"name": topic, "partitions": parts} for topic, parts in by_topic.items()]
@@ -1138,7 +1146,8 @@ class KafkaApis(ApiRequestHandler):
             may not be described gets TOPIC_AUTHORIZATION_FAILED, one not asked is left out."""
             if not may_describe(group_id):
                 return []
-            found = self._offset_fetch_topics(group_id, asked, version)
+            found = self._offset_fetch_topics(group_id, asked, version,
+                                              body.get("require_stable", False))
             for t in found:
                 if not self.authorize_topic(request, AclOperation.DESCRIBE, t["name"]):
                     for p in t["partitions"]:

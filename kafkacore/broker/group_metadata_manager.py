@@ -654,16 +654,12 @@ class GroupMetadataManager:
             if not by_group:
                 self._pending_txn_offsets.pop(producer_id, None)
 
-    def has_pending_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
-                            ) -> bool:
-        """Does an open transaction hold commits of these partitions (KIP-447's unstable
-        offsets)?"""
+    def pending_offset_partitions(self, group_id: str) -> set[tuple[str, int]]:
+        """The partitions whose commit an open transaction holds (KIP-447's unstable offsets:
+        OffsetFetch with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for them)."""
         with self._lock:
-            for by_group in self._pending_txn_offsets.values():
-                pending = by_group.get(group_id, {})
-                if pending and (partitions is None or any(tp in pending for tp in partitions)):
-                    return True
-            return False
+            return {tp for by_group in self._pending_txn_offsets.values()
+                    for tp in by_group.get(group_id, {})}
 
     # -- group metadata --------------------------------------------------------------------
 

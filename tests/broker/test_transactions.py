@@ -517,3 +517,42 @@ def test_admin_tools_see_and_abort_a_hanging_transaction(ours):
     got = read_kafka_python(ours.bootstrap, topic, PARTITIONS, 1,
                             config={"isolation_level": "read_committed"})
     assert values_of(got) == [b"later"]
+
+
+def test_offset_fetch_require_stable_waits_for_the_transaction(ours):
+    """KIP-447: while a transaction holds a group's commit, OffsetFetch with require_stable
+    answers UNSTABLE_OFFSET_COMMIT for that partition (and the committed offset without it)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from kafkacore.broker.inter_broker_client import InterBrokerClient
+    from kafkacore.errors import UnstableOffsetCommitError
+    from kafkacore.protocol.api_keys import ApiKey
+
+    topic = new_topic(ours)
+    group = f"g-{topic}"
+    consumer = Consumer({"bootstrap.servers": ours.bootstrap, "group.id": group,
+                         "enable.auto.commit": False})
+    producer = transactional_producer(ours.bootstrap, f"tx-{topic}")
+    host, port = ours.bootstrap.split(":")
+    client = InterBrokerClient(host, int(port), "offset-fetch", 10.0)
+    try:
+        producer.begin_transaction()
+        send(producer, topic, [b"x"])
+        producer.send_offsets_to_transaction([TopicPartition(topic, 0, 3)],
+                                             consumer.consumer_group_metadata(), 30)
+
+        def fetch(require_stable: bool) -> dict[int, tuple[int, int]]:
+            answer = client.send(ApiKey.OFFSET_FETCH, 7, {
+                "group_id": group, "require_stable": require_stable,
+                "topics": [{"name": topic, "partition_indexes": [0, 1]}]})
+            return {p["partition_index"]: (p["error_code"], p["committed_offset"])
+                    for t in answer["topics"] for p in t["partitions"]}
+
+        assert fetch(True) == {0: (UnstableOffsetCommitError.errno, -1), 1: (0, -1)}
+        assert fetch(False) == {0: (0, -1), 1: (0, -1)}
+        producer.commit_transaction(30)
+        wait_until(lambda: fetch(True) == {0: (0, 3), 1: (0, -1)},
+                   what="the commit's marker in __consumer_offsets", step_s=0.1)
+    finally:
+        client.close()
+        consumer.close()
