@@ -40,8 +40,12 @@ def ours():
 
 
 def new_topic(broker: LocalBroker) -> str:
+    return new_topic_on(broker.bootstrap)
+
+
+def new_topic_on(bootstrap: str, partitions: int = PARTITIONS) -> str:
     name = f"txn-{uuid.uuid4().hex[:10]}"
-    assert create_topics(broker.bootstrap, {name: PARTITIONS}) == {name: 0}
+    assert create_topics(bootstrap, {name: partitions}) == {name: 0}
     return name
 
 
@@ -556,3 +560,49 @@ def test_offset_fetch_require_stable_waits_for_the_transaction(ours):
     finally:
         client.close()
         consumer.close()
+
+
+def test_a_prepare_commit_left_by_a_dead_coordinator_is_completed(tmp_path):
+    """The coordinator wrote PrepareCommit and stopped before any marker: the next one to load
+    ``__transaction_state`` finds the decision there and writes the markers and CompleteCommit
+    (the write-then-act rule).  The broker stops right after that write: nothing else of the
+    transaction's end happens before it goes."""
+    import threading
+    import time
+
+    from kafkacore.broker.server import Broker
+    from kafkacore.broker.transaction.transaction_metadata import TransactionState
+
+    config = {"log.dirs": str(tmp_path), "num.partitions": "1"}
+    with Broker(config) as broker:
+        topic = new_topic_on(broker.bootstrap_servers, 1)
+        txn_id = f"tx-{topic}"
+        producer = transactional_producer(broker.bootstrap_servers, txn_id,
+                                          **{"reconnect.backoff.max.ms": 100})
+        producer.begin_transaction()
+        for value in (b"decided-0", b"decided-1"):
+            producer.produce(topic, value, partition=0)
+        assert producer.flush(30) == 0
+        manager = broker.transaction_coordinator.txn_manager
+        _, coordinator_epoch, metadata = manager.get_transaction_state(txn_id)
+        with metadata.lock:
+            transit = metadata.prepare_abort_or_commit(TransactionState.PREPARE_COMMIT,
+                                                       int(time.time() * 1000))
+        written = threading.Event()
+        manager.append_transaction_to_log(txn_id, coordinator_epoch, metadata, transit,
+                                          lambda error: written.set())
+        assert written.wait(10) and metadata.state == TransactionState.PREPARE_COMMIT
+        lg = broker.log_manager.get_log(topic, 0)
+        assert (lg.last_stable_offset, lg.high_watermark) == (0, 2)
+    producer.purge()
+    del producer
+
+    with Broker(config) as broker:
+        lg = broker.log_manager.get_log(topic, 0)
+        wait_until(lambda: lg.last_stable_offset == lg.high_watermark == 3,
+                   what="the COMMIT marker written by the new coordinator")
+        metadata = broker.transaction_coordinator.txn_manager.get_transaction_state(txn_id)[2]
+        wait_until(lambda: metadata.state == TransactionState.COMPLETE_COMMIT,
+                   what="CompleteCommit")
+        got = read_confluent(broker.bootstrap_servers, topic, 1, 2, config=COMMITTED)
+        assert values_of(got) == [b"decided-0", b"decided-1"]
