@@ -18,6 +18,7 @@ from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
+from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kafkacore.broker.log.validator import (
     RECORD_BATCH_OVERHEAD,
     BatchHeader,
@@ -138,6 +139,8 @@ class LogSegment:
         self.base_offset = base_offset
         self.log_path = directory / file_name(base_offset, LOG_SUFFIX)
         self.index = OffsetIndex(directory / file_name(base_offset, INDEX_SUFFIX), base_offset)
+        #: the transactions aborted by a marker in this segment (read_committed fetches)
+        self.txn_index = TransactionIndex(directory / file_name(base_offset, TXN_INDEX_SUFFIX))
         self.index_interval_bytes = index_interval_bytes
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
@@ -187,6 +190,7 @@ class LogSegment:
     def flush(self) -> None:
         os.fsync(self._fd)
         self.index.flush()
+        self.txn_index.flush()
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch whose base offset is >= ``offset``; returns the bytes removed."""
@@ -201,6 +205,7 @@ class LogSegment:
         self.size = position
         self.next_offset = found.base_offset if position else self.base_offset
         self.index.truncate_to_position(position)
+        self.txn_index.truncate_to(self.next_offset)
         self._bytes_since_index_entry = 0
         self._max_timestamp = None
         return removed
@@ -508,6 +513,9 @@ class LogSegment:
             os.ftruncate(self._fd, write_pos)
             os.fsync(self._fd)
             self.size = write_pos
+        # Markers past the recovered end are gone; the log's producer-state replay indexes
+        # again the aborts after its snapshot.
+        self.txn_index.truncate_to(self.next_offset)
         self.index._dirty = True
         return removed
 
@@ -552,6 +560,7 @@ class LogSegment:
             self._fd = -1
         for path in (self.log_path, self.index.path):
             path.unlink(missing_ok=True)
+        self.txn_index.delete()
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"

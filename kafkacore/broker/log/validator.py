@@ -146,12 +146,15 @@ def crc_ok(buf: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
         view.release()
 
 
-def analyze(records: bytes | bytearray | memoryview, max_message_bytes: int) -> list[BatchHeader]:
+def analyze(
+    records: bytes | bytearray | memoryview, max_message_bytes: int, *, allow_control: bool = False
+) -> list[BatchHeader]:
     """Check a Produce request's records for one partition; return their batch headers.
 
     Raises ``kafkacore.errors`` classes, each with Kafka's error code: ``InvalidRecordError``
     for no batch at all, magic < 2, an empty batch, a record count that disagrees with
-    lastOffsetDelta, a control batch from a client; ``CorruptMessageError`` for anything the
+    lastOffsetDelta, a control batch from a client (``allow_control``: the transaction coordinator's markers);
+    ``CorruptMessageError`` for anything the
     reader rejects (framing, CRC, varints, codec); ``MessageTooLargeError`` for a batch above
     ``max.message.bytes``.
     """
@@ -197,7 +200,7 @@ def analyze(records: bytes | bytearray | memoryview, max_message_bytes: int) -> 
                 f"batch at byte {header.position}: lastOffsetDelta {header.last_offset_delta}"
                 f" disagrees with its {header.record_count} records"
             )
-        if header.is_control:
+        if header.is_control and not allow_control:
             raise InvalidRecordError("clients may not send control batches")
         if header.is_transactional and not header.has_producer_id:
             raise InvalidRecordError("a transactional batch without a producer id")
