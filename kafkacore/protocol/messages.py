@@ -1290,6 +1290,237 @@ INIT_PRODUCER_ID_RESPONSE: Declaration = {
     ],
 }
 
+# -- Transactions: AddPartitionsToTxn (24), AddOffsetsToTxn (25), EndTxn (26), TxnOffsetCommit (28)
+
+ADD_PARTITIONS_TO_TXN_REQUEST: Declaration = {
+    "apiKey": 24,
+    "type": "request",
+    "name": "AddPartitionsToTxnRequest",
+    # v2 PRODUCER_FENCED; v3 flexible; v4 batches transactions and adds VerifyOnly (brokers only:
+    # clients use 3 and below); v5 TRANSACTION_ABORTABLE (KIP-890).
+    "validVersions": "0-5",
+    "flexibleVersions": "3+",
+    "fields": [
+        {
+            "name": "Transactions",
+            "type": "[]AddPartitionsToTxnTransaction",
+            "versions": "4+",
+            "fields": [
+                {"name": "TransactionalId", "type": "string", "versions": "4+"},
+                {"name": "ProducerId", "type": "int64", "versions": "4+"},
+                {"name": "ProducerEpoch", "type": "int16", "versions": "4+"},
+                {"name": "VerifyOnly", "type": "bool", "versions": "4+", "default": False},
+                {
+                    "name": "Topics",
+                    "type": "[]AddPartitionsToTxnTopic",
+                    "versions": "4+",
+                    "fields": [
+                        {"name": "Name", "type": "string", "versions": "0+"},
+                        {"name": "Partitions", "type": "[]int32", "versions": "0+"},
+                    ],
+                },
+            ],
+        },
+        {"name": "V3AndBelowTransactionalId", "type": "string", "versions": "0-3"},
+        {"name": "V3AndBelowProducerId", "type": "int64", "versions": "0-3"},
+        {"name": "V3AndBelowProducerEpoch", "type": "int16", "versions": "0-3"},
+        {
+            "name": "V3AndBelowTopics",
+            "type": "[]AddPartitionsToTxnTopic",
+            "versions": "0-3",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {"name": "Partitions", "type": "[]int32", "versions": "0+"},
+            ],
+        },
+    ],
+}
+
+_ADD_PARTITIONS_TO_TXN_TOPIC_RESULT = [
+    {"name": "Name", "type": "string", "versions": "0+"},
+    {
+        "name": "ResultsByPartition",
+        "type": "[]AddPartitionsToTxnPartitionResult",
+        "versions": "0+",
+        "fields": [
+            {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+            {"name": "PartitionErrorCode", "type": "int16", "versions": "0+"},
+        ],
+    },
+]
+
+ADD_PARTITIONS_TO_TXN_RESPONSE: Declaration = {
+    "apiKey": 24,
+    "type": "response",
+    "name": "AddPartitionsToTxnResponse",
+    "validVersions": "0-5",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "4+", "ignorable": True},
+        {
+            "name": "ResultsByTransaction",
+            "type": "[]AddPartitionsToTxnResult",
+            "versions": "4+",
+            "fields": [
+                {"name": "TransactionalId", "type": "string", "versions": "4+"},
+                {
+                    "name": "TopicResults",
+                    "type": "[]AddPartitionsToTxnTopicResult",
+                    "versions": "4+",
+                    "fields": _ADD_PARTITIONS_TO_TXN_TOPIC_RESULT,
+                },
+            ],
+        },
+        {
+            "name": "ResultsByTopicV3AndBelow",
+            "type": "[]AddPartitionsToTxnTopicResult",
+            "versions": "0-3",
+            "fields": _ADD_PARTITIONS_TO_TXN_TOPIC_RESULT,
+        },
+    ],
+}
+
+ADD_OFFSETS_TO_TXN_REQUEST: Declaration = {
+    "apiKey": 25,
+    "type": "request",
+    "name": "AddOffsetsToTxnRequest",
+    # v2 PRODUCER_FENCED; v3 flexible; v4 TRANSACTION_ABORTABLE (KIP-890).
+    "validVersions": "0-4",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "TransactionalId", "type": "string", "versions": "0+"},
+        {"name": "ProducerId", "type": "int64", "versions": "0+"},
+        {"name": "ProducerEpoch", "type": "int16", "versions": "0+"},
+        {"name": "GroupId", "type": "string", "versions": "0+"},
+    ],
+}
+
+ADD_OFFSETS_TO_TXN_RESPONSE: Declaration = {
+    "apiKey": 25,
+    "type": "response",
+    "name": "AddOffsetsToTxnResponse",
+    "validVersions": "0-4",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+    ],
+}
+
+END_TXN_REQUEST: Declaration = {
+    "apiKey": 26,
+    "type": "request",
+    "name": "EndTxnRequest",
+    # v2 PRODUCER_FENCED; v3 flexible; v4 TRANSACTION_ABORTABLE; v5 bumps the epoch on every
+    # transaction (KIP-890 part 2, whose answer carries the new id and epoch).
+    "validVersions": "0-5",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "TransactionalId", "type": "string", "versions": "0+"},
+        {"name": "ProducerId", "type": "int64", "versions": "0+"},
+        {"name": "ProducerEpoch", "type": "int16", "versions": "0+"},
+        {"name": "Committed", "type": "bool", "versions": "0+"},
+    ],
+}
+
+END_TXN_RESPONSE: Declaration = {
+    "apiKey": 26,
+    "type": "response",
+    "name": "EndTxnResponse",
+    "validVersions": "0-5",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "ProducerId", "type": "int64", "versions": "5+", "default": -1, "ignorable": True},
+        {"name": "ProducerEpoch", "type": "int16", "versions": "5+", "default": -1, "ignorable": True},
+    ],
+}
+
+TXN_OFFSET_COMMIT_REQUEST: Declaration = {
+    "apiKey": 28,
+    "type": "request",
+    "name": "TxnOffsetCommitRequest",
+    # v2 committed leader epoch; v3 flexible, with the member id, group instance id and generation
+    # (KIP-447); v4 TRANSACTION_ABORTABLE; v5 KIP-890 part 2.
+    "validVersions": "0-5",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "TransactionalId", "type": "string", "versions": "0+"},
+        {"name": "GroupId", "type": "string", "versions": "0+"},
+        {"name": "ProducerId", "type": "int64", "versions": "0+"},
+        {"name": "ProducerEpoch", "type": "int16", "versions": "0+"},
+        {"name": "GenerationId", "type": "int32", "versions": "3+", "default": -1},
+        {"name": "MemberId", "type": "string", "versions": "3+", "default": ""},
+        {
+            "name": "GroupInstanceId",
+            "type": "string",
+            "versions": "3+",
+            "nullableVersions": "3+",
+            "default": None,
+        },
+        {
+            "name": "Topics",
+            "type": "[]TxnOffsetCommitRequestTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {
+                    "name": "Partitions",
+                    "type": "[]TxnOffsetCommitRequestPartition",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "CommittedOffset", "type": "int64", "versions": "0+"},
+                        {
+                            "name": "CommittedLeaderEpoch",
+                            "type": "int32",
+                            "versions": "2+",
+                            "default": -1,
+                            "ignorable": True,
+                        },
+                        {
+                            "name": "CommittedMetadata",
+                            "type": "string",
+                            "versions": "0+",
+                            "nullableVersions": "0+",
+                        },
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+TXN_OFFSET_COMMIT_RESPONSE: Declaration = {
+    "apiKey": 28,
+    "type": "response",
+    "name": "TxnOffsetCommitResponse",
+    "validVersions": "0-5",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {
+            "name": "Topics",
+            "type": "[]TxnOffsetCommitResponseTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {
+                    "name": "Partitions",
+                    "type": "[]TxnOffsetCommitResponsePartition",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
 # -- DeleteTopics (20) ---------------------------------------------------------------------------
 
 DELETE_TOPICS_REQUEST: Declaration = {
@@ -1740,6 +1971,10 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.DELETE_TOPICS: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
     ApiKey.DESCRIBE_CONFIGS: (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
     ApiKey.INIT_PRODUCER_ID: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (ADD_PARTITIONS_TO_TXN_REQUEST, ADD_PARTITIONS_TO_TXN_RESPONSE),
+    ApiKey.ADD_OFFSETS_TO_TXN: (ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE),
+    ApiKey.END_TXN: (END_TXN_REQUEST, END_TXN_RESPONSE),
+    ApiKey.TXN_OFFSET_COMMIT: (TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE),
     ApiKey.SASL_HANDSHAKE: (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),
     ApiKey.SASL_AUTHENTICATE: (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),
     ApiKey.JOIN_GROUP: (JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE),
