@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
@@ -92,12 +92,22 @@ class KafkaApis:
         self.log_manager = broker.log_manager
         self.producer_id_manager = broker.producer_id_manager
 
+    #: The oldest version Kafka 4 answers where our declarations reach further back (KIP-896).
+    #: These versions carry message format 0 and 1 (magic 0/1 batches), which Kafka 3 converted
+    #: on the way in and out; Kafka 4 and we keep only format 2, so we do not advertise them.
+    OLDEST_VERSIONS: Mapping[int, int] = {
+        ApiKey.PRODUCE: 3,
+        ApiKey.FETCH: 4,
+        ApiKey.LIST_OFFSETS: 1,
+    }
+
     def supported_versions(self, api_key: int) -> tuple[int, int]:
-        """The versions of ``api_key`` we answer: all those the codec declares."""
+        """The versions of ``api_key`` we advertise and answer: those the codec declares, from
+        Kafka 4's oldest on."""
         valid = codec.REQUESTS[api_key].valid
         if api_key == ApiKey.SASL_HANDSHAKE:
             return 1, valid.high  # v0 sends the tokens as raw frames (before KIP-152): not read
-        return valid.low, valid.high
+        return max(valid.low, self.OLDEST_VERSIONS.get(api_key, 0)), valid.high
 
     def handle(self, request: Request) -> None:
         api_key = request.api_key
