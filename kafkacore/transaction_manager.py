@@ -37,6 +37,7 @@ from __future__ import annotations
 import enum
 import heapq
 import itertools
+import logging
 import struct
 import threading
 from collections.abc import Callable
@@ -67,6 +68,8 @@ from kafkacore.errors import (
     for_code,
 )
 from kafkacore.protocol.api_keys import ApiKey
+
+log = logging.getLogger("kafkacore")
 
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
@@ -129,11 +132,13 @@ _VALID_SOURCES: dict[State, frozenset[State]] = {
 _FATAL = (ClusterAuthorizationFailedError, TransactionalIdAuthorizationFailedError,
           ProducerFencedError, UnsupportedVersionError, InvalidTxnStateError)
 
-# The order in which queued requests go (Java's ``Priority``): the coordinator first, then the
-# producer id, then partitions and offsets, the end of the transaction last.
+# The order in which queued requests go (Java's ``Priority``): the producer id, then partitions
+# and offsets, then the end of the transaction, and an epoch bump after the abort it follows (a
+# bump while the transaction is still open would fence ourselves).
 _PRIORITY_INIT_PRODUCER_ID = 1
 _PRIORITY_ADD = 2
 _PRIORITY_END_TXN = 3
+_PRIORITY_EPOCH_BUMP = 4
 
 
 class TransactionalRequestResult:
@@ -186,6 +191,8 @@ class TxnRequest:
         self.group_id = group_id
         #: For EndTxn: commit (True) or abort.
         self.commit = False
+        #: For InitProducerId: bump our epoch (KIP-360) rather than ask as a new producer.
+        self.bump = False
         #: Retried after a retriable error, not before this time (monotonic ms).
         self.retry_at_ms = 0
 
@@ -616,13 +623,18 @@ class TransactionManager:
         result = TransactionalRequestResult("init_transactions")
 
         def body() -> dict[str, Any]:
-            pid, epoch = (self.producer_id, self.producer_epoch) if bump else (NO_PRODUCER_ID, -1)
+            pid, epoch = ((self.producer_id, self.producer_epoch) if request.bump
+                          else (NO_PRODUCER_ID, -1))
             return {"transactional_id": self.transactional_id,
                     "transaction_timeout_ms": self.transaction_timeout_ms,
                     "producer_id": pid, "producer_epoch": epoch}
 
-        self._push(TxnRequest(self, ApiKey.INIT_PRODUCER_ID, _PRIORITY_INIT_PRODUCER_ID, result,
-                              body, self._on_init_producer_id))
+        request = TxnRequest(
+            self, ApiKey.INIT_PRODUCER_ID,
+            _PRIORITY_EPOCH_BUMP if bump else _PRIORITY_INIT_PRODUCER_ID, result, body,
+            self._on_init_producer_id)
+        request.bump = bump
+        self._push(request)
         return result
 
     def begin_transaction(self) -> None:
@@ -861,6 +873,15 @@ class TransactionManager:
             return
         error = for_code(code)()
         action = self._common_error(error)
+        if action == "abortable" and request.bump:
+            # A coordinator that cannot bump a transactional id's epoch (tansu answers
+            # UNKNOWN_SERVER_ERROR): ask as a restarted producer would.  The coordinator answers
+            # with the next epoch too, and nothing is left open, since we have just aborted.
+            log.info("the coordinator refused to bump the epoch of %r (%s); initializing it "
+                     "again instead", self.transactional_id, error.code_name)
+            request.bump = False
+            self.retry(request, 0, self._now)
+            return
         self._act(request, error, "fatal" if action == "abortable" else action, self._now,
                   self._backoff)
 

@@ -275,3 +275,36 @@ def test_asyncio_transaction(broker, txn_bootstrap, make_topic):
     assert transactions_of(log_of(txn_bootstrap, topic, 0)) == [
         (COMMIT, [b"aio-committed"]), (ABORT, [b"aio-aborted"])]
     read_committed(broker, topic, 1, [b"aio-committed"])
+
+
+def test_an_expired_batch_is_recovered_by_an_epoch_bump(broker, txn_bootstrap, make_topic):
+    """A batch that times out leaves its sequence in doubt: the transaction becomes abortable,
+    and its abort bumps the epoch (InitProducerId with our id and epoch, KIP-360) so that the
+    same producer goes on, as Kafka 4's does."""
+    topic = make_topic(1)
+    with producer(txn_bootstrap, linger_ms=0, request_timeout_ms=1000,
+                  delivery_timeout_ms=1500) as p:
+        p.init_transactions()
+        tm = p._transaction_manager
+        pid, epoch = tm.producer_id, tm.producer_epoch
+        p.begin_transaction()
+        p.send(topic, b"before").get(10)
+        with broker.paused():
+            doomed = p.send(topic, b"expired")
+            with pytest.raises(Exception, match="delivery.timeout.ms"):
+                doomed.get(15)
+        assert tm.state is State.ABORTABLE_ERROR
+        with pytest.raises(Exception, match="delivery.timeout.ms"):
+            p.commit_transaction()  # the transaction cannot commit now
+        p.abort_transaction()
+        assert (tm.producer_id, tm.producer_epoch) == (pid, epoch + 1)
+        assert tm.state is State.READY
+        p.begin_transaction()
+        p.send(topic, b"after")
+        p.commit_transaction()
+    (aborted, aborted_values), (committed, committed_values) = transactions_of(
+        log_of(txn_bootstrap, topic, 0))
+    assert (aborted, committed, committed_values) == (ABORT, COMMIT, [b"after"])
+    # The expired record may have reached the log after all: then its transaction's abort hides it.
+    assert aborted_values in ([b"before"], [b"before", b"expired"])
+    read_committed(broker, topic, 1, [b"after"])
