@@ -169,8 +169,10 @@ class Sender:
             else:
                 self._maybe_rewrite_sequences(now)
         timeout = self._send_producer_data(now)
-        if tm is not None and tm.transactional_id is not None and tm.has_pending_request():
-            timeout = min(timeout, self.accumulator.retry_backoff_ms)
+        if tm is not None and tm.transactional_id is not None:
+            # Partitions the drain just found go out in AddPartitionsToTxn at once; a request
+            # waiting out a back-off goes when it ends.
+            timeout = min(timeout, tm.next_request_delay_ms(now))
         self.client.poll(timeout, clock_ms())
 
     def _send_producer_data(self, now: int) -> int:

@@ -775,8 +775,15 @@ class TransactionManager:
                 return request
             return None
 
-    def has_pending_request(self) -> bool:
-        return bool(self._pending) or bool(self._new_partitions)
+    def next_request_delay_ms(self, now_ms: int) -> int:
+        """How long the Sender may sleep before a request of ours is due."""
+        with self._lock:
+            if self._new_partitions:
+                return 0
+            # An EndTxn that waits for the transaction's batches is woken by their answers.
+            due = [r.retry_at_ms for _, _, r in self._pending
+                   if r.api_key != ApiKey.END_TXN or r.retry_at_ms > now_ms]
+            return max(min(due) - now_ms, 0) if due else 2**31 - 1
 
     def _add_partitions_request(self) -> TxnRequest:
         # Under _lock.
@@ -843,6 +850,8 @@ class TransactionManager:
 
     def _act(self, request: TxnRequest, error: BrokerResponseError, action: str,
              now_ms: int, backoff_ms: int) -> None:
+        log.debug("%s for %r: %s (%s)", request.api_key.name, self.transactional_id,
+                  error.code_name, action)
         if action == "lookup":
             self.lookup_coordinator(request)
             self.retry(request, 0, now_ms)
