@@ -117,8 +117,9 @@ class AIOKafkaProducer:
         order; a send that is cancelled while it waits may still queue its record.
         """
         producer = self._started()
-        if producer._txn_check is not None:
-            producer._txn_check()
+        txn = producer._transactional
+        if txn is not None and not txn.sending_allowed:
+            txn.fail_if_not_ready_for_send()
         if producer._interceptors:
             topic, value, key, partition, timestamp_ms, headers = producer._on_send(
                 topic, value, key, partition, timestamp_ms, headers)

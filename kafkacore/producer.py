@@ -114,9 +114,9 @@ class KafkaProducer:
         idempotent = cfg["enable.idempotence"]
         self._transaction_manager = TransactionManager(
             cfg["transactional.id"], cfg["transaction.timeout.ms"]) if idempotent else None
-        # send()'s one per-record transactional check (Java's failIfNotReadyForSend), or None.
-        self._txn_check = (self._transaction_manager.fail_if_not_ready_for_send
-                           if cfg["transactional.id"] is not None else None)
+        # A transactional producer's TransactionManager, for send()'s one per-record test
+        # (Java's failIfNotReadyForSend); None otherwise.
+        self._transactional = self._transaction_manager if cfg["transactional.id"] is not None else None
         codec = cfg["compression.type"]
         self._accumulator = RecordAccumulator(
             batch_size=cfg["batch.size"],
@@ -236,8 +236,9 @@ class KafkaProducer:
         ``value()``, see :class:`~kafkacore.delivery.DeliveredMessage`), and ``timestamp_ms`` is
         kafka-python's name for ``timestamp``.
         """
-        if self._txn_check is not None:
-            self._txn_check()
+        txn = self._transactional
+        if txn is not None and not txn.sending_allowed:
+            txn.fail_if_not_ready_for_send()
         if on_delivery is not None or timestamp_ms is not None:
             callback, timestamp = _other_clients(
                 topic, value, key, timestamp, headers, callback, on_delivery, timestamp_ms)
@@ -273,8 +274,9 @@ class KafkaProducer:
         acknowledged or failed, to a :class:`~kafkacore.core.BatchResult` with each row's
         partition, offset and error.
         """
-        if self._txn_check is not None:
-            self._txn_check()
+        txn = self._transactional
+        if txn is not None and not txn.sending_allowed:
+            txn.fail_if_not_ready_for_send()
         return self._appender.append_columns(topic, values, keys, partitions, timestamps, headers)
 
     def _wait_on_metadata(

@@ -480,6 +480,8 @@ class TransactionManager:
         #: Guards everything below: the user's thread and the Sender thread both use it.
         self._lock = threading.Lock()
         self.state = State.UNINITIALIZED
+        #: ``state is IN_TRANSACTION``, kept as a plain bool: send() reads it for every record.
+        self.sending_allowed = False
         self.last_error: BaseException | None = None
         self._pending: list[tuple[int, int, TxnRequest]] = []  # a heap by (priority, order)
         self._order = itertools.count()
@@ -515,6 +517,7 @@ class TransactionManager:
         else:
             self.last_error = None
         self.state = target
+        self.sending_allowed = target is State.IN_TRANSACTION
 
     def _fail_if_error(self) -> None:
         # Under _lock: Java's maybeFailWithError.
@@ -575,11 +578,11 @@ class TransactionManager:
 
     def fail_if_not_ready_for_send(self) -> None:
         """``send()`` of a transactional producer outside a transaction, or after an error
-        (Java's ``failIfNotReadyForSend``): one state check per record, as in Java."""
-        state = self.state
-        if state is State.IN_TRANSACTION:
-            return
+        (Java's ``failIfNotReadyForSend``).  send() calls it only when ``sending_allowed``
+        is false: one attribute test per record, as Java's one state test."""
         with self._lock:
+            if self.state is State.IN_TRANSACTION:
+                return
             self._fail_if_error()
             raise IllegalStateError(
                 f"cannot send in state {self.state.value}: call begin_transaction() first"
