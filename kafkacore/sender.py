@@ -520,9 +520,9 @@ class Sender:
         wait for its coordinator), when no data may be sent."""
         tm = self.transaction_manager
         if tm.has_fatal_error():
-            # Fenced or unauthorized: nothing queued can ever be sent.
-            if self.accumulator.has_incomplete():
-                self.accumulator.abort_incomplete_batches(tm.last_error)
+            # Fenced or unauthorized: nothing queued can ever be sent.  Batches in flight end
+            # with their answers (their bytes may still be on their way to the socket).
+            self.accumulator.abort_undrained_batches(tm.last_error)
             return True
         if self._txn_in_flight is not None or self._find_coordinator_in_flight:
             return True
