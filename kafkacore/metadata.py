@@ -243,6 +243,8 @@ class Metadata:
         self.metadata_max_idle_ms = metadata_max_idle_ms
         #: Sent in every MetadataRequest: may the broker create a topic we ask about?
         self.allow_auto_topic_creation = bool(allow_auto_topic_creation)
+        #: Ask for every topic of the cluster, not only ours (an admin's "list topics").
+        self.all_topics = False
 
         # Guards every field below except _cluster's *reads* (see the module docstring).
         self._lock = threading.Condition()
@@ -384,7 +386,8 @@ class Metadata:
             body = {
                 # add_topic validated each name; isascii() keeps the promise that no single
                 # topic can make the request unencodable for the others all the same.
-                "topics": [{"name": t} for t in list(self._topics) if t.isascii()],
+                "topics": None if self.all_topics else
+                [{"name": t} for t in list(self._topics) if t.isascii()],
                 "allow_auto_topic_creation": self.allow_auto_topic_creation,
                 "include_cluster_authorized_operations": False,
                 "include_topic_authorized_operations": False,
@@ -440,7 +443,7 @@ class Metadata:
             code = topic.get("error_code", 0)
             if name is None:  # Metadata v10+ may answer by topic id only; we ask by name.
                 continue
-            if name not in self._topics:
+            if name not in self._topics and not self.all_topics:
                 continue  # not ours (or expired while the request was in flight)
             if code:
                 topic_errors[name] = code

@@ -30,10 +30,12 @@ from typing import Any
 
 from kafkacore.accumulator import RecordAccumulator
 from kafkacore.errors import (
+    ClusterAuthorizationFailedError,
     IllegalStateError,
     KafkaError,
     KafkaTimeoutError,
     TransactionAbortedError,
+    TransactionalIdAuthorizationFailedError,
     for_code,
 )
 from kafkacore.metadata import Node, TopicPartition
@@ -48,6 +50,9 @@ MESSAGE_TOO_LARGE = 10
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 DUPLICATE_SEQUENCE_NUMBER = 46
 UNKNOWN_PRODUCER_ID = 59
+#: InitProducerId errors no retry cures: the producer fails every batch with them.
+_FATAL_INIT_ERRORS = frozenset({ClusterAuthorizationFailedError.errno,
+                                TransactionalIdAuthorizationFailedError.errno})
 # Errors that mean our view of the leaders is stale.
 NOT_LEADER_OR_FOLLOWER = 6
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -95,6 +100,9 @@ class Sender:
         # A broker that answered an epoch bump (InitProducerId with our id) with an error:
         # later bumps ask for a new producer id instead.
         self._bump_refused = False
+        #: An error no retry can cure (the broker refused us a producer id: ACLs), after
+        #: which every batch fails with it, as Java's TransactionManager's fatal state.
+        self._fatal_error: KafkaError | None = None
         # Transactions: the coordinator request in flight, a FindCoordinator in flight, and
         # whether we started a flush for a commit or an abort.
         self._txn_in_flight: Any = None
@@ -164,7 +172,7 @@ class Sender:
                 if self._maybe_send_transactional_request(now):
                     self.client.poll(self.accumulator.retry_backoff_ms, clock_ms())
                     return
-            elif not tm.has_producer_id():
+            elif not tm.has_producer_id() and self._fatal_error is None:
                 self._maybe_init_producer_id(now)
             else:
                 self._maybe_rewrite_sequences(now)
@@ -176,7 +184,7 @@ class Sender:
         self.client.poll(timeout, clock_ms())
 
     def _send_producer_data(self, now: int) -> int:
-        fatal = getattr(self.client, "authentication_error", None)
+        fatal = getattr(self.client, "authentication_error", None) or self._fatal_error
         if fatal is not None:
             # Credentials or TLS refused: nothing queued can be sent, so every batch fails now
             # with the error, instead of expiring at delivery.timeout.ms (Java's Sender does
@@ -503,6 +511,13 @@ class Sender:
                 self._bump_refused = True  # this broker cannot bump: ask for a new id next time
                 log.info("the broker refused to bump the producer epoch (%s); asking for a new "
                          "producer id", reason)
+                return
+            if body is not None and body["error_code"] in _FATAL_INIT_ERRORS:
+                # Not allowed to produce at all (Java: ClusterAuthorizationException is fatal).
+                self._fatal_error = for_code(body["error_code"])(
+                    "InitProducerId refused: this principal may not produce idempotently "
+                    "(IDEMPOTENT_WRITE on the cluster or WRITE on a topic is needed)")
+                log.error("%s", self._fatal_error)
                 return
             log.warning("InitProducerId failed (%s); retrying", reason)
             self._init_pid_backoff_until = clock_ms() + self.accumulator.retry_backoff_ms

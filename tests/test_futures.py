@@ -10,12 +10,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 
-import pytest
 from readback import read_confluent
 
 from kafkacore import KafkaProducer
-
-pytestmark = pytest.mark.broker
 
 
 def test_wait_and_as_completed_on_sent_records(bootstrap, make_topic):

@@ -7,20 +7,12 @@ user sees (a WARNING on the ``kafkacore`` logger, the KafkaTimeoutError's messag
 from __future__ import annotations
 
 import logging
-import socket
 
 import pytest
 
 from kafkacore import KafkaProducer
 from kafkacore.errors import KafkaTimeoutError
 from kafkacore.network import client
-
-
-@pytest.fixture
-def closed_port():
-    with socket.socket() as s:  # bound, then released: nobody listens there
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_timeout_names_the_brokers_tried_and_why(closed_port):
@@ -52,7 +44,6 @@ def test_one_warning_when_no_bootstrap_server_is_reachable(closed_port, caplog):
     assert client.UNREACHABLE_WARNING_INTERVAL_S >= 10  # ...one warning within the interval
 
 
-@pytest.mark.broker
 def test_no_warning_and_no_report_when_the_broker_is_there(bootstrap, make_topic, caplog):
     caplog.set_level(logging.WARNING, logger="kafkacore")
     topic = make_topic(partitions=1)

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Sequence
 
 from kafkacore import errors
+from kafkacore.broker import lifeline
 from kafkacore.broker.config import BrokerConfig
 from kafkacore.broker.faults import ControlServer
 from kafkacore.broker.server import Broker
@@ -95,8 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    # Started by a Python program (Cluster, LocalBroker): stop when it ends, however it ends.
+    lifeline.watch_owner(stop.set)
     if config["process.roles"] == "controller":
-        from kafkacore.broker.controller import ControllerServer
+        from kafkacore.broker.controller.controller_server import ControllerServer
 
         broker: Broker | ControllerServer = ControllerServer(config)
     else:
@@ -107,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.control_socket and isinstance(broker, Broker):
             control = ControlServer(broker.faults, args.control_socket).start()
         elif args.control_socket:
-            from kafkacore.broker.controller import ControllerControlServer
+            from kafkacore.broker.controller.controller_server import ControllerControlServer
 
             control = ControllerControlServer(broker, args.control_socket).start()
         print(f"{READY_PREFIX}{broker.bootstrap_servers}", flush=True)

@@ -12,18 +12,20 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
 from kafkacore.broker import faults
+from kafkacore.broker.api_request_handler import ApiRequestHandler
+from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
+from kafkacore.broker.authorizer.acl_apis import AclApis
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group_metadata import JoinGroupResult, SyncGroupResult
 from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
 from kafkacore.broker.metadata_cache import validate_topic_name
 from kafkacore.broker.request_channel import Request
-from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
@@ -49,6 +51,9 @@ INVALID_CONFIG = 40
 INVALID_REQUEST = 42
 UNKNOWN_TOPIC_ID = 100
 ILLEGAL_SASL_STATE = 34
+TOPIC_AUTHORIZATION_FAILED = errors.TopicAuthorizationFailedError.errno
+GROUP_AUTHORIZATION_FAILED = errors.GroupAuthorizationFailedError.errno
+CLUSTER_AUTHORIZATION_FAILED = errors.ClusterAuthorizationFailedError.errno
 
 RESOURCE_TYPE_TOPIC = 2
 CONFIG_SOURCE_TOPIC = 1  #: DYNAMIC_TOPIC_CONFIG
@@ -60,10 +65,12 @@ INT32_MAX = 2**31 - 1
 ZERO_UUID = uuid.UUID(int=0)
 
 
-class KafkaApis:
+class KafkaApis(ApiRequestHandler):
     def __init__(self, broker: Broker) -> None:
+        super().__init__(broker.request_channel)
         self.broker = broker
-        self.request_channel = broker.request_channel
+        self.authorizer = broker.authorizer
+        acl_apis = AclApis(self, self.authorizer, lambda: broker.forwarding_manager)
         #: api key -> handler; ApiVersions lists exactly these keys.
         self.handlers: dict[int, Callable[[Request], None]] = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
@@ -87,36 +94,18 @@ class KafkaApis:
             ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups_request,
             ApiKey.LIST_GROUPS: self.handle_list_groups_request,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch_request,
+            ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
+            ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
+            ApiKey.DELETE_ACLS: acl_apis.handle_delete_acls_request,
         }
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
         self.producer_id_manager = broker.producer_id_manager
 
-    #: The oldest version Kafka 4 answers where our declarations reach further back (KIP-896).
-    #: These versions carry message format 0 and 1 (magic 0/1 batches), which Kafka 3 converted
-    #: on the way in and out; Kafka 4 and we keep only format 2, so we do not advertise them.
-    OLDEST_VERSIONS: Mapping[int, int] = {
-        ApiKey.PRODUCE: 3,
-        ApiKey.FETCH: 4,
-        ApiKey.LIST_OFFSETS: 1,
-    }
-
-    def supported_versions(self, api_key: int) -> tuple[int, int]:
-        """The versions of ``api_key`` we advertise and answer: those the codec declares, from
-        Kafka 4's oldest on."""
-        valid = codec.REQUESTS[api_key].valid
-        if api_key == ApiKey.SASL_HANDSHAKE:
-            return 1, valid.high  # v0 sends the tokens as raw frames (before KIP-152): not read
-        return max(valid.low, self.OLDEST_VERSIONS.get(api_key, 0)), valid.high
-
     def handle(self, request: Request) -> None:
         api_key = request.api_key
         if api_key == ApiKey.API_VERSIONS and request.body is None:
-            # KIP-511: an ApiVersions version we do not know is answered in v0, with
-            # UNSUPPORTED_VERSION and our list, so the client can pick a version we speak.
-            request.header["request_api_version"] = 0
-            self.request_channel.send_response(request, self._api_versions_body(
-                UNSUPPORTED_VERSION))
+            self.handle_unparsed_api_versions_request(request)
             return
         handler = self.handlers.get(api_key)
         if handler is None:
@@ -163,61 +152,11 @@ class KafkaApis:
         request.injected_error = code
         return False
 
-    def handle_error(self, request: Request, exc: BaseException) -> None:
-        """A handler raised: answer with UNKNOWN_SERVER_ERROR (or close if we cannot)."""
-        self.send_error_response(request, UNKNOWN_SERVER_ERROR)
-
-    def send_error_response(self, request: Request, error_code: int) -> None:
-        """The API's generic error response: its top-level error code set, everything else empty.
-
-        A response with no top-level error code, or a version we cannot encode, closes the
-        connection with the reason logged (what Kafka does with a request it cannot parse).
-        """
-        body = self.error_response_body(request, error_code)
-        if body is None:
-            self.request_channel.close_connection(
-                request, f"API {request.api_key} v{request.api_version}: error {error_code} "
-                         "has no response to carry it")
-            return
-        self.request_channel.send_response(request, body)
-
-    def error_response_body(self, request: Request, error_code: int) -> dict[str, Any] | None:
-        message = codec.RESPONSES.get(request.api_key)
-        if message is None or request.api_version not in message.valid:
-            return None
-        body = message.body.defaults(request.api_version)
-        if "error_code" not in body:
-            return None
-        body["error_code"] = error_code
-        return body
-
     def respond(self, request: Request, body: dict[str, Any]) -> None:
-        """Send ``body``, built with every field of the newest version, as ``request``'s version.
-
-        Fields the asked version lacks are left out: they only add information (a leader epoch,
-        a log start offset) that older clients neither expect nor read; the codec refuses
-        them otherwise, to catch a handler sending something a client could not see.
-        """
-        message = codec.RESPONSES[request.api_key]
+        """Send ``body`` fitted to ``request``'s version, with the error a test injected."""
         if request.injected_error:
             body = faults.set_error_codes(body, request.injected_error)
-        self.request_channel.send_response(request, _fit(message.body, request.api_version, body))
-
-    # -- ApiVersions ---------------------------------------------------------------------------
-
-    def _api_versions_body(self, error_code: int) -> dict[str, Any]:
-        return {
-            "error_code": error_code,
-            "api_keys": [
-                {"api_key": key, "min_version": low, "max_version": high}
-                for key in sorted(self.handlers)
-                for low, high in [self.supported_versions(key)]
-            ],
-            "throttle_time_ms": 0,
-        }
-
-    def handle_api_versions_request(self, request: Request) -> None:
-        self.request_channel.send_response(request, self._api_versions_body(NONE))
+        super().respond(request, body)
 
     # -- topics ----------------------------------------------------------------------------------
 
@@ -291,7 +230,9 @@ class KafkaApis:
             "auto.create.topics.enable"]
         topics: list[dict[str, Any]] = []
         if asked is None or (version == 0 and not asked):
-            topics = [self._metadata_topic(version, t) for t in self.metadata_cache.topics()]
+            # Every topic the principal may DESCRIBE; the others are left out in silence.
+            topics = [self._metadata_topic(version, t) for t in self.metadata_cache.topics()
+                      if self.authorize_topic(request, AclOperation.DESCRIBE, t.name)]
         else:
             for entry in asked:
                 name = entry.get("name")
@@ -301,6 +242,11 @@ class KafkaApis:
                     if name is None:
                         topics.append(self._metadata_error(None, topic_id, UNKNOWN_TOPIC_ID))
                         continue
+                if not self.authorize_topic(request, AclOperation.DESCRIBE, name):
+                    # Whether it exists is not told to whoever may not describe it.
+                    topics.append(self._metadata_error(name, ZERO_UUID,
+                                                       TOPIC_AUTHORIZATION_FAILED))
+                    continue
                 meta = self.metadata_cache.get(name)
                 if meta is None:
                     try:
@@ -312,6 +258,10 @@ class KafkaApis:
                     if not allow_auto_create:
                         topics.append(self._metadata_error(name, ZERO_UUID,
                                                            UNKNOWN_TOPIC_OR_PARTITION))
+                        continue
+                    if not self.may_create_topic(request, name):
+                        topics.append(self._metadata_error(name, ZERO_UUID,
+                                                           TOPIC_AUTHORIZATION_FAILED))
                         continue
                     # Kafka answers LEADER_NOT_AVAILABLE while the controller creates the
                     # topic; here creation is synchronous, so the topic is usable at once.
@@ -337,6 +287,11 @@ class KafkaApis:
             "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         })
 
+    def may_create_topic(self, request: Request, name: str) -> bool:
+        """CREATE on the cluster, or on the topic (Kafka: either one will do)."""
+        return (self.authorize(request, AclOperation.CREATE, ResourceType.CLUSTER)
+                or self.authorize_topic(request, AclOperation.CREATE, name))
+
     @staticmethod
     def _metadata_error(name: str | None, topic_id: uuid.UUID, error_code: int) -> dict[str, Any]:
         return {"error_code": error_code, "name": name, "topic_id": topic_id,
@@ -357,7 +312,7 @@ class KafkaApis:
         None if it failed (the client retries on LEADER_NOT_AVAILABLE)."""
         c = self.broker.config
         try:
-            self.broker.lifecycle.forward(ApiKey.CREATE_TOPICS, 7, {
+            self.broker.forwarding_manager.forward(ApiKey.CREATE_TOPICS, 7, {
                 "topics": [{"name": name, "num_partitions": c["num.partitions"],
                             "replication_factor": min(c["default.replication.factor"],
                                                       len(self._live_brokers())),
@@ -368,19 +323,23 @@ class KafkaApis:
             return None
         return self.metadata_cache.get(name)
 
-    def _forward_to_controller(self, request: Request) -> bool:
+    def _forward_to_controller(self, request: Request,
+                               refused: tuple[str, list[dict[str, Any]]] | None = None) -> bool:
         """In a cluster, topics are the controller's: send it the request as it came and pass
-        its answer back (Kafka's request forwarding).  False when this broker is alone."""
+        its answer back (Kafka's request forwarding).  False when this broker is alone.
+        ``refused``: (the response's list, entries) for what this broker refused to forward."""
         if self.broker.lifecycle is None:
             return False
         assert request.body is not None
         try:
-            response = self.broker.lifecycle.forward(request.api_key, request.api_version,
+            response = self.broker.forwarding_manager.forward(request.api_key, request.api_version,
                                                      request.body)
         except OSError as exc:
             log.info("forwarding API %d to the controller failed: %s", request.api_key, exc)
             self.send_error_response(request, NOT_CONTROLLER)
             return True
+        if refused is not None:
+            response[refused[0]] = [*response[refused[0]], *refused[1]]
         self.respond(request, response)
         return True
 
@@ -388,11 +347,18 @@ class KafkaApis:
 
     def handle_create_topics_request(self, request: Request) -> None:
         assert request.body is not None
-        if self._forward_to_controller(request):
-            return
         body = request.body
+        refused = [{"name": t["name"], "topic_id": ZERO_UUID,
+                    "error_code": TOPIC_AUTHORIZATION_FAILED, "error_message": None,
+                    "num_partitions": -1, "replication_factor": -1, "configs": None}
+                   for t in body["topics"] if not self.may_create_topic(request, t["name"])]
+        if refused:
+            body["topics"] = [t for t in body["topics"]
+                              if t["name"] not in {r["name"] for r in refused}]
+        if self._forward_to_controller(request, ("topics", refused)):
+            return
         names = [t["name"] for t in body["topics"]]
-        results = []
+        results = list(refused)
         for t in body["topics"]:
             results.append(self._create_one_topic(t, names.count(t["name"]) > 1,
                                                   body.get("validate_only", False)))
@@ -472,9 +438,13 @@ class KafkaApis:
         """Forget the topic (persisted first, so a crash cannot bring it back), then delete its
         partitions' logs."""
         assert request.body is not None
-        if self._forward_to_controller(request):
+        names = request.body["topic_names"]
+        results = [{"name": name, "error_code": TOPIC_AUTHORIZATION_FAILED} for name in names
+                   if not self.authorize_topic(request, AclOperation.DELETE, name)]
+        request.body["topic_names"] = [n for n in names
+                                       if n not in {r["name"] for r in results}]
+        if self._forward_to_controller(request, ("responses", results)):
             return
-        results = []
         for name in request.body["topic_names"]:
             meta = self.metadata_cache.remove_topic(name)
             if meta is None:
@@ -500,6 +470,9 @@ class KafkaApis:
             if res["resource_type"] != RESOURCE_TYPE_TOPIC:
                 result.update(error_code=INVALID_REQUEST,
                               error_message="this broker describes topics only")
+            elif not self.authorize_topic(request, AclOperation.DESCRIBE_CONFIGS,
+                                          res["resource_name"]):
+                result["error_code"] = TOPIC_AUTHORIZATION_FAILED
             elif meta is None:
                 result.update(error_code=UNKNOWN_TOPIC_OR_PARTITION,
                               error_message=f"topic {res['resource_name']!r} does not exist")
@@ -525,10 +498,19 @@ class KafkaApis:
         assert request.body is not None
         body = request.body
         acks = body["acks"]
+        transactional_id = body.get("transactional_id")
+        # Kafka: WRITE on the transactional id (if any) for the whole request, then WRITE on
+        # each topic.
+        refused = NONE if transactional_id is None or self.authorize(
+            request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id) \
+            else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         entries: dict[tuple[str, int], tuple[dict[str, Any], Any]] = {}
         order: list[tuple[str, list[tuple[str, int]]]] = []
         for topic in body["topic_data"]:
             keys = []
+            topic_refused = refused or (
+                NONE if self.authorize_topic(request, AclOperation.WRITE, topic["name"])
+                else TOPIC_AUTHORIZATION_FAILED)
             for pd in topic["partition_data"]:
                 response: dict[str, Any] = {
                     "index": pd["index"], "error_code": NONE, "base_offset": -1,
@@ -537,7 +519,9 @@ class KafkaApis:
                 }
                 key = (topic["name"], pd["index"])
                 keys.append(key)
-                if acks not in (0, 1, -1):
+                if topic_refused:
+                    response["error_code"] = topic_refused
+                elif acks not in (0, 1, -1):
                     response["error_code"] = INVALID_REQUIRED_ACKS
                 elif pd["records"] is None:
                     response.update(error_code=CORRUPT_MESSAGE, error_message="null records")
@@ -587,6 +571,11 @@ class KafkaApis:
 
         replica_id = (body.get("replica_state") or {}).get("replica_id", -1) if version >= 15 \
             else body.get("replica_id", -1)
+        # A follower's fetch moves the high watermark: only a broker (CLUSTER_ACTION on the
+        # cluster) may send one; a consumer needs READ on each topic.  Kafka answers both
+        # refusals with TOPIC_AUTHORIZATION_FAILED on every partition.
+        follower_refused = replica_id >= 0 and not self.authorize(
+            request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
         params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"],
                              body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX)
         infos: list[Any] = []
@@ -599,13 +588,17 @@ class KafkaApis:
             else:
                 topic_id, name = ZERO_UUID, topic["topic"]
             entries = []
+            error = UNKNOWN_TOPIC_ID if name is None else NONE
+            if not error and (follower_refused or replica_id < 0 and not self.authorize_topic(
+                    request, AclOperation.READ, name)):
+                error = TOPIC_AUTHORIZATION_FAILED
             for fp in topic["partitions"]:
                 info = FetchPartitionInfo(name or "", topic_id, fp["partition"],
                                           fp["fetch_offset"], fp.get("current_leader_epoch", -1),
                                           fp["partition_max_bytes"])
-                if name is None:
+                if error:
                     unknown[id(info)] = {
-                        "partition_index": fp["partition"], "error_code": UNKNOWN_TOPIC_ID,
+                        "partition_index": fp["partition"], "error_code": error,
                         "high_watermark": -1, "last_stable_offset": -1,
                         "log_start_offset": -1, "aborted_transactions": None,
                         "preferred_read_replica": -1, "records": b""}
@@ -638,6 +631,10 @@ class KafkaApis:
                 part: dict[str, Any] = {"partition_index": p["partition_index"],
                                         "error_code": NONE, "old_style_offsets": [],
                                         "timestamp": -1, "offset": -1, "leader_epoch": -1}
+                if not self.authorize_topic(request, AclOperation.DESCRIBE, topic["name"]):
+                    part["error_code"] = TOPIC_AUTHORIZATION_FAILED
+                    parts.append(part)
+                    continue
                 lg = self.get_partition_log(topic["name"], p["partition_index"])
                 if lg is None:
                     part["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
@@ -676,7 +673,10 @@ class KafkaApis:
         body = request.body
         response = {"throttle_time_ms": 0, "error_code": NONE, "producer_id": -1,
                      "producer_epoch": -1}
-        if body["transactional_id"] is not None:
+        refused = self.init_producer_id_refused(request, body["transactional_id"])
+        if refused:
+            response["error_code"] = refused
+        elif body["transactional_id"] is not None:
             response["error_code"] = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         elif body.get("producer_id", -1) >= 0 and 0 <= body.get("producer_epoch", -1) < 32766:
             # KIP-360: an idempotent producer bumps its epoch to reset its sequences.
@@ -686,6 +686,21 @@ class KafkaApis:
             response.update(producer_id=self.producer_id_manager.generate_producer_id(),
                             producer_epoch=0)
         self.respond(request, response)
+
+    def init_producer_id_refused(self, request: Request, transactional_id: str | None) -> int:
+        """Kafka's checks: WRITE on the transactional id; without one, IDEMPOTENT_WRITE on the
+        cluster or WRITE on at least one topic.  The error code, or NONE."""
+        if transactional_id is not None:
+            return NONE if self.authorize(request, AclOperation.WRITE,
+                                          ResourceType.TRANSACTIONAL_ID, transactional_id) \
+                else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if self.authorize(request, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER):
+            return NONE
+        if self.authorizer is not None and self.authorizer.authorize_by_resource_type(
+                request.principal, request.client_address[0], AclOperation.WRITE,
+                ResourceType.TOPIC):
+            return NONE
+        return CLUSTER_AUTHORIZATION_FAILED
 
     # -- FindCoordinator, OffsetCommit, OffsetFetch ----------------------------------------------
 
@@ -700,7 +715,14 @@ class KafkaApis:
         nodes = {}
         for key in keys:
             node, error = (-1, "", -1), COORDINATOR_NOT_AVAILABLE
-            if body.get("key_type", 0) == 0:
+            key_type = body.get("key_type", 0)
+            if key_type == 0 and not self.authorize(request, AclOperation.DESCRIBE,
+                                                    ResourceType.GROUP, key):
+                error = GROUP_AUTHORIZATION_FAILED
+            elif key_type == 1 and not self.authorize(request, AclOperation.DESCRIBE,
+                                                      ResourceType.TRANSACTIONAL_ID, key):
+                error = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            elif key_type == 0:
                 leader = self._group_coordinator_of(key)
                 if leader in live:
                     node, error = (leader, *live[leader]), NONE
@@ -738,12 +760,20 @@ class KafkaApis:
         coordinator = self.broker.group_coordinator
         offsets = {}
         unknown = set()
+        # Kafka: READ on the group, then READ on each topic.
+        group_refused = not self.authorize(request, AclOperation.READ, ResourceType.GROUP,
+                                           body["group_id"])
+        refused: dict[tuple[str | None, int], int] = {}
         for t in body["topics"]:
             if request.api_version >= 10:  # topics by id (KIP-848)
                 t["name"] = self.metadata_cache.name_of(t["topic_id"])
             name = t.get("name")
             for p in t["partitions"]:
                 tp = (name, p["partition_index"])
+                if group_refused or not self.authorize_topic(request, AclOperation.READ, name):
+                    refused[tp] = GROUP_AUTHORIZATION_FAILED if group_refused \
+                        else TOPIC_AUTHORIZATION_FAILED
+                    continue
                 meta = None if name is None else self.metadata_cache.get(name)
                 if meta is None or not 0 <= tp[1] < meta.partitions:
                     unknown.add(tp)
@@ -753,7 +783,7 @@ class KafkaApis:
                     p["committed_metadata"], p.get("commit_timestamp", -1))
 
         def send_response(errors: dict[tuple[str | None, int], int]) -> None:
-            errors = {**errors, **dict.fromkeys(unknown, UNKNOWN_TOPIC_OR_PARTITION)}
+            errors = {**errors, **dict.fromkeys(unknown, UNKNOWN_TOPIC_OR_PARTITION), **refused}
             self.respond(request, {
                 "throttle_time_ms": 0,
                 "topics": [
@@ -765,6 +795,9 @@ class KafkaApis:
                 ],
             })
 
+        if group_refused:
+            send_response({})
+            return
         coordinator.handle_commit_offsets(
             body["group_id"], body.get("generation_id_or_member_epoch", -1), offsets,
             member_id=body.get("member_id", ""), response_callback=send_response)
@@ -808,14 +841,33 @@ class KafkaApis:
         body, version = request.body, request.api_version
         assert body is not None
 
+        def may_describe(group_id: str) -> bool:
+            return self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
+
         def status(group_id: str) -> int:
+            if not may_describe(group_id):
+                return GROUP_AUTHORIZATION_FAILED
             return self.broker.group_coordinator.validate_group_status(group_id,
                                                                        allow_empty=True)
+
+        def topics(group_id: str, asked: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+            """Kafka: DESCRIBE on the group, then on each topic; a topic asked by name that
+            may not be described gets TOPIC_AUTHORIZATION_FAILED, one not asked is left out."""
+            if not may_describe(group_id):
+                return []
+            found = self._offset_fetch_topics(group_id, asked, version)
+            for t in found:
+                if not self.authorize_topic(request, AclOperation.DESCRIBE, t["name"]):
+                    for p in t["partitions"]:
+                        p.update(error_code=TOPIC_AUTHORIZATION_FAILED, committed_offset=-1,
+                                 committed_leader_epoch=-1, metadata="")
+            return [t for t in found if asked is not None or all(
+                p["error_code"] != TOPIC_AUTHORIZATION_FAILED for p in t["partitions"])]
 
         if version >= 8:
             groups = [
                 {"group_id": g["group_id"], "error_code": status(g["group_id"]),
-                 "topics": self._offset_fetch_topics(g["group_id"], g["topics"], version)}
+                 "topics": topics(g["group_id"], g["topics"])}
                 for g in body["groups"]
             ]
             response = {"throttle_time_ms": 0, "groups": groups}
@@ -823,7 +875,7 @@ class KafkaApis:
             response = {
                 "throttle_time_ms": 0,
                 "error_code": status(body["group_id"]) if version >= 2 else NONE,
-                "topics": self._offset_fetch_topics(body["group_id"], body["topics"], version),
+                "topics": topics(body["group_id"], body["topics"]),
             }
         self.respond(request, response)
 
@@ -843,11 +895,21 @@ class KafkaApis:
 
     # -- the classic group protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup -----------------
 
+    def group_refused(self, request: Request, group_id: str) -> bool:
+        """Kafka: a member needs READ on its group; refused, the request is answered with
+        GROUP_AUTHORIZATION_FAILED here (True)."""
+        if self.authorize(request, AclOperation.READ, ResourceType.GROUP, group_id):
+            return False
+        self.send_error_response(request, GROUP_AUTHORIZATION_FAILED)
+        return True
+
     def handle_join_group_request(self, request: Request) -> None:
         """Parked in the group until the rebalance completes; answered by the callback, from
         whichever thread completes it (a handler, or the rebalance purgatory's reaper)."""
         body, version = request.body, request.api_version
         assert body is not None
+        if self.group_refused(request, body["group_id"]):
+            return
 
         def send_response(result: JoinGroupResult) -> None:
             self.respond(request, {
@@ -882,6 +944,8 @@ class KafkaApis:
     def handle_sync_group_request(self, request: Request) -> None:
         body = request.body
         assert body is not None
+        if self.group_refused(request, body["group_id"]):
+            return
 
         def send_response(result: SyncGroupResult) -> None:
             self.respond(request, {
@@ -900,6 +964,8 @@ class KafkaApis:
     def handle_heartbeat_request(self, request: Request) -> None:
         body = request.body
         assert body is not None
+        if self.group_refused(request, body["group_id"]):
+            return
         error = self.broker.group_coordinator.handle_heartbeat(
             body["group_id"], body["member_id"], body["generation_id"])
         self.respond(request, {"throttle_time_ms": 0, "error_code": error})
@@ -907,6 +973,8 @@ class KafkaApis:
     def handle_leave_group_request(self, request: Request) -> None:
         body, version = request.body, request.api_version
         assert body is not None
+        if self.group_refused(request, body["group_id"]):
+            return
         if version >= 3:  # several members at once (KIP-345)
             members = [(m["member_id"], m.get("group_instance_id")) for m in body["members"]]
         else:
@@ -929,6 +997,12 @@ class KafkaApis:
         assert body is not None
         groups = []
         for group_id in body["groups"]:
+            if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+                groups.append({"error_code": GROUP_AUTHORIZATION_FAILED, "group_id": group_id,
+                               "group_state": "", "protocol_type": "", "protocol_data": "",
+                               "members": [],
+                               "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+                continue
             error, summary = self.broker.group_coordinator.handle_describe_group(group_id)
             groups.append({"error_code": error, "group_id": group_id,
                            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED, **summary})
@@ -946,6 +1020,10 @@ class KafkaApis:
             self.broker.group_coordinator.handle_list_groups()
             if not states or state.lower() in states
         ]
+        # Kafka: DESCRIBE on the cluster lists every group, otherwise those one may describe.
+        if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            listed = [g for g in listed if self.authorize(
+                request, AclOperation.DESCRIBE, ResourceType.GROUP, g["group_id"])]
         self.respond(request, {"throttle_time_ms": 0, "error_code": NONE, "groups": listed})
 
     # -- OffsetForLeaderEpoch (KIP-101, KIP-320) -------------------------------------------------
@@ -955,10 +1033,21 @@ class KafkaApis:
         fetching, and consumers check their position after a leader change."""
         assert request.body is not None
         rm = self.broker.replica_manager
+        # Kafka: a follower (replica id >= 0) needs CLUSTER_ACTION, a consumer DESCRIBE on
+        # the topic.
+        cluster_refused = request.body.get("replica_id", -2) >= 0 and not self.authorize(
+            request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
         topics = []
         for t in request.body["topics"]:
             parts = []
+            refused = CLUSTER_AUTHORIZATION_FAILED if cluster_refused else NONE if \
+                self.authorize_topic(request, AclOperation.DESCRIBE, t["topic"]) \
+                else TOPIC_AUTHORIZATION_FAILED
             for p in t["partitions"]:
+                if refused:
+                    parts.append({"error_code": refused, "partition": p["partition"],
+                                  "leader_epoch": -1, "end_offset": -1})
+                    continue
                 error, epoch, end = rm.last_offset_for_leader_epoch(
                     t["topic"], p["partition"], p.get("current_leader_epoch", -1),
                     p["leader_epoch"])
@@ -967,19 +1056,3 @@ class KafkaApis:
             topics.append({"topic": t["topic"], "partitions": parts})
         self.respond(request, {"throttle_time_ms": 0, "topics": topics})
 
-
-def _fit(struct: Any, version: int, value: dict[str, Any]) -> dict[str, Any]:
-    """``value`` without the fields (at any depth) that ``version`` of ``struct`` lacks."""
-    out: dict[str, Any] = {}
-    for key, v in value.items():
-        f = struct.by_name.get(key)
-        if f is None:  # a misspelt field: kept, so that the codec names it
-            out[key] = v
-            continue
-        if version not in f.versions:
-            continue
-        if f.struct is not None and v is not None:
-            v = [_fit(f.struct, version, e) for e in v] if f.is_array else _fit(
-                f.struct, version, v)
-        out[key] = v
-    return out

@@ -29,7 +29,6 @@ See docs/broker/groups.rst.
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import struct
@@ -37,10 +36,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafkacore.broker.log import LogConfig
 from kafkacore.core.records import MemoryRecordsBuilder, iter_batches
 
 if TYPE_CHECKING:
@@ -49,8 +46,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
-#: Where an earlier kafkacore broker kept commits (imported once, see ``_import_journal``).
-LEGACY_JOURNAL = "__consumer_offsets.journal"
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -349,7 +344,6 @@ class GroupMetadataManager:
                                         name=f"group-metadata-writer-{self.broker.broker_id}")
         self._writer.start()
         if self.standalone:
-            self._import_journal()
             # A cluster of one leads every offsets partition: load what the logs hold now,
             # before the first request.
             for p in range(self.partition_count()):
@@ -363,44 +357,6 @@ class GroupMetadataManager:
         self._loader = threading.Thread(target=self._run_loader, daemon=True,
                                         name=f"group-metadata-manager-{self.broker.broker_id}")
         self._loader.start()
-
-    def _import_journal(self) -> None:
-        """A broker of an earlier kafkacore kept commits in ``__consumer_offsets.journal`` (one
-        JSON line each): append them to the offsets topic once, then rename the journal, so an
-        upgrade loses no committed offset."""
-        path = Path(self.broker.config.log_dirs[0]) / LEGACY_JOURNAL
-        if not path.exists():
-            return
-        latest: dict[tuple[str, str, int], OffsetAndMetadata] = {}
-        with open(path, "rb") as f:
-            for line in f:
-                if not line.endswith(b"\n"):
-                    break  # a torn tail: that commit was never acknowledged
-                try:
-                    e = json.loads(line)
-                    latest[(e["g"], e["t"], int(e["p"]))] = OffsetAndMetadata(
-                        int(e["o"]), int(e["e"]), e["m"], int(e["ts"]))
-                except (ValueError, KeyError, TypeError):
-                    break  # a torn or damaged line: nothing after it was acknowledged
-        self.ensure_offsets_topic()
-        meta = self.broker.metadata_cache.get(OFFSETS_TOPIC)
-        config = LogConfig.from_properties(meta.configs, base=self.broker.log_manager.default_config)
-        by_partition: dict[int, list[tuple[bytes, bytes]]] = {}
-        for (group, topic, index), value in latest.items():
-            by_partition.setdefault(self.partition_for(group), []).append(
-                (offset_commit_key(group, topic, index), offset_commit_value(value)))
-        now = int(time.time() * 1000)
-        for p, records in by_partition.items():
-            builder = MemoryRecordsBuilder(1024)
-            for key, value in records:
-                builder.append(now, key, value)
-            lg = self.broker.log_manager.get_or_create_log(OFFSETS_TOPIC, p, config,
-                                                           meta.topic_id)
-            lg.append_as_leader(bytes(builder.build()))
-            lg.flush()
-        path.rename(path.with_name(LEGACY_JOURNAL + ".imported"))
-        log.info("imported %d committed offsets from %s into %s", len(latest), path,
-                 OFFSETS_TOPIC)
 
     def shutdown(self) -> None:
         if self._loader is not None:
@@ -466,7 +422,7 @@ class GroupMetadataManager:
             return True  # the logs are created when first written
         rf = min(self.replication_factor, len(broker.replica_manager.brokers) or 1)
         try:
-            broker.lifecycle.forward(
+            broker.forwarding_manager.forward(
                 19, 7, {  # CreateTopics v7
                     "topics": [{"name": OFFSETS_TOPIC, "num_partitions": self.num_partitions,
                                 "replication_factor": rf, "assignments": [],

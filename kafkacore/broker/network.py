@@ -491,6 +491,8 @@ class Processor(threading.Thread):
                 return
         request = Request(self.id, ch.id, header, body, ch.address, len(frame),
                           listener_name=ch.listener)
+        if ch.authenticator is not None and ch.authenticator.principal is not None:
+            request.principal = "User:" + ch.authenticator.principal
         # The muting rule: no more reads from this connection until the response is queued
         # and written, so at most one of its requests is in the handlers at a time and the
         # responses leave in the order the requests came (handlers run in parallel).

@@ -20,19 +20,19 @@ See docs/broker/replication.rst.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
+from kafkacore.broker.alter_partition_manager import AlterPartitionManager
 from kafkacore.broker.delayed_fetch import DelayedFetch
 from kafkacore.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafkacore.broker.files import replace_atomically
 from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.leader_epoch_cache import LeaderEpochFileCache
-from kafkacore.broker.partition import Partition, PartitionState, PendingIsr
+from kafkacore.broker.partition import Partition, PartitionState
 from kafkacore.broker.purgatory import DelayedOperationPurgatory
 
 if TYPE_CHECKING:
@@ -90,7 +90,6 @@ class ReplicaManager:
         self._checkpoint_path = Path(self.config.log_dirs[0]) / HW_CHECKPOINT_FILE
         self._checkpointed_hw = _read_hw_checkpoint(self._checkpoint_path)
         self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
 
     def startup(self) -> None:
         if self.standalone:
@@ -100,11 +99,13 @@ class ReplicaManager:
         self.fetcher_manager = ReplicaFetcherManager(self)
         self.alter_partition_manager = AlterPartitionManager(self)
         self.alter_partition_manager.start()
-        for target, name in ((self._isr_expiration, "isr-expiration"),
-                             (self._hw_checkpointer, "highwatermark-checkpoint")):
-            t = threading.Thread(target=target, name=f"{name}-{self.broker_id}", daemon=True)
-            t.start()
-            self._threads.append(t)
+        # Kafka's ReplicaManager.startup: both on the broker's KafkaScheduler.
+        scheduler = self.broker.kafka_scheduler
+        isr_period = max(self.config["replica.lag.time.max.ms"] // 2, 50)
+        scheduler.schedule("isr-expiration", self.maybe_shrink_isr, isr_period, isr_period)
+        hw_period = self.config["replica.high.watermark.checkpoint.interval.ms"]
+        scheduler.schedule("highwatermark-checkpoint", self.checkpoint_high_watermarks,
+                           hw_period, hw_period)
 
     def shutdown(self) -> None:
         self._stop.set()
@@ -112,8 +113,6 @@ class ReplicaManager:
             self.fetcher_manager.shutdown()
         if self.alter_partition_manager is not None:
             self.alter_partition_manager.shutdown()
-        for t in self._threads:
-            t.join(5.0)
         if not self.standalone:
             self.checkpoint_high_watermarks()
         self.produce_purgatory.shutdown()
@@ -300,8 +299,11 @@ class ReplicaManager:
                     if partition is None:
                         partition = self._create_partition(name, index, topic_id)
                     if state.leader == self.broker_id:
-                        if partition.make_leader(state) and self.fetcher_manager is not None:
+                        # Kafka's makeLeaders: the fetcher goes first, so that nothing it
+                        # fetched from the old leader lands after this replica leads.
+                        if self.fetcher_manager is not None:
                             self.fetcher_manager.remove_partitions([key])
+                        if partition.make_leader(state):
                             log.info("broker %d: leader of %s-%d at epoch %d, ISR %s",
                                      self.broker_id, name, index, state.leader_epoch, state.isr)
                     else:
@@ -352,32 +354,20 @@ class ReplicaManager:
 
     # -- background work -------------------------------------------------------------------------
 
-    def _isr_expiration(self) -> None:
-        """Kafka's ``isr-expiration`` task: every half lag period, drop the followers that have
-        not caught up for ``replica.lag.time.max.ms``."""
-        period = max(self.config["replica.lag.time.max.ms"] / 2000.0, 0.05)
-        while not self._stop.wait(period):
-            for partition in list(self.partitions.values()):
-                try:
-                    out = partition.out_of_sync_replicas()
-                    if out and self.alter_partition_manager is not None:
-                        with partition.lock:
-                            new_isr = [r for r in partition.isr if r not in out]
-                            partition.pending_isr = PendingIsr(new_isr)
-                        log.info("broker %d: shrinking ISR of %s-%d from %s to %s",
-                                 self.broker_id, partition.topic, partition.index,
-                                 partition.isr, new_isr)
-                        self.alter_partition_manager.submit(partition, new_isr)
-                except Exception:
-                    log.exception("ISR expiration of %r failed", partition)
-
-    def _hw_checkpointer(self) -> None:
-        period = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0
-        while not self._stop.wait(period):
+    def maybe_shrink_isr(self) -> None:
+        """Kafka's ``isr-expiration`` task (every half ``replica.lag.time.max.ms``): drop the
+        followers that have not caught up for that long."""
+        if self.alter_partition_manager is None or self._stop.is_set():
+            return
+        for partition in list(self.partitions.values()):
             try:
-                self.checkpoint_high_watermarks()
-            except OSError:
-                log.exception("cannot checkpoint high watermarks")
+                new_isr = partition.maybe_shrink_isr()
+                if new_isr is not None:
+                    log.info("broker %d: shrinking ISR of %s-%d to %s", self.broker_id,
+                             partition.topic, partition.index, new_isr)
+                    self.alter_partition_manager.submit(partition, new_isr)
+            except Exception:
+                log.exception("ISR expiration of %r failed", partition)
 
     def checkpoint_high_watermarks(self) -> None:
         """Kafka's ``replication-offset-checkpoint``: a restarted replica starts from its HW."""
@@ -398,43 +388,3 @@ def _read_hw_checkpoint(path: Path) -> dict[tuple[str, int], int]:
         return out
     except (FileNotFoundError, IndexError, ValueError):
         return {}
-
-
-class AlterPartitionManager(threading.Thread):
-    """Sends the leaders' ISR changes to the controller, one at a time (Kafka's
-    ``AlterPartitionManager``), and applies the controller's answer."""
-
-    def __init__(self, replica_manager: ReplicaManager) -> None:
-        super().__init__(name=f"alter-partition-{replica_manager.broker_id}", daemon=True)
-        self.replica_manager = replica_manager
-        self._queue: queue.Queue[tuple[Partition, list[int]] | None] = queue.Queue()
-
-    def submit(self, partition: Partition, new_isr: list[int]) -> None:
-        self._queue.put((partition, new_isr))
-
-    def shutdown(self) -> None:
-        self._queue.put(None)
-        self.join(5.0)
-
-    def run(self) -> None:
-        rm = self.replica_manager
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            partition, new_isr = item
-            try:
-                result = rm.broker.lifecycle.alter_partition(partition, new_isr)
-            except Exception as exc:  # the controller is away: forget it, retry on next check
-                log.info("AlterPartition for %r failed: %s", partition, exc)
-                partition.abandon_pending_isr()
-                continue
-            error, leader_epoch, isr, partition_epoch = result
-            if error != NONE:
-                log.info("AlterPartition for %r refused with error %d", partition, error)
-                partition.abandon_pending_isr()
-                continue
-            if partition.apply_isr(leader_epoch, isr, partition_epoch):
-                rm.complete_delayed_requests(partition.key)
-            else:
-                rm.produce_purgatory.check_and_complete(partition.key)

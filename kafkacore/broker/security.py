@@ -23,18 +23,27 @@ import os
 import ssl
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kafkacore import errors
 from kafkacore.broker.config import BrokerConfig, EndPoint
-from kafkacore.network.sasl import ScramServer, parse_jaas_config, scram_keys, scram_salted_password
+from kafkacore.broker.scram_sasl_server import ScramSaslServer
+from kafkacore.network.sasl import (
+    SCRAM_HASHES,
+    PlainMechanism,
+    SaslMechanism,
+    ScramMechanism,
+    parse_jaas_config,
+    scram_keys,
+    scram_salted_password,
+)
 from kafkacore.protocol.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
 
 SERVER_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-_SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 #: Kafka's ScramMechanism.minIterations, what ``kafka-configs`` uses by default.
 SCRAM_ITERATIONS = 4096
 _PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -139,8 +148,8 @@ class PlainCredential:
 def scram_credential(mechanism: str, password: str,
                      iterations: int = SCRAM_ITERATIONS) -> ScramCredential:
     salt = os.urandom(24)
-    salted = scram_salted_password(_SCRAM_HASHES[mechanism], password, salt, iterations)
-    _, stored_key, server_key = scram_keys(_SCRAM_HASHES[mechanism], salted)
+    salted = scram_salted_password(SCRAM_HASHES[mechanism], password, salt, iterations)
+    _, stored_key, server_key = scram_keys(SCRAM_HASHES[mechanism], salted)
     return ScramCredential(salt, stored_key, server_key, iterations)
 
 
@@ -237,7 +246,7 @@ class SaslServerAuthenticator:
         #: time.monotonic() after which the session is over (None: it never ends).
         self.session_expires_at: float | None = None
         self.reauthentications = 0
-        self._scram: ScramServer | None = None
+        self._scram: ScramSaslServer | None = None
         self._pending_mechanism: str | None = None
 
     @property
@@ -288,7 +297,7 @@ class SaslServerAuthenticator:
                 user, challenge = self._plain(token), b""
             else:
                 if self._scram is None:
-                    self._scram = ScramServer(mechanism, self._scram_lookup(mechanism))
+                    self._scram = ScramSaslServer(mechanism, self._scram_lookup(mechanism))
                 challenge = self._scram.evaluate_response(token)
                 if not self._scram.complete:
                     return _auth_response(NONE, None, challenge), Outcome.CONTINUE
@@ -392,6 +401,34 @@ def build_listener_security(config: BrokerConfig) -> dict[str, ListenerSecurity 
     }
 
 
+def inter_broker_sasl(config: BrokerConfig) -> Callable[[], SaslMechanism] | None:
+    """What a broker's clients of other brokers authenticate with: the SASL mechanism
+    ``sasl.mechanism.inter.broker.protocol`` and the ``username``/``password`` of the
+    inter-broker listener's JAAS setting (Kafka's
+    ``listener.name.<listener>.<mechanism>.sasl.jaas.config``).  None on a listener without
+    SASL.  A SASL listener without broker credentials is a ConfigError: brokers would be
+    refused by one another."""
+    endpoint = config.inter_broker_listener
+    if endpoint.uses_tls:
+        raise errors.ConfigError(
+            f"inter.broker.listener.name: listener {endpoint.name} uses TLS; this broker's "
+            "clients of other brokers speak PLAINTEXT and SASL_PLAINTEXT only")
+    if not endpoint.uses_sasl:
+        return None
+    mechanism = config["sasl.mechanism.inter.broker.protocol"].strip().upper()
+    key = f"listener.name.{endpoint.name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    _, options = parse_jaas_config(str(config.get(key) or "x required;"))
+    username, password = options.get("username"), options.get("password")
+    if mechanism not in SERVER_MECHANISMS or not username or not password:
+        raise errors.ConfigError(
+            f"the inter-broker listener {endpoint.name} uses SASL: set {key} with username and "
+            f"password (sasl.mechanism.inter.broker.protocol is one of "
+            f"{', '.join(SERVER_MECHANISMS)})")
+    if mechanism == "PLAIN":
+        return lambda: PlainMechanism(username, password)
+    return lambda: ScramMechanism(mechanism, username, password)
+
+
 __all__ = [
     "CredentialCache",
     "ListenerSecurity",
@@ -402,5 +439,6 @@ __all__ = [
     "ScramCredential",
     "build_listener_security",
     "create_server_ssl_context",
+    "inter_broker_sasl",
     "parse_users",
 ]

@@ -34,7 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     try:
         print(broker.bootstrap, flush=True)
-        print(f"broker up ({args.kind}, log {broker.log_path}); Ctrl-C to stop", file=sys.stderr, flush=True)
+        print(f"broker up ({args.kind}, pid {broker.pid}, log {broker.log_path}); Ctrl-C to stop",
+              file=sys.stderr, flush=True)
         while not stop.wait(0.5):
             if not broker.is_running():
                 print(f"kafkacore.testing: the broker exited; see {broker.log_path}", file=sys.stderr)

