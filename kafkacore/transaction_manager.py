@@ -201,7 +201,8 @@ class ConsumerGroupMetadata:
     """A consumer's group, generation and member (KIP-447), which ``send_offsets_to_transaction``
     passes on so that the group coordinator can fence a zombie consumer's offsets.
 
-    :meth:`of` also reads what the other clients give: a group id (a ``str``), kafka-python's
+    :meth:`~kafkacore.transaction_manager.ConsumerGroupMetadata.of` also reads what the other
+    clients give: a group id (a ``str``), kafka-python's
     ``consumer.group_metadata()``, and confluent-kafka's ``consumer.consumer_group_metadata()``
     (librdkafka's serialised form).
     """
@@ -224,6 +225,8 @@ class ConsumerGroupMetadata:
 
     @classmethod
     def of(cls, value: Any) -> ConsumerGroupMetadata:
+        """``value`` as a ConsumerGroupMetadata: ours, a group id, kafka-python's, or
+        confluent-kafka's bytes; TypeError for anything else, ValueError for bad bytes."""
         if isinstance(value, ConsumerGroupMetadata):
             return value
         if isinstance(value, str):
