@@ -61,4 +61,4 @@ def draw(out_dir):
         _boxes.box(ax, 0.2 + i * 2.15, 0.2, 1.95, 0.8, text, kind, 7)
         if i:
             _boxes.arrow(ax, i * 2.15 + 0.05, 0.6, i * 2.15 + 0.2, 0.6)
-    _boxes.save(fig, pathlib.Path(out_dir) / "transactions.png")
+    _boxes.save(fig, pathlib.Path(out_dir) / "transactions_producer.png")
