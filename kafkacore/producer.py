@@ -567,9 +567,8 @@ def _offsets(offsets: Any) -> dict[tuple[str, int], tuple[int, str | None, int]]
         else:  # OffsetAndMetadata (kafka-python) or TopicPartition (confluent-kafka)
             offset = value.offset
             metadata = getattr(value, "metadata", None)
-            epoch = getattr(value, "leader_epoch", None)
-            if epoch is None:
-                epoch = -1
+            leader_epoch = getattr(value, "leader_epoch", None)
+            epoch = -1 if leader_epoch is None else leader_epoch
         if not isinstance(topic, str) or not isinstance(partition, int) or not isinstance(
                 offset, int) or offset < 0:
             raise ValueError(f"not a partition and an offset to commit: {tp!r} -> {value!r}")

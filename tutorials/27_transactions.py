@@ -61,7 +61,7 @@ def run(bootstrap: str) -> None:
                 kind = ("ABORT", "COMMIT")[struct.unpack(">hh", marker.key)[1]]
                 print(f"  offset {batch.base_offset}: {kind} marker")
             else:
-                values = [r.value.decode() for r in batch]
+                values = [bytes(r.value or b"").decode() for r in batch]
                 print(f"  offset {batch.base_offset}: {values}, transactional: "
                       f"{batch.is_transactional}")
     # --- end markers
@@ -78,7 +78,7 @@ def run(bootstrap: str) -> None:
         if len(seen) >= 8:
             break
     consumer.close()
-    print("confluent-kafka, read_committed, sees:", sorted(v.decode() for v in seen))
+    print("confluent-kafka, read_committed, sees:", sorted(bytes(v or b"").decode() for v in seen))
     # --- end read_committed
     committed = {b"debit %d" % i for i in range(4)} | {b"credit %d" % i for i in range(4)}
     assert committed <= set(seen), "a committed record is missing"
@@ -92,6 +92,7 @@ def run(bootstrap: str) -> None:
 def has_transaction_coordinator(bootstrap: str) -> bool:
     with NetworkClient(bootstrap, Metadata()) as client:
         node = client.least_loaded_node()
+        assert node is not None, f"no broker to ask at {bootstrap}"
         client.await_ready(node, 10000)
         return ApiKey.END_TXN in client.broker_api_versions(node)
 
