@@ -308,3 +308,20 @@ def test_an_expired_batch_is_recovered_by_an_epoch_bump(broker, txn_bootstrap, m
     # The expired record may have reached the log after all: then its transaction's abort hides it.
     assert aborted_values in ([b"before"], [b"before", b"expired"])
     read_committed(broker, topic, 1, [b"after"])
+
+
+def test_offsets_in_every_client_shape():
+    from confluent_kafka import TopicPartition as ConfluentTopicPartition
+    from kafka.structs import OffsetAndMetadata
+    from kafka.structs import TopicPartition as KafkaPythonTopicPartition
+
+    from kafkacore.producer import _offsets
+
+    assert _offsets({("a", 0): 5}) == {("a", 0): (5, None, -1)}
+    assert _offsets({KafkaPythonTopicPartition("a", 1): OffsetAndMetadata(7, "m", 3)}) == {
+        ("a", 1): (7, "m", 3)}
+    assert _offsets([ConfluentTopicPartition("b", 2, 9)]) == {("b", 2): (9, None, -1)}
+    with pytest.raises(ValueError, match="no offsets"):
+        _offsets({})
+    with pytest.raises(ValueError, match="not a partition and an offset"):
+        _offsets({("a", 0): -1})
