@@ -8,8 +8,8 @@ committed records.  tansu writes the markers but does not report aborted transac
 Fetch answers, so there a read_committed consumer sees aborted records too (confluent-kafka's own
 transactional producer included): on tansu we check what is committed is read, and the markers.
 
-Our broker runs these tests once it has a transaction coordinator (it advertises EndTxn); until
-then its runs skip with that reason.
+Both brokers run these tests; a broker without a transaction coordinator (one that does not
+advertise EndTxn) would skip them with that reason.
 """
 
 from __future__ import annotations
