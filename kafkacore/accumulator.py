@@ -493,9 +493,12 @@ class RecordAccumulator:
         with self._incomplete_lock:
             return bool(self._incomplete)
 
-    def abort_undrained_batches(self, exception: BaseException) -> None:
+    def abort_undrained_batches(self, exception: BaseException, queued_retries: bool = False
+                                ) -> None:
         """Fail the batches never sent (no sequence yet): their transaction is being aborted
-        (Java's ``abortUndrainedBatches``).  Batches in flight finish with their answers."""
+        (Java's ``abortUndrainedBatches``).  With ``queued_retries``, also those queued for a
+        retry (a fatal error: they will never be sent).  Batches in flight finish with their
+        answers."""
         with self._incomplete_lock:
             batches = list(self._incomplete)
         for batch in batches:
@@ -503,7 +506,7 @@ class RecordAccumulator:
             if pq is None:
                 continue
             with pq:
-                if batch.base_sequence >= 0 or batch not in pq.batches:
+                if (batch.base_sequence >= 0 and not queued_retries) or batch not in pq.batches:
                     continue
                 batch.abort_record_appends()
                 pq.batches.remove(batch)

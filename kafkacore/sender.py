@@ -537,7 +537,7 @@ class Sender:
         if tm.has_fatal_error():
             # Fenced or unauthorized: nothing queued can ever be sent.  Batches in flight end
             # with their answers (their bytes may still be on their way to the socket).
-            self.accumulator.abort_undrained_batches(tm.last_error)
+            self.accumulator.abort_undrained_batches(tm.last_error, queued_retries=True)
             return True
         if self._txn_in_flight is not None or self._find_coordinator_in_flight:
             return True
