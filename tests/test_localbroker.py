@@ -10,7 +10,7 @@ import pytest
 from support.children import child_env
 
 from kafkacore import admin, errors
-from kafkacore.testing import BrokerUnavailableError, LocalBroker, free_port
+from kafkacore.testing import BrokerUnavailableError, LocalBroker
 
 
 def test_start_answer_stop():
@@ -29,8 +29,8 @@ def test_start_answer_stop():
 
 
 def test_restart_keeps_the_port_and_forgets_topics():
-    port = free_port()
-    with LocalBroker(port) as broker:
+    with LocalBroker() as broker:
+        port = broker.port
         assert admin.create_topics(broker.bootstrap, {"kept": 2}) == {"kept": 0}
         assert admin.list_partitions(broker.bootstrap, "kept") == [0, 1]
         broker.restart()

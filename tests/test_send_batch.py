@@ -18,8 +18,6 @@ from kafkacore.errors import (
     SerializationError,
 )
 
-pytestmark = pytest.mark.broker
-
 
 def java_partition(key: bytes, partitions: int) -> int:
     return (kafka_python_murmur2(key) & 0x7FFFFFFF) % partitions

@@ -72,7 +72,8 @@ def main() -> None:
             assert len(first_of) >= 2 and first_of[last] == 0
     print(f"the broker had written {frozen_written} of the {expired} expired records: a timeout"
           " means 'unknown', not 'lost'")
-    print("after the frozen stretch the partition went on as producer id %d, epoch %d" % last)
+    print(f"after the frozen stretch the partition went on as producer id {last[0]}, epoch "
+          f"{last[1]}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Sequence
 
 from kafkacore import errors
+from kafkacore.broker import lifeline
 from kafkacore.broker.config import BrokerConfig
 from kafkacore.broker.faults import ControlServer
 from kafkacore.broker.server import Broker
@@ -95,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    # Started by a Python program (Cluster, LocalBroker): stop when it ends, however it ends.
+    lifeline.watch_owner(stop.set)
     if config["process.roles"] == "controller":
         from kafkacore.broker.controller.controller_server import ControllerServer
 

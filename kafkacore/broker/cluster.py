@@ -18,7 +18,6 @@ import functools
 import os
 import pathlib
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -31,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import kafkacore
+from kafkacore.broker import lifeline
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.network.sasl import PlainMechanism
 from kafkacore.protocol import codec
@@ -116,12 +116,15 @@ class Cluster:
         self.controller: _Node | None = None
         self.brokers: dict[int, _Node] = {}
         self._lock = threading.RLock()
+        self._closing = False
 
     # -- starting and stopping -------------------------------------------------------------------
 
     def start(self) -> Cluster:
+        self._closing = False
         if self.base is None:
             self.base = pathlib.Path(tempfile.mkdtemp(prefix="kafkacore-cluster-"))
+            lifeline.own_directory(self.base)  # removed by the reaper if we are killed
         self.base.mkdir(parents=True, exist_ok=True)
         try:
             self.controller = _Node(0, "controller", self.base / "controller")
@@ -140,6 +143,7 @@ class Cluster:
     def close(self) -> None:
         """Stop every process (SIGTERM, then SIGKILL after a bound) and remove a temporary
         directory."""
+        self._closing = True  # a restart from another thread (a failover) spawns no more
         nodes = [*self.brokers.values(), *([self.controller] if self.controller else [])]
         for node in nodes:
             if node.running:
@@ -149,8 +153,8 @@ class Cluster:
                 node.process.terminate()
         for node in nodes:
             self._reap(node, 15.0)
-        if not self._given_dir and self.base is not None:
-            shutil.rmtree(self.base, ignore_errors=True)
+        if not self._given_dir and self.base is not None and self.base.exists():
+            lifeline.remove_directory(self.base)
 
     def __enter__(self) -> Cluster:
         return self.start()
@@ -191,6 +195,8 @@ class Cluster:
         return node.role == "broker" and node.node_id in self.advertised_listeners
 
     def _spawn(self, node: _Node) -> None:
+        if self._closing:
+            raise ClusterError(f"the cluster is closing: {node.role} {node.node_id} not started")
         node.directory.mkdir(parents=True, exist_ok=True)
         if node.port == 0 and self._advertises_elsewhere(node):
             # Its ready line names the advertised address, not the one it listens on: choose
@@ -201,8 +207,10 @@ class Cluster:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_ROOT, env.get("PYTHONPATH")]))
         assert self.base is not None
         with open(self.base / f"{node.role}-{node.node_id}.log", "ab") as stderr:
-            node.process = subprocess.Popen(self._command(node), stdout=subprocess.PIPE,
-                                            stderr=stderr, cwd=self.base, env=env)
+            # It ends with this process, however it ends (kafkacore.broker.lifeline).
+            node.process = lifeline.spawn(self._command(node), lifeline=True,
+                                          stdout=subprocess.PIPE, stderr=stderr, cwd=self.base,
+                                          env=env)
         node.paused = False
 
     def _wait_ready(self, node: _Node) -> None:
@@ -238,6 +246,12 @@ class Cluster:
             node.process.stdout.close()
 
     # -- addresses and leaders -------------------------------------------------------------------
+
+    @property
+    def pids(self) -> dict[int, int]:
+        """The process id of every running node, by node id (the controller is node 0)."""
+        nodes = [*([self.controller] if self.controller else []), *self.brokers.values()]
+        return {n.node_id: n.process.pid for n in nodes if n.running and n.process is not None}
 
     @property
     def bootstrap_servers(self) -> str:

@@ -133,6 +133,21 @@ SETTINGS: dict[str, _Setting] = {
     "log.retention.ms": _Setting(604800000, _int(-1), "delete segments older than this"),
     "log.retention.bytes": _Setting(-1, _int(-1), "delete the oldest segments beyond this size"),
     "log.index.interval.bytes": _Setting(4096, _int(0), "bytes between offset index entries"),
+    # -- the log's periodic tasks, run by the KafkaScheduler (docs/broker/log.rst) --
+    "background.threads": _Setting(10, _int(1), "threads of the KafkaScheduler"),
+    "log.retention.check.interval.ms": _Setting(
+        300000, _int(1), "how often retention deletes old segments"),
+    "log.flush.scheduler.interval.ms": _Setting(
+        9223372036854775807, _int(1), "how often each log's flush.ms is checked"),
+    "log.flush.offset.checkpoint.interval.ms": _Setting(
+        60000, _int(0), "how often recovery points are written (0: once)"),
+    "log.flush.start.offset.checkpoint.interval.ms": _Setting(
+        60000, _int(0), "how often log start offsets are written (0: once)"),
+    "log.initial.task.delay.ms": _Setting(30000, _int(0), "delay of the first log tasks"),
+    "producer.id.expiration.check.interval.ms": _Setting(
+        600000, _int(1), "how often idle producer ids are forgotten"),
+    "log.dir.failure.probe.interval.ms": _Setting(
+        1000, _int(1), "how often an offline log dir is probed (ours: Kafka never retries)"),
     "message.max.bytes": _Setting(1048588, _int(0), "largest record batch accepted"),
     # -- security (docs/broker/security.rst) --
     "listener.security.protocol.map": _Setting(
@@ -179,6 +194,23 @@ SETTINGS: dict[str, _Setting] = {
         3, _int(1), "replication factor of __consumer_offsets (at most the live brokers)"),
     "offsets.commit.timeout.ms": _Setting(
         5000, _int(1), "how long an OffsetCommit waits for the offsets topic's replicas"),
+    # -- transactions (docs/broker/transactions.rst) --
+    "transaction.state.log.num.partitions": _Setting(50, _int(1),
+                                                     "partitions of __transaction_state"),
+    "transaction.state.log.replication.factor": _Setting(
+        3, _int(1), "replication factor of __transaction_state (at most the live brokers)"),
+    "transaction.state.log.min.isr": _Setting(
+        2, _int(1), "min.insync.replicas of __transaction_state (at most its replicas)"),
+    "transaction.state.log.segment.bytes": _Setting(104857600, _int(1),
+                                                    "segment.bytes of __transaction_state"),
+    "transaction.max.timeout.ms": _Setting(
+        900000, _int(1), "the longest transaction.timeout.ms a producer may ask"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": _Setting(
+        10000, _int(1), "how often the coordinator aborts the transactions past their timeout"),
+    "transactional.id.expiration.ms": _Setting(
+        604800000, _int(1), "forget a transactional id unused this long"),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": _Setting(
+        3600000, _int(1), "how often the coordinator forgets expired transactional ids"),
     # -- the cluster (docs/broker/replication.rst) --
     "process.roles": _Setting("", _str, "broker, controller, or empty: one broker that is its "
                                           "own controller (a cluster of one)"),

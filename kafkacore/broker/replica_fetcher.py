@@ -15,6 +15,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+from kafkacore import errors
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.partition import Partition
 from kafkacore.protocol.api_keys import ApiKey
@@ -114,9 +115,10 @@ class ReplicaFetcherThread(threading.Thread):
         by_topic: dict[str, list[Partition]] = {}
         for p in partitions:
             by_topic.setdefault(p.topic, []).append(p)
+        epochs = {p.key: p.leader_epoch for p in partitions}  # the epochs this answer is for
         body = {"replica_id": self.rm.broker_id, "topics": [
             {"topic": topic, "partitions": [
-                {"partition": p.index, "current_leader_epoch": p.leader_epoch,
+                {"partition": p.index, "current_leader_epoch": epochs[p.key],
                  "leader_epoch": p.epoch_cache.latest_epoch if p.epoch_cache else -1}
                 for p in parts]}
             for topic, parts in by_topic.items()]}
@@ -147,7 +149,10 @@ class ReplicaFetcherThread(threading.Thread):
                              "at %d on the leader)", self.rm.broker_id, partition.topic,
                              partition.index, lg.log_end_offset, target, leader_epoch,
                              end_offset)
-                    lg.truncate_to(target)
+                    try:
+                        partition.truncate_as_follower(target, epochs[key])
+                    except (errors.NotLeaderOrFollowerError, errors.FencedLeaderEpochError):
+                        continue  # its role changed meanwhile: the new role decides
                 with self._lock:
                     if self._partitions.get(key, (None,))[0] is partition:
                         self._partitions[key] = (partition, False)
@@ -159,6 +164,7 @@ class ReplicaFetcherThread(threading.Thread):
         for p in partitions:
             by_topic.setdefault(p.topic_id, []).append(p)
         max_bytes = self.config["replica.fetch.max.bytes"]
+        epochs = {p.key: p.leader_epoch for p in partitions}  # the epochs this fetch is under
         body = {
             "replica_state": {"replica_id": self.rm.broker_id,
                               "replica_epoch": self.rm.broker.lifecycle.broker_epoch},
@@ -166,7 +172,7 @@ class ReplicaFetcherThread(threading.Thread):
             "min_bytes": 1, "max_bytes": max(max_bytes, 10 * 1024 * 1024),
             "isolation_level": 0, "session_id": 0, "session_epoch": -1,
             "topics": [{"topic_id": topic_id, "partitions": [
-                {"partition": p.index, "current_leader_epoch": p.leader_epoch,
+                {"partition": p.index, "current_leader_epoch": epochs[p.key],
                  "fetch_offset": p.log.log_end_offset,
                  "last_fetched_epoch": p.epoch_cache.latest_epoch if p.epoch_cache else -1,
                  "log_start_offset": p.log.log_start_offset, "partition_max_bytes": max_bytes}
@@ -203,7 +209,11 @@ class ReplicaFetcherThread(threading.Thread):
                 if records and partition.log.log_end_offset != int.from_bytes(
                         records[:8], "big"):
                     continue  # the log moved meanwhile (truncation): fetch again
-                partition.append_records_to_follower(records, r["high_watermark"])
+                try:
+                    partition.append_records_to_follower(records, r["high_watermark"],
+                                                         epochs[partition.key])
+                except (errors.NotLeaderOrFollowerError, errors.FencedLeaderEpochError):
+                    continue  # its role changed while we fetched: the data is not ours
         if errored:
             self._stopping.wait(0.1)
 

@@ -42,8 +42,11 @@ class Broker:
             if self.config["process.roles"] == "broker" else None
         self.socket_server: SocketServer | None = None
         self.log_manager: Any = None
+        #: the broker's KafkaScheduler: the log's periodic tasks (kafka_scheduler.py)
+        self.kafka_scheduler: Any = None
         self.metadata_cache: Any = None
         self.group_coordinator: Any = None
+        self.transaction_coordinator: Any = None
         self.producer_id_manager: Any = None
         self.apis: Any = None
         #: The StandardAuthorizer (authorizer.class.name), or None: every request allowed.
@@ -104,6 +107,10 @@ class Broker:
         in_cluster = self.config["process.roles"] == "broker"
         self.producer_id_manager = ProducerIdManager(
             first_dir, first_id=self.broker_id << BROKER_ID_SPACE_BITS if in_cluster else 0)
+        from kafkacore.broker.kafka_scheduler import KafkaScheduler
+
+        self.kafka_scheduler = KafkaScheduler(self.config["background.threads"])
+        self.kafka_scheduler.startup()
         self.log_manager = _make_log_manager(self)
         self.group_coordinator = GroupCoordinator(
             GroupMetadataManager(self),
@@ -119,7 +126,12 @@ class Broker:
         from kafkacore.broker.replica_manager import ReplicaManager
 
         self.replica_manager = ReplicaManager(self)
+        from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
+
+        self.transaction_coordinator = TransactionCoordinator(self)
         self.apis = KafkaApis(self)
+        # After the APIs: loading may write markers at once, through the replica manager.
+        self.transaction_coordinator.startup()
         self._handlers = KafkaRequestHandlerPool(
             self.request_channel, self.apis, self.config["num.io.threads"]
         )
@@ -141,8 +153,11 @@ class Broker:
             self.lifecycle.shutdown()
         self.socket_server.shutdown()
         self._handlers.shutdown()
+        self.transaction_coordinator.shutdown()
         self.replica_manager.shutdown()
         self.group_coordinator.shutdown()
+        if self.kafka_scheduler is not None:
+            self.kafka_scheduler.shutdown()
         shutdown = getattr(self.log_manager, "shutdown", None)
         if shutdown is not None:
             shutdown()
@@ -181,6 +196,7 @@ def _make_log_manager(broker: Broker) -> Any:
     """The storage: a :class:`kafkacore.broker.log.LogManager` over ``log.dirs``, with the
     broker-wide log settings as every topic's default, recovered at start-up."""
     from kafkacore.broker.log import LogConfig, LogManager
+    from kafkacore.broker.log.manager import LogManagerIntervals
 
     c = broker.config
     default = LogConfig(
@@ -194,7 +210,16 @@ def _make_log_manager(broker: Broker) -> Any:
         **({} if c["log.flush.interval.ms"] is None else {"flush_ms": c["log.flush.interval.ms"]}),
     )
     dirs: list[str | Path] = list(c.log_dirs)
-    manager = LogManager(dirs, default)
+    intervals = LogManagerIntervals(
+        retention_check_ms=c["log.retention.check.interval.ms"],
+        flush_check_ms=c["log.flush.scheduler.interval.ms"],
+        flush_recovery_offset_checkpoint_ms=c["log.flush.offset.checkpoint.interval.ms"],
+        flush_start_offset_checkpoint_ms=c["log.flush.start.offset.checkpoint.interval.ms"],
+        producer_id_expiration_check_ms=c["producer.id.expiration.check.interval.ms"],
+        initial_task_delay_ms=c["log.initial.task.delay.ms"],
+        dir_probe_ms=c["log.dir.failure.probe.interval.ms"],
+    )
+    manager = LogManager(dirs, default, scheduler=broker.kafka_scheduler, intervals=intervals)
     topic_configs = {
         t.name: LogConfig.from_properties(t.configs, base=default)
         for t in broker.metadata_cache.topics()

@@ -808,7 +808,7 @@ class NetworkClient:
             if version is None:
                 self.metadata.failed_update(now_ms)
                 return self.reconnect_backoff_ms
-            if version < 1 and not body["topics"]:
+            if version < 1 and body["topics"] is not None and not body["topics"]:
                 # v0 reads an empty list as "all topics"; we want none.
                 self.metadata.failed_update(now_ms)
                 return self.reconnect_backoff_ms

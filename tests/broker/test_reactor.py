@@ -13,8 +13,8 @@ from reactor_client import (
     closed_by_peer,
     connect,
     recv_frame,
-    wait_until,
 )
+from waits import wait_until
 
 from kafkacore import errors
 from kafkacore.broker import Broker, BrokerConfig

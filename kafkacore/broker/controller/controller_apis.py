@@ -171,7 +171,7 @@ class ControllerApis(ApiRequestHandler):
                            if "new_isr_with_epochs" in p else p["new_isr"])
                 error, part = self.controller.alter_partition(
                     body["broker_id"], t["topic_id"], p["partition_index"], p["leader_epoch"],
-                    new_isr)
+                    new_isr, p["partition_epoch"])
                 parts.append({"partition_index": p["partition_index"], "error_code": error,
                               "leader_id": part.leader if part else -1,
                               "leader_epoch": part.leader_epoch if part else -1,
