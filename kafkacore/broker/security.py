@@ -401,6 +401,34 @@ def build_listener_security(config: BrokerConfig) -> dict[str, ListenerSecurity 
     }
 
 
+#: RFC 2253's short names, as Java's ``X500Principal.getName()`` writes them; other attributes
+#: keep the name Python's ``ssl`` module gives them.
+_RFC2253_NAMES = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
+                  "localityName": "L", "stateOrProvinceName": "ST", "countryName": "C",
+                  "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID"}
+
+
+def certificate_principal(certificate: dict[str, Any] | None) -> str | None:
+    """``User:<subject>`` for a verified client certificate (Kafka's default principal of an
+    SSL connection: the subject in RFC 2253 form, ``CN=client-1,O=example``), or None."""
+    if not certificate or not certificate.get("subject"):
+        return None
+    parts = []
+    for rdn in reversed(certificate["subject"]):  # RFC 2253: the most specific part first
+        parts.append("+".join(f"{_RFC2253_NAMES.get(k, k)}={_rfc2253_escape(v)}"
+                              for k, v in rdn))
+    return "User:" + ",".join(parts)
+
+
+def _rfc2253_escape(value: str) -> str:
+    out = "".join("\\" + c if c in ',+"\\<>;' else c for c in value)
+    if out.startswith(("#", " ")):
+        out = "\\" + out
+    if out.endswith(" ") and not out.endswith("\\ "):
+        out = out[:-1] + "\\ "
+    return out
+
+
 def inter_broker_sasl(config: BrokerConfig) -> Callable[[], SaslMechanism] | None:
     """What a broker's clients of other brokers authenticate with: the SASL mechanism
     ``sasl.mechanism.inter.broker.protocol`` and the ``username``/``password`` of the
@@ -438,6 +466,7 @@ __all__ = [
     "SaslState",
     "ScramCredential",
     "build_listener_security",
+    "certificate_principal",
     "create_server_ssl_context",
     "inter_broker_sasl",
     "parse_users",
