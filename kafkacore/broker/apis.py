@@ -704,11 +704,13 @@ class KafkaApis(ApiRequestHandler):
                 body["transactional_id"], body["transaction_timeout_ms"],
                 body.get("producer_id", -1), body.get("producer_epoch", -1), send_response)
             return
-        elif body.get("producer_id", -1) >= 0 and 0 <= body.get("producer_epoch", -1) < 32766:
-            # KIP-360: an idempotent producer bumps its epoch to reset its sequences.
-            response.update(producer_id=body["producer_id"],
-                            producer_epoch=body["producer_epoch"] + 1)
+        elif (body.get("producer_id", -1) == -1) != (body.get("producer_epoch", -1) == -1):
+            response["error_code"] = INVALID_REQUEST  # an id without an epoch, or the reverse
         else:
+            # Without a transactional id, Kafka hands out a new producer id whatever id and
+            # epoch were sent: nothing proves the asker owns them, and bumping the epoch of
+            # someone else's id would fence that producer (Java's idempotent producer bumps
+            # its epoch by itself).
             response.update(producer_id=self.producer_id_manager.generate_producer_id(),
                             producer_epoch=0)
         self.respond(request, response)

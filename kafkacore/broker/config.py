@@ -185,6 +185,11 @@ SETTINGS: dict[str, _Setting] = {
         "", _str, "the listener brokers use to reach one another (default: the first)"),
     "sasl.mechanism.inter.broker.protocol": _Setting(
         "PLAIN", _str, "the SASL mechanism of the inter-broker listener's clients"),
+    "controller.listener.names": _Setting(
+        "", _str, "a broker: the controller's listener, whose protocol it speaks (default: "
+                  "PLAINTEXT)"),
+    "sasl.mechanism.controller.protocol": _Setting(
+        "PLAIN", _str, "the SASL mechanism a broker authenticates to the controller with"),
     "group.min.session.timeout.ms": _Setting(6000, _int(0), "shortest session a member may ask"),
     "group.max.session.timeout.ms": _Setting(1800000, _int(0), "longest session a member may ask"),
     "group.initial.rebalance.delay.ms": _Setting(

@@ -269,3 +269,30 @@ def test_our_producer_refused_a_producer_id_fails_at_once_with_the_error(broker)
         future = producer.send(topic, value=b"nope")
         with pytest.raises(ClusterAuthorizationFailedError):
             future.result(timeout=30)
+
+
+def test_a_client_certificate_is_its_principal(tmp_path):
+    """Mutual TLS without SASL: the principal is the certificate's subject in RFC 2253 form
+    (Kafka's default principal builder), and ACLs name it like any user."""
+    from certs import make_pki
+
+    pki = make_pki(tmp_path, client_cn="client-1")
+    config = {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(pki.cert),
+              "ssl.key.location": str(pki.key), "ssl.truststore.location": str(pki.ca),
+              "ssl.client.auth": "required", "authorizer.class.name": STANDARD,
+              "num.partitions": 1, "log.dirs": str(tmp_path / "logs")}
+    tls = {"security.protocol": "SSL", "ssl.ca.location": str(pki.ca),
+           "ssl.certificate.location": str(pki.client_cert),
+           "ssl.key.location": str(pki.client_key)}
+    with Broker(config) as b:
+        b.apis.create_topic("granted", 1, {})
+        b.apis.create_topic("other", 1, {})
+        grant(b, topic_acl("granted", "CN=client-1", AclOperation.WRITE),
+              topic_acl("other", "CN=client-1", AclOperation.DESCRIBE))
+        delivered, problems = produce_confluent(b.bootstrap_servers, "granted", [b"x"], tls,
+                                                timeout_s=20)
+        assert problems == [] and None not in delivered
+        delivered, problems = produce_confluent(b.bootstrap_servers, "other", [b"x"], tls,
+                                                timeout_s=10)
+        assert delivered == [None]
+        assert problems and all("TOPIC_AUTHORIZATION_FAILED" in p for p in problems), problems

@@ -6,8 +6,10 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.api_request_handler import ApiRequestHandler
+from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
 from kafkacore.broker.request_channel import Request
+from kafkacore.errors import ClusterAuthorizationFailedError
 from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
@@ -17,6 +19,7 @@ NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
 UNSUPPORTED_VERSION = 35
 INVALID_REQUEST = 42
+CLUSTER_AUTHORIZATION_FAILED = ClusterAuthorizationFailedError.errno
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
@@ -25,6 +28,7 @@ class ControllerApis(ApiRequestHandler):
 
     def __init__(self, server: ControllerServer) -> None:
         super().__init__(server.request_channel)
+        self.authorizer = server.authorizer
         self.config = server.config
         self.controller = server.controller
         self.handlers = {
@@ -56,6 +60,13 @@ class ControllerApis(ApiRequestHandler):
         low, high = self.supported_versions(request.api_key)
         if request.body is None or not low <= request.api_version <= high:
             self.send_error_response(request, UNSUPPORTED_VERSION)
+            return
+        if request.api_key != ApiKey.API_VERSIONS and not self.authorize(
+                request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
+            # Only brokers talk to the controller (Kafka: CLUSTER_ACTION for registrations,
+            # heartbeats, AlterPartition and the Envelope of forwarded requests); a request
+            # whose answer has no error code to carry the refusal closes the connection.
+            self.send_error_response(request, CLUSTER_AUTHORIZATION_FAILED)
             return
         handler(request)
 
