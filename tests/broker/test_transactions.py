@@ -606,3 +606,47 @@ def test_a_prepare_commit_left_by_a_dead_coordinator_is_completed(tmp_path):
                    what="CompleteCommit")
         got = read_confluent(broker.bootstrap_servers, topic, 1, 2, config=COMMITTED)
         assert values_of(got) == [b"decided-0", b"decided-1"]
+
+
+def test_an_unused_transactional_id_expires(tmp_path):
+    """``transactional.id.expiration.ms``: an id whose producer went quiet is forgotten, by a
+    tombstone in ``__transaction_state``, so a restart does not bring it back; the next
+    producer with that id starts afresh."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import TransactionalIdNotFoundError
+
+    config = {"transactional.id.expiration.ms": "500",
+              "transaction.remove.expired.transaction.cleanup.interval.ms": "100",
+              "transaction.abort.timed.out.transaction.cleanup.interval.ms": "100"}
+    with LocalBroker(kind="kafkacore", log_dirs=tmp_path, config=config) as broker:
+        topic = new_topic(broker)
+        txn_id = f"tx-{topic}"
+        producer = transactional_producer(broker.bootstrap, txn_id)
+        producer.begin_transaction()
+        send(producer, topic, [b"before-expiry"])
+        producer.commit_transaction(30)
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+
+        def forgotten() -> bool:
+            try:
+                admin.describe_transactions([txn_id])
+            except TransactionalIdNotFoundError:
+                return True
+            return False
+
+        try:
+            wait_until(forgotten, what="the id's expiration", step_s=0.1)
+        finally:
+            admin.close()
+        broker.restart()
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        try:
+            assert forgotten()
+        finally:
+            admin.close()
+        again = transactional_producer(broker.bootstrap, txn_id)
+        again.begin_transaction()
+        send(again, topic, [b"after-expiry"])
+        again.commit_transaction(30)
+        got = read_confluent(broker.bootstrap, topic, PARTITIONS, 2, config=COMMITTED)
+        assert values_of(got) == [b"after-expiry", b"before-expiry"]
