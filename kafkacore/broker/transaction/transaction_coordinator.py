@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
+from kafkacore.broker.transaction.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from kafkacore.broker.transaction.transaction_marker_channel_manager import (
     TransactionMarkerChannelManager,
     TxnMarkerEntry,
@@ -75,11 +76,13 @@ class TransactionCoordinator:
         self.txn_manager = TransactionStateManager(broker)
         self.marker_manager = TransactionMarkerChannelManager(broker, self._still_coordinating)
         self.txn_manager.add_load_listener(self._on_loaded)
+        self.add_partitions_manager = AddPartitionsToTxnManager(broker)
         self._stop = threading.Event()
         self._timer: threading.Thread | None = None
 
     def startup(self) -> None:
         self.marker_manager.startup()
+        self.add_partitions_manager.startup()
         self.txn_manager.startup()
         self._timer = threading.Thread(target=self._run_timer, daemon=True,
                                        name=f"transaction-timeouts-{self.broker.broker_id}")
@@ -91,6 +94,7 @@ class TransactionCoordinator:
             self._timer.join(5.0)
         self.txn_manager.shutdown()
         self.marker_manager.shutdown()
+        self.add_partitions_manager.shutdown()
 
     def partition_for(self, transactional_id: str) -> int:
         return self.txn_manager.partition_for(transactional_id)
