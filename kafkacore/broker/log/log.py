@@ -484,6 +484,9 @@ class Log:
             raise KafkaStorageError(f"cannot {what} {self.name}: {exc}") from exc
 
     def _after_append(self, count: int) -> None:
+        # Forget the ended transactions whose markers the ISR has (a follower is never asked
+        # for its LSO, so its list would only grow otherwise).
+        self.producer_state.first_unstable_offset(self.high_watermark)
         self._unflushed_messages += count
         if self._unflushed_messages >= self.config.flush_messages:
             with self._storage("flush"):
