@@ -51,3 +51,27 @@ def test_no_warning_and_no_report_when_the_broker_is_there(bootstrap, make_topic
         producer.send(topic, b"v").get(30)
         assert producer._metadata.connection_report() == ""
     assert not [r for r in caplog.records if "reachable" in r.getMessage()]
+
+
+def test_a_topic_that_does_not_exist_and_a_partition_beyond_the_topic_say_so():
+    """Auto-create off: sending to a missing topic, or to partition 99 of a 4-partition topic,
+    ends well before max.block.ms (60 s) with what the broker said."""
+    import time
+
+    from kafkacore.admin import create_topics
+    from kafkacore.testing import LocalBroker
+
+    with LocalBroker(kind="kafkacore", config={"auto.create.topics.enable": "false"}) as broker:
+        create_topics(broker.bootstrap, {"four": 4})
+        with KafkaProducer(bootstrap_servers=broker.bootstrap) as producer:
+            assert producer.config["max.block.ms"] == 60000
+            for topic, partition, words in [
+                ("missing", None, "Topic missing not present in metadata after .* ms: the "
+                                  "brokers answer UNKNOWN_TOPIC_OR_PARTITION"),
+                ("four", 99, r"Invalid partition given with record: 99 is not in the range "
+                             r"\[0...4\)"),
+            ]:
+                start = time.monotonic()
+                with pytest.raises(KafkaTimeoutError, match=words):
+                    producer.send(topic, b"v", partition=partition)
+                assert time.monotonic() - start < 30

@@ -196,7 +196,8 @@ class Log:
             if (had_clean_shutdown or flushed) and not active:
                 segment.load()
             else:
-                self.recovered_bytes_truncated += segment.recover()
+                upper = None if active else bases[i + 1]
+                self.recovered_bytes_truncated += segment.recover(upper)
                 for first, last, size in segment.lost:
                     self._lost(first, last, f"{size} damaged bytes in {segment.log_path.name}")
                 if segment.torn_tail and not active:
@@ -208,10 +209,13 @@ class Log:
                     self._lost(previous.next_offset, segment.base_offset - 1,
                                f"nothing between {previous.log_path.name} and "
                                f"{segment.log_path.name}")
-                else:
-                    log.error("%s: %s starts at offset %d, inside %s (which ends at %d)",
-                              self.name, segment.log_path.name, segment.base_offset,
+                else:  # the last batch of the previous segment says more than it may
+                    log.error("%s: %s starts at offset %d, inside %s (which ends at %d); its "
+                              "batches there are refused until a recovery", self.name,
+                              segment.log_path.name, segment.base_offset,
                               previous.log_path.name, previous.next_offset)
+                    self.damaged_from = min(self.damaged_from or previous.base_offset,
+                                            previous.base_offset)
             self._add_segment(segment)
         if not self._segments:
             self._roll(0)
@@ -590,6 +594,8 @@ class Log:
                           segment.log_path.name, why)
 
     def _report_hole(self, fetch_offset: int, first: int) -> None:
+        """A read found its first batch past ``fetch_offset``: a hole (cut by a recovery, a
+        missing segment, or a compacted leader's gap): what follows is served, and said once."""
         if (-1, first) not in self._reported:
             self._reported.add((-1, first))
             log.warning("%s: a fetch at offset %d found no record before %d: offsets %d to %d "

@@ -117,6 +117,7 @@ def verified_end(data: bytes | bytearray | memoryview) -> tuple[int, str | None]
     ``(len(data), None)`` when every batch is good.  The CRC runs in C (about 9 GB/s here)."""
     pos, n = 0, len(data)
     expected = None
+    previous = 0  # where the batch before ``pos`` starts
     while pos < n:
         if n - pos < RECORD_BATCH_OVERHEAD:
             return pos, f"{n - pos} stray bytes at byte {pos}"
@@ -124,10 +125,14 @@ def verified_end(data: bytes | bytearray | memoryview) -> tuple[int, str | None]
         if h.magic != 2 or h.size < RECORD_BATCH_OVERHEAD or h.size > n - pos:
             return pos, f"batch at byte {pos} does not frame (magic {h.magic}, {h.size} bytes)"
         if expected is not None and h.base_offset < expected:
-            return pos, f"batch at byte {pos} starts at offset {h.base_offset}, below {expected}"
+            # One of the two base offsets (outside the CRC) is wrong; which one, only the
+            # batches around them can tell: neither is served.
+            return previous, (f"batch at byte {pos} starts at offset {h.base_offset}, below "
+                              f"{expected}, where the batch before it ends")
         if h.record_count != h.last_offset_delta + 1 or not crc_ok(data, h):
             return pos, f"batch at offset {h.base_offset} fails its CRC or its record count"
         expected = h.last_offset + 1
+        previous = pos
         pos += h.size
     return pos, None
 
