@@ -85,7 +85,7 @@ class TransactionStateManager:
 
     @property
     def standalone(self) -> bool:
-        return self.broker.config["process.roles"] == ""
+        return bool(self.broker.config["process.roles"] == "")
 
     def add_load_listener(self, listener: LoadListener) -> None:
         self._load_listeners.append(listener)
