@@ -947,7 +947,7 @@ class KafkaApis(ApiRequestHandler):
                 part["active_producers"] = [
                     {"producer_id": e.producer_id, "producer_epoch": e.producer_epoch,
                      "last_sequence": e.last_seq, "last_timestamp": e.last_timestamp,
-                     "coordinator_epoch": -1,
+                     "coordinator_epoch": e.coordinator_epoch,
                      "current_txn_start_offset": e.current_txn_first_offset}
                     for e in partition.log.producer_state.active_producers()]
             topics.append({"name": t["name"], "partitions": parts})
