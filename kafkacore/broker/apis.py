@@ -565,8 +565,20 @@ class KafkaApis(ApiRequestHandler):
                 return
             self.respond(request, {"responses": responses, "throttle_time_ms": 0})
 
-        self.broker.replica_manager.append_records(body.get("timeout_ms", 30000), acks, valid,
-                                                   respond)
+        timeout_ms = body.get("timeout_ms", 30000)
+        if transactional_id is None or not valid:
+            self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
+            return
+
+        def verified(failed: dict[tuple[str, int], int]) -> None:
+            for key, error in failed.items():
+                invalid[key] = valid.pop(key)[0]
+                invalid[key]["error_code"] = error
+            self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
+
+        # KIP-890: the coordinator confirms the partitions of a transaction's first batches.
+        self.broker.transaction_coordinator.add_partitions_manager.verify(
+            transactional_id, valid, verified)
 
     # -- Fetch -----------------------------------------------------------------------------------
 
@@ -937,7 +949,7 @@ class KafkaApis(ApiRequestHandler):
                 part["active_producers"] = [
                     {"producer_id": e.producer_id, "producer_epoch": e.producer_epoch,
                      "last_sequence": e.last_seq, "last_timestamp": e.last_timestamp,
-                     "coordinator_epoch": -1,
+                     "coordinator_epoch": e.coordinator_epoch,
                      "current_txn_start_offset": e.current_txn_first_offset}
                     for e in partition.log.producer_state.active_producers()]
             topics.append({"name": t["name"], "partitions": parts})

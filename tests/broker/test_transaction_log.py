@@ -24,6 +24,7 @@ from kafkacore.errors import (
     InvalidProducerEpochError,
     InvalidRecordError,
     InvalidTxnStateError,
+    TransactionCoordinatorFencedError,
 )
 
 
@@ -36,8 +37,8 @@ def txn_batch(producer_id: int, epoch: int, sequence: int, n: int = 2,
     return bytes(b.build())
 
 
-def end(lg: Log, producer_id: int, epoch: int, commit: bool) -> int:
-    return lg.append_as_leader(marker(producer_id, epoch, commit, 0, 1000),
+def end(lg: Log, producer_id: int, epoch: int, commit: bool, coordinator_epoch: int = 0) -> int:
+    return lg.append_as_leader(marker(producer_id, epoch, commit, coordinator_epoch, 1000),
                                from_coordinator=True).first_offset
 
 
@@ -139,3 +140,20 @@ def test_transaction_log_record_round_trip():
     metadata.complete_transition(transit)
     with pytest.raises(InvalidTxnStateError):  # PrepareCommit cannot go back to Ongoing
         metadata.prepare_add_partitions({("c", 0)}, 3000)
+
+
+def test_a_zombie_coordinators_marker_is_fenced(tmp_path):
+    lg = Log(tmp_path)
+    lg.append_as_leader(txn_batch(1, 0, 0))
+    end(lg, 1, 0, commit=True, coordinator_epoch=5)
+    lg.append_as_leader(txn_batch(1, 0, 2))
+    with pytest.raises(TransactionCoordinatorFencedError):  # the old coordinator, epoch 4
+        end(lg, 1, 0, commit=False, coordinator_epoch=4)
+    assert lg.last_stable_offset == 3  # still open
+    lg.close()
+    lg = Log(tmp_path, had_clean_shutdown=True)  # the epoch is in the snapshot
+    assert lg.producer_state.last_entry(1).coordinator_epoch == 5
+    with pytest.raises(TransactionCoordinatorFencedError):
+        end(lg, 1, 0, commit=False, coordinator_epoch=4)
+    end(lg, 1, 0, commit=False, coordinator_epoch=-1)  # an administrator's abort
+    assert lg.last_stable_offset == lg.high_watermark

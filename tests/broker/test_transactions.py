@@ -606,3 +606,101 @@ def test_a_prepare_commit_left_by_a_dead_coordinator_is_completed(tmp_path):
                    what="CompleteCommit")
         got = read_confluent(broker.bootstrap_servers, topic, 1, 2, config=COMMITTED)
         assert values_of(got) == [b"decided-0", b"decided-1"]
+
+
+def test_an_unused_transactional_id_expires(tmp_path):
+    """``transactional.id.expiration.ms``: an id whose producer went quiet is forgotten, by a
+    tombstone in ``__transaction_state``, so a restart does not bring it back; the next
+    producer with that id starts afresh."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import TransactionalIdNotFoundError
+
+    config = {"transactional.id.expiration.ms": "500",
+              "transaction.remove.expired.transaction.cleanup.interval.ms": "100",
+              "transaction.abort.timed.out.transaction.cleanup.interval.ms": "100"}
+    with LocalBroker(kind="kafkacore", log_dirs=tmp_path, config=config) as broker:
+        topic = new_topic(broker)
+        txn_id = f"tx-{topic}"
+        producer = transactional_producer(broker.bootstrap, txn_id)
+        producer.begin_transaction()
+        send(producer, topic, [b"before-expiry"])
+        producer.commit_transaction(30)
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+
+        def forgotten() -> bool:
+            try:
+                admin.describe_transactions([txn_id])
+            except TransactionalIdNotFoundError:
+                return True
+            return False
+
+        try:
+            wait_until(forgotten, what="the id's expiration", step_s=0.1)
+        finally:
+            admin.close()
+        broker.restart()
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        try:
+            assert forgotten()
+        finally:
+            admin.close()
+        again = transactional_producer(broker.bootstrap, txn_id)
+        again.begin_transaction()
+        send(again, topic, [b"after-expiry"])
+        again.commit_transaction(30)
+        got = read_confluent(broker.bootstrap, topic, PARTITIONS, 2, config=COMMITTED)
+        assert values_of(got) == [b"after-expiry", b"before-expiry"]
+
+
+def test_a_transactional_batch_for_a_partition_not_added_is_refused(ours):
+    """KIP-890: the leader asks the coordinator before a producer's first transactional batch
+    opens a transaction in a partition; one the producer never added gets INVALID_TXN_STATE
+    and opens nothing (the LSO stays at the high watermark)."""
+    from kafkacore.broker.inter_broker_client import InterBrokerClient
+    from kafkacore.core.records import MemoryRecordsBuilder
+    from kafkacore.errors import InvalidTxnStateError
+    from kafkacore.protocol import codec
+    from kafkacore.protocol.api_keys import ApiKey
+
+    topic = new_topic(ours)
+    txn_id = f"tx-{topic}"
+    host, port = ours.bootstrap.split(":")
+    client = InterBrokerClient(host, int(port), "not-added", 10.0)
+    try:
+        assert client.send(ApiKey.FIND_COORDINATOR, 3,
+                           {"key": txn_id, "key_type": 1})["error_code"] == 0
+        init = client.send(ApiKey.INIT_PRODUCER_ID, 4, {
+            "transactional_id": txn_id, "transaction_timeout_ms": 60000,
+            "producer_id": -1, "producer_epoch": -1})
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+
+        def produce(partition: int, sequence: int) -> int:
+            builder = MemoryRecordsBuilder(1024, producer_id=pid, producer_epoch=epoch,
+                                           base_sequence=sequence, is_transactional=True)
+            builder.append(0, None, b"v")
+            body = codec.REQUESTS[ApiKey.PRODUCE].body.defaults(9)
+            body.update(transactional_id=txn_id, acks=-1, timeout_ms=10000, topic_data=[
+                {"name": topic, "partition_data": [
+                    {"index": partition, "records": bytes(builder.build())}]}])
+            answer = client.send(ApiKey.PRODUCE, 9, body)
+            return answer["responses"][0]["partition_responses"][0]["error_code"]
+
+        assert produce(0, 0) == InvalidTxnStateError.errno
+        assert committed_end_offsets(ours.bootstrap, topic, "read_committed") == \
+            committed_end_offsets(ours.bootstrap, topic, "read_uncommitted")
+        added = client.send(ApiKey.ADD_PARTITIONS_TO_TXN, 3, {
+            "v3_and_below_transactional_id": txn_id, "v3_and_below_producer_id": pid,
+            "v3_and_below_producer_epoch": epoch,
+            "v3_and_below_topics": [{"name": topic, "partitions": [0]}]})
+        [t] = added["results_by_topic_v3_and_below"]
+        assert t["results_by_partition"][0]["partition_error_code"] == 0
+        assert produce(0, 0) == 0
+        assert produce(1, 0) == InvalidTxnStateError.errno  # partition 1 is still not added
+        assert committed_end_offsets(ours.bootstrap, topic, "read_committed")[0] == 0
+        ended = client.send(ApiKey.END_TXN, 3, {"transactional_id": txn_id, "producer_id": pid,
+                                                "producer_epoch": epoch, "committed": True})
+        assert ended["error_code"] == 0
+    finally:
+        client.close()
+    got = read_confluent(ours.bootstrap, topic, PARTITIONS, 1, config=COMMITTED)
+    assert values_of(got) == [b"v"]

@@ -16,6 +16,7 @@ the aborted transactions listed in the fetch answer.
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 from kafkacore.broker.log.validator import (
     ATTRIBUTES,
@@ -74,9 +75,17 @@ def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
             return (z >> 1) ^ -(z & 1), pos
 
 
-def control_type(batch: bytes | bytearray | memoryview, h: BatchHeader) -> int | None:
-    """COMMIT or ABORT for an end-transaction control batch at ``h.position`` in ``batch``;
-    None for another control type or a record we cannot read (Kafka ignores unknown types)."""
+class EndTransactionMarker(NamedTuple):
+    """What an end-transaction control record says."""
+
+    kind: int  # COMMIT or ABORT
+    coordinator_epoch: int
+
+
+def read_marker(batch: bytes | bytearray | memoryview, h: BatchHeader
+                ) -> EndTransactionMarker | None:
+    """The COMMIT or ABORT marker of the control batch at ``h.position`` in ``batch``; None for
+    another control type or a record we cannot read (Kafka ignores unknown types)."""
     if not h.is_control or h.record_count < 1:
         return None
     data = bytes(batch[h.position + RECORD_BATCH_OVERHEAD: h.position + h.size])
@@ -88,9 +97,19 @@ def control_type(batch: bytes | bytearray | memoryview, h: BatchHeader) -> int |
         if key_len < _CONTROL_KEY.size or pos + key_len > len(data):
             return None
         _version, kind = _CONTROL_KEY.unpack_from(data, pos)
+        value_len, pos = _read_varint(data, pos + key_len)
+        coordinator_epoch = -1
+        if value_len >= _MARKER_VALUE.size and pos + value_len <= len(data):
+            coordinator_epoch = _MARKER_VALUE.unpack_from(data, pos)[1]
     except (ValueError, struct.error):
         return None
-    return kind if kind in (ABORT, COMMIT) else None
+    return EndTransactionMarker(kind, coordinator_epoch) if kind in (ABORT, COMMIT) else None
+
+
+def control_type(batch: bytes | bytearray | memoryview, h: BatchHeader) -> int | None:
+    """COMMIT or ABORT for an end-transaction control batch, None otherwise."""
+    marker = read_marker(batch, h)
+    return None if marker is None else marker.kind
 
 
 assert ATTRIBUTES == 21  # the CRC covers the batch from the attributes on

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kafkacore.broker.log.config import LogConfig
 from kafkacore.broker.log.dir_failure_channel import LogDirFailureChannel
-from kafkacore.broker.log.end_transaction_marker import COMMIT, control_type
+from kafkacore.broker.log.end_transaction_marker import COMMIT, read_marker
 from kafkacore.broker.log.producer_state import (
     CompletedTxn,
     ProducerAppendInfo,
@@ -251,11 +251,11 @@ class Log:
             position = segment.index.lookup(start)[1] if start > segment.base_offset else 0
             for h in segment.iter_headers(position):
                 if h.last_offset >= start:
-                    commit = None
+                    marker = None
                     if h.is_control and h.has_producer_id:
-                        kind = control_type(segment.pread(h.size, h.position), h._replace(position=0))
-                        commit = None if kind is None else kind == COMMIT
-                    self._index_completed(segment, psm.replay(h, commit))
+                        marker = read_marker(segment.pread(h.size, h.position),
+                                             h._replace(position=0))
+                    self._index_completed(segment, psm.replay(h, marker))
         psm.update_map_end_offset(end)
 
     def _index_completed(self, segment: LogSegment, completed: CompletedTxn | None) -> None:
@@ -354,9 +354,11 @@ class Log:
                 if h.is_control and h.has_producer_id:
                     if h.producer_id not in pending:
                         pending[h.producer_id] = self.producer_state.prepare_update(h.producer_id)
-                    kind = control_type(records, h)
-                    if kind is not None:
-                        pending[h.producer_id].append_end_txn_marker(h, offset, kind == COMMIT)
+                    marker = read_marker(records, h)
+                    if marker is not None:
+                        pending[h.producer_id].append_end_txn_marker(
+                            h, offset, marker.kind == COMMIT,
+                            coordinator_epoch=marker.coordinator_epoch)
                 elif h.has_producer_id and from_coordinator:
                     # A coordinator's own transactional write (offsets of a transaction):
                     # no sequences to check (Kafka checks them for clients only).
@@ -448,11 +450,8 @@ class Log:
                 self._write(segment, bytes(records), headers)
             segment = self.active_segment
             for h in headers:
-                commit = None
-                if h.is_control and h.has_producer_id:
-                    kind = control_type(records, h)
-                    commit = None if kind is None else kind == COMMIT
-                self._index_completed(segment, self.producer_state.replay(h, commit))
+                marker = read_marker(records, h) if h.is_control and h.has_producer_id else None
+                self._index_completed(segment, self.producer_state.replay(h, marker))
             if self.leader_epoch_cache is not None:
                 for h in headers:
                     self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
@@ -488,6 +487,9 @@ class Log:
             raise KafkaStorageError(f"cannot {what} {self.name}: {exc}") from exc
 
     def _after_append(self, count: int) -> None:
+        # Forget the ended transactions whose markers the ISR has (a follower is never asked
+        # for its LSO, so its list would only grow otherwise).
+        self.producer_state.first_unstable_offset(self.high_watermark)
         self._unflushed_messages += count
         if self._unflushed_messages >= self.config.flush_messages:
             with self._storage("flush"):

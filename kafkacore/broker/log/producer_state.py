@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from kafkacore.broker.log.end_transaction_marker import COMMIT, EndTransactionMarker
 from kafkacore.broker.log.segment import SNAPSHOT_SUFFIX, file_name
 from kafkacore.broker.log.validator import NO_SEQUENCE, BatchHeader
 from kafkacore.core.records import crc32c
@@ -28,6 +29,7 @@ from kafkacore.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
     OutOfOrderSequenceNumberError,
+    TransactionCoordinatorFencedError,
 )
 
 #: Kafka's ``ProducerStateEntry.NUM_BATCHES_TO_RETAIN``: the producer's
@@ -67,6 +69,9 @@ class ProducerStateEntry:
     last_timestamp: int = -1
     #: the offset of the open transaction's first batch here, -1 when none is open
     current_txn_first_offset: int = -1
+    #: the coordinator epoch of the last marker written here (a lower one is a zombie
+    #: coordinator's), -1 before any
+    coordinator_epoch: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -100,6 +105,7 @@ class ProducerStateEntry:
             deque(self.batch_metadata, maxlen=NUM_BATCHES_TO_RETAIN),
             self.last_timestamp,
             self.current_txn_first_offset,
+            self.coordinator_epoch,
         )
 
 
@@ -155,15 +161,23 @@ class ProducerAppendInfo:
         self._touched = True
 
     def append_end_txn_marker(
-        self, h: BatchHeader, offset: int, kind_is_commit: bool, *, validate: bool = True
+        self, h: BatchHeader, offset: int, kind_is_commit: bool, *, validate: bool = True,
+        coordinator_epoch: int = -1,
     ) -> CompletedTxn:
         """The coordinator's COMMIT or ABORT marker at ``offset`` ends the producer's
         transaction here (Kafka's ``appendEndTxnMarker``); a marker of a newer epoch (a fenced
-        producer's transaction aborted) also moves the producer to that epoch."""
+        producer's transaction aborted) also moves the producer to that epoch.  A marker from
+        an older coordinator epoch than the last one here is a zombie coordinator's
+        (TRANSACTION_COORDINATOR_FENCED); -1 is an administrator's abort, not checked."""
         epoch = h.producer_epoch
+        entry = self.updated
         if validate:
             self._check_producer_epoch(epoch, offset)
-        entry = self.updated
+            if 0 <= coordinator_epoch < entry.coordinator_epoch:
+                raise TransactionCoordinatorFencedError(
+                    f"marker of producer {self.producer_id} in {self.partition} from coordinator"
+                    f" epoch {coordinator_epoch}, older than {entry.coordinator_epoch}")
+        entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
         if epoch != entry.producer_epoch:
             entry.batch_metadata.clear()
             entry.producer_epoch = epoch
@@ -216,11 +230,13 @@ class ProducerAppendInfo:
 # Snapshot file: version, CRC-32C of what follows, then the entries.  Kafka's own format keeps
 # only each producer's last batch; we keep all five so that retries across a restart are still
 # recognised as duplicates (the rules applied to them are the same).  Version 2 adds each
-# producer's open transaction (its first offset), as Kafka's ``currentTxnFirstOffset``.
-_SNAPSHOT_VERSION = 2
+# producer's open transaction (its first offset), as Kafka's ``currentTxnFirstOffset``;
+# version 3 the coordinator epoch of its last marker.
+_SNAPSHOT_VERSION = 3
 _HEAD = struct.Struct(">hI")
 _ENTRY_V1 = struct.Struct(">qhqb")
-_ENTRY = struct.Struct(">qhqqb")
+_ENTRY_V2 = struct.Struct(">qhqqb")
+_ENTRY = struct.Struct(">qhqqib")
 _BATCH = struct.Struct(">iiqqq")
 
 
@@ -279,17 +295,19 @@ class ProducerStateManager:
     def update_map_end_offset(self, offset: int) -> None:
         self.map_end_offset = offset
 
-    def replay(self, h: BatchHeader, marker_is_commit: bool | None = None) -> CompletedTxn | None:
+    def replay(self, h: BatchHeader,
+               marker: EndTransactionMarker | None = None) -> CompletedTxn | None:
         """Apply a batch read back from the log (recovery, a follower's copy): Kafka's
-        REPLICATION origin, no checks.  ``marker_is_commit``: the batch is an end-transaction
-        marker (COMMIT if true); returns the transaction it ended."""
+        REPLICATION origin, no checks.  ``marker``: what the batch says if it is an
+        end-transaction marker; returns the transaction it ended."""
         completed = None
         if h.has_producer_id:
             info = self.prepare_update(h.producer_id)
             if h.is_control:
-                if marker_is_commit is not None:
+                if marker is not None:
                     completed = info.append_end_txn_marker(
-                        h, h.base_offset, marker_is_commit, validate=False)
+                        h, h.base_offset, marker.kind == COMMIT, validate=False,
+                        coordinator_epoch=marker.coordinator_epoch)
             else:
                 info.append(h, h.base_offset, validate=False)
             self.update(info)
@@ -327,7 +345,7 @@ class ProducerStateManager:
             body.append(
                 _ENTRY.pack(
                     e.producer_id, e.producer_epoch, e.last_timestamp,
-                    e.current_txn_first_offset, len(e.batch_metadata),
+                    e.current_txn_first_offset, e.coordinator_epoch, len(e.batch_metadata),
                 )
             )
             body.extend(_BATCH.pack(*m) for m in e.batch_metadata)
@@ -350,21 +368,26 @@ class ProducerStateManager:
             raise CorruptRecordError(f"{path.name}: too short for a producer snapshot")
         version, crc = _HEAD.unpack_from(data, 0)
         payload = memoryview(data)[_HEAD.size :]
-        if version not in (1, _SNAPSHOT_VERSION) or crc32c(payload) != crc:
+        if version not in (1, 2, _SNAPSHOT_VERSION) or crc32c(payload) != crc:
             raise CorruptRecordError(f"{path.name}: bad version {version} or CRC")
         out: dict[int, ProducerStateEntry] = {}
         try:
             (count,) = struct.unpack_from(">i", payload, 0)
             pos = 4
-            layout = _ENTRY if version == _SNAPSHOT_VERSION else _ENTRY_V1
+            layout = {1: _ENTRY_V1, 2: _ENTRY_V2}.get(version, _ENTRY)
             for _ in range(count):
+                txn_first = coordinator_epoch = -1
                 if version == _SNAPSHOT_VERSION:
+                    pid, epoch, last_ts, txn_first, coordinator_epoch, n = layout.unpack_from(
+                        payload, pos)
+                elif version == 2:
                     pid, epoch, last_ts, txn_first, n = layout.unpack_from(payload, pos)
                 else:
-                    (pid, epoch, last_ts, n), txn_first = layout.unpack_from(payload, pos), -1
+                    pid, epoch, last_ts, n = layout.unpack_from(payload, pos)
                 pos += layout.size
                 entry = ProducerStateEntry(pid, epoch, last_timestamp=last_ts,
-                                           current_txn_first_offset=txn_first)
+                                           current_txn_first_offset=txn_first,
+                                           coordinator_epoch=coordinator_epoch)
                 for _ in range(n):
                     entry.batch_metadata.append(BatchMetadata(*_BATCH.unpack_from(payload, pos)))
                     pos += _BATCH.size

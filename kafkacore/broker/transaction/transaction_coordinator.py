@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
+from kafkacore.broker.transaction.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from kafkacore.broker.transaction.transaction_marker_channel_manager import (
     TransactionMarkerChannelManager,
     TxnMarkerEntry,
@@ -69,14 +70,19 @@ class TransactionCoordinator:
         self.max_timeout_ms: int = c["transaction.max.timeout.ms"]
         self.abort_interval_s = c["transaction.abort.timed.out.transaction.cleanup.interval.ms"] \
             / 1000.0
+        self.expiry_interval_s = \
+            c["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000.0
+        self.id_expiration_ms: int = c["transactional.id.expiration.ms"]
         self.txn_manager = TransactionStateManager(broker)
         self.marker_manager = TransactionMarkerChannelManager(broker, self._still_coordinating)
         self.txn_manager.add_load_listener(self._on_loaded)
+        self.add_partitions_manager = AddPartitionsToTxnManager(broker)
         self._stop = threading.Event()
         self._timer: threading.Thread | None = None
 
     def startup(self) -> None:
         self.marker_manager.startup()
+        self.add_partitions_manager.startup()
         self.txn_manager.startup()
         self._timer = threading.Thread(target=self._run_timer, daemon=True,
                                        name=f"transaction-timeouts-{self.broker.broker_id}")
@@ -88,6 +94,7 @@ class TransactionCoordinator:
             self._timer.join(5.0)
         self.txn_manager.shutdown()
         self.marker_manager.shutdown()
+        self.add_partitions_manager.shutdown()
 
     def partition_for(self, transactional_id: str) -> int:
         return self.txn_manager.partition_for(transactional_id)
@@ -385,11 +392,42 @@ class TransactionCoordinator:
     # -- timeouts ------------------------------------------------------------------------------
 
     def _run_timer(self) -> None:
-        while not self._stop.wait(self.abort_interval_s):
+        """Kafka's two scheduled tasks on one thread: abort the transactions past their timeout
+        (every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``), forget the ids
+        unused for ``transactional.id.expiration.ms`` (every
+        ``transaction.remove.expired.transaction.cleanup.interval.ms``)."""
+        next_expiry = time.monotonic() + self.expiry_interval_s
+        while not self._stop.wait(min(self.abort_interval_s, self.expiry_interval_s)):
             try:
                 self.abort_timed_out_transactions()
+                if time.monotonic() >= next_expiry:
+                    next_expiry = time.monotonic() + self.expiry_interval_s
+                    self.remove_expired_transactional_ids()
             except Exception:
-                log.exception("aborting timed-out transactions failed")
+                log.exception("the transaction coordinator's scheduled task failed")
+
+    def remove_expired_transactional_ids(self) -> None:
+        """Write a tombstone for every id whose producer has not used it for
+        ``transactional.id.expiration.ms`` and that has no transaction open (Kafka's
+        ``removeExpiredTransactionalIds``)."""
+        now = _now_ms()
+        for metadata in self.txn_manager.all_metadata():
+            with metadata.lock:
+                if not (metadata.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+                        and metadata.pending_state is None
+                        and metadata.txn_last_update_timestamp >= 0  # written at least once
+                        and now - metadata.txn_last_update_timestamp > self.id_expiration_ms):
+                    continue
+                transit = metadata.prepare_dead(now)
+            epoch = self.txn_manager.coordinator_epoch_of(metadata.transactional_id)
+            if epoch is None:
+                with metadata.lock:
+                    metadata.pending_state = None
+                continue
+            log.info("transactional id %s: unused for %d ms, forgotten",
+                     metadata.transactional_id, now - metadata.txn_last_update_timestamp)
+            self.txn_manager.append_transaction_to_log(metadata.transactional_id, epoch,
+                                                       metadata, transit, lambda e: None)
 
     def abort_timed_out_transactions(self) -> None:
         """Abort every Ongoing transaction past its timeout, with the producer's epoch bumped

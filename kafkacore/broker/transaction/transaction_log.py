@@ -14,6 +14,7 @@ A record with a null value (a tombstone) removes the transactional id (its expir
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from kafkacore.broker.transaction.transaction_metadata import (
     NO_PRODUCER_EPOCH,
@@ -56,7 +57,7 @@ class _Reader:
     def __init__(self, data: bytes) -> None:
         self.data, self.pos = data, 0
 
-    def take(self, s: struct.Struct) -> tuple:
+    def take(self, s: struct.Struct) -> tuple[Any, ...]:
         if self.pos + s.size > len(self.data):
             raise ValueError("record shorter than its fields")
         out = s.unpack_from(self.data, self.pos)

@@ -25,6 +25,7 @@ from kafkacore.broker.group_metadata_manager import _records, partition_for
 from kafkacore.broker.transaction import transaction_log
 from kafkacore.broker.transaction.transaction_metadata import (
     TransactionMetadata,
+    TransactionState,
     TxnTransitMetadata,
 )
 from kafkacore.core.records import MemoryRecordsBuilder
@@ -84,7 +85,7 @@ class TransactionStateManager:
 
     @property
     def standalone(self) -> bool:
-        return self.broker.config["process.roles"] == ""
+        return bool(self.broker.config["process.roles"] == "")
 
     def add_load_listener(self, listener: LoadListener) -> None:
         self._load_listeners.append(listener)
@@ -270,9 +271,11 @@ class TransactionStateManager:
         partition = self.partition_for(transactional_id)
         key = (TRANSACTION_STATE_TOPIC, partition)
         builder = MemoryRecordsBuilder(1024)
+        # Dead is written as a tombstone: the id is forgotten (its expiration).
         builder.append(transit.txn_last_update_timestamp,
                        transaction_log.key_bytes(transactional_id),
-                       transaction_log.value_bytes(transit))
+                       None if transit.state == TransactionState.DEAD
+                       else transaction_log.value_bytes(transit))
         response: dict[str, Any] = {"error_code": NONE, "base_offset": -1, "error_message": None}
 
         def on_append(results: dict[tuple[str, int], dict[str, Any]]) -> None:
@@ -293,6 +296,8 @@ class TransactionStateManager:
                         if lg is not None:
                             lg.flush()  # alone, the disk is the only copy
                     metadata.complete_transition(transit)
+                    if transit.state == TransactionState.DEAD:
+                        self.remove(transactional_id)
             callback(error)
 
         if not self.ensure_topic():

@@ -1,4 +1,4 @@
-"""Tutorial 51: a transaction committed and one aborted, seen at both isolation levels.
+"""Tutorial 52: a transaction committed and one aborted, seen at both isolation levels.
 
 A transactional producer (confluent-kafka's, with ``transactional.id``) asks our broker's
 transaction coordinator for a producer id and epoch (InitProducerId), adds each partition before
@@ -10,10 +10,11 @@ A read_uncommitted consumer sees every record in the log.  A read_committed one 
 the last stable offset (LSO), and drops the records of the aborted transactions that the broker
 lists with each fetch.  While a transaction is open, the LSO waits at its first record.
 
-    python tutorials/51_transactions.py
+    python tutorials/52_transactions.py
 """
 
 import time
+from collections.abc import Callable
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -34,14 +35,15 @@ def read_all(bootstrap: str, isolation: str) -> list[str]:
     quiet_since = time.monotonic()
     while time.monotonic() - quiet_since < 1.0:
         m = c.poll(0.2)
-        if m is not None and not m.error():
-            out.append(m.value().decode())
+        value = None if m is None or m.error() else m.value()
+        if value is not None:
+            out.append(value.decode())
             quiet_since = time.monotonic()
     c.close()
     return out
 
 
-def wait_for(condition, what: str, bound_s: float = 10.0) -> None:
+def wait_for(condition: Callable[[], bool], what: str, bound_s: float = 10.0) -> None:
     """EndTxn is answered once PrepareCommit/PrepareAbort is written; the markers follow."""
     deadline = time.monotonic() + bound_s
     while not condition():
