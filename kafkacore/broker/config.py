@@ -194,6 +194,23 @@ SETTINGS: dict[str, _Setting] = {
         3, _int(1), "replication factor of __consumer_offsets (at most the live brokers)"),
     "offsets.commit.timeout.ms": _Setting(
         5000, _int(1), "how long an OffsetCommit waits for the offsets topic's replicas"),
+    # -- transactions (docs/broker/transactions.rst) --
+    "transaction.state.log.num.partitions": _Setting(50, _int(1),
+                                                     "partitions of __transaction_state"),
+    "transaction.state.log.replication.factor": _Setting(
+        3, _int(1), "replication factor of __transaction_state (at most the live brokers)"),
+    "transaction.state.log.min.isr": _Setting(
+        2, _int(1), "min.insync.replicas of __transaction_state (at most its replicas)"),
+    "transaction.state.log.segment.bytes": _Setting(104857600, _int(1),
+                                                    "segment.bytes of __transaction_state"),
+    "transaction.max.timeout.ms": _Setting(
+        900000, _int(1), "the longest transaction.timeout.ms a producer may ask"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": _Setting(
+        10000, _int(1), "how often the coordinator aborts the transactions past their timeout"),
+    "transactional.id.expiration.ms": _Setting(
+        604800000, _int(1), "forget a transactional id unused this long"),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": _Setting(
+        3600000, _int(1), "how often the coordinator forgets expired transactional ids"),
     # -- the cluster (docs/broker/replication.rst) --
     "process.roles": _Setting("", _str, "broker, controller, or empty: one broker that is its "
                                           "own controller (a cluster of one)"),
