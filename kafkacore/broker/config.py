@@ -128,7 +128,8 @@ SETTINGS: dict[str, _Setting] = {
     "max.connections.per.ip": _Setting(2147483647, _int(0), "connections from one address"),
     "max.connections.per.ip.overrides": _Setting({}, _overrides, "host:n,host:n exceptions"),
     "log.flush.interval.messages": _Setting(9223372036854775807, _int(1), "fsync every N"),
-    "log.flush.interval.ms": _Setting(None, _int(0), "fsync at least this often"),
+    "log.flush.interval.ms": _Setting(
+        None, _int(0), "fsync at least this often (unset: log.flush.scheduler.interval.ms)"),
     "log.segment.bytes": _Setting(1073741824, _int(14), "roll a segment at this size"),
     "log.retention.ms": _Setting(604800000, _int(-1), "delete segments older than this"),
     "log.retention.bytes": _Setting(-1, _int(-1), "delete the oldest segments beyond this size"),

@@ -207,7 +207,9 @@ def _make_log_manager(broker: Broker) -> Any:
         flush_messages=c["log.flush.interval.messages"],
         index_interval_bytes=c["log.index.interval.bytes"],
         min_insync_replicas=c["min.insync.replicas"],
-        **({} if c["log.flush.interval.ms"] is None else {"flush_ms": c["log.flush.interval.ms"]}),
+        # Kafka: log.flush.interval.ms unset means log.flush.scheduler.interval.ms.
+        flush_ms=(c["log.flush.scheduler.interval.ms"] if c["log.flush.interval.ms"] is None
+                  else c["log.flush.interval.ms"]),
     )
     dirs: list[str | Path] = list(c.log_dirs)
     intervals = LogManagerIntervals(

@@ -145,8 +145,8 @@ def test_retention_runs_by_itself_by_size_and_by_time():
 
 
 def test_recovery_points_and_log_start_offsets_are_checkpointed_by_themselves(tmp_path):
-    config = {**FAST, "log.dirs": str(tmp_path), "log.flush.interval.ms": "0",
-              "log.flush.scheduler.interval.ms": "50"}
+    # log.flush.interval.ms unset: flush.ms is log.flush.scheduler.interval.ms, as in Kafka.
+    config = {**FAST, "log.dirs": str(tmp_path), "log.flush.scheduler.interval.ms": "50"}
     with Broker(config) as broker:
         _create(broker.bootstrap_servers, "cp", {"segment.bytes": "1024", "retention.bytes": "2048"})
         _produce(broker.bootstrap_servers, "cp", 300)
@@ -158,7 +158,7 @@ def test_recovery_points_and_log_start_offsets_are_checkpointed_by_themselves(tm
                 return None
             return {tuple(line.split()[:2]): int(line.split()[2]) for line in lines[2:]}
 
-        # flush.ms=0 and the flusher every 50 ms: everything is fsynced, the recovery point
+        # flush.ms=50 and the flusher every 50 ms: everything is fsynced, the recovery point
         # reaches the log end, and the checkpoint task writes it; no shutdown involved.
         wait_until(lambda: (checkpoint("recovery-point-offset-checkpoint") or {})
                    .get(("cp", "0")) == 300, "recovery point 300 checkpointed", bound_s=20)
