@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kafkacore.accumulator import RecordAccumulator
@@ -33,12 +33,16 @@ from kafkacore.transaction_manager import ConsumerGroupMetadata, TransactionMana
 
 log = logging.getLogger("kafkacore")
 
-#: A record's headers: (name, value) pairs; a value may be None.
-Headers = Iterable[tuple[str, bytes | bytearray | memoryview | None]]
-#: ``callback(metadata, exception)``: exactly one of the two is None.
-SendCallback = Callable[[RecordMetadata | None, BaseException | None], object]
+#: A record's headers: (name, value) pairs, or a mapping of name to value as confluent-kafka
+#: takes them; a value may be None, and a str value is sent as UTF-8.
+Headers = (Iterable[tuple[str, str | bytes | bytearray | memoryview | None]]
+           | Mapping[str, str | bytes | bytearray | memoryview | None])
+#: ``callback(metadata, exception)``: exactly one of the two is None.  Records fail with an
+#: ``Exception`` (a :class:`~kafkacore.errors.KafkaError`), so a callback annotated
+#: ``Exception | None`` type-checks, and so does one annotated ``BaseException | None``.
+SendCallback = Callable[[RecordMetadata | None, Exception | None], object]
 #: confluent-kafka's ``on_delivery(err, msg)``.
-DeliveryCallback = Callable[[BaseException | None, DeliveredMessage], object]
+DeliveryCallback = Callable[[Exception | None, DeliveredMessage], object]
 
 _client_ids = itertools.count(1)
 
@@ -317,7 +321,7 @@ class KafkaProducer:
     def _with_acknowledgement(self, callback: SendCallback | None) -> SendCallback:
         interceptors = self._interceptors
 
-        def acknowledged(metadata: RecordMetadata | None, exception: BaseException | None) -> None:
+        def acknowledged(metadata: RecordMetadata | None, exception: Exception | None) -> None:
             for interceptor in interceptors:
                 try:
                     interceptor.on_acknowledgement(metadata, exception)
@@ -597,7 +601,7 @@ def _other_clients(
         deliver = on_delivery
 
         def confluent_order(
-            metadata: RecordMetadata | None, exception: BaseException | None
+            metadata: RecordMetadata | None, exception: Exception | None
         ) -> None:
             deliver(exception, DeliveredMessage(topic, key, value, headers, metadata, exception))
 

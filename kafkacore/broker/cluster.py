@@ -474,9 +474,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``kafkacore-broker cluster --brokers 3``: run a cluster until SIGTERM or SIGINT."""
     parser = argparse.ArgumentParser(prog="kafkacore-broker cluster",
                                      description="a controller and N brokers, one process each")
-    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--brokers", type=int, default=3,
+                        help="how many brokers, besides the controller (default 3)")
     parser.add_argument("--log-dirs", help="base directory (default: a temporary one)")
-    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting of every broker, by Kafka's name (repeatable)")
     args = parser.parse_args(argv)
     config = {}
     for item in args.config:

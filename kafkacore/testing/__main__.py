@@ -19,7 +19,7 @@ from kafkacore.testing.localbroker import BrokerUnavailableError, LocalBroker
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kafkacore.testing",
-                                     description=__doc__.splitlines()[0] if __doc__ else None)
+                                     description=(__doc__ or "").splitlines()[0].replace("``", ""))
     parser.add_argument("--port", type=int, default=None, help="port to listen on (default: a free one)")
     parser.add_argument("--kind", choices=("kafkacore", "tansu"), default="kafkacore",
                         help="kafkacore's own broker (default), or tansu (needs the broker "
