@@ -175,6 +175,8 @@ def test_acls_are_the_controllers_and_reach_every_broker(cluster):
         assert admin.create_acls([grant])["failed"] == []
     finally:
         admin.close()
+    # Every broker knows the topic (each learns of it at its next pull of the image).
+    cluster.wait_for_leader_known(topic, 0, cluster.leader_of(topic))
     wanted = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
                        ResourcePatternFilter(ResourceType.TOPIC, topic,
                                              ACLResourcePatternType.ANY))
