@@ -11,7 +11,7 @@ refuses, with kafka-python's reader checking every CRC.  Two cases:
   loaded without a scan and the damage is found by the read's checks.
 
 Each case flips a byte at several places (batch headers and record bytes, old and newer
-segments) and reports the fewest records kept.
+segments) and reports the fewest records kept, and how many were served damaged or renumbered.
 
     PYTHONPATH=. python benchmarks/log_recovery.py
 """
@@ -31,8 +31,9 @@ from kafkacore.errors import CorruptMessageError
 RECORDS = 20_000
 PER_BATCH = 4
 CONFIG = LogConfig(segment_bytes=4096, index_interval_bytes=256)
-#: (segment index, byte in it): a length field, a CRC, a header field, record bytes
-FLIPS = [(1, 8), (1, 17), (2, 30), (3, 200), (10, 1000), (30, 2000)]
+#: (segment index, byte in it): a length field, a CRC, a header field, record bytes, and a base
+#: offset (the one field the CRC does not cover)
+FLIPS = [(1, 8), (1, 17), (2, 30), (3, 200), (10, 1000), (30, 2000), (5, 3)]
 
 
 def batch(first: int) -> bytes:
@@ -44,7 +45,8 @@ def batch(first: int) -> bytes:
 
 
 def readable(log) -> tuple[int, int]:
-    """(records read with a sound CRC, records served in batches failing their CRC)."""
+    """(records read sound and under their own offset, records served in batches failing
+    their CRC or under another record's offset: each value names its offset)."""
     count, bad, offset = 0, 0, log.log_start_offset
     while offset < log.log_end_offset:
         try:
@@ -55,8 +57,9 @@ def readable(log) -> tuple[int, int]:
         records = MemoryRecords(data)
         last = offset
         while (b := records.next_batch()) is not None:
-            sound = b.validate_crc()
+            crc_ok = b.validate_crc()
             for r in b:
+                sound = crc_ok and r.value == b"value-%06d" % r.offset
                 count += sound
                 bad += not sound
                 last = r.offset
@@ -93,7 +96,7 @@ def main() -> int:
                 bad += corrupt
         case = "trusted" if trusted else "scanned"
         print(f"{case}: records kept of {RECORDS}: fewest {min(kept)}, by flip {kept}; "
-              f"records served with a bad CRC: {bad}")
+              f"records served with a bad CRC or under another offset: {bad}")
     return 0
 
 

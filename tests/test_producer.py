@@ -398,7 +398,7 @@ def test_broker_killed_and_restarted_mid_stream(broker, make_topic):
         ({"value": b"v", "partition": "0"}, ValueError),
         ({"value": b"v", "timestamp": -5}, ValueError),
         ({"value": b"v", "timestamp": 1.5}, ValueError),
-        ({"value": b"v", "headers": [("k", "not bytes")]}, TypeError),
+        ({"value": b"v", "headers": [("k", 42)]}, TypeError),
         ({"value": b"v", "headers": [(1, b"v")]}, TypeError),
         ({"value": b"v", "headers": ["nope"]}, TypeError),
         ({"value": b"v", "callback": 3}, TypeError),
@@ -446,3 +446,19 @@ def test_batch_size_zero_means_one_record_per_batch(bootstrap, make_topic):
     assert sorted(f.result().offset for f in futures) == list(range(20))
     batches = [b for raw in fetch_record_batches(bootstrap, topic, 0) for b in iter_batches(raw)]
     assert [b.record_count for b in batches] == [1] * 20
+
+
+def test_headers_as_a_dict_and_str_values_are_sent_as_confluent_kafka_sends_them(
+        bootstrap, make_topic):
+    """confluent-kafka takes headers as a dict and str values (UTF-8); so do we, and its consumer
+    reads back the same bytes."""
+    topic = make_topic(partitions=1)
+    with KafkaProducer(bootstrap_servers=bootstrap) as producer:
+        producer.send(topic, b"1", headers={"trace": "abc-é", "raw": b"\x00\x01", "none": None})
+        producer.send(topic, b"2", headers=[("a", "x"), ("a", b"y")])
+        producer.flush(30)
+    got = [(r.value, list(r.headers)) for r in read_confluent(bootstrap, topic, 1, 2)]
+    assert got == [
+        (b"1", [("trace", "abc-é".encode()), ("raw", b"\x00\x01"), ("none", None)]),
+        (b"2", [("a", b"x"), ("a", b"y")]),
+    ]

@@ -79,7 +79,8 @@ def main() -> None:
         admin.create_topics([NewTopic(t, 1, 1) for t in
                              ("orders-eu", "orders-secret", "payments")])
 
-        def acl(user, operation, permission, name, pattern=ACLResourcePatternType.LITERAL):
+        def acl(user: str, operation: ACLOperation, permission: ACLPermissionType, name: str,
+                pattern: ACLResourcePatternType = ACLResourcePatternType.LITERAL) -> ACL:
             return ACL(f"User:{user}", "*", operation, permission,
                        ResourcePattern(ResourceType.TOPIC, name, pattern))
 

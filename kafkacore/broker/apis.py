@@ -11,6 +11,7 @@ See docs/broker/apis.rst.
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -20,12 +21,15 @@ from kafkacore.broker import faults
 from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
+from kafkacore.broker.delayed_fetch import READ_COMMITTED
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group_metadata import JoinGroupResult, SyncGroupResult
 from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
 from kafkacore.broker.metadata_cache import validate_topic_name
 from kafkacore.broker.request_channel import Request
+from kafkacore.broker.transaction.transaction_marker_channel_manager import append_txn_markers
+from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -33,6 +37,10 @@ if TYPE_CHECKING:
     from kafkacore.broker.server import Broker
 
 log = logging.getLogger(__name__)
+
+#: FindCoordinator key types
+COORDINATOR_TYPE_GROUP = 0
+COORDINATOR_TYPE_TRANSACTION = 1
 
 RESOURCE_TYPE_TOPIC = 2
 CONFIG_SOURCE_TOPIC = 1  #: DYNAMIC_TOPIC_CONFIG
@@ -73,6 +81,14 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups_request,
             ApiKey.LIST_GROUPS: self.handle_list_groups_request,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch_request,
+            ApiKey.ADD_PARTITIONS_TO_TXN: self.handle_add_partitions_to_txn_request,
+            ApiKey.ADD_OFFSETS_TO_TXN: self.handle_add_offsets_to_txn_request,
+            ApiKey.END_TXN: self.handle_end_txn_request,
+            ApiKey.WRITE_TXN_MARKERS: self.handle_write_txn_markers_request,
+            ApiKey.TXN_OFFSET_COMMIT: self.handle_txn_offset_commit_request,
+            ApiKey.DESCRIBE_PRODUCERS: self.handle_describe_producers_request,
+            ApiKey.DESCRIBE_TRANSACTIONS: self.handle_describe_transactions_request,
+            ApiKey.LIST_TRANSACTIONS: self.handle_list_transactions_request,
             ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
             ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
             ApiKey.DELETE_ACLS: acl_apis.handle_delete_acls_request,
@@ -194,7 +210,7 @@ class KafkaApis(ApiRequestHandler):
             "error_code": Errors.NONE,
             "name": meta.name,
             "topic_id": meta.topic_id,
-            "is_internal": meta.name == OFFSETS_TOPIC,
+            "is_internal": meta.name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC),
             "partitions": [self._metadata_partition(meta.name, p)
                            for p in range(meta.partitions)],
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
@@ -256,6 +272,11 @@ class KafkaApis(ApiRequestHandler):
                                                     {})
                 topics.append(self._metadata_topic(version, meta))
         live = self._live_brokers(request.listener_name)
+        if body.get("include_topic_authorized_operations", False):  # KIP-430
+            for t in topics:
+                if t["error_code"] == Errors.NONE:
+                    t["topic_authorized_operations"] = self.authorized_operations(
+                        request, ResourceType.TOPIC, t["name"])
         self.respond(request, {
             "throttle_time_ms": 0,
             "brokers": [{"node_id": node, "host": host, "port": port, "rack": None}
@@ -264,7 +285,10 @@ class KafkaApis(ApiRequestHandler):
             # Clients cannot reach a KRaft controller: Kafka 4 names a live broker here.
             "controller_id": min(self._live_brokers()),
             "topics": topics,
-            "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+            "cluster_authorized_operations":
+                self.authorized_operations(request, ResourceType.CLUSTER)
+                if body.get("include_cluster_authorized_operations", False)
+                else AUTHORIZED_OPERATIONS_OMITTED,
         })
 
     def may_create_topic(self, request: Request, name: str) -> bool:
@@ -529,8 +553,20 @@ class KafkaApis(ApiRequestHandler):
                 return
             self.respond(request, {"responses": responses, "throttle_time_ms": 0})
 
-        self.broker.replica_manager.append_records(body.get("timeout_ms", 30000), acks, valid,
-                                                   respond)
+        timeout_ms = body.get("timeout_ms", 30000)
+        if transactional_id is None or not valid:
+            self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
+            return
+
+        def verified(failed: dict[tuple[str, int], int]) -> None:
+            for key, error in failed.items():
+                invalid[key] = valid.pop(key)[0]
+                invalid[key]["error_code"] = error
+            self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
+
+        # KIP-890: the coordinator confirms the partitions of a transaction's first batches.
+        self.broker.transaction_coordinator.add_partitions_manager.verify(
+            transactional_id, valid, verified)
 
     # -- Fetch -----------------------------------------------------------------------------------
 
@@ -558,7 +594,8 @@ class KafkaApis(ApiRequestHandler):
         follower_refused = replica_id >= 0 and not self.authorize(
             request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
         params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"],
-                             body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX)
+                             body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX,
+                             body.get("isolation_level", 0))
         infos: list[Any] = []
         topics: list[tuple[str, uuid.UUID, list[Any]]] = []
         unknown: dict[int, dict[str, Any]] = {}
@@ -623,9 +660,10 @@ class KafkaApis(ApiRequestHandler):
                     continue
                 ts = p["timestamp"]
                 if ts == LATEST_TIMESTAMP:
-                    # A consumer sees up to the high watermark (the last stable offset when
-                    # read_committed, the same here: no transactions).
-                    found: tuple[int, int] | None = (lg.high_watermark, -1)
+                    # A consumer sees up to the high watermark, read_committed up to the LSO.
+                    read_committed = request.body.get("isolation_level", 0) == READ_COMMITTED
+                    found: tuple[int, int] | None = (
+                        lg.last_stable_offset if read_committed else lg.high_watermark, -1)
                 elif ts == EARLIEST_TIMESTAMP:
                     found = (lg.log_start_offset, -1)
                 else:
@@ -646,24 +684,34 @@ class KafkaApis(ApiRequestHandler):
     # -- InitProducerId --------------------------------------------------------------------------
 
     def handle_init_producer_id_request(self, request: Request) -> None:
-        """An idempotent producer's id (Kafka's ``ProducerIdManager``, blocks reserved on disk).
-
-        A transactional id needs a transaction coordinator, which this broker does not have yet.
-        """
+        """An idempotent producer's id (Kafka's ``ProducerIdManager``, blocks reserved on disk);
+        with a transactional id, the transaction coordinator's answer (see
+        docs/broker/transactions.rst)."""
         assert request.body is not None
         body = request.body
         response = {"throttle_time_ms": 0, "error_code": Errors.NONE, "producer_id": -1,
-                     "producer_epoch": -1}
+                    "producer_epoch": -1}
         refused = self.init_producer_id_refused(request, body["transactional_id"])
         if refused:
             response["error_code"] = refused
         elif body["transactional_id"] is not None:
-            response["error_code"] = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        elif body.get("producer_id", -1) >= 0 and 0 <= body.get("producer_epoch", -1) < 32766:
-            # KIP-360: an idempotent producer bumps its epoch to reset its sequences.
-            response.update(producer_id=body["producer_id"],
-                            producer_epoch=body["producer_epoch"] + 1)
+            def send_response(error: int, producer_id: int, producer_epoch: int) -> None:
+                self.respond(request, {**response, "error_code": error,
+                                       "producer_id": producer_id,
+                                       "producer_epoch": producer_epoch})
+
+            self.broker.transaction_coordinator.handle_init_producer_id(
+                body["transactional_id"], body["transaction_timeout_ms"],
+                body.get("producer_id", -1), body.get("producer_epoch", -1), send_response)
+            return
+        elif (body.get("producer_id", -1) == -1) != (body.get("producer_epoch", -1) == -1):
+            # An id without an epoch, or the reverse.
+            response["error_code"] = Errors.INVALID_REQUEST
         else:
+            # Without a transactional id, Kafka hands out a new producer id whatever id and
+            # epoch were sent: nothing proves the asker owns them, and bumping the epoch of
+            # someone else's id would fence that producer (Java's idempotent producer bumps
+            # its epoch by itself).
             response.update(producer_id=self.producer_id_manager.generate_producer_id(),
                             producer_epoch=0)
         self.respond(request, response)
@@ -683,12 +731,258 @@ class KafkaApis(ApiRequestHandler):
             return Errors.NONE
         return Errors.CLUSTER_AUTHORIZATION_FAILED
 
+    # -- transactions: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, WriteTxnMarkers ---------------
+
+    def handle_add_partitions_to_txn_request(self, request: Request) -> None:
+        """v0-3 (clients): one transaction; v4+ (brokers, KIP-890): several, each perhaps only
+        verified.  Unknown (or unauthorized) partitions fail the transaction's request, the
+        others then answer OPERATION_NOT_ATTEMPTED, as Kafka."""
+        body, version = request.body, request.api_version
+        assert body is not None
+        if version >= 4 and not self.authorize(request, AclOperation.CLUSTER_ACTION,
+                                               ResourceType.CLUSTER):
+            self.respond(request, {"throttle_time_ms": 0,
+                                   "error_code": Errors.CLUSTER_AUTHORIZATION_FAILED,
+                                   "results_by_transaction": []})
+            return
+        if version < 4:
+            transactions = [{"transactional_id": body["v3_and_below_transactional_id"],
+                             "producer_id": body["v3_and_below_producer_id"],
+                             "producer_epoch": body["v3_and_below_producer_epoch"],
+                             "verify_only": False, "topics": body["v3_and_below_topics"]}]
+        else:
+            transactions = body["transactions"]
+        results: list[Any] = [None] * len(transactions)
+        remaining = [len(transactions)]
+        lock = threading.Lock()
+
+        def finish(i: int, topic_results: list[dict[str, Any]]) -> None:
+            with lock:
+                results[i] = topic_results
+                remaining[0] -= 1
+                if remaining[0]:
+                    return
+            if version < 4:
+                self.respond(request, {"throttle_time_ms": 0,
+                                       "results_by_topic_v3_and_below": results[0]})
+            else:
+                self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                                       "results_by_transaction": [
+                                           {"transactional_id": t["transactional_id"],
+                                            "topic_results": r}
+                                           for t, r in zip(transactions, results, strict=True)]})
+
+        if not transactions:
+            self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                                   "results_by_transaction": []})
+            return
+        for i, txn in enumerate(transactions):
+            partitions = {(t["name"], p) for t in txn["topics"] for p in t["partitions"]}
+            unknown = {tp for tp in partitions if not self._partition_exists(*tp)}
+            refused = {tp for tp in partitions
+                       if not self.authorize_topic(request, AclOperation.WRITE, tp[0])}
+
+            def topic_results(error_of: Callable[[tuple[str, int]], int],
+                              txn: dict[str, Any] = txn) -> list[dict[str, Any]]:
+                return [{"name": t["name"], "results_by_partition": [
+                    {"partition_index": p, "partition_error_code": error_of((t["name"], p))}
+                    for p in t["partitions"]]} for t in txn["topics"]]
+
+            if version < 4 and not self.authorize(request, AclOperation.WRITE,
+                                                  ResourceType.TRANSACTIONAL_ID,
+                                                  txn["transactional_id"]):
+                finish(i, topic_results(lambda tp: Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+                continue
+            if refused or unknown:
+                finish(i, topic_results(
+                    lambda tp, refused=refused, unknown=unknown: Errors.TOPIC_AUTHORIZATION_FAILED
+                    if tp in refused else Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
+                    else Errors.OPERATION_NOT_ATTEMPTED))
+                continue
+            self.broker.transaction_coordinator.handle_add_partitions(
+                txn["transactional_id"], txn["producer_id"], txn["producer_epoch"], partitions,
+                lambda error, i=i, topic_results=topic_results: finish(
+                    i, topic_results(lambda tp: error)),
+                verify_only=txn.get("verify_only", False))
+
+    def _partition_exists(self, topic: str, partition: int) -> bool:
+        meta = self.metadata_cache.get(topic)
+        return meta is not None and 0 <= partition < meta.partitions
+
+    def handle_add_offsets_to_txn_request(self, request: Request) -> None:
+        """The group's ``__consumer_offsets`` partition joins the transaction, so that its
+        offsets get the transaction's marker."""
+        body = request.body
+        assert body is not None
+        refused = self._transactional_id_refused(request, body["transactional_id"])
+        if not refused and not self.authorize(request, AclOperation.READ, ResourceType.GROUP,
+                                              body["group_id"]):
+            refused = Errors.GROUP_AUTHORIZATION_FAILED
+        if refused:
+            self.respond(request, {"throttle_time_ms": 0, "error_code": refused})
+            return
+        partition = self.broker.group_coordinator.group_manager.partition_for(body["group_id"])
+        self.broker.transaction_coordinator.handle_add_partitions(
+            body["transactional_id"], body["producer_id"], body["producer_epoch"],
+            {(OFFSETS_TOPIC, partition)},
+            lambda error: self.respond(request, {"throttle_time_ms": 0, "error_code": error}))
+
+    def _transactional_id_refused(self, request: Request, transactional_id: str) -> int:
+        """Kafka's check of the transactional requests: WRITE on the transactional id."""
+        if self.authorize(request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                          transactional_id):
+            return Errors.NONE
+        return Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+    def handle_end_txn_request(self, request: Request) -> None:
+        body = request.body
+        assert body is not None
+        refused = self._transactional_id_refused(request, body["transactional_id"])
+        if refused:
+            self.respond(request, {"throttle_time_ms": 0, "error_code": refused,
+                                   "producer_id": -1, "producer_epoch": -1})
+            return
+        self.broker.transaction_coordinator.handle_end_transaction(
+            body["transactional_id"], body["producer_id"], body["producer_epoch"],
+            body["committed"],
+            lambda error: self.respond(request, {
+                "throttle_time_ms": 0, "error_code": error,
+                "producer_id": body["producer_id"], "producer_epoch": body["producer_epoch"]}))
+
+    def handle_txn_offset_commit_request(self, request: Request) -> None:
+        """A transaction's offsets: written to the group's offsets partition as the producer's
+        transactional batch, visible once the transaction commits."""
+        body = request.body
+        assert body is not None
+        offsets = {}
+        unknown: dict[tuple[str, int], int] = {}
+        refused = self._transactional_id_refused(request, body["transactional_id"])
+        if not refused and not self.authorize(request, AclOperation.READ, ResourceType.GROUP,
+                                              body["group_id"]):
+            refused = Errors.GROUP_AUTHORIZATION_FAILED
+        for t in body["topics"]:
+            for p in t["partitions"]:
+                tp = (t["name"], p["partition_index"])
+                if refused:
+                    unknown[tp] = refused
+                    continue
+                if not self.authorize_topic(request, AclOperation.READ, tp[0]):
+                    unknown[tp] = Errors.TOPIC_AUTHORIZATION_FAILED
+                    continue
+                if not self._partition_exists(*tp):
+                    unknown[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                offsets[tp] = OffsetAndMetadata(p["committed_offset"],
+                                                p.get("committed_leader_epoch", -1),
+                                                p["committed_metadata"], -1)
+
+        def send_response(errors: dict[tuple[str, int], int]) -> None:
+            errors = {**errors, **unknown}
+            self.respond(request, {"throttle_time_ms": 0, "topics": [
+                {"name": t["name"], "partitions": [
+                    {"partition_index": p["partition_index"],
+                     "error_code": errors.get((t["name"], p["partition_index"]), Errors.NONE)}
+                    for p in t["partitions"]]}
+                for t in body["topics"]]})
+
+        self.broker.group_coordinator.handle_commit_offsets(
+            body["group_id"], body.get("generation_id", -1), offsets,
+            member_id=body.get("member_id", ""), response_callback=send_response,
+            producer=(body["producer_id"], body["producer_epoch"]))
+
+    def handle_write_txn_markers_request(self, request: Request) -> None:
+        """A transaction coordinator's markers for the partitions this broker leads (only
+        brokers may send them: CLUSTER_ACTION)."""
+        body = request.body
+        assert body is not None
+        markers = body["markers"]
+        allowed = self.authorize(request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
+
+        def send_response(results: dict[tuple[int, str, int], int]) -> None:
+            self.respond(request, {"markers": [
+                {"producer_id": m["producer_id"], "topics": [
+                    {"name": t["name"], "partitions": [
+                        {"partition_index": p, "error_code": results.get(
+                            (m["producer_id"], t["name"], p), Errors.UNKNOWN_SERVER_ERROR)}
+                        for p in t["partition_indexes"]]}
+                    for t in m["topics"]]}
+                for m in markers]})
+
+        if not allowed:
+            send_response({(m["producer_id"], t["name"], p): Errors.CLUSTER_AUTHORIZATION_FAILED
+                           for m in markers for t in m["topics"]
+                           for p in t["partition_indexes"]})
+            return
+        append_txn_markers(self.broker, markers, send_response)
+
+    # -- the transaction admin calls: DescribeProducers, DescribeTransactions, ListTransactions
+
+    def handle_describe_producers_request(self, request: Request) -> None:
+        """The producers a partition's leader knows (its producer state): the tools look for
+        hanging transactions with it."""
+        body = request.body
+        assert body is not None
+        topics = []
+        for t in body["topics"]:
+            parts = []
+            for index in t["partition_indexes"]:
+                part: dict[str, Any] = {"partition_index": index, "error_code": Errors.NONE,
+                                        "error_message": None, "active_producers": []}
+                parts.append(part)
+                if not self.authorize_topic(request, AclOperation.READ, t["name"]):
+                    part["error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
+                    continue
+                partition, error = self.broker.replica_manager.leader_partition_or_error(
+                    t["name"], index)
+                if partition is None:
+                    part["error_code"] = error
+                    continue
+                part["active_producers"] = [
+                    {"producer_id": e.producer_id, "producer_epoch": e.producer_epoch,
+                     "last_sequence": e.last_seq, "last_timestamp": e.last_timestamp,
+                     "coordinator_epoch": e.coordinator_epoch,
+                     "current_txn_start_offset": e.current_txn_first_offset}
+                    for e in partition.log.producer_state.active_producers()]
+            topics.append({"name": t["name"], "partitions": parts})
+        self.respond(request, {"throttle_time_ms": 0, "topics": topics})
+
+    def handle_describe_transactions_request(self, request: Request) -> None:
+        body = request.body
+        assert body is not None
+        coordinator = self.broker.transaction_coordinator
+        states = []
+        for txn_id in body["transactional_ids"]:
+            if self.authorize(request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                              txn_id):
+                states.append(coordinator.handle_describe_transactions(txn_id))
+            else:
+                states.append({**coordinator.handle_describe_transactions(""),
+                               "transactional_id": txn_id,
+                               "error_code": Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED})
+        self.respond(request, {"throttle_time_ms": 0, "transaction_states": states})
+
+    def handle_list_transactions_request(self, request: Request) -> None:
+        body = request.body
+        assert body is not None
+        error, unknown, found = self.broker.transaction_coordinator.handle_list_transactions(
+            body["state_filters"], body["producer_id_filters"], body.get("duration_filter", -1),
+            body.get("transactional_id_pattern"))
+        self.respond(request, {
+            "throttle_time_ms": 0, "error_code": error, "unknown_state_filters": unknown,
+            "transaction_states": [
+                {"transactional_id": m.transactional_id, "producer_id": m.producer_id,
+                 "transaction_state": m.state.state_name}
+                for m in found if self.authorize(request, AclOperation.DESCRIBE,
+                                                 ResourceType.TRANSACTIONAL_ID,
+                                                 m.transactional_id)]})
+
     # -- FindCoordinator, OffsetCommit, OffsetFetch ----------------------------------------------
 
     def handle_find_coordinator_request(self, request: Request) -> None:
         """The coordinator of a group is the leader of its ``__consumer_offsets`` partition
         (created on the first look-up, as Kafka does); COORDINATOR_NOT_AVAILABLE while that
-        partition has no live leader.  Key type 1 (transactions) is not served yet."""
+        partition has no live leader.  A transactional id's (key type 1) is the leader of its
+        ``__transaction_state`` partition, likewise."""
         body, version = request.body, request.api_version
         assert body is not None
         keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
@@ -696,15 +990,18 @@ class KafkaApis(ApiRequestHandler):
         nodes = {}
         for key in keys:
             node, error = (-1, "", -1), Errors.COORDINATOR_NOT_AVAILABLE
-            key_type = body.get("key_type", 0)
-            if key_type == 0 and not self.authorize(request, AclOperation.DESCRIBE,
-                                                    ResourceType.GROUP, key):
+            key_type = body.get("key_type", COORDINATOR_TYPE_GROUP)
+            if key_type == COORDINATOR_TYPE_GROUP and not self.authorize(
+                    request, AclOperation.DESCRIBE, ResourceType.GROUP, key):
                 error = Errors.GROUP_AUTHORIZATION_FAILED
-            elif key_type == 1 and not self.authorize(request, AclOperation.DESCRIBE,
-                                                      ResourceType.TRANSACTIONAL_ID, key):
+            elif key_type == COORDINATOR_TYPE_TRANSACTION and not self.authorize(
+                    request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
                 error = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-            elif key_type == 0:
-                leader = self._group_coordinator_of(key)
+            elif key_type == COORDINATOR_TYPE_TRANSACTION and not key:
+                error = Errors.INVALID_REQUEST
+            elif key_type in (COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION):
+                leader = (self._group_coordinator_of(key) if key_type == COORDINATOR_TYPE_GROUP
+                          else self._transaction_coordinator_of(key))
                 if leader in live:
                     node, error = (leader, *live[leader]), Errors.NONE
             nodes[key] = (node, error)
@@ -731,6 +1028,17 @@ class KafkaApis(ApiRequestHandler):
         if self.broker.replica_manager.standalone:
             return int(self.broker.broker_id)
         state = self._metadata_partition(OFFSETS_TOPIC, manager.partition_for(group_id))
+        return int(state["leader_id"])
+
+    def _transaction_coordinator_of(self, transactional_id: str) -> int:
+        """The leader of the id's ``__transaction_state`` partition, or -1."""
+        manager = self.broker.transaction_coordinator.txn_manager
+        if not manager.ensure_topic():
+            return -1
+        if self.broker.replica_manager.standalone:
+            return int(self.broker.broker_id)
+        state = self._metadata_partition(TRANSACTION_STATE_TOPIC,
+                                         manager.partition_for(transactional_id))
         return int(state["leader_id"])
 
     def handle_offset_commit_request(self, request: Request) -> None:
@@ -785,7 +1093,8 @@ class KafkaApis(ApiRequestHandler):
             member_id=body.get("member_id", ""), response_callback=send_response)
 
     def _offset_fetch_topics(
-        self, group_id: str, topics: list[dict[str, Any]] | None, version: int
+        self, group_id: str, topics: list[dict[str, Any]] | None, version: int,
+        require_stable: bool = False,
     ) -> list[dict[str, Any]]:
         asked = None
         if topics is not None:
@@ -797,6 +1106,11 @@ class KafkaApis(ApiRequestHandler):
         if error != Errors.NONE:
             # v0-1 have no top-level error: each partition carries it.
             found = dict.fromkeys(asked or [], None)
+        unstable = self.broker.group_coordinator.group_manager.pending_offset_partitions(
+            group_id) if require_stable and error == Errors.NONE else set()
+        if unstable:
+            # KIP-447: a transaction holds a commit of these: answer none until it ends.
+            found = {tp: None if tp in unstable else v for tp, v in found.items()}
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), value in found.items():
             by_topic.setdefault(topic, []).append({
@@ -806,7 +1120,9 @@ class KafkaApis(ApiRequestHandler):
                 "committed_leader_epoch": -1 if value is None else value.leader_epoch,
                 "metadata": "" if value is None else value.metadata,
                 "error_code": error if error != Errors.NONE else
-                              Errors.NONE if topic is not None else Errors.UNKNOWN_TOPIC_ID,
+                              Errors.UNKNOWN_TOPIC_ID if topic is None else
+                              Errors.UNSTABLE_OFFSET_COMMIT if (topic, partition) in unstable
+                              else Errors.NONE,
             })
         if version < 8:  # the single-group shape has no topic ids at all
             return [{"name": topic, "partitions": parts} for topic, parts in by_topic.items()]
@@ -837,7 +1153,8 @@ class KafkaApis(ApiRequestHandler):
             may not be described gets TOPIC_AUTHORIZATION_FAILED, one not asked is left out."""
             if not may_describe(group_id):
                 return []
-            found = self._offset_fetch_topics(group_id, asked, version)
+            found = self._offset_fetch_topics(group_id, asked, version,
+                                              body.get("require_stable", False))
             for t in found:
                 if not self.authorize_topic(request, AclOperation.DESCRIBE, t["name"]):
                     for p in t["partitions"]:
@@ -986,8 +1303,11 @@ class KafkaApis(ApiRequestHandler):
                                "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
                 continue
             error, summary = self.broker.group_coordinator.handle_describe_group(group_id)
+            operations = self.authorized_operations(request, ResourceType.GROUP, group_id) \
+                if body.get("include_authorized_operations", False) \
+                else AUTHORIZED_OPERATIONS_OMITTED  # KIP-430
             groups.append({"error_code": error, "group_id": group_id,
-                           "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED, **summary})
+                           "authorized_operations": operations, **summary})
         self.respond(request, {"throttle_time_ms": 0, "groups": groups})
 
     def handle_list_groups_request(self, request: Request) -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from kafkacore import errors
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.metadata_loader import MetadataLoader
+from kafkacore.broker.security import controller_sasl
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -52,9 +53,12 @@ class BrokerLifecycleManager(threading.Thread):
         faults = broker.faults
         # Heartbeats and image pulls on one connection; forwarded requests on another, so that a
         # slow CreateTopics never delays a heartbeat.
-        self._client = InterBrokerClient(host, int(port), name + "-heartbeat", timeout, faults)
+        # On the controller's listener, with the broker's credentials (controller.listener.names).
+        sasl = controller_sasl(config)
+        self._client = InterBrokerClient(host, int(port), name + "-heartbeat", timeout, faults,
+                                         sasl=sasl)
         self.controller_channel = InterBrokerClient(host, int(port), name + "-forward", timeout,
-                                                    faults)
+                                                    faults, sasl=sasl)
         self.metadata_loader = MetadataLoader(broker, self._client)
 
     # -- the loop ---------------------------------------------------------------------------------

@@ -71,9 +71,10 @@ class Cluster:
     of their own (Kafka's ``advertised.listeners``, e.g. ``{1: "PLAINTEXT://127.0.0.1:40001"}``),
     so that a TCP proxy in front of a broker is on the way of every connection to it.
 
-    ``security_protocol``: the brokers' listener (``SASL_PLAINTEXT`` for authenticated
-    brokers; their own credentials then come in ``config``, see docs/broker/security.rst), and
-    ``sasl_plain``: the (user, password) the harness itself uses to ask brokers for Metadata.
+    ``security_protocol``: the listener of the brokers and the controller (``SASL_PLAINTEXT``
+    for authenticated brokers; their own credentials then come in ``config``, see
+    docs/broker/security.rst), and
+    ``sasl_plain``: the (user, password) the harness itself uses to ask for Metadata.
     """
 
     def __init__(self, brokers: int = 3, *, log_dir: str | os.PathLike[str] | None = None,
@@ -165,7 +166,7 @@ class Cluster:
 
     def _command(self, node: _Node) -> list[str]:
         assert self.base is not None
-        protocol = self.security_protocol if node.role == "broker" else "PLAINTEXT"
+        protocol = self.security_protocol
         cmd = [sys.executable, "-m", "kafkacore.broker", "--node-id", str(node.node_id),
                "--log-dirs", str(node.directory),
                "--listeners", f"{protocol}://127.0.0.1:{node.port}",
@@ -176,7 +177,9 @@ class Cluster:
                     str(self.base / "controller.ctl")]
             config = {k: v for k, v in config.items()
                       if k in ("broker.session.timeout.ms", "default.replication.factor",
-                               "num.partitions", "cluster.id")}
+                               "num.partitions", "cluster.id", "sasl.enabled.mechanisms",
+                               "sasl.users", "authorizer.class.name", "super.users",
+                               "allow.everyone.if.no.acl.found")}
         else:
             assert self.controller is not None
             cmd += ["--process-roles", "broker",
@@ -266,7 +269,8 @@ class Cluster:
     def metadata(self, topics: Iterable[str] | None = None) -> dict[str, Any]:
         """The controller's Metadata answer: every topic's partitions and the live brokers."""
         assert self.controller is not None
-        client = InterBrokerClient("127.0.0.1", self.controller.port, "cluster", 10.0)
+        client = InterBrokerClient("127.0.0.1", self.controller.port, "cluster", 10.0,
+                                   sasl=self._sasl)
         try:
             body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
             body.update(topics=None if topics is None else [{"name": t} for t in topics],
@@ -471,9 +475,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``kafkacore-broker cluster --brokers 3``: run a cluster until SIGTERM or SIGINT."""
     parser = argparse.ArgumentParser(prog="kafkacore-broker cluster",
                                      description="a controller and N brokers, one process each")
-    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--brokers", type=int, default=3,
+                        help="how many brokers, besides the controller (default 3)")
     parser.add_argument("--log-dirs", help="base directory (default: a temporary one)")
-    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting of every broker, by Kafka's name (repeatable)")
     args = parser.parse_args(argv)
     config = {}
     for item in args.config:

@@ -128,7 +128,8 @@ SETTINGS: dict[str, _Setting] = {
     "max.connections.per.ip": _Setting(2147483647, _int(0), "connections from one address"),
     "max.connections.per.ip.overrides": _Setting({}, _overrides, "host:n,host:n exceptions"),
     "log.flush.interval.messages": _Setting(9223372036854775807, _int(1), "fsync every N"),
-    "log.flush.interval.ms": _Setting(None, _int(0), "fsync at least this often"),
+    "log.flush.interval.ms": _Setting(
+        None, _int(0), "fsync at least this often (unset: log.flush.scheduler.interval.ms)"),
     "log.segment.bytes": _Setting(1073741824, _int(14), "roll a segment at this size"),
     "log.retention.ms": _Setting(604800000, _int(-1), "delete segments older than this"),
     "log.retention.bytes": _Setting(-1, _int(-1), "delete the oldest segments beyond this size"),
@@ -184,6 +185,11 @@ SETTINGS: dict[str, _Setting] = {
         "", _str, "the listener brokers use to reach one another (default: the first)"),
     "sasl.mechanism.inter.broker.protocol": _Setting(
         "PLAIN", _str, "the SASL mechanism of the inter-broker listener's clients"),
+    "controller.listener.names": _Setting(
+        "", _str, "a broker: the controller's listener, whose protocol it speaks (default: "
+                  "PLAINTEXT)"),
+    "sasl.mechanism.controller.protocol": _Setting(
+        "PLAIN", _str, "the SASL mechanism a broker authenticates to the controller with"),
     "group.min.session.timeout.ms": _Setting(6000, _int(0), "shortest session a member may ask"),
     "group.max.session.timeout.ms": _Setting(1800000, _int(0), "longest session a member may ask"),
     "group.initial.rebalance.delay.ms": _Setting(
@@ -194,6 +200,23 @@ SETTINGS: dict[str, _Setting] = {
         3, _int(1), "replication factor of __consumer_offsets (at most the live brokers)"),
     "offsets.commit.timeout.ms": _Setting(
         5000, _int(1), "how long an OffsetCommit waits for the offsets topic's replicas"),
+    # -- transactions (docs/broker/transactions.rst) --
+    "transaction.state.log.num.partitions": _Setting(50, _int(1),
+                                                     "partitions of __transaction_state"),
+    "transaction.state.log.replication.factor": _Setting(
+        3, _int(1), "replication factor of __transaction_state (at most the live brokers)"),
+    "transaction.state.log.min.isr": _Setting(
+        2, _int(1), "min.insync.replicas of __transaction_state (at most its replicas)"),
+    "transaction.state.log.segment.bytes": _Setting(104857600, _int(1),
+                                                    "segment.bytes of __transaction_state"),
+    "transaction.max.timeout.ms": _Setting(
+        900000, _int(1), "the longest transaction.timeout.ms a producer may ask"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": _Setting(
+        10000, _int(1), "how often the coordinator aborts the transactions past their timeout"),
+    "transactional.id.expiration.ms": _Setting(
+        604800000, _int(1), "forget a transactional id unused this long"),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": _Setting(
+        3600000, _int(1), "how often the coordinator forgets expired transactional ids"),
     # -- the cluster (docs/broker/replication.rst) --
     "process.roles": _Setting("", _str, "broker, controller, or empty: one broker that is its "
                                           "own controller (a cluster of one)"),

@@ -37,6 +37,7 @@ from kafkacore.broker.security import (
     SaslServerAuthenticator,
     SaslState,
     build_listener_security,
+    certificate_principal,
 )
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -110,7 +111,7 @@ class KafkaChannel:
     __slots__ = (
         "id", "sock", "address", "buffer", "expected", "muted", "sends", "last_active",
         "events", "listener", "tls", "handshake_events", "authenticator", "close_after_send",
-        "trailing_bytes_logged",
+        "trailing_bytes_logged", "certificate_principal",
     )
 
     def __init__(self, connection_id: str, sock: socket.socket, address: tuple[str, int],
@@ -132,6 +133,8 @@ class KafkaChannel:
         self.authenticator: SaslServerAuthenticator | None = None
         #: Close once ``sends`` is written, for this reason (a failed authentication).
         self.close_after_send: str | None = None
+        #: ``User:<subject>`` of the client's verified certificate, once TLS is up (None: none).
+        self.certificate_principal: str | None = None
         #: Bytes after a request's body were seen (and logged) on this connection.
         self.trailing_bytes_logged = False
 
@@ -385,6 +388,7 @@ class Processor(threading.Thread):
         else:
             ch.handshake_events = 0
             self._stats["ssl_handshakes"] += 1
+            ch.certificate_principal = certificate_principal(ch.sock.getpeercert())
             if ch.sock.pending():  # the client's first request came with its last flight
                 self._tls_pending.add(ch.id)
         self._touch(ch)
@@ -491,8 +495,12 @@ class Processor(threading.Thread):
                 return
         request = Request(self.id, ch.id, header, body, ch.address, len(frame),
                           listener_name=ch.listener)
+        # Kafka's DefaultKafkaPrincipalBuilder: the SASL user, else the client certificate's
+        # subject, else ANONYMOUS.
         if ch.authenticator is not None and ch.authenticator.principal is not None:
             request.principal = "User:" + ch.authenticator.principal
+        elif ch.certificate_principal is not None:
+            request.principal = ch.certificate_principal
         # The muting rule: no more reads from this connection until the response is queued
         # and written, so at most one of its requests is in the handlers at a time and the
         # responses leave in the order the requests came (handlers run in parallel).

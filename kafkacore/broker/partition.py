@@ -141,7 +141,8 @@ class Partition:
 
     # -- the leader's side ----------------------------------------------------------------------
 
-    def append_records_to_leader(self, records: Any, required_acks: int) -> Any:
+    def append_records_to_leader(self, records: Any, required_acks: int, *,
+                                 from_coordinator: bool = False) -> Any:
         """Append as leader; refuses acks=all below ``min.insync.replicas`` (Kafka's
         ``appendRecordsToLeader``)."""
         with self.lock:
@@ -153,7 +154,8 @@ class Partition:
                 raise errors.NotEnoughReplicasError(
                     f"{self.topic}-{self.index}: ISR {self.isr} is smaller than "
                     f"min.insync.replicas={min_isr}")
-            info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch)
+            info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch,
+                                             from_coordinator=from_coordinator)
             self.maybe_increment_leader_hw()
             return info
 

@@ -239,6 +239,15 @@ class ReplicaFetcherManager:
             for thread in self._threads.values():
                 thread.remove_partitions(keys)
 
+    def fetcher_for(self, key: tuple[str, int]) -> int | None:
+        """The broker this one fetches ``key`` from, or None (Kafka's ``getFetcher``)."""
+        with self._lock:
+            for source, thread in self._threads.items():
+                with thread._lock:  # noqa: SLF001 - the manager owns its threads
+                    if key in thread._partitions:  # noqa: SLF001
+                        return source
+        return None
+
     def shutdown(self) -> None:
         with self._lock:
             threads = list(self._threads.values())

@@ -27,13 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
 from kafkacore.broker.alter_partition_manager import AlterPartitionManager
-from kafkacore.broker.delayed_fetch import DelayedFetch
+from kafkacore.broker.delayed_fetch import READ_COMMITTED, DelayedFetch
 from kafkacore.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafkacore.broker.files import replace_atomically
 from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.leader_epoch_cache import LeaderEpochFileCache
 from kafkacore.broker.partition import Partition, PartitionState
 from kafkacore.broker.purgatory import DelayedOperationPurgatory
+from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 from kafkacore.errors import Errors
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ class FetchParams:
     max_wait_ms: int
     min_bytes: int
     max_bytes: int
+    #: 1: read_committed, consumers read below the last stable offset (KIP-98)
+    isolation_level: int = 0
 
     @property
     def is_follower(self) -> bool:
@@ -164,9 +167,11 @@ class ReplicaManager:
 
     def append_records(self, timeout_ms: int, required_acks: int,
                        entries: dict[tuple[str, int], tuple[dict[str, Any], Any]],
-                       respond: Any) -> None:
+                       respond: Any, *, from_coordinator: bool = False) -> None:
         """Append each partition's batches as leader; answer through ``respond({key:
-        response})`` now, or, for acks=all, when the ISR has them (Kafka's ``appendRecords``)."""
+        response})`` now, or, for acks=all, when the ISR has them (Kafka's ``appendRecords``).
+        ``from_coordinator``: transaction markers (control batches) written for the
+        transaction coordinator."""
         statuses: dict[tuple[str, int], ProducePartitionStatus] = {}
         for key, (response, records) in entries.items():
             partition, error = self.leader_partition_or_error(*key)
@@ -175,7 +180,8 @@ class ReplicaManager:
                 statuses[key] = ProducePartitionStatus(-1, response, acks_pending=False)
                 continue
             try:
-                info = partition.append_records_to_leader(records, required_acks)
+                info = partition.append_records_to_leader(records, required_acks,
+                                                          from_coordinator=from_coordinator)
             except errors.BrokerResponseError as exc:
                 response.update(error_code=exc.errno, error_message=str(exc)[:1000])
                 statuses[key] = ProducePartitionStatus(-1, response, acks_pending=False)
@@ -229,12 +235,14 @@ class ReplicaManager:
                 part["error_code"] = error
                 continue
             lg = partition.log
+            read_committed = params.isolation_level == READ_COMMITTED and not params.is_follower
             try:
                 # KIP-74: the first batch is returned whole even if larger than the limits,
                 # so a consumer can always make progress.
+                max_offset = None if params.is_follower else (
+                    lg.last_stable_offset if read_committed else lg.high_watermark)
                 data = lg.read(info.fetch_offset, max(0, min(info.max_bytes, remaining)),
-                               max_offset=None if params.is_follower else lg.high_watermark,
-                               min_one_batch=not got_data)
+                               max_offset=max_offset, min_one_batch=not got_data)
             except errors.BrokerResponseError as exc:
                 part.update(error_code=exc.errno, high_watermark=lg.high_watermark,
                             last_stable_offset=lg.last_stable_offset,
@@ -258,6 +266,12 @@ class ReplicaManager:
             part.update(high_watermark=lg.high_watermark,
                         last_stable_offset=lg.last_stable_offset,
                         log_start_offset=data.log_start_offset, records=data.records)
+            if read_committed:
+                # The consumer drops these producers' batches from each first offset to
+                # the transaction's ABORT marker.
+                part["aborted_transactions"] = [
+                    {"producer_id": t.producer_id, "first_offset": t.first_offset}
+                    for t in lg.collect_aborted_transactions(info.fetch_offset, max_offset)]
         return results
 
     # -- OffsetForLeaderEpoch --------------------------------------------------------------------
@@ -323,6 +337,12 @@ class ReplicaManager:
             self.broker.group_coordinator.group_manager.on_leadership(
                 {i for (t, i), p in self.partitions.items()
                  if t == OFFSETS_TOPIC and p.is_leader})
+            # Likewise the transaction coordinator, with each partition's leader epoch as its
+            # coordinator epoch.
+            if self.broker.transaction_coordinator is not None:
+                self.broker.transaction_coordinator.txn_manager.on_leadership(
+                    {i: p.leader_epoch for (t, i), p in self.partitions.items()
+                     if t == TRANSACTION_STATE_TOPIC and p.is_leader})
 
     def _create_partition(self, topic: str, index: int, topic_id: Any) -> Partition:
         meta = self.metadata_cache.get(topic)

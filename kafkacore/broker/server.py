@@ -46,6 +46,7 @@ class Broker:
         self.kafka_scheduler: Any = None
         self.metadata_cache: Any = None
         self.group_coordinator: Any = None
+        self.transaction_coordinator: Any = None
         self.producer_id_manager: Any = None
         self.apis: Any = None
         #: The StandardAuthorizer (authorizer.class.name), or None: every request allowed.
@@ -125,7 +126,12 @@ class Broker:
         from kafkacore.broker.replica_manager import ReplicaManager
 
         self.replica_manager = ReplicaManager(self)
+        from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
+
+        self.transaction_coordinator = TransactionCoordinator(self)
         self.apis = KafkaApis(self)
+        # After the APIs: loading may write markers at once, through the replica manager.
+        self.transaction_coordinator.startup()
         self._handlers = KafkaRequestHandlerPool(
             self.request_channel, self.apis, self.config["num.io.threads"]
         )
@@ -147,6 +153,7 @@ class Broker:
             self.lifecycle.shutdown()
         self.socket_server.shutdown()
         self._handlers.shutdown()
+        self.transaction_coordinator.shutdown()
         self.replica_manager.shutdown()
         self.group_coordinator.shutdown()
         if self.kafka_scheduler is not None:
@@ -200,7 +207,9 @@ def _make_log_manager(broker: Broker) -> Any:
         flush_messages=c["log.flush.interval.messages"],
         index_interval_bytes=c["log.index.interval.bytes"],
         min_insync_replicas=c["min.insync.replicas"],
-        **({} if c["log.flush.interval.ms"] is None else {"flush_ms": c["log.flush.interval.ms"]}),
+        # Kafka: log.flush.interval.ms unset means log.flush.scheduler.interval.ms.
+        flush_ms=(c["log.flush.scheduler.interval.ms"] if c["log.flush.interval.ms"] is None
+                  else c["log.flush.interval.ms"]),
     )
     dirs: list[str | Path] = list(c.log_dirs)
     intervals = LogManagerIntervals(

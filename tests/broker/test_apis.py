@@ -12,7 +12,7 @@ import uuid
 import pytest
 from reactor_client import recv_frame
 
-from kafkacore import KafkaProducer
+from kafkacore import KafkaProducer, errors
 from kafkacore.broker import Broker
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -199,12 +199,18 @@ def test_init_producer_id_every_version(client, version):
                           "producer_id": -1, "producer_epoch": -1})
     assert first["error_code"] == second["error_code"] == 0
     assert second["producer_id"] > first["producer_id"] >= 0
-    if version >= 3:  # KIP-360: the same id with the next epoch
-        bumped = client.call(ApiKey.INIT_PRODUCER_ID, version, {
+    if version >= 3:
+        # An existing id and epoch, without a transactional id: Kafka hands out a new id and
+        # never bumps the epoch of an id the asker may not own (it would fence its producer).
+        again = client.call(ApiKey.INIT_PRODUCER_ID, version, {
             "transactional_id": None, "transaction_timeout_ms": -1,
             "producer_id": first["producer_id"], "producer_epoch": first["producer_epoch"]})
-        assert (bumped["producer_id"], bumped["producer_epoch"]) == (
-            first["producer_id"], first["producer_epoch"] + 1)
+        assert again["error_code"] == 0
+        assert again["producer_id"] > second["producer_id"] and again["producer_epoch"] == 0
+        half = client.call(ApiKey.INIT_PRODUCER_ID, version, {
+            "transactional_id": None, "transaction_timeout_ms": -1,
+            "producer_id": first["producer_id"], "producer_epoch": -1})
+        assert half["error_code"] == errors.InvalidRequestError.errno
 
 
 def test_topics_and_producer_ids_survive_a_restart(tmp_path):

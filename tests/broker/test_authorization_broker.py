@@ -269,3 +269,71 @@ def test_our_producer_refused_a_producer_id_fails_at_once_with_the_error(broker)
         future = producer.send(topic, value=b"nope")
         with pytest.raises(ClusterAuthorizationFailedError):
             future.result(timeout=30)
+
+
+def test_a_client_certificate_is_its_principal(tmp_path):
+    """Mutual TLS without SASL: the principal is the certificate's subject in RFC 2253 form
+    (Kafka's default principal builder), and ACLs name it like any user."""
+    from certs import make_pki
+
+    pki = make_pki(tmp_path, client_cn="client-1")
+    config = {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(pki.cert),
+              "ssl.key.location": str(pki.key), "ssl.truststore.location": str(pki.ca),
+              "ssl.client.auth": "required", "authorizer.class.name": STANDARD,
+              "num.partitions": 1, "log.dirs": str(tmp_path / "logs")}
+    tls = {"security.protocol": "SSL", "ssl.ca.location": str(pki.ca),
+           "ssl.certificate.location": str(pki.client_cert),
+           "ssl.key.location": str(pki.client_key)}
+    with Broker(config) as b:
+        b.apis.create_topic("granted", 1, {})
+        b.apis.create_topic("other", 1, {})
+        grant(b, topic_acl("granted", "CN=client-1", AclOperation.WRITE),
+              topic_acl("other", "CN=client-1", AclOperation.DESCRIBE))
+        delivered, problems = produce_confluent(b.bootstrap_servers, "granted", [b"x"], tls,
+                                                timeout_s=20)
+        assert problems == [] and None not in delivered
+        delivered, problems = produce_confluent(b.bootstrap_servers, "other", [b"x"], tls,
+                                                timeout_s=10)
+        assert delivered == [None]
+        assert problems and all("TOPIC_AUTHORIZATION_FAILED" in p for p in problems), problems
+
+
+# confluent-kafka's describe_topics and describe_cluster with their authorized operations, for
+# each user given; an empty set comes back as None.
+CONFLUENT_OPERATIONS = textwrap.dedent("""
+    import json, sys
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AdminClient
+    bootstrap, topic, configs = json.loads(sys.argv[1])
+    def names(operations):
+        return sorted(op.name for op in operations or [])
+    out = []
+    for config in configs:
+        admin = AdminClient({"bootstrap.servers": bootstrap, **config})
+        [described] = admin.describe_topics(TopicCollection([topic]),
+                                            include_authorized_operations=True).values()
+        cluster = admin.describe_cluster(include_authorized_operations=True).result()
+        out.append({"topic": names(described.result().authorized_operations),
+                    "cluster": names(cluster.authorized_operations)})
+    print(json.dumps(out))
+""")
+
+
+def test_authorized_operations_are_reported_to_confluent_kafkas_admin(broker, tmp_path):
+    """KIP-430: Metadata tells a client what it may do, when asked."""
+    topic = f"ops-{uuid.uuid4().hex[:8]}"
+    broker.apis.create_topic(topic, 1, {})
+    grant(broker, topic_acl(topic, "carol", AclOperation.READ),
+          topic_acl(topic, "carol", AclOperation.ALTER_CONFIGS))
+    args = json.dumps([broker.bootstrap_servers, topic, [sasl(CAROL), sasl(ADMIN)]])
+    done = subprocess.run([sys.executable, "-c", CONFLUENT_OPERATIONS, args], env=child_env(),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    carol, admin = json.loads(done.stdout)
+    # READ and ALTER_CONFIGS, and what they imply: DESCRIBE, DESCRIBE_CONFIGS.
+    assert carol == {"topic": ["ALTER_CONFIGS", "DESCRIBE", "DESCRIBE_CONFIGS", "READ"],
+                     "cluster": []}
+    assert admin["topic"] == sorted(["READ", "WRITE", "CREATE", "DESCRIBE", "DELETE", "ALTER",
+                                     "DESCRIBE_CONFIGS", "ALTER_CONFIGS"])
+    assert admin["cluster"] == sorted(["CREATE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS",
+                                       "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "ALTER", "DESCRIBE"])

@@ -20,7 +20,7 @@ import pytest
 from kafkacore import KafkaProducer
 from kafkacore.broker import Cluster
 from kafkacore.broker.inter_broker_client import InterBrokerClient
-from kafkacore.errors import TopicAuthorizationFailedError
+from kafkacore.errors import ClusterAuthorizationFailedError, TopicAuthorizationFailedError
 from kafkacore.network.sasl import PlainMechanism
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -38,6 +38,9 @@ def cluster(tmp_path_factory):
         # The brokers' own credentials on the inter-broker listener (Kafka's setting).
         "inter.broker.listener.name": "SASL_PLAINTEXT",
         "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        # ... and to the controller, which answers brokers only (CLUSTER_ACTION).
+        "controller.listener.names": "SASL_PLAINTEXT",
+        "sasl.mechanism.controller.protocol": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config":
             "org.apache.kafka.common.security.plain.PlainLoginModule required "
             f'username="{BROKER[0]}" password="{BROKER[1]}";',
@@ -172,6 +175,8 @@ def test_acls_are_the_controllers_and_reach_every_broker(cluster):
         assert admin.create_acls([grant])["failed"] == []
     finally:
         admin.close()
+    # Every broker knows the topic (each learns of it at its next pull of the image).
+    cluster.wait_for_leader_known(topic, 0, cluster.leader_of(topic))
     wanted = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
                        ResourcePatternFilter(ResourceType.TOPIC, topic,
                                              ACLResourcePatternType.ANY))
@@ -187,3 +192,44 @@ def test_acls_are_the_controllers_and_reach_every_broker(cluster):
         finally:
             admin.close()
             mallory.close()
+
+
+@pytest.mark.cluster
+def test_only_brokers_may_talk_to_the_controller(cluster):
+    """The controller decides leaders and ISRs: a client that could send it AlterPartition
+    would shrink an ISR to the leader alone (acks=all with one copy again), one that could
+    register a broker's id would fence it.  Both need CLUSTER_ACTION, which only the brokers'
+    principal has."""
+    topic = f"isr-{uuid.uuid4().hex[:8]}"
+    c = client(cluster, 1, ALICE)
+    try:
+        body = codec.REQUESTS[ApiKey.CREATE_TOPICS].body.defaults(7)
+        body["topics"] = [{"name": topic, "num_partitions": 1, "replication_factor": 3,
+                           "assignments": [], "configs": []}]
+        assert c.send(ApiKey.CREATE_TOPICS, 7, body)["topics"][0]["error_code"] == NONE
+    finally:
+        c.close()
+    cluster.wait_for_isr(topic, 0, [1, 2, 3])
+    state = cluster.partition_state(topic, 0)
+    assert state is not None
+    topic_id = next(t["topic_id"] for t in cluster.metadata([topic])["topics"])
+    assert cluster.controller is not None
+    mallory = InterBrokerClient("127.0.0.1", cluster.controller.port, "mallory", 30.0,
+                                sasl=functools.partial(PlainMechanism, *MALLORY))
+    try:
+        shrink = mallory.send(ApiKey.ALTER_PARTITION, 3, {
+            "broker_id": state["leader_id"], "broker_epoch": -1, "topics": [
+                {"topic_id": topic_id, "partitions": [{
+                    "partition_index": 0, "leader_epoch": state["leader_epoch"],
+                    "new_isr_with_epochs": [{"broker_id": state["leader_id"],
+                                             "broker_epoch": -1}],
+                    "leader_recovery_state": 0, "partition_epoch": -1}]}]})
+        assert shrink["error_code"] == ClusterAuthorizationFailedError.errno
+        register = mallory.send(ApiKey.BROKER_REGISTRATION, 0, {
+            "broker_id": 2, "cluster_id": "kafkacore-cluster", "incarnation_id": uuid.uuid4(),
+            "listeners": [{"name": "SASL_PLAINTEXT", "host": "127.0.0.1", "port": 1,
+                           "security_protocol": 2}], "features": [], "rack": None})
+        assert register["error_code"] == ClusterAuthorizationFailedError.errno
+    finally:
+        mallory.close()
+    assert sorted(cluster.partition_state(topic, 0)["isr_nodes"]) == [1, 2, 3]

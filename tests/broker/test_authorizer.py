@@ -166,3 +166,14 @@ def test_the_settings_switch_it_on_as_kafka_does(tmp_path):
         parse_super_users("admin")
     with pytest.raises(errors.ConfigError, match="inter.broker.listener.name"):
         BrokerConfig({"inter.broker.listener.name": "BROKER"})
+
+
+def test_a_certificates_subject_is_written_as_rfc_2253():
+    from kafkacore.broker.security import certificate_principal
+
+    subject = ((("countryName", "FR"),), (("organizationName", "Acme, Inc."),),
+               (("organizationalUnitName", "ops"), ("commonName", "#1 client ")))
+    assert certificate_principal({"subject": subject}) == \
+        "User:OU=ops+CN=\\#1 client\\ ,O=Acme\\, Inc.,C=FR"
+    assert certificate_principal({}) is None
+    assert certificate_principal(None) is None

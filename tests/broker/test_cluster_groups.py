@@ -196,13 +196,16 @@ def run_group_through_kills(cluster: Cluster, kind: str) -> None:
 
     context = multiprocessing.get_context("forkserver")
     source, stop = context.Queue(), context.Event()
+    # Three quarters of the stream until the coordinator has been killed: the consumers keep
+    # going through the first kill's failover, and cannot finish before the second.
+    credits = context.Semaphore(RECORDS * 3 // 4)
     watcher = OffsetWatcher(cluster, group)
     watcher.start()
     events = Events(source, watcher)
     events.start()
     consumers = [context.Process(target=run_consumer, name=f"{kind}-{cid}", args=(
         kind, cid, cluster.bootstrap_servers, topic, group, source, stop, BOUND_S + 60,
-        str(cluster.base / f"{group}-consumer-{cid}.log")))
+        str(cluster.base / f"{group}-consumer-{cid}.log"), credits))
         for cid in (1, 2)]
     for c in consumers:
         c.start()
@@ -233,6 +236,8 @@ def run_group_through_kills(cluster: Cluster, kind: str) -> None:
         new_coordinator = cluster.wait_for_leader_change(OFFSETS_TOPIC, offsets_partition,
                                                          coordinator)
         assert new_coordinator != coordinator
+        for _ in range(2 * RECORDS):  # the rest, and any record processed again
+            credits.release()
         events.wait_for("every record processed", lambda: len(events.seen) == RECORDS)
     finally:
         events.consumers = []  # they end now

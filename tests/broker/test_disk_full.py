@@ -16,7 +16,7 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.record.default_records import DefaultRecordBatchBuilder
-from reactor_client import wait_until
+from waits import wait_until
 
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server import Broker
@@ -81,7 +81,8 @@ def test_a_full_disk_takes_the_dir_offline_loudly_and_it_comes_back(small_disk, 
             assert "No space left" in offline[0].getMessage()
             # Space returns: the probe brings the dir back, appends are accepted again.
             os.unlink(ballast)
-            wait_until(lambda: _produce(client, "full", 20_000)[0] == 0, 20, "append accepted")
+            wait_until(lambda: _produce(client, "full", 20_000)[0] == 0, "append accepted",
+                       bound_s=20)
             assert any("online again" in r.getMessage() for r in caplog.records)
         finally:
             client.close()

@@ -16,6 +16,7 @@ import uuid
 
 import pytest
 from readback import read_confluent
+from waits import wait_until
 
 from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
@@ -238,3 +239,45 @@ def _batches_on_disk(base, broker, topic, end, bound_s=60.0):
             return [x for x in batches if x[0] < end]
         assert time.monotonic() < deadline, f"broker {broker} has {batches[-1:]} of {end}"
         time.sleep(0.1)
+
+
+def test_a_new_leader_stops_fetching_before_it_leads(tmp_path):
+    """In-process controller and two brokers: broker 2 follows broker 1; the test holds broker
+    2's partition lock (as an in-flight follower append would) and moves the leadership to it.
+    Broker 2 must drop the partition from its fetcher *before* it waits for that lock to become
+    leader (Kafka's ``makeLeaders``), so nothing fetched from the old leader lands after."""
+    from kafkacore.broker.controller.controller_server import ControllerServer
+    from kafkacore.broker.server import Broker
+
+    controller = ControllerServer({"node.id": 0, "process.roles": "controller",
+                                   "log.dirs": str(tmp_path / "c")}).start()
+    brokers = []
+    try:
+        for i in (1, 2):
+            brokers.append(Broker({
+                "node.id": i, "process.roles": "broker", "log.dirs": str(tmp_path / f"b{i}"),
+                "controller.quorum.bootstrap.servers": controller.bootstrap_servers,
+                "broker.heartbeat.interval.ms": "100", "replica.fetch.backoff.ms": "50",
+            }).start())
+        quorum = controller.controller
+        wait_until(lambda: quorum.active_brokers() == {1, 2}, "both brokers registered")
+        with quorum.lock:
+            error, _, info = quorum.create_topic("t", 1, 2, {})
+        assert error == 0
+        if info.partitions[0].leader != 1:
+            assert quorum.elect_leader("t", 0, 1) == 0
+        follower = brokers[1].replica_manager
+        wait_until(lambda: follower.fetcher_manager is not None
+                   and follower.fetcher_manager.fetcher_for(("t", 0)) == 1,
+                   "broker 2 fetching t-0 from broker 1")
+        partition = follower.partitions[("t", 0)]
+        with partition.lock:
+            assert quorum.elect_leader("t", 0, 2) == 0
+            wait_until(lambda: follower.fetcher_manager.fetcher_for(("t", 0)) is None,
+                       "the fetcher removed while the partition cannot yet lead", bound_s=10)
+            assert not partition.is_leader
+        wait_until(lambda: partition.is_leader, "broker 2 leads")
+    finally:
+        for b in reversed(brokers):
+            b.stop()
+        controller.stop()

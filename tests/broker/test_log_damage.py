@@ -9,6 +9,7 @@ damage, and logs each loss at ERROR.
 import logging
 import os
 import struct
+import time
 
 import pytest
 from kafka.record.memory_records import MemoryRecords
@@ -186,3 +187,102 @@ def test_a_deleted_middle_segment_is_said_loudly(tmp_path, caplog):
         got = again.read(gap[0], 1 << 16)  # a fetch inside the hole gets what follows it ...
         assert got.first_offset == gap[1] + 1
         assert any("missing" in r.getMessage() for r in caplog.records)  # ... and it is said
+
+
+def served(log):
+    """(offset, value) of every record a consumer gets, seeking past refused batches."""
+    out, offset = [], log.log_start_offset
+    while offset < log.log_end_offset:
+        try:
+            data = log.read(offset, 1 << 16).records
+        except CorruptMessageError:
+            offset += 1
+            continue
+        records = MemoryRecords(data)
+        while (b := records.next_batch()) is not None:
+            out.extend((r.offset, r.value) for r in b)
+        offset = out[-1][0] + 1
+    return out
+
+
+@pytest.mark.parametrize("bit", [0, 1, 2, 5, 8, 16, 30, 31, 40, 56, 62, 63])
+def test_a_flipped_base_offset_bit_never_renumbers_records(tmp_path, bit):
+    # The base offset is the one header field the CRC does not cover: a flip there must not
+    # serve records under another offset, and recovery puts it back (nothing is lost).
+    log = filled(tmp_path / "t-0", 400)
+    segment = log.segments[1]
+    victim = list(segment.iter_headers())[3]
+    log.close()
+    with open(segment.log_path, "r+b") as f:
+        f.seek(victim.position)
+        (base,) = struct.unpack(">Q", f.read(8))
+        f.seek(victim.position)
+        f.write(struct.pack(">Q", base ^ (1 << bit)))
+    loaded = Log(tmp_path / "t-0", SEGMENT, had_clean_shutdown=True)
+    got = served(loaded)
+    assert all(value == b"value-%06d" % offset for offset, value in got)
+    assert len(got) >= 400 - 2 * PER_BATCH  # at most the flipped batch and a neighbour refused
+    loaded.close(clean=False)
+    recovered = Log(tmp_path / "t-0", SEGMENT)  # unclean, no recovery point: scanned
+    assert served(recovered) == [(o, b"value-%06d" % o) for o in range(400)]
+    assert recovered.lost_ranges == []
+
+
+RECORDS = 300
+
+
+def _consume(bootstrap, topic, bound_s=10.0):
+    """(offset, value) read by kafka-python from the start, and the error that stopped it."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    tp = TopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    got, error = [], None
+    deadline = time.monotonic() + bound_s
+    try:
+        while time.monotonic() < deadline and (not got or got[-1][0] < RECORDS - 1):
+            for records in consumer.poll(200).values():
+                got += [(r.offset, r.value) for r in records]
+    except Exception as exc:  # kafka-python raises what the broker answered
+        error = exc
+    finally:
+        consumer.close()
+    return got, error
+
+
+@pytest.mark.parametrize("where", ["base offset", "record bytes"])
+def test_kafka_python_is_told_of_damage_then_reads_the_repaired_log(tmp_path, caplog, where):
+    """A damaged old segment after a clean shutdown: kafka-python reads every record before the
+    damage under its own offset and is then told (CORRUPT_MESSAGE); the next start repairs the
+    base offset, or cuts the one damaged batch, and kafka-python reads the rest."""
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    from kafkacore.broker.server import Broker
+
+    config = {"log.dirs": str(tmp_path)}
+    with Broker(config) as broker:
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+        admin.create_topics([NewTopic("t", 1, 1, topic_configs={"segment.bytes": "4096"})])
+        admin.close()
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=0)
+        for i in range(RECORDS):  # one batch each
+            producer.send("t", b"value-%06d" % i, partition=0).get(10)
+        producer.close(10)
+    segment = sorted((tmp_path / "t-0").glob("*.log"))[2]
+    data = bytearray(segment.read_bytes())
+    data[3 if where == "base offset" else 150] ^= 0x40  # a base-offset bit, or a record byte
+    segment.write_bytes(bytes(data))
+    first_damaged = int(segment.name[:20])
+    with Broker(config) as broker:  # after a clean shutdown: the segment is loaded, not read
+        got, error = _consume(broker.bootstrap_servers, "t")
+        assert all(value == b"value-%06d" % offset for offset, value in got)
+        assert len(got) >= first_damaged and error is not None  # told, not skipped in silence
+        assert any("refusing damaged data" in r.getMessage() for r in caplog.records)
+    with Broker(config) as broker:  # not marked clean: recovered, the damage repaired or cut
+        got, error = _consume(broker.bootstrap_servers, "t")
+        assert error is None and all(value == b"value-%06d" % o for o, value in got)
+        lost = set(range(RECORDS)) - {o for o, _ in got}
+        assert len(lost) == (0 if where == "base offset" else 1)

@@ -10,7 +10,7 @@ import threading
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
-from reactor_client import wait_until
+from waits import wait_until
 
 from kafkacore.broker.kafka_scheduler import KafkaScheduler
 from kafkacore.broker.server import Broker
@@ -25,7 +25,7 @@ def test_periodic_task_runs_again_and_again_on_named_threads():
     names = []
     try:
         scheduler.schedule("tick", lambda: names.append(threading.current_thread().name), 0, 10)
-        wait_until(lambda: len(names) >= 5, what="five runs")
+        wait_until(lambda: len(names) >= 5, "five runs")
     finally:
         scheduler.shutdown()
     assert set(names) <= {"kafka-scheduler-0", "kafka-scheduler-1"}
@@ -49,7 +49,7 @@ def test_a_task_that_raises_is_logged_and_keeps_its_schedule(caplog):
     try:
         scheduler.schedule("flaky", flaky, 0, 5)
         scheduler.schedule_once("once", lambda: runs.append(0), 0)
-        wait_until(lambda: scheduler.runs.get("flaky", 0) >= 4, what="four runs")
+        wait_until(lambda: scheduler.runs.get("flaky", 0) >= 4, "four runs")
     finally:
         scheduler.shutdown()
     assert scheduler.failures["flaky"] >= 2 and scheduler.runs["once"] == 1
@@ -136,16 +136,17 @@ def test_retention_runs_by_itself_by_size_and_by_time():
         _produce(broker.bootstrap_servers, "by-time", 100)
         lg = broker.log_manager.get_log("by-size", 0)
         # Nobody calls retention here: the scheduled task deletes the old segments.
-        wait_until(lambda: lg.size_in_bytes <= 2048 + 1024, 20, "retention.bytes applied")
+        wait_until(lambda: lg.size_in_bytes <= 2048 + 1024, "retention.bytes applied",
+                   bound_s=20)
         low, high = _offsets(broker.bootstrap_servers, "by-size")
         assert 0 < low < high == 400
-        wait_until(lambda: _offsets(broker.bootstrap_servers, "by-time") == (100, 100), 20,
-                   "every record of by-time expired")
+        wait_until(lambda: _offsets(broker.bootstrap_servers, "by-time") == (100, 100),
+                   "every record of by-time expired", bound_s=20)
 
 
 def test_recovery_points_and_log_start_offsets_are_checkpointed_by_themselves(tmp_path):
-    config = {**FAST, "log.dirs": str(tmp_path), "log.flush.interval.ms": "0",
-              "log.flush.scheduler.interval.ms": "50"}
+    # log.flush.interval.ms unset: flush.ms is log.flush.scheduler.interval.ms, as in Kafka.
+    config = {**FAST, "log.dirs": str(tmp_path), "log.flush.scheduler.interval.ms": "50"}
     with Broker(config) as broker:
         _create(broker.bootstrap_servers, "cp", {"segment.bytes": "1024", "retention.bytes": "2048"})
         _produce(broker.bootstrap_servers, "cp", 300)
@@ -157,12 +158,13 @@ def test_recovery_points_and_log_start_offsets_are_checkpointed_by_themselves(tm
                 return None
             return {tuple(line.split()[:2]): int(line.split()[2]) for line in lines[2:]}
 
-        # flush.ms=0 and the flusher every 50 ms: everything is fsynced, the recovery point
+        # flush.ms=50 and the flusher every 50 ms: everything is fsynced, the recovery point
         # reaches the log end, and the checkpoint task writes it; no shutdown involved.
         wait_until(lambda: (checkpoint("recovery-point-offset-checkpoint") or {})
-                   .get(("cp", "0")) == 300, 20, "recovery point 300 checkpointed")
+                   .get(("cp", "0")) == 300, "recovery point 300 checkpointed", bound_s=20)
         lg = broker.log_manager.get_log("cp", 0)
-        wait_until(lambda: lg.log_start_offset > 0, 20, "retention")
+        wait_until(lambda: lg.log_start_offset > 0, "retention", bound_s=20)
         wait_until(lambda: (checkpoint("log-start-offset-checkpoint") or {})
-                   .get(("cp", "0")) == lg.log_start_offset, 20, "log start offset checkpointed")
+                   .get(("cp", "0")) == lg.log_start_offset, "log start offset checkpointed",
+                   bound_s=20)
 

@@ -6,6 +6,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.api_request_handler import ApiRequestHandler
+from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
 from kafkacore.broker.request_channel import Request
 from kafkacore.errors import Errors
@@ -22,6 +23,7 @@ class ControllerApis(ApiRequestHandler):
 
     def __init__(self, server: ControllerServer) -> None:
         super().__init__(server.request_channel)
+        self.authorizer = server.authorizer
         self.config = server.config
         self.controller = server.controller
         self.handlers = {
@@ -53,6 +55,13 @@ class ControllerApis(ApiRequestHandler):
         low, high = self.supported_versions(request.api_key)
         if request.body is None or not low <= request.api_version <= high:
             self.send_error_response(request, Errors.UNSUPPORTED_VERSION)
+            return
+        if request.api_key != ApiKey.API_VERSIONS and not self.authorize(
+                request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
+            # Only brokers talk to the controller (Kafka: CLUSTER_ACTION for registrations,
+            # heartbeats, AlterPartition and the Envelope of forwarded requests); a request
+            # whose answer has no error code to carry the refusal closes the connection.
+            self.send_error_response(request, Errors.CLUSTER_AUTHORIZATION_FAILED)
             return
         handler(request)
 

@@ -24,8 +24,14 @@ from pathlib import Path
 
 from kafkacore.broker.log.config import LogConfig
 from kafkacore.broker.log.dir_failure_channel import LogDirFailureChannel
-from kafkacore.broker.log.producer_state import ProducerAppendInfo, ProducerStateManager
+from kafkacore.broker.log.end_transaction_marker import COMMIT, read_marker
+from kafkacore.broker.log.producer_state import (
+    CompletedTxn,
+    ProducerAppendInfo,
+    ProducerStateManager,
+)
 from kafkacore.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, file_name
+from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 from kafkacore.broker.log.validator import BatchHeader, analyze, assign_offsets
 from kafkacore.errors import (
     CorruptMessageError,
@@ -175,9 +181,10 @@ class Log:
         for tmp in list(self.dir.glob("*.tmp")):
             tmp.unlink()
         bases = sorted(_base_offsets(self.dir, LOG_SUFFIX))
-        for base in _base_offsets(self.dir, INDEX_SUFFIX):  # an index without its log
-            if base not in bases:
-                (self.dir / file_name(base, INDEX_SUFFIX)).unlink()
+        for suffix in (INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # an index without its log
+            for base in _base_offsets(self.dir, suffix):
+                if base not in bases:
+                    (self.dir / file_name(base, suffix)).unlink()
         now = _now_ms()
         for i, base in enumerate(bases):
             segment = LogSegment(self.dir, base, self.config.index_interval_bytes)
@@ -189,7 +196,8 @@ class Log:
             if (had_clean_shutdown or flushed) and not active:
                 segment.load()
             else:
-                self.recovered_bytes_truncated += segment.recover()
+                upper = None if active else bases[i + 1]
+                self.recovered_bytes_truncated += segment.recover(upper)
                 for first, last, size in segment.lost:
                     self._lost(first, last, f"{size} damaged bytes in {segment.log_path.name}")
                 if segment.torn_tail and not active:
@@ -201,10 +209,13 @@ class Log:
                     self._lost(previous.next_offset, segment.base_offset - 1,
                                f"nothing between {previous.log_path.name} and "
                                f"{segment.log_path.name}")
-                else:
-                    log.error("%s: %s starts at offset %d, inside %s (which ends at %d)",
-                              self.name, segment.log_path.name, segment.base_offset,
+                else:  # the last batch of the previous segment says more than it may
+                    log.error("%s: %s starts at offset %d, inside %s (which ends at %d); its "
+                              "batches there are refused until a recovery", self.name,
+                              segment.log_path.name, segment.base_offset,
                               previous.log_path.name, previous.next_offset)
+                    self.damaged_from = min(self.damaged_from or previous.base_offset,
+                                            previous.base_offset)
             self._add_segment(segment)
         if not self._segments:
             self._roll(0)
@@ -225,6 +236,11 @@ class Log:
         psm = self.producer_state
         end = self.log_end_offset
         start = psm.load_latest_snapshot(end)
+        if any(s.size and not s.txn_index.existed for s in self._segments):
+            # A transaction index is missing: replay the whole log, which rebuilds every
+            # segment's index (Kafka rebuilds it while recovering the segment).
+            psm.clear()
+            start = None
         if start is None or start < self.log_start_offset:
             start = self.log_start_offset
             if psm.map_end_offset < start:
@@ -235,8 +251,19 @@ class Log:
             position = segment.index.lookup(start)[1] if start > segment.base_offset else 0
             for h in segment.iter_headers(position):
                 if h.last_offset >= start:
-                    psm.replay(h)
+                    marker = None
+                    if h.is_control and h.has_producer_id:
+                        marker = read_marker(segment.pread(h.size, h.position),
+                                             h._replace(position=0))
+                    self._index_completed(segment, psm.replay(h, marker))
         psm.update_map_end_offset(end)
+
+    def _index_completed(self, segment: LogSegment, completed: CompletedTxn | None) -> None:
+        """An ABORT marker in ``segment``: record the transaction in the segment's index."""
+        if completed is not None and completed.is_aborted:
+            segment.txn_index.append(AbortedTxn(
+                completed.producer_id, completed.first_offset, completed.last_offset,
+                self.producer_state.last_stable_offset(completed)))
 
     def _add_segment(self, segment: LogSegment) -> None:
         self._segments.append(segment)
@@ -263,8 +290,24 @@ class Log:
 
     @property
     def last_stable_offset(self) -> int:
-        """Fetch's last stable offset: the high watermark, since this log has no transactions."""
-        return self.high_watermark
+        """The last stable offset (LSO): the high watermark, or the first offset of the earliest
+        transaction still open (or ended by a marker not yet below the HW) if that is lower.
+        read_committed consumers read below it."""
+        with self._lock:
+            hw = self.high_watermark
+            first = self.producer_state.first_unstable_offset(hw)
+            return hw if first is None else min(first, hw)
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions that overlap [fetch_offset, upper_bound), from the
+        transaction indexes of the segments at and after the one holding ``fetch_offset``
+        (Kafka's ``collectAbortedTransactions``)."""
+        with self._lock:
+            i = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
+            out: list[AbortedTxn] = []
+            for segment in self._segments[i:]:
+                out.extend(segment.txn_index.collect_aborted(fetch_offset, upper_bound))
+            return out
 
     @property
     def active_segment(self) -> LogSegment:
@@ -281,13 +324,19 @@ class Log:
     # -- appends -----------------------------------------------------------------------------------
 
     def append_as_leader(
-        self, records: bytes | bytearray | memoryview, *, leader_epoch: int = 0
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        leader_epoch: int = 0,
+        from_coordinator: bool = False,
     ) -> LogAppendInfo:
         """Validate, check producer state, assign offsets, write.  Raises a
         :mod:`kafkacore.errors` class (with Kafka's error code) and leaves the log unchanged when
-        anything is wrong; answers a retried batch with its original offsets (``duplicate``)."""
+        anything is wrong; answers a retried batch with its original offsets (``duplicate``).
+        ``from_coordinator``: the transaction coordinator's markers (Kafka's
+        ``AppendOrigin.COORDINATOR``), the only control batches a leader accepts."""
         cfg = self.config
-        headers = analyze(records, cfg.max_message_bytes)
+        headers = analyze(records, cfg.max_message_bytes, allow_control=from_coordinator)
         if not cfg.log_append_time:
             self._validate_timestamps(headers, _now_ms())
         size = len(records)
@@ -302,7 +351,22 @@ class Log:
             first = offset = self.log_end_offset
             pending: dict[int, ProducerAppendInfo] = {}
             for h in headers:
-                if h.has_producer_id:
+                if h.is_control and h.has_producer_id:
+                    if h.producer_id not in pending:
+                        pending[h.producer_id] = self.producer_state.prepare_update(h.producer_id)
+                    marker = read_marker(records, h)
+                    if marker is not None:
+                        pending[h.producer_id].append_end_txn_marker(
+                            h, offset, marker.kind == COMMIT,
+                            coordinator_epoch=marker.coordinator_epoch)
+                elif h.has_producer_id and from_coordinator:
+                    # A coordinator's own transactional write (offsets of a transaction):
+                    # no sequences to check (Kafka checks them for clients only).
+                    if h.producer_id not in pending:
+                        pending[h.producer_id] = self.producer_state.prepare_update(h.producer_id)
+                    pending[h.producer_id].append(h, offset, validate=False,
+                                                  max_timestamp=append_time)
+                elif h.has_producer_id:
                     # Kafka checks every batch against the state before this request.
                     entry = self.producer_state.last_entry(h.producer_id)
                     duplicate = entry.find_duplicate_batch(h) if entry is not None else None
@@ -324,8 +388,10 @@ class Log:
             assigned = assign_offsets(buf, headers, first, leader_epoch, append_time)
             with self._storage("append to"):
                 self._write(self._maybe_roll(size, now), buf, assigned)
+            segment = self.active_segment
             for info in pending.values():
                 self.producer_state.update(info)
+                self._index_completed(segment, info.completed_txn)
             self.producer_state.update_map_end_offset(self.log_end_offset)
             count = offset - first
             self._after_append(count)
@@ -365,7 +431,8 @@ class Log:
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches that already carry their offsets (a follower copying its leader):
         validated, not renumbered, producer state updated without sequence checks."""
-        headers = analyze(records, max(self.config.max_message_bytes, len(records)))
+        headers = analyze(records, max(self.config.max_message_bytes, len(records)),
+                          allow_control=True)
         with self._lock:
             self._check_open()
             leo = self.log_end_offset
@@ -381,8 +448,10 @@ class Log:
             with self._storage("append to"):
                 segment = self._maybe_roll(len(records), _now_ms(), headers[-1].last_offset)
                 self._write(segment, bytes(records), headers)
+            segment = self.active_segment
             for h in headers:
-                self.producer_state.replay(h)
+                marker = read_marker(records, h) if h.is_control and h.has_producer_id else None
+                self._index_completed(segment, self.producer_state.replay(h, marker))
             if self.leader_epoch_cache is not None:
                 for h in headers:
                     self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
@@ -418,6 +487,9 @@ class Log:
             raise KafkaStorageError(f"cannot {what} {self.name}: {exc}") from exc
 
     def _after_append(self, count: int) -> None:
+        # Forget the ended transactions whose markers the ISR has (a follower is never asked
+        # for its LSO, so its list would only grow otherwise).
+        self.producer_state.first_unstable_offset(self.high_watermark)
         self._unflushed_messages += count
         if self._unflushed_messages >= self.config.flush_messages:
             with self._storage("flush"):
@@ -521,6 +593,8 @@ class Log:
                           segment.log_path.name, why)
 
     def _report_hole(self, fetch_offset: int, first: int) -> None:
+        """A read found its first batch past ``fetch_offset``: a hole (cut by a recovery, a
+        missing segment, or a compacted leader's gap): what follows is served, and said once."""
         if (-1, first) not in self._reported:
             self._reported.add((-1, first))
             log.warning("%s: a fetch at offset %d found no record before %d: offsets %d to %d "

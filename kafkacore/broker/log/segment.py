@@ -18,6 +18,7 @@ from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
+from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kafkacore.broker.log.validator import (
     RECORD_BATCH_OVERHEAD,
     BatchHeader,
@@ -33,8 +34,18 @@ INDEX_SUFFIX = ".index"
 SNAPSHOT_SUFFIX = ".snapshot"
 _CHUNK = 1 << 20  # bytes read at a time by scans (recovery, producer-state replay)
 _ENTRY = struct.Struct(">ii")
+_BASE_OFFSET = struct.Struct(">q")
 
 log = logging.getLogger(__name__)
+
+
+def _last_batch_start(data: bytes) -> int:
+    """Where the last of the whole batches in ``data`` starts."""
+    pos = last = 0
+    while pos < len(data):
+        last = pos
+        pos += read_header(data, pos).size
+    return last
 
 
 def file_name(base_offset: int, suffix: str) -> str:
@@ -128,6 +139,8 @@ class LogSegment:
         self.base_offset = base_offset
         self.log_path = directory / file_name(base_offset, LOG_SUFFIX)
         self.index = OffsetIndex(directory / file_name(base_offset, INDEX_SUFFIX), base_offset)
+        #: the transactions aborted by a marker in this segment (read_committed fetches)
+        self.txn_index = TransactionIndex(directory / file_name(base_offset, TXN_INDEX_SUFFIX))
         self.index_interval_bytes = index_interval_bytes
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
@@ -177,6 +190,7 @@ class LogSegment:
     def flush(self) -> None:
         os.fsync(self._fd)
         self.index.flush()
+        self.txn_index.flush()
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch whose base offset is >= ``offset``; returns the bytes removed."""
@@ -191,6 +205,7 @@ class LogSegment:
         self.size = position
         self.next_offset = found.base_offset if position else self.base_offset
         self.index.truncate_to_position(position)
+        self.txn_index.truncate_to(self.next_offset)
         self._bytes_since_index_entry = 0
         self._max_timestamp = None
         return removed
@@ -260,7 +275,12 @@ class LogSegment:
             # The batch is usually within index.interval.bytes of the entry: read a little.
             small = 2 * self.index_interval_bytes + RECORD_BATCH_OVERHEAD
             first = position > 0 or entry_offset != self.base_offset
+            previous_last = -1
             for h in self.iter_headers(position, max_position, strict=True, chunk_size=small):
+                if h.base_offset <= previous_last or h.last_offset >= self.next_offset:
+                    self._damaged(h.position, f"offsets {h.base_offset} to {h.last_offset} "
+                                  f"overlap the batch before or pass the segment's end")
+                previous_last = h.last_offset
                 if first and h.last_offset != entry_offset:
                     if attempt:
                         self._damaged(position, "the rebuilt index does not match the log")
@@ -298,6 +318,16 @@ class LogSegment:
             data = self.pread(want, first.position)
             data = data[: whole_batches_end(data, max_offset)]
         end, why = verified_end(data)
+        if why is None and first.position + len(data) + RECORD_BATCH_OVERHEAD <= self.size:
+            # The batch after the last one served must start after it: a base offset (outside
+            # the CRC) raised by damage is caught by its neighbour.
+            last = first.position + _last_batch_start(data)
+            after = read_header(self.pread(RECORD_BATCH_OVERHEAD, first.position + len(data)), 0)
+            served_last = read_header(data, last - first.position).last_offset
+            if after.magic == 2 and after.base_offset <= served_last:
+                end, why = last - first.position, (
+                    f"the batch at byte {last} ends at offset {served_last}, past the start of "
+                    f"the batch after it ({after.base_offset})")
         if why is not None:
             self.damage.add(first.position + end)
             if end == 0:
@@ -370,24 +400,62 @@ class LogSegment:
 
     def _valid_batch_at(self, window: bytes, at: int, next_offset: int) -> BatchHeader | None:
         """The batch at ``window[at:]`` if it is whole and sound and continues the offsets."""
+        h = self._sound_batch_at(window, at)
+        if h is None or h.base_offset < next_offset:
+            return None
+        return h
+
+    def _sound_batch_at(self, window: bytes, at: int) -> BatchHeader | None:
+        """The batch at ``window[at:]`` if it frames, is magic 2, has the record count its
+        lastOffsetDelta says and matches its CRC; its base offset (outside the CRC) is not
+        judged here."""
         if len(window) - at < RECORD_BATCH_OVERHEAD:
             return None
         h = read_header(window, at)
         if (h.magic != 2 or h.size < RECORD_BATCH_OVERHEAD or h.size > len(window) - at
-                or h.record_count != h.last_offset_delta + 1 or h.base_offset < next_offset
-                or h.last_offset - self.base_offset > (1 << 31) - 1 or not crc_ok(window, h)):
+                or h.record_count != h.last_offset_delta + 1 or not crc_ok(window, h)):
             return None
         return h
 
-    def recover(self) -> int:
+    def _placed(self, h: BatchHeader, position: int, upper: int | None) -> BatchHeader | None:
+        """``h`` (sound, at file ``position``) with its base offset judged.  The base offset is
+        the one field the CRC does not cover, so a flipped bit there is repaired rather than
+        lost: when the next batch in the file starts exactly where this one would end had it
+        started at ``next_offset`` (or, the segment's last batch, where the next segment
+        starts), ``h`` gets ``next_offset`` back.  Otherwise a batch that overlaps what came
+        before, or runs into the next segment, is damaged (None); a batch after a gap is kept
+        (a compacted leader's follower has gaps)."""
+        expected = self.next_offset
+        if h.base_offset == expected:
+            return h
+        end = expected + h.record_count
+        after = position + h.size
+        if after + RECORD_BATCH_OVERHEAD <= self.size:
+            follower = read_header(self.pread(RECORD_BATCH_OVERHEAD, after), 0)
+            continues = follower.magic == 2 and follower.base_offset == end
+        else:
+            continues = after == self.size and upper == end
+        if continues:
+            log.error("%s: the batch at byte %d says base offset %d; its neighbours say %d: "
+                      "repaired", self.log_path.name, position, h.base_offset, expected)
+            return h._replace(base_offset=expected)
+        if h.base_offset < expected or (upper is not None and h.last_offset >= upper):
+            return None
+        if h.last_offset - self.base_offset > (1 << 31) - 1:
+            return None
+        return h
+
+    def recover(self, upper: int | None = None) -> int:
         """Kafka's ``LogSegment.recover``: read every batch, check its CRC and that offsets grow,
         rebuild the index.  Unlike Kafka, a damaged batch in the middle does not end the
         segment: the scan looks for the next sound batch after it (magic 2, framing, record
         count, offsets past what came before, CRC) and moves the rest of the file down over
         the damage, so only the damaged bytes are lost (``lost``: (first offset, last offset,
         bytes) of each hole).  A tail with no sound batch after it is cut, as Kafka does.
-        Returns the bytes removed.  A crash in the middle leaves stale copies behind the moved
-        batches; their offsets do not grow, so the next recovery removes them the same way."""
+        A base offset the batches around it contradict is repaired (``_placed``); ``upper`` is
+        the next segment's base offset, which no batch here may reach.  Returns the bytes
+        removed.  A crash in the middle leaves stale copies behind the moved batches; their
+        offsets do not grow, so the next recovery removes them the same way."""
         self.index.clear()
         self._bytes_since_index_entry = 0
         self.next_offset = self.base_offset
@@ -396,10 +464,16 @@ class LogSegment:
         max_ts = -1
         read_pos = write_pos = 0
 
+        def placed(data: bytes, at: int, start: int) -> BatchHeader | None:
+            h = self._sound_batch_at(data, at)
+            return None if h is None else self._placed(h, start + at, upper)
+
         def keep(h: BatchHeader, data: bytes, at: int) -> None:
             nonlocal write_pos, max_ts
             if write_pos != read_pos + at:
                 os.pwrite(self._fd, data[at : at + h.size], write_pos)
+            if h.base_offset != _BASE_OFFSET.unpack_from(data, at)[0]:  # repaired
+                os.pwrite(self._fd, _BASE_OFFSET.pack(h.base_offset), write_pos)
             if self._bytes_since_index_entry > self.index_interval_bytes:
                 self.index.append(h.last_offset, write_pos)
                 self._bytes_since_index_entry = 0
@@ -411,7 +485,7 @@ class LogSegment:
         while read_pos < self.size:
             window = self.pread(min(_CHUNK, self.size - read_pos), read_pos)
             at = 0
-            while (h := self._valid_batch_at(window, at, self.next_offset)) is not None:
+            while (h := placed(window, at, read_pos)) is not None:
                 keep(h, window, at)
                 at += h.size
             read_pos += at
@@ -421,7 +495,7 @@ class LogSegment:
                 first = read_header(window, 0)
                 if first.magic == 2 and len(window) < first.size <= self.size - read_pos:
                     whole = self.pread(first.size, read_pos)  # one batch larger than a window
-                    h = self._valid_batch_at(whole, 0, self.next_offset)
+                    h = placed(whole, 0, read_pos)
                     if h is not None:
                         keep(h, whole, 0)
                         read_pos += h.size
@@ -439,6 +513,9 @@ class LogSegment:
             os.ftruncate(self._fd, write_pos)
             os.fsync(self._fd)
             self.size = write_pos
+        # Markers past the recovered end are gone; the log's producer-state replay indexes
+        # again the aborts after its snapshot.
+        self.txn_index.truncate_to(self.next_offset)
         self.index._dirty = True
         return removed
 
@@ -483,6 +560,7 @@ class LogSegment:
             self._fd = -1
         for path in (self.log_path, self.index.path):
             path.unlink(missing_ok=True)
+        self.txn_index.delete()
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"
