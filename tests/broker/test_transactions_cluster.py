@@ -8,39 +8,20 @@ See docs/broker/transactions.rst.
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from readback import read_confluent, read_kafka_python
+from support.topics import new_replicated_topic
 
-from kafkacore.admin import create_topics
 from kafkacore.broker import Cluster
 from kafkacore.broker.group_metadata_manager import partition_for
 from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 
 PARTITIONS = 3
-TXN_PARTITIONS = 5  # fewer than Kafka's 50 transaction.state.log.num.partitions: a faster start
+TXN_PARTITIONS = 5  # transaction.state.log.num.partitions of the session cluster (pyproject.toml)
 COMMITTED = {"isolation.level": "read_committed"}
 UNCOMMITTED = {"isolation.level": "read_uncommitted"}
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    with Cluster(3, log_dir=tmp_path_factory.mktemp("transactions"),
-                 config={"transaction.state.log.num.partitions": str(TXN_PARTITIONS)}) as c:
-        yield c
-
-
-def new_topic(cluster: Cluster) -> str:
-    name = f"txn-{uuid.uuid4().hex[:10]}"
-    assert create_topics(cluster.bootstrap_servers, {name: PARTITIONS}, replication_factor=3,
-                         configs={"min.insync.replicas": "2"}) == {name: 0}
-    for p in range(PARTITIONS):
-        cluster.wait_for_isr(name, p, [1, 2, 3])
-    cluster.wait_for_topic(name)
-    return name
 
 
 def transactional_producer(cluster: Cluster, transactional_id: str):
@@ -79,7 +60,7 @@ def check_read_back(cluster: Cluster, topic: str, committed: list[bytes],
 
 
 def test_commit_and_abort_on_replicated_partitions(cluster):
-    topic = new_topic(cluster)
+    topic = new_replicated_topic(cluster, PARTITIONS)
     producer = transactional_producer(cluster, f"tx-{topic}")
     committed = [b"committed-%d" % i for i in range(12)]
     aborted = [b"aborted-%d" % i for i in range(6)]
@@ -96,7 +77,7 @@ def test_commit_and_abort_on_replicated_partitions(cluster):
 
 
 def test_an_open_transaction_survives_its_coordinator_being_killed(cluster):
-    topic = new_topic(cluster)
+    topic = new_replicated_topic(cluster, PARTITIONS)
     txn_id = f"tx-{topic}"
     producer = transactional_producer(cluster, txn_id)
     txn_partition = partition_for(txn_id, TXN_PARTITIONS)
