@@ -220,10 +220,14 @@ def _interceptors(value: Any) -> tuple[Any, ...]:
     return tuple(value)
 
 
-def _transactional_id(value: Any) -> None:
+def _transactional_id(value: Any) -> str | None:
     if value is None:
         return None
-    raise _Invalid("transactions are not supported yet")
+    if not isinstance(value, str):
+        raise _Invalid(f"a transactional id is a string, not {type(value).__name__}")
+    if not value:
+        raise _Invalid("an empty string is not a transactional id (None means none)")
+    return value
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -470,9 +474,12 @@ SETTINGS: tuple[Setting, ...] = (
     _row("interceptor.classes", (), "list",
          (_interceptors, "a list of objects with on_send and on_acknowledgement"),
          "Objects that see each record before it is sent and each acknowledgement."),
-    # not yet
-    _row("transactional.id", None, "string", (_transactional_id, "None"),
-         "Transactions are not supported yet; must stay unset."),
+    # transactions
+    _row("transactional.id", None, "string", (_transactional_id, "a non-empty string, or None"),
+         "Names the producer across restarts: enables transactions (and needs idempotence); "
+         "a new producer with the same id fences the old one."),
+    _row("transaction.timeout.ms", 60000, "int", _int(1),
+         "How long the coordinator lets a transaction stay open before it aborts it."),
 )
 # fmt: on
 
@@ -484,7 +491,6 @@ _BY_KEYWORD: dict[str, Setting] = {s.keyword: s for s in SETTINGS}
 # "unknown".  Whole families are matched by prefix.
 _JAVA_ONLY = (
     "client.dns.lookup",
-    "transaction.timeout.ms",
     "enable.metrics.push",
     "metrics.sample.window.ms",
     "metrics.num.samples",
@@ -605,10 +611,19 @@ class ProducerConfig(Mapping[str, Any]):
                     f"{MAX_IN_FLIGHT_FOR_IDEMPOTENCE}"
                 )
             if conflicts:
+                if v["transactional.id"] is not None:
+                    raise ConfigError(
+                        "'transactional.id' is set, which needs idempotence, so "
+                        + " and ".join(conflicts))
                 if "enable.idempotence" in explicit:
                     raise ConfigError("'enable.idempotence' is true, so " + " and ".join(conflicts))
                 log.info("idempotence disabled: %s for the idempotent producer", conflicts)
                 v["enable.idempotence"] = False
+
+        # A transactional producer is an idempotent one (Java: "Cannot set a transactional.id
+        # without also enabling idempotence").
+        if v["transactional.id"] is not None and not v["enable.idempotence"]:
+            raise ConfigError("'transactional.id' is set, so 'enable.idempotence' must be true")
 
         # Delivery timeout (Java's configureDeliveryTimeout): a record must be allowed to linger
         # and then wait for one request, or it could expire before it was ever sent.

@@ -52,7 +52,12 @@ def test_a_confluent_kafka_script_runs_unchanged_but_for_the_import(bootstrap, m
     theirs_topic, ours_topic = make_topic(1), make_topic(1)
     theirs = _run(SCRIPTS / name, bootstrap, theirs_topic, ours=False, stdin=stdin)
     ours = _run(SCRIPTS / name, bootstrap, ours_topic, ours=True, stdin=stdin)
-    assert ours == theirs
+    # The same lines; the delivery reports in the same order.  Where poll() returns among the
+    # reports depends on how the records were batched, in either client: not compared.
+    assert sorted(ours.splitlines()) == sorted(theirs.splitlines())
+    reports = [[line for line in out.splitlines() if line.startswith("Message produced")]
+               for out in (ours, theirs)]
+    assert reports[0] == reports[1]
     assert "failed" not in ours.lower()
     got = {t: [(r.key, r.value, r.headers, r.timestamp if r.value == b"v4" else None)
                for r in read_confluent(bootstrap, t, 1, records)]

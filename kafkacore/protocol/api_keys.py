@@ -61,6 +61,13 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CREATE_TOPICS: (0, 7),
     ApiKey.DELETE_TOPICS: (1, 4),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
+    # The transactional producer's side (KIP-98): AddPartitionsToTxn v4+ is the brokers' own
+    # batched form, and EndTxn v5 / TxnOffsetCommit v5 are KIP-890 part 2 (an epoch bump per
+    # transaction), which we do not speak yet.
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+    ApiKey.END_TXN: (0, 4),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 4),
     ApiKey.DESCRIBE_CONFIGS: (0, 2),
     # v1 wraps the mechanism's tokens in SaslAuthenticate instead of raw frames (KIP-152).
     ApiKey.SASL_HANDSHAKE: (1, 1),

@@ -286,7 +286,7 @@ def test_confluent_list_topics_despite_the_bytes_librdkafka_adds(ours):
     what the schema declares and ignores the rest, and so do we."""
     import confluent_kafka
 
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     producer = confluent_kafka.Producer({"bootstrap.servers": ours.bootstrap})
     listed = producer.list_topics(timeout=30)
     assert topic in listed.topics
