@@ -569,7 +569,7 @@ def _offsets(offsets: Any) -> dict[tuple[str, int], tuple[int, str | None, int]]
         elif isinstance(value, tuple) and not hasattr(value, "offset"):
             offset, metadata = value[0], value[1] if len(value) > 1 else None
         else:  # OffsetAndMetadata (kafka-python) or TopicPartition (confluent-kafka)
-            offset = value.offset
+            offset = getattr(value, "offset", None)
             metadata = getattr(value, "metadata", None)
             leader_epoch = getattr(value, "leader_epoch", None)
             epoch = -1 if leader_epoch is None else leader_epoch
