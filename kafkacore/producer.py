@@ -564,6 +564,7 @@ def _offsets(offsets: Any) -> dict[tuple[str, int], tuple[int, str | None, int]]
         else:
             topic, partition = tp.topic, tp.partition
         metadata, epoch = None, -1
+        offset: Any
         if isinstance(value, int) and not isinstance(value, bool):
             offset = value
         elif isinstance(value, tuple) and not hasattr(value, "offset"):
