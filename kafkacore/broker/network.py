@@ -17,6 +17,7 @@ with its ``SslTransportLayer`` and ``SaslServerAuthenticator``); see docs/broker
 from __future__ import annotations
 
 import collections
+import errno
 import logging
 import queue
 import selectors
@@ -38,6 +39,7 @@ from kafkacore.broker.security import (
     SaslState,
     build_listener_security,
 )
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -49,6 +51,11 @@ _API_KEY_VERSION = struct.Struct(">hh")
 _RECV_CHUNK = 256 * 1024
 #: How long select() sleeps at most; bounds how late idle connections are noticed.
 _POLL_S = 0.3
+#: The acceptor's back-off after a failed accept (out of file descriptors): first and longest.
+ACCEPT_BACKOFF_MIN_S = 0.05
+ACCEPT_BACKOFF_MAX_S = 1.0
+#: At most one "accept failed" warning per this many seconds.
+ACCEPT_ERROR_LOG_INTERVAL_S = 10.0
 
 
 class TooManyConnectionsError(errors.KafkaError, OSError):
@@ -151,7 +158,7 @@ def parse_request(frame: bytes) -> tuple[dict[str, Any], dict[str, Any] | None]:
     return header, None
 
 
-class Processor(threading.Thread):
+class Processor(ShutdownableThread):
     """A network thread: its own selector, its own connections (Kafka's ``Processor``).
 
     Each turn of :meth:`run` does what Kafka's does, in the same order:
@@ -161,7 +168,7 @@ class Processor(threading.Thread):
 
     def __init__(self, processor_id: int, config: BrokerConfig, channel: RequestChannel,
                  quotas: ConnectionQuotas, faults: FaultInjector | None = None) -> None:
-        super().__init__(name=f"kafkacore-network-thread-{processor_id}", daemon=True)
+        super().__init__(f"kafkacore-network-thread-{processor_id}")
         self.id = processor_id
         #: Faults switched on by tests (see docs/broker/faults.rst): isolation and latency are
         #: done here, between the handlers and the sockets.
@@ -192,7 +199,6 @@ class Processor(threading.Thread):
         #: TLS connections whose socket holds decrypted bytes already read from the kernel:
         #: select() cannot see those, so the loop reads them without waiting.
         self._tls_pending: set[str] = set()
-        self._running = True
         self._next_index = 0
         self._stats = collections.Counter[str]()
         channel.add_processor(self)
@@ -217,10 +223,6 @@ class Processor(threading.Thread):
         except (BlockingIOError, OSError):
             pass  # the pipe is full (a wakeup is pending anyway) or we are closing
 
-    def shutdown(self) -> None:
-        self._running = False
-        self.wakeup()
-
     def statistics(self) -> dict[str, int]:
         """Counters of this processor (read from other threads; each value is one int)."""
         while True:
@@ -234,25 +236,23 @@ class Processor(threading.Thread):
 
     # -- the processor's own thread -------------------------------------------------------------
 
-    def run(self) -> None:
-        try:
-            while self._running:
-                self.configure_new_connections()
-                self.process_new_responses()
-                self.enforce_isolation()
-                self.poll(self.release_held_responses())
-                self.close_delayed()
-                self.close_excess_idle()
-        except Exception:  # pragma: no cover - a bug; say so loudly rather than die silently
-            log.exception("processor %d failed", self.id)
-        finally:
-            for ch in list(self._channels.values()):
-                self.close(ch, "the broker is shutting down", level=logging.DEBUG)
-            self.channel.remove_processor(self.id)
-            self.faults.detach(self.name)
-            self._selector.close()
-            self._wakeup_r.close()
-            self._wakeup_w.close()
+    def do_work(self) -> None:
+        # One turn; an exception here is logged and the next turn runs (ShutdownableThread).
+        self.configure_new_connections()
+        self.process_new_responses()
+        self.enforce_isolation()
+        self.poll(self.release_held_responses())
+        self.close_delayed()
+        self.close_excess_idle()
+
+    def on_shutdown(self) -> None:
+        for ch in list(self._channels.values()):
+            self.close(ch, "the broker is shutting down", level=logging.DEBUG)
+        self.channel.remove_processor(self.id)
+        self.faults.detach(self.name)
+        self._selector.close()
+        self._wakeup_r.close()
+        self._wakeup_w.close()
 
     def configure_new_connections(self) -> None:
         while True:
@@ -348,13 +348,20 @@ class Processor(threading.Thread):
                 except (BlockingIOError, OSError):
                     pass
                 continue
-            if ch.handshake_events:
-                self._handshake(ch)
-                continue
-            if mask & selectors.EVENT_WRITE:
-                self._write(ch)
-            if mask & selectors.EVENT_READ and ch.id in self._channels and not ch.muted:
-                self._read(ch)
+            try:
+                if ch.handshake_events:
+                    self._handshake(ch)
+                    continue
+                if mask & selectors.EVENT_WRITE:
+                    self._write(ch)
+                if mask & selectors.EVENT_READ and ch.id in self._channels and not ch.muted:
+                    self._read(ch)
+            except Exception:
+                # A bug met on one connection (Kafka's processChannelException): that one
+                # connection goes, the thread and everyone else's connections stay.
+                log.exception("error on connection %s; closing it", ch.id)
+                self._stats["connection_errors"] += 1
+                self.close(ch, "internal error on this connection")
         if self._tls_pending:
             for connection_id in list(self._tls_pending):
                 self._tls_pending.discard(connection_id)
@@ -656,15 +663,23 @@ class Processor(threading.Thread):
         return list(self._channels)
 
 
-class Acceptor(threading.Thread):
-    """Accepts connections and hands them round-robin to the processors (Kafka's ``Acceptor``)."""
+class Acceptor(ShutdownableThread):
+    """Accepts connections and hands them round-robin to the processors (Kafka's ``Acceptor``).
+
+    Out of file descriptors (``EMFILE``/``ENFILE``), a pending connection stays in the backlog
+    and the listening socket stays readable: polling it again at once would spin a core and
+    write the same warning thousands of times a second.  The acceptor instead stops accepting
+    for a back-off (doubling from :data:`ACCEPT_BACKOFF_MIN_S` to :data:`ACCEPT_BACKOFF_MAX_S`)
+    and logs one warning per :data:`ACCEPT_ERROR_LOG_INTERVAL_S`, with how many accepts failed
+    since; the processors go on serving the connections they have.
+    """
 
     def __init__(self, host: str, port: int, processors: list[Processor],
                  quotas: ConnectionQuotas, config: BrokerConfig,
                  faults: FaultInjector | None = None,
                  security: ListenerSecurity | None = None) -> None:
         name = security.endpoint.name if security is not None else "PLAINTEXT"
-        super().__init__(name=f"kafkacore-acceptor-{name}", daemon=True)
+        super().__init__(f"kafkacore-acceptor-{name}")
         self.security = security
         self.processors = processors
         self.faults = faults
@@ -675,27 +690,48 @@ class Acceptor(threading.Thread):
         self.server_socket.setblocking(False)
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.server_socket, selectors.EVENT_READ)
-        self._running = True
         self._current = 0
         self.refused = 0
         #: Connections accepted and closed at once while the broker was isolated.
         self.isolated_refused = 0
+        #: accept() calls that failed (out of file descriptors, ...), and the back-off now.
+        self.accept_errors = 0
+        self._backoff_s = 0.0
+        self._woken = threading.Event()  # set by wakeup(): ends a back-off early
+        self._errors_unlogged = 0
+        self._next_error_log = 0.0
 
     @property
     def port(self) -> int:
         return int(self.server_socket.getsockname()[1])
 
-    def run(self) -> None:
-        try:
-            while self._running:
-                if self._selector.select(_POLL_S):
-                    try:
-                        self._accept_all()
-                    except Exception:  # pragma: no cover - a bug: log it, keep accepting
-                        log.exception("acceptor error")
-        finally:
-            self._selector.close()
-            self.server_socket.close()
+    def wakeup(self) -> None:
+        self._woken.set()
+
+    def do_work(self) -> None:
+        if self._backoff_s:
+            if self._woken.wait(self._backoff_s):
+                return
+        if self._selector.select(_POLL_S):
+            self._accept_all()
+
+    def on_shutdown(self) -> None:
+        self._selector.close()
+        self.server_socket.close()
+
+    def _accept_failed(self, exc: OSError) -> None:
+        self.accept_errors += 1
+        self._errors_unlogged += 1
+        if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+            self._backoff_s = min(ACCEPT_BACKOFF_MAX_S,
+                                  max(ACCEPT_BACKOFF_MIN_S, self._backoff_s * 2))
+        now = time.monotonic()
+        if now >= self._next_error_log:
+            log.warning("accept failed on %s: %s (%d failed accepts since the last warning; "
+                        "accepting again in %.0f ms; open connections are still served)",
+                        self.name, exc, self._errors_unlogged, self._backoff_s * 1000)
+            self._errors_unlogged = 0
+            self._next_error_log = now + ACCEPT_ERROR_LOG_INTERVAL_S
 
     def _accept_all(self) -> None:
         while self._running:
@@ -703,9 +739,10 @@ class Acceptor(threading.Thread):
                 sock, address = self.server_socket.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as exc:  # e.g. too many open files: log, keep accepting later
-                log.warning("accept failed: %s", exc)
+            except OSError as exc:  # e.g. too many open files: back off (see the class)
+                self._accept_failed(exc)
                 return
+            self._backoff_s = 0.0
             host = address[0]
             if self.faults is not None and self.faults.isolated:
                 self.isolated_refused += 1
@@ -724,12 +761,22 @@ class Acceptor(threading.Thread):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._send_buffer)
             if self._receive_buffer > 0:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer)
-            processor = self.processors[self._current % len(self.processors)]
-            self._current += 1
+            processor = self._next_processor()
+            if processor is None:
+                self.quotas.dec(host)
+                sock.close()
+                continue
             processor.accept(sock, host, self.security)
 
-    def shutdown(self) -> None:
-        self._running = False
+    def _next_processor(self) -> Processor | None:
+        """Round-robin over the processors still alive: a dead one would never answer."""
+        for _ in range(len(self.processors)):
+            processor = self.processors[self._current % len(self.processors)]
+            self._current += 1
+            if processor.is_alive():
+                return processor
+        log.error("%s: no network thread is alive; closing a new connection", self.name)
+        return None
 
 
 class SocketServer:
@@ -784,13 +831,14 @@ class SocketServer:
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
         for acceptor in self.acceptors.values():
-            acceptor.shutdown()
+            acceptor.initiate_shutdown()
+        for acceptor in self.acceptors.values():
             if acceptor.is_alive():
                 acceptor.join(timeout_s)
             else:
                 acceptor.server_socket.close()
         for p in self.processors:
-            p.shutdown()
+            p.initiate_shutdown()
         for p in self.processors:
             if p.is_alive():
                 p.join(timeout_s)
