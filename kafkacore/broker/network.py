@@ -31,7 +31,14 @@ from typing import Any
 from kafkacore import errors
 from kafkacore.broker.config import BrokerConfig, EndPoint
 from kafkacore.broker.faults import FaultInjector
-from kafkacore.broker.request_channel import Request, RequestChannel, Response, ResponseAction
+from kafkacore.broker.log.file_records import FileRecords
+from kafkacore.broker.request_channel import (
+    Request,
+    RequestChannel,
+    Response,
+    ResponseAction,
+    payload_size,
+)
 from kafkacore.broker.security import (
     ListenerSecurity,
     Outcome,
@@ -111,12 +118,45 @@ class ConnectionQuotas:
             return self._total
 
 
+class MemoryPool:
+    """The bytes of requests being read or handled, for all processors together
+    (``queued.max.request.bytes``; Kafka's ``SimpleMemoryPool``).
+
+    A processor that has read a request's size asks for that many bytes before it reads the
+    body; when the pool cannot give them, that connection is not read until another request's
+    bytes come back, so clients that half-send huge requests hold at most the pool, not the
+    broker's whole memory.  ``capacity`` -1: no bound.  Guarded by ``_lock``.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._used = 0  # guarded by _lock
+
+    def try_allocate(self, size: int) -> bool:
+        with self._lock:
+            if self.capacity >= 0 and self._used + size > self.capacity and self._used > 0:
+                return False  # (an empty pool always gives: one request larger than it fits)
+            self._used += size
+            return True
+
+    def release(self, size: int) -> None:
+        with self._lock:
+            self._used = max(0, self._used - size)
+
+    @property
+    def used(self) -> int:
+        with self._lock:
+            return self._used
+
+
 class KafkaChannel:
     """One client connection, owned by one processor (read and written only by its thread)."""
 
     __slots__ = (
         "id", "sock", "address", "buffer", "expected", "muted", "sends", "last_active",
         "events", "listener", "tls", "handshake_events", "authenticator", "close_after_send",
+        "reserved",
     )
 
     def __init__(self, connection_id: str, sock: socket.socket, address: tuple[str, int],
@@ -127,7 +167,8 @@ class KafkaChannel:
         self.buffer = bytearray()  #: the part of the current frame read so far
         self.expected: int | None = None  #: the current frame's size, once its 4 bytes are in
         self.muted = False  #: a request of this connection is being handled: do not read
-        self.sends: collections.deque[memoryview] = collections.deque()  #: unwritten response
+        #: The unwritten response: buffers, and fetched records as file regions (FileRecords).
+        self.sends: collections.deque[Any] = collections.deque()
         self.last_active = time.monotonic()
         self.events = 0  #: what the selector watches for (0: not registered)
         self.listener = listener  #: the name of the listener it came in on
@@ -138,6 +179,9 @@ class KafkaChannel:
         self.authenticator: SaslServerAuthenticator | None = None
         #: Close once ``sends`` is written, for this reason (a failed authentication).
         self.close_after_send: str | None = None
+        #: Bytes of the broker's MemoryPool held by this connection's request (being read, or
+        #: in the handlers): given back when its response arrives or the connection closes.
+        self.reserved = 0
 
 
 def parse_request(frame: bytes) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -167,9 +211,14 @@ class Processor(ShutdownableThread):
     """
 
     def __init__(self, processor_id: int, config: BrokerConfig, channel: RequestChannel,
-                 quotas: ConnectionQuotas, faults: FaultInjector | None = None) -> None:
+                 quotas: ConnectionQuotas, faults: FaultInjector | None = None,
+                 memory_pool: MemoryPool | None = None) -> None:
         super().__init__(f"kafkacore-network-thread-{processor_id}")
         self.id = processor_id
+        self.memory_pool = memory_pool if memory_pool is not None else MemoryPool(
+            config["queued.max.request.bytes"])
+        #: Connections whose next request waits for the memory pool (not read meanwhile).
+        self._memory_waiters: dict[str, KafkaChannel] = {}
         #: Faults switched on by tests (see docs/broker/faults.rst): isolation and latency are
         #: done here, between the handlers and the sockets.
         self.faults = faults if faults is not None else FaultInjector()
@@ -240,6 +289,7 @@ class Processor(ShutdownableThread):
         # One turn; an exception here is logged and the next turn runs (ShutdownableThread).
         self.configure_new_connections()
         self.process_new_responses()
+        self.retry_memory_waiters()
         self.enforce_isolation()
         self.poll(self.release_held_responses())
         self.close_delayed()
@@ -299,10 +349,15 @@ class Processor(ShutdownableThread):
     def process_response(self, response: Response) -> None:
         ch = self._channels.get(response.request.connection_id)
         if ch is None:  # closed while its request was being handled
+            response.release()
             return
+        self._release_memory(ch)  # the request is handled: its bytes are free
         if response.action is ResponseAction.SEND:
             assert response.payload is not None
             for chunk in response.payload:
+                if hasattr(chunk, "write_to"):  # FileRecords: sent from its file
+                    ch.sends.append(chunk)
+                    continue
                 view = memoryview(chunk).cast("B")
                 if len(view):
                     ch.sends.append(view)
@@ -329,6 +384,8 @@ class Processor(ShutdownableThread):
             return
         for ch in list(self._channels.values()):
             self.close(ch, "the broker is isolated (an injected fault)", level=logging.DEBUG)
+        for _, response in self._held:
+            response.release()
         self._held.clear()
         self.faults.isolation_enforced(self.name)
 
@@ -417,7 +474,14 @@ class Processor(ShutdownableThread):
         for ch in stale:
             if ch.id in self._delayed_closes:
                 continue
-            if ch.muted or ch.sends:  # a request is being handled: not idle
+            if ch.sends:
+                # A response the client has not read for that long: it is not reading (the
+                # socket is full).  Closed, as Kafka's idle check does, so a client that never
+                # reads holds nothing for ever.
+                self._stats["blocked_closed"] += 1
+                self.close(ch, f"a response unread for more than {self.idle_s * 1000:.0f} ms")
+                continue
+            if ch.muted:  # a request is being handled: not idle
                 self._touch(ch)
                 continue
             self._stats["idle_closed"] += 1
@@ -463,14 +527,43 @@ class Processor(ShutdownableThread):
                     self.close(ch, f"request size {size} is not within 0 and {setting}={limit}")
                     return
                 ch.expected = size
+                if not self._reserve_memory(ch):
+                    return
             if len(ch.buffer) == ch.expected:
-                frame = bytes(ch.buffer)
+                frame = ch.buffer  # handed over as is: no copy of a large request
                 ch.buffer = bytearray()
                 ch.expected = None
                 self._complete_receive(ch, frame)
                 return
 
-    def _complete_receive(self, ch: KafkaChannel, frame: bytes) -> None:
+    def _reserve_memory(self, ch: KafkaChannel) -> bool:
+        """Take the bytes of the request whose size was just read from the pool; if it has not
+        got them, stop reading this connection until it has (retry_memory_waiters)."""
+        assert ch.expected is not None
+        if self.memory_pool.try_allocate(ch.expected):
+            ch.reserved = ch.expected
+            return True
+        self._stats["memory_waits"] += 1
+        ch.muted = True
+        self._memory_waiters[ch.id] = ch
+        self._update_interest(ch)
+        return False
+
+    def retry_memory_waiters(self) -> None:
+        for ch in list(self._memory_waiters.values()):
+            assert ch.expected is not None
+            if not self.memory_pool.try_allocate(ch.expected):
+                return  # first come, first served: the others wait behind it
+            del self._memory_waiters[ch.id]
+            ch.reserved = ch.expected
+            self._unmute(ch)
+
+    def _release_memory(self, ch: KafkaChannel) -> None:
+        if ch.reserved:
+            self.memory_pool.release(ch.reserved)
+            ch.reserved = 0
+
+    def _complete_receive(self, ch: KafkaChannel, frame: bytes | bytearray) -> None:
         try:
             header, body = parse_request(frame)
         except Exception as exc:  # any bad bytes: this connection goes, nobody else notices
@@ -516,10 +609,11 @@ class Processor(ShutdownableThread):
                 return True
             was_reauthenticating = auth.state is SaslState.REAUTH_AUTHENTICATE
             answer, outcome = auth.handle(api_key, version, body)
+            self._release_memory(ch)  # answered here: the request's bytes are free
             if api_key == ApiKey.SASL_AUTHENTICATE and version < 1:
                 answer.pop("session_lifetime_ms", None)  # v0 does not carry it
             payload = codec.encode_response(api_key, version, header["correlation_id"], answer)
-            size = sum(len(memoryview(chunk).cast("B")) for chunk in payload)
+            size = payload_size(payload)
             ch.sends.extend(memoryview(c).cast("B") for c in [size.to_bytes(4, "big"), *payload])
             if outcome is Outcome.FAILED:
                 self._stats["authentication_failed"] += 1
@@ -554,32 +648,64 @@ class Processor(ShutdownableThread):
         if ch.tls:
             self._write_tls(ch)
             return
-        while ch.sends:
+        sends = ch.sends
+        while sends:
+            head = sends[0]
             try:
-                sent = ch.sock.sendmsg(list(ch.sends)[:64])
+                if isinstance(head, FileRecords):
+                    # Zero copy (Kafka's FileRecords.writeTo): the kernel sends from the file.
+                    sent = head.write_to(ch.sock, head.remaining)
+                    if head.remaining:
+                        self._wrote(ch, sent)
+                        return  # the socket is full
+                    sends.popleft().close()
+                    self._wrote(ch, sent)
+                    continue
+                buffers = []
+                for chunk in sends:
+                    if isinstance(chunk, FileRecords) or len(buffers) == 64:
+                        break
+                    buffers.append(chunk)
+                sent = ch.sock.sendmsg(buffers)
             except BlockingIOError:
                 return
-            except OSError as exc:
+            except (OSError, EOFError) as exc:
                 self.close(ch, f"write failed: {exc}", level=logging.DEBUG)
                 return
-            self._stats["bytes_written"] += sent
-            self._touch(ch)
+            self._wrote(ch, sent)
             while sent:
-                head = ch.sends[0]
+                head = sends[0]
                 if sent >= len(head):
                     sent -= len(head)
-                    ch.sends.popleft()
+                    sends.popleft()
                 else:
-                    ch.sends[0] = head[sent:]  # a partial write: keep the rest for next time
-                    sent = 0
+                    sends[0] = head[sent:]  # a partial write: keep the rest for next time
                     return
         self._sent(ch)
+
+    def _wrote(self, ch: KafkaChannel, sent: int) -> None:
+        self._stats["bytes_written"] += sent
+        if sent:
+            self._touch(ch)
 
     def _write_tls(self, ch: KafkaChannel) -> None:
         # SSLSocket has no sendmsg(): one buffer at a time.  After a "want write" OpenSSL must
         # be given the same bytes again, which is what the head of ``sends`` still holds.
         while ch.sends:
             head = ch.sends[0]
+            if isinstance(head, FileRecords):
+                # TLS must encrypt in our memory: read the region one chunk at a time, so one
+                # chunk, not the whole fetch, is what a slow reader holds.
+                try:
+                    chunk = head.read_chunk(_RECV_CHUNK)
+                except (OSError, EOFError) as exc:
+                    self.close(ch, f"reading fetched records failed: {exc}")
+                    return
+                head.advance(len(chunk))
+                if not head.remaining:
+                    ch.sends.popleft().close()
+                ch.sends.appendleft(memoryview(chunk))
+                continue
             try:
                 sent = ch.sock.send(head[:_RECV_CHUNK])
             except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
@@ -587,8 +713,7 @@ class Processor(ShutdownableThread):
             except OSError as exc:
                 self.close(ch, f"write failed: {exc}", level=logging.DEBUG)
                 return
-            self._stats["bytes_written"] += sent
-            self._touch(ch)
+            self._wrote(ch, sent)
             if sent >= len(head):
                 ch.sends.popleft()
             else:
@@ -653,7 +778,12 @@ class Processor(ShutdownableThread):
             except (ssl.SSLError, OSError, ValueError):
                 pass
         ch.sock.close()
+        for chunk in ch.sends:
+            if isinstance(chunk, FileRecords):
+                chunk.close()
         ch.sends.clear()
+        self._release_memory(ch)
+        self._memory_waiters.pop(ch.id, None)
         self._tls_pending.discard(ch.id)
         self._delayed_closes.pop(ch.id, None)
         self.quotas.dec(ch.address[0])
@@ -793,8 +923,10 @@ class SocketServer:
             config["max.connections.per.ip"],
             config["max.connections.per.ip.overrides"],
         )
+        #: One pool for every processor: the bound is the broker's (queued.max.request.bytes).
+        self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
         self.processors = [
-            Processor(i, config, channel, self.connection_quotas, self.faults)
+            Processor(i, config, channel, self.connection_quotas, self.faults, self.memory_pool)
             for i in range(config["num.network.threads"])
         ]
         if security is None:

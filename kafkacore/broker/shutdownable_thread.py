@@ -93,11 +93,14 @@ class ShutdownableThread(threading.Thread):
                 self.on_shutdown()
             except Exception:
                 log.exception("%s: error while shutting down", self.name)
-            self._shutdown_complete.set()
-            if not asked and self._running:
-                log.critical("thread %s died: the broker part it runs has stopped", self.name)
-                if self.on_death is not None:
-                    self.on_death(self)
+            try:
+                if not asked and self._running:
+                    log.critical("thread %s died: the broker part it runs has stopped",
+                                 self.name)
+                    if self.on_death is not None:
+                        self.on_death(self)
+            finally:
+                self._shutdown_complete.set()
 
     def _log_failure(self, exc: Exception) -> None:
         now = time.monotonic()

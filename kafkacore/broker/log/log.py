@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkacore.broker.log.config import LogConfig
+from kafkacore.broker.log.file_records import FileRecords
 from kafkacore.broker.log.producer_state import ProducerAppendInfo, ProducerStateManager
 from kafkacore.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, file_name
 from kafkacore.broker.log.validator import BatchHeader, analyze, assign_offsets
@@ -56,7 +57,7 @@ class LogAppendInfo:
 class FetchDataInfo:
     """Whole batches read from ``fetch_offset`` on (``records`` empty when there is nothing)."""
 
-    records: bytes
+    records: bytes | FileRecords  # a file region when read with ``file_records=True``
     first_offset: int  # base offset of the first batch returned (-1 if none)
     fetch_offset: int
     high_watermark: int
@@ -429,11 +430,14 @@ class Log:
         *,
         max_offset: int | None = None,
         min_one_batch: bool = True,
+        file_records: bool = False,
     ) -> FetchDataInfo:
         """Whole batches from the one holding ``fetch_offset`` (Kafka's ``UnifiedLog.read``).
 
         ``max_offset`` is exclusive (the high watermark for a consumer); ``OffsetOutOfRangeError``
-        outside [log start, log end]."""
+        outside [log start, log end].  With ``file_records`` the records are a
+        :class:`~kafkacore.broker.log.file_records.FileRecords` region (the fetch path, which
+        sends them with ``sendfile``), which the caller must close."""
         with self._lock:
             self._check_open()
             start, end = self.log_start_offset, self.log_end_offset
@@ -447,7 +451,8 @@ class Log:
                 return result
             i = bisect.bisect_right(self._bases, fetch_offset) - 1
             for segment in self._segments[max(i, 0) :]:
-                got = segment.read(fetch_offset, max_bytes, max_offset, min_one_batch)
+                read = segment.read_file_records if file_records else segment.read
+                got = read(fetch_offset, max_bytes, max_offset, min_one_batch)
                 if got is not None:
                     data, first = got
                     if data:

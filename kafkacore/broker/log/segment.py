@@ -16,7 +16,9 @@ from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
+from kafkacore.broker.log.file_records import FileRecords
 from kafkacore.broker.log.validator import (
+    LOG_OVERHEAD,
     RECORD_BATCH_OVERHEAD,
     BatchHeader,
     crc_ok,
@@ -27,6 +29,7 @@ from kafkacore.broker.log.validator import (
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 SNAPSHOT_SUFFIX = ".snapshot"
+_BASE_AND_LENGTH = struct.Struct(">qi")
 _CHUNK = 1 << 20  # bytes read at a time by scans (recovery, producer-state replay)
 _ENTRY = struct.Struct(">ii")
 
@@ -242,6 +245,35 @@ class LogSegment:
         want = min(max_size, self.size - first.position)
         data = self.pread(want, first.position)
         return data[: whole_batches_end(data, max_offset)], first.base_offset
+
+    def read_file_records(
+        self, start_offset: int, max_size: int, max_offset: int | None, min_one_batch: bool
+    ) -> tuple[FileRecords, int] | None:
+        """What :meth:`read` returns, as a region of this file instead of a copy of its bytes
+        (see :class:`~kafkacore.broker.log.file_records.FileRecords`).  Only the batches'
+        12-byte (base offset, length) prefixes are read, to find where the whole batches end."""
+        first = self.translate_offset(start_offset)
+        if first is None or (max_offset is not None and first.base_offset >= max_offset):
+            return None
+        if first.size > max_size:
+            if not min_one_batch:
+                return None
+            return FileRecords(self._fd, first.position, first.size), first.base_offset
+        limit = min(first.position + max_size, self.size)
+        if limit == self.size and (max_offset is None or self.next_offset <= max_offset):
+            end = limit  # to the end of the segment, every batch below max_offset: no walk
+        else:
+            end = first.position
+            while limit - end >= LOG_OVERHEAD:
+                base, length = _BASE_AND_LENGTH.unpack(os.pread(self._fd, LOG_OVERHEAD, end))
+                if end + LOG_OVERHEAD + length > limit or LOG_OVERHEAD + length < RECORD_BATCH_OVERHEAD:
+                    break
+                if max_offset is not None and base >= max_offset:
+                    break
+                end += LOG_OVERHEAD + length
+        if end == first.position:
+            return None
+        return FileRecords(self._fd, first.position, end - first.position), first.base_offset
 
     @property
     def max_timestamp(self) -> int:

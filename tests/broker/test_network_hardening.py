@@ -1,0 +1,192 @@
+"""The network layer under attack and under its own bugs: supervised threads, the acceptor out of
+file descriptors, the control socket's surface (docs/broker/network.rst, security.rst)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from reactor_client import api_versions, connect, wait_until
+from support.children import child_env
+
+from kafkacore.broker import Broker
+from kafkacore.broker.faults import ControlServer, ControlSocketPathError, FaultInjector
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
+
+
+@pytest.fixture
+def broker():
+    with Broker({"num.network.threads": "2", "num.io.threads": "2"}) as b:
+        yield b
+
+
+# -- threads that die in silence ----------------------------------------------------------------
+
+
+def test_a_processor_survives_an_exception_in_its_loop(broker):
+    processor = broker.socket_server.processors[0]
+    original = processor.close_excess_idle
+    raised = []
+
+    def broken() -> None:
+        if not raised:
+            raised.append(True)
+            raise RuntimeError("a bug in the processor loop")
+        original()
+
+    processor.close_excess_idle = broken
+    wait_until(lambda: processor.failures == 1, what="the processor's failed turn")
+    assert processor.is_alive()
+    # Every new connection is answered, those handed to this processor too (round-robin).
+    for correlation_id in range(4):
+        with connect(broker) as s:
+            assert api_versions(s, correlation_id)[1]["error_code"] == 0
+    assert processor.statistics()["accepted"] >= 2
+
+
+def test_a_dead_processor_gets_no_more_connections(broker):
+    processor = broker.socket_server.processors[1]
+
+    def die() -> None:
+        raise SystemExit("the thread ends")  # not an Exception: nothing can keep it running
+
+    processor.do_work = die
+    processor.wakeup()
+    processor.join(10)
+    assert not processor.is_alive()
+    for correlation_id in range(4):  # would be handed to the dead one every other time
+        with connect(broker) as s:
+            assert api_versions(s, correlation_id)[1]["error_code"] == 0
+
+
+def test_a_failing_turn_is_retried_and_a_dead_thread_is_reported(caplog):
+    class Flaky(ShutdownableThread):
+        def __init__(self) -> None:
+            super().__init__("flaky")
+            self.turns = 0
+
+        def do_work(self) -> bool | None:
+            self.turns += 1
+            if self.turns <= 2:
+                raise ValueError("turn %d fails" % self.turns)
+            if self.turns == 3:
+                raise SystemExit("not an Exception: the thread dies")
+            return None
+
+    deaths = []
+    t = Flaky()
+    t.on_death = deaths.append
+    t.start()
+    assert t.await_shutdown(10)
+    assert t.failures == 2 and t.turns == 3
+    assert deaths == [t]
+    assert any(r.levelname == "CRITICAL" and "flaky died" in r.getMessage()
+               for r in caplog.records)
+    # The same error twice in a row is logged once (a failure that repeats cannot flood the log).
+    assert sum("uncaught error" in r.getMessage() for r in caplog.records) == 1
+
+
+# -- the acceptor out of file descriptors --------------------------------------------------------
+
+
+def _start_with_few_fds(tmp_path: Path, nofile: int):
+    stderr = open(tmp_path / "broker.log", "wb")  # noqa: SIM115 - closed by the caller
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kafkacore.broker", "--log-level", "INFO",
+         "--config", "num.network.threads=1"],
+        stdout=subprocess.PIPE, stderr=stderr, env=child_env(), cwd=tempfile.gettempdir(),
+        preexec_fn=limit)
+    line = process.stdout.readline().decode()
+    assert line.startswith("kafkacore-broker listening on "), (tmp_path / "broker.log").read_text()
+    host, port = line.rsplit(" ", 1)[1].strip().rsplit(":", 1)
+    return process, stderr, (host, int(port))
+
+
+def test_out_of_file_descriptors_the_acceptor_backs_off_and_serves_what_it_has(tmp_path):
+    process, stderr, address = _start_with_few_fds(tmp_path, nofile=48)
+    log_path = tmp_path / "broker.log"
+    sockets: list[socket.socket] = []
+    try:
+        first = socket.create_connection(address, timeout=10)
+        sockets.append(first)
+        assert api_versions(first, 1)[1]["error_code"] == 0
+        for _ in range(60):  # more than the broker has descriptors for
+            sockets.append(socket.create_connection(address, timeout=10))
+        wait_until(lambda: "accept failed" in log_path.read_text(), what="EMFILE in accept")
+        started = time.monotonic()
+        for correlation_id in range(2, 200):  # the connection it has is still served
+            assert api_versions(first, correlation_id)[1]["error_code"] == 0
+        elapsed = time.monotonic() - started
+        warnings = log_path.read_text().count("accept failed")
+        # One warning per 10 s interval (before: one per failed accept, thousands a second).
+        assert warnings <= 2 + elapsed / 10, f"{warnings} warnings in {elapsed:.1f} s"
+        # Descriptors come back: the connections waiting in the backlog are accepted and served.
+        last = sockets.pop()
+        for s in sockets[1:]:
+            s.close()
+        del sockets[1:]
+        sockets.append(last)
+        assert api_versions(last, 7)[1]["error_code"] == 0
+    finally:
+        for s in sockets:
+            s.close()
+        process.terminate()
+        process.wait(30)
+        stderr.close()
+
+
+# -- the control socket ---------------------------------------------------------------------------
+
+
+def test_the_control_socket_is_owner_only_whatever_the_umask(tmp_path):
+    path = tmp_path / "c.sock"
+    old = os.umask(0)
+    try:
+        server = ControlServer(FaultInjector(), path).start()
+    finally:
+        os.umask(old)
+    try:
+        assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600
+    finally:
+        server.stop()
+
+
+def test_the_control_socket_refuses_a_path_that_is_taken(tmp_path):
+    precious = tmp_path / "precious.txt"
+    precious.write_text("not yours")
+    with pytest.raises(ControlSocketPathError, match="not a socket"):
+        ControlServer(FaultInjector(), precious).start()
+    assert precious.read_text() == "not yours"
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(ControlSocketPathError):
+        ControlServer(FaultInjector(), tmp_path / "dir").start()
+    live = ControlServer(FaultInjector(), tmp_path / "live.sock").start()
+    try:
+        with pytest.raises(ControlSocketPathError, match="another process"):
+            ControlServer(FaultInjector(), tmp_path / "live.sock").start()
+    finally:
+        live.stop()
+
+
+def test_the_stale_socket_of_a_killed_broker_is_replaced(tmp_path):
+    path = tmp_path / "stale.sock"
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(path))  # bound, never listening, never unlinked: what a SIGKILL leaves
+    dead.close()
+    server = ControlServer(FaultInjector(), path).start()
+    try:
+        assert stat.S_ISSOCK(os.lstat(path).st_mode)
+    finally:
+        server.stop()
