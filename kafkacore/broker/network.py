@@ -281,6 +281,7 @@ class Processor(ShutdownableThread):
             except RuntimeError:
                 continue
         stats["connections"] = len(self._channels)
+        stats["waiting_for_memory"] = len(self._memory_waiters)
         return stats
 
     # -- the processor's own thread -------------------------------------------------------------

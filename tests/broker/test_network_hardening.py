@@ -17,9 +17,12 @@ import pytest
 from reactor_client import api_versions, connect, wait_until
 from support.children import child_env
 
+from kafkacore import KafkaProducer
 from kafkacore.broker import Broker
 from kafkacore.broker.faults import ControlServer, ControlSocketPathError, FaultInjector
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
+from kafkacore.protocol import codec
+from kafkacore.protocol.api_keys import ApiKey
 
 
 @pytest.fixture
@@ -52,6 +55,7 @@ def test_a_processor_survives_an_exception_in_its_loop(broker):
     assert processor.statistics()["accepted"] >= 2
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_dead_processor_gets_no_more_connections(broker):
     processor = broker.socket_server.processors[1]
 
@@ -67,6 +71,7 @@ def test_a_dead_processor_gets_no_more_connections(broker):
             assert api_versions(s, correlation_id)[1]["error_code"] == 0
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_failing_turn_is_retried_and_a_dead_thread_is_reported(caplog):
     class Flaky(ShutdownableThread):
         def __init__(self) -> None:
@@ -76,7 +81,7 @@ def test_a_failing_turn_is_retried_and_a_dead_thread_is_reported(caplog):
         def do_work(self) -> bool | None:
             self.turns += 1
             if self.turns <= 2:
-                raise ValueError("turn %d fails" % self.turns)
+                raise ValueError(f"turn {self.turns} fails")
             if self.turns == 3:
                 raise SystemExit("not an Exception: the thread dies")
             return None
@@ -190,3 +195,106 @@ def test_the_stale_socket_of_a_killed_broker_is_replaced(tmp_path):
         assert stat.S_ISSOCK(os.lstat(path).st_mode)
     finally:
         server.stop()
+
+
+# -- memory held by clients that never read ------------------------------------------------------
+
+_MIB = 1 << 20
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def _fill_topic(broker, name: str, mib: int) -> None:
+    with KafkaProducer({"bootstrap.servers": broker.bootstrap_servers,
+                        "batch.size": _MIB, "linger.ms": 20}) as producer:
+        for i in range(mib * 8):
+            producer.send(name, bytes([i % 251]) * (_MIB // 8 - 100), partition=0)
+        producer.flush(timeout=60)
+
+
+def _fetch_frame(name: str, correlation_id: int, max_bytes: int) -> bytes:
+    body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes,
+            "isolation_level": 0,
+            "topics": [{"topic": name, "partitions": [
+                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": max_bytes}]}]}
+    payload = b"".join(codec.encode_request(ApiKey.FETCH, 4, correlation_id, "t", body))
+    return len(payload).to_bytes(4, "big") + payload
+
+
+def _never_reading_connection(broker) -> socket.socket:
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the kernel holds little for us
+    s.settimeout(10)
+    s.connect((broker.advertised_host, broker.advertised_port))
+    return s
+
+
+def _total(broker, counter: str) -> int:
+    return sum(p.get(counter, 0) for p in broker.socket_server.statistics())
+
+
+def test_fetch_answers_for_clients_that_never_read_are_not_held_in_memory():
+    with Broker({"num.network.threads": "2", "num.io.threads": "2"}) as broker:
+        _fill_topic(broker, "big", 8)
+        sockets = []
+        try:
+            before = _rss_bytes()
+            responses_before = _total(broker, "responses")
+            for i in range(20):
+                s = _never_reading_connection(broker)
+                s.sendall(_fetch_frame("big", i, 16 * _MIB))
+                sockets.append(s)
+            wait_until(lambda: _total(broker, "responses") >= responses_before + 20,
+                       what="20 fetch answers queued")
+            grown = _rss_bytes() - before
+            # 20 answers of 8 MiB each: 160 MiB if copied; a file region each with sendfile.
+            assert grown < 48 * _MIB, f"the broker grew by {grown / _MIB:.0f} MiB"
+        finally:
+            for s in sockets:
+                s.close()
+
+
+def test_a_connection_that_never_reads_its_answer_is_closed_after_the_idle_bound():
+    with Broker({"num.network.threads": "1", "connections.max.idle.ms": "500"}) as broker:
+        _fill_topic(broker, "big", 2)
+        s = _never_reading_connection(broker)
+        try:
+            s.sendall(_fetch_frame("big", 1, 16 * _MIB))
+            wait_until(lambda: _total(broker, "blocked_closed") == 1,
+                       what="the blocked connection closed")
+            assert broker.socket_server.statistics()[0]["connections"] == 0
+        finally:
+            s.close()
+
+
+def test_half_sent_requests_hold_at_most_queued_max_request_bytes():
+    config = {"num.network.threads": "2", "socket.request.max.bytes": str(8 * _MIB),
+              "queued.max.request.bytes": str(10 * _MIB)}
+    with Broker(config) as broker:
+        pool = broker.socket_server.memory_pool
+        attackers = []
+        try:
+            for _ in range(5):  # each announces 8 MiB and sends a little of it
+                s = connect(broker)
+                # (little enough to fit the socket buffers: a waiting connection is not read)
+                s.sendall((8 * _MIB).to_bytes(4, "big") + b"\0" * 32768)
+                attackers.append(s)
+            wait_until(lambda: _total(broker, "waiting_for_memory") == 4,
+                       what="the requests beyond the pool waiting for memory")
+            assert pool.used <= 10 * _MIB
+            with connect(broker) as s:  # a small request still fits beside them
+                assert api_versions(s, 1)[1]["error_code"] == 0
+            attackers.pop(0).close()  # its 8 MiB come back: the next waiter gets them
+            wait_until(lambda: _total(broker, "waiting_for_memory") == 3,
+                       what="memory handed to a waiting connection")
+            assert pool.used <= 10 * _MIB
+        finally:
+            for s in attackers:
+                s.close()
+        wait_until(lambda: pool.used == 0, what="every reservation given back")
