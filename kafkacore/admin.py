@@ -53,7 +53,7 @@ def create_topics(
     }
     deadline = clock_ms() + timeout_ms
     with NetworkClient(bootstrap, Metadata(), request_timeout_ms=timeout_ms) as client:
-        cluster = _refresh(client, deadline)
+        cluster = refresh_metadata(client, deadline)
         node = cluster.controller_id if cluster.node(cluster.controller_id or -1) else None
         if node is None:
             node = cluster.nodes[0].node_id
@@ -81,7 +81,7 @@ def describe_cluster(
         metadata.add_topic(topic)
     deadline = clock_ms() + timeout_ms
     with NetworkClient(bootstrap, metadata, request_timeout_ms=timeout_ms) as client:
-        return _refresh(client, deadline)
+        return refresh_metadata(client, deadline)
 
 
 def list_partitions(bootstrap: str, topic: str, *, timeout_ms: int = 10000) -> list[int]:
@@ -90,8 +90,9 @@ def list_partitions(bootstrap: str, topic: str, *, timeout_ms: int = 10000) -> l
     return [p.partition for p in cluster.partitions_for_topic(topic)]
 
 
-def _refresh(client: NetworkClient, deadline: int) -> Cluster:
-    """Poll until the client's metadata holds a real (not bootstrap) cluster."""
+def refresh_metadata(client: NetworkClient, deadline: int) -> Cluster:
+    """Poll ``client`` until its metadata holds a real (not bootstrap) cluster, by ``deadline``
+    (:func:`~kafkacore.network.client.clock_ms`); raises ``KafkaTimeoutError`` after it."""
     metadata = client.metadata
     version = metadata.request_update()
     while metadata.version <= version or metadata.fetch().is_bootstrap:
@@ -101,11 +102,3 @@ def _refresh(client: NetworkClient, deadline: int) -> Cluster:
         client.poll(min(remaining, 100))
     return metadata.fetch()
 
-
-def __getattr__(name: str) -> object:
-    # fetch_record_batches moved to kafkacore.testing (it reads for tests and demos only).
-    if name == "fetch_record_batches":
-        from kafkacore.testing.fetch import fetch_record_batches
-
-        return fetch_record_batches
-    raise AttributeError(f"module 'kafkacore.admin' has no attribute {name!r}")

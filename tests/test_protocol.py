@@ -143,7 +143,8 @@ def test_round_trip_every_message_and_version(key, kind, version, request):
         # And as whole frames, header included, in the direction each side uses.
         if kind == "request":
             chunks = codec.encode_request(key, version, 12345, "client-1", value)
-            header, body = codec.decode_request(b"".join(chunks))
+            header, body, trailing = codec.decode_request(b"".join(chunks))
+            assert trailing == 0
             assert header["request_api_key"] == key
             assert header["request_api_version"] == version
             assert header["correlation_id"] == 12345
@@ -381,7 +382,7 @@ def test_produce_records_are_not_copied():
         chunks = codec.encode_request(ApiKey.PRODUCE, version, 1, "c", body)
         same = [c for c in chunks if isinstance(c, memoryview) and c.obj is batch]
         assert len(same) == 1 and same[0].nbytes == 1000
-        header, decoded = codec.decode_request(b"".join(chunks))
+        header, decoded, _ = codec.decode_request(b"".join(chunks))
         assert decoded["topic_data"][0]["partition_data"][0]["records"] == bytes(batch)
 
 

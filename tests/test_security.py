@@ -7,7 +7,7 @@ against tansu we test the refusals).  tansu 0.6.0's ``--cert``/``--key`` cannot 
 (its argument parser rejects the pair) and ``--cert`` alone does not turn TLS on, so TLS and the
 successful SASL exchanges are tested against a scripted peer on our own codec
 (``FakeBroker`` from tests/support) behind a real TLS socket (Python's ``ssl``, server side),
-with the broker's half of SCRAM played by :class:`kafkacore.network.sasl.ScramServer`.
+with the broker's half of SCRAM played by :class:`kafkacore.broker.scram_sasl_server.ScramSaslServer`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from support.scripted_broker import FakeBroker, api_versions_answer
 from test_sender_faults import metadata_answer, produce_answer
 
 from kafkacore import KafkaProducer
+from kafkacore.broker.scram_sasl_server import ScramSaslServer
 from kafkacore.config import ProducerConfig
 from kafkacore.core import iter_batches
 from kafkacore.errors import (
@@ -33,7 +34,6 @@ from kafkacore.errors import (
 )
 from kafkacore.network.errors import SslAuthenticationError
 from kafkacore.network.sasl import (
-    ScramServer,
     parse_jaas_config,
     scram_keys,
     scram_salted_password,
@@ -94,7 +94,7 @@ class SecureBroker(FakeBroker):
                 return {"error_code": 33, "mechanisms": self.mechanisms}
             self._exchange = (
                 mech,
-                ScramServer(mech, self._scram_lookup(mech)) if mech.startswith("SCRAM") else None,
+                ScramSaslServer(mech, self._scram_lookup(mech)) if mech.startswith("SCRAM") else None,
             )
             return {"error_code": 0, "mechanisms": self.mechanisms}
         if key == ApiKey.SASL_AUTHENTICATE:

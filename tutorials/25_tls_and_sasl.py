@@ -2,7 +2,7 @@
 
 A SCRAM exchange (RFC 5802) proves to the broker that the client knows the password, and to the
 client that the broker knows it too, without the password ever crossing the wire.  We run the
-client's half (``ScramMechanism``) against the broker's half (``ScramServer``) in one process and
+client's half (``ScramMechanism``) against the broker's half (``ScramSaslServer``) in one process and
 print the four messages, then show that a producer's settings never print a secret.
 
 Run it from the repository's root:
@@ -15,10 +15,10 @@ Needs: nothing but kafkacore (no broker: both halves run in this process).
 import hashlib
 import os
 
+from kafkacore.broker.scram_sasl_server import ScramSaslServer
 from kafkacore.config import ProducerConfig
 from kafkacore.network.sasl import (
     ScramMechanism,
-    ScramServer,
     parse_jaas_config,
     scram_keys,
     scram_salted_password,
@@ -41,7 +41,7 @@ def main() -> None:
     users = {"alice": (salt, iterations, stored_key, server_key)}
 
     client = ScramMechanism("SCRAM-SHA-512", options["username"], options["password"])
-    server = ScramServer("SCRAM-SHA-512", users.get)
+    server = ScramSaslServer("SCRAM-SHA-512", users.get)
     client_first = client.initial_response()
     server_first = server.evaluate_response(client_first)
     client_final = client.evaluate_challenge(server_first)

@@ -117,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     if config["process.roles"] == "controller":
-        from kafkacore.broker.controller import ControllerServer
+        from kafkacore.broker.controller.controller_server import ControllerServer
 
         broker: Broker | ControllerServer = ControllerServer(config)
     else:
@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.control_socket and isinstance(broker, Broker):
             control = ControlServer(broker.faults, args.control_socket).start()
         elif args.control_socket:
-            from kafkacore.broker.controller import ControllerControlServer
+            from kafkacore.broker.controller.controller_server import ControllerControlServer
 
             control = ControllerControlServer(broker, args.control_socket).start()
         print(f"{READY_PREFIX}{broker.bootstrap_servers}", flush=True)

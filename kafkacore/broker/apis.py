@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
 from kafkacore.broker import faults
+from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group_metadata import JoinGroupResult, SyncGroupResult
 from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
 from kafkacore.broker.metadata_cache import validate_topic_name
 from kafkacore.broker.request_channel import Request
-from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
@@ -60,10 +60,10 @@ INT32_MAX = 2**31 - 1
 ZERO_UUID = uuid.UUID(int=0)
 
 
-class KafkaApis:
+class KafkaApis(ApiRequestHandler):
     def __init__(self, broker: Broker) -> None:
+        super().__init__(broker.request_channel)
         self.broker = broker
-        self.request_channel = broker.request_channel
         #: api key -> handler; ApiVersions lists exactly these keys.
         self.handlers: dict[int, Callable[[Request], None]] = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
@@ -92,21 +92,10 @@ class KafkaApis:
         self.log_manager = broker.log_manager
         self.producer_id_manager = broker.producer_id_manager
 
-    def supported_versions(self, api_key: int) -> tuple[int, int]:
-        """The versions of ``api_key`` we answer: all those the codec declares."""
-        valid = codec.REQUESTS[api_key].valid
-        if api_key == ApiKey.SASL_HANDSHAKE:
-            return 1, valid.high  # v0 sends the tokens as raw frames (before KIP-152): not read
-        return valid.low, valid.high
-
     def handle(self, request: Request) -> None:
         api_key = request.api_key
         if api_key == ApiKey.API_VERSIONS and request.body is None:
-            # KIP-511: an ApiVersions version we do not know is answered in v0, with
-            # UNSUPPORTED_VERSION and our list, so the client can pick a version we speak.
-            request.header["request_api_version"] = 0
-            self.request_channel.send_response(request, self._api_versions_body(
-                UNSUPPORTED_VERSION))
+            self.handle_unparsed_api_versions_request(request)
             return
         handler = self.handlers.get(api_key)
         if handler is None:
@@ -153,61 +142,11 @@ class KafkaApis:
         request.injected_error = code
         return False
 
-    def handle_error(self, request: Request, exc: BaseException) -> None:
-        """A handler raised: answer with UNKNOWN_SERVER_ERROR (or close if we cannot)."""
-        self.send_error_response(request, UNKNOWN_SERVER_ERROR)
-
-    def send_error_response(self, request: Request, error_code: int) -> None:
-        """The API's generic error response: its top-level error code set, everything else empty.
-
-        A response with no top-level error code, or a version we cannot encode, closes the
-        connection with the reason logged (what Kafka does with a request it cannot parse).
-        """
-        body = self.error_response_body(request, error_code)
-        if body is None:
-            self.request_channel.close_connection(
-                request, f"API {request.api_key} v{request.api_version}: error {error_code} "
-                         "has no response to carry it")
-            return
-        self.request_channel.send_response(request, body)
-
-    def error_response_body(self, request: Request, error_code: int) -> dict[str, Any] | None:
-        message = codec.RESPONSES.get(request.api_key)
-        if message is None or request.api_version not in message.valid:
-            return None
-        body = message.body.defaults(request.api_version)
-        if "error_code" not in body:
-            return None
-        body["error_code"] = error_code
-        return body
-
     def respond(self, request: Request, body: dict[str, Any]) -> None:
-        """Send ``body``, built with every field of the newest version, as ``request``'s version.
-
-        Fields the asked version lacks are left out: they only add information (a leader epoch,
-        a log start offset) that older clients neither expect nor read; the codec refuses
-        them otherwise, to catch a handler sending something a client could not see.
-        """
-        message = codec.RESPONSES[request.api_key]
+        """Send ``body`` fitted to ``request``'s version, with the error a test injected."""
         if request.injected_error:
             body = faults.set_error_codes(body, request.injected_error)
-        self.request_channel.send_response(request, _fit(message.body, request.api_version, body))
-
-    # -- ApiVersions ---------------------------------------------------------------------------
-
-    def _api_versions_body(self, error_code: int) -> dict[str, Any]:
-        return {
-            "error_code": error_code,
-            "api_keys": [
-                {"api_key": key, "min_version": low, "max_version": high}
-                for key in sorted(self.handlers)
-                for low, high in [self.supported_versions(key)]
-            ],
-            "throttle_time_ms": 0,
-        }
-
-    def handle_api_versions_request(self, request: Request) -> None:
-        self.request_channel.send_response(request, self._api_versions_body(NONE))
+        super().respond(request, body)
 
     # -- topics ----------------------------------------------------------------------------------
 
@@ -347,7 +286,7 @@ class KafkaApis:
         None if it failed (the client retries on LEADER_NOT_AVAILABLE)."""
         c = self.broker.config
         try:
-            self.broker.lifecycle.forward(ApiKey.CREATE_TOPICS, 7, {
+            self.broker.forwarding_manager.forward(ApiKey.CREATE_TOPICS, 7, {
                 "topics": [{"name": name, "num_partitions": c["num.partitions"],
                             "replication_factor": min(c["default.replication.factor"],
                                                       len(self._live_brokers())),
@@ -365,7 +304,7 @@ class KafkaApis:
             return False
         assert request.body is not None
         try:
-            response = self.broker.lifecycle.forward(request.api_key, request.api_version,
+            response = self.broker.forwarding_manager.forward(request.api_key, request.api_version,
                                                      request.body)
         except OSError as exc:
             log.info("forwarding API %d to the controller failed: %s", request.api_key, exc)
@@ -957,19 +896,3 @@ class KafkaApis:
             topics.append({"topic": t["topic"], "partitions": parts})
         self.respond(request, {"throttle_time_ms": 0, "topics": topics})
 
-
-def _fit(struct: Any, version: int, value: dict[str, Any]) -> dict[str, Any]:
-    """``value`` without the fields (at any depth) that ``version`` of ``struct`` lacks."""
-    out: dict[str, Any] = {}
-    for key, v in value.items():
-        f = struct.by_name.get(key)
-        if f is None:  # a misspelt field: kept, so that the codec names it
-            out[key] = v
-            continue
-        if version not in f.versions:
-            continue
-        if f.struct is not None and v is not None:
-            v = [_fit(f.struct, version, e) for e in v] if f.is_array else _fit(
-                f.struct, version, v)
-        out[key] = v
-    return out

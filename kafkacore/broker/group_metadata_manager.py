@@ -466,7 +466,7 @@ class GroupMetadataManager:
             return True  # the logs are created when first written
         rf = min(self.replication_factor, len(broker.replica_manager.brokers) or 1)
         try:
-            broker.lifecycle.forward(
+            broker.forwarding_manager.forward(
                 19, 7, {  # CreateTopics v7
                     "topics": [{"name": OFFSETS_TOPIC, "num_partitions": self.num_partitions,
                                 "replication_factor": rf, "assignments": [],

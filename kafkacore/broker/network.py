@@ -156,7 +156,7 @@ class KafkaChannel:
     __slots__ = (
         "id", "sock", "address", "buffer", "expected", "muted", "sends", "last_active",
         "events", "listener", "tls", "handshake_events", "authenticator", "close_after_send",
-        "reserved",
+        "reserved", "trailing_bytes_logged",
     )
 
     def __init__(self, connection_id: str, sock: socket.socket, address: tuple[str, int],
@@ -182,10 +182,13 @@ class KafkaChannel:
         #: Bytes of the broker's MemoryPool held by this connection's request (being read, or
         #: in the handlers): given back when its response arrives or the connection closes.
         self.reserved = 0
+        #: Bytes after a request's body were seen (and logged) on this connection.
+        self.trailing_bytes_logged = False
 
 
-def parse_request(frame: bytes) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Decode a request frame: (header, body).  ``body`` is None for a version we cannot read.
+def parse_request(frame: bytes) -> tuple[dict[str, Any], dict[str, Any] | None, int]:
+    """Decode a request frame: (header, body, trailing bytes).  ``body`` is None for a version we
+    cannot read; bytes after a body are ignored, as Kafka ignores them, and counted.
 
     An API key or version outside our declarations still has a readable header (its first fields
     never change, and the client id keeps its two-byte length even in flexible headers), so
@@ -199,7 +202,7 @@ def parse_request(frame: bytes) -> tuple[dict[str, Any], dict[str, Any] | None]:
     if message is not None and api_version in message.valid:
         return codec.decode_request(frame)
     header, _ = codec.decode(codec.REQUEST_HEADER_MESSAGE, 1, frame)
-    return header, None
+    return header, None, 0
 
 
 class Processor(ShutdownableThread):
@@ -566,11 +569,18 @@ class Processor(ShutdownableThread):
 
     def _complete_receive(self, ch: KafkaChannel, frame: bytes | bytearray) -> None:
         try:
-            header, body = parse_request(frame)
+            header, body, trailing = parse_request(frame)
         except Exception as exc:  # any bad bytes: this connection goes, nobody else notices
             self._stats["invalid_requests"] += 1
             self.close(ch, f"could not parse a request of {len(frame)} bytes: {exc}")
             return
+        if trailing:
+            self._stats["requests_with_trailing_bytes"] += 1
+            if not ch.trailing_bytes_logged:
+                ch.trailing_bytes_logged = True
+                log.debug("connection %s: %d bytes after the body of a request (api key %d v%d) "
+                          "ignored; logged once per connection", ch.id, trailing,
+                          header["request_api_key"], header["request_api_version"])
         if ch.authenticator is not None:
             try:
                 if self._authenticate(ch, header, body):

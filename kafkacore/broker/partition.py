@@ -7,7 +7,7 @@ fetch, and the last time the follower was caught up.  From them:
   below it is on every ISR member, so it survives the loss of any of them but one;
 - a follower not caught up for ``replica.lag.time.max.ms`` is **dropped from the ISR**; one that
   catches up again is **added back**.  ISR changes go through the controller (AlterPartition,
-  :class:`~kafkacore.broker.replica_manager.AlterPartitionManager`) and take effect when it
+  :class:`~kafkacore.broker.alter_partition_manager.AlterPartitionManager`) and take effect when it
   accepts them.
 
 See docs/broker/replication.rst.

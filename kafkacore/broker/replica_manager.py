@@ -20,13 +20,13 @@ See docs/broker/replication.rst.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
+from kafkacore.broker.alter_partition_manager import AlterPartitionManager
 from kafkacore.broker.delayed_fetch import DelayedFetch
 from kafkacore.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafkacore.broker.files import replace_atomically
@@ -401,43 +401,3 @@ def _read_hw_checkpoint(path: Path) -> dict[tuple[str, int], int]:
         return out
     except (FileNotFoundError, IndexError, ValueError):
         return {}
-
-
-class AlterPartitionManager(threading.Thread):
-    """Sends the leaders' ISR changes to the controller, one at a time (Kafka's
-    ``AlterPartitionManager``), and applies the controller's answer."""
-
-    def __init__(self, replica_manager: ReplicaManager) -> None:
-        super().__init__(name=f"alter-partition-{replica_manager.broker_id}", daemon=True)
-        self.replica_manager = replica_manager
-        self._queue: queue.Queue[tuple[Partition, list[int]] | None] = queue.Queue()
-
-    def submit(self, partition: Partition, new_isr: list[int]) -> None:
-        self._queue.put((partition, new_isr))
-
-    def shutdown(self) -> None:
-        self._queue.put(None)
-        self.join(5.0)
-
-    def run(self) -> None:
-        rm = self.replica_manager
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            partition, new_isr = item
-            try:
-                result = rm.broker.lifecycle.alter_partition(partition, new_isr)
-            except Exception as exc:  # the controller is away: forget it, retry on next check
-                log.info("AlterPartition for %r failed: %s", partition, exc)
-                partition.abandon_pending_isr()
-                continue
-            error, leader_epoch, isr, partition_epoch = result
-            if error != NONE:
-                log.info("AlterPartition for %r refused with error %d", partition, error)
-                partition.abandon_pending_isr()
-                continue
-            if partition.apply_isr(leader_epoch, isr, partition_epoch):
-                rm.complete_delayed_requests(partition.key)
-            else:
-                rm.produce_purgatory.check_and_complete(partition.key)

@@ -28,13 +28,18 @@ from typing import Any
 
 from kafkacore import errors
 from kafkacore.broker.config import BrokerConfig, EndPoint
-from kafkacore.network.sasl import ScramServer, parse_jaas_config, scram_keys, scram_salted_password
+from kafkacore.broker.scram_sasl_server import ScramSaslServer
+from kafkacore.network.sasl import (
+    SCRAM_HASHES,
+    parse_jaas_config,
+    scram_keys,
+    scram_salted_password,
+)
 from kafkacore.protocol.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
 
 SERVER_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-_SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 #: Kafka's ScramMechanism.minIterations, what ``kafka-configs`` uses by default.
 SCRAM_ITERATIONS = 4096
 _PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -139,8 +144,8 @@ class PlainCredential:
 def scram_credential(mechanism: str, password: str,
                      iterations: int = SCRAM_ITERATIONS) -> ScramCredential:
     salt = os.urandom(24)
-    salted = scram_salted_password(_SCRAM_HASHES[mechanism], password, salt, iterations)
-    _, stored_key, server_key = scram_keys(_SCRAM_HASHES[mechanism], salted)
+    salted = scram_salted_password(SCRAM_HASHES[mechanism], password, salt, iterations)
+    _, stored_key, server_key = scram_keys(SCRAM_HASHES[mechanism], salted)
     return ScramCredential(salt, stored_key, server_key, iterations)
 
 
@@ -237,7 +242,7 @@ class SaslServerAuthenticator:
         #: time.monotonic() after which the session is over (None: it never ends).
         self.session_expires_at: float | None = None
         self.reauthentications = 0
-        self._scram: ScramServer | None = None
+        self._scram: ScramSaslServer | None = None
         self._pending_mechanism: str | None = None
 
     @property
@@ -288,7 +293,7 @@ class SaslServerAuthenticator:
                 user, challenge = self._plain(token), b""
             else:
                 if self._scram is None:
-                    self._scram = ScramServer(mechanism, self._scram_lookup(mechanism))
+                    self._scram = ScramSaslServer(mechanism, self._scram_lookup(mechanism))
                 challenge = self._scram.evaluate_response(token)
                 if not self._scram.complete:
                     return _auth_response(NONE, None, challenge), Outcome.CONTINUE

@@ -45,6 +45,7 @@ class Broker:
         self.replica_manager: Any = None
         #: the controller's side of this broker (None in a cluster of one)
         self.lifecycle: Any = None
+        self.forwarding_manager: Any = None
         self._handlers: KafkaRequestHandlerPool | None = None
         self._started = False
 
@@ -145,11 +146,14 @@ class Broker:
     def _join_cluster(self, timeout_s: float = 60.0) -> None:
         """Register with the controller and wait (bounded) for its first image, so that the
         broker answers clients with the cluster's leaders from its first request on."""
-        from kafkacore.broker.lifecycle import BrokerLifecycleManager
+        from kafkacore.broker.broker_lifecycle_manager import BrokerLifecycleManager
+        from kafkacore.broker.forwarding_manager import ForwardingManager
 
         self.lifecycle = BrokerLifecycleManager(self)
+        self.forwarding_manager = ForwardingManager(self.lifecycle.controller_channel,
+                                                    self.lifecycle.metadata_loader)
         self.lifecycle.start()
-        if not self.lifecycle.image_received.wait(timeout_s):
+        if not self.lifecycle.metadata_loader.image_received.wait(timeout_s):
             self.stop()
             raise TimeoutError(f"broker {self.broker_id}: no metadata from the controller at "
                                f"{self.config['controller.quorum.bootstrap.servers']} within "

@@ -66,7 +66,7 @@ class PlainMechanism(SaslMechanism):
         return f"PlainMechanism(username={self.username!r})"
 
 
-_SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 
 
 def _saslname(name: str) -> str:
@@ -74,7 +74,8 @@ def _saslname(name: str) -> str:
     return name.replace("=", "=3D").replace(",", "=2C")
 
 
-def _attributes(message: bytes) -> dict[str, str]:
+def scram_attributes(message: bytes) -> dict[str, str]:
+    """The ``x=value`` attributes of one SCRAM message (RFC 5802 section 5.1)."""
     out = {}
     for part in message.decode().split(","):
         if len(part) >= 2 and part[1] == "=":
@@ -109,7 +110,7 @@ class ScramMechanism(SaslMechanism):
         self.name = name
         self.username = username
         self._password = password
-        self._hash = _SCRAM_HASHES[name]
+        self._hash = SCRAM_HASHES[name]
         self._nonce = nonce or base64.b64encode(os.urandom(24)).decode()
         self._state = "initial"
         self._client_first_bare = ""
@@ -124,7 +125,7 @@ class ScramMechanism(SaslMechanism):
         if self._state == "first_sent":
             return self._client_final(challenge)
         if self._state == "final_sent":
-            attrs = _attributes(challenge)
+            attrs = scram_attributes(challenge)
             if "e" in attrs:
                 raise errors.SaslAuthenticationFailedError(f"SCRAM: server error {attrs['e']}")
             signature = base64.b64decode(attrs.get("v", ""))
@@ -135,7 +136,7 @@ class ScramMechanism(SaslMechanism):
         raise errors.IllegalSaslStateError(f"SCRAM: unexpected challenge in state {self._state}")
 
     def _client_final(self, server_first: bytes) -> bytes:
-        attrs = _attributes(server_first)
+        attrs = scram_attributes(server_first)
         nonce, salt, iterations = attrs.get("r", ""), attrs.get("s"), attrs.get("i")
         if not nonce.startswith(self._nonce) or salt is None or iterations is None:
             raise errors.SaslAuthenticationFailedError("SCRAM: invalid server-first message")
@@ -202,56 +203,6 @@ class OAuthBearerMechanism(SaslMechanism):
 
     def __repr__(self) -> str:
         return "OAuthBearerMechanism()"
-
-
-class ScramServer:
-    """The broker's side of one SCRAM exchange (Java ``ScramSaslServer``), for a broker to use.
-
-    ``lookup(user)`` returns ``(salt, iterations, stored_key, server_key)`` or ``None``; the
-    server never sees the password, only what RFC 5802 says to store.
-    """
-
-    def __init__(self, name: str, lookup: Callable[[str], Any]) -> None:
-        self._hash = _SCRAM_HASHES[name]
-        self._lookup = lookup
-        self._state = "initial"
-        self.username: str | None = None
-
-    def evaluate_response(self, response: bytes) -> bytes:
-        """The next challenge; raises SaslAuthenticationFailedError on a bad proof."""
-        text = response.decode()
-        if self._state == "initial":
-            bare = text.split(",", 2)[2]
-            attrs = _attributes(bare.encode())
-            self.username = attrs["n"].replace("=2C", ",").replace("=3D", "=")
-            creds = self._lookup(self.username)
-            if creds is None:
-                raise errors.SaslAuthenticationFailedError("unknown user")
-            self._salt, self._iterations, self._stored, self._server_key = creds
-            self._nonce = attrs["r"] + base64.b64encode(os.urandom(18)).decode()
-            self._first = (
-                f"r={self._nonce},s={base64.b64encode(self._salt).decode()},i={self._iterations}"
-            )
-            self._client_first_bare = bare
-            self._state = "first_sent"
-            return self._first.encode()
-        attrs = _attributes(response)
-        without_proof = text[: text.rindex(",p=")]
-        if attrs.get("r") != self._nonce:
-            raise errors.SaslAuthenticationFailedError("invalid nonce")
-        auth_message = f"{self._client_first_bare},{self._first},{without_proof}"
-        signature = hmac.new(self._stored, auth_message.encode(), self._hash).digest()
-        proof = base64.b64decode(attrs.get("p", ""))
-        client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=False))
-        if not hmac.compare_digest(hashlib.new(self._hash, client_key).digest(), self._stored):
-            raise errors.SaslAuthenticationFailedError("invalid credentials")
-        self._state = "complete"
-        server_signature = hmac.new(self._server_key, auth_message.encode(), self._hash).digest()
-        return b"v=" + base64.b64encode(server_signature)
-
-    @property
-    def complete(self) -> bool:
-        return self._state == "complete"
 
 
 # -- sasl.jaas.config ------------------------------------------------------------------------------
@@ -326,7 +277,8 @@ __all__ = [
     "PlainMechanism",
     "SaslMechanism",
     "ScramMechanism",
-    "ScramServer",
+    "SCRAM_HASHES",
+    "scram_attributes",
     "credentials",
     "mechanism_factory",
     "parse_jaas_config",

@@ -826,8 +826,14 @@ def encode_request(
     return chunks
 
 
-def decode_request(data: Buffer) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The broker's side: read a request's header, then its body. Returns (header, body)."""
+def decode_request(data: Buffer) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """The broker's side: read a request's header, then its body.
+
+    Returns (header, body, trailing), ``trailing`` being the number of bytes left after the body.
+    Like Kafka's ``RequestContext.parseRequest``, the broker reads what the schema declares and
+    ignores what follows: librdkafka writes an all-topics Metadata request with three bytes after
+    its body, and refusing those would refuse every confluent-kafka ``list_topics()``.
+    """
     view = _as_view(data)
     r = _Reader(view)
     api_key = r.unpack(_INT16)
@@ -836,9 +842,7 @@ def decode_request(data: Buffer) -> tuple[dict[str, Any], dict[str, Any]]:
     message.check_version(api_version)
     header, pos = decode(REQUEST_HEADER_MESSAGE, request_header_version(api_key, api_version), view)
     body, pos = decode(message, api_version, view, pos)
-    if pos != len(view):
-        raise ProtocolError(f"{message.name} v{api_version}: {len(view) - pos} bytes left over")
-    return header, body
+    return header, body, len(view) - pos
 
 
 def encode_response(

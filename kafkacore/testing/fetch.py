@@ -7,7 +7,7 @@ exactly as the broker stores them (headers, producer ids, sequence numbers) with
 from __future__ import annotations
 
 from kafkacore import errors
-from kafkacore.admin import _refresh
+from kafkacore.admin import refresh_metadata
 from kafkacore.metadata import Metadata
 from kafkacore.network.client import NetworkClient, clock_ms
 from kafkacore.protocol.api_keys import ApiKey
@@ -31,7 +31,7 @@ def fetch_record_batches(
     metadata.add_topic(topic)
     found: list[bytes] = []
     with NetworkClient(bootstrap, metadata, request_timeout_ms=timeout_ms) as client:
-        cluster = _refresh(client, deadline)
+        cluster = refresh_metadata(client, deadline)
         leader = cluster.leader_for(topic, partition)
         if leader is None:
             raise errors.UnknownTopicOrPartitionError(f"{topic}-{partition} has no leader")

@@ -283,3 +283,48 @@ def test_acknowledged_records_survive_kill_9(tmp_path):
         with KafkaProducer({"bootstrap.servers": broker.bootstrap}) as producer:
             meta = producer.send(topic, b"after", partition=0).result(timeout=30)
         assert meta.offset == len(expected.get(0, []))
+
+
+def test_confluent_list_topics_despite_the_bytes_librdkafka_adds(ours):
+    """librdkafka writes an all-topics Metadata request with bytes after its body; Kafka reads
+    what the schema declares and ignores the rest, and so do we."""
+    import confluent_kafka
+
+    topic = new_topic(ours)
+    producer = confluent_kafka.Producer({"bootstrap.servers": ours.bootstrap})
+    listed = producer.list_topics(timeout=30)
+    assert topic in listed.topics
+    assert len(listed.topics[topic].partitions) == PARTITIONS
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": ours.bootstrap})
+    assert topic in admin.list_topics(timeout=30).topics
+
+
+def test_trailing_bytes_after_a_request_body_are_ignored_and_counted(ours):
+    import socket
+
+    payload = b"".join(bytes(memoryview(c).cast("B")) for c in codec.encode_request(
+        ApiKey.METADATA, 9, 7, "trailing", {"topics": None, "allow_auto_topic_creation": False,
+                                            "include_topic_authorized_operations": False}))
+    payload += b"\x00\x00\x00"
+    with socket.create_connection((ours.host, ours.port), timeout=30) as s:
+        s.settimeout(30)
+        s.sendall(len(payload).to_bytes(4, "big") + payload)
+        correlation_id, body = codec.decode_response(ApiKey.METADATA, 9, recv_frame(s))
+    assert correlation_id == 7
+    assert [(b["host"], b["port"]) for b in body["brokers"]] == [(ours.host, ours.port)]
+
+
+def test_api_versions_advertise_only_what_kafka_4_answers(ours):
+    """Produce v0-v2, Fetch v0-v3 and ListOffsets v0 carry message formats 0 and 1, which
+    Kafka 4 no longer speaks: neither do we, so we must not advertise them."""
+    import socket
+
+    with socket.create_connection((ours.host, ours.port), timeout=30) as s:
+        s.settimeout(30)
+        _, body = _call(s, ApiKey.API_VERSIONS, 3, 1,
+                        {"client_software_name": "t", "client_software_version": "1"})
+        versions = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
+        assert versions[ApiKey.PRODUCE][0] == 3
+        assert versions[ApiKey.FETCH][0] == 4
+        assert versions[ApiKey.LIST_OFFSETS][0] == 1
+        assert versions[ApiKey.JOIN_GROUP][0] == 2

@@ -19,6 +19,7 @@ from reactor_client import (
 from kafkacore import errors
 from kafkacore.broker import Broker, BrokerConfig
 from kafkacore.protocol import codec
+from kafkacore.protocol.api_keys import ApiKey
 
 
 @pytest.fixture
@@ -130,17 +131,27 @@ def test_oversized_frame_closes_only_that_connection():
         b"\x00\x00\x00\x03abc",  # shorter than a header
         b"\x00\x00\x00\x10" + b"\xff" * 16,  # garbage
         api_versions_frame(1, 3)[:-3] + b"\x00\x00\x00",  # right size, wrong body
-        (len(api_versions_frame(1, 0)) + 6).to_bytes(4, "big")
-        + api_versions_frame(1, 0)[4:]
-        + b"\x00" * 10,  # bytes left over after the body
     ],
-    ids=["short", "garbage", "bad-body", "left-over"],
+    ids=["short", "garbage", "bad-body"],
 )
 def test_bad_frames_close_only_that_connection(broker, frame):
     bad, good = connect(broker), connect(broker)
     bad.sendall(frame)
     assert closed_by_peer(bad)
     assert api_versions(good)[1]["error_code"] == 0
+
+
+def test_bytes_left_over_after_the_body_are_ignored_as_kafka_does(broker):
+    """Kafka reads what the schema declares and ignores the rest (librdkafka sends such bytes)."""
+    frame = api_versions_frame(1, 0)
+    s = connect(broker)
+    s.sendall((len(frame) - 4 + 6).to_bytes(4, "big") + frame[4:] + b"\x00" * 6)
+    correlation_id, body = codec.decode_response(ApiKey.API_VERSIONS, 0, recv_frame(s))
+    assert (correlation_id, body["error_code"]) == (1, 0)
+    assert api_versions(s, 2)[1]["error_code"] == 0  # the connection goes on
+    counted = sum(p.get("requests_with_trailing_bytes", 0)
+                  for p in broker.socket_server.statistics())
+    assert counted == 1
 
 
 def test_client_disconnecting_mid_request(broker):
@@ -257,7 +268,7 @@ def test_kafka_pythons_codec_reads_our_api_versions(broker, version):
     assert response.error_code == 0
     # Every API KafkaApis answers, at every version our declarations have.
     assert [tuple(k)[:3] for k in response.api_keys] == [
-        (0, 0, 11), (1, 0, 17), (2, 0, 10), (3, 0, 12), (8, 2, 10), (9, 1, 10), (10, 0, 6),
+        (0, 3, 11), (1, 4, 17), (2, 1, 10), (3, 0, 12), (8, 2, 10), (9, 1, 10), (10, 0, 6),
         (11, 2, 9), (12, 0, 4), (13, 0, 5), (14, 0, 5), (15, 0, 5), (16, 0, 5),
         (17, 1, 1), (18, 0, 4), (19, 0, 7), (20, 1, 4), (22, 0, 5), (23, 2, 4), (32, 0, 2),
         (36, 0, 2)]

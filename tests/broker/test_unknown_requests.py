@@ -15,6 +15,7 @@ import pytest
 from reactor_client import api_versions, closed_by_peer, connect, recv_frame
 
 from kafkacore.broker import Broker
+from kafkacore.errors import UnsupportedVersionError
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -62,8 +63,8 @@ def test_an_api_versions_version_we_do_not_know_is_answered_in_v0(broker, versio
     s = connect(broker)
     s.sendall(_frame(ApiKey.API_VERSIONS, version, correlation_id=41))
     correlation_id, body = codec.decode_response(ApiKey.API_VERSIONS, 0, recv_frame(s))
-    assert (correlation_id, body["error_code"]) == (41, 35)  # UNSUPPORTED_VERSION
+    assert (correlation_id, body["error_code"]) == (41, UnsupportedVersionError.errno)
     listed = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
-    assert listed[ApiKey.PRODUCE] == (codec.REQUESTS[ApiKey.PRODUCE].valid.low,
-                                      codec.REQUESTS[ApiKey.PRODUCE].valid.high)
+    # Kafka 4's oldest Produce (v3, message format 2) up to the newest we declare.
+    assert listed[ApiKey.PRODUCE] == (3, codec.REQUESTS[ApiKey.PRODUCE].valid.high)
     assert api_versions(s, 42)[1]["error_code"] == 0  # the connection goes on

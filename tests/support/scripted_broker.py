@@ -74,7 +74,7 @@ class FakeBroker:
                 if len(buf) < 4 + size:
                     break
                 frame, buf = buf[4 : 4 + size], buf[4 + size :]
-                header, body = codec.decode_request(frame)
+                header, body, _ = codec.decode_request(frame)
                 self.requests.append((header, body))
                 answer = self.handler(header, body)
                 if answer is None:

@@ -1,0 +1,79 @@
+"""``AlterPartitionManager``: a leader's ISR changes, sent to the controller one at a time.
+
+A leader proposes an ISR shrink or expansion (:class:`~kafkacore.broker.partition.Partition`
+keeps it pending); this thread sends it as AlterPartition over the broker's connection to the
+controller and applies the answer.  See docs/broker/replication.rst.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import TYPE_CHECKING
+
+from kafkacore.broker.partition import Partition
+from kafkacore.protocol.api_keys import ApiKey
+
+if TYPE_CHECKING:
+    from kafkacore.broker.replica_manager import ReplicaManager
+
+log = logging.getLogger(__name__)
+
+NONE = 0
+
+
+class AlterPartitionManager(threading.Thread):
+    """Sends the leaders' ISR changes to the controller, one at a time (Kafka's
+    ``AlterPartitionManager``), and applies the controller's answer."""
+
+    def __init__(self, replica_manager: ReplicaManager) -> None:
+        super().__init__(name=f"alter-partition-{replica_manager.broker_id}", daemon=True)
+        self.replica_manager = replica_manager
+        self._queue: queue.Queue[tuple[Partition, list[int]] | None] = queue.Queue()
+
+    def submit(self, partition: Partition, new_isr: list[int]) -> None:
+        self._queue.put((partition, new_isr))
+
+    def shutdown(self) -> None:
+        self._queue.put(None)
+        self.join(5.0)
+
+    def run(self) -> None:
+        rm = self.replica_manager
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            partition, new_isr = item
+            try:
+                result = self._send(partition, new_isr)
+            except Exception as exc:  # the controller is away: forget it, retry on next check
+                log.info("AlterPartition for %r failed: %s", partition, exc)
+                partition.abandon_pending_isr()
+                continue
+            error, leader_epoch, isr, partition_epoch = result
+            if error != NONE:
+                log.info("AlterPartition for %r refused with error %d", partition, error)
+                partition.abandon_pending_isr()
+                continue
+            if partition.apply_isr(leader_epoch, isr, partition_epoch):
+                rm.complete_delayed_requests(partition.key)
+            else:
+                rm.produce_purgatory.check_and_complete(partition.key)
+
+    def _send(self, partition: Partition, new_isr: list[int]) -> tuple[int, int, list[int], int]:
+        """One AlterPartition: (error, leader epoch, ISR, partition epoch) as the controller
+        decided them."""
+        lifecycle = self.replica_manager.broker.lifecycle
+        response = lifecycle.controller_channel.send(ApiKey.ALTER_PARTITION, 3, {
+            "broker_id": self.replica_manager.broker_id, "broker_epoch": lifecycle.broker_epoch,
+            "topics": [{"topic_id": partition.topic_id, "partitions": [{
+                "partition_index": partition.index, "leader_epoch": partition.leader_epoch,
+                "new_isr_with_epochs": [{"broker_id": r, "broker_epoch": -1} for r in new_isr],
+                "leader_recovery_state": 0, "partition_epoch": partition.partition_epoch}]}],
+        })
+        if response["error_code"] != NONE:
+            return response["error_code"], -1, [], -1
+        p = response["topics"][0]["partitions"][0]
+        return p["error_code"], p["leader_epoch"], list(p["isr"]), p["partition_epoch"]

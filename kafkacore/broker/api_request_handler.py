@@ -1,0 +1,127 @@
+"""``ApiRequestHandler``: what every request handler of a Kafka process does the same way.
+
+The broker's :class:`~kafkacore.broker.apis.KafkaApis` and the controller's
+:class:`~kafkacore.broker.controller.controller_apis.ControllerApis` both answer ApiVersions
+from their table of handlers, refuse versions they do not speak, and send error responses and
+answers fitted to the request's version (Kafka's ``ApiRequestHandler`` and
+``RequestHandlerHelper``).  See docs/broker/apis.rst.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kafkacore.broker.request_channel import Request, RequestChannel
+from kafkacore.protocol import codec
+from kafkacore.protocol.api_keys import ApiKey
+
+NONE = 0
+UNKNOWN_SERVER_ERROR = -1
+UNSUPPORTED_VERSION = 35
+
+
+class ApiRequestHandler:
+    """The shared part of a process's request handling; subclasses fill in ``handlers``."""
+
+    #: api key -> handler; ApiVersions lists exactly these keys.
+    handlers: dict[int, Callable[[Request], None]]
+
+    def __init__(self, request_channel: RequestChannel) -> None:
+        self.request_channel = request_channel
+
+    #: The oldest version Kafka 4 answers where our declarations reach further back (KIP-896).
+    #: These versions carry message format 0 and 1 (magic 0/1 batches), which Kafka 3 converted
+    #: on the way in and out; Kafka 4 and we keep only format 2, so we do not advertise them.
+    OLDEST_VERSIONS: Mapping[int, int] = {
+        ApiKey.PRODUCE: 3,
+        ApiKey.FETCH: 4,
+        ApiKey.LIST_OFFSETS: 1,
+    }
+
+    def supported_versions(self, api_key: int) -> tuple[int, int]:
+        """The versions of ``api_key`` we advertise and answer: those the codec declares, from
+        Kafka 4's oldest on."""
+        valid = codec.REQUESTS[api_key].valid
+        if api_key == ApiKey.SASL_HANDSHAKE:
+            return 1, valid.high  # v0 sends the tokens as raw frames (before KIP-152): not read
+        return max(valid.low, self.OLDEST_VERSIONS.get(api_key, 0)), valid.high
+
+    def handle_unparsed_api_versions_request(self, request: Request) -> None:
+        """KIP-511: an ApiVersions version we do not know is answered in v0, with
+        UNSUPPORTED_VERSION and our list, so the client can pick a version we speak."""
+        request.header["request_api_version"] = 0
+        self.request_channel.send_response(request, self._api_versions_body(UNSUPPORTED_VERSION))
+
+    def handle_error(self, request: Request, exc: BaseException) -> None:
+        """A handler raised: answer with UNKNOWN_SERVER_ERROR (or close if we cannot)."""
+        self.send_error_response(request, UNKNOWN_SERVER_ERROR)
+
+    def send_error_response(self, request: Request, error_code: int) -> None:
+        """The API's generic error response: its top-level error code set, everything else empty.
+
+        A response with no top-level error code, or a version we cannot encode, closes the
+        connection with the reason logged (what Kafka does with a request it cannot parse).
+        """
+        body = self.error_response_body(request, error_code)
+        if body is None:
+            self.request_channel.close_connection(
+                request, f"API {request.api_key} v{request.api_version}: error {error_code} "
+                         "has no response to carry it")
+            return
+        self.request_channel.send_response(request, body)
+
+    def error_response_body(self, request: Request, error_code: int) -> dict[str, Any] | None:
+        message = codec.RESPONSES.get(request.api_key)
+        if message is None or request.api_version not in message.valid:
+            return None
+        body = message.body.defaults(request.api_version)
+        if "error_code" not in body:
+            return None
+        body["error_code"] = error_code
+        return body
+
+    def respond(self, request: Request, body: dict[str, Any]) -> None:
+        """Send ``body``, built with every field of the newest version, as ``request``'s version
+        (see :func:`fit_to_version`)."""
+        message = codec.RESPONSES[request.api_key]
+        self.request_channel.send_response(
+            request, fit_to_version(message.body, request.api_version, body))
+
+    # -- ApiVersions ---------------------------------------------------------------------------
+
+    def _api_versions_body(self, error_code: int) -> dict[str, Any]:
+        return {
+            "error_code": error_code,
+            "api_keys": [
+                {"api_key": key, "min_version": low, "max_version": high}
+                for key in sorted(self.handlers)
+                for low, high in [self.supported_versions(key)]
+            ],
+            "throttle_time_ms": 0,
+        }
+
+    def handle_api_versions_request(self, request: Request) -> None:
+        self.request_channel.send_response(request, self._api_versions_body(NONE))
+
+
+def fit_to_version(struct: Any, version: int, value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` without the fields (at any depth) that ``version`` of ``struct`` lacks.
+
+    Those fields only add information (a leader epoch, a log start offset) that older clients
+    neither expect nor read; the codec refuses them otherwise, to catch a handler sending
+    something a client could not see.
+    """
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        f = struct.by_name.get(key)
+        if f is None:  # a misspelt field: kept, so that the codec names it
+            out[key] = v
+            continue
+        if version not in f.versions:
+            continue
+        if f.struct is not None and v is not None:
+            v = [fit_to_version(f.struct, version, e) for e in v] if f.is_array else (
+                fit_to_version(f.struct, version, v))
+        out[key] = v
+    return out

@@ -1,0 +1,120 @@
+"""``BrokerLifecycleManager``: a broker's registration and heartbeats with the controller.
+
+It registers the broker (BrokerRegistration: the controller answers with a broker epoch),
+heartbeats every ``broker.heartbeat.interval.ms`` (BrokerHeartbeat: a broker that stops is fenced
+after ``broker.session.timeout.ms``), and after each heartbeat has the
+:class:`~kafkacore.broker.metadata_loader.MetadataLoader` pull the controller's image.  It holds
+the broker's two connections to the controller: heartbeats and image pulls on one, the requests
+a broker sends on behalf of others (:class:`~kafkacore.broker.forwarding_manager.ForwardingManager`,
+:class:`~kafkacore.broker.alter_partition_manager.AlterPartitionManager`) on the other.
+See docs/broker/replication.rst.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from typing import TYPE_CHECKING
+
+from kafkacore import errors
+from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.broker.metadata_loader import MetadataLoader
+from kafkacore.protocol.api_keys import ApiKey
+
+if TYPE_CHECKING:
+    from kafkacore.broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+NONE = 0
+
+
+class BrokerLifecycleManager(threading.Thread):
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(name=f"broker-{broker.broker_id}-lifecycle", daemon=True)
+        self.broker = broker
+        config = broker.config
+        address = config["controller.quorum.bootstrap.servers"].split(",")[0].strip()
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise errors.ConfigError("controller.quorum.bootstrap.servers: expected host:port, "
+                                     f"got {address!r}")
+        self.controller_address = (host, int(port))
+        self.interval_s = config["broker.heartbeat.interval.ms"] / 1000.0
+        self.incarnation_id = uuid.uuid4()
+        self.broker_epoch = -1
+        self._stopping = threading.Event()
+        timeout = config["replica.socket.timeout.ms"] / 1000.0
+        name = f"broker-{broker.broker_id}"
+        faults = broker.faults
+        # Heartbeats and image pulls on one connection; forwarded requests on another, so that a
+        # slow CreateTopics never delays a heartbeat.
+        self._client = InterBrokerClient(host, int(port), name + "-heartbeat", timeout, faults)
+        self.controller_channel = InterBrokerClient(host, int(port), name + "-forward", timeout,
+                                                    faults)
+        self.metadata_loader = MetadataLoader(broker, self._client)
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        while not self._stopping.is_set():
+            if self.broker.faults.isolated:
+                self._client.close()
+                self.controller_channel.close()
+                self._stopping.wait(0.1)
+                continue
+            try:
+                if self.broker_epoch < 0:
+                    self._register()
+                self._heartbeat()
+                self.metadata_loader.pull_metadata()
+            except OSError as exc:
+                log.debug("broker %d: controller unreachable: %s", self.broker.broker_id, exc)
+            except Exception:
+                log.exception("broker %d: lifecycle step failed", self.broker.broker_id)
+            self._stopping.wait(self.interval_s)
+
+    def shutdown(self) -> None:
+        """Stop heartbeating, then ask for a controlled shutdown (a heartbeat with
+        ``want_shut_down``): the controller moves this broker's leaderships away at once instead
+        of after ``broker.session.timeout.ms``.  Best effort, bounded."""
+        self._stopping.set()
+        self._client.close()
+        self.join(5.0)
+        if self.broker_epoch >= 0 and not self.broker.faults.isolated:
+            try:
+                self.controller_channel.send(ApiKey.BROKER_HEARTBEAT, 0, {
+                    "broker_id": self.broker.broker_id, "broker_epoch": self.broker_epoch,
+                    "current_metadata_offset": 0, "want_fence": False, "want_shut_down": True,
+                }, timeout_s=5.0)
+            except OSError as exc:
+                log.info("broker %d: controlled shutdown not acknowledged: %s",
+                         self.broker.broker_id, exc)
+        self.controller_channel.close()
+
+    def _register(self) -> None:
+        b = self.broker
+        response = self._client.send(ApiKey.BROKER_REGISTRATION, 0, {
+            "broker_id": b.broker_id, "cluster_id": b.cluster_id,
+            "incarnation_id": self.incarnation_id,
+            "listeners": [{"name": "PLAINTEXT", "host": b.advertised_host,
+                           "port": b.advertised_port, "security_protocol": 0}],
+            "features": [], "rack": None,
+        })
+        if response["error_code"] != NONE:
+            raise ConnectionError(f"registration refused: error {response['error_code']}")
+        self.broker_epoch = response["broker_epoch"]
+        log.info("broker %d registered with the controller, broker epoch %d", b.broker_id,
+                 self.broker_epoch)
+
+    def _heartbeat(self) -> None:
+        response = self._client.send(ApiKey.BROKER_HEARTBEAT, 0, {
+            "broker_id": self.broker.broker_id, "broker_epoch": self.broker_epoch,
+            "current_metadata_offset": 0, "want_fence": False, "want_shut_down": False,
+        })
+        if response["error_code"] != NONE:
+            # Fenced for good (the controller forgot us, or we are an old epoch): register again.
+            log.info("broker %d: heartbeat refused (error %d), registering again",
+                     self.broker.broker_id, response["error_code"])
+            self.broker_epoch = -1

@@ -1,0 +1,27 @@
+"""The controller: one process that decides who leads what (Kafka's KRaft controller).
+
+One Kafka class per module, as in Kafka's ``org.apache.kafka.controller`` package:
+
+- :class:`~kafkacore.broker.controller.broker_heartbeat_manager.BrokerHeartbeatManager`: every
+  broker registers (BrokerRegistration, which gives it a broker epoch) and then heartbeats
+  (BrokerHeartbeat).  A broker silent for ``broker.session.timeout.ms`` is **fenced**: it leaves
+  every ISR, and every partition it led gets a new leader.
+- :class:`~kafkacore.broker.controller.replication_control_manager.ReplicationControlManager`:
+  topics and their partitions (replicas, ISR, leader, leader epoch, partition epoch).  It assigns
+  replicas at creation (round robin from a random broker, like Kafka's rack-unaware assignment),
+  elects leaders from the ISR, and applies the leaders' AlterPartition requests (ISR shrink and
+  expansion).
+- :class:`~kafkacore.broker.controller.quorum_controller.QuorumController`: both, under one lock,
+  saved to ``controller-state.json`` after every change (a quorum of one; Kafka writes a
+  replicated metadata log instead).
+- :class:`~kafkacore.broker.controller.controller_apis.ControllerApis`: the requests the
+  controller answers.
+- :class:`~kafkacore.broker.controller.controller_server.ControllerServer`: the controller
+  process's server (the same request reactor as a broker).
+
+How decisions reach the brokers: each broker **pulls** the whole image (a Metadata request to the
+controller, answered with every topic, partition state and live broker) after each heartbeat, as
+KRaft brokers fetch the metadata log from the controller quorum.  A pull needs no list of
+brokers on the controller and no retry when a broker is away: a broker that comes back just
+pulls again.  See docs/broker/replication.rst.
+"""

@@ -1,0 +1,175 @@
+"""``ControllerApis``: the requests the controller answers."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from kafkacore.broker.api_request_handler import ApiRequestHandler
+from kafkacore.broker.request_channel import Request
+from kafkacore.protocol.api_keys import ApiKey
+
+if TYPE_CHECKING:
+    from kafkacore.broker.controller.controller_server import ControllerServer
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+UNSUPPORTED_VERSION = 35
+INVALID_REQUEST = 42
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+class ControllerApis(ApiRequestHandler):
+    """The APIs the controller answers (Kafka's ``ControllerApis``)."""
+
+    def __init__(self, server: ControllerServer) -> None:
+        super().__init__(server.request_channel)
+        self.config = server.config
+        self.controller = server.controller
+        self.handlers = {
+            ApiKey.API_VERSIONS: self.handle_api_versions_request,
+            ApiKey.METADATA: self.handle_metadata_request,
+            ApiKey.CREATE_TOPICS: self.handle_create_topics_request,
+            ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
+            ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
+            ApiKey.BROKER_REGISTRATION: self.handle_broker_registration_request,
+            ApiKey.BROKER_HEARTBEAT: self.handle_broker_heartbeat_request,
+            ApiKey.ALTER_PARTITION: self.handle_alter_partition_request,
+        }
+
+    def handle(self, request: Request) -> None:
+        if request.api_key == ApiKey.API_VERSIONS and request.body is None:
+            self.handle_unparsed_api_versions_request(request)
+            return
+        handler = self.handlers.get(request.api_key)
+        if handler is None:
+            self.request_channel.close_connection(
+                request, f"API key {request.api_key} is not a controller API")
+            return
+        low, high = self.supported_versions(request.api_key)
+        if request.body is None or not low <= request.api_version <= high:
+            self.send_error_response(request, UNSUPPORTED_VERSION)
+            return
+        handler(request)
+
+    def handle_metadata_request(self, request: Request) -> None:
+        """The whole image: every topic's partitions and every active broker."""
+        c = self.controller
+        with c.lock:
+            active = c.active_brokers()
+            brokers = [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
+                       for b in sorted(c.brokers.values(), key=lambda b: b.broker_id)
+                       if b.broker_id in active]
+            topics = [{
+                "error_code": NONE, "name": t.name, "topic_id": uuid.UUID(t.topic_id),
+                "is_internal": False, "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+                "partitions": [{
+                    "error_code": NONE, "partition_index": i, "leader_id": p.leader,
+                    "leader_epoch": p.leader_epoch, "replica_nodes": list(p.replicas),
+                    "isr_nodes": list(p.isr),
+                    "offline_replicas": [r for r in p.replicas if r not in active]}
+                    for i, p in enumerate(t.partitions)],
+            } for t in c.replication.topics.values()]
+        self.respond(request, {"throttle_time_ms": 0, "brokers": brokers,
+                               "cluster_id": self.config["cluster.id"],
+                               "controller_id": c.node_id, "topics": topics,
+                               "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+
+    def handle_create_topics_request(self, request: Request) -> None:
+        assert request.body is not None
+        body = request.body
+        default_rf = self.config["default.replication.factor"]
+        default_partitions = self.config["num.partitions"]
+        results = []
+        for t in body["topics"]:
+            result: dict[str, Any] = {
+                "name": t["name"], "topic_id": uuid.UUID(int=0), "error_code": NONE,
+                "error_message": None, "num_partitions": -1, "replication_factor": -1,
+                "configs": None}
+            configs = {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}
+            if t["assignments"]:
+                result.update(error_code=INVALID_REQUEST,
+                              error_message="manual replica assignments are not supported")
+                results.append(result)
+                continue
+            partitions = t["num_partitions"] if t["num_partitions"] != -1 else default_partitions
+            rf = t["replication_factor"] if t["replication_factor"] != -1 else default_rf
+            if body.get("validate_only", False):
+                result.update(num_partitions=partitions, replication_factor=rf)
+                results.append(result)
+                continue
+            error, message, info = self.controller.create_topic(t["name"], partitions, rf,
+                                                                configs)
+            result.update(error_code=error, error_message=message)
+            if info is not None:
+                result.update(topic_id=uuid.UUID(info.topic_id), num_partitions=partitions,
+                              replication_factor=rf)
+            results.append(result)
+        self.respond(request, {"throttle_time_ms": 0, "topics": results})
+
+    def handle_delete_topics_request(self, request: Request) -> None:
+        assert request.body is not None
+        results = [{"name": name, "error_code": self.controller.delete_topic(name)}
+                   for name in request.body["topic_names"]]
+        self.respond(request, {"throttle_time_ms": 0, "responses": results})
+
+    def handle_describe_configs_request(self, request: Request) -> None:
+        """A topic's own configs (DYNAMIC_TOPIC_CONFIG): what brokers need to open its logs."""
+        assert request.body is not None
+        results = []
+        for res in request.body["resources"]:
+            info = self.controller.replication.topics.get(res["resource_name"])
+            result: dict[str, Any] = {"error_code": NONE, "error_message": None,
+                                      "resource_type": res["resource_type"],
+                                      "resource_name": res["resource_name"], "configs": []}
+            if info is None:
+                result["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                result["configs"] = [
+                    {"name": k, "value": v, "read_only": False, "is_default": False,
+                     "config_source": 1, "is_sensitive": False, "synonyms": []}
+                    for k, v in info.configs.items()]
+            results.append(result)
+        self.respond(request, {"throttle_time_ms": 0, "results": results})
+
+    def handle_broker_registration_request(self, request: Request) -> None:
+        assert request.body is not None
+        body = request.body
+        listener = body["listeners"][0] if body["listeners"] else None
+        if listener is None:
+            self.respond(request, {"throttle_time_ms": 0, "error_code": INVALID_REQUEST,
+                                   "broker_epoch": -1})
+            return
+        epoch = self.controller.register_broker(body["broker_id"], listener["host"],
+                                                listener["port"], str(body["incarnation_id"]))
+        self.respond(request, {"throttle_time_ms": 0, "error_code": NONE, "broker_epoch": epoch})
+
+    def handle_broker_heartbeat_request(self, request: Request) -> None:
+        assert request.body is not None
+        body = request.body
+        error, fenced = self.controller.heartbeat(body["broker_id"], body["broker_epoch"],
+                                                  body["want_shut_down"])
+        self.respond(request, {"throttle_time_ms": 0, "error_code": error, "is_caught_up": True,
+                               "is_fenced": fenced,
+                               "should_shut_down": body["want_shut_down"] and error == NONE})
+
+    def handle_alter_partition_request(self, request: Request) -> None:
+        assert request.body is not None
+        body = request.body
+        topics = []
+        for t in body["topics"]:
+            parts = []
+            for p in t["partitions"]:
+                new_isr = ([b["broker_id"] for b in p["new_isr_with_epochs"]]
+                           if "new_isr_with_epochs" in p else p["new_isr"])
+                error, part = self.controller.alter_partition(
+                    body["broker_id"], t["topic_id"], p["partition_index"], p["leader_epoch"],
+                    new_isr)
+                parts.append({"partition_index": p["partition_index"], "error_code": error,
+                              "leader_id": part.leader if part else -1,
+                              "leader_epoch": part.leader_epoch if part else -1,
+                              "isr": list(part.isr) if part else [],
+                              "leader_recovery_state": 0,
+                              "partition_epoch": part.partition_epoch if part else -1})
+            topics.append({"topic_id": t["topic_id"], "partitions": parts})
+        self.respond(request, {"throttle_time_ms": 0, "error_code": NONE, "topics": topics})

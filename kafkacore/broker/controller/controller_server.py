@@ -1,0 +1,88 @@
+"""``ControllerServer``: the controller process (and its control socket)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.controller.controller_apis import ControllerApis
+from kafkacore.broker.controller.quorum_controller import QuorumController
+from kafkacore.broker.faults import ControlServer, FaultInjector
+from kafkacore.broker.handler import KafkaRequestHandlerPool
+from kafkacore.broker.network import SocketServer
+from kafkacore.broker.request_channel import RequestChannel
+
+log = logging.getLogger(__name__)
+
+NONE = 0
+
+
+class ControllerServer:
+    """The controller process's server: the same request reactor as a broker, with
+    :class:`ControllerApis` behind it (Kafka's ``ControllerServer``)."""
+
+    def __init__(self, config: BrokerConfig | dict[str, Any] | None = None) -> None:
+        self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
+        self.broker_id = self.config["node.id"]
+        self.cluster_id = self.config["cluster.id"]
+        self.request_channel = RequestChannel(self.config["queued.max.requests"])
+        self.faults = FaultInjector()
+        self.controller = QuorumController(self.config)
+        self.socket_server: SocketServer | None = None
+        self._handlers: KafkaRequestHandlerPool | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        assert self.socket_server is not None
+        port = self.config.advertised_port or self.socket_server.bound_port
+        return f"{self.config.advertised_host}:{port}"
+
+    def start(self) -> ControllerServer:
+        self.socket_server = SocketServer(self.config, self.request_channel, self.faults)
+        self._handlers = KafkaRequestHandlerPool(self.request_channel, ControllerApis(self),
+                                                 self.config["num.io.threads"])
+        self._handlers.start()
+        self.socket_server.startup()
+        self.controller.start()
+        log.info("controller %d listening on %s", self.broker_id, self.bootstrap_servers)
+        return self
+
+    def stop(self) -> None:
+        assert self.socket_server is not None and self._handlers is not None
+        self.socket_server.shutdown()
+        self._handlers.shutdown()
+        self.controller.shutdown()
+
+    def __enter__(self) -> ControllerServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ControllerControlServer(ControlServer):
+    """The controller's control socket (``--control-socket`` of a controller process): the
+    faults of :class:`ControlServer`, plus ``{"op": "elect_leader", "topic": t, "partition": p,
+    "broker": b}``, which moves a partition's leadership (librdkafka's mock cluster
+    ``partition_set_leader``; :meth:`kafkacore.broker.Cluster.move_leader`)."""
+
+    def __init__(self, server: ControllerServer, path: str) -> None:
+        super().__init__(server.faults, path)
+        self.controller = server.controller
+
+    def handle(self, line: bytes) -> dict[str, Any]:
+        try:
+            request = json.loads(line)
+            if isinstance(request, dict) and request.get("op") == "elect_leader":
+                error = self.controller.elect_leader(str(request["topic"]),
+                                                     int(request["partition"]),
+                                                     int(request["broker"]))
+                if error != NONE:
+                    return {"ok": False, "error": "ValueError",
+                            "message": f"cannot move the leader: error {error}"}
+                return {"ok": True}
+        except (ValueError, TypeError, KeyError) as exc:
+            return {"ok": False, "error": type(exc).__name__, "message": str(exc)}
+        return super().handle(line)

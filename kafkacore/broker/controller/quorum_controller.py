@@ -1,0 +1,224 @@
+"""``QuorumController``: the controller's state and every change to it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.controller.broker_heartbeat_manager import BrokerHeartbeatManager
+from kafkacore.broker.controller.replication_control_manager import (
+    PartitionRegistration,
+    ReplicationControlManager,
+    TopicControlInfo,
+)
+from kafkacore.broker.files import replace_atomically
+from kafkacore.broker.metadata_cache import validate_topic_name
+from kafkacore.errors import InvalidTopicError
+
+log = logging.getLogger(__name__)
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_OR_FOLLOWER = 6
+INVALID_TOPIC_EXCEPTION = 17
+TOPIC_ALREADY_EXISTS = 36
+INVALID_PARTITIONS = 37
+INVALID_REPLICATION_FACTOR = 38
+FENCED_LEADER_EPOCH = 74
+STALE_BROKER_EPOCH = 77
+BROKER_ID_NOT_REGISTERED = 102
+INELIGIBLE_REPLICA = 107
+STATE_FILE = "controller-state.json"
+
+
+@dataclass
+class BrokerRegistration:
+    broker_id: int
+    host: str
+    port: int
+    epoch: int
+    incarnation_id: str
+
+
+class QuorumController:
+    """Brokers, topics and partitions under one lock, saved after every change (Kafka's
+    ``QuorumController``, with a quorum of one)."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.node_id = config["node.id"]
+        self.lock = threading.RLock()
+        self.brokers: dict[int, BrokerRegistration] = {}
+        self.heartbeats = BrokerHeartbeatManager(config["broker.session.timeout.ms"])
+        self.replication = ReplicationControlManager()
+        self._next_broker_epoch = 1
+        self.path = Path(config.log_dirs[0]) / STATE_FILE
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._load()
+        self._stop = threading.Event()
+        self._fencer = threading.Thread(target=self._fence_lapsed, daemon=True,
+                                        name=f"controller-{self.node_id}-fencer")
+
+    # -- state on disk ---------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return
+        self._next_broker_epoch = data["next_broker_epoch"]
+        for t in data["topics"]:
+            info = TopicControlInfo(t["name"], t["topic_id"], t["configs"],
+                                    [PartitionRegistration(**p) for p in t["partitions"]])
+            self.replication.topics[info.name] = info
+        # Brokers must register again after a controller restart; until they do, they are fenced.
+
+    def _save(self) -> None:
+        data = {"next_broker_epoch": self._next_broker_epoch,
+                "topics": [asdict(t) for t in self.replication.topics.values()]}
+        replace_atomically(self.path, json.dumps(data).encode())
+
+    def start(self) -> None:
+        self._fencer.start()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._fencer.join(5.0)
+
+    # -- brokers -----------------------------------------------------------------------------------
+
+    def active_brokers(self) -> set[int]:
+        return {b for b in self.brokers if self.heartbeats.is_active(b)}
+
+    def register_broker(self, broker_id: int, host: str, port: int, incarnation: str) -> int:
+        with self.lock:
+            old = self.brokers.get(broker_id)
+            if old is not None and old.incarnation_id != incarnation:
+                # A new incarnation (a restart): whatever the old one led must be re-elected
+                # before the new one, which starts with no role, takes part again.
+                self._fence(broker_id, "re-registered with a new incarnation")
+            epoch = self._next_broker_epoch
+            self._next_broker_epoch += 1
+            self.brokers[broker_id] = BrokerRegistration(broker_id, host, port, epoch,
+                                                         incarnation)
+            self.heartbeats.touch(broker_id)
+            self.heartbeats.fenced.discard(broker_id)
+            changes = self.replication.handle_broker_unfenced(broker_id, self.active_brokers())
+            self._save()
+            log.info("controller: broker %d registered at %s:%d, epoch %d%s", broker_id, host,
+                     port, epoch, "; " + "; ".join(changes) if changes else "")
+            return epoch
+
+    def heartbeat(self, broker_id: int, broker_epoch: int,
+                  want_shut_down: bool = False) -> tuple[int, bool]:
+        """(error, is_fenced).  ``want_shut_down``: a controlled shutdown; the broker is fenced
+        at once, so its partitions get new leaders before it goes."""
+        with self.lock:
+            reg = self.brokers.get(broker_id)
+            if reg is None:
+                return BROKER_ID_NOT_REGISTERED, True
+            if reg.epoch != broker_epoch:
+                return STALE_BROKER_EPOCH, True
+            if want_shut_down:
+                if broker_id not in self.heartbeats.fenced:
+                    self._fence(broker_id, "controlled shutdown")
+                return NONE, True
+            self.heartbeats.touch(broker_id)
+            if broker_id in self.heartbeats.fenced:
+                self.heartbeats.fenced.discard(broker_id)
+                changes = self.replication.handle_broker_unfenced(broker_id,
+                                                                  self.active_brokers())
+                self._save()
+                log.info("controller: broker %d unfenced%s", broker_id,
+                         "; " + "; ".join(changes) if changes else "")
+            return NONE, False
+
+    def _fence(self, broker_id: int, why: str) -> None:
+        self.heartbeats.fenced.add(broker_id)
+        changes = self.replication.handle_broker_fenced(broker_id, self.active_brokers())
+        self._save()
+        log.info("controller: broker %d fenced (%s)%s", broker_id, why,
+                 "; " + "; ".join(changes) if changes else "")
+
+    def _fence_lapsed(self) -> None:
+        period = min(self.heartbeats.session_timeout_ms / 4000.0, 0.25)
+        while not self._stop.wait(period):
+            with self.lock:
+                for broker_id in self.heartbeats.expired():
+                    self._fence(broker_id, "its session expired")
+
+    # -- topics ------------------------------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: dict[str, str]) -> tuple[int, str | None, TopicControlInfo | None]:
+        with self.lock:
+            try:
+                validate_topic_name(name)
+            except InvalidTopicError as exc:
+                return INVALID_TOPIC_EXCEPTION, str(exc), None
+            if name in self.replication.topics:
+                return TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists", None
+            if partitions <= 0:
+                return INVALID_PARTITIONS, f"number of partitions must be positive, got " \
+                                           f"{partitions}", None
+            live = sorted(self.active_brokers())
+            if replication_factor <= 0 or replication_factor > len(live):
+                return (INVALID_REPLICATION_FACTOR, f"replication factor {replication_factor} "
+                        f"with {len(live)} live brokers", None)
+            info = self.replication.create_topic(name, partitions, replication_factor,
+                                                 configs, live)
+            self._save()
+            log.info("controller: created %s: %s", name,
+                     [(p.leader, p.replicas) for p in info.partitions])
+            return NONE, None, info
+
+    def delete_topic(self, name: str) -> int:
+        with self.lock:
+            if self.replication.topics.pop(name, None) is None:
+                return UNKNOWN_TOPIC_OR_PARTITION
+            self._save()
+            return NONE
+
+    def alter_partition(self, broker_id: int, topic_id: uuid.UUID, index: int, leader_epoch: int,
+                        new_isr: list[int]) -> tuple[int, PartitionRegistration | None]:
+        with self.lock:
+            info = next((t for t in self.replication.topics.values()
+                         if t.topic_id == str(topic_id)), None)
+            if info is None or not 0 <= index < len(info.partitions):
+                return UNKNOWN_TOPIC_OR_PARTITION, None
+            part = info.partitions[index]
+            if part.leader != broker_id:
+                return NOT_LEADER_OR_FOLLOWER, part
+            if leader_epoch != part.leader_epoch:
+                return FENCED_LEADER_EPOCH, part
+            active = self.active_brokers()
+            if any(r not in part.replicas or (r not in active and r not in part.isr)
+                   for r in new_isr) or broker_id not in new_isr:
+                return INELIGIBLE_REPLICA, part
+            part.isr = [r for r in part.replicas if r in new_isr]
+            part.partition_epoch += 1
+            self._save()
+            log.info("controller: %s-%d ISR now %s (asked by leader %d)", info.name, index,
+                     part.isr, broker_id)
+            return NONE, part
+
+    def elect_leader(self, name: str, index: int, preferred: int) -> int:
+        """Move leadership of a partition to ``preferred`` (an ISR member that is alive)."""
+        with self.lock:
+            info = self.replication.topics.get(name)
+            if info is None or not 0 <= index < len(info.partitions):
+                return UNKNOWN_TOPIC_OR_PARTITION
+            part = info.partitions[index]
+            if preferred not in part.isr or preferred not in self.active_brokers():
+                return INELIGIBLE_REPLICA
+            if part.leader != preferred:
+                self.replication.elect(part, self.active_brokers(), preferred)
+                self._save()
+                log.info("controller: %s-%d moved to leader %d, epoch %d", name, index,
+                         part.leader, part.leader_epoch)
+            return NONE

@@ -1,0 +1,92 @@
+"""``ReplicationControlManager``: topics, their partitions, and the leader elections."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PartitionRegistration:
+    """A partition as the controller records it (KRaft's ``PartitionRegistration``)."""
+
+    replicas: list[int]
+    isr: list[int]
+    leader: int
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+
+
+@dataclass
+class TopicControlInfo:
+    name: str
+    topic_id: str
+    configs: dict[str, str]
+    partitions: list[PartitionRegistration] = field(default_factory=list)
+
+
+class ReplicationControlManager:
+    """Topics, partitions, and the elections (Kafka's ``ReplicationControlManager``)."""
+
+    def __init__(self) -> None:
+        self.topics: dict[str, TopicControlInfo] = {}
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: dict[str, str], live: list[int]) -> TopicControlInfo:
+        # Kafka's rack-unaware assignment: replicas of partition p start at a random broker
+        # shifted by p, so that leaders spread over the brokers.
+        start = random.randrange(len(live))
+        info = TopicControlInfo(name, str(uuid.uuid4()), configs)
+        for p in range(partitions):
+            replicas = [live[(start + p + i) % len(live)] for i in range(replication_factor)]
+            info.partitions.append(PartitionRegistration(replicas, list(replicas), replicas[0]))
+        self.topics[name] = info
+        return info
+
+    def elect(self, part: PartitionRegistration, active: set[int],
+              preferred: int | None = None) -> None:
+        """A new leader from the ISR (clean election only), and a new leader epoch."""
+        candidates = [r for r in part.replicas if r in part.isr and r in active]
+        if preferred is not None and preferred in candidates:
+            leader = preferred
+        else:
+            leader = candidates[0] if candidates else -1
+        part.leader = leader
+        part.leader_epoch += 1
+        part.partition_epoch += 1
+
+    def handle_broker_fenced(self, broker_id: int, active: set[int]) -> list[str]:
+        """Remove ``broker_id`` from every ISR (unless it is the last member: the data is
+        there only) and re-elect where it led.  Returns what changed, for the log."""
+        changes = []
+        for t in self.topics.values():
+            for i, part in enumerate(t.partitions):
+                if broker_id not in part.replicas:
+                    continue
+                touched = False
+                if broker_id in part.isr and len(part.isr) > 1:
+                    part.isr = [r for r in part.isr if r != broker_id]
+                    touched = True
+                if part.leader == broker_id or touched:
+                    # Kafka 4 keeps the leader epoch when only the ISR shrinks; we bump it, so a
+                    # broker that pulls the image knows the controller changed the ISR (docs).
+                    if part.leader == broker_id:
+                        self.elect(part, active)
+                    else:
+                        part.leader_epoch += 1
+                        part.partition_epoch += 1
+                    changes.append(f"{t.name}-{i}: leader {part.leader} epoch "
+                                   f"{part.leader_epoch} isr {part.isr}")
+        return changes
+
+    def handle_broker_unfenced(self, broker_id: int, active: set[int]) -> list[str]:
+        """Partitions left without a leader get one if this broker is in their ISR."""
+        changes = []
+        for t in self.topics.values():
+            for i, part in enumerate(t.partitions):
+                if part.leader == -1 and broker_id in part.isr:
+                    self.elect(part, active)
+                    changes.append(f"{t.name}-{i}: leader {part.leader} epoch "
+                                   f"{part.leader_epoch}")
+        return changes

@@ -1,0 +1,89 @@
+"""``MetadataLoader``: a broker's copy of the controller's image, pulled and applied.
+
+After each heartbeat the broker pulls the whole image (a Metadata request for every topic) and
+applies it: new topics into the :class:`~kafkacore.broker.metadata_cache.MetadataCache` with their
+configs, partition states to the :class:`~kafkacore.broker.replica_manager.ReplicaManager`, and
+deleted topics forgotten (Kafka's ``MetadataLoader`` and ``BrokerMetadataPublisher``, fed here by
+a pull instead of the metadata log).  See docs/broker/replication.rst.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.broker.partition import PartitionState
+from kafkacore.protocol import codec
+from kafkacore.protocol.api_keys import ApiKey
+
+if TYPE_CHECKING:
+    from kafkacore.broker.server import Broker
+
+NONE = 0
+METADATA_VERSION = 12
+DESCRIBE_CONFIGS_VERSION = 2
+CONFIG_SOURCE_TOPIC = 1
+
+
+class MetadataLoader:
+    """Pulls the controller's image over ``client`` and applies it to ``broker``."""
+
+    def __init__(self, broker: Broker, client: InterBrokerClient) -> None:
+        self.broker = broker
+        self._client = client
+        #: Set once the first image is applied: the broker then knows the cluster's leaders.
+        self.image_received = threading.Event()
+        self._pull_lock = threading.Lock()
+
+    def pull_metadata(self) -> None:
+        """Fetch the controller's image and apply it (callable from any thread)."""
+        with self._pull_lock:
+            body = codec.REQUESTS[ApiKey.METADATA].body.defaults(METADATA_VERSION)
+            body.update(topics=None, allow_auto_topic_creation=False)
+            response = self._client.send(ApiKey.METADATA, METADATA_VERSION, body)
+            self._apply(response)
+        self.image_received.set()
+
+    def _apply(self, response: dict[str, Any]) -> None:
+        broker = self.broker
+        cache = broker.metadata_cache
+        brokers = {b["node_id"]: (b["host"], b["port"]) for b in response["brokers"]}
+        topics: dict[str, tuple[Any, dict[int, PartitionState]]] = {}
+        for t in response["topics"]:
+            parts = {p["partition_index"]: PartitionState(
+                p["leader_id"], p["leader_epoch"], list(p["replica_nodes"]),
+                list(p["isr_nodes"])) for p in t["partitions"]}
+            topics[t["name"]] = (t["topic_id"], parts)
+        new = [name for name in topics if cache.get(name) is None or
+               cache.get(name).topic_id != topics[name][0]]
+        configs = self._describe_configs(new) if new else {}
+        for name in new:
+            old = cache.get(name)
+            if old is not None:  # deleted and created again meanwhile
+                self._delete_topic(name)
+            topic_id, parts = topics[name]
+            cache.add_topic(name, len(parts), configs.get(name, {}), topic_id)
+        broker.replica_manager.apply_image(brokers, topics)
+        for name in [t.name for t in cache.topics() if t.name not in topics]:
+            self._delete_topic(name)
+
+    def _delete_topic(self, name: str) -> None:
+        """Forget a topic the controller deleted: its partitions first, then its logs."""
+        broker = self.broker
+        meta = broker.metadata_cache.remove_topic(name)
+        if meta is None:
+            return
+        for p in range(meta.partitions):
+            broker.replica_manager.drop_partition((name, p))
+            broker.log_manager.delete_log(name, p)
+
+    def _describe_configs(self, names: list[str]) -> dict[str, dict[str, str]]:
+        response = self._client.send(ApiKey.DESCRIBE_CONFIGS, DESCRIBE_CONFIGS_VERSION, {
+            "resources": [{"resource_type": 2, "resource_name": n, "configuration_keys": None}
+                          for n in names],
+            "include_synoyms": False,
+        })
+        return {r["resource_name"]: {c["name"]: c["value"] for c in r["configs"]
+                                     if c["config_source"] == CONFIG_SOURCE_TOPIC}
+                for r in response["results"] if r["error_code"] == NONE}
