@@ -34,6 +34,7 @@ from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.leader_epoch_cache import LeaderEpochFileCache
 from kafkacore.broker.partition import Partition, PartitionState, PendingIsr
 from kafkacore.broker.purgatory import DelayedOperationPurgatory
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 
 if TYPE_CHECKING:
     from kafkacore.broker.server import Broker
@@ -90,7 +91,7 @@ class ReplicaManager:
         self._checkpoint_path = Path(self.config.log_dirs[0]) / HW_CHECKPOINT_FILE
         self._checkpointed_hw = _read_hw_checkpoint(self._checkpoint_path)
         self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._threads: list[ShutdownableThread] = []
 
     def startup(self) -> None:
         if self.standalone:
@@ -102,7 +103,7 @@ class ReplicaManager:
         self.alter_partition_manager.start()
         for target, name in ((self._isr_expiration, "isr-expiration"),
                              (self._hw_checkpointer, "highwatermark-checkpoint")):
-            t = threading.Thread(target=target, name=f"{name}-{self.broker_id}", daemon=True)
+            t = ShutdownableThread(f"{name}-{self.broker_id}", work=target)
             t.start()
             self._threads.append(t)
 
@@ -355,32 +356,34 @@ class ReplicaManager:
 
     # -- background work -------------------------------------------------------------------------
 
-    def _isr_expiration(self) -> None:
+    def _isr_expiration(self) -> bool:
         """Kafka's ``isr-expiration`` task: every half lag period, drop the followers that have
-        not caught up for ``replica.lag.time.max.ms``."""
+        not caught up for ``replica.lag.time.max.ms``.  One turn of its supervised thread."""
         period = max(self.config["replica.lag.time.max.ms"] / 2000.0, 0.05)
-        while not self._stop.wait(period):
-            for partition in list(self.partitions.values()):
-                try:
-                    out = partition.out_of_sync_replicas()
-                    if out and self.alter_partition_manager is not None:
-                        with partition.lock:
-                            new_isr = [r for r in partition.isr if r not in out]
-                            partition.pending_isr = PendingIsr(new_isr)
-                        log.info("broker %d: shrinking ISR of %s-%d from %s to %s",
-                                 self.broker_id, partition.topic, partition.index,
-                                 partition.isr, new_isr)
-                        self.alter_partition_manager.submit(partition, new_isr)
-                except Exception:
-                    log.exception("ISR expiration of %r failed", partition)
-
-    def _hw_checkpointer(self) -> None:
-        period = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0
-        while not self._stop.wait(period):
+        if self._stop.wait(period):
+            return False
+        for partition in list(self.partitions.values()):
             try:
-                self.checkpoint_high_watermarks()
-            except OSError:
-                log.exception("cannot checkpoint high watermarks")
+                out = partition.out_of_sync_replicas()
+                if out and self.alter_partition_manager is not None:
+                    with partition.lock:
+                        new_isr = [r for r in partition.isr if r not in out]
+                        partition.pending_isr = PendingIsr(new_isr)
+                    log.info("broker %d: shrinking ISR of %s-%d from %s to %s",
+                             self.broker_id, partition.topic, partition.index,
+                             partition.isr, new_isr)
+                    self.alter_partition_manager.submit(partition, new_isr)
+            except Exception:
+                log.exception("ISR expiration of %r failed", partition)
+        return True
+
+    def _hw_checkpointer(self) -> bool:
+        """One turn of the high-watermark checkpoint thread (any error: logged, next turn)."""
+        period = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0
+        if self._stop.wait(period):
+            return False
+        self.checkpoint_high_watermarks()
+        return True
 
     def checkpoint_high_watermarks(self) -> None:
         """Kafka's ``replication-offset-checkpoint``: a restarted replica starts from its HW."""

@@ -32,10 +32,13 @@ REPEAT_LOG_INTERVAL_S = 10.0
 
 
 class ShutdownableThread(threading.Thread):
-    """Subclasses implement :meth:`do_work` (one turn) and may override :meth:`on_shutdown`."""
+    """Subclasses implement :meth:`do_work` (one turn) and may override :meth:`on_shutdown`;
+    or pass ``work``, a callable that is one turn (returning False to stop)."""
 
-    def __init__(self, name: str, *, daemon: bool = True) -> None:
+    def __init__(self, name: str, *, work: Callable[[], bool | None] | None = None,
+                 daemon: bool = True) -> None:
         super().__init__(name=name, daemon=daemon)
+        self._work = work
         self._running = True  # written by any thread, read by this one (a bool: atomic)
         self._shutdown_complete = threading.Event()
         #: Turns that raised (read from other threads for statistics and tests).
@@ -67,7 +70,9 @@ class ShutdownableThread(threading.Thread):
 
     def do_work(self) -> bool | None:
         """One turn of the loop.  Return False to end the thread normally."""
-        raise NotImplementedError
+        if self._work is None:
+            raise NotImplementedError("a ShutdownableThread needs do_work() or work")
+        return self._work()
 
     def on_shutdown(self) -> None:
         """Release what the thread owns; runs on this thread once the loop has ended."""

@@ -298,3 +298,31 @@ def test_half_sent_requests_hold_at_most_queued_max_request_bytes():
             for s in attackers:
                 s.close()
         wait_until(lambda: pool.used == 0, what="every reservation given back")
+
+
+def test_the_controller_fencer_survives_an_error_and_still_fences(tmp_path):
+    from kafkacore.broker.config import BrokerConfig
+    from kafkacore.broker.controller.quorum_controller import QuorumController
+
+    controller = QuorumController(BrokerConfig({
+        "process.roles": "controller", "log.dirs": str(tmp_path),
+        "broker.session.timeout.ms": "200"}))
+    heartbeats = controller.heartbeats
+    original = heartbeats.expired
+    failed = []
+
+    def expired_once_broken() -> list[int]:
+        if not failed:
+            failed.append(True)
+            raise RuntimeError("a bug in one fencing pass")
+        return original()
+
+    heartbeats.expired = expired_once_broken
+    controller.start()
+    try:
+        controller.register_broker(1, "127.0.0.1", 9092, "incarnation-1")
+        # The pass that raised is logged and the next ones run: the silent broker is fenced.
+        wait_until(lambda: 1 in heartbeats.fenced, what="broker 1 fenced")
+        assert failed and controller._fencer.failures == 1 and controller._fencer.is_alive()
+    finally:
+        controller.shutdown()
