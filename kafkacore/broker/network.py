@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from kafkacore import errors
+from kafkacore.broker.authentication_executor import AuthenticationExecutor
 from kafkacore.broker.config import BrokerConfig, EndPoint
 from kafkacore.broker.faults import FaultInjector
 from kafkacore.broker.log.file_records import FileRecords
@@ -215,9 +216,13 @@ class Processor(ShutdownableThread):
 
     def __init__(self, processor_id: int, config: BrokerConfig, channel: RequestChannel,
                  quotas: ConnectionQuotas, faults: FaultInjector | None = None,
-                 memory_pool: MemoryPool | None = None) -> None:
+                 memory_pool: MemoryPool | None = None,
+                 authentication_executor: AuthenticationExecutor | None = None) -> None:
         super().__init__(f"kafkacore-network-thread-{processor_id}")
         self.id = processor_id
+        #: Runs SaslAuthenticate steps off this thread (None: here, on the network thread).
+        self.authentication_executor = authentication_executor
+        self._authentication_results: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self.memory_pool = memory_pool if memory_pool is not None else MemoryPool(
             config["queued.max.request.bytes"])
         #: Connections whose next request waits for the memory pool (not read meanwhile).
@@ -293,6 +298,7 @@ class Processor(ShutdownableThread):
         # One turn; an exception here is logged and the next turn runs (ShutdownableThread).
         self.configure_new_connections()
         self.process_new_responses()
+        self.process_authentication_results()
         self.retry_memory_waiters()
         self.enforce_isolation()
         self.poll(self.release_held_responses())
@@ -618,26 +624,26 @@ class Processor(ShutdownableThread):
             if body is None:
                 self.close(ch, f"SASL request {api_key} v{version} is not a version we read")
                 return True
-            was_reauthenticating = auth.state is SaslState.REAUTH_AUTHENTICATE
-            answer, outcome = auth.handle(api_key, version, body)
-            self._release_memory(ch)  # answered here: the request's bytes are free
-            if api_key == ApiKey.SASL_AUTHENTICATE and version < 1:
-                answer.pop("session_lifetime_ms", None)  # v0 does not carry it
-            payload = codec.encode_response(api_key, version, header["correlation_id"], answer)
-            size = payload_size(payload)
-            ch.sends.extend(memoryview(c).cast("B") for c in [size.to_bytes(4, "big"), *payload])
-            if outcome is Outcome.FAILED:
-                self._stats["authentication_failed"] += 1
-                ch.close_after_send = (
-                    f"SASL authentication failed (error {answer['error_code']}: "
-                    f"{answer.get('error_message') or 'mechanism ' + repr(body.get('mechanism'))})")
-                # As Kafka's "Failed authentication with /host": the message names no secret.
-                log.info("failed authentication with %s on %s: %s", ch.address[0], ch.listener,
-                         ch.close_after_send)
-            elif outcome is Outcome.AUTHENTICATED:
-                self._stats["reauthentications" if was_reauthenticating else "authenticated"] += 1
             ch.muted = True  # until the answer is written, like any response
             self._update_interest(ch)
+            if api_key == ApiKey.SASL_AUTHENTICATE and self.authentication_executor is not None:
+                # The costly step (a PLAIN password's PBKDF2) runs off this thread, after the
+                # delay its source earned by failing (AuthenticationExecutor).
+                def step(auth: SaslServerAuthenticator = auth) -> tuple[Any, bool]:
+                    answer, outcome = auth.handle(api_key, version, body)
+                    return (answer, outcome), outcome is Outcome.FAILED
+
+                def done(result: Any, error: BaseException | None, ch_id: str = ch.id,
+                         reauth: bool = auth.state is SaslState.REAUTH_AUTHENTICATE) -> None:
+                    self._authentication_results.put((ch_id, header, body, reauth, result, error))
+                    self.wakeup()
+
+                if not self.authentication_executor.submit(ch.address[0], step, done):
+                    self.close(ch, "too many SASL authentications waiting; try again later")
+                return True
+            was_reauthenticating = auth.state is SaslState.REAUTH_AUTHENTICATE
+            self._answer_sasl(ch, header, body, was_reauthenticating,
+                              auth.handle(api_key, version, body))
             return True
         if not auth.authenticated:
             if api_key == ApiKey.API_VERSIONS and (
@@ -654,6 +660,45 @@ class Processor(ShutdownableThread):
                            "(connections.max.reauth.ms) without re-authentication")
             return True
         return False
+
+    def process_authentication_results(self) -> None:
+        """The SaslAuthenticate answers the AuthenticationExecutor has worked out."""
+        while True:
+            try:
+                ch_id, header, body, reauth, result, error = (
+                    self._authentication_results.get_nowait())
+            except queue.Empty:
+                return
+            ch = self._channels.get(ch_id)
+            if ch is None:
+                continue  # closed meanwhile
+            if error is not None:
+                log.error("SASL error on connection %s", ch.id, exc_info=error)
+                self.close(ch, "internal error during SASL authentication")
+                continue
+            self._answer_sasl(ch, header, body, reauth, result)
+
+    def _answer_sasl(self, ch: KafkaChannel, header: dict[str, Any], body: dict[str, Any],
+                     was_reauthenticating: bool, result: tuple[dict[str, Any], Outcome]) -> None:
+        answer, outcome = result
+        api_key, version = header["request_api_key"], header["request_api_version"]
+        self._release_memory(ch)  # answered here: the request's bytes are free
+        if api_key == ApiKey.SASL_AUTHENTICATE and version < 1:
+            answer.pop("session_lifetime_ms", None)  # v0 does not carry it
+        payload = codec.encode_response(api_key, version, header["correlation_id"], answer)
+        size = payload_size(payload)
+        ch.sends.extend(memoryview(c).cast("B") for c in [size.to_bytes(4, "big"), *payload])
+        if outcome is Outcome.FAILED:
+            self._stats["authentication_failed"] += 1
+            ch.close_after_send = (
+                f"SASL authentication failed (error {answer['error_code']}: "
+                f"{answer.get('error_message') or 'mechanism ' + repr(body.get('mechanism'))})")
+            # As Kafka's "Failed authentication with /host": the message names no secret.
+            log.info("failed authentication with %s on %s: %s", ch.address[0], ch.listener,
+                     ch.close_after_send)
+        elif outcome is Outcome.AUTHENTICATED:
+            self._stats["reauthentications" if was_reauthenticating else "authenticated"] += 1
+        self._update_interest(ch)
 
     def _write(self, ch: KafkaChannel) -> None:
         if ch.tls:
@@ -936,12 +981,18 @@ class SocketServer:
         )
         #: One pool for every processor: the bound is the broker's (queued.max.request.bytes).
         self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
-        self.processors = [
-            Processor(i, config, channel, self.connection_quotas, self.faults, self.memory_pool)
-            for i in range(config["num.network.threads"])
-        ]
         if security is None:
             security = build_listener_security(config)
+        #: SASL listeners' authentication steps run here, off the network threads.
+        self.authentication_executor: AuthenticationExecutor | None = None
+        if any(s is not None and s.credentials is not None for s in security.values()):
+            self.authentication_executor = AuthenticationExecutor(
+                config["connection.failed.authentication.delay.ms"])
+        self.processors = [
+            Processor(i, config, channel, self.connection_quotas, self.faults, self.memory_pool,
+                      self.authentication_executor)
+            for i in range(config["num.network.threads"])
+        ]
         #: listener name -> its acceptor, in the order of ``listeners``.
         self.acceptors: dict[str, Acceptor] = {}
         for endpoint in config.listeners:
@@ -967,6 +1018,8 @@ class SocketServer:
                 for e in self.config.listeners]
 
     def startup(self) -> None:
+        if self.authentication_executor is not None:
+            self.authentication_executor.start()
         for p in self.processors:
             p.start()
         for acceptor in self.acceptors.values():
@@ -985,6 +1038,8 @@ class SocketServer:
         for p in self.processors:
             if p.is_alive():
                 p.join(timeout_s)
+        if self.authentication_executor is not None:
+            self.authentication_executor.shutdown(timeout_s)
 
     def statistics(self) -> list[dict[str, int]]:
         """One dict of counters per processor (connections, accepted, requests, ...)."""

@@ -10,14 +10,15 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from reactor_client import api_versions, connect, wait_until
+from reactor_client import api_versions, connect, recv_frame, wait_until
 from support.children import child_env
 
-from kafkacore import KafkaProducer
+from kafkacore import KafkaProducer, errors
 from kafkacore.broker import Broker
 from kafkacore.broker.faults import ControlServer, ControlSocketPathError, FaultInjector
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
@@ -280,11 +281,13 @@ def test_half_sent_requests_hold_at_most_queued_max_request_bytes():
         pool = broker.socket_server.memory_pool
         attackers = []
         try:
-            for _ in range(5):  # each announces 8 MiB and sends a little of it
+            for i in range(5):  # each announces 8 MiB and sends a little of it
                 s = connect(broker)
                 # (little enough to fit the socket buffers: a waiting connection is not read)
                 s.sendall((8 * _MIB).to_bytes(4, "big") + b"\0" * 32768)
                 attackers.append(s)
+                if i == 0:  # the first one holds the memory; the others wait
+                    wait_until(lambda: pool.used == 8 * _MIB, what="the first reservation")
             wait_until(lambda: _total(broker, "waiting_for_memory") == 4,
                        what="the requests beyond the pool waiting for memory")
             assert pool.used <= 10 * _MIB
@@ -326,3 +329,71 @@ def test_the_controller_fencer_survives_an_error_and_still_fences(tmp_path):
         assert failed and controller._fencer.failures == 1 and controller._fencer.is_alive()
     finally:
         controller.shutdown()
+
+
+# -- SASL: hashing off the network threads, guessing slowed per source ---------------------------
+
+
+def _sasl_call(s: socket.socket, api_key: int, version: int, correlation_id: int, body):
+    payload = b"".join(codec.encode_request(api_key, version, correlation_id, "t", body))
+    s.sendall(len(payload).to_bytes(4, "big") + payload)
+    return codec.decode_response(api_key, version, recv_frame(s))[1]
+
+
+def _plain_attempt(broker, user: str, password: str) -> int:
+    """One PLAIN authentication on a new connection; its error code."""
+    with connect(broker) as s:
+        assert _sasl_call(s, ApiKey.SASL_HANDSHAKE, 1, 1, {"mechanism": "PLAIN"})[
+            "error_code"] == 0
+        answer = _sasl_call(s, ApiKey.SASL_AUTHENTICATE, 1, 2,
+                            {"auth_bytes": f"\0{user}\0{password}".encode()})
+        return answer["error_code"]
+
+
+@pytest.fixture
+def sasl_broker():
+    with Broker({"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "num.network.threads": "1",
+                 "sasl.enabled.mechanisms": "PLAIN", "sasl.users": "alice:secret"}) as b:
+        yield b
+
+
+def test_a_password_check_does_not_stall_the_network_thread(sasl_broker, monkeypatch):
+    from kafkacore.broker.security import PlainCredential
+
+    checking, release = threading.Event(), threading.Event()
+    original = PlainCredential.matches
+
+    def slow_matches(self, password: str) -> bool:  # as a very slow hash would be
+        checking.set()
+        release.wait(30)
+        return original(self, password)
+
+    monkeypatch.setattr(PlainCredential, "matches", slow_matches)
+    answers: list[int] = []
+    attempt = threading.Thread(
+        target=lambda: answers.append(_plain_attempt(sasl_broker, "alice", "secret")))
+    attempt.start()
+    try:
+        assert checking.wait(10)
+        # The only network thread still answers others while the password is being checked.
+        with connect(sasl_broker, timeout_s=5) as s:
+            assert api_versions(s, 9)[1]["error_code"] == 0
+    finally:
+        release.set()
+        attempt.join(30)
+    assert answers == [0]
+
+
+def test_failed_attempts_slow_down_their_source(sasl_broker):
+    base_s = 0.1  # connection.failed.authentication.delay.ms
+    started = time.monotonic()
+    for _ in range(5):
+        failed = _plain_attempt(sasl_broker, "alice", "guess")
+        assert failed == errors.SaslAuthenticationFailedError.errno
+    elapsed = time.monotonic() - started
+    # Attempts 2..5 waited 0.1, 0.2, 0.4 and 0.8 s first (a lower bound: it cannot be faster).
+    assert elapsed >= base_s * (1 + 2 + 4 + 8)
+    executor = sasl_broker.socket_server.authentication_executor
+    assert executor.delayed >= 4 and executor.delay_of("127.0.0.1") > 0
+    # The right password from that source is accepted, after the wait.
+    assert _plain_attempt(sasl_broker, "alice", "secret") == 0
