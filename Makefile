@@ -1,6 +1,6 @@
 # kafkacore's two commands on a fresh machine:
 #   make demo   the main job: the flights pipeline (PySpark) into a 3-broker kafkacore cluster
-#   make test   the whole tox matrix (Python 3.10-3.13, spark, docs, lint)
+#   make test   the whole tox matrix (Python 3.10-3.13, spark, docs, lint), two lanes at a time
 # Both create what they need in .venv-tools; nothing is installed by hand.
 
 SHELL := /bin/bash
@@ -15,6 +15,8 @@ export PATH := $(if $(PYENV_BINS),$(PYENV_BINS):)$(PATH)
 
 .PHONY: test demo perf-demo dev docs lint bench clean
 
+TOX_ENVS := py312,py310,py311,py313,spark,docs,lint
+
 $(TOOLS)/.ok: pyproject.toml
 	$(PYTHON) -m venv $(TOOLS)
 	$(PY) -m pip install -q --upgrade pip
@@ -25,7 +27,9 @@ test: $(TOOLS)/.ok
 	@# kcat (Debian) is one of the clients that judge our broker; its tests skip where it cannot be installed.
 	@command -v kcat >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		(apt-get update -qq && apt-get install -y -qq kcat) >/dev/null 2>&1; } || echo "kcat not installed: its tests will be skipped"
-	$(TOOLS)/bin/tox run -e py310,py311,py312,py313,spark,docs,lint
+	@# Two environments at a time (each runs its tests on two pytest-xdist workers), the longest,
+	@# py312's full tier, first (tox.ini, TESTING.md).  A failed environment's output is printed.
+	$(TOOLS)/bin/tox run-parallel --parallel 2 --parallel-no-spinner -e $(TOX_ENVS)
 
 # A development environment: the package in editable mode with test and bench extras.
 .venv/.ok: pyproject.toml setup.py

@@ -54,11 +54,17 @@ directives = {
 if DEBUG:
     directives.update({"linetrace": True, "profile": True, "boundscheck": True})
 
+# Every core translates and compiles at once: cythonize on a thread per core, and build_ext's
+# own parallel compile (what ``-j`` sets), so a fresh build takes as long as its slowest module.
+CORES = os.cpu_count() or 1
+
 setup(
     ext_modules=cythonize(
         extensions,
         compiler_directives=directives,
         annotate=DEBUG,
         force=DEBUG,
+        nthreads=CORES,
     ),
+    options={"build_ext": {"parallel": CORES}},
 )

@@ -516,9 +516,15 @@ def run(
             try:
                 with Progress(spark, "write_to_kafka"):
                     summary = write_to_kafka(events, topic, producer_config(bootstrap))
-            finally:
-                # A failover under way finishes (the broker restarted, back in the ISR).
-                failed_over = failover.stop() if failover is not None else None
+            except BaseException:
+                # Interrupted (Ctrl-C) or failed: no waiting for a failover under way; closing
+                # the cluster stops every broker, and a broker restarted meanwhile ends with
+                # this process (docs/broker/lifeline.rst).
+                if failover is not None:
+                    failover.stop(timeout_s=0)
+                raise
+            # A failover under way finishes (the broker restarted, back in the ISR).
+            failed_over = failover.stop() if failover is not None else None
             events.unpersist()
         print(f"  {summary}")
     finally:

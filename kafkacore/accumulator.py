@@ -29,7 +29,7 @@ from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 from kafkacore.partitioner import BuiltInPartitioner
 
 if TYPE_CHECKING:
-    from kafkacore.idempotence import TransactionManager
+    from kafkacore.transaction_manager import TransactionManager
 
 TopicPartition = tuple  # (topic: str, partition: int)
 
@@ -502,6 +502,31 @@ class RecordAccumulator:
             else:
                 never_sent += b.record_count
         return never_sent, unknown
+
+    def has_incomplete(self) -> bool:
+        """Whether any batch is not yet acknowledged or failed (queued or in flight)."""
+        with self._incomplete_lock:
+            return bool(self._incomplete)
+
+    def abort_undrained_batches(self, exception: BaseException, queued_retries: bool = False
+                                ) -> None:
+        """Fail the batches never sent (no sequence yet): their transaction is being aborted
+        (Java's ``abortUndrainedBatches``).  With ``queued_retries``, also those queued for a
+        retry (a fatal error: they will never be sent).  Batches in flight finish with their
+        answers."""
+        with self._incomplete_lock:
+            batches = list(self._incomplete)
+        for batch in batches:
+            pq = self.batches.get((batch.topic, batch.partition))
+            if pq is None:
+                continue
+            with pq:
+                if (batch.base_sequence >= 0 and not queued_retries) or batch not in pq.batches:
+                    continue
+                batch.abort_record_appends()
+                pq.batches.remove(batch)
+            batch.abort(exception)
+            self.deallocate(batch)
 
     def abort_incomplete_batches(self, exception: BaseException) -> None:
         """Fail every batch not yet done (a forced close or a fatal error)."""

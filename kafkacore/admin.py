@@ -101,4 +101,3 @@ def refresh_metadata(client: NetworkClient, deadline: int) -> Cluster:
             raise errors.KafkaTimeoutError("no metadata from the cluster in time")
         client.poll(min(remaining, 100))
     return metadata.fetch()
-

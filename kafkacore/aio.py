@@ -117,6 +117,9 @@ class AIOKafkaProducer:
         order; a send that is cancelled while it waits may still queue its record.
         """
         producer = self._started()
+        txn = producer._transactional
+        if txn is not None and not txn.sending_allowed:
+            txn.fail_if_not_ready_for_send()
         if producer._interceptors:
             topic, value, key, partition, timestamp_ms, headers = producer._on_send(
                 topic, value, key, partition, timestamp_ms, headers)
@@ -195,6 +198,41 @@ class AIOKafkaProducer:
         producer = self._started()
         await asyncio.get_running_loop().run_in_executor(self._workers, producer.flush, timeout)
 
+    # -- transactions -----------------------------------------------------------------------
+    # Those of KafkaProducer, each awaited in a worker thread (aiokafka's names where it has
+    # them: ``transaction()`` is aiokafka's ``async with`` block).
+
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        """See :meth:`KafkaProducer.init_transactions <kafkacore.producer.KafkaProducer.init_transactions>`."""
+        await self._in_worker(self._started().init_transactions, timeout)
+
+    async def begin_transaction(self) -> None:
+        """See :meth:`KafkaProducer.begin_transaction <kafkacore.producer.KafkaProducer.begin_transaction>`."""
+        self._started().begin_transaction()
+
+    async def send_offsets_to_transaction(
+        self, offsets: Any, group_metadata: Any, timeout: float | None = None
+    ) -> None:
+        """See :meth:`KafkaProducer.send_offsets_to_transaction <kafkacore.producer.KafkaProducer.send_offsets_to_transaction>`."""
+        await self._in_worker(
+            self._started().send_offsets_to_transaction, offsets, group_metadata, timeout)
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        """See :meth:`KafkaProducer.commit_transaction <kafkacore.producer.KafkaProducer.commit_transaction>`."""
+        await self._in_worker(self._started().commit_transaction, timeout)
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        """See :meth:`KafkaProducer.abort_transaction <kafkacore.producer.KafkaProducer.abort_transaction>`."""
+        await self._in_worker(self._started().abort_transaction, timeout)
+
+    def transaction(self) -> _Transaction:
+        """``async with producer.transaction():`` begins a transaction, commits it when the
+        block ends, or aborts it if the block raises (aiokafka's ``transaction()``)."""
+        return _Transaction(self)
+
+    async def _in_worker(self, call: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._workers, call, *args)
+
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition numbers of ``topic``, waiting for metadata up to ``max.block.ms``."""
         producer = self._started()
@@ -227,3 +265,25 @@ class AIOKafkaProducer:
         producer._sender.wakeup()
         raise _WouldBlock(topic)
 
+
+
+class _Transaction:
+    """The ``async with`` block of :meth:`AIOKafkaProducer.transaction`."""
+
+    def __init__(self, producer: AIOKafkaProducer) -> None:
+        self._producer = producer
+
+    async def __aenter__(self) -> AIOKafkaProducer:
+        await self._producer.begin_transaction()
+        return self._producer
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            await self._producer.commit_transaction()
+        else:
+            await self._producer.abort_transaction()

@@ -220,10 +220,14 @@ def _interceptors(value: Any) -> tuple[Any, ...]:
     return tuple(value)
 
 
-def _transactional_id(value: Any) -> None:
+def _transactional_id(value: Any) -> str | None:
     if value is None:
         return None
-    raise _Invalid("transactions are not supported yet")
+    if not isinstance(value, str):
+        raise _Invalid(f"a transactional id is a string, not {type(value).__name__}")
+    if not value:
+        raise _Invalid("an empty string is not a transactional id (None means none)")
+    return value
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -271,6 +275,50 @@ ALIASES = {
     "ssl.key.pem": "ssl.keystore.key",
     "sasl.mechanisms": "sasl.mechanism",
     "oauth_cb": "sasl.oauthbearer.token.provider",
+    "queue.buffering.max.ms": "linger.ms",
+    "message.timeout.ms": "delivery.timeout.ms",
+    "message.max.bytes": "max.request.size",
+    "compression.codec": "compression.type",
+    "request.required.acks": "acks",
+    "message.send.max.retries": "retries",
+    "topic.metadata.refresh.interval.ms": "metadata.max.age.ms",
+    "socket.send.buffer.bytes": "send.buffer.bytes",
+    "socket.receive.buffer.bytes": "receive.buffer.bytes",
+}
+
+#: librdkafka's names for a setting kafkacore has in another unit: name -> (ours, conversion).
+CONVERTED_ALIASES: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "queue.buffering.max.kbytes": ("buffer.memory", lambda kbytes: _int_range(0, INT_MAX)(
+        kbytes) * 1024),
+}
+
+#: Settings of other clients that kafkacore accepts and does not need: name -> why (logged).
+NOT_NEEDED = {
+    "api_version": "kafka-python's api_version is not needed: kafkacore asks each broker which "
+                   "versions it speaks (ApiVersions) and uses the newest both know",
+    "api.version.request": "kafkacore always asks brokers for their versions (ApiVersions)",
+}
+
+#: librdkafka (confluent-kafka) settings kafkacore has no counterpart for: name -> what to do.
+NO_COUNTERPART = {
+    "queue.buffering.max.messages": "KafkaProducer bounds what it holds in bytes "
+                                    "(buffer.memory); kafkacore.compat.confluent.Producer "
+                                    "takes this setting",
+    "batch.num.messages": "a batch is bounded in bytes (batch.size)",
+    "delivery.report.only.error": "a setting of confluent-kafka's Producer: use "
+                                  "kafkacore.compat.confluent.Producer",
+    "on_delivery": "pass it to send() (on_delivery=), or use kafkacore.compat.confluent.Producer",
+    "dr_cb": "pass it to send() (on_delivery=), or use kafkacore.compat.confluent.Producer",
+    "error_cb": "kafkacore logs client errors (logger 'kafkacore') and fails each record with "
+                "its own exception; kafkacore.compat.confluent.Producer takes error_cb",
+    "partitioner": "kafkacore partitions keys with murmur2 as Java does (librdkafka's "
+                   "murmur2_random); partitioner.class takes a custom one",
+    "socket.timeout.ms": "request.timeout.ms bounds each request",
+    "statistics.interval.ms": "read KafkaProducer.metrics() when you want them",
+    "stats_cb": "read KafkaProducer.metrics() when you want them",
+    "debug": "kafkacore logs through the logging module (logger 'kafkacore')",
+    "socket.keepalive.enable": "kafkacore's connections do not set SO_KEEPALIVE",
+    "enable.gapless.guarantee": "enable.idempotence already fails records rather than leave gaps",
 }
 
 
@@ -426,9 +474,12 @@ SETTINGS: tuple[Setting, ...] = (
     _row("interceptor.classes", (), "list",
          (_interceptors, "a list of objects with on_send and on_acknowledgement"),
          "Objects that see each record before it is sent and each acknowledgement."),
-    # not yet
-    _row("transactional.id", None, "string", (_transactional_id, "None"),
-         "Transactions are not supported yet; must stay unset."),
+    # transactions
+    _row("transactional.id", None, "string", (_transactional_id, "a non-empty string, or None"),
+         "Names the producer across restarts: enables transactions (and needs idempotence); "
+         "a new producer with the same id fences the old one."),
+    _row("transaction.timeout.ms", 60000, "int", _int(1),
+         "How long the coordinator lets a transaction stay open before it aborts it."),
 )
 # fmt: on
 
@@ -440,7 +491,6 @@ _BY_KEYWORD: dict[str, Setting] = {s.keyword: s for s in SETTINGS}
 # "unknown".  Whole families are matched by prefix.
 _JAVA_ONLY = (
     "client.dns.lookup",
-    "transaction.timeout.ms",
     "enable.metrics.push",
     "metrics.sample.window.ms",
     "metrics.num.samples",
@@ -465,6 +515,9 @@ def _suggest(key: str) -> str:
 
 
 def _unknown(key: str) -> ConfigError:
+    if key in NO_COUNTERPART:
+        return ConfigError(f"{key!r} is a librdkafka setting that kafkacore has no counterpart "
+                           f"for: {NO_COUNTERPART[key]}")
     if key in _JAVA_ONLY or key.startswith(_JAVA_ONLY_PREFIXES):
         return ConfigError(f"{key!r} is a Java producer setting that kafkacore does not support")
     return ConfigError(f"unknown setting {key!r}{_suggest(key)}")
@@ -482,12 +535,24 @@ class ProducerConfig(Mapping[str, Any]):
 
     def __init__(self, config: Mapping[str, Any] | None = None, **settings: Any) -> None:
         given: dict[str, Any] = {}
+        aliased: dict[str, str] = {}  # a setting given under another client's name: that name
         if config is not None:
             if not isinstance(config, Mapping):
                 raise ConfigError(f"config must be a dict of settings, not {type(config).__name__}")
             for key, value in config.items():
                 if not isinstance(key, str):
                     raise ConfigError(f"setting names are strings, not {key!r}")
+                if key in NOT_NEEDED:
+                    log.info("%s: ignored (%s)", key, NOT_NEEDED[key])
+                    continue
+                if key in CONVERTED_ALIASES:
+                    name, convert = CONVERTED_ALIASES[key]
+                    try:
+                        key, value = name, convert(value)
+                    except _Invalid as exc:
+                        raise ConfigError(f"invalid value {value!r} for {key!r} ({exc})") from None
+                if key in ALIASES:
+                    aliased[ALIASES[key]] = key
                 key = _canonical(key)
                 if key not in SETTINGS_BY_NAME:
                     raise _unknown(key)
@@ -495,6 +560,9 @@ class ProducerConfig(Mapping[str, Any]):
                     raise ConfigError(f"{key!r} given twice (under its own name and an alias)")
                 given[key] = value
         for keyword, value in settings.items():
+            if keyword in NOT_NEEDED:
+                log.info("%s: ignored (%s)", keyword, NOT_NEEDED[keyword])
+                continue
             setting = _BY_KEYWORD.get(keyword)
             if setting is None:
                 raise _unknown(keyword)
@@ -520,6 +588,7 @@ class ProducerConfig(Mapping[str, Any]):
                 ) from None
         self._values = values
         self._explicit = frozenset(given)
+        self._aliased = aliased
         self._cross_check()
 
     # -- the rules that tie settings together ------------------------------------------------
@@ -542,14 +611,32 @@ class ProducerConfig(Mapping[str, Any]):
                     f"{MAX_IN_FLIGHT_FOR_IDEMPOTENCE}"
                 )
             if conflicts:
+                if v["transactional.id"] is not None:
+                    raise ConfigError(
+                        "'transactional.id' is set, which needs idempotence, so "
+                        + " and ".join(conflicts))
                 if "enable.idempotence" in explicit:
                     raise ConfigError("'enable.idempotence' is true, so " + " and ".join(conflicts))
                 log.info("idempotence disabled: %s for the idempotent producer", conflicts)
                 v["enable.idempotence"] = False
 
+        # A transactional producer is an idempotent one (Java: "Cannot set a transactional.id
+        # without also enabling idempotence").
+        if v["transactional.id"] is not None and not v["enable.idempotence"]:
+            raise ConfigError("'transactional.id' is set, so 'enable.idempotence' must be true")
+
         # Delivery timeout (Java's configureDeliveryTimeout): a record must be allowed to linger
         # and then wait for one request, or it could expire before it was ever sent.
         floor = min(v["linger.ms"] + v["request.timeout.ms"], INT_MAX)
+        if (v["delivery.timeout.ms"] < floor and self._aliased.get("delivery.timeout.ms")
+                == "message.timeout.ms" and "request.timeout.ms" not in explicit
+                and v["delivery.timeout.ms"] > v["linger.ms"]):
+            # librdkafka's message.timeout.ms bounds a message's whole life, its requests'
+            # waits included: shorten the request timeout to fit, as librdkafka does.
+            v["request.timeout.ms"] = v["delivery.timeout.ms"] - v["linger.ms"]
+            log.info("request.timeout.ms lowered to %d to fit message.timeout.ms",
+                     v["request.timeout.ms"])
+            floor = v["delivery.timeout.ms"]
         if v["delivery.timeout.ms"] < floor:
             if "delivery.timeout.ms" in explicit:
                 raise ConfigError(

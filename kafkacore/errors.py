@@ -41,6 +41,11 @@ class IllegalStateError(KafkaError, RuntimeError):
     """An operation on an object in a state that forbids it (appending to a closed batch, ...)."""
 
 
+class TransactionAbortedError(KafkaError):
+    """The record's transaction was aborted before the record was sent (Java's
+    ``TransactionAbortedException``): the record was never written."""
+
+
 class CorruptRecordError(KafkaError, ValueError):
     """Bytes that are not a valid record batch: bad magic, CRC mismatch, truncated, bad varint."""
 

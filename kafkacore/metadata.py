@@ -243,6 +243,8 @@ class Metadata:
         self.metadata_max_idle_ms = metadata_max_idle_ms
         #: Sent in every MetadataRequest: may the broker create a topic we ask about?
         self.allow_auto_topic_creation = bool(allow_auto_topic_creation)
+        #: Ask for every topic of the cluster, not only ours (an admin's "list topics").
+        self.all_topics = False
 
         # Guards every field below except _cluster's *reads* (see the module docstring).
         self._lock = threading.Condition()
@@ -384,7 +386,8 @@ class Metadata:
             body = {
                 # add_topic validated each name; isascii() keeps the promise that no single
                 # topic can make the request unencodable for the others all the same.
-                "topics": [{"name": t} for t in list(self._topics) if t.isascii()],
+                "topics": None if self.all_topics else
+                [{"name": t} for t in list(self._topics) if t.isascii()],
                 "allow_auto_topic_creation": self.allow_auto_topic_creation,
                 "include_cluster_authorized_operations": False,
                 "include_topic_authorized_operations": False,
@@ -440,7 +443,7 @@ class Metadata:
             code = topic.get("error_code", 0)
             if name is None:  # Metadata v10+ may answer by topic id only; we ask by name.
                 continue
-            if name not in self._topics:
+            if name not in self._topics and not self.all_topics:
                 continue  # not ours (or expired while the request was in flight)
             if code:
                 topic_errors[name] = code
@@ -615,6 +618,7 @@ class Metadata:
         count = cluster.partition_count(topic)
         if count is not None and (partition is None or partition < count):
             return cluster, 0
+        answer = _Answer()
         while True:
             # Ask and wake the Sender before looking at the clock: with max.block.ms=0 the caller
             # gives up at once, but the next call must find the answer on its way (Java asks too).
@@ -624,16 +628,20 @@ class Metadata:
                 wakeup()
             remaining = max_wait_ms - int((time.monotonic() - start) * 1000)
             if remaining <= 0:
-                raise _missing(topic, partition, count, max_wait_ms, self.connection_report())
+                raise _missing(topic, partition, count, max_wait_ms, self.connection_report(),
+                               answer.reason)
             try:
                 self.await_update(version, remaining, topic)
             except errors.KafkaTimeoutError:
-                raise _missing(
-                    topic, partition, count, max_wait_ms, self.connection_report()) from None
+                raise _missing(topic, partition, count, max_wait_ms, self.connection_report(),
+                               answer.reason) from None
             cluster = self.fetch()
             count = cluster.partition_count(topic)
             if count is not None and (partition is None or partition < count):
                 return cluster, int((time.monotonic() - start) * 1000)
+            if answer.settled(cluster, topic, partition, count):
+                raise _missing(topic, partition, count, int((time.monotonic() - start) * 1000),
+                               self.connection_report(), answer.reason)
 
     def fatal_error(self, error: BaseException | None) -> None:
         """Set (or, with ``None``, clear) the error every metadata wait raises at once.
@@ -675,19 +683,52 @@ def validate_topic(topic: str) -> None:
     raise errors.for_code(INVALID_TOPIC_EXCEPTION)(f"topic {topic!r}: {reason}")
 
 
+#: How long the brokers must keep saying that a topic does not exist (or that a partition is out
+#: of its range) before a metadata wait gives up without waiting the rest of ``max.block.ms``:
+#: long enough for a topic just created to reach every broker, far shorter than 60 s.
+SETTLED_ANSWER_MS = 3000
+
+
+class _Answer:
+    """What the brokers keep answering about a topic a wait cannot find, and since when."""
+
+    def __init__(self) -> None:
+        self.reason = ""
+        self._since = 0.0
+
+    def settled(self, cluster: Cluster, topic: str, partition: int | None,
+                count: int | None) -> bool:
+        """Note the latest answer; True once the same "no" has stood for SETTLED_ANSWER_MS."""
+        if count is None and cluster.topic_errors.get(topic) == UNKNOWN_TOPIC_OR_PARTITION:
+            reason = ("the brokers answer UNKNOWN_TOPIC_OR_PARTITION: the topic does not exist, "
+                      "and they do not create topics on first use (auto.create.topics.enable)")
+        elif count is not None and partition is not None and partition >= count:
+            # Java's words for it, from KafkaProducer.partition().
+            reason = (f"Invalid partition given with record: {partition} is not in the range "
+                      f"[0...{count})")
+        else:
+            self.reason = ""
+            return False
+        if reason != self.reason:
+            self.reason, self._since = reason, time.monotonic()
+        return (time.monotonic() - self._since) * 1000 >= SETTLED_ANSWER_MS
+
+
 def _missing(
-    topic: str, partition: int | None, count: int | None, max_wait_ms: int, report: str = ""
+    topic: str, partition: int | None, count: int | None, waited_ms: int, report: str = "",
+    reason: str = "",
 ) -> Exception:
-    # Java's messages, then (ours) the brokers we could not reach and why: "not present in
-    # metadata" alone sends users looking at their topic when the broker is not there.
+    # Java's messages, then (ours) what the brokers said, or the brokers we could not reach and
+    # why: "not present in metadata" alone sends users looking in the wrong place.
+    said = f": {reason}." if reason else "."
     tried = f" Brokers tried: {report}." if report else ""
     if count is None or partition is None:
         return errors.KafkaTimeoutError(
-            f"Topic {topic} not present in metadata after {max_wait_ms} ms.{tried}"
+            f"Topic {topic} not present in metadata after {waited_ms} ms{said}{tried}"
         )
     return errors.KafkaTimeoutError(
         f"Partition {partition} of topic {topic} with partition count {count} is not present "
-        f"in metadata after {max_wait_ms} ms.{tried}"
+        f"in metadata after {waited_ms} ms{said}{tried}"
     )
 
 

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kafkacore.accumulator import RecordAccumulator
@@ -23,22 +23,26 @@ from kafkacore.core.appender import RecordAppender
 from kafkacore.core.batch import BatchFuture, FutureRecordMetadata, RecordMetadata
 from kafkacore.delivery import DeliveredMessage
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
-from kafkacore.idempotence import TransactionManager
 from kafkacore.metadata import Metadata
 from kafkacore.metrics import Metrics
 from kafkacore.network import sasl, tls
 from kafkacore.network.client import NetworkClient
 from kafkacore.sender import Sender
 from kafkacore.serialization import adapt_serializer
+from kafkacore.transaction_manager import ConsumerGroupMetadata, TransactionManager
 
 log = logging.getLogger("kafkacore")
 
-#: A record's headers: (name, value) pairs; a value may be None.
-Headers = Iterable[tuple[str, bytes | bytearray | memoryview | None]]
-#: ``callback(metadata, exception)``: exactly one of the two is None.
-SendCallback = Callable[[RecordMetadata | None, BaseException | None], object]
+#: A record's headers: (name, value) pairs, or a mapping of name to value as confluent-kafka
+#: takes them; a value may be None, and a str value is sent as UTF-8.
+Headers = (Iterable[tuple[str, str | bytes | bytearray | memoryview | None]]
+           | Mapping[str, str | bytes | bytearray | memoryview | None])
+#: ``callback(metadata, exception)``: exactly one of the two is None.  Records fail with an
+#: ``Exception`` (a :class:`~kafkacore.errors.KafkaError`), so a callback annotated
+#: ``Exception | None`` type-checks, and so does one annotated ``BaseException | None``.
+SendCallback = Callable[[RecordMetadata | None, Exception | None], object]
 #: confluent-kafka's ``on_delivery(err, msg)``.
-DeliveryCallback = Callable[[BaseException | None, DeliveredMessage], object]
+DeliveryCallback = Callable[[Exception | None, DeliveredMessage], object]
 
 _client_ids = itertools.count(1)
 
@@ -112,7 +116,11 @@ class KafkaProducer:
         # batch.size=0 (Java: no batching) still needs a positive poolable size.
         self._pool = BufferPool(cfg["buffer.memory"], max(cfg["batch.size"], 1))
         idempotent = cfg["enable.idempotence"]
-        self._transaction_manager = TransactionManager() if idempotent else None
+        self._transaction_manager = TransactionManager(
+            cfg["transactional.id"], cfg["transaction.timeout.ms"]) if idempotent else None
+        # A transactional producer's TransactionManager, for send()'s one per-record test
+        # (Java's failIfNotReadyForSend); None otherwise.
+        self._transactional = self._transaction_manager if cfg["transactional.id"] is not None else None
         codec = cfg["compression.type"]
         self._accumulator = RecordAccumulator(
             batch_size=cfg["batch.size"],
@@ -232,6 +240,9 @@ class KafkaProducer:
         ``value()``, see :class:`~kafkacore.delivery.DeliveredMessage`), and ``timestamp_ms`` is
         kafka-python's name for ``timestamp``.
         """
+        txn = self._transactional
+        if txn is not None and not txn.sending_allowed:
+            txn.fail_if_not_ready_for_send()
         if on_delivery is not None or timestamp_ms is not None:
             callback, timestamp = _other_clients(
                 topic, value, key, timestamp, headers, callback, on_delivery, timestamp_ms)
@@ -267,6 +278,9 @@ class KafkaProducer:
         acknowledged or failed, to a :class:`~kafkacore.core.BatchResult` with each row's
         partition, offset and error.
         """
+        txn = self._transactional
+        if txn is not None and not txn.sending_allowed:
+            txn.fail_if_not_ready_for_send()
         return self._appender.append_columns(topic, values, keys, partitions, timestamps, headers)
 
     def _wait_on_metadata(
@@ -307,7 +321,7 @@ class KafkaProducer:
     def _with_acknowledgement(self, callback: SendCallback | None) -> SendCallback:
         interceptors = self._interceptors
 
-        def acknowledged(metadata: RecordMetadata | None, exception: BaseException | None) -> None:
+        def acknowledged(metadata: RecordMetadata | None, exception: Exception | None) -> None:
             for interceptor in interceptors:
                 try:
                     interceptor.on_acknowledgement(metadata, exception)
@@ -317,6 +331,67 @@ class KafkaProducer:
                 callback(metadata, exception)
 
         return acknowledged
+
+    # -- transactions (Java's KafkaProducer, KIP-98) -----------------------------------------
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register ``transactional.id`` with its coordinator, once, before the first
+        transaction: get a producer id and a new epoch, which fences any older producer with
+        the same id, and have the coordinator finish what such a producer left open.
+
+        Every transactional call takes ``timeout`` in seconds (default ``max.block.ms``); past
+        it, :class:`~kafkacore.errors.KafkaTimeoutError`, and the same call made again waits
+        for the same request.
+        """
+        self._await_transactional(self._txn().initialize_transactions(), timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: records sent from now until commit or abort belong to it."""
+        self._txn().begin_transaction()
+
+    def send_offsets_to_transaction(
+        self, offsets: Any, group_metadata: Any, timeout: float | None = None
+    ) -> None:
+        """Commit a consumer group's offsets as part of the transaction (consume-transform-
+        produce): they count only if it commits.
+
+        ``offsets``: a dict ``{TopicPartition or (topic, partition): offset}`` (the offset of the
+        next record to read; an ``OffsetAndMetadata`` or ``(offset, metadata)`` also do), or
+        confluent-kafka's list of ``TopicPartition`` with offsets (``consumer.position(...)``).
+        ``group_metadata``: :class:`~kafkacore.transaction_manager.ConsumerGroupMetadata`,
+        confluent-kafka's ``consumer.consumer_group_metadata()``, kafka-python's
+        ``consumer.group_metadata()``, or a group id.
+        """
+        group = ConsumerGroupMetadata.of(group_metadata)
+        result = self._txn().send_offsets_to_transaction(_offsets(offsets), group)
+        self._await_transactional(result, timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit: every record of the transaction is sent and acknowledged first,
+        then the coordinator writes the commit markers.  An error that failed the transaction
+        raises here; :meth:`abort_transaction` is then the way on."""
+        self._await_transactional(self._txn().begin_commit(), timeout)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort: records not yet sent fail with
+        :class:`~kafkacore.errors.TransactionAbortedError`, what was written is marked aborted,
+        and read_committed consumers never see it."""
+        self._await_transactional(self._txn().begin_abort(), timeout)
+
+    def _txn(self) -> TransactionManager:
+        if self._closed:
+            raise IllegalStateError("the producer is closed")
+        tm = self._transaction_manager
+        if tm is None or tm.transactional_id is None:
+            raise IllegalStateError(
+                "transactional method called on a producer without a transactional.id")
+        return tm
+
+    def _await_transactional(self, result: Any, timeout: float | None) -> None:
+        if threading.current_thread() is self._sender.thread:
+            raise IllegalStateError("a transactional call from a callback would wait for itself")
+        self._sender.wakeup()
+        result.await_(self._max_block_ms / 1000 if timeout is None else timeout)
 
     # -- flush, close, questions ------------------------------------------------------------
 
@@ -479,6 +554,38 @@ __all__ = ["KafkaProducer"]
 _FORK_SHADOWED = ("send", "send_batch", "flush", "partitions_for", "metrics")
 
 
+def _offsets(offsets: Any) -> dict[tuple[str, int], tuple[int, str | None, int]]:
+    """send_offsets_to_transaction's offsets in every client's shape, as
+    (topic, partition) -> (offset, metadata, leader epoch)."""
+    if isinstance(offsets, dict):
+        items = list(offsets.items())
+    else:  # confluent-kafka: TopicPartition objects that carry their offsets
+        items = [((tp.topic, tp.partition), tp) for tp in offsets]
+    out: dict[tuple[str, int], tuple[int, str | None, int]] = {}
+    for tp, value in items:
+        if isinstance(tp, tuple):
+            topic, partition = tp[0], tp[1]
+        else:
+            topic, partition = tp.topic, tp.partition
+        metadata, epoch = None, -1
+        if isinstance(value, int) and not isinstance(value, bool):
+            offset = value
+        elif isinstance(value, tuple) and not hasattr(value, "offset"):
+            offset, metadata = value[0], value[1] if len(value) > 1 else None
+        else:  # OffsetAndMetadata (kafka-python) or TopicPartition (confluent-kafka)
+            offset = value.offset
+            metadata = getattr(value, "metadata", None)
+            leader_epoch = getattr(value, "leader_epoch", None)
+            epoch = -1 if leader_epoch is None else leader_epoch
+        if not isinstance(topic, str) or not isinstance(partition, int) or not isinstance(
+                offset, int) or offset < 0:
+            raise ValueError(f"not a partition and an offset to commit: {tp!r} -> {value!r}")
+        out[(topic, partition)] = (offset, metadata, epoch)
+    if not out:
+        raise ValueError("no offsets to send")
+    return out
+
+
 def _other_clients(
     topic: str, value: Any, key: Any, timestamp: int | None, headers: Any,
     callback: SendCallback | None, on_delivery: DeliveryCallback | None,
@@ -498,7 +605,7 @@ def _other_clients(
         deliver = on_delivery
 
         def confluent_order(
-            metadata: RecordMetadata | None, exception: BaseException | None
+            metadata: RecordMetadata | None, exception: Exception | None
         ) -> None:
             deliver(exception, DeliveredMessage(topic, key, value, headers, metadata, exception))
 

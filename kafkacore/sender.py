@@ -4,6 +4,10 @@ One loop (``run_once``) does, in order (as Java's ``Sender.runOnce``):
 
 1. with idempotence, make sure we have a producer id (InitProducerId), and start over under a
    new epoch the partitions whose sequences the broker and we no longer agree on (KIP-360);
+   with transactions, send the transaction manager's next request to its coordinator instead
+   (FindCoordinator first if need be; InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
+   TxnOffsetCommit, EndTxn), one at a time, and send no data while one is in flight, as Java's
+   ``maybeSendAndPollTransactionalRequest`` does;
 2. ask the accumulator which leaders have a sendable batch (``ready``); ask for metadata for
    topics whose leader is unknown;
 3. keep only the leaders the network client can send to now (connecting the others);
@@ -26,9 +30,12 @@ from typing import Any
 
 from kafkacore.accumulator import RecordAccumulator
 from kafkacore.errors import (
+    ClusterAuthorizationFailedError,
     IllegalStateError,
     KafkaError,
     KafkaTimeoutError,
+    TransactionAbortedError,
+    TransactionalIdAuthorizationFailedError,
     for_code,
 )
 from kafkacore.metadata import Node, TopicPartition
@@ -43,6 +50,9 @@ MESSAGE_TOO_LARGE = 10
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 DUPLICATE_SEQUENCE_NUMBER = 46
 UNKNOWN_PRODUCER_ID = 59
+#: InitProducerId errors no retry cures: the producer fails every batch with them.
+_FATAL_INIT_ERRORS = frozenset({ClusterAuthorizationFailedError.errno,
+                                TransactionalIdAuthorizationFailedError.errno})
 # Errors that mean our view of the leaders is stale.
 NOT_LEADER_OR_FOLLOWER = 6
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -90,6 +100,14 @@ class Sender:
         # A broker that answered an epoch bump (InitProducerId with our id) with an error:
         # later bumps ask for a new producer id instead.
         self._bump_refused = False
+        #: An error no retry can cure (the broker refused us a producer id: ACLs), after
+        #: which every batch fails with it, as Java's TransactionManager's fatal state.
+        self._fatal_error: KafkaError | None = None
+        # Transactions: the coordinator request in flight, a FindCoordinator in flight, and
+        # whether we started a flush for a commit or an abort.
+        self._txn_in_flight: Any = None
+        self._find_coordinator_in_flight = False
+        self._txn_flushing = False
         self._running = True
         self._force_close = False
         self.thread: threading.Thread | None = None
@@ -150,15 +168,23 @@ class Sender:
         now = clock_ms()
         tm = self.transaction_manager
         if tm is not None:
-            if not tm.has_producer_id():
+            if tm.transactional_id is not None:
+                if self._maybe_send_transactional_request(now):
+                    self.client.poll(self.accumulator.retry_backoff_ms, clock_ms())
+                    return
+            elif not tm.has_producer_id() and self._fatal_error is None:
                 self._maybe_init_producer_id(now)
             else:
                 self._maybe_rewrite_sequences(now)
         timeout = self._send_producer_data(now)
+        if tm is not None and tm.transactional_id is not None:
+            # Partitions the drain just found go out in AddPartitionsToTxn at once; a request
+            # waiting out a back-off goes when it ends.
+            timeout = min(timeout, tm.next_request_delay_ms(now))
         self.client.poll(timeout, clock_ms())
 
     def _send_producer_data(self, now: int) -> int:
-        fatal = getattr(self.client, "authentication_error", None)
+        fatal = getattr(self.client, "authentication_error", None) or self._fatal_error
         if fatal is not None:
             # Credentials or TLS refused: nothing queued can be sent, so every batch fails now
             # with the error, instead of expiring at delivery.timeout.ms (Java's Sender does
@@ -211,10 +237,13 @@ class Sender:
                 if batch.final_state is None and batch.has_reached_delivery_timeout(
                     self.delivery_timeout_ms, now
                 ):
+                    error = self._expiry_error(batch, now)
                     if tm is not None:
                         tm.mark_unresolved(tp, batch)
+                        if tm.transactional_id is not None:
+                            tm.maybe_transition_to_error_state(error)
                     self._record_error(batch)
-                    batch.done(-1, -1, self._expiry_error(batch, now))
+                    batch.done(-1, -1, error)
 
     def _expiry_error(self, batch, now: int) -> KafkaTimeoutError:
         return KafkaTimeoutError(
@@ -232,8 +261,9 @@ class Sender:
             by_topic.setdefault(batch.topic, []).append(
                 {"index": batch.partition, "records": batch.records()}
             )
+        tm = self.transaction_manager
         body = {
-            "transactional_id": None,
+            "transactional_id": tm.transactional_id if tm is not None else None,
             "acks": self.acks,
             "timeout_ms": self.request_timeout_ms,
             "topic_data": [{"name": t, "partition_data": p} for t, p in by_topic.items()],
@@ -395,6 +425,9 @@ class Sender:
 
     def _fail_batch(self, batch, error: BaseException, now: int) -> None:
         tp = (batch.topic, batch.partition)
+        tm = self.transaction_manager
+        if tm is not None and tm.transactional_id is not None:
+            tm.maybe_transition_to_error_state(error)  # the transaction cannot commit now
         self._finish(batch, tp)
         self._record_error(batch)
         batch.done(-1, -1, error)
@@ -479,6 +512,13 @@ class Sender:
                 log.info("the broker refused to bump the producer epoch (%s); asking for a new "
                          "producer id", reason)
                 return
+            if body is not None and body["error_code"] in _FATAL_INIT_ERRORS:
+                # Not allowed to produce at all (Java: ClusterAuthorizationException is fatal).
+                self._fatal_error = for_code(body["error_code"])(
+                    "InitProducerId refused: this principal may not produce idempotently "
+                    "(IDEMPOTENT_WRITE on the cluster or WRITE on a topic is needed)")
+                log.error("%s", self._fatal_error)
+                return
             log.warning("InitProducerId failed (%s); retrying", reason)
             self._init_pid_backoff_until = clock_ms() + self.accumulator.retry_backoff_ms
             return
@@ -487,3 +527,105 @@ class Sender:
             log.info("producer id %s epoch %s -> producer id %s epoch %s (KIP-360)",
                      tm.producer_id, tm.producer_epoch, body["producer_id"], body["producer_epoch"])
         tm.set_producer_id(body["producer_id"], body["producer_epoch"])
+
+    # -- transactions -------------------------------------------------------------------------
+
+    def _maybe_send_transactional_request(self, now: int) -> bool:
+        """Send the transaction manager's next request; True while one is in flight (or we
+        wait for its coordinator), when no data may be sent."""
+        tm = self.transaction_manager
+        if tm.has_fatal_error():
+            # Fenced or unauthorized: nothing queued can ever be sent.  Batches in flight end
+            # with their answers (their bytes may still be on their way to the socket).
+            self.accumulator.abort_undrained_batches(tm.last_error, queued_retries=True)
+            return True
+        if self._txn_in_flight is not None or self._find_coordinator_in_flight:
+            return True
+        if tm.has_abortable_error() or tm.is_aborting():
+            # What was never sent is not sent now: its records fail with TransactionAbortedError.
+            tm.abort_pending_partitions()
+            self.accumulator.abort_undrained_batches(TransactionAbortedError(
+                "the transaction was aborted before this record was sent"
+                + (f" (after {tm.last_error!r})" if tm.last_error is not None else "")))
+        completing = tm.is_completing()
+        if completing and not self._txn_flushing:
+            # Commit = flush + EndTxn: every batch goes now, and EndTxn waits for their answers.
+            self.accumulator.begin_flush()
+            self._txn_flushing = True
+        elif not completing and self._txn_flushing:
+            self.accumulator.end_flush()
+            self._txn_flushing = False
+        request = tm.next_request(self.accumulator.has_incomplete(), now)
+        if request is None:
+            return False
+        node = tm.coordinator if request.group_id is None else tm.group_coordinators.get(
+            request.group_id)
+        if node is None:
+            tm.retry(request, 0, now)
+            return self._find_coordinator(request.group_id, now)
+        if not self.client.ready(node, now):
+            if self.client.connection_failed(node):
+                tm.lookup_coordinator(request)
+                self.metadata.request_update()
+            tm.retry(request, 0 if not self.client.connection_failed(node)
+                     else self.accumulator.retry_backoff_ms, now)
+            return True
+        if request.group_id is None:
+            version = self.client.api_version(node, ApiKey.INIT_PRODUCER_ID) or 0
+            tm.coordinator_supports_bump = version >= 3
+        self._txn_in_flight = request
+
+        def on_response(response, request=request):
+            self._txn_in_flight = None
+            done = clock_ms()
+            if response.error is not None or response.body is None:
+                log.debug("%s to the coordinator failed: %s", request.api_key.name,
+                          response.error)
+                tm.lookup_coordinator(request)
+                tm.retry(request, self.accumulator.retry_backoff_ms, done)
+                return
+            tm.handle_response(request, response.body, done, self.accumulator.retry_backoff_ms)
+
+        self.client.send(node, request.api_key, request.body(), callback=on_response,
+                         now_ms=now)
+        return True
+
+    def _find_coordinator(self, group_id: str | None, now: int) -> bool:
+        """FindCoordinator for our transactional id (key type 1) or for a group (key type 0),
+        to the least loaded broker."""
+        node = self.client.least_loaded_node(now)
+        if node is None or not self.client.ready(node, now):
+            return True
+        tm = self.transaction_manager
+        key = tm.transactional_id if group_id is None else group_id
+        key_type = 1 if group_id is None else 0
+        version = self.client.api_version(node, ApiKey.FIND_COORDINATOR) or 0
+        if version >= 4:
+            body = {"key_type": key_type, "coordinator_keys": [key]}
+        else:
+            body = {"key": key, "key_type": key_type}
+        self._find_coordinator_in_flight = True
+
+        def on_response(response):
+            self._find_coordinator_in_flight = False
+            body = response.body
+            if response.error is not None or body is None:
+                return  # the next loop asks again
+            answer = body["coordinators"][0] if "coordinators" in body else body
+            code = answer["error_code"]
+            if code != NONE:
+                error = for_code(code)(answer.get("error_message"))
+                if not error.retriable:
+                    # Not allowed to use the id, or a group we may not read: fatal, as in Java.
+                    tm.transition_to_fatal_error(error)
+                log.debug("FindCoordinator for %r: %s", key, error)
+                return
+            if self.metadata.cluster.node(answer["node_id"]) is None:
+                self.metadata.request_update()  # a broker we have not heard of yet
+            if group_id is None:
+                tm.coordinator = answer["node_id"]
+            else:
+                tm.group_coordinators[group_id] = answer["node_id"]
+
+        self.client.send(node, ApiKey.FIND_COORDINATOR, body, callback=on_response, now_ms=now)
+        return True

@@ -1,12 +1,17 @@
-"""Session-wide test machinery.
+"""Session-wide test machinery (TESTING.md describes the suite, its markers and its tiers).
 
 The suite refuses to run against anything but the compiled core (docs/design.rst, principle 3).
 """
 
+from __future__ import annotations
+
 import importlib
 import importlib.machinery
+import os
+import socket
 
 import pytest
+from support.topics import new_topic
 
 
 def _check_compiled():
@@ -23,19 +28,35 @@ def pytest_sessionstart(session):
     _check_compiled()
 
 
-# -- the broker ---------------------------------------------------------------------------------
-# One real tansu broker per test session (TESTING.md).  Tests that kill it (fault tests) leave it
-# dead; the `broker` fixture notices and restarts it on the same port, so later tests still get
-# a live broker.  Memory storage: a restart forgets every topic, so tests create their own topics
-# through `make_topic` and never rely on another test's.
+# -- markers and pytest-xdist ---------------------------------------------------------------------
+# Under ``pytest -n N --dist loadgroup`` each worker has its own session, so its own session
+# brokers.  A module's tests stay on one worker, in order: they share module-scoped brokers and
+# some (a fuzz's follow-up, a cluster broken then checked whole) read what an earlier one left.
+# Every test marked ``cluster`` goes to one worker, so the multi-process clusters (and the
+# session's ``cluster``) never run two at a time on a 2-core machine.
 
-import itertools  # noqa: E402
-import os  # noqa: E402
-import uuid  # noqa: E402
+BROKER_FIXTURES = frozenset({"_local_broker", "kafka_broker"})
+
+
+def pytest_collection_modifyitems(config, items):
+    grouped = config.pluginmanager.hasplugin("xdist")
+    for item in items:
+        if BROKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.broker)
+        if grouped:
+            group = "cluster" if item.get_closest_marker("cluster") else item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+# -- the broker ---------------------------------------------------------------------------------
+# One real broker of each kind per test session (per xdist worker).  Tests that kill it (fault
+# tests) leave it dead; the `broker` fixture notices and restarts it on the same port, so later
+# tests still get a live broker.  Memory storage: a restart forgets every topic, so tests create
+# their own topics through `make_topic` and never rely on another test's.
 
 # The producer's end-to-end tests run against both brokers: tansu (nobody here wrote it) and our
 # own (kafkacore.broker, a child process).  KAFKACORE_TEST_BROKERS picks the kinds, comma-separated
-# (both by default, in every tox env: our broker's pass adds well under a minute per interpreter).
+# (both by default; tox.ini says which interpreter runs which).
 BROKER_KINDS = tuple(
     kind.strip()
     for kind in os.environ.get("KAFKACORE_TEST_BROKERS", "tansu,kafkacore").split(",")
@@ -73,18 +94,12 @@ def bootstrap(broker):
     return broker.bootstrap
 
 
-_topic_counter = itertools.count()
-
-
 @pytest.fixture
 def make_topic(bootstrap):
     """``make_topic(partitions=3) -> name``: create a fresh, uniquely named topic."""
-    from kafkacore.admin import create_topics
 
     def make(partitions: int = 3, prefix: str = "t") -> str:
-        name = f"{prefix}-{next(_topic_counter)}-{uuid.uuid4().hex[:8]}"
-        create_topics(bootstrap, {name: partitions})
-        return name
+        return new_topic(bootstrap, partitions, prefix=prefix)
 
     return make
 
@@ -93,3 +108,25 @@ def make_topic(bootstrap):
 def topic(make_topic):
     """A fresh topic with 3 partitions."""
     return make_topic(3)
+
+
+@pytest.fixture
+def cluster(kafka_cluster):
+    """The session's 3-broker cluster: kafkacore.testing's ``kafka_cluster``, with the settings
+    of ``kafkacore_cluster_config`` in pyproject.toml; brokers a test killed, paused or cut off
+    are brought back, and faults switched off, after it.  Tests that use it are marked
+    ``cluster``."""
+    return kafka_cluster
+
+
+@pytest.fixture
+def closed_port():
+    """A loopback port where connections are refused, for as long as the test runs.
+
+    The socket is bound but never listens: a connection to it is refused, and the port stays
+    ours, so no other process (another xdist worker's broker) can be given it meanwhile, as it
+    could be between closing a probe socket and using its port.
+    """
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]

@@ -8,7 +8,6 @@ memory: another task counts its turns while the send is pending, and the test ch
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import pytest
 from readback import read_confluent
@@ -16,8 +15,6 @@ from readback import read_confluent
 from kafkacore.aio import AIOKafkaProducer
 from kafkacore.core import FutureRecordMetadata, RecordMetadata
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
-
-pytestmark = pytest.mark.broker
 
 
 async def _turns_while_pending(task: asyncio.Task, turns: int) -> int:
@@ -97,10 +94,8 @@ def test_the_loop_runs_while_send_waits_for_memory(bootstrap, make_topic):
     assert [c.value for c in consumed] == [b"after the wait", b"next"]
 
 
-def test_the_loop_runs_while_send_waits_for_metadata():
-    with socket.socket() as s:  # a loopback port nobody listens on: metadata never comes
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def test_the_loop_runs_while_send_waits_for_metadata(closed_port):
+    port = closed_port  # nobody listens there: metadata never comes
 
     async def main():
         producer = AIOKafkaProducer(bootstrap_servers=f"127.0.0.1:{port}", max_block_ms=60_000)
@@ -116,10 +111,8 @@ def test_the_loop_runs_while_send_waits_for_metadata():
     asyncio.run(main())
 
 
-def test_send_times_out_after_max_block_ms_without_a_broker():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def test_send_times_out_after_max_block_ms_without_a_broker(closed_port):
+    port = closed_port
 
     async def main():
         async with AIOKafkaProducer(bootstrap_servers=f"127.0.0.1:{port}",

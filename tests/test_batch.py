@@ -5,12 +5,10 @@ back with our reader (iter_records) and with kafka-python's, which we did not wr
 """
 
 import concurrent.futures
-import dis
 import gc
 import logging
 import pickle
 import signal
-import sys
 import threading
 import time
 import weakref
@@ -19,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
+from waits import wait_until_inside_call
 
 from kafkacore.core.batch import FutureRecordMetadata, ProducerBatch, RecordMetadata
 from kafkacore.core.records import MemoryRecordsBuilder, estimate_size_upper_bound, iter_records
@@ -27,57 +26,6 @@ from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 TOPIC = "events"
 PARTITION = 3
 CREATED_MS = 1_700_000_000_000
-
-
-# Opcodes that call, and that load the method to call (names from Python 3.10 to 3.13).
-_CALL_OPNAMES = frozenset(
-    {"CALL", "CALL_KW", "PRECALL", "CALL_FUNCTION", "CALL_FUNCTION_KW", "CALL_METHOD"}
-)
-_LOAD_METHOD_OPNAMES = frozenset({"LOAD_METHOD", "LOAD_ATTR"})
-
-
-def _calling(frame, method):
-    """Whether ``frame`` is stopped on a call of ``.<method>(...)`` (arguments without calls)."""
-    before = [i for i in dis.get_instructions(frame.f_code) if i.offset <= frame.f_lasti]
-    if not before or before[-1].offset != frame.f_lasti or before[-1].opname not in _CALL_OPNAMES:
-        return False
-    for instruction in reversed(before[:-1]):
-        if instruction.opname in _LOAD_METHOD_OPNAMES:
-            return instruction.argval == method
-        if instruction.opname in _CALL_OPNAMES and instruction.opname != "PRECALL":
-            return False  # another call came after the last method load
-    return False
-
-
-def _on_stack(frame, function):
-    while frame is not None:
-        if frame.f_code is function.__code__:
-            return True
-        frame = frame.f_back
-    return False
-
-
-def wait_until_inside_call(thread, method, bound_s=10.0, within=()):
-    """Return once ``thread`` is inside its ``.<method>(...)`` call; fail after ``bound_s``.
-
-    With ``within`` (Python functions), the call must be made from inside each of them.
-
-    Nothing on the future counts the threads in ``result()`` (its latch is a bare lock, and
-    ``_waiters`` holds concurrent.futures waiters only), so look at the thread's stack.  The
-    compiled future has no Python frame of its own, so the thread's innermost frame is its
-    caller's, stopped on the call instruction while the call runs (the wait inside releases the
-    GIL, which is when this thread gets to look).  Seeing it there, with nothing returned yet,
-    shows the thread waits inside the call rather than taking a path for a done future.
-    """
-    deadline = time.monotonic() + bound_s
-    while True:
-        frame = sys._current_frames().get(thread.ident)
-        if frame is not None and _calling(frame, method):
-            if all(_on_stack(frame, function) for function in within):
-                return
-        assert thread.is_alive(), f"the thread ended without blocking in {method}()"
-        assert time.monotonic() < deadline, f"the thread never blocked in {method}()"
-        time.sleep(0.001)
 
 
 def make_batch(capacity=16384, created_ms=CREATED_MS, **builder_args):

@@ -13,6 +13,7 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from waits import wait_until
 
 from kafkacore.core.buffer_pool import BufferPool, BufferPoolStatistics
 from kafkacore.core.bytestream import ByteBufferOutputStream
@@ -32,14 +33,6 @@ def books_balance(pool):
     assert s.available_memory == s.unallocated_memory + s.free_buffers * s.poolable_size
     assert s.available_memory + s.allocated_memory + s.reserved_memory == s.total_memory
     return s
-
-
-def wait_until(predicate, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.002)
 
 
 class Waiter(threading.Thread):
@@ -71,7 +64,7 @@ def start_waiters(pool, sizes, max_ms=10_000, order=None):
         w = Waiter(pool, size, max_ms, order)
         w.name = f"w{i}"
         w.start()
-        wait_until(lambda before=before: pool.queued() == before + 1)
+        wait_until(lambda before=before: pool.queued() == before + 1, "one more waiter queued")
         waiters.append(w)
     return waiters
 
@@ -398,9 +391,9 @@ def test_keyboard_interrupt_while_waiting_gives_back_the_memory():
     a, b = pool.allocate(500, 0), pool.allocate(500, 0)
 
     def interrupter():
-        wait_until(lambda: pool.queued() == 1)
+        wait_until(lambda: pool.queued() == 1, "a waiter queued")
         pool.deallocate(a)  # the main thread's wait sets these 500 bytes aside
-        wait_until(lambda: pool.statistics().reserved_memory == 500)
+        wait_until(lambda: pool.statistics().reserved_memory == 500, "500 bytes set aside")
         _thread.interrupt_main()
 
     t = threading.Thread(target=interrupter, daemon=True)

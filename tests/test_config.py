@@ -67,6 +67,7 @@ KAFKA4_DEFAULTS = {
     "value.serializer": None,
     "interceptor.classes": (),
     "transactional.id": None,
+    "transaction.timeout.ms": 60000,
 }
 
 # Settings Java has no need for (a JVM has no interpreter exit to bound), with their defaults.
@@ -376,14 +377,27 @@ def test_interceptors():
         ProducerConfig(BOOT, interceptor_classes=[bad_close])
 
 
-# -- things we do not do yet ----------------------------------------------------------------------
+# -- transactions ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", ["tx-1", ""])
-def test_transactional_id_not_supported(value):
-    with pytest.raises(ConfigError, match="'transactional.id'.*transactions are not supported yet"):
-        ProducerConfig(BOOT, transactional_id=value)
-    assert ProducerConfig(BOOT, transactional_id=None).transactional_id is None
+def test_transactional_id_checks():
+    assert ProducerConfig(BOOT, transactional_id="tx-1")["transactional.id"] == "tx-1"
+    assert ProducerConfig(BOOT, transactional_id=None)["transactional.id"] is None
+    with pytest.raises(ConfigError, match="'transactional.id'.*empty string"):
+        ProducerConfig(BOOT, transactional_id="")
+    with pytest.raises(ConfigError, match="'transactional.id'.*not int"):
+        ProducerConfig(BOOT, transactional_id=7)
+    with pytest.raises(ConfigError, match="'transaction.timeout.ms'"):
+        ProducerConfig(BOOT, transaction_timeout_ms=0)
+
+
+def test_transactional_id_needs_idempotence():
+    with pytest.raises(ConfigError, match="'enable.idempotence' must be true"):
+        ProducerConfig(BOOT, transactional_id="tx-1", enable_idempotence=False)
+    # acks=1 would turn default idempotence off; with a transactional id it is an error instead.
+    with pytest.raises(ConfigError, match="'transactional.id' is set.*'acks' must be all"):
+        ProducerConfig(BOOT, transactional_id="tx-1", acks=1)
+    assert ProducerConfig(BOOT, transactional_id="tx-1")["enable.idempotence"] is True
 
 
 @pytest.mark.parametrize("proto", ["SSL", "SASL_PLAINTEXT", "sasl_ssl"])

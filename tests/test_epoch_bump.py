@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 
 import pytest
 from readback import read_confluent
 from support.scripted_broker import FakeBroker, api_versions_answer
+from support.topics import new_topic
+from waits import wait_until
 
 from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
@@ -22,26 +23,11 @@ from kafkacore.errors import KafkaError, KafkaTimeoutError
 from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.testing import LocalBroker
 
-pytestmark = pytest.mark.broker
-
 
 @pytest.fixture(scope="module")
 def ours():
     with LocalBroker(kind="kafkacore") as broker:
         yield broker
-
-
-def new_topic(bootstrap: str, partitions: int) -> str:
-    name = f"bump-{uuid.uuid4().hex[:10]}"
-    assert create_topics(bootstrap, {name: partitions}) == {name: 0}
-    return name
-
-
-def wait_all_done(futures, bound_s: float) -> None:
-    deadline = time.monotonic() + bound_s
-    while not all(f.done() for f in futures):
-        assert time.monotonic() < deadline, "records neither delivered nor failed in time"
-        time.sleep(0.02)
 
 
 def check_read_back(bootstrap, topic, partitions, acked, unknown):
@@ -67,7 +53,7 @@ def test_in_flight_batches_expire_while_the_broker_is_frozen_then_new_batches_su
     passed delivery.timeout.ms; after SIGCONT it may write some of them.  The producer must bump
     its epoch for those partitions and go on: new records are delivered, none twice."""
     partitions = 2
-    topic = new_topic(ours.bootstrap, partitions)
+    topic = new_topic(ours, partitions)
     producer = KafkaProducer(
         bootstrap_servers=ours.bootstrap, linger_ms=0, batch_size=200,
         request_timeout_ms=1000, delivery_timeout_ms=2500, retry_backoff_ms=20,
@@ -84,7 +70,7 @@ def test_in_flight_batches_expire_while_the_broker_is_frozen_then_new_batches_su
             for i in range(40):
                 value = b"frozen-%03d" % i + b"x" * 60
                 frozen[value] = producer.send(topic, value, partition=i % 2)
-            wait_all_done(frozen.values(), 60)
+            wait_until(lambda: all(f.done() for f in frozen.values()), "every frozen record done", 60)
         unknown = []
         for value, future in frozen.items():
             error = future.exception()
@@ -290,7 +276,7 @@ def test_a_batch_refused_for_good_does_not_block_the_younger_ones():
             bad = producer.send(TOPIC, poison)
             rest = [producer.send(TOPIC, v) for v in sent[200:]]
             futures = first + rest
-            wait_all_done([bad, *futures], 60)
+            wait_until(lambda: all(f.done() for f in [bad, *futures]), "every record done", 60)
     finally:
         broker.close()
     error = bad.exception(timeout=0)
@@ -314,7 +300,7 @@ def test_a_stream_through_two_freezes_keeps_every_acknowledged_record_once_in_or
     longer than delivery.timeout.ms: acknowledged records once each and in send order per
     partition, expired ones at most once, and records acknowledged after the last freeze."""
     partitions = 3
-    topic = new_topic(ours.bootstrap, partitions)
+    topic = new_topic(ours, partitions)
     producer = KafkaProducer(
         bootstrap_servers=ours.bootstrap, linger_ms=1, batch_size=512,
         request_timeout_ms=1000, delivery_timeout_ms=2500, retry_backoff_ms=20,
@@ -341,7 +327,8 @@ def test_a_stream_through_two_freezes_keeps_every_acknowledged_record_once_in_or
             while len(sent) < flowing + 50:  # the stream is flowing
                 assert time.monotonic() < deadline and thread.is_alive()
                 time.sleep(0.01)
-            wait_all_done([f for _, f in sent[flowing:flowing + 50]], 60)
+            window = [f for _, f in sent[flowing:flowing + 50]]
+            wait_until(lambda w=window: all(f.done() for f in w), "50 flowing records done", 60)
             with ours.paused():
                 frozen_at = len(sent)
                 deadline = time.monotonic() + 60

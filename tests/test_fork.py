@@ -18,8 +18,6 @@ from readback import read_confluent
 from kafkacore import KafkaProducer
 from kafkacore.errors import IllegalStateError
 
-pytestmark = pytest.mark.broker
-
 _producer: KafkaProducer | None = None  # the "created at import" producer a pool worker inherits
 
 

@@ -10,12 +10,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 
-import pytest
 from readback import read_confluent
 
 from kafkacore import KafkaProducer
-
-pytestmark = pytest.mark.broker
 
 
 def test_wait_and_as_completed_on_sent_records(bootstrap, make_topic):
@@ -78,3 +75,38 @@ def test_errback_gets_the_failure_of_a_record_closed_away(bootstrap, make_topic)
     done, _ = concurrent.futures.wait([future], timeout=60)
     assert done == {future}
     assert acked == [] and failed == [future.exception(0)] and failed[0] is not None
+
+
+def _slow(into):
+    """A callback that takes a while, so that flush() returning before it ran would show."""
+    import time
+
+    def callback(result):
+        time.sleep(0.05)
+        into.append(result)
+
+    return callback
+
+
+def test_flush_waits_for_add_callback_and_add_errback(broker, make_topic):
+    """kafka-python's flush() returns once every add_callback/add_errback of its records ran:
+    5 of 5, acknowledged or failed."""
+    topic = make_topic(partitions=1)
+    acked, failed = [], []
+    with KafkaProducer(bootstrap_servers=broker.bootstrap) as producer:
+        for i in range(5):
+            producer.send(topic, b"v%d" % i).add_callback(_slow(acked)).add_errback(
+                _slow(failed))
+        producer.flush(60)
+        assert (len(acked), failed) == (5, [])
+    # Failures too: records that expire while the broker does not answer.
+    with KafkaProducer(bootstrap_servers=broker.bootstrap, request_timeout_ms=300,
+                       delivery_timeout_ms=600, linger_ms=0, retries=0,
+                       enable_idempotence=False) as producer:
+        producer.partitions_for(topic)
+        with broker.paused():
+            for i in range(5):
+                producer.send(topic, b"late%d" % i).add_callback(_slow(acked)).add_errback(
+                    _slow(failed))
+            producer.flush(60)
+            assert len(failed) == 5 and len(acked) == 5

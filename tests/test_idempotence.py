@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from readback import fetch_batches, read_confluent
 
 from kafkacore import KafkaProducer
-
-pytestmark = pytest.mark.broker
 
 
 def test_batches_carry_one_producer_id_and_contiguous_sequences(bootstrap, make_topic):

@@ -30,16 +30,16 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import time
-import uuid
 from dataclasses import dataclass
 
 import pytest
 from readback import fetch_batches, read_confluent, read_kafka_python
 from support.tcp_proxy import TcpProxy
+from support.topics import new_replicated_topic
+from waits import wait_until
 
 from kafkacore import KafkaProducer
 from kafkacore import errors as kerrors
-from kafkacore.admin import create_topics
 from kafkacore.broker import Cluster
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.protocol.api_keys import ApiKey
@@ -62,15 +62,9 @@ class FaultyCluster:
         return ",".join(p.address for p in self.proxies.values())
 
     def new_topic(self) -> tuple[str, int]:
-        """A one-partition topic, replication factor 3, min.insync.replicas=2, every replica in
-        sync; returns it and its leader."""
-        c = self.cluster
-        name = f"idempotence-faults-{uuid.uuid4().hex[:10]}"
-        assert create_topics(c.bootstrap_servers, {name: 1}, replication_factor=BROKERS,
-                             configs={"min.insync.replicas": "2"}) == {name: 0}
-        c.wait_for_isr(name, 0, range(1, BROKERS + 1), timeout_s=120)
-        c.wait_for_topic(name)
-        return name, c.leader_of(name, 0)
+        """A one-partition replicated topic, every replica in sync; returns it and its leader."""
+        name = new_replicated_topic(self.cluster, prefix="idempotence", timeout_s=120)
+        return name, self.cluster.leader_of(name, 0)
 
 
 @pytest.fixture(scope="module")
@@ -102,13 +96,6 @@ def no_faults_left(faulty):
 
 def values(start, stop):
     return [b"record-%06d" % i for i in range(start, stop)]
-
-
-def wait_until(predicate, bound_s, what, step_s=0.01):
-    deadline = time.monotonic() + bound_s
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what} not reached within {bound_s} s"
-        time.sleep(step_s)
 
 
 def injected_produce_errors(cluster: Cluster, broker: int) -> int:
@@ -317,7 +304,7 @@ def check(faulty, topic, sent, reports, *, must_succeed, resent_in_a_new_epoch=F
     # acknowledged record (a new leader's high watermark may still be catching up).
     marks: list[int] = []
     wait_until(lambda: marks.append(high_watermark(faulty.cluster, topic)) or marks[-1] >= 0,
-               60, "a high watermark")
+               "a high watermark", 60)
     end = max(marks[-1], len(acked) + len(resent))
     order = {v: i for i, v in enumerate(sent)}
     # librdkafka reports a record it learns was persisted only from a later batch's success
@@ -435,8 +422,8 @@ def test_leader_changes_while_responses_2_to_n_are_failed(faulty, which, change,
 
     def change_leader():
         # Every timed-out answer given, and at least one retry refused.
-        wait_until(lambda: injected_produce_errors(c, leader) - before >= n, 120,
-                   f"{n} injected errors on broker {leader}", step_s=0.02)
+        wait_until(lambda: injected_produce_errors(c, leader) - before >= n,
+                   f"{n} injected errors on broker {leader}", 120, step_s=0.02)
         if change == "kill":
             c.kill(leader)
             try:
@@ -468,7 +455,7 @@ def test_ours_survives_a_leader_slower_than_the_delivery_timeout(faulty):
         producer.flush(60)
         c.set_latency(leader, 60_000)
         futures = send_ours(producer, topic, during, reports)
-        wait_until(lambda: all(f.done() for f in futures), 60, "the delayed records failing")
+        wait_until(lambda: all(f.done() for f in futures), "the delayed records failing", 60)
         c.set_latency(leader, 0)
         send_ours(producer, topic, after, reports)
         # Bounded: a wedged producer would fail these after delivery.timeout.ms.
@@ -533,7 +520,7 @@ def cutting_frames(faulty, topic):
         done = proxy.cut_mid_request(0) if k % 2 else proxy.cut_mid_response(0)
         assert done.wait(60), "no Produce went through the proxy to be cut"
         # The cut batch must be sent again: the producer comes back to the leader.
-        wait_until(lambda: proxy.connections > before, 60, "a new connection to the leader")
+        wait_until(lambda: proxy.connections > before, "a new connection to the leader", 60)
     return cut_once
 
 
@@ -548,8 +535,8 @@ def cut_points(cuts):
 def cuts_while_streaming(faulty, topic, cut_once, goals, gate_events):
     at = []
     for k, goal in enumerate(goals):
-        wait_until(lambda g=goal: high_watermark(faulty.cluster, topic) >= g, 120,
-                   f"{goal} records in the log", step_s=0.02)
+        wait_until(lambda g=goal: high_watermark(faulty.cluster, topic) >= g,
+                   f"{goal} records in the log", 120, step_s=0.02)
         at.append(high_watermark(faulty.cluster, topic))
         cut_once(k + 1)
         gate_events[k].set()

@@ -10,7 +10,7 @@ import pytest
 from support.children import child_env
 
 from kafkacore import admin, errors
-from kafkacore.testing import BrokerUnavailableError, LocalBroker, free_port
+from kafkacore.testing import BrokerUnavailableError, LocalBroker
 
 
 def test_start_answer_stop():
@@ -29,8 +29,8 @@ def test_start_answer_stop():
 
 
 def test_restart_keeps_the_port_and_forgets_topics():
-    port = free_port()
-    with LocalBroker(port) as broker:
+    with LocalBroker() as broker:
+        port = broker.port
         assert admin.create_topics(broker.bootstrap, {"kept": 2}) == {"kept": 0}
         assert admin.list_partitions(broker.bootstrap, "kept") == [0, 1]
         broker.restart()
@@ -111,3 +111,36 @@ def test_python_m_kafkacore_testing_serves_until_ctrl_c():
             child.wait()
         child.stdout.close()
         child.stderr.close()
+
+
+def test_a_port_in_use_is_refused_before_anything_answers_for_it():
+    """Another broker on the port would answer the start-up probe: refused first, by name."""
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises(BrokerUnavailableError, match=f"port {port} on 127.0.0.1 is in use"):
+            LocalBroker(port, kind="kafkacore").start()
+
+
+def test_python_m_kafkacore_testing_at_a_port_in_use_says_so_and_never_up():
+    import socket
+    import subprocess
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "kafkacore.testing", "--port", str(port)],
+                              capture_output=True, text=True, env=child_env(), timeout=60,
+                              cwd=tempfile.gettempdir())
+    assert done.returncode == 1 and done.stdout == ""
+    assert "broker up" not in done.stderr and f"port {port} on 127.0.0.1 is in use" in done.stderr
+
+
+def test_the_log_file_is_named_for_the_kind():
+    for kind in ("kafkacore", "tansu"):
+        broker = LocalBroker(kind=kind)
+        try:
+            assert broker.log_path.name.startswith(f"kafkacore-{kind}-")
+        finally:
+            broker.remove_data()
+            broker.log_path.unlink()

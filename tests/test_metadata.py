@@ -330,3 +330,26 @@ def test_an_illegal_topic_never_enters_the_metadata_request():
     md._topics["bad\udcff"] = 1  # even if one slipped in, the others are still asked for
     body, _ = md.new_metadata_request(now_ms=0)
     assert [t["name"] for t in body["topics"]] == ["good"]
+
+
+@pytest.mark.parametrize("answers, partition, words", [
+    ([response([topic("t", error=3)])], None,
+     "Topic t not present in metadata after .* ms: the brokers answer "
+     "UNKNOWN_TOPIC_OR_PARTITION: the topic does not exist"),
+    ([response([topic("t", [(1, 0)] * 4)])], 99,
+     r"Partition 99 of topic t with partition count 4 is not present in metadata after .* ms: "
+     r"Invalid partition given with record: 99 is not in the range \[0...4\)"),
+])
+def test_a_settled_no_ends_the_wait_with_its_reason(answers, partition, words):
+    """The brokers keep saying the topic does not exist, or that the partition is beyond the
+    topic's: the wait ends after SETTLED_ANSWER_MS, not max.block.ms, and says why."""
+    from kafkacore.metadata import SETTLED_ANSWER_MS
+
+    md = Metadata(refresh_backoff_ms=10)
+    stop, t = _answer_in_thread(md, answers)
+    start = time.monotonic()
+    with pytest.raises(errors.KafkaTimeoutError, match=words):
+        md.wait_for_topic("t", partition, max_wait_ms=60_000)
+    assert SETTLED_ANSWER_MS / 1000 <= time.monotonic() - start < 30
+    stop.set()
+    t.join()

@@ -16,6 +16,7 @@ import time
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from support.scripted_broker import FakeBroker, api_versions_answer
+from waits import wait_until
 
 from kafkacore import errors
 from kafkacore.metadata import Metadata
@@ -29,7 +30,7 @@ from kafkacore.network.errors import (
 )
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
-from kafkacore.testing import LocalBroker, free_port
+from kafkacore.testing import LocalBroker
 
 # -- helpers -------------------------------------------------------------------------------------
 
@@ -408,8 +409,8 @@ def test_broker_killed_mid_request_then_reconnect(make_topic):
             assert client.api_version(leader, ApiKey.PRODUCE) == 11
 
 
-def test_connection_refused_and_exponential_backoff():
-    port = free_port()  # nobody listens here
+def test_connection_refused_and_exponential_backoff(closed_port):
+    port = closed_port  # nobody listens here
     with NetworkClient(
         f"127.0.0.1:{port}",
         Metadata(),
@@ -426,9 +427,8 @@ def test_connection_refused_and_exponential_backoff():
             delays.append(client.connection_delay(-1))
             assert not client.ready(-1)  # in backoff: no new attempt
             assert not client.is_connecting(-1)
-            # Wait the backoff out, then the next ready() starts a new attempt.
-            time.sleep(delays[-1] / 1000 + 0.01)
-            assert client.connection_delay(-1) == 0
+            # The backoff runs out, then the next ready() starts a new attempt.
+            wait_until(lambda: client.connection_delay(-1) == 0, "the backoff over", 5)
             client.ready(-1)
         # 100, 200, 400, 400 (capped), +/-20 % jitter but never above the max; measured just after
         # the failure (hence the -50 ms slack).
@@ -437,7 +437,7 @@ def test_connection_refused_and_exponential_backoff():
         assert client.least_loaded_node() in (-1, None)
 
 
-def test_each_attempt_tries_the_next_resolved_address(fake):
+def test_each_attempt_tries_the_next_resolved_address(fake, closed_port):
     # "localhost" can resolve to ::1 and 127.0.0.1, and a broker may listen on one only: a
     # failed attempt moves on to the next address (as Java does).  We stand in for the resolver
     # with two loopback addresses, the first refusing connections.
@@ -447,7 +447,7 @@ def test_each_attempt_tries_the_next_resolved_address(fake):
         conn = client._connections[-1]
         client.disconnect(-1)
         client.poll(0)
-        refused = ("127.0.0.1", free_port())
+        refused = ("127.0.0.1", closed_port)
         conn._resolved = [
             (socket.AF_INET, socket.SOCK_STREAM, 6, refused),
             (socket.AF_INET, socket.SOCK_STREAM, 6, ("127.0.0.1", server.port)),

@@ -381,7 +381,6 @@ def _send_all(producer, topic, records):
     return [f.get(timeout=30).partition for f in futures]
 
 
-@pytest.mark.broker
 def test_ignore_keys_sends_one_key_to_every_partition(bootstrap, make_topic):
     from readback import read_kafka_python
 

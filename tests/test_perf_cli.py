@@ -8,7 +8,6 @@ work against a real broker, and what they sent is read back by confluent-kafka.
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 
@@ -67,10 +66,8 @@ def test_a_bad_setting_names_the_key(tmp_path):
     assert_one_line_error(done, 1, "ConfigError", "linger.mss", "linger.ms")
 
 
-def test_no_broker_is_one_line_naming_the_address(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        address = f"127.0.0.1:{s.getsockname()[1]}"
+def test_no_broker_is_one_line_naming_the_address(tmp_path, closed_port):
+    address = f"127.0.0.1:{closed_port}"
     done = perf("--topic", "t", "--num-records", "5", "--record-size", "10", "--throughput", "-1",
                 "--producer-props", f"bootstrap.servers={address}", "max.block.ms=1500",
                 cwd=tmp_path)
@@ -78,7 +75,6 @@ def test_no_broker_is_one_line_naming_the_address(tmp_path):
     assert "kafkacore-perf: WARNING: no bootstrap server is reachable" in done.stderr
 
 
-@pytest.mark.broker
 def test_producer_config_payload_file_throughput_and_metrics(bootstrap, make_topic, tmp_path):
     topic = make_topic(partitions=1)
     config = tmp_path / "producer.properties"

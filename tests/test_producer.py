@@ -9,7 +9,7 @@ import time
 import pytest
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 from readback import read_confluent, read_kafka_python
-from waits import wait_for_metadata
+from waits import wait_for_metadata, wait_until, wait_until_inside_call
 
 from kafkacore import KafkaProducer, RecordMetadata
 from kafkacore.errors import (
@@ -22,18 +22,7 @@ from kafkacore.errors import (
     RecordTooLargeError,
     SerializationError,
 )
-
-pytestmark = pytest.mark.broker
-
-
-@pytest.fixture
-def free_port():
-    """A loopback port nobody listens on (bound, then released)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from kafkacore.network.client import NetworkClient
 
 PARTITIONS = 4
 
@@ -240,8 +229,8 @@ def test_custom_partitioner(bootstrap, make_topic):
 # -- faults -----------------------------------------------------------------------------------
 
 
-def test_no_broker_send_times_out_after_max_block_ms(free_port):
-    with KafkaProducer(bootstrap_servers=f"127.0.0.1:{free_port}", max_block_ms=1000) as producer:
+def test_no_broker_send_times_out_after_max_block_ms(closed_port):
+    with KafkaProducer(bootstrap_servers=f"127.0.0.1:{closed_port}", max_block_ms=1000) as producer:
         start = time.monotonic()
         with pytest.raises(KafkaTimeoutError):
             producer.send("t", b"v")
@@ -287,7 +276,8 @@ def test_max_block_ms_zero_still_fetches_an_unknown_topic(bootstrap, make_topic)
         while producer._metadata.version == 0:  # the bootstrap answer, before we name the topic
             assert time.monotonic() < deadline, "no metadata from the broker"
             time.sleep(0.01)
-        time.sleep(0.2)  # let the Sender settle into its idle poll
+        # The Sender settled into its idle poll: blocked in the selector, inside NetworkClient.poll.
+        wait_until_inside_call(producer._sender.thread, "poll", within=(NetworkClient.poll,))
         with pytest.raises(KafkaTimeoutError, match="not present in metadata after 0 ms"):
             producer.partitions_for(topic)
         assert len(wait_for_metadata(producer, topic, bound_s=15.0)) == 3
@@ -348,7 +338,8 @@ def test_close_during_heavy_sending(bootstrap, make_topic):
 
     t = threading.Thread(target=spam)
     t.start()
-    time.sleep(0.5)
+    # Close while records flow: some acknowledged already, more in the accumulator.
+    wait_until(lambda: len(futures) > 100 and futures[0].done(), "records flowing")
     producer.close(timeout=30)
     stop.set()
     t.join(10)
@@ -407,7 +398,7 @@ def test_broker_killed_and_restarted_mid_stream(broker, make_topic):
         ({"value": b"v", "partition": "0"}, ValueError),
         ({"value": b"v", "timestamp": -5}, ValueError),
         ({"value": b"v", "timestamp": 1.5}, ValueError),
-        ({"value": b"v", "headers": [("k", "not bytes")]}, TypeError),
+        ({"value": b"v", "headers": [("k", 42)]}, TypeError),
         ({"value": b"v", "headers": [(1, b"v")]}, TypeError),
         ({"value": b"v", "headers": ["nope"]}, TypeError),
         ({"value": b"v", "callback": 3}, TypeError),
@@ -455,3 +446,19 @@ def test_batch_size_zero_means_one_record_per_batch(bootstrap, make_topic):
     assert sorted(f.result().offset for f in futures) == list(range(20))
     batches = [b for raw in fetch_record_batches(bootstrap, topic, 0) for b in iter_batches(raw)]
     assert [b.record_count for b in batches] == [1] * 20
+
+
+def test_headers_as_a_dict_and_str_values_are_sent_as_confluent_kafka_sends_them(
+        bootstrap, make_topic):
+    """confluent-kafka takes headers as a dict and str values (UTF-8); so do we, and its consumer
+    reads back the same bytes."""
+    topic = make_topic(partitions=1)
+    with KafkaProducer(bootstrap_servers=bootstrap) as producer:
+        producer.send(topic, b"1", headers={"trace": "abc-é", "raw": b"\x00\x01", "none": None})
+        producer.send(topic, b"2", headers=[("a", "x"), ("a", b"y")])
+        producer.flush(30)
+    got = [(r.value, list(r.headers)) for r in read_confluent(bootstrap, topic, 1, 2)]
+    assert got == [
+        (b"1", [("trace", "abc-é".encode()), ("raw", b"\x00\x01"), ("none", None)]),
+        (b"2", [("a", b"x"), ("a", b"y")]),
+    ]

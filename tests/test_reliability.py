@@ -15,9 +15,6 @@ from support.children import child_env
 from kafkacore import KafkaProducer
 from kafkacore.errors import IllegalStateError, InvalidTopicError
 
-pytestmark = pytest.mark.broker
-
-
 # -- a topic name that cannot be sent must not poison metadata for the others ----------------
 
 BAD_TOPICS = [

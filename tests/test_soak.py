@@ -15,8 +15,6 @@ import pytest
 from kafkacore import KafkaProducer
 from kafkacore.sender import Sender
 
-pytestmark = pytest.mark.broker
-
 
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))

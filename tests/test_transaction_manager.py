@@ -9,7 +9,7 @@ import pytest
 
 from kafkacore.accumulator import RecordAccumulator
 from kafkacore.core import BufferPool
-from kafkacore.idempotence import MAX_EPOCH, TransactionManager
+from kafkacore.transaction_manager import MAX_EPOCH, TransactionManager
 
 TP = ("orders", 0)
 

@@ -7,20 +7,12 @@ user sees (a WARNING on the ``kafkacore`` logger, the KafkaTimeoutError's messag
 from __future__ import annotations
 
 import logging
-import socket
 
 import pytest
 
 from kafkacore import KafkaProducer
 from kafkacore.errors import KafkaTimeoutError
 from kafkacore.network import client
-
-
-@pytest.fixture
-def closed_port():
-    with socket.socket() as s:  # bound, then released: nobody listens there
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_timeout_names_the_brokers_tried_and_why(closed_port):
@@ -52,7 +44,6 @@ def test_one_warning_when_no_bootstrap_server_is_reachable(closed_port, caplog):
     assert client.UNREACHABLE_WARNING_INTERVAL_S >= 10  # ...one warning within the interval
 
 
-@pytest.mark.broker
 def test_no_warning_and_no_report_when_the_broker_is_there(bootstrap, make_topic, caplog):
     caplog.set_level(logging.WARNING, logger="kafkacore")
     topic = make_topic(partitions=1)
@@ -60,3 +51,125 @@ def test_no_warning_and_no_report_when_the_broker_is_there(bootstrap, make_topic
         producer.send(topic, b"v").get(30)
         assert producer._metadata.connection_report() == ""
     assert not [r for r in caplog.records if "reachable" in r.getMessage()]
+
+
+def test_a_topic_that_does_not_exist_and_a_partition_beyond_the_topic_say_so():
+    """Auto-create off: sending to a missing topic, or to partition 99 of a 4-partition topic,
+    ends well before max.block.ms (60 s) with what the broker said."""
+    import time
+
+    from kafkacore.admin import create_topics
+    from kafkacore.testing import LocalBroker
+
+    with LocalBroker(kind="kafkacore", config={"auto.create.topics.enable": "false"}) as broker:
+        create_topics(broker.bootstrap, {"four": 4})
+        with KafkaProducer(bootstrap_servers=broker.bootstrap) as producer:
+            assert producer.config["max.block.ms"] == 60000
+            for topic, partition, words in [
+                ("missing", None, "Topic missing not present in metadata after .* ms: the "
+                                  "brokers answer UNKNOWN_TOPIC_OR_PARTITION"),
+                ("four", 99, r"Invalid partition given with record: 99 is not in the range "
+                             r"\[0...4\)"),
+            ]:
+                start = time.monotonic()
+                with pytest.raises(KafkaTimeoutError, match=words):
+                    producer.send(topic, b"v", partition=partition)
+                assert time.monotonic() - start < 30
+
+
+def test_a_plaintext_client_at_our_tls_listener_hears_why(tmp_path):
+    """Our broker's TLS listener drops a plaintext ApiVersions request: the timeout says the
+    connection dropped before ApiVersions was answered, and suggests SSL."""
+    from certs import make_pki
+
+    from kafkacore.broker import Broker
+
+    pki = make_pki(tmp_path, client_cn="client")
+    config = {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM",
+              "ssl.keystore.location": str(pki.cert), "ssl.key.location": str(pki.key),
+              "log.dirs": str(tmp_path / "data")}
+    with Broker(config) as broker:
+        address = broker.bootstrap_servers
+        with KafkaProducer(bootstrap_servers=address, max_block_ms=2000) as producer:
+            with pytest.raises(KafkaTimeoutError) as caught:
+                producer.send("t", b"v")
+    message = str(caught.value)
+    assert f"Brokers tried: {address} (DisconnectError" in message
+    assert "before answering ApiVersions (if this is a TLS listener, set security.protocol " \
+           "to SSL or SASL_SSL)" in message
+
+
+def test_a_plaintext_client_at_a_tls_server_that_sends_an_alert(tmp_path):
+    """openssl s_server answers a plaintext request with TLS bytes: named for what they are."""
+    import shutil
+    import socket
+    import subprocess
+    import time
+
+    from certs import make_pki
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command")
+    pki = make_pki(tmp_path, client_cn="client")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(["openssl", "s_server", "-accept", f"127.0.0.1:{port}", "-cert",
+                               str(pki.cert), "-key", str(pki.key), "-quiet"],
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "openssl s_server did not start"
+                time.sleep(0.05)
+        with KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}",
+                           max_block_ms=2000) as producer:
+            with pytest.raises(KafkaTimeoutError) as caught:
+                producer.send("t", b"v")
+    finally:
+        server.kill()
+        server.wait()
+    message = str(caught.value)
+    assert "(if this is a TLS listener, set security.protocol to SSL or SASL_SSL)" in message
+
+
+def test_tls_bytes_in_answer_to_a_plaintext_request_are_named():
+    """A TLS server that answers a plaintext request with an alert record (a protocol_version
+    alert, as TLS stacks send for a record they cannot read): the bytes are named, not taken
+    for a frame size of 352 MB."""
+    import socket
+    import threading
+
+    alert = bytes([21, 3, 3, 0, 2, 2, 70])  # type alert, TLS 1.2, length 2, fatal, 70
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def answer() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.recv(1024)
+                conn.sendall(alert)
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    try:
+        address = f"127.0.0.1:{server.getsockname()[1]}"
+        with KafkaProducer(bootstrap_servers=address, max_block_ms=1500) as producer:
+            with pytest.raises(KafkaTimeoutError) as caught:
+                producer.send("t", b"v")
+    finally:
+        stop.set()
+        thread.join(10)
+        server.close()
+    assert "answered with TLS bytes: this looks like a TLS listener; set security.protocol " \
+           "to SSL (or SASL_SSL)" in str(caught.value)

@@ -50,7 +50,8 @@ def main() -> None:
             producer.send("epoch-tour", b"after %02d" % i).get(timeout=60)
         producer.close()
 
-        first_of_epoch: dict[int, int] = {}  # epoch -> the base sequence of its first batch
+        # (producer id, epoch) -> the base sequence of its first batch
+        first_of: dict[tuple[int, int], int] = {}
         frozen_written = 0
         for raw in fetch_record_batches(bootstrap, "epoch-tour", 0):
             [batch] = iter_batches(raw)
@@ -59,16 +60,20 @@ def main() -> None:
             print(f"offset {batch.base_offset:2}  producer id {batch.producer_id}, "
                   f"epoch {batch.producer_epoch}, base sequence {batch.base_sequence:2}  "
                   f"({batch.record_count} records from '{first}')")
-            first_of_epoch.setdefault(batch.producer_epoch, batch.base_sequence)
+            first_of.setdefault((batch.producer_id, batch.producer_epoch), batch.base_sequence)
             frozen_written += sum(v.startswith(b"frozen") for v in values)
-        # A new epoch starts its sequences at 0: the broker accepts that whatever it held before.
-        # (Only when something expired: if every frozen record was acknowledged after all, the
+        # A new identity starts its sequences at 0: the broker accepts that whatever it held
+        # before.  Our broker, as Kafka's, answers the producer's request for a new epoch with a
+        # new producer id (epoch 0): it cannot know that the asker owns the old one.  (Only
+        # when something expired: if every frozen record was acknowledged after all, the
         # producer knew what the broker held and had no reason to start over.)
+        last = list(first_of)[-1]
         if expired:
-            assert max(first_of_epoch) >= 1 and first_of_epoch[max(first_of_epoch)] == 0
+            assert len(first_of) >= 2 and first_of[last] == 0
     print(f"the broker had written {frozen_written} of the {expired} expired records: a timeout"
           " means 'unknown', not 'lost'")
-    print("after the frozen stretch the partition went on under epoch", max(first_of_epoch))
+    print(f"after the frozen stretch the partition went on as producer id {last[0]}, epoch "
+          f"{last[1]}")
 
 
 if __name__ == "__main__":

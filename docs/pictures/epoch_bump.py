@@ -7,7 +7,7 @@ import pathlib
 
 from kafkacore.accumulator import RecordAccumulator
 from kafkacore.core import BufferPool
-from kafkacore.idempotence import TransactionManager
+from kafkacore.transaction_manager import TransactionManager
 
 _spec = importlib.util.spec_from_file_location(
     "_boxes", pathlib.Path(__file__).with_name("_boxes.py")

@@ -14,14 +14,19 @@ listening before the ready line is printed.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import logging
+import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 
 from kafkacore import errors
+from kafkacore.broker import lifeline
 from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.controller.controller_server import ControllerServer
 from kafkacore.broker.faults import ControlServer
 from kafkacore.broker.server import Broker
 from kafkacore.broker.server_properties import jaas_settings, load_properties
@@ -62,13 +67,36 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     return config
 
 
+def _plain(doc: str | None) -> str:
+    """The docstring's first line as --help shows it: without reStructuredText's backticks."""
+    return (doc or "").splitlines()[0].replace("``", "").replace("`", "") if doc else ""
+
+
+def _check_log_dirs(log_dirs: Sequence[str]) -> None:
+    """Each log dir must be a directory we can write to, or be creatable."""
+    for d in log_dirs:
+        if os.path.exists(d) and not os.path.isdir(d):
+            raise errors.ConfigError(f"log dir {d} is not a directory")
+        if os.path.isdir(d) and not os.access(d, os.W_OK | os.X_OK):
+            raise errors.ConfigError(f"log dir {d} is not writable by this user")
+
+
+def _start_up_error(exc: BaseException) -> str:
+    """The one line that says what went wrong at start-up."""
+    if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+        return f"cannot listen: {exc.strerror}; is another broker running there?"
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.strerror}: {exc.filename}"
+    return str(exc)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["cluster"]:
         from kafkacore.broker.cluster import main as cluster_main
 
         return cluster_main(argv[1:])
-    parser = argparse.ArgumentParser(prog="kafkacore-broker", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="kafkacore-broker", description=_plain(__doc__))
     parser.add_argument(
         "properties", nargs="?", metavar="server.properties",
         help="a settings file in Kafka's format and names (the place for secrets: keep it mode "
@@ -94,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "socket, for tests")
     parser.add_argument("--process-roles", choices=["broker", "controller"],
                         help="run as a cluster's broker or its controller (default: one broker "
-                             "that is its own controller); `kafkacore-broker cluster --brokers 3` "
+                             "that is its own controller); kafkacore-broker cluster --brokers 3 "
                              "starts a whole cluster")
     parser.add_argument("--node-id", type=int, help="node.id")
     parser.add_argument("--controller", metavar="HOST:PORT",
@@ -116,13 +144,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    if config["process.roles"] == "controller":
-        from kafkacore.broker.controller.controller_server import ControllerServer
-
-        broker: Broker | ControllerServer = ControllerServer(config)
-    else:
-        broker = Broker(config)
-    broker.start()
+    # Started by a Python program (Cluster, LocalBroker): stop when it ends, however it ends.
+    lifeline.watch_owner(stop.set)
+    broker: Broker | ControllerServer | None = None
+    try:
+        _check_log_dirs(config.log_dirs)
+        if config["process.roles"] == "controller":
+            broker = ControllerServer(config)
+        else:
+            broker = Broker(config)
+        broker.start()
+    except (OSError, errors.ConfigError) as exc:
+        # A mistake in how it was started, not a bug: one line and exit 2, as for bad flags.
+        if broker is not None:
+            with contextlib.suppress(Exception):
+                broker.stop()
+        parser.exit(2, f"{parser.prog}: error: {_start_up_error(exc)}\n")
+    assert broker is not None
     control = None
     try:
         if args.control_socket and isinstance(broker, Broker):

@@ -11,6 +11,7 @@ import logging
 import queue
 from typing import TYPE_CHECKING
 
+from kafkacore import errors
 from kafkacore.broker.partition import Partition
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.protocol.api_keys import ApiKey
@@ -63,6 +64,17 @@ class AlterPartitionManager(ShutdownableThread):
             partition.abandon_pending_isr()
             return
         error, leader_epoch, isr, partition_epoch = result
+        if error == errors.InvalidUpdateVersionError.errno:
+            # Our partition epoch is behind the controller's (an election or another ISR
+            # change since).  Kafka waits for the metadata that carries the new state; our
+            # image has no partition epochs, so we take the committed state the controller
+            # answered with, and the next check asks again from it.
+            log.info("AlterPartition for %r refused: INVALID_UPDATE_VERSION; taking the "
+                     "controller's state (epoch %d, ISR %s, partition epoch %d)",
+                     partition, leader_epoch, isr, partition_epoch)
+            if partition.apply_isr(leader_epoch, isr, partition_epoch):
+                rm.complete_delayed_requests(partition.key)
+            return
         if error != NONE:
             log.info("AlterPartition for %r refused with error %d", partition, error)
             partition.abandon_pending_isr()

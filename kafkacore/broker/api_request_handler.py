@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kafkacore.broker.authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kafkacore.broker.request_channel import Request, RequestChannel
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -27,8 +28,26 @@ class ApiRequestHandler:
     #: api key -> handler; ApiVersions lists exactly these keys.
     handlers: dict[int, Callable[[Request], None]]
 
+    #: The ACLs' judge (None: authorization is off and every request is allowed, Kafka's
+    #: default); see docs/broker/security.rst.
+    authorizer: Any = None
+
     def __init__(self, request_channel: RequestChannel) -> None:
         self.request_channel = request_channel
+
+    # -- authorization (Kafka's AuthHelper) ------------------------------------------------------
+
+    def authorize(self, request: Request, operation: AclOperation, resource_type: ResourceType,
+                  name: str = CLUSTER_NAME) -> bool:
+        """May the request's principal do ``operation`` on the resource?  Always, without an
+        authorizer.  Each handler asks what Kafka's ``KafkaApis`` asks (docs/broker/security.rst)."""
+        if self.authorizer is None:
+            return True
+        return bool(self.authorizer.authorize(request.principal, request.client_address[0],
+                                              operation, resource_type, name))
+
+    def authorize_topic(self, request: Request, operation: AclOperation, name: str | None) -> bool:
+        return self.authorize(request, operation, ResourceType.TOPIC, name or "")
 
     #: The oldest version Kafka 4 answers where our declarations reach further back (KIP-896).
     #: These versions carry message format 0 and 1 (magic 0/1 batches), which Kafka 3 converted

@@ -11,6 +11,7 @@ See docs/broker/apis.rst.
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -18,12 +19,17 @@ from typing import TYPE_CHECKING, Any
 from kafkacore import errors
 from kafkacore.broker import faults
 from kafkacore.broker.api_request_handler import ApiRequestHandler
+from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
+from kafkacore.broker.authorizer.acl_apis import AclApis
+from kafkacore.broker.delayed_fetch import READ_COMMITTED
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group_metadata import JoinGroupResult, SyncGroupResult
 from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
 from kafkacore.broker.metadata_cache import validate_topic_name
 from kafkacore.broker.request_channel import Request
+from kafkacore.broker.transaction.transaction_marker_channel_manager import append_txn_markers
+from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
@@ -49,6 +55,14 @@ INVALID_CONFIG = 40
 INVALID_REQUEST = 42
 UNKNOWN_TOPIC_ID = 100
 ILLEGAL_SASL_STATE = 34
+TOPIC_AUTHORIZATION_FAILED = errors.TopicAuthorizationFailedError.errno
+GROUP_AUTHORIZATION_FAILED = errors.GroupAuthorizationFailedError.errno
+CLUSTER_AUTHORIZATION_FAILED = errors.ClusterAuthorizationFailedError.errno
+OPERATION_NOT_ATTEMPTED = errors.OperationNotAttemptedError.errno
+UNSTABLE_OFFSET_COMMIT = errors.UnstableOffsetCommitError.errno
+#: FindCoordinator key types
+COORDINATOR_TYPE_GROUP = 0
+COORDINATOR_TYPE_TRANSACTION = 1
 
 RESOURCE_TYPE_TOPIC = 2
 CONFIG_SOURCE_TOPIC = 1  #: DYNAMIC_TOPIC_CONFIG
@@ -64,6 +78,8 @@ class KafkaApis(ApiRequestHandler):
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker.request_channel)
         self.broker = broker
+        self.authorizer = broker.authorizer
+        acl_apis = AclApis(self, self.authorizer, lambda: broker.forwarding_manager)
         #: api key -> handler; ApiVersions lists exactly these keys.
         self.handlers: dict[int, Callable[[Request], None]] = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
@@ -87,6 +103,17 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups_request,
             ApiKey.LIST_GROUPS: self.handle_list_groups_request,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch_request,
+            ApiKey.ADD_PARTITIONS_TO_TXN: self.handle_add_partitions_to_txn_request,
+            ApiKey.ADD_OFFSETS_TO_TXN: self.handle_add_offsets_to_txn_request,
+            ApiKey.END_TXN: self.handle_end_txn_request,
+            ApiKey.WRITE_TXN_MARKERS: self.handle_write_txn_markers_request,
+            ApiKey.TXN_OFFSET_COMMIT: self.handle_txn_offset_commit_request,
+            ApiKey.DESCRIBE_PRODUCERS: self.handle_describe_producers_request,
+            ApiKey.DESCRIBE_TRANSACTIONS: self.handle_describe_transactions_request,
+            ApiKey.LIST_TRANSACTIONS: self.handle_list_transactions_request,
+            ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
+            ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
+            ApiKey.DELETE_ACLS: acl_apis.handle_delete_acls_request,
         }
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
@@ -204,7 +231,7 @@ class KafkaApis(ApiRequestHandler):
             "error_code": NONE,
             "name": meta.name,
             "topic_id": meta.topic_id,
-            "is_internal": meta.name == OFFSETS_TOPIC,
+            "is_internal": meta.name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC),
             "partitions": [self._metadata_partition(meta.name, p)
                            for p in range(meta.partitions)],
             "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
@@ -220,7 +247,9 @@ class KafkaApis(ApiRequestHandler):
             "auto.create.topics.enable"]
         topics: list[dict[str, Any]] = []
         if asked is None or (version == 0 and not asked):
-            topics = [self._metadata_topic(version, t) for t in self.metadata_cache.topics()]
+            # Every topic the principal may DESCRIBE; the others are left out in silence.
+            topics = [self._metadata_topic(version, t) for t in self.metadata_cache.topics()
+                      if self.authorize_topic(request, AclOperation.DESCRIBE, t.name)]
         else:
             for entry in asked:
                 name = entry.get("name")
@@ -230,6 +259,11 @@ class KafkaApis(ApiRequestHandler):
                     if name is None:
                         topics.append(self._metadata_error(None, topic_id, UNKNOWN_TOPIC_ID))
                         continue
+                if not self.authorize_topic(request, AclOperation.DESCRIBE, name):
+                    # Whether it exists is not told to whoever may not describe it.
+                    topics.append(self._metadata_error(name, ZERO_UUID,
+                                                       TOPIC_AUTHORIZATION_FAILED))
+                    continue
                 meta = self.metadata_cache.get(name)
                 if meta is None:
                     try:
@@ -241,6 +275,10 @@ class KafkaApis(ApiRequestHandler):
                     if not allow_auto_create:
                         topics.append(self._metadata_error(name, ZERO_UUID,
                                                            UNKNOWN_TOPIC_OR_PARTITION))
+                        continue
+                    if not self.may_create_topic(request, name):
+                        topics.append(self._metadata_error(name, ZERO_UUID,
+                                                           TOPIC_AUTHORIZATION_FAILED))
                         continue
                     # Kafka answers LEADER_NOT_AVAILABLE while the controller creates the
                     # topic; here creation is synchronous, so the topic is usable at once.
@@ -265,6 +303,11 @@ class KafkaApis(ApiRequestHandler):
             "topics": topics,
             "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         })
+
+    def may_create_topic(self, request: Request, name: str) -> bool:
+        """CREATE on the cluster, or on the topic (Kafka: either one will do)."""
+        return (self.authorize(request, AclOperation.CREATE, ResourceType.CLUSTER)
+                or self.authorize_topic(request, AclOperation.CREATE, name))
 
     @staticmethod
     def _metadata_error(name: str | None, topic_id: uuid.UUID, error_code: int) -> dict[str, Any]:
@@ -297,9 +340,11 @@ class KafkaApis(ApiRequestHandler):
             return None
         return self.metadata_cache.get(name)
 
-    def _forward_to_controller(self, request: Request) -> bool:
+    def _forward_to_controller(self, request: Request,
+                               refused: tuple[str, list[dict[str, Any]]] | None = None) -> bool:
         """In a cluster, topics are the controller's: send it the request as it came and pass
-        its answer back (Kafka's request forwarding).  False when this broker is alone."""
+        its answer back (Kafka's request forwarding).  False when this broker is alone.
+        ``refused``: (the response's list, entries) for what this broker refused to forward."""
         if self.broker.lifecycle is None:
             return False
         assert request.body is not None
@@ -310,6 +355,8 @@ class KafkaApis(ApiRequestHandler):
             log.info("forwarding API %d to the controller failed: %s", request.api_key, exc)
             self.send_error_response(request, NOT_CONTROLLER)
             return True
+        if refused is not None:
+            response[refused[0]] = [*response[refused[0]], *refused[1]]
         self.respond(request, response)
         return True
 
@@ -317,11 +364,18 @@ class KafkaApis(ApiRequestHandler):
 
     def handle_create_topics_request(self, request: Request) -> None:
         assert request.body is not None
-        if self._forward_to_controller(request):
-            return
         body = request.body
+        refused = [{"name": t["name"], "topic_id": ZERO_UUID,
+                    "error_code": TOPIC_AUTHORIZATION_FAILED, "error_message": None,
+                    "num_partitions": -1, "replication_factor": -1, "configs": None}
+                   for t in body["topics"] if not self.may_create_topic(request, t["name"])]
+        if refused:
+            body["topics"] = [t for t in body["topics"]
+                              if t["name"] not in {r["name"] for r in refused}]
+        if self._forward_to_controller(request, ("topics", refused)):
+            return
         names = [t["name"] for t in body["topics"]]
-        results = []
+        results = list(refused)
         for t in body["topics"]:
             results.append(self._create_one_topic(t, names.count(t["name"]) > 1,
                                                   body.get("validate_only", False)))
@@ -401,9 +455,13 @@ class KafkaApis(ApiRequestHandler):
         """Forget the topic (persisted first, so a crash cannot bring it back), then delete its
         partitions' logs."""
         assert request.body is not None
-        if self._forward_to_controller(request):
+        names = request.body["topic_names"]
+        results = [{"name": name, "error_code": TOPIC_AUTHORIZATION_FAILED} for name in names
+                   if not self.authorize_topic(request, AclOperation.DELETE, name)]
+        request.body["topic_names"] = [n for n in names
+                                       if n not in {r["name"] for r in results}]
+        if self._forward_to_controller(request, ("responses", results)):
             return
-        results = []
         for name in request.body["topic_names"]:
             meta = self.metadata_cache.remove_topic(name)
             if meta is None:
@@ -429,6 +487,9 @@ class KafkaApis(ApiRequestHandler):
             if res["resource_type"] != RESOURCE_TYPE_TOPIC:
                 result.update(error_code=INVALID_REQUEST,
                               error_message="this broker describes topics only")
+            elif not self.authorize_topic(request, AclOperation.DESCRIBE_CONFIGS,
+                                          res["resource_name"]):
+                result["error_code"] = TOPIC_AUTHORIZATION_FAILED
             elif meta is None:
                 result.update(error_code=UNKNOWN_TOPIC_OR_PARTITION,
                               error_message=f"topic {res['resource_name']!r} does not exist")
@@ -454,10 +515,19 @@ class KafkaApis(ApiRequestHandler):
         assert request.body is not None
         body = request.body
         acks = body["acks"]
+        transactional_id = body.get("transactional_id")
+        # Kafka: WRITE on the transactional id (if any) for the whole request, then WRITE on
+        # each topic.
+        refused = NONE if transactional_id is None or self.authorize(
+            request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id) \
+            else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         entries: dict[tuple[str, int], tuple[dict[str, Any], Any]] = {}
         order: list[tuple[str, list[tuple[str, int]]]] = []
         for topic in body["topic_data"]:
             keys = []
+            topic_refused = refused or (
+                NONE if self.authorize_topic(request, AclOperation.WRITE, topic["name"])
+                else TOPIC_AUTHORIZATION_FAILED)
             for pd in topic["partition_data"]:
                 response: dict[str, Any] = {
                     "index": pd["index"], "error_code": NONE, "base_offset": -1,
@@ -466,7 +536,9 @@ class KafkaApis(ApiRequestHandler):
                 }
                 key = (topic["name"], pd["index"])
                 keys.append(key)
-                if acks not in (0, 1, -1):
+                if topic_refused:
+                    response["error_code"] = topic_refused
+                elif acks not in (0, 1, -1):
                     response["error_code"] = INVALID_REQUIRED_ACKS
                 elif pd["records"] is None:
                     response.update(error_code=CORRUPT_MESSAGE, error_message="null records")
@@ -493,8 +565,20 @@ class KafkaApis(ApiRequestHandler):
                 return
             self.respond(request, {"responses": responses, "throttle_time_ms": 0})
 
-        self.broker.replica_manager.append_records(body.get("timeout_ms", 30000), acks, valid,
-                                                   respond)
+        timeout_ms = body.get("timeout_ms", 30000)
+        if transactional_id is None or not valid:
+            self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
+            return
+
+        def verified(failed: dict[tuple[str, int], int]) -> None:
+            for key, error in failed.items():
+                invalid[key] = valid.pop(key)[0]
+                invalid[key]["error_code"] = error
+            self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
+
+        # KIP-890: the coordinator confirms the partitions of a transaction's first batches.
+        self.broker.transaction_coordinator.add_partitions_manager.verify(
+            transactional_id, valid, verified)
 
     # -- Fetch -----------------------------------------------------------------------------------
 
@@ -516,8 +600,14 @@ class KafkaApis(ApiRequestHandler):
 
         replica_id = (body.get("replica_state") or {}).get("replica_id", -1) if version >= 15 \
             else body.get("replica_id", -1)
+        # A follower's fetch moves the high watermark: only a broker (CLUSTER_ACTION on the
+        # cluster) may send one; a consumer needs READ on each topic.  Kafka answers both
+        # refusals with TOPIC_AUTHORIZATION_FAILED on every partition.
+        follower_refused = replica_id >= 0 and not self.authorize(
+            request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
         params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"],
-                             body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX)
+                             body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX,
+                             body.get("isolation_level", 0))
         infos: list[Any] = []
         topics: list[tuple[str, uuid.UUID, list[Any]]] = []
         unknown: dict[int, dict[str, Any]] = {}
@@ -528,13 +618,17 @@ class KafkaApis(ApiRequestHandler):
             else:
                 topic_id, name = ZERO_UUID, topic["topic"]
             entries = []
+            error = UNKNOWN_TOPIC_ID if name is None else NONE
+            if not error and (follower_refused or replica_id < 0 and not self.authorize_topic(
+                    request, AclOperation.READ, name)):
+                error = TOPIC_AUTHORIZATION_FAILED
             for fp in topic["partitions"]:
                 info = FetchPartitionInfo(name or "", topic_id, fp["partition"],
                                           fp["fetch_offset"], fp.get("current_leader_epoch", -1),
                                           fp["partition_max_bytes"])
-                if name is None:
+                if error:
                     unknown[id(info)] = {
-                        "partition_index": fp["partition"], "error_code": UNKNOWN_TOPIC_ID,
+                        "partition_index": fp["partition"], "error_code": error,
                         "high_watermark": -1, "last_stable_offset": -1,
                         "log_start_offset": -1, "aborted_transactions": None,
                         "preferred_read_replica": -1, "records": b""}
@@ -567,6 +661,10 @@ class KafkaApis(ApiRequestHandler):
                 part: dict[str, Any] = {"partition_index": p["partition_index"],
                                         "error_code": NONE, "old_style_offsets": [],
                                         "timestamp": -1, "offset": -1, "leader_epoch": -1}
+                if not self.authorize_topic(request, AclOperation.DESCRIBE, topic["name"]):
+                    part["error_code"] = TOPIC_AUTHORIZATION_FAILED
+                    parts.append(part)
+                    continue
                 lg = self.get_partition_log(topic["name"], p["partition_index"])
                 if lg is None:
                     part["error_code"] = UNKNOWN_TOPIC_OR_PARTITION
@@ -574,9 +672,10 @@ class KafkaApis(ApiRequestHandler):
                     continue
                 ts = p["timestamp"]
                 if ts == LATEST_TIMESTAMP:
-                    # A consumer sees up to the high watermark (the last stable offset when
-                    # read_committed, the same here: no transactions).
-                    found: tuple[int, int] | None = (lg.high_watermark, -1)
+                    # A consumer sees up to the high watermark, read_committed up to the LSO.
+                    read_committed = request.body.get("isolation_level", 0) == READ_COMMITTED
+                    found: tuple[int, int] | None = (
+                        lg.last_stable_offset if read_committed else lg.high_watermark, -1)
                 elif ts == EARLIEST_TIMESTAMP:
                     found = (lg.log_start_offset, -1)
                 else:
@@ -597,31 +696,302 @@ class KafkaApis(ApiRequestHandler):
     # -- InitProducerId --------------------------------------------------------------------------
 
     def handle_init_producer_id_request(self, request: Request) -> None:
-        """An idempotent producer's id (Kafka's ``ProducerIdManager``, blocks reserved on disk).
-
-        A transactional id needs a transaction coordinator, which this broker does not have yet.
-        """
+        """An idempotent producer's id (Kafka's ``ProducerIdManager``, blocks reserved on disk);
+        with a transactional id, the transaction coordinator's answer (see
+        docs/broker/transactions.rst)."""
         assert request.body is not None
         body = request.body
         response = {"throttle_time_ms": 0, "error_code": NONE, "producer_id": -1,
-                     "producer_epoch": -1}
-        if body["transactional_id"] is not None:
-            response["error_code"] = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        elif body.get("producer_id", -1) >= 0 and 0 <= body.get("producer_epoch", -1) < 32766:
-            # KIP-360: an idempotent producer bumps its epoch to reset its sequences.
-            response.update(producer_id=body["producer_id"],
-                            producer_epoch=body["producer_epoch"] + 1)
+                    "producer_epoch": -1}
+        refused = self.init_producer_id_refused(request, body["transactional_id"])
+        if refused:
+            response["error_code"] = refused
+        elif body["transactional_id"] is not None:
+            def send_response(error: int, producer_id: int, producer_epoch: int) -> None:
+                self.respond(request, {**response, "error_code": error,
+                                       "producer_id": producer_id,
+                                       "producer_epoch": producer_epoch})
+
+            self.broker.transaction_coordinator.handle_init_producer_id(
+                body["transactional_id"], body["transaction_timeout_ms"],
+                body.get("producer_id", -1), body.get("producer_epoch", -1), send_response)
+            return
+        elif (body.get("producer_id", -1) == -1) != (body.get("producer_epoch", -1) == -1):
+            response["error_code"] = INVALID_REQUEST  # an id without an epoch, or the reverse
         else:
+            # Without a transactional id, Kafka hands out a new producer id whatever id and
+            # epoch were sent: nothing proves the asker owns them, and bumping the epoch of
+            # someone else's id would fence that producer (Java's idempotent producer bumps
+            # its epoch by itself).
             response.update(producer_id=self.producer_id_manager.generate_producer_id(),
                             producer_epoch=0)
         self.respond(request, response)
+
+    def init_producer_id_refused(self, request: Request, transactional_id: str | None) -> int:
+        """Kafka's checks: WRITE on the transactional id; without one, IDEMPOTENT_WRITE on the
+        cluster or WRITE on at least one topic.  The error code, or NONE."""
+        if transactional_id is not None:
+            return NONE if self.authorize(request, AclOperation.WRITE,
+                                          ResourceType.TRANSACTIONAL_ID, transactional_id) \
+                else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if self.authorize(request, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER):
+            return NONE
+        if self.authorizer is not None and self.authorizer.authorize_by_resource_type(
+                request.principal, request.client_address[0], AclOperation.WRITE,
+                ResourceType.TOPIC):
+            return NONE
+        return CLUSTER_AUTHORIZATION_FAILED
+
+    # -- transactions: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, WriteTxnMarkers ---------------
+
+    def handle_add_partitions_to_txn_request(self, request: Request) -> None:
+        """v0-3 (clients): one transaction; v4+ (brokers, KIP-890): several, each perhaps only
+        verified.  Unknown (or unauthorized) partitions fail the transaction's request, the
+        others then answer OPERATION_NOT_ATTEMPTED, as Kafka."""
+        body, version = request.body, request.api_version
+        assert body is not None
+        if version >= 4 and not self.authorize(request, AclOperation.CLUSTER_ACTION,
+                                               ResourceType.CLUSTER):
+            self.respond(request, {"throttle_time_ms": 0,
+                                   "error_code": CLUSTER_AUTHORIZATION_FAILED,
+                                   "results_by_transaction": []})
+            return
+        if version < 4:
+            transactions = [{"transactional_id": body["v3_and_below_transactional_id"],
+                             "producer_id": body["v3_and_below_producer_id"],
+                             "producer_epoch": body["v3_and_below_producer_epoch"],
+                             "verify_only": False, "topics": body["v3_and_below_topics"]}]
+        else:
+            transactions = body["transactions"]
+        results: list[Any] = [None] * len(transactions)
+        remaining = [len(transactions)]
+        lock = threading.Lock()
+
+        def finish(i: int, topic_results: list[dict[str, Any]]) -> None:
+            with lock:
+                results[i] = topic_results
+                remaining[0] -= 1
+                if remaining[0]:
+                    return
+            if version < 4:
+                self.respond(request, {"throttle_time_ms": 0,
+                                       "results_by_topic_v3_and_below": results[0]})
+            else:
+                self.respond(request, {"throttle_time_ms": 0, "error_code": NONE,
+                                       "results_by_transaction": [
+                                           {"transactional_id": t["transactional_id"],
+                                            "topic_results": r}
+                                           for t, r in zip(transactions, results, strict=True)]})
+
+        if not transactions:
+            self.respond(request, {"throttle_time_ms": 0, "error_code": NONE,
+                                   "results_by_transaction": []})
+            return
+        for i, txn in enumerate(transactions):
+            partitions = {(t["name"], p) for t in txn["topics"] for p in t["partitions"]}
+            unknown = {tp for tp in partitions if not self._partition_exists(*tp)}
+            refused = {tp for tp in partitions
+                       if not self.authorize_topic(request, AclOperation.WRITE, tp[0])}
+
+            def topic_results(error_of: Callable[[tuple[str, int]], int],
+                              txn: dict[str, Any] = txn) -> list[dict[str, Any]]:
+                return [{"name": t["name"], "results_by_partition": [
+                    {"partition_index": p, "partition_error_code": error_of((t["name"], p))}
+                    for p in t["partitions"]]} for t in txn["topics"]]
+
+            if version < 4 and not self.authorize(request, AclOperation.WRITE,
+                                                  ResourceType.TRANSACTIONAL_ID,
+                                                  txn["transactional_id"]):
+                finish(i, topic_results(lambda tp: TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+                continue
+            if refused or unknown:
+                finish(i, topic_results(
+                    lambda tp, refused=refused, unknown=unknown: TOPIC_AUTHORIZATION_FAILED
+                    if tp in refused else UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
+                    else OPERATION_NOT_ATTEMPTED))
+                continue
+            self.broker.transaction_coordinator.handle_add_partitions(
+                txn["transactional_id"], txn["producer_id"], txn["producer_epoch"], partitions,
+                lambda error, i=i, topic_results=topic_results: finish(
+                    i, topic_results(lambda tp: error)),
+                verify_only=txn.get("verify_only", False))
+
+    def _partition_exists(self, topic: str, partition: int) -> bool:
+        meta = self.metadata_cache.get(topic)
+        return meta is not None and 0 <= partition < meta.partitions
+
+    def handle_add_offsets_to_txn_request(self, request: Request) -> None:
+        """The group's ``__consumer_offsets`` partition joins the transaction, so that its
+        offsets get the transaction's marker."""
+        body = request.body
+        assert body is not None
+        refused = self._transactional_id_refused(request, body["transactional_id"])
+        if not refused and not self.authorize(request, AclOperation.READ, ResourceType.GROUP,
+                                              body["group_id"]):
+            refused = GROUP_AUTHORIZATION_FAILED
+        if refused:
+            self.respond(request, {"throttle_time_ms": 0, "error_code": refused})
+            return
+        partition = self.broker.group_coordinator.group_manager.partition_for(body["group_id"])
+        self.broker.transaction_coordinator.handle_add_partitions(
+            body["transactional_id"], body["producer_id"], body["producer_epoch"],
+            {(OFFSETS_TOPIC, partition)},
+            lambda error: self.respond(request, {"throttle_time_ms": 0, "error_code": error}))
+
+    def _transactional_id_refused(self, request: Request, transactional_id: str) -> int:
+        """Kafka's check of the transactional requests: WRITE on the transactional id."""
+        return NONE if self.authorize(request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                      transactional_id) else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+    def handle_end_txn_request(self, request: Request) -> None:
+        body = request.body
+        assert body is not None
+        refused = self._transactional_id_refused(request, body["transactional_id"])
+        if refused:
+            self.respond(request, {"throttle_time_ms": 0, "error_code": refused,
+                                   "producer_id": -1, "producer_epoch": -1})
+            return
+        self.broker.transaction_coordinator.handle_end_transaction(
+            body["transactional_id"], body["producer_id"], body["producer_epoch"],
+            body["committed"],
+            lambda error: self.respond(request, {
+                "throttle_time_ms": 0, "error_code": error,
+                "producer_id": body["producer_id"], "producer_epoch": body["producer_epoch"]}))
+
+    def handle_txn_offset_commit_request(self, request: Request) -> None:
+        """A transaction's offsets: written to the group's offsets partition as the producer's
+        transactional batch, visible once the transaction commits."""
+        body = request.body
+        assert body is not None
+        offsets = {}
+        unknown: dict[tuple[str, int], int] = {}
+        refused = self._transactional_id_refused(request, body["transactional_id"])
+        if not refused and not self.authorize(request, AclOperation.READ, ResourceType.GROUP,
+                                              body["group_id"]):
+            refused = GROUP_AUTHORIZATION_FAILED
+        for t in body["topics"]:
+            for p in t["partitions"]:
+                tp = (t["name"], p["partition_index"])
+                if refused:
+                    unknown[tp] = refused
+                    continue
+                if not self.authorize_topic(request, AclOperation.READ, tp[0]):
+                    unknown[tp] = TOPIC_AUTHORIZATION_FAILED
+                    continue
+                if not self._partition_exists(*tp):
+                    unknown[tp] = UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                offsets[tp] = OffsetAndMetadata(p["committed_offset"],
+                                                p.get("committed_leader_epoch", -1),
+                                                p["committed_metadata"], -1)
+
+        def send_response(errors: dict[tuple[str, int], int]) -> None:
+            errors = {**errors, **unknown}
+            self.respond(request, {"throttle_time_ms": 0, "topics": [
+                {"name": t["name"], "partitions": [
+                    {"partition_index": p["partition_index"],
+                     "error_code": errors.get((t["name"], p["partition_index"]), NONE)}
+                    for p in t["partitions"]]}
+                for t in body["topics"]]})
+
+        self.broker.group_coordinator.handle_commit_offsets(
+            body["group_id"], body.get("generation_id", -1), offsets,
+            member_id=body.get("member_id", ""), response_callback=send_response,
+            producer=(body["producer_id"], body["producer_epoch"]))
+
+    def handle_write_txn_markers_request(self, request: Request) -> None:
+        """A transaction coordinator's markers for the partitions this broker leads (only
+        brokers may send them: CLUSTER_ACTION)."""
+        body = request.body
+        assert body is not None
+        markers = body["markers"]
+        allowed = self.authorize(request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
+
+        def send_response(results: dict[tuple[int, str, int], int]) -> None:
+            self.respond(request, {"markers": [
+                {"producer_id": m["producer_id"], "topics": [
+                    {"name": t["name"], "partitions": [
+                        {"partition_index": p, "error_code": results.get(
+                            (m["producer_id"], t["name"], p), UNKNOWN_SERVER_ERROR)}
+                        for p in t["partition_indexes"]]}
+                    for t in m["topics"]]}
+                for m in markers]})
+
+        if not allowed:
+            send_response({(m["producer_id"], t["name"], p): CLUSTER_AUTHORIZATION_FAILED
+                           for m in markers for t in m["topics"]
+                           for p in t["partition_indexes"]})
+            return
+        append_txn_markers(self.broker, markers, send_response)
+
+    # -- the transaction admin calls: DescribeProducers, DescribeTransactions, ListTransactions
+
+    def handle_describe_producers_request(self, request: Request) -> None:
+        """The producers a partition's leader knows (its producer state): the tools look for
+        hanging transactions with it."""
+        body = request.body
+        assert body is not None
+        topics = []
+        for t in body["topics"]:
+            parts = []
+            for index in t["partition_indexes"]:
+                part: dict[str, Any] = {"partition_index": index, "error_code": NONE,
+                                        "error_message": None, "active_producers": []}
+                parts.append(part)
+                if not self.authorize_topic(request, AclOperation.READ, t["name"]):
+                    part["error_code"] = TOPIC_AUTHORIZATION_FAILED
+                    continue
+                partition, error = self.broker.replica_manager.leader_partition_or_error(
+                    t["name"], index)
+                if partition is None:
+                    part["error_code"] = error
+                    continue
+                part["active_producers"] = [
+                    {"producer_id": e.producer_id, "producer_epoch": e.producer_epoch,
+                     "last_sequence": e.last_seq, "last_timestamp": e.last_timestamp,
+                     "coordinator_epoch": e.coordinator_epoch,
+                     "current_txn_start_offset": e.current_txn_first_offset}
+                    for e in partition.log.producer_state.active_producers()]
+            topics.append({"name": t["name"], "partitions": parts})
+        self.respond(request, {"throttle_time_ms": 0, "topics": topics})
+
+    def handle_describe_transactions_request(self, request: Request) -> None:
+        body = request.body
+        assert body is not None
+        coordinator = self.broker.transaction_coordinator
+        states = []
+        for txn_id in body["transactional_ids"]:
+            if self.authorize(request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                              txn_id):
+                states.append(coordinator.handle_describe_transactions(txn_id))
+            else:
+                states.append({**coordinator.handle_describe_transactions(""),
+                               "transactional_id": txn_id,
+                               "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED})
+        self.respond(request, {"throttle_time_ms": 0, "transaction_states": states})
+
+    def handle_list_transactions_request(self, request: Request) -> None:
+        body = request.body
+        assert body is not None
+        error, unknown, found = self.broker.transaction_coordinator.handle_list_transactions(
+            body["state_filters"], body["producer_id_filters"], body.get("duration_filter", -1),
+            body.get("transactional_id_pattern"))
+        self.respond(request, {
+            "throttle_time_ms": 0, "error_code": error, "unknown_state_filters": unknown,
+            "transaction_states": [
+                {"transactional_id": m.transactional_id, "producer_id": m.producer_id,
+                 "transaction_state": m.state.state_name}
+                for m in found if self.authorize(request, AclOperation.DESCRIBE,
+                                                 ResourceType.TRANSACTIONAL_ID,
+                                                 m.transactional_id)]})
 
     # -- FindCoordinator, OffsetCommit, OffsetFetch ----------------------------------------------
 
     def handle_find_coordinator_request(self, request: Request) -> None:
         """The coordinator of a group is the leader of its ``__consumer_offsets`` partition
         (created on the first look-up, as Kafka does); COORDINATOR_NOT_AVAILABLE while that
-        partition has no live leader.  Key type 1 (transactions) is not served yet."""
+        partition has no live leader.  A transactional id's (key type 1) is the leader of its
+        ``__transaction_state`` partition, likewise."""
         body, version = request.body, request.api_version
         assert body is not None
         keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
@@ -629,8 +999,18 @@ class KafkaApis(ApiRequestHandler):
         nodes = {}
         for key in keys:
             node, error = (-1, "", -1), COORDINATOR_NOT_AVAILABLE
-            if body.get("key_type", 0) == 0:
-                leader = self._group_coordinator_of(key)
+            key_type = body.get("key_type", COORDINATOR_TYPE_GROUP)
+            if key_type == COORDINATOR_TYPE_GROUP and not self.authorize(
+                    request, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+                error = GROUP_AUTHORIZATION_FAILED
+            elif key_type == COORDINATOR_TYPE_TRANSACTION and not self.authorize(
+                    request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+                error = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            elif key_type == COORDINATOR_TYPE_TRANSACTION and not key:
+                error = INVALID_REQUEST
+            elif key_type in (COORDINATOR_TYPE_GROUP, COORDINATOR_TYPE_TRANSACTION):
+                leader = (self._group_coordinator_of(key) if key_type == COORDINATOR_TYPE_GROUP
+                          else self._transaction_coordinator_of(key))
                 if leader in live:
                     node, error = (leader, *live[leader]), NONE
             nodes[key] = (node, error)
@@ -659,6 +1039,17 @@ class KafkaApis(ApiRequestHandler):
         state = self._metadata_partition(OFFSETS_TOPIC, manager.partition_for(group_id))
         return int(state["leader_id"])
 
+    def _transaction_coordinator_of(self, transactional_id: str) -> int:
+        """The leader of the id's ``__transaction_state`` partition, or -1."""
+        manager = self.broker.transaction_coordinator.txn_manager
+        if not manager.ensure_topic():
+            return -1
+        if self.broker.replica_manager.standalone:
+            return int(self.broker.broker_id)
+        state = self._metadata_partition(TRANSACTION_STATE_TOPIC,
+                                         manager.partition_for(transactional_id))
+        return int(state["leader_id"])
+
     def handle_offset_commit_request(self, request: Request) -> None:
         """Answered once the commit is on the offsets topic's in-sync replicas (the answer
         waits in the produce purgatory, as an acks=all produce)."""
@@ -667,12 +1058,20 @@ class KafkaApis(ApiRequestHandler):
         coordinator = self.broker.group_coordinator
         offsets = {}
         unknown = set()
+        # Kafka: READ on the group, then READ on each topic.
+        group_refused = not self.authorize(request, AclOperation.READ, ResourceType.GROUP,
+                                           body["group_id"])
+        refused: dict[tuple[str | None, int], int] = {}
         for t in body["topics"]:
             if request.api_version >= 10:  # topics by id (KIP-848)
                 t["name"] = self.metadata_cache.name_of(t["topic_id"])
             name = t.get("name")
             for p in t["partitions"]:
                 tp = (name, p["partition_index"])
+                if group_refused or not self.authorize_topic(request, AclOperation.READ, name):
+                    refused[tp] = GROUP_AUTHORIZATION_FAILED if group_refused \
+                        else TOPIC_AUTHORIZATION_FAILED
+                    continue
                 meta = None if name is None else self.metadata_cache.get(name)
                 if meta is None or not 0 <= tp[1] < meta.partitions:
                     unknown.add(tp)
@@ -682,7 +1081,7 @@ class KafkaApis(ApiRequestHandler):
                     p["committed_metadata"], p.get("commit_timestamp", -1))
 
         def send_response(errors: dict[tuple[str | None, int], int]) -> None:
-            errors = {**errors, **dict.fromkeys(unknown, UNKNOWN_TOPIC_OR_PARTITION)}
+            errors = {**errors, **dict.fromkeys(unknown, UNKNOWN_TOPIC_OR_PARTITION), **refused}
             self.respond(request, {
                 "throttle_time_ms": 0,
                 "topics": [
@@ -694,12 +1093,16 @@ class KafkaApis(ApiRequestHandler):
                 ],
             })
 
+        if group_refused:
+            send_response({})
+            return
         coordinator.handle_commit_offsets(
             body["group_id"], body.get("generation_id_or_member_epoch", -1), offsets,
             member_id=body.get("member_id", ""), response_callback=send_response)
 
     def _offset_fetch_topics(
-        self, group_id: str, topics: list[dict[str, Any]] | None, version: int
+        self, group_id: str, topics: list[dict[str, Any]] | None, version: int,
+        require_stable: bool = False,
     ) -> list[dict[str, Any]]:
         asked = None
         if topics is not None:
@@ -711,6 +1114,11 @@ class KafkaApis(ApiRequestHandler):
         if error != NONE:
             # v0-1 have no top-level error: each partition carries it.
             found = dict.fromkeys(asked or [], None)
+        unstable = self.broker.group_coordinator.group_manager.pending_offset_partitions(
+            group_id) if require_stable and error == NONE else set()
+        if unstable:
+            # KIP-447: a transaction holds a commit of these: answer none until it ends.
+            found = {tp: None if tp in unstable else v for tp, v in found.items()}
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), value in found.items():
             by_topic.setdefault(topic, []).append({
@@ -720,7 +1128,8 @@ class KafkaApis(ApiRequestHandler):
                 "committed_leader_epoch": -1 if value is None else value.leader_epoch,
                 "metadata": "" if value is None else value.metadata,
                 "error_code": error if error != NONE else
-                              NONE if topic is not None else UNKNOWN_TOPIC_ID,
+                              UNKNOWN_TOPIC_ID if topic is None else
+                              UNSTABLE_OFFSET_COMMIT if (topic, partition) in unstable else NONE,
             })
         if version < 8:  # the single-group shape has no topic ids at all
             return [{"name": topic, "partitions": parts} for topic, parts in by_topic.items()]
@@ -737,14 +1146,34 @@ class KafkaApis(ApiRequestHandler):
         body, version = request.body, request.api_version
         assert body is not None
 
+        def may_describe(group_id: str) -> bool:
+            return self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id)
+
         def status(group_id: str) -> int:
+            if not may_describe(group_id):
+                return GROUP_AUTHORIZATION_FAILED
             return self.broker.group_coordinator.validate_group_status(group_id,
                                                                        allow_empty=True)
+
+        def topics(group_id: str, asked: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+            """Kafka: DESCRIBE on the group, then on each topic; a topic asked by name that
+            may not be described gets TOPIC_AUTHORIZATION_FAILED, one not asked is left out."""
+            if not may_describe(group_id):
+                return []
+            found = self._offset_fetch_topics(group_id, asked, version,
+                                              body.get("require_stable", False))
+            for t in found:
+                if not self.authorize_topic(request, AclOperation.DESCRIBE, t["name"]):
+                    for p in t["partitions"]:
+                        p.update(error_code=TOPIC_AUTHORIZATION_FAILED, committed_offset=-1,
+                                 committed_leader_epoch=-1, metadata="")
+            return [t for t in found if asked is not None or all(
+                p["error_code"] != TOPIC_AUTHORIZATION_FAILED for p in t["partitions"])]
 
         if version >= 8:
             groups = [
                 {"group_id": g["group_id"], "error_code": status(g["group_id"]),
-                 "topics": self._offset_fetch_topics(g["group_id"], g["topics"], version)}
+                 "topics": topics(g["group_id"], g["topics"])}
                 for g in body["groups"]
             ]
             response = {"throttle_time_ms": 0, "groups": groups}
@@ -752,7 +1181,7 @@ class KafkaApis(ApiRequestHandler):
             response = {
                 "throttle_time_ms": 0,
                 "error_code": status(body["group_id"]) if version >= 2 else NONE,
-                "topics": self._offset_fetch_topics(body["group_id"], body["topics"], version),
+                "topics": topics(body["group_id"], body["topics"]),
             }
         self.respond(request, response)
 
@@ -772,11 +1201,21 @@ class KafkaApis(ApiRequestHandler):
 
     # -- the classic group protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup -----------------
 
+    def group_refused(self, request: Request, group_id: str) -> bool:
+        """Kafka: a member needs READ on its group; refused, the request is answered with
+        GROUP_AUTHORIZATION_FAILED here (True)."""
+        if self.authorize(request, AclOperation.READ, ResourceType.GROUP, group_id):
+            return False
+        self.send_error_response(request, GROUP_AUTHORIZATION_FAILED)
+        return True
+
     def handle_join_group_request(self, request: Request) -> None:
         """Parked in the group until the rebalance completes; answered by the callback, from
         whichever thread completes it (a handler, or the rebalance purgatory's reaper)."""
         body, version = request.body, request.api_version
         assert body is not None
+        if self.group_refused(request, body["group_id"]):
+            return
 
         def send_response(result: JoinGroupResult) -> None:
             self.respond(request, {
@@ -811,6 +1250,8 @@ class KafkaApis(ApiRequestHandler):
     def handle_sync_group_request(self, request: Request) -> None:
         body = request.body
         assert body is not None
+        if self.group_refused(request, body["group_id"]):
+            return
 
         def send_response(result: SyncGroupResult) -> None:
             self.respond(request, {
@@ -829,6 +1270,8 @@ class KafkaApis(ApiRequestHandler):
     def handle_heartbeat_request(self, request: Request) -> None:
         body = request.body
         assert body is not None
+        if self.group_refused(request, body["group_id"]):
+            return
         error = self.broker.group_coordinator.handle_heartbeat(
             body["group_id"], body["member_id"], body["generation_id"])
         self.respond(request, {"throttle_time_ms": 0, "error_code": error})
@@ -836,6 +1279,8 @@ class KafkaApis(ApiRequestHandler):
     def handle_leave_group_request(self, request: Request) -> None:
         body, version = request.body, request.api_version
         assert body is not None
+        if self.group_refused(request, body["group_id"]):
+            return
         if version >= 3:  # several members at once (KIP-345)
             members = [(m["member_id"], m.get("group_instance_id")) for m in body["members"]]
         else:
@@ -858,6 +1303,12 @@ class KafkaApis(ApiRequestHandler):
         assert body is not None
         groups = []
         for group_id in body["groups"]:
+            if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+                groups.append({"error_code": GROUP_AUTHORIZATION_FAILED, "group_id": group_id,
+                               "group_state": "", "protocol_type": "", "protocol_data": "",
+                               "members": [],
+                               "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+                continue
             error, summary = self.broker.group_coordinator.handle_describe_group(group_id)
             groups.append({"error_code": error, "group_id": group_id,
                            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED, **summary})
@@ -875,6 +1326,10 @@ class KafkaApis(ApiRequestHandler):
             self.broker.group_coordinator.handle_list_groups()
             if not states or state.lower() in states
         ]
+        # Kafka: DESCRIBE on the cluster lists every group, otherwise those one may describe.
+        if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            listed = [g for g in listed if self.authorize(
+                request, AclOperation.DESCRIBE, ResourceType.GROUP, g["group_id"])]
         self.respond(request, {"throttle_time_ms": 0, "error_code": NONE, "groups": listed})
 
     # -- OffsetForLeaderEpoch (KIP-101, KIP-320) -------------------------------------------------
@@ -884,10 +1339,21 @@ class KafkaApis(ApiRequestHandler):
         fetching, and consumers check their position after a leader change."""
         assert request.body is not None
         rm = self.broker.replica_manager
+        # Kafka: a follower (replica id >= 0) needs CLUSTER_ACTION, a consumer DESCRIBE on
+        # the topic.
+        cluster_refused = request.body.get("replica_id", -2) >= 0 and not self.authorize(
+            request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
         topics = []
         for t in request.body["topics"]:
             parts = []
+            refused = CLUSTER_AUTHORIZATION_FAILED if cluster_refused else NONE if \
+                self.authorize_topic(request, AclOperation.DESCRIBE, t["topic"]) \
+                else TOPIC_AUTHORIZATION_FAILED
             for p in t["partitions"]:
+                if refused:
+                    parts.append({"error_code": refused, "partition": p["partition"],
+                                  "leader_epoch": -1, "end_offset": -1})
+                    continue
                 error, epoch, end = rm.last_offset_for_leader_epoch(
                     t["topic"], p["partition"], p.get("current_leader_epoch", -1),
                     p["leader_epoch"])

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from kafkacore import errors
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.metadata_loader import MetadataLoader
+from kafkacore.broker.security import controller_sasl
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NONE = 0
+#: Kafka's ``SecurityProtocol`` ids, as BrokerRegistration carries them.
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
 class BrokerLifecycleManager(ShutdownableThread):
@@ -51,9 +54,12 @@ class BrokerLifecycleManager(ShutdownableThread):
         faults = broker.faults
         # Heartbeats and image pulls on one connection; forwarded requests on another, so that a
         # slow CreateTopics never delays a heartbeat.
-        self._client = InterBrokerClient(host, int(port), name + "-heartbeat", timeout, faults)
+        # On the controller's listener, with the broker's credentials (controller.listener.names).
+        sasl = controller_sasl(config)
+        self._client = InterBrokerClient(host, int(port), name + "-heartbeat", timeout, faults,
+                                         sasl=sasl)
         self.controller_channel = InterBrokerClient(host, int(port), name + "-forward", timeout,
-                                                    faults)
+                                                    faults, sasl=sasl)
         self.metadata_loader = MetadataLoader(broker, self._client)
 
     # -- the loop ---------------------------------------------------------------------------------
@@ -100,11 +106,15 @@ class BrokerLifecycleManager(ShutdownableThread):
 
     def _register(self) -> None:
         b = self.broker
+        listener = b.config.inter_broker_listener
+        host, port = b.advertised_address(listener.name)
         response = self._client.send(ApiKey.BROKER_REGISTRATION, 0, {
             "broker_id": b.broker_id, "cluster_id": b.cluster_id,
             "incarnation_id": self.incarnation_id,
-            "listeners": [{"name": "PLAINTEXT", "host": b.advertised_host,
-                           "port": b.advertised_port, "security_protocol": 0}],
+            # The inter-broker listener's address: where the other brokers' replica fetchers
+            # connect (inter.broker.listener.name).
+            "listeners": [{"name": listener.name, "host": host, "port": port,
+                           "security_protocol": SECURITY_PROTOCOL_IDS[listener.security_protocol]}],
             "features": [], "rack": None,
         })
         if response["error_code"] != NONE:

@@ -14,10 +14,10 @@ See docs/broker/failover.rst.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import pathlib
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -30,7 +30,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import kafkacore
+from kafkacore.broker import lifeline
 from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.network.sasl import PlainMechanism
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -67,12 +69,19 @@ class Cluster:
     ``advertised_listeners``: for some brokers, the address they give clients and peers instead
     of their own (Kafka's ``advertised.listeners``, e.g. ``{1: "PLAINTEXT://127.0.0.1:40001"}``),
     so that a TCP proxy in front of a broker is on the way of every connection to it.
+
+    ``security_protocol``: the listener of the brokers and the controller (``SASL_PLAINTEXT``
+    for authenticated brokers; their own credentials then come in ``config``, see
+    docs/broker/security.rst), and
+    ``sasl_plain``: the (user, password) the harness itself uses to ask for Metadata.
     """
 
     def __init__(self, brokers: int = 3, *, log_dir: str | os.PathLike[str] | None = None,
                  config: Mapping[str, Any] | None = None, start_timeout_s: float = 60.0,
                  log_level: str = "INFO",
-                 advertised_listeners: Mapping[int, str] | None = None) -> None:
+                 advertised_listeners: Mapping[int, str] | None = None,
+                 security_protocol: str = "PLAINTEXT",
+                 sasl_plain: tuple[str, str] | None = None) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         advertised = dict(advertised_listeners or {})
@@ -84,6 +93,12 @@ class Cluster:
                 raise ValueError(f"advertised_listeners[{node_id}] must be 'PLAINTEXT://host:port',"
                                  f" got {listener!r}")
         self.advertised_listeners: dict[int, str] = advertised
+        if security_protocol not in ("PLAINTEXT", "SASL_PLAINTEXT"):
+            raise ValueError(f"security_protocol: PLAINTEXT or SASL_PLAINTEXT, got "
+                             f"{security_protocol!r}")
+        self.security_protocol = security_protocol
+        self._sasl = None if sasl_plain is None else functools.partial(
+            PlainMechanism, *sasl_plain)
         self.num_brokers = brokers
         self.start_timeout_s = start_timeout_s
         self.log_level = log_level
@@ -102,12 +117,15 @@ class Cluster:
         self.controller: _Node | None = None
         self.brokers: dict[int, _Node] = {}
         self._lock = threading.RLock()
+        self._closing = False
 
     # -- starting and stopping -------------------------------------------------------------------
 
     def start(self) -> Cluster:
+        self._closing = False
         if self.base is None:
             self.base = pathlib.Path(tempfile.mkdtemp(prefix="kafkacore-cluster-"))
+            lifeline.own_directory(self.base)  # removed by the reaper if we are killed
         self.base.mkdir(parents=True, exist_ok=True)
         try:
             self.controller = _Node(0, "controller", self.base / "controller")
@@ -126,6 +144,7 @@ class Cluster:
     def close(self) -> None:
         """Stop every process (SIGTERM, then SIGKILL after a bound) and remove a temporary
         directory."""
+        self._closing = True  # a restart from another thread (a failover) spawns no more
         nodes = [*self.brokers.values(), *([self.controller] if self.controller else [])]
         for node in nodes:
             if node.running:
@@ -135,8 +154,8 @@ class Cluster:
                 node.process.terminate()
         for node in nodes:
             self._reap(node, 15.0)
-        if not self._given_dir and self.base is not None:
-            shutil.rmtree(self.base, ignore_errors=True)
+        if not self._given_dir and self.base is not None and self.base.exists():
+            lifeline.remove_directory(self.base)
 
     def __enter__(self) -> Cluster:
         return self.start()
@@ -146,9 +165,10 @@ class Cluster:
 
     def _command(self, node: _Node) -> list[str]:
         assert self.base is not None
+        protocol = self.security_protocol
         cmd = [sys.executable, "-m", "kafkacore.broker", "--node-id", str(node.node_id),
                "--log-dirs", str(node.directory),
-               "--listeners", f"PLAINTEXT://127.0.0.1:{node.port}",
+               "--listeners", f"{protocol}://127.0.0.1:{node.port}",
                "--log-level", self.log_level]
         config = dict(self.config)
         if node.role == "controller":
@@ -156,7 +176,9 @@ class Cluster:
                     str(self.base / "controller.ctl")]
             config = {k: v for k, v in config.items()
                       if k in ("broker.session.timeout.ms", "default.replication.factor",
-                               "num.partitions", "cluster.id")}
+                               "num.partitions", "cluster.id", "sasl.enabled.mechanisms",
+                               "sasl.users", "authorizer.class.name", "super.users",
+                               "allow.everyone.if.no.acl.found")}
         else:
             assert self.controller is not None
             cmd += ["--process-roles", "broker",
@@ -176,6 +198,8 @@ class Cluster:
         return node.role == "broker" and node.node_id in self.advertised_listeners
 
     def _spawn(self, node: _Node) -> None:
+        if self._closing:
+            raise ClusterError(f"the cluster is closing: {node.role} {node.node_id} not started")
         node.directory.mkdir(parents=True, exist_ok=True)
         if node.port == 0 and self._advertises_elsewhere(node):
             # Its ready line names the advertised address, not the one it listens on: choose
@@ -186,8 +210,10 @@ class Cluster:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_ROOT, env.get("PYTHONPATH")]))
         assert self.base is not None
         with open(self.base / f"{node.role}-{node.node_id}.log", "ab") as stderr:
-            node.process = subprocess.Popen(self._command(node), stdout=subprocess.PIPE,
-                                            stderr=stderr, cwd=self.base, env=env)
+            # It ends with this process, however it ends (kafkacore.broker.lifeline).
+            node.process = lifeline.spawn(self._command(node), lifeline=True,
+                                          stdout=subprocess.PIPE, stderr=stderr, cwd=self.base,
+                                          env=env)
         node.paused = False
 
     def _wait_ready(self, node: _Node) -> None:
@@ -225,6 +251,12 @@ class Cluster:
     # -- addresses and leaders -------------------------------------------------------------------
 
     @property
+    def pids(self) -> dict[int, int]:
+        """The process id of every running node, by node id (the controller is node 0)."""
+        nodes = [*([self.controller] if self.controller else []), *self.brokers.values()]
+        return {n.node_id: n.process.pid for n in nodes if n.running and n.process is not None}
+
+    @property
     def bootstrap_servers(self) -> str:
         """Every running broker's address, comma separated."""
         return ",".join(f"127.0.0.1:{n.port}" for n in self.brokers.values()
@@ -236,7 +268,8 @@ class Cluster:
     def metadata(self, topics: Iterable[str] | None = None) -> dict[str, Any]:
         """The controller's Metadata answer: every topic's partitions and the live brokers."""
         assert self.controller is not None
-        client = InterBrokerClient("127.0.0.1", self.controller.port, "cluster", 10.0)
+        client = InterBrokerClient("127.0.0.1", self.controller.port, "cluster", 10.0,
+                                   sasl=self._sasl)
         try:
             body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
             body.update(topics=None if topics is None else [{"name": t} for t in topics],
@@ -304,7 +337,7 @@ class Cluster:
         for node in list(self.brokers.values()):
             if not node.running or node.paused:
                 continue
-            client = InterBrokerClient("127.0.0.1", node.port, "cluster", 10.0)
+            client = InterBrokerClient("127.0.0.1", node.port, "cluster", 10.0, sasl=self._sasl)
             try:
                 while True:
                     body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
@@ -441,9 +474,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``kafkacore-broker cluster --brokers 3``: run a cluster until SIGTERM or SIGINT."""
     parser = argparse.ArgumentParser(prog="kafkacore-broker cluster",
                                      description="a controller and N brokers, one process each")
-    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--brokers", type=int, default=3,
+                        help="how many brokers, besides the controller (default 3)")
     parser.add_argument("--log-dirs", help="base directory (default: a temporary one)")
-    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting of every broker, by Kafka's name (repeatable)")
     args = parser.parse_args(argv)
     config = {}
     for item in args.config:

@@ -103,6 +103,9 @@ class _Setting:
     doc: str
 
 
+#: The ``authorizer.class.name`` that switches ACLs on (Kafka 4's KRaft authorizer).
+STANDARD_AUTHORIZER_CLASS = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
 #: Every setting the broker knows: name -> (default, parser, meaning).  Names and defaults are
 #: Kafka's (``KafkaConfig`` / ``ServerLogConfigs`` / ``SocketServerConfigs``).
 SETTINGS: dict[str, _Setting] = {
@@ -129,11 +132,27 @@ SETTINGS: dict[str, _Setting] = {
     "max.connections.per.ip": _Setting(2147483647, _int(0), "connections from one address"),
     "max.connections.per.ip.overrides": _Setting({}, _overrides, "host:n,host:n exceptions"),
     "log.flush.interval.messages": _Setting(9223372036854775807, _int(1), "fsync every N"),
-    "log.flush.interval.ms": _Setting(None, _int(0), "fsync at least this often"),
+    "log.flush.interval.ms": _Setting(
+        None, _int(0), "fsync at least this often (unset: log.flush.scheduler.interval.ms)"),
     "log.segment.bytes": _Setting(1073741824, _int(14), "roll a segment at this size"),
     "log.retention.ms": _Setting(604800000, _int(-1), "delete segments older than this"),
     "log.retention.bytes": _Setting(-1, _int(-1), "delete the oldest segments beyond this size"),
     "log.index.interval.bytes": _Setting(4096, _int(0), "bytes between offset index entries"),
+    # -- the log's periodic tasks, run by the KafkaScheduler (docs/broker/log.rst) --
+    "background.threads": _Setting(10, _int(1), "threads of the KafkaScheduler"),
+    "log.retention.check.interval.ms": _Setting(
+        300000, _int(1), "how often retention deletes old segments"),
+    "log.flush.scheduler.interval.ms": _Setting(
+        9223372036854775807, _int(1), "how often each log's flush.ms is checked"),
+    "log.flush.offset.checkpoint.interval.ms": _Setting(
+        60000, _int(0), "how often recovery points are written (0: once)"),
+    "log.flush.start.offset.checkpoint.interval.ms": _Setting(
+        60000, _int(0), "how often log start offsets are written (0: once)"),
+    "log.initial.task.delay.ms": _Setting(30000, _int(0), "delay of the first log tasks"),
+    "producer.id.expiration.check.interval.ms": _Setting(
+        600000, _int(1), "how often idle producer ids are forgotten"),
+    "log.dir.failure.probe.interval.ms": _Setting(
+        1000, _int(1), "how often an offline log dir is probed (ours: Kafka never retries)"),
     "message.max.bytes": _Setting(1048588, _int(0), "largest record batch accepted"),
     # -- security (docs/broker/security.rst) --
     "listener.security.protocol.map": _Setting(
@@ -159,6 +178,22 @@ SETTINGS: dict[str, _Setting] = {
         524288, _int(1), "largest frame accepted before SASL authentication completes"),
     "connection.failed.authentication.delay.ms": _Setting(
         100, _int(0), "close a refused connection this much later (KIP-306)"),
+    # -- authorization (docs/broker/security.rst) --
+    "authorizer.class.name": _Setting(
+        "", _str, "org.apache.kafka.metadata.authorizer.StandardAuthorizer switches ACLs on; "
+                  "empty: everyone may do anything"),
+    "super.users": _Setting("", _str, "principals allowed everything, User:a;User:b"),
+    "allow.everyone.if.no.acl.found": _Setting(
+        False, _bool, "allow an operation on a resource that no ACL names"),
+    "inter.broker.listener.name": _Setting(
+        "", _str, "the listener brokers use to reach one another (default: the first)"),
+    "sasl.mechanism.inter.broker.protocol": _Setting(
+        "PLAIN", _str, "the SASL mechanism of the inter-broker listener's clients"),
+    "controller.listener.names": _Setting(
+        "", _str, "a broker: the controller's listener, whose protocol it speaks (default: "
+                  "PLAINTEXT)"),
+    "sasl.mechanism.controller.protocol": _Setting(
+        "PLAIN", _str, "the SASL mechanism a broker authenticates to the controller with"),
     "group.min.session.timeout.ms": _Setting(6000, _int(0), "shortest session a member may ask"),
     "group.max.session.timeout.ms": _Setting(1800000, _int(0), "longest session a member may ask"),
     "group.initial.rebalance.delay.ms": _Setting(
@@ -169,6 +204,23 @@ SETTINGS: dict[str, _Setting] = {
         3, _int(1), "replication factor of __consumer_offsets (at most the live brokers)"),
     "offsets.commit.timeout.ms": _Setting(
         5000, _int(1), "how long an OffsetCommit waits for the offsets topic's replicas"),
+    # -- transactions (docs/broker/transactions.rst) --
+    "transaction.state.log.num.partitions": _Setting(50, _int(1),
+                                                     "partitions of __transaction_state"),
+    "transaction.state.log.replication.factor": _Setting(
+        3, _int(1), "replication factor of __transaction_state (at most the live brokers)"),
+    "transaction.state.log.min.isr": _Setting(
+        2, _int(1), "min.insync.replicas of __transaction_state (at most its replicas)"),
+    "transaction.state.log.segment.bytes": _Setting(104857600, _int(1),
+                                                    "segment.bytes of __transaction_state"),
+    "transaction.max.timeout.ms": _Setting(
+        900000, _int(1), "the longest transaction.timeout.ms a producer may ask"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": _Setting(
+        10000, _int(1), "how often the coordinator aborts the transactions past their timeout"),
+    "transactional.id.expiration.ms": _Setting(
+        604800000, _int(1), "forget a transactional id unused this long"),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": _Setting(
+        3600000, _int(1), "how often the coordinator forgets expired transactional ids"),
     # -- the cluster (docs/broker/replication.rst) --
     "process.roles": _Setting("", _str, "broker, controller, or empty: one broker that is its "
                                           "own controller (a cluster of one)"),
@@ -229,6 +281,17 @@ class BrokerConfig:
                 raise errors.ConfigError(
                     f"advertised.listeners: no address for listener {endpoint.name}")
         self.listener_host, self.listener_port = self.listeners[0].host, self.listeners[0].port
+        inter_broker = parsed["inter.broker.listener.name"].strip().upper()
+        named = [e for e in self.listeners if e.name == inter_broker]
+        if inter_broker and not named:
+            raise errors.ConfigError(f"inter.broker.listener.name: {inter_broker} is not in "
+                                     f"listeners")
+        #: The listener other brokers fetch from and this broker registers with the controller.
+        self.inter_broker_listener = named[0] if named else self.listeners[0]
+        authorizer = parsed["authorizer.class.name"].strip()
+        if authorizer not in ("", STANDARD_AUTHORIZER_CLASS):
+            raise errors.ConfigError(f"authorizer.class.name: only {STANDARD_AUTHORIZER_CLASS} "
+                                     f"is known, got {authorizer!r}")
         first = self.advertised[self.listeners[0].name]
         self.advertised_host, self.advertised_port = first.host, first.port
         if not parsed["log.dirs"]:

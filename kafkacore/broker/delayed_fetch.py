@@ -15,6 +15,9 @@ from typing import Any
 
 from kafkacore.broker.purgatory import DelayedOperation
 
+#: Kafka's ``IsolationLevel.READ_COMMITTED`` (Fetch and ListOffsets ``isolation_level``)
+READ_COMMITTED = 1
+
 
 class DelayedFetch(DelayedOperation):
     __slots__ = ("replica_manager", "params", "infos", "respond")
@@ -36,7 +39,12 @@ class DelayedFetch(DelayedOperation):
             if 0 <= info.current_leader_epoch != partition.leader_epoch:
                 return self.force_complete()
             log = partition.log
-            end = log.log_end_offset if self.params.is_follower else log.high_watermark
+            if self.params.is_follower:
+                end = log.log_end_offset
+            elif self.params.isolation_level == READ_COMMITTED:  # up to the LSO
+                end = log.last_stable_offset
+            else:
+                end = log.high_watermark
             if end < info.fetch_offset:  # truncated below the fetch offset: answer now
                 return self.force_complete()
             if end > info.fetch_offset:

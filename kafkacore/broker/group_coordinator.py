@@ -192,6 +192,7 @@ class GroupCoordinator:
         offsets: dict[tuple[str, int], OffsetAndMetadata],
         member_id: str = UNKNOWN_MEMBER,
         response_callback: Callable[[dict[tuple[str, int], int]], None] | None = None,
+        producer: tuple[int, int] | None = None,
     ) -> dict[tuple[str, int], int] | None:
         """Store ``offsets`` for ``group_id``: the error code of each partition, given to
         ``response_callback`` once the offsets topic's in-sync replicas have the commit (from
@@ -201,6 +202,9 @@ class GroupCoordinator:
         (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID: a member that was dropped must rejoin before its
         offsets count).  Generation -1 and no member id is a group that "is only using Kafka to
         store offsets", allowed while the group has no members.
+
+        ``producer`` (id, epoch): TxnOffsetCommit, a commit that counts only once its
+        transaction commits (Kafka's ``handleTxnCommitOffsets``).
         """
         if response_callback is None:
             return self._wait_for_commit(group_id, generation_id, offsets, member_id)
@@ -213,7 +217,7 @@ class GroupCoordinator:
             if generation_id >= 0:  # a membership this coordinator never handed out
                 response_callback(dict.fromkeys(offsets, ILLEGAL_GENERATION))
                 return None
-            self._store_offsets(group_id, offsets, response_callback)
+            self._store_offsets(group_id, offsets, response_callback, producer)
             return None
         with group.lock:
             error = self._validate_offset_commit(group, generation_id, member_id)
@@ -224,7 +228,7 @@ class GroupCoordinator:
                 self._complete_and_schedule_next_heartbeat_expiration(group, group.get(member_id))
         # The append is not made under the group's lock: its answer may come from a thread that
         # holds another lock (the purgatory's), and nothing here needs the group any more.
-        self._store_offsets(group_id, offsets, response_callback)
+        self._store_offsets(group_id, offsets, response_callback, producer)
         return None
 
     def _wait_for_commit(self, group_id: str, generation_id: int,
@@ -261,6 +265,7 @@ class GroupCoordinator:
     def _store_offsets(
         self, group_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata],
         response_callback: Callable[[dict[tuple[str, int], int]], None],
+        producer: tuple[int, int] | None = None,
     ) -> None:
         errors: dict[tuple[str, int], int] = {}
         accepted = {}
@@ -277,7 +282,7 @@ class GroupCoordinator:
         def appended(results: dict[tuple[str, int], int]) -> None:
             response_callback({**errors, **results})
 
-        self.group_manager.store_offsets(group_id, accepted, appended)
+        self.group_manager.store_offsets(group_id, accepted, appended, producer)
 
     # -- OffsetFetch ---------------------------------------------------------------------------
 

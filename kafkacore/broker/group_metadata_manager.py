@@ -29,7 +29,6 @@ See docs/broker/groups.rst.
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import struct
@@ -37,10 +36,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kafkacore.broker.log import LogConfig
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.core.records import MemoryRecordsBuilder, iter_batches
 
@@ -50,8 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
-#: Where an earlier kafkacore broker kept commits (imported once, see ``_import_journal``).
-LEGACY_JOURNAL = "__consumer_offsets.journal"
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -325,6 +320,9 @@ class GroupMetadataManager:
         self._lock = threading.Lock()
         #: group -> (topic, partition) -> the latest commit
         self._offsets: dict[str, dict[tuple[str, int], _Cached]] = {}
+        #: producer id -> group -> (topic, partition) -> a transactional commit (TxnOffsetCommit)
+        #: waiting for its transaction's marker: invisible until COMMIT, dropped on ABORT
+        self._pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], _Cached]]] = {}
         #: offsets partitions this broker leads and has loaded, and those being loaded, each
         #: with the count of its election (a load finished after a newer election is dropped)
         self._owned: set[int] = set()
@@ -350,7 +348,6 @@ class GroupMetadataManager:
                                           work=self._run_writer)
         self._writer.start()
         if self.standalone:
-            self._import_journal()
             # A cluster of one leads every offsets partition: load what the logs hold now,
             # before the first request.
             for p in range(self.partition_count()):
@@ -364,44 +361,6 @@ class GroupMetadataManager:
         self._loader = ShutdownableThread(f"group-metadata-manager-{self.broker.broker_id}",
                                           work=self._run_loader)
         self._loader.start()
-
-    def _import_journal(self) -> None:
-        """A broker of an earlier kafkacore kept commits in ``__consumer_offsets.journal`` (one
-        JSON line each): append them to the offsets topic once, then rename the journal, so an
-        upgrade loses no committed offset."""
-        path = Path(self.broker.config.log_dirs[0]) / LEGACY_JOURNAL
-        if not path.exists():
-            return
-        latest: dict[tuple[str, str, int], OffsetAndMetadata] = {}
-        with open(path, "rb") as f:
-            for line in f:
-                if not line.endswith(b"\n"):
-                    break  # a torn tail: that commit was never acknowledged
-                try:
-                    e = json.loads(line)
-                    latest[(e["g"], e["t"], int(e["p"]))] = OffsetAndMetadata(
-                        int(e["o"]), int(e["e"]), e["m"], int(e["ts"]))
-                except (ValueError, KeyError, TypeError):
-                    break  # a torn or damaged line: nothing after it was acknowledged
-        self.ensure_offsets_topic()
-        meta = self.broker.metadata_cache.get(OFFSETS_TOPIC)
-        config = LogConfig.from_properties(meta.configs, base=self.broker.log_manager.default_config)
-        by_partition: dict[int, list[tuple[bytes, bytes]]] = {}
-        for (group, topic, index), value in latest.items():
-            by_partition.setdefault(self.partition_for(group), []).append(
-                (offset_commit_key(group, topic, index), offset_commit_value(value)))
-        now = int(time.time() * 1000)
-        for p, records in by_partition.items():
-            builder = MemoryRecordsBuilder(1024)
-            for key, value in records:
-                builder.append(now, key, value)
-            lg = self.broker.log_manager.get_or_create_log(OFFSETS_TOPIC, p, config,
-                                                           meta.topic_id)
-            lg.append_as_leader(bytes(builder.build()))
-            lg.flush()
-        path.rename(path.with_name(LEGACY_JOURNAL + ".imported"))
-        log.info("imported %d committed offsets from %s into %s", len(latest), path,
-                 OFFSETS_TOPIC)
 
     def shutdown(self) -> None:
         if self._loader is not None:
@@ -511,6 +470,9 @@ class GroupMetadataManager:
             self._loading.pop(partition, None)
             for group in [g for g in self._offsets if self.partition_for(g) == partition]:
                 del self._offsets[group]
+            for by_group in self._pending_txn_offsets.values():
+                for group in [g for g in by_group if self.partition_for(g) == partition]:
+                    del by_group[group]
         log.info("broker %d: unloaded offsets partition %d", self.broker.broker_id, partition)
         for listener in self._resign_listeners:
             listener(partition)
@@ -567,7 +529,13 @@ class GroupMetadataManager:
         end; this broker is the leader).  A tombstone removes the offset or the group."""
         out: dict[str, dict[tuple[str, int], _Cached]] = {}
         groups: dict[str, GroupRecord] = {}
-        for offset, key, value in _records(lg):
+        pending: dict[int, dict[str, dict[tuple[str, int], _Cached]]] = {}
+        for offset, key, value, producer_id, marker in _txn_records(lg):
+            if marker is not None:  # a transaction's end: its commits count, or not
+                for group, by_tp in pending.pop(producer_id, {}).items():
+                    if marker:
+                        out.setdefault(group, {}).update(by_tp)
+                continue
             try:
                 parsed = read_offset_commit_key(key)
                 if parsed is None:
@@ -583,11 +551,16 @@ class GroupMetadataManager:
                 if value is None:  # a tombstone
                     out.get(group, {}).pop((topic, index), None)
                     continue
-                out.setdefault(group, {})[(topic, index)] = _Cached(
+                target = out if producer_id is None else pending.setdefault(producer_id, {})
+                target.setdefault(group, {})[(topic, index)] = _Cached(
                     read_offset_commit_value(value), offset)
             except (ValueError, UnicodeDecodeError, struct.error) as exc:
                 log.warning("offsets log %s: record at %d unreadable (%s); skipped", lg.name,
                             offset, exc)
+        if pending:  # transactions still open: their commits wait for the markers
+            with self._lock:
+                for producer_id, by_group in pending.items():
+                    self._pending_txn_offsets.setdefault(producer_id, {}).update(by_group)
         return out, groups
 
     def _install(self, partition: int, offsets: dict[str, dict[tuple[str, int], _Cached]]) -> None:
@@ -603,9 +576,13 @@ class GroupMetadataManager:
     # -- OffsetCommit ------------------------------------------------------------------------
 
     def store_offsets(self, group_id: str, offsets: dict[tuple[str, int], OffsetAndMetadata],
-                      callback: CommitCallback) -> None:
+                      callback: CommitCallback, producer: tuple[int, int] | None = None) -> None:
         """Append the commits to the group's partition with acks=all; ``callback(errors)`` once
-        the ISR has them (or the append failed), from whichever thread completes it."""
+        the ISR has them (or the append failed), from whichever thread completes it.
+
+        ``producer`` (id, epoch): a transaction's commit (TxnOffsetCommit), written as a
+        transactional batch of that producer and held pending until its marker (Kafka's
+        ``prepareTxnOffsetCommit``)."""
         if not offsets:
             callback({})
             return
@@ -615,7 +592,12 @@ class GroupMetadataManager:
         partition = self.partition_for(group_id)
         key = (OFFSETS_TOPIC, partition)
         now = int(time.time() * 1000)
-        builder = MemoryRecordsBuilder(1024)
+        if producer is None:
+            builder = MemoryRecordsBuilder(1024)
+        else:
+            builder = MemoryRecordsBuilder(1024, producer_id=producer[0],
+                                           producer_epoch=producer[1], base_sequence=0,
+                                           is_transactional=True)
         order = list(offsets.items())
         for (topic, index), value in order:
             builder.append(now, offset_commit_key(group_id, topic, index),
@@ -637,7 +619,12 @@ class GroupMetadataManager:
                 self._flush(partition)
             base = result["base_offset"]
             with self._lock:
-                if partition in self._owned:
+                if partition in self._owned and producer is not None:
+                    pending = self._pending_txn_offsets.setdefault(producer[0], {}).setdefault(
+                        group_id, {})
+                    for i, (tp, value) in enumerate(order):
+                        pending[tp] = _Cached(value, base + i)
+                elif partition in self._owned:
                     cached = self._offsets.setdefault(group_id, {})
                     for i, (tp, value) in enumerate(order):
                         old = cached.get(tp)
@@ -646,11 +633,40 @@ class GroupMetadataManager:
             callback(dict.fromkeys(offsets, NONE))
 
         try:
+            # A transactional commit is the coordinator's write (Kafka's COORDINATOR origin):
+            # no sequence checks, the producer's transactions tracked.
             self.broker.replica_manager.append_records(
-                self.commit_timeout_ms, -1, {key: (response, records)}, on_append)
+                self.commit_timeout_ms, -1, {key: (response, records)}, on_append,
+                from_coordinator=producer is not None)
         except Exception:
             log.exception("group %s: appending a commit failed", group_id)
             callback(dict.fromkeys(offsets, UNKNOWN_SERVER_ERROR))
+
+    def handle_txn_completion(self, producer_id: int, partitions: set[int],
+                              commit: bool) -> None:
+        """A COMMIT or ABORT marker of ``producer_id`` is in these offsets partitions: its
+        pending commits of their groups become committed, or are dropped (Kafka's
+        ``handleTxnCompletion``)."""
+        with self._lock:
+            by_group = self._pending_txn_offsets.get(producer_id, {})
+            for group_id in [g for g in by_group if self.partition_for(g) in partitions]:
+                pending = by_group.pop(group_id)
+                if not commit:
+                    continue
+                cached = self._offsets.setdefault(group_id, {})
+                for tp, value in pending.items():
+                    old = cached.get(tp)
+                    if old is None or old.log_offset < value.log_offset:
+                        cached[tp] = value
+            if not by_group:
+                self._pending_txn_offsets.pop(producer_id, None)
+
+    def pending_offset_partitions(self, group_id: str) -> set[tuple[str, int]]:
+        """The partitions whose commit an open transaction holds (KIP-447's unstable offsets:
+        OffsetFetch with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT for them)."""
+        with self._lock:
+            return {tp for by_group in self._pending_txn_offsets.values()
+                    for tp in by_group.get(group_id, {})}
 
     # -- group metadata --------------------------------------------------------------------
 
@@ -736,6 +752,33 @@ class GroupMetadataManager:
     def groups_with_offsets(self) -> list[str]:
         with self._lock:
             return [g for g, by_tp in self._offsets.items() if by_tp]
+
+
+def _txn_records(lg: Any) -> Iterator[tuple[int, bytes, bytes | None, int | None,
+                                             bool | None]]:
+    """(offset, key, value, producer id of a transactional record or None, None) for every
+    keyed data record, and (offset, b"", None, producer id, True for COMMIT / False for ABORT)
+    for every transaction marker, in log order."""
+    offset = lg.log_start_offset
+    end = lg.log_end_offset
+    while offset < end:
+        data = lg.read(offset, 1 << 20, max_offset=None, min_one_batch=True).records
+        if not data:
+            break
+        for batch in iter_batches(data):
+            if batch.last_offset < offset:
+                continue
+            if batch.is_control:
+                for record in batch.records:
+                    key = record.key or b""
+                    if len(key) >= 4 and key[2:4] in (b"\x00\x00", b"\x00\x01"):
+                        yield record.offset, b"", None, batch.producer_id, key[3] == 1
+            else:
+                producer_id = batch.producer_id if batch.is_transactional else None
+                for record in batch.records:
+                    if record.offset >= offset and record.key is not None:
+                        yield record.offset, record.key, record.value, producer_id, None
+            offset = batch.last_offset + 1
 
 
 def _records(lg: Any) -> Iterator[tuple[int, bytes, bytes | None]]:

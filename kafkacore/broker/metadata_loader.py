@@ -12,6 +12,15 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+from kafkacore.broker.authorizer.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.partition import PartitionState
 from kafkacore.protocol import codec
@@ -23,6 +32,7 @@ if TYPE_CHECKING:
 NONE = 0
 METADATA_VERSION = 12
 DESCRIBE_CONFIGS_VERSION = 2
+DESCRIBE_ACLS_VERSION = 3
 CONFIG_SOURCE_TOPIC = 1
 
 
@@ -43,6 +53,8 @@ class MetadataLoader:
             body.update(topics=None, allow_auto_topic_creation=False)
             response = self._client.send(ApiKey.METADATA, METADATA_VERSION, body)
             self._apply(response)
+            if self.broker.authorizer is not None:
+                self._load_acls()
         self.image_received.set()
 
     def _apply(self, response: dict[str, Any]) -> None:
@@ -67,6 +79,24 @@ class MetadataLoader:
         broker.replica_manager.apply_image(brokers, topics)
         for name in [t.name for t in cache.topics() if t.name not in topics]:
             self._delete_topic(name)
+
+    def _load_acls(self) -> None:
+        """Replace the authorizer's ACLs with the controller's (KRaft brokers replay the ACL
+        records of the metadata log; we ask for all of them, as one DescribeAcls)."""
+        response = self._client.send(ApiKey.DESCRIBE_ACLS, DESCRIBE_ACLS_VERSION, {
+            "resource_type_filter": ResourceType.ANY, "resource_name_filter": None,
+            "pattern_type_filter": PatternType.ANY, "principal_filter": None,
+            "host_filter": None, "operation": AclOperation.ANY,
+            "permission_type": AclPermissionType.ANY})
+        if response["error_code"] != NONE:
+            raise ConnectionError(f"DescribeAcls refused by the controller: error "
+                                  f"{response['error_code']}")
+        self.broker.authorizer.load_snapshot([
+            AclBinding(ResourcePattern(ResourceType(r["resource_type"]), r["resource_name"],
+                                       PatternType(r["pattern_type"])),
+                       AccessControlEntry(a["principal"], a["host"], AclOperation(a["operation"]),
+                                          AclPermissionType(a["permission_type"])))
+            for r in response["resources"] for a in r["acls"]])
 
     def _delete_topic(self, name: str) -> None:
         """Forget a topic the controller deleted: its partitions first, then its logs."""

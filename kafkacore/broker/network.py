@@ -46,6 +46,7 @@ from kafkacore.broker.security import (
     SaslServerAuthenticator,
     SaslState,
     build_listener_security,
+    certificate_principal,
 )
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.protocol import codec
@@ -157,7 +158,7 @@ class KafkaChannel:
     __slots__ = (
         "id", "sock", "address", "buffer", "expected", "muted", "sends", "last_active",
         "events", "listener", "tls", "handshake_events", "authenticator", "close_after_send",
-        "reserved", "trailing_bytes_logged",
+        "reserved", "trailing_bytes_logged", "certificate_principal",
     )
 
     def __init__(self, connection_id: str, sock: socket.socket, address: tuple[str, int],
@@ -183,6 +184,8 @@ class KafkaChannel:
         #: Bytes of the broker's MemoryPool held by this connection's request (being read, or
         #: in the handlers): given back when its response arrives or the connection closes.
         self.reserved = 0
+        #: ``User:<subject>`` of the client's verified certificate, once TLS is up (None: none).
+        self.certificate_principal: str | None = None
         #: Bytes after a request's body were seen (and logged) on this connection.
         self.trailing_bytes_logged = False
 
@@ -455,6 +458,7 @@ class Processor(ShutdownableThread):
         else:
             ch.handshake_events = 0
             self._stats["ssl_handshakes"] += 1
+            ch.certificate_principal = certificate_principal(ch.sock.getpeercert())
             if ch.sock.pending():  # the client's first request came with its last flight
                 self._tls_pending.add(ch.id)
         self._touch(ch)
@@ -597,6 +601,12 @@ class Processor(ShutdownableThread):
                 return
         request = Request(self.id, ch.id, header, body, ch.address, len(frame),
                           listener_name=ch.listener)
+        # Kafka's DefaultKafkaPrincipalBuilder: the SASL user, else the client certificate's
+        # subject, else ANONYMOUS.
+        if ch.authenticator is not None and ch.authenticator.principal is not None:
+            request.principal = "User:" + ch.authenticator.principal
+        elif ch.certificate_principal is not None:
+            request.principal = ch.certificate_principal
         # The muting rule: no more reads from this connection until the response is queued
         # and written, so at most one of its requests is in the handlers at a time and the
         # responses leave in the order the requests came (handlers run in parallel).

@@ -144,7 +144,8 @@ class Partition:
 
     # -- the leader's side ----------------------------------------------------------------------
 
-    def append_records_to_leader(self, records: Any, required_acks: int) -> Any:
+    def append_records_to_leader(self, records: Any, required_acks: int, *,
+                                 from_coordinator: bool = False) -> Any:
         """Append as leader; refuses acks=all below ``min.insync.replicas`` (Kafka's
         ``appendRecordsToLeader``)."""
         with self.lock:
@@ -156,7 +157,8 @@ class Partition:
                 raise errors.NotEnoughReplicasError(
                     f"{self.topic}-{self.index}: ISR {self.isr} is smaller than "
                     f"min.insync.replicas={min_isr}")
-            info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch)
+            info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch,
+                                             from_coordinator=from_coordinator)
             self.maybe_increment_leader_hw()
             return info
 
@@ -211,6 +213,18 @@ class Partition:
                 self.pending_isr = PendingIsr(expand)
             return self.maybe_increment_leader_hw(), expand
 
+    def maybe_shrink_isr(self) -> list[int] | None:
+        """Kafka's ``maybeShrinkIsr``: decide and record the shrink under the lock, so that no
+        role change, ISR change or pending expansion slips in between the decision and the
+        AlterPartition that carries it.  Returns the ISR to ask for, or None."""
+        with self.lock:
+            out = self.out_of_sync_replicas()
+            if not out:
+                return None
+            new_isr = [r for r in self.isr if r not in out]
+            self.pending_isr = PendingIsr(new_isr)
+            return new_isr
+
     def out_of_sync_replicas(self) -> list[int]:
         """ISR members not caught up for ``replica.lag.time.max.ms`` (Kafka's
         ``getOutOfSyncReplicas``)."""
@@ -255,11 +269,35 @@ class Partition:
 
     # -- the follower's side --------------------------------------------------------------------
 
-    def append_records_to_follower(self, records: Any, leader_high_watermark: int) -> Any:
+    def append_records_to_follower(self, records: Any, leader_high_watermark: int,
+                                   leader_epoch: int) -> Any:
+        """Append what the leader of ``leader_epoch`` sent, under the lock, if this replica
+        still follows at that epoch: a fetch answered before a role change must not write into
+        the log of a replica that leads now (or follows someone else).  Returns the append's
+        info (None when there was nothing to append) or raises ``NotLeaderOrFollowerError`` /
+        ``FencedLeaderEpochError`` and changes nothing."""
         with self.lock:
+            self._check_following(leader_epoch)
             info = self.log.append_as_follower(records) if records else None
             self.update_follower_high_watermark(leader_high_watermark)
             return info
+
+    def truncate_as_follower(self, offset: int, leader_epoch: int) -> None:
+        """Truncate (the fetcher's epoch check found divergence), under the lock, if this
+        replica still follows at ``leader_epoch``."""
+        with self.lock:
+            self._check_following(leader_epoch)
+            self.log.truncate_to(offset)
+
+    def _check_following(self, leader_epoch: int) -> None:
+        if self.is_leader or self.leader_id < 0:
+            raise errors.NotLeaderOrFollowerError(
+                f"{self.topic}-{self.index}: broker {self.local_broker_id} no longer follows "
+                f"(leader {self.leader_id})")
+        if leader_epoch != self.leader_epoch:
+            raise errors.FencedLeaderEpochError(
+                f"{self.topic}-{self.index}: fetched under leader epoch {leader_epoch}, now "
+                f"{self.leader_epoch}")
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
         with self.lock:

@@ -15,6 +15,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+from kafkacore import errors
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.partition import Partition
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
@@ -75,7 +76,8 @@ class ReplicaFetcherThread(ShutdownableThread):
             self._address = address
             self._client = InterBrokerClient(
                 address[0], address[1], f"replica-fetcher-{self.rm.broker_id}",
-                self.config["replica.socket.timeout.ms"] / 1000.0, self.rm.broker.faults)
+                self.config["replica.socket.timeout.ms"] / 1000.0, self.rm.broker.faults,
+                sasl=self.rm.broker.inter_broker_sasl)
         return self._client
 
     def _backoff(self) -> None:
@@ -118,9 +120,10 @@ class ReplicaFetcherThread(ShutdownableThread):
         by_topic: dict[str, list[Partition]] = {}
         for p in partitions:
             by_topic.setdefault(p.topic, []).append(p)
+        epochs = {p.key: p.leader_epoch for p in partitions}  # the epochs this answer is for
         body = {"replica_id": self.rm.broker_id, "topics": [
             {"topic": topic, "partitions": [
-                {"partition": p.index, "current_leader_epoch": p.leader_epoch,
+                {"partition": p.index, "current_leader_epoch": epochs[p.key],
                  "leader_epoch": p.epoch_cache.latest_epoch if p.epoch_cache else -1}
                 for p in parts]}
             for topic, parts in by_topic.items()]}
@@ -151,7 +154,10 @@ class ReplicaFetcherThread(ShutdownableThread):
                              "at %d on the leader)", self.rm.broker_id, partition.topic,
                              partition.index, lg.log_end_offset, target, leader_epoch,
                              end_offset)
-                    lg.truncate_to(target)
+                    try:
+                        partition.truncate_as_follower(target, epochs[key])
+                    except (errors.NotLeaderOrFollowerError, errors.FencedLeaderEpochError):
+                        continue  # its role changed meanwhile: the new role decides
                 with self._lock:
                     if self._partitions.get(key, (None,))[0] is partition:
                         self._partitions[key] = (partition, False)
@@ -163,6 +169,7 @@ class ReplicaFetcherThread(ShutdownableThread):
         for p in partitions:
             by_topic.setdefault(p.topic_id, []).append(p)
         max_bytes = self.config["replica.fetch.max.bytes"]
+        epochs = {p.key: p.leader_epoch for p in partitions}  # the epochs this fetch is under
         body = {
             "replica_state": {"replica_id": self.rm.broker_id,
                               "replica_epoch": self.rm.broker.lifecycle.broker_epoch},
@@ -170,7 +177,7 @@ class ReplicaFetcherThread(ShutdownableThread):
             "min_bytes": 1, "max_bytes": max(max_bytes, 10 * 1024 * 1024),
             "isolation_level": 0, "session_id": 0, "session_epoch": -1,
             "topics": [{"topic_id": topic_id, "partitions": [
-                {"partition": p.index, "current_leader_epoch": p.leader_epoch,
+                {"partition": p.index, "current_leader_epoch": epochs[p.key],
                  "fetch_offset": p.log.log_end_offset,
                  "last_fetched_epoch": p.epoch_cache.latest_epoch if p.epoch_cache else -1,
                  "log_start_offset": p.log.log_start_offset, "partition_max_bytes": max_bytes}
@@ -207,7 +214,11 @@ class ReplicaFetcherThread(ShutdownableThread):
                 if records and partition.log.log_end_offset != int.from_bytes(
                         records[:8], "big"):
                     continue  # the log moved meanwhile (truncation): fetch again
-                partition.append_records_to_follower(records, r["high_watermark"])
+                try:
+                    partition.append_records_to_follower(records, r["high_watermark"],
+                                                         epochs[partition.key])
+                except (errors.NotLeaderOrFollowerError, errors.FencedLeaderEpochError):
+                    continue  # its role changed while we fetched: the data is not ours
         if errored:
             self._stopping.wait(0.1)
 
@@ -233,6 +244,15 @@ class ReplicaFetcherManager:
         with self._lock:
             for thread in self._threads.values():
                 thread.remove_partitions(keys)
+
+    def fetcher_for(self, key: tuple[str, int]) -> int | None:
+        """The broker this one fetches ``key`` from, or None (Kafka's ``getFetcher``)."""
+        with self._lock:
+            for source, thread in self._threads.items():
+                with thread._lock:  # noqa: SLF001 - the manager owns its threads
+                    if key in thread._partitions:  # noqa: SLF001
+                        return source
+        return None
 
     def shutdown(self) -> None:
         with self._lock:

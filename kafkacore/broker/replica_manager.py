@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
 from kafkacore.broker.alter_partition_manager import AlterPartitionManager
-from kafkacore.broker.delayed_fetch import DelayedFetch
+from kafkacore.broker.delayed_fetch import READ_COMMITTED, DelayedFetch
 from kafkacore.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafkacore.broker.files import replace_atomically
 from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.leader_epoch_cache import LeaderEpochFileCache
-from kafkacore.broker.partition import Partition, PartitionState, PendingIsr
+from kafkacore.broker.partition import Partition, PartitionState
 from kafkacore.broker.purgatory import DelayedOperationPurgatory
-from kafkacore.broker.shutdownable_thread import ShutdownableThread
+from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     from kafkacore.broker.server import Broker
@@ -55,6 +55,8 @@ class FetchParams:
     max_wait_ms: int
     min_bytes: int
     max_bytes: int
+    #: 1: read_committed, consumers read below the last stable offset (KIP-98)
+    isolation_level: int = 0
 
     @property
     def is_follower(self) -> bool:
@@ -91,7 +93,6 @@ class ReplicaManager:
         self._checkpoint_path = Path(self.config.log_dirs[0]) / HW_CHECKPOINT_FILE
         self._checkpointed_hw = _read_hw_checkpoint(self._checkpoint_path)
         self._stop = threading.Event()
-        self._threads: list[ShutdownableThread] = []
 
     def startup(self) -> None:
         if self.standalone:
@@ -101,11 +102,13 @@ class ReplicaManager:
         self.fetcher_manager = ReplicaFetcherManager(self)
         self.alter_partition_manager = AlterPartitionManager(self)
         self.alter_partition_manager.start()
-        for target, name in ((self._isr_expiration, "isr-expiration"),
-                             (self._hw_checkpointer, "highwatermark-checkpoint")):
-            t = ShutdownableThread(f"{name}-{self.broker_id}", work=target)
-            t.start()
-            self._threads.append(t)
+        # Kafka's ReplicaManager.startup: both on the broker's KafkaScheduler.
+        scheduler = self.broker.kafka_scheduler
+        isr_period = max(self.config["replica.lag.time.max.ms"] // 2, 50)
+        scheduler.schedule("isr-expiration", self.maybe_shrink_isr, isr_period, isr_period)
+        hw_period = self.config["replica.high.watermark.checkpoint.interval.ms"]
+        scheduler.schedule("highwatermark-checkpoint", self.checkpoint_high_watermarks,
+                           hw_period, hw_period)
 
     def shutdown(self) -> None:
         self._stop.set()
@@ -113,8 +116,6 @@ class ReplicaManager:
             self.fetcher_manager.shutdown()
         if self.alter_partition_manager is not None:
             self.alter_partition_manager.shutdown()
-        for t in self._threads:
-            t.join(5.0)
         if not self.standalone:
             self.checkpoint_high_watermarks()
         self.produce_purgatory.shutdown()
@@ -169,9 +170,11 @@ class ReplicaManager:
 
     def append_records(self, timeout_ms: int, required_acks: int,
                        entries: dict[tuple[str, int], tuple[dict[str, Any], Any]],
-                       respond: Any) -> None:
+                       respond: Any, *, from_coordinator: bool = False) -> None:
         """Append each partition's batches as leader; answer through ``respond({key:
-        response})`` now, or, for acks=all, when the ISR has them (Kafka's ``appendRecords``)."""
+        response})`` now, or, for acks=all, when the ISR has them (Kafka's ``appendRecords``).
+        ``from_coordinator``: transaction markers (control batches) written for the
+        transaction coordinator."""
         statuses: dict[tuple[str, int], ProducePartitionStatus] = {}
         for key, (response, records) in entries.items():
             partition, error = self.leader_partition_or_error(*key)
@@ -180,7 +183,8 @@ class ReplicaManager:
                 statuses[key] = ProducePartitionStatus(-1, response, acks_pending=False)
                 continue
             try:
-                info = partition.append_records_to_leader(records, required_acks)
+                info = partition.append_records_to_leader(records, required_acks,
+                                                          from_coordinator=from_coordinator)
             except errors.BrokerResponseError as exc:
                 response.update(error_code=exc.errno, error_message=str(exc)[:1000])
                 statuses[key] = ProducePartitionStatus(-1, response, acks_pending=False)
@@ -237,12 +241,15 @@ class ReplicaManager:
                 part["error_code"] = error
                 continue
             lg = partition.log
+            read_committed = params.isolation_level == READ_COMMITTED and not params.is_follower
             try:
                 # KIP-74: the first batch is returned whole even if larger than the limits,
                 # so a consumer can always make progress.
+                max_offset = None if params.is_follower else (
+                    lg.last_stable_offset if read_committed else lg.high_watermark)
                 data = lg.read(info.fetch_offset, max(0, min(info.max_bytes, remaining)),
-                               max_offset=None if params.is_follower else lg.high_watermark,
-                               min_one_batch=not got_data, file_records=True)
+                               max_offset=max_offset, min_one_batch=not got_data,
+                               file_records=True)
             except errors.BrokerResponseError as exc:
                 part.update(error_code=exc.errno, high_watermark=lg.high_watermark,
                             last_stable_offset=lg.last_stable_offset,
@@ -266,6 +273,12 @@ class ReplicaManager:
             part.update(high_watermark=lg.high_watermark,
                         last_stable_offset=lg.last_stable_offset,
                         log_start_offset=data.log_start_offset, records=data.records)
+            if read_committed:
+                # The consumer drops these producers' batches from each first offset to
+                # the transaction's ABORT marker.
+                part["aborted_transactions"] = [
+                    {"producer_id": t.producer_id, "first_offset": t.first_offset}
+                    for t in lg.collect_aborted_transactions(info.fetch_offset, max_offset)]
         return results
 
     # -- OffsetForLeaderEpoch --------------------------------------------------------------------
@@ -304,8 +317,11 @@ class ReplicaManager:
                     if partition is None:
                         partition = self._create_partition(name, index, topic_id)
                     if state.leader == self.broker_id:
-                        if partition.make_leader(state) and self.fetcher_manager is not None:
+                        # Kafka's makeLeaders: the fetcher goes first, so that nothing it
+                        # fetched from the old leader lands after this replica leads.
+                        if self.fetcher_manager is not None:
                             self.fetcher_manager.remove_partitions([key])
+                        if partition.make_leader(state):
                             log.info("broker %d: leader of %s-%d at epoch %d, ISR %s",
                                      self.broker_id, name, index, state.leader_epoch, state.isr)
                     else:
@@ -328,6 +344,12 @@ class ReplicaManager:
             self.broker.group_coordinator.group_manager.on_leadership(
                 {i for (t, i), p in self.partitions.items()
                  if t == OFFSETS_TOPIC and p.is_leader})
+            # Likewise the transaction coordinator, with each partition's leader epoch as its
+            # coordinator epoch.
+            if self.broker.transaction_coordinator is not None:
+                self.broker.transaction_coordinator.txn_manager.on_leadership(
+                    {i: p.leader_epoch for (t, i), p in self.partitions.items()
+                     if t == TRANSACTION_STATE_TOPIC and p.is_leader})
 
     def _create_partition(self, topic: str, index: int, topic_id: Any) -> Partition:
         meta = self.metadata_cache.get(topic)
@@ -356,34 +378,20 @@ class ReplicaManager:
 
     # -- background work -------------------------------------------------------------------------
 
-    def _isr_expiration(self) -> bool:
-        """Kafka's ``isr-expiration`` task: every half lag period, drop the followers that have
-        not caught up for ``replica.lag.time.max.ms``.  One turn of its supervised thread."""
-        period = max(self.config["replica.lag.time.max.ms"] / 2000.0, 0.05)
-        if self._stop.wait(period):
-            return False
+    def maybe_shrink_isr(self) -> None:
+        """Kafka's ``isr-expiration`` task (every half ``replica.lag.time.max.ms``): drop the
+        followers that have not caught up for that long."""
+        if self.alter_partition_manager is None or self._stop.is_set():
+            return
         for partition in list(self.partitions.values()):
             try:
-                out = partition.out_of_sync_replicas()
-                if out and self.alter_partition_manager is not None:
-                    with partition.lock:
-                        new_isr = [r for r in partition.isr if r not in out]
-                        partition.pending_isr = PendingIsr(new_isr)
-                    log.info("broker %d: shrinking ISR of %s-%d from %s to %s",
-                             self.broker_id, partition.topic, partition.index,
-                             partition.isr, new_isr)
+                new_isr = partition.maybe_shrink_isr()
+                if new_isr is not None:
+                    log.info("broker %d: shrinking ISR of %s-%d to %s", self.broker_id,
+                             partition.topic, partition.index, new_isr)
                     self.alter_partition_manager.submit(partition, new_isr)
             except Exception:
                 log.exception("ISR expiration of %r failed", partition)
-        return True
-
-    def _hw_checkpointer(self) -> bool:
-        """One turn of the high-watermark checkpoint thread (any error: logged, next turn)."""
-        period = self.config["replica.high.watermark.checkpoint.interval.ms"] / 1000.0
-        if self._stop.wait(period):
-            return False
-        self.checkpoint_high_watermarks()
-        return True
 
     def checkpoint_high_watermarks(self) -> None:
         """Kafka's ``replication-offset-checkpoint``: a restarted replica starts from its HW."""

@@ -42,6 +42,9 @@ class Request:
     start_time_ns: int = field(default_factory=time.monotonic_ns)
     #: The listener the request came in on (Metadata answers with that listener's address).
     listener_name: str = "PLAINTEXT"
+    #: Who sent it (Kafka's ``KafkaPrincipal``): ``User:<SASL user>``, or ``User:ANONYMOUS``
+    #: on a connection that did not authenticate.
+    principal: str = "User:ANONYMOUS"
     #: An error code a test injected (kafkacore.broker.faults) for the handler's answer to carry.
     injected_error: int = 0
 

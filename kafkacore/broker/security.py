@@ -23,14 +23,18 @@ import os
 import ssl
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kafkacore import errors
-from kafkacore.broker.config import BrokerConfig, EndPoint
+from kafkacore.broker.config import BrokerConfig, EndPoint, parse_protocol_map
 from kafkacore.broker.scram_sasl_server import ScramSaslServer
 from kafkacore.network.sasl import (
     SCRAM_HASHES,
+    PlainMechanism,
+    SaslMechanism,
+    ScramMechanism,
     parse_jaas_config,
     scram_keys,
     scram_salted_password,
@@ -397,6 +401,83 @@ def build_listener_security(config: BrokerConfig) -> dict[str, ListenerSecurity 
     }
 
 
+#: RFC 2253's short names, as Java's ``X500Principal.getName()`` writes them; other attributes
+#: keep the name Python's ``ssl`` module gives them.
+_RFC2253_NAMES = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
+                  "localityName": "L", "stateOrProvinceName": "ST", "countryName": "C",
+                  "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID"}
+
+
+def certificate_principal(certificate: dict[str, Any] | None) -> str | None:
+    """``User:<subject>`` for a verified client certificate (Kafka's default principal of an
+    SSL connection: the subject in RFC 2253 form, ``CN=client-1,O=example``), or None."""
+    if not certificate or not certificate.get("subject"):
+        return None
+    parts = []
+    for rdn in reversed(certificate["subject"]):  # RFC 2253: the most specific part first
+        parts.append("+".join(f"{_RFC2253_NAMES.get(k, k)}={_rfc2253_escape(v)}"
+                              for k, v in rdn))
+    return "User:" + ",".join(parts)
+
+
+def _rfc2253_escape(value: str) -> str:
+    out = "".join("\\" + c if c in ',+"\\<>;' else c for c in value)
+    if out.startswith(("#", " ")):
+        out = "\\" + out
+    if out.endswith(" ") and not out.endswith("\\ "):
+        out = out[:-1] + "\\ "
+    return out
+
+
+def inter_broker_sasl(config: BrokerConfig) -> Callable[[], SaslMechanism] | None:
+    """What a broker's clients of other brokers authenticate with: the SASL mechanism
+    ``sasl.mechanism.inter.broker.protocol`` and the ``username``/``password`` of the
+    inter-broker listener's JAAS setting (Kafka's
+    ``listener.name.<listener>.<mechanism>.sasl.jaas.config``).  None on a listener without
+    SASL.  A SASL listener without broker credentials is a ConfigError: brokers would be
+    refused by one another."""
+    endpoint = config.inter_broker_listener
+    return _broker_sasl(config, "inter.broker.listener.name", endpoint.name,
+                        endpoint.security_protocol, "sasl.mechanism.inter.broker.protocol")
+
+
+def controller_sasl(config: BrokerConfig) -> Callable[[], SaslMechanism] | None:
+    """What a broker authenticates to the controller with: the protocol of the listener
+    ``controller.listener.names`` names (``listener.security.protocol.map``), the mechanism
+    ``sasl.mechanism.controller.protocol``, and that listener's JAAS ``username``/``password``,
+    as Kafka's brokers.  None: PLAINTEXT (no ``controller.listener.names``)."""
+    name = config["controller.listener.names"].split(",")[0].strip().upper()
+    if not name:
+        return None
+    protocol = parse_protocol_map(config["listener.security.protocol.map"]).get(name)
+    if protocol is None:
+        raise errors.ConfigError(f"controller.listener.names: {name} is not in "
+                                 "listener.security.protocol.map")
+    return _broker_sasl(config, "controller.listener.names", name, protocol,
+                        "sasl.mechanism.controller.protocol")
+
+
+def _broker_sasl(config: BrokerConfig, setting: str, listener: str, protocol: str,
+                 mechanism_setting: str) -> Callable[[], SaslMechanism] | None:
+    if protocol in ("SSL", "SASL_SSL"):
+        raise errors.ConfigError(
+            f"{setting}: listener {listener} uses TLS; a broker's own clients speak PLAINTEXT "
+            "and SASL_PLAINTEXT only")
+    if protocol != "SASL_PLAINTEXT":
+        return None
+    mechanism = config[mechanism_setting].strip().upper()
+    key = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    _, options = parse_jaas_config(str(config.get(key) or "x required;"))
+    username, password = options.get("username"), options.get("password")
+    if mechanism not in SERVER_MECHANISMS or not username or not password:
+        raise errors.ConfigError(
+            f"listener {listener} ({setting}) uses SASL: set {key} with username and "
+            f"password ({mechanism_setting} is one of {', '.join(SERVER_MECHANISMS)})")
+    if mechanism == "PLAIN":
+        return lambda: PlainMechanism(username, password)
+    return lambda: ScramMechanism(mechanism, username, password)
+
+
 __all__ = [
     "CredentialCache",
     "ListenerSecurity",
@@ -406,6 +487,9 @@ __all__ = [
     "SaslState",
     "ScramCredential",
     "build_listener_security",
+    "certificate_principal",
+    "controller_sasl",
     "create_server_ssl_context",
+    "inter_broker_sasl",
     "parse_users",
 ]

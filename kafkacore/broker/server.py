@@ -13,7 +13,7 @@ from kafkacore.broker.faults import FaultInjector
 from kafkacore.broker.handler import KafkaRequestHandlerPool
 from kafkacore.broker.network import SocketServer
 from kafkacore.broker.request_channel import RequestChannel
-from kafkacore.broker.security import build_listener_security
+from kafkacore.broker.security import build_listener_security, inter_broker_sasl
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +36,21 @@ class Broker:
         #: Each listener's TLS context and SASL users, checked now (a bad keystore or user list
         #: is a ConfigError here, before anything starts).
         self.listener_security = build_listener_security(self.config)
+        #: In a cluster: how this broker's clients of other brokers (the replica fetchers)
+        #: authenticate on the inter-broker listener (None: that listener has no SASL).
+        self.inter_broker_sasl = inter_broker_sasl(self.config) \
+            if self.config["process.roles"] == "broker" else None
         self.socket_server: SocketServer | None = None
         self.log_manager: Any = None
+        #: the broker's KafkaScheduler: the log's periodic tasks (kafka_scheduler.py)
+        self.kafka_scheduler: Any = None
         self.metadata_cache: Any = None
         self.group_coordinator: Any = None
+        self.transaction_coordinator: Any = None
         self.producer_id_manager: Any = None
         self.apis: Any = None
+        #: The StandardAuthorizer (authorizer.class.name), or None: every request allowed.
+        self.authorizer: Any = None
         self.replica_manager: Any = None
         #: the controller's side of this broker (None in a cluster of one)
         self.lifecycle: Any = None
@@ -84,6 +93,7 @@ class Broker:
         if self._started:
             return self
         from kafkacore.broker.apis import KafkaApis
+        from kafkacore.broker.authorizer.standard_authorizer import StandardAuthorizer
         from kafkacore.broker.group_coordinator import GroupCoordinator
         from kafkacore.broker.group_metadata_manager import GroupMetadataManager
         from kafkacore.broker.log import ProducerIdManager
@@ -92,10 +102,15 @@ class Broker:
 
         first_dir = self.config.log_dirs[0]
         self.metadata_cache = MetadataCache(first_dir)
+        self.authorizer = StandardAuthorizer.from_config(self.config)
         # In a cluster each broker has its own range of producer ids (see ProducerIdManager).
         in_cluster = self.config["process.roles"] == "broker"
         self.producer_id_manager = ProducerIdManager(
             first_dir, first_id=self.broker_id << BROKER_ID_SPACE_BITS if in_cluster else 0)
+        from kafkacore.broker.kafka_scheduler import KafkaScheduler
+
+        self.kafka_scheduler = KafkaScheduler(self.config["background.threads"])
+        self.kafka_scheduler.startup()
         self.log_manager = _make_log_manager(self)
         self.group_coordinator = GroupCoordinator(
             GroupMetadataManager(self),
@@ -111,7 +126,12 @@ class Broker:
         from kafkacore.broker.replica_manager import ReplicaManager
 
         self.replica_manager = ReplicaManager(self)
+        from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
+
+        self.transaction_coordinator = TransactionCoordinator(self)
         self.apis = KafkaApis(self)
+        # After the APIs: loading may write markers at once, through the replica manager.
+        self.transaction_coordinator.startup()
         self._handlers = KafkaRequestHandlerPool(
             self.request_channel, self.apis, self.config["num.io.threads"]
         )
@@ -133,8 +153,11 @@ class Broker:
             self.lifecycle.shutdown()
         self.socket_server.shutdown()
         self._handlers.shutdown()
+        self.transaction_coordinator.shutdown()
         self.replica_manager.shutdown()
         self.group_coordinator.shutdown()
+        if self.kafka_scheduler is not None:
+            self.kafka_scheduler.shutdown()
         shutdown = getattr(self.log_manager, "shutdown", None)
         if shutdown is not None:
             shutdown()
@@ -173,6 +196,7 @@ def _make_log_manager(broker: Broker) -> Any:
     """The storage: a :class:`kafkacore.broker.log.LogManager` over ``log.dirs``, with the
     broker-wide log settings as every topic's default, recovered at start-up."""
     from kafkacore.broker.log import LogConfig, LogManager
+    from kafkacore.broker.log.manager import LogManagerIntervals
 
     c = broker.config
     default = LogConfig(
@@ -183,10 +207,21 @@ def _make_log_manager(broker: Broker) -> Any:
         flush_messages=c["log.flush.interval.messages"],
         index_interval_bytes=c["log.index.interval.bytes"],
         min_insync_replicas=c["min.insync.replicas"],
-        **({} if c["log.flush.interval.ms"] is None else {"flush_ms": c["log.flush.interval.ms"]}),
+        # Kafka: log.flush.interval.ms unset means log.flush.scheduler.interval.ms.
+        flush_ms=(c["log.flush.scheduler.interval.ms"] if c["log.flush.interval.ms"] is None
+                  else c["log.flush.interval.ms"]),
     )
     dirs: list[str | Path] = list(c.log_dirs)
-    manager = LogManager(dirs, default)
+    intervals = LogManagerIntervals(
+        retention_check_ms=c["log.retention.check.interval.ms"],
+        flush_check_ms=c["log.flush.scheduler.interval.ms"],
+        flush_recovery_offset_checkpoint_ms=c["log.flush.offset.checkpoint.interval.ms"],
+        flush_start_offset_checkpoint_ms=c["log.flush.start.offset.checkpoint.interval.ms"],
+        producer_id_expiration_check_ms=c["producer.id.expiration.check.interval.ms"],
+        initial_task_delay_ms=c["log.initial.task.delay.ms"],
+        dir_probe_ms=c["log.dir.failure.probe.interval.ms"],
+    )
+    manager = LogManager(dirs, default, scheduler=broker.kafka_scheduler, intervals=intervals)
     topic_configs = {
         t.name: LogConfig.from_properties(t.configs, base=default)
         for t in broker.metadata_cache.topics()

@@ -1,10 +1,11 @@
 """Type stubs for kafkacore.core.appender (compiled)."""
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, final
 
 from kafkacore.core.batch import BatchFuture, FutureRecordMetadata
 from kafkacore.core.partition_map import CopyOnWriteMap
+from kafkacore.core.records import Headers
 
 def monotonic_ms() -> int: ...
 
@@ -41,7 +42,7 @@ class RecordAppender:
         key: Any,
         partition: int | None,
         timestamp: int | None,
-        headers: Iterable[tuple[str, bytes | bytearray | memoryview | None]] | None,
+        headers: Headers | None,
         callback: Callable[..., object] | None,
     ) -> FutureRecordMetadata: ...
     def append_columns(

@@ -71,6 +71,11 @@ cdef class ProduceRequestResult:
         # Java's CountDownLatch(1), as a lock: acquired at creation, released once (DONE or SPLIT).
         # A waiter acquires it (GIL released, bounded), then releases it at once for the next one.
         PyThread_type_lock _latch
+        # A second latch, opened once the futures' done-callbacks (add_callback, add_errback,
+        # add_done_callback) have run too, or at a split: what flush() waits for.  _settled
+        # says whether it is open (written once, before the release, by the completing thread).
+        PyThread_type_lock _settled_latch
+        bint _settled
 
     # PENDING -> SET: record the answer and who is completing.
     cdef int _set(self, int64_t base_offset, int64_t log_append_time,
@@ -80,6 +85,10 @@ cdef class ProduceRequestResult:
     # Block until the latch opens or timeout_s seconds pass (< 0: no bound).  1 = opened,
     # 0 = timed out.  The GIL is released while blocked; signals (Ctrl-C) are honoured.
     cdef int _wait_latch(self, double timeout_s) except -1
+    # DONE -> settled (after the done-callbacks), or at a split: open the second latch.
+    cdef int _settle(self) except -1
+    # Block until the second latch opens or timeout_s seconds pass, as _wait_latch.
+    cdef int _wait_settled(self, double timeout_s) except -1
 
 
 cdef class RecordMetadata:

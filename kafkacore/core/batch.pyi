@@ -9,7 +9,7 @@ from kafkacore.core.records import MemoryRecordsBuilder
 
 _BytesLike = bytes | bytearray | memoryview
 _Headers = Sequence[tuple[str, _BytesLike | None]] | None
-_SendCallback = Callable[[RecordMetadata | None, BaseException | None], object]
+_SendCallback = Callable[[RecordMetadata | None, Exception | None], object]
 
 @final
 class RecordMetadata:

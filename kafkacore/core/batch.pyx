@@ -152,10 +152,12 @@ cdef class ProduceRequestResult:
         self._log_append_time = NO_TIMESTAMP
         self._lock = PyThread_allocate_lock()
         self._latch = PyThread_allocate_lock()
-        if self._lock == NULL or self._latch == NULL:
+        self._settled_latch = PyThread_allocate_lock()
+        if self._lock == NULL or self._latch == NULL or self._settled_latch == NULL:
             raise MemoryError("cannot allocate the locks of a ProduceRequestResult")
-        # Close the latch: waiters block until _finish() opens it.
+        # Close the latches: waiters block until _finish() and _settle() open them.
         PyThread_acquire_lock(self._latch, NOWAIT_LOCK)
+        PyThread_acquire_lock(self._settled_latch, NOWAIT_LOCK)
 
     def __init__(self):
         raise TypeError("ProduceRequestResult is made by ProducerBatch, not directly")
@@ -167,6 +169,10 @@ cdef class ProduceRequestResult:
             if self._state == RESULT_PENDING or self._state == RESULT_SET:
                 PyThread_release_lock(self._latch)
             PyThread_free_lock(self._latch)
+        if self._settled_latch != NULL:
+            if not self._settled:
+                PyThread_release_lock(self._settled_latch)
+            PyThread_free_lock(self._settled_latch)
         if self._lock != NULL:
             PyThread_free_lock(self._lock)
 
@@ -184,42 +190,62 @@ cdef class ProduceRequestResult:
     cdef int _finish(self, int state) except -1:
         _acquire(self._lock)
         self._state = state
-        self._completing_thread = 0
         PyThread_release_lock(self._lock)
         # Exactly one _finish per result (the final-state CAS of its batch sees to that), so the
         # latch is released exactly once.
         PyThread_release_lock(self._latch)
         return 0
 
+    cdef int _settle(self) except -1:
+        # Once per result, like _finish: after the done-callbacks, or at a split.
+        _acquire(self._lock)
+        self._completing_thread = 0
+        PyThread_release_lock(self._lock)
+        self._settled = True
+        PyThread_release_lock(self._settled_latch)
+        return 0
+
     cdef int _wait_latch(self, double timeout_s) except -1:
-        cdef PyLockStatus status
-        cdef PY_TIMEOUT_T chunk_us
-        cdef double deadline = 0.0
-        cdef double remaining
-        if timeout_s >= 0:
-            deadline = _monotonic() + timeout_s
-        while True:
-            if timeout_s < 0:
+        return _wait_open(self._latch, timeout_s)
+
+    cdef int _wait_settled(self, double timeout_s) except -1:
+        if self._settled:
+            return 1
+        return _wait_open(self._settled_latch, timeout_s)
+
+
+cdef int _wait_open(PyThread_type_lock latch, double timeout_s) except -1:
+    """Block until ``latch`` (a lock held until it opens) can be taken, or ``timeout_s``
+    seconds pass (< 0: no bound).  1 = opened, 0 = timed out.  The GIL is released while
+    blocked; signals (Ctrl-C) are honoured."""
+    cdef PyLockStatus status
+    cdef PY_TIMEOUT_T chunk_us
+    cdef double deadline = 0.0
+    cdef double remaining
+    if timeout_s >= 0:
+        deadline = _monotonic() + timeout_s
+    while True:
+        if timeout_s < 0:
+            chunk_us = MAX_WAIT_CHUNK_US
+        else:
+            remaining = deadline - _monotonic()
+            if remaining < 0:
+                remaining = 0
+            chunk_us = <PY_TIMEOUT_T>(remaining * 1e6)
+            if chunk_us > MAX_WAIT_CHUNK_US:
                 chunk_us = MAX_WAIT_CHUNK_US
-            else:
-                remaining = deadline - _monotonic()
-                if remaining < 0:
-                    remaining = 0
-                chunk_us = <PY_TIMEOUT_T>(remaining * 1e6)
-                if chunk_us > MAX_WAIT_CHUNK_US:
-                    chunk_us = MAX_WAIT_CHUNK_US
-            with nogil:
-                status = PyThread_acquire_lock_timed(self._latch, chunk_us, 1)
-            if status == PY_LOCK_ACQUIRED:
-                # Pass it on: the latch stays open for every other waiter.
-                PyThread_release_lock(self._latch)
-                return 1
-            if status == PY_LOCK_INTR:
-                # A signal arrived (Ctrl-C in the main thread): let its handler run and raise.
-                PyErr_CheckSignals()
-                continue
-            if timeout_s >= 0 and _monotonic() >= deadline:
-                return 0
+        with nogil:
+            status = PyThread_acquire_lock_timed(latch, chunk_us, 1)
+        if status == PY_LOCK_ACQUIRED:
+            # Pass it on: the latch stays open for every other waiter.
+            PyThread_release_lock(latch)
+            return 1
+        if status == PY_LOCK_INTR:
+            # A signal arrived (Ctrl-C in the main thread): let its handler run and raise.
+            PyErr_CheckSignals()
+            continue
+        if timeout_s >= 0 and _monotonic() >= deadline:
+            return 0
 
 
 @cython.final
@@ -843,13 +869,16 @@ cdef class ProducerBatch:
                 except BaseException as e:
                     if fatal is None:
                         fatal = e
+        # 5. Settled: flush() returns once every callback of its records has run.
+        result._settle()
         if fatal is not None:
             raise fatal
         return 0
     # complete: end
 
     def await_done(self, timeout=None):
-        """Wait until the batch is done (callbacks run); False if ``timeout`` seconds pass first.
+        """Wait until the batch is done and every callback of its records ran (``send()``
+        callbacks, then the futures' done-callbacks); False if ``timeout`` seconds pass first.
 
         Java's ``produceFuture.await``, for ``flush``.  A split batch is done when all the batches
         its records moved to are done.  ``timeout`` None waits without bound.
@@ -864,9 +893,15 @@ cdef class ProducerBatch:
                 raise ValueError("timeout must be a number of seconds, not NaN")
             timeout_s = max(timeout_s, 0.0)
             deadline = _monotonic() + timeout_s
-        if result._state == RESULT_SET and result._completing_thread == _get_ident():
+        if (result._state == RESULT_SET or (result._state == RESULT_DONE and not result._settled)) \
+                and result._completing_thread == _get_ident():
             return True  # called from one of this batch's own callbacks
         if not result._wait_latch(timeout_s):
+            return False
+        # The done-callbacks (add_callback, add_errback) run after the latch opens: wait for
+        # them too, as kafka-python's flush does.
+        if result._state == RESULT_DONE and not result._wait_settled(
+                -1.0 if timeout_s < 0 else max(0.0, deadline - _monotonic())):
             return False
         if result._state == RESULT_SPLIT:
             for child in self._split_batches:
@@ -979,6 +1014,7 @@ cdef class ProducerBatch:
         self._split_batches = new_batches
         # Wake the waiters of the old result only now: they find their futures re-pointed.
         old_result._finish(RESULT_SPLIT)
+        old_result._settle()
         if self._builder._base_sequence != NO_SEQUENCE:
             sequence = self._builder._base_sequence
             for current in new_batches:

@@ -1,13 +1,14 @@
 """Type stub for kafkacore.core.records (compiled)."""
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Literal
 
 from typing_extensions import Buffer
 
 from kafkacore.core.bytestream import ByteBufferOutputStream
 
-Headers = Sequence[tuple[str, Buffer | None]] | Iterable[tuple[str, Buffer | None]]
+Headers = (Sequence[tuple[str, str | Buffer | None]] | Iterable[tuple[str, str | Buffer | None]]
+           | Mapping[str, str | Buffer | None])
 CompressionName = Literal["none", "gzip", "snappy", "lz4", "zstd"]
 
 CODEC_NAMES: tuple[str, ...]

@@ -80,6 +80,7 @@ from kafkacore.core.bytestream cimport (
 )
 
 import zlib
+from collections.abc import Mapping
 
 import cramjam
 
@@ -282,6 +283,15 @@ cdef Py_ssize_t _length_of(object obj, str what) except -2:
     return n
 
 
+cdef object _header_value(object value):
+    """A header value as the builder writes it: None, or bytes (str as UTF-8)."""
+    if value is None or PyBytes_CheckExact(value):
+        return value
+    if PyUnicode_Check(value):
+        return (<str>value).encode("utf-8")
+    return bytes(value)
+
+
 cdef tuple _normalize_headers(object headers, Py_ssize_t* size):
     """Headers as an immutable tuple of ``(str, bytes | None)`` tuples, and (in ``size[0]``)
     their wire size without the count; TypeError / ValueError on bad input.
@@ -298,8 +308,11 @@ cdef tuple _normalize_headers(object headers, Py_ssize_t* size):
         seq = <tuple>headers
     elif PyList_CheckExact(headers):
         seq = PyList_AsTuple(headers)
+    elif isinstance(headers, Mapping):
+        # confluent-kafka's form: {name: value}, in the mapping's order.
+        seq = tuple(headers.items())
     else:
-        if isinstance(headers, (str, bytes, bytearray, dict)):
+        if isinstance(headers, (str, bytes, bytearray)):
             raise TypeError("headers must be a sequence of (str, bytes | None) pairs, got "
                             f"{type(headers).__name__}")
         try:
@@ -330,12 +343,20 @@ cdef tuple _normalize_headers(object headers, Py_ssize_t* size):
             total += 1
         elif PyBytes_CheckExact(value):
             total += _bytes_field_size(PyBytes_GET_SIZE(value))
+        elif PyUnicode_Check(value):
+            # A str value is sent as UTF-8, as confluent-kafka does (the encoding is cached in
+            # the str object: measured here, taken again by the copy below).
+            try:
+                PyUnicode_AsUTF8AndSize(value, &n)
+            except UnicodeEncodeError as exc:
+                raise ValueError(f"headers[{i}] value cannot be encoded as UTF-8: {exc}") from None
+            total += _bytes_field_size(n)
+            copy = True
         else:
             total += _bytes_field_size(_length_of(value, f"headers[{i}] value"))
             copy = True
     if copy:
-        seq = tuple([(item[0], item[1] if item[1] is None or PyBytes_CheckExact(item[1])
-                      else bytes(item[1])) for item in seq])
+        seq = tuple([(item[0], _header_value(item[1])) for item in seq])
     size[0] = total
     return seq
 

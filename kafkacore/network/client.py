@@ -617,7 +617,8 @@ class NetworkClient:
         else:
             log.debug("node %s: %s", conn.node_id, error)
         failed = conn.state in SETTING_UP
-        if conn.state in _BEFORE_REQUESTS:
+        if conn.state in _BEFORE_REQUESTS or conn.state is ConnectionState.CHECKING_API_VERSIONS:
+            # Not a Kafka broker that answers us yet: say why, in the reason a wait gives.
             self._unreachable_address(conn.host, conn.port, exc)
         self._close_connection(conn, error, now_ms, completed, failed=failed)
 
@@ -808,7 +809,7 @@ class NetworkClient:
             if version is None:
                 self.metadata.failed_update(now_ms)
                 return self.reconnect_backoff_ms
-            if version < 1 and not body["topics"]:
+            if version < 1 and body["topics"] is not None and not body["topics"]:
                 # v0 reads an empty list as "all topics"; we want none.
                 self.metadata.failed_update(now_ms)
                 return self.reconnect_backoff_ms

@@ -43,6 +43,9 @@ from kafkacore.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 
 log = logging.getLogger(__name__)
 
+# The first byte of a TLS record a server sends first: an alert (21) or a handshake (22);
+# the second is 3, TLS's major version.
+_TLS_RECORD_TYPES = (21, 22)
 _SIZE = struct.Struct(">i")
 #: At most this many buffers go into one ``sendmsg`` call (Linux's IOV_MAX is 1024).
 _IOV_MAX = 1024
@@ -421,10 +424,12 @@ class BrokerConnection:
             except (*_WOULD_BLOCK, ssl.SSLWantReadError, ssl.SSLWantWriteError):
                 break
             except OSError as exc:
-                self.read_error = DisconnectError(f"reading from node {self.node_id}: {exc}")
+                self.read_error = DisconnectError(
+                    f"reading from node {self.node_id}: {exc}{self._tls_hint(tls)}")
                 break
             if not data:
-                self.read_error = DisconnectError(f"node {self.node_id} closed the connection")
+                self.read_error = DisconnectError(
+                    f"node {self.node_id} closed the connection{self._tls_hint(tls)}")
                 break
             self.last_activity_ms = now_ms
             self._rbuf += data
@@ -436,6 +441,12 @@ class BrokerConnection:
         try:
             while len(buf) - pos >= 4:
                 (size,) = _SIZE.unpack_from(buf, pos)
+                if (not tls and self.state is ConnectionState.CHECKING_API_VERSIONS
+                        and buf[pos] in _TLS_RECORD_TYPES and buf[pos + 1] == 3):
+                    # A TLS record header where the size of a small ApiVersions answer goes.
+                    raise DisconnectError(
+                        f"node {self.node_id} answered with TLS bytes: this looks like a "
+                        "TLS listener; set security.protocol to SSL (or SASL_SSL)")
                 if size < 4 or size > MAX_RESPONSE_SIZE:
                     raise DisconnectError(
                         f"node {self.node_id} sent a frame of invalid size {size}"
@@ -450,6 +461,14 @@ class BrokerConnection:
         if pos:
             del buf[:pos]
         return completed
+
+    def _tls_hint(self, tls: bool) -> str:
+        """For a plaintext connection dropped before ApiVersions was answered: a TLS listener
+        does that to the bytes of a request it cannot read as a handshake."""
+        if tls or self.state is not ConnectionState.CHECKING_API_VERSIONS:
+            return ""
+        return (" before answering ApiVersions (if this is a TLS listener, set "
+                "security.protocol to SSL or SASL_SSL)")
 
     def _match(self, frame: bytes) -> InFlightRequest:
         # Responses come back in request order: the frame must answer the oldest request.

@@ -27,11 +27,22 @@ class ApiKey(enum.IntEnum):
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     SASL_AUTHENTICATE = 36
     ALTER_PARTITION = 56
+    DESCRIBE_PRODUCERS = 61
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
 
 
 #: The (lowest, highest) version of each API that kafkacore can encode and decode.  The version
@@ -50,6 +61,13 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CREATE_TOPICS: (0, 7),
     ApiKey.DELETE_TOPICS: (1, 4),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
+    # The transactional producer's side (KIP-98): AddPartitionsToTxn v4+ is the brokers' own
+    # batched form, and EndTxn v5 / TxnOffsetCommit v5 are KIP-890 part 2 (an epoch bump per
+    # transaction), which we do not speak yet.
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+    ApiKey.END_TXN: (0, 4),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 4),
     ApiKey.DESCRIBE_CONFIGS: (0, 2),
     # v1 wraps the mechanism's tokens in SaslAuthenticate instead of raw frames (KIP-152).
     ApiKey.SASL_HANDSHAKE: (1, 1),

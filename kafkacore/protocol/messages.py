@@ -1726,6 +1726,597 @@ LIST_GROUPS_RESPONSE: Declaration = {
     ],
 }
 
+# -- DescribeAcls (29), CreateAcls (30), DeleteAcls (31) ----------------------------------------
+# Kafka 4 answers v1-3 (v0, without pattern types, was removed by KIP-896); v2 is flexible and
+# v3 adds the USER resource type (no new field).
+
+_ACL_FILTER_FIELDS = [
+    {"name": "ResourceTypeFilter", "type": "int8", "versions": "0+"},
+    {"name": "ResourceNameFilter", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+    {"name": "PatternTypeFilter", "type": "int8", "versions": "1+", "default": 3},
+    {"name": "PrincipalFilter", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+    {"name": "HostFilter", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+    {"name": "Operation", "type": "int8", "versions": "0+"},
+    {"name": "PermissionType", "type": "int8", "versions": "0+"},
+]
+
+DESCRIBE_ACLS_REQUEST: Declaration = {
+    "apiKey": 29,
+    "type": "request",
+    "name": "DescribeAclsRequest",
+    "validVersions": "1-3",
+    "flexibleVersions": "2+",
+    "fields": _ACL_FILTER_FIELDS,
+}
+
+DESCRIBE_ACLS_RESPONSE: Declaration = {
+    "apiKey": 29,
+    "type": "response",
+    "name": "DescribeAclsResponse",
+    "validVersions": "1-3",
+    "flexibleVersions": "2+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "ErrorMessage", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+        {
+            "name": "Resources",
+            "type": "[]DescribeAclsResource",
+            "versions": "0+",
+            "fields": [
+                {"name": "ResourceType", "type": "int8", "versions": "0+"},
+                {"name": "ResourceName", "type": "string", "versions": "0+"},
+                {"name": "PatternType", "type": "int8", "versions": "1+", "default": 3},
+                {
+                    "name": "Acls",
+                    "type": "[]AclDescription",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "Principal", "type": "string", "versions": "0+"},
+                        {"name": "Host", "type": "string", "versions": "0+"},
+                        {"name": "Operation", "type": "int8", "versions": "0+"},
+                        {"name": "PermissionType", "type": "int8", "versions": "0+"},
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+CREATE_ACLS_REQUEST: Declaration = {
+    "apiKey": 30,
+    "type": "request",
+    "name": "CreateAclsRequest",
+    "validVersions": "1-3",
+    "flexibleVersions": "2+",
+    "fields": [
+        {
+            "name": "Creations",
+            "type": "[]AclCreation",
+            "versions": "0+",
+            "fields": [
+                {"name": "ResourceType", "type": "int8", "versions": "0+"},
+                {"name": "ResourceName", "type": "string", "versions": "0+"},
+                {"name": "ResourcePatternType", "type": "int8", "versions": "1+", "default": 3},
+                {"name": "Principal", "type": "string", "versions": "0+"},
+                {"name": "Host", "type": "string", "versions": "0+"},
+                {"name": "Operation", "type": "int8", "versions": "0+"},
+                {"name": "PermissionType", "type": "int8", "versions": "0+"},
+            ],
+        },
+    ],
+}
+
+CREATE_ACLS_RESPONSE: Declaration = {
+    "apiKey": 30,
+    "type": "response",
+    "name": "CreateAclsResponse",
+    "validVersions": "1-3",
+    "flexibleVersions": "2+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {
+            "name": "Results",
+            "type": "[]AclCreationResult",
+            "versions": "0+",
+            "fields": [
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                {"name": "ErrorMessage", "type": "string", "versions": "0+",
+                 "nullableVersions": "0+"},
+            ],
+        },
+    ],
+}
+
+DELETE_ACLS_REQUEST: Declaration = {
+    "apiKey": 31,
+    "type": "request",
+    "name": "DeleteAclsRequest",
+    "validVersions": "1-3",
+    "flexibleVersions": "2+",
+    "fields": [
+        {"name": "Filters", "type": "[]DeleteAclsFilter", "versions": "0+",
+         "fields": _ACL_FILTER_FIELDS},
+    ],
+}
+
+DELETE_ACLS_RESPONSE: Declaration = {
+    "apiKey": 31,
+    "type": "response",
+    "name": "DeleteAclsResponse",
+    "validVersions": "1-3",
+    "flexibleVersions": "2+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {
+            "name": "FilterResults",
+            "type": "[]DeleteAclsFilterResult",
+            "versions": "0+",
+            "fields": [
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                {"name": "ErrorMessage", "type": "string", "versions": "0+",
+                 "nullableVersions": "0+"},
+                {
+                    "name": "MatchingAcls",
+                    "type": "[]DeleteAclsMatchingAcl",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                        {"name": "ErrorMessage", "type": "string", "versions": "0+",
+                         "nullableVersions": "0+"},
+                        {"name": "ResourceType", "type": "int8", "versions": "0+"},
+                        {"name": "ResourceName", "type": "string", "versions": "0+"},
+                        {"name": "PatternType", "type": "int8", "versions": "1+", "default": 3},
+                        {"name": "Principal", "type": "string", "versions": "0+"},
+                        {"name": "Host", "type": "string", "versions": "0+"},
+                        {"name": "Operation", "type": "int8", "versions": "0+"},
+                        {"name": "PermissionType", "type": "int8", "versions": "0+"},
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+# -- Transactions (KIP-98, KIP-447, KIP-890): AddPartitionsToTxn (24), AddOffsetsToTxn (25),
+# EndTxn (26), WriteTxnMarkers (27, coordinator to partition leaders), TxnOffsetCommit (28) ----
+
+_ADD_PARTITIONS_TO_TXN_TOPIC: list[dict[str, Any]] = [
+    {"name": "Name", "type": "string", "versions": "0+"},
+    {"name": "Partitions", "type": "[]int32", "versions": "0+"},
+]
+
+ADD_PARTITIONS_TO_TXN_REQUEST: Declaration = {
+    "apiKey": 24,
+    "type": "request",
+    "name": "AddPartitionsToTxnRequest",
+    # v2 PRODUCER_FENCED; v3 flexible; v4 batches transactions and adds VerifyOnly (the
+    # brokers' verification, KIP-890: clients use v3 and below); v5 TRANSACTION_ABORTABLE.
+    "validVersions": "0-5",
+    "flexibleVersions": "3+",
+    "fields": [
+        {
+            "name": "Transactions",
+            "type": "[]AddPartitionsToTxnTransaction",
+            "versions": "4+",
+            "fields": [
+                {"name": "TransactionalId", "type": "string", "versions": "4+"},
+                {"name": "ProducerId", "type": "int64", "versions": "4+"},
+                {"name": "ProducerEpoch", "type": "int16", "versions": "4+"},
+                {"name": "VerifyOnly", "type": "bool", "versions": "4+", "default": False},
+                {
+                    "name": "Topics",
+                    "type": "[]AddPartitionsToTxnTopic",
+                    "versions": "4+",
+                    "fields": _ADD_PARTITIONS_TO_TXN_TOPIC,
+                },
+            ],
+        },
+        {"name": "V3AndBelowTransactionalId", "type": "string", "versions": "0-3"},
+        {"name": "V3AndBelowProducerId", "type": "int64", "versions": "0-3"},
+        {"name": "V3AndBelowProducerEpoch", "type": "int16", "versions": "0-3"},
+        {
+            "name": "V3AndBelowTopics",
+            "type": "[]AddPartitionsToTxnTopic",
+            "versions": "0-3",
+            "fields": _ADD_PARTITIONS_TO_TXN_TOPIC,
+        },
+    ],
+}
+
+_ADD_PARTITIONS_TO_TXN_TOPIC_RESULT: list[dict[str, Any]] = [
+    {"name": "Name", "type": "string", "versions": "0+"},
+    {
+        "name": "ResultsByPartition",
+        "type": "[]AddPartitionsToTxnPartitionResult",
+        "versions": "0+",
+        "fields": [
+            {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+            {"name": "PartitionErrorCode", "type": "int16", "versions": "0+"},
+        ],
+    },
+]
+
+ADD_PARTITIONS_TO_TXN_RESPONSE: Declaration = {
+    "apiKey": 24,
+    "type": "response",
+    "name": "AddPartitionsToTxnResponse",
+    "validVersions": "0-5",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "4+", "ignorable": True},
+        {
+            "name": "ResultsByTransaction",
+            "type": "[]AddPartitionsToTxnResult",
+            "versions": "4+",
+            "fields": [
+                {"name": "TransactionalId", "type": "string", "versions": "4+"},
+                {
+                    "name": "TopicResults",
+                    "type": "[]AddPartitionsToTxnTopicResult",
+                    "versions": "4+",
+                    "fields": _ADD_PARTITIONS_TO_TXN_TOPIC_RESULT,
+                },
+            ],
+        },
+        {
+            "name": "ResultsByTopicV3AndBelow",
+            "type": "[]AddPartitionsToTxnTopicResult",
+            "versions": "0-3",
+            "fields": _ADD_PARTITIONS_TO_TXN_TOPIC_RESULT,
+        },
+    ],
+}
+
+ADD_OFFSETS_TO_TXN_REQUEST: Declaration = {
+    "apiKey": 25,
+    "type": "request",
+    "name": "AddOffsetsToTxnRequest",
+    # v2 PRODUCER_FENCED; v3 flexible; v4 TRANSACTION_ABORTABLE.
+    "validVersions": "0-4",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "TransactionalId", "type": "string", "versions": "0+"},
+        {"name": "ProducerId", "type": "int64", "versions": "0+"},
+        {"name": "ProducerEpoch", "type": "int16", "versions": "0+"},
+        {"name": "GroupId", "type": "string", "versions": "0+"},
+    ],
+}
+
+ADD_OFFSETS_TO_TXN_RESPONSE: Declaration = {
+    "apiKey": 25,
+    "type": "response",
+    "name": "AddOffsetsToTxnResponse",
+    "validVersions": "0-4",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+    ],
+}
+
+END_TXN_REQUEST: Declaration = {
+    "apiKey": 26,
+    "type": "request",
+    "name": "EndTxnRequest",
+    # v2 PRODUCER_FENCED; v3 flexible; v4 TRANSACTION_ABORTABLE; v5 the epoch bumped at every
+    # transaction's end (KIP-890 part 2, transaction version 2).
+    "validVersions": "0-5",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "TransactionalId", "type": "string", "versions": "0+"},
+        {"name": "ProducerId", "type": "int64", "versions": "0+"},
+        {"name": "ProducerEpoch", "type": "int16", "versions": "0+"},
+        {"name": "Committed", "type": "bool", "versions": "0+"},
+    ],
+}
+
+END_TXN_RESPONSE: Declaration = {
+    "apiKey": 26,
+    "type": "response",
+    "name": "EndTxnResponse",
+    "validVersions": "0-5",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "ProducerId", "type": "int64", "versions": "5+", "default": -1,
+         "ignorable": True},
+        {"name": "ProducerEpoch", "type": "int16", "versions": "5+", "default": -1,
+         "ignorable": True},
+    ],
+}
+
+WRITE_TXN_MARKERS_REQUEST: Declaration = {
+    "apiKey": 27,
+    "type": "request",
+    "name": "WriteTxnMarkersRequest",
+    # v0 was removed in Kafka 4.0; v1 flexible; v2 the marker's transaction version.
+    "validVersions": "1-2",
+    "flexibleVersions": "1+",
+    "fields": [
+        {
+            "name": "Markers",
+            "type": "[]WritableTxnMarker",
+            "versions": "0+",
+            "fields": [
+                {"name": "ProducerId", "type": "int64", "versions": "0+"},
+                {"name": "ProducerEpoch", "type": "int16", "versions": "0+"},
+                {"name": "TransactionResult", "type": "bool", "versions": "0+"},
+                {
+                    "name": "Topics",
+                    "type": "[]WritableTxnMarkerTopic",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "Name", "type": "string", "versions": "0+"},
+                        {"name": "PartitionIndexes", "type": "[]int32", "versions": "0+"},
+                    ],
+                },
+                {"name": "CoordinatorEpoch", "type": "int32", "versions": "0+"},
+                {"name": "TransactionVersion", "type": "int8", "versions": "2+", "default": 0,
+                 "ignorable": True},
+            ],
+        },
+    ],
+}
+
+WRITE_TXN_MARKERS_RESPONSE: Declaration = {
+    "apiKey": 27,
+    "type": "response",
+    "name": "WriteTxnMarkersResponse",
+    "validVersions": "1-2",
+    "flexibleVersions": "1+",
+    "fields": [
+        {
+            "name": "Markers",
+            "type": "[]WritableTxnMarkerResult",
+            "versions": "0+",
+            "fields": [
+                {"name": "ProducerId", "type": "int64", "versions": "0+"},
+                {
+                    "name": "Topics",
+                    "type": "[]WritableTxnMarkerTopicResult",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "Name", "type": "string", "versions": "0+"},
+                        {
+                            "name": "Partitions",
+                            "type": "[]WritableTxnMarkerPartitionResult",
+                            "versions": "0+",
+                            "fields": [
+                                {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                            ],
+                        },
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+TXN_OFFSET_COMMIT_REQUEST: Declaration = {
+    "apiKey": 28,
+    "type": "request",
+    "name": "TxnOffsetCommitRequest",
+    # v2 committed leader epoch; v3 flexible, and the group's generation and member (KIP-447);
+    # v4 TRANSACTION_ABORTABLE; v5 the commit checks the partitions were added (KIP-890).
+    "validVersions": "0-5",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "TransactionalId", "type": "string", "versions": "0+"},
+        {"name": "GroupId", "type": "string", "versions": "0+"},
+        {"name": "ProducerId", "type": "int64", "versions": "0+"},
+        {"name": "ProducerEpoch", "type": "int16", "versions": "0+"},
+        {"name": "GenerationId", "type": "int32", "versions": "3+", "default": -1},
+        {"name": "MemberId", "type": "string", "versions": "3+", "default": ""},
+        {"name": "GroupInstanceId", "type": "string", "versions": "3+",
+         "nullableVersions": "3+", "default": None},
+        {
+            "name": "Topics",
+            "type": "[]TxnOffsetCommitRequestTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {
+                    "name": "Partitions",
+                    "type": "[]TxnOffsetCommitRequestPartition",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "CommittedOffset", "type": "int64", "versions": "0+"},
+                        {"name": "CommittedLeaderEpoch", "type": "int32", "versions": "2+",
+                         "default": -1, "ignorable": True},
+                        {"name": "CommittedMetadata", "type": "string", "versions": "0+",
+                         "nullableVersions": "0+"},
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+TXN_OFFSET_COMMIT_RESPONSE: Declaration = {
+    "apiKey": 28,
+    "type": "response",
+    "name": "TxnOffsetCommitResponse",
+    "validVersions": "0-5",
+    "flexibleVersions": "3+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {
+            "name": "Topics",
+            "type": "[]TxnOffsetCommitResponseTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {
+                    "name": "Partitions",
+                    "type": "[]TxnOffsetCommitResponsePartition",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+# -- The transaction admin calls (KIP-664): DescribeProducers (61), DescribeTransactions (65),
+# ListTransactions (66) ----------------------------------------------------------------------
+
+DESCRIBE_PRODUCERS_REQUEST: Declaration = {
+    "apiKey": 61,
+    "type": "request",
+    "name": "DescribeProducersRequest",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        {
+            "name": "Topics",
+            "type": "[]TopicRequest",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {"name": "PartitionIndexes", "type": "[]int32", "versions": "0+"},
+            ],
+        },
+    ],
+}
+
+DESCRIBE_PRODUCERS_RESPONSE: Declaration = {
+    "apiKey": 61,
+    "type": "response",
+    "name": "DescribeProducersResponse",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {
+            "name": "Topics",
+            "type": "[]TopicResponse",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {
+                    "name": "Partitions",
+                    "type": "[]PartitionResponse",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                        {"name": "ErrorMessage", "type": "string", "versions": "0+",
+                         "nullableVersions": "0+", "default": None},
+                        {
+                            "name": "ActiveProducers",
+                            "type": "[]ProducerState",
+                            "versions": "0+",
+                            "fields": [
+                                {"name": "ProducerId", "type": "int64", "versions": "0+"},
+                                {"name": "ProducerEpoch", "type": "int32", "versions": "0+"},
+                                {"name": "LastSequence", "type": "int32", "versions": "0+",
+                                 "default": -1},
+                                {"name": "LastTimestamp", "type": "int64", "versions": "0+",
+                                 "default": -1},
+                                {"name": "CoordinatorEpoch", "type": "int32", "versions": "0+"},
+                                {"name": "CurrentTxnStartOffset", "type": "int64",
+                                 "versions": "0+", "default": -1},
+                            ],
+                        },
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+DESCRIBE_TRANSACTIONS_REQUEST: Declaration = {
+    "apiKey": 65,
+    "type": "request",
+    "name": "DescribeTransactionsRequest",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "TransactionalIds", "type": "[]string", "versions": "0+"},
+    ],
+}
+
+DESCRIBE_TRANSACTIONS_RESPONSE: Declaration = {
+    "apiKey": 65,
+    "type": "response",
+    "name": "DescribeTransactionsResponse",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+", "ignorable": True},
+        {
+            "name": "TransactionStates",
+            "type": "[]TransactionState",
+            "versions": "0+",
+            "fields": [
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                {"name": "TransactionalId", "type": "string", "versions": "0+"},
+                {"name": "TransactionState", "type": "string", "versions": "0+"},
+                {"name": "TransactionTimeoutMs", "type": "int32", "versions": "0+"},
+                {"name": "TransactionStartTimeMs", "type": "int64", "versions": "0+"},
+                {"name": "ProducerId", "type": "int64", "versions": "0+"},
+                {"name": "ProducerEpoch", "type": "int16", "versions": "0+"},
+                {
+                    "name": "Topics",
+                    "type": "[]TopicData",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "Topic", "type": "string", "versions": "0+"},
+                        {"name": "Partitions", "type": "[]int32", "versions": "0+"},
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+LIST_TRANSACTIONS_REQUEST: Declaration = {
+    "apiKey": 66,
+    "type": "request",
+    "name": "ListTransactionsRequest",
+    # v1 a duration filter (KIP-994); v2 a regular expression on the ids (KIP-1152).
+    "validVersions": "0-2",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "StateFilters", "type": "[]string", "versions": "0+"},
+        {"name": "ProducerIdFilters", "type": "[]int64", "versions": "0+"},
+        {"name": "DurationFilter", "type": "int64", "versions": "1+", "default": -1},
+        {"name": "TransactionalIdPattern", "type": "string", "versions": "2+",
+         "nullableVersions": "2+", "default": None},
+    ],
+}
+
+LIST_TRANSACTIONS_RESPONSE: Declaration = {
+    "apiKey": 66,
+    "type": "response",
+    "name": "ListTransactionsResponse",
+    "validVersions": "0-2",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "UnknownStateFilters", "type": "[]string", "versions": "0+"},
+        {
+            "name": "TransactionStates",
+            "type": "[]TransactionState",
+            "versions": "0+",
+            "fields": [
+                {"name": "TransactionalId", "type": "string", "versions": "0+"},
+                {"name": "ProducerId", "type": "int64", "versions": "0+"},
+                {"name": "TransactionState", "type": "string", "versions": "0+"},
+            ],
+        },
+    ],
+}
+
 #: api key -> (request declaration, response declaration)
 MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.PRODUCE: (PRODUCE_REQUEST, PRODUCE_RESPONSE),
@@ -1748,6 +2339,18 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.SYNC_GROUP: (SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE),
     ApiKey.DESCRIBE_GROUPS: (DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE),
     ApiKey.LIST_GROUPS: (LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (ADD_PARTITIONS_TO_TXN_REQUEST, ADD_PARTITIONS_TO_TXN_RESPONSE),
+    ApiKey.ADD_OFFSETS_TO_TXN: (ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE),
+    ApiKey.END_TXN: (END_TXN_REQUEST, END_TXN_RESPONSE),
+    ApiKey.WRITE_TXN_MARKERS: (WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE),
+    ApiKey.TXN_OFFSET_COMMIT: (TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE),
+    ApiKey.DESCRIBE_PRODUCERS: (DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE),
+    ApiKey.DESCRIBE_TRANSACTIONS: (DESCRIBE_TRANSACTIONS_REQUEST,
+                                   DESCRIBE_TRANSACTIONS_RESPONSE),
+    ApiKey.LIST_TRANSACTIONS: (LIST_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_RESPONSE),
+    ApiKey.DESCRIBE_ACLS: (DESCRIBE_ACLS_REQUEST, DESCRIBE_ACLS_RESPONSE),
+    ApiKey.CREATE_ACLS: (CREATE_ACLS_REQUEST, CREATE_ACLS_RESPONSE),
+    ApiKey.DELETE_ACLS: (DELETE_ACLS_REQUEST, DELETE_ACLS_RESPONSE),
 }
 
 # Broker-to-broker and broker-to-controller messages (kafkacore.protocol.inter_broker).

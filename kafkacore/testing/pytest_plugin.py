@@ -26,6 +26,9 @@ Settings for the broker, one ``key=value`` per line, by Kafka's names, in the in
 
 from __future__ import annotations
 
+import pathlib
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -128,11 +131,19 @@ def kafka_cluster(request: pytest.FixtureRequest,
     option ``kafkacore_cluster_config`` (``key=value`` lines, like ``kafkacore_broker_config``)."""
     from kafkacore.broker import Cluster
 
-    # A short base directory: the brokers' control sockets are Unix sockets (about 100 bytes).
+    # A short base directory: the brokers' control sockets are Unix sockets (a path of at most
+    # 107 bytes), and pytest's own can be too deep (under xdist, or a pytest run by a test).
     base = tmp_path_factory.mktemp("kc")
+    short = None
+    if len(str(base / "controller.ctl")) > 100:
+        base = short = pathlib.Path(tempfile.mkdtemp(prefix="kc-"))
     config = _config_from_ini(request.config.getini("kafkacore_cluster_config"))
-    with Cluster(3, log_dir=base, config=config) as cluster:
-        yield cluster
+    try:
+        with Cluster(3, log_dir=base, config=config) as cluster:
+            yield cluster
+    finally:
+        if short is not None:
+            shutil.rmtree(short, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 
 from kafkacore.protocol import codec
 
@@ -51,14 +50,3 @@ def closed_by_peer(s: socket.socket) -> bool:
         return True
     except TimeoutError:
         return False
-
-
-def wait_until(predicate, bound_s: float = 10.0, what: str = "condition"):
-    deadline = time.monotonic() + bound_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {bound_s} s")
-        time.sleep(0.01)

@@ -12,7 +12,7 @@ import uuid
 import pytest
 from reactor_client import recv_frame
 
-from kafkacore import KafkaProducer
+from kafkacore import KafkaProducer, errors
 from kafkacore.broker import Broker
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -99,7 +99,7 @@ def test_metadata_auto_creates_with_num_partitions_unless_told_not_to(client):
     assert made in names and refused not in names
 
 
-@pytest.mark.parametrize("version", range(11))
+@pytest.mark.parametrize("version", range(1, 11))
 def test_list_offsets_every_version(client, topic, version):
     name, _ = topic
     answers = {}
@@ -109,11 +109,22 @@ def test_list_offsets_every_version(client, topic, version):
                                            "max_num_offsets": 1}]}]})
         [p] = response["topics"][0]["partitions"]
         assert p["error_code"] == 0
-        answers[ts] = p["old_style_offsets"] if version == 0 else [p["offset"]]
-    assert answers == {-1: [3], -2: [0]}
+        answers[ts] = p["offset"]
+    assert answers == {-1: 3, -2: 0}
 
 
-@pytest.mark.parametrize("version", range(18))
+@pytest.mark.parametrize(("api_key", "version"), [
+    (ApiKey.PRODUCE, 2), (ApiKey.FETCH, 3), (ApiKey.LIST_OFFSETS, 0)])
+def test_versions_kafka_4_removed_are_refused(broker, api_key, version):
+    """Message formats 0 and 1 are gone from Kafka 4 (KIP-896) and from us: these versions are
+    not advertised, and a client that sends one anyway is refused, not served."""
+    refused = Client(broker)
+    body = codec.REQUESTS[api_key].body.defaults(version)
+    with pytest.raises(ConnectionError):
+        refused.call(api_key, version, body)
+
+
+@pytest.mark.parametrize("version", range(4, 18))
 def test_fetch_every_version(client, topic, version):
     name, topic_id = topic
     ids = {"topic_id": topic_id} if version >= 13 else {"topic": name}
@@ -188,12 +199,18 @@ def test_init_producer_id_every_version(client, version):
                           "producer_id": -1, "producer_epoch": -1})
     assert first["error_code"] == second["error_code"] == 0
     assert second["producer_id"] > first["producer_id"] >= 0
-    if version >= 3:  # KIP-360: the same id with the next epoch
-        bumped = client.call(ApiKey.INIT_PRODUCER_ID, version, {
+    if version >= 3:
+        # An existing id and epoch, without a transactional id: Kafka hands out a new id and
+        # never bumps the epoch of an id the asker may not own (it would fence its producer).
+        again = client.call(ApiKey.INIT_PRODUCER_ID, version, {
             "transactional_id": None, "transaction_timeout_ms": -1,
             "producer_id": first["producer_id"], "producer_epoch": first["producer_epoch"]})
-        assert (bumped["producer_id"], bumped["producer_epoch"]) == (
-            first["producer_id"], first["producer_epoch"] + 1)
+        assert again["error_code"] == 0
+        assert again["producer_id"] > second["producer_id"] and again["producer_epoch"] == 0
+        half = client.call(ApiKey.INIT_PRODUCER_ID, version, {
+            "transactional_id": None, "transaction_timeout_ms": -1,
+            "producer_id": first["producer_id"], "producer_epoch": -1})
+        assert half["error_code"] == errors.InvalidRequestError.errno
 
 
 def test_topics_and_producer_ids_survive_a_restart(tmp_path):

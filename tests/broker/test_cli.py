@@ -98,3 +98,45 @@ def test_local_broker_deletes_only_the_log_dirs_it_made(tmp_path):
 def test_local_broker_config_is_for_our_broker_only():
     with pytest.raises(ValueError, match="config"):
         LocalBroker(kind="tansu", config={"log.flush.interval.messages": "1"})
+
+
+@pytest.mark.parametrize("mistake", ["port in use", "log dir is a file", "TLS without keystore"])
+def test_start_up_mistakes_are_one_line_and_exit_2(tmp_path, mistake):
+    taken = socket.create_server(("127.0.0.1", 0))
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory")
+    args, words = {
+        "port in use": (["--listeners", f"PLAINTEXT://127.0.0.1:{taken.getsockname()[1]}",
+                         "--log-dirs", str(tmp_path / "data")],
+                        "cannot listen: Address already in use"),
+        "log dir is a file": (["--log-dirs", str(a_file)], f"log dir {a_file} is not a directory"),
+        "TLS without keystore": (["--listeners", "SSL://127.0.0.1:0", "--log-dirs",
+                                  str(tmp_path / "data")], "a TLS listener needs a keystore"),
+    }[mistake]
+    try:
+        done = subprocess.run([sys.executable, "-m", "kafkacore.broker", *args], env=_env(),
+                              cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    finally:
+        taken.close()
+    assert done.returncode == 2
+    assert done.stdout == ""  # no ready line
+    assert done.stderr.startswith(f"kafkacore-broker: error: {words}"), done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", [["kafkacore.broker"], ["kafkacore.broker", "cluster"],
+                                     ["kafkacore.testing"]])
+def test_help_is_plain_text_and_every_option_has_some(command):
+    done = subprocess.run([sys.executable, "-m", *command, "--help"], env=_env(),
+                          capture_output=True, text=True, timeout=60, cwd=ROOT.parent)
+    assert done.returncode == 0 and "`" not in done.stdout, done.stdout
+    lines = done.stdout.split("options:", 1)[1].splitlines()
+    for i, line in enumerate(lines):
+        option = line.strip()
+        if not option.startswith("-"):
+            continue
+        # Help text follows on the same line after two spaces, or on the next, indented line.
+        following = lines[i + 1] if i + 1 < len(lines) else ""
+        has_help = "  " in option or (following.startswith(" " * 10)
+                                      and not following.strip().startswith("-"))
+        assert has_help, f"{option!r} has no help text"

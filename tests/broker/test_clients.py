@@ -19,6 +19,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from reactor_client import recv_frame
 from readback import read_confluent, read_kafka_python
+from support.topics import new_topic
 
 from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
@@ -34,11 +35,6 @@ def ours():
     with LocalBroker(kind="kafkacore") as broker:
         yield broker
 
-
-def new_topic(broker: LocalBroker, partitions: int = PARTITIONS) -> str:
-    name = f"clients-{uuid.uuid4().hex[:10]}"
-    assert create_topics(broker.bootstrap, {name: partitions}) == {name: 0}
-    return name
 
 
 def make_records(n: int, seed: int) -> list[dict]:
@@ -70,7 +66,7 @@ def consumed_rows(consumed):
 
 @pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_our_idempotent_producer_read_back_by_kafka_python_and_confluent(ours, compression):
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     records = make_records(3000, seed=len(compression))
     config = {"bootstrap.servers": ours.bootstrap, "compression.type": compression,
               "enable.idempotence": True, "linger.ms": 5}
@@ -111,7 +107,7 @@ def _produce_with_confluent(bootstrap, topic, values):
 
 
 def test_confluent_producer_read_back_by_confluent_and_kafka_python(ours):
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     values = [b"confluent-%d-" % i + bytes(i % 256 for _ in range(i % 40)) for i in range(2000)]
     context = multiprocessing.get_context("forkserver")  # librdkafka in a child, see readback.py
     with context.Pool(1) as pool:
@@ -129,7 +125,7 @@ def test_confluent_producer_read_back_by_confluent_and_kafka_python(ours):
 def test_aiokafka_producer_read_back_by_kafka_python(ours):
     from aiokafka import AIOKafkaProducer
 
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     values = [b"aiokafka-%d" % i for i in range(500)]
 
     async def produce():
@@ -153,7 +149,7 @@ def test_aiokafka_producer_read_back_by_kafka_python(ours):
 def test_kafka_python_producer_read_back_by_confluent_and_kafka_python(ours, compression):
     from kafka import KafkaProducer as KafkaPythonProducer
 
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     # kafka-python takes header values as bytes only (no null value).
     records = [{**r, "headers": [(k, v or b"") for k, v in r["headers"]]} if "headers" in r else r
                for r in make_records(1500, seed=15)]
@@ -185,7 +181,7 @@ def test_kafka_python_producer_read_back_by_confluent_and_kafka_python(ours, com
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed (apt-get install kcat)")
 def test_kcat_produces_and_consumes(ours):
-    topic = new_topic(ours, partitions=1)
+    topic = new_topic(ours)
     lines = [f"kcat-{i}" for i in range(300)]
     subprocess.run(["kcat", "-P", "-b", ours.bootstrap, "-t", topic, "-p", "0"],
                    input="\n".join(lines) + "\n", text=True, check=True, timeout=60)
@@ -209,7 +205,7 @@ def _call(sock, api_key, version, correlation_id, body):
 def test_a_replayed_produce_request_gets_the_original_offsets_and_is_written_once(ours):
     import socket
 
-    topic = new_topic(ours, partitions=1)
+    topic = new_topic(ours)
     with socket.create_connection((ours.host, ours.port), timeout=30) as s:
         s.settimeout(30)
         _, pid = _call(s, ApiKey.INIT_PRODUCER_ID, 4, 1,
@@ -244,7 +240,7 @@ def test_a_replayed_produce_request_gets_the_original_offsets_and_is_written_onc
 def test_produce_to_an_unknown_partition_is_refused(ours):
     import socket
 
-    topic = new_topic(ours, partitions=1)
+    topic = new_topic(ours)
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
                                         producer_id=-1, producer_epoch=-1, base_sequence=-1,
                                         batch_size=1 << 20)
@@ -264,7 +260,7 @@ def test_produce_to_an_unknown_partition_is_refused(ours):
 def test_acknowledged_records_survive_kill_9(tmp_path):
     records = make_records(2000, seed=9)
     with LocalBroker(kind="kafkacore", log_dirs=str(tmp_path)) as broker:
-        topic = new_topic(broker)
+        topic = new_topic(broker, PARTITIONS)
         with KafkaProducer({"bootstrap.servers": broker.bootstrap, "acks": "all"}) as producer:
             futures = [producer.send(topic, **rec) for rec in records]
             producer.flush(timeout=60)
@@ -290,7 +286,7 @@ def test_confluent_list_topics_despite_the_bytes_librdkafka_adds(ours):
     what the schema declares and ignores the rest, and so do we."""
     import confluent_kafka
 
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     producer = confluent_kafka.Producer({"bootstrap.servers": ours.bootstrap})
     listed = producer.list_topics(timeout=30)
     assert topic in listed.topics

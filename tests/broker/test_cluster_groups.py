@@ -32,8 +32,8 @@ from collections import defaultdict
 
 import pytest
 from support.group_consumers import run_consumer
+from support.topics import new_replicated_topic
 
-from kafkacore.admin import create_topics
 from kafkacore.broker import Cluster
 from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC, partition_for
 
@@ -42,24 +42,6 @@ RECORDS = 600
 KEYS = 20
 OFFSETS_PARTITIONS = 50  # Kafka's default offsets.topic.num.partitions
 BOUND_S = 120.0
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    with Cluster(3, log_dir=tmp_path_factory.mktemp("groups"),
-                 config={"group.initial.rebalance.delay.ms": "0",
-                         "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS)}) as c:
-        yield c
-
-
-def new_topic(cluster: Cluster) -> str:
-    name = f"groups-{uuid.uuid4().hex[:10]}"
-    assert create_topics(cluster.bootstrap_servers, {name: PARTITIONS}, replication_factor=3,
-                         configs={"min.insync.replicas": "2"}) == {name: 0}
-    for p in range(PARTITIONS):
-        cluster.wait_for_isr(name, p, [1, 2, 3])
-    cluster.wait_for_topic(name)
-    return name
 
 
 def produce(cluster: Cluster, topic: str) -> dict[tuple[int, int], tuple[bytes, bytes]]:
@@ -205,7 +187,7 @@ class Events(threading.Thread):
 
 def run_group_through_kills(cluster: Cluster, kind: str) -> None:
     started = time.monotonic()
-    topic = new_topic(cluster)
+    topic = new_replicated_topic(cluster, PARTITIONS)
     acked = produce(cluster, topic)
     group = f"group-{kind}-{uuid.uuid4().hex[:8]}"
     commit_zero(cluster, topic, group)
@@ -214,13 +196,16 @@ def run_group_through_kills(cluster: Cluster, kind: str) -> None:
 
     context = multiprocessing.get_context("forkserver")
     source, stop = context.Queue(), context.Event()
+    # Three quarters of the stream until the coordinator has been killed: the consumers keep
+    # going through the first kill's failover, and cannot finish before the second.
+    credits = context.Semaphore(RECORDS * 3 // 4)
     watcher = OffsetWatcher(cluster, group)
     watcher.start()
     events = Events(source, watcher)
     events.start()
     consumers = [context.Process(target=run_consumer, name=f"{kind}-{cid}", args=(
         kind, cid, cluster.bootstrap_servers, topic, group, source, stop, BOUND_S + 60,
-        str(cluster.base / f"{group}-consumer-{cid}.log")))
+        str(cluster.base / f"{group}-consumer-{cid}.log"), credits))
         for cid in (1, 2)]
     for c in consumers:
         c.start()
@@ -251,6 +236,8 @@ def run_group_through_kills(cluster: Cluster, kind: str) -> None:
         new_coordinator = cluster.wait_for_leader_change(OFFSETS_TOPIC, offsets_partition,
                                                          coordinator)
         assert new_coordinator != coordinator
+        for _ in range(2 * RECORDS):  # the rest, and any record processed again
+            credits.release()
         events.wait_for("every record processed", lambda: len(events.seen) == RECORDS)
     finally:
         events.consumers = []  # they end now
@@ -401,7 +388,7 @@ def test_coordinator_protocol_by_hand_across_a_coordinator_kill(cluster):
     the new leader, which answers with the commit it replicated."""
     from kafkacore.protocol.api_keys import ApiKey
 
-    topic = new_topic(cluster)
+    topic = new_replicated_topic(cluster, PARTITIONS)
     group = f"by-hand-{uuid.uuid4().hex[:8]}"
     partition = partition_for(group, OFFSETS_PARTITIONS)
     # The first look-up creates __consumer_offsets (if no test did yet); until every broker

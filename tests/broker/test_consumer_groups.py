@@ -22,6 +22,7 @@ import pytest
 from kafka import KafkaConsumer
 from support.children import child_env
 from test_apis import Client
+from waits import wait_until
 
 from kafkacore import KafkaProducer
 from kafkacore.broker import Broker
@@ -62,14 +63,6 @@ def _produce(broker, n=40):
             sent.add(value)
         producer.flush(timeout=30)
     return topic, sent
-
-
-def _wait_until(condition, bound_s, what):
-    deadline = time.monotonic() + bound_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {bound_s} s: {what}")
-        time.sleep(0.05)
 
 
 # -- the protocol by hand -------------------------------------------------------------------------
@@ -172,8 +165,8 @@ def test_second_member_rebalances_the_first(broker):
         answer: dict[str, dict] = {}
         waiter = threading.Thread(target=lambda: answer.update(b=_join(b, group, version=3)))
         waiter.start()
-        _wait_until(lambda: broker.group_coordinator.group(group).state.value
-                    == "PreparingRebalance", 30, "b's join starts a rebalance")
+        wait_until(lambda: broker.group_coordinator.group(group).state.value
+                    == "PreparingRebalance", "b's join starts a rebalance")
         assert a.call(ApiKey.HEARTBEAT, 4, {
             "group_id": group, "generation_id": 1, "member_id": member_a,
             "group_instance_id": None})["error_code"] == REBALANCE_IN_PROGRESS
@@ -210,8 +203,8 @@ def test_member_that_does_not_rejoin_is_dropped_after_the_rebalance_timeout(brok
                 "assignments": [{"member_id": m, "assignment": b"x"} for m in assignments]})
 
         def starts_rebalance():
-            _wait_until(lambda: broker.group_coordinator.group(group).state.value
-                        == "PreparingRebalance", 30, "a join starts a rebalance")
+            wait_until(lambda: broker.group_coordinator.group(group).state.value
+                        == "PreparingRebalance", "a join starts a rebalance")
 
         member_a = join(a)["member_id"]  # generation 1: a alone
         assert sync(a, 1, member_a, [member_a])["error_code"] == NONE

@@ -19,9 +19,11 @@ import pytest
 from kafka import KafkaProducer as KafkaPythonProducer
 from kafka import errors as kafka_errors
 from kafka.record.default_records import DefaultRecordBatchBuilder
-from reactor_client import api_versions, closed_by_peer, recv_frame, wait_until
+from reactor_client import api_versions, closed_by_peer, recv_frame
 from readback import read_kafka_python
 from support.children import child_env
+from support.topics import new_topic
+from waits import wait_until
 
 from kafkacore.broker import Broker
 from kafkacore.broker.faults import (
@@ -56,11 +58,6 @@ def no_faults_left(broker):
     yield
     broker.faults.reset()
 
-
-def new_topic(broker, partitions=1):
-    name = f"faults-{uuid.uuid4().hex[:10]}"
-    broker.apis.create_topic(name, partitions, {})
-    return name
 
 
 def connect(broker):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from waits import wait_until
 
 from kafkacore.broker import Broker
 from kafkacore.broker.group_coordinator import (
@@ -109,25 +110,17 @@ def test_group_record_round_trips_and_matches_kafkas_layout():
         read_group_metadata_value(b"\x00\x04" + encoded[2:])  # a flexible version: not ours
 
 
-def _answer(answers: list, what: str):
-    deadline = time.monotonic() + 30
-    while not answers:
-        assert time.monotonic() < deadline, f"{what} not answered"
-        time.sleep(0.01)
-    return answers[0]
-
-
 def _join_and_sync(c, group: str) -> tuple[str, int]:
     """One member joins and syncs as its own leader: (member id, generation)."""
     joined: list = []
     c.handle_join_group(group, "", None, False, "client", "/127.0.0.1", 30000, 30000,
                         "consumer", [("range", b"subscription")], joined.append)
-    assert _answer(joined, "JoinGroup").error == NONE, joined
+    assert wait_until(lambda: joined, "JoinGroup answered")[0].error == NONE, joined
     member_id, generation = joined[0].member_id, joined[0].generation_id
     synced: list = []
     c.handle_sync_group(group, generation, member_id, "consumer", "range",
                         {member_id: b"assignment"}, synced.append)
-    result = _answer(synced, "SyncGroup")  # answered once the group's record is written
+    result = wait_until(lambda: synced, "SyncGroup answered")[0]  # answered once the group's record is written
     assert (result.error, result.assignment) == (NONE, b"assignment")
     return member_id, generation
 
@@ -166,7 +159,7 @@ def test_membership_survives_a_restart(tmp_path):
         # A tombstone (a null value) removes the group when the partition is loaded.
         stored: list[int] = []
         c.group_manager.store_group("g", None, stored.append)
-        assert _answer(stored, "the tombstone") == NONE
+        assert wait_until(lambda: stored, "the tombstone stored")[0] == NONE
     with Broker(config) as broker:
         assert broker.group_coordinator.group("g") is None
 
@@ -236,21 +229,3 @@ def test_a_changed_partition_count_does_not_move_groups_away_from_their_commits(
         assert manager.partition_for("group-x") == partition_for("group-x", 5)
         error, fetched = broker.group_coordinator.handle_fetch_offsets("group-x", [("t", 0)])
         assert (error, fetched[("t", 0)].offset) == (NONE, 17)
-
-
-def test_a_journal_of_an_earlier_broker_is_imported_once(tmp_path):
-    journal = tmp_path / "__consumer_offsets.journal"
-    journal.write_bytes(
-        b'{"g":"g","t":"t","p":0,"o":3,"e":-1,"m":"","ts":1}\n'
-        b'{"g":"g","t":"t","p":0,"o":5,"e":2,"m":"x","ts":2}\n'
-        b'{"g":"h","t":"t","p":1,"o":8,"e":-1,"m":"","ts":3}\n'
-        b'{"g":"g","t":"t","p":0,"o":99'  # torn: never acknowledged
-    )
-    for _ in range(2):  # imported at the first start; read from the log at the second
-        with Broker(_config(tmp_path)) as broker:
-            c = broker.group_coordinator
-            assert c.handle_fetch_offsets("g", [("t", 0)]) == (
-                NONE, {("t", 0): OffsetAndMetadata(5, 2, "x", 2)})
-            assert c.handle_fetch_offsets("h", [("t", 1)])[1][("t", 1)].offset == 8
-        assert not journal.exists()
-        assert (tmp_path / "__consumer_offsets.journal.imported").exists()

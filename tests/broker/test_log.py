@@ -291,7 +291,7 @@ def test_recovery_cuts_garbage_and_a_bad_crc(log_dir):
     assert [o for o, *_ in read_all(again)] == list(range(27))
 
 
-def test_unclean_recovery_drops_segments_after_a_torn_one(log_dir):
+def test_unclean_recovery_keeps_the_segments_after_a_torn_one(log_dir, caplog):
     log = Log(log_dir, LogConfig(segment_bytes=600))
     for i in range(20):
         log.append_as_leader(ours(values(3, 3 * i)))
@@ -299,9 +299,13 @@ def test_unclean_recovery_drops_segments_after_a_torn_one(log_dir):
     second = log.segments[1]
     os.truncate(second.log_path, second.size - 5)
     again = Log(log_dir, LogConfig(segment_bytes=600))
-    assert len(again.segments) == 2
-    assert again.log_end_offset < second.next_offset
-    assert [o for o, *_ in read_all(again)] == list(range(again.log_end_offset))
+    # Only the torn batch is lost (Kafka would drop every later segment); it is said loudly.
+    torn = (second.next_offset - 3, second.next_offset - 1)
+    assert again.lost_ranges == [torn]
+    assert len(again.segments) == len(log.segments) and again.log_end_offset == 60
+    kept = [o for o, *_ in read_all(again)]
+    assert kept == [o for o in range(60) if not torn[0] <= o <= torn[1]]
+    assert any(r.levelname == "ERROR" and "are lost" in r.getMessage() for r in caplog.records)
 
 
 def test_log_manager_clean_shutdown_marker_and_startup(tmp_path):
@@ -706,7 +710,12 @@ def test_recovery_point_checkpoint_spares_flushed_segments_the_scan(tmp_path):
 
     trusted = crash_with_damaged_first_segment(True)
     assert trusted.log_end_offset == 60  # below the recovery point: loaded, not scanned
+    with pytest.raises(CorruptMessageError):  # ... yet the damaged batch is never served
+        trusted.read(0, 1 << 20)
+    assert trusted.damaged_from == 0
     scanned = crash_with_damaged_first_segment(False)
-    assert scanned.log_end_offset == 0  # no checkpoint: every segment scanned, cut at the damage
+    # No checkpoint: every segment scanned; only the damaged batch is lost (Kafka cuts there).
+    assert scanned.log_end_offset == 60 and scanned.lost_ranges == [(0, 2)]
+    assert [o for o, *_ in read_all(scanned)] == list(range(3, 60))
     lines = (tmp_path / "kept" / "recovery-point-offset-checkpoint").read_text().split("\n")
     assert lines[:3] == ["0", "1", "t 0 60"]  # Kafka's OffsetCheckpointFile format

@@ -14,6 +14,8 @@ import uuid
 
 import pytest
 from readback import read_confluent
+from support.topics import new_replicated_topic
+from waits import wait_until
 
 from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
@@ -24,29 +26,6 @@ from kafkacore.protocol.api_keys import ApiKey
 
 PARTITIONS = 2
 RECORDS = 400
-#: replica.lag.time.max.ms below broker.session.timeout.ms, so that a paused follower leaves the
-#: ISR because its leader saw it lag (AlterPartition), before the controller fences it.
-LAG_MS = 2000
-SESSION_MS = 5000
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    # Each process's log is in the cluster's directory (broker-N.log) for post-mortems.
-    with Cluster(3, log_dir=tmp_path_factory.mktemp("cluster"),
-                 config={"replica.lag.time.max.ms": str(LAG_MS),
-                         "broker.session.timeout.ms": str(SESSION_MS)}) as c:
-        yield c
-
-
-def new_topic(cluster: Cluster, partitions: int = PARTITIONS) -> str:
-    name = f"repl-{uuid.uuid4().hex[:10]}"
-    assert create_topics(cluster.bootstrap_servers, {name: partitions}, replication_factor=3,
-                         configs={"min.insync.replicas": "2"}) == {name: 0}
-    for p in range(partitions):
-        cluster.wait_for_isr(name, p, [1, 2, 3])
-    cluster.wait_for_topic(name)
-    return name
 
 
 def check_read_back(cluster: Cluster, topic: str, acked: dict[int, list[bytes]]) -> None:
@@ -83,7 +62,7 @@ def kill_leader_mid_stream(cluster: Cluster, topic: str, send, flush) -> tuple[i
 def test_confluent_kafka_producer_survives_the_leader_being_killed(cluster):
     from confluent_kafka import Producer
 
-    topic = new_topic(cluster)
+    topic = new_replicated_topic(cluster, PARTITIONS)
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
                          "enable.idempotence": True, "linger.ms": 5,
                          "message.timeout.ms": 120000})
@@ -117,7 +96,7 @@ def test_confluent_kafka_producer_survives_the_leader_being_killed(cluster):
 def test_kafka_python_producer_survives_the_leader_being_killed(cluster):
     from kafka import KafkaProducer as PythonProducer
 
-    topic = new_topic(cluster)
+    topic = new_replicated_topic(cluster, PARTITIONS)
     producer = PythonProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all",
                               enable_idempotence=True, linger_ms=5, retries=1000,
                               request_timeout_ms=30000, delivery_timeout_ms=120000)
@@ -139,7 +118,7 @@ def test_kafka_python_producer_survives_the_leader_being_killed(cluster):
 @pytest.mark.cluster
 @pytest.mark.timeout(300)
 def test_our_producer_survives_the_leader_being_killed(cluster):
-    topic = new_topic(cluster)
+    topic = new_replicated_topic(cluster, PARTITIONS)
     futures = []
     with KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all",
                        enable_idempotence=True, linger_ms=5,
@@ -181,7 +160,7 @@ def _client(address: str) -> InterBrokerClient:
 @pytest.mark.cluster
 @pytest.mark.timeout(300)
 def test_acks_all_with_a_paused_follower_waits_for_the_isr_to_shrink(cluster):
-    topic = new_topic(cluster, partitions=1)
+    topic = new_replicated_topic(cluster)
     leader = cluster.leader_of(topic, 0)
     follower = next(b for b in (1, 2, 3) if b != leader)
     client = _client(cluster.broker_address(leader))
@@ -220,7 +199,7 @@ def _leader_isr(client: InterBrokerClient, topic: str, with_epoch: bool = False)
 @pytest.mark.cluster
 @pytest.mark.timeout(300)
 def test_min_insync_replicas_refuses_acks_all_when_the_isr_is_too_small(cluster):
-    topic = new_topic(cluster, partitions=1)
+    topic = new_replicated_topic(cluster)
     leader = cluster.leader_of(topic, 0)
     followers = [b for b in (1, 2, 3) if b != leader]
     for f in followers:
@@ -228,7 +207,7 @@ def test_min_insync_replicas_refuses_acks_all_when_the_isr_is_too_small(cluster)
     client = _client(cluster.broker_address(leader))
     try:
         cluster.wait_for_isr(topic, 0, [leader])
-        _wait(lambda: _leader_isr(client, topic) == [leader], "the leader's ISR shrunk to itself")
+        wait_until(lambda: _leader_isr(client, topic) == [leader], "the leader's ISR shrunk to itself")
         response = client.send(ApiKey.PRODUCE, 9, _produce_request(topic, 0, b"x", -1))
         code = response["responses"][0]["partition_responses"][0]["error_code"]
         assert code == 19  # NOT_ENOUGH_REPLICAS, refused before the append
@@ -265,7 +244,7 @@ def test_a_long_poll_fetch_is_answered_as_soon_as_data_arrives():
         poller = threading.Thread(target=fetch)
         poller.start()
         try:
-            _wait(lambda: purgatory.watched() == 1, "the fetch waiting in the purgatory")
+            wait_until(lambda: purgatory.watched() == 1, "the fetch waiting in the purgatory")
             assert "response" not in result
             producer = _client(broker.bootstrap_servers)
             try:
@@ -282,20 +261,10 @@ def test_a_long_poll_fetch_is_answered_as_soon_as_data_arrives():
         assert purgatory.expired() == 0  # completed by the append, not by the timer
 
 
-def _wait(predicate, what: str, bound_s: float = 30.0) -> None:
-    import time
-
-    deadline = time.monotonic() + bound_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {bound_s} s")
-        time.sleep(0.01)
-
-
 @pytest.mark.cluster
 @pytest.mark.timeout(300)
 def test_move_leader_elects_the_broker_asked_for_with_a_new_epoch(cluster):
-    topic = new_topic(cluster, partitions=1)
+    topic = new_replicated_topic(cluster)
     before = cluster.partition_state(topic, 0)
     target = next(b for b in (1, 2, 3) if b != before["leader_id"])
     cluster.move_leader(topic, 0, target)
@@ -304,7 +273,7 @@ def test_move_leader_elects_the_broker_asked_for_with_a_new_epoch(cluster):
     cluster.wait_for_topic(topic)
     client = _client(cluster.broker_address(target))
     try:
-        _wait(lambda: client.send(ApiKey.PRODUCE, 9, _produce_request(topic, 0, b"moved", -1))[
+        wait_until(lambda: client.send(ApiKey.PRODUCE, 9, _produce_request(topic, 0, b"moved", -1))[
             "responses"][0]["partition_responses"][0]["error_code"] == 0,
             "an acks=all produce accepted by the new leader")
     finally:
@@ -314,7 +283,7 @@ def test_move_leader_elects_the_broker_asked_for_with_a_new_epoch(cluster):
 @pytest.mark.cluster
 @pytest.mark.timeout(300)
 def test_an_isolated_leader_loses_its_partitions_and_comes_back_when_healed(cluster):
-    topic = new_topic(cluster, partitions=1)
+    topic = new_replicated_topic(cluster)
     leader = cluster.leader_of(topic, 0)
     cluster.isolate(leader)
     try:
@@ -328,7 +297,7 @@ def test_an_isolated_leader_loses_its_partitions_and_comes_back_when_healed(clus
 @pytest.mark.cluster
 @pytest.mark.timeout(300)
 def test_after_an_election_every_broker_names_the_new_leader_and_not_the_dead_one(cluster):
-    topic = new_topic(cluster, partitions=1)
+    topic = new_replicated_topic(cluster)
     old = cluster.leader_of(topic, 0)
     cluster.kill(old)
     try:
@@ -381,7 +350,7 @@ def test_a_restarted_old_leader_truncates_what_only_it_had(cluster):
     """acks=1 records that only the leader got (its followers were cut off) are gone once it dies:
     the new leader never had them.  When the old leader comes back it asks the new one where its
     epoch ends (OffsetForLeaderEpoch), cuts them from its own log, and copies the new leader's."""
-    topic = new_topic(cluster, partitions=1)
+    topic = new_replicated_topic(cluster)
     old = cluster.leader_of(topic, 0)
     followers = [b for b in (1, 2, 3) if b != old]
     client = _client(cluster.broker_address(old))
@@ -406,7 +375,7 @@ def test_a_restarted_old_leader_truncates_what_only_it_had(cluster):
         cluster.wait_for_topic(topic)
         client = _client(cluster.broker_address(new))
         try:
-            _wait(lambda: _produce(client, topic, b"after-the-election", -1) == 0,
+            wait_until(lambda: _produce(client, topic, b"after-the-election", -1) == 0,
                   "an acks=all produce on the new leader")
         finally:
             client.close()
@@ -429,7 +398,7 @@ def _produce(client: InterBrokerClient, topic: str, value: bytes, acks: int) -> 
 @pytest.mark.cluster
 @pytest.mark.timeout(300)
 def test_a_clean_stop_moves_the_leadership_before_the_broker_exits(cluster):
-    topic = new_topic(cluster, partitions=1)
+    topic = new_replicated_topic(cluster)
     leader = cluster.leader_of(topic, 0)
     before = cluster.partition_state(topic, 0)
     try:

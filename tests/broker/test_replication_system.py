@@ -19,7 +19,6 @@ import os
 import pickle
 import threading
 import time
-import uuid
 
 import pytest
 from readback import read_confluent
@@ -32,9 +31,9 @@ from support.replication_stream import (
     run_stream,
     value_of,
 )
+from support.topics import new_replicated_topic
 
 from kafkacore import KafkaProducer
-from kafkacore.admin import create_topics
 from kafkacore.broker import Cluster
 
 PARTITIONS = 6
@@ -49,21 +48,6 @@ DELIVERY_TIMEOUT_MS = 120_000
 #: the Sender expires batches on its own poll, up to a request timeout's worth late
 REPORT_GRACE_S = 35.0
 BOUND_S = 600.0
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    with Cluster(3, log_dir=tmp_path_factory.mktemp("system")) as c:
-        yield c
-
-
-def new_topic(cluster: Cluster) -> str:
-    name = f"system-{uuid.uuid4().hex[:10]}"
-    assert create_topics(cluster.bootstrap_servers, {name: PARTITIONS}, replication_factor=3,
-                         configs={"min.insync.replicas": "2"}) == {name: 0}
-    wait_for_full_isr(cluster, name)
-    cluster.wait_for_topic(name)
-    return name
 
 
 def wait_for_full_isr(cluster: Cluster, topic: str) -> None:
@@ -124,7 +108,7 @@ class FaultDriver(threading.Thread):
 
 def run_scenario(cluster: Cluster, produce) -> tuple[str, StreamResult, FaultDriver]:
     """``produce(topic, completed, gates)`` runs the stream and returns its result."""
-    topic = new_topic(cluster)
+    topic = new_replicated_topic(cluster, PARTITIONS, timeout_s=120)
     context = multiprocessing.get_context("forkserver")
     completed = context.Value("q", 0, lock=False)
     gates = [context.Event() for _ in FAULTS]

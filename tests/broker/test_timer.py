@@ -13,7 +13,7 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reactor_client import wait_until
+from waits import wait_until
 
 from kafkacore.broker.timer import (
     DelayQueue,
@@ -475,7 +475,7 @@ def test_a_waiting_poll_is_woken_by_an_offer_due_sooner_and_by_close():
     got = []
     poller = threading.Thread(target=lambda: got.append(queue.poll(600_000)), daemon=True)
     poller.start()
-    wait_until(lambda: queue.waiting == 1, 30, "a poll waiting")
+    wait_until(lambda: queue.waiting == 1, "a poll waiting")
     bucket = TimerTaskList(TaskCounter())
     bucket.set_expiration(1_000)  # due now
     queue.offer(bucket)
@@ -487,7 +487,7 @@ def test_a_waiting_poll_is_woken_by_an_offer_due_sooner_and_by_close():
     queue.offer(later)
     poller = threading.Thread(target=lambda: got.append(queue.poll(600_000)), daemon=True)
     poller.start()
-    wait_until(lambda: queue.waiting == 1, 30, "a poll waiting")
+    wait_until(lambda: queue.waiting == 1, "a poll waiting")
     queue.close()
     poller.join(30)
     assert not poller.is_alive() and got[-1] is None and len(queue) == 1

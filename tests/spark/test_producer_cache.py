@@ -18,7 +18,7 @@ from readback import read_kafka_python
 from kafkacore import spark as kspark
 from kafkacore.errors import KafkaError
 
-pytestmark = [pytest.mark.broker, pytest.mark.timeout(120)]
+pytestmark = pytest.mark.timeout(120)
 
 
 def _config(bootstrap, **extra):

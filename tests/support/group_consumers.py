@@ -12,6 +12,10 @@ process of the machine):
 - ``("commit", t_start, t_end, cid, partition, offset, ok, error)``: a commit, and whether the
   client reported it done (``ok``) or failed (the broker may still have written it);
 - ``("poll_error", t, cid, error)``: a retriable error raised by kafka-python's ``poll()``, retried.
+
+With ``credits`` (a semaphore shared with the test), a consumer takes one before it processes a
+record: the test holds the stream in the middle, however fast the consumers are, until it has
+broken what it breaks there.
 """
 
 from __future__ import annotations
@@ -25,21 +29,33 @@ PROCESSING_S = 0.01
 
 
 def run_consumer(kind: str, cid: int, bootstrap: str, topic: str, group: str, events: Any,
-                 stop: Any, timeout_s: float, log_path: str | None = None) -> None:
+                 stop: Any, timeout_s: float, log_path: str | None = None,
+                 credits: Any = None) -> None:
     if log_path is not None:  # the client's own log, for post-mortems
         logging.basicConfig(filename=log_path, level=logging.DEBUG,
                             format="%(asctime)s %(threadName)s %(name)s %(message)s")
     try:
         if kind == "confluent":
-            _run_confluent(cid, bootstrap, topic, group, events, stop, timeout_s)
+            _run_confluent(cid, bootstrap, topic, group, events, stop, timeout_s, credits)
         else:
-            _run_kafka_python(cid, bootstrap, topic, group, events, stop, timeout_s)
+            _run_kafka_python(cid, bootstrap, topic, group, events, stop, timeout_s, credits)
     except BaseException:
         events.put(("error", time.monotonic(), cid, traceback.format_exc()))
         raise
 
 
-def _run_confluent(cid, bootstrap, topic, group, events, stop, timeout_s):
+def _may_process(credits: Any, stop: Any) -> bool:
+    """Take a credit to process one record (waiting for the test to give more); False once the
+    test stops the consumers."""
+    if credits is None:
+        return True
+    while not credits.acquire(timeout=0.1):
+        if stop.is_set():
+            return False
+    return True
+
+
+def _run_confluent(cid, bootstrap, topic, group, events, stop, timeout_s, credits):
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     consumer = Consumer({
@@ -67,6 +83,8 @@ def _run_confluent(cid, bootstrap, topic, group, events, stop, timeout_s):
             msg = consumer.poll(0.2)
             if msg is None or msg.error() is not None:
                 continue
+            if not _may_process(credits, stop):
+                break
             p, o = msg.partition(), msg.offset()
             events.put(("record", time.monotonic(), cid, p, o, msg.key(), msg.value()))
             time.sleep(PROCESSING_S)
@@ -84,7 +102,7 @@ def _run_confluent(cid, bootstrap, topic, group, events, stop, timeout_s):
         consumer.close()
 
 
-def _run_kafka_python(cid, bootstrap, topic, group, events, stop, timeout_s):
+def _run_kafka_python(cid, bootstrap, topic, group, events, stop, timeout_s, credits):
     from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
     from kafka.errors import KafkaError
     from kafka.structs import OffsetAndMetadata
@@ -127,6 +145,8 @@ def _run_kafka_python(cid, bootstrap, topic, group, events, stop, timeout_s):
                 continue
             for tp, records in batches.items():
                 for record in records:
+                    if not _may_process(credits, stop):
+                        return
                     p, o = tp.partition, record.offset
                     events.put(("record", time.monotonic(), cid, p, o, record.key, record.value))
                     time.sleep(PROCESSING_S)

@@ -22,8 +22,17 @@ def on_send(metadata: RecordMetadata | None, exception: BaseException | None) ->
         assert_type(metadata.offset, int)
 
 
+def on_send_narrow(metadata: RecordMetadata | None, exception: Exception | None) -> None:
+    """Annotated with Exception, as most code is: records fail with an Exception."""
+    print(metadata, exception)
+
+
 def on_delivery(err: BaseException | None, msg: DeliveredMessage) -> None:
     print(err, msg.topic(), msg.partition(), msg.offset())
+
+
+def on_delivery_narrow(err: Exception | None, msg: DeliveredMessage) -> None:
+    print(err, msg.offset())
 
 
 def sync_producer(bootstrap: str) -> None:
@@ -32,6 +41,8 @@ def sync_producer(bootstrap: str) -> None:
     future = producer.send("t", b"v", key=b"k", headers=[("h", b"1")], callback=on_send)
     assert_type(future, FutureRecordMetadata)
     producer.send("t", b"v", on_delivery=on_delivery, timestamp_ms=1)
+    producer.send("t", b"v", callback=on_send_narrow, headers={"h": "text", "g": b"b", "n": None})
+    producer.send("t", b"v", on_delivery=on_delivery_narrow, headers=[("h", "text")])
     metadata = future.get(timeout=10)
     assert_type(metadata, RecordMetadata)
     assert_type(future.result(), RecordMetadata)

@@ -6,7 +6,10 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.api_request_handler import ApiRequestHandler
+from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
+from kafkacore.broker.authorizer.acl_apis import AclApis
 from kafkacore.broker.request_channel import Request
+from kafkacore.errors import ClusterAuthorizationFailedError
 from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
@@ -16,6 +19,7 @@ NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
 UNSUPPORTED_VERSION = 35
 INVALID_REQUEST = 42
+CLUSTER_AUTHORIZATION_FAILED = ClusterAuthorizationFailedError.errno
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
@@ -24,6 +28,7 @@ class ControllerApis(ApiRequestHandler):
 
     def __init__(self, server: ControllerServer) -> None:
         super().__init__(server.request_channel)
+        self.authorizer = server.authorizer
         self.config = server.config
         self.controller = server.controller
         self.handlers = {
@@ -36,6 +41,12 @@ class ControllerApis(ApiRequestHandler):
             ApiKey.BROKER_HEARTBEAT: self.handle_broker_heartbeat_request,
             ApiKey.ALTER_PARTITION: self.handle_alter_partition_request,
         }
+        acl_apis = AclApis(self, server.acls)
+        self.handlers.update({
+            ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
+            ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
+            ApiKey.DELETE_ACLS: acl_apis.handle_delete_acls_request,
+        })
 
     def handle(self, request: Request) -> None:
         if request.api_key == ApiKey.API_VERSIONS and request.body is None:
@@ -49,6 +60,13 @@ class ControllerApis(ApiRequestHandler):
         low, high = self.supported_versions(request.api_key)
         if request.body is None or not low <= request.api_version <= high:
             self.send_error_response(request, UNSUPPORTED_VERSION)
+            return
+        if request.api_key != ApiKey.API_VERSIONS and not self.authorize(
+                request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
+            # Only brokers talk to the controller (Kafka: CLUSTER_ACTION for registrations,
+            # heartbeats, AlterPartition and the Envelope of forwarded requests); a request
+            # whose answer has no error code to carry the refusal closes the connection.
+            self.send_error_response(request, CLUSTER_AUTHORIZATION_FAILED)
             return
         handler(request)
 
@@ -164,7 +182,7 @@ class ControllerApis(ApiRequestHandler):
                            if "new_isr_with_epochs" in p else p["new_isr"])
                 error, part = self.controller.alter_partition(
                     body["broker_id"], t["topic_id"], p["partition_index"], p["leader_epoch"],
-                    new_isr)
+                    new_isr, p["partition_epoch"])
                 parts.append({"partition_index": p["partition_index"], "error_code": error,
                               "leader_id": part.leader if part else -1,
                               "leader_epoch": part.leader_epoch if part else -1,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
+from kafkacore.broker.authorizer.standard_authorizer import ACLS_FILE, StandardAuthorizer
 from kafkacore.broker.config import BrokerConfig
 from kafkacore.broker.controller.controller_apis import ControllerApis
 from kafkacore.broker.controller.quorum_controller import QuorumController
@@ -30,6 +32,13 @@ class ControllerServer:
         self.request_channel = RequestChannel(self.config["queued.max.requests"])
         self.faults = FaultInjector()
         self.controller = QuorumController(self.config)
+        #: The controller's own authorizer (authorizer.class.name; None: it answers anyone).
+        self.authorizer = StandardAuthorizer.from_config(self.config)
+        #: The cluster's ACLs (Kafka's ``AclControlManager``): changed by the CreateAcls and
+        #: DeleteAcls brokers forward, read by every broker's metadata pull.  With an
+        #: authorizer, the same list decides who may talk to the controller.
+        self.acls = self.authorizer or StandardAuthorizer(
+            path=Path(self.config.log_dirs[0]) / ACLS_FILE)
         self.socket_server: SocketServer | None = None
         self._handlers: KafkaRequestHandlerPool | None = None
 

@@ -19,7 +19,7 @@ from kafkacore.broker.controller.replication_control_manager import (
 from kafkacore.broker.files import replace_atomically
 from kafkacore.broker.metadata_cache import validate_topic_name
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
-from kafkacore.errors import InvalidTopicError
+from kafkacore.errors import InvalidTopicError, InvalidUpdateVersionError
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +189,13 @@ class QuorumController:
             return NONE
 
     def alter_partition(self, broker_id: int, topic_id: uuid.UUID, index: int, leader_epoch: int,
-                        new_isr: list[int]) -> tuple[int, PartitionRegistration | None]:
+                        new_isr: list[int], partition_epoch: int,
+                        ) -> tuple[int, PartitionRegistration | None]:
+        """Kafka's ``ReplicationControlManager.alterPartition``: a leader's ISR change, accepted
+        only from the current leader at the current leader epoch, and only over the partition
+        state it was decided on: a ``partition_epoch`` behind ours (the ISR or the replicas
+        changed since, by an election or another AlterPartition) is refused with
+        ``INVALID_UPDATE_VERSION``, and the leader waits for the new state."""
         with self.lock:
             info = next((t for t in self.replication.topics.values()
                          if t.topic_id == str(topic_id)), None)
@@ -200,6 +206,8 @@ class QuorumController:
                 return NOT_LEADER_OR_FOLLOWER, part
             if leader_epoch != part.leader_epoch:
                 return FENCED_LEADER_EPOCH, part
+            if partition_epoch != part.partition_epoch:
+                return InvalidUpdateVersionError.errno, part
             active = self.active_brokers()
             if any(r not in part.replicas or (r not in active and r not in part.isr)
                    for r in new_isr) or broker_id not in new_isr:

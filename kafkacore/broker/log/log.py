@@ -11,20 +11,31 @@ from __future__ import annotations
 
 import base64
 import bisect
+import contextlib
+import logging
 import os
 import shutil
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from kafkacore.broker.log.config import LogConfig
+from kafkacore.broker.log.dir_failure_channel import LogDirFailureChannel
+from kafkacore.broker.log.end_transaction_marker import COMMIT, read_marker
 from kafkacore.broker.log.file_records import FileRecords
-from kafkacore.broker.log.producer_state import ProducerAppendInfo, ProducerStateManager
+from kafkacore.broker.log.producer_state import (
+    CompletedTxn,
+    ProducerAppendInfo,
+    ProducerStateManager,
+)
 from kafkacore.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, file_name
+from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 from kafkacore.broker.log.validator import BatchHeader, analyze, assign_offsets
 from kafkacore.errors import (
+    CorruptMessageError,
     InvalidTimestampError,
     KafkaStorageError,
     OffsetOutOfRangeError,
@@ -37,6 +48,8 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 NO_TIMESTAMP = -1
 PARTITION_METADATA_FILE = "partition.metadata"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -93,8 +106,11 @@ class Log:
         had_clean_shutdown: bool = False,
         recovery_point: int = 0,
         topic_id: uuid.UUID | None = None,
+        dir_failure_channel: LogDirFailureChannel | None = None,
     ) -> None:
         self.dir = Path(directory)
+        #: where a failed write takes this log's dir offline (the LogManager's, shared)
+        self.dir_failure_channel = dir_failure_channel or LogDirFailureChannel()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.topic_id = self._load_or_write_topic_id(topic_id)
         self.config = config or LogConfig()
@@ -115,6 +131,13 @@ class Log:
         self.producer_state = ProducerStateManager(self.dir, f"{topic}-{partition}")
         #: bytes cut from torn tails by the recovery at open (tests and the log message use it)
         self.recovered_bytes_truncated = 0
+        #: offsets known to be lost: (first, last) of each hole recovery cut out or found
+        #: between segments, logged at ERROR when found
+        self.lost_ranges: list[tuple[int, int]] = []
+        #: base offset of the oldest segment a read found damaged: recover from there at the
+        #: next start (the LogManager lowers the recovery point and skips the clean marker)
+        self.damaged_from: int | None = None
+        self._reported: set[tuple[int, int]] = set()  # (segment, position) logged already
         self._load_segments(had_clean_shutdown, recovery_point)
         self._rebuild_producer_state()
         self.recovery_point = self.log_end_offset
@@ -159,9 +182,10 @@ class Log:
         for tmp in list(self.dir.glob("*.tmp")):
             tmp.unlink()
         bases = sorted(_base_offsets(self.dir, LOG_SUFFIX))
-        for base in _base_offsets(self.dir, INDEX_SUFFIX):  # an index without its log
-            if base not in bases:
-                (self.dir / file_name(base, INDEX_SUFFIX)).unlink()
+        for suffix in (INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # an index without its log
+            for base in _base_offsets(self.dir, suffix):
+                if base not in bases:
+                    (self.dir / file_name(base, suffix)).unlink()
         now = _now_ms()
         for i, base in enumerate(bases):
             segment = LogSegment(self.dir, base, self.config.index_interval_bytes)
@@ -170,22 +194,42 @@ class Log:
             # A segment that ends at or below the recovery point was fsynced before the crash
             # (Kafka's recovery-point checkpoint): it is loaded, not scanned.
             flushed = not active and bases[i + 1] <= recovery_point
-            truncated = 0
             if (had_clean_shutdown or flushed) and not active:
                 segment.load()
             else:
-                truncated = segment.recover()
+                upper = None if active else bases[i + 1]
+                self.recovered_bytes_truncated += segment.recover(upper)
+                for first, last, size in segment.lost:
+                    self._lost(first, last, f"{size} damaged bytes in {segment.log_path.name}")
+                if segment.torn_tail and not active:
+                    log.error("%s: recovery cut %d bytes of damaged tail from %s", self.name,
+                              segment.torn_tail, segment.log_path.name)
+            if self._segments and segment.base_offset != self._segments[-1].next_offset:
+                previous = self._segments[-1]
+                if segment.base_offset > previous.next_offset:
+                    self._lost(previous.next_offset, segment.base_offset - 1,
+                               f"nothing between {previous.log_path.name} and "
+                               f"{segment.log_path.name}")
+                else:  # the last batch of the previous segment says more than it may
+                    log.error("%s: %s starts at offset %d, inside %s (which ends at %d); its "
+                              "batches there are refused until a recovery", self.name,
+                              segment.log_path.name, segment.base_offset,
+                              previous.log_path.name, previous.next_offset)
+                    self.damaged_from = min(self.damaged_from or previous.base_offset,
+                                            previous.base_offset)
             self._add_segment(segment)
-            if truncated:
-                self.recovered_bytes_truncated += truncated
-                # Everything after a torn batch is unreachable: drop the later segments too.
-                for later in bases[i + 1 :]:
-                    dropped = LogSegment(self.dir, later, self.config.index_interval_bytes)
-                    self.recovered_bytes_truncated += dropped.size
-                    dropped.delete()
-                break
         if not self._segments:
             self._roll(0)
+
+    def _lost(self, first: int, last: int, why: str) -> None:
+        """Offsets [first, last] are gone: say so loudly, once, and remember them."""
+        if last < first:
+            log.error("%s: recovery removed stale or damaged bytes (%s); no offset lost",
+                      self.name, why)
+            return
+        self.lost_ranges.append((first, last))
+        log.error("%s: offsets %d to %d (%d records) are lost: %s; the log continues after "
+                  "them", self.name, first, last, last - first + 1, why)
 
     def _rebuild_producer_state(self) -> None:
         """Newest snapshot at or below the log end, then the batches after it (Kafka's
@@ -193,6 +237,11 @@ class Log:
         psm = self.producer_state
         end = self.log_end_offset
         start = psm.load_latest_snapshot(end)
+        if any(s.size and not s.txn_index.existed for s in self._segments):
+            # A transaction index is missing: replay the whole log, which rebuilds every
+            # segment's index (Kafka rebuilds it while recovering the segment).
+            psm.clear()
+            start = None
         if start is None or start < self.log_start_offset:
             start = self.log_start_offset
             if psm.map_end_offset < start:
@@ -203,8 +252,19 @@ class Log:
             position = segment.index.lookup(start)[1] if start > segment.base_offset else 0
             for h in segment.iter_headers(position):
                 if h.last_offset >= start:
-                    psm.replay(h)
+                    marker = None
+                    if h.is_control and h.has_producer_id:
+                        marker = read_marker(segment.pread(h.size, h.position),
+                                             h._replace(position=0))
+                    self._index_completed(segment, psm.replay(h, marker))
         psm.update_map_end_offset(end)
+
+    def _index_completed(self, segment: LogSegment, completed: CompletedTxn | None) -> None:
+        """An ABORT marker in ``segment``: record the transaction in the segment's index."""
+        if completed is not None and completed.is_aborted:
+            segment.txn_index.append(AbortedTxn(
+                completed.producer_id, completed.first_offset, completed.last_offset,
+                self.producer_state.last_stable_offset(completed)))
 
     def _add_segment(self, segment: LogSegment) -> None:
         self._segments.append(segment)
@@ -231,8 +291,24 @@ class Log:
 
     @property
     def last_stable_offset(self) -> int:
-        """Fetch's last stable offset: the high watermark, since this log has no transactions."""
-        return self.high_watermark
+        """The last stable offset (LSO): the high watermark, or the first offset of the earliest
+        transaction still open (or ended by a marker not yet below the HW) if that is lower.
+        read_committed consumers read below it."""
+        with self._lock:
+            hw = self.high_watermark
+            first = self.producer_state.first_unstable_offset(hw)
+            return hw if first is None else min(first, hw)
+
+    def collect_aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions that overlap [fetch_offset, upper_bound), from the
+        transaction indexes of the segments at and after the one holding ``fetch_offset``
+        (Kafka's ``collectAbortedTransactions``)."""
+        with self._lock:
+            i = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
+            out: list[AbortedTxn] = []
+            for segment in self._segments[i:]:
+                out.extend(segment.txn_index.collect_aborted(fetch_offset, upper_bound))
+            return out
 
     @property
     def active_segment(self) -> LogSegment:
@@ -249,13 +325,19 @@ class Log:
     # -- appends -----------------------------------------------------------------------------------
 
     def append_as_leader(
-        self, records: bytes | bytearray | memoryview, *, leader_epoch: int = 0
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        leader_epoch: int = 0,
+        from_coordinator: bool = False,
     ) -> LogAppendInfo:
         """Validate, check producer state, assign offsets, write.  Raises a
         :mod:`kafkacore.errors` class (with Kafka's error code) and leaves the log unchanged when
-        anything is wrong; answers a retried batch with its original offsets (``duplicate``)."""
+        anything is wrong; answers a retried batch with its original offsets (``duplicate``).
+        ``from_coordinator``: the transaction coordinator's markers (Kafka's
+        ``AppendOrigin.COORDINATOR``), the only control batches a leader accepts."""
         cfg = self.config
-        headers = analyze(records, cfg.max_message_bytes)
+        headers = analyze(records, cfg.max_message_bytes, allow_control=from_coordinator)
         if not cfg.log_append_time:
             self._validate_timestamps(headers, _now_ms())
         size = len(records)
@@ -270,7 +352,22 @@ class Log:
             first = offset = self.log_end_offset
             pending: dict[int, ProducerAppendInfo] = {}
             for h in headers:
-                if h.has_producer_id:
+                if h.is_control and h.has_producer_id:
+                    if h.producer_id not in pending:
+                        pending[h.producer_id] = self.producer_state.prepare_update(h.producer_id)
+                    marker = read_marker(records, h)
+                    if marker is not None:
+                        pending[h.producer_id].append_end_txn_marker(
+                            h, offset, marker.kind == COMMIT,
+                            coordinator_epoch=marker.coordinator_epoch)
+                elif h.has_producer_id and from_coordinator:
+                    # A coordinator's own transactional write (offsets of a transaction):
+                    # no sequences to check (Kafka checks them for clients only).
+                    if h.producer_id not in pending:
+                        pending[h.producer_id] = self.producer_state.prepare_update(h.producer_id)
+                    pending[h.producer_id].append(h, offset, validate=False,
+                                                  max_timestamp=append_time)
+                elif h.has_producer_id:
                     # Kafka checks every batch against the state before this request.
                     entry = self.producer_state.last_entry(h.producer_id)
                     duplicate = entry.find_duplicate_batch(h) if entry is not None else None
@@ -288,12 +385,14 @@ class Log:
                         pending[h.producer_id] = self.producer_state.prepare_update(h.producer_id)
                     pending[h.producer_id].append(h, offset, max_timestamp=append_time)
                 offset += h.last_offset_delta + 1
-            segment = self._maybe_roll(size, now)
             buf = bytearray(records)
             assigned = assign_offsets(buf, headers, first, leader_epoch, append_time)
-            self._write(segment, buf, assigned)
+            with self._storage("append to"):
+                self._write(self._maybe_roll(size, now), buf, assigned)
+            segment = self.active_segment
             for info in pending.values():
                 self.producer_state.update(info)
+                self._index_completed(segment, info.completed_txn)
             self.producer_state.update_map_end_offset(self.log_end_offset)
             count = offset - first
             self._after_append(count)
@@ -333,7 +432,8 @@ class Log:
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches that already carry their offsets (a follower copying its leader):
         validated, not renumbered, producer state updated without sequence checks."""
-        headers = analyze(records, max(self.config.max_message_bytes, len(records)))
+        headers = analyze(records, max(self.config.max_message_bytes, len(records)),
+                          allow_control=True)
         with self._lock:
             self._check_open()
             leo = self.log_end_offset
@@ -346,10 +446,13 @@ class Log:
                     raise OffsetOutOfRangeError("follower batches with offsets out of order")
             # Offsets may jump (a compacted leader); the index stores absolute offsets, so a gap
             # needs no new segment unless relative offsets would overflow (_maybe_roll).
-            segment = self._maybe_roll(len(records), _now_ms(), headers[-1].last_offset)
-            self._write(segment, bytes(records), headers)
+            with self._storage("append to"):
+                segment = self._maybe_roll(len(records), _now_ms(), headers[-1].last_offset)
+                self._write(segment, bytes(records), headers)
+            segment = self.active_segment
             for h in headers:
-                self.producer_state.replay(h)
+                marker = read_marker(records, h) if h.is_control and h.has_producer_id else None
+                self._index_completed(segment, self.producer_state.replay(h, marker))
             if self.leader_epoch_cache is not None:
                 for h in headers:
                     self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
@@ -370,15 +473,28 @@ class Log:
             # An empty active segment whose name no longer matches (after truncation): rename.
             self._replace_empty_active(headers[0].base_offset)
             segment = self.active_segment
+        segment.append(buf, headers)
+
+    @contextlib.contextmanager
+    def _storage(self, what: str) -> Iterator[None]:
+        """An ``OSError`` (a full disk, an I/O error) takes the log dir offline (Kafka's
+        ``LogDirFailureChannel``) and reaches the caller as ``KAFKA_STORAGE_ERROR``.  The
+        writes under it leave the log as it was: a short write is cut away (LogSegment.append)."""
         try:
-            segment.append(buf, headers)
+            yield
         except OSError as exc:
-            raise KafkaStorageError(f"cannot write {segment.log_path}: {exc}") from exc
+            self.dir_failure_channel.maybe_add_offline_log_dir(
+                self.dir.parent, f"cannot {what} {self.name}", exc)
+            raise KafkaStorageError(f"cannot {what} {self.name}: {exc}") from exc
 
     def _after_append(self, count: int) -> None:
+        # Forget the ended transactions whose markers the ISR has (a follower is never asked
+        # for its LSO, so its list would only grow otherwise).
+        self.producer_state.first_unstable_offset(self.high_watermark)
         self._unflushed_messages += count
         if self._unflushed_messages >= self.config.flush_messages:
-            self._flush_locked()
+            with self._storage("flush"):
+                self._flush_locked()
 
     def _maybe_roll(self, size: int, now: int, last_offset: int | None = None) -> LogSegment:
         """Kafka's ``maybeRoll``: a new segment when this append would pass segment.bytes, when
@@ -451,14 +567,44 @@ class Log:
                 return result
             i = bisect.bisect_right(self._bases, fetch_offset) - 1
             for segment in self._segments[max(i, 0) :]:
-                read = segment.read_file_records if file_records else segment.read
-                got = read(fetch_offset, max_bytes, max_offset, min_one_batch)
+                try:
+                    with self._storage("read"):
+                        read = segment.read_file_records if file_records else segment.read
+                        got = read(fetch_offset, max_bytes, max_offset, min_one_batch)
+                except CorruptMessageError as exc:
+                    self._report_damage(segment, str(exc))
+                    raise
+                if segment.damage:
+                    self._report_damage(segment, "a batch after the ones served fails its checks")
                 if got is not None:
                     data, first = got
                     if data:
+                        if first > fetch_offset:
+                            self._report_hole(fetch_offset, first)
                         return FetchDataInfo(data, first, fetch_offset, hw, start, end)
                     return result
             return result
+
+    def _report_damage(self, segment: LogSegment, why: str) -> None:
+        """A read refused damaged bytes: log it once (ERROR), and have the log recovered from
+        this segment at the next start."""
+        if self.damaged_from is None or segment.base_offset < self.damaged_from:
+            self.damaged_from = segment.base_offset
+        for position in sorted(segment.damage) or [-1]:
+            if (segment.base_offset, position) not in self._reported:
+                self._reported.add((segment.base_offset, position))
+                log.error("%s: refusing damaged data in %s (%s); it is not served, and the log "
+                          "is recovered from this segment at the next start", self.name,
+                          segment.log_path.name, why)
+
+    def _report_hole(self, fetch_offset: int, first: int) -> None:
+        """A read found its first batch past ``fetch_offset``: a hole (cut by a recovery, a
+        missing segment, or a compacted leader's gap): what follows is served, and said once."""
+        if (-1, first) not in self._reported:
+            self._reported.add((-1, first))
+            log.warning("%s: a fetch at offset %d found no record before %d: offsets %d to %d "
+                        "are missing from the log", self.name, fetch_offset, first,
+                        fetch_offset, first - 1)
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets: the first batch whose max timestamp is >= ``timestamp`` as (offset,
@@ -492,11 +638,12 @@ class Log:
             if offset >= self.log_end_offset:
                 return
             offset = max(offset, self.log_start_offset)
-            while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
-                self._segments.pop().delete()
-                self._bases.pop()
-            self.active_segment.truncate_to(offset)
-            self.active_segment.flush()
+            with self._storage("truncate"):
+                while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+                    self._segments.pop().delete()
+                    self._bases.pop()
+                self.active_segment.truncate_to(offset)
+                self.active_segment.flush()
             self.recovery_point = min(self.recovery_point, self.log_end_offset)
             self.producer_state.delete_snapshots_after(self.log_end_offset)
             self._rebuild_producer_state()
@@ -524,7 +671,8 @@ class Log:
                 and all(expired(s) for s in self._segments)
                 and self.log_end_offset <= hw
             ):
-                self._roll(self.log_end_offset)
+                with self._storage("roll"):
+                    self._roll(self.log_end_offset)
             total = self.size_in_bytes
             while len(self._segments) > 1:
                 s = self._segments[0]
@@ -552,7 +700,8 @@ class Log:
     def flush(self) -> None:
         with self._lock:
             self._check_open()
-            self._flush_locked()
+            with self._storage("flush"):
+                self._flush_locked()
 
     def _flush_locked(self) -> None:
         for segment in self._segments[-2:]:
@@ -570,7 +719,9 @@ class Log:
                 return False
             if now - self.last_flush_ms < self.config.flush_ms:
                 return False
-            self._flush_locked()
+            self._check_open()
+            with self._storage("flush"):
+                self._flush_locked()
             return True
 
     def close(self, *, clean: bool = True) -> None:
@@ -582,11 +733,18 @@ class Log:
             if self._closed:
                 return
             if clean:
-                self._flush_locked()
-                self.producer_state.update_map_end_offset(self.log_end_offset)
-                self.producer_state.take_snapshot()
+                try:
+                    self._flush_locked()
+                    self.producer_state.update_map_end_offset(self.log_end_offset)
+                    self.producer_state.take_snapshot()
+                except OSError as exc:  # the next start recovers what did not reach the disk
+                    log.error("%s: cannot flush at close: %s", self.name, exc)
+                    clean = False
             for segment in self._segments:
-                segment.close(flush_index=clean)
+                try:
+                    segment.close(flush_index=clean)
+                except OSError as exc:
+                    log.error("%s: cannot close %s: %s", self.name, segment.log_path, exc)
             self._closed = True
 
     def delete(self) -> None:
@@ -600,6 +758,9 @@ class Log:
     def _check_open(self) -> None:
         if self._closed:
             raise KafkaStorageError(f"log {self.name} is closed")
+        if self.dir_failure_channel.is_offline(self.dir.parent):
+            raise KafkaStorageError(f"log dir {self.dir.parent} is offline: "
+                                    f"{self.dir_failure_channel.reason(self.dir.parent)}")
 
     @property
     def name(self) -> str:

@@ -4,6 +4,13 @@ A partition lives in ``<log dir>/<topic>-<partition>/``.  At shutdown every log 
 ``.kafka_cleanshutdown`` marker is written in each log dir; at start-up the marker tells whether
 the logs may be trusted (only the active segments are scanned) or must be recovered from their
 recovery points (``recovery-point-offset-checkpoint``, written by ``checkpoint_recovery_points``).
+
+With a :class:`~kafkacore.broker.kafka_scheduler.KafkaScheduler`, ``startup`` schedules the
+periodic work as Kafka's ``LogManager.startup`` does: retention (``kafka-log-retention``, every
+``log.retention.check.interval.ms``), the ``flush.ms`` check (``kafka-log-flusher``, every
+``log.flush.scheduler.interval.ms``), the recovery-point and log-start-offset checkpoints
+(``kafka-recovery-point-checkpoint``, ``kafka-log-start-offset-checkpoint``), producer-id expiry
+(``PeriodicProducerExpirationCheck``) and, ours, the probe that brings an offline log dir back.
 """
 
 from __future__ import annotations
@@ -13,9 +20,12 @@ import os
 import re
 import threading
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from kafkacore.broker.log.config import LogConfig
+from kafkacore.broker.log.config import LONG_MAX, LogConfig
+from kafkacore.broker.log.dir_failure_channel import LogDirFailureChannel
 from kafkacore.broker.log.log import Log
 from kafkacore.errors import KafkaStorageError
 
@@ -25,15 +35,45 @@ log = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 #: Kafka's ``LogManager.RecoveryPointCheckpointFile``
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+#: Kafka's ``LogManager.LogStartOffsetCheckpointFile``
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+#: what the offline-dir probe writes and removes (``log.dir.failure.probe.interval.ms``)
+PROBE_FILE = ".kafkacore_probe"
+PROBE_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class LogManagerIntervals:
+    """The periods of the log tasks, by Kafka's broker settings, with Kafka's defaults."""
+
+    #: ``log.retention.check.interval.ms``: delete segments past retention this often
+    retention_check_ms: int = 300_000
+    #: ``log.flush.scheduler.interval.ms``: check each log's ``flush.ms`` this often (never)
+    flush_check_ms: int = LONG_MAX
+    #: ``log.flush.offset.checkpoint.interval.ms``: write the recovery points this often
+    flush_recovery_offset_checkpoint_ms: int = 60_000
+    #: ``log.flush.start.offset.checkpoint.interval.ms``: write the log start offsets
+    flush_start_offset_checkpoint_ms: int = 60_000
+    #: ``producer.id.expiration.check.interval.ms``: forget idle producers this often
+    producer_id_expiration_check_ms: int = 600_000
+    #: ``log.initial.task.delay.ms``: the first retention and flush checks wait this long
+    initial_task_delay_ms: int = 30_000
+    #: ``log.dir.failure.probe.interval.ms`` (ours: Kafka never brings a dir back)
+    dir_probe_ms: int = 1_000
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
 class LogManager:
-    def __init__(self, log_dirs: list[str | Path], default_config: LogConfig | None = None) -> None:
+    def __init__(self, log_dirs: list[str | Path], default_config: LogConfig | None = None,
+                 *, scheduler: Any = None, intervals: LogManagerIntervals | None = None) -> None:
         if not log_dirs:
             raise KafkaStorageError("log.dirs is empty")
         self.log_dirs = [Path(d) for d in log_dirs]
         self.default_config = default_config or LogConfig()
+        #: a KafkaScheduler (None: nothing periodic; tests call the tasks themselves)
+        self.scheduler = scheduler
+        self.intervals = intervals or LogManagerIntervals()
+        self.dir_failure_channel = LogDirFailureChannel()
         self._logs: dict[tuple[str, int], Log] = {}
         self._lock = threading.Lock()
         self._started = False
@@ -63,10 +103,11 @@ class LogManager:
                         partition=key[1],
                         had_clean_shutdown=clean,
                         recovery_point=recovery_points.get(key, 0),
+                        dir_failure_channel=self.dir_failure_channel,
                     )
                     if lg.recovered_bytes_truncated:
                         log.warning(
-                            "%s: recovery cut %d bytes of torn tail",
+                            "%s: recovery removed %d bytes (torn tail or damaged batches)",
                             lg.name,
                             lg.recovered_bytes_truncated,
                         )
@@ -74,6 +115,28 @@ class LogManager:
                 # The marker is removed once the logs are open: a crash from now on is unclean.
                 marker.unlink(missing_ok=True)
             self._started = True
+        if self.scheduler is not None:
+            self._schedule_tasks()
+
+    def _schedule_tasks(self) -> None:
+        """Kafka's ``LogManager.startup``: the periodic log tasks.  A period of Long.MAX_VALUE
+        (Kafka's "never") schedules nothing; 0 runs the task once, as in Kafka."""
+        iv = self.intervals
+        delay = iv.initial_task_delay_ms
+        tasks = [
+            ("kafka-log-retention", self.cleanup_logs, delay, iv.retention_check_ms),
+            ("kafka-log-flusher", self.flush_dirty_logs, delay, iv.flush_check_ms),
+            ("kafka-recovery-point-checkpoint", self.checkpoint_recovery_points, delay,
+             iv.flush_recovery_offset_checkpoint_ms),
+            ("kafka-log-start-offset-checkpoint", self.checkpoint_log_start_offsets, delay,
+             iv.flush_start_offset_checkpoint_ms),
+            ("PeriodicProducerExpirationCheck", self.remove_expired_producers,
+             iv.producer_id_expiration_check_ms, iv.producer_id_expiration_check_ms),
+            ("kafka-log-dir-probe", self.probe_offline_dirs, iv.dir_probe_ms, iv.dir_probe_ms),
+        ]
+        for name, fn, first, period in tasks:
+            if period < LONG_MAX:
+                self.scheduler.schedule(name, fn, first, period)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
@@ -97,13 +160,21 @@ class LogManager:
                 if lg.dir.parent in counts:
                     counts[lg.dir.parent] += 1
             target = min(self.log_dirs, key=lambda d: counts[d])
-            lg = Log(
-                target / f"{topic}-{partition}",
-                config or self.default_config,
-                topic=topic,
-                partition=partition,
-                topic_id=topic_id,
-            )
+            if self.dir_failure_channel.is_offline(target):
+                raise KafkaStorageError(f"log dir {target} is offline")
+            try:
+                lg = Log(
+                    target / f"{topic}-{partition}",
+                    config or self.default_config,
+                    topic=topic,
+                    partition=partition,
+                    topic_id=topic_id,
+                    dir_failure_channel=self.dir_failure_channel,
+                )
+            except OSError as exc:
+                self.dir_failure_channel.maybe_add_offline_log_dir(
+                    target, f"cannot create the log of {topic}-{partition}", exc)
+                raise KafkaStorageError(f"cannot create {topic}-{partition}: {exc}") from exc
             self._logs[(topic, partition)] = lg
             return lg
 
@@ -124,10 +195,37 @@ class LogManager:
         for lg in list(self._logs.values()):
             try:
                 deleted += lg.delete_old_segments(now_ms)
-                lg.remove_expired_producers(now_ms)
             except KafkaStorageError:
-                continue  # deleted or closed meanwhile
+                continue  # deleted or closed meanwhile, or its dir is offline
+        if deleted:
+            log.info("retention deleted %d segments", deleted)
         return deleted
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> int:
+        """Kafka's ``PeriodicProducerExpirationCheck``: forget producers idle for
+        ``producer.id.expiration.ms``."""
+        return sum(lg.remove_expired_producers(now_ms) for lg in list(self._logs.values()))
+
+    def probe_offline_dirs(self) -> list[Path]:
+        """Try a small write (and fsync) in every offline log dir; a dir where it succeeds is
+        online again.  Returns the dirs brought back."""
+        back = []
+        for d in self.dir_failure_channel.offline_dirs():
+            probe = d / PROBE_FILE
+            try:
+                fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                try:
+                    if os.write(fd, bytes(PROBE_BYTES)) != PROBE_BYTES:
+                        continue
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                    probe.unlink(missing_ok=True)
+            except OSError:
+                continue
+            self.dir_failure_channel.mark_online(d)
+            back.append(d)
+        return back
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
         """Kafka's ``flushDirtyLogs``: fsync the logs whose ``flush.ms`` has passed."""
@@ -145,10 +243,31 @@ class LogManager:
         are trusted instead of scanned.  The broker calls this every
         ``log.flush.offset.checkpoint.interval.ms`` and at shutdown."""
         for d in self.log_dirs:
-            points = {
-                key: lg.recovery_point for key, lg in self._logs.items() if lg.dir.parent == d
-            }
-            _write_checkpoint(d / RECOVERY_POINT_CHECKPOINT, points)
+            points = {}
+            for key, lg in list(self._logs.items()):
+                if lg.dir.parent == d:
+                    point = lg.recovery_point
+                    if lg.damaged_from is not None:  # a read found damage: scan it next start
+                        point = min(point, lg.damaged_from)
+                    points[key] = point
+            self._write_checkpoint(d, RECOVERY_POINT_CHECKPOINT, points)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Kafka's ``log-start-offset-checkpoint``.  Our log start is always the first
+        segment's base offset (there is no DeleteRecords), so the file is for operators and
+        tools that read Kafka's; loading does not need it."""
+        for d in self.log_dirs:
+            points = {key: lg.log_start_offset for key, lg in list(self._logs.items())
+                      if lg.dir.parent == d}
+            self._write_checkpoint(d, LOG_START_OFFSET_CHECKPOINT, points)
+
+    def _write_checkpoint(self, d: Path, name: str, points: dict[tuple[str, int], int]) -> None:
+        if self.dir_failure_channel.is_offline(d):
+            return
+        try:
+            _write_checkpoint(d / name, points)
+        except OSError as exc:
+            self.dir_failure_channel.maybe_add_offline_log_dir(d, f"cannot write {name}", exc)
 
     def flush_all(self) -> None:
         for lg in list(self._logs.values()):
@@ -160,10 +279,21 @@ class LogManager:
             for lg in self._logs.values():
                 lg.close()
             self.checkpoint_recovery_points()
+            self.checkpoint_log_start_offsets()
+            # A dir with a damaged log or one that is offline is not marked clean: the next
+            # start recovers it from its recovery points.
+            unclean = {lg.dir.parent for lg in self._logs.values() if lg.damaged_from is not None}
+            unclean.update(self.dir_failure_channel.offline_dirs())
             self._logs.clear()
             for d in self.log_dirs:
-                if d.exists():
-                    (d / CLEAN_SHUTDOWN_FILE).touch()
+                if d in unclean:
+                    log.error("log dir %s is not marked clean: it is recovered at the next "
+                              "start", d)
+                elif d.exists():
+                    try:
+                        (d / CLEAN_SHUTDOWN_FILE).touch()
+                    except OSError as exc:
+                        log.error("cannot mark log dir %s clean: %s", d, exc)
 
 
 def _read_checkpoint(path: Path) -> dict[tuple[str, int], int]:

@@ -1,9 +1,14 @@
 """Idempotence on the broker: Kafka's ``ProducerStateManager`` and ``ProducerAppendInfo``.
 
 Per partition, per producer id: the producer epoch and the metadata of its last five batches
-(first and last sequence, first and last offset).  A batch that repeats one of those five is a
+(first and last sequence, first and last offset), and the first offset of its open transaction.  A batch that repeats one of those five is a
 retry of a batch already in the log: it is not written again and its original offsets are the
 answer.  Anything else must carry the next sequence (Kafka 4's ``ProducerAppendInfo.checkSequence``).
+
+Transactions (KIP-98): a producer's first transactional batch opens a transaction at its offset;
+the coordinator's COMMIT or ABORT marker closes it (:meth:`ProducerAppendInfo.append_end_txn_marker`).
+The earliest open transaction, or a closed one whose marker is not yet below the high watermark,
+is the partition's first unstable offset: the last stable offset (LSO) cannot pass it.
 """
 
 from __future__ import annotations
@@ -15,13 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from kafkacore.broker.log.end_transaction_marker import COMMIT, EndTransactionMarker
 from kafkacore.broker.log.segment import SNAPSHOT_SUFFIX, file_name
 from kafkacore.broker.log.validator import NO_SEQUENCE, BatchHeader
 from kafkacore.core.records import crc32c
 from kafkacore.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
+    InvalidTxnStateError,
     OutOfOrderSequenceNumberError,
+    TransactionCoordinatorFencedError,
 )
 
 #: Kafka's ``ProducerStateEntry.NUM_BATCHES_TO_RETAIN``: the producer's
@@ -41,6 +49,15 @@ class BatchMetadata(NamedTuple):
     timestamp: int  # the batch's max timestamp
 
 
+class CompletedTxn(NamedTuple):
+    """A transaction a marker ended here (Kafka's ``CompletedTxn``)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset
+    is_aborted: bool
+
+
 @dataclass
 class ProducerStateEntry:
     producer_id: int
@@ -50,6 +67,11 @@ class ProducerStateEntry:
     )
     #: max timestamp of the last batch: producer.id.expiration.ms counts from it (as Kafka)
     last_timestamp: int = -1
+    #: the offset of the open transaction's first batch here, -1 when none is open
+    current_txn_first_offset: int = -1
+    #: the coordinator epoch of the last marker written here (a lower one is a zombie
+    #: coordinator's), -1 before any
+    coordinator_epoch: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -82,6 +104,8 @@ class ProducerStateEntry:
             self.producer_epoch,
             deque(self.batch_metadata, maxlen=NUM_BATCHES_TO_RETAIN),
             self.last_timestamp,
+            self.current_txn_first_offset,
+            self.coordinator_epoch,
         )
 
 
@@ -102,6 +126,8 @@ class ProducerAppendInfo:
         self.current = current or ProducerStateEntry(producer_id)
         self.updated = self.current.copy()
         self._touched = False
+        #: the transaction a marker in this append ended, if any
+        self.completed_txn: CompletedTxn | None = None
 
     def append(
         self,
@@ -117,6 +143,13 @@ class ProducerAppendInfo:
         if validate:
             self._check_producer_epoch(epoch, first_offset)
             self._check_sequence(epoch, h.base_sequence, first_offset)
+            if not h.is_transactional and self.updated.current_txn_first_offset >= 0:
+                raise InvalidTxnStateError(
+                    f"producer {self.producer_id} sent a non-transactional batch to"
+                    f" {self.partition} while its transaction is open"
+                )
+        if h.is_transactional and self.updated.current_txn_first_offset < 0:
+            self.updated.current_txn_first_offset = first_offset
         meta = BatchMetadata(
             h.base_sequence,
             h.last_sequence,
@@ -126,6 +159,35 @@ class ProducerAppendInfo:
         )
         self.updated.add_batch(epoch, meta)
         self._touched = True
+
+    def append_end_txn_marker(
+        self, h: BatchHeader, offset: int, kind_is_commit: bool, *, validate: bool = True,
+        coordinator_epoch: int = -1,
+    ) -> CompletedTxn:
+        """The coordinator's COMMIT or ABORT marker at ``offset`` ends the producer's
+        transaction here (Kafka's ``appendEndTxnMarker``); a marker of a newer epoch (a fenced
+        producer's transaction aborted) also moves the producer to that epoch.  A marker from
+        an older coordinator epoch than the last one here is a zombie coordinator's
+        (TRANSACTION_COORDINATOR_FENCED); -1 is an administrator's abort, not checked."""
+        epoch = h.producer_epoch
+        entry = self.updated
+        if validate:
+            self._check_producer_epoch(epoch, offset)
+            if 0 <= coordinator_epoch < entry.coordinator_epoch:
+                raise TransactionCoordinatorFencedError(
+                    f"marker of producer {self.producer_id} in {self.partition} from coordinator"
+                    f" epoch {coordinator_epoch}, older than {entry.coordinator_epoch}")
+        entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
+        if epoch != entry.producer_epoch:
+            entry.batch_metadata.clear()
+            entry.producer_epoch = epoch
+        first = entry.current_txn_first_offset
+        self.completed_txn = CompletedTxn(
+            self.producer_id, first if first >= 0 else offset, offset, not kind_is_commit)
+        entry.current_txn_first_offset = -1
+        entry.last_timestamp = h.max_timestamp
+        self._touched = True
+        return self.completed_txn
 
     def _check_producer_epoch(self, epoch: int, offset: int) -> None:
         if epoch < self.updated.producer_epoch:
@@ -167,10 +229,14 @@ class ProducerAppendInfo:
 
 # Snapshot file: version, CRC-32C of what follows, then the entries.  Kafka's own format keeps
 # only each producer's last batch; we keep all five so that retries across a restart are still
-# recognised as duplicates (the rules applied to them are the same).
-_SNAPSHOT_VERSION = 1
+# recognised as duplicates (the rules applied to them are the same).  Version 2 adds each
+# producer's open transaction (its first offset), as Kafka's ``currentTxnFirstOffset``;
+# version 3 the coordinator epoch of its last marker.
+_SNAPSHOT_VERSION = 3
 _HEAD = struct.Struct(">hI")
-_ENTRY = struct.Struct(">qhqb")
+_ENTRY_V1 = struct.Struct(">qhqb")
+_ENTRY_V2 = struct.Struct(">qhqqb")
+_ENTRY = struct.Struct(">qhqqib")
 _BATCH = struct.Struct(">iiqqq")
 
 
@@ -181,11 +247,20 @@ class ProducerStateManager:
         self.directory = Path(directory)
         self.partition = partition
         self.producers: dict[int, ProducerStateEntry] = {}
+        #: producer id -> first offset of its open transaction (Kafka's ``ongoingTxns``)
+        self.ongoing_txns: dict[int, int] = {}
+        #: ended transactions whose marker is not yet below the high watermark
+        #: (Kafka's ``unreplicatedTxns``): they hold the LSO back until it is
+        self.unreplicated_txns: list[CompletedTxn] = []
         #: the log offset up to which the state reflects the log (Kafka's ``mapEndOffset``)
         self.map_end_offset = 0
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
+
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """Every producer known here (DescribeProducers)."""
+        return list(self.producers.values())
 
     def prepare_update(self, producer_id: int) -> ProducerAppendInfo:
         return ProducerAppendInfo(self.partition, self.producers.get(producer_id), producer_id)
@@ -193,21 +268,56 @@ class ProducerStateManager:
     def update(self, info: ProducerAppendInfo) -> None:
         if info._touched:
             self.producers[info.producer_id] = info.updated
+            first = info.updated.current_txn_first_offset
+            if first >= 0:
+                self.ongoing_txns.setdefault(info.producer_id, first)
+            else:
+                self.ongoing_txns.pop(info.producer_id, None)
+            if info.completed_txn is not None:
+                self.unreplicated_txns.append(info.completed_txn)
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The LSO once ``completed`` has ended (Kafka's ``lastStableOffset(completedTxn)``):
+        the first offset of the earliest other open transaction, or just after the marker."""
+        others = [o for pid, o in self.ongoing_txns.items() if pid != completed.producer_id]
+        return min(others, default=completed.last_offset + 1)
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The earliest offset of a transaction that is open, or ended by a marker not yet
+        below ``high_watermark``; None if there is none (the LSO is then the HW)."""
+        if self.unreplicated_txns:
+            self.unreplicated_txns = [
+                t for t in self.unreplicated_txns if t.last_offset >= high_watermark]
+        firsts = list(self.ongoing_txns.values())
+        firsts.extend(t.first_offset for t in self.unreplicated_txns)
+        return min(firsts, default=None)
 
     def update_map_end_offset(self, offset: int) -> None:
         self.map_end_offset = offset
 
-    def replay(self, h: BatchHeader) -> None:
-        """Apply a batch read back from the log (recovery): Kafka's REPLICATION origin, no checks."""
+    def replay(self, h: BatchHeader,
+               marker: EndTransactionMarker | None = None) -> CompletedTxn | None:
+        """Apply a batch read back from the log (recovery, a follower's copy): Kafka's
+        REPLICATION origin, no checks.  ``marker``: what the batch says if it is an
+        end-transaction marker; returns the transaction it ended."""
+        completed = None
         if h.has_producer_id:
             info = self.prepare_update(h.producer_id)
-            info.append(h, h.base_offset, validate=False)
+            if h.is_control:
+                if marker is not None:
+                    completed = info.append_end_txn_marker(
+                        h, h.base_offset, marker.kind == COMMIT, validate=False,
+                        coordinator_epoch=marker.coordinator_epoch)
+            else:
+                info.append(h, h.base_offset, validate=False)
             self.update(info)
         self.map_end_offset = h.last_offset + 1
+        return completed
 
     def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
         expired = [
-            pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= expiration_ms
+            pid for pid, e in self.producers.items()
+            if now_ms - e.last_timestamp >= expiration_ms and e.current_txn_first_offset < 0
         ]
         for pid in expired:
             del self.producers[pid]
@@ -234,7 +344,8 @@ class ProducerStateManager:
         for e in self.producers.values():
             body.append(
                 _ENTRY.pack(
-                    e.producer_id, e.producer_epoch, e.last_timestamp, len(e.batch_metadata)
+                    e.producer_id, e.producer_epoch, e.last_timestamp,
+                    e.current_txn_first_offset, e.coordinator_epoch, len(e.batch_metadata),
                 )
             )
             body.extend(_BATCH.pack(*m) for m in e.batch_metadata)
@@ -257,16 +368,26 @@ class ProducerStateManager:
             raise CorruptRecordError(f"{path.name}: too short for a producer snapshot")
         version, crc = _HEAD.unpack_from(data, 0)
         payload = memoryview(data)[_HEAD.size :]
-        if version != _SNAPSHOT_VERSION or crc32c(payload) != crc:
+        if version not in (1, 2, _SNAPSHOT_VERSION) or crc32c(payload) != crc:
             raise CorruptRecordError(f"{path.name}: bad version {version} or CRC")
         out: dict[int, ProducerStateEntry] = {}
         try:
             (count,) = struct.unpack_from(">i", payload, 0)
             pos = 4
+            layout = {1: _ENTRY_V1, 2: _ENTRY_V2}.get(version, _ENTRY)
             for _ in range(count):
-                pid, epoch, last_ts, n = _ENTRY.unpack_from(payload, pos)
-                pos += _ENTRY.size
-                entry = ProducerStateEntry(pid, epoch, last_timestamp=last_ts)
+                txn_first = coordinator_epoch = -1
+                if version == _SNAPSHOT_VERSION:
+                    pid, epoch, last_ts, txn_first, coordinator_epoch, n = layout.unpack_from(
+                        payload, pos)
+                elif version == 2:
+                    pid, epoch, last_ts, txn_first, n = layout.unpack_from(payload, pos)
+                else:
+                    pid, epoch, last_ts, n = layout.unpack_from(payload, pos)
+                pos += layout.size
+                entry = ProducerStateEntry(pid, epoch, last_timestamp=last_ts,
+                                           current_txn_first_offset=txn_first,
+                                           coordinator_epoch=coordinator_epoch)
                 for _ in range(n):
                     entry.batch_metadata.append(BatchMetadata(*_BATCH.unpack_from(payload, pos)))
                     pos += _BATCH.size
@@ -291,10 +412,23 @@ class ProducerStateManager:
                 path.unlink(missing_ok=True)
                 continue
             self.map_end_offset = offset
+            self._reset_transactions()
             return offset
         self.producers = {}
         self.map_end_offset = 0
+        self._reset_transactions()
         return None
+
+    def clear(self) -> None:
+        """Forget every producer (the log is then replayed from its start)."""
+        self.producers = {}
+        self.map_end_offset = 0
+        self._reset_transactions()
+
+    def _reset_transactions(self) -> None:
+        self.ongoing_txns = {pid: e.current_txn_first_offset for pid, e in self.producers.items()
+                             if e.current_txn_first_offset >= 0}
+        self.unreplicated_txns = []
 
     def delete_snapshots_below(self, offset: int) -> None:
         """Snapshots older than the log start are useless (Kafka's ``deleteSnapshotsBefore``),

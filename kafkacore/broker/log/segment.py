@@ -10,6 +10,8 @@ search and a short scan instead of reading the file from the start.
 from __future__ import annotations
 
 import bisect
+import errno
+import logging
 import os
 import struct
 from array import array
@@ -17,21 +19,34 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kafkacore.broker.log.file_records import FileRecords
+from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kafkacore.broker.log.validator import (
-    LOG_OVERHEAD,
     RECORD_BATCH_OVERHEAD,
     BatchHeader,
     crc_ok,
     read_header,
+    verified_end,
     whole_batches_end,
 )
+from kafkacore.errors import CorruptMessageError
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 SNAPSHOT_SUFFIX = ".snapshot"
-_BASE_AND_LENGTH = struct.Struct(">qi")
 _CHUNK = 1 << 20  # bytes read at a time by scans (recovery, producer-state replay)
 _ENTRY = struct.Struct(">ii")
+_BASE_OFFSET = struct.Struct(">q")
+
+log = logging.getLogger(__name__)
+
+
+def _last_batch_start(data: bytes) -> int:
+    """Where the last of the whole batches in ``data`` starts."""
+    pos = last = 0
+    while pos < len(data):
+        last = pos
+        pos += read_header(data, pos).size
+    return last
 
 
 def file_name(base_offset: int, suffix: str) -> str:
@@ -125,6 +140,8 @@ class LogSegment:
         self.base_offset = base_offset
         self.log_path = directory / file_name(base_offset, LOG_SUFFIX)
         self.index = OffsetIndex(directory / file_name(base_offset, INDEX_SUFFIX), base_offset)
+        #: the transactions aborted by a marker in this segment (read_committed fetches)
+        self.txn_index = TransactionIndex(directory / file_name(base_offset, TXN_INDEX_SUFFIX))
         self.index_interval_bytes = index_interval_bytes
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
@@ -134,16 +151,30 @@ class LogSegment:
         #: when this segment was created or opened: segment.ms counts from it.  (Kafka counts from
         #: the first batch's timestamp when there is one; a producer's clock is not ours to trust.)
         self.created_ms: int | None = None
+        #: positions of batches a read refused (CRC, framing, offsets): the log must be
+        #: recovered before this segment is trusted again (see Log.read)
+        self.damage: set[int] = set()
+        #: holes recovery cut out of this segment: (first offset, last offset, bytes)
+        self.lost: list[tuple[int, int, int]] = []
+        #: bytes of a torn tail recovery cut (no sound batch after the damage)
+        self.torn_tail = 0
 
     # -- writes ----------------------------------------------------------------------------------
 
     def append(self, data: bytes | bytearray, headers: list[BatchHeader]) -> None:
         """Write validated batches (with their offsets) at the end of the file; index them."""
         position = self.size
-        written = os.pwrite(self._fd, data, position)
-        if written != len(data):  # a full disk: cut the partial write away, then fail
-            os.ftruncate(self._fd, position)
-            raise OSError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
+        written = 0
+        try:
+            while written < len(data):  # a short write: the next one says why (ENOSPC)
+                n = os.pwrite(self._fd, memoryview(data)[written:], position + written)
+                if n == 0:
+                    raise OSError(errno.EIO, f"no progress writing {self.log_path}")
+                written += n
+        except OSError:
+            if written:  # cut the partial batch away: the log stays as it was
+                os.ftruncate(self._fd, position)
+            raise
         for h in headers:
             if self._bytes_since_index_entry > self.index_interval_bytes:
                 # Kafka indexes the batch's last offset at the batch's start position.
@@ -160,6 +191,7 @@ class LogSegment:
     def flush(self) -> None:
         os.fsync(self._fd)
         self.index.flush()
+        self.txn_index.flush()
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch whose base offset is >= ``offset``; returns the bytes removed."""
@@ -174,6 +206,7 @@ class LogSegment:
         self.size = position
         self.next_offset = found.base_offset if position else self.base_offset
         self.index.truncate_to_position(position)
+        self.txn_index.truncate_to(self.next_offset)
         self._bytes_since_index_entry = 0
         self._max_timestamp = None
         return removed
@@ -189,12 +222,15 @@ class LogSegment:
         end: int | None = None,
         *,
         verify: bool = False,
+        strict: bool = False,
         chunk_size: int = _CHUNK,
     ) -> Iterator[BatchHeader]:
         """The batch headers from file position ``start`` (a batch boundary) to ``end``, with
-        absolute positions, read ``chunk_size`` bytes at a time and decoded lazily.  Stops
-        silently at the first batch that does not frame (or, with ``verify``, whose CRC does not
-        match): recovery cuts the file there."""
+        absolute positions, read ``chunk_size`` bytes at a time and decoded lazily.  At the first
+        batch that does not frame (or, with ``verify``, whose CRC does not match) it stops
+        silently (recovery cuts the file there) or, with ``strict``, raises
+        :class:`~kafkacore.errors.CorruptMessageError` (a read must not skip what it cannot
+        frame)."""
         end = self.size if end is None else end
         pos = start
         while end - pos >= RECORD_BATCH_OVERHEAD:
@@ -202,8 +238,13 @@ class LogSegment:
             at = 0
             while len(chunk) - at >= RECORD_BATCH_OVERHEAD:
                 h = read_header(chunk, at)
-                if h.magic != 2 or h.size < RECORD_BATCH_OVERHEAD or h.size > end - pos - at:
-                    return  # torn or garbage: the batch does not frame within the file
+                garbage = h.magic != 2 or h.size < RECORD_BATCH_OVERHEAD
+                if garbage or h.size > end - pos - at:
+                    if strict and garbage:
+                        self._damaged(pos + at, f"magic {h.magic}, {h.size} bytes")
+                    if strict and h.size > self.size - pos - at:
+                        self._damaged(pos + at, f"length {h.size} runs past the file's end")
+                    return  # torn or garbage, or past ``end``: stop here
                 if h.size > len(chunk) - at:
                     break  # continues past this chunk: read again from its start
                 if verify and not crc_ok(chunk, h):
@@ -218,15 +259,42 @@ class LogSegment:
                 yield h._replace(position=pos)
                 at = h.size
             pos += at
+        if strict and 0 < end - pos and end == self.size:
+            self._damaged(pos, f"{end - pos} stray bytes at the end")
+
+    def _damaged(self, position: int, why: str) -> None:
+        raise CorruptMessageError(f"{self.log_path.name}: damaged at byte {position}: {why}")
 
     def translate_offset(self, offset: int, max_position: int | None = None) -> BatchHeader | None:
-        """The first batch whose last offset is >= ``offset`` (Kafka's ``translateOffset``)."""
-        _, position = self.index.lookup(offset)
-        # The batch is usually within index.interval.bytes of the entry: read a little at a time.
-        small = 2 * self.index_interval_bytes + RECORD_BATCH_OVERHEAD
-        for h in self.iter_headers(position, max_position, chunk_size=small):
-            if h.last_offset >= offset:
-                return h
+        """The first batch whose last offset is >= ``offset`` (Kafka's ``translateOffset``).
+
+        The index entry it starts from must name the batch found there (an entry is the last
+        offset of the batch at its position); one that does not is a damaged index: it is
+        rebuilt from the log (and logged) instead of sending the read to the wrong batch."""
+        for attempt in (0, 1):
+            entry_offset, position = self.index.lookup(offset)
+            # The batch is usually within index.interval.bytes of the entry: read a little.
+            small = 2 * self.index_interval_bytes + RECORD_BATCH_OVERHEAD
+            first = position > 0 or entry_offset != self.base_offset
+            previous_last = -1
+            for h in self.iter_headers(position, max_position, strict=True, chunk_size=small):
+                if h.base_offset <= previous_last or h.last_offset >= self.next_offset:
+                    self._damaged(h.position, f"offsets {h.base_offset} to {h.last_offset} "
+                                  f"overlap the batch before or pass the segment's end")
+                previous_last = h.last_offset
+                if first and h.last_offset != entry_offset:
+                    if attempt:
+                        self._damaged(position, "the rebuilt index does not match the log")
+                    log.error("%s: index entry (%d, byte %d) names a batch ending at %d: the"
+                              " index is damaged, rebuilding it from the log",
+                              self.index.path, entry_offset, position, h.last_offset)
+                    self.rebuild_index()
+                    break
+                first = False
+                if h.last_offset >= offset:
+                    return h
+            else:
+                return None
         return None
 
     def read(
@@ -234,46 +302,54 @@ class LogSegment:
     ) -> tuple[bytes, int] | None:
         """Whole batches from the one holding ``start_offset``, at most ``max_size`` bytes (one
         batch even if larger, with ``min_one_batch``), none at or above ``max_offset``.
-        Returns (bytes, base offset of the first batch), or None if nothing is there."""
+        Returns (bytes, base offset of the first batch), or None if nothing is there.
+
+        Every batch is checked before it is served (framing, offsets, CRC: ``verified_end``):
+        the good batches before a damaged one are returned, a damaged first batch raises
+        :class:`~kafkacore.errors.CorruptMessageError`; nothing failing its CRC leaves."""
         first = self.translate_offset(start_offset)
         if first is None or (max_offset is not None and first.base_offset >= max_offset):
             return None
         if first.size > max_size:
             if not min_one_batch:
                 return None
-            return self.pread(first.size, first.position), first.base_offset
-        want = min(max_size, self.size - first.position)
-        data = self.pread(want, first.position)
-        return data[: whole_batches_end(data, max_offset)], first.base_offset
+            data = self.pread(first.size, first.position)
+        else:
+            want = min(max_size, self.size - first.position)
+            data = self.pread(want, first.position)
+            data = data[: whole_batches_end(data, max_offset)]
+        end, why = verified_end(data)
+        if why is None and first.position + len(data) + RECORD_BATCH_OVERHEAD <= self.size:
+            # The batch after the last one served must start after it: a base offset (outside
+            # the CRC) raised by damage is caught by its neighbour.
+            last = first.position + _last_batch_start(data)
+            after = read_header(self.pread(RECORD_BATCH_OVERHEAD, first.position + len(data)), 0)
+            served_last = read_header(data, last - first.position).last_offset
+            if after.magic == 2 and after.base_offset <= served_last:
+                end, why = last - first.position, (
+                    f"the batch at byte {last} ends at offset {served_last}, past the start of "
+                    f"the batch after it ({after.base_offset})")
+        if why is not None:
+            self.damage.add(first.position + end)
+            if end == 0:
+                self._damaged(first.position, why)
+            data = data[:end]
+        return data, first.base_offset
 
     def read_file_records(
         self, start_offset: int, max_size: int, max_offset: int | None, min_one_batch: bool
     ) -> tuple[FileRecords, int] | None:
         """What :meth:`read` returns, as a region of this file instead of a copy of its bytes
-        (see :class:`~kafkacore.broker.log.file_records.FileRecords`).  Only the batches'
-        12-byte (base offset, length) prefixes are read, to find where the whole batches end."""
+        (see ``FileRecords``): the answer holds a file descriptor, not megabytes, while it waits
+        for its client.  The batches are read and checked (CRC, framing) exactly as :meth:`read`
+        does, so nothing damaged is served; the bytes are dropped at once."""
+        got = self.read(start_offset, max_size, max_offset, min_one_batch)
+        if got is None or not got[0]:
+            return None
+        data, base_offset = got
         first = self.translate_offset(start_offset)
-        if first is None or (max_offset is not None and first.base_offset >= max_offset):
-            return None
-        if first.size > max_size:
-            if not min_one_batch:
-                return None
-            return FileRecords(self._fd, first.position, first.size), first.base_offset
-        limit = min(first.position + max_size, self.size)
-        if limit == self.size and (max_offset is None or self.next_offset <= max_offset):
-            end = limit  # to the end of the segment, every batch below max_offset: no walk
-        else:
-            end = first.position
-            while limit - end >= LOG_OVERHEAD:
-                base, length = _BASE_AND_LENGTH.unpack(os.pread(self._fd, LOG_OVERHEAD, end))
-                if end + LOG_OVERHEAD + length > limit or LOG_OVERHEAD + length < RECORD_BATCH_OVERHEAD:
-                    break
-                if max_offset is not None and base >= max_offset:
-                    break
-                end += LOG_OVERHEAD + length
-        if end == first.position:
-            return None
-        return FileRecords(self._fd, first.position, end - first.position), first.base_offset
+        assert first is not None and first.base_offset == base_offset
+        return FileRecords(self._fd, first.position, len(data)), base_offset
 
     @property
     def max_timestamp(self) -> int:
@@ -302,42 +378,188 @@ class LogSegment:
     # -- load and recovery -------------------------------------------------------------------------
 
     def load(self) -> None:
-        """Open after a clean shutdown: trust the files; find next_offset from the last index
-        entry onwards."""
-        if not self.index.load(self.size):
-            self.recover(verify=False)
+        """Open after a clean shutdown: trust the files, once their index passes Kafka's sanity
+        check (entries in order, inside the file) and its last entry names the batch at its
+        position; a failing index is logged and rebuilt from the log.  next_offset comes from
+        the last index entry onwards."""
+        if not self.index.load(self.size) or not self._last_index_entry_ok():
+            if self.index.path.exists():
+                log.error("%s: the offset index fails its sanity check; rebuilding it",
+                          self.index.path)
+            self.rebuild_index()
             return
         _, position = self.index.lookup(1 << 62)
         for h in self.iter_headers(position):
             self.next_offset = h.last_offset + 1
 
-    def recover(self, verify: bool = True) -> int:
-        """Kafka's ``LogSegment.recover``: read every batch, check its CRC and that offsets grow,
-        rebuild the index, cut the file after the last good batch.  Returns bytes truncated."""
+    def _last_index_entry_ok(self) -> bool:
+        if not len(self.index):
+            return True
+        offset, position = self.index.entries()[-1]
+        raw = self.pread(RECORD_BATCH_OVERHEAD, position)
+        if len(raw) < RECORD_BATCH_OVERHEAD:
+            return False
+        h = read_header(raw, 0)
+        return h.magic == 2 and h.last_offset == offset
+
+    def rebuild_index(self) -> None:
+        """The index and next_offset from the batch headers, the log left as it is."""
         self.index.clear()
         self._bytes_since_index_entry = 0
         self.next_offset = self.base_offset
-        self._max_timestamp = None
-        valid_end = 0
-        max_ts = -1
-        for h in self.iter_headers(0, verify=verify):
-            if h.base_offset < self.next_offset or h.record_count != h.last_offset_delta + 1:
-                break
+        for h in self.iter_headers(0):
             if self._bytes_since_index_entry > self.index_interval_bytes:
                 self.index.append(h.last_offset, h.position)
                 self._bytes_since_index_entry = 0
             self._bytes_since_index_entry += h.size
+            self.next_offset = h.last_offset + 1
+
+    def _valid_batch_at(self, window: bytes, at: int, next_offset: int) -> BatchHeader | None:
+        """The batch at ``window[at:]`` if it is whole and sound and continues the offsets."""
+        h = self._sound_batch_at(window, at)
+        if h is None or h.base_offset < next_offset:
+            return None
+        return h
+
+    def _sound_batch_at(self, window: bytes, at: int) -> BatchHeader | None:
+        """The batch at ``window[at:]`` if it frames, is magic 2, has the record count its
+        lastOffsetDelta says and matches its CRC; its base offset (outside the CRC) is not
+        judged here."""
+        if len(window) - at < RECORD_BATCH_OVERHEAD:
+            return None
+        h = read_header(window, at)
+        if (h.magic != 2 or h.size < RECORD_BATCH_OVERHEAD or h.size > len(window) - at
+                or h.record_count != h.last_offset_delta + 1 or not crc_ok(window, h)):
+            return None
+        return h
+
+    def _placed(self, h: BatchHeader, position: int, upper: int | None) -> BatchHeader | None:
+        """``h`` (sound, at file ``position``) with its base offset judged.  The base offset is
+        the one field the CRC does not cover, so a flipped bit there is repaired rather than
+        lost: when the next batch in the file starts exactly where this one would end had it
+        started at ``next_offset`` (or, the segment's last batch, where the next segment
+        starts), ``h`` gets ``next_offset`` back.  Otherwise a batch that overlaps what came
+        before, or runs into the next segment, is damaged (None); a batch after a gap is kept
+        (a compacted leader's follower has gaps)."""
+        expected = self.next_offset
+        if h.base_offset == expected:
+            return h
+        end = expected + h.record_count
+        after = position + h.size
+        if after + RECORD_BATCH_OVERHEAD <= self.size:
+            follower = read_header(self.pread(RECORD_BATCH_OVERHEAD, after), 0)
+            continues = follower.magic == 2 and follower.base_offset == end
+        else:
+            continues = after == self.size and upper == end
+        if continues:
+            log.error("%s: the batch at byte %d says base offset %d; its neighbours say %d: "
+                      "repaired", self.log_path.name, position, h.base_offset, expected)
+            return h._replace(base_offset=expected)
+        if h.base_offset < expected or (upper is not None and h.last_offset >= upper):
+            return None
+        if h.last_offset - self.base_offset > (1 << 31) - 1:
+            return None
+        return h
+
+    def recover(self, upper: int | None = None) -> int:
+        """Kafka's ``LogSegment.recover``: read every batch, check its CRC and that offsets grow,
+        rebuild the index.  Unlike Kafka, a damaged batch in the middle does not end the
+        segment: the scan looks for the next sound batch after it (magic 2, framing, record
+        count, offsets past what came before, CRC) and moves the rest of the file down over
+        the damage, so only the damaged bytes are lost (``lost``: (first offset, last offset,
+        bytes) of each hole).  A tail with no sound batch after it is cut, as Kafka does.
+        A base offset the batches around it contradict is repaired (``_placed``); ``upper`` is
+        the next segment's base offset, which no batch here may reach.  Returns the bytes
+        removed.  A crash in the middle leaves stale copies behind the moved batches; their
+        offsets do not grow, so the next recovery removes them the same way."""
+        self.index.clear()
+        self._bytes_since_index_entry = 0
+        self.next_offset = self.base_offset
+        self.lost = []
+        self.damage.clear()
+        max_ts = -1
+        read_pos = write_pos = 0
+
+        def placed(data: bytes, at: int, start: int) -> BatchHeader | None:
+            h = self._sound_batch_at(data, at)
+            return None if h is None else self._placed(h, start + at, upper)
+
+        def keep(h: BatchHeader, data: bytes, at: int) -> None:
+            nonlocal write_pos, max_ts
+            if write_pos != read_pos + at:
+                os.pwrite(self._fd, data[at : at + h.size], write_pos)
+            if h.base_offset != _BASE_OFFSET.unpack_from(data, at)[0]:  # repaired
+                os.pwrite(self._fd, _BASE_OFFSET.pack(h.base_offset), write_pos)
+            if self._bytes_since_index_entry > self.index_interval_bytes:
+                self.index.append(h.last_offset, write_pos)
+                self._bytes_since_index_entry = 0
+            self._bytes_since_index_entry += h.size
             max_ts = max(max_ts, h.max_timestamp)
             self.next_offset = h.last_offset + 1
-            valid_end = h.position + h.size
+            write_pos += h.size
+
+        while read_pos < self.size:
+            window = self.pread(min(_CHUNK, self.size - read_pos), read_pos)
+            at = 0
+            while (h := placed(window, at, read_pos)) is not None:
+                keep(h, window, at)
+                at += h.size
+            read_pos += at
+            if at or read_pos >= self.size:
+                continue  # the next batch may run past this window: read again from it
+            if len(window) >= RECORD_BATCH_OVERHEAD:
+                first = read_header(window, 0)
+                if first.magic == 2 and len(window) < first.size <= self.size - read_pos:
+                    whole = self.pread(first.size, read_pos)  # one batch larger than a window
+                    h = placed(whole, 0, read_pos)
+                    if h is not None:
+                        keep(h, whole, 0)
+                        read_pos += h.size
+                        continue
+            skip = self._resync(read_pos)
+            if skip is None:
+                self.torn_tail = self.size - read_pos  # nothing sound after it: a torn tail
+                break
+            resumed = read_header(self.pread(RECORD_BATCH_OVERHEAD, skip), 0)
+            self.lost.append((self.next_offset, resumed.base_offset - 1, skip - read_pos))
+            read_pos = skip
         self._max_timestamp = max_ts
-        truncated = self.size - valid_end
-        if truncated:
-            os.ftruncate(self._fd, valid_end)
+        removed = self.size - write_pos
+        if removed:
+            os.ftruncate(self._fd, write_pos)
             os.fsync(self._fd)
-            self.size = valid_end
+            self.size = write_pos
+        # Markers past the recovered end are gone; the log's producer-state replay indexes
+        # again the aborts after its snapshot.
+        self.txn_index.truncate_to(self.next_offset)
         self.index._dirty = True
-        return truncated
+        return removed
+
+    def _resync(self, start: int) -> int | None:
+        """The position of the first sound batch after the damaged one at ``start``: every
+        byte after it where a magic 2 could sit is tried (about one in 256 of random bytes),
+        each candidate checked in full, CRC included."""
+        pos = start + 1
+        while self.size - pos >= RECORD_BATCH_OVERHEAD:
+            window = self.pread(min(_CHUNK, self.size - pos), pos)
+            at = 0
+            while True:
+                magic_at = window.find(b"\x02", at + 16)
+                if magic_at < 0 or len(window) - (magic_at - 16) < RECORD_BATCH_OVERHEAD:
+                    break
+                candidate = magic_at - 16
+                h = read_header(window, candidate)
+                if RECORD_BATCH_OVERHEAD <= h.size <= self.size - pos - candidate \
+                        and h.base_offset >= self.next_offset:
+                    whole = (window if h.size <= len(window) - candidate
+                             else self.pread(h.size, pos + candidate))
+                    at_ = candidate if whole is window else 0
+                    if self._valid_batch_at(whole, at_, self.next_offset) is not None:
+                        return pos + candidate
+                at = candidate + 1
+            advance = max(len(window) - RECORD_BATCH_OVERHEAD, 1)
+            pos += advance
+        return None
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -354,6 +576,7 @@ class LogSegment:
             self._fd = -1
         for path in (self.log_path, self.index.path):
             path.unlink(missing_ok=True)
+        self.txn_index.delete()
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"

@@ -110,6 +110,33 @@ def whole_batches_end(data: bytes, max_offset: int | None) -> int:
     return pos
 
 
+def verified_end(data: bytes | bytearray | memoryview) -> tuple[int, str | None]:
+    """Check whole batches read back from a segment before they are served: each frames, is
+    magic 2, has as many records as its lastOffsetDelta says, starts after the previous batch
+    (offsets grow; a gap is legal, a compacted leader's follower has them), and matches its CRC-32C.  Returns (end of the good prefix, why it ends there), with
+    ``(len(data), None)`` when every batch is good.  The CRC runs in C (about 9 GB/s here)."""
+    pos, n = 0, len(data)
+    expected = None
+    previous = 0  # where the batch before ``pos`` starts
+    while pos < n:
+        if n - pos < RECORD_BATCH_OVERHEAD:
+            return pos, f"{n - pos} stray bytes at byte {pos}"
+        h = read_header(data, pos)
+        if h.magic != 2 or h.size < RECORD_BATCH_OVERHEAD or h.size > n - pos:
+            return pos, f"batch at byte {pos} does not frame (magic {h.magic}, {h.size} bytes)"
+        if expected is not None and h.base_offset < expected:
+            # One of the two base offsets (outside the CRC) is wrong; which one, only the
+            # batches around them can tell: neither is served.
+            return previous, (f"batch at byte {pos} starts at offset {h.base_offset}, below "
+                              f"{expected}, where the batch before it ends")
+        if h.record_count != h.last_offset_delta + 1 or not crc_ok(data, h):
+            return pos, f"batch at offset {h.base_offset} fails its CRC or its record count"
+        expected = h.last_offset + 1
+        previous = pos
+        pos += h.size
+    return pos, None
+
+
 def crc_ok(buf: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
     """Does the batch's stored CRC-32C match its bytes (attributes to the end)?"""
     view = memoryview(buf)[header.position + ATTRIBUTES : header.position + header.size]
@@ -119,12 +146,15 @@ def crc_ok(buf: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
         view.release()
 
 
-def analyze(records: bytes | bytearray | memoryview, max_message_bytes: int) -> list[BatchHeader]:
+def analyze(
+    records: bytes | bytearray | memoryview, max_message_bytes: int, *, allow_control: bool = False
+) -> list[BatchHeader]:
     """Check a Produce request's records for one partition; return their batch headers.
 
     Raises ``kafkacore.errors`` classes, each with Kafka's error code: ``InvalidRecordError``
     for no batch at all, magic < 2, an empty batch, a record count that disagrees with
-    lastOffsetDelta, a control batch from a client; ``CorruptMessageError`` for anything the
+    lastOffsetDelta, a control batch from a client (``allow_control``: the transaction coordinator's markers);
+    ``CorruptMessageError`` for anything the
     reader rejects (framing, CRC, varints, codec); ``MessageTooLargeError`` for a batch above
     ``max.message.bytes``.
     """
@@ -170,7 +200,7 @@ def analyze(records: bytes | bytearray | memoryview, max_message_bytes: int) -> 
                 f"batch at byte {header.position}: lastOffsetDelta {header.last_offset_delta}"
                 f" disagrees with its {header.record_count} records"
             )
-        if header.is_control:
+        if header.is_control and not allow_control:
             raise InvalidRecordError("clients may not send control batches")
         if header.is_transactional and not header.has_producer_id:
             raise InvalidRecordError("a transactional batch without a producer id")
@@ -230,5 +260,6 @@ __all__ = [
     "assign_offsets",
     "crc_ok",
     "read_header",
+    "verified_end",
     "whole_batches_end",
 ]

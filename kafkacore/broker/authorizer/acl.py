@@ -1,0 +1,168 @@
+"""ACLs as Kafka writes them: who (a principal, from a host) may or may not do what (an
+operation) to which resources (a type, and a name matched literally or as a prefix).
+
+The enums carry Kafka's codes (``org.apache.kafka.common.acl`` and ``common.resource``), the
+numbers CreateAcls, DescribeAcls and DeleteAcls put on the wire.  An :class:`AclBinding` is one
+rule; an :class:`AclBindingFilter` selects rules (DescribeAcls, DeleteAcls), with ANY and
+MATCH as wildcards.  See docs/broker/security.rst.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+#: The principal of a connection that did not authenticate (PLAINTEXT, SSL without a client
+#: certificate): Kafka's ``KafkaPrincipal.ANONYMOUS``.
+ANONYMOUS = "User:ANONYMOUS"
+#: In an ACL: every principal, every host.  As a literal resource name: every resource.
+WILDCARD_PRINCIPAL = "User:*"
+WILDCARD = "*"
+#: The one cluster resource's name (Kafka's ``Resource.CLUSTER_NAME``).
+CLUSTER_NAME = "kafka-cluster"
+
+
+class ResourceType(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7
+
+
+class PatternType(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1  #: in a filter: any pattern type, the name compared as it is
+    MATCH = 2  #: in a filter: every ACL that would apply to the resource named
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class AclOperation(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13
+    DESCRIBE_TOKENS = 14
+    TWO_PHASE_COMMIT = 15
+
+
+class AclPermissionType(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    DENY = 2
+    ALLOW = 3
+
+
+#: An ALLOW of one of these also allows the key (Kafka's implied operations): who may read,
+#: write, delete or alter a resource may see that it exists.
+IMPLIED_BY: dict[AclOperation, frozenset[AclOperation]] = {
+    AclOperation.DESCRIBE: frozenset({AclOperation.READ, AclOperation.WRITE,
+                                      AclOperation.DELETE, AclOperation.ALTER}),
+    AclOperation.DESCRIBE_CONFIGS: frozenset({AclOperation.ALTER_CONFIGS}),
+}
+
+
+@dataclass(frozen=True)
+class ResourcePattern:
+    """A set of resources: one name (LITERAL, or ``*`` for all) or every name with a prefix."""
+
+    resource_type: ResourceType
+    name: str
+    pattern_type: PatternType = PatternType.LITERAL
+
+    def matches(self, resource_type: ResourceType, name: str) -> bool:
+        """Does this pattern cover the resource ``resource_type``/``name``?"""
+        if resource_type != self.resource_type:
+            return False
+        if self.pattern_type == PatternType.LITERAL:
+            return self.name == name or self.name == WILDCARD
+        return self.pattern_type == PatternType.PREFIXED and name.startswith(self.name)
+
+
+@dataclass(frozen=True)
+class AccessControlEntry:
+    """Who, from where, what, allowed or denied."""
+
+    principal: str
+    host: str
+    operation: AclOperation
+    permission_type: AclPermissionType
+
+    def applies_to(self, principal: str, host: str) -> bool:
+        return (self.principal in (principal, WILDCARD_PRINCIPAL)
+                and self.host in (host, WILDCARD))
+
+
+@dataclass(frozen=True)
+class AclBinding:
+    """One ACL: a pattern of resources and an entry."""
+
+    pattern: ResourcePattern
+    entry: AccessControlEntry
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` for what Kafka refuses to store (its ``validateNewAcl``)."""
+        p, e = self.pattern, self.entry
+        if p.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY):
+            raise ValueError(f"resource type {p.resource_type.name} is not a resource")
+        if p.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+            raise ValueError(f"pattern type {p.pattern_type.name} is a filter, not a pattern")
+        if not p.name:
+            raise ValueError("an ACL needs a resource name")
+        if p.resource_type == ResourceType.CLUSTER and (
+                p.name != CLUSTER_NAME or p.pattern_type != PatternType.LITERAL):
+            raise ValueError(f"the cluster resource is LITERAL {CLUSTER_NAME!r}")
+        if e.operation in (AclOperation.UNKNOWN, AclOperation.ANY):
+            raise ValueError(f"operation {e.operation.name} is a filter, not an operation")
+        if e.permission_type not in (AclPermissionType.ALLOW, AclPermissionType.DENY):
+            raise ValueError(f"permission {e.permission_type.name} is neither ALLOW nor DENY")
+        kind, sep, name = e.principal.partition(":")
+        if not sep or not kind or not name:
+            raise ValueError(f"principal {e.principal!r} is not Type:name (e.g. User:alice)")
+        if not e.host:
+            raise ValueError("an ACL needs a host (* for every host)")
+
+
+@dataclass(frozen=True)
+class AclBindingFilter:
+    """Selects ACLs: None (a null string on the wire) and the ANY codes match everything."""
+
+    resource_type: ResourceType = ResourceType.ANY
+    name: str | None = None
+    pattern_type: PatternType = PatternType.ANY
+    principal: str | None = None
+    host: str | None = None
+    operation: AclOperation = AclOperation.ANY
+    permission_type: AclPermissionType = AclPermissionType.ANY
+
+    def matches(self, acl: AclBinding) -> bool:
+        p, e = acl.pattern, acl.entry
+        if self.resource_type != ResourceType.ANY and p.resource_type != self.resource_type:
+            return False
+        if self.pattern_type == PatternType.MATCH:
+            # Every ACL that would apply to the resource named (Kafka's MATCH filter).
+            if self.name is not None and not p.matches(p.resource_type, self.name):
+                return False
+        else:
+            if self.pattern_type != PatternType.ANY and p.pattern_type != self.pattern_type:
+                return False
+            if self.name is not None and p.name != self.name:
+                return False
+        return ((self.principal is None or e.principal == self.principal)
+                and (self.host is None or e.host == self.host)
+                and self.operation in (AclOperation.ANY, e.operation)
+                and self.permission_type in (AclPermissionType.ANY, e.permission_type))

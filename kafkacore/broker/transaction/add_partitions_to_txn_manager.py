@@ -1,0 +1,183 @@
+"""Before a leader appends a producer's first transactional batch to a partition, it asks the
+transaction coordinator whether the partition is in the producer's transaction (KIP-890 part 1,
+Kafka's ``AddPartitionsToTxnManager``; ``transaction.partition.verification.enable``).
+
+Without this check, a batch that a producer sends after its transaction ended (a late retry, a
+bug) would open a transaction in the partition that no coordinator knows of: no marker would ever
+end it and the partition's LSO would stop there for good.  The question is AddPartitionsToTxn
+v4 with ``verify_only``: asked of this broker's own coordinator directly, of another broker's by
+a thread of this manager (a request handler never waits for another broker).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kafkacore import errors
+from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.broker.log.validator import RECORD_BATCH_OVERHEAD, read_header
+from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
+from kafkacore.protocol.api_keys import ApiKey
+
+if TYPE_CHECKING:
+    from kafkacore.broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+NONE = 0
+TopicPartition = tuple[str, int]
+VerifyCallback = Callable[[dict[TopicPartition, int]], None]
+
+#: what a failed verification becomes in the Produce answer (Kafka's mapping): the producer's
+#: own mistakes pass through, anything about the coordinator is retriable
+PRODUCE_ERROR = {
+    errors.InvalidTxnStateError.errno: errors.InvalidTxnStateError.errno,
+    errors.InvalidProducerIdMappingError.errno: errors.InvalidProducerIdMappingError.errno,
+    errors.ProducerFencedError.errno: errors.InvalidProducerEpochError.errno,
+    errors.InvalidProducerEpochError.errno: errors.InvalidProducerEpochError.errno,
+    errors.TransactionalIdAuthorizationFailedError.errno:
+        errors.TransactionalIdAuthorizationFailedError.errno,
+}
+RETRIABLE = errors.NotEnoughReplicasError.errno
+REQUEST_TIMEOUT_S = 30.0
+
+
+class AddPartitionsToTxnManager:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._queue: queue.Queue[tuple[int, str, int, int, list[TopicPartition],
+                                       VerifyCallback] | None] = queue.Queue()
+        self._clients: dict[int, InterBrokerClient] = {}
+        self._thread: threading.Thread | None = None
+
+    def startup(self) -> None:
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"add-partitions-to-txn-{self.broker.broker_id}")
+        self._thread.start()
+
+    def shutdown(self) -> None:
+        self._queue.put(None)
+        if self._thread is not None:
+            self._thread.join(5.0)
+        for client in self._clients.values():
+            client.close()
+
+    def needs_verification(self, entries: dict[TopicPartition, tuple[dict[str, Any], Any]]
+                           ) -> dict[tuple[int, int], list[TopicPartition]]:
+        """(producer id, epoch) -> the partitions where that producer's transactional batch
+        would open a transaction (no transaction of it is open there yet)."""
+        out: dict[tuple[int, int], list[TopicPartition]] = {}
+        rm = self.broker.replica_manager
+        for tp, (_response, records) in entries.items():
+            if records is None or len(records) < RECORD_BATCH_OVERHEAD:
+                continue  # the append refuses it
+            h = read_header(records, 0)
+            if not (h.is_transactional and h.has_producer_id):
+                continue
+            partition = rm.get_partition(*tp)
+            if partition is None or partition.log is None:
+                continue
+            entry = partition.log.producer_state.last_entry(h.producer_id)
+            if entry is not None and entry.current_txn_first_offset >= 0 \
+                    and entry.producer_epoch == h.producer_epoch:
+                continue
+            out.setdefault((h.producer_id, h.producer_epoch), []).append(tp)
+        return out
+
+    def verify(self, transactional_id: str,
+               entries: dict[TopicPartition, tuple[dict[str, Any], Any]],
+               callback: VerifyCallback) -> None:
+        """``callback({partition: error})`` with the Produce error of each partition that
+        failed (empty if every batch may be appended)."""
+        wanted = self.needs_verification(entries)
+        if not wanted:
+            callback({})
+            return
+        coordinator = self.broker.transaction_coordinator
+        failed: dict[TopicPartition, int] = {}
+        remaining = [len(wanted)]
+        lock = threading.Lock()
+
+        def one_done(results: dict[TopicPartition, int]) -> None:
+            with lock:
+                failed.update({tp: PRODUCE_ERROR.get(e, RETRIABLE)
+                               for tp, e in results.items() if e != NONE})
+                remaining[0] -= 1
+                if remaining[0]:
+                    return
+            callback(failed)
+
+        error, _epoch, _metadata = coordinator.txn_manager.get_transaction_state(
+            transactional_id)
+        for (producer_id, epoch), tps in wanted.items():
+            if error == NONE:  # this broker coordinates the id: ask it directly
+                self._verify_locally(transactional_id, producer_id, epoch, tps, one_done)
+                continue
+            leader = self._coordinator_of(transactional_id)
+            if leader < 0:
+                one_done(dict.fromkeys(tps, RETRIABLE))
+                continue
+            self._queue.put((leader, transactional_id, producer_id, epoch, tps, one_done))
+
+    def _verify_locally(self, transactional_id: str, producer_id: int, epoch: int,
+                        tps: list[TopicPartition], done: VerifyCallback) -> None:
+        results: dict[TopicPartition, int] = {}
+        for tp in tps:
+            self.broker.transaction_coordinator.handle_add_partitions(
+                transactional_id, producer_id, epoch, {tp},
+                lambda e, tp=tp: results.__setitem__(tp, e), verify_only=True)
+        done(results)
+
+    def _coordinator_of(self, transactional_id: str) -> int:
+        rm = self.broker.replica_manager
+        p = self.broker.transaction_coordinator.partition_for(transactional_id)
+        state = rm.image_topics.get(TRANSACTION_STATE_TOPIC, {}).get(p)
+        return -1 if state is None else int(state.leader)
+
+    def _run(self) -> None:
+        while True:
+            task = self._queue.get()
+            if task is None:
+                return
+            leader, transactional_id, producer_id, epoch, tps, done = task
+            try:
+                done(self._ask(leader, transactional_id, producer_id, epoch, tps))
+            except Exception:
+                log.exception("verifying %s's partitions failed", transactional_id)
+                done(dict.fromkeys(tps, RETRIABLE))
+
+    def _ask(self, leader: int, transactional_id: str, producer_id: int, epoch: int,
+             tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        address = self.broker.replica_manager.brokers.get(leader)
+        if address is None:
+            return dict.fromkeys(tps, RETRIABLE)
+        client = self._clients.get(leader)
+        if client is None or (client.host, client.port) != tuple(address):
+            if client is not None:
+                client.close()
+            client = InterBrokerClient(address[0], address[1],
+                                       f"add-partitions-to-txn-{self.broker.broker_id}",
+                                       REQUEST_TIMEOUT_S, self.broker.faults,
+                                       sasl=self.broker.inter_broker_sasl)
+            self._clients[leader] = client
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in tps:
+            by_topic.setdefault(topic, []).append(index)
+        try:
+            response = client.send(ApiKey.ADD_PARTITIONS_TO_TXN, 4, {"transactions": [
+                {"transactional_id": transactional_id, "producer_id": producer_id,
+                 "producer_epoch": epoch, "verify_only": True,
+                 "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]}]})
+        except OSError as exc:
+            log.info("coordinator %d unreachable to verify %s: %s", leader, transactional_id,
+                     exc)
+            return dict.fromkeys(tps, RETRIABLE)
+        if response["error_code"] != NONE:
+            return dict.fromkeys(tps, response["error_code"])
+        return {(t["name"], p["partition_index"]): p["partition_error_code"]
+                for r in response["results_by_transaction"] for t in r["topic_results"]
+                for p in t["results_by_partition"]}

@@ -1,0 +1,452 @@
+"""``TransactionCoordinator``: InitProducerId with a transactional id, AddPartitionsToTxn,
+AddOffsetsToTxn and EndTxn (Kafka's ``TransactionCoordinator``).
+
+Each request is checked against the id's :class:`TransactionMetadata` under its lock; the
+change is prepared (the id's ``pending_state`` set), written to ``__transaction_state`` by the
+:class:`TransactionStateManager`, and only then applied and answered.  EndTxn answers once
+PrepareCommit/PrepareAbort is written; the markers follow through the
+:class:`TransactionMarkerChannelManager`, and CompleteCommit/CompleteAbort is written when every
+partition has its marker.  A background task aborts the transactions open longer than their
+timeout, fencing their producer (Kafka's ``abortTimedOutTransactions``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kafkacore import errors
+from kafkacore.broker.transaction.add_partitions_to_txn_manager import AddPartitionsToTxnManager
+from kafkacore.broker.transaction.transaction_marker_channel_manager import (
+    TransactionMarkerChannelManager,
+    TxnMarkerEntry,
+)
+from kafkacore.broker.transaction.transaction_metadata import (
+    MAX_PRODUCER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    TopicPartition,
+    TransactionMetadata,
+    TransactionState,
+    TxnTransitMetadata,
+)
+from kafkacore.broker.transaction.transaction_state_manager import (
+    NONE,
+    TransactionStateManager,
+)
+
+if TYPE_CHECKING:
+    from kafkacore.broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+S = TransactionState
+CONCURRENT_TRANSACTIONS = errors.ConcurrentTransactionsError.errno
+INVALID_REQUEST = errors.InvalidRequestError.errno
+INVALID_TRANSACTION_TIMEOUT = errors.InvalidTransactionTimeoutError.errno
+INVALID_PRODUCER_ID_MAPPING = errors.InvalidProducerIdMappingError.errno
+INVALID_PRODUCER_EPOCH = errors.InvalidProducerEpochError.errno
+PRODUCER_FENCED = errors.ProducerFencedError.errno
+INVALID_TXN_STATE = errors.InvalidTxnStateError.errno
+TRANSACTIONAL_ID_NOT_FOUND = errors.TransactionalIdNotFoundError.errno
+INVALID_REGULAR_EXPRESSION = errors.InvalidRegularExpressionError.errno
+
+InitProducerIdCallback = Callable[[int, int, int], None]  # (error, producer id, epoch)
+ErrorCallback = Callable[[int], None]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class TransactionCoordinator:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        c = broker.config
+        self.max_timeout_ms: int = c["transaction.max.timeout.ms"]
+        self.abort_interval_s = c["transaction.abort.timed.out.transaction.cleanup.interval.ms"] \
+            / 1000.0
+        self.expiry_interval_s = \
+            c["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000.0
+        self.id_expiration_ms: int = c["transactional.id.expiration.ms"]
+        self.txn_manager = TransactionStateManager(broker)
+        self.marker_manager = TransactionMarkerChannelManager(broker, self._still_coordinating)
+        self.txn_manager.add_load_listener(self._on_loaded)
+        self.add_partitions_manager = AddPartitionsToTxnManager(broker)
+        self._stop = threading.Event()
+        self._timer: threading.Thread | None = None
+
+    def startup(self) -> None:
+        self.marker_manager.startup()
+        self.add_partitions_manager.startup()
+        self.txn_manager.startup()
+        self._timer = threading.Thread(target=self._run_timer, daemon=True,
+                                       name=f"transaction-timeouts-{self.broker.broker_id}")
+        self._timer.start()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        if self._timer is not None:
+            self._timer.join(5.0)
+        self.txn_manager.shutdown()
+        self.marker_manager.shutdown()
+        self.add_partitions_manager.shutdown()
+
+    def partition_for(self, transactional_id: str) -> int:
+        return self.txn_manager.partition_for(transactional_id)
+
+    # -- InitProducerId ------------------------------------------------------------------------
+
+    def handle_init_producer_id(self, transactional_id: str, txn_timeout_ms: int,
+                                expected_producer_id: int, expected_epoch: int,
+                                callback: InitProducerIdCallback) -> None:
+        """Kafka's ``handleInitProducerId``: a new producer id for a new transactional id, or the
+        next epoch of the existing one (fencing the older producer); a transaction left open is
+        aborted first (the producer retries on CONCURRENT_TRANSACTIONS until it is done)."""
+        if not transactional_id:
+            callback(INVALID_REQUEST, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+            return
+        if not 0 < txn_timeout_ms <= self.max_timeout_ms:
+            callback(INVALID_TRANSACTION_TIMEOUT, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+            return
+        error, coordinator_epoch, metadata = self.txn_manager.get_transaction_state(
+            transactional_id)
+        if error != NONE:
+            callback(error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+            return
+        if metadata is None:
+            producer_id = self.broker.producer_id_manager.generate_producer_id()
+            metadata = self.txn_manager.put_if_absent(TransactionMetadata(
+                transactional_id, producer_id, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
+                NO_PRODUCER_EPOCH, txn_timeout_ms, S.EMPTY))
+        now = _now_ms()
+        abort_first = False
+        transit: TxnTransitMetadata | None = None
+        with metadata.lock:
+            try:
+                if metadata.pending_state is not None:
+                    raise errors.ConcurrentTransactionsError()
+                if expected_producer_id != NO_PRODUCER_ID and not (
+                        expected_producer_id == metadata.producer_id
+                        and expected_epoch in (metadata.producer_epoch,
+                                               metadata.last_producer_epoch)):
+                    # KIP-360: a producer may bump its own epoch only if it is the latest one.
+                    raise errors.ProducerFencedError()
+                if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                    raise errors.ConcurrentTransactionsError()
+                if metadata.state in (S.ONGOING, S.PREPARE_EPOCH_FENCE):
+                    if metadata.state == S.ONGOING:
+                        metadata.fence(metadata.prepare_fence_producer_epoch(now))
+                    abort_first = True
+                elif metadata.producer_epoch + 1 >= MAX_PRODUCER_EPOCH:
+                    transit = metadata.prepare_producer_id_rotation(
+                        self.broker.producer_id_manager.generate_producer_id(),
+                        txn_timeout_ms, now)
+                else:
+                    transit = metadata.prepare_increment_producer_epoch(txn_timeout_ms, now)
+            except errors.BrokerResponseError as exc:
+                callback(exc.errno, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+                return
+        if abort_first:
+            self._end_transaction(metadata, coordinator_epoch, commit=False,
+                                  callback=lambda e: callback(
+                                      CONCURRENT_TRANSACTIONS if e == NONE else e,
+                                      NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
+            return
+        assert transit is not None
+
+        def written(error: int) -> None:
+            if error != NONE:
+                callback(error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+            else:
+                callback(NONE, transit.producer_id, transit.producer_epoch)
+
+        self.txn_manager.append_transaction_to_log(transactional_id, coordinator_epoch,
+                                                   metadata, transit, written)
+
+    # -- AddPartitionsToTxn, AddOffsetsToTxn ---------------------------------------------------
+
+    def _check_producer(self, metadata: TransactionMetadata, producer_id: int,
+                        producer_epoch: int) -> None:
+        if metadata.producer_id != producer_id:
+            raise errors.InvalidProducerIdMappingError()
+        if metadata.producer_epoch != producer_epoch:
+            raise errors.ProducerFencedError()
+        if metadata.pending_state is not None:
+            raise errors.ConcurrentTransactionsError()
+
+    def handle_add_partitions(self, transactional_id: str, producer_id: int,
+                              producer_epoch: int, partitions: set[TopicPartition],
+                              callback: ErrorCallback, *, verify_only: bool = False) -> None:
+        """Kafka's ``handleAddPartitionsToTransaction`` (and, ``verify_only``, the brokers'
+        check that the partitions are in the transaction, KIP-890)."""
+        error, coordinator_epoch, metadata = self.txn_manager.get_transaction_state(
+            transactional_id)
+        if error != NONE:
+            callback(error)
+            return
+        if metadata is None:
+            callback(INVALID_PRODUCER_ID_MAPPING)
+            return
+        with metadata.lock:
+            try:
+                self._check_producer(metadata, producer_id, producer_epoch)
+                if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                    raise errors.ConcurrentTransactionsError()
+                if metadata.state in (S.PREPARE_EPOCH_FENCE, S.DEAD):
+                    raise errors.ProducerFencedError()
+                if verify_only:
+                    ok = metadata.state == S.ONGOING and partitions <= metadata.topic_partitions
+                    raise errors.InvalidTxnStateError() if not ok else _Done()
+                if metadata.state == S.ONGOING and partitions <= metadata.topic_partitions:
+                    raise _Done()
+                transit = metadata.prepare_add_partitions(partitions, _now_ms())
+            except _Done:
+                callback(NONE)
+                return
+            except errors.BrokerResponseError as exc:
+                callback(exc.errno)
+                return
+        self.txn_manager.append_transaction_to_log(transactional_id, coordinator_epoch,
+                                                   metadata, transit, callback)
+
+    # -- EndTxn --------------------------------------------------------------------------------
+
+    def handle_end_transaction(self, transactional_id: str, producer_id: int,
+                               producer_epoch: int, commit: bool,
+                               callback: ErrorCallback) -> None:
+        """Kafka's ``handleEndTransaction``: answered once PrepareCommit/PrepareAbort is
+        written; a retry of a transaction already ended the same way is answered NONE."""
+        if not transactional_id:
+            callback(INVALID_REQUEST)
+            return
+        error, coordinator_epoch, metadata = self.txn_manager.get_transaction_state(
+            transactional_id)
+        if error != NONE:
+            callback(error)
+            return
+        if metadata is None:
+            callback(INVALID_PRODUCER_ID_MAPPING)
+            return
+        with metadata.lock:
+            try:
+                if metadata.producer_id != producer_id:
+                    raise errors.InvalidProducerIdMappingError()
+                if metadata.producer_epoch != producer_epoch:
+                    raise errors.ProducerFencedError()
+                if metadata.pending_state is not None:
+                    raise errors.ConcurrentTransactionsError()
+                same, preparing = ((S.COMPLETE_COMMIT, S.PREPARE_COMMIT) if commit
+                               else (S.COMPLETE_ABORT, S.PREPARE_ABORT))
+                if metadata.state == same:
+                    raise _Done()  # a retry of what was done
+                if metadata.state == preparing:
+                    raise errors.ConcurrentTransactionsError()  # being done: retry later
+                if metadata.state != S.ONGOING:
+                    raise errors.InvalidTxnStateError()
+            except _Done:
+                callback(NONE)
+                return
+            except errors.BrokerResponseError as exc:
+                callback(exc.errno)
+                return
+        self._end_transaction(metadata, coordinator_epoch, commit,
+                              callback=callback)
+
+    def _end_transaction(self, metadata: TransactionMetadata, coordinator_epoch: int,
+                         commit: bool, callback: ErrorCallback) -> None:
+        """Write PrepareCommit/PrepareAbort, answer, then send the markers."""
+        with metadata.lock:
+            try:
+                transit = metadata.prepare_abort_or_commit(
+                    S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, _now_ms())
+            except errors.BrokerResponseError as exc:
+                callback(exc.errno)
+                return
+
+        def written(error: int) -> None:
+            callback(error)
+            if error == NONE:
+                self._send_markers(metadata, coordinator_epoch, transit)
+
+        self.txn_manager.append_transaction_to_log(metadata.transactional_id, coordinator_epoch,
+                                                   metadata, transit, written)
+
+    def _send_markers(self, metadata: TransactionMetadata, coordinator_epoch: int,
+                      transit: TxnTransitMetadata) -> None:
+        txn_id = metadata.transactional_id
+
+        def complete() -> None:
+            with metadata.lock:
+                if metadata.state != transit.state or metadata.pending_state is not None:
+                    return  # someone else moved it on (a new coordinator epoch, a restart)
+                done = metadata.prepare_complete(_now_ms())
+            self.txn_manager.append_transaction_to_log(
+                txn_id, coordinator_epoch, metadata, done,
+                lambda e: None if e == NONE else self._retry_complete(
+                    metadata, coordinator_epoch, transit, e))
+
+        self.marker_manager.add_txn_markers(TxnMarkerEntry(
+            txn_id, coordinator_epoch, transit.producer_id, transit.producer_epoch,
+            transit.state == S.PREPARE_COMMIT, set(transit.topic_partitions), complete))
+
+    def _retry_complete(self, metadata: TransactionMetadata, coordinator_epoch: int,
+                        transit: TxnTransitMetadata, error: int) -> None:
+        """Writing the Complete state failed: the markers are written; try again while we
+        are still the coordinator (writing markers twice is harmless)."""
+        if self.txn_manager.coordinator_epoch_of(metadata.transactional_id) != coordinator_epoch:
+            return
+        log.info("transaction %s: writing its completion failed (%d); retrying",
+                 metadata.transactional_id, error)
+        self._stop.wait(0.1)
+        self._send_markers(metadata, coordinator_epoch, transit)
+
+    def _still_coordinating(self, entry: TxnMarkerEntry) -> bool:
+        return self.txn_manager.coordinator_epoch_of(entry.transactional_id) \
+            == entry.coordinator_epoch
+
+    def _on_loaded(self, partition: int, coordinator_epoch: int,
+                   loaded: dict[str, TransactionMetadata]) -> None:
+        """A partition was loaded: finish what its previous coordinator began (Kafka's
+        ``onTransactionLoaded``): markers for every PrepareCommit/PrepareAbort."""
+        for metadata in loaded.values():
+            with metadata.lock:
+                if metadata.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                    continue
+                transit = TxnTransitMetadata(
+                    metadata.producer_id, metadata.last_producer_id, metadata.producer_epoch,
+                    metadata.last_producer_epoch, metadata.txn_timeout_ms, metadata.state,
+                    frozenset(metadata.topic_partitions), metadata.txn_start_timestamp,
+                    metadata.txn_last_update_timestamp)
+            log.info("transaction %s: completing its %s after loading",
+                     metadata.transactional_id, metadata.state.name)
+            self._send_markers(metadata, coordinator_epoch, transit)
+
+    # -- DescribeTransactions, ListTransactions -----------------------------------------------
+
+    def handle_describe_transactions(self, transactional_id: str) -> dict[str, Any]:
+        """One id's state as DescribeTransactions answers it (Kafka's
+        ``handleDescribeTransactions``)."""
+        out: dict[str, Any] = {"error_code": NONE, "transactional_id": transactional_id,
+                               "transaction_state": "", "transaction_timeout_ms": 0,
+                               "transaction_start_time_ms": -1, "producer_id": NO_PRODUCER_ID,
+                               "producer_epoch": NO_PRODUCER_EPOCH, "topics": []}
+        error, _epoch, metadata = self.txn_manager.get_transaction_state(transactional_id)
+        if error == NONE and metadata is None:
+            error = TRANSACTIONAL_ID_NOT_FOUND
+        if error != NONE:
+            out["error_code"] = error
+            return out
+        assert metadata is not None
+        with metadata.lock:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in sorted(metadata.topic_partitions):
+                by_topic.setdefault(topic, []).append(partition)
+            out.update(transaction_state=metadata.state.state_name,
+                       transaction_timeout_ms=metadata.txn_timeout_ms,
+                       transaction_start_time_ms=metadata.txn_start_timestamp,
+                       producer_id=metadata.producer_id,
+                       producer_epoch=metadata.producer_epoch,
+                       topics=[{"topic": t, "partitions": p} for t, p in by_topic.items()])
+        return out
+
+    def handle_list_transactions(self, state_filters: list[str], producer_id_filters: list[int],
+                                 duration_filter_ms: int, pattern: str | None
+                                 ) -> tuple[int, list[str], list[TransactionMetadata]]:
+        """(error, unknown state names, the matching ids) among those this broker coordinates
+        (Kafka's ``listTransactionStates``)."""
+        names = {s.state_name: s for s in TransactionState}
+        unknown = [f for f in state_filters if f not in names]
+        states = {names[f] for f in state_filters if f in names}
+        if state_filters and not states:
+            return NONE, unknown, []
+        regex = None
+        if pattern:
+            try:
+                regex = re.compile(pattern)
+            except re.error:
+                return INVALID_REGULAR_EXPRESSION, unknown, []
+        if self.txn_manager.loading():
+            return errors.CoordinatorLoadInProgressError.errno, unknown, []
+        now = _now_ms()
+        out = []
+        for metadata in self.txn_manager.all_metadata():
+            with metadata.lock:
+                if states and metadata.state not in states:
+                    continue
+                if producer_id_filters and metadata.producer_id not in producer_id_filters:
+                    continue
+                if duration_filter_ms >= 0 and (metadata.state != S.ONGOING or now
+                                                - metadata.txn_start_timestamp
+                                                < duration_filter_ms):
+                    continue
+                if regex is not None and not regex.fullmatch(metadata.transactional_id):
+                    continue
+            out.append(metadata)
+        return NONE, unknown, out
+
+    # -- timeouts ------------------------------------------------------------------------------
+
+    def _run_timer(self) -> None:
+        """Kafka's two scheduled tasks on one thread: abort the transactions past their timeout
+        (every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``), forget the ids
+        unused for ``transactional.id.expiration.ms`` (every
+        ``transaction.remove.expired.transaction.cleanup.interval.ms``)."""
+        next_expiry = time.monotonic() + self.expiry_interval_s
+        while not self._stop.wait(min(self.abort_interval_s, self.expiry_interval_s)):
+            try:
+                self.abort_timed_out_transactions()
+                if time.monotonic() >= next_expiry:
+                    next_expiry = time.monotonic() + self.expiry_interval_s
+                    self.remove_expired_transactional_ids()
+            except Exception:
+                log.exception("the transaction coordinator's scheduled task failed")
+
+    def remove_expired_transactional_ids(self) -> None:
+        """Write a tombstone for every id whose producer has not used it for
+        ``transactional.id.expiration.ms`` and that has no transaction open (Kafka's
+        ``removeExpiredTransactionalIds``)."""
+        now = _now_ms()
+        for metadata in self.txn_manager.all_metadata():
+            with metadata.lock:
+                if not (metadata.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+                        and metadata.pending_state is None
+                        and metadata.txn_last_update_timestamp >= 0  # written at least once
+                        and now - metadata.txn_last_update_timestamp > self.id_expiration_ms):
+                    continue
+                transit = metadata.prepare_dead(now)
+            epoch = self.txn_manager.coordinator_epoch_of(metadata.transactional_id)
+            if epoch is None:
+                with metadata.lock:
+                    metadata.pending_state = None
+                continue
+            log.info("transactional id %s: unused for %d ms, forgotten",
+                     metadata.transactional_id, now - metadata.txn_last_update_timestamp)
+            self.txn_manager.append_transaction_to_log(metadata.transactional_id, epoch,
+                                                       metadata, transit, lambda e: None)
+
+    def abort_timed_out_transactions(self) -> None:
+        """Abort every Ongoing transaction past its timeout, with the producer's epoch bumped
+        so that the producer is fenced (Kafka's ``abortTimedOutTransactions``)."""
+        now = _now_ms()
+        for metadata in self.txn_manager.all_metadata():
+            with metadata.lock:
+                if not (metadata.state == S.ONGOING and metadata.pending_state is None
+                        and metadata.txn_start_timestamp + metadata.txn_timeout_ms < now):
+                    continue
+                metadata.fence(metadata.prepare_fence_producer_epoch(now))
+            epoch = self.txn_manager.coordinator_epoch_of(metadata.transactional_id)
+            if epoch is None:
+                continue
+            log.info("transaction %s: aborting it, open longer than %d ms",
+                     metadata.transactional_id, metadata.txn_timeout_ms)
+            self._end_transaction(metadata, epoch, commit=False,
+                                  callback=lambda e: None)
+
+
+class _Done(Exception):
+    """Nothing to change: answer NONE."""

@@ -1,0 +1,543 @@
+"""confluent-kafka's ``Producer``, on kafkacore: change the import, keep the script.
+
+>>> from kafkacore.compat.confluent import Producer        # doctest: +SKIP
+>>> p = Producer({"bootstrap.servers": "localhost:9092"})
+>>> p.produce("orders", "a value", key="k", callback=lambda err, msg: print(err, msg.offset()))
+>>> p.flush()                                           # serves the callback; 0 left
+0
+
+The semantics are confluent-kafka's, not :class:`~kafkacore.producer.KafkaProducer`'s:
+
+* delivery callbacks are ``callback(err, msg)`` (``on_delivery`` is the same argument), with
+  ``err`` a :class:`KafkaError` or ``None`` and ``msg`` a :class:`Message`; they run on the
+  thread that calls :meth:`Producer.poll` or :meth:`Producer.flush`, never on the I/O thread;
+* :meth:`Producer.flush` returns the number of messages still waiting, ``len(producer)`` counts
+  the messages not delivered plus the delivery reports not yet served, and
+  :meth:`Producer.produce` raises ``BufferError`` when that count reaches
+  ``queue.buffering.max.messages``;
+* ``str`` keys, values and header values are sent as UTF-8; headers may be a dict or a list of
+  pairs.
+
+Settings are librdkafka's names where kafkacore has the same setting (``queue.buffering.max.ms``
+is ``linger.ms``, ...; see docs/migration.rst); a librdkafka setting with no kafkacore
+counterpart is a :class:`~kafkacore.errors.ConfigError` that says so.  Records are partitioned
+as Java does (murmur2), not as librdkafka's default (CRC32).
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kafkacore import errors
+from kafkacore.core.batch import RecordMetadata
+from kafkacore.metadata import Cluster, Metadata
+from kafkacore.producer import KafkaProducer
+
+#: confluent-kafka's message timestamp types (``Message.timestamp()`` returns ``(type, ms)``).
+TIMESTAMP_NOT_AVAILABLE, TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME = 0, 1, 2
+
+#: The offset of a message that was not written (librdkafka's ``RD_KAFKA_OFFSET_INVALID``).
+OFFSET_INVALID = -1001
+
+DeliveryCallback = Callable[["KafkaError | None", "Message"], object]
+
+
+class KafkaError:
+    """confluent-kafka's error object: ``code()``, ``name()``, ``str()``, ``retriable()``,
+    ``fatal()``.  Broker errors keep Kafka's code; errors found by the client use librdkafka's
+    negative local codes (``KafkaError._MSG_TIMED_OUT``, ...)."""
+
+    _MSG_TIMED_OUT = -192
+    _TIMED_OUT = -185
+    _UNKNOWN_TOPIC = -188
+    _UNKNOWN_PARTITION = -190
+    _INVALID_ARG = -186
+    _FAIL = -196
+    _STATE = -172
+    _QUEUE_FULL = -184
+    _PARTITION_EOF = -191
+    _TRANSPORT = -195
+    MSG_SIZE_TOO_LARGE = 10  # Kafka's MESSAGE_TOO_LARGE, the code librdkafka reports
+
+    def __init__(self, error: int | BaseException, reason: str | None = None,
+                 fatal: bool = False, retriable: bool | None = None) -> None:
+        self.exception = error if isinstance(error, BaseException) else None
+        if isinstance(error, BaseException):
+            code, name = _code_and_name(error)
+            reason = reason or str(error) or type(error).__name__
+            retriable = bool(getattr(error, "retriable", False)) if retriable is None else retriable
+        else:
+            code, name = int(error), _LOCAL_NAMES.get(int(error), str(error))
+        self._code, self._name = code, name
+        self._reason = reason or name
+        self._fatal = fatal
+        self._retriable = bool(retriable)
+
+    def code(self) -> int:
+        return self._code
+
+    def name(self) -> str:
+        return self._name
+
+    def str(self) -> str:
+        return self._reason
+
+    def fatal(self) -> bool:
+        return self._fatal
+
+    def retriable(self) -> bool:
+        return self._retriable
+
+    def txn_requires_abort(self) -> bool:
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, KafkaError):
+            return self._code == other._code
+        if isinstance(other, int):
+            return self._code == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._code)
+
+    def __str__(self) -> builtins.str:
+        return self._reason
+
+    def __repr__(self) -> builtins.str:
+        return f"KafkaError{{code={self._name},val={self._code},str=\"{self._reason}\"}}"
+
+
+_LOCAL_NAMES = {
+    KafkaError._MSG_TIMED_OUT: "_MSG_TIMED_OUT",
+    KafkaError._TIMED_OUT: "_TIMED_OUT",
+    KafkaError._UNKNOWN_TOPIC: "_UNKNOWN_TOPIC",
+    KafkaError._UNKNOWN_PARTITION: "_UNKNOWN_PARTITION",
+    KafkaError._INVALID_ARG: "_INVALID_ARG",
+    KafkaError._FAIL: "_FAIL",
+    KafkaError._STATE: "_STATE",
+    KafkaError._QUEUE_FULL: "_QUEUE_FULL",
+    KafkaError._PARTITION_EOF: "_PARTITION_EOF",
+    KafkaError._TRANSPORT: "_TRANSPORT",
+}
+
+
+def _code_and_name(exc: BaseException) -> tuple[int, str]:
+    if isinstance(exc, errors.BrokerResponseError):
+        return exc.errno, exc.code_name
+    if isinstance(exc, errors.RecordTooLargeError):
+        return KafkaError.MSG_SIZE_TOO_LARGE, "MSG_SIZE_TOO_LARGE"
+    if isinstance(exc, errors.KafkaTimeoutError):
+        return KafkaError._MSG_TIMED_OUT, "_MSG_TIMED_OUT"
+    if isinstance(exc, (TypeError, ValueError)):
+        return KafkaError._INVALID_ARG, "_INVALID_ARG"
+    if isinstance(exc, errors.IllegalStateError):
+        return KafkaError._STATE, "_STATE"
+    return KafkaError._FAIL, "_FAIL"
+
+
+class KafkaException(Exception):
+    """confluent-kafka's exception: ``args[0]`` is the :class:`KafkaError`."""
+
+    def __init__(self, error: KafkaError | BaseException | int, *args: object) -> None:
+        if not isinstance(error, KafkaError):
+            error = KafkaError(error)
+        super().__init__(error, *args)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class Message:
+    """What a delivery callback receives, with confluent-kafka's methods.  ``key()`` and
+    ``value()`` are the bytes that were sent (a ``str`` given to ``produce`` comes back
+    encoded)."""
+
+    __slots__ = ("_topic", "_key", "_value", "_headers", "_metadata", "_error", "_latency")
+
+    def __init__(self, topic: str, key: bytes | None, value: bytes | None, headers: Any,
+                 metadata: RecordMetadata | None, error: KafkaError | None,
+                 latency: float) -> None:
+        self._topic, self._key, self._value, self._headers = topic, key, value, headers
+        self._metadata, self._error, self._latency = metadata, error, latency
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        m = self._metadata
+        return m.partition if m is not None and m.partition >= 0 else -1
+
+    def offset(self) -> int:
+        if self._error is not None or self._metadata is None or self._metadata.offset < 0:
+            return OFFSET_INVALID
+        return int(self._metadata.offset)
+
+    def timestamp(self) -> tuple[int, int]:
+        """``(TIMESTAMP_CREATE_TIME, ms)``, or ``(TIMESTAMP_NOT_AVAILABLE, 0)`` if it failed."""
+        m = self._metadata
+        if m is None or m.timestamp is None or m.timestamp < 0:
+            return TIMESTAMP_NOT_AVAILABLE, 0
+        return TIMESTAMP_CREATE_TIME, int(m.timestamp)
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def headers(self) -> list[tuple[str, bytes | None]] | None:
+        headers: list[tuple[str, bytes | None]] | None = self._headers
+        return headers
+
+    def error(self) -> KafkaError | None:
+        return self._error
+
+    def latency(self) -> float:
+        """Seconds from ``produce()`` to the delivery report."""
+        return self._latency
+
+    def __len__(self) -> int:
+        return len(self._value) if self._value is not None else 0
+
+    def __repr__(self) -> str:
+        return (f"Message(topic={self._topic!r}, partition={self.partition()}, "
+                f"offset={self.offset()}, error={self._error!r})")
+
+
+class PartitionMetadata:
+    """One partition in :meth:`Producer.list_topics`' answer."""
+
+    def __init__(self, id: int, leader: int, replicas: list[int], isrs: list[int],
+                 error: KafkaError | None) -> None:
+        self.id, self.leader, self.replicas, self.isrs, self.error = (
+            id, leader, replicas, isrs, error)
+
+    def __repr__(self) -> str:
+        return f"PartitionMetadata({self.id})"
+
+
+class TopicMetadata:
+    """One topic in :meth:`Producer.list_topics`' answer: ``partitions`` by id."""
+
+    def __init__(self, topic: str, partitions: dict[int, PartitionMetadata],
+                 error: KafkaError | None) -> None:
+        self.topic, self.partitions, self.error = topic, partitions, error
+
+    def __repr__(self) -> str:
+        return f"TopicMetadata({self.topic}, {len(self.partitions)} partitions)"
+
+    def __str__(self) -> str:
+        return self.topic
+
+
+class BrokerMetadata:
+    """One broker in :meth:`Producer.list_topics`' answer."""
+
+    def __init__(self, id: int, host: str, port: int) -> None:
+        self.id, self.host, self.port = id, host, port
+
+    def __repr__(self) -> str:
+        return f"BrokerMetadata({self.id}, {self.host}:{self.port})"
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}/{self.id}"
+
+
+class ClusterMetadata:
+    """:meth:`Producer.list_topics`' answer: ``brokers`` and ``topics`` by id and name."""
+
+    def __init__(self) -> None:
+        self.cluster_id: str | None = None
+        self.controller_id = -1
+        self.brokers: dict[int, BrokerMetadata] = {}
+        self.topics: dict[str, TopicMetadata] = {}
+        self.orig_broker_id = -1
+        self.orig_broker_name: str | None = None
+
+    def __repr__(self) -> str:
+        return f"ClusterMetadata({self.cluster_id})"
+
+
+#: Settings of confluent-kafka's Python layer (not librdkafka's), handled here.
+_DEFAULT_MAX_MESSAGES = 100000
+
+
+class Producer:
+    """confluent-kafka's ``Producer(config)`` or ``Producer(**config)`` (see the module's doc).
+
+    Besides kafkacore's settings, by their Java or librdkafka names, it takes confluent's
+    ``on_delivery`` (a default delivery callback), ``queue.buffering.max.messages``,
+    ``delivery.report.only.error``, ``error_cb`` (called from :meth:`poll` with a
+    :class:`KafkaError` for each error kafkacore logs that belongs to no message: a broker
+    that cannot be reached, a failed authentication) and ``logger`` (a ``logging.Logger``
+    that receives kafkacore's log).
+    """
+
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
+        conf = dict(config or {})
+        conf.update(kwargs)  # confluent's own examples write Producer(**conf)
+        self._default_callback: DeliveryCallback | None = conf.pop("on_delivery", None)
+        if self._default_callback is None:
+            self._default_callback = conf.pop("dr_cb", None)
+        for name, cb in (("on_delivery", self._default_callback),
+                         ("error_cb", conf.get("error_cb"))):
+            if cb is not None and not callable(cb):
+                raise TypeError(f"{name} must be callable, not {type(cb).__name__}")
+        self._error_cb: Callable[[KafkaError], object] | None = conf.pop("error_cb", None)
+        self._log_handler = _LogHandler(conf.pop("logger", None), self)
+        self._only_errors = _truth(conf.pop("delivery.report.only.error", False))
+        self._max_messages = int(conf.pop("queue.buffering.max.messages", _DEFAULT_MAX_MESSAGES))
+        if self._max_messages < 1:
+            raise errors.ConfigError("'queue.buffering.max.messages' must be at least 1")
+        self._producer = KafkaProducer(conf)
+        self._cond = threading.Condition()
+        # Guarded by _cond: delivery reports not yet served, and the messages not yet
+        # delivered plus those reports (what len() says, and what the queue limit bounds).
+        self._reports: deque[tuple[DeliveryCallback | None, KafkaError | None, Message]] = deque()
+        self._outstanding = 0
+        # Guarded by _cond: errors for error_cb, the latest few (a broker down logs every retry).
+        self._errors: deque[KafkaError] = deque(maxlen=100)
+        if self._error_cb is not None or self._log_handler.logger is not None:
+            logging.getLogger("kafkacore").addHandler(self._log_handler)
+
+    # -- producing ---------------------------------------------------------------------------
+
+    def produce(self, topic: str, value: Any = None, key: Any = None, partition: int = -1,
+                callback: DeliveryCallback | None = None,
+                on_delivery: DeliveryCallback | None = None, timestamp: int = 0,
+                headers: Any = None) -> None:
+        """Queue one message; its delivery report is served by :meth:`poll` or :meth:`flush`.
+
+        Raises ``BufferError`` when ``len(self)`` has reached ``queue.buffering.max.messages``,
+        :class:`KafkaException` for other errors, ``TypeError`` for arguments of a wrong type.
+        """
+        if callback is not None and on_delivery is not None:
+            raise TypeError("give callback or on_delivery (its alias), not both")
+        report = on_delivery or callback or self._default_callback
+        if report is not None and not callable(report):
+            raise TypeError(f"callback must be callable, not {type(report).__name__}")
+        if not isinstance(topic, str):
+            raise TypeError(f"topic must be a str, not {type(topic).__name__}")
+        value, key = _as_bytes(value, "value"), _as_bytes(key, "key")
+        headers = _headers(headers)
+        with self._cond:
+            if self._outstanding >= self._max_messages:
+                raise BufferError("Local: Queue full")
+            self._outstanding += 1
+        began = time.monotonic()
+
+        def delivered(metadata: RecordMetadata | None, exc: BaseException | None) -> None:
+            err = None if exc is None else KafkaError(exc)
+            msg = Message(topic, key, value, headers, metadata, err, time.monotonic() - began)
+            with self._cond:
+                if report is not None and not (self._only_errors and err is None):
+                    self._reports.append((report, err, msg))
+                else:
+                    self._outstanding -= 1
+                self._cond.notify_all()
+
+        try:
+            self._producer.send(topic, value, key, None if partition in (-1, None) else partition,
+                                None if not timestamp else timestamp, headers, delivered)
+        except BaseException as exc:
+            with self._cond:
+                self._outstanding -= 1
+            if isinstance(exc, (TypeError, BufferError, KeyboardInterrupt)):
+                raise
+            if isinstance(exc, errors.BufferExhaustedError):
+                raise BufferError(f"Local: Queue full ({exc})") from exc
+            if isinstance(exc, ValueError) and not isinstance(exc, errors.KafkaError):
+                raise
+            raise KafkaException(KafkaError(exc)) from exc
+
+    def poll(self, timeout: float | None = -1) -> int:
+        """Serve the delivery reports that are ready, waiting up to ``timeout`` seconds (-1 or
+        None: without bound) for the first; returns how many were served.  An exception
+        raised by a callback comes out of here, as in confluent-kafka."""
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        with self._cond:
+            while not self._reports and not self._errors:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return 0
+                self._cond.wait(left)
+        return self._serve()
+
+    def _serve(self) -> int:
+        served = 0
+        while True:
+            with self._cond:
+                if self._errors:
+                    error = self._errors.popleft()
+                    report = None
+                elif self._reports:
+                    report, err, msg = self._reports.popleft()
+                    self._outstanding -= 1
+                    self._cond.notify_all()
+                else:
+                    return served
+            served += 1
+            if report is None:
+                if self._error_cb is not None:
+                    self._error_cb(error)
+            else:
+                report(err, msg)
+
+    def _client_error(self, error: KafkaError) -> None:
+        """From the log handler (any thread): an error for ``error_cb``, served by poll()."""
+        if self._error_cb is None:
+            return
+        with self._cond:
+            self._errors.append(error)
+            self._cond.notify_all()
+
+    def flush(self, timeout: float | None = -1) -> int:
+        """Send everything queued, wait (up to ``timeout`` seconds; -1 or None: without bound)
+        until every message is delivered or failed, serving the delivery reports as they come.
+        Returns ``len(self)``: 0 unless the time ran out."""
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        waiting = threading.Thread(target=self._flush_quietly,
+                                   args=(None if deadline is None else max(timeout or 0, 0),),
+                                   name="kafkacore-confluent-flush", daemon=True)
+        waiting.start()  # it makes every batch ready at once; reports are served meanwhile
+        while True:
+            self._serve()
+            with self._cond:
+                if self._outstanding == 0:
+                    return 0
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return self._outstanding
+                if not self._reports:
+                    self._cond.wait(left)
+
+    def _flush_quietly(self, timeout: float | None) -> None:
+        try:
+            self._producer.flush(timeout)
+        except errors.KafkaError:  # the caller's loop sees what is left and says so
+            pass
+
+    def __len__(self) -> int:
+        with self._cond:
+            return self._outstanding
+
+    def __bool__(self) -> bool:
+        return True  # not "empty": a producer is a producer, whatever len() says
+
+    # -- questions and the end ---------------------------------------------------------------
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        """The cluster's brokers and topics (``topic``: that one only)."""
+        ms = 60000 if timeout is None or timeout < 0 else int(timeout * 1000)
+        try:
+            cluster = _describe(self._producer.config, topic, ms)
+        except errors.KafkaError as exc:
+            raise KafkaException(KafkaError(exc)) from exc
+        answer = ClusterMetadata()
+        answer.cluster_id, answer.controller_id = cluster.cluster_id, cluster.controller_id or -1
+        for node in cluster.nodes:
+            answer.brokers[node.node_id] = BrokerMetadata(node.node_id, node.host, node.port)
+        names = [topic] if topic else sorted(cluster.topics)
+        for name in names:
+            partitions = {
+                p.partition: PartitionMetadata(
+                    p.partition, -1 if p.leader is None else p.leader, list(p.replicas),
+                    list(p.isr), KafkaError(errors.for_code(p.error_code)())
+                    if p.error_code else None)
+                for p in cluster.partitions_for_topic(name)}
+            code = cluster.topic_errors.get(name, 0)
+            error = KafkaError(errors.for_code(code)()) if code else None
+            if not partitions and error is None and name not in cluster.topics:
+                error = KafkaError(errors.UnknownTopicOrPartitionError())
+            answer.topics[name] = TopicMetadata(name, partitions, error)
+        return answer
+
+    def close(self, timeout: float | None = -1) -> bool:
+        """Flush, serve the last delivery reports, and stop.  True when nothing was left."""
+        left = self.flush(timeout)
+        self._producer.close(0 if left else None)
+        self._serve()
+        logging.getLogger("kafkacore").removeHandler(self._log_handler)
+        return left == 0
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _describe(config: Mapping[str, Any], topic: str | None, timeout_ms: int) -> Cluster:
+    """One Metadata exchange over a connection of its own: ``topic``, or every topic."""
+    from kafkacore.admin import refresh_metadata
+    from kafkacore.network.client import NetworkClient, clock_ms
+
+    metadata = Metadata(allow_auto_topic_creation=topic is not None)  # confluent's: it may
+    if topic is None:
+        metadata.all_topics = True
+    else:
+        metadata.add_topic(topic)
+    bootstrap = [f"{host}:{port}" for host, port in config["bootstrap.servers"]]
+    with NetworkClient(bootstrap, metadata, request_timeout_ms=timeout_ms) as client:
+        return refresh_metadata(client, clock_ms() + timeout_ms)
+
+
+class _LogHandler(logging.Handler):
+    """kafkacore's log, passed on to confluent's ``logger``; its errors to ``error_cb``."""
+
+    def __init__(self, logger: logging.Logger | None, producer: Producer) -> None:
+        super().__init__()
+        self.logger = logger
+        self._producer = producer
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.logger is not None:
+            self.logger.handle(record)
+        if record.levelno >= logging.ERROR:
+            self._producer._client_error(KafkaError(KafkaError._FAIL, record.getMessage()))
+
+
+def _truth(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
+
+
+def _as_bytes(data: Any, what: str) -> bytes | None:
+    """confluent-kafka sends ``str`` as UTF-8 and bytes-like objects as they are."""
+    if data is None or isinstance(data, bytes):
+        return data
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f"{what} must be str, bytes or None, not {type(data).__name__}")
+
+
+def _headers(headers: Any) -> list[tuple[str, bytes | None]] | None:
+    """confluent-kafka's headers: a dict or a list of (name, value), values str, bytes or None."""
+    if headers is None:
+        return None
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    out = []
+    for pair in pairs:
+        try:
+            name, value = pair
+        except (TypeError, ValueError):
+            raise TypeError(f"headers must be a dict or (name, value) pairs, got {pair!r}") from None
+        if not isinstance(name, str):
+            raise TypeError(f"a header name must be a str, not {type(name).__name__}")
+        out.append((name, _as_bytes(value, f"header {name!r}")))
+    return out
+
+
+__all__ = ["BrokerMetadata", "ClusterMetadata", "KafkaError", "KafkaException", "Message",
+           "PartitionMetadata", "Producer", "TopicMetadata", "OFFSET_INVALID",
+           "TIMESTAMP_CREATE_TIME", "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE"]
