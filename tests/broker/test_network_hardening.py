@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from reactor_client import api_versions, connect, recv_frame, wait_until
+from reactor_client import api_versions, connect, recv_frame
 from support.children import child_env
+from waits import wait_until
 
 from kafkacore import KafkaProducer, errors
 from kafkacore.broker import Broker
