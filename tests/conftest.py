@@ -11,6 +11,8 @@ import os
 import socket
 
 import pytest
+from hypothesis import settings
+from support.examples import PROFILE as EXAMPLES_PROFILE
 from support.topics import new_topic
 
 
@@ -26,6 +28,13 @@ def _check_compiled():
 
 def pytest_sessionstart(session):
     _check_compiled()
+
+
+# Hypothesis: the tier's profile (tests/support/examples.py scales the tests' own counts; these
+# are for tests that name none).
+settings.register_profile("full", max_examples=100)
+settings.register_profile("quick", max_examples=20)
+settings.load_profile(EXAMPLES_PROFILE)
 
 
 # -- markers and pytest-xdist ---------------------------------------------------------------------

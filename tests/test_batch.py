@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
+from support.examples import examples
 from waits import wait_until_inside_call
 
 from kafkacore.core.batch import FutureRecordMetadata, ProducerBatch, RecordMetadata
@@ -750,7 +751,7 @@ def test_split_pieces_can_fail_separately():
     assert len(recorder.calls) == 10
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     sizes=st.lists(st.integers(min_value=0, max_value=700), min_size=1, max_size=30),
     split_size=st.integers(min_value=64, max_value=3000),

@@ -13,6 +13,7 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.examples import examples
 from waits import wait_until
 
 from kafkacore.core.buffer_pool import BufferPool, BufferPoolStatistics
@@ -541,7 +542,7 @@ class Model:
         max_size=60,
     )
 )
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_bookkeeping_matches_a_model_of_javas_rules(ops):
     pool, model = BufferPool(600, POOLABLE), Model(600, POOLABLE)
     held = []  # (buffer, size)

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.util import encode_varint
+from support.examples import examples
 
 from kafkacore.core import BufferPool, MemoryRecordsBuilder
 from kafkacore.core.bytestream import ByteBufferOutputStream
@@ -507,7 +508,7 @@ operations = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.integers(0, 200), operations)
 def test_stream_matches_model(capacity, ops):
     s = ByteBufferOutputStream(capacity)

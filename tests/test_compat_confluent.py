@@ -18,8 +18,6 @@ from support.children import child_env
 from kafkacore.compat import confluent
 from kafkacore.errors import ConfigError
 
-pytestmark = pytest.mark.broker
-
 SCRIPTS = pathlib.Path(__file__).parent / "confluent_scripts"
 IMPORT = "from confluent_kafka import "
 

@@ -13,6 +13,7 @@ import struct
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from support.examples import examples
 from support.topics import new_topic
 
 from kafkacore import KafkaProducer
@@ -105,7 +106,7 @@ def test_send_answers_a_future_or_a_typed_error(fuzz_target):
     producer, good_topic = fuzz_target
     futures: list = []
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=examples(300), deadline=None)
     @given(value=blobs, key=blobs, partition=partitions, timestamp=timestamps, hdrs=headers,
            topic_ok=st.booleans(), topic=st.text(max_size=12))
     # Valid calls are rare among the draws (about one in a hundred): one is always tried.
@@ -123,7 +124,7 @@ def test_send_batch_answers_a_future_or_a_typed_error(fuzz_target):
     producer, topic = fuzz_target
     futures: list = []
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=examples(200), deadline=None)
     @given(
         values=st.one_of(st.lists(blobs, max_size=20), blobs),
         keys=st.one_of(st.none(), st.lists(blobs, max_size=20)),
@@ -146,7 +147,7 @@ setting_values = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.dictionaries(st.sampled_from([s.name for s in SETTINGS]), setting_values, max_size=6))
 def test_any_settings_are_accepted_or_refused_with_config_error(config):
     try:
@@ -174,7 +175,7 @@ record_lists = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(records=record_lists, codec=st.sampled_from(["none", "gzip", "snappy", "lz4", "zstd"]),
        data=st.data())
 def test_the_reader_answers_records_or_corrupt_record_error(records, codec, data):

@@ -12,14 +12,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 from support.children import child_env
+from waits import wait_until
 
 from kafkacore.broker import lifeline
-
-pytestmark = pytest.mark.broker
 
 # The owner: starts what argv names, prints the pids and directories its objects report, then
 # waits for its end ("kill": to be SIGKILLed; "exit": it returns without closing anything).
@@ -74,15 +72,10 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
-def _wait_until_gone(pids: set[int], dirs: list[str], bound_s: float = 30.0) -> None:
-    deadline = time.monotonic() + bound_s
-    while True:
-        alive = {p for p in pids if _running(p)}
-        left = [d for d in dirs if os.path.exists(d)]
-        if not alive and not left:
-            return
-        assert time.monotonic() < deadline, f"still running {alive}, still there {left}"
-        time.sleep(0.05)
+def _wait_until_gone(pids: set[int], dirs: list[str]) -> None:
+    wait_until(lambda: not any(_running(p) for p in pids)
+               and not any(os.path.exists(d) for d in dirs),
+               f"processes {sorted(pids)} ended and {dirs} removed")
 
 
 def _start_owner(end: str, *kinds: str) -> tuple[subprocess.Popen[str], dict]:

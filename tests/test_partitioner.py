@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.partitioner.default import DefaultPartitioner
 from kafka.partitioner.default import murmur2 as kp_murmur2
+from support.examples import examples
 
 from kafkacore.config import ProducerConfig
 from kafkacore.metadata import Cluster, Node, PartitionInfo
@@ -66,7 +67,7 @@ def test_java_vectors(data, expected):
     assert murmur2(data) == expected
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(st.binary(max_size=200), st.integers(1, 1000))
 def test_murmur2_and_partition_match_kafka_python(key, n):
     h = murmur2(key)

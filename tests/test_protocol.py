@@ -62,6 +62,7 @@ from kafka.protocol.sasl import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from support.examples import examples
 
 from kafkacore import errors
 from kafkacore.protocol import codec
@@ -125,8 +126,8 @@ def _message(key: int, kind: str) -> codec.Message:
     return codec.REQUESTS[key] if kind == "request" else codec.RESPONSES[key]
 
 
-_SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-_KP_SETTINGS = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_KP_SETTINGS = settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize(("key", "kind", "version"), ALL)

@@ -23,6 +23,7 @@ from kafka.codec import snappy_decode
 from kafka.record import _crc32c as kafka_crc32c
 from kafka.record.default_records import DefaultRecordBatch as KafkaBatch
 from kafka.record.default_records import DefaultRecordBatchBuilder as KafkaBuilder
+from support.examples import examples
 
 from kafkacore.core.bytestream import ByteBufferOutputStream
 from kafkacore.core.records import (
@@ -86,7 +87,7 @@ def test_crc32c_continues_like_zlib_crc32():
     assert crc32c(data[400:], crc32c(data[:400])) == crc32c(data)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.binary(max_size=3000), st.integers(0, 15))
 def test_crc32c_sw_hw_and_oracle_agree(data, offset):
     # Offsets move the start off 8-byte alignment, where the SSE4.2 path has a head loop.
@@ -168,7 +169,7 @@ def expected_tuples(records):
 # -- byte-for-byte against kafka-python's and aiokafka's builders ------------------------------
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(records_st, st.booleans())
 def test_uncompressed_batch_is_byte_identical_to_kafka_python(records, idempotent):
     pid, epoch, seq = (4242, 7, 1000) if idempotent else (-1, -1, -1)
@@ -183,7 +184,7 @@ def test_uncompressed_batch_is_byte_identical_to_kafka_python(records, idempoten
     assert ours == bytes(theirs.build())
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(records_st)
 def test_uncompressed_batch_is_byte_identical_to_aiokafka(records):
     theirs = AioBuilder(magic=2, compression_type=0, is_transactional=0, producer_id=-1,
@@ -216,7 +217,7 @@ def test_transactional_header_fields_read_by_kafka_python():
 
 
 @pytest.mark.parametrize("codec", CODECS)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=records_st)
 def test_ours_read_by_kafka_python_and_aiokafka(codec, records):
     data = build_ours(records, codec)
@@ -254,7 +255,7 @@ def test_large_values_round_trip(codec):
 
 
 @pytest.mark.parametrize("codec", CODECS)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=records_st, idempotent=st.booleans())
 def test_their_batches_read_by_us(codec, records, idempotent):
     pid, epoch, seq = (77, 1, 5) if idempotent else (-1, -1, -1)
@@ -784,7 +785,7 @@ def test_overlong_varint():
         list(iter_records(with_valid_crc(data)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=400))
 def test_random_bytes_never_crash(data):
     try:
@@ -793,7 +794,7 @@ def test_random_bytes_never_crash(data):
         pass
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.data())
 def test_mutated_records_behind_a_valid_crc(data):
     # The CRC shields the record parser from random damage; recompute it so the parser itself
@@ -912,7 +913,7 @@ def test_check_batches_refuses_records_not_numbered_from_zero():
         check_batches(bytes(batch))
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(st.data())
 def test_check_batches_agrees_with_iter_batches(data):
     """The same verdict, the same message, on valid batches and on every damage: mutated records

@@ -32,8 +32,6 @@ from kafkacore.network.client import NetworkClient
 from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.transaction_manager import ConsumerGroupMetadata, State
 
-pytestmark = pytest.mark.broker
-
 ABORT, COMMIT = 0, 1
 _txn_ids = iter(range(10**6))
 

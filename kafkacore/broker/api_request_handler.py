@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kafkacore.broker.authorizer.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kafkacore.broker.authorizer.acl import (
+    CLUSTER_NAME,
+    SUPPORTED_OPERATIONS,
+    AclOperation,
+    ResourceType,
+)
 from kafkacore.broker.request_channel import Request, RequestChannel
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -48,6 +53,13 @@ class ApiRequestHandler:
 
     def authorize_topic(self, request: Request, operation: AclOperation, name: str | None) -> bool:
         return self.authorize(request, operation, ResourceType.TOPIC, name or "")
+
+    def authorized_operations(self, request: Request, resource_type: ResourceType,
+                              name: str = CLUSTER_NAME) -> int:
+        """The bit field ``1 << operation`` of every operation of the resource's type that the
+        principal may do (Metadata's and DescribeGroups' "authorized operations", KIP-430)."""
+        return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type]
+                   if self.authorize(request, op, resource_type, name))
 
     #: The oldest version Kafka 4 answers where our declarations reach further back (KIP-896).
     #: These versions carry message format 0 and 1 (magic 0/1 batches), which Kafka 3 converted

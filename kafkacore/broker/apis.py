@@ -293,6 +293,11 @@ class KafkaApis(ApiRequestHandler):
                                                     {})
                 topics.append(self._metadata_topic(version, meta))
         live = self._live_brokers(request.listener_name)
+        if body.get("include_topic_authorized_operations", False):  # KIP-430
+            for t in topics:
+                if t["error_code"] == NONE:
+                    t["topic_authorized_operations"] = self.authorized_operations(
+                        request, ResourceType.TOPIC, t["name"])
         self.respond(request, {
             "throttle_time_ms": 0,
             "brokers": [{"node_id": node, "host": host, "port": port, "rack": None}
@@ -301,7 +306,10 @@ class KafkaApis(ApiRequestHandler):
             # Clients cannot reach a KRaft controller: Kafka 4 names a live broker here.
             "controller_id": min(self._live_brokers()),
             "topics": topics,
-            "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+            "cluster_authorized_operations":
+                self.authorized_operations(request, ResourceType.CLUSTER)
+                if body.get("include_cluster_authorized_operations", False)
+                else AUTHORIZED_OPERATIONS_OMITTED,
         })
 
     def may_create_topic(self, request: Request, name: str) -> bool:
@@ -1310,8 +1318,11 @@ class KafkaApis(ApiRequestHandler):
                                "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
                 continue
             error, summary = self.broker.group_coordinator.handle_describe_group(group_id)
+            operations = self.authorized_operations(request, ResourceType.GROUP, group_id) \
+                if body.get("include_authorized_operations", False) \
+                else AUTHORIZED_OPERATIONS_OMITTED  # KIP-430
             groups.append({"error_code": error, "group_id": group_id,
-                           "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED, **summary})
+                           "authorized_operations": operations, **summary})
         self.respond(request, {"throttle_time_ms": 0, "groups": groups})
 
     def handle_list_groups_request(self, request: Request) -> None:

@@ -296,3 +296,44 @@ def test_a_client_certificate_is_its_principal(tmp_path):
                                                 timeout_s=10)
         assert delivered == [None]
         assert problems and all("TOPIC_AUTHORIZATION_FAILED" in p for p in problems), problems
+
+
+# confluent-kafka's describe_topics and describe_cluster with their authorized operations, for
+# each user given; an empty set comes back as None.
+CONFLUENT_OPERATIONS = textwrap.dedent("""
+    import json, sys
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AdminClient
+    bootstrap, topic, configs = json.loads(sys.argv[1])
+    def names(operations):
+        return sorted(op.name for op in operations or [])
+    out = []
+    for config in configs:
+        admin = AdminClient({"bootstrap.servers": bootstrap, **config})
+        [described] = admin.describe_topics(TopicCollection([topic]),
+                                            include_authorized_operations=True).values()
+        cluster = admin.describe_cluster(include_authorized_operations=True).result()
+        out.append({"topic": names(described.result().authorized_operations),
+                    "cluster": names(cluster.authorized_operations)})
+    print(json.dumps(out))
+""")
+
+
+def test_authorized_operations_are_reported_to_confluent_kafkas_admin(broker, tmp_path):
+    """KIP-430: Metadata tells a client what it may do, when asked."""
+    topic = f"ops-{uuid.uuid4().hex[:8]}"
+    broker.apis.create_topic(topic, 1, {})
+    grant(broker, topic_acl(topic, "carol", AclOperation.READ),
+          topic_acl(topic, "carol", AclOperation.ALTER_CONFIGS))
+    args = json.dumps([broker.bootstrap_servers, topic, [sasl(CAROL), sasl(ADMIN)]])
+    done = subprocess.run([sys.executable, "-c", CONFLUENT_OPERATIONS, args], env=child_env(),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    carol, admin = json.loads(done.stdout)
+    # READ and ALTER_CONFIGS, and what they imply: DESCRIBE, DESCRIBE_CONFIGS.
+    assert carol == {"topic": ["ALTER_CONFIGS", "DESCRIBE", "DESCRIBE_CONFIGS", "READ"],
+                     "cluster": []}
+    assert admin["topic"] == sorted(["READ", "WRITE", "CREATE", "DESCRIBE", "DELETE", "ALTER",
+                                     "DESCRIBE_CONFIGS", "ALTER_CONFIGS"])
+    assert admin["cluster"] == sorted(["CREATE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS",
+                                       "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "ALTER", "DESCRIBE"])

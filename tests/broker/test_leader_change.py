@@ -226,18 +226,18 @@ def test_leader_changes_under_load_keep_the_replicas_identical(tmp_path):
         assert logs[1] == logs[2] == logs[3]
 
 
-def _batches_on_disk(base, broker, topic, end, bound_s=60.0):
+def _batches_on_disk(base, broker, topic, end):
     """(base offset, last offset, CRC) of every batch of broker ``broker``'s replica, read from
     its segment files once they reach ``end``."""
-    deadline = time.monotonic() + bound_s
     directory = base / f"broker-{broker}" / f"{topic}-0"
-    while True:
+
+    def batches():
         data = b"".join(p.read_bytes() for p in sorted(directory.glob("*.log")))
-        batches = [(b.base_offset, b.last_offset, b.crc) for b in iter_batches(data)]
-        if batches and batches[-1][1] + 1 >= end:
-            return [x for x in batches if x[0] < end]
-        assert time.monotonic() < deadline, f"broker {broker} has {batches[-1:]} of {end}"
-        time.sleep(0.1)
+        found = [(b.base_offset, b.last_offset, b.crc) for b in iter_batches(data)]
+        return found if found and found[-1][1] + 1 >= end else None
+
+    return [x for x in wait_until(batches, f"broker {broker}'s log reaching {end}", 60)
+            if x[0] < end]
 
 
 def test_a_new_leader_stops_fetching_before_it_leads(tmp_path):

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
+from support.examples import examples
 
 import kafkacore
 from kafkacore.broker.log import Log, LogConfig, LogManager, ProducerIdManager
@@ -424,7 +425,7 @@ def test_rejected_appends_raise_typed_errors_and_change_nothing(log_dir):
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
 def test_fuzz_corrupted_appends_only_typed_errors(tmp_path_factory, data):

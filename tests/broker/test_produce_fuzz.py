@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reactor_client import api_versions, connect, recv_frame
 from readback import read_kafka_python
+from support.examples import examples
 
 from kafkacore.admin import create_topics
 from kafkacore.broker import Broker
@@ -68,7 +69,7 @@ def _answer_or_close(s: socket.socket, frame: bytes) -> list[int] | None:
     return [p["error_code"] for t in body["responses"] for p in t["partition_responses"]]
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=examples(150), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_damaged_produce_requests_never_hurt_the_broker(broker, data):

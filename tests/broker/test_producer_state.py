@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
+from support.examples import examples
 
 from kafkacore.broker.log import Log, LogConfig
 from kafkacore.broker.log.producer_state import NUM_BATCHES_TO_RETAIN, ProducerStateManager
@@ -242,7 +243,7 @@ def test_idle_producers_expire(tmp_path):
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     actions=st.lists(

@@ -14,6 +14,7 @@ from reactor_client import (
     connect,
     recv_frame,
 )
+from support.examples import examples
 from waits import wait_until
 
 from kafkacore import errors
@@ -222,7 +223,7 @@ def test_handler_exception_answers_unknown_server_error_and_the_thread_goes_on()
         assert api_versions(s, 6)[1]["error_code"] == 0  # the one handler is still alive
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(payload=st.binary(max_size=300), honest_size=st.booleans())
 def test_fuzz_random_frames_never_hurt_the_broker(shared_broker, payload, honest_size):
     bad = connect(shared_broker)

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from reactor_client import api_versions_frame, closed_by_peer, recv_frame
 from readback import produce_confluent, read_confluent, read_kafka_python
 from support.children import child_env
+from support.examples import examples
 from support.topics import new_topic
 from waits import wait_until
 
@@ -311,7 +312,7 @@ def test_failed_authentication_is_answered_then_closed(secured):
     assert closed_by_peer(s)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mechanism=st.sampled_from(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]),
        tokens=st.lists(st.binary(max_size=200) | st.text(max_size=80).map(str.encode),
                        min_size=1, max_size=3))

@@ -13,6 +13,7 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.examples import examples
 from waits import wait_until
 
 from kafkacore.broker.timer import (
@@ -203,7 +204,7 @@ STEP = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     wheel_size=st.integers(2, 12),
     start=st.integers(0, 10_000),

@@ -13,13 +13,12 @@ import asyncio
 import multiprocessing
 import os
 import signal
-import uuid
 
 import pytest
 from readback import read_confluent, read_kafka_python
+from support.topics import new_topic
 from waits import wait_until
 
-from kafkacore.admin import create_topics
 from kafkacore.testing import LocalBroker
 
 PARTITIONS = 2
@@ -37,16 +36,6 @@ def ours():
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": ABORT_INTERVAL_MS,
     }) as broker:
         yield broker
-
-
-def new_topic(broker: LocalBroker) -> str:
-    return new_topic_on(broker.bootstrap)
-
-
-def new_topic_on(bootstrap: str, partitions: int = PARTITIONS) -> str:
-    name = f"txn-{uuid.uuid4().hex[:10]}"
-    assert create_topics(bootstrap, {name: partitions}) == {name: 0}
-    return name
 
 
 def transactional_producer(bootstrap: str, transactional_id: str, **config):
@@ -83,7 +72,7 @@ def committed_end_offsets(bootstrap: str, topic: str, isolation: str) -> dict[in
 
 
 def test_commit_and_abort_seen_by_both_isolation_levels(ours):
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     producer = transactional_producer(ours.bootstrap, f"tx-{topic}")
     committed = [b"committed-%d" % i for i in range(10)]
     aborted = [b"aborted-%d" % i for i in range(6)]
@@ -114,7 +103,7 @@ def test_commit_and_abort_seen_by_both_isolation_levels(ours):
 
 
 def test_an_open_transaction_holds_the_last_stable_offset(ours):
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     plain = transactional_producer(ours.bootstrap, f"tx-before-{topic}")
     plain.begin_transaction()
     send(plain, topic, [b"before-0", b"before-1"])
@@ -144,7 +133,7 @@ def test_an_open_transaction_holds_the_last_stable_offset(ours):
 def test_a_second_producer_fences_the_first(ours):
     from confluent_kafka import KafkaError, KafkaException
 
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     txn_id = f"tx-{topic}"
     zombie = transactional_producer(ours.bootstrap, txn_id)
     zombie.begin_transaction()
@@ -184,7 +173,7 @@ def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int |
 def test_offsets_sent_to_a_transaction_count_only_when_it_commits(ours):
     from confluent_kafka import Consumer, TopicPartition
 
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     group = f"g-{topic}"
     consumer = Consumer({"bootstrap.servers": ours.bootstrap, "group.id": group,
                          "enable.auto.commit": False})
@@ -216,7 +205,7 @@ def test_transactional_offsets_survive_a_restart(tmp_path):
     from confluent_kafka import Consumer, TopicPartition
 
     with LocalBroker(kind="kafkacore", log_dirs=tmp_path) as broker:
-        topic = new_topic(broker)
+        topic = new_topic(broker, PARTITIONS)
         group = f"g-{topic}"
         consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
                              "enable.auto.commit": False})
@@ -248,7 +237,7 @@ def _open_a_transaction_and_die(bootstrap: str, topic: str, transactional_id: st
 
 
 def test_a_transaction_left_open_is_aborted_after_its_timeout(ours):
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     child = multiprocessing.get_context("forkserver").Process(
         target=_open_a_transaction_and_die, args=(ours.bootstrap, topic, f"tx-{topic}"))
     child.start()
@@ -273,7 +262,7 @@ def test_a_transaction_left_open_is_aborted_after_its_timeout(ours):
 def test_kafka_python_transactional_producer(ours):
     from kafka import KafkaProducer
 
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     producer = KafkaProducer(bootstrap_servers=ours.bootstrap, transactional_id=f"tx-{topic}")
     try:
         producer.init_transactions()
@@ -300,7 +289,7 @@ def test_kafka_python_transactional_producer(ours):
 def test_aiokafka_transactional_producer(ours):
     from aiokafka import AIOKafkaProducer
 
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
 
     async def run() -> None:
         producer = AIOKafkaProducer(bootstrap_servers=ours.bootstrap,
@@ -345,7 +334,7 @@ def test_bad_transactional_requests_get_kafkas_errors(ours):
 
     host, port = ours.bootstrap.split(":")
     client = InterBrokerClient(host, int(port), "bad-input", 10.0)
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     txn_id = f"tx-{topic}"
 
     def send(api: ApiKey, version: int, **body):
@@ -477,7 +466,7 @@ def test_admin_tools_see_and_abort_a_hanging_transaction(ours):
     from kafka import TopicPartition
     from kafka.admin import AbortTransactionSpec, KafkaAdminClient, TransactionState
 
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     txn_id = f"tx-{topic}"
     producer = transactional_producer(ours.bootstrap, txn_id)
     producer.begin_transaction()
@@ -532,7 +521,7 @@ def test_offset_fetch_require_stable_waits_for_the_transaction(ours):
     from kafkacore.errors import UnstableOffsetCommitError
     from kafkacore.protocol.api_keys import ApiKey
 
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     group = f"g-{topic}"
     consumer = Consumer({"bootstrap.servers": ours.bootstrap, "group.id": group,
                          "enable.auto.commit": False})
@@ -575,7 +564,7 @@ def test_a_prepare_commit_left_by_a_dead_coordinator_is_completed(tmp_path):
 
     config = {"log.dirs": str(tmp_path), "num.partitions": "1"}
     with Broker(config) as broker:
-        topic = new_topic_on(broker.bootstrap_servers, 1)
+        topic = new_topic(broker)
         txn_id = f"tx-{topic}"
         producer = transactional_producer(broker.bootstrap_servers, txn_id,
                                           **{"reconnect.backoff.max.ms": 100})

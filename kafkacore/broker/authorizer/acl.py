@@ -76,6 +76,21 @@ IMPLIED_BY: dict[AclOperation, frozenset[AclOperation]] = {
 }
 
 
+#: The operations each resource type has (Kafka's ``AclEntry.supportedOperations``): what the
+#: "authorized operations" of Metadata and DescribeGroups report on.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE,
+                         AclOperation.DESCRIBE, AclOperation.DELETE, AclOperation.ALTER,
+                         AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS),
+    ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE),
+    ResourceType.CLUSTER: (AclOperation.CREATE, AclOperation.CLUSTER_ACTION,
+                           AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
+                           AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
+                           AclOperation.DESCRIBE),
+    ResourceType.TRANSACTIONAL_ID: (AclOperation.DESCRIBE, AclOperation.WRITE),
+}
+
+
 @dataclass(frozen=True)
 class ResourcePattern:
     """A set of resources: one name (LITERAL, or ``*`` for all) or every name with a prefix."""
