@@ -484,9 +484,24 @@ class RecordAccumulator:
 
     def undelivered_record_count(self) -> int:
         """Records in batches not yet acknowledged or failed (what a forced close would fail)."""
+        return sum(self.undelivered_record_counts())
+
+    def undelivered_record_counts(self) -> tuple[int, int]:
+        """(never sent, sent and unanswered): the records of batches not yet acknowledged or
+        failed.  A batch never drained was written nowhere: failing it loses it for sure.  A
+        batch drained at least once may be in a broker's log already (the request went out; its
+        answer did not come): its outcome is unknown, and resending it may duplicate it."""
         with self._incomplete_lock:
             batches = list(self._incomplete)
-        return sum(b.record_count for b in batches if not b.is_done)
+        never_sent = unknown = 0
+        for b in batches:
+            if b.is_done:
+                continue
+            if b.drained_ms > 0 or b.attempts > 0:
+                unknown += b.record_count
+            else:
+                never_sent += b.record_count
+        return never_sent, unknown
 
     def has_incomplete(self) -> bool:
         """Whether any batch is not yet acknowledged or failed (queued or in flight)."""

@@ -496,12 +496,16 @@ class KafkaProducer:
             self.flush(timeout_ms / 1000)
         except KafkaTimeoutError:
             pass
-        left = self._accumulator.undelivered_record_count()
-        if left:
+        never_sent, unknown = self._accumulator.undelivered_record_counts()
+        if never_sent or unknown:
+            # Two numbers, not one: a record sent and unanswered may well be in the log, and
+            # whoever resends "the lost records" would duplicate it.
             log.warning(
-                "kafkacore producer %s: %d records were not delivered before the interpreter "
-                "exited (close.timeout.at.exit.ms=%d); call flush() or close() before exiting",
-                self.client_id, left, timeout_ms,
+                "kafkacore producer %s: %d records not acknowledged when the interpreter exited "
+                "(close.timeout.at.exit.ms=%d): %d failed, never sent (not written); %d unknown, "
+                "sent with no answer (the broker may have written them: resending them may "
+                "duplicate them); call flush() or close() before exiting",
+                self.client_id, never_sent + unknown, timeout_ms, never_sent, unknown,
             )
         self.close(0)
 

@@ -2,9 +2,10 @@
 
 When it is ready it prints one line, ``kafkacore-broker listening on HOST:PORT`` (the first
 listener), and flushes it, so a parent process can read the address (with port 0, the one the
-OS chose).  Every listener is logged on stderr.  Security settings go by ``--config``, e.g.
-``--listeners SASL_SSL://0.0.0.0:9093 --config ssl.keystore.location=broker.pem
---config sasl.users=alice:secret`` (see docs/broker/security.rst).
+OS chose).  Every listener is logged on stderr.  Settings come from a ``server.properties`` file
+(Kafka's format and names) given as the first argument, overridden by ``--config KEY=VALUE``;
+SASL users from a JAAS file (``--jaas-config``).  Secrets belong in those files, never on the
+command line, which every user of the machine can read (see docs/broker/security.rst).
 With ``--control-socket PATH`` the broker's faults can be switched from another process with
 :class:`kafkacore.broker.faults.BrokerControl` (see docs/broker/faults.rst); the socket is
 listening before the ready line is printed.
@@ -28,12 +29,16 @@ from kafkacore.broker.config import BrokerConfig
 from kafkacore.broker.controller.controller_server import ControllerServer
 from kafkacore.broker.faults import ControlServer
 from kafkacore.broker.server import Broker
+from kafkacore.broker.server_properties import jaas_settings, load_properties
 
 READY_PREFIX = "kafkacore-broker listening on "
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
+    # server.properties first; --config (or Kafka's --override) and the named flags win over it.
     values: dict[str, str] = {}
+    if args.properties is not None:
+        values.update(load_properties(args.properties))
     for item in args.config:
         key, sep, value = item.partition("=")
         if not sep or not key:
@@ -53,7 +58,13 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         values["node.id"] = str(args.node_id)
     if args.controller is not None:
         values["controller.quorum.bootstrap.servers"] = args.controller
-    return BrokerConfig(values)
+    config = BrokerConfig(values)
+    if args.jaas_config is not None:
+        # The JAAS file's users, for the SASL listeners; a setting given otherwise wins.
+        sasl = [e.name for e in config.listeners if e.uses_sasl]
+        found = jaas_settings(args.jaas_config, sasl)
+        config = BrokerConfig({**found, **values})
+    return config
 
 
 def _plain(doc: str | None) -> str:
@@ -87,6 +98,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cluster_main(argv[1:])
     parser = argparse.ArgumentParser(prog="kafkacore-broker", description=_plain(__doc__))
     parser.add_argument(
+        "properties", nargs="?", metavar="server.properties",
+        help="a settings file in Kafka's format and names (the place for secrets: keep it mode "
+             "600); --config overrides it")
+    parser.add_argument(
+        "--jaas-config", metavar="PATH",
+        help="a JAAS file whose KafkaServer section declares the SASL users (user_NAME=\"pw\"), "
+             "as Kafka's java.security.auth.login.config")
+    parser.add_argument(
         "--listeners",
         help="NAME://host:port,... with NAME in listener.security.protocol.map: PLAINTEXT, SSL, "
              "SASL_PLAINTEXT, SASL_SSL (default PLAINTEXT://127.0.0.1:0; port 0: a free one)")
@@ -94,8 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--num-partitions", type=int, help="partitions of auto-created topics")
     parser.add_argument("--auto-create-topics", choices=["true", "false"],
                         help="auto.create.topics.enable")
-    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
-                        help="any broker setting, by Kafka's name (repeatable)")
+    parser.add_argument("--config", "--override", action="append", default=[],
+                        metavar="KEY=VALUE",
+                        help="any broker setting, by Kafka's name (repeatable); never a secret: "
+                             "the command line is readable by every user (/proc/PID/cmdline)")
     parser.add_argument("--control-socket", metavar="PATH",
                         help="serve fault injection (isolate, latency, fail_next) on this Unix "
                              "socket, for tests")

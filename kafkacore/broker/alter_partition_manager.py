@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import logging
 import queue
-import threading
 from typing import TYPE_CHECKING
 
 from kafkacore import errors
 from kafkacore.broker.partition import Partition
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -23,55 +23,65 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class AlterPartitionManager(threading.Thread):
+class AlterPartitionManager(ShutdownableThread):
     """Sends the leaders' ISR changes to the controller, one at a time (Kafka's
     ``AlterPartitionManager``), and applies the controller's answer."""
 
     def __init__(self, replica_manager: ReplicaManager) -> None:
-        super().__init__(name=f"alter-partition-{replica_manager.broker_id}", daemon=True)
+        super().__init__(f"alter-partition-{replica_manager.broker_id}")
         self.replica_manager = replica_manager
         self._queue: queue.Queue[tuple[Partition, list[int]] | None] = queue.Queue()
 
     def submit(self, partition: Partition, new_isr: list[int]) -> None:
         self._queue.put((partition, new_isr))
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        self.initiate_shutdown()
         self._queue.put(None)
-        self.join(5.0)
+        self.join(timeout_s)
 
-    def run(self) -> None:
+    def do_work(self) -> bool:
+        item = self._queue.get()
+        if item is None:
+            return False
+        partition, new_isr = item
+        try:
+            self._alter(partition, new_isr)
+        except Exception:
+            # A bug, not the controller being away (_alter handles that): the change is
+            # dropped so a later check can propose it again; the thread logs and goes on.
+            partition.abandon_pending_isr()
+            raise
+        return True
+
+    def _alter(self, partition: Partition, new_isr: list[int]) -> None:
         rm = self.replica_manager
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            partition, new_isr = item
-            try:
-                result = self._send(partition, new_isr)
-            except Exception as exc:  # the controller is away: forget it, retry on next check
-                log.info("AlterPartition for %r failed: %s", partition, exc)
-                partition.abandon_pending_isr()
-                continue
-            error, leader_epoch, isr, partition_epoch = result
-            if error == errors.InvalidUpdateVersionError.errno:
-                # Our partition epoch is behind the controller's (an election or another ISR
-                # change since).  Kafka waits for the metadata that carries the new state; our
-                # image has no partition epochs, so we take the committed state the controller
-                # answered with, and the next check asks again from it.
-                log.info("AlterPartition for %r refused: INVALID_UPDATE_VERSION; taking the "
-                         "controller's state (epoch %d, ISR %s, partition epoch %d)",
-                         partition, leader_epoch, isr, partition_epoch)
-                if partition.apply_isr(leader_epoch, isr, partition_epoch):
-                    rm.complete_delayed_requests(partition.key)
-                continue
-            if error != Errors.NONE:
-                log.info("AlterPartition for %r refused with error %d", partition, error)
-                partition.abandon_pending_isr()
-                continue
+        try:
+            result = self._send(partition, new_isr)
+        except Exception as exc:  # the controller is away: forget it, retry on next check
+            log.info("AlterPartition for %r failed: %s", partition, exc)
+            partition.abandon_pending_isr()
+            return
+        error, leader_epoch, isr, partition_epoch = result
+        if error == errors.InvalidUpdateVersionError.errno:
+            # Our partition epoch is behind the controller's (an election or another ISR
+            # change since).  Kafka waits for the metadata that carries the new state; our
+            # image has no partition epochs, so we take the committed state the controller
+            # answered with, and the next check asks again from it.
+            log.info("AlterPartition for %r refused: INVALID_UPDATE_VERSION; taking the "
+                     "controller's state (epoch %d, ISR %s, partition epoch %d)",
+                     partition, leader_epoch, isr, partition_epoch)
             if partition.apply_isr(leader_epoch, isr, partition_epoch):
                 rm.complete_delayed_requests(partition.key)
-            else:
-                rm.produce_purgatory.check_and_complete(partition.key)
+            return
+        if error != Errors.NONE:
+            log.info("AlterPartition for %r refused with error %d", partition, error)
+            partition.abandon_pending_isr()
+            return
+        if partition.apply_isr(leader_epoch, isr, partition_epoch):
+            rm.complete_delayed_requests(partition.key)
+        else:
+            rm.produce_purgatory.check_and_complete(partition.key)
 
     def _send(self, partition: Partition, new_isr: list[int]) -> tuple[int, int, list[int], int]:
         """One AlterPartition: (error, leader epoch, ISR, partition epoch) as the controller

@@ -21,6 +21,7 @@ from kafkacore import errors
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.metadata_loader import MetadataLoader
 from kafkacore.broker.security import controller_sasl
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -33,9 +34,9 @@ log = logging.getLogger(__name__)
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
-class BrokerLifecycleManager(threading.Thread):
+class BrokerLifecycleManager(ShutdownableThread):
     def __init__(self, broker: Broker) -> None:
-        super().__init__(name=f"broker-{broker.broker_id}-lifecycle", daemon=True)
+        super().__init__(f"broker-{broker.broker_id}-lifecycle")
         self.broker = broker
         config = broker.config
         address = config["controller.quorum.bootstrap.servers"].split(",")[0].strip()
@@ -63,28 +64,32 @@ class BrokerLifecycleManager(threading.Thread):
 
     # -- the loop ---------------------------------------------------------------------------------
 
-    def run(self) -> None:
-        while not self._stopping.is_set():
-            if self.broker.faults.isolated:
-                self._client.close()
-                self.controller_channel.close()
-                self._stopping.wait(0.1)
-                continue
-            try:
-                if self.broker_epoch < 0:
-                    self._register()
-                self._heartbeat()
-                self.metadata_loader.pull_metadata()
-            except OSError as exc:
-                log.debug("broker %d: controller unreachable: %s", self.broker.broker_id, exc)
-            except Exception:
-                log.exception("broker %d: lifecycle step failed", self.broker.broker_id)
-            self._stopping.wait(self.interval_s)
+    def do_work(self) -> bool:
+        """One heartbeat turn (supervised: see ShutdownableThread)."""
+        if self._stopping.is_set():
+            return False
+        if self.broker.faults.isolated:
+            self._client.close()
+            self.controller_channel.close()
+            self._stopping.wait(0.1)
+            return True
+        try:
+            if self.broker_epoch < 0:
+                self._register()
+            self._heartbeat()
+            self.metadata_loader.pull_metadata()
+        except OSError as exc:
+            log.debug("broker %d: controller unreachable: %s", self.broker.broker_id, exc)
+        except Exception:
+            log.exception("broker %d: lifecycle step failed", self.broker.broker_id)
+        self._stopping.wait(self.interval_s)
+        return True
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout_s: float = 5.0) -> None:
         """Stop heartbeating, then ask for a controlled shutdown (a heartbeat with
         ``want_shut_down``): the controller moves this broker's leaderships away at once instead
         of after ``broker.session.timeout.ms``.  Best effort, bounded."""
+        self.initiate_shutdown()
         self._stopping.set()
         self._client.close()
         self.join(5.0)

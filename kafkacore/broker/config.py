@@ -124,6 +124,10 @@ SETTINGS: dict[str, _Setting] = {
     "socket.receive.buffer.bytes": _Setting(102400, _int(-1), "SO_RCVBUF (-1: the OS default)"),
     "connections.max.idle.ms": _Setting(600000, _int(1), "close connections idle this long"),
     "queued.max.requests": _Setting(500, _int(1), "bound of the shared request queue"),
+    # Kafka's default is -1 (no bound: the JVM heap bounds it); a Python process has no heap
+    # limit, so ours is bounded, at twice socket.request.max.bytes (docs/broker/network.rst).
+    "queued.max.request.bytes": _Setting(
+        209715200, _int(-1), "bytes of requests being read or handled, all connections (-1: no bound)"),
     "max.connections": _Setting(2147483647, _int(0), "connections accepted at most, in all"),
     "max.connections.per.ip": _Setting(2147483647, _int(0), "connections from one address"),
     "max.connections.per.ip.overrides": _Setting({}, _overrides, "host:n,host:n exceptions"),

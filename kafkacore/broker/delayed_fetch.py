@@ -51,8 +51,10 @@ class DelayedFetch(DelayedOperation):
                 if self.params.min_bytes <= 1:
                     return self.force_complete()
                 data = log.read(info.fetch_offset, info.max_bytes,
-                                max_offset=None if self.params.is_follower else end)
+                                max_offset=None if self.params.is_follower else end,
+                                file_records=True)  # only counted: no copy of the bytes
                 accumulated += len(data.records)
+                _close(data.records)
         if accumulated >= self.params.min_bytes:
             return self.force_complete()
         return False
@@ -62,3 +64,8 @@ class DelayedFetch(DelayedOperation):
 
     def on_expiration(self) -> None:
         pass
+
+
+def _close(records: Any) -> None:
+    if hasattr(records, "close"):
+        records.close()

@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -345,6 +346,34 @@ class InvalidFaultError(BrokerControlError, ValueError):
     """The broker refused the fault asked for (an unknown API or error name, a bad value)."""
 
 
+class ControlSocketPathError(BrokerControlError, FileExistsError):
+    """The control socket's path is taken: by a file that is not a socket, or by a live one."""
+
+
+def _remove_stale_socket(path: str) -> None:
+    """Remove what a killed broker left at ``path`` (a socket nobody listens on); refuse anything
+    else: a regular file, a directory, a link, or a socket another process serves."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        raise ControlSocketPathError(
+            f"{path!r} exists and is not a socket: refusing to replace it with the control socket")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(path)
+    except ConnectionRefusedError:
+        os.unlink(path)  # nobody listens: the stale socket of a broker that was killed
+        return
+    except OSError as exc:
+        raise ControlSocketPathError(f"{path!r} is a socket we cannot probe: {exc}") from exc
+    finally:
+        probe.close()
+    raise ControlSocketPathError(f"{path!r} is served by another process (a running broker?)")
+
+
 class ControlServer:
     """Serves a :class:`FaultInjector` on a Unix socket: one JSON object per line each way.
 
@@ -366,11 +395,18 @@ class ControlServer:
         if len(os.fsencode(self.path)) >= _UNIX_PATH_MAX:
             raise ValueError(f"a Unix socket path must be shorter than {_UNIX_PATH_MAX} bytes: "
                              f"{self.path!r}")
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)  # a stale socket of a killed broker
+        _remove_stale_socket(self.path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.bind(self.path)
-        sock.listen(16)
+        try:
+            sock.bind(self.path)  # fails if anything appeared at the path meanwhile
+            # Whoever can connect can isolate the broker: owner only, whatever the umask.  The
+            # mode is set before listen(), and connecting to a socket that does not listen yet
+            # is refused, so there is no moment when others could get in.
+            os.chmod(self.path, 0o600)
+            sock.listen(16)
+        except BaseException:
+            sock.close()
+            raise
         sock.settimeout(0.3)  # accept() wakes up to notice stop()
         self._sock = sock
         self._running = True

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.core.record_batch import iter_batches
 from kafkacore.errors import Errors
@@ -315,13 +316,13 @@ class GroupMetadataManager:
         self._loading: dict[int, int] = {}
         self._elections = 0
         self._load_queue: queue.Queue[tuple[int, int] | None] = queue.Queue()
-        self._loader: threading.Thread | None = None
+        self._loader: ShutdownableThread | None = None
         self._resign_listeners: list[Callable[[int], None]] = []
         self._load_listeners: list[Callable[[int, dict[str, GroupRecord]], None]] = []
         #: group records wait here for the writer thread (see ``store_group``)
         self._group_writes: queue.Queue[tuple[str, GroupRecord | None, StoreGroupCallback]
                                         | None] = queue.Queue()
-        self._writer: threading.Thread | None = None
+        self._writer: ShutdownableThread | None = None
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -330,8 +331,8 @@ class GroupMetadataManager:
         return self.broker.config["process.roles"] == ""
 
     def startup(self) -> None:
-        self._writer = threading.Thread(target=self._run_writer, daemon=True,
-                                        name=f"group-metadata-writer-{self.broker.broker_id}")
+        self._writer = ShutdownableThread(f"group-metadata-writer-{self.broker.broker_id}",
+                                          work=self._run_writer)
         self._writer.start()
         if self.standalone:
             # A cluster of one leads every offsets partition: load what the logs hold now,
@@ -344,8 +345,8 @@ class GroupMetadataManager:
                     self._install(p, offsets)
                     self._notify_loaded(p, groups)
             return
-        self._loader = threading.Thread(target=self._run_loader, daemon=True,
-                                        name=f"group-metadata-manager-{self.broker.broker_id}")
+        self._loader = ShutdownableThread(f"group-metadata-manager-{self.broker.broker_id}",
+                                          work=self._run_loader)
         self._loader.start()
 
     def shutdown(self) -> None:
@@ -463,36 +464,42 @@ class GroupMetadataManager:
         for listener in self._resign_listeners:
             listener(partition)
 
-    def _run_loader(self) -> None:
-        while True:
-            task = self._load_queue.get()
-            if task is None:
-                return
-            partition, election = task
-            try:
-                offsets, groups = self._load(partition)
-            except Exception:
-                log.exception("loading offsets partition %d failed; retrying", partition)
-                time.sleep(0.5)  # e.g. the log is being truncated: try again, still loading
-                with self._lock:
-                    if self._loading.get(partition) == election:
-                        self._load_queue.put(task)
-                continue
-            # The groups first, while requests still get COORDINATOR_LOAD_IN_PROGRESS: a member
-            # heartbeating once the partition is served must find its group.
-            self._notify_loaded(partition, groups)
+    def _run_loader(self) -> bool:
+        """One turn of the loader thread: one offsets partition loaded (supervised: see
+        :class:`~kafkacore.broker.shutdownable_thread.ShutdownableThread`)."""
+        task = self._load_queue.get()
+        if task is None:
+            return False
+        partition, election = task
+        try:
+            self._load_and_install(partition, election)
+        except Exception:
+            # e.g. the log is being truncated, or a bug: try again while it is still ours to
+            # load, rather than leave the partition "loading" for ever.
+            log.exception("loading offsets partition %d failed; retrying", partition)
+            time.sleep(0.5)
             with self._lock:
-                current = self._loading.get(partition) == election
-                if current:
-                    del self._loading[partition]
-                    self._owned.add(partition)
-                    self._install_locked(partition, offsets)
-            if not current:  # resigned or elected again meanwhile: drop the groups restored
-                for listener in self._resign_listeners:
-                    listener(partition)
-                continue
-            log.info("broker %d: loaded offsets partition %d (offsets of %d groups, %d groups)",
-                     self.broker.broker_id, partition, len(offsets), len(groups))
+                if self._loading.get(partition) == election:
+                    self._load_queue.put(task)
+        return True
+
+    def _load_and_install(self, partition: int, election: int) -> None:
+        offsets, groups = self._load(partition)
+        # The groups first, while requests still get COORDINATOR_LOAD_IN_PROGRESS: a member
+        # heartbeating once the partition is served must find its group.
+        self._notify_loaded(partition, groups)
+        with self._lock:
+            current = self._loading.get(partition) == election
+            if current:
+                del self._loading[partition]
+                self._owned.add(partition)
+                self._install_locked(partition, offsets)
+        if not current:  # resigned or elected again meanwhile: drop the groups restored
+            for listener in self._resign_listeners:
+                listener(partition)
+            return
+        log.info("broker %d: loaded offsets partition %d (offsets of %d groups, %d groups)",
+                 self.broker.broker_id, partition, len(offsets), len(groups))
 
     def _load(self, partition: int) -> tuple[dict[str, dict[tuple[str, int], _Cached]],
                                              dict[str, GroupRecord]]:
@@ -661,25 +668,25 @@ class GroupMetadataManager:
         from a thread that holds the produce purgatory's."""
         self._group_writes.put((group_id, record, callback))
 
-    def _run_writer(self) -> None:
-        while True:
-            task = self._group_writes.get()
-            if task is None:
-                return
-            group_id, record, callback = task
-            answered = []
+    def _run_writer(self) -> bool:
+        """One turn of the writer thread: one group record appended."""
+        task = self._group_writes.get()
+        if task is None:
+            return False
+        group_id, record, callback = task
+        answered = []
 
-            def once(error: int, callback: StoreGroupCallback = callback,
-                     answered: list[int] = answered) -> None:
-                if not answered:
-                    answered.append(error)
-                    callback(error)
+        def once(error: int) -> None:
+            if not answered:
+                answered.append(error)
+                callback(error)
 
-            try:
-                self._append_group(group_id, record, once)
-            except Exception:
-                log.exception("group %s: appending its metadata failed", group_id)
-                once(Errors.UNKNOWN_SERVER_ERROR)
+        try:
+            self._append_group(group_id, record, once)
+        except Exception:
+            log.exception("group %s: appending its metadata failed", group_id)
+            once(Errors.UNKNOWN_SERVER_ERROR)
+        return True
 
     def _append_group(self, group_id: str, record: GroupRecord | None,
                       callback: StoreGroupCallback) -> None:

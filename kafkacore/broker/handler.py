@@ -9,10 +9,10 @@ connection when no error response can be built) and the thread goes on.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Protocol
 
 from kafkacore.broker.request_channel import Request, RequestChannel
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 
 log = logging.getLogger(__name__)
 
@@ -22,33 +22,30 @@ class Apis(Protocol):
     def handle_error(self, request: Request, exc: BaseException) -> None: ...
 
 
-class KafkaRequestHandler(threading.Thread):
+class KafkaRequestHandler(ShutdownableThread):
     def __init__(self, handler_id: int, channel: RequestChannel, apis: Apis) -> None:
-        super().__init__(name=f"kafkacore-request-handler-{handler_id}", daemon=True)
+        super().__init__(f"kafkacore-request-handler-{handler_id}")
         self.id = handler_id
         self.channel = channel
         self.apis = apis
-        self._running = True
         self.handled = 0
 
-    def run(self) -> None:
-        while self._running:
-            request = self.channel.receive_request(timeout_s=0.3)
-            if request is None:
-                continue
-            try:
-                self.apis.handle(request)
-            except Exception as exc:
-                log.exception("error handling %r", request)
-                try:
-                    self.apis.handle_error(request, exc)
-                except Exception:
-                    log.exception("no error response for %r either; closing", request)
-                    self.channel.close_connection(request, f"handler failed: {exc!r}")
-            self.handled += 1
+    def do_work(self) -> None:
+        request = self.channel.receive_request(timeout_s=0.3)
+        if request is not None:
+            self._handle(request)
 
-    def shutdown(self) -> None:
-        self._running = False
+    def _handle(self, request: Request) -> None:
+        try:
+            self.apis.handle(request)
+        except Exception as exc:
+            log.exception("error handling %r", request)
+            try:
+                self.apis.handle_error(request, exc)
+            except Exception:
+                log.exception("no error response for %r either; closing", request)
+                self.channel.close_connection(request, f"handler failed: {exc!r}")
+        self.handled += 1
 
 
 class KafkaRequestHandlerPool:
@@ -61,7 +58,7 @@ class KafkaRequestHandlerPool:
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
         for h in self.handlers:
-            h.shutdown()
+            h.initiate_shutdown()
         for h in self.handlers:
             if h.is_alive():
                 h.join(timeout_s)

@@ -17,6 +17,7 @@ with its ``SslTransportLayer`` and ``SaslServerAuthenticator``); see docs/broker
 from __future__ import annotations
 
 import collections
+import errno
 import logging
 import queue
 import selectors
@@ -28,9 +29,17 @@ import time
 from typing import Any
 
 from kafkacore import errors
+from kafkacore.broker.authentication_executor import AuthenticationExecutor
 from kafkacore.broker.config import BrokerConfig, EndPoint
 from kafkacore.broker.faults import FaultInjector
-from kafkacore.broker.request_channel import Request, RequestChannel, Response, ResponseAction
+from kafkacore.broker.log.file_records import FileRecords
+from kafkacore.broker.request_channel import (
+    Request,
+    RequestChannel,
+    Response,
+    ResponseAction,
+    payload_size,
+)
 from kafkacore.broker.security import (
     ListenerSecurity,
     Outcome,
@@ -39,6 +48,7 @@ from kafkacore.broker.security import (
     build_listener_security,
     certificate_principal,
 )
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -50,6 +60,11 @@ _API_KEY_VERSION = struct.Struct(">hh")
 _RECV_CHUNK = 256 * 1024
 #: How long select() sleeps at most; bounds how late idle connections are noticed.
 _POLL_S = 0.3
+#: The acceptor's back-off after a failed accept (out of file descriptors): first and longest.
+ACCEPT_BACKOFF_MIN_S = 0.05
+ACCEPT_BACKOFF_MAX_S = 1.0
+#: At most one "accept failed" warning per this many seconds.
+ACCEPT_ERROR_LOG_INTERVAL_S = 10.0
 
 
 class TooManyConnectionsError(errors.KafkaError, OSError):
@@ -105,13 +120,45 @@ class ConnectionQuotas:
             return self._total
 
 
+class MemoryPool:
+    """The bytes of requests being read or handled, for all processors together
+    (``queued.max.request.bytes``; Kafka's ``SimpleMemoryPool``).
+
+    A processor that has read a request's size asks for that many bytes before it reads the
+    body; when the pool cannot give them, that connection is not read until another request's
+    bytes come back, so clients that half-send huge requests hold at most the pool, not the
+    broker's whole memory.  ``capacity`` -1: no bound.  Guarded by ``_lock``.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._used = 0  # guarded by _lock
+
+    def try_allocate(self, size: int) -> bool:
+        with self._lock:
+            if self.capacity >= 0 and self._used + size > self.capacity and self._used > 0:
+                return False  # (an empty pool always gives: one request larger than it fits)
+            self._used += size
+            return True
+
+    def release(self, size: int) -> None:
+        with self._lock:
+            self._used = max(0, self._used - size)
+
+    @property
+    def used(self) -> int:
+        with self._lock:
+            return self._used
+
+
 class KafkaChannel:
     """One client connection, owned by one processor (read and written only by its thread)."""
 
     __slots__ = (
         "id", "sock", "address", "buffer", "expected", "muted", "sends", "last_active",
         "events", "listener", "tls", "handshake_events", "authenticator", "close_after_send",
-        "trailing_bytes_logged", "certificate_principal",
+        "reserved", "trailing_bytes_logged", "certificate_principal",
     )
 
     def __init__(self, connection_id: str, sock: socket.socket, address: tuple[str, int],
@@ -122,7 +169,8 @@ class KafkaChannel:
         self.buffer = bytearray()  #: the part of the current frame read so far
         self.expected: int | None = None  #: the current frame's size, once its 4 bytes are in
         self.muted = False  #: a request of this connection is being handled: do not read
-        self.sends: collections.deque[memoryview] = collections.deque()  #: unwritten response
+        #: The unwritten response: buffers, and fetched records as file regions (FileRecords).
+        self.sends: collections.deque[Any] = collections.deque()
         self.last_active = time.monotonic()
         self.events = 0  #: what the selector watches for (0: not registered)
         self.listener = listener  #: the name of the listener it came in on
@@ -133,6 +181,9 @@ class KafkaChannel:
         self.authenticator: SaslServerAuthenticator | None = None
         #: Close once ``sends`` is written, for this reason (a failed authentication).
         self.close_after_send: str | None = None
+        #: Bytes of the broker's MemoryPool held by this connection's request (being read, or
+        #: in the handlers): given back when its response arrives or the connection closes.
+        self.reserved = 0
         #: ``User:<subject>`` of the client's verified certificate, once TLS is up (None: none).
         self.certificate_principal: str | None = None
         #: Bytes after a request's body were seen (and logged) on this connection.
@@ -158,7 +209,7 @@ def parse_request(frame: bytes) -> tuple[dict[str, Any], dict[str, Any] | None, 
     return header, None, 0
 
 
-class Processor(threading.Thread):
+class Processor(ShutdownableThread):
     """A network thread: its own selector, its own connections (Kafka's ``Processor``).
 
     Each turn of :meth:`run` does what Kafka's does, in the same order:
@@ -167,9 +218,18 @@ class Processor(threading.Thread):
     """
 
     def __init__(self, processor_id: int, config: BrokerConfig, channel: RequestChannel,
-                 quotas: ConnectionQuotas, faults: FaultInjector | None = None) -> None:
-        super().__init__(name=f"kafkacore-network-thread-{processor_id}", daemon=True)
+                 quotas: ConnectionQuotas, faults: FaultInjector | None = None,
+                 memory_pool: MemoryPool | None = None,
+                 authentication_executor: AuthenticationExecutor | None = None) -> None:
+        super().__init__(f"kafkacore-network-thread-{processor_id}")
         self.id = processor_id
+        #: Runs SaslAuthenticate steps off this thread (None: here, on the network thread).
+        self.authentication_executor = authentication_executor
+        self._authentication_results: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self.memory_pool = memory_pool if memory_pool is not None else MemoryPool(
+            config["queued.max.request.bytes"])
+        #: Connections whose next request waits for the memory pool (not read meanwhile).
+        self._memory_waiters: dict[str, KafkaChannel] = {}
         #: Faults switched on by tests (see docs/broker/faults.rst): isolation and latency are
         #: done here, between the handlers and the sockets.
         self.faults = faults if faults is not None else FaultInjector()
@@ -199,7 +259,6 @@ class Processor(threading.Thread):
         #: TLS connections whose socket holds decrypted bytes already read from the kernel:
         #: select() cannot see those, so the loop reads them without waiting.
         self._tls_pending: set[str] = set()
-        self._running = True
         self._next_index = 0
         self._stats = collections.Counter[str]()
         channel.add_processor(self)
@@ -224,10 +283,6 @@ class Processor(threading.Thread):
         except (BlockingIOError, OSError):
             pass  # the pipe is full (a wakeup is pending anyway) or we are closing
 
-    def shutdown(self) -> None:
-        self._running = False
-        self.wakeup()
-
     def statistics(self) -> dict[str, int]:
         """Counters of this processor (read from other threads; each value is one int)."""
         while True:
@@ -237,29 +292,30 @@ class Processor(threading.Thread):
             except RuntimeError:
                 continue
         stats["connections"] = len(self._channels)
+        stats["waiting_for_memory"] = len(self._memory_waiters)
         return stats
 
     # -- the processor's own thread -------------------------------------------------------------
 
-    def run(self) -> None:
-        try:
-            while self._running:
-                self.configure_new_connections()
-                self.process_new_responses()
-                self.enforce_isolation()
-                self.poll(self.release_held_responses())
-                self.close_delayed()
-                self.close_excess_idle()
-        except Exception:  # pragma: no cover - a bug; say so loudly rather than die silently
-            log.exception("processor %d failed", self.id)
-        finally:
-            for ch in list(self._channels.values()):
-                self.close(ch, "the broker is shutting down", level=logging.DEBUG)
-            self.channel.remove_processor(self.id)
-            self.faults.detach(self.name)
-            self._selector.close()
-            self._wakeup_r.close()
-            self._wakeup_w.close()
+    def do_work(self) -> None:
+        # One turn; an exception here is logged and the next turn runs (ShutdownableThread).
+        self.configure_new_connections()
+        self.process_new_responses()
+        self.process_authentication_results()
+        self.retry_memory_waiters()
+        self.enforce_isolation()
+        self.poll(self.release_held_responses())
+        self.close_delayed()
+        self.close_excess_idle()
+
+    def on_shutdown(self) -> None:
+        for ch in list(self._channels.values()):
+            self.close(ch, "the broker is shutting down", level=logging.DEBUG)
+        self.channel.remove_processor(self.id)
+        self.faults.detach(self.name)
+        self._selector.close()
+        self._wakeup_r.close()
+        self._wakeup_w.close()
 
     def configure_new_connections(self) -> None:
         while True:
@@ -306,10 +362,15 @@ class Processor(threading.Thread):
     def process_response(self, response: Response) -> None:
         ch = self._channels.get(response.request.connection_id)
         if ch is None:  # closed while its request was being handled
+            response.release()
             return
+        self._release_memory(ch)  # the request is handled: its bytes are free
         if response.action is ResponseAction.SEND:
             assert response.payload is not None
             for chunk in response.payload:
+                if hasattr(chunk, "write_to"):  # FileRecords: sent from its file
+                    ch.sends.append(chunk)
+                    continue
                 view = memoryview(chunk).cast("B")
                 if len(view):
                     ch.sends.append(view)
@@ -336,6 +397,8 @@ class Processor(threading.Thread):
             return
         for ch in list(self._channels.values()):
             self.close(ch, "the broker is isolated (an injected fault)", level=logging.DEBUG)
+        for _, response in self._held:
+            response.release()
         self._held.clear()
         self.faults.isolation_enforced(self.name)
 
@@ -355,13 +418,20 @@ class Processor(threading.Thread):
                 except (BlockingIOError, OSError):
                     pass
                 continue
-            if ch.handshake_events:
-                self._handshake(ch)
-                continue
-            if mask & selectors.EVENT_WRITE:
-                self._write(ch)
-            if mask & selectors.EVENT_READ and ch.id in self._channels and not ch.muted:
-                self._read(ch)
+            try:
+                if ch.handshake_events:
+                    self._handshake(ch)
+                    continue
+                if mask & selectors.EVENT_WRITE:
+                    self._write(ch)
+                if mask & selectors.EVENT_READ and ch.id in self._channels and not ch.muted:
+                    self._read(ch)
+            except Exception:
+                # A bug met on one connection (Kafka's processChannelException): that one
+                # connection goes, the thread and everyone else's connections stay.
+                log.exception("error on connection %s; closing it", ch.id)
+                self._stats["connection_errors"] += 1
+                self.close(ch, "internal error on this connection")
         if self._tls_pending:
             for connection_id in list(self._tls_pending):
                 self._tls_pending.discard(connection_id)
@@ -418,7 +488,14 @@ class Processor(threading.Thread):
         for ch in stale:
             if ch.id in self._delayed_closes:
                 continue
-            if ch.muted or ch.sends:  # a request is being handled: not idle
+            if ch.sends:
+                # A response the client has not read for that long: it is not reading (the
+                # socket is full).  Closed, as Kafka's idle check does, so a client that never
+                # reads holds nothing for ever.
+                self._stats["blocked_closed"] += 1
+                self.close(ch, f"a response unread for more than {self.idle_s * 1000:.0f} ms")
+                continue
+            if ch.muted:  # a request is being handled: not idle
                 self._touch(ch)
                 continue
             self._stats["idle_closed"] += 1
@@ -464,14 +541,43 @@ class Processor(threading.Thread):
                     self.close(ch, f"request size {size} is not within 0 and {setting}={limit}")
                     return
                 ch.expected = size
+                if not self._reserve_memory(ch):
+                    return
             if len(ch.buffer) == ch.expected:
-                frame = bytes(ch.buffer)
+                frame = ch.buffer  # handed over as is: no copy of a large request
                 ch.buffer = bytearray()
                 ch.expected = None
                 self._complete_receive(ch, frame)
                 return
 
-    def _complete_receive(self, ch: KafkaChannel, frame: bytes) -> None:
+    def _reserve_memory(self, ch: KafkaChannel) -> bool:
+        """Take the bytes of the request whose size was just read from the pool; if it has not
+        got them, stop reading this connection until it has (retry_memory_waiters)."""
+        assert ch.expected is not None
+        if self.memory_pool.try_allocate(ch.expected):
+            ch.reserved = ch.expected
+            return True
+        self._stats["memory_waits"] += 1
+        ch.muted = True
+        self._memory_waiters[ch.id] = ch
+        self._update_interest(ch)
+        return False
+
+    def retry_memory_waiters(self) -> None:
+        for ch in list(self._memory_waiters.values()):
+            assert ch.expected is not None
+            if not self.memory_pool.try_allocate(ch.expected):
+                return  # first come, first served: the others wait behind it
+            del self._memory_waiters[ch.id]
+            ch.reserved = ch.expected
+            self._unmute(ch)
+
+    def _release_memory(self, ch: KafkaChannel) -> None:
+        if ch.reserved:
+            self.memory_pool.release(ch.reserved)
+            ch.reserved = 0
+
+    def _complete_receive(self, ch: KafkaChannel, frame: bytes | bytearray) -> None:
         try:
             header, body, trailing = parse_request(frame)
         except Exception as exc:  # any bad bytes: this connection goes, nobody else notices
@@ -528,25 +634,26 @@ class Processor(threading.Thread):
             if body is None:
                 self.close(ch, f"SASL request {api_key} v{version} is not a version we read")
                 return True
-            was_reauthenticating = auth.state is SaslState.REAUTH_AUTHENTICATE
-            answer, outcome = auth.handle(api_key, version, body)
-            if api_key == ApiKey.SASL_AUTHENTICATE and version < 1:
-                answer.pop("session_lifetime_ms", None)  # v0 does not carry it
-            payload = codec.encode_response(api_key, version, header["correlation_id"], answer)
-            size = sum(len(memoryview(chunk).cast("B")) for chunk in payload)
-            ch.sends.extend(memoryview(c).cast("B") for c in [size.to_bytes(4, "big"), *payload])
-            if outcome is Outcome.FAILED:
-                self._stats["authentication_failed"] += 1
-                ch.close_after_send = (
-                    f"SASL authentication failed (error {answer['error_code']}: "
-                    f"{answer.get('error_message') or 'mechanism ' + repr(body.get('mechanism'))})")
-                # As Kafka's "Failed authentication with /host": the message names no secret.
-                log.info("failed authentication with %s on %s: %s", ch.address[0], ch.listener,
-                         ch.close_after_send)
-            elif outcome is Outcome.AUTHENTICATED:
-                self._stats["reauthentications" if was_reauthenticating else "authenticated"] += 1
             ch.muted = True  # until the answer is written, like any response
             self._update_interest(ch)
+            if api_key == ApiKey.SASL_AUTHENTICATE and self.authentication_executor is not None:
+                # The costly step (a PLAIN password's PBKDF2) runs off this thread, after the
+                # delay its source earned by failing (AuthenticationExecutor).
+                def step(auth: SaslServerAuthenticator = auth) -> tuple[Any, bool]:
+                    answer, outcome = auth.handle(api_key, version, body)
+                    return (answer, outcome), outcome is Outcome.FAILED
+
+                def done(result: Any, error: BaseException | None, ch_id: str = ch.id,
+                         reauth: bool = auth.state is SaslState.REAUTH_AUTHENTICATE) -> None:
+                    self._authentication_results.put((ch_id, header, body, reauth, result, error))
+                    self.wakeup()
+
+                if not self.authentication_executor.submit(ch.address[0], step, done):
+                    self.close(ch, "too many SASL authentications waiting; try again later")
+                return True
+            was_reauthenticating = auth.state is SaslState.REAUTH_AUTHENTICATE
+            self._answer_sasl(ch, header, body, was_reauthenticating,
+                              auth.handle(api_key, version, body))
             return True
         if not auth.authenticated:
             if api_key == ApiKey.API_VERSIONS and (
@@ -564,36 +671,107 @@ class Processor(threading.Thread):
             return True
         return False
 
+    def process_authentication_results(self) -> None:
+        """The SaslAuthenticate answers the AuthenticationExecutor has worked out."""
+        while True:
+            try:
+                ch_id, header, body, reauth, result, error = (
+                    self._authentication_results.get_nowait())
+            except queue.Empty:
+                return
+            ch = self._channels.get(ch_id)
+            if ch is None:
+                continue  # closed meanwhile
+            if error is not None:
+                log.error("SASL error on connection %s", ch.id, exc_info=error)
+                self.close(ch, "internal error during SASL authentication")
+                continue
+            self._answer_sasl(ch, header, body, reauth, result)
+
+    def _answer_sasl(self, ch: KafkaChannel, header: dict[str, Any], body: dict[str, Any],
+                     was_reauthenticating: bool, result: tuple[dict[str, Any], Outcome]) -> None:
+        answer, outcome = result
+        api_key, version = header["request_api_key"], header["request_api_version"]
+        self._release_memory(ch)  # answered here: the request's bytes are free
+        if api_key == ApiKey.SASL_AUTHENTICATE and version < 1:
+            answer.pop("session_lifetime_ms", None)  # v0 does not carry it
+        payload = codec.encode_response(api_key, version, header["correlation_id"], answer)
+        size = payload_size(payload)
+        ch.sends.extend(memoryview(c).cast("B") for c in [size.to_bytes(4, "big"), *payload])
+        if outcome is Outcome.FAILED:
+            self._stats["authentication_failed"] += 1
+            ch.close_after_send = (
+                f"SASL authentication failed (error {answer['error_code']}: "
+                f"{answer.get('error_message') or 'mechanism ' + repr(body.get('mechanism'))})")
+            # As Kafka's "Failed authentication with /host": the message names no secret.
+            log.info("failed authentication with %s on %s: %s", ch.address[0], ch.listener,
+                     ch.close_after_send)
+        elif outcome is Outcome.AUTHENTICATED:
+            self._stats["reauthentications" if was_reauthenticating else "authenticated"] += 1
+        self._update_interest(ch)
+
     def _write(self, ch: KafkaChannel) -> None:
         if ch.tls:
             self._write_tls(ch)
             return
-        while ch.sends:
+        sends = ch.sends
+        while sends:
+            head = sends[0]
             try:
-                sent = ch.sock.sendmsg(list(ch.sends)[:64])
+                if isinstance(head, FileRecords):
+                    # Zero copy (Kafka's FileRecords.writeTo): the kernel sends from the file.
+                    sent = head.write_to(ch.sock, head.remaining)
+                    if head.remaining:
+                        self._wrote(ch, sent)
+                        return  # the socket is full
+                    sends.popleft().close()
+                    self._wrote(ch, sent)
+                    continue
+                buffers = []
+                for chunk in sends:
+                    if isinstance(chunk, FileRecords) or len(buffers) == 64:
+                        break
+                    buffers.append(chunk)
+                sent = ch.sock.sendmsg(buffers)
             except BlockingIOError:
                 return
-            except OSError as exc:
+            except (OSError, EOFError) as exc:
                 self.close(ch, f"write failed: {exc}", level=logging.DEBUG)
                 return
-            self._stats["bytes_written"] += sent
-            self._touch(ch)
+            self._wrote(ch, sent)
             while sent:
-                head = ch.sends[0]
+                head = sends[0]
                 if sent >= len(head):
                     sent -= len(head)
-                    ch.sends.popleft()
+                    sends.popleft()
                 else:
-                    ch.sends[0] = head[sent:]  # a partial write: keep the rest for next time
-                    sent = 0
+                    sends[0] = head[sent:]  # a partial write: keep the rest for next time
                     return
         self._sent(ch)
+
+    def _wrote(self, ch: KafkaChannel, sent: int) -> None:
+        self._stats["bytes_written"] += sent
+        if sent:
+            self._touch(ch)
 
     def _write_tls(self, ch: KafkaChannel) -> None:
         # SSLSocket has no sendmsg(): one buffer at a time.  After a "want write" OpenSSL must
         # be given the same bytes again, which is what the head of ``sends`` still holds.
         while ch.sends:
             head = ch.sends[0]
+            if isinstance(head, FileRecords):
+                # TLS must encrypt in our memory: read the region one chunk at a time, so one
+                # chunk, not the whole fetch, is what a slow reader holds.
+                try:
+                    chunk = head.read_chunk(_RECV_CHUNK)
+                except (OSError, EOFError) as exc:
+                    self.close(ch, f"reading fetched records failed: {exc}")
+                    return
+                head.advance(len(chunk))
+                if not head.remaining:
+                    ch.sends.popleft().close()
+                ch.sends.appendleft(memoryview(chunk))
+                continue
             try:
                 sent = ch.sock.send(head[:_RECV_CHUNK])
             except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
@@ -601,8 +779,7 @@ class Processor(threading.Thread):
             except OSError as exc:
                 self.close(ch, f"write failed: {exc}", level=logging.DEBUG)
                 return
-            self._stats["bytes_written"] += sent
-            self._touch(ch)
+            self._wrote(ch, sent)
             if sent >= len(head):
                 ch.sends.popleft()
             else:
@@ -667,7 +844,12 @@ class Processor(threading.Thread):
             except (ssl.SSLError, OSError, ValueError):
                 pass
         ch.sock.close()
+        for chunk in ch.sends:
+            if isinstance(chunk, FileRecords):
+                chunk.close()
         ch.sends.clear()
+        self._release_memory(ch)
+        self._memory_waiters.pop(ch.id, None)
         self._tls_pending.discard(ch.id)
         self._delayed_closes.pop(ch.id, None)
         self.quotas.dec(ch.address[0])
@@ -677,15 +859,23 @@ class Processor(threading.Thread):
         return list(self._channels)
 
 
-class Acceptor(threading.Thread):
-    """Accepts connections and hands them round-robin to the processors (Kafka's ``Acceptor``)."""
+class Acceptor(ShutdownableThread):
+    """Accepts connections and hands them round-robin to the processors (Kafka's ``Acceptor``).
+
+    Out of file descriptors (``EMFILE``/``ENFILE``), a pending connection stays in the backlog
+    and the listening socket stays readable: polling it again at once would spin a core and
+    write the same warning thousands of times a second.  The acceptor instead stops accepting
+    for a back-off (doubling from :data:`ACCEPT_BACKOFF_MIN_S` to :data:`ACCEPT_BACKOFF_MAX_S`)
+    and logs one warning per :data:`ACCEPT_ERROR_LOG_INTERVAL_S`, with how many accepts failed
+    since; the processors go on serving the connections they have.
+    """
 
     def __init__(self, host: str, port: int, processors: list[Processor],
                  quotas: ConnectionQuotas, config: BrokerConfig,
                  faults: FaultInjector | None = None,
                  security: ListenerSecurity | None = None) -> None:
         name = security.endpoint.name if security is not None else "PLAINTEXT"
-        super().__init__(name=f"kafkacore-acceptor-{name}", daemon=True)
+        super().__init__(f"kafkacore-acceptor-{name}")
         self.security = security
         self.processors = processors
         self.faults = faults
@@ -696,27 +886,48 @@ class Acceptor(threading.Thread):
         self.server_socket.setblocking(False)
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.server_socket, selectors.EVENT_READ)
-        self._running = True
         self._current = 0
         self.refused = 0
         #: Connections accepted and closed at once while the broker was isolated.
         self.isolated_refused = 0
+        #: accept() calls that failed (out of file descriptors, ...), and the back-off now.
+        self.accept_errors = 0
+        self._backoff_s = 0.0
+        self._woken = threading.Event()  # set by wakeup(): ends a back-off early
+        self._errors_unlogged = 0
+        self._next_error_log = 0.0
 
     @property
     def port(self) -> int:
         return int(self.server_socket.getsockname()[1])
 
-    def run(self) -> None:
-        try:
-            while self._running:
-                if self._selector.select(_POLL_S):
-                    try:
-                        self._accept_all()
-                    except Exception:  # pragma: no cover - a bug: log it, keep accepting
-                        log.exception("acceptor error")
-        finally:
-            self._selector.close()
-            self.server_socket.close()
+    def wakeup(self) -> None:
+        self._woken.set()
+
+    def do_work(self) -> None:
+        if self._backoff_s:
+            if self._woken.wait(self._backoff_s):
+                return
+        if self._selector.select(_POLL_S):
+            self._accept_all()
+
+    def on_shutdown(self) -> None:
+        self._selector.close()
+        self.server_socket.close()
+
+    def _accept_failed(self, exc: OSError) -> None:
+        self.accept_errors += 1
+        self._errors_unlogged += 1
+        if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+            self._backoff_s = min(ACCEPT_BACKOFF_MAX_S,
+                                  max(ACCEPT_BACKOFF_MIN_S, self._backoff_s * 2))
+        now = time.monotonic()
+        if now >= self._next_error_log:
+            log.warning("accept failed on %s: %s (%d failed accepts since the last warning; "
+                        "accepting again in %.0f ms; open connections are still served)",
+                        self.name, exc, self._errors_unlogged, self._backoff_s * 1000)
+            self._errors_unlogged = 0
+            self._next_error_log = now + ACCEPT_ERROR_LOG_INTERVAL_S
 
     def _accept_all(self) -> None:
         while self._running:
@@ -724,9 +935,10 @@ class Acceptor(threading.Thread):
                 sock, address = self.server_socket.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as exc:  # e.g. too many open files: log, keep accepting later
-                log.warning("accept failed: %s", exc)
+            except OSError as exc:  # e.g. too many open files: back off (see the class)
+                self._accept_failed(exc)
                 return
+            self._backoff_s = 0.0
             host = address[0]
             if self.faults is not None and self.faults.isolated:
                 self.isolated_refused += 1
@@ -745,12 +957,22 @@ class Acceptor(threading.Thread):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._send_buffer)
             if self._receive_buffer > 0:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer)
-            processor = self.processors[self._current % len(self.processors)]
-            self._current += 1
+            processor = self._next_processor()
+            if processor is None:
+                self.quotas.dec(host)
+                sock.close()
+                continue
             processor.accept(sock, host, self.security)
 
-    def shutdown(self) -> None:
-        self._running = False
+    def _next_processor(self) -> Processor | None:
+        """Round-robin over the processors still alive: a dead one would never answer."""
+        for _ in range(len(self.processors)):
+            processor = self.processors[self._current % len(self.processors)]
+            self._current += 1
+            if processor.is_alive():
+                return processor
+        log.error("%s: no network thread is alive; closing a new connection", self.name)
+        return None
 
 
 class SocketServer:
@@ -767,12 +989,20 @@ class SocketServer:
             config["max.connections.per.ip"],
             config["max.connections.per.ip.overrides"],
         )
-        self.processors = [
-            Processor(i, config, channel, self.connection_quotas, self.faults)
-            for i in range(config["num.network.threads"])
-        ]
+        #: One pool for every processor: the bound is the broker's (queued.max.request.bytes).
+        self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
         if security is None:
             security = build_listener_security(config)
+        #: SASL listeners' authentication steps run here, off the network threads.
+        self.authentication_executor: AuthenticationExecutor | None = None
+        if any(s is not None and s.credentials is not None for s in security.values()):
+            self.authentication_executor = AuthenticationExecutor(
+                config["connection.failed.authentication.delay.ms"])
+        self.processors = [
+            Processor(i, config, channel, self.connection_quotas, self.faults, self.memory_pool,
+                      self.authentication_executor)
+            for i in range(config["num.network.threads"])
+        ]
         #: listener name -> its acceptor, in the order of ``listeners``.
         self.acceptors: dict[str, Acceptor] = {}
         for endpoint in config.listeners:
@@ -798,6 +1028,8 @@ class SocketServer:
                 for e in self.config.listeners]
 
     def startup(self) -> None:
+        if self.authentication_executor is not None:
+            self.authentication_executor.start()
         for p in self.processors:
             p.start()
         for acceptor in self.acceptors.values():
@@ -805,16 +1037,19 @@ class SocketServer:
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
         for acceptor in self.acceptors.values():
-            acceptor.shutdown()
+            acceptor.initiate_shutdown()
+        for acceptor in self.acceptors.values():
             if acceptor.is_alive():
                 acceptor.join(timeout_s)
             else:
                 acceptor.server_socket.close()
         for p in self.processors:
-            p.shutdown()
+            p.initiate_shutdown()
         for p in self.processors:
             if p.is_alive():
                 p.join(timeout_s)
+        if self.authentication_executor is not None:
+            self.authentication_executor.shutdown(timeout_s)
 
     def statistics(self) -> list[dict[str, int]]:
         """One dict of counters per processor (connections, accepted, requests, ...)."""

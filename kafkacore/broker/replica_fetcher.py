@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kafkacore import errors
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.partition import Partition
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -30,10 +31,9 @@ FETCH_VERSION = 16
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 
 
-class ReplicaFetcherThread(threading.Thread):
+class ReplicaFetcherThread(ShutdownableThread):
     def __init__(self, replica_manager: ReplicaManager, source_broker_id: int) -> None:
-        super().__init__(name=f"ReplicaFetcherThread-{replica_manager.broker_id}-"
-                              f"{source_broker_id}", daemon=True)
+        super().__init__(f"ReplicaFetcherThread-{replica_manager.broker_id}-{source_broker_id}")
         self.rm = replica_manager
         self.source_broker_id = source_broker_id
         self.config = replica_manager.config
@@ -58,11 +58,12 @@ class ReplicaFetcherThread(threading.Thread):
         with self._lock:
             return len(self._partitions)
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        self.initiate_shutdown()
         self._stopping.set()
         if self._client is not None:
             self._client.close()
-        self.join(5.0)
+        self.join(timeout_s)
 
     def _connect(self) -> InterBrokerClient | None:
         address = self.rm.brokers.get(self.source_broker_id)
@@ -81,32 +82,36 @@ class ReplicaFetcherThread(threading.Thread):
     def _backoff(self) -> None:
         self._stopping.wait(self.config["replica.fetch.backoff.ms"] / 1000.0)
 
-    def run(self) -> None:
-        while not self._stopping.is_set():
-            if self.rm.broker.faults.isolated:
-                if self._client is not None:
-                    self._client.close()
-                self._stopping.wait(0.1)
-                continue
-            client = self._connect()
-            with self._lock:
-                snapshot = dict(self._partitions)
-            if client is None or not snapshot:
-                self._stopping.wait(0.05)
-                continue
-            try:
-                truncating = [p for p, t in snapshot.values() if t]
-                if truncating:
-                    self._truncate_to_epoch_end_offsets(client, truncating)
-                    continue
-                self._fetch(client, [p for p, _ in snapshot.values()])
-            except OSError as exc:
-                if not self._stopping.is_set():
-                    log.debug("%s: %s", self.name, exc)
-                    self._backoff()
-            except Exception:
-                log.exception("%s failed", self.name)
+    def do_work(self) -> bool:
+        """One fetch (or truncation) turn; supervised, so an error in it is logged and the
+        next turn runs (ShutdownableThread)."""
+        if self._stopping.is_set():
+            return False
+        if self.rm.broker.faults.isolated:
+            if self._client is not None:
+                self._client.close()
+            self._stopping.wait(0.1)
+            return True
+        client = self._connect()
+        with self._lock:
+            snapshot = dict(self._partitions)
+        if client is None or not snapshot:
+            self._stopping.wait(0.05)
+            return True
+        try:
+            truncating = [p for p, t in snapshot.values() if t]
+            if truncating:
+                self._truncate_to_epoch_end_offsets(client, truncating)
+                return True
+            self._fetch(client, [p for p, _ in snapshot.values()])
+        except OSError as exc:
+            if not self._stopping.is_set():
+                log.debug("%s: %s", self.name, exc)
                 self._backoff()
+        except Exception:
+            log.exception("%s failed", self.name)
+            self._backoff()
+        return True
 
     def _truncate_to_epoch_end_offsets(self, client: InterBrokerClient,
                                        partitions: list[Partition]) -> None:

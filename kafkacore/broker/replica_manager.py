@@ -213,6 +213,9 @@ class ReplicaManager:
         if params.max_wait_ms <= 0 or not infos or total >= params.min_bytes or errored:
             respond(results)
             return
+        for r in results:  # read again when the wait ends: give the file regions back now
+            if hasattr(r["records"], "close"):
+                r["records"].close()
         operation = DelayedFetch(params.max_wait_ms, params, infos, self, respond)
         self.fetch_purgatory.try_complete_else_watch(
             operation, [(i.topic, i.partition) for i in infos])
@@ -242,7 +245,8 @@ class ReplicaManager:
                 max_offset = None if params.is_follower else (
                     lg.last_stable_offset if read_committed else lg.high_watermark)
                 data = lg.read(info.fetch_offset, max(0, min(info.max_bytes, remaining)),
-                               max_offset=max_offset, min_one_batch=not got_data)
+                               max_offset=max_offset, min_one_batch=not got_data,
+                               file_records=True)
             except errors.BrokerResponseError as exc:
                 part.update(error_code=exc.errno, high_watermark=lg.high_watermark,
                             last_stable_offset=lg.last_stable_offset,

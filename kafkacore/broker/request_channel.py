@@ -77,8 +77,23 @@ class ResponseAction(enum.Enum):
 class Response:
     request: Request
     action: ResponseAction
-    payload: list[Any] | None = None  #: size prefix + header + body buffers, for SEND
+    #: size prefix + header + body, for SEND: buffers, and the fetched records as file regions
+    #: (:class:`~kafkacore.broker.log.file_records.FileRecords`) that the processor sends from
+    #: their segment files.
+    payload: list[Any] | None = None
     reason: str = ""  #: why, for CLOSE
+
+    def release(self) -> None:
+        """Give back the file regions of a response that will never be written."""
+        for chunk in self.payload or ():
+            if hasattr(chunk, "write_to"):
+                chunk.close()
+
+
+def payload_size(payload: list[Any]) -> int:
+    """The bytes ``payload`` puts on the wire (a file region counts its length)."""
+    return sum(len(chunk) if hasattr(chunk, "write_to") else memoryview(chunk).nbytes
+               for chunk in payload)
 
 
 class RequestChannel:
@@ -115,7 +130,7 @@ class RequestChannel:
         payload = codec.encode_response(
             request.api_key, request.api_version, request.correlation_id, body
         )
-        size = sum(len(memoryview(chunk).cast("B")) for chunk in payload)
+        size = payload_size(payload)
         self._enqueue(
             Response(request, ResponseAction.SEND, [size.to_bytes(4, "big"), *payload])
         )
@@ -132,6 +147,7 @@ class RequestChannel:
         processor = self._processors.get(response.request.processor)
         if processor is None:  # the broker is shutting down
             log.debug("dropping the response to %r: processor gone", response.request)
+            response.release()
             return
         processor.enqueue_response(response)
 

@@ -386,6 +386,12 @@ def _item_encoder(f: Field, version: int, compact: bool) -> Encoder:
                 _write_length(w, None, compact, True)
                 return
             if not isinstance(value, (bytes, bytearray, memoryview)):
+                if zero_copy and hasattr(value, "write_to"):
+                    # A region of a file (the broker's FileRecords): its length here, the region
+                    # itself in the list, for the network thread to send from the file.
+                    _write_length(w, len(value), compact, True)
+                    w.view(value)
+                    return
                 raise TypeError(f"{t} needs a bytes-like object, got {type(value).__name__}")
             view = value if isinstance(value, memoryview) else memoryview(value)
             if view.format != "B" or view.ndim != 1:

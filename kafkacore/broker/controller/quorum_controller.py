@@ -18,6 +18,7 @@ from kafkacore.broker.controller.replication_control_manager import (
 )
 from kafkacore.broker.files import replace_atomically
 from kafkacore.broker.metadata_cache import validate_topic_name
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors, InvalidTopicError, InvalidUpdateVersionError
 
 log = logging.getLogger(__name__)
@@ -50,8 +51,8 @@ class QuorumController:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._load()
         self._stop = threading.Event()
-        self._fencer = threading.Thread(target=self._fence_lapsed, daemon=True,
-                                        name=f"controller-{self.node_id}-fencer")
+        self._fencer = ShutdownableThread(f"controller-{self.node_id}-fencer",
+                                           work=self._fence_lapsed)
 
     # -- state on disk ---------------------------------------------------------------------------
 
@@ -77,7 +78,7 @@ class QuorumController:
 
     def shutdown(self) -> None:
         self._stop.set()
-        self._fencer.join(5.0)
+        self._fencer.shutdown(5.0)
 
     # -- brokers -----------------------------------------------------------------------------------
 
@@ -134,12 +135,15 @@ class QuorumController:
         log.info("controller: broker %d fenced (%s)%s", broker_id, why,
                  "; " + "; ".join(changes) if changes else "")
 
-    def _fence_lapsed(self) -> None:
+    def _fence_lapsed(self) -> bool:
+        """One turn of the fencer thread (supervised: an error is logged, the next turn runs)."""
         period = min(self.heartbeats.session_timeout_ms / 4000.0, 0.25)
-        while not self._stop.wait(period):
-            with self.lock:
-                for broker_id in self.heartbeats.expired():
-                    self._fence(broker_id, "its session expired")
+        if self._stop.wait(period):
+            return False
+        with self.lock:
+            for broker_id in self.heartbeats.expired():
+                self._fence(broker_id, "its session expired")
+        return True
 
     # -- topics ------------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from kafkacore.broker.log.config import LogConfig
 from kafkacore.broker.log.dir_failure_channel import LogDirFailureChannel
 from kafkacore.broker.log.end_transaction_marker import COMMIT, read_marker
+from kafkacore.broker.log.file_records import FileRecords
 from kafkacore.broker.log.producer_state import (
     CompletedTxn,
     ProducerAppendInfo,
@@ -69,7 +70,7 @@ class LogAppendInfo:
 class FetchDataInfo:
     """Whole batches read from ``fetch_offset`` on (``records`` empty when there is nothing)."""
 
-    records: bytes
+    records: bytes | FileRecords  # a file region when read with ``file_records=True``
     first_offset: int  # base offset of the first batch returned (-1 if none)
     fetch_offset: int
     high_watermark: int
@@ -545,11 +546,14 @@ class Log:
         *,
         max_offset: int | None = None,
         min_one_batch: bool = True,
+        file_records: bool = False,
     ) -> FetchDataInfo:
         """Whole batches from the one holding ``fetch_offset`` (Kafka's ``UnifiedLog.read``).
 
         ``max_offset`` is exclusive (the high watermark for a consumer); ``OffsetOutOfRangeError``
-        outside [log start, log end]."""
+        outside [log start, log end].  With ``file_records`` the records are a
+        :class:`~kafkacore.broker.log.file_records.FileRecords` region (the fetch path, which
+        sends them with ``sendfile``), which the caller must close."""
         with self._lock:
             self._check_open()
             start, end = self.log_start_offset, self.log_end_offset
@@ -565,7 +569,8 @@ class Log:
             for segment in self._segments[max(i, 0) :]:
                 try:
                     with self._storage("read"):
-                        got = segment.read(fetch_offset, max_bytes, max_offset, min_one_batch)
+                        read = segment.read_file_records if file_records else segment.read
+                        got = read(fetch_offset, max_bytes, max_offset, min_one_batch)
                 except CorruptMessageError as exc:
                     self._report_damage(segment, str(exc))
                     raise

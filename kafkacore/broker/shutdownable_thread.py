@@ -1,0 +1,117 @@
+"""ShutdownableThread: a broker thread that survives its own bugs (Kafka's ``ShutdownableThread``).
+
+A broker thread is a loop: ``do_work()`` once per turn until :meth:`initiate_shutdown`.  What
+happens when a turn raises is the whole point of this class.  Kafka's ``ShutdownableThread`` logs
+"Error due to" and *ends the thread*; its network ``Processor`` and ``Acceptor`` instead catch
+per turn and go on.  We do what the Processor does, for every broker thread: a thread that stops
+on its first unexpected exception leaves the broker up but deaf (a processor's connections are
+accepted and never answered, a fencer that never fences), and nothing outside notices.  So:
+
+- an exception in one turn is logged with its traceback, counted in :attr:`failures`, and the
+  loop goes on after a short pause (so a failure that repeats every turn cannot spin a core or
+  fill the disk with the same traceback: after the first, the same error is logged at most once
+  per :data:`REPEAT_LOG_INTERVAL_S`);
+- if the thread ends any other way than by :meth:`initiate_shutdown` (a ``BaseException``, a
+  ``do_work`` that returns ``False`` is *not* such a way: it asks to stop), it says so at
+  CRITICAL level and calls :attr:`on_death`, so its owner can stop sending it work.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+#: The pause after a failed turn: bounds the CPU and the log a repeating failure costs.
+FAILURE_BACKOFF_S = 0.1
+#: The same exception type in a row is logged again only after this long.
+REPEAT_LOG_INTERVAL_S = 10.0
+
+
+class ShutdownableThread(threading.Thread):
+    """Subclasses implement :meth:`do_work` (one turn) and may override :meth:`on_shutdown`;
+    or pass ``work``, a callable that is one turn (returning False to stop)."""
+
+    def __init__(self, name: str, *, work: Callable[[], bool | None] | None = None,
+                 daemon: bool = True) -> None:
+        super().__init__(name=name, daemon=daemon)
+        self._work = work
+        self._running = True  # written by any thread, read by this one (a bool: atomic)
+        self._shutdown_complete = threading.Event()
+        #: Turns that raised (read from other threads for statistics and tests).
+        self.failures = 0
+        #: Called (on this thread) if it ends without being asked to.
+        self.on_death: Callable[[ShutdownableThread], None] | None = None
+        self._last_logged: tuple[type[BaseException], float] | None = None
+
+    @property
+    def is_running(self) -> bool:
+        return self._running
+
+    def initiate_shutdown(self) -> None:
+        """Ask the loop to stop after its current turn (does not wait)."""
+        self._running = False
+        self.wakeup()
+
+    def await_shutdown(self, timeout_s: float | None = None) -> bool:
+        """Wait (bounded) until the loop has ended; True if it has."""
+        return self._shutdown_complete.wait(timeout_s)
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        self.initiate_shutdown()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.await_shutdown(timeout_s)
+
+    def wakeup(self) -> None:
+        """Interrupt a turn that sleeps (a selector, a queue); nothing by default."""
+
+    def do_work(self) -> bool | None:
+        """One turn of the loop.  Return False to end the thread normally."""
+        if self._work is None:
+            raise NotImplementedError("a ShutdownableThread needs do_work() or work")
+        return self._work()
+
+    def on_shutdown(self) -> None:
+        """Release what the thread owns; runs on this thread once the loop has ended."""
+
+    def run(self) -> None:
+        asked = False
+        try:
+            while self._running:
+                try:
+                    if self.do_work() is False:
+                        asked = True
+                        break
+                except Exception as exc:
+                    if not self._running:
+                        break  # failing because we are closing: nothing to report
+                    self.failures += 1
+                    self._log_failure(exc)
+                    time.sleep(FAILURE_BACKOFF_S)
+            else:
+                asked = True
+        finally:
+            try:
+                self.on_shutdown()
+            except Exception:
+                log.exception("%s: error while shutting down", self.name)
+            try:
+                if not asked and self._running:
+                    log.critical("thread %s died: the broker part it runs has stopped",
+                                 self.name)
+                    if self.on_death is not None:
+                        self.on_death(self)
+            finally:
+                self._shutdown_complete.set()
+
+    def _log_failure(self, exc: Exception) -> None:
+        now = time.monotonic()
+        last = self._last_logged
+        if last is not None and last[0] is type(exc) and now - last[1] < REPEAT_LOG_INTERVAL_S:
+            return
+        self._last_logged = (type(exc), now)
+        log.error("%s: uncaught error in its loop (failure %d; the thread goes on)",
+                  self.name, self.failures, exc_info=exc)
