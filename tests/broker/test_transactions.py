@@ -651,7 +651,7 @@ def test_a_transactional_batch_for_a_partition_not_added_is_refused(ours):
     from kafkacore.protocol import codec
     from kafkacore.protocol.api_keys import ApiKey
 
-    topic = new_topic(ours)
+    topic = new_topic(ours, PARTITIONS)
     txn_id = f"tx-{topic}"
     host, port = ours.bootstrap.split(":")
     client = InterBrokerClient(host, int(port), "not-added", 10.0)
