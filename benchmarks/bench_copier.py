@@ -1,0 +1,263 @@
+"""Exactly once through SIGKILLs: the transactional copier (examples/transactional_copier.py) on
+a 3-broker cluster, its coordinator, an output leader and itself killed again and again
+(Kafka's system test ``transactions_test.py``, on loopback).
+
+    PYTHONPATH=. python benchmarks/bench_copier.py [--records 100000] [--kills 3]
+        [--producer kafkacore confluent] [--json benchmarks/results/copier.json]
+
+For each producer: a fresh 3-broker :class:`kafkacore.broker.Cluster` (topics with replication
+factor 3, ``min.insync.replicas`` 2), ``--records`` records written to a 3-partition input
+topic, then one copier process copying it to a 3-partition output topic in transactions.  As
+the copier's committed count crosses evenly spaced marks, in turn: (a) the broker leading the
+copier's ``__transaction_state`` partition, (b) the leader of one output partition (each in
+turn), (c) the copier process are SIGKILLed; a broker is restarted once the copier has committed
+again without it (and its partitions are back in sync before the next kill), a copier at once.
+Then a confluent-kafka read_committed consumer reads the output to its end: every input record
+exactly once, in each partition in the input's order.  Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from typing import Any
+
+from kafkacore.admin import create_topics
+from kafkacore.broker import Cluster
+from kafkacore.broker.group_metadata_manager import partition_for
+from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+COPIER = ROOT / "examples" / "transactional_copier.py"
+PARTITIONS = 3
+TXN_PARTITIONS = 5  # fewer than Kafka's 50: a faster start
+CLUSTER_CONFIG = {"transaction.state.log.num.partitions": str(TXN_PARTITIONS),
+                  "replica.lag.time.max.ms": "2000",
+                  "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}
+KINDS = ("coordinator", "output_leader", "copier")
+
+
+class CopierRunError(AssertionError):
+    pass
+
+
+def make_topics(cluster: Cluster, *names: str) -> None:
+    configs = {"min.insync.replicas": "2"}
+    result = create_topics(cluster.bootstrap_servers, {n: PARTITIONS for n in names},
+                           replication_factor=3, configs=configs)
+    assert result == {n: 0 for n in names}, result
+    for name in names:
+        for p in range(PARTITIONS):
+            cluster.wait_for_isr(name, p, [1, 2, 3])
+        cluster.wait_for_topic(name)
+
+
+def value_of(partition: int, i: int) -> bytes:
+    return b"%d:%08d" % (partition, i)
+
+
+def fill_input(bootstrap: str, topic: str, n: int) -> dict[int, list[bytes]]:
+    """``n`` records, round robin over the partitions; returns each partition's values in order."""
+    from kafkacore import KafkaProducer
+
+    expected: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
+    with KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5) as producer:
+        for i in range(n):
+            p = i % PARTITIONS
+            value = value_of(p, i)
+            producer.send(topic, value, partition=p)
+            expected[p].append(value)
+        producer.flush(120)
+    return expected
+
+
+class Copier:
+    """One copier process at a time; its stdout's ``committed <n>`` lines feed ``committed``."""
+
+    def __init__(self, cluster: Cluster, args: list[str], log: pathlib.Path) -> None:
+        self.cluster, self.args, self.log = cluster, args, log
+        self.committed = 0
+        self.process: subprocess.Popen[str] | None = None
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.starts = 0
+
+    def start(self) -> None:
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        with open(self.log, "a") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, str(COPIER), "--bootstrap-servers",
+                 self.cluster.bootstrap_servers, *self.args],
+                stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+        self.starts += 1
+        threading.Thread(target=self._read, args=(self.process,), daemon=True).start()
+
+    def _read(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("committed "):
+                self.committed = max(self.committed, int(line.split()[1]))
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(30)
+
+    def poll(self) -> int | None:
+        assert self.process is not None
+        return self.process.poll()
+
+
+def wait_for(pred: Any, what: str, bound_s: float, copier: Copier | None = None) -> None:
+    deadline = time.monotonic() + bound_s
+    while not pred():
+        if copier is not None and copier.poll() not in (None, 0):
+            raise CopierRunError(f"the copier failed (exit {copier.poll()}) while waiting for "
+                                 f"{what}; see {copier.log}")
+        if time.monotonic() > deadline:
+            raise CopierRunError(f"waited {bound_s} s for {what}")
+        time.sleep(0.05)
+
+
+def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, work_dir:
+             pathlib.Path, max_rate: float = 0.0, bound_s: float = 600.0) -> dict[str, Any]:
+    """Fill, copy under kills, verify; returns the figures (raises CopierRunError on a failed
+    check)."""
+    tag = uuid.uuid4().hex[:8]
+    source, target = f"copier-in-{tag}", f"copier-out-{tag}"
+    make_topics(cluster, source, target)
+    expected = fill_input(cluster.bootstrap_servers, source, n)
+    txn_id = f"copier-{tag}"
+    txn_partition = partition_for(txn_id, TXN_PARTITIONS)
+    copier = Copier(cluster, ["--input", source, "--output", target, "--group", f"g-{tag}",
+                              "--transactional-id", txn_id, "--producer", producer,
+                              "--max-rate", str(max_rate)],
+                    work_dir / f"copier-{producer}-{tag}.log")
+    plan = [KINDS[i % 3] for i in range(3 * kills_per_kind)]
+    marks = [n * (i + 1) // (len(plan) + 1) for i in range(len(plan))]
+    kills: list[dict[str, Any]] = []
+    began = time.monotonic()
+    copier.start()
+    deadline = began + bound_s
+    for i, (kind, mark) in enumerate(zip(plan, marks)):
+        wait_for(lambda m=mark: copier.committed >= m, f"{mark} records committed",
+                 deadline - time.monotonic(), copier)
+        at = copier.committed
+        if copier.poll() is not None:
+            raise CopierRunError(f"the copier finished before kill {i + 1} ({kind}); "
+                                 "a lower --max-rate leaves time for every kill")
+        if kind == "copier":
+            copier.kill()
+            copier.start()
+            kills.append({"kind": kind, "at": at})
+            continue
+        if kind == "coordinator":
+            topic, partition = TRANSACTION_STATE_TOPIC, txn_partition
+        else:
+            topic, partition = target, i // 3 % PARTITIONS
+        victim = cluster.leader_of(topic, partition)
+        cluster.kill(victim)
+        cluster.wait_for_leader_change(topic, partition, victim)
+        # the copier commits again without the dead broker before it comes back
+        wait_for(lambda a=at: copier.committed > a or copier.poll() == 0,
+                 "a commit without the killed broker", deadline - time.monotonic(), copier)
+        cluster.restart(victim)
+        for t, ps in ((TRANSACTION_STATE_TOPIC, [txn_partition]), (target, range(PARTITIONS))):
+            for p in ps:
+                cluster.wait_for_isr(t, p, [1, 2, 3], timeout_s=120)
+        kills.append({"kind": kind, "at": at, "broker": victim, "partition": f"{topic}-{partition}"})
+    wait_for(lambda: copier.poll() is not None, "the copier to finish",
+             deadline - time.monotonic())
+    if copier.poll() != 0:
+        raise CopierRunError(f"the copier exited {copier.poll()}; see {copier.log}")
+    copy_s = time.monotonic() - began
+    got = read_committed(cluster.bootstrap_servers, target)
+    for p in range(PARTITIONS):
+        if got[p] != expected[p]:
+            raise CopierRunError(_difference(p, expected[p], got[p]))
+    return {"producer": producer, "records": n, "kills": kills, "copier_starts": copier.starts,
+            "seconds": round(copy_s, 1), "records_per_s": round(n / copy_s),
+            "exactly_once_in_order": True}
+
+
+def _difference(partition: int, want: list[bytes], got: list[bytes]) -> str:
+    first = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want),
+                                                                                len(got)))
+    return (f"output partition {partition}: {len(got)} records, {len(set(got))} distinct, "
+            f"{len(want)} expected; first difference at {first}: "
+            f"want {want[first:first + 3]}, got {got[first:first + 3]}")
+
+
+def read_committed(bootstrap: str, topic: str, bound_s: float = 120.0) -> dict[int, list[bytes]]:
+    """Every committed record of ``topic``, per partition, with confluent-kafka: read to the
+    end (the last stable offset, which is the end once no transaction is open)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"verify-{topic}",
+                         "isolation.level": "read_committed", "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    out: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
+    at_end: set[int] = set()
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        deadline = time.monotonic() + bound_s
+        while len(at_end) < PARTITIONS:
+            if time.monotonic() > deadline:
+                raise CopierRunError(f"read {sum(map(len, out.values()))} records of {topic} "
+                                     f"in {bound_s} s, partitions at their end: {at_end}")
+            for m in consumer.consume(10_000, 0.5):
+                if m.error():
+                    if m.error().code() == m.error()._PARTITION_EOF:
+                        at_end.add(m.partition())
+                        continue
+                    raise CopierRunError(f"verifying consumer: {m.error()}")
+                at_end.discard(m.partition())
+                out[m.partition()].append(m.value())
+    finally:
+        consumer.close()
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--kills", type=int, default=3, help="kills of each kind")
+    parser.add_argument("--producer", nargs="+", default=["kafkacore", "confluent"],
+                        choices=("kafkacore", "confluent"))
+    parser.add_argument("--max-rate", type=float, default=0.0)
+    parser.add_argument("--bound-s", type=float, default=900.0)
+    parser.add_argument("--json", type=pathlib.Path)
+    args = parser.parse_args()
+    results = []
+    failed = False
+    for producer in args.producer:
+        with tempfile.TemporaryDirectory(prefix="bench-copier-") as tmp:
+            work = pathlib.Path(tmp)
+            with Cluster(3, log_dir=work / "cluster", config=CLUSTER_CONFIG) as cluster:
+                try:
+                    result = run_copy(cluster, producer, args.records, args.kills,
+                                      work_dir=pathlib.Path(tempfile.gettempdir()),
+                                      max_rate=args.max_rate, bound_s=args.bound_s)
+                except CopierRunError as error:
+                    failed = True
+                    result = {"producer": producer, "records": args.records,
+                              "exactly_once_in_order": False, "error": str(error)}
+        print(json.dumps(result), flush=True)
+        results.append(result)
+    if args.json:
+        args.json.write_text(json.dumps({"bench": "copier", "partitions": PARTITIONS,
+                                         "replication_factor": 3, "min_insync_replicas": 2,
+                                         "results": results}, indent=2) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
