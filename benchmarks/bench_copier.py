@@ -136,7 +136,8 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
     make_topics(cluster, source, target)
     expected = fill_input(cluster.bootstrap_servers, source, n)
     txn_id = f"copier-{tag}"
-    txn_partition = partition_for(txn_id, TXN_PARTITIONS)
+    txn_partitions = int(cluster.config.get("transaction.state.log.num.partitions", "50"))
+    txn_partition = partition_for(txn_id, txn_partitions)
     copier = Copier(cluster, ["--input", source, "--output", target, "--group", f"g-{tag}",
                               "--transactional-id", txn_id, "--producer", producer,
                               "--max-rate", str(max_rate)],
@@ -147,7 +148,7 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
     began = time.monotonic()
     copier.start()
     deadline = began + bound_s
-    for i, (kind, mark) in enumerate(zip(plan, marks)):
+    for i, (kind, mark) in enumerate(zip(plan, marks, strict=True)):
         wait_for(lambda m=mark: copier.committed >= m, f"{mark} records committed",
                  deadline - time.monotonic(), copier)
         at = copier.committed
@@ -189,8 +190,8 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
 
 
 def _difference(partition: int, want: list[bytes], got: list[bytes]) -> str:
-    first = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want),
-                                                                                len(got)))
+    first = next((i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b),
+                 min(len(want), len(got)))
     return (f"output partition {partition}: {len(got)} records, {len(set(got))} distinct, "
             f"{len(want)} expected; first difference at {first}: "
             f"want {want[first:first + 3]}, got {got[first:first + 3]}")
