@@ -128,7 +128,8 @@ def wait_for(pred: Any, what: str, bound_s: float, copier: Copier | None = None)
 
 
 def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, work_dir:
-             pathlib.Path, max_rate: float = 0.0, bound_s: float = 600.0) -> dict[str, Any]:
+             pathlib.Path, max_rate: float = 0.0, bound_s: float = 600.0,
+             client_debug: str = "") -> dict[str, Any]:
     """Fill, copy under kills, verify; returns the figures (raises CopierRunError on a failed
     check)."""
     tag = uuid.uuid4().hex[:8]
@@ -140,7 +141,7 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
     txn_partition = partition_for(txn_id, txn_partitions)
     copier = Copier(cluster, ["--input", source, "--output", target, "--group", f"g-{tag}",
                               "--transactional-id", txn_id, "--producer", producer,
-                              "--max-rate", str(max_rate)],
+                              "--max-rate", str(max_rate), "--client-debug", client_debug],
                     work_dir / f"copier-{producer}-{tag}.log")
     plan = [KINDS[i % 3] for i in range(3 * kills_per_kind)]
     marks = [n * (i + 1) // (len(plan) + 1) for i in range(len(plan))]
@@ -184,7 +185,9 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
     for p in range(PARTITIONS):
         if got[p] != expected[p]:
             raise CopierRunError(_difference(p, expected[p], got[p]))
+    aborts = sum(line.startswith("aborting:") for line in copier.log.read_text().splitlines())
     return {"producer": producer, "records": n, "kills": kills, "copier_starts": copier.starts,
+            "aborted_transactions": aborts,
             "seconds": round(copy_s, 1), "records_per_s": round(n / copy_s),
             "exactly_once_in_order": True}
 
@@ -235,6 +238,8 @@ def main() -> int:
                         choices=("kafkacore", "confluent"))
     parser.add_argument("--max-rate", type=float, default=0.0)
     parser.add_argument("--bound-s", type=float, default=900.0)
+    parser.add_argument("--client-debug", default="",
+                        help="librdkafka debug contexts for confluent-kafka's producer")
     parser.add_argument("--json", type=pathlib.Path)
     args = parser.parse_args()
     results = []
@@ -246,7 +251,8 @@ def main() -> int:
                 try:
                     result = run_copy(cluster, producer, args.records, args.kills,
                                       work_dir=pathlib.Path(tempfile.gettempdir()),
-                                      max_rate=args.max_rate, bound_s=args.bound_s)
+                                      max_rate=args.max_rate, bound_s=args.bound_s,
+                                      client_debug=args.client_debug)
                 except CopierRunError as error:
                     failed = True
                     result = {"producer": producer, "records": args.records,

@@ -36,7 +36,7 @@ _POLL_S = 0.2
 class _KafkacoreProducer:
     """kafkacore's KafkaProducer, its errors sorted into Kafka's three kinds."""
 
-    def __init__(self, bootstrap: str, transactional_id: str) -> None:
+    def __init__(self, bootstrap: str, transactional_id: str, debug: str = "") -> None:
         from kafkacore import KafkaProducer
 
         self.producer = KafkaProducer(bootstrap_servers=bootstrap,
@@ -69,13 +69,15 @@ class _KafkacoreProducer:
 
 
 class _ConfluentProducer:
-    def __init__(self, bootstrap: str, transactional_id: str) -> None:
+    def __init__(self, bootstrap: str, transactional_id: str, debug: str = "") -> None:
         from confluent_kafka import Producer
 
-        self.producer = Producer({"bootstrap.servers": bootstrap,
-                                  "transactional.id": transactional_id, "linger.ms": 5,
-                                  "message.timeout.ms": 60_000,
-                                  "transaction.timeout.ms": 60_000})
+        settings = {"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                    "linger.ms": 5, "message.timeout.ms": 60_000,
+                    "transaction.timeout.ms": 60_000}
+        if debug:
+            settings["debug"] = debug
+        self.producer = Producer(settings)
 
     def init(self) -> None:
         self.producer.init_transactions(120)
@@ -111,7 +113,7 @@ def copy(args: argparse.Namespace) -> int:
     from confluent_kafka import Consumer, TopicPartition
 
     producer: Any = (_KafkacoreProducer if args.producer == "kafkacore" else _ConfluentProducer)(
-        args.bootstrap_servers, args.transactional_id)
+        args.bootstrap_servers, args.transactional_id, args.client_debug)
     # first fence the copier we replace, so that its open transaction (and its offsets) is
     # settled before we ask for the group's committed offsets
     producer.init()
@@ -194,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--txn-ms", type=int, default=100)
     parser.add_argument("--max-rate", type=float, default=0.0,
                         help="records per second at most (0: as fast as it goes)")
+    parser.add_argument("--client-debug", default="",
+                        help="librdkafka debug contexts of confluent-kafka's producer "
+                             "(e.g. eos,protocol), written to stderr")
     args = parser.parse_args(argv)
     if args.records_per_txn < 1 or args.txn_ms < 1 or args.max_rate < 0:
         parser.error("--records-per-txn and --txn-ms must be positive, --max-rate >= 0")
