@@ -126,11 +126,28 @@ def copy(args: argparse.Namespace) -> int:
         ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=60)[1]
                 for tp in partitions}
         committed = {tp.partition: max(tp.offset, 0)
-                     for tp in consumer.committed(partitions, timeout=60)}
+                     for tp in _committed(consumer, partitions)}
         consumer.assign([TopicPartition(args.input, p, o) for p, o in committed.items()])
         return _loop(args, producer, consumer, committed, ends)
     finally:
         consumer.close()
+
+
+def _committed(consumer: Any, partitions: list[Any], bound_s: float = 120.0) -> list[Any]:
+    """The group's committed offsets, asked again while the group's coordinator moves
+    (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS: librdkafka hands these to the caller)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    moving = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+              KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError._TIMED_OUT}
+    deadline = time.monotonic() + bound_s
+    while True:
+        try:
+            return consumer.committed(partitions, timeout=30)
+        except KafkaException as error:
+            if error.args[0].code() not in moving or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _loop(args: argparse.Namespace, producer: Any, consumer: Any, committed: dict[int, int],
