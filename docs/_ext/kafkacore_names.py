@@ -7,6 +7,9 @@ A chapter that names ``kafkacore/broker/log/log_segment.py``, ``linger.ms`` or
 * a path (``kafkacore/...``, ``tests/...``, ``tutorials/...``, ``docs/...``, ``benchmarks/...``)
   that exists in the repository;
 * a dotted module or attribute under ``kafkacore`` that imports;
+* a ``CamelCase`` name (or ``CamelCase.attribute``): a class or constant defined in kafkacore, a
+  Python built-in, or a Kafka (Java) class, API or type a chapter names for comparison
+  (``KAFKA_NAMES`` below);
 * any other dotted lower-case name: a producer setting (``kafkacore.config``, with its aliases and
   the librdkafka names it knows), a broker setting (``kafkacore.broker.config``), or a Kafka
   setting a chapter mentions for comparison (``KAFKA_ONLY`` below).
@@ -22,6 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 _LITERAL = re.compile(r"``([^`\s]+)``")
 _PATH = re.compile(r"^(kafkacore|tests|tutorials|docs|benchmarks)/[\w./-]*$")
 _MODULE = re.compile(r"^kafkacore(\.\w+)+$")
+_CLASS = re.compile(r"^([A-Z][a-z]\w*[a-z]\w*)(?:\.\w+)*(?:\(\))?$")
 _DOTTED = re.compile(r"^([a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_-]*)+)(=.*)?$")
 # Names that are dotted and lower-case but not settings: file names, hosts, Python names.
 _NOT_A_SETTING = re.compile(
@@ -53,6 +57,25 @@ KAFKA_ONLY = frozenset(
     transaction.partition.verification.enable spark.python.worker.reuse
     """.split()
 )
+# Java classes, Kafka APIs and types, and C API names a chapter mentions, that kafkacore does not
+# define under the same name.
+KAFKA_NAMES = frozenset(
+    """
+    AclControlManager AddOffsetsToTxn AddPartitionsToTxn AdminClient AtomicReference
+    BoundedByteBufferReceive ByteBuffer ClusterConnectionStates Collections
+    CompressionRatioEstimator Condition Crc32C CreateTime DefaultRecord DefaultRecordBatch
+    DefaultRecordBatchBuilder DeleteRecords EndTxn ExponentialBackoff FindCoordinator Future
+    GroupMetadataKey GroupMetadataValue InFlightRequests InitProducerId Integer KafkaAdminClient
+    KafkaServer LinkedHashMap LogValidator Long Lz4BlockOutputStream MemoryRecords
+    NumDelayedOperations OrderedDict PartitionData PeriodicProducerExpirationCheck
+    PlainLoginModule Produce ProduceRequest ProducerInterceptor ProducerInterceptors
+    ProducerMetadata Properties PurgatorySize Records ReentrantLock SaslAuthenticateResponse
+    ScramLoginModule Selector SerializationContext Serializer SerializingProducer
+    SimpleMemoryPool SnappyOutputStream SslFactory SslTransportLayer StickyPartitionInfo String
+    Thunk Topic TopicData TransactionalId TxnOffsetCommit UnifiedLog UniformStickyPartitioner
+    Utils UtilsTest Uuid WriteBuffer Any
+    """.split()
+)
 # Dotted lower-case names in the docs that are not settings: attributes, file names, code.
 NOT_SETTINGS = frozenset(
     """
@@ -75,6 +98,19 @@ def known_settings():
     return names | KAFKA_ONLY
 
 
+def known_classes():
+    """Class and constant names kafkacore defines, Python's built-ins, and ``KAFKA_NAMES``."""
+    import builtins
+
+    names = set(dir(builtins)) | KAFKA_NAMES
+    definition = re.compile(r"^\s*(?:cdef\s+|cpdef\s+)?class\s+(\w+)|^(\w+)\s*[:=]", re.M)
+    for path in (ROOT / "kafkacore").rglob("*"):
+        if path.suffix in (".py", ".pyx", ".pxd", ".pyi"):
+            for found in definition.findall(path.read_text(encoding="utf-8", errors="replace")):
+                names.update(n for n in found if n)
+    return names
+
+
 def _imports(dotted):
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
@@ -93,6 +129,7 @@ def _imports(dotted):
 def problems(docs_dir=ROOT / "docs"):
     """(file under docs_dir, line, message) for every named thing that does not exist."""
     settings = known_settings() | NOT_SETTINGS
+    classes = known_classes()
     found = []
     docs_dir = pathlib.Path(docs_dir)
     for rst in sorted(docs_dir.rglob("*.rst")):
@@ -105,6 +142,11 @@ def problems(docs_dir=ROOT / "docs"):
                 if _PATH.match(name):
                     if not (ROOT / name.split("::")[0]).exists():
                         found.append((*where, f"no such file: {name}"))
+                    continue
+                named = _CLASS.match(name)
+                if named:
+                    if named.group(1) not in classes and not named.group(1).startswith("Py"):
+                        found.append((*where, f"no such class: {named.group(1)}"))
                     continue
                 if _MODULE.match(name):
                     if not _imports(name):
