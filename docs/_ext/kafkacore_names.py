@@ -73,7 +73,8 @@ KAFKA_NAMES = frozenset(
     ScramLoginModule Selector SerializationContext Serializer SerializingProducer
     SimpleMemoryPool SnappyOutputStream SslFactory SslTransportLayer StickyPartitionInfo String
     Thunk Topic TopicData TransactionalId TxnOffsetCommit UnifiedLog UniformStickyPartitioner
-    Utils UtilsTest Uuid WriteBuffer Any
+    Utils UtilsTest Uuid WriteBuffer Any KafkaLZ4BlockOutputStream DataOutputStream
+    IllegalStateException GZIPOutputStream
     """.split()
 )
 # Dotted lower-case names in the docs that are not settings: attributes, file names, code.
