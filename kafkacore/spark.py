@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkacore.errors import ConfigError, KafkaError
+from kafkacore.protocol.api_keys import ApiKey
 
 log = logging.getLogger("kafkacore.spark")
 
@@ -493,7 +494,10 @@ def _write_task_exactly_once(plan: _Plan, batches: Iterator[Any]) -> Iterator[An
 
     cpu = time.process_time()
     fault = plan.fault or (lambda point: None)
-    name = f"{plan.write_name}-{TaskContext.get().partitionId()}"
+    context = TaskContext.get()
+    if context is None:
+        raise RuntimeError("an exactly-once write task runs only inside a Spark task")
+    name = f"{plan.write_name}-{context.partitionId()}"
     producer = KafkaProducer({**plan.config, "transactional.id": name})
     try:
         producer.init_transactions(plan.wait_s)
@@ -501,8 +505,7 @@ def _write_task_exactly_once(plan: _Plan, batches: Iterator[Any]) -> Iterator[An
         if done is not None:  # an earlier attempt committed this partition: nothing to send
             for _ in batches:  # read the input to its end, as Spark expects, and drop it
                 pass
-            records, counts = done
-            yield _summary_row(os.getpid(), 0, records, 0, None, counts,
+            yield _summary_row(os.getpid(), 0, done[0], 0, None, done[1],
                                time.process_time() - cpu)
             return
         fault("begun")
@@ -547,7 +550,6 @@ def _completion(plan: _Plan, group: str) -> tuple[int, dict[int, int]] | None:
     from kafkacore.errors import Errors
     from kafkacore.metadata import Metadata
     from kafkacore.network.client import NetworkClient, clock_ms
-    from kafkacore.protocol.api_keys import ApiKey
 
     bound_ms = int(plan.wait_s * 1000)
     deadline = clock_ms() + bound_ms
@@ -581,8 +583,8 @@ def _completion(plan: _Plan, group: str) -> tuple[int, dict[int, int]] | None:
     return mark["committed_offset"], {int(p): n for p, n in counts.items()}
 
 
-def _call(client: Any, node: int | None, api_key: int, version: int, body: dict,
-          deadline: int) -> dict:
+def _call(client: Any, node: int | None, api_key: ApiKey, version: int, body: dict[str, Any],
+          deadline: int) -> dict[str, Any]:
     """One request at ``version`` to ``node`` (None: any broker), its response body."""
     from kafkacore import errors
     from kafkacore.network.client import clock_ms
@@ -600,7 +602,8 @@ def _call(client: Any, node: int | None, api_key: int, version: int, body: dict,
         client.poll(100)
     if done[0].error is not None:
         raise done[0].error
-    return done[0].body
+    answer: dict[str, Any] = done[0].body
+    return answer
 
 
 @dataclass
@@ -689,8 +692,10 @@ def write_to_kafka(
                            write_id=write_id)
 
 
-def _write_to_kafka(df, topic, config, *, key, value, headers, partition, timestamp,
-                    exactly_once, write_id, fault=None) -> WriteSummary:
+def _write_to_kafka(df: Any, topic: str, config: Mapping[str, Any], *, key: str | None,
+                    value: str, headers: str | None, partition: str | None,
+                    timestamp: str | None, exactly_once: bool, write_id: str | None,
+                    fault: Any = None) -> WriteSummary:
     """write_to_kafka, with the tests' ``fault(point)`` hook for exactly-once tasks."""
     write_name = None
     task = _write_task
