@@ -553,6 +553,7 @@ def _completion(plan: _Plan, group: str) -> tuple[int, dict[int, int]] | None:
 
     bound_ms = int(plan.wait_s * 1000)
     deadline = clock_ms() + bound_ms
+    # The check's own short-lived client: plain connections (no TLS or SASL settings yet).
     with NetworkClient(plan.config["bootstrap.servers"], Metadata(),
                        request_timeout_ms=bound_ms) as client:
         refresh_metadata(client, deadline)
