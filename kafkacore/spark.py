@@ -547,15 +547,24 @@ def _completion(plan: _Plan, group: str) -> tuple[int, dict[int, int]] | None:
     ask again, within the task's bound."""
     from kafkacore import errors
     from kafkacore.admin import refresh_metadata
+    from kafkacore.config import ProducerConfig
     from kafkacore.errors import Errors
     from kafkacore.metadata import Metadata
+    from kafkacore.network import sasl, tls
     from kafkacore.network.client import NetworkClient, clock_ms
 
     bound_ms = int(plan.wait_s * 1000)
     deadline = clock_ms() + bound_ms
-    # The check's own short-lived client: plain connections (no TLS or SASL settings yet).
-    with NetworkClient(plan.config["bootstrap.servers"], Metadata(),
-                       request_timeout_ms=bound_ms) as client:
+    # The check's own short-lived client, connecting as the producer does (TLS, SASL).
+    cfg = ProducerConfig(plan.config)
+    protocol = cfg["security.protocol"]
+    with NetworkClient(
+        [f"{host}:{port}" for host, port in cfg["bootstrap.servers"]],
+        Metadata(),
+        request_timeout_ms=bound_ms,
+        ssl_context=tls.create_ssl_context(cfg) if protocol.endswith("SSL") else None,
+        sasl_mechanism=sasl.mechanism_factory(cfg) if protocol.startswith("SASL_") else None,
+    ) as client:
         refresh_metadata(client, deadline)
         while True:
             if clock_ms() > deadline:
