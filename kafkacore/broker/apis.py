@@ -21,6 +21,8 @@ from kafkacore.broker import faults
 from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
+from kafkacore.broker.config import SETTINGS, is_sensitive
+from kafkacore.broker.config_source import ConfigSource, config_type, config_value_string
 from kafkacore.broker.delayed_fetch import READ_COMMITTED
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group_metadata import JoinGroupResult, SyncGroupResult
@@ -43,8 +45,7 @@ COORDINATOR_TYPE_GROUP = 0
 COORDINATOR_TYPE_TRANSACTION = 1
 
 RESOURCE_TYPE_TOPIC = 2
-CONFIG_SOURCE_TOPIC = 1  #: DYNAMIC_TOPIC_CONFIG
-CONFIG_SOURCE_DEFAULT = 5  #: DEFAULT_CONFIG
+RESOURCE_TYPE_BROKER = 4
 
 #: "authorized operations" not computed (Kafka's ``Int.MinValue`` sentinel).
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
@@ -430,7 +431,8 @@ class KafkaApis(ApiRequestHandler):
             replication_factor=1,
             configs=[
                 {"name": k, "value": v, "read_only": False,
-                 "config_source": CONFIG_SOURCE_TOPIC if k in configs else CONFIG_SOURCE_DEFAULT,
+                 "config_source": ConfigSource.TOPIC_CONFIG if k in configs
+                 else ConfigSource.DEFAULT_CONFIG,
                  "is_sensitive": False}
                 for k, v in config.to_properties().items()
             ],
@@ -464,36 +466,71 @@ class KafkaApis(ApiRequestHandler):
 
     def handle_describe_configs_request(self, request: Request) -> None:
         """A topic's configs: its own (DYNAMIC_TOPIC_CONFIG) and the broker's defaults
-        (DEFAULT_CONFIG).  Other resource types (brokers, loggers) are not described yet."""
+        (DEFAULT_CONFIG); this broker's settings (STATIC_BROKER_CONFIG where server.properties
+        sets them, DEFAULT_CONFIG otherwise).  Kafka's ``ConfigHelper``: a topic needs
+        DESCRIBE_CONFIGS on it, a broker DESCRIBE_CONFIGS on the cluster; a broker describes
+        itself only (or the cluster-wide defaults, the empty name, which we do not have)."""
         assert request.body is not None
+        documented = bool(request.body.get("include_documentation"))
         results = []
         for res in request.body["resources"]:
             result: dict[str, Any] = {"error_code": Errors.NONE, "error_message": None,
                                       "resource_type": res["resource_type"],
                                       "resource_name": res["resource_name"], "configs": []}
-            meta = self.metadata_cache.get(res["resource_name"])
-            if res["resource_type"] != RESOURCE_TYPE_TOPIC:
-                result.update(error_code=Errors.INVALID_REQUEST,
-                              error_message="this broker describes topics only")
-            elif not self.authorize_topic(request, AclOperation.DESCRIBE_CONFIGS,
-                                          res["resource_name"]):
-                result["error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
-            elif meta is None:
-                result.update(error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                              error_message=f"topic {res['resource_name']!r} does not exist")
+            if res["resource_type"] == RESOURCE_TYPE_TOPIC:
+                configs = self._describe_topic_configs(request, res, result)
+            elif res["resource_type"] == RESOURCE_TYPE_BROKER:
+                configs = self._describe_broker_configs(request, res, result)
             else:
-                keys = res["configuration_keys"]
-                for name, value in self.topic_config(meta.configs).to_properties().items():
-                    if keys is not None and name not in keys:
-                        continue
-                    own = name in meta.configs
-                    result["configs"].append({
-                        "name": name, "value": value, "read_only": False, "is_default": not own,
-                        "config_source": CONFIG_SOURCE_TOPIC if own else CONFIG_SOURCE_DEFAULT,
-                        "is_sensitive": False, "synonyms": [],
-                    })
+                result.update(error_code=Errors.INVALID_REQUEST,
+                              error_message="this broker describes topics and brokers only")
+                configs = []
+            keys = res["configuration_keys"]
+            for name, value, source, sensitive, value_type, doc in configs:
+                if keys is not None and name not in keys:
+                    continue
+                result["configs"].append({
+                    "name": name, "value": None if sensitive else value, "read_only": False,
+                    "is_default": source == ConfigSource.DEFAULT_CONFIG, "config_source": source,
+                    "is_sensitive": sensitive, "synonyms": [], "config_type": value_type,
+                    "documentation": doc if documented else None,
+                })
             results.append(result)
         self.respond(request, {"throttle_time_ms": 0, "results": results})
+
+    def _describe_topic_configs(self, request: Request, res: dict[str, Any],
+                                result: dict[str, Any]) -> list[tuple]:
+        name = res["resource_name"]
+        meta = self.metadata_cache.get(name)
+        if not self.authorize_topic(request, AclOperation.DESCRIBE_CONFIGS, name):
+            result["error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
+            return []
+        if meta is None:
+            result.update(error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                          error_message=f"topic {name!r} does not exist")
+            return []
+        return [(key, value,
+                 ConfigSource.TOPIC_CONFIG if key in meta.configs else ConfigSource.DEFAULT_CONFIG,
+                 False, config_type(key, value), None)
+                for key, value in self.topic_config(meta.configs).to_properties().items()]
+
+    def _describe_broker_configs(self, request: Request, res: dict[str, Any],
+                                 result: dict[str, Any]) -> list[tuple]:
+        name = res["resource_name"]
+        if not self.authorize(request, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
+            result["error_code"] = Errors.CLUSTER_AUTHORIZATION_FAILED
+            return []
+        if name != str(self.broker.broker_id):
+            result.update(error_code=Errors.INVALID_REQUEST,
+                          error_message=f"unexpected broker id {name!r}: this is broker "
+                                        f"{self.broker.broker_id}")
+            return []
+        config = self.broker.config
+        return [(key, config_value_string(config[key]),
+                 ConfigSource.STATIC_BROKER_CONFIG if key in config.given
+                 else ConfigSource.DEFAULT_CONFIG,
+                 is_sensitive(key), config_type(key, config[key]), setting.doc)
+                for key, setting in SETTINGS.items()]
 
     # -- Produce ---------------------------------------------------------------------------------
 

@@ -1332,10 +1332,10 @@ DESCRIBE_CONFIGS_REQUEST: Declaration = {
     "apiKey": 32,
     "type": "request",
     "name": "DescribeConfigsRequest",
-    # v1 adds IncludeSynoyms (Kafka's spelling); v2 is v1.  v3 (value types) and v4 (flexible)
-    # are not declared: a client falls back to v2.
-    "validVersions": "0-2",
-    "flexibleVersions": "none",
+    # v1 adds IncludeSynoyms (Kafka's spelling); v2 is v1; v3 adds IncludeDocumentation (and
+    # the answer each value's type); v4 is flexible.
+    "validVersions": "0-4",
+    "flexibleVersions": "4+",
     "fields": [
         {
             "name": "Resources",
@@ -1353,6 +1353,7 @@ DESCRIBE_CONFIGS_REQUEST: Declaration = {
             ],
         },
         {"name": "IncludeSynoyms", "type": "bool", "versions": "1+", "default": False},
+        {"name": "IncludeDocumentation", "type": "bool", "versions": "3+", "default": False},
     ],
 }
 
@@ -1360,8 +1361,8 @@ DESCRIBE_CONFIGS_RESPONSE: Declaration = {
     "apiKey": 32,
     "type": "response",
     "name": "DescribeConfigsResponse",
-    "validVersions": "0-2",
-    "flexibleVersions": "none",
+    "validVersions": "0-4",
+    "flexibleVersions": "4+",
     "fields": [
         {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
         {
@@ -1399,6 +1400,10 @@ DESCRIBE_CONFIGS_RESPONSE: Declaration = {
                                 {"name": "Source", "type": "int8", "versions": "1+"},
                             ],
                         },
+                        {"name": "ConfigType", "type": "int8", "versions": "3+", "default": 0,
+                         "ignorable": True},
+                        {"name": "Documentation", "type": "string", "versions": "3+",
+                         "nullableVersions": "0+", "ignorable": True},
                     ],
                 },
             ],

@@ -8,7 +8,7 @@ import socket
 import struct
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 from reactor_client import recv_frame
@@ -77,3 +77,62 @@ def test_a_batch_without_its_max_timestamp_is_found_by_time(ours):
         assert [(r.offset, r.timestamp) for r in records] == list(enumerate(timestamps))
     finally:
         consumer.close()
+
+
+# -- DescribeConfigs: a broker's settings -------------------------------------------------------
+
+
+def test_confluent_describes_a_brokers_configs(ours):
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+
+    admin = AdminClient({"bootstrap.servers": ours.bootstrap})
+    resource = ConfigResource("broker", "1")
+    configs = admin.describe_configs([resource])[resource].result(timeout=30)
+    assert configs["num.io.threads"].value == "8"
+    assert configs["num.io.threads"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert configs["auto.create.topics.enable"].value == "true"
+    assert configs["node.id"].value == "1"
+    # A secret is described as sensitive, never shown.
+    assert configs["sasl.users"].is_sensitive and configs["sasl.users"].value is None
+
+
+def test_kafka_python_describes_broker_and_topic_configs_in_every_version(ours):
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    topic = new_topic(ours, configs={"retention.ms": "1234"})
+    admin = KafkaAdminClient(bootstrap_servers=ours.bootstrap, request_timeout_ms=30000)
+    try:
+        described = admin.describe_configs([
+            ConfigResource(ConfigResourceType.BROKER, "1"),
+            ConfigResource(ConfigResourceType.TOPIC, topic, ["retention.ms"])],
+            config_filter="all")
+        modified = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+    finally:
+        admin.close()
+    broker = described["broker"]["1"]
+    assert broker["message.max.bytes"]["value"] == "1048588"
+    assert broker["message.max.bytes"]["config_type"] == "INT"
+    assert broker["message.max.bytes"]["config_source"] == "DEFAULT_CONFIG"
+    assert described["topic"][topic] == modified["topic"][topic]
+    assert {k: (v["value"], v["config_source"], v["config_type"])
+            for k, v in modified["topic"][topic].items()} == {
+        "retention.ms": ("1234", "DYNAMIC_TOPIC_CONFIG", "LONG")}
+    for version in range(5):  # v3 adds each value's type; v4 is flexible
+        answer = _call(ours, ApiKey.DESCRIBE_CONFIGS, version, {
+            "resources": [{"resource_type": 4, "resource_name": "1",
+                           "configuration_keys": ["log.retention.ms", "num.partitions"]}],
+            **({"include_synoyms": False} if version >= 1 else {}),
+            **({"include_documentation": True} if version >= 3 else {})})
+        [result] = answer["results"]
+        assert result["error_code"] == Errors.NONE
+        values = {c["name"]: c["value"] for c in result["configs"]}
+        assert values == {"log.retention.ms": "604800000", "num.partitions": "1"}, version
+        if version >= 3:
+            types = {c["name"]: c["config_type"] for c in result["configs"]}
+            assert types == {"log.retention.ms": 5, "num.partitions": 3}  # LONG, INT
+            assert all(c["documentation"] for c in result["configs"])
+    # A broker describes itself only (Kafka's ConfigHelper).
+    answer = _call(ours, ApiKey.DESCRIBE_CONFIGS, 2, {
+        "resources": [{"resource_type": 4, "resource_name": "7", "configuration_keys": None}],
+        "include_synoyms": False})
+    assert answer["results"][0]["error_code"] == Errors.INVALID_REQUEST
