@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
 from kafkacore.broker.config import SETTINGS, is_sensitive
 from kafkacore.broker.config_source import ConfigSource, config_type, config_value_string
+from kafkacore.broker.controller.replication_control_manager import create_partitions_error
 from kafkacore.broker.delayed_fetch import READ_COMMITTED
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group_metadata import JoinGroupResult, SyncGroupResult
@@ -70,6 +72,7 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
+            ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
             ApiKey.FIND_COORDINATOR: self.handle_find_coordinator_request,
             ApiKey.OFFSET_COMMIT: self.handle_offset_commit_request,
             ApiKey.OFFSET_FETCH: self.handle_offset_fetch_request,
@@ -461,6 +464,45 @@ class KafkaApis(ApiRequestHandler):
                 self.log_manager.delete_log(name, p)
             results.append({"name": name, "error_code": Errors.NONE})
         self.respond(request, {"throttle_time_ms": 0, "responses": results})
+
+    # -- CreatePartitions ------------------------------------------------------------------------
+
+    def handle_create_partitions_request(self, request: Request) -> None:
+        """Add partitions to topics (never remove them: keys would change partition).  Kafka's
+        checks: ALTER on the topic, a topic named once, then what the controller checks; in a
+        cluster the controller adds them (forwarded), alone this broker does."""
+        assert request.body is not None
+        body = request.body
+        results: list[dict[str, Any]] = []
+        counts = Counter(t["name"] for t in body["topics"])
+        for t in body["topics"]:
+            if counts[t["name"]] > 1:
+                results.append({"name": t["name"], "error_code": Errors.INVALID_REQUEST,
+                                "error_message": "Duplicate topic in request."})
+            elif not self.authorize_topic(request, AclOperation.ALTER, t["name"]):
+                results.append({"name": t["name"], "error_code": Errors.TOPIC_AUTHORIZATION_FAILED,
+                                "error_message": None})
+        refused = {r["name"] for r in results}
+        body["topics"] = [t for t in body["topics"] if t["name"] not in refused]
+        if self._forward_to_controller(request, ("results", results)):
+            return
+        for t in body["topics"]:
+            error, message = self._create_partitions(t, body["validate_only"])
+            results.append({"name": t["name"], "error_code": error, "error_message": message})
+        self.respond(request, {"throttle_time_ms": 0, "results": results})
+
+    def _create_partitions(self, t: dict[str, Any], validate_only: bool) -> tuple[int, str | None]:
+        meta = self.metadata_cache.get(t["name"])
+        if meta is None:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {t['name']!r} does not exist"
+        error, message = create_partitions_error(meta.partitions, t["count"], t["assignments"])
+        if error != Errors.NONE or validate_only:
+            return error, message
+        config = self.topic_config(meta.configs)
+        for p in range(meta.partitions, t["count"]):
+            self.log_manager.get_or_create_log(t["name"], p, config, meta.topic_id)
+        self.metadata_cache.grow_topic(t["name"], t["count"])
+        return Errors.NONE, None
 
     # -- DescribeConfigs -------------------------------------------------------------------------
 

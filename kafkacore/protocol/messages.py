@@ -1411,6 +1411,59 @@ DESCRIBE_CONFIGS_RESPONSE: Declaration = {
     ],
 }
 
+# -- CreatePartitions (37) ----------------------------------------------------------------------
+
+CREATE_PARTITIONS_REQUEST: Declaration = {
+    "apiKey": 37,
+    "type": "request",
+    "name": "CreatePartitionsRequest",
+    # v1 is v0; v2 is flexible; v3 is v2 (KIP-599: throttled when too many are created).
+    "validVersions": "0-3",
+    "flexibleVersions": "2+",
+    "fields": [
+        {
+            "name": "Topics",
+            "type": "[]CreatePartitionsTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {"name": "Count", "type": "int32", "versions": "0+"},
+                {
+                    "name": "Assignments",
+                    "type": "[]CreatePartitionsAssignment",
+                    "versions": "0+",
+                    "nullableVersions": "0+",
+                    "fields": [{"name": "BrokerIds", "type": "[]int32", "versions": "0+"}],
+                },
+            ],
+        },
+        {"name": "TimeoutMs", "type": "int32", "versions": "0+"},
+        {"name": "ValidateOnly", "type": "bool", "versions": "0+"},
+    ],
+}
+
+CREATE_PARTITIONS_RESPONSE: Declaration = {
+    "apiKey": 37,
+    "type": "response",
+    "name": "CreatePartitionsResponse",
+    "validVersions": "0-3",
+    "flexibleVersions": "2+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {
+            "name": "Results",
+            "type": "[]CreatePartitionsTopicResult",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                {"name": "ErrorMessage", "type": "string", "versions": "0+",
+                 "nullableVersions": "0+", "default": None},
+            ],
+        },
+    ],
+}
+
 # -- SaslHandshake (17) and SaslAuthenticate (36) -----------------------------------------------
 
 SASL_HANDSHAKE_REQUEST: Declaration = {
@@ -2335,6 +2388,7 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.CREATE_TOPICS: (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
     ApiKey.DELETE_TOPICS: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
     ApiKey.DESCRIBE_CONFIGS: (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
+    ApiKey.CREATE_PARTITIONS: (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
     ApiKey.INIT_PRODUCER_ID: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
     ApiKey.SASL_HANDSHAKE: (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),
     ApiKey.SASL_AUTHENTICATE: (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),

@@ -13,6 +13,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 from reactor_client import recv_frame
 from support.topics import new_topic
+from waits import wait_until
 
 from kafkacore.errors import Errors
 from kafkacore.protocol import codec
@@ -136,3 +137,64 @@ def test_kafka_python_describes_broker_and_topic_configs_in_every_version(ours):
         "resources": [{"resource_type": 4, "resource_name": "7", "configuration_keys": None}],
         "include_synoyms": False})
     assert answer["results"][0]["error_code"] == Errors.INVALID_REQUEST
+
+
+# -- CreatePartitions ---------------------------------------------------------------------------
+
+
+def _partitions_seen_by_kafka_python(bootstrap, topic):
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+    try:
+        return consumer.partitions_for_topic(topic)
+    finally:
+        consumer.close()
+
+
+def _grow_with_confluent(bootstrap, topic, count, validate_only=False):
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_partitions([NewPartitions(topic, count)],
+                            validate_only=validate_only)[topic].result(timeout=30)
+
+
+def _check_create_partitions(bootstrap, topic):
+    from confluent_kafka import KafkaException, Producer
+    from kafka.admin import NewPartitions
+    from kafka.errors import InvalidPartitionsError
+
+    # validate_only changes nothing.
+    _grow_with_confluent(bootstrap, topic, 5, validate_only=True)
+    assert _partitions_seen_by_kafka_python(bootstrap, topic) == {0}
+    _grow_with_confluent(bootstrap, topic, 3)
+    wait_until(lambda: _partitions_seen_by_kafka_python(bootstrap, topic) == {0, 1, 2},
+               "kafka-python sees three partitions")
+    # A count that lowers (or keeps) the count is refused, with a message; nothing changes.
+    with pytest.raises(KafkaException) as refused:
+        _grow_with_confluent(bootstrap, topic, 2)
+    assert refused.value.args[0].name() == "INVALID_PARTITIONS"
+    assert "3 partition" in refused.value.args[0].str()
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+    try:
+        with pytest.raises(InvalidPartitionsError):
+            admin.create_partitions({topic: NewPartitions(3)}, raise_errors=True)
+    finally:
+        admin.close()
+    assert _partitions_seen_by_kafka_python(bootstrap, topic) == {0, 1, 2}
+    # The new partitions take records.
+    producer = Producer({"bootstrap.servers": bootstrap})
+    delivered = []
+    producer.produce(topic, b"to-2", partition=2,
+                     on_delivery=lambda err, msg: delivered.append((err, msg.partition())))
+    assert producer.flush(30) == 0
+    assert delivered == [(None, 2)]
+
+
+def test_create_partitions_on_a_single_broker(ours):
+    _check_create_partitions(ours.bootstrap, new_topic(ours))
+
+
+@pytest.mark.cluster
+def test_create_partitions_through_the_controller(cluster):
+    topic = new_topic(cluster, replication_factor=3)
+    _check_create_partitions(cluster.bootstrap_servers, topic)
