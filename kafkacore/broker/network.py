@@ -33,6 +33,7 @@ from kafkacore.broker.authentication_executor import AuthenticationExecutor
 from kafkacore.broker.config import BrokerConfig, EndPoint
 from kafkacore.broker.faults import FaultInjector
 from kafkacore.broker.log.file_records import FileRecords
+from kafkacore.broker.rate_limited_log import RateLimitedLog
 from kafkacore.broker.request_channel import (
     Request,
     RequestChannel,
@@ -261,6 +262,8 @@ class Processor(ShutdownableThread):
         self._tls_pending: set[str] = set()
         self._next_index = 0
         self._stats = collections.Counter[str]()
+        #: Refused and failed connections: a WARNING each, one line per kind per interval.
+        self._refusals = RateLimitedLog(log)
         channel.add_processor(self)
         self.faults.attach(self.name, self.wakeup)
 
@@ -704,8 +707,9 @@ class Processor(ShutdownableThread):
                 f"SASL authentication failed (error {answer['error_code']}: "
                 f"{answer.get('error_message') or 'mechanism ' + repr(body.get('mechanism'))})")
             # As Kafka's "Failed authentication with /host": the message names no secret.
-            log.info("failed authentication with %s on %s: %s", ch.address[0], ch.listener,
-                     ch.close_after_send)
+            self._refusals.log("failed authentications",
+                               "failed authentication with %s on %s: %s",
+                               ch.address[0], ch.listener, ch.close_after_send)
         elif outcome is Outcome.AUTHENTICATED:
             self._stats["reauthentications" if was_reauthenticating else "authenticated"] += 1
         self._update_interest(ch)
@@ -828,10 +832,16 @@ class Processor(ShutdownableThread):
             self._selector.modify(ch.sock, events, ch)
         ch.events = events
 
-    def close(self, ch: KafkaChannel, reason: str, level: int = logging.INFO) -> None:
+    def close(self, ch: KafkaChannel, reason: str, level: int | None = None) -> None:
+        """Close ``ch``.  Without a ``level`` the close is a refusal (bad input, a failed
+        authentication, an internal error on the connection): a WARNING, rate-limited."""
         if self._channels.pop(ch.id, None) is None:
             return
-        log.log(level, "closing connection %s: %s", ch.id, reason)
+        if level is None:
+            self._refusals.log("connections closed", "closing connection %s from %s: %s",
+                               ch.id, ch.address[0], reason)
+        else:
+            log.log(level, "closing connection %s: %s", ch.id, reason)
         if ch.events:
             self._selector.unregister(ch.sock)
             ch.events = 0
@@ -892,6 +902,8 @@ class Acceptor(ShutdownableThread):
         self.isolated_refused = 0
         #: accept() calls that failed (out of file descriptors, ...), and the back-off now.
         self.accept_errors = 0
+        #: Connections over a quota: a WARNING each, one line per interval.
+        self._refusals = RateLimitedLog(log)
         self._backoff_s = 0.0
         self._woken = threading.Event()  # set by wakeup(): ends a back-off early
         self._errors_unlogged = 0
@@ -948,7 +960,8 @@ class Acceptor(ShutdownableThread):
                 self.quotas.inc(host)
             except TooManyConnectionsError as exc:
                 self.refused += 1
-                log.info("refusing a connection from %s: %s", address, exc)
+                self._refusals.log("connections refused", "refusing a connection from %s: %s",
+                                   address, exc)
                 sock.close()
                 continue
             sock.setblocking(False)

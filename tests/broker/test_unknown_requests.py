@@ -36,7 +36,7 @@ def _frame(api_key: int, version: int, correlation_id: int = 7) -> bytes:
 
 def _closed_with_reason(broker, caplog, frame: bytes, reason: str) -> None:
     bad, good = connect(broker), connect(broker)
-    with caplog.at_level(logging.INFO, logger="kafkacore.broker"):
+    with caplog.at_level(logging.DEBUG, logger="kafkacore.broker"):
         bad.sendall(frame)
         assert closed_by_peer(bad)
     assert any(reason in r.getMessage() for r in caplog.records), [
