@@ -73,6 +73,7 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
+            ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
             ApiKey.FIND_COORDINATOR: self.handle_find_coordinator_request,
             ApiKey.OFFSET_COMMIT: self.handle_offset_commit_request,
             ApiKey.OFFSET_FETCH: self.handle_offset_fetch_request,
@@ -294,6 +295,39 @@ class KafkaApis(ApiRequestHandler):
                 if body.get("include_cluster_authorized_operations", False)
                 else AUTHORIZED_OPERATIONS_OMITTED,
         })
+
+    # -- DescribeCluster -------------------------------------------------------------------------
+
+    #: DescribeCluster's EndpointType (KIP-919): a broker answers for the brokers.
+    ENDPOINT_TYPE_BROKER = 1
+
+    def handle_describe_cluster_request(self, request: Request) -> None:
+        """The admin client's view of the cluster: the live brokers and a controller id, as
+        Metadata gives them, without topics.  Anyone may ask; the cluster's authorized
+        operations need DESCRIBE on the cluster (0 otherwise), as in Kafka's ``KafkaApis``."""
+        assert request.body is not None
+        body = request.body
+        response: dict[str, Any] = {
+            "throttle_time_ms": 0, "error_code": Errors.NONE, "error_message": None,
+            "endpoint_type": self.ENDPOINT_TYPE_BROKER, "cluster_id": self.broker.cluster_id,
+            "controller_id": -1, "brokers": [],
+            "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+        if body.get("endpoint_type", self.ENDPOINT_TYPE_BROKER) != self.ENDPOINT_TYPE_BROKER:
+            response.update(error_code=Errors.MISMATCHED_ENDPOINT_TYPE,
+                            error_message="this is a broker's endpoint, not a controller's")
+            self.respond(request, response)
+            return
+        live = self._live_brokers(request.listener_name)
+        response.update(
+            brokers=[{"broker_id": node, "host": host, "port": port, "rack": None,
+                      "is_fenced": False} for node, (host, port) in sorted(live.items())],
+            # Clients cannot reach a KRaft controller: Kafka 4 names a live broker here.
+            controller_id=min(live))
+        if body["include_cluster_authorized_operations"]:
+            response["cluster_authorized_operations"] = (
+                self.authorized_operations(request, ResourceType.CLUSTER)
+                if self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER) else 0)
+        self.respond(request, response)
 
     def may_create_topic(self, request: Request, name: str) -> bool:
         """CREATE on the cluster, or on the topic (Kafka: either one will do)."""

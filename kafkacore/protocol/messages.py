@@ -1464,6 +1464,54 @@ CREATE_PARTITIONS_RESPONSE: Declaration = {
     ],
 }
 
+# -- DescribeCluster (60) -----------------------------------------------------------------------
+
+DESCRIBE_CLUSTER_REQUEST: Declaration = {
+    "apiKey": 60,
+    "type": "request",
+    "name": "DescribeClusterRequest",
+    # v1 adds EndpointType (KIP-919: brokers or controllers); v2 IncludeFencedBrokers.
+    "validVersions": "0-2",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "IncludeClusterAuthorizedOperations", "type": "bool", "versions": "0+"},
+        {"name": "EndpointType", "type": "int8", "versions": "1+", "default": 1},
+        {"name": "IncludeFencedBrokers", "type": "bool", "versions": "2+", "default": False},
+    ],
+}
+
+DESCRIBE_CLUSTER_RESPONSE: Declaration = {
+    "apiKey": 60,
+    "type": "response",
+    "name": "DescribeClusterResponse",
+    "validVersions": "0-2",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "ErrorMessage", "type": "string", "versions": "0+", "nullableVersions": "0+",
+         "default": None},
+        {"name": "EndpointType", "type": "int8", "versions": "1+", "default": 1},
+        {"name": "ClusterId", "type": "string", "versions": "0+"},
+        {"name": "ControllerId", "type": "int32", "versions": "0+", "default": -1},
+        {
+            "name": "Brokers",
+            "type": "[]DescribeClusterBroker",
+            "versions": "0+",
+            "fields": [
+                {"name": "BrokerId", "type": "int32", "versions": "0+"},
+                {"name": "Host", "type": "string", "versions": "0+"},
+                {"name": "Port", "type": "int32", "versions": "0+"},
+                {"name": "Rack", "type": "string", "versions": "0+", "nullableVersions": "0+",
+                 "default": None},
+                {"name": "IsFenced", "type": "bool", "versions": "2+", "default": False},
+            ],
+        },
+        {"name": "ClusterAuthorizedOperations", "type": "int32", "versions": "0+",
+         "default": -2147483648},
+    ],
+}
+
 # -- SaslHandshake (17) and SaslAuthenticate (36) -----------------------------------------------
 
 SASL_HANDSHAKE_REQUEST: Declaration = {
@@ -2389,6 +2437,7 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.DELETE_TOPICS: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
     ApiKey.DESCRIBE_CONFIGS: (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
     ApiKey.CREATE_PARTITIONS: (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
+    ApiKey.DESCRIBE_CLUSTER: (DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE),
     ApiKey.INIT_PRODUCER_ID: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
     ApiKey.SASL_HANDSHAKE: (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),
     ApiKey.SASL_AUTHENTICATE: (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),

@@ -198,3 +198,40 @@ def test_create_partitions_on_a_single_broker(ours):
 def test_create_partitions_through_the_controller(cluster):
     topic = new_topic(cluster, replication_factor=3)
     _check_create_partitions(cluster.bootstrap_servers, topic)
+
+
+# -- DescribeCluster ----------------------------------------------------------------------------
+
+
+def _check_describe_cluster(bootstrap, broker_ids):
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    described = admin.describe_cluster(include_authorized_operations=True).result(timeout=30)
+    assert sorted(n.id for n in described.nodes) == broker_ids
+    assert described.controller.id in broker_ids
+    assert described.cluster_id
+    # No authorizer: every operation on the cluster is allowed, and listed.
+    assert "DESCRIBE" in {op.name for op in described.authorized_operations}
+    kp_admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+    try:
+        answer = kp_admin.describe_cluster()
+    finally:
+        kp_admin.close()
+    assert answer["cluster_id"] == described.cluster_id
+    assert sorted(b["broker_id"] for b in answer["brokers"]) == broker_ids
+
+
+def test_describe_cluster_of_a_single_broker(ours):
+    _check_describe_cluster(ours.bootstrap, [1])
+    # A broker is not a controller's endpoint (KIP-919).
+    answer = _call(ours, ApiKey.DESCRIBE_CLUSTER, 1, {
+        "include_cluster_authorized_operations": False, "endpoint_type": 2})
+    assert answer["error_code"] == Errors.MISMATCHED_ENDPOINT_TYPE
+
+
+@pytest.mark.cluster
+def test_describe_cluster_of_three_brokers(cluster):
+    # Every broker is in the answer once the controller has them all (a topic on all three).
+    cluster.wait_for_topic(new_topic(cluster, replication_factor=3))
+    _check_describe_cluster(cluster.bootstrap_servers, [1, 2, 3])
