@@ -23,7 +23,12 @@ from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
 from kafkacore.broker.config import SETTINGS, is_sensitive
-from kafkacore.broker.config_source import ConfigSource, config_type, config_value_string
+from kafkacore.broker.config_source import (
+    ConfigSource,
+    DescribedConfig,
+    config_type,
+    config_value_string,
+)
 from kafkacore.broker.controller.replication_control_manager import create_partitions_error
 from kafkacore.broker.delayed_fetch import READ_COMMITTED
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
@@ -575,7 +580,7 @@ class KafkaApis(ApiRequestHandler):
         self.respond(request, {"throttle_time_ms": 0, "results": results})
 
     def _describe_topic_configs(self, request: Request, res: dict[str, Any],
-                                result: dict[str, Any]) -> list[tuple]:
+                                result: dict[str, Any]) -> list[DescribedConfig]:
         name = res["resource_name"]
         meta = self.metadata_cache.get(name)
         if not self.authorize_topic(request, AclOperation.DESCRIBE_CONFIGS, name):
@@ -591,7 +596,7 @@ class KafkaApis(ApiRequestHandler):
                 for key, value in self.topic_config(meta.configs).to_properties().items()]
 
     def _describe_broker_configs(self, request: Request, res: dict[str, Any],
-                                 result: dict[str, Any]) -> list[tuple]:
+                                 result: dict[str, Any]) -> list[DescribedConfig]:
         name = res["resource_name"]
         if not self.authorize(request, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
             result["error_code"] = Errors.CLUSTER_AUTHORIZATION_FAILED

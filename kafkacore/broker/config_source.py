@@ -34,6 +34,10 @@ class ConfigType(IntEnum):
     PASSWORD = 9
 
 
+#: One described setting: name, value, source, is it sensitive, its type, its documentation.
+DescribedConfig = tuple[str, "str | None", ConfigSource, bool, ConfigType, "str | None"]
+
+
 def config_type(name: str, value: Any) -> ConfigType:
     """The type of a value as a client shows it.  Our settings carry Python values (a topic's
     their strings), not Kafka's ConfigDef types: an integer is a LONG when it is a duration
@@ -64,4 +68,4 @@ def config_value_string(value: Any) -> str | None:
     return str(value)
 
 
-__all__ = ["ConfigSource", "ConfigType", "config_type", "config_value_string"]
+__all__ = ["ConfigSource", "ConfigType", "DescribedConfig", "config_type", "config_value_string"]
