@@ -78,6 +78,7 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
+            ApiKey.DELETE_RECORDS: self.handle_delete_records_request,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
             ApiKey.FIND_COORDINATOR: self.handle_find_coordinator_request,
             ApiKey.OFFSET_COMMIT: self.handle_offset_commit_request,
@@ -542,6 +543,46 @@ class KafkaApis(ApiRequestHandler):
             self.log_manager.get_or_create_log(t["name"], p, config, meta.topic_id)
         self.metadata_cache.grow_topic(t["name"], t["count"])
         return Errors.NONE, None
+
+    # -- DeleteRecords ---------------------------------------------------------------------------
+
+    def handle_delete_records_request(self, request: Request) -> None:
+        """Move each partition's log start offset up to the offset asked (-1: the high
+        watermark); readers then see the log start there.  DELETE on the topic, the leader
+        only, never past the high watermark (OFFSET_OUT_OF_RANGE)."""
+        assert request.body is not None
+        topics = []
+        moved = False
+        for t in request.body["topics"]:
+            allowed = self.authorize_topic(request, AclOperation.DELETE, t["name"])
+            parts = []
+            for p in t["partitions"]:
+                result = {"partition_index": p["partition_index"], "low_watermark": -1,
+                          "error_code": Errors.NONE}
+                parts.append(result)
+                if not allowed:
+                    result["error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
+                    continue
+                partition, error = self.broker.replica_manager.leader_partition_or_error(
+                    t["name"], p["partition_index"])
+                if partition is None:
+                    result["error_code"] = error
+                    continue
+                log_ = partition.log
+                offset = log_.high_watermark if p["offset"] == -1 else p["offset"]
+                if offset < 0:
+                    result["error_code"] = Errors.OFFSET_OUT_OF_RANGE
+                    continue
+                try:
+                    moved = log_.maybe_increment_log_start_offset(offset) or moved
+                except errors.BrokerResponseError as exc:  # past the HW; a storage error
+                    result["error_code"] = exc.errno
+                    continue
+                result["low_watermark"] = log_.log_start_offset
+            topics.append({"name": t["name"], "partitions": parts})
+        if moved:  # on disk before the answer: a restarted broker does not bring them back
+            self.log_manager.checkpoint_log_start_offsets()
+        self.respond(request, {"throttle_time_ms": 0, "topics": topics})
 
     # -- DescribeConfigs -------------------------------------------------------------------------
 

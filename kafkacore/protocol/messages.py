@@ -1411,6 +1411,66 @@ DESCRIBE_CONFIGS_RESPONSE: Declaration = {
     ],
 }
 
+# -- DeleteRecords (21) -------------------------------------------------------------------------
+
+DELETE_RECORDS_REQUEST: Declaration = {
+    "apiKey": 21,
+    "type": "request",
+    "name": "DeleteRecordsRequest",
+    # v1 is v0; v2 is flexible.
+    "validVersions": "0-2",
+    "flexibleVersions": "2+",
+    "fields": [
+        {
+            "name": "Topics",
+            "type": "[]DeleteRecordsTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {
+                    "name": "Partitions",
+                    "type": "[]DeleteRecordsPartition",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "Offset", "type": "int64", "versions": "0+"},
+                    ],
+                },
+            ],
+        },
+        {"name": "TimeoutMs", "type": "int32", "versions": "0+"},
+    ],
+}
+
+DELETE_RECORDS_RESPONSE: Declaration = {
+    "apiKey": 21,
+    "type": "response",
+    "name": "DeleteRecordsResponse",
+    "validVersions": "0-2",
+    "flexibleVersions": "2+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {
+            "name": "Topics",
+            "type": "[]DeleteRecordsTopicResult",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {
+                    "name": "Partitions",
+                    "type": "[]DeleteRecordsPartitionResult",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "LowWatermark", "type": "int64", "versions": "0+"},
+                        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
 # -- CreatePartitions (37) ----------------------------------------------------------------------
 
 CREATE_PARTITIONS_REQUEST: Declaration = {
@@ -2437,6 +2497,7 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.DELETE_TOPICS: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
     ApiKey.DESCRIBE_CONFIGS: (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
     ApiKey.CREATE_PARTITIONS: (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
+    ApiKey.DELETE_RECORDS: (DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE),
     ApiKey.DESCRIBE_CLUSTER: (DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE),
     ApiKey.INIT_PRODUCER_ID: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
     ApiKey.SASL_HANDSHAKE: (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import socket
 import struct
+import subprocess
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 from reactor_client import recv_frame
-from support.topics import new_topic
+from support.topics import new_replicated_topic, new_topic
 from waits import wait_until
 
 from kafkacore.errors import Errors
@@ -235,3 +236,82 @@ def test_describe_cluster_of_three_brokers(cluster):
     # Every broker is in the answer once the controller has them all (a topic on all three).
     cluster.wait_for_topic(new_topic(cluster, replication_factor=3))
     _check_describe_cluster(cluster.bootstrap_servers, [1, 2, 3])
+
+
+# -- DeleteRecords ------------------------------------------------------------------------------
+
+
+def test_delete_records_moves_the_log_start_for_every_reader(tmp_path):
+    from confluent_kafka import Consumer, KafkaException
+    from confluent_kafka import TopicPartition as CkTopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    with LocalBroker(kind="kafkacore", log_dirs=str(tmp_path)) as broker:
+        topic = new_topic(broker)
+        subprocess.run(["kcat", "-P", "-b", broker.bootstrap, "-t", topic, "-p", "0"],
+                       input="".join(f"r{i}\n" for i in range(10)), text=True, check=True,
+                       timeout=60)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        [deleted] = admin.delete_records([CkTopicPartition(topic, 0, 4)]).values()
+        assert deleted.result(timeout=30).low_watermark == 4
+        # Past the high watermark: refused, nothing moves.
+        [refused] = admin.delete_records([CkTopicPartition(topic, 0, 11)]).values()
+        with pytest.raises(KafkaException) as exc:
+            refused.result(timeout=30)
+        assert exc.value.args[0].name() == "OFFSET_OUT_OF_RANGE"
+
+        def earliest():
+            consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "lw"})
+            try:
+                return consumer.get_watermark_offsets(CkTopicPartition(topic, 0), timeout=30)
+            finally:
+                consumer.close()
+
+        assert earliest() == (4, 10)
+        # kcat reading from the beginning starts at the new log start.
+        out = subprocess.run(["kcat", "-C", "-b", broker.bootstrap, "-t", topic, "-p", "0",
+                              "-o", "beginning", "-e", "-f", "%o %s\n"],
+                             capture_output=True, text=True, check=True, timeout=60)
+        assert [line.split()[0] for line in out.stdout.splitlines()] == [
+            str(i) for i in range(4, 10)]
+        broker.restart()
+        assert earliest() == (4, 10)  # the log start survives a restart
+
+
+@pytest.mark.cluster
+def test_deleted_records_stay_deleted_when_the_leader_changes(cluster):
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as CkTopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    topic = new_replicated_topic(cluster)
+    bootstrap = cluster.bootstrap_servers
+
+    def produce(values):
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        for v in values:
+            producer.produce(topic, v, partition=0)
+        assert producer.flush(30) == 0
+
+    produce([b"r%d" % i for i in range(10)])
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    [deleted] = admin.delete_records([CkTopicPartition(topic, 0, 4)]).values()
+    assert deleted.result(timeout=30).low_watermark == 4
+    # An acks=all record is acknowledged once every in-sync follower has fetched again: each
+    # has then been told the leader's new log start.
+    produce([b"after"])
+    leader = cluster.leader_of(topic)
+    cluster.stop(leader)
+    cluster.wait_for_leader_change(topic, 0, leader)
+
+    def low_watermark():
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lw"})
+        try:
+            return consumer.get_watermark_offsets(CkTopicPartition(topic, 0), timeout=10)
+        except Exception:  # the new leader is not known to every broker yet
+            return None
+        finally:
+            consumer.close()
+
+    wait_until(lambda: low_watermark() is not None, "the new leader answers")
+    assert low_watermark() == (4, 11)
