@@ -253,8 +253,8 @@ FETCH_REQUEST: Declaration = {
     "apiKey": 1,
     "type": "request",
     "name": "FetchRequest",
-    # Not used by the producer: declared so that tests (and the teaching broker) can read records
-    # back with our own code.  v7 fetch sessions; v12 flexible; v13 topic ids instead of names;
+    # Not used by the producer: declared so that tests and our broker can read records back
+    # with our own code.  v7 fetch sessions; v12 flexible; v13 topic ids instead of names;
     # v15 the replica state moves into a tagged field.
     "validVersions": "0-17",
     "flexibleVersions": "12+",
