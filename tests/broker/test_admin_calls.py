@@ -159,7 +159,8 @@ def _grow_with_confluent(bootstrap, topic, count, validate_only=False):
                             validate_only=validate_only)[topic].result(timeout=30)
 
 
-def _check_create_partitions(bootstrap, topic):
+def _check_create_partitions(bootstrap, topic, settle=lambda: None):
+    """``settle``: wait until every broker knows the partitions added (a cluster)."""
     from confluent_kafka import KafkaException, Producer
     from kafka.admin import NewPartitions
     from kafka.errors import InvalidPartitionsError
@@ -170,6 +171,7 @@ def _check_create_partitions(bootstrap, topic):
     _grow_with_confluent(bootstrap, topic, 3)
     wait_until(lambda: _partitions_seen_by_kafka_python(bootstrap, topic) == {0, 1, 2},
                "kafka-python sees three partitions")
+    settle()
     # A count that lowers (or keeps) the count is refused, with a message; nothing changes.
     with pytest.raises(KafkaException) as refused:
         _grow_with_confluent(bootstrap, topic, 2)
@@ -198,7 +200,11 @@ def test_create_partitions_on_a_single_broker(ours):
 @pytest.mark.cluster
 def test_create_partitions_through_the_controller(cluster):
     topic = new_topic(cluster, replication_factor=3)
-    _check_create_partitions(cluster.bootstrap_servers, topic)
+    cluster.wait_for_topic(topic)  # every broker knows it before a client asks any of them
+    _check_create_partitions(
+        cluster.bootstrap_servers, topic,
+        settle=lambda: [cluster.wait_for_leader_known(topic, p, cluster.leader_of(topic, p))
+                        for p in (1, 2)])
 
 
 # -- DescribeCluster ----------------------------------------------------------------------------
