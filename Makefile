@@ -13,7 +13,7 @@ PYTHON := $(shell command -v python3)
 PYENV_BINS := $(shell root=$$(pyenv root 2>/dev/null) && pyenv versions --bare 2>/dev/null | grep -E '^3\.1[0-3]\.[0-9]+$$' | sort -t. -k2,2n -k3,3n | tac | awk -F. '!seen[$$1"."$$2]++' | sed "s|^|$$root/versions/|; s|$$|/bin|" | paste -sd: -)
 export PATH := $(if $(PYENV_BINS),$(PYENV_BINS):)$(PATH)
 
-.PHONY: test demo perf-demo dev docs lint bench clean
+.PHONY: test demo perf-demo dev docs lint bench clean wheel
 
 TOX_ENVS := py312,py310,py311,py313,spark,docs,lint
 
@@ -39,6 +39,11 @@ test: $(TOOLS)/.ok
 	touch $@
 
 dev: .venv/.ok
+
+# A wheel of kafkacore for this machine's python3, in dist/: compiled once (on every core), then
+# `pip install dist/kafkacore-*.whl` (with any extras, '...whl[broker,test]') takes seconds.
+wheel: $(TOOLS)/.ok
+	$(PY) -m pip wheel --no-deps -w dist .
 
 # The main job: the flights pipeline on PySpark (local mode), into a 3-broker kafkacore cluster
 # it starts itself, the leader of one partition killed halfway (--broker tansu: one tansu broker).

@@ -14,7 +14,8 @@ import kafkacore
 
 HERE = pathlib.Path(__file__).parent
 ROOT = HERE.parent
-# Our own small Sphinx extensions (docs/_ext): the settings table directive.
+# Our own small Sphinx extensions (docs/_ext): the settings table directive, the check that the
+# files, settings and modules a chapter names exist.
 sys.path.insert(0, str(HERE / "_ext"))
 
 project = "kafkacore"
@@ -30,6 +31,7 @@ extensions = [
     "sphinx.ext.viewcode",
     "kafkacore_settings",
     "kafkacore_bench",
+    "kafkacore_names",
 ]
 
 nitpicky = True

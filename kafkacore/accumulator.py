@@ -115,7 +115,7 @@ class RecordAccumulator:
     ) -> tuple[Any, bool, bool]:
         """Append one record; return ``(future, batch_is_full, new_batch_created)``.
 
-        The seed's two-phase locking: first try the last batch under the partition's lock; if it
+        Java's two-phase locking: first try the last batch under the partition's lock; if it
         is full, allocate a buffer from the BufferPool *outside* the lock (it may block for
         ``max.block.ms``), then take the lock again, since another thread may have made a new
         batch meanwhile, and only then start a batch of our own.

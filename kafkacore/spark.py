@@ -22,16 +22,19 @@ import atexit
 import collections
 import functools
 import itertools
+import json
 import logging
 import os
 import pickle
 import threading
 import time
+import uuid
 from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kafkacore.errors import ConfigError, KafkaError
+from kafkacore.protocol.api_keys import ApiKey
 
 log = logging.getLogger("kafkacore.spark")
 
@@ -200,6 +203,11 @@ class _Plan:
     timestamp_column: str | None
     keep: tuple[str, ...]  # input columns copied to the delivery reports
     wait_s: float  # bound on every wait for acknowledgements
+    # Exactly-once writes: "<prefix>-<write id>"; each task's transactional id and bookkeeping
+    # group is this followed by "-<spark partition>".  None: at-least-once.
+    write_name: str | None = None
+    # Tests only: called as fault(point) at the named points of an exactly-once task.
+    fault: Any = None
 
 
 def _check_columns(df: Any, key, value, headers, partition, timestamp) -> dict[str, Any]:
@@ -272,12 +280,18 @@ def _check_columns(df: Any, key, value, headers, partition, timestamp) -> dict[s
 _NOT_FOR_COLUMNS = frozenset({"key.serializer", "value.serializer", "interceptor.classes"})
 
 
-def _make_plan(df, topic, config, key, value, headers, partition, timestamp, keep=()) -> _Plan:
+def _make_plan(df, topic, config, key, value, headers, partition, timestamp, keep=(),
+               write_name=None, fault=None) -> _Plan:
     from kafkacore.config import ProducerConfig
 
     if type(topic) is not str or not topic:
         raise TypeError(f"topic must be a non-empty str, not {topic!r}")
-    checked = ProducerConfig(config)  # a bad setting fails here, on the driver, naming it
+    if write_name is not None:
+        # Each task sets its own transactional.id; check the rest as a transactional producer.
+        config = {k: v for k, v in config.items() if k != "transactional.id"}
+        checked = ProducerConfig({**config, "transactional.id": write_name})
+    else:
+        checked = ProducerConfig(config)  # a bad setting fails here, on the driver, naming it
     ignored = sorted(_NOT_FOR_COLUMNS & checked.explicit)
     if ignored:
         # send_batch sends the columns' bytes as they are: these would silently do nothing.
@@ -300,6 +314,8 @@ def _make_plan(df, topic, config, key, value, headers, partition, timestamp, kee
         timestamp_column=timestamp,
         keep=tuple(keep),
         wait_s=wait_s,
+        write_name=write_name,
+        fault=fault,
     )
 
 
@@ -413,8 +429,17 @@ def _write_task(plan: _Plan, batches: Iterator[Any]) -> Iterator[Any]:
         for item in pc.value_counts(partitions).to_pylist():
             counts[item["values"]] += item["counts"]
     pid, serial = _identity(producer)
+    yield _summary_row(pid, serial, records, failures, first_error, counts,
+                       time.process_time() - cpu)
+
+
+def _summary_row(pid: int, serial: int, records: int, failures: int, first_error: str | None,
+                 counts: Mapping[int, int], cpu_seconds: float) -> Any:
+    """The one summary row of a write task, as an Arrow batch of _SUMMARY_SCHEMA."""
+    import pyarrow as pa
+
     ordered = sorted(counts)
-    yield pa.RecordBatch.from_pydict(
+    return pa.RecordBatch.from_pydict(
         {
             "pid": [pid],
             "serial": [serial],
@@ -423,7 +448,7 @@ def _write_task(plan: _Plan, batches: Iterator[Any]) -> Iterator[Any]:
             "first_error": [first_error],
             "partitions": [ordered],
             "counts": [[counts[p] for p in ordered]],
-            "cpu_seconds": [time.process_time() - cpu],
+            "cpu_seconds": [cpu_seconds],
         },
         schema=pa.schema(
             [
@@ -438,6 +463,157 @@ def _write_task(plan: _Plan, batches: Iterator[Any]) -> Iterator[Any]:
             ]
         ),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Exactly-once: one transaction per Spark partition, its completion committed with it
+# ---------------------------------------------------------------------------------------------
+# The offset committed for a finished task, in its bookkeeping group: the number of records it
+# wrote, on partition 0 of the topic written to (a partition that surely exists), with the
+# per-partition counts as the commit's metadata (offset.metadata.max.bytes is 4096 by default:
+# past _MAX_METADATA characters they are left out).
+_MAX_METADATA = 3000
+
+
+def _write_task_exactly_once(plan: _Plan, batches: Iterator[Any]) -> Iterator[Any]:
+    """The body of one exactly-once write task.  The order is what makes it safe:
+
+    1. init_transactions with the id of this Spark partition: the coordinator fences every
+       earlier attempt of it, and ends what such an attempt left open (an open transaction is
+       aborted; a commit already decided is completed first).
+    2. Only then ask the bookkeeping group whether this partition's transaction committed: an
+       attempt that did commit is now settled either way, so the answer is final.  If it
+       committed, write nothing.
+    3. Otherwise one transaction: every record, plus the completion offset; commit at the end.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark import TaskContext
+
+    from kafkacore.producer import KafkaProducer
+
+    cpu = time.process_time()
+    fault = plan.fault or (lambda point: None)
+    context = TaskContext.get()
+    if context is None:
+        raise RuntimeError("an exactly-once write task runs only inside a Spark task")
+    name = f"{plan.write_name}-{context.partitionId()}"
+    producer = KafkaProducer({**plan.config, "transactional.id": name})
+    try:
+        producer.init_transactions(plan.wait_s)
+        done = _completion(plan, name)
+        if done is not None:  # an earlier attempt committed this partition: nothing to send
+            for _ in batches:  # read the input to its end, as Spark expects, and drop it
+                pass
+            yield _summary_row(os.getpid(), 0, done[0], 0, None, done[1],
+                               time.process_time() - cpu)
+            return
+        fault("begun")
+        producer.begin_transaction()
+        pending = []
+        records = 0
+        for batch in batches:
+            if batch.num_rows:
+                pending.append(_send(producer, plan, batch))
+                records += batch.num_rows
+                fault("sending")
+        producer.flush(plan.wait_s)
+        counts: collections.Counter[int] = collections.Counter()
+        for future in pending:
+            result = future.result(plan.wait_s)
+            if result.failed:
+                # The transaction cannot commit with a record missing: fail the task, and let
+                # Spark's retry start a new transaction (the coordinator aborts this one).
+                raise next(e for e in result.errors if e is not None)
+            for item in pc.value_counts(_int_array(result.partitions, pa.int32())).to_pylist():
+                counts[item["values"]] += item["counts"]
+        metadata = json.dumps({str(p): n for p, n in sorted(counts.items())},
+                              separators=(",", ":"))
+        producer.send_offsets_to_transaction(
+            {(plan.topic, 0): (records, metadata if len(metadata) <= _MAX_METADATA else None)},
+            name, plan.wait_s)
+        fault("flushed")
+        producer.commit_transaction(plan.wait_s)
+        fault("committed")
+    finally:
+        producer.close(0)  # everything is acknowledged, or the task is failing anyway
+    yield _summary_row(os.getpid(), 0, records, 0, None, counts, time.process_time() - cpu)
+
+
+def _completion(plan: _Plan, group: str) -> tuple[int, dict[int, int]] | None:
+    """What the bookkeeping group ``group`` says: (records, counts per partition) if this
+    partition's transaction committed, else None.  OffsetFetch with require_stable: while a
+    commit's markers are still being written the broker answers UNSTABLE_OFFSET_COMMIT, and we
+    ask again, within the task's bound."""
+    from kafkacore import errors
+    from kafkacore.admin import refresh_metadata
+    from kafkacore.config import ProducerConfig
+    from kafkacore.errors import Errors
+    from kafkacore.metadata import Metadata
+    from kafkacore.network import sasl, tls
+    from kafkacore.network.client import NetworkClient, clock_ms
+
+    bound_ms = int(plan.wait_s * 1000)
+    deadline = clock_ms() + bound_ms
+    # The check's own short-lived client, connecting as the producer does (TLS, SASL).
+    cfg = ProducerConfig(plan.config)
+    protocol = cfg["security.protocol"]
+    with NetworkClient(
+        [f"{host}:{port}" for host, port in cfg["bootstrap.servers"]],
+        Metadata(),
+        request_timeout_ms=bound_ms,
+        ssl_context=tls.create_ssl_context(cfg) if protocol.endswith("SSL") else None,
+        sasl_mechanism=sasl.mechanism_factory(cfg) if protocol.startswith("SASL_") else None,
+    ) as client:
+        refresh_metadata(client, deadline)
+        while True:
+            if clock_ms() > deadline:
+                raise errors.KafkaTimeoutError(
+                    f"no settled answer from the coordinator of group {group!r} in time")
+            node = _call(client, None, ApiKey.FIND_COORDINATOR, 1,
+                         {"key": group, "key_type": 0}, deadline)
+            code = node["error_code"]
+            if code == Errors.NONE:
+                answer = _call(client, node["node_id"], ApiKey.OFFSET_FETCH, 7, {
+                    "group_id": group, "require_stable": True,
+                    "topics": [{"name": plan.topic, "partition_indexes": [0]}]}, deadline)
+                code = answer["error_code"]
+                if code == Errors.NONE:
+                    mark = answer["topics"][0]["partitions"][0]
+                    code = mark["error_code"]
+            if code == Errors.NONE:
+                break
+            error = errors.for_code(code)(f"OffsetFetch for group {group!r}")
+            if not error.retriable:
+                raise error
+            time.sleep(0.05)  # the coordinator is loading or the commit is settling
+    if mark["committed_offset"] < 0:
+        return None
+    counts = json.loads(mark["metadata"]) if mark["metadata"] else {}
+    return mark["committed_offset"], {int(p): n for p, n in counts.items()}
+
+
+def _call(client: Any, node: int | None, api_key: ApiKey, version: int, body: dict[str, Any],
+          deadline: int) -> dict[str, Any]:
+    """One request at ``version`` to ``node`` (None: any broker), its response body."""
+    from kafkacore import errors
+    from kafkacore.network.client import clock_ms
+
+    if node is None:
+        node = client.least_loaded_node(clock_ms())
+        if node is None:
+            raise errors.KafkaTimeoutError("no broker to ask")
+    client.await_ready(node, max(deadline - clock_ms(), 1))
+    done: list[Any] = []
+    client.send(node, api_key, body, callback=done.append, api_version=version)
+    while not done:
+        if clock_ms() > deadline:
+            raise errors.KafkaTimeoutError(f"no answer to {api_key.name} in time")
+        client.poll(100)
+    if done[0].error is not None:
+        raise done[0].error
+    answer: dict[str, Any] = done[0].body
+    return answer
 
 
 @dataclass
@@ -486,6 +662,8 @@ def write_to_kafka(
     headers: str | None = None,
     partition: str | None = None,
     timestamp: str | None = None,
+    exactly_once: bool = False,
+    write_id: str | None = None,
 ) -> WriteSummary:
     """Produce every row of ``df`` to ``topic``, from the executors, and wait until all are acked.
 
@@ -505,12 +683,45 @@ def write_to_kafka(
         driver, before the job starts); :class:`~kafkacore.errors.ConfigError` for a bad setting.
     :raises DeliveryFailedError: the job ran, but some records were not acknowledged.
 
+    :param exactly_once: each task writes its Spark partition in one transaction and commits
+        it with a record of its completion, so that a read_committed consumer sees every row
+        exactly once whatever Spark retries (see the chapter on Spark).  ``transactional.id`` in
+        ``config``, if set, is the prefix of the tasks' transactional ids (default
+        ``kafkacore-spark``).
+    :param write_id: names this write, for ``exactly_once``: the tasks' transactional ids and
+        bookkeeping groups are ``<prefix>-<write_id>-<spark partition>``.  Default: a new
+        random id.  Give the same id to run the same write again (the same DataFrame, split the
+        same way) after a failed job: the partitions that committed are not written again.
+
     Each task sends its Arrow batches with ``send_batch``, flushes, and finishes only when the
     broker has answered for every one of its records, so a task that Spark retries sends its
-    records again: at-least-once delivery.
+    records again: at-least-once delivery, unless ``exactly_once``.
     """
-    plan = _make_plan(df, topic, config, key, value, headers, partition, timestamp)
-    job = df.mapInArrow(functools.partial(_write_task, plan), _SUMMARY_SCHEMA)
+    return _write_to_kafka(df, topic, config, key=key, value=value, headers=headers,
+                           partition=partition, timestamp=timestamp, exactly_once=exactly_once,
+                           write_id=write_id)
+
+
+def _write_to_kafka(df: Any, topic: str, config: Mapping[str, Any], *, key: str | None,
+                    value: str, headers: str | None, partition: str | None,
+                    timestamp: str | None, exactly_once: bool, write_id: str | None,
+                    fault: Any = None) -> WriteSummary:
+    """write_to_kafka, with the tests' ``fault(point)`` hook for exactly-once tasks."""
+    write_name = None
+    task = _write_task
+    if exactly_once:
+        if write_id is None:
+            write_id = uuid.uuid4().hex
+        if type(write_id) is not str or not write_id:
+            raise TypeError(f"write_id must be a non-empty str, not {write_id!r}")
+        prefix = config.get("transactional.id") or "kafkacore-spark"
+        write_name = f"{prefix}-{write_id}"
+        task = _write_task_exactly_once
+    elif write_id is not None or fault is not None:
+        raise ValueError("write_id names an exactly-once write: pass exactly_once=True too")
+    plan = _make_plan(df, topic, config, key, value, headers, partition, timestamp,
+                      write_name=write_name, fault=fault)
+    job = df.mapInArrow(functools.partial(task, plan), _SUMMARY_SCHEMA)
     start = time.perf_counter()
     rows = job.collect()
     return _summarize(topic, rows, time.perf_counter() - start)

@@ -500,7 +500,7 @@ def isolating(faulty, topic):
     back in sync (so the next cut finds two in-sync replicas)."""
     c = faulty.cluster
 
-    def cut_once(k):
+    def cut_once(k, release):
         leader = c.leader_of(topic, 0)
         c.isolate(leader)
         try:
@@ -514,10 +514,14 @@ def isolating(faulty, topic):
 def cutting_frames(faulty, topic):
     """One cut: half of the next Produce request to the leader (odd cuts) or of a Produce
     response from it (even)."""
-    def cut_once(k):
+    def cut_once(k, release):
         proxy = faulty.proxies[faulty.cluster.leader_of(topic, 0)]
         before = proxy.connections
         done = proxy.cut_mid_request(0) if k % 2 else proxy.cut_mid_response(0)
+        # The cut waits for the next Produce: let the stream go on past its gate, or a loaded
+        # machine, where the producer reached the gate before the log reached the goal, would
+        # send nothing more to be cut.
+        release()
         assert done.wait(60), "no Produce went through the proxy to be cut"
         # The cut batch must be sent again: the producer comes back to the leader.
         wait_until(lambda: proxy.connections > before, "a new connection to the leader", 60)
@@ -526,7 +530,8 @@ def cutting_frames(faulty, topic):
 
 def cut_points(cuts):
     """Cut ``k`` starts once the log holds ``goals[k]`` records; the stream produces nothing
-    past ``gates[k]`` until cut ``k`` is over, so every cut falls inside the stream."""
+    past ``gates[k]`` until cut ``k`` is armed (over, for a cut that needs no traffic), so every
+    cut falls inside the stream."""
     goals = [k * STREAM // (cuts + 2) for k in range(1, cuts + 1)]
     gates = [g + STREAM // (2 * (cuts + 2)) for g in goals]
     return goals, gates
@@ -538,7 +543,7 @@ def cuts_while_streaming(faulty, topic, cut_once, goals, gate_events):
         wait_until(lambda g=goal: high_watermark(faulty.cluster, topic) >= g,
                    f"{goal} records in the log", 120, step_s=0.02)
         at.append(high_watermark(faulty.cluster, topic))
-        cut_once(k + 1)
+        cut_once(k + 1, gate_events[k].set)
         gate_events[k].set()
     return at
 

@@ -1,7 +1,7 @@
 """NetworkClient and BrokerConnection against the real tansu broker, and against small socket
 servers we start in the test for the faults tansu will not produce on demand (silence, wrong
 correlation ids, an old ApiVersions).  The servers speak through our codec's broker side
-(``decode_request``/``encode_response``), the same declarations a teaching broker will use."""
+(``decode_request``/``encode_response``), the same declarations our broker uses."""
 
 from __future__ import annotations
 

@@ -873,8 +873,18 @@ def _outcome(reader, data):
         return ("corrupt", str(exc))
 
 
+def _int64(n):
+    return (n + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
 def _last_deltas_by_decoding(data):
-    return [b.records[-1].offset - b.base_offset if b.records else -1 for b in iter_batches(data)]
+    """Per batch: its last record's offset delta and its largest timestamp delta."""
+    return [
+        (b.records[-1].offset - b.base_offset,
+         max(_int64(r.timestamp - b.base_timestamp) for r in b.records))
+        if b.records else (-1, None)
+        for b in iter_batches(data)
+    ]
 
 
 _STRICTER = re.compile(r"record \d+ has (offset delta|attributes) ")
@@ -946,12 +956,12 @@ def test_check_batches_agrees_with_iter_batches(data):
     else:
         assert got == expected
     if how == "valid":
-        assert expected == ("ok", [1])
+        assert expected == ("ok", [(1, 5)])  # offset deltas 0, 1; timestamp deltas 0, 5
 
 
 def test_check_batches_bounds_decompression_and_checks_types():
     data = sample_batch("gzip")
-    assert check_batches(data) == [1]
+    assert check_batches(data) == [(1, 5)]
     with pytest.raises(CorruptRecordError):
         check_batches(data, max_decompressed_bytes=4)
     with pytest.raises(TypeError):
@@ -961,7 +971,7 @@ def test_check_batches_bounds_decompression_and_checks_types():
     assert check_batches(b"") == []
     # A batch past 64 KiB is walked without the GIL; a fault deep inside it is still named.
     big = bytearray(build_ours([(i, None, b"v" * 100, []) for i in range(1000)], "none"))
-    assert len(big) > 64 * 1024 and check_batches(bytes(big)) == [999]
+    assert len(big) > 64 * 1024 and check_batches(bytes(big)) == [(999, 999)]
     big[-1] = 0x80  # the last record's header count: now a varint that never ends
     assert _outcome(check_batches, with_valid_crc(big)) == _outcome(
         _last_deltas_by_decoding, with_valid_crc(big))

@@ -11,9 +11,8 @@ import sys
 
 from support.children import child_env
 
-import kafkacore
-
-PACKAGE = pathlib.Path(kafkacore.__file__).resolve().parent
+#: The repository's sources (the tests may run against an installed wheel, which has no .pyx).
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "kafkacore"
 
 
 def _unbuilt_clone(root: pathlib.Path) -> pathlib.Path:

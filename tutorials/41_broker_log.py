@@ -37,6 +37,13 @@ def batch(first_seq: int, n: int, epoch: int = EPOCH) -> bytes:
     return bytes(builder.build())
 
 
+def read_bytes(log: Log, offset: int) -> bytes:
+    """The batches a read returns, as bytes (a fetch asks for a region of the file instead)."""
+    records = log.read(offset, 1 << 20).records
+    assert isinstance(records, bytes)
+    return records
+
+
 def main(directory: Path) -> None:
     # --- start
     config = LogConfig(segment_bytes=600, index_interval_bytes=200)
@@ -80,7 +87,7 @@ def main(directory: Path) -> None:
     assert reopened.log_end_offset == 30
     values: list[bytes | None] = []
     while len(values) < reopened.log_end_offset:  # a read returns batches of one segment
-        values += [r.value for r in iter_records(reopened.read(len(values), 1 << 20).records)]
+        values += [r.value for r in iter_records(read_bytes(reopened, len(values)))]
     assert values == [b"record %d" % i for i in range(30)]
 
     # The producer state came back from the snapshot taken at the last roll plus the log after
@@ -91,7 +98,7 @@ def main(directory: Path) -> None:
         f"the producer resends sequences 30-32: written at {resent.first_offset}-{resent.last_offset}"
     )
     assert not resent.duplicate and resent.first_offset == 30
-    (stored,) = iter_batches(reopened.read(30, 1 << 20).records)
+    (stored,) = iter_batches(read_bytes(reopened, 30))
     print(f"stored: base offset {stored.base_offset}, base sequence {stored.base_sequence}")
     assert (stored.base_offset, stored.base_sequence, stored.record_count) == (30, 30, 3)
     reopened.close()

@@ -4,6 +4,8 @@ spark_executors.png: the driver checks the schema and collects one summary row p
 Python worker keeps one cached producer per configuration; Arrow batches go to send_batch.
 spark_retry.png: a task that dies after sending some batches is run again from its first row,
 so the broker holds those records twice (at-least-once).
+spark_exactly_once.png: exactly-once tasks: a retry fences and aborts what the dead attempt left
+open, and an attempt that finds its partition committed writes nothing.
 """
 
 import importlib.util
@@ -60,7 +62,44 @@ def draw_retry(path):
     _boxes.save(fig, path)
 
 
+def draw_exactly_once(path):
+    fig, ax = _boxes.figure(11, 6.4)
+    b = _boxes.box
+
+    def row(y, title, steps, note=None, colour="#000000"):
+        ax.text(0.2, y + 0.75, title, fontsize=9, weight="bold")
+        x = 0.2
+        for text, kind in steps:
+            w = 1.55
+            b(ax, x, y, w - 0.1, 0.55, text, kind, size=7)
+            x += w
+        if note:
+            ax.text(x, y + 0.2, note, fontsize=8, color=colour)
+
+    row(5.2, "Spark partition 2, attempt 0 (transactional.id = kafkacore-spark-W-2)",
+        [("init_transactions\nepoch 0", "thread"), ("OffsetFetch\nW-2: none", "wire"),
+         ("begin", "python"), ("batch 0\n(in txn)", "compiled"), ("batch 1\n(in txn)", "compiled")],
+        "worker dies: transaction left open", "#b00000")
+    row(3.9, "Spark partition 2, attempt 1",
+        [("init_transactions\nepoch 1: fences 0,\naborts its txn", "thread"),
+         ("OffsetFetch\nW-2: none", "wire"), ("begin; batches\n0 .. 5", "compiled"),
+         ("send_offsets\nW-2: (topic, 0)\n= rows sent", "python"),
+         ("commit", "thread")], "summary row")
+    row(2.3, "Spark partition 3, attempt 0",
+        [("init_transactions\nepoch 0", "thread"), ("OffsetFetch\nW-3: none", "wire"),
+         ("begin; batches\n0 .. 5", "compiled"), ("send_offsets\nW-3", "python"),
+         ("commit", "thread")], "dies before its summary row", "#b00000")
+    row(1.0, "Spark partition 3, attempt 1",
+        [("init_transactions\nepoch 1", "thread"),
+         ("OffsetFetch\nW-3: committed", "wire")], "writes nothing; summary from the commit")
+    ax.text(0.2, 0.3, "A read_committed consumer sees partition 2's attempt 1 and partition 3's "
+            "attempt 0: each row once. The records and the completion offset commit together.",
+            fontsize=9)
+    _boxes.save(fig, path)
+
+
 def draw(out_dir):
     out_dir = pathlib.Path(out_dir)
     draw_executors(out_dir / "spark_executors.png")
     draw_retry(out_dir / "spark_retry.png")
+    draw_exactly_once(out_dir / "spark_exactly_once.png")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,14 @@ from kafkacore.broker import faults
 from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
+from kafkacore.broker.config import SETTINGS, is_sensitive
+from kafkacore.broker.config_source import (
+    ConfigSource,
+    DescribedConfig,
+    config_type,
+    config_value_string,
+)
+from kafkacore.broker.controller.replication_control_manager import create_partitions_error
 from kafkacore.broker.delayed_fetch import READ_COMMITTED
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group_metadata import JoinGroupResult, SyncGroupResult
@@ -43,8 +52,7 @@ COORDINATOR_TYPE_GROUP = 0
 COORDINATOR_TYPE_TRANSACTION = 1
 
 RESOURCE_TYPE_TOPIC = 2
-CONFIG_SOURCE_TOPIC = 1  #: DYNAMIC_TOPIC_CONFIG
-CONFIG_SOURCE_DEFAULT = 5  #: DEFAULT_CONFIG
+RESOURCE_TYPE_BROKER = 4
 
 #: "authorized operations" not computed (Kafka's ``Int.MinValue`` sentinel).
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
@@ -69,6 +77,9 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
+            ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
+            ApiKey.DELETE_RECORDS: self.handle_delete_records_request,
+            ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
             ApiKey.FIND_COORDINATOR: self.handle_find_coordinator_request,
             ApiKey.OFFSET_COMMIT: self.handle_offset_commit_request,
             ApiKey.OFFSET_FETCH: self.handle_offset_fetch_request,
@@ -291,6 +302,39 @@ class KafkaApis(ApiRequestHandler):
                 else AUTHORIZED_OPERATIONS_OMITTED,
         })
 
+    # -- DescribeCluster -------------------------------------------------------------------------
+
+    #: DescribeCluster's EndpointType (KIP-919): a broker answers for the brokers.
+    ENDPOINT_TYPE_BROKER = 1
+
+    def handle_describe_cluster_request(self, request: Request) -> None:
+        """The admin client's view of the cluster: the live brokers and a controller id, as
+        Metadata gives them, without topics.  Anyone may ask; the cluster's authorized
+        operations need DESCRIBE on the cluster (0 otherwise), as in Kafka's ``KafkaApis``."""
+        assert request.body is not None
+        body = request.body
+        response: dict[str, Any] = {
+            "throttle_time_ms": 0, "error_code": Errors.NONE, "error_message": None,
+            "endpoint_type": self.ENDPOINT_TYPE_BROKER, "cluster_id": self.broker.cluster_id,
+            "controller_id": -1, "brokers": [],
+            "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+        if body.get("endpoint_type", self.ENDPOINT_TYPE_BROKER) != self.ENDPOINT_TYPE_BROKER:
+            response.update(error_code=Errors.MISMATCHED_ENDPOINT_TYPE,
+                            error_message="this is a broker's endpoint, not a controller's")
+            self.respond(request, response)
+            return
+        live = self._live_brokers(request.listener_name)
+        response.update(
+            brokers=[{"broker_id": node, "host": host, "port": port, "rack": None,
+                      "is_fenced": False} for node, (host, port) in sorted(live.items())],
+            # Clients cannot reach a KRaft controller: Kafka 4 names a live broker here.
+            controller_id=min(live))
+        if body["include_cluster_authorized_operations"]:
+            response["cluster_authorized_operations"] = (
+                self.authorized_operations(request, ResourceType.CLUSTER)
+                if self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER) else 0)
+        self.respond(request, response)
+
     def may_create_topic(self, request: Request, name: str) -> bool:
         """CREATE on the cluster, or on the topic (Kafka: either one will do)."""
         return (self.authorize(request, AclOperation.CREATE, ResourceType.CLUSTER)
@@ -430,7 +474,8 @@ class KafkaApis(ApiRequestHandler):
             replication_factor=1,
             configs=[
                 {"name": k, "value": v, "read_only": False,
-                 "config_source": CONFIG_SOURCE_TOPIC if k in configs else CONFIG_SOURCE_DEFAULT,
+                 "config_source": ConfigSource.TOPIC_CONFIG if k in configs
+                 else ConfigSource.DEFAULT_CONFIG,
                  "is_sensitive": False}
                 for k, v in config.to_properties().items()
             ],
@@ -460,40 +505,154 @@ class KafkaApis(ApiRequestHandler):
             results.append({"name": name, "error_code": Errors.NONE})
         self.respond(request, {"throttle_time_ms": 0, "responses": results})
 
+    # -- CreatePartitions ------------------------------------------------------------------------
+
+    def handle_create_partitions_request(self, request: Request) -> None:
+        """Add partitions to topics (never remove them: keys would change partition).  Kafka's
+        checks: ALTER on the topic, a topic named once, then what the controller checks; in a
+        cluster the controller adds them (forwarded), alone this broker does."""
+        assert request.body is not None
+        body = request.body
+        results: list[dict[str, Any]] = []
+        counts = Counter(t["name"] for t in body["topics"])
+        for t in body["topics"]:
+            if counts[t["name"]] > 1:
+                results.append({"name": t["name"], "error_code": Errors.INVALID_REQUEST,
+                                "error_message": "Duplicate topic in request."})
+            elif not self.authorize_topic(request, AclOperation.ALTER, t["name"]):
+                results.append({"name": t["name"], "error_code": Errors.TOPIC_AUTHORIZATION_FAILED,
+                                "error_message": None})
+        refused = {r["name"] for r in results}
+        body["topics"] = [t for t in body["topics"] if t["name"] not in refused]
+        if self._forward_to_controller(request, ("results", results)):
+            return
+        for t in body["topics"]:
+            error, message = self._create_partitions(t, body["validate_only"])
+            results.append({"name": t["name"], "error_code": error, "error_message": message})
+        self.respond(request, {"throttle_time_ms": 0, "results": results})
+
+    def _create_partitions(self, t: dict[str, Any], validate_only: bool) -> tuple[int, str | None]:
+        meta = self.metadata_cache.get(t["name"])
+        if meta is None:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {t['name']!r} does not exist"
+        error, message = create_partitions_error(meta.partitions, t["count"], t["assignments"])
+        if error != Errors.NONE or validate_only:
+            return error, message
+        config = self.topic_config(meta.configs)
+        for p in range(meta.partitions, t["count"]):
+            self.log_manager.get_or_create_log(t["name"], p, config, meta.topic_id)
+        self.metadata_cache.grow_topic(t["name"], t["count"])
+        return Errors.NONE, None
+
+    # -- DeleteRecords ---------------------------------------------------------------------------
+
+    def handle_delete_records_request(self, request: Request) -> None:
+        """Move each partition's log start offset up to the offset asked (-1: the high
+        watermark); readers then see the log start there.  DELETE on the topic, the leader
+        only, never past the high watermark (OFFSET_OUT_OF_RANGE)."""
+        assert request.body is not None
+        topics = []
+        moved = False
+        for t in request.body["topics"]:
+            allowed = self.authorize_topic(request, AclOperation.DELETE, t["name"])
+            parts = []
+            for p in t["partitions"]:
+                result = {"partition_index": p["partition_index"], "low_watermark": -1,
+                          "error_code": Errors.NONE}
+                parts.append(result)
+                if not allowed:
+                    result["error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
+                    continue
+                partition, error = self.broker.replica_manager.leader_partition_or_error(
+                    t["name"], p["partition_index"])
+                if partition is None:
+                    result["error_code"] = error
+                    continue
+                log_ = partition.log
+                offset = log_.high_watermark if p["offset"] == -1 else p["offset"]
+                if offset < 0:
+                    result["error_code"] = Errors.OFFSET_OUT_OF_RANGE
+                    continue
+                try:
+                    moved = log_.maybe_increment_log_start_offset(offset) or moved
+                except errors.BrokerResponseError as exc:  # past the HW; a storage error
+                    result["error_code"] = exc.errno
+                    continue
+                result["low_watermark"] = log_.log_start_offset
+            topics.append({"name": t["name"], "partitions": parts})
+        if moved:  # on disk before the answer: a restarted broker does not bring them back
+            self.log_manager.checkpoint_log_start_offsets()
+        self.respond(request, {"throttle_time_ms": 0, "topics": topics})
+
     # -- DescribeConfigs -------------------------------------------------------------------------
 
     def handle_describe_configs_request(self, request: Request) -> None:
         """A topic's configs: its own (DYNAMIC_TOPIC_CONFIG) and the broker's defaults
-        (DEFAULT_CONFIG).  Other resource types (brokers, loggers) are not described yet."""
+        (DEFAULT_CONFIG); this broker's settings (STATIC_BROKER_CONFIG where server.properties
+        sets them, DEFAULT_CONFIG otherwise).  Kafka's ``ConfigHelper``: a topic needs
+        DESCRIBE_CONFIGS on it, a broker DESCRIBE_CONFIGS on the cluster; a broker describes
+        itself only (or the cluster-wide defaults, the empty name, which we do not have)."""
         assert request.body is not None
+        documented = bool(request.body.get("include_documentation"))
         results = []
         for res in request.body["resources"]:
             result: dict[str, Any] = {"error_code": Errors.NONE, "error_message": None,
                                       "resource_type": res["resource_type"],
                                       "resource_name": res["resource_name"], "configs": []}
-            meta = self.metadata_cache.get(res["resource_name"])
-            if res["resource_type"] != RESOURCE_TYPE_TOPIC:
-                result.update(error_code=Errors.INVALID_REQUEST,
-                              error_message="this broker describes topics only")
-            elif not self.authorize_topic(request, AclOperation.DESCRIBE_CONFIGS,
-                                          res["resource_name"]):
-                result["error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
-            elif meta is None:
-                result.update(error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                              error_message=f"topic {res['resource_name']!r} does not exist")
+            if res["resource_type"] == RESOURCE_TYPE_TOPIC:
+                configs = self._describe_topic_configs(request, res, result)
+            elif res["resource_type"] == RESOURCE_TYPE_BROKER:
+                configs = self._describe_broker_configs(request, res, result)
             else:
-                keys = res["configuration_keys"]
-                for name, value in self.topic_config(meta.configs).to_properties().items():
-                    if keys is not None and name not in keys:
-                        continue
-                    own = name in meta.configs
-                    result["configs"].append({
-                        "name": name, "value": value, "read_only": False, "is_default": not own,
-                        "config_source": CONFIG_SOURCE_TOPIC if own else CONFIG_SOURCE_DEFAULT,
-                        "is_sensitive": False, "synonyms": [],
-                    })
+                result.update(error_code=Errors.INVALID_REQUEST,
+                              error_message="this broker describes topics and brokers only")
+                configs = []
+            keys = res["configuration_keys"]
+            for name, value, source, sensitive, value_type, doc in configs:
+                if keys is not None and name not in keys:
+                    continue
+                result["configs"].append({
+                    "name": name, "value": None if sensitive else value, "read_only": False,
+                    "is_default": source == ConfigSource.DEFAULT_CONFIG, "config_source": source,
+                    "is_sensitive": sensitive, "synonyms": [], "config_type": value_type,
+                    "documentation": doc if documented else None,
+                })
             results.append(result)
         self.respond(request, {"throttle_time_ms": 0, "results": results})
+
+    def _describe_topic_configs(self, request: Request, res: dict[str, Any],
+                                result: dict[str, Any]) -> list[DescribedConfig]:
+        name = res["resource_name"]
+        meta = self.metadata_cache.get(name)
+        if not self.authorize_topic(request, AclOperation.DESCRIBE_CONFIGS, name):
+            result["error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
+            return []
+        if meta is None:
+            result.update(error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                          error_message=f"topic {name!r} does not exist")
+            return []
+        return [(key, value,
+                 ConfigSource.TOPIC_CONFIG if key in meta.configs else ConfigSource.DEFAULT_CONFIG,
+                 False, config_type(key, value), None)
+                for key, value in self.topic_config(meta.configs).to_properties().items()]
+
+    def _describe_broker_configs(self, request: Request, res: dict[str, Any],
+                                 result: dict[str, Any]) -> list[DescribedConfig]:
+        name = res["resource_name"]
+        if not self.authorize(request, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
+            result["error_code"] = Errors.CLUSTER_AUTHORIZATION_FAILED
+            return []
+        if name != str(self.broker.broker_id):
+            result.update(error_code=Errors.INVALID_REQUEST,
+                          error_message=f"unexpected broker id {name!r}: this is broker "
+                                        f"{self.broker.broker_id}")
+            return []
+        config = self.broker.config
+        return [(key, config_value_string(config[key]),
+                 ConfigSource.STATIC_BROKER_CONFIG if key in config.given
+                 else ConfigSource.DEFAULT_CONFIG,
+                 is_sensitive(key), config_type(key, config[key]), setting.doc)
+                for key, setting in SETTINGS.items()]
 
     # -- Produce ---------------------------------------------------------------------------------
 

@@ -251,6 +251,9 @@ class BrokerConfig:
 
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
         parsed = {name: s.default for name, s in SETTINGS.items()}
+        #: The settings given (server.properties), by their current names: DescribeConfigs
+        #: tells them (STATIC_BROKER_CONFIG) from defaults.
+        self.given = frozenset(ALIASES.get(k, k) for k in (values or {}) if isinstance(k, str))
         for key, value in (values or {}).items():
             if not isinstance(key, str):
                 raise errors.ConfigError(f"setting names are strings, got {key!r}")
@@ -385,3 +388,9 @@ def parse_listeners(key: str, text: str, protocols: dict[str, str]) -> list[EndP
     if not out:
         raise errors.ConfigError(f"{key}: no listener in {text!r}")
     return out
+
+
+def is_sensitive(name: str) -> bool:
+    """Is the setting a secret (a password, a private key), which DescribeConfigs never shows?"""
+    setting = SETTINGS.get(ALIASES.get(name, name))
+    return setting is not None and setting.parse is _secret

@@ -95,6 +95,16 @@ class MetadataCache:
             self._write()
             return topic, True
 
+    def grow_topic(self, name: str, partitions: int) -> TopicMetadata | None:
+        """Give ``name`` ``partitions`` partitions if it has fewer (persisted before returning;
+        partitions are only ever added); None for an unknown topic."""
+        with self._lock:
+            topic = self._topics.get(name)
+            if topic is not None and partitions > topic.partitions:
+                topic.partitions = partitions
+                self._write()
+            return topic
+
     def remove_topic(self, name: str) -> TopicMetadata | None:
         with self._lock:
             topic = self._topics.pop(name, None)

@@ -76,6 +76,8 @@ class MetadataLoader:
                 self._delete_topic(name)
             topic_id, parts = topics[name]
             cache.add_topic(name, len(parts), configs.get(name, {}), topic_id)
+        for name, (_, parts) in topics.items():
+            cache.grow_topic(name, len(parts))  # CreatePartitions added some
         broker.replica_manager.apply_image(brokers, topics)
         for name in [t.name for t in cache.topics() if t.name not in topics]:
             self._delete_topic(name)

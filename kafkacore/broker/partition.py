@@ -267,7 +267,7 @@ class Partition:
     # -- the follower's side --------------------------------------------------------------------
 
     def append_records_to_follower(self, records: Any, leader_high_watermark: int,
-                                   leader_epoch: int) -> Any:
+                                   leader_epoch: int, leader_log_start_offset: int = -1) -> Any:
         """Append what the leader of ``leader_epoch`` sent, under the lock, if this replica
         still follows at that epoch: a fetch answered before a role change must not write into
         the log of a replica that leads now (or follows someone else).  Returns the append's
@@ -277,6 +277,11 @@ class Partition:
             self._check_following(leader_epoch)
             info = self.log.append_as_follower(records) if records else None
             self.update_follower_high_watermark(leader_high_watermark)
+            # DeleteRecords on the leader: the follower's log starts there too (as far as it
+            # has the records), so a new leader does not serve them again.
+            if leader_log_start_offset > self.log.log_start_offset:
+                self.log.maybe_increment_log_start_offset(
+                    min(leader_log_start_offset, self.log.high_watermark))
             return info
 
     def truncate_as_follower(self, offset: int, leader_epoch: int) -> None:

@@ -214,8 +214,9 @@ class ReplicaFetcherThread(ShutdownableThread):
                         records[:8], "big"):
                     continue  # the log moved meanwhile (truncation): fetch again
                 try:
-                    partition.append_records_to_follower(records, r["high_watermark"],
-                                                         epochs[partition.key])
+                    partition.append_records_to_follower(
+                        records, r["high_watermark"], epochs[partition.key],
+                        r.get("log_start_offset", -1))
                 except (errors.NotLeaderOrFollowerError, errors.FencedLeaderEpochError):
                     continue  # its role changed while we fetched: the data is not ours
         if errored:

@@ -9,7 +9,7 @@ here only when needed:
 
 - the first record of a topic waits for metadata in ``KafkaProducer._wait_on_metadata``;
 - a record that does not fit the last batch goes to ``RecordAccumulator.append``, which allocates
-  a new buffer from the BufferPool (outside the lock) and starts a batch: the seed's two-phase
+  a new buffer from the BufferPool (outside the lock) and starts a batch: Java's two-phase
   locking, written once, in Python.
 """
 

@@ -15,7 +15,7 @@ from cpython.buffer cimport (
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport SIZE_MAX, uint16_t, uint64_t
+from libc.stdint cimport INT64_MIN, SIZE_MAX, uint16_t, uint64_t
 
 from kafkacore.core.compression cimport decompress
 from kafkacore.core.crc cimport crc_of
@@ -221,7 +221,7 @@ cdef RecordBatch _decode_batch(const unsigned char* p, Py_ssize_t size, Py_ssize
 cdef list _read_batches(object data, object max_decompressed_bytes, bint decode):
     """Walk the concatenated batches in ``data``: the framing that iter_batches and
     check_batches share.  Per batch, _decode_batch's RecordBatch (``decode``) or _check_batch's
-    last offset delta; both spend one ``max_decompressed_bytes`` budget for the whole input."""
+    (last offset delta, largest timestamp delta); both spend one ``max_decompressed_bytes`` budget for the whole input."""
     cdef Py_buffer view
     cdef const unsigned char* p
     cdef Py_ssize_t n, pos = 0
@@ -331,7 +331,7 @@ cdef inline bint _try_skip_bytes(const unsigned char* p, Py_ssize_t end,
 
 
 cdef bint _try_check_records(const unsigned char* p, Py_ssize_t n, int32_t record_count,
-                             int64_t* last_delta) noexcept nogil:
+                             int64_t* last_delta, int64_t* max_ts_delta) noexcept nogil:
     """The fast path of _check_records, without the GIL: True when every record is sound and
     none has headers (a header key's UTF-8 is checked by Python's decoder, with the GIL); False
     sends the batch down the slow path, which finds the same faults and names them."""
@@ -348,6 +348,8 @@ cdef bint _try_check_records(const unsigned char* p, Py_ssize_t n, int32_t recor
         pos += 1
         if not _try_varint(p, rend, &pos, 10, &value):  # timestamp delta
             return False
+        if value > max_ts_delta[0]:
+            max_ts_delta[0] = value
         if not _try_varint(p, rend, &pos, 5, last_delta) or last_delta[0] != _i:  # offset delta
             return False
         if not _try_skip_bytes(p, rend, &pos) or not _try_skip_bytes(p, rend, &pos):
@@ -374,24 +376,28 @@ cdef int64_t _skip_bytes(const unsigned char* p, Py_ssize_t end, Py_ssize_t* pos
     return length
 
 
-cdef int64_t _check_records(const unsigned char* p, Py_ssize_t n,
-                            int32_t record_count) except? -2:
+cdef int64_t _check_records(const unsigned char* p, Py_ssize_t n, int32_t record_count,
+                            int64_t* max_ts_delta) except? -2:
     """Walk the ``record_count`` records in p[0:n] as _decode_records reads them, raising the
     same CorruptRecordError for the same faults; return the last record's offset delta (-1
-    without records).  Sound records without headers take the fast path (no GIL for a large
-    batch); anything else is walked again here, step by step, to name the fault."""
+    without records) and set ``max_ts_delta[0]`` to the largest timestamp delta (left as it
+    was without records).  Sound records without headers take the fast path (no
+    GIL for a large batch); anything else is walked again here, step by step, to name the
+    fault."""
     cdef Py_ssize_t pos = 0, rend
-    cdef int64_t length, offset_delta = -1, header_count, klen, j
+    cdef int64_t length, offset_delta = -1, header_count, klen, j, ts_delta
+    cdef int64_t start = max_ts_delta[0]
     cdef int32_t i
     cdef bint ok
     if n >= CRC_NOGIL_THRESHOLD:
         with nogil:
-            ok = _try_check_records(p, n, record_count, &offset_delta)
+            ok = _try_check_records(p, n, record_count, &offset_delta, max_ts_delta)
     else:
-        ok = _try_check_records(p, n, record_count, &offset_delta)
+        ok = _try_check_records(p, n, record_count, &offset_delta, max_ts_delta)
     if ok:
         return offset_delta
     offset_delta = -1
+    max_ts_delta[0] = start
     for i in range(record_count):
         length = _read_varint(p, n, &pos, 5, "record length")
         if length < 1 or length > n - pos:
@@ -404,7 +410,9 @@ cdef int64_t _check_records(const unsigned char* p, Py_ssize_t n,
             raise CorruptRecordError(f"record {i} has attributes 0x{p[pos]:02x}; every bit of"
                                      " a record's attributes is unused and must be 0")
         pos += 1
-        _read_varint(p, rend, &pos, 10, "timestamp delta")
+        ts_delta = _read_varint(p, rend, &pos, 10, "timestamp delta")
+        if ts_delta > max_ts_delta[0]:
+            max_ts_delta[0] = ts_delta
         offset_delta = _read_varint(p, rend, &pos, 5, "offset delta")
         if offset_delta != i:
             # A producer numbers a batch's records 0, 1, 2, ...; the broker assigns offsets by
@@ -438,11 +446,12 @@ cdef int64_t _check_records(const unsigned char* p, Py_ssize_t n,
     return offset_delta
 
 
-cdef int64_t _check_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t where,
-                          Py_ssize_t* budget) except? -2:
+cdef tuple _check_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t where,
+                        Py_ssize_t* budget):
     """_decode_batch's checks on the batch in p[0:size]: magic, CRC, record count, codec, then
-    every record (decompressed within ``budget[0]`` bytes).  Returns the last record's offset
-    delta, or -1 for a batch without records."""
+    every record (decompressed within ``budget[0]`` bytes).  Returns (the last record's offset
+    delta, the largest record timestamp delta), or (-1, None) for a batch without records."""
+    cdef int64_t last_delta, max_ts_delta = INT64_MIN  # at or below every delta
     cdef uint32_t stored, computed
     cdef signed char magic = <signed char>p[MAGIC_OFFSET]
     cdef int32_t record_count
@@ -463,23 +472,28 @@ cdef int64_t _check_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t wh
     if codec > CODEC_ZSTD:
         raise CorruptRecordError(f"record batch at byte {where} has unknown codec {codec}")
     if codec == CODEC_NONE:
-        return _check_records(p + RECORDS_OFFSET, size - RECORDS_OFFSET, record_count)
-    section = PyMemoryView_FromMemory(<char*>p + RECORDS_OFFSET, size - RECORDS_OFFSET,
-                                      PyBUF_READ)
-    try:
-        plain = decompress(codec, section, budget[0])
-    finally:
-        section.release()
-    budget[0] -= PyBytes_GET_SIZE(plain)
-    return _check_records(<const unsigned char*>PyBytes_AS_STRING(plain),
-                          PyBytes_GET_SIZE(plain), record_count)
+        last_delta = _check_records(p + RECORDS_OFFSET, size - RECORDS_OFFSET, record_count,
+                                    &max_ts_delta)
+    else:
+        section = PyMemoryView_FromMemory(<char*>p + RECORDS_OFFSET, size - RECORDS_OFFSET,
+                                          PyBUF_READ)
+        try:
+            plain = decompress(codec, section, budget[0])
+        finally:
+            section.release()
+        budget[0] -= PyBytes_GET_SIZE(plain)
+        last_delta = _check_records(<const unsigned char*>PyBytes_AS_STRING(plain),
+                                    PyBytes_GET_SIZE(plain), record_count, &max_ts_delta)
+    return (last_delta, max_ts_delta if record_count else None)
 
 
 def check_batches(data, max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
     """Check one or more concatenated record batches as ``iter_batches`` would decode them —
     framing, magic, CRC-32C, codec, every record's varints and lengths, UTF-8 header keys, the
     decompression bound — without building a Python object per record.  Returns a list with,
-    per batch, its last record's offset delta (-1 for a batch without records); anything
+    per batch, a pair: its last record's offset delta and its largest record timestamp delta
+    (a record's timestamp is the batch's base timestamp plus its delta; Kafka's LogValidator
+    sets a batch's maxTimestamp from them), ``(-1, None)`` for a batch without records; anything
     invalid raises :class:`~kafkacore.errors.CorruptRecordError` with ``iter_batches``'s
     message.  Stricter than the reader in two ways, for batches a producer wrote: records must
     be numbered 0, 1, 2, ... (a fetched batch of a compacted topic may skip numbers; a produced

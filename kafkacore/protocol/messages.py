@@ -253,8 +253,8 @@ FETCH_REQUEST: Declaration = {
     "apiKey": 1,
     "type": "request",
     "name": "FetchRequest",
-    # Not used by the producer: declared so that tests (and the teaching broker) can read records
-    # back with our own code.  v7 fetch sessions; v12 flexible; v13 topic ids instead of names;
+    # Not used by the producer: declared so that tests and our broker can read records back
+    # with our own code.  v7 fetch sessions; v12 flexible; v13 topic ids instead of names;
     # v15 the replica state moves into a tagged field.
     "validVersions": "0-17",
     "flexibleVersions": "12+",
@@ -1332,10 +1332,10 @@ DESCRIBE_CONFIGS_REQUEST: Declaration = {
     "apiKey": 32,
     "type": "request",
     "name": "DescribeConfigsRequest",
-    # v1 adds IncludeSynoyms (Kafka's spelling); v2 is v1.  v3 (value types) and v4 (flexible)
-    # are not declared: a client falls back to v2.
-    "validVersions": "0-2",
-    "flexibleVersions": "none",
+    # v1 adds IncludeSynoyms (Kafka's spelling); v2 is v1; v3 adds IncludeDocumentation (and
+    # the answer each value's type); v4 is flexible.
+    "validVersions": "0-4",
+    "flexibleVersions": "4+",
     "fields": [
         {
             "name": "Resources",
@@ -1353,6 +1353,7 @@ DESCRIBE_CONFIGS_REQUEST: Declaration = {
             ],
         },
         {"name": "IncludeSynoyms", "type": "bool", "versions": "1+", "default": False},
+        {"name": "IncludeDocumentation", "type": "bool", "versions": "3+", "default": False},
     ],
 }
 
@@ -1360,8 +1361,8 @@ DESCRIBE_CONFIGS_RESPONSE: Declaration = {
     "apiKey": 32,
     "type": "response",
     "name": "DescribeConfigsResponse",
-    "validVersions": "0-2",
-    "flexibleVersions": "none",
+    "validVersions": "0-4",
+    "flexibleVersions": "4+",
     "fields": [
         {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
         {
@@ -1399,10 +1400,175 @@ DESCRIBE_CONFIGS_RESPONSE: Declaration = {
                                 {"name": "Source", "type": "int8", "versions": "1+"},
                             ],
                         },
+                        {"name": "ConfigType", "type": "int8", "versions": "3+", "default": 0,
+                         "ignorable": True},
+                        {"name": "Documentation", "type": "string", "versions": "3+",
+                         "nullableVersions": "0+", "ignorable": True},
                     ],
                 },
             ],
         },
+    ],
+}
+
+# -- DeleteRecords (21) -------------------------------------------------------------------------
+
+DELETE_RECORDS_REQUEST: Declaration = {
+    "apiKey": 21,
+    "type": "request",
+    "name": "DeleteRecordsRequest",
+    # v1 is v0; v2 is flexible.
+    "validVersions": "0-2",
+    "flexibleVersions": "2+",
+    "fields": [
+        {
+            "name": "Topics",
+            "type": "[]DeleteRecordsTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {
+                    "name": "Partitions",
+                    "type": "[]DeleteRecordsPartition",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "Offset", "type": "int64", "versions": "0+"},
+                    ],
+                },
+            ],
+        },
+        {"name": "TimeoutMs", "type": "int32", "versions": "0+"},
+    ],
+}
+
+DELETE_RECORDS_RESPONSE: Declaration = {
+    "apiKey": 21,
+    "type": "response",
+    "name": "DeleteRecordsResponse",
+    "validVersions": "0-2",
+    "flexibleVersions": "2+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {
+            "name": "Topics",
+            "type": "[]DeleteRecordsTopicResult",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {
+                    "name": "Partitions",
+                    "type": "[]DeleteRecordsPartitionResult",
+                    "versions": "0+",
+                    "fields": [
+                        {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                        {"name": "LowWatermark", "type": "int64", "versions": "0+"},
+                        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                    ],
+                },
+            ],
+        },
+    ],
+}
+
+# -- CreatePartitions (37) ----------------------------------------------------------------------
+
+CREATE_PARTITIONS_REQUEST: Declaration = {
+    "apiKey": 37,
+    "type": "request",
+    "name": "CreatePartitionsRequest",
+    # v1 is v0; v2 is flexible; v3 is v2 (KIP-599: throttled when too many are created).
+    "validVersions": "0-3",
+    "flexibleVersions": "2+",
+    "fields": [
+        {
+            "name": "Topics",
+            "type": "[]CreatePartitionsTopic",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {"name": "Count", "type": "int32", "versions": "0+"},
+                {
+                    "name": "Assignments",
+                    "type": "[]CreatePartitionsAssignment",
+                    "versions": "0+",
+                    "nullableVersions": "0+",
+                    "fields": [{"name": "BrokerIds", "type": "[]int32", "versions": "0+"}],
+                },
+            ],
+        },
+        {"name": "TimeoutMs", "type": "int32", "versions": "0+"},
+        {"name": "ValidateOnly", "type": "bool", "versions": "0+"},
+    ],
+}
+
+CREATE_PARTITIONS_RESPONSE: Declaration = {
+    "apiKey": 37,
+    "type": "response",
+    "name": "CreatePartitionsResponse",
+    "validVersions": "0-3",
+    "flexibleVersions": "2+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {
+            "name": "Results",
+            "type": "[]CreatePartitionsTopicResult",
+            "versions": "0+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                {"name": "ErrorMessage", "type": "string", "versions": "0+",
+                 "nullableVersions": "0+", "default": None},
+            ],
+        },
+    ],
+}
+
+# -- DescribeCluster (60) -----------------------------------------------------------------------
+
+DESCRIBE_CLUSTER_REQUEST: Declaration = {
+    "apiKey": 60,
+    "type": "request",
+    "name": "DescribeClusterRequest",
+    # v1 adds EndpointType (KIP-919: brokers or controllers); v2 IncludeFencedBrokers.
+    "validVersions": "0-2",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "IncludeClusterAuthorizedOperations", "type": "bool", "versions": "0+"},
+        {"name": "EndpointType", "type": "int8", "versions": "1+", "default": 1},
+        {"name": "IncludeFencedBrokers", "type": "bool", "versions": "2+", "default": False},
+    ],
+}
+
+DESCRIBE_CLUSTER_RESPONSE: Declaration = {
+    "apiKey": 60,
+    "type": "response",
+    "name": "DescribeClusterResponse",
+    "validVersions": "0-2",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "ErrorMessage", "type": "string", "versions": "0+", "nullableVersions": "0+",
+         "default": None},
+        {"name": "EndpointType", "type": "int8", "versions": "1+", "default": 1},
+        {"name": "ClusterId", "type": "string", "versions": "0+"},
+        {"name": "ControllerId", "type": "int32", "versions": "0+", "default": -1},
+        {
+            "name": "Brokers",
+            "type": "[]DescribeClusterBroker",
+            "versions": "0+",
+            "fields": [
+                {"name": "BrokerId", "type": "int32", "versions": "0+"},
+                {"name": "Host", "type": "string", "versions": "0+"},
+                {"name": "Port", "type": "int32", "versions": "0+"},
+                {"name": "Rack", "type": "string", "versions": "0+", "nullableVersions": "0+",
+                 "default": None},
+                {"name": "IsFenced", "type": "bool", "versions": "2+", "default": False},
+            ],
+        },
+        {"name": "ClusterAuthorizedOperations", "type": "int32", "versions": "0+",
+         "default": -2147483648},
     ],
 }
 
@@ -2330,6 +2496,9 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.CREATE_TOPICS: (CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE),
     ApiKey.DELETE_TOPICS: (DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE),
     ApiKey.DESCRIBE_CONFIGS: (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
+    ApiKey.CREATE_PARTITIONS: (CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE),
+    ApiKey.DELETE_RECORDS: (DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE),
+    ApiKey.DESCRIBE_CLUSTER: (DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE),
     ApiKey.INIT_PRODUCER_ID: (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
     ApiKey.SASL_HANDSHAKE: (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),
     ApiKey.SASL_AUTHENTICATE: (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),

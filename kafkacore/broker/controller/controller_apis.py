@@ -32,6 +32,7 @@ class ControllerApis(ApiRequestHandler):
             ApiKey.CREATE_TOPICS: self.handle_create_topics_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
+            ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
             ApiKey.BROKER_REGISTRATION: self.handle_broker_registration_request,
             ApiKey.BROKER_HEARTBEAT: self.handle_broker_heartbeat_request,
             ApiKey.ALTER_PARTITION: self.handle_alter_partition_request,
@@ -125,6 +126,16 @@ class ControllerApis(ApiRequestHandler):
         results = [{"name": name, "error_code": self.controller.delete_topic(name)}
                    for name in request.body["topic_names"]]
         self.respond(request, {"throttle_time_ms": 0, "responses": results})
+
+    def handle_create_partitions_request(self, request: Request) -> None:
+        assert request.body is not None
+        body = request.body
+        results = []
+        for t in body["topics"]:
+            error, message = self.controller.create_partitions(
+                t["name"], t["count"], t["assignments"], body["validate_only"])
+            results.append({"name": t["name"], "error_code": error, "error_message": message})
+        self.respond(request, {"throttle_time_ms": 0, "results": results})
 
     def handle_describe_configs_request(self, request: Request) -> None:
         """A topic's own configs (DYNAMIC_TOPIC_CONFIG): what brokers need to open its logs."""

@@ -8,6 +8,7 @@ import threading
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from kafkacore.broker.config import BrokerConfig
 from kafkacore.broker.controller.broker_heartbeat_manager import BrokerHeartbeatManager
@@ -15,6 +16,7 @@ from kafkacore.broker.controller.replication_control_manager import (
     PartitionRegistration,
     ReplicationControlManager,
     TopicControlInfo,
+    create_partitions_error,
 )
 from kafkacore.broker.files import replace_atomically
 from kafkacore.broker.metadata_cache import validate_topic_name
@@ -170,6 +172,25 @@ class QuorumController:
             log.info("controller: created %s: %s", name,
                      [(p.leader, p.replicas) for p in info.partitions])
             return Errors.NONE, None, info
+
+    def create_partitions(self, name: str, count: int, assignments: list[Any] | None,
+                          validate_only: bool) -> tuple[int, str | None]:
+        with self.lock:
+            info = self.replication.topics.get(name)
+            if info is None:
+                return Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+            error, message = create_partitions_error(len(info.partitions), count, assignments)
+            live = sorted(self.active_brokers())
+            if error == Errors.NONE and len(info.partitions[0].replicas) > len(live):
+                error, message = (Errors.INVALID_REPLICATION_FACTOR,
+                                  f"replication factor {len(info.partitions[0].replicas)} with "
+                                  f"{len(live)} live brokers")
+            if error != Errors.NONE or validate_only:
+                return error, message
+            self.replication.create_partitions(info, count, live)
+            self._save()
+            log.info("controller: %s now has %d partitions", name, count)
+            return Errors.NONE, None
 
     def delete_topic(self, name: str) -> int:
         with self.lock:

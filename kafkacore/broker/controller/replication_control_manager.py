@@ -5,6 +5,9 @@ from __future__ import annotations
 import random
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
+
+from kafkacore.errors import Errors
 
 
 @dataclass
@@ -26,6 +29,20 @@ class TopicControlInfo:
     partitions: list[PartitionRegistration] = field(default_factory=list)
 
 
+def create_partitions_error(current: int, count: int,
+                            assignments: list[Any] | None) -> tuple[int, str | None]:
+    """CreatePartitions' checks of a topic's new count (Kafka's
+    ``ReplicationControlManager.createPartitions``): partitions are only added."""
+    if assignments is not None:
+        return Errors.INVALID_REPLICA_ASSIGNMENT, "manual replica assignments are not supported"
+    if count < current:
+        return (Errors.INVALID_PARTITIONS, f"The topic currently has {current} partition(s); "
+                f"{count} would not be an increase.")
+    if count == current:
+        return Errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s)."
+    return Errors.NONE, None
+
+
 class ReplicationControlManager:
     """Topics, partitions, and the elections (Kafka's ``ReplicationControlManager``)."""
 
@@ -43,6 +60,15 @@ class ReplicationControlManager:
             info.partitions.append(PartitionRegistration(replicas, list(replicas), replicas[0]))
         self.topics[name] = info
         return info
+
+    def create_partitions(self, info: TopicControlInfo, count: int, live: list[int]) -> None:
+        """Add partitions up to ``count``, with the replication factor of the first, assigned
+        as create_topic assigns them."""
+        replication_factor = len(info.partitions[0].replicas)
+        start = random.randrange(len(live))
+        for p in range(len(info.partitions), count):
+            replicas = [live[(start + p + i) % len(live)] for i in range(replication_factor)]
+            info.partitions.append(PartitionRegistration(replicas, list(replicas), replicas[0]))
 
     def elect(self, part: PartitionRegistration, active: set[int],
               preferred: int | None = None) -> None:

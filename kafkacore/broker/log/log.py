@@ -105,6 +105,7 @@ class Log:
         partition: int = 0,
         had_clean_shutdown: bool = False,
         recovery_point: int = 0,
+        log_start_offset: int = 0,
         topic_id: uuid.UUID | None = None,
         dir_failure_channel: LogDirFailureChannel | None = None,
     ) -> None:
@@ -138,7 +139,10 @@ class Log:
         #: next start (the LogManager lowers the recovery point and skips the clean marker)
         self.damaged_from: int | None = None
         self._reported: set[tuple[int, int]] = set()  # (segment, position) logged already
+        #: DeleteRecords' log start offset, inside the first segment (its checkpoint's value)
+        self._start = 0
         self._load_segments(had_clean_shutdown, recovery_point)
+        self._start = min(log_start_offset, self.log_end_offset)
         self._rebuild_producer_state()
         self.recovery_point = self.log_end_offset
 
@@ -274,7 +278,30 @@ class Log:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        """The first segment's base offset, or later where DeleteRecords moved it."""
+        return max(self._segments[0].base_offset, self._start)
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """DeleteRecords (Kafka's ``UnifiedLog.maybeIncrementLogStartOffset``): the records below
+        ``offset`` are gone for readers at once; the segments wholly below it are deleted.
+        ``offset`` may not pass the high watermark (``OffsetOutOfRangeError``).  False when the
+        log already starts at or after it."""
+        with self._lock:
+            self._check_open()
+            hw = self.high_watermark
+            if offset > hw:
+                raise OffsetOutOfRangeError(
+                    f"cannot delete records below {offset}, past the high watermark {hw} of "
+                    f"{self.name}")
+            if offset <= self.log_start_offset:
+                return False
+            self._start = offset
+            with self._storage("delete segments of"):
+                while len(self._segments) > 1 and self._segments[0].next_offset <= offset:
+                    self._segments.pop(0).delete()
+                    self._bases.pop(0)
+            self.producer_state.delete_snapshots_below(self.log_start_offset)
+            return True
 
     @property
     def log_end_offset(self) -> int:

@@ -89,6 +89,7 @@ class LogManager:
                 marker = d / CLEAN_SHUTDOWN_FILE
                 clean = marker.exists()
                 recovery_points = _read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
+                start_offsets = _read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
                 for child in sorted(d.iterdir()):
                     m = _PARTITION_DIR.match(child.name)
                     if not child.is_dir() or m is None or child.name.endswith("-delete"):
@@ -103,6 +104,7 @@ class LogManager:
                         partition=key[1],
                         had_clean_shutdown=clean,
                         recovery_point=recovery_points.get(key, 0),
+                        log_start_offset=start_offsets.get(key, 0),
                         dir_failure_channel=self.dir_failure_channel,
                     )
                     if lg.recovered_bytes_truncated:
@@ -253,9 +255,9 @@ class LogManager:
             self._write_checkpoint(d, RECOVERY_POINT_CHECKPOINT, points)
 
     def checkpoint_log_start_offsets(self) -> None:
-        """Kafka's ``log-start-offset-checkpoint``.  Our log start is always the first
-        segment's base offset (there is no DeleteRecords), so the file is for operators and
-        tools that read Kafka's; loading does not need it."""
+        """Kafka's ``log-start-offset-checkpoint``: where DeleteRecords moved each log's start
+        inside its first segment, read back at the next start.  Written periodically, and at
+        once after DeleteRecords."""
         for d in self.log_dirs:
             points = {key: lg.log_start_offset for key, lg in list(self._logs.items())
                       if lg.dir.parent == d}

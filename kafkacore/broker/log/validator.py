@@ -4,7 +4,9 @@ Kafka's ``LogValidator`` in our terms: the compiled reader (``check_batches``, t
 ``iter_batches`` without a Python object per record) checks every byte of every batch (framing,
 CRC-32C, varints, decompression), once per request; Python only looks at each batch's 61-byte
 header.  Offsets are assigned in place by writing each batch's ``baseOffset``, a field the CRC
-does not cover, so an uncompressed batch is stored exactly as the producer built it.
+does not cover, so an uncompressed batch is stored exactly as the producer built it, unless its
+``maxTimestamp`` is not its records' largest (Sarama writes -1): Kafka sets it from the records,
+because ListOffsets by time and the time index trust it, and so do we, with a new CRC.
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ _INT64 = struct.Struct(">q")
 _BASE_AND_LENGTH = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
+
+
+def _stored_attributes_and_max_timestamp(buf: bytearray, position: int) -> tuple[int, int]:
+    """The two header fields assign_offsets may rewrite, as the bytes hold them now."""
+    return (struct.unpack_from(">h", buf, position + ATTRIBUTES)[0],
+            _INT64.unpack_from(buf, position + MAX_TIMESTAMP)[0])
 
 
 class BatchHeader(NamedTuple):
@@ -190,10 +198,11 @@ def analyze(
         pos += header.size
     try:
         # Compiled: CRC, framing, every record walked in C, no Python object per record.
-        last_deltas = check_batches(records)
+        checked = check_batches(records)
     except CorruptRecordError as exc:
         raise CorruptMessageError(str(exc)) from None
-    for header, last_delta in zip(headers, last_deltas, strict=True):
+    out = []
+    for header, (last_delta, max_ts_delta) in zip(headers, checked, strict=True):
         if header.record_count < 1:
             raise InvalidRecordError(f"batch at byte {header.position} has no records")
         if header.last_offset_delta != header.record_count - 1:
@@ -210,7 +219,17 @@ def analyze(
                 f"batch at byte {header.position}: its last record's offset delta is not"
                 f" lastOffsetDelta ({header.last_offset_delta})"
             )
-    return headers
+        # The records' largest timestamp (Kafka's LogValidator ``maxTimestamp``): what the
+        # header will say once assign_offsets has written it.
+        assert max_ts_delta is not None  # a batch with records (checked above)
+        out.append(header._replace(max_timestamp=_record_timestamp(header, max_ts_delta)))
+    return out
+
+
+def _record_timestamp(header: BatchHeader, delta: int) -> int:
+    """A record's timestamp: the base timestamp plus its delta, as a wrapping int64 (Java's
+    ``long`` arithmetic, as the reader computes it)."""
+    return (header.base_timestamp + delta + (1 << 63)) % (1 << 64) - (1 << 63)
 
 
 def assign_offsets(
@@ -221,8 +240,10 @@ def assign_offsets(
     log_append_time_ms: int | None,
 ) -> list[BatchHeader]:
     """Give the batches consecutive offsets from ``first_offset`` (rewriting baseOffset and
-    partitionLeaderEpoch in place, outside the CRC); on LogAppendTime topics also set maxTimestamp
-    and the timestamp-type bit, then recompute the CRC.  Returns the updated headers."""
+    partitionLeaderEpoch in place, outside the CRC).  Set maxTimestamp: to the append time and
+    the timestamp-type bit on LogAppendTime topics, else to the records' largest timestamp
+    (``analyze``'s header) where the producer wrote another; then recompute the CRC.  Returns
+    the updated headers."""
     out = []
     offset = first_offset
     for h in headers:
@@ -234,6 +255,7 @@ def assign_offsets(
         if log_append_time_ms is not None:
             attributes |= TIMESTAMP_TYPE_FLAG
             max_timestamp = log_append_time_ms
+        if (attributes, max_timestamp) != _stored_attributes_and_max_timestamp(buf, h.position):
             struct.pack_into(">h", buf, h.position + ATTRIBUTES, attributes)
             _INT64.pack_into(buf, h.position + MAX_TIMESTAMP, max_timestamp)
             view = memoryview(buf)[h.position + ATTRIBUTES : h.position + h.size]
