@@ -221,7 +221,8 @@ cdef RecordBatch _decode_batch(const unsigned char* p, Py_ssize_t size, Py_ssize
 cdef list _read_batches(object data, object max_decompressed_bytes, bint decode):
     """Walk the concatenated batches in ``data``: the framing that iter_batches and
     check_batches share.  Per batch, _decode_batch's RecordBatch (``decode``) or _check_batch's
-    (last offset delta, largest timestamp delta); both spend one ``max_decompressed_bytes`` budget for the whole input."""
+    (last offset delta, largest timestamp delta); both spend one ``max_decompressed_bytes``
+    budget for the whole input."""
     cdef Py_buffer view
     cdef const unsigned char* p
     cdef Py_ssize_t n, pos = 0
