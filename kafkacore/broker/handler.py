@@ -33,9 +33,9 @@ class KafkaRequestHandler(ShutdownableThread):
     def do_work(self) -> None:
         request = self.channel.receive_request(timeout_s=0.3)
         if request is not None:
-            self._handle(request)
+            self._handle_request(request)
 
-    def _handle(self, request: Request) -> None:
+    def _handle_request(self, request: Request) -> None:
         try:
             self.apis.handle(request)
         except Exception as exc:
