@@ -229,6 +229,11 @@ def run_group_through_kills(cluster: Cluster, kind: str) -> None:
         #    coordinator.  Lost offsets would now send the consumers to the end of the log.
         events.wait_for("half processed, a commit on every partition", lambda: (
             len(events.seen) >= RECORDS // 2 and len(events.ok_commits) == PARTITIONS))
+        # The broker restarted above must be back in the offsets partition's ISR first: killing
+        # the coordinator while it is the ISR's only member leaves no eligible leader (Kafka
+        # elects none without unclean election).
+        replicas = cluster.partition_state(OFFSETS_TOPIC, offsets_partition)["replica_nodes"]
+        cluster.wait_for_isr(OFFSETS_TOPIC, offsets_partition, replicas)
         before_kill = dict(watcher.latest())
         assert len(events.seen) < RECORDS, "the stream ended before the coordinator was killed"
         cluster.kill(coordinator)
