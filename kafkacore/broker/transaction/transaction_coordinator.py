@@ -168,19 +168,30 @@ class TransactionCoordinator:
         if metadata.pending_state is not None:
             raise errors.ConcurrentTransactionsError()
 
+    def _existing_transaction(self, transactional_id: str, callback: ErrorCallback
+                              ) -> tuple[int, TransactionMetadata] | None:
+        """(coordinator epoch, metadata) of a transactional id this coordinator has loaded; or
+        None, with ``callback`` answered: the partition's error, or INVALID_PRODUCER_ID_MAPPING
+        for an id it does not know."""
+        error, coordinator_epoch, metadata = self.txn_manager.get_transaction_state(
+            transactional_id)
+        if error != Errors.NONE:
+            callback(error)
+            return None
+        if metadata is None:
+            callback(Errors.INVALID_PRODUCER_ID_MAPPING)
+            return None
+        return coordinator_epoch, metadata
+
     def handle_add_partitions(self, transactional_id: str, producer_id: int,
                               producer_epoch: int, partitions: set[TopicPartition],
                               callback: ErrorCallback, *, verify_only: bool = False) -> None:
         """Kafka's ``handleAddPartitionsToTransaction`` (and, ``verify_only``, the brokers'
         check that the partitions are in the transaction, KIP-890)."""
-        error, coordinator_epoch, metadata = self.txn_manager.get_transaction_state(
-            transactional_id)
-        if error != Errors.NONE:
-            callback(error)
+        loaded = self._existing_transaction(transactional_id, callback)
+        if loaded is None:
             return
-        if metadata is None:
-            callback(Errors.INVALID_PRODUCER_ID_MAPPING)
-            return
+        coordinator_epoch, metadata = loaded
         with metadata.lock:
             try:
                 self._check_producer(metadata, producer_id, producer_epoch)
@@ -213,14 +224,10 @@ class TransactionCoordinator:
         if not transactional_id:
             callback(Errors.INVALID_REQUEST)
             return
-        error, coordinator_epoch, metadata = self.txn_manager.get_transaction_state(
-            transactional_id)
-        if error != Errors.NONE:
-            callback(error)
+        loaded = self._existing_transaction(transactional_id, callback)
+        if loaded is None:
             return
-        if metadata is None:
-            callback(Errors.INVALID_PRODUCER_ID_MAPPING)
-            return
+        coordinator_epoch, metadata = loaded
         with metadata.lock:
             try:
                 if metadata.producer_id != producer_id:
