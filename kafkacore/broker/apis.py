@@ -22,13 +22,9 @@ from kafkacore.broker import faults
 from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
-from kafkacore.broker.config import SETTINGS, is_sensitive
-from kafkacore.broker.config_source import (
-    ConfigSource,
-    DescribedConfig,
-    config_type,
-    config_value_string,
-)
+from kafkacore.broker.config_admin_manager import ConfigAdminManager
+from kafkacore.broker.config_helper import ConfigHelper
+from kafkacore.broker.config_source import ConfigSource
 from kafkacore.broker.controller.replication_control_manager import create_partitions_error
 from kafkacore.broker.delayed_fetch import READ_COMMITTED
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
@@ -51,9 +47,6 @@ log = logging.getLogger(__name__)
 COORDINATOR_TYPE_GROUP = 0
 COORDINATOR_TYPE_TRANSACTION = 1
 
-RESOURCE_TYPE_TOPIC = 2
-RESOURCE_TYPE_BROKER = 4
-
 #: "authorized operations" not computed (Kafka's ``Int.MinValue`` sentinel).
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -66,6 +59,7 @@ class KafkaApis(ApiRequestHandler):
         self.broker = broker
         self.authorizer = broker.authorizer
         acl_apis = AclApis(self, self.authorizer, lambda: broker.forwarding_manager)
+        config_helper = ConfigHelper(self)
         #: api key -> handler; ApiVersions lists exactly these keys.
         self.handlers: dict[int, Callable[[Request], None]] = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
@@ -76,7 +70,7 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.LIST_OFFSETS: self.handle_list_offsets_request,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
-            ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
+            ApiKey.DESCRIBE_CONFIGS: config_helper.handle_describe_configs_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
             ApiKey.DELETE_RECORDS: self.handle_delete_records_request,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
@@ -104,6 +98,15 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
             ApiKey.DELETE_ACLS: acl_apis.handle_delete_acls_request,
         }
+        if broker.config["process.roles"] != "broker":
+            # Alone, a broker is its own controller and changes configs itself.  In a cluster
+            # the controller would, and brokers would follow: not built yet, so not advertised.
+            config_admin = ConfigAdminManager(self)
+            self.handlers.update({
+                ApiKey.ALTER_CONFIGS: config_admin.handle_alter_configs_request,
+                ApiKey.INCREMENTAL_ALTER_CONFIGS:
+                    config_admin.handle_incremental_alter_configs_request,
+            })
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
         self.producer_id_manager = broker.producer_id_manager
@@ -486,24 +489,45 @@ class KafkaApis(ApiRequestHandler):
 
     def handle_delete_topics_request(self, request: Request) -> None:
         """Forget the topic (persisted first, so a crash cannot bring it back), then delete its
-        partitions' logs."""
+        partitions' logs.  v6 names a topic by name or by id; DELETE on the topic."""
         assert request.body is not None
-        names = request.body["topic_names"]
-        results = [{"name": name, "error_code": Errors.TOPIC_AUTHORIZATION_FAILED} for name in names
-                   if not self.authorize_topic(request, AclOperation.DELETE, name)]
-        request.body["topic_names"] = [n for n in names
-                                       if n not in {r["name"] for r in results}]
+        body = request.body
+        asked = [(t["name"], t["topic_id"]) for t in body["topics"]] \
+            if request.api_version >= 6 else [(n, ZERO_UUID) for n in body["topic_names"]]
+        results: list[dict[str, Any]] = []
+        names: list[str] = []
+        for name, topic_id in asked:
+            if name is None:
+                name = self.metadata_cache.name_of(topic_id)
+                if name is None:
+                    results.append(self._deleted(None, topic_id, Errors.UNKNOWN_TOPIC_ID,
+                                                 f"no topic has id {topic_id}"))
+                    continue
+            if not self.authorize_topic(request, AclOperation.DELETE, name):
+                results.append(self._deleted(name, topic_id, Errors.TOPIC_AUTHORIZATION_FAILED))
+                continue
+            names.append(name)
+        body["topic_names"] = names
+        body["topics"] = [{"name": n, "topic_id": self._topic_id(n)} for n in names]
         if self._forward_to_controller(request, ("responses", results)):
             return
-        for name in request.body["topic_names"]:
+        for name in names:
+            topic_id = self._topic_id(name)
             meta = self.metadata_cache.remove_topic(name)
             if meta is None:
-                results.append({"name": name, "error_code": Errors.UNKNOWN_TOPIC_OR_PARTITION})
+                results.append(self._deleted(name, topic_id, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                             f"topic {name!r} does not exist"))
                 continue
             for p in range(meta.partitions):
                 self.log_manager.delete_log(name, p)
-            results.append({"name": name, "error_code": Errors.NONE})
+            results.append(self._deleted(name, topic_id, Errors.NONE))
         self.respond(request, {"throttle_time_ms": 0, "responses": results})
+
+    @staticmethod
+    def _deleted(name: str | None, topic_id: uuid.UUID, error: int,
+                 message: str | None = None) -> dict[str, Any]:
+        """One DeleteTopics answer."""
+        return {"name": name, "topic_id": topic_id, "error_code": error, "error_message": message}
 
     # -- CreatePartitions ------------------------------------------------------------------------
 
@@ -583,76 +607,6 @@ class KafkaApis(ApiRequestHandler):
         if moved:  # on disk before the answer: a restarted broker does not bring them back
             self.log_manager.checkpoint_log_start_offsets()
         self.respond(request, {"throttle_time_ms": 0, "topics": topics})
-
-    # -- DescribeConfigs -------------------------------------------------------------------------
-
-    def handle_describe_configs_request(self, request: Request) -> None:
-        """A topic's configs: its own (DYNAMIC_TOPIC_CONFIG) and the broker's defaults
-        (DEFAULT_CONFIG); this broker's settings (STATIC_BROKER_CONFIG where server.properties
-        sets them, DEFAULT_CONFIG otherwise).  Kafka's ``ConfigHelper``: a topic needs
-        DESCRIBE_CONFIGS on it, a broker DESCRIBE_CONFIGS on the cluster; a broker describes
-        itself only (or the cluster-wide defaults, the empty name, which we do not have)."""
-        assert request.body is not None
-        documented = bool(request.body.get("include_documentation"))
-        results = []
-        for res in request.body["resources"]:
-            result: dict[str, Any] = {"error_code": Errors.NONE, "error_message": None,
-                                      "resource_type": res["resource_type"],
-                                      "resource_name": res["resource_name"], "configs": []}
-            if res["resource_type"] == RESOURCE_TYPE_TOPIC:
-                configs = self._describe_topic_configs(request, res, result)
-            elif res["resource_type"] == RESOURCE_TYPE_BROKER:
-                configs = self._describe_broker_configs(request, res, result)
-            else:
-                result.update(error_code=Errors.INVALID_REQUEST,
-                              error_message="this broker describes topics and brokers only")
-                configs = []
-            keys = res["configuration_keys"]
-            for name, value, source, sensitive, value_type, doc in configs:
-                if keys is not None and name not in keys:
-                    continue
-                result["configs"].append({
-                    "name": name, "value": None if sensitive else value, "read_only": False,
-                    "is_default": source == ConfigSource.DEFAULT_CONFIG, "config_source": source,
-                    "is_sensitive": sensitive, "synonyms": [], "config_type": value_type,
-                    "documentation": doc if documented else None,
-                })
-            results.append(result)
-        self.respond(request, {"throttle_time_ms": 0, "results": results})
-
-    def _describe_topic_configs(self, request: Request, res: dict[str, Any],
-                                result: dict[str, Any]) -> list[DescribedConfig]:
-        name = res["resource_name"]
-        meta = self.metadata_cache.get(name)
-        if not self.authorize_topic(request, AclOperation.DESCRIBE_CONFIGS, name):
-            result["error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
-            return []
-        if meta is None:
-            result.update(error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                          error_message=f"topic {name!r} does not exist")
-            return []
-        return [(key, value,
-                 ConfigSource.TOPIC_CONFIG if key in meta.configs else ConfigSource.DEFAULT_CONFIG,
-                 False, config_type(key, value), None)
-                for key, value in self.topic_config(meta.configs).to_properties().items()]
-
-    def _describe_broker_configs(self, request: Request, res: dict[str, Any],
-                                 result: dict[str, Any]) -> list[DescribedConfig]:
-        name = res["resource_name"]
-        if not self.authorize(request, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
-            result["error_code"] = Errors.CLUSTER_AUTHORIZATION_FAILED
-            return []
-        if name != str(self.broker.broker_id):
-            result.update(error_code=Errors.INVALID_REQUEST,
-                          error_message=f"unexpected broker id {name!r}: this is broker "
-                                        f"{self.broker.broker_id}")
-            return []
-        config = self.broker.config
-        return [(key, config_value_string(config[key]),
-                 ConfigSource.STATIC_BROKER_CONFIG if key in config.given
-                 else ConfigSource.DEFAULT_CONFIG,
-                 is_sensitive(key), config_type(key, config[key]), setting.doc)
-                for key, setting in SETTINGS.items()]
 
     # -- Produce ---------------------------------------------------------------------------------
 

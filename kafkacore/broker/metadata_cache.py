@@ -56,6 +56,9 @@ class MetadataCache:
         self._lock = threading.Lock()
         self._topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, str] = {}
+        #: dynamic broker configs (Kafka's ConfigRecords of BROKER resources): resource name
+        #: ("" for the cluster-wide default, else a broker id) -> name -> value
+        self._broker_configs: dict[str, dict[str, str]] = {}
         try:
             data = json.loads(self.path.read_text())
         except FileNotFoundError:
@@ -64,6 +67,7 @@ class MetadataCache:
             raise KafkaStorageError(f"{self.path} is damaged: {exc}") from None
         for t in data["topics"]:
             self._put(TopicMetadata(t["name"], uuid.UUID(t["id"]), t["partitions"], t["configs"]))
+        self._broker_configs = data.get("broker_configs", {})
 
     def _put(self, topic: TopicMetadata) -> None:
         self._topics[topic.name] = topic
@@ -105,6 +109,30 @@ class MetadataCache:
                 self._write()
             return topic
 
+    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> TopicMetadata | None:
+        """Replace ``name``'s own configs (persisted before returning); None for an unknown
+        topic."""
+        with self._lock:
+            topic = self._topics.get(name)
+            if topic is not None:
+                topic.configs = dict(configs)
+                self._write()
+            return topic
+
+    def broker_configs(self) -> dict[str, dict[str, str]]:
+        """The dynamic broker configs: resource name ("" the default) -> name -> value."""
+        with self._lock:
+            return {k: dict(v) for k, v in self._broker_configs.items()}
+
+    def alter_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
+        """Replace the dynamic configs of one broker resource (persisted before returning)."""
+        with self._lock:
+            if configs:
+                self._broker_configs[resource_name] = dict(configs)
+            else:
+                self._broker_configs.pop(resource_name, None)
+            self._write()
+
     def remove_topic(self, name: str) -> TopicMetadata | None:
         with self._lock:
             topic = self._topics.pop(name, None)
@@ -119,6 +147,7 @@ class MetadataCache:
                 {"name": t.name, "id": str(t.topic_id), "partitions": t.partitions,
                  "configs": t.configs}
                 for t in self.topics()
-            ]
+            ],
+            "broker_configs": self._broker_configs,
         }
         replace_atomically(self.path, json.dumps(data, indent=1).encode())

@@ -123,8 +123,16 @@ class ControllerApis(ApiRequestHandler):
 
     def handle_delete_topics_request(self, request: Request) -> None:
         assert request.body is not None
-        results = [{"name": name, "error_code": self.controller.delete_topic(name)}
-                   for name in request.body["topic_names"]]
+        body = request.body
+        # A broker forwards topics by name (it resolved v6's ids).
+        names = [t["name"] for t in body["topics"]] if request.api_version >= 6 \
+            else body["topic_names"]
+        results = []
+        for name in names:
+            info = self.controller.replication.topics.get(name)
+            topic_id = uuid.UUID(info.topic_id) if info is not None else uuid.UUID(int=0)
+            results.append({"name": name, "topic_id": topic_id, "error_message": None,
+                            "error_code": self.controller.delete_topic(name)})
         self.respond(request, {"throttle_time_ms": 0, "responses": results})
 
     def handle_create_partitions_request(self, request: Request) -> None:
