@@ -85,6 +85,8 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.LEAVE_GROUP: self.handle_leave_group_request,
             ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups_request,
             ApiKey.LIST_GROUPS: self.handle_list_groups_request,
+            ApiKey.DELETE_GROUPS: self.handle_delete_groups_request,
+            ApiKey.OFFSET_DELETE: self.handle_offset_delete_request,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch_request,
             ApiKey.ADD_PARTITIONS_TO_TXN: self.handle_add_partitions_to_txn_request,
             ApiKey.ADD_OFFSETS_TO_TXN: self.handle_add_offsets_to_txn_request,
@@ -1440,6 +1442,57 @@ class KafkaApis(ApiRequestHandler):
             listed = [g for g in listed if self.authorize(
                 request, AclOperation.DESCRIBE, ResourceType.GROUP, g["group_id"])]
         self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE, "groups": listed})
+
+    # -- DeleteGroups, OffsetDelete ------------------------------------------------------------
+
+    def handle_delete_groups_request(self, request: Request) -> None:
+        """DELETE on each group, then the coordinator deletes the Empty ones."""
+        assert request.body is not None
+        asked = request.body["groups_names"]
+        refused = {g: Errors.GROUP_AUTHORIZATION_FAILED for g in asked
+                   if not self.authorize(request, AclOperation.DELETE, ResourceType.GROUP, g)}
+
+        def send_response(results: dict[str, int]) -> None:
+            results = {**results, **refused}
+            self.respond(request, {"throttle_time_ms": 0, "results": [
+                {"group_id": g, "error_code": results[g]} for g in dict.fromkeys(asked)]})
+
+        self.broker.group_coordinator.handle_delete_groups(
+            [g for g in dict.fromkeys(asked) if g not in refused], send_response)
+
+    def handle_offset_delete_request(self, request: Request) -> None:
+        """DELETE on the group (else GROUP_AUTHORIZATION_FAILED for the whole request), READ
+        on each topic; partitions of unknown topics are UNKNOWN_TOPIC_OR_PARTITION."""
+        assert request.body is not None
+        body = request.body
+        if not self.authorize(request, AclOperation.DELETE, ResourceType.GROUP, body["group_id"]):
+            self.respond(request, {"error_code": Errors.GROUP_AUTHORIZATION_FAILED,
+                                   "throttle_time_ms": 0, "topics": []})
+            return
+        errors_of: dict[tuple[str, int], int] = {}
+        partitions = []
+        for t in body["topics"]:
+            allowed = self.authorize_topic(request, AclOperation.READ, t["name"])
+            for p in t["partitions"]:
+                tp = (t["name"], p["partition_index"])
+                if not allowed:
+                    errors_of[tp] = Errors.TOPIC_AUTHORIZATION_FAILED
+                elif not self._partition_exists(*tp):
+                    errors_of[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    partitions.append(tp)
+
+        def send_response(error: int, results: dict[tuple[str, int], int]) -> None:
+            results = {**results, **errors_of}
+            self.respond(request, {"error_code": error, "throttle_time_ms": 0, "topics": [] if
+                                   error != Errors.NONE else [
+                {"name": t["name"], "partitions": [
+                    {"partition_index": p["partition_index"],
+                     "error_code": results[(t["name"], p["partition_index"])]}
+                    for p in t["partitions"]]} for t in body["topics"]]})
+
+        self.broker.group_coordinator.handle_delete_offsets(body["group_id"], partitions,
+                                                            send_response)
 
     # -- OffsetForLeaderEpoch (KIP-101, KIP-320) -------------------------------------------------
 
