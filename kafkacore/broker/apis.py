@@ -74,6 +74,8 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
             ApiKey.DELETE_RECORDS: self.handle_delete_records_request,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
+            ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs_request,
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS: self.handle_describe_topic_partitions_request,
             ApiKey.FIND_COORDINATOR: self.handle_find_coordinator_request,
             ApiKey.OFFSET_COMMIT: self.handle_offset_commit_request,
             ApiKey.OFFSET_FETCH: self.handle_offset_fetch_request,
@@ -339,6 +341,81 @@ class KafkaApis(ApiRequestHandler):
                 self.authorized_operations(request, ResourceType.CLUSTER)
                 if self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER) else 0)
         self.respond(request, response)
+
+    # -- DescribeLogDirs --------------------------------------------------------------------------
+
+    def handle_describe_log_dirs_request(self, request: Request) -> None:
+        """This broker's log dirs and the partitions in them (DESCRIBE on the cluster)."""
+        assert request.body is not None
+        asked = request.body["topics"]
+        if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            self.respond(request, {"throttle_time_ms": 0,
+                                   "error_code": Errors.CLUSTER_AUTHORIZATION_FAILED,
+                                   "results": []})
+            return
+        wanted = None if asked is None else {(t["topic"], p) for t in asked
+                                             for p in t["partitions"]}
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "results": self.broker.replica_manager.describe_log_dirs(wanted)})
+
+    # -- DescribeTopicPartitions (KIP-966) -------------------------------------------------------
+
+    def handle_describe_topic_partitions_request(self, request: Request) -> None:
+        """Metadata's topics with their partitions, a page at a time: topics in name order from
+        the cursor's topic and partition, at most ``response_partition_limit`` partitions; the
+        answer's cursor says where the next page starts (Kafka's
+        ``DescribeTopicPartitionsRequestHandler``).  DESCRIBE on each topic; with no topics
+        asked, every topic the principal may describe."""
+        assert request.body is not None
+        body = request.body
+        limit = max(1, min(body["response_partition_limit"], 2000))
+        cursor = body["cursor"]
+        if body["topics"]:
+            names = sorted({t["name"] for t in body["topics"]})
+        else:
+            names = [t.name for t in self.metadata_cache.topics()
+                     if self.authorize_topic(request, AclOperation.DESCRIBE, t.name)]
+        if cursor is not None:
+            if cursor["partition_index"] < 0 or (body["topics"] and
+                                                 cursor["topic_name"] not in names):
+                # Kafka's answer to a bad cursor: every topic asked, with the error.
+                self.respond(request, {"throttle_time_ms": 0, "next_cursor": None, "topics": [
+                    self._topic_partitions_error(t["name"], Errors.INVALID_REQUEST)
+                    for t in body["topics"]]})
+                return
+            names = [n for n in names if n >= cursor["topic_name"]]
+        topics: list[dict[str, Any]] = []
+        next_cursor = None
+        for name in names:
+            if limit <= 0:
+                next_cursor = {"topic_name": name, "partition_index": 0}
+                break
+            meta = self.metadata_cache.get(name)
+            allowed = self.authorize_topic(request, AclOperation.DESCRIBE, name)
+            if not allowed or meta is None:
+                # Whether it exists is not told to whoever may not describe it.
+                error = Errors.UNKNOWN_TOPIC_OR_PARTITION if allowed \
+                    else Errors.TOPIC_AUTHORIZATION_FAILED
+                topics.append(self._topic_partitions_error(name, error))
+                continue
+            first = cursor["partition_index"] if cursor and name == cursor["topic_name"] else 0
+            last = min(meta.partitions, first + limit)
+            topic = self._metadata_topic(0, meta)
+            topic["partitions"] = [self._metadata_partition(name, p) for p in range(first, last)]
+            topic["topic_authorized_operations"] = self.authorized_operations(
+                request, ResourceType.TOPIC, name)
+            topics.append(topic)
+            limit -= last - first
+            if last < meta.partitions:
+                next_cursor = {"topic_name": name, "partition_index": last}
+                break
+        self.respond(request, {"throttle_time_ms": 0, "topics": topics,
+                               "next_cursor": next_cursor})
+
+    @staticmethod
+    def _topic_partitions_error(name: str, error: int) -> dict[str, Any]:
+        return {"error_code": error, "name": name, "topic_id": ZERO_UUID, "is_internal": False,
+                "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
     def may_create_topic(self, request: Request, name: str) -> bool:
         """CREATE on the cluster, or on the topic (Kafka: either one will do)."""
