@@ -25,7 +25,12 @@ from kafkacore.broker.authorizer.acl_apis import AclApis
 from kafkacore.broker.config_admin_manager import ConfigAdminManager
 from kafkacore.broker.config_helper import ConfigHelper
 from kafkacore.broker.config_source import ConfigSource
-from kafkacore.broker.controller.replication_control_manager import create_partitions_error
+from kafkacore.broker.controller.controller_apis import election_results
+from kafkacore.broker.controller.replication_control_manager import (
+    ELECTION_PREFERRED,
+    ELECTION_UNCLEAN,
+    create_partitions_error,
+)
 from kafkacore.broker.delayed_fetch import READ_COMMITTED
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group_metadata import JoinGroupResult, SyncGroupResult
@@ -72,6 +77,7 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
             ApiKey.DESCRIBE_CONFIGS: config_helper.handle_describe_configs_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
+            ApiKey.ELECT_LEADERS: self.handle_elect_leaders_request,
             ApiKey.DELETE_RECORDS: self.handle_delete_records_request,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
             ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs_request,
@@ -646,6 +652,36 @@ class KafkaApis(ApiRequestHandler):
             self.log_manager.get_or_create_log(t["name"], p, config, meta.topic_id)
         self.metadata_cache.grow_topic(t["name"], t["count"])
         return Errors.NONE, None
+
+    # -- ElectLeaders ----------------------------------------------------------------------------
+
+    def handle_elect_leaders_request(self, request: Request) -> None:
+        """ALTER on the cluster; the controller elects (forwarded).  Alone, this broker leads
+        every partition already: no election is needed."""
+        assert request.body is not None
+        body = request.body
+        asked = body["topic_partitions"]
+        wanted = [] if asked is None else [(t["topic"], p) for t in asked
+                                           for p in t["partitions"]]
+        error = Errors.NONE
+        if not self.authorize(request, AclOperation.ALTER, ResourceType.CLUSTER):
+            error = Errors.CLUSTER_AUTHORIZATION_FAILED
+        elif body.get("election_type", ELECTION_PREFERRED) not in (ELECTION_PREFERRED,
+                                                                   ELECTION_UNCLEAN):
+            error = Errors.INVALID_REQUEST
+        if error != Errors.NONE:
+            self.respond(request, {"throttle_time_ms": 0, "error_code": error,
+                                   "replica_election_results": election_results(
+                                       dict.fromkeys(wanted, (error, None)))})
+            return
+        if self._forward_to_controller(request):
+            return
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "replica_election_results": election_results({
+                                   tp: (Errors.ELECTION_NOT_NEEDED, None)
+                                   if self._partition_exists(*tp) else
+                                   (Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+                                   for tp in wanted})})
 
     # -- DeleteRecords ---------------------------------------------------------------------------
 

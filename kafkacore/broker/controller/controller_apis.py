@@ -18,6 +18,16 @@ if TYPE_CHECKING:
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
+def election_results(results: dict[tuple[str, int], tuple[int, str | None]]
+                     ) -> list[dict[str, Any]]:
+    """ElectLeaders' answer, by topic."""
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, index), (error, message) in results.items():
+        by_topic.setdefault(topic, []).append(
+            {"partition_id": index, "error_code": error, "error_message": message})
+    return [{"topic": t, "partition_result": parts} for t, parts in by_topic.items()]
+
+
 class ControllerApis(ApiRequestHandler):
     """The APIs the controller answers (Kafka's ``ControllerApis``)."""
 
@@ -36,6 +46,7 @@ class ControllerApis(ApiRequestHandler):
             ApiKey.BROKER_REGISTRATION: self.handle_broker_registration_request,
             ApiKey.BROKER_HEARTBEAT: self.handle_broker_heartbeat_request,
             ApiKey.ALTER_PARTITION: self.handle_alter_partition_request,
+            ApiKey.ELECT_LEADERS: self.handle_elect_leaders_request,
         }
         acl_apis = AclApis(self, server.acls)
         self.handlers.update({
@@ -163,6 +174,16 @@ class ControllerApis(ApiRequestHandler):
                     for k, v in info.configs.items()]
             results.append(result)
         self.respond(request, {"throttle_time_ms": 0, "results": results})
+
+    def handle_elect_leaders_request(self, request: Request) -> None:
+        assert request.body is not None
+        body = request.body
+        asked = body["topic_partitions"]
+        wanted = None if asked is None else [(t["topic"], p) for t in asked
+                                             for p in t["partitions"]]
+        results = self.controller.elect_leaders(body.get("election_type", 0), wanted)
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "replica_election_results": election_results(results)})
 
     def handle_broker_registration_request(self, request: Request) -> None:
         assert request.body is not None

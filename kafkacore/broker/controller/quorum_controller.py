@@ -230,6 +230,21 @@ class QuorumController:
                      part.isr, broker_id)
             return Errors.NONE, part
 
+    def elect_leaders(self, election_type: int, wanted: list[tuple[str, int]] | None
+                      ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """ElectLeaders through the controller (see ``ReplicationControlManager``)."""
+        with self.lock:
+            results = self.replication.elect_leaders(election_type, wanted,
+                                                     self.active_brokers())
+            if any(error == Errors.NONE for error, _ in results.values()):
+                self._save()
+            for (name, index), (error, _) in results.items():
+                if error == Errors.NONE:
+                    part = self.replication.topics[name].partitions[index]
+                    log.info("controller: %s-%d elected leader %d, epoch %d (ElectLeaders)",
+                             name, index, part.leader, part.leader_epoch)
+            return results
+
     def elect_leader(self, name: str, index: int, preferred: int) -> int:
         """Move leadership of a partition to ``preferred`` (an ISR member that is alive)."""
         with self.lock:

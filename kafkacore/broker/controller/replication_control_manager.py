@@ -9,6 +9,10 @@ from typing import Any
 
 from kafkacore.errors import Errors
 
+#: ElectLeaders' election types (Kafka's ``ElectionType``)
+ELECTION_PREFERRED = 0
+ELECTION_UNCLEAN = 1
+
 
 @dataclass
 class PartitionRegistration:
@@ -71,9 +75,13 @@ class ReplicationControlManager:
             info.partitions.append(PartitionRegistration(replicas, list(replicas), replicas[0]))
 
     def elect(self, part: PartitionRegistration, active: set[int],
-              preferred: int | None = None) -> None:
-        """A new leader from the ISR (clean election only), and a new leader epoch."""
+              preferred: int | None = None, unclean: bool = False) -> None:
+        """A new leader from the ISR, and a new leader epoch.  ``unclean``: with nobody of the
+        ISR alive, any live replica, which becomes the whole ISR (what it lacks is lost)."""
         candidates = [r for r in part.replicas if r in part.isr and r in active]
+        if not candidates and unclean:
+            candidates = [r for r in part.replicas if r in active]
+            part.isr = candidates[:1]
         if preferred is not None and preferred in candidates:
             leader = preferred
         else:
@@ -81,6 +89,44 @@ class ReplicationControlManager:
         part.leader = leader
         part.leader_epoch += 1
         part.partition_epoch += 1
+
+    def elect_leaders(self, election_type: int, wanted: list[tuple[str, int]] | None,
+                      active: set[int]) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """ElectLeaders (KIP-460): PREFERRED moves leadership back to each partition's first
+        replica if it is alive and in sync; UNCLEAN gives a leaderless partition a leader, from
+        outside the ISR if need be.  (partition -> (error, message)); with ``wanted`` None,
+        every partition where an election happened."""
+        results: dict[tuple[str, int], tuple[int, str | None]] = {}
+        every = [(t.name, i) for t in self.topics.values() for i in range(len(t.partitions))]
+        for name, index in every if wanted is None else wanted:
+            info = self.topics.get(name)
+            if info is None or not 0 <= index < len(info.partitions):
+                results[(name, index)] = (Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                          f"{name}-{index} does not exist")
+                continue
+            part = info.partitions[index]
+            if election_type == ELECTION_PREFERRED:
+                preferred = part.replicas[0]
+                if part.leader == preferred:
+                    results[(name, index)] = (Errors.ELECTION_NOT_NEEDED, None)
+                elif preferred not in part.isr or preferred not in active:
+                    results[(name, index)] = (
+                        Errors.PREFERRED_LEADER_NOT_AVAILABLE,
+                        f"broker {preferred} is not alive and in sync for {name}-{index}")
+                else:
+                    self.elect(part, active, preferred)
+                    results[(name, index)] = (Errors.NONE, None)
+            elif part.leader >= 0:
+                results[(name, index)] = (Errors.ELECTION_NOT_NEEDED, None)
+            else:
+                self.elect(part, active, unclean=True)
+                results[(name, index)] = (
+                    (Errors.NONE, None) if part.leader >= 0 else
+                    (Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                     f"no replica of {name}-{index} is alive"))
+        if wanted is None:
+            results = {tp: r for tp, r in results.items() if r[0] != Errors.ELECTION_NOT_NEEDED}
+        return results
 
     def handle_broker_fenced(self, broker_id: int, active: set[int]) -> list[str]:
         """Remove ``broker_id`` from every ISR (unless it is the last member: the data is
