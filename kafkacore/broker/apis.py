@@ -65,6 +65,7 @@ class KafkaApis(ApiRequestHandler):
         self.authorizer = broker.authorizer
         acl_apis = AclApis(self, self.authorizer, lambda: broker.forwarding_manager)
         config_helper = ConfigHelper(self)
+        config_admin = ConfigAdminManager(self)
         #: api key -> handler; ApiVersions lists exactly these keys.
         self.handlers: dict[int, Callable[[Request], None]] = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
@@ -76,6 +77,8 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
             ApiKey.DESCRIBE_CONFIGS: config_helper.handle_describe_configs_request,
+            ApiKey.ALTER_CONFIGS: config_admin.handle_alter_configs_request,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: config_admin.handle_incremental_alter_configs_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
             ApiKey.ELECT_LEADERS: self.handle_elect_leaders_request,
             ApiKey.DELETE_RECORDS: self.handle_delete_records_request,
@@ -108,15 +111,6 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
             ApiKey.DELETE_ACLS: acl_apis.handle_delete_acls_request,
         }
-        if broker.config["process.roles"] != "broker":
-            # Alone, a broker is its own controller and changes configs itself.  In a cluster
-            # the controller would, and brokers would follow: not built yet, so not advertised.
-            config_admin = ConfigAdminManager(self)
-            self.handlers.update({
-                ApiKey.ALTER_CONFIGS: config_admin.handle_alter_configs_request,
-                ApiKey.INCREMENTAL_ALTER_CONFIGS:
-                    config_admin.handle_incremental_alter_configs_request,
-            })
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
         self.producer_id_manager = broker.producer_id_manager
@@ -459,7 +453,7 @@ class KafkaApis(ApiRequestHandler):
             return None
         return self.metadata_cache.get(name)
 
-    def _forward_to_controller(self, request: Request,
+    def forward_to_controller(self, request: Request,
                                refused: tuple[str, list[dict[str, Any]]] | None = None) -> bool:
         """In a cluster, topics are the controller's: send it the request as it came and pass
         its answer back (Kafka's request forwarding).  False when this broker is alone.
@@ -491,7 +485,7 @@ class KafkaApis(ApiRequestHandler):
         if refused:
             body["topics"] = [t for t in body["topics"]
                               if t["name"] not in {r["name"] for r in refused}]
-        if self._forward_to_controller(request, ("topics", refused)):
+        if self.forward_to_controller(request, ("topics", refused)):
             return
         names = [t["name"] for t in body["topics"]]
         results = list(refused)
@@ -594,7 +588,7 @@ class KafkaApis(ApiRequestHandler):
             names.append(name)
         body["topic_names"] = names
         body["topics"] = [{"name": n, "topic_id": self._topic_id(n)} for n in names]
-        if self._forward_to_controller(request, ("responses", results)):
+        if self.forward_to_controller(request, ("responses", results)):
             return
         for name in names:
             topic_id = self._topic_id(name)
@@ -633,7 +627,7 @@ class KafkaApis(ApiRequestHandler):
                                 "error_message": None})
         refused = {r["name"] for r in results}
         body["topics"] = [t for t in body["topics"] if t["name"] not in refused]
-        if self._forward_to_controller(request, ("results", results)):
+        if self.forward_to_controller(request, ("results", results)):
             return
         for t in body["topics"]:
             error, message = self._create_partitions(t, body["validate_only"])
@@ -674,7 +668,7 @@ class KafkaApis(ApiRequestHandler):
                                    "replica_election_results": election_results(
                                        dict.fromkeys(wanted, (error, None)))})
             return
-        if self._forward_to_controller(request):
+        if self.forward_to_controller(request):
             return
         self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
                                "replica_election_results": election_results({

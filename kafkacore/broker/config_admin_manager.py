@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from kafkacore.errors import Errors
 
 if TYPE_CHECKING:
     from kafkacore.broker.apis import KafkaApis
+    from kafkacore.broker.server import Broker
 
 log = logging.getLogger(__name__)
 
@@ -48,15 +50,122 @@ class OpType(IntEnum):
     SUBTRACT = 3
 
 
+#: alter_one(kind, name, configs, incremental, validate_only), raising a BrokerResponseError
+AlterOne = Callable[[int, str, list[dict[str, Any]], bool, bool], None]
+
+
+def alter_resources(resources: list[dict[str, Any]], incremental: bool, validate_only: bool,
+                    alter_one: AlterOne) -> list[dict[str, Any]]:
+    """Each resource's answer: the request-wide checks (a resource or a config named twice, a
+    resource type we do not alter), then ``alter_one``'s.  Shared by a broker alone and the
+    controller."""
+    seen = Counter((r["resource_type"], r["resource_name"]) for r in resources)
+    results = []
+    for res in resources:
+        kind, name = res["resource_type"], res["resource_name"]
+        names = Counter(c["name"] for c in res["configs"])
+        repeated = sorted(n for n, count in names.items() if count > 1)
+        error, message = Errors.NONE, None
+        if seen[(kind, name)] > 1:
+            error, message = Errors.INVALID_REQUEST, "Duplicate resource in the request"
+        elif kind not in (RESOURCE_TYPE_TOPIC, RESOURCE_TYPE_BROKER):
+            error, message = Errors.INVALID_REQUEST, f"Unsupported resource type {kind}: " \
+                                                     "configs of topics and brokers only"
+        elif repeated:
+            error, message = (Errors.INVALID_REQUEST,
+                              f"Error due to duplicate config keys: {repeated}")
+        else:
+            try:
+                alter_one(kind, name, res["configs"], incremental, validate_only)
+            except errors.BrokerResponseError as exc:
+                error, message = exc.errno, str(exc) or None
+        results.append({"error_code": error, "error_message": message,
+                        "resource_type": kind, "resource_name": name})
+    return results
+
+
+def apply_ops(current: dict[str, str], configs: list[dict[str, Any]], incremental: bool,
+              effective: dict[str, str]) -> dict[str, str]:
+    """A resource's dynamic configs after the request's changes.  ``effective``: the values in
+    force (a list setting APPENDs to what is in force, its default included)."""
+    if not incremental:  # AlterConfigs: the request's set replaces the old one
+        return {c["name"]: c["value"] for c in configs if c["value"] is not None}
+    new = dict(current)
+    for c in configs:
+        name, value = c["name"], c["value"]
+        try:
+            op = OpType(c["config_operation"])
+        except ValueError:
+            raise errors.InvalidRequestError(
+                f"Unknown operation {c['config_operation']} for {name}") from None
+        if op == OpType.DELETE:
+            new.pop(name, None)
+            continue
+        if value is None:
+            raise errors.InvalidRequestError(f"Null value not supported for : {name}")
+        if op == OpType.SET:
+            new[name] = value
+            continue
+        if name not in LIST_SETTINGS:
+            raise errors.InvalidConfigError(
+                f"Config value {op.name.lower()} is not allowed for config key: {name}")
+        items = [v for v in effective.get(name, "").split(",") if v]
+        given = [v.strip() for v in value.split(",") if v.strip()]
+        if op == OpType.APPEND:
+            items += [v for v in given if v not in items]
+        else:
+            items = [v for v in items if v not in given]
+        new[name] = ",".join(items)
+    return new
+
+
+def new_topic_configs(current: dict[str, str], configs: list[dict[str, Any]], incremental: bool,
+                      default: LogConfig) -> dict[str, str]:
+    """A topic's own configs after the change, checked (``InvalidConfigError``)."""
+    effective = LogConfig.from_properties(current, base=default).to_properties()
+    new = apply_ops(current, configs, incremental, effective)
+    LogConfig.from_properties(new, base=default)
+    return new
+
+
+def new_broker_configs(current: dict[str, str], configs: list[dict[str, Any]],
+                       incremental: bool) -> dict[str, str]:
+    """A broker resource's dynamic configs after the change, checked."""
+    new = apply_ops(current, configs, incremental, {})  # no broker setting is a list
+    for key in sorted(set(new) | {c["name"] for c in configs}):
+        DynamicBrokerConfig.validate(key, new.get(key))
+    return new
+
+
+def apply_topic_configs(broker: Broker, name: str, configs: dict[str, str]) -> None:
+    """A topic's new own configs: into the metadata (persisted), then into its logs here."""
+    meta = broker.metadata_cache.alter_topic_configs(name, configs)
+    if meta is None:
+        return
+    config = LogConfig.from_properties(configs, base=broker.log_manager.default_config)
+    for p in range(meta.partitions):
+        lg = broker.log_manager.get_log(name, p)
+        if lg is not None:
+            lg.update_config(config)
+    log.info("topic %s: configs now %s", name, configs)
+
+
+def apply_broker_configs(broker: Broker, name: str, configs: dict[str, str]) -> None:
+    """A broker resource's new dynamic configs: persisted, then in force (every log's
+    defaults follow)."""
+    broker.metadata_cache.alter_broker_configs(name, configs)
+    broker.dynamic_config.update(name, configs)
+    log.info("broker resource %r: dynamic configs now %s", name, configs)
+
+
 class ConfigAdminManager:
-    """Checks, persists and applies config changes (Kafka's ``ConfigAdminManager`` on the broker
-    and the controller's ``ConfigurationControlManager``: a broker alone is its own controller)."""
+    """The broker's side of config changes (Kafka's ``ConfigAdminManager``): the principal's
+    rights, then the change itself, made here by a broker alone (its own controller) or
+    forwarded to the controller in a cluster."""
 
     def __init__(self, apis: KafkaApis) -> None:
         self.apis = apis
         self.broker = apis.broker
-
-    # -- the two requests --------------------------------------------------------------------
 
     def handle_incremental_alter_configs_request(self, request: Request) -> None:
         self._handle(request, incremental=True)
@@ -67,120 +176,52 @@ class ConfigAdminManager:
     def _handle(self, request: Request, incremental: bool) -> None:
         assert request.body is not None
         body = request.body
-        seen = Counter((r["resource_type"], r["resource_name"]) for r in body["resources"])
-        results = []
+        refused = []
+        allowed = []
         for res in body["resources"]:
-            key = (res["resource_type"], res["resource_name"])
-            if seen[key] > 1:
-                error, message = Errors.INVALID_REQUEST, "Duplicate resource in the request"
+            error = self._refused(request, res["resource_type"], res["resource_name"])
+            if error == Errors.NONE:
+                allowed.append(res)
             else:
-                error, message = self._alter_resource(request, res, incremental,
-                                                      body["validate_only"])
-            results.append({"error_code": error, "error_message": message,
-                            "resource_type": res["resource_type"],
-                            "resource_name": res["resource_name"]})
-        self.apis.respond(request, {"throttle_time_ms": 0, "responses": results})
+                refused.append({"error_code": error, "error_message": None,
+                                "resource_type": res["resource_type"],
+                                "resource_name": res["resource_name"]})
+        body["resources"] = allowed
+        if self.apis.forward_to_controller(request, ("responses", refused)):
+            return
+        results = alter_resources(allowed, incremental, body["validate_only"], self._alter_one)
+        self.apis.respond(request, {"throttle_time_ms": 0, "responses": refused + results})
 
-    def _alter_resource(self, request: Request, res: dict[str, Any], incremental: bool,
-                        validate_only: bool) -> tuple[int, str | None]:
-        kind, name = res["resource_type"], res["resource_name"]
+    def _refused(self, request: Request, kind: int, name: str) -> int:
+        """Kafka's checks: ALTER_CONFIGS on the topic, or on the cluster for a broker."""
+        if kind == RESOURCE_TYPE_TOPIC and not self.apis.authorize_topic(
+                request, AclOperation.ALTER_CONFIGS, name):
+            return Errors.TOPIC_AUTHORIZATION_FAILED
+        if kind == RESOURCE_TYPE_BROKER and not self.apis.authorize(
+                request, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER):
+            return Errors.CLUSTER_AUTHORIZATION_FAILED
+        return Errors.NONE
+
+    def _alter_one(self, kind: int, name: str, configs: list[dict[str, Any]], incremental: bool,
+                   validate_only: bool) -> None:
+        broker = self.broker
         if kind == RESOURCE_TYPE_TOPIC:
-            if not self.apis.authorize_topic(request, AclOperation.ALTER_CONFIGS, name):
-                return Errors.TOPIC_AUTHORIZATION_FAILED, None
-        elif kind == RESOURCE_TYPE_BROKER:
-            if not self.apis.authorize(request, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER):
-                return Errors.CLUSTER_AUTHORIZATION_FAILED, None
-        else:
-            return Errors.INVALID_REQUEST, f"Unsupported resource type {kind}: this broker " \
-                                           "alters the configs of topics and brokers"
-        names = Counter(c["name"] for c in res["configs"])
-        repeated = sorted(n for n, count in names.items() if count > 1)
-        if repeated:
-            return Errors.INVALID_REQUEST, f"Error due to duplicate config keys: {repeated}"
-        try:
-            if kind == RESOURCE_TYPE_TOPIC:
-                self._alter_topic(name, res["configs"], incremental, validate_only)
-            else:
-                self._alter_broker(name, res["configs"], incremental, validate_only)
-        except errors.BrokerResponseError as exc:
-            return exc.errno, str(exc) or None
-        return Errors.NONE, None
-
-    # -- computing the new set -----------------------------------------------------------------
-
-    @staticmethod
-    def _apply_ops(current: dict[str, str], configs: list[dict[str, Any]], incremental: bool,
-                   effective: dict[str, str]) -> dict[str, str]:
-        """The resource's dynamic configs after the request's changes.  ``effective``: the
-        values in force (a list setting APPENDs to what is in force, its default included)."""
-        if not incremental:  # AlterConfigs: the request's set replaces the old one
-            return {c["name"]: c["value"] for c in configs if c["value"] is not None}
-        new = dict(current)
-        for c in configs:
-            name, value = c["name"], c["value"]
-            try:
-                op = OpType(c["config_operation"])
-            except ValueError:
-                raise errors.InvalidRequestError(
-                    f"Unknown operation {c['config_operation']} for {name}") from None
-            if op == OpType.DELETE:
-                new.pop(name, None)
-                continue
-            if value is None:
-                raise errors.InvalidRequestError(f"Null value not supported for : {name}")
-            if op == OpType.SET:
-                new[name] = value
-                continue
-            if name not in LIST_SETTINGS:
-                raise errors.InvalidConfigError(
-                    f"Config value {op.name.lower()} is not allowed for config key: {name}")
-            items = [v for v in effective.get(name, "").split(",") if v]
-            given = [v.strip() for v in value.split(",") if v.strip()]
-            if op == OpType.APPEND:
-                items += [v for v in given if v not in items]
-            else:
-                items = [v for v in items if v not in given]
-            new[name] = ",".join(items)
-        return new
-
-    # -- topics ------------------------------------------------------------------------------
-
-    def _alter_topic(self, name: str, configs: list[dict[str, Any]], incremental: bool,
-                     validate_only: bool) -> None:
-        meta = self.broker.metadata_cache.get(name)
-        if meta is None:
-            raise errors.UnknownTopicOrPartitionError(f"Topic {name} does not exist")
-        default = self.broker.log_manager.default_config
-        effective = LogConfig.from_properties(meta.configs, base=default).to_properties()
-        new = self._apply_ops(meta.configs, configs, incremental, effective)
-        config = LogConfig.from_properties(new, base=default)  # raises InvalidConfigError
-        if validate_only:
+            meta = broker.metadata_cache.get(name)
+            if meta is None:
+                raise errors.UnknownTopicOrPartitionError(f"Topic {name} does not exist")
+            new = new_topic_configs(meta.configs, configs, incremental,
+                                    broker.log_manager.default_config)
+            if not validate_only:
+                apply_topic_configs(broker, name, new)
             return
-        self.broker.metadata_cache.alter_topic_configs(name, new)
-        for p in range(meta.partitions):
-            lg = self.broker.log_manager.get_log(name, p)
-            if lg is not None:
-                lg.update_config(config)
-        log.info("topic %s: configs now %s", name, new)
-
-    # -- brokers -----------------------------------------------------------------------------
-
-    def _alter_broker(self, name: str, configs: list[dict[str, Any]], incremental: bool,
-                      validate_only: bool) -> None:
-        dynamic: DynamicBrokerConfig = self.broker.dynamic_config
-        if name not in (DEFAULT_RESOURCE, str(self.broker.broker_id)):
+        if name not in (DEFAULT_RESOURCE, str(broker.broker_id)):
             raise errors.InvalidRequestError(
-                f"Unexpected broker id, expected {self.broker.broker_id} or empty string, but "
+                f"Unexpected broker id, expected {broker.broker_id} or empty string, but "
                 f"received {name}")
-        current = dynamic.dynamic(name)
-        new = self._apply_ops(current, configs, incremental, {})  # no broker list settings
-        for key in sorted(set(new) | {c["name"] for c in configs}):
-            dynamic.validate(key, new.get(key))
-        if validate_only:
-            return
-        self.broker.metadata_cache.alter_broker_configs(name, new)
-        dynamic.update(name, new)
-        log.info("broker resource %r: dynamic configs now %s", name, new)
+        new = new_broker_configs(broker.dynamic_config.dynamic(name), configs, incremental)
+        if not validate_only:
+            apply_broker_configs(broker, name, new)
 
 
-__all__ = ["ConfigAdminManager", "OpType"]
+__all__ = ["ConfigAdminManager", "OpType", "alter_resources", "apply_broker_configs",
+           "apply_topic_configs", "new_broker_configs", "new_topic_configs"]

@@ -21,6 +21,12 @@ from kafkacore.broker.authorizer.acl import (
     ResourcePattern,
     ResourceType,
 )
+from kafkacore.broker.config_admin_manager import (
+    RESOURCE_TYPE_BROKER,
+    RESOURCE_TYPE_TOPIC,
+    apply_broker_configs,
+    apply_topic_configs,
+)
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.partition import PartitionState
 from kafkacore.errors import Errors
@@ -33,7 +39,6 @@ if TYPE_CHECKING:
 METADATA_VERSION = 12
 DESCRIBE_CONFIGS_VERSION = 2
 DESCRIBE_ACLS_VERSION = 3
-CONFIG_SOURCE_TOPIC = 1
 
 
 class MetadataLoader:
@@ -69,7 +74,7 @@ class MetadataLoader:
             topics[t["name"]] = (t["topic_id"], parts)
         new = [name for name in topics if cache.get(name) is None or
                cache.get(name).topic_id != topics[name][0]]
-        configs = self._describe_configs(new) if new else {}
+        configs, broker_configs = self._describe_configs(list(topics))
         for name in new:
             old = cache.get(name)
             if old is not None:  # deleted and created again meanwhile
@@ -78,6 +83,7 @@ class MetadataLoader:
             cache.add_topic(name, len(parts), configs.get(name, {}), topic_id)
         for name, (_, parts) in topics.items():
             cache.grow_topic(name, len(parts))  # CreatePartitions added some
+        self._apply_config_changes(configs, broker_configs)
         broker.replica_manager.apply_image(brokers, topics)
         for name in [t.name for t in cache.topics() if t.name not in topics]:
             self._delete_topic(name)
@@ -110,12 +116,39 @@ class MetadataLoader:
             broker.replica_manager.drop_partition((name, p))
             broker.log_manager.delete_log(name, p)
 
-    def _describe_configs(self, names: list[str]) -> dict[str, dict[str, str]]:
+    def _describe_configs(self, names: list[str]
+                          ) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+        """The dynamic configs the controller keeps: each topic's own, and those of the broker
+        resources that concern this broker ("" and its id)."""
+        mine = ("", str(self.broker.broker_id))
         response = self._client.send(ApiKey.DESCRIBE_CONFIGS, DESCRIBE_CONFIGS_VERSION, {
-            "resources": [{"resource_type": 2, "resource_name": n, "configuration_keys": None}
-                          for n in names],
+            "resources": [{"resource_type": RESOURCE_TYPE_TOPIC, "resource_name": n,
+                           "configuration_keys": None} for n in names] +
+                         [{"resource_type": RESOURCE_TYPE_BROKER, "resource_name": n,
+                           "configuration_keys": None} for n in mine],
             "include_synoyms": False,
         })
-        return {r["resource_name"]: {c["name"]: c["value"] for c in r["configs"]
-                                     if c["config_source"] == CONFIG_SOURCE_TOPIC}
-                for r in response["results"] if r["error_code"] == Errors.NONE}
+        topics: dict[str, dict[str, str]] = {}
+        brokers: dict[str, dict[str, str]] = {}
+        for r in response["results"]:
+            if r["error_code"] != Errors.NONE:
+                continue
+            found = {c["name"]: c["value"] for c in r["configs"]}
+            if r["resource_type"] == RESOURCE_TYPE_BROKER:
+                brokers[r["resource_name"]] = found
+            else:
+                topics[r["resource_name"]] = found
+        return topics, brokers
+
+    def _apply_config_changes(self, topics: dict[str, dict[str, str]],
+                              brokers: dict[str, dict[str, str]]) -> None:
+        """Configs changed by AlterConfigs take effect here: topics' in their logs, the broker
+        resources' in this broker's defaults."""
+        cache = self.broker.metadata_cache
+        for name, configs in topics.items():
+            meta = cache.get(name)
+            if meta is not None and meta.configs != configs:
+                apply_topic_configs(self.broker, name, configs)
+        for name, configs in brokers.items():
+            if self.broker.dynamic_config.dynamic(name) != configs:
+                apply_broker_configs(self.broker, name, configs)

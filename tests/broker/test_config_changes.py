@@ -220,3 +220,38 @@ def test_every_version_answers_and_checks(ours):
     assert described["flush.ms"].value == "2002"
     # AlterConfigs replaced the whole set: cleanup.policy, set before, is back to its default.
     assert described["cleanup.policy"].source == ConfigSource.DEFAULT_CONFIG.value
+
+
+@pytest.mark.cluster
+def test_config_changes_reach_every_broker_of_a_cluster(cluster):
+    """In a cluster the controller keeps the change; every broker applies it from its pull."""
+    from types import SimpleNamespace
+
+    topic = new_topic(cluster, replication_factor=3)
+    cluster.wait_for_topic(topic)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    _incremental(admin, "topic", topic, ("retention.ms", "4000000", AlterConfigOpType.SET))
+    refused = _error_of(lambda: _incremental(
+        admin, "topic", topic, ("retention.ms", "later", AlterConfigOpType.SET)))
+    assert refused.name() == "INVALID_CONFIG"
+    host, port = cluster.broker_address(2).rsplit(":", 1)
+    _alter_default(SimpleNamespace(host=host, port=int(port)), 0, "5000000")
+
+    def described(broker, kind, name, key):
+        host, port = cluster.broker_address(broker).rsplit(":", 1)
+        [result] = _call(SimpleNamespace(host=host, port=int(port)), ApiKey.DESCRIBE_CONFIGS, 4, {
+            "resources": [{"resource_type": kind, "resource_name": name,
+                           "configuration_keys": [key]}],
+            "include_synoyms": False, "include_documentation": False})["results"]
+        return [(c["value"], c["config_source"]) for c in result["configs"]]
+
+    try:
+        for broker in (1, 2, 3):
+            wait_until(lambda b=broker: described(b, TOPIC, topic, "retention.ms") == [
+                ("4000000", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)],
+                f"broker {broker} has the topic's retention.ms", bound_s=30)
+            wait_until(lambda b=broker: described(b, BROKER, str(b), "log.retention.ms") == [
+                ("5000000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)],
+                f"broker {broker} has the default log.retention.ms", bound_s=30)
+    finally:
+        _alter_default(SimpleNamespace(host=host, port=int(port)), 1, None)

@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING, Any
 from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
+from kafkacore.broker.config_admin_manager import RESOURCE_TYPE_BROKER
+from kafkacore.broker.config_source import ConfigSource
+from kafkacore.broker.dynamic_broker_config import DEFAULT_RESOURCE
 from kafkacore.broker.request_channel import Request
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
@@ -47,6 +50,8 @@ class ControllerApis(ApiRequestHandler):
             ApiKey.BROKER_HEARTBEAT: self.handle_broker_heartbeat_request,
             ApiKey.ALTER_PARTITION: self.handle_alter_partition_request,
             ApiKey.ELECT_LEADERS: self.handle_elect_leaders_request,
+            ApiKey.ALTER_CONFIGS: self.handle_alter_configs_request,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs_request,
         }
         acl_apis = AclApis(self, server.acls)
         self.handlers.update({
@@ -157,23 +162,44 @@ class ControllerApis(ApiRequestHandler):
         self.respond(request, {"throttle_time_ms": 0, "results": results})
 
     def handle_describe_configs_request(self, request: Request) -> None:
-        """A topic's own configs (DYNAMIC_TOPIC_CONFIG): what brokers need to open its logs."""
+        """The dynamic configs the controller keeps: a topic's own (DYNAMIC_TOPIC_CONFIG), a
+        broker resource's (DYNAMIC_BROKER_CONFIG, or DYNAMIC_DEFAULT_BROKER_CONFIG for "").
+        Brokers read them in their metadata pull."""
         assert request.body is not None
         results = []
         for res in request.body["resources"]:
-            info = self.controller.replication.topics.get(res["resource_name"])
+            name = res["resource_name"]
             result: dict[str, Any] = {"error_code": Errors.NONE, "error_message": None,
                                       "resource_type": res["resource_type"],
-                                      "resource_name": res["resource_name"], "configs": []}
-            if info is None:
-                result["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                                      "resource_name": name, "configs": []}
+            if res["resource_type"] == RESOURCE_TYPE_BROKER:
+                configs = self.controller.configuration.broker_configs.get(name, {})
+                source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if name == DEFAULT_RESOURCE \
+                    else ConfigSource.DYNAMIC_BROKER_CONFIG
             else:
-                result["configs"] = [
-                    {"name": k, "value": v, "read_only": False, "is_default": False,
-                     "config_source": 1, "is_sensitive": False, "synonyms": []}
-                    for k, v in info.configs.items()]
+                info = self.controller.replication.topics.get(name)
+                if info is None:
+                    result["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                configs = {} if info is None else info.configs
+                source = ConfigSource.TOPIC_CONFIG
+            result["configs"] = [
+                {"name": k, "value": v, "read_only": False, "is_default": False,
+                 "config_source": source, "is_sensitive": False, "synonyms": []}
+                for k, v in configs.items()]
             results.append(result)
         self.respond(request, {"throttle_time_ms": 0, "results": results})
+
+    def handle_alter_configs_request(self, request: Request) -> None:
+        self._alter_configs(request, incremental=False)
+
+    def handle_incremental_alter_configs_request(self, request: Request) -> None:
+        self._alter_configs(request, incremental=True)
+
+    def _alter_configs(self, request: Request, incremental: bool) -> None:
+        assert request.body is not None
+        body = request.body
+        self.respond(request, {"throttle_time_ms": 0, "responses": self.controller.alter_configs(
+            body["resources"], incremental, body["validate_only"])})
 
     def handle_elect_leaders_request(self, request: Request) -> None:
         assert request.body is not None

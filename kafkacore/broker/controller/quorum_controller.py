@@ -11,7 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.config_admin_manager import alter_resources
 from kafkacore.broker.controller.broker_heartbeat_manager import BrokerHeartbeatManager
+from kafkacore.broker.controller.configuration_control_manager import (
+    ConfigurationControlManager,
+)
 from kafkacore.broker.controller.replication_control_manager import (
     PartitionRegistration,
     ReplicationControlManager,
@@ -48,6 +52,7 @@ class QuorumController:
         self.brokers: dict[int, BrokerRegistration] = {}
         self.heartbeats = BrokerHeartbeatManager(config["broker.session.timeout.ms"])
         self.replication = ReplicationControlManager()
+        self.configuration = ConfigurationControlManager(self.replication)
         self._next_broker_epoch = 1
         self.path = Path(config.log_dirs[0]) / STATE_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -68,11 +73,13 @@ class QuorumController:
             info = TopicControlInfo(t["name"], t["topic_id"], t["configs"],
                                     [PartitionRegistration(**p) for p in t["partitions"]])
             self.replication.topics[info.name] = info
+        self.configuration.broker_configs = data.get("broker_configs", {})
         # Brokers must register again after a controller restart; until they do, they are fenced.
 
     def _save(self) -> None:
         data = {"next_broker_epoch": self._next_broker_epoch,
-                "topics": [asdict(t) for t in self.replication.topics.values()]}
+                "topics": [asdict(t) for t in self.replication.topics.values()],
+                "broker_configs": self.configuration.broker_configs}
         replace_atomically(self.path, json.dumps(data).encode())
 
     def start(self) -> None:
@@ -229,6 +236,23 @@ class QuorumController:
             log.info("controller: %s-%d ISR now %s (asked by leader %d)", info.name, index,
                      part.isr, broker_id)
             return Errors.NONE, part
+
+    def alter_configs(self, resources: list[dict[str, Any]], incremental: bool,
+                      validate_only: bool) -> list[dict[str, Any]]:
+        """AlterConfigs and IncrementalAlterConfigs, each resource's answer; saved before."""
+        changed = []
+
+        def alter_one(kind: int, name: str, configs: list[dict[str, Any]], incremental: bool,
+                      validate_only: bool) -> None:
+            if self.configuration.alter(kind, name, configs, incremental, validate_only):
+                changed.append((kind, name))
+
+        with self.lock:
+            results = alter_resources(resources, incremental, validate_only, alter_one)
+            if changed:
+                self._save()
+                log.info("controller: configs of %s changed", changed)
+        return results
 
     def elect_leaders(self, election_type: int, wanted: list[tuple[str, int]] | None
                       ) -> dict[tuple[str, int], tuple[int, str | None]]:
