@@ -22,7 +22,7 @@ def draw(out_dir):
     ]
     for text, y in steps:
         b(ax, 0.2, y, 4.4, 0.65, text, "compiled", 8)
-    for (_, y1), (_, y2) in zip(steps, steps[1:]):
+    for (_, y1), (_, y2) in zip(steps, steps[1:], strict=False):
         a(ax, 2.4, y1, 2.4, y2 + 0.65)
     b(ax, 5.4, 1.8, 2.6, 0.65, "PartitionQueue lock:\nlast batch try_append", "compiled", 8)
     a(ax, 4.6, 2.12, 5.4, 2.12)
