@@ -71,7 +71,7 @@ def main(controller: ControllerServer, brokers: list[Broker]) -> None:
     wait_until(lambda: sorted(on_leader.isr) == [1, 2], "both replicas in sync")
     log = on_leader.log
     print(f"{TOPIC}-0: leader broker {leader.broker_id}, follower broker {follower.broker_id}, "
-          f"ISR {on_leader.isr}")
+          f"ISR {sorted(on_leader.isr)}")
     print(f"  leader's log: LEO {log.log_end_offset}, HW {log.high_watermark}")
 
     # Hold the follower back: its fetcher thread appends under the partition's lock.
@@ -127,6 +127,7 @@ def main(controller: ControllerServer, brokers: list[Broker]) -> None:
     deadline = time.monotonic() + 30
     while not records and time.monotonic() < deadline:
         records = consumer.poll(timeout_ms=500).get(tp, [])
+    assert len(records) == 1, f"the consumer read {len(records)} records in 30 s, not 1"
     (record,) = records
     print(f"consumer read {record.key!r}: {record.value!r} at offset {record.offset}")
     consumer.commit()  # the position: offset 1, the next one to read
