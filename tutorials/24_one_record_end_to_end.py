@@ -34,6 +34,7 @@ from kafkacore.admin import create_topics
 from kafkacore.broker import Broker
 from kafkacore.broker.controller.controller_server import ControllerServer
 from kafkacore.broker.replica_manager import FetchParams, FetchPartitionInfo
+from kafkacore.protocol.api_keys import ApiKey
 
 TOPIC, GROUP = "payments", "billing"
 
@@ -59,6 +60,12 @@ def start(tmp: Path) -> tuple[ControllerServer, list[Broker]]:
     return controller, brokers
 
 
+def produce_requests_read(broker: Broker) -> int:
+    """How many ProduceRequests the broker's network threads (processors) have read."""
+    key = f"requests.api_key.{int(ApiKey.PRODUCE)}"
+    return sum(p.statistics().get(key, 0) for p in broker.socket_server.processors)
+
+
 def main(controller: ControllerServer, brokers: list[Broker]) -> None:
     bootstrap = brokers[0].bootstrap_servers
     create_topics(bootstrap, {TOPIC: 1}, replication_factor=2)
@@ -81,8 +88,12 @@ def main(controller: ControllerServer, brokers: list[Broker]) -> None:
         future = producer.send(TOPIC, key=b"order-7", value=b"42.00 EUR")
         print("send() returned a future; done:", future.done())
 
-        # 2. The leader appended it: one more offset in its log, not yet below the HW.
+        # 2. A processor of the leader read the request and queued it; a handler appended it:
+        # one more offset in the leader's log, not yet below the HW.
         wait_until(lambda: log.log_end_offset == 1, "the leader's append")
+        print(f"  the leader's processors read {produce_requests_read(leader)} ProduceRequest; "
+              "a handler thread appended it")
+        assert produce_requests_read(leader) == 1
         produces = leader.replica_manager.produce_purgatory
         wait_until(lambda: produces.num_delayed() == 1, "the acks=all answer in the purgatory")
         print(f"  leader's log: LEO {log.log_end_offset}, HW {log.high_watermark}; "
