@@ -25,7 +25,7 @@ from kafkacore.broker.authorizer.acl_apis import AclApis
 from kafkacore.broker.config_admin_manager import ConfigAdminManager
 from kafkacore.broker.config_helper import ConfigHelper
 from kafkacore.broker.config_source import ConfigSource
-from kafkacore.broker.controller.controller_apis import election_results
+from kafkacore.broker.controller.controller_apis import election_results, reassignment_results
 from kafkacore.broker.controller.replication_control_manager import (
     ELECTION_PREFERRED,
     ELECTION_UNCLEAN,
@@ -81,6 +81,9 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.INCREMENTAL_ALTER_CONFIGS: config_admin.handle_incremental_alter_configs_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
             ApiKey.ELECT_LEADERS: self.handle_elect_leaders_request,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS:
+                self.handle_alter_partition_reassignments_request,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments_request,
             ApiKey.DELETE_RECORDS: self.handle_delete_records_request,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
             ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs_request,
@@ -676,6 +679,40 @@ class KafkaApis(ApiRequestHandler):
                                    if self._partition_exists(*tp) else
                                    (Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
                                    for tp in wanted})})
+
+    # -- AlterPartitionReassignments, ListPartitionReassignments (KIP-455) -----------------------
+
+    def handle_alter_partition_reassignments_request(self, request: Request) -> None:
+        """ALTER on the cluster; the controller moves the replicas (forwarded).  Alone, the
+        only assignment there can be is this broker."""
+        assert request.body is not None
+        moves = [(t["name"], p["partition_index"], p["replicas"])
+                 for t in request.body["topics"] for p in t["partitions"]]
+        if not self.authorize(request, AclOperation.ALTER, ResourceType.CLUSTER):
+            self.respond(request, {**reassignment_results(dict.fromkeys(
+                [(n, i) for n, i, _ in moves], (Errors.CLUSTER_AUTHORIZATION_FAILED, None))),
+                "error_code": Errors.CLUSTER_AUTHORIZATION_FAILED})
+            return
+        if self.forward_to_controller(request):
+            return
+        me = [self.broker.broker_id]
+        self.respond(request, reassignment_results({
+            (name, index): (Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+            if not self._partition_exists(name, index) else
+            (Errors.NO_REASSIGNMENT_IN_PROGRESS, None) if target is None else
+            (Errors.NONE, None) if target == me else
+            (Errors.INVALID_REPLICA_ASSIGNMENT, f"this cluster has one broker, {me[0]}")
+            for name, index, target in moves}))
+
+    def handle_list_partition_reassignments_request(self, request: Request) -> None:
+        """DESCRIBE on the cluster; the controller knows the moves under way."""
+        if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            self.send_error_response(request, Errors.CLUSTER_AUTHORIZATION_FAILED)
+            return
+        if self.forward_to_controller(request):
+            return
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "error_message": None, "topics": []})
 
     # -- DeleteRecords ---------------------------------------------------------------------------
 

@@ -341,6 +341,12 @@ class ReplicaManager:
                     if self.broker_id not in state.replicas:
                         if key in self.partitions:
                             self._drop_partition(key)
+                        if self.log_manager.get_log(name, index) is not None:
+                            # Reassigned away from this broker: its copy goes (Kafka's
+                            # ReplicaManager stops the replica with deletion).
+                            self.log_manager.delete_log(name, index)
+                            log.info("broker %d: no longer a replica of %s-%d; its log deleted",
+                                     self.broker_id, name, index)
                         continue
                     partition = self.partitions.get(key)
                     if partition is not None and state.leader_epoch < partition.leader_epoch:

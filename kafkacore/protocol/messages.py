@@ -2731,6 +2731,84 @@ DESCRIBE_TOPIC_PARTITIONS_RESPONSE: Declaration = {
     ],
 }
 
+# -- AlterPartitionReassignments (45), ListPartitionReassignments (46) --------------------------
+
+ALTER_PARTITION_REASSIGNMENTS_REQUEST: Declaration = {
+    "apiKey": 45, "type": "request", "name": "AlterPartitionReassignmentsRequest",
+    # v1 may refuse a change of the replication factor (KIP-860).
+    "validVersions": "0-1", "flexibleVersions": "0+",
+    "fields": [
+        {"name": "TimeoutMs", "type": "int32", "versions": "0+", "default": 60000},
+        {"name": "AllowReplicationFactorChange", "type": "bool", "versions": "1+",
+         "default": True},
+        {"name": "Topics", "type": "[]ReassignableTopic", "versions": "0+", "fields": [
+            {"name": "Name", "type": "string", "versions": "0+"},
+            {"name": "Partitions", "type": "[]ReassignablePartition", "versions": "0+",
+             "fields": [
+                 {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                 {"name": "Replicas", "type": "[]int32", "versions": "0+",
+                  "nullableVersions": "0+", "default": None},
+             ]},
+        ]},
+    ],
+}
+
+ALTER_PARTITION_REASSIGNMENTS_RESPONSE: Declaration = {
+    "apiKey": 45, "type": "response", "name": "AlterPartitionReassignmentsResponse",
+    "validVersions": "0-1", "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "AllowReplicationFactorChange", "type": "bool", "versions": "1+",
+         "default": True, "ignorable": True},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "ErrorMessage", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+        {"name": "Responses", "type": "[]ReassignableTopicResponse", "versions": "0+",
+         "fields": [
+             {"name": "Name", "type": "string", "versions": "0+"},
+             {"name": "Partitions", "type": "[]ReassignablePartitionResponse",
+              "versions": "0+", "fields": [
+                  {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                  {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                  {"name": "ErrorMessage", "type": "string", "versions": "0+",
+                   "nullableVersions": "0+"},
+              ]},
+         ]},
+    ],
+}
+
+LIST_PARTITION_REASSIGNMENTS_REQUEST: Declaration = {
+    "apiKey": 46, "type": "request", "name": "ListPartitionReassignmentsRequest",
+    "validVersions": "0", "flexibleVersions": "0+",
+    "fields": [
+        {"name": "TimeoutMs", "type": "int32", "versions": "0+", "default": 60000},
+        {"name": "Topics", "type": "[]ListPartitionReassignmentsTopics", "versions": "0+",
+         "nullableVersions": "0+", "default": None, "fields": [
+             {"name": "Name", "type": "string", "versions": "0+"},
+             {"name": "PartitionIndexes", "type": "[]int32", "versions": "0+"},
+         ]},
+    ],
+}
+
+LIST_PARTITION_REASSIGNMENTS_RESPONSE: Declaration = {
+    "apiKey": 46, "type": "response", "name": "ListPartitionReassignmentsResponse",
+    "validVersions": "0", "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "ErrorMessage", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+        {"name": "Topics", "type": "[]OngoingTopicReassignment", "versions": "0+", "fields": [
+            {"name": "Name", "type": "string", "versions": "0+"},
+            {"name": "Partitions", "type": "[]OngoingPartitionReassignment", "versions": "0+",
+             "fields": [
+                 {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                 {"name": "Replicas", "type": "[]int32", "versions": "0+"},
+                 {"name": "AddingReplicas", "type": "[]int32", "versions": "0+"},
+                 {"name": "RemovingReplicas", "type": "[]int32", "versions": "0+"},
+             ]},
+        ]},
+    ],
+}
+
 #: api key -> (request declaration, response declaration)
 MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.PRODUCE: (PRODUCE_REQUEST, PRODUCE_RESPONSE),
@@ -2777,6 +2855,10 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.ELECT_LEADERS: (ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (DESCRIBE_TOPIC_PARTITIONS_REQUEST,
                                        DESCRIBE_TOPIC_PARTITIONS_RESPONSE),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (ALTER_PARTITION_REASSIGNMENTS_REQUEST,
+                                           ALTER_PARTITION_REASSIGNMENTS_RESPONSE),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (LIST_PARTITION_REASSIGNMENTS_REQUEST,
+                                          LIST_PARTITION_REASSIGNMENTS_RESPONSE),
 }
 
 # Broker-to-broker and broker-to-controller messages (kafkacore.protocol.inter_broker).

@@ -21,6 +21,18 @@ if TYPE_CHECKING:
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
+def reassignment_results(results: dict[tuple[str, int], tuple[int, str | None]]
+                         ) -> dict[str, Any]:
+    """AlterPartitionReassignments' answer, by topic."""
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, index), (error, message) in results.items():
+        by_topic.setdefault(topic, []).append(
+            {"partition_index": index, "error_code": error, "error_message": message})
+    return {"throttle_time_ms": 0, "error_code": Errors.NONE, "error_message": None,
+            "allow_replication_factor_change": True,
+            "responses": [{"name": t, "partitions": parts} for t, parts in by_topic.items()]}
+
+
 def election_results(results: dict[tuple[str, int], tuple[int, str | None]]
                      ) -> list[dict[str, Any]]:
     """ElectLeaders' answer, by topic."""
@@ -52,6 +64,9 @@ class ControllerApis(ApiRequestHandler):
             ApiKey.ELECT_LEADERS: self.handle_elect_leaders_request,
             ApiKey.ALTER_CONFIGS: self.handle_alter_configs_request,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs_request,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS:
+                self.handle_alter_partition_reassignments_request,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments_request,
         }
         acl_apis = AclApis(self, server.acls)
         self.handlers.update({
@@ -210,6 +225,32 @@ class ControllerApis(ApiRequestHandler):
         results = self.controller.elect_leaders(body.get("election_type", 0), wanted)
         self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
                                "replica_election_results": election_results(results)})
+
+    def handle_alter_partition_reassignments_request(self, request: Request) -> None:
+        assert request.body is not None
+        body = request.body
+        results = self.controller.alter_partition_reassignments(
+            [(t["name"], p["partition_index"], p["replicas"]) for t in body["topics"]
+             for p in t["partitions"]], body.get("allow_replication_factor_change", True))
+        self.respond(request, reassignment_results(results))
+
+    def handle_list_partition_reassignments_request(self, request: Request) -> None:
+        assert request.body is not None
+        asked = request.body["topics"]
+        with self.controller.lock:
+            ongoing = self.controller.replication.ongoing_reassignments(
+                None if asked is None else [(t["name"], p) for t in asked
+                                            for p in t["partition_indexes"]])
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for (name, index), part in ongoing.items():
+                by_topic.setdefault(name, []).append({
+                    "partition_index": index, "replicas": list(part.replicas),
+                    "adding_replicas": list(part.adding_replicas),
+                    "removing_replicas": list(part.removing_replicas)})
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "error_message": None, "topics": [
+                                   {"name": t, "partitions": parts}
+                                   for t, parts in by_topic.items()]})
 
     def handle_broker_registration_request(self, request: Request) -> None:
         assert request.body is not None

@@ -232,6 +232,9 @@ class QuorumController:
                 return Errors.INELIGIBLE_REPLICA, part
             part.isr = [r for r in part.replicas if r in new_isr]
             part.partition_epoch += 1
+            if self.replication.maybe_complete_reassignment(part, active):
+                log.info("controller: %s-%d reassigned to %s, leader %d", info.name, index,
+                         part.replicas, part.leader)
             self._save()
             log.info("controller: %s-%d ISR now %s (asked by leader %d)", info.name, index,
                      part.isr, broker_id)
@@ -253,6 +256,21 @@ class QuorumController:
                 self._save()
                 log.info("controller: configs of %s changed", changed)
         return results
+
+    def alter_partition_reassignments(
+            self, moves: list[tuple[str, int, list[int] | None]], allow_rf_change: bool,
+    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """AlterPartitionReassignments: each move's (error, message); saved before."""
+        with self.lock:
+            registered = set(self.brokers)
+            active = self.active_brokers()
+            results = {(name, index): self.replication.alter_partition_reassignment(
+                name, index, target, registered, active, allow_rf_change)
+                for name, index, target in moves}
+            if any(error == Errors.NONE for error, _ in results.values()):
+                self._save()
+                log.info("controller: reassignments %s", moves)
+            return results
 
     def elect_leaders(self, election_type: int, wanted: list[tuple[str, int]] | None
                       ) -> dict[tuple[str, int], tuple[int, str | None]]:
