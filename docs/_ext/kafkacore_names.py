@@ -55,6 +55,7 @@ KAFKA_ONLY = frozenset(
     producer.id.expiration.ms message.max.bytes connection.failed.authentication.delay.ms
     check.crcs rebalance.timeout.ms group.instance.id offset.metadata.max.bytes
     transaction.partition.verification.enable spark.python.worker.reuse
+    leader.replication.throttled.rate
     """.split()
 )
 # Java classes, Kafka APIs and types, and C API names a chapter mentions, that kafkacore does not
