@@ -589,8 +589,10 @@ class KafkaApis(ApiRequestHandler):
                 results.append(self._deleted(name, topic_id, Errors.TOPIC_AUTHORIZATION_FAILED))
                 continue
             names.append(name)
-        body["topic_names"] = names
-        body["topics"] = [{"name": n, "topic_id": self._topic_id(n)} for n in names]
+        if request.api_version >= 6:
+            body["topics"] = [{"name": n, "topic_id": self._topic_id(n)} for n in names]
+        else:
+            body["topic_names"] = names
         if self.forward_to_controller(request, ("responses", results)):
             return
         for name in names:

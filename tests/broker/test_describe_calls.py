@@ -95,3 +95,28 @@ def test_delete_topics_by_name_or_id(ours, admin):
     assert [(r["name"], r["topic_id"], r["error_code"]) for r in response["responses"]] == [
         (None, unknown_id, Errors.UNKNOWN_TOPIC_ID), (by_id, topic_id, Errors.NONE)]
     assert set(admin.list_topics()).isdisjoint({by_client, by_name, by_id})
+
+
+@pytest.mark.cluster
+def test_delete_topics_through_the_controller_in_every_form(cluster):
+    from types import SimpleNamespace
+
+    from confluent_kafka.admin import AdminClient
+
+    by_confluent, by_name, by_id = (new_topic(cluster, replication_factor=3) for _ in range(3))
+    for topic in (by_confluent, by_name, by_id):
+        cluster.wait_for_topic(topic)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    [future] = admin.delete_topics([by_confluent]).values()
+    future.result(timeout=30)
+    host, port = cluster.broker_address(1).rsplit(":", 1)
+    broker = SimpleNamespace(host=host, port=int(port))
+    response = _call(broker, ApiKey.DELETE_TOPICS, 5, {"topic_names": [by_name],
+                                                       "timeout_ms": 30000})
+    assert [r["error_code"] for r in response["responses"]] == [Errors.NONE]
+    topic_id = cluster.metadata([by_id])["topics"][0]["topic_id"]
+    response = _call(broker, ApiKey.DELETE_TOPICS, 6, {
+        "topics": [{"name": None, "topic_id": topic_id}], "timeout_ms": 30000})
+    assert [(r["name"], r["error_code"]) for r in response["responses"]] == [
+        (by_id, Errors.NONE)]
+    assert not {by_confluent, by_name, by_id} & {t["name"] for t in cluster.metadata()["topics"]}
