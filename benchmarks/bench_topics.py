@@ -167,7 +167,7 @@ def main() -> None:
     parser.add_argument("--few", type=int, default=10,
                         help="topics there when the first probes run")
     parser.add_argument("--probes", type=int, default=200)
-    parser.add_argument("--brokers", nargs="+", default=["kafkacore", "tansu"])
+    parser.add_argument("--brokers", nargs="*", default=["kafkacore", "tansu"])
     parser.add_argument("--cluster", action="store_true", help="our 3-broker Cluster too")
     parser.add_argument("--no-save", action="store_true", help="print only")
     args = parser.parse_args()

@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import time
+import uuid
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +39,10 @@ log = logging.getLogger(__name__)
 MAX_RECORD_BYTES_BETWEEN_SNAPSHOTS = 20 * 1024 * 1024
 #: Kafka's ``metadata.log.max.snapshot.interval.ms`` (its default, one hour)
 MAX_SNAPSHOT_INTERVAL_MS = 3_600_000
+
+#: Kafka's ``Uuid.METADATA_TOPIC_ID``: the topic id of ``__cluster_metadata``, the log brokers
+#: fetch the controller's records from
+METADATA_TOPIC_ID = uuid.UUID(int=1)
 
 Record = dict[str, Any]
 
