@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import asdict
 
 import pytest
 
 from kafkacore import admin
+from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.controller.quorum_controller import STATE_LOG_NAME, QuorumController
 from kafkacore.broker.log.manager import LogManager
 from kafkacore.broker.metadata_cache import METADATA_LOG_NAME, MetadataCache
 from kafkacore.broker.metadata_log import MetadataLog
@@ -171,3 +174,61 @@ def test_topics_created_in_one_request_survive_kill_9(tmp_path):
         broker.kill()
         broker.start()
         assert _topics(broker.bootstrap) == before
+
+
+# -- the controller ------------------------------------------------------------------------------
+
+
+def _controller(tmp_path) -> QuorumController:
+    controller = QuorumController(BrokerConfig({"log.dirs": str(tmp_path), "node.id": 0}))
+    for b in (1, 2, 3):
+        controller.register_broker(b, "127.0.0.1", 9000 + b, f"incarnation-{b}")
+    return controller
+
+
+def _state(controller: QuorumController) -> dict:
+    return {name: (t.topic_id, t.configs, [asdict(p) for p in t.partitions])
+            for name, t in controller.replication.topics.items()}
+
+
+def test_the_controller_appends_one_batch_per_request_and_replays_it_at_a_restart(tmp_path):
+    controller = _controller(tmp_path)
+    lines = (tmp_path / f"{STATE_LOG_NAME}.log").read_bytes().count(b"\n")
+    with controller.batch():
+        for i in range(50):
+            assert controller.create_topic(f"t{i}", 2, 3, {"retention.ms": "1000"})[0] == 0
+    assert (tmp_path / f"{STATE_LOG_NAME}.log").read_bytes().count(b"\n") == lines + 1
+    info = controller.replication.topics["t7"]
+    leader = info.partitions[1].leader
+    assert controller.alter_partition(leader, uuid.UUID(info.topic_id), 1,
+                                      info.partitions[1].leader_epoch, [leader],
+                                      info.partitions[1].partition_epoch)[0] == 0
+    assert controller.create_partitions("t8", 4, None, False) == (0, None)
+    assert controller.delete_topic("t9") == 0
+    before = _state(controller)
+    restarted = QuorumController(BrokerConfig({"log.dirs": str(tmp_path), "node.id": 0}))
+    assert _state(restarted) == before
+    assert restarted.register_broker(1, "127.0.0.1", 9001, "again") > 3  # epochs go on
+
+
+def test_brokers_fetch_the_records_from_their_offset(tmp_path):
+    controller = _controller(tmp_path)
+    error, records, start, end = controller.fetch_records(0, 1000)
+    assert error == 0 and start == 0 and len(records) == end
+    assert [r["type"] for r in records] == ["RegisterBrokerRecord"] * 3
+    controller.create_topic("t", 1, 2, {})
+    error, new, _, end2 = controller.fetch_records(end, 1000)
+    assert [r["type"] for r in new] == ["TopicRecord", "PartitionRecord"] and end2 == end + 2
+    assert controller.fetch_records(end2, 1000)[1] == []  # caught up: nothing, however many
+    assert controller.fetch_records(end2 + 1, 1000)[0] == Errors.OFFSET_OUT_OF_RANGE
+    # After a snapshot the records before it are gone: a broker behind takes the whole image.
+    controller.metadata_log.max_bytes_between_snapshots = 1
+    controller.create_topic("u", 1, 1, {})
+    assert controller.records_start == controller.metadata_log.end_offset
+    assert controller.fetch_records(end2, 1000)[0] == Errors.OFFSET_OUT_OF_RANGE
+    restarted = QuorumController(BrokerConfig({"log.dirs": str(tmp_path), "node.id": 0}))
+    assert _state(restarted) == _state(controller)
+    # At a restart every broker is fenced until it registers again, and brokers learn it.
+    error, fenced, _, _ = restarted.fetch_records(restarted.records_start, 1000)
+    assert [(r["type"], r["broker_id"]) for r in fenced] == [
+        ("FenceBrokerRecord", b) for b in (1, 2, 3)]
