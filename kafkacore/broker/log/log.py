@@ -151,9 +151,12 @@ class Log:
     def _load_or_write_topic_id(self, topic_id: uuid.UUID | None) -> uuid.UUID | None:
         """Kafka's ``PartitionMetadataFile``: the topic id, kept in ``partition.metadata`` so that
         a restarted broker answers with the same id (Metadata v10+, Fetch v13+ name topics by id).
-        The id is Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, unpadded."""
+        The id is Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, unpadded.
+
+        The file is not fsync'd (Kafka flushes it later, off the request path): the topic id is
+        durable in the metadata log, so a file a crash left empty is taken as no file."""
         path = self.dir / PARTITION_METADATA_FILE
-        if path.exists():
+        if path.exists() and path.stat().st_size > 0:
             fields = dict(
                 line.split(": ", 1) for line in path.read_text().splitlines() if ": " in line
             )
@@ -172,8 +175,6 @@ class Log:
         tmp = path.with_suffix(".tmp")
         with open(tmp, "w") as f:
             f.write(f"version: 0\ntopic_id: {text}\n")
-            f.flush()
-            os.fsync(f.fileno())
         os.replace(tmp, path)
         return topic_id
 
