@@ -237,13 +237,13 @@ class Cleaner:
                     out = self._retained(h, raw, aborted, last_batches, txn_kept, now, horizon,
                                          stats)
                     stats.bytes_read += h.size
+                    self.throttler.maybe_throttle(h.size + (len(out) if out else 0))
                     if out is None:
                         continue
                     if h.is_control and h.last_offset in kept_aborts:
                         txn_index.append(kept_aborts[h.last_offset])
                     position += os.pwrite(fd, out, position)
                     stats.bytes_written += len(out)
-                    self.throttler.maybe_throttle(h.size + len(out))
             os.fsync(fd)
             txn_index.flush()
         except BaseException:

@@ -28,17 +28,17 @@ class Throttler:
         self.throttled_s = 0.0
 
     def maybe_throttle(self, observed: float) -> None:
-        """Count ``observed`` bytes; sleep if the rate since the last check is too high."""
+        """Count ``observed`` bytes; sleep if they came faster than the desired rate."""
         sleep_s = 0.0
         with self._lock:
             self._observed += observed
             now = time.monotonic()
             elapsed = now - self._period_start
-            if elapsed >= self.check_interval_s and self._observed > 0:
-                rate = self._observed / elapsed
-                if rate > self.desired_rate_per_s:
-                    # Sleep until the bytes of this period fit the desired rate.
-                    sleep_s = self._observed / self.desired_rate_per_s - elapsed
+            # How long the bytes of this period take at the desired rate; ahead by a check
+            # interval (or at the end of one), sleep until they fit it.
+            behind = self._observed / self.desired_rate_per_s - elapsed
+            if behind >= self.check_interval_s or elapsed >= self.check_interval_s:
+                sleep_s = max(behind, 0.0)
                 self._period_start = now + sleep_s
                 self._observed = 0.0
         if sleep_s > 0:
