@@ -178,6 +178,8 @@ SETTINGS: dict[str, _Setting] = {
     "log.cleaner.backoff.ms": _Setting(15000, _int(0), "a cleaner's sleep when no log is dirty"),
     "log.cleaner.dedupe.buffer.size": _Setting(
         134217728, _int(1), "memory of the offset maps, all cleaner threads together"),
+    "log.cleaner.io.buffer.size": _Setting(
+        524288, _int(1024), "bytes a cleaner reads from a segment at a time"),
     "log.cleaner.io.buffer.load.factor": _Setting(
         0.9, _float(0.01, 1.0), "how full an offset map may get"),
     "log.cleaner.io.max.bytes.per.second": _Setting(

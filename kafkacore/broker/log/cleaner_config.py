@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 DOUBLE_MAX = 1.7976931348623157e308
 
@@ -27,13 +28,14 @@ class CleanerConfig:
     enable_cleaner: bool = True
 
     @classmethod
-    def from_broker_config(cls, c: object) -> CleanerConfig:
-        get = c.__getitem__  # type: ignore[attr-defined]
+    def from_broker_config(cls, c: Any) -> CleanerConfig:
+        """From a :class:`~kafkacore.broker.config.BrokerConfig`."""
         return cls(
-            num_threads=get("log.cleaner.threads"),
-            dedupe_buffer_size=get("log.cleaner.dedupe.buffer.size"),
-            dedupe_buffer_load_factor=get("log.cleaner.io.buffer.load.factor"),
-            max_io_bytes_per_second=get("log.cleaner.io.max.bytes.per.second"),
-            backoff_ms=get("log.cleaner.backoff.ms"),
-            enable_cleaner=get("log.cleaner.enable"),
+            num_threads=c["log.cleaner.threads"],
+            dedupe_buffer_size=c["log.cleaner.dedupe.buffer.size"],
+            dedupe_buffer_load_factor=c["log.cleaner.io.buffer.load.factor"],
+            io_buffer_size=c["log.cleaner.io.buffer.size"],
+            max_io_bytes_per_second=c["log.cleaner.io.max.bytes.per.second"],
+            backoff_ms=c["log.cleaner.backoff.ms"],
+            enable_cleaner=c["log.cleaner.enable"],
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import cast
 
 from kafkacore.errors import InvalidConfigError
 
@@ -78,7 +79,7 @@ class LogConfig:
         for name, (field, kind, allowed) in _SPEC.items():
             value = getattr(self, field)
             if kind is float:
-                low, high = allowed  # type: ignore[misc]
+                low, high = cast(tuple[float, float], allowed)
                 if type(value) not in (int, float) or not low <= value <= high:
                     raise InvalidConfigError(f"{name}={value!r} must be in [{low}, {high}]")
             elif kind is int:
