@@ -65,7 +65,8 @@ def main() -> None:
               f"{len(lg.segments)} segments after the clean")
         print(f"cleaned: {mb:.1f} MB of log ({stats.bytes_read / 1e6:.1f} MB read), "
               f"{stats.bytes_written / 1e6:.2f} MB written in "
-              f"{elapsed:.2f} s ({cpu:.2f} s CPU): {mb / elapsed:.1f} MB/s")
+              f"{elapsed:.2f} s: {mb / elapsed:.1f} MB/s; {cpu:.2f} s of CPU: "
+              f"{mb / cpu:.1f} MB per CPU second (the machine's load does not change this one)")
         print(f"records: {args.updates} -> {records} ({lg.size_in_bytes / 1e6:.2f} MB)")
         if args.throttle < DOUBLE_MAX:
             print(f"throttle {args.throttle / 1e6:.1f} MB/s: the reads and writes "

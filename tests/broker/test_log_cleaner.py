@@ -209,6 +209,8 @@ def broker():
     with Broker({"num.network.threads": "1", "num.io.threads": "2", "num.partitions": "1",
                  "log.cleaner.backoff.ms": "50", "offsets.topic.num.partitions": "1",
                  "offsets.topic.segment.bytes": "10000", "group.initial.rebalance.delay.ms": "0",
+                 "transaction.state.log.num.partitions": "1",
+                 "transaction.state.log.segment.bytes": "10000",
                  "log.cleaner.delete.retention.ms": "0"}) as b:
         yield b
 
@@ -408,3 +410,26 @@ def test_clients_read_through_a_producers_kept_empty_batch(broker):
     wait_until(kp_reads_to_end, "kafka-python reads to the end", bound_s=60)
     kp.close()
     assert seen_ck == latest and seen_kp == latest
+
+
+def test_transaction_state_stays_bounded_through_many_transactions(broker):
+    """Each transaction writes its id's state several times (Ongoing, PrepareCommit,
+    CompleteCommit) to __transaction_state; compacted, the latest state is what stays."""
+    ck = pytest.importorskip("confluent_kafka")
+    from tests.support.topics import new_topic
+
+    bootstrap = broker.bootstrap_servers
+    topic = new_topic(broker)
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": uuid.uuid4().hex})
+    producer.init_transactions(30)
+    for n in range(150):
+        producer.begin_transaction()
+        producer.produce(topic, b"%d" % n, b"k")
+        producer.commit_transaction(30)
+    lg = broker.log_manager.get_log("__transaction_state", 0)
+    # 150 transactions write ~450 records (~40 kB); compacted, a segment or two remain.
+    wait_until(lambda: lg.size_in_bytes < 3 * 10000, "the cleaner bounds __transaction_state",
+               bound_s=60)
+    producer.begin_transaction()  # the coordinator still knows the id after the clean
+    producer.produce(topic, b"after", b"k")
+    producer.commit_transaction(30)

@@ -29,7 +29,7 @@ from hashlib import md5
 
 from kafkacore.broker.log.end_transaction_marker import read_marker
 from kafkacore.broker.log.log import CLEANED_SUFFIX, Log
-from kafkacore.broker.log.offset_map import SkimpyOffsetMap
+from kafkacore.broker.log.offset_map import DIGEST_SIZE, SkimpyOffsetMap
 from kafkacore.broker.log.segment import LOG_SUFFIX, LogSegment, file_name
 from kafkacore.broker.log.throttler import Throttler
 from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn, TransactionIndex
@@ -210,8 +210,9 @@ class Cleaner:
                     continue
                 for record in next(iter_batches(raw)).records:
                     key = record.key
-                    if key is not None:
-                        table[md5(key).digest()] = record.offset
+                    if key is not None:  # key_digest, inline: once per record
+                        table[key if len(key) <= DIGEST_SIZE else md5(key).digest()] = \
+                            record.offset
                         stats.map_records += 1
                 m.latest_offset = h.last_offset
             end = _next_base(readers, r)
@@ -285,7 +286,8 @@ class Cleaner:
             get = self.offset_map._map.get
             for record in records:
                 key = record.key
-                if key is None or record.offset < get(md5(key).digest(), -1):
+                if key is None or record.offset < get(
+                        key if len(key) <= DIGEST_SIZE else md5(key).digest(), -1):
                     continue
                 if record.value is None:
                     if has_horizon and now >= h.base_timestamp:
