@@ -74,6 +74,10 @@ class LogCleanerManager:
 
     def cleanable(self, key: Key, lg: Log, checkpoint: int | None, now_ms: int) -> LogToClean:
         """The log's clean and dirty sections (Kafka's ``cleanableOffsets``)."""
+        with lg._lock:  # the segments may be read (timestamps): none may be swapped meanwhile
+            return self._cleanable(key, lg, checkpoint, now_ms)
+
+    def _cleanable(self, key: Key, lg: Log, checkpoint: int | None, now_ms: int) -> LogToClean:
         cfg = lg.config
         segments = lg.segments
         start, end = lg.log_start_offset, lg.log_end_offset
