@@ -119,8 +119,8 @@ class LogCleanerManager:
                     c = self.cleanable(key, lg, checkpoints.get(key), now)
                 except Exception:  # closed or deleted meanwhile: not this turn
                     continue
-                ratio_ok = c.dirty_bytes > 0 and c.dirty_ratio >= lg.config.min_cleanable_dirty_ratio
-                if not (ratio_ok or c.needs_compaction_now):
+                ratio = lg.config.min_cleanable_dirty_ratio
+                if not (c.dirty_bytes and c.dirty_ratio >= ratio or c.needs_compaction_now):
                     continue
                 if best is None or c.dirty_ratio > best.dirty_ratio:
                     best, best_key = c, key

@@ -435,8 +435,8 @@ class LogSegment:
 
     def _sound_batch_at(self, window: bytes, at: int) -> BatchHeader | None:
         """The batch at ``window[at:]`` if it frames, is magic 2, has no more records than its
-        lastOffsetDelta says (fewer once cleaned) and matches its CRC; its base offset (outside the CRC) is not
-        judged here."""
+        lastOffsetDelta says (fewer once the log cleaner removed some) and matches its CRC; its
+        base offset (outside the CRC) is not judged here."""
         if len(window) - at < RECORD_BATCH_OVERHEAD:
             return None
         h = read_header(window, at)

@@ -122,9 +122,10 @@ def whole_batches_end(data: bytes, max_offset: int | None) -> int:
 def verified_end(data: bytes | bytearray | memoryview) -> tuple[int, str | None]:
     """Check whole batches read back from a segment before they are served: each frames, is
     magic 2, has no more records than its lastOffsetDelta says (fewer once the log cleaner
-    removed some), starts after the previous batch
-    (offsets grow; a gap is legal, a compacted leader's follower has them), and matches its CRC-32C.  Returns (end of the good prefix, why it ends there), with
-    ``(len(data), None)`` when every batch is good.  The CRC runs in C (about 9 GB/s here)."""
+    removed some), starts after the previous batch (offsets grow; a gap is legal: a compacted
+    log has them), and matches its CRC-32C.  Returns (end of the good prefix, why it ends
+    there), with ``(len(data), None)`` when every batch is good.  The CRC runs in C (about
+    9 GB/s here)."""
     pos, n = 0, len(data)
     expected = None
     previous = 0  # where the batch before ``pos`` starts
