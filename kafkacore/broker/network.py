@@ -348,7 +348,8 @@ class Processor(ShutdownableThread):
         self._wakeup_w.close()
 
     def configure_new_connections(self) -> None:
-        while True:
+        # (each turn runs these checks: an empty() costs less than the queue.Empty raised)
+        while not self._new_connections.empty():
             try:
                 sock, host, security = self._new_connections.get_nowait()
             except queue.Empty:
@@ -417,6 +418,8 @@ class Processor(ShutdownableThread):
 
     def release_held_responses(self) -> float:
         """Queue the held responses that are due; returns how long poll() may sleep."""
+        if not self._held:
+            return _POLL_S
         delay_s = self.faults.latency_ms / 1000.0
         now = time.monotonic()
         while self._held and self._held[0][0] + delay_s <= now:
@@ -619,6 +622,8 @@ class Processor(ShutdownableThread):
         return False
 
     def retry_memory_waiters(self) -> None:
+        if not self._memory_waiters:
+            return
         for ch in list(self._memory_waiters.values()):
             assert ch.expected is not None
             if not self.memory_pool.try_allocate(ch.expected):
@@ -734,7 +739,7 @@ class Processor(ShutdownableThread):
 
     def process_authentication_results(self) -> None:
         """The SaslAuthenticate answers the AuthenticationExecutor has worked out."""
-        while True:
+        while not self._authentication_results.empty():
             try:
                 ch_id, header, body, reauth, result, error = (
                     self._authentication_results.get_nowait())
