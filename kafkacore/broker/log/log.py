@@ -883,7 +883,9 @@ class Log:
     def _check_open(self) -> None:
         if self._closed:
             raise KafkaStorageError(f"log {self.name} is closed")
-        if self.dir_failure_channel.is_offline(self.dir.parent):
+        failures = self.dir_failure_channel
+        # (any_offline first: building ``dir.parent`` costs more than the rest of the check)
+        if failures.any_offline() and failures.is_offline(self.dir.parent):
             raise KafkaStorageError(f"log dir {self.dir.parent} is offline: "
                                     f"{self.dir_failure_channel.reason(self.dir.parent)}")
 
