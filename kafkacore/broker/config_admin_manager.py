@@ -24,6 +24,7 @@ from kafkacore import errors
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.dynamic_broker_config import DEFAULT_RESOURCE, DynamicBrokerConfig
 from kafkacore.broker.log import LogConfig
+from kafkacore.broker.metadata_cache import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC
 from kafkacore.broker.request_channel import Request
 from kafkacore.errors import Errors
 
@@ -33,9 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: ConfigResource.Type, as the wire carries it
-RESOURCE_TYPE_TOPIC = 2
-RESOURCE_TYPE_BROKER = 4
 
 #: Topic settings whose value is a comma-separated list (APPEND and SUBTRACT work on them).
 LIST_SETTINGS = frozenset({"cleanup.policy"})
@@ -223,5 +221,5 @@ class ConfigAdminManager:
             apply_broker_configs(broker, name, new)
 
 
-__all__ = ["ConfigAdminManager", "OpType", "alter_resources", "apply_broker_configs",
+__all__ = ["RESOURCE_TYPE_BROKER", "RESOURCE_TYPE_TOPIC", "ConfigAdminManager", "OpType", "alter_resources", "apply_broker_configs",
            "apply_topic_configs", "new_broker_configs", "new_topic_configs"]

@@ -35,6 +35,11 @@ LOG_DEFAULT_SYNONYMS: dict[str, str] = {
     "log.flush.interval.ms": "flush.ms",
     "log.index.interval.bytes": "index.interval.bytes",
     "min.insync.replicas": "min.insync.replicas",
+    "log.cleanup.policy": "cleanup.policy",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
 }
 #: topic setting -> the broker setting that is its default
 TOPIC_SYNONYMS = {topic: broker for broker, topic in LOG_DEFAULT_SYNONYMS.items()}
@@ -121,6 +126,11 @@ class DynamicBrokerConfig:
             flush_messages=self["log.flush.interval.messages"],
             index_interval_bytes=self["log.index.interval.bytes"],
             min_insync_replicas=self["min.insync.replicas"],
+            cleanup_policy=",".join(sorted(self["log.cleanup.policy"].split(","))),
+            min_cleanable_dirty_ratio=self["log.cleaner.min.cleanable.ratio"],
+            min_compaction_lag_ms=self["log.cleaner.min.compaction.lag.ms"],
+            max_compaction_lag_ms=self["log.cleaner.max.compaction.lag.ms"],
+            delete_retention_ms=self["log.cleaner.delete.retention.ms"],
             # Kafka: log.flush.interval.ms unset means log.flush.scheduler.interval.ms.
             flush_ms=self["log.flush.scheduler.interval.ms"] if flush_ms is None else flush_ms,
         )

@@ -200,6 +200,7 @@ def _make_log_manager(broker: Broker) -> Any:
     """The storage: a :class:`kafkacore.broker.log.LogManager` over ``log.dirs``, with the
     broker-wide log settings as every topic's default, recovered at start-up."""
     from kafkacore.broker.log import LogConfig, LogManager
+    from kafkacore.broker.log.cleaner_config import CleanerConfig
     from kafkacore.broker.log.manager import LogManagerIntervals
 
     c = broker.config
@@ -214,7 +215,8 @@ def _make_log_manager(broker: Broker) -> Any:
         initial_task_delay_ms=c["log.initial.task.delay.ms"],
         dir_probe_ms=c["log.dir.failure.probe.interval.ms"],
     )
-    manager = LogManager(dirs, default, scheduler=broker.kafka_scheduler, intervals=intervals)
+    manager = LogManager(dirs, default, scheduler=broker.kafka_scheduler, intervals=intervals,
+                         cleaner_config=CleanerConfig.from_broker_config(c))
     topic_configs = {
         t.name: LogConfig.from_properties(t.configs, base=default)
         for t in broker.metadata_cache.topics()
