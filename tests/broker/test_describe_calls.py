@@ -114,7 +114,7 @@ def test_delete_topics_through_the_controller_in_every_form(cluster):
     response = _call(broker, ApiKey.DELETE_TOPICS, 5, {"topic_names": [by_name],
                                                        "timeout_ms": 30000})
     assert [r["error_code"] for r in response["responses"]] == [Errors.NONE]
-    topic_id = cluster.metadata([by_id])["topics"][0]["topic_id"]
+    [topic_id] = [t["topic_id"] for t in cluster.metadata()["topics"] if t["name"] == by_id]
     response = _call(broker, ApiKey.DELETE_TOPICS, 6, {
         "topics": [{"name": None, "topic_id": topic_id}], "timeout_ms": 30000})
     assert [(r["name"], r["error_code"]) for r in response["responses"]] == [

@@ -221,7 +221,7 @@ class ControllerApis(ApiRequestHandler):
     def handle_describe_configs_request(self, request: Request) -> None:
         """The dynamic configs the controller keeps: a topic's own (DYNAMIC_TOPIC_CONFIG), a
         broker resource's (DYNAMIC_BROKER_CONFIG, or DYNAMIC_DEFAULT_BROKER_CONFIG for "").
-        Brokers read them in their metadata pull."""
+        Brokers behind the last snapshot read them with the whole image."""
         assert request.body is not None
         results = []
         for res in request.body["resources"]:
