@@ -185,9 +185,12 @@ class Log:
     def _load_or_write_topic_id(self, topic_id: uuid.UUID | None) -> uuid.UUID | None:
         """Kafka's ``PartitionMetadataFile``: the topic id, kept in ``partition.metadata`` so that
         a restarted broker answers with the same id (Metadata v10+, Fetch v13+ name topics by id).
-        The id is Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, unpadded."""
+        The id is Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, unpadded.
+
+        The file is not fsync'd (Kafka flushes it later, off the request path): the topic id is
+        durable in the metadata log, so a file a crash left empty is taken as no file."""
         path = self.dir / PARTITION_METADATA_FILE
-        if path.exists():
+        if path.exists() and path.stat().st_size > 0:
             fields = dict(
                 line.split(": ", 1) for line in path.read_text().splitlines() if ": " in line
             )
@@ -206,8 +209,6 @@ class Log:
         tmp = path.with_suffix(".tmp")
         with open(tmp, "w") as f:
             f.write(f"version: 0\ntopic_id: {text}\n")
-            f.flush()
-            os.fsync(f.fileno())
         os.replace(tmp, path)
         return topic_id
 
@@ -882,7 +883,9 @@ class Log:
     def _check_open(self) -> None:
         if self._closed:
             raise KafkaStorageError(f"log {self.name} is closed")
-        if self.dir_failure_channel.is_offline(self.dir.parent):
+        failures = self.dir_failure_channel
+        # (any_offline first: building ``dir.parent`` costs more than the rest of the check)
+        if failures.any_offline() and failures.is_offline(self.dir.parent):
             raise KafkaStorageError(f"log dir {self.dir.parent} is offline: "
                                     f"{self.dir_failure_channel.reason(self.dir.parent)}")
 
