@@ -12,7 +12,8 @@ Two threads share a :class:`Metadata` (as in the Java producer's ``Metadata`` / 
 
 Every mutable field of ``Metadata`` is guarded by one lock, ``Metadata._lock`` (a
 ``threading.Condition``; ``update`` notifies it), with two exceptions, both single operations
-that are atomic under the GIL: reading ``_cluster`` (a reference to an immutable object), and
+that are atomic under the GIL: reading ``cluster`` (a reference to an immutable object; a plain
+attribute, not a property, because ``send`` reads it once per record), and
 ``add_topic`` renewing the expiry of a topic already in ``_topics`` (one dict store, done on every
 send; whoever iterates ``_topics`` copies it first, under the lock).
 """
@@ -243,10 +244,11 @@ class Metadata:
         #: Ask for every topic of the cluster, not only ours (an admin's "list topics").
         self.all_topics = False
 
-        # Guards every field below except _cluster's *reads* (see the module docstring).
+        # Guards every field below except cluster's *reads* (see the module docstring).
         self._lock = threading.Condition()
-        # The current snapshot; replaced, never mutated.
-        self._cluster = Cluster()
+        #: The current snapshot (a :class:`Cluster`): replaced under the lock, never mutated, read
+        #: without it.
+        self.cluster = Cluster()
         # Bumped by every successful update; waiters compare against it.
         self._update_version = 0
         # Bumped by every request for an update (so an update answers the requests made before
@@ -274,12 +276,7 @@ class Metadata:
 
     def fetch(self) -> Cluster:
         """The current cluster snapshot (no lock; the snapshot never changes)."""
-        return self._cluster
-
-    @property
-    def cluster(self) -> Cluster:
-        """The current cluster snapshot (same as :meth:`fetch`)."""
-        return self._cluster
+        return self.cluster
 
     @property
     def version(self) -> int:
@@ -306,7 +303,7 @@ class Metadata:
     def bootstrap(self, addresses: Iterable[tuple[str, int]]) -> None:
         """Start from the bootstrap addresses; the first refresh is due at once."""
         with self._lock:
-            self._cluster = Cluster.bootstrap(addresses)
+            self.cluster = Cluster.bootstrap(addresses)
             self._need_update = True
             self._lock.notify_all()
 
@@ -421,7 +418,7 @@ class Metadata:
                 self._need_update = False
             self._update_version += 1
             self._expire_topics(now_ms)
-            self._cluster = self._build_cluster(response)
+            self.cluster = self._build_cluster(response)
             # Forget epochs of topics we dropped.
             for tp in [tp for tp in self._last_seen_leader_epochs if tp.topic not in self._topics]:
                 del self._last_seen_leader_epochs[tp]
@@ -429,7 +426,7 @@ class Metadata:
 
     def _build_cluster(self, response: Mapping[str, Any]) -> Cluster:
         # Called with the lock held.
-        old = self._cluster
+        old = self.cluster
         nodes = [
             Node(b["node_id"], b["host"], b["port"], b.get("rack")) for b in response["brokers"]
         ]
@@ -506,7 +503,7 @@ class Metadata:
         with self._lock:
             if self._closed or not leaders:
                 return set()
-            old = self._cluster
+            old = self.cluster
             nodes = {n.node_id: n for n in old.nodes}
             for node in endpoints:
                 nodes[node.node_id] = node
@@ -525,7 +522,7 @@ class Metadata:
                 for topic in old.topics
                 for p in old.partitions_for_topic(topic)
             ]
-            self._cluster = Cluster(
+            self.cluster = Cluster(
                 nodes.values(),
                 partitions,
                 old.topic_errors,
@@ -587,7 +584,7 @@ class Metadata:
         UNKNOWN_TOPIC_OR_PARTITION and LEADER_NOT_AVAILABLE are not: the topic may be being
         created, and waiting (until ``max.block.ms``) may see it appear.
         """
-        code = self._cluster.topic_errors.get(topic)
+        code = self.cluster.topic_errors.get(topic)
         if code in FATAL_TOPIC_ERRORS:
             raise errors.for_code(code)(f"topic {topic!r}")
 

@@ -106,6 +106,27 @@ def test_every_record_arrives_once_in_order_on_the_java_partition(bootstrap, mak
         assert consumed_by_partition(consumed) == expected, reader.__name__
 
 
+def test_a_record_without_a_timestamp_carries_the_wall_clock_of_its_send(bootstrap, make_topic):
+    # send() derives the wall clock from the monotonic one plus an offset it reads again every
+    # 100 ms (kafkacore/core/appender.pyx): each record's timestamp must still lie between wall
+    # clock readings taken just before and just after its send, as read by another client.
+    topic = make_topic(partitions=1)
+    bounds = []
+    with KafkaProducer({"bootstrap.servers": bootstrap, "linger.ms": 0}) as producer:
+        futures = []
+        for i in range(30):
+            before = time.time_ns() // 1_000_000
+            futures.append(producer.send(topic, b"%d" % i))
+            bounds.append((before, time.time_ns() // 1_000_000))
+            if i % 10 == 9:
+                time.sleep(0.11)  # past the offset's 100 ms: the next send reads it again
+        metas = [f.get(timeout=30) for f in futures]
+    for (before, after), meta in zip(bounds, metas, strict=True):
+        assert before <= meta.timestamp <= after
+    consumed = read_kafka_python(bootstrap, topic, 1, len(metas))
+    assert sorted(c.timestamp for c in consumed) == sorted(m.timestamp for m in metas)
+
+
 def test_callbacks_and_futures_complete_exactly_once(bootstrap, make_topic):
     topic = make_topic(partitions=3)
     calls: dict[int, list] = {}

@@ -102,7 +102,7 @@ cdef class RecordAppender:
         # Set by close(): send() refuses at once (the accumulator re-checks under the lock).
         public bint closed
 
-    cdef object _snapshot(self, str topic, object partition, int* count)
+    cdef object _snapshot(self, str topic, object partition, int* count, int64_t* now_ms)
     cdef object _checked_sticky(self, str topic, _StickyRun sticky, object cluster, int* count,
                                 int* chosen)
     cdef PartitionQueue _queue_for(self, str topic, int partition)

@@ -47,10 +47,44 @@ from collections import deque
 cdef array.array _LONGLONG_TEMPLATE = _array.array("q")
 
 
-cdef inline int64_t _clock_ms(int clock) noexcept nogil:
+cdef inline int64_t _clock_ns(int clock) noexcept nogil:
     cdef timespec ts
     clock_gettime(clock, &ts)
-    return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+    return <int64_t>ts.tv_sec * 1000000000 + ts.tv_nsec
+
+
+cdef inline int64_t _clock_ms(int clock) noexcept nogil:
+    return _clock_ns(clock) // 1000000
+
+
+# The record's timestamp is the wall clock (Java: ``time.milliseconds()`` in ``doSend``), and send
+# also needs the monotonic clock.  A clock read costs 100-140 ns on some virtual machines (this
+# one), a tenth of a record's whole budget, so send reads only the monotonic clock and adds the
+# wall clock's offset from it, read again every WALL_OFFSET_TTL_NS: a step of the wall clock (NTP,
+# an operator) shows in timestamps within that time; a slew moves both clocks alike.  Only
+# threads holding the GIL read or write these two.
+cdef enum:
+    WALL_OFFSET_TTL_NS = 100000000  # 100 ms
+cdef int64_t _wall_offset_ns = 0
+cdef int64_t _wall_offset_read_ns = 0
+cdef bint _wall_offset_known = False
+
+
+cdef inline int64_t _wall_clock_ms(int64_t monotonic_ns) noexcept:
+    """CLOCK_REALTIME in milliseconds, from a CLOCK_MONOTONIC reading just taken."""
+    global _wall_offset_ns, _wall_offset_read_ns, _wall_offset_known
+    cdef int64_t before, wall, after
+    if not _wall_offset_known or monotonic_ns - _wall_offset_read_ns >= WALL_OFFSET_TTL_NS:
+        before = _clock_ns(CLOCK_MONOTONIC)
+        wall = _clock_ns(CLOCK_REALTIME)
+        after = _clock_ns(CLOCK_MONOTONIC)
+        # The wall clock was read between the two monotonic reads: take their midpoint.
+        _wall_offset_ns = wall - (before + (after - before) // 2)
+        _wall_offset_read_ns = after
+        _wall_offset_known = True
+        if monotonic_ns < after:
+            monotonic_ns = after
+    return (monotonic_ns + _wall_offset_ns) // 1000000
 
 
 def monotonic_ms():
@@ -123,9 +157,10 @@ cdef class RecordAppender:
         self._sticky_factory = sticky_factory
         self.closed = False
 
-    cdef object _snapshot(self, str topic, object partition, int* count):
+    cdef object _snapshot(self, str topic, object partition, int* count, int64_t* now_ms):
         """This call's view of the cluster: returns the cluster and sets ``count[0]`` to the
-        topic's partition count in it, waiting for metadata (Python) if we do not know it.
+        topic's partition count in it, waiting for metadata (Python) if we do not know it
+        (then ``now_ms[0]`` is read again: the wait took time).
 
         Java resolves the cluster once per append; so do we: every choice a call makes is
         checked against this one snapshot, never against a cache another thread may be
@@ -147,6 +182,7 @@ cdef class RecordAppender:
             cluster = self._wait_on_metadata(topic, partition)
             n = cluster.partition_count(topic)
             self._count_cache = (cluster, {topic: n})
+            now_ms[0] = _clock_ms(CLOCK_MONOTONIC)
         count[0] = n
         return cluster
 
@@ -206,7 +242,9 @@ cdef class RecordAppender:
         """``KafkaProducer.send`` without the interceptors: see its documentation."""
         cdef int count, chosen
         cdef Py_ssize_t size
-        cdef int64_t ts, now, start = _clock_ms(CLOCK_MONOTONIC)
+        cdef int64_t monotonic_ns = _clock_ns(CLOCK_MONOTONIC)
+        cdef int64_t ts, start = monotonic_ns // 1000000
+        cdef int64_t now = start
         cdef object cluster
         cdef PartitionQueue queue
         cdef ProducerBatch last
@@ -230,7 +268,7 @@ cdef class RecordAppender:
         if partition is not None and (type(partition) is not int or partition < 0):
             raise ValueError(f"partition must be a non-negative int, not {partition!r}")
         if timestamp is None:
-            ts = _clock_ms(CLOCK_REALTIME)
+            ts = _wall_clock_ms(monotonic_ns)
         elif type(timestamp) is not int or not 0 <= timestamp <= INT64_MAX:
             raise ValueError(
                 f"timestamp must be a non-negative int of milliseconds within int64, not "
@@ -244,7 +282,7 @@ cdef class RecordAppender:
         if headers is not None:
             headers = normalize_headers(headers)
 
-        cluster = self._snapshot(topic, partition, &count)
+        cluster = self._snapshot(topic, partition, &count, &now)
         size = estimate_size_upper_bound(key, value, headers)
         if size > self._max_request_size:
             raise RecordTooLargeError(
@@ -271,8 +309,8 @@ cdef class RecordAppender:
             cluster = self._checked_sticky(topic, sticky, cluster, &count, &chosen)
 
         # The fast path: the partition's last batch has room (Java's
-        # ``RecordAccumulator.tryAppend``, under the lock).
-        now = _clock_ms(CLOCK_MONOTONIC)
+        # ``RecordAccumulator.tryAppend``, under the lock).  ``now`` is the clock read at the
+        # start of the call, or after a wait for metadata.
         queue = self._queue_for(topic, chosen)
         if queue is not None:
             queue.acquire()
@@ -336,7 +374,8 @@ cdef class RecordAppender:
         cdef _Column value_col, key_col
         cdef Py_ssize_t n, row, i, size
         cdef int count, p
-        cdef int64_t now, ts, start = _clock_ms(CLOCK_MONOTONIC)
+        cdef int64_t ts, start = _clock_ms(CLOCK_MONOTONIC)
+        cdef int64_t now = start
         cdef const unsigned char* kp
         cdef const unsigned char* vp
         cdef Py_ssize_t klen, vlen
@@ -369,7 +408,7 @@ cdef class RecordAppender:
             return sink
 
         # Check every row before appending any: a bad row must not leave half a call sent.
-        cluster = self._snapshot(topic, max(explicit) if explicit else None, &count)
+        cluster = self._snapshot(topic, max(explicit) if explicit else None, &count, &now)
         for row in range(n):
             value_col.get(row, &vp, &vlen)
             key_col.get(row, &kp, &klen)
