@@ -1,0 +1,447 @@
+"""What our 3-broker cluster costs as partitions and connections grow, and what that says about
+10,000 partitions and 1,000 connections.
+
+A ``Cluster`` (a controller and three brokers, each its own process) gets topics of
+``--per-topic`` partitions, replication factor 3, until it has each of ``--partitions`` in turn
+(the counts grow, the cluster stays up).  At each count:
+
+- the time to create the new partitions: the CreateTopics requests, then until a broker's
+  Metadata shows every partition with its three replicas in sync;
+- at rest, no client connected: every broker's CPU (utime + stime from ``/proc/PID/stat``) over
+  ``--window`` seconds, its RSS, and the CPU of its ``ReplicaFetcherThread``s alone (their OS
+  thread ids come from ``py-spy dump``, their CPU from ``/proc/PID/task/TID/stat``): followers
+  fetch every partition they follow even when nothing is written, and that cost grows with the
+  partitions;
+- with each of ``--connections`` open: raw sockets, each sending ApiVersions and a Metadata
+  request for one topic, then one 100-byte record every ``--interval`` seconds (acks=all) to the
+  next partition, in turn, that the broker it is connected to leads, so the load is spread over
+  every partition.  One thread drives them all with ``selectors``; it is one Python process
+  standing for many clients, so no client object per connection is needed.  The same CPU, RSS
+  and fetcher figures, the records acknowledged per second, and the p50/p99 time from a
+  request's send to its response.
+
+Each figure is written with the load average beside it: the machine is shared.  Then linear
+fits (least squares) of each figure against the partitions and the connections, and their
+extrapolation to 10,000 partitions and 1,000 connections.
+
+    python benchmarks/bench_scale.py [--partitions 100 1000 3000] [--connections 50 200 500]
+
+writes ``benchmarks/results/scale.json`` (shown in docs/benchmarks.rst).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import re
+import selectors
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+HERE = pathlib.Path(__file__).parent
+RESULTS = HERE / "results"
+TICK = os.sysconf("SC_CLK_TCK")
+TARGET_PARTITIONS, TARGET_CONNECTIONS = 10_000, 1_000
+
+
+def load_average() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def cpu_s(path: str) -> float:
+    """utime + stime of a process or thread, in seconds (0 if it is gone)."""
+    try:
+        with open(path) as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def fetcher_threads(pid: int) -> list[int]:
+    """OS thread ids of a broker's ReplicaFetcherThreads (py-spy names Python's threads)."""
+    spy = pathlib.Path(sys.executable).with_name("py-spy")
+    tids: list[int] = []
+    for _ in range(3):  # a dump of a process caught mid-change can come back empty: again
+        try:
+            out = subprocess.run([str(spy), "dump", "--nonblocking", "--pid", str(pid)],
+                                 capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        tids = [int(tid) for tid, name in re.findall(r'Thread (\d+) \([^)]*\): "([^"]+)"', out)
+                if name.startswith("ReplicaFetcherThread")]
+        if len(tids) >= 2:  # one per other broker
+            break
+    return tids
+
+
+class Sampler:
+    """CPU of every broker and of its fetcher threads over a window, and RSS at its end."""
+
+    def __init__(self, pids: dict[int, int]) -> None:
+        self.pids = pids
+        self.fetchers = {b: fetcher_threads(pid) for b, pid in pids.items()}
+
+    def _cpu(self) -> dict[int, tuple[float, float]]:
+        return {b: (cpu_s(f"/proc/{pid}/stat"),
+                    sum(cpu_s(f"/proc/{pid}/task/{t}/stat") for t in self.fetchers[b]))
+                for b, pid in self.pids.items()}
+
+    def measure(self, window_s: float, during: Any = None) -> dict[str, Any]:
+        load_before = load_average()
+        before, t0 = self._cpu(), time.monotonic()
+        extra: dict[str, Any] = {}
+        if during is not None:
+            extra = during(window_s)
+        else:
+            time.sleep(window_s)
+        after, elapsed = self._cpu(), time.monotonic() - t0
+        brokers = {
+            str(b): {"cpu_pct": round(100 * (after[b][0] - before[b][0]) / elapsed, 1),
+                     "fetcher_cpu_pct": round(100 * (after[b][1] - before[b][1]) / elapsed, 1),
+                     "rss_mib": round(rss_mib(pid), 1)}
+            for b, pid in self.pids.items()}
+        return {"brokers": brokers,
+                "cpu_pct_mean": round(statistics.fmean(v["cpu_pct"] for v in brokers.values()), 1),
+                "fetcher_cpu_pct_mean": round(statistics.fmean(
+                    v["fetcher_cpu_pct"] for v in brokers.values()), 1),
+                "rss_mib_mean": round(statistics.fmean(v["rss_mib"] for v in brokers.values()), 1),
+                "fetcher_threads": {str(b): len(t) for b, t in self.fetchers.items()},
+                "load": [load_before, load_average()], **extra}
+
+
+class Admin:
+    def __init__(self, host: str, port: int) -> None:
+        from kafkacore.broker.inter_broker_client import InterBrokerClient
+
+        self.client = InterBrokerClient(host, port, "bench-scale", timeout_s=120.0)
+
+    def create(self, names: list[str], partitions: int) -> None:
+        from kafkacore.errors import Errors
+        from kafkacore.protocol.api_keys import ApiKey
+
+        body = self.client.send(ApiKey.CREATE_TOPICS, 5, {
+            "topics": [{"name": n, "num_partitions": partitions, "replication_factor": 3,
+                        "assignments": [], "configs": []} for n in names],
+            "timeout_ms": 120_000, "validate_only": False})
+        failed = [t for t in body["topics"] if t["error_code"] != Errors.NONE]
+        if failed:
+            raise RuntimeError(f"{len(failed)} topics not created, e.g. {failed[0]}")
+
+    def leaders(self, names: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
+        """(topic, partition) -> (leader, in-sync replicas), for the partitions with a leader."""
+        from kafkacore.protocol.api_keys import ApiKey
+
+        body = self.client.send(ApiKey.METADATA, 9, {
+            "topics": [{"name": n} for n in names], "allow_auto_topic_creation": False,
+            "include_cluster_authorized_operations": False,
+            "include_topic_authorized_operations": False})
+        return {(t["name"], p["partition_index"]): (p["leader_id"], len(p["isr_nodes"]))
+                for t in body["topics"] for p in t["partitions"] if p["leader_id"] >= 0}
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class Connection:
+    """One client's socket: its requests go out as frames, responses come back by correlation."""
+
+    def __init__(self, address: tuple[str, int], topic: str) -> None:
+        self.sock = socket.create_connection(address, timeout=30)
+        self.sock.setblocking(False)
+        self.topic = topic
+        self.out = bytearray()
+        self.inbuf = bytearray()
+        self.correlation = 0
+        self.sent: dict[int, tuple[int, float]] = {}  # correlation -> (api key, when sent)
+        self.next_produce = 0.0
+
+    def request(self, api_key: int, version: int, body: dict[str, Any]) -> None:
+        from kafkacore.protocol import codec
+
+        self.correlation += 1
+        payload = b"".join(bytes(c) for c in codec.encode_request(
+            api_key, version, self.correlation, "bench-scale", body))
+        self.out += len(payload).to_bytes(4, "big") + payload
+        self.sent[self.correlation] = (api_key, time.monotonic())
+
+    def frames(self) -> list[bytes]:
+        got = []
+        while len(self.inbuf) >= 4:
+            size = int.from_bytes(self.inbuf[:4], "big")
+            if len(self.inbuf) < 4 + size:
+                break
+            got.append(bytes(self.inbuf[4:4 + size]))
+            del self.inbuf[:4 + size]
+        return got
+
+
+class Clients:
+    """Many connections, one thread: each says hello (ApiVersions, Metadata), then produces one
+    small record every ``interval`` seconds to the next partition its broker leads."""
+
+    def __init__(self, addresses: dict[int, tuple[str, int]],
+                 leaders: Any, interval_s: float) -> None:
+        self.addresses = addresses
+        self.leaders = leaders  # () -> {broker: [(topic, partition) it leads]}
+        self.led = leaders()
+        self.turn = dict.fromkeys(self.led, 0)
+        self.refreshed = time.monotonic()
+        self.refreshes = 0
+        self.interval_s = interval_s
+        self.selector = selectors.DefaultSelector()
+        self.conns: list[tuple[int, Connection]] = []
+        self.latencies: list[float] = []
+        self.acked = 0
+        self.errors = 0
+        from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
+
+        builder = MemoryRecordsBuilder(1024)
+        builder.append(int(time.time() * 1000), b"k", b"v" * 100)
+        self.records = bytes(builder.build())
+
+    def open(self, count: int) -> None:
+        from kafkacore.protocol.api_keys import ApiKey
+
+        brokers = sorted(self.led)
+        now = time.monotonic()
+        while len(self.conns) < count:
+            broker = brokers[len(self.conns) % len(brokers)]
+            topic = self.led[broker][len(self.conns) % len(self.led[broker])][0]
+            conn = Connection(self.addresses[broker], topic)
+            conn.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "bench-scale",
+                                                  "client_software_version": "1"})
+            conn.request(ApiKey.METADATA, 9, {
+                "topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False})
+            # spread the produces over the interval, so the load is steady
+            conn.next_produce = now + self.interval_s * (len(self.conns) % 97) / 97
+            self.selector.register(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE,
+                                   (broker, conn))
+            self.conns.append((broker, conn))
+            self.run(0.0)  # keep the earlier ones served while opening
+
+    def close(self) -> None:
+        for _, conn in self.conns:
+            self.selector.unregister(conn.sock)
+            conn.sock.close()
+        self.conns.clear()
+
+    def _produce(self, broker: int, conn: Connection) -> None:
+        from kafkacore.protocol.api_keys import ApiKey
+
+        parts = self.led[broker] or [p for ps in self.led.values() for p in ps]
+        topic, index = parts[self.turn[broker] % len(parts)]
+        self.turn[broker] += 1
+        conn.request(ApiKey.PRODUCE, 9, {
+            "transactional_id": None, "acks": -1, "timeout_ms": 30_000,
+            "topic_data": [{"name": topic, "partition_data": [
+                {"index": index, "records": self.records}]}]})
+
+    def _answer(self, conn: Connection, frame: bytes) -> None:
+        from kafkacore.errors import Errors
+        from kafkacore.protocol import codec
+        from kafkacore.protocol.api_keys import ApiKey
+
+        correlation = int.from_bytes(frame[:4], "big")
+        api_key, sent = conn.sent.pop(correlation)
+        if api_key != ApiKey.PRODUCE:
+            return
+        self.latencies.append(time.monotonic() - sent)
+        _, body = codec.decode_response(api_key, 9, frame)
+        p = body["responses"][0]["partition_responses"][0]
+        if p["error_code"] == Errors.NONE:
+            self.acked += 1
+        else:
+            self.errors += 1
+
+    def run(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while True:
+            now = time.monotonic()
+            if self.errors and now - self.refreshed > 1.0:
+                # as a client does on NOT_LEADER_OR_FOLLOWER: ask where the leaders are now
+                self.led, self.refreshed = self.leaders(), now
+                self.refreshes += 1
+            for broker, conn in self.conns:
+                if now >= conn.next_produce and len(conn.sent) < 5:
+                    self._produce(broker, conn)
+                    conn.next_produce += self.interval_s
+            for key, events in self.selector.select(timeout=0.01):
+                broker, conn = key.data
+                if events & selectors.EVENT_WRITE and conn.out:
+                    sent = conn.sock.send(conn.out)
+                    del conn.out[:sent]
+                if events & selectors.EVENT_READ:
+                    data = conn.sock.recv(1 << 16)
+                    if not data:
+                        raise ConnectionError(f"broker {broker} closed a connection")
+                    conn.inbuf += data
+                    for frame in conn.frames():
+                        self._answer(conn, frame)
+            if time.monotonic() >= end:
+                return
+
+    def window(self, seconds: float) -> dict[str, Any]:
+        self.latencies.clear()
+        self.acked = self.errors = self.refreshes = 0
+        t0, c0 = time.monotonic(), time.process_time()
+        self.run(seconds)
+        elapsed = time.monotonic() - t0
+        lat = sorted(self.latencies)
+        return {"acked_per_s": round(self.acked / elapsed, 1), "errors": self.errors,
+                "metadata_refreshes": self.refreshes,
+                "p50_ms": round(1000 * lat[len(lat) // 2], 2) if lat else None,
+                "p99_ms": round(1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))], 2)
+                if lat else None,
+                "driver_cpu_pct": round(100 * (time.process_time() - c0) / elapsed, 1)}
+
+
+def fit(xs: list[float], ys: list[float]) -> dict[str, float]:
+    """Least squares y = a + b x, and the largest relative miss, to judge 'linear'."""
+    a_b = statistics.linear_regression(xs, ys)
+    worst = max(abs(y - (a_b.intercept + a_b.slope * x)) / max(abs(y), 1e-9)
+                for x, y in zip(xs, ys, strict=True))
+    return {"intercept": round(a_b.intercept, 4), "slope": a_b.slope, "worst_miss": round(worst, 3)}
+
+
+def wait_in_sync(admin: Admin, names: list[str], partitions: int, bound_s: float) -> dict:
+    deadline = time.monotonic() + bound_s
+    while True:
+        state = admin.leaders(names)
+        if len(state) == partitions and all(isr == 3 for _, isr in state.values()):
+            return state
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(state)} of {partitions} partitions led, "
+                               f"{sum(isr == 3 for _, isr in state.values())} fully in sync")
+        time.sleep(0.5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--partitions", type=int, nargs="+", default=[100, 1000, 3000])
+    parser.add_argument("--connections", type=int, nargs="+", default=[50, 200, 500])
+    parser.add_argument("--per-topic", type=int, default=100, help="partitions per topic")
+    parser.add_argument("--batch", type=int, default=5, help="topics per CreateTopics request")
+    parser.add_argument("--window", type=float, default=6.0, help="seconds of each measurement")
+    parser.add_argument("--interval", type=float, default=1.0,
+                        help="seconds between one connection's produces")
+    parser.add_argument("--out", default=str(RESULTS / "scale.json"))
+    args = parser.parse_args()
+
+    from kafkacore.broker import Cluster
+
+    started = time.monotonic()
+    points: list[dict[str, Any]] = []
+    # Kafka's broker.session.timeout.ms (the Cluster's 2 s for tests fences brokers whenever
+    # this shared machine stalls one, and their leaders move)
+    with Cluster(brokers=3, config={"broker.session.timeout.ms": 9000}) as cluster:
+        addresses = {b: ("127.0.0.1", n.port) for b, n in cluster.brokers.items()}
+        admin = Admin(*addresses[1])
+        names: list[str] = []
+        for total in args.partitions:
+            new = [f"scale-{i}" for i in range(len(names), total // args.per_topic)]
+            load = load_average()
+            t0 = time.monotonic()
+            for i in range(0, len(new), args.batch):
+                admin.create(new[i:i + args.batch], args.per_topic)
+            requests_s = time.monotonic() - t0
+            names += new
+            state = wait_in_sync(admin, names, len(names) * args.per_topic, 600)
+            create_s = time.monotonic() - t0
+            print(f"{total} partitions: created {len(new) * args.per_topic} in {create_s:.1f} s"
+                  f" (requests {requests_s:.1f} s), load {load}", flush=True)
+            pids = {b: pid for b, pid in cluster.pids.items() if b != 0}
+            sampler = Sampler(pids)
+            time.sleep(2.0)  # the fetchers settle on the new partitions
+            point: dict[str, Any] = {
+                "partitions": len(names) * args.per_topic,
+                "created": len(new) * args.per_topic, "create_s": round(create_s, 2),
+                "create_requests_s": round(requests_s, 2), "create_load": load,
+                "rest": sampler.measure(args.window), "connections": []}
+            print(f"  at rest: {point['rest']}", flush=True)
+            def leaders(topics: list[str] = names) -> dict[int, list[tuple[str, int]]]:
+                led: dict[int, list[tuple[str, int]]] = {b: [] for b in addresses}
+                for key, (leader, _) in sorted(admin.leaders(topics).items()):
+                    led[leader].append(key)
+                return led
+
+            first = state
+            clients = Clients(addresses, leaders, args.interval)
+            try:
+                for count in args.connections:
+                    clients.open(count)
+                    clients.run(2.0)
+                    row = {"connections": count, **sampler.measure(args.window, clients.window)}
+                    print(f"  {count} connections: {row}", flush=True)
+                    point["connections"].append(row)
+            finally:
+                clients.close()
+            now = admin.leaders(names)
+            point["leaders_moved"] = sum(now.get(k, (-1,))[0] != v[0] for k, v in first.items())
+            point["not_fully_in_sync"] = sum(isr < 3 for _, isr in now.values())
+            print(f"  leaders moved {point['leaders_moved']}, not in sync "
+                  f"{point['not_fully_in_sync']}", flush=True)
+            points.append(point)
+        admin.close()
+
+    def ys(key: str, sub: str | None = None) -> list[float]:
+        return [p["rest"][key] if sub is None else p[sub][-1][key] for p in points]
+
+    xs = [p["partitions"] for p in points]
+    fits: dict[str, Any] = {"partitions": {k: fit(xs, ys(k)) for k in
+                                           ("cpu_pct_mean", "fetcher_cpu_pct_mean",
+                                            "rss_mib_mean")}}
+    fits["partitions"]["create_s_per_partition"] = fit(
+        xs, [p["create_s"] / p["created"] for p in points])
+    # against connections, at the most partitions
+    last = points[-1]
+    cs = [0] + [r["connections"] for r in last["connections"]]
+    rows = [last["rest"], *last["connections"]]
+    fits["connections"] = {k: fit(cs, [r[k] for r in rows])
+                           for k in ("cpu_pct_mean", "rss_mib_mean")}
+    fp, fc = fits["partitions"], fits["connections"]
+
+    def at(f: dict[str, float], x: float) -> float:
+        return f["intercept"] + f["slope"] * x
+
+    extra_cpu_conn = fc["cpu_pct_mean"]["slope"] * TARGET_CONNECTIONS
+    extra_rss_conn = fc["rss_mib_mean"]["slope"] * TARGET_CONNECTIONS
+    extrapolation = {
+        "partitions": TARGET_PARTITIONS, "connections": TARGET_CONNECTIONS,
+        "fetcher_cpu_pct_per_broker": round(at(fp["fetcher_cpu_pct_mean"], TARGET_PARTITIONS), 1),
+        "rest_cpu_pct_per_broker": round(at(fp["cpu_pct_mean"], TARGET_PARTITIONS), 1),
+        "cpu_pct_per_broker": round(at(fp["cpu_pct_mean"], TARGET_PARTITIONS) + extra_cpu_conn, 1),
+        "rss_mib_per_broker": round(at(fp["rss_mib_mean"], TARGET_PARTITIONS) + extra_rss_conn, 1),
+        "create_s": round(TARGET_PARTITIONS * at(fp["create_s_per_partition"], TARGET_PARTITIONS),
+                          1),
+    }
+    data = {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared)",
+        "per_topic": args.per_topic, "window_s": args.window, "interval_s": args.interval,
+        "record_bytes": 100, "points": points, "fits": fits, "extrapolation": extrapolation,
+        "run_s": round(time.monotonic() - started, 1),
+    }
+    pathlib.Path(args.out).write_text(json.dumps(data, indent=1) + "\n")
+    print(json.dumps({"fits": fits, "extrapolation": extrapolation}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
