@@ -20,6 +20,8 @@ A ``Cluster`` (a controller and three brokers, each its own process) gets topics
   and fetcher figures, the records acknowledged per second, and the p50/p99 time from a
   request's send to its response.
 
+Before the connections, one record goes into every partition (see ``first_writes``), timed on
+its own: a partition's first record under a leader epoch costs fsyncs that later ones do not.
 Each figure is written with the load average beside it: the machine is shared.  Then linear
 fits (least squares) of each figure against the partitions and the connections, and their
 extrapolation to 10,000 partitions and 1,000 connections.
@@ -118,8 +120,10 @@ class Sampler:
             for b, pid in self.pids.items()}
         return {"brokers": brokers,
                 "cpu_pct_mean": round(statistics.fmean(v["cpu_pct"] for v in brokers.values()), 1),
+                # over the brokers whose fetcher threads py-spy found
                 "fetcher_cpu_pct_mean": round(statistics.fmean(
-                    v["fetcher_cpu_pct"] for v in brokers.values()), 1),
+                    [brokers[str(b)]["fetcher_cpu_pct"] for b, t in self.fetchers.items() if t]
+                    or [0.0]), 1),
                 "rss_mib_mean": round(statistics.fmean(v["rss_mib"] for v in brokers.values()), 1),
                 "fetcher_threads": {str(b): len(t) for b, t in self.fetchers.items()},
                 "load": [load_before, load_average()], **extra}
@@ -131,7 +135,9 @@ class Admin:
 
         self.client = InterBrokerClient(host, port, "bench-scale", timeout_s=120.0)
 
-    def create(self, names: list[str], partitions: int) -> None:
+    def create(self, names: list[str], partitions: int) -> list[str]:
+        """The names not created because a broker was fenced (too few live brokers for RF 3);
+        any other refusal raises."""
         from kafkacore.errors import Errors
         from kafkacore.protocol.api_keys import ApiKey
 
@@ -139,9 +145,13 @@ class Admin:
             "topics": [{"name": n, "num_partitions": partitions, "replication_factor": 3,
                         "assignments": [], "configs": []} for n in names],
             "timeout_ms": 120_000, "validate_only": False})
-        failed = [t for t in body["topics"] if t["error_code"] != Errors.NONE]
+        fenced = [t["name"] for t in body["topics"]
+                  if t["error_code"] == Errors.INVALID_REPLICATION_FACTOR]
+        failed = [t for t in body["topics"]
+                  if t["error_code"] not in (Errors.NONE, Errors.INVALID_REPLICATION_FACTOR)]
         if failed:
             raise RuntimeError(f"{len(failed)} topics not created, e.g. {failed[0]}")
+        return fenced
 
     def leaders(self, names: list[str]) -> dict[tuple[str, int], tuple[int, int]]:
         """(topic, partition) -> (leader, in-sync replicas), for the partitions with a leader."""
@@ -156,6 +166,45 @@ class Admin:
 
     def close(self) -> None:
         self.client.close()
+
+
+def first_writes(addresses: dict[int, tuple[str, int]],
+                 led: dict[int, list[tuple[str, int]]], records: bytes) -> int:
+    """One record into every partition, one Produce (acks=all) per leader naming all it leads.
+
+    A partition's first record under its leader epoch writes its leader-epoch checkpoint, with
+    two fsyncs, on the leader and on each follower; afterwards an append does not.  Doing it
+    here keeps that one-off cost out of the steady load's figures and measures it on its own.
+    Returns the partitions that did not take it."""
+    from kafkacore.broker.inter_broker_client import InterBrokerClient
+    from kafkacore.errors import Errors
+    from kafkacore.protocol.api_keys import ApiKey
+
+    failed = 0
+    for broker, parts in led.items():
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in parts:
+            by_topic.setdefault(topic, []).append(index)
+        client = InterBrokerClient(*addresses[broker], "bench-scale-warm", timeout_s=300.0)
+        try:
+            body = client.send(ApiKey.PRODUCE, 9, {
+                "transactional_id": None, "acks": -1, "timeout_ms": 240_000,
+                "topic_data": [{"name": t, "partition_data": [
+                    {"index": i, "records": records} for i in indexes]}
+                    for t, indexes in by_topic.items()]})
+        finally:
+            client.close()
+        failed += sum(p["error_code"] != Errors.NONE for t in body["responses"]
+                      for p in t["partition_responses"])
+    return failed
+
+
+def one_record() -> bytes:
+    from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
+
+    builder = MemoryRecordsBuilder(1024)
+    builder.append(int(time.time() * 1000), b"k", b"v" * 100)
+    return bytes(builder.build())
 
 
 class Connection:
@@ -209,11 +258,7 @@ class Clients:
         self.latencies: list[float] = []
         self.acked = 0
         self.errors = 0
-        from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
-
-        builder = MemoryRecordsBuilder(1024)
-        builder.append(int(time.time() * 1000), b"k", b"v" * 100)
-        self.records = bytes(builder.build())
+        self.records = one_record()
 
     def open(self, count: int) -> None:
         from kafkacore.protocol.api_keys import ApiKey
@@ -338,7 +383,9 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, nargs="+", default=[100, 1000, 3000])
     parser.add_argument("--connections", type=int, nargs="+", default=[50, 200, 500])
     parser.add_argument("--per-topic", type=int, default=100, help="partitions per topic")
-    parser.add_argument("--batch", type=int, default=5, help="topics per CreateTopics request")
+    parser.add_argument("--batch", type=int, default=1, help="topics per CreateTopics request")
+    parser.add_argument("--log-dir", default=None,
+                        help="keep the cluster's logs and data here (default: a temporary dir)")
     parser.add_argument("--window", type=float, default=6.0, help="seconds of each measurement")
     parser.add_argument("--interval", type=float, default=1.0,
                         help="seconds between one connection's produces")
@@ -351,7 +398,8 @@ def main() -> None:
     points: list[dict[str, Any]] = []
     # Kafka's broker.session.timeout.ms (the Cluster's 2 s for tests fences brokers whenever
     # this shared machine stalls one, and their leaders move)
-    with Cluster(brokers=3, config={"broker.session.timeout.ms": 9000}) as cluster:
+    with Cluster(brokers=3, log_dir=args.log_dir,
+                 config={"broker.session.timeout.ms": 9000}) as cluster:
         addresses = {b: ("127.0.0.1", n.port) for b, n in cluster.brokers.items()}
         admin = Admin(*addresses[1])
         names: list[str] = []
@@ -359,14 +407,23 @@ def main() -> None:
             new = [f"scale-{i}" for i in range(len(names), total // args.per_topic)]
             load = load_average()
             t0 = time.monotonic()
+            refused = 0  # topics refused while a broker was fenced, created again once it is back
             for i in range(0, len(new), args.batch):
-                admin.create(new[i:i + args.batch], args.per_topic)
+                todo = new[i:i + args.batch]
+                deadline = time.monotonic() + 120
+                while todo := admin.create(todo, args.per_topic):
+                    refused += len(todo)
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{len(todo)} topics refused for 120 s: a broker "
+                                           f"stays fenced")
+                    time.sleep(1.0)
             requests_s = time.monotonic() - t0
             names += new
             state = wait_in_sync(admin, names, len(names) * args.per_topic, 600)
             create_s = time.monotonic() - t0
             print(f"{total} partitions: created {len(new) * args.per_topic} in {create_s:.1f} s"
-                  f" (requests {requests_s:.1f} s), load {load}", flush=True)
+                  f" (requests {requests_s:.1f} s, {refused} topics refused: a broker fenced),"
+                  f" load {load}", flush=True)
             pids = {b: pid for b, pid in cluster.pids.items() if b != 0}
             sampler = Sampler(pids)
             time.sleep(2.0)  # the fetchers settle on the new partitions
@@ -374,6 +431,7 @@ def main() -> None:
                 "partitions": len(names) * args.per_topic,
                 "created": len(new) * args.per_topic, "create_s": round(create_s, 2),
                 "create_requests_s": round(requests_s, 2), "create_load": load,
+                "create_refused_fenced": refused,
                 "rest": sampler.measure(args.window), "connections": []}
             print(f"  at rest: {point['rest']}", flush=True)
             def leaders(topics: list[str] = names) -> dict[int, list[tuple[str, int]]]:
@@ -383,6 +441,12 @@ def main() -> None:
                 return led
 
             first = state
+            t1 = time.monotonic()
+            not_written = first_writes(addresses, leaders(), one_record())
+            point["first_write_s"] = round(time.monotonic() - t1, 2)
+            point["first_write_failed"] = not_written
+            print(f"  one record into each partition: {point['first_write_s']} s,"
+                  f" {not_written} failed", flush=True)
             clients = Clients(addresses, leaders, args.interval)
             try:
                 for count in args.connections:
@@ -429,6 +493,8 @@ def main() -> None:
         "rest_cpu_pct_per_broker": round(at(fp["cpu_pct_mean"], TARGET_PARTITIONS), 1),
         "cpu_pct_per_broker": round(at(fp["cpu_pct_mean"], TARGET_PARTITIONS) + extra_cpu_conn, 1),
         "rss_mib_per_broker": round(at(fp["rss_mib_mean"], TARGET_PARTITIONS) + extra_rss_conn, 1),
+        # one produce a second per connection: the slope is the CPU of one produce a second
+        "cpu_us_per_produce": round(fc["cpu_pct_mean"]["slope"] * 10_000, 1),
         "create_s": round(TARGET_PARTITIONS * at(fp["create_s_per_partition"], TARGET_PARTITIONS),
                           1),
     }
