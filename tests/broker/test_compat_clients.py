@@ -57,7 +57,8 @@ def results(tmp_path_factory):
     failure's message, whether the broker outlived them, and where its and the clients' logs
     are."""
     logs = tmp_path_factory.mktemp("compat")
-    with LocalBroker(kind="kafkacore", config=generate.OUR_CONFIG, log_path=logs / "broker.log") as broker:
+    with LocalBroker(kind="kafkacore", config=generate.OUR_CONFIG, log_path=logs / "broker.log",
+                     log_dirs=logs / "data") as broker:
         got = run.run_all(broker.bootstrap, calls=generate.SINGLE_CALLS, log_dir=logs)
         yield got, logs, broker.is_running()
 
