@@ -186,6 +186,32 @@ def test_a_stop_during_the_swap_is_recovered_at_the_next_start(tmp_path, stage):
     assert not [p for p in d.iterdir() if p.name.endswith((CLEANED_SUFFIX, SWAP_SUFFIX))]
 
 
+def test_what_may_be_cleaned_lags_the_active_segment_the_lso_and_min_compaction_lag(tmp_path):
+    from kafkacore.broker.log.log_cleaner_manager import LogCleanerManager
+
+    lg = _log(tmp_path, **{"min.compaction.lag.ms": "3600000",
+                           "max.compaction.lag.ms": "7200000"})
+    _write_updates(lg, 1000)
+    manager = LogCleanerManager([tmp_path], lambda: {("t", 0): lg})
+    now = int(time.time() * 1000)
+    active = lg.active_segment.base_offset
+    # Written just now: younger than min.compaction.lag.ms, nothing may be cleaned yet.
+    young = manager.cleanable(("t", 0), lg, None, now)
+    assert (young.uncleanable_offset, young.dirty_bytes) == (0, 0)
+    # Two hours on: every segment but the active one, and past max.compaction.lag.ms.
+    later = manager.cleanable(("t", 0), lg, None, now + 2 * 3600_000)
+    assert later.uncleanable_offset == active and later.needs_compaction_now
+    assert later.dirty_ratio == 1.0
+    # An open transaction: nothing from its first offset on is cleanable (the LSO).
+    lg.append_as_leader(_batch([(b"k0", b"open")], producer_id=5, epoch=0, sequence=0,
+                               transactional=True))
+    first_open = lg.log_end_offset - 1
+    _fill(lg, 2000)
+    bounded = manager.cleanable(("t", 0), lg, None, now + 2 * 3600_000)
+    assert lg.last_stable_offset == first_open
+    assert bounded.uncleanable_offset <= first_open < lg.active_segment.base_offset
+
+
 def test_the_producers_last_batch_is_kept_empty_for_its_sequence(tmp_path):
     lg = _log(tmp_path)
     # The producer's last batch holds only keys a later plain batch overwrites.
