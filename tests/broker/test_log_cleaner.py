@@ -108,6 +108,23 @@ def test_compaction_keeps_each_keys_latest_record_at_its_offset(tmp_path):
     assert _read_all(again) == after and again.lost_ranges == []
 
 
+def test_a_full_offset_map_cleans_a_segment_at_a_time_until_done(tmp_path):
+    from kafkacore.broker.log.offset_map import BYTES_PER_ENTRY
+
+    lg = _log(tmp_path)
+    latest = _write_updates(lg, 2000)
+    # Room for 100 keys (90 at the load factor): less than one segment's records.
+    cleaner = _cleaner(tmp_path, lg, dedupe_buffer_size=100 * BYTES_PER_ENTRY)
+    dirty_segments = len(lg.segments) - 1
+    stats = cleaner.clean_now()
+    assert len(stats) == dirty_segments  # each clean maps one more segment, then stops
+    assert cleaner.threads[0].cleaner.offset_map.max_entries == 90
+    active = lg.active_segment.base_offset
+    cleaned = [a for a in _read_all(lg) if a[0] < active]
+    assert len({k for _, k, _, _ in cleaned}) == len(cleaned) <= KEYS
+    assert {k: v for _, k, v, _ in _read_all(lg)} == latest
+
+
 def test_tombstones_stay_for_delete_retention_ms_then_go(tmp_path):
     lg = _log(tmp_path, **{"delete.retention.ms": "3600000"})
     latest = _write_updates(lg, 1000, tombstone_keys={3, 5})
