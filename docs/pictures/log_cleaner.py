@@ -18,7 +18,6 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from kafkacore.broker.log import Log, LogConfig  # noqa: E402
 from kafkacore.broker.log.cleaner_config import CleanerConfig  # noqa: E402
 from kafkacore.broker.log.log_cleaner import LogCleaner  # noqa: E402
-from kafkacore.broker.log.offset_map import key_digest  # noqa: E402
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder  # noqa: E402
 from kafkacore.core.record_batch import iter_batches  # noqa: E402
 
@@ -83,8 +82,8 @@ def draw(out_dir: Path) -> None:
         thread.try_clean()
         offset_map = thread.cleaner.offset_map
         keys = sorted({k for _, _, k, _ in before})
-        map_rows = [(k, offset_map._map[key_digest(k.encode())]) for k in keys
-                    if key_digest(k.encode()) in offset_map._map]
+        map_rows = [(k, offset_map.get(k.encode())) for k in keys
+                    if offset_map.get(k.encode()) >= 0]
         after = _records(log)
         cleaned_to = cleaner.manager.all_cleaner_checkpoints()[("balances", 0)]
         fig, ax = plt.subplots(figsize=(11.5, 3.6))
