@@ -203,6 +203,25 @@ def test_a_stop_during_the_swap_is_recovered_at_the_next_start(tmp_path, stage):
     assert not [p for p in d.iterdir() if p.name.endswith((CLEANED_SUFFIX, SWAP_SUFFIX))]
 
 
+def test_a_transaction_kept_only_as_an_empty_batch_keeps_its_marker(tmp_path):
+    """The producer's last batch is transactional and all its records are superseded: it stays,
+    empty, and so does its COMMIT marker, so that a replay of the log (no snapshot) does not
+    take the transaction for an open one."""
+    lg = _log(tmp_path, **{"delete.retention.ms": "0"})
+    lg.append_as_leader(_batch([(b"k0", b"t")], producer_id=11, epoch=0, sequence=0,
+                               transactional=True))
+    lg.append_as_leader(end_transaction_marker(11, 0, True, 0, int(time.time() * 1000)),
+                        from_coordinator=True)
+    _write_updates(lg, 800)
+    stats = _cleaner(tmp_path, lg).clean_now()
+    assert stats and sum(s.markers_removed for s in stats) == 0
+    lg.close()
+    for snapshot in (tmp_path / "t-0").glob("*.snapshot"):
+        snapshot.unlink()
+    again = Log(tmp_path / "t-0", lg.config, topic="t", partition=0)
+    assert again.last_stable_offset == again.log_end_offset
+
+
 def test_what_may_be_cleaned_lags_the_active_segment_the_lso_and_min_compaction_lag(tmp_path):
     from kafkacore.broker.log.log_cleaner_manager import LogCleanerManager
 

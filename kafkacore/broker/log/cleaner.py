@@ -295,19 +295,22 @@ class Cleaner:
                         continue
                     tombstones = True
                 keep.append(record)
-        if h.is_transactional and not discard:
-            txn_kept[h.producer_id] = txn_kept.get(h.producer_id, False) or bool(keep)
         stats.records_retained += len(keep)
-        if len(keep) == len(records) and (has_horizon or not tombstones):
-            return raw
-        if tombstones and not has_horizon:
+        out: bytes | None = None
+        if records and len(keep) == len(records) and (has_horizon or not tombstones):
+            out = raw
+        elif tombstones and not has_horizon:
             stats.latest_delete_horizon = max(stats.latest_delete_horizon, horizon)
-            return encode_batch(h, keep, horizon)
-        if keep:
-            return encode_batch(h, keep, h.base_timestamp if has_horizon else None)
-        if h.has_producer_id and last_batches.get(h.producer_id) == h.last_offset:
-            return encode_batch(h, [], None)  # the producer's last batch: kept, empty
-        return None
+            out = encode_batch(h, keep, horizon)
+        elif keep:
+            out = encode_batch(h, keep, h.base_timestamp if has_horizon else None)
+        elif h.has_producer_id and last_batches.get(h.producer_id) == h.last_offset:
+            out = raw if not records else encode_batch(h, [], None)  # kept empty: its sequence
+        if h.is_transactional and out is not None:
+            # A batch of the transaction stays (even empty): so must its marker, or a replay
+            # of the log would take the transaction for an open one.
+            txn_kept[h.producer_id] = True
+        return out
 
 
 def group_segments_by_size(readers: list[_SegmentReader], max_size: int
