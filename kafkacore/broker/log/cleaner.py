@@ -12,8 +12,8 @@ swapped in by :meth:`Log.replace_segments <kafkacore.broker.log.Log.replace_segm
 Besides superseded records, a clean removes what nobody will read: the records of aborted
 transactions; a tombstone (a null value) once ``delete.retention.ms`` has passed since a clean
 first kept it (KIP-534: that clean writes the *delete horizon* into the batch's base timestamp
-and flags it); a transaction marker once none of its transaction's records are left and its
-horizon has passed.  A producer's last batch is kept even when all its records go (empty), so
+and flags it); a transaction marker once no batch of its transaction is left and its horizon has
+passed.  A producer's last batch is kept even when all its records go (empty), so
 that a restarted broker still knows the producer's last sequence.
 """
 
