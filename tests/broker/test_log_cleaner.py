@@ -495,3 +495,36 @@ def test_transaction_state_stays_bounded_through_many_transactions(broker):
     producer.begin_transaction()  # the coordinator still knows the id after the clean
     producer.produce(topic, b"after", b"k")
     producer.commit_transaction(30)
+
+
+def test_a_topic_altered_to_compact_is_cleaned(broker):
+    """cleanup.policy changed by IncrementalAlterConfigs (confluent-kafka's AdminClient): the
+    cleaner takes the topic from its next turn."""
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+    )
+
+    from tests.support.topics import new_topic
+
+    bootstrap = broker.bootstrap_servers
+    topic = new_topic(broker, configs={"segment.bytes": "65536"})
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 16384})
+    for n in range(8000):
+        producer.produce(topic, b"value-%d" % n, b"key-%d" % (n % 100))
+    assert producer.flush(30) == 0
+    lg = broker.log_manager.get_log(topic, 0)
+    size = lg.size_in_bytes
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    entries = [ConfigEntry("cleanup.policy", "compact",
+                           incremental_operation=AlterConfigOpType.SET),
+               ConfigEntry("min.cleanable.dirty.ratio", "0.01",
+                           incremental_operation=AlterConfigOpType.SET)]
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
+    admin.incremental_alter_configs([resource])[resource].result(10)
+    wait_until(lambda: lg.size_in_bytes < size / 2, "the altered topic is compacted",
+               bound_s=60)
+    assert lg.config.compact
