@@ -126,7 +126,8 @@ def test_a_full_offset_map_cleans_a_segment_at_a_time_until_done(tmp_path):
 
 
 def test_tombstones_stay_for_delete_retention_ms_then_go(tmp_path):
-    lg = _log(tmp_path, **{"delete.retention.ms": "3600000"})
+    lg = _log(tmp_path, **{"delete.retention.ms": "3600000",
+                           "min.cleanable.dirty.ratio": "0.01"})
     latest = _write_updates(lg, 1000, tombstone_keys={3, 5})
     _fill(lg)
     _cleaner(tmp_path, lg).clean_now()
@@ -136,6 +137,12 @@ def test_tombstones_stay_for_delete_retention_ms_then_go(tmp_path):
     assert {k for _, k, _, _ in tombstones} <= {b"k3", b"k5"} and tombstones
     assert all(attrs & DELETE_HORIZON_FLAG for *_, attrs in tombstones)
     assert {k: v for _, k, v, _ in _read_all(lg) if not k.startswith(b"f")} == latest
+    # A later clean (more updates) keeps them and remembers when to clean again for them.
+    cleaner = _cleaner(tmp_path, lg)
+    _fill(lg)
+    assert cleaner.clean_now()
+    assert [a for a in _read_all(lg) if a[2] is None] == tombstones
+    assert cleaner.manager._horizons[("t", 0)] > time.time() * 1000 + 3500_000
 
 
 

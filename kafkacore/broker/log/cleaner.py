@@ -306,6 +306,9 @@ class Cleaner:
             out = encode_batch(h, keep, h.base_timestamp if has_horizon else None)
         elif h.has_producer_id and last_batches.get(h.producer_id) == h.last_offset:
             out = raw if not records else encode_batch(h, [], None)  # kept empty: its sequence
+        if out is not None and tombstones and has_horizon:
+            # Tombstones wait for a horizon an earlier clean set: clean again once it passes.
+            stats.latest_delete_horizon = max(stats.latest_delete_horizon, h.base_timestamp)
         if h.is_transactional and out is not None:
             # A batch of the transaction stays (even empty): so must its marker, or a replay
             # of the log would take the transaction for an open one.
