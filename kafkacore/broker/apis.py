@@ -29,6 +29,7 @@ from kafkacore.broker.config_source import (
     config_type,
     config_value_string,
 )
+from kafkacore.broker.consumer_group_apis import ConsumerGroupApis
 from kafkacore.broker.controller.replication_control_manager import create_partitions_error
 from kafkacore.broker.delayed_fetch import READ_COMMITTED
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
@@ -66,6 +67,7 @@ class KafkaApis(ApiRequestHandler):
         self.broker = broker
         self.authorizer = broker.authorizer
         acl_apis = AclApis(self, self.authorizer, lambda: broker.forwarding_manager)
+        consumer_group_apis = ConsumerGroupApis(self)
         #: api key -> handler; ApiVersions lists exactly these keys.
         self.handlers: dict[int, Callable[[Request], None]] = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
@@ -103,6 +105,8 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
             ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
             ApiKey.DELETE_ACLS: acl_apis.handle_delete_acls_request,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_apis.handle_consumer_group_heartbeat_request,  # noqa: E501
+            ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_apis.handle_consumer_group_describe_request,  # noqa: E501
         }
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager

@@ -199,6 +199,16 @@ SETTINGS: dict[str, _Setting] = {
     "group.initial.rebalance.delay.ms": _Setting(
         3000, _int(0), "how long an empty group's first rebalance waits for more members"),
     "group.max.size": _Setting(2147483647, _int(1), "members a group may have at most"),
+    "group.consumer.heartbeat.interval.ms": _Setting(
+        5000, _int(1), "how often a consumer group (KIP-848) member heartbeats"),
+    "group.consumer.session.timeout.ms": _Setting(
+        45000, _int(1), "a consumer group member silent this long is removed"),
+    "group.consumer.min.session.timeout.ms": _Setting(
+        45000, _int(1), "the smallest group.consumer.session.timeout.ms allowed"),
+    "group.consumer.max.size": _Setting(
+        2147483647, _int(1), "members a consumer group may have at most"),
+    "group.consumer.assignors": _Setting(
+        "uniform,range", _str, "the server-side assignors, the first the default"),
     "offsets.topic.num.partitions": _Setting(50, _int(1), "partitions of __consumer_offsets"),
     "offsets.topic.replication.factor": _Setting(
         3, _int(1), "replication factor of __consumer_offsets (at most the live brokers)"),

@@ -27,6 +27,7 @@ import time
 import uuid
 from collections.abc import Callable
 
+from kafkacore.broker.consumer_group_coordinator import ConsumerGroupCoordinator
 from kafkacore.broker.delayed_group_operations import (
     DelayedHeartbeat,
     DelayedJoin,
@@ -85,6 +86,7 @@ class GroupCoordinator:
         group_initial_rebalance_delay_ms: int = GROUP_INITIAL_REBALANCE_DELAY_MS,
         group_max_size: int = GROUP_MAX_SIZE,
         broker_id: int = 0,
+        consumer_groups: ConsumerGroupCoordinator | None = None,
     ) -> None:
         self.group_manager = group_metadata_manager
         self.offset_metadata_max_bytes = offset_metadata_max_bytes
@@ -97,6 +99,8 @@ class GroupCoordinator:
         self._groups_lock = threading.Lock()
         self.heartbeat_purgatory: DelayedOperationPurgatory | None = None
         self.rebalance_purgatory: DelayedOperationPurgatory | None = None
+        #: the groups of the consumer group protocol (KIP-848)
+        self.consumer_groups = consumer_groups
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -105,6 +109,10 @@ class GroupCoordinator:
         self.rebalance_purgatory = DelayedOperationPurgatory("Rebalance", broker_id=self.broker_id)
         self.group_manager.add_resign_listener(self._on_resigned)
         self.group_manager.add_load_listener(self._on_loaded)
+        if self.consumer_groups is not None:
+            self.consumer_groups.startup(self.heartbeat_purgatory)
+            self.group_manager.add_resign_listener(self.consumer_groups.on_resigned)
+            self.group_manager.add_consumer_group_load_listener(self.consumer_groups.on_loaded)
         self.group_manager.startup()
 
     def shutdown(self) -> None:
@@ -199,6 +207,17 @@ class GroupCoordinator:
         status = self.validate_group_status(group_id)
         if status != Errors.NONE:
             response_callback(dict.fromkeys(offsets, status))
+            return None
+        consumer_group = (self.consumer_groups.group(group_id)
+                          if self.consumer_groups is not None else None)
+        if consumer_group is not None:  # KIP-848: the member commits with its member epoch
+            assert self.consumer_groups is not None
+            error = self.consumer_groups.validate_offset_commit(consumer_group, member_id,
+                                                                generation_id)
+            if error != Errors.NONE:
+                response_callback(dict.fromkeys(offsets, error))
+                return None
+            self._store_offsets(group_id, offsets, response_callback, producer)
             return None
         group = self._get_group(group_id)
         if group is None:

@@ -46,6 +46,8 @@ class ApiKey(enum.IntEnum):
     BROKER_HEARTBEAT = 63
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
 
 
 #: The (lowest, highest) version of each API that kafkacore can encode and decode.  The version

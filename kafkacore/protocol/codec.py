@@ -354,6 +354,10 @@ def _item_encoder(f: Field, version: int, compact: bool) -> Encoder:
         assert sub is not None
 
         def enc_struct(w: _Writer, value: Any) -> None:
+            if nullable and not f.is_array:  # a nullable struct: an int8 marker, -1 for null
+                w.buf += b"\xff" if value is None else b"\x01"
+                if value is None:
+                    return
             if not isinstance(value, Mapping):
                 raise TypeError(f"{sub.name} must be a dict, got {type(value).__name__}")
             _encode_struct(w, sub, value, version, compact)
@@ -651,6 +655,8 @@ def _item_decoder(f: Field, version: int, compact: bool) -> Decoder:
         assert sub is not None
 
         def dec_struct(r: _Reader) -> Any:
+            if nullable and not f.is_array and r.take(1)[0] >= 0x80:  # negative: null
+                return None
             return _decode_struct(r, sub, version, compact)
 
         return dec_struct
