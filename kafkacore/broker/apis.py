@@ -409,11 +409,13 @@ class KafkaApis(ApiRequestHandler):
                               if t["name"] not in {r["name"] for r in refused}]
         if self._forward_to_controller(request, ("topics", refused)):
             return
-        names = [t["name"] for t in body["topics"]]
+        counts = Counter(t["name"] for t in body["topics"])
         results = list(refused)
-        for t in body["topics"]:
-            results.append(self._create_one_topic(t, names.count(t["name"]) > 1,
-                                                  body.get("validate_only", False)))
+        # The request's topics are one batch of metadata records: one append, one fsync.
+        with self.metadata_cache.batch():
+            for t in body["topics"]:
+                results.append(self._create_one_topic(t, counts[t["name"]] > 1,
+                                                      body.get("validate_only", False)))
         self.respond(request, {"throttle_time_ms": 0, "topics": results})
 
     def _create_one_topic(self, t: dict[str, Any], repeated: bool,

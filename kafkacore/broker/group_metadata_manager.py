@@ -417,9 +417,10 @@ class GroupMetadataManager:
         broker = self.broker
         if broker.metadata_cache.get(OFFSETS_TOPIC) is not None:
             return True
-        # Retention by time would delete commits.  Kafka compacts this topic instead; our log
-        # has no cleaner yet, so it keeps every commit (and loading reads them all).
-        configs = {"retention.ms": "-1"}
+        # Retention by time would delete commits: the topic is compacted instead, the log
+        # cleaner keeping each key's latest record (docs/broker/log_cleaner.rst).
+        configs = {"cleanup.policy": "compact", "retention.ms": "-1",
+                   "segment.bytes": str(broker.config["offsets.topic.segment.bytes"])}
         if broker.lifecycle is None:
             broker.metadata_cache.add_topic(OFFSETS_TOPIC, self.num_partitions, configs)
             return True  # the logs are created when first written

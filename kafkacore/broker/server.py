@@ -202,6 +202,7 @@ def _make_log_manager(broker: Broker) -> Any:
     """The storage: a :class:`kafkacore.broker.log.LogManager` over ``log.dirs``, with the
     broker-wide log settings as every topic's default, recovered at start-up."""
     from kafkacore.broker.log import LogConfig, LogManager
+    from kafkacore.broker.log.cleaner_config import CleanerConfig
     from kafkacore.broker.log.manager import LogManagerIntervals
 
     c = broker.config
@@ -213,6 +214,11 @@ def _make_log_manager(broker: Broker) -> Any:
         flush_messages=c["log.flush.interval.messages"],
         index_interval_bytes=c["log.index.interval.bytes"],
         min_insync_replicas=c["min.insync.replicas"],
+        cleanup_policy=",".join(sorted(c["log.cleanup.policy"].split(","))),
+        min_cleanable_dirty_ratio=c["log.cleaner.min.cleanable.ratio"],
+        min_compaction_lag_ms=c["log.cleaner.min.compaction.lag.ms"],
+        max_compaction_lag_ms=c["log.cleaner.max.compaction.lag.ms"],
+        delete_retention_ms=c["log.cleaner.delete.retention.ms"],
         # Kafka: log.flush.interval.ms unset means log.flush.scheduler.interval.ms.
         flush_ms=(c["log.flush.scheduler.interval.ms"] if c["log.flush.interval.ms"] is None
                   else c["log.flush.interval.ms"]),
@@ -227,7 +233,8 @@ def _make_log_manager(broker: Broker) -> Any:
         initial_task_delay_ms=c["log.initial.task.delay.ms"],
         dir_probe_ms=c["log.dir.failure.probe.interval.ms"],
     )
-    manager = LogManager(dirs, default, scheduler=broker.kafka_scheduler, intervals=intervals)
+    manager = LogManager(dirs, default, scheduler=broker.kafka_scheduler, intervals=intervals,
+                         cleaner_config=CleanerConfig.from_broker_config(c))
     topic_configs = {
         t.name: LogConfig.from_properties(t.configs, base=default)
         for t in broker.metadata_cache.topics()

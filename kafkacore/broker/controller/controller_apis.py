@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
+from kafkacore.broker.metadata_log import METADATA_TOPIC_ID
 from kafkacore.broker.request_channel import Request
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -16,6 +20,8 @@ if TYPE_CHECKING:
     from kafkacore.broker.controller.controller_server import ControllerServer
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+#: at most this many metadata records in one Fetch answer (the broker fetches again)
+MAX_RECORDS_PER_FETCH = 10_000
 
 
 class ControllerApis(ApiRequestHandler):
@@ -29,6 +35,7 @@ class ControllerApis(ApiRequestHandler):
         self.handlers = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
             ApiKey.METADATA: self.handle_metadata_request,
+            ApiKey.FETCH: self.handle_fetch_request,
             ApiKey.CREATE_TOPICS: self.handle_create_topics_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
@@ -89,37 +96,72 @@ class ControllerApis(ApiRequestHandler):
                                "controller_id": c.node_id, "topics": topics,
                                "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
 
+    def handle_fetch_request(self, request: Request) -> None:
+        """The metadata records from the broker's offset (KRaft brokers fetch
+        ``__cluster_metadata`` from the controller quorum): each record's value is its JSON,
+        in one record batch whose base offset is the fetch offset."""
+        assert request.body is not None
+        responses = []
+        for t in request.body["topics"]:
+            parts = []
+            for p in t["partitions"]:
+                part: dict[str, Any] = {
+                    "partition_index": p["partition"], "error_code": Errors.NONE,
+                    "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
+                    "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
+                parts.append(part)
+                if t.get("topic_id") != METADATA_TOPIC_ID or p["partition"] != 0:
+                    part["error_code"] = Errors.UNKNOWN_TOPIC_ID
+                    continue
+                error, records, start, end = self.controller.fetch_records(
+                    p["fetch_offset"], MAX_RECORDS_PER_FETCH)
+                part.update(error_code=error, high_watermark=end, last_stable_offset=end,
+                            log_start_offset=start)
+                if records:
+                    builder = MemoryRecordsBuilder(1 << 16, base_offset=p["fetch_offset"])
+                    now = int(time.time() * 1000)
+                    for record in records:
+                        builder.append(now, None, json.dumps(record).encode())
+                    part["records"] = bytes(builder.build())
+            responses.append({"topic_id": t.get("topic_id"), "partitions": parts})
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "session_id": 0, "responses": responses})
+
     def handle_create_topics_request(self, request: Request) -> None:
         assert request.body is not None
         body = request.body
         default_rf = self.config["default.replication.factor"]
         default_partitions = self.config["num.partitions"]
         results = []
-        for t in body["topics"]:
-            result: dict[str, Any] = {
-                "name": t["name"], "topic_id": uuid.UUID(int=0), "error_code": Errors.NONE,
-                "error_message": None, "num_partitions": -1, "replication_factor": -1,
-                "configs": None}
-            configs = {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}
-            if t["assignments"]:
-                result.update(error_code=Errors.INVALID_REQUEST,
-                              error_message="manual replica assignments are not supported")
-                results.append(result)
-                continue
-            partitions = t["num_partitions"] if t["num_partitions"] != -1 else default_partitions
-            rf = t["replication_factor"] if t["replication_factor"] != -1 else default_rf
-            if body.get("validate_only", False):
-                result.update(num_partitions=partitions, replication_factor=rf)
-                results.append(result)
-                continue
-            error, message, info = self.controller.create_topic(t["name"], partitions, rf,
-                                                                configs)
-            result.update(error_code=error, error_message=message)
-            if info is not None:
-                result.update(topic_id=uuid.UUID(info.topic_id), num_partitions=partitions,
-                              replication_factor=rf)
-            results.append(result)
+        # The request's topics are one batch of records: one append, one fsync.
+        with self.controller.batch():
+            for t in body["topics"]:
+                results.append(self._create_topic(t, default_partitions, default_rf,
+                                                  body.get("validate_only", False)))
         self.respond(request, {"throttle_time_ms": 0, "topics": results})
+
+    def _create_topic(self, t: dict[str, Any], default_partitions: int, default_rf: int,
+                      validate_only: bool) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "name": t["name"], "topic_id": uuid.UUID(int=0), "error_code": Errors.NONE,
+            "error_message": None, "num_partitions": -1, "replication_factor": -1,
+            "configs": None}
+        configs = {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}
+        if t["assignments"]:
+            result.update(error_code=Errors.INVALID_REQUEST,
+                          error_message="manual replica assignments are not supported")
+            return result
+        partitions = t["num_partitions"] if t["num_partitions"] != -1 else default_partitions
+        rf = t["replication_factor"] if t["replication_factor"] != -1 else default_rf
+        if validate_only:
+            result.update(num_partitions=partitions, replication_factor=rf)
+            return result
+        error, message, info = self.controller.create_topic(t["name"], partitions, rf, configs)
+        result.update(error_code=error, error_message=message)
+        if info is not None:
+            result.update(topic_id=uuid.UUID(info.topic_id), num_partitions=partitions,
+                          replication_factor=rf)
+        return result
 
     def handle_delete_topics_request(self, request: Request) -> None:
         assert request.body is not None

@@ -48,6 +48,22 @@ class ReplicationControlManager:
 
     def __init__(self) -> None:
         self.topics: dict[str, TopicControlInfo] = {}
+        #: topic id -> name (AlterPartition names topics by id)
+        self.names_by_id: dict[str, str] = {}
+
+    def add(self, info: TopicControlInfo) -> None:
+        self.topics[info.name] = info
+        self.names_by_id[info.topic_id] = info.name
+
+    def remove(self, name: str) -> TopicControlInfo | None:
+        info = self.topics.pop(name, None)
+        if info is not None:
+            self.names_by_id.pop(info.topic_id, None)
+        return info
+
+    def by_id(self, topic_id: str) -> TopicControlInfo | None:
+        name = self.names_by_id.get(topic_id)
+        return None if name is None else self.topics[name]
 
     def create_topic(self, name: str, partitions: int, replication_factor: int,
                      configs: dict[str, str], live: list[int]) -> TopicControlInfo:
@@ -58,7 +74,7 @@ class ReplicationControlManager:
         for p in range(partitions):
             replicas = [live[(start + p + i) % len(live)] for i in range(replication_factor)]
             info.partitions.append(PartitionRegistration(replicas, list(replicas), replicas[0]))
-        self.topics[name] = info
+        self.add(info)
         return info
 
     def create_partitions(self, info: TopicControlInfo, count: int, live: list[int]) -> None:
@@ -82,9 +98,10 @@ class ReplicationControlManager:
         part.leader_epoch += 1
         part.partition_epoch += 1
 
-    def handle_broker_fenced(self, broker_id: int, active: set[int]) -> list[str]:
+    def handle_broker_fenced(self, broker_id: int,
+                             active: set[int]) -> list[tuple[TopicControlInfo, int]]:
         """Remove ``broker_id`` from every ISR (unless it is the last member: the data is
-        there only) and re-elect where it led.  Returns what changed, for the log."""
+        there only) and re-elect where it led.  Returns the partitions changed."""
         changes = []
         for t in self.topics.values():
             for i, part in enumerate(t.partitions):
@@ -102,17 +119,17 @@ class ReplicationControlManager:
                     else:
                         part.leader_epoch += 1
                         part.partition_epoch += 1
-                    changes.append(f"{t.name}-{i}: leader {part.leader} epoch "
-                                   f"{part.leader_epoch} isr {part.isr}")
+                    changes.append((t, i))
         return changes
 
-    def handle_broker_unfenced(self, broker_id: int, active: set[int]) -> list[str]:
-        """Partitions left without a leader get one if this broker is in their ISR."""
+    def handle_broker_unfenced(self, broker_id: int,
+                               active: set[int]) -> list[tuple[TopicControlInfo, int]]:
+        """Partitions left without a leader get one if this broker is in their ISR.  Returns
+        the partitions changed."""
         changes = []
         for t in self.topics.values():
             for i, part in enumerate(t.partitions):
                 if part.leader == -1 and broker_id in part.isr:
                     self.elect(part, active)
-                    changes.append(f"{t.name}-{i}: leader {part.leader} epoch "
-                                   f"{part.leader_epoch}")
+                    changes.append((t, i))
         return changes

@@ -123,8 +123,9 @@ class TransactionStateManager:
             return True
         live = 1 if broker.lifecycle is None else len(broker.replica_manager.brokers) or 1
         rf = min(self.replication_factor, live)
-        # Kafka compacts this topic; our log has no cleaner yet, so it keeps every record.
-        configs = {"retention.ms": "-1", "segment.bytes": str(self.segment_bytes),
+        # Compacted, as Kafka does: the log cleaner keeps each transactional id's latest state.
+        configs = {"cleanup.policy": "compact", "retention.ms": "-1",
+                   "segment.bytes": str(self.segment_bytes),
                    "min.insync.replicas": str(min(self.min_isr, rf))}
         if broker.lifecycle is None:
             broker.metadata_cache.add_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, configs)
