@@ -32,18 +32,24 @@ class UniformAssignor:
         partitions = [(t, p) for t in sorted(partition_counts, key=str)
                       for p in range(partition_counts[t])
                       if any(t in subscriptions[m] for m in members)]
-        # Each member's fair share; a member keeps its current partitions up to it.
-        quota = -(-len(partitions) // len(members))
+        # Each member's fair share is ``floor`` partitions, ``extra`` of them one more; a
+        # member keeps its current partitions up to its share.
+        floor, extra = divmod(len(partitions), len(members))
         owned: dict[str, list[tuple[uuid.UUID, int]]] = {m: [] for m in members}
+        surplus: dict[str, list[tuple[uuid.UUID, int]]] = {}
         taken = set()
         for m in members:
-            for t, ps in sorted(current.get(m, {}).items(), key=lambda kv: str(kv[0])):
-                if t not in subscriptions[m] or t not in partition_counts:
-                    continue
-                for p in sorted(ps):
-                    if p < partition_counts[t] and len(owned[m]) < quota:
-                        owned[m].append((t, p))
-                        taken.add((t, p))
+            mine = [(t, p) for t, ps in sorted(current.get(m, {}).items(),
+                                               key=lambda kv: str(kv[0]))
+                    if t in subscriptions[m] and t in partition_counts
+                    for p in sorted(ps) if p < partition_counts[t]]
+            owned[m], surplus[m] = mine[:floor], mine[floor:]
+            taken.update(owned[m])
+        for m in members:
+            if extra and surplus[m]:
+                owned[m].append(surplus[m][0])
+                taken.add(surplus[m][0])
+                extra -= 1
         # The others go, one at a time, to the least loaded member subscribed to their topic.
         for t, p in partitions:
             if (t, p) in taken:
