@@ -1480,13 +1480,14 @@ class KafkaApis(ApiRequestHandler):
         assert body is not None
         states = {s.lower() for s in body.get("states_filter") or []}
         types = {t.lower() for t in body.get("types_filter") or []}
-        listed = [] if types and "classic" not in types else [
+        coordinator = self.broker.group_coordinator
+        listed = [
             {"group_id": group_id, "protocol_type": protocol_type, "group_state": state,
-             "group_type": "classic"}
-            for group_id, protocol_type, state in
-            self.broker.group_coordinator.handle_list_groups()
+             "group_type": coordinator.group_type(group_id)}
+            for group_id, protocol_type, state in coordinator.handle_list_groups()
             if not states or state.lower() in states
         ]
+        listed = [g for g in listed if not types or g["group_type"] in types]
         # Kafka: DESCRIBE on the cluster lists every group, otherwise those one may describe.
         if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER):
             listed = [g for g in listed if self.authorize(

@@ -332,9 +332,8 @@ class ConsumerGroupCoordinator:
                 # The static member is back with a new member id: it takes the old one's place,
                 # epoch and partitions.
                 replaced = ConsumerGroupMember(**{
-                    **previous.__dict__, "member_id": member_id,
-                    "member_epoch": previous.previous_member_epoch
-                    if previous.previous_member_epoch > 0 else 0})
+                    **previous.__dict__, "member_id": member_id, "member_epoch": 0,
+                    "previous_member_epoch": -1, "session_count": 0})
                 target = group.target.pop(previous.member_id, {})
                 group.remove_member(previous.member_id)
                 group.target[member_id] = target

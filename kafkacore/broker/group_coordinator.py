@@ -358,6 +358,12 @@ class GroupCoordinator:
             return
         if rebalance_timeout_ms < 0:  # v0 had none: the session timeout stands in
             rebalance_timeout_ms = session_timeout_ms
+        consumer_group = (self.consumer_groups.group(group_id)
+                          if self.consumer_groups is not None else None)
+        if consumer_group is not None and consumer_group.members:
+            # A group of the consumer protocol (KIP-848): classic members may not join it here.
+            response_callback(JoinGroupResult(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
+            return
         is_unknown_member = member_id == UNKNOWN_MEMBER
         group = self._get_or_create_group(group_id) if is_unknown_member else self._get_group(
             group_id)
@@ -821,9 +827,21 @@ class GroupCoordinator:
                 if not group.is_state(GroupState.DEAD):
                     listed[group.group_id] = (group.group_id, group.protocol_type or "",
                                               group.state.value)
+        if self.consumer_groups is not None:  # KIP-848's groups: protocol type "consumer"
+            for group_id in self.consumer_groups.group_ids():
+                consumer_group = self.consumer_groups.group(group_id)
+                if consumer_group is not None:
+                    with consumer_group.lock:
+                        listed[group_id] = (group_id, "consumer", consumer_group.state().value)
         for group_id in self.group_manager.groups_with_offsets():
             listed.setdefault(group_id, (group_id, "", GroupState.EMPTY.value))
         return sorted(listed.values())
+
+    def group_type(self, group_id: str) -> str:
+        """ListGroups' group type (KIP-848): "consumer" for a group of the consumer protocol."""
+        if self.consumer_groups is not None and self.consumer_groups.has_group(group_id):
+            return "consumer"
+        return "classic"
 
 
 def _group_from_record(group_id: str, record: GroupRecord) -> GroupMetadata:

@@ -237,6 +237,51 @@ def test_refusals_carry_kafkas_error_codes(broker, client, fields, error):
     assert r["error_code"] == error and r["error_message"]
 
 
+def test_version_0_members_get_their_id_from_the_coordinator(broker, client):
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    r = _heartbeat(client, group, "", 0, [topic], {}, version=0)
+    assert r["error_code"] == Errors.NONE and r["member_id"] and r["member_epoch"] == 1
+    again = _heartbeat(client, group, r["member_id"], 1, owned=_assigned(r), version=0)
+    assert (again["error_code"], again["member_epoch"]) == (Errors.NONE, 1)
+
+
+def test_a_static_member_comes_back_to_its_partitions(broker, client):
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = _heartbeat(client, group, "a1", 0, [topic], {}, instance="instance-a")
+    b = _heartbeat(client, group, "b", 0, [topic], {})
+    a = _heartbeat(client, group, "a1", a["member_epoch"], owned=_assigned(a))
+    a = _heartbeat(client, group, "a1", a["member_epoch"], owned=_assigned(a))
+    kept = _assigned(a)
+    assert a["member_epoch"] == b["member_epoch"] and len(kept[tid]) == PARTITIONS // 2
+    # The instance id is taken while its member is there...
+    taken = _heartbeat(client, group, "a2", 0, [topic], {}, instance="instance-a")
+    assert taken["error_code"] == Errors.UNRELEASED_INSTANCE_ID
+    # ... and free once it left for a while (-2): the new incarnation gets the same partitions.
+    left = _heartbeat(client, group, "a1", -2, instance="instance-a")
+    assert (left["error_code"], left["member_epoch"]) == (Errors.NONE, -2)
+    back = _heartbeat(client, group, "a2", 0, [topic], {}, instance="instance-a")
+    assert back["error_code"] == Errors.NONE and _assigned(back) == kept
+    assert {m["member_id"] for m in _describe(client, group)["members"]} == {"a2", "b"}
+
+
+def test_classic_members_may_not_join_a_consumer_group_and_it_is_listed(broker, client):
+    topic, _ = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    assert _heartbeat(client, group, "m", 0, [topic], {})["error_code"] == Errors.NONE
+    joined = client.call(ApiKey.JOIN_GROUP, 5, {
+        "group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
+        "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b""}]})
+    assert joined["error_code"] == Errors.INCONSISTENT_GROUP_PROTOCOL
+    listed = client.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [],
+                                                 "types_filter": ["consumer"]})["groups"]
+    assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable",
+            "group_type": "consumer"} in listed
+    assert all(g["group_type"] == "consumer" for g in listed)
+
+
 def test_a_member_with_a_wrong_epoch_is_fenced_and_commits_are_checked(broker, client):
     topic, tid = _topic(broker)
     group = f"g-{uuid.uuid4().hex[:6]}"
