@@ -143,8 +143,8 @@ def client(broker):
     c.sock.close()
 
 
-def _topic(broker, records=0):
-    name = f"kip848-{uuid.uuid4().hex[:8]}"
+def _topic(broker, records=0, name=None):
+    name = name or f"kip848-{uuid.uuid4().hex[:8]}"
     c = Client(broker)
     created = c.call(ApiKey.CREATE_TOPICS, 7, {"topics": [
         {"name": name, "num_partitions": PARTITIONS, "replication_factor": 1}],
@@ -210,6 +210,27 @@ def test_a_partition_changes_owner_only_after_it_was_revoked(broker, client):
     assert (left["error_code"], left["member_epoch"]) == (Errors.NONE, -1)
     a = _heartbeat(client, group, "member-a", 2, owned={tid: kept})
     assert (a["member_epoch"], _assigned(a)) == (3, {tid: frozenset(range(PARTITIONS))})
+
+
+def test_a_regex_subscription_follows_the_topics_that_match(broker, client):
+    group, prefix = f"g-{uuid.uuid4().hex[:6]}", f"kip848re-{uuid.uuid4().hex[:6]}-"
+
+    def join(member, regex):
+        return client.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+            "group_id": group, "member_id": member, "member_epoch": 0, "instance_id": None,
+            "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": None,
+            "subscribed_topic_regex": regex, "server_assignor": None, "topic_partitions": []})
+
+    _, tid1 = _topic(broker, name=prefix + "a")
+    r = join("m", prefix.replace("-", "\\-") + ".*")
+    assert r["error_code"] == Errors.NONE and _assigned(r) == {tid1: frozenset(range(PARTITIONS))}
+    # A topic created later that matches is assigned at the next heartbeat, with a new epoch.
+    _, tid2 = _topic(broker, name=prefix + "b")
+    again = _heartbeat(client, group, "m", r["member_epoch"], owned=_assigned(r))
+    assert again["member_epoch"] == r["member_epoch"] + 1
+    assert _assigned(again) == {tid1: frozenset(range(PARTITIONS)),
+                                tid2: frozenset(range(PARTITIONS))}
+    assert join("other", "(")["error_code"] == Errors.INVALID_REGULAR_EXPRESSION
 
 
 def test_the_range_assignor_when_the_member_asks(broker, client):
