@@ -38,6 +38,7 @@ from kafkacore.broker.consumer_group import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,
     ConsumerGroupMember,
+    MemberState,
     Partitions,
     is_subset,
     reconcile,
@@ -104,6 +105,32 @@ class DelayedConsumerSession(DelayedOperation):
 
     def on_expiration(self) -> None:
         self.coordinator.on_session_expired(self.group, self.member_id, self.session_count)
+
+    def on_complete(self) -> None:
+        pass
+
+
+class DelayedRevocation(DelayedOperation):
+    """A member asked to revoke partitions has its rebalance timeout to do it; a member that
+    still holds them then is removed, so that their new owners are not kept waiting for ever."""
+
+    def __init__(self, coordinator: ConsumerGroupCoordinator, group: ConsumerGroup,
+                 member_id: str, member_epoch: int, timeout_ms: int) -> None:
+        super().__init__(timeout_ms, lock=group.lock)
+        self.coordinator, self.group = coordinator, group
+        self.member_id, self.member_epoch = member_id, member_epoch
+
+    def revoking(self) -> bool:
+        member = self.group.members.get(self.member_id)
+        return (not self.group.dead and member is not None
+                and member.state is MemberState.UNREVOKED_PARTITIONS
+                and member.member_epoch == self.member_epoch)
+
+    def try_complete(self) -> bool:
+        return False if self.revoking() else self.force_complete()
+
+    def on_expiration(self) -> None:
+        self.coordinator.on_revocation_expired(self)
 
     def on_complete(self) -> None:
         pass
@@ -265,6 +292,7 @@ class ConsumerGroupCoordinator:
         out += self._update_target(group)
         if self.purgatory is not None:
             self.purgatory.check_and_complete(_session_key(group.group_id, member_id))
+            self.purgatory.check_and_complete(_revocation_key(group.group_id, member_id))
         return out
 
     def _join_or_heartbeat(self, req: HeartbeatRequest, may_describe: Callable[[str], bool]
@@ -306,6 +334,8 @@ class ConsumerGroupCoordinator:
             if updated != current:
                 group.update_member(current, updated)
                 to_store.append(records.current_assignment_record(group.group_id, updated))
+            if updated.state is not current.state:
+                self._schedule_revocation(group, updated)
             updated.session_count += 1
             self._schedule_session(group, updated)
             full = (req.rebalance_timeout_ms != -1 and req.owned is not None and (
@@ -424,6 +454,30 @@ class ConsumerGroupCoordinator:
             DelayedConsumerSession(self, group, member.member_id, member.session_count,
                                    self.session_timeout_ms), [key])
 
+    def _schedule_revocation(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        """Kafka's rebalance timeout: started when the member is asked to revoke partitions,
+        done when it has (or left)."""
+        if self.purgatory is None:
+            return
+        key = _revocation_key(group.group_id, member.member_id)
+        self.purgatory.check_and_complete(key)
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 \
+                else self.session_timeout_ms
+            self.purgatory.try_complete_else_watch(
+                DelayedRevocation(self, group, member.member_id, member.member_epoch, timeout),
+                [key])
+
+    def on_revocation_expired(self, revocation: DelayedRevocation) -> None:
+        group = revocation.group
+        with group.lock:
+            if not revocation.revoking():
+                return
+            log.info("consumer group %s: member %s did not revoke its partitions within its "
+                     "rebalance timeout; removed", group.group_id, revocation.member_id)
+            to_store = self._remove_member(group, revocation.member_id)
+        self.group_manager.store_records(group.group_id, to_store, lambda error: None)
+
     def on_session_expired(self, group: ConsumerGroup, member_id: str,
                            session_count: int) -> None:
         with group.lock:
@@ -491,6 +545,10 @@ class ConsumerGroupCoordinator:
 
 def _session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("consumer-member", group_id, member_id)
+
+
+def _revocation_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-revocation", group_id, member_id)
 
 
 def _check_member_epoch(member: ConsumerGroupMember, received: int,

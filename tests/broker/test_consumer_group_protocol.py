@@ -160,7 +160,9 @@ def _topic(broker, records=0, name=None):
 
 
 def _heartbeat(c, group, member, epoch, topics=None, owned=None, assignor=None,
-               rebalance_timeout_ms=30000, instance=None, version=1):
+               rebalance_timeout_ms=None, instance=None, version=1):
+    if rebalance_timeout_ms is None:  # sent when joining, -1 (unchanged) after, as clients do
+        rebalance_timeout_ms = 30000 if epoch == 0 else -1
     return c.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, {
         "group_id": group, "member_id": member, "member_epoch": epoch, "instance_id": instance,
         "rack_id": None, "rebalance_timeout_ms": rebalance_timeout_ms,
@@ -231,6 +233,24 @@ def test_a_regex_subscription_follows_the_topics_that_match(broker, client):
     assert _assigned(again) == {tid1: frozenset(range(PARTITIONS)),
                                 tid2: frozenset(range(PARTITIONS))}
     assert join("other", "(")["error_code"] == Errors.INVALID_REGULAR_EXPRESSION
+
+
+def test_a_member_that_does_not_revoke_in_its_rebalance_timeout_is_removed(broker, client):
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    everything = {tid: frozenset(range(PARTITIONS))}
+    a = _heartbeat(client, group, "stubborn", 0, [topic], {}, rebalance_timeout_ms=500)
+    b = _heartbeat(client, group, "waiting", 0, [topic], {})
+    a = _heartbeat(client, group, "stubborn", a["member_epoch"], owned=everything)
+    assert len(_assigned(a)[tid]) == PARTITIONS // 2  # asked to revoke the other half
+
+    def removed():  # it keeps heartbeating but never lets its partitions go
+        r = _heartbeat(client, group, "stubborn", a["member_epoch"], owned=everything)
+        return r["error_code"] == Errors.UNKNOWN_MEMBER_ID
+
+    wait_until(removed, "the stubborn member removed after its rebalance timeout", bound_s=20)
+    b = _heartbeat(client, group, "waiting", b["member_epoch"], owned={})
+    assert _assigned(b) == everything
 
 
 def test_the_range_assignor_when_the_member_asks(broker, client):
