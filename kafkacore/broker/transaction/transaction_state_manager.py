@@ -289,10 +289,9 @@ class TransactionStateManager:
                         metadata.pending_state = None
                     error = APPEND_ERROR_TO_TXN_ERROR.get(error, error)
                 else:
-                    if self.standalone:
-                        lg = self.broker.log_manager.get_log(*key)
-                        if lg is not None:
-                            lg.flush()  # alone, the disk is the only copy
+                    # Not fsync'd, as in Kafka (the log's flush.messages/flush.ms decide): the
+                    # records and markers this state speaks of are not fsync'd either, and a
+                    # flush here would cost three per transaction.
                     metadata.complete_transition(transit)
                     if transit.state == TransactionState.DEAD:
                         self.remove(transactional_id)
