@@ -507,6 +507,35 @@ class ConsumerGroupCoordinator:
                 return Errors.STALE_MEMBER_EPOCH
             return Errors.NONE
 
+    # -- DeleteGroups, OffsetDelete -------------------------------------------------------------
+
+    def delete_group(self, group_id: str) -> int:
+        """DeleteGroups of a consumer group: NON_EMPTY_GROUP while it has members; otherwise
+        it is forgotten and its records tombstoned (before the offsets' tombstones the caller
+        appends: the writer keeps the order)."""
+        group = self.group(group_id)
+        if group is None:
+            return Errors.GROUP_ID_NOT_FOUND
+        with group.lock:
+            if group.members:
+                return Errors.NON_EMPTY_GROUP
+            group.dead = True
+        with self._lock:
+            if self._groups.get(group_id) is group:
+                del self._groups[group_id]
+        self.group_manager.store_records(group_id, records.group_tombstones(group_id),
+                                         lambda error: None)
+        return Errors.NONE
+
+    def subscribed_topic_names(self, group_id: str) -> set[str]:
+        """The topics the group's members subscribe to now (OffsetDelete keeps their offsets:
+        GROUP_SUBSCRIBED_TO_TOPIC)."""
+        group = self.group(group_id)
+        if group is None:
+            return set()
+        with group.lock:
+            return set(group.subscription_metadata) if group.members else set()
+
     # -- ConsumerGroupDescribe --------------------------------------------------------------
 
     def describe(self, group_id: str, include_operations: int) -> dict[str, Any]:

@@ -161,6 +161,14 @@ def member_tombstones(group_id: str, member_id: str) -> list[Record]:
             (_key(MEMBER_METADATA, group_id, member_id), None)]
 
 
+def group_tombstones(group_id: str) -> list[Record]:
+    """An empty group is deleted: its target, subscription metadata and epoch go (the epoch
+    last: replaying its tombstone forgets the group)."""
+    return [(_key(TARGET_ASSIGNMENT_METADATA, group_id), None),
+            (_key(PARTITION_METADATA, group_id), None),
+            (_key(GROUP_METADATA, group_id), None)]
+
+
 def record_type(key: bytes) -> int:
     return int.from_bytes(key[:2], "big") if len(key) >= 2 else -1
 

@@ -833,7 +833,11 @@ class GroupCoordinator:
         ``results``)."""
         error = self.validate_group_status(group_id)
         group = self._get_group(group_id) if error == Errors.NONE else None
-        if error == Errors.NONE and group is None and not self.group_manager.has_offsets(group_id):
+        if (error == Errors.NONE and self.consumer_groups is not None
+                and self.consumer_groups.has_group(group_id)):  # KIP-848's group
+            error = self.consumer_groups.delete_group(group_id)
+        elif error == Errors.NONE and group is None and not self.group_manager.has_offsets(
+                group_id):
             error = Errors.GROUP_ID_NOT_FOUND
         elif group is not None:
             with group.lock:
@@ -862,7 +866,9 @@ class GroupCoordinator:
         group with members is NON_EMPTY_GROUP.  ``callback(error, {partition: error})``."""
         error = self.validate_group_status(group_id)
         group = self._get_group(group_id) if error == Errors.NONE else None
-        if error == Errors.NONE and group is None and not self.group_manager.has_offsets(group_id):
+        if error == Errors.NONE and group is None and not self.group_manager.has_offsets(
+                group_id) and not (self.consumer_groups is not None
+                                   and self.consumer_groups.has_group(group_id)):
             error = Errors.GROUP_ID_NOT_FOUND
         refused: dict[tuple[str, int], int] = {}
         if group is not None and error == Errors.NONE:
@@ -876,6 +882,10 @@ class GroupCoordinator:
                     else:
                         refused = {tp: Errors.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions
                                    if tp[0] in subscribed}
+        if error == Errors.NONE and self.consumer_groups is not None:  # KIP-848's group
+            subscribed_names = self.consumer_groups.subscribed_topic_names(group_id)
+            refused.update({tp: Errors.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions
+                            if tp[0] in subscribed_names})
         if error != Errors.NONE:
             callback(error, {})
             return

@@ -323,6 +323,29 @@ def test_classic_members_may_not_join_a_consumer_group_and_it_is_listed(broker, 
     assert all(g["group_type"] == "consumer" for g in listed)
 
 
+def test_delete_groups_and_offset_delete_respect_the_members(broker, client):
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    joined = _heartbeat(client, group, "m", 0, [topic], {})
+
+    def delete_group():
+        r = client.call(ApiKey.DELETE_GROUPS, 2, {"groups_names": [group]})
+        return r["results"][0]["error_code"]
+
+    def delete_offsets():
+        r = client.call(ApiKey.OFFSET_DELETE, 0, {"group_id": group, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0}]}]})
+        return r["error_code"] or r["topics"][0]["partitions"][0]["error_code"]
+
+    assert delete_group() == Errors.NON_EMPTY_GROUP
+    assert delete_offsets() == Errors.GROUP_SUBSCRIBED_TO_TOPIC
+    assert _heartbeat(client, group, "m", -1)["error_code"] == Errors.NONE
+    assert joined["member_epoch"] == 1
+    assert delete_group() == Errors.NONE
+    assert _describe(client, group)["error_code"] == Errors.GROUP_ID_NOT_FOUND
+    assert delete_group() == Errors.GROUP_ID_NOT_FOUND
+
+
 def test_a_member_with_a_wrong_epoch_is_fenced_and_commits_are_checked(broker, client):
     topic, tid = _topic(broker)
     group = f"g-{uuid.uuid4().hex[:6]}"
