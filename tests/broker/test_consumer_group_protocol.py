@@ -490,3 +490,79 @@ def test_commits_and_the_group_survive_a_restart(tmp_path):
         finally:
             c.close()
         assert [v for _, _, v in seen] == [b"after"]  # resumed from the committed offsets
+
+
+# -- a coordinator failover --------------------------------------------------------------------
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(240)
+def test_a_consumer_group_survives_a_coordinator_kill(cluster):
+    """Two members reach a stable assignment and one commits; the coordinator is SIGKILLed; the
+    new one replayed the group's records, so both heartbeat on with their epochs and partitions,
+    ConsumerGroupDescribe shows the same group, and commits are still checked by epoch."""
+    import time
+
+    from support.topics import new_replicated_topic
+    from test_cluster_groups import OFFSETS_PARTITIONS, _call, _find_coordinator
+
+    from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC, partition_for
+
+    topic = new_replicated_topic(cluster, PARTITIONS, prefix="kip848")
+    group = f"kip848-{uuid.uuid4().hex[:8]}"
+    partition = partition_for(group, OFFSETS_PARTITIONS)
+    _find_coordinator(cluster, 1, group)  # creates __consumer_offsets if no test did yet
+    cluster.wait_for_topic(OFFSETS_TOPIC)
+    coordinator = cluster.leader_of(OFFSETS_TOPIC, partition)
+    state = cluster.partition_state(OFFSETS_TOPIC, partition)
+    cluster.wait_for_isr(OFFSETS_TOPIC, partition, state["replica_nodes"])
+    wait_until(lambda: _find_coordinator(cluster, coordinator, group)["error_code"] == 0,
+               "the coordinator loaded its partition", bound_s=60)
+
+    def heartbeat(broker, member, epoch, topics=None, owned=None):
+        return _call(cluster, broker, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+            "group_id": group, "member_id": member, "member_epoch": epoch,
+            "rebalance_timeout_ms": 30000 if epoch == 0 else -1,
+            "subscribed_topic_names": topics, "topic_partitions": None if owned is None else [
+                {"topic_id": t, "partitions": sorted(ps)} for t, ps in owned.items()]})
+
+    def commit(broker, epoch):
+        r = _call(cluster, broker, ApiKey.OFFSET_COMMIT, 9, {
+            "group_id": group, "generation_id_or_member_epoch": epoch, "member_id": "a",
+            "topics": [{"name": topic, "partitions": [
+                {"partition_index": 0, "committed_offset": 0, "committed_metadata": ""}]}]})
+        return r["topics"][0]["partitions"][0]["error_code"]
+
+    a = heartbeat(coordinator, "a", 0, [topic], {})
+    b = heartbeat(coordinator, "b", 0, [topic], {})
+    a = heartbeat(coordinator, "a", a["member_epoch"], owned=_assigned(a))  # revokes half
+    a = heartbeat(coordinator, "a", a["member_epoch"], owned=_assigned(a))
+    b = heartbeat(coordinator, "b", b["member_epoch"], owned={})
+    assert a["member_epoch"] == b["member_epoch"] == 2, (a, b)
+    mine = {"a": _assigned(a), "b": _assigned(b)}
+    assert commit(coordinator, 2) == Errors.NONE
+
+    cluster.kill(coordinator)
+    try:
+        new = cluster.wait_for_leader_change(OFFSETS_TOPIC, partition, coordinator)
+        deadline = time.monotonic() + 60
+        while True:  # NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS until it has loaded
+            again = heartbeat(new, "a", 2, owned=mine["a"])
+            if again["error_code"] not in (Errors.NOT_COORDINATOR,
+                                           Errors.COORDINATOR_LOAD_IN_PROGRESS,
+                                           Errors.COORDINATOR_NOT_AVAILABLE):
+                break
+            assert time.monotonic() < deadline, again
+            time.sleep(0.05)
+        assert (again["error_code"], again["member_epoch"]) == (Errors.NONE, 2)
+        assert heartbeat(new, "b", 2, owned=mine["b"])["error_code"] == Errors.NONE
+        described = _call(cluster, new, ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {
+            "group_ids": [group], "include_authorized_operations": False})["groups"][0]
+        assert (described["group_state"], described["group_epoch"]) == ("Stable", 2)
+        assert {m["member_id"]: {t["topic_id"]: frozenset(t["partitions"])
+                                 for t in m["assignment"]["topic_partitions"]}
+                for m in described["members"]} == mine
+        assert commit(new, 2) == Errors.NONE
+        assert commit(new, 1) == Errors.STALE_MEMBER_EPOCH
+    finally:
+        cluster.restart(coordinator)
