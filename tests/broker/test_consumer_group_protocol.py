@@ -15,6 +15,9 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupType, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.examples import examples
 from test_apis import Client
 from waits import wait_until
 
@@ -251,6 +254,57 @@ def test_a_member_that_does_not_revoke_in_its_rebalance_timeout_is_removed(broke
     wait_until(removed, "the stubborn member removed after its rebalance timeout", bound_s=20)
     b = _heartbeat(client, group, "waiting", b["member_epoch"], owned={})
     assert _assigned(b) == everything
+
+
+@settings(max_examples=examples(25), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.sampled_from(["join", "beat", "leave"]),
+                                st.integers(0, 3)), max_size=25),
+       assignor=st.sampled_from(["uniform", "range"]))
+def test_no_partition_ever_has_two_owners(broker, client, steps, assignor):
+    """Members join, heartbeat and leave in any order, each believing what it was last told;
+    at every step no partition is believed owned by two members, and once every member has
+    heartbeated a few times more, each partition has exactly one owner."""
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    owned: dict[str, tuple[int, frozenset[int]]] = {}  # member -> (epoch, partitions)
+
+    def beat(member, epoch=None):
+        if epoch is None:
+            epoch, mine = owned[member]
+            r = _heartbeat(client, group, member, epoch, owned={tid: mine} if mine else {})
+        else:
+            r = _heartbeat(client, group, member, 0, [topic], {}, assignor=assignor)
+        if r["error_code"] in (Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID):
+            owned.pop(member, None)  # it gives its partitions up and joins again
+            return beat(member, 0)
+        assert r["error_code"] == Errors.NONE, r
+        mine = owned.get(member, (0, frozenset()))[1]
+        if r["assignment"] is not None:
+            mine = _assigned(r).get(tid, frozenset())
+        owned[member] = (r["member_epoch"], mine)
+
+    def disjoint():
+        seen: list[int] = [p for _, ps in owned.values() for p in ps]
+        assert len(seen) == len(set(seen)), owned
+
+    for action, n in steps:
+        member = f"m{n}"
+        if action == "join" and member not in owned:
+            beat(member, 0)
+        elif action == "beat" and member in owned:
+            beat(member)
+        elif action == "leave" and member in owned:
+            assert _heartbeat(client, group, member, -1)["error_code"] == Errors.NONE
+            del owned[member]
+        disjoint()
+    for _ in range(4):  # revoke, then assign: a few rounds settle any group
+        for member in list(owned):
+            beat(member)
+            disjoint()
+    if owned:
+        assert sorted(p for _, ps in owned.values() for p in ps) == list(range(PARTITIONS))
+        assert _describe(client, group)["group_state"] == "Stable"
 
 
 def test_the_range_assignor_when_the_member_asks(broker, client):
