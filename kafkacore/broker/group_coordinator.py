@@ -902,6 +902,12 @@ class GroupCoordinator:
         if status != Errors.NONE:
             return status, {"group_state": GroupState.DEAD.value, "protocol_type": "",
                             "protocol_data": "", "members": []}
+        if self.consumer_groups is not None and self.consumer_groups.has_group(group_id):
+            # Kafka: a group of the consumer protocol is not described here ("not a classic
+            # group"); clients ask ConsumerGroupDescribe.
+            return Errors.GROUP_ID_NOT_FOUND, {"group_state": GroupState.DEAD.value,
+                                               "protocol_type": "", "protocol_data": "",
+                                               "members": []}
         group = self._get_group(group_id)
         if group is None:
             known = self.group_manager.has_offsets(group_id)

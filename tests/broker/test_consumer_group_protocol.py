@@ -375,6 +375,10 @@ def test_classic_members_may_not_join_a_consumer_group_and_it_is_listed(broker, 
     assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable",
             "group_type": "consumer"} in listed
     assert all(g["group_type"] == "consumer" for g in listed)
+    # The classic DescribeGroups does not describe it (Kafka: "not a classic group").
+    described = client.call(ApiKey.DESCRIBE_GROUPS, 5, {
+        "groups": [group], "include_authorized_operations": False})["groups"][0]
+    assert described["error_code"] == Errors.GROUP_ID_NOT_FOUND
 
 
 def test_delete_groups_and_offset_delete_respect_the_members(broker, client):
