@@ -379,12 +379,13 @@ class GroupMetadataManager:
         self._consumer_group_load_listeners.append(listener)
 
     def _notify_loaded(self, partition: int, groups: dict[str, GroupRecord],
-                       consumer_records: list[tuple[bytes, bytes | None]] = ()) -> None:
+                       consumer_records: list[tuple[bytes, bytes | None]] | None = None
+                       ) -> None:
         for listener in self._load_listeners:
             listener(partition, {g: r for g, r in groups.items()
                                  if self.partition_for(g) == partition})
         for consumer_listener in self._consumer_group_load_listeners:
-            consumer_listener(partition, list(consumer_records))
+            consumer_listener(partition, list(consumer_records or ()))
 
     # -- who coordinates what ------------------------------------------------------------------
 
