@@ -134,6 +134,7 @@ def broker(tmp_path_factory):
         "group.consumer.session.timeout.ms": str(SESSION_MS),
         "group.consumer.min.session.timeout.ms": "1000",
         "group.consumer.heartbeat.interval.ms": "500",
+        "group.initial.rebalance.delay.ms": "0",  # the classic group of the AdminClient test
     }
     with Broker(config) as b:
         yield b
@@ -494,11 +495,14 @@ def test_two_consumers_share_a_topic_then_one_gets_everything(broker):
 
 
 def test_admin_client_describes_a_consumer_group(broker):
+    """librdkafka asks ConsumerGroupDescribe first, and DescribeGroups for a classic group."""
     topic, _ = _topic(broker, records=4)
-    group = f"g-{uuid.uuid4().hex[:6]}"
+    group, classic = f"g-{uuid.uuid4().hex[:6]}", f"classic-{uuid.uuid4().hex[:6]}"
     c = _consumer(broker.bootstrap_servers, group, topic)
+    old = _consumer(broker.bootstrap_servers, classic, topic, **{"group.protocol": "classic"})
     try:
-        wait_until(lambda: (c.poll(0.2), c.assignment())[1], "an assignment", bound_s=60)
+        wait_until(lambda: (c.poll(0.2), old.poll(0.2), c.assignment() and old.assignment())[2],
+                   "both consumers assigned", bound_s=60)
         admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
         described = admin.describe_consumer_groups([group])[group].result(timeout=30)
         assert described.type == ConsumerGroupType.CONSUMER
@@ -506,8 +510,11 @@ def test_admin_client_describes_a_consumer_group(broker):
         assert len(described.members) == 1
         assert {tp.partition for tp in described.members[0].assignment.topic_partitions} == \
             set(range(PARTITIONS))
+        described = admin.describe_consumer_groups([classic])[classic].result(timeout=30)
+        assert (described.type, len(described.members)) == (ConsumerGroupType.CLASSIC, 1)
     finally:
         c.close()
+        old.close()
 
 
 def test_commits_and_the_group_survive_a_restart(tmp_path):
