@@ -16,7 +16,9 @@ member's ``DelayedHeartbeat`` (its session).  Each generation is written to ``__
 when its assignment is set (SyncGroup is answered once the replicas have it) and when the group
 empties; a new coordinator loads it, and the members carry on without rejoining.
 Static membership (KIP-345, ``group.instance.id``) is not implemented: such a member is treated
-as a dynamic one.  See ``docs/broker/groups.rst``.
+as a dynamic one.  The groups of the consumer protocol (KIP-848) are
+:class:`~kafkacore.broker.consumer_group_coordinator.ConsumerGroupCoordinator`'s; offset commits,
+DeleteGroups, OffsetDelete and ListGroups here ask it about them.  See ``docs/broker/groups.rst``.
 """
 
 from __future__ import annotations
