@@ -344,6 +344,7 @@ class BrokerConfig:
         if authorizer not in ("", STANDARD_AUTHORIZER_CLASS):
             raise errors.ConfigError(f"authorizer.class.name: only {STANDARD_AUTHORIZER_CLASS} "
                                      f"is known, got {authorizer!r}")
+        _check_consumer_group_settings(parsed)
         first = self.advertised[self.listeners[0].name]
         self.advertised_host, self.advertised_port = first.host, first.port
         if not parsed["log.dirs"]:
@@ -443,3 +444,20 @@ def is_sensitive(name: str) -> bool:
     """Is the setting a secret (a password, a private key), which DescribeConfigs never shows?"""
     setting = SETTINGS.get(ALIASES.get(name, name))
     return setting is not None and setting.parse is _secret
+
+
+def _check_consumer_group_settings(parsed: dict[str, Any]) -> None:
+    """The consumer group protocol's settings (KIP-848), checked together as Kafka does."""
+    from kafkacore.broker.assignors import ASSIGNORS
+
+    session_ms = parsed["group.consumer.session.timeout.ms"]
+    if session_ms < parsed["group.consumer.min.session.timeout.ms"]:
+        raise errors.ConfigError(
+            f"group.consumer.session.timeout.ms ({session_ms}) is below "
+            f"group.consumer.min.session.timeout.ms "
+            f"({parsed['group.consumer.min.session.timeout.ms']})")
+    names = [n.strip() for n in parsed["group.consumer.assignors"].split(",") if n.strip()]
+    unknown = [n for n in names if n not in ASSIGNORS]
+    if unknown or not names:
+        raise errors.ConfigError(f"group.consumer.assignors: unknown assignors {unknown} "
+                                 f"(known: {', '.join(ASSIGNORS)})")

@@ -240,23 +240,15 @@ def _make_log_manager(broker: Broker) -> Any:
 
 def _consumer_group_coordinator(broker: Broker,
                                 group_manager: GroupMetadataManager) -> ConsumerGroupCoordinator:
-    """The KIP-848 half of the group coordinator, with ``group.consumer.*``."""
-    from kafkacore.broker.assignors import ASSIGNORS
+    """The KIP-848 half of the group coordinator, with ``group.consumer.*`` (checked by
+    :class:`~kafkacore.broker.config.BrokerConfig`)."""
     from kafkacore.broker.consumer_group_coordinator import ConsumerGroupCoordinator
 
     config = broker.config
-    session_ms = config["group.consumer.session.timeout.ms"]
-    if session_ms < config["group.consumer.min.session.timeout.ms"]:
-        raise ValueError(f"group.consumer.session.timeout.ms ({session_ms}) is below "
-                         f"group.consumer.min.session.timeout.ms "
-                         f"({config['group.consumer.min.session.timeout.ms']})")
-    names = tuple(n.strip() for n in config["group.consumer.assignors"].split(",") if n.strip())
-    unknown = [n for n in names if n not in ASSIGNORS]
-    if unknown or not names:
-        raise ValueError(f"group.consumer.assignors: unknown assignors {unknown} "
-                         f"(known: {', '.join(ASSIGNORS)})")
     return ConsumerGroupCoordinator(
         group_manager, broker.metadata_cache,
         heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
-        session_timeout_ms=session_ms, max_size=config["group.consumer.max.size"],
-        assignors=names)
+        session_timeout_ms=config["group.consumer.session.timeout.ms"],
+        max_size=config["group.consumer.max.size"],
+        assignors=tuple(n.strip() for n in config["group.consumer.assignors"].split(",")
+                        if n.strip()))

@@ -37,7 +37,7 @@ from kafkacore.broker.consumer_group_records import (
     target_epoch_record,
     target_member_record,
 )
-from kafkacore.errors import Errors
+from kafkacore.errors import ConfigError, Errors
 from kafkacore.protocol.api_keys import ApiKey
 
 PARTITIONS = 4
@@ -436,6 +436,27 @@ def test_a_silent_member_is_removed_after_its_session(broker, client):
                f"the silent member removed after {SESSION_MS} ms", bound_s=SESSION_MS / 1000 + 20)
     again = _heartbeat(client, group, "silent", 1, owned={tid: frozenset(range(PARTITIONS))})
     assert again["error_code"] == Errors.UNKNOWN_MEMBER_ID
+
+
+def test_group_consumer_settings_are_checked_and_the_size_bounded(tmp_path):
+    base = {"num.network.threads": "1", "num.io.threads": "2", "log.dirs": str(tmp_path),
+            "offsets.topic.num.partitions": "1"}
+    with pytest.raises(ConfigError, match="group.consumer.min.session.timeout.ms"):
+        Broker({**base, "group.consumer.session.timeout.ms": "1000"})
+    with pytest.raises(ConfigError, match="sticky"):
+        Broker({**base, "group.consumer.assignors": "range,sticky"})
+    with Broker({**base, "group.consumer.max.size": "1",
+                 "group.consumer.assignors": "range"}) as b:
+        topic, _ = _topic(b)
+        c = Client(b)
+        group = "full"
+        assert _heartbeat(c, group, "one", 0, [topic], {})["error_code"] == Errors.NONE
+        assert _heartbeat(c, group, "two", 0, [topic], {})["error_code"] == \
+            Errors.GROUP_MAX_SIZE_REACHED
+        assert _describe(c, group)["assignor_name"] == "range"  # the first configured
+        assert _heartbeat(c, group, "one", 1, [topic], {},
+                          assignor="uniform")["error_code"] == Errors.UNSUPPORTED_ASSIGNOR
+        c.sock.close()
 
 
 # -- confluent-kafka consumers ------------------------------------------------------------------
