@@ -174,7 +174,11 @@ def main() -> None:
     if args.topics % 1000 or 1000 % args.batch or args.few >= args.batch:
         parser.error("--topics must be thousands, --batch divide 1000, --few be below --batch")
     kinds = list(args.brokers) + (["cluster"] if args.cluster else [])
-    rows = [measure(kind, args) for kind in kinds]
+    rows = []
+    for kind in kinds:
+        rows.append(measure(kind, args))
+        if not args.no_save:
+            save(args, rows, {})
     print()
     for row in rows:
         t = row["per_thousand_s"]
@@ -195,8 +199,12 @@ def main() -> None:
             "last_thousand": ours[-1] / theirs[-1],
         }
         print("kafkacore / tansu: " + ", ".join(f"{k} x{v:.2f}" for k, v in ratios.items()))
-    if args.no_save:
-        return
+    if not args.no_save:
+        save(args, rows, ratios)
+
+
+def save(args: argparse.Namespace, rows: list[dict[str, Any]], ratios: dict[str, float]) -> None:
+    """Write what is measured so far (a long run that fails late keeps its first rows)."""
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "topics.json").write_text(json.dumps({
         "when": time.strftime("%Y-%m-%d", time.gmtime()),
