@@ -17,6 +17,21 @@ We report
 writes ``benchmarks/results/broker.json`` (shown in docs/benchmarks.rst).  Runs take turns
 (broker innermost, then acks, then client), so noise from the shared machine hits both brokers
 alike; the best and the median of ``--repeat`` rounds are kept.
+
+Where requests are small or many (``--small``), confluent-kafka's producers and consumers measure:
+
+- ``latency-linger0`` / ``latency-linger5``: 5,000 records/s, paced, ``acks=all``, ``linger.ms``
+  0 or 5: p50 and p99 of the delivery latency (produce() to the delivery report, librdkafka's
+  ``Message.latency()``) and the broker's CPU per record;
+- ``batches16k-x4``: four producers at once, each as fast as it can, ``batch.size=16384``;
+- ``partitions100``: one producer, as fast as it can, into 100 partitions (records spread at random,
+  so each request carries many partitions' batches);
+- ``fetch``: a four-partition topic filled first, then read from offset 0 to the end by one
+  confluent-kafka consumer per partition, at once: records/s and the broker's CPU per record.
+
+    python benchmarks/bench_broker.py --small [--repeat 5]
+
+writes ``benchmarks/results/broker_small.json``, with the load average before and after each round.
 """
 
 from __future__ import annotations
@@ -67,6 +82,217 @@ def run_confluent(bootstrap, topic, n, acks):
 
 
 RUNNERS = {"kafkacore": run_kafkacore, "confluent-kafka": run_confluent}
+
+# -- small requests and fetch (--small) ---------------------------------------------------------
+
+SMALL_CASES = ("latency-linger0", "latency-linger5", "batches16k-x4", "partitions100", "fetch")
+LATENCY_RATE = 5000  #: records/s of the latency cases
+LATENCY_SECONDS = 4.0
+FETCH_PARTITIONS = 4
+
+
+def latency_child(bootstrap, topic, linger_ms):
+    """Paced at LATENCY_RATE records/s for LATENCY_SECONDS; prints the latencies' percentiles."""
+    from confluent_kafka import Producer
+
+    latencies = []
+
+    def on_delivery(err, msg):
+        if err is None:
+            latencies.append(msg.latency())
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                         "linger.ms": linger_ms, "enable.idempotence": False})
+    for _ in range(200):  # warm: connections, metadata
+        producer.produce(topic, VALUE, callback=on_delivery)
+    producer.flush(30)
+    latencies.clear()
+    print("warm", flush=True)
+    sys.stdin.readline()
+    n = int(LATENCY_RATE * LATENCY_SECONDS)
+    start = time.perf_counter()
+    for i in range(n):
+        due = start + i / LATENCY_RATE
+        while (now := time.perf_counter()) < due:
+            producer.poll(min(due - now, 0.001))
+        producer.produce(topic, VALUE, callback=on_delivery)
+        producer.poll(0)
+    producer.flush(60)
+    seconds = time.perf_counter() - start
+    latencies.sort()
+    print(json.dumps({
+        "acked": len(latencies), "seconds": seconds,
+        "p50_ms": latencies[len(latencies) // 2] * 1e3,
+        "p99_ms": latencies[int(len(latencies) * 0.99)] * 1e3,
+    }), flush=True)
+
+
+def flood_child(bootstrap, topic, n, config):
+    """As fast as it can: warm, wait for "go", send ``n`` records, print JSON."""
+    produce_confluent(bootstrap, topic, 2000, VALUE, config)
+    print("warm", flush=True)
+    sys.stdin.readline()
+    wall0 = time.perf_counter()
+    acked = produce_confluent(bootstrap, topic, n, VALUE, config)
+    print(json.dumps({"acked": acked, "seconds": time.perf_counter() - wall0}), flush=True)
+
+
+def small_case_children(case, bootstrap, topic, n):
+    """The child processes' arguments for ``case`` (each prints "warm", then its JSON)."""
+    if case.startswith("latency"):
+        return [["--small-child", case, "--bootstrap", bootstrap, "--topic", topic]]
+    if case == "fetch":
+        return [["--small-child", f"fetch:{p}", "--bootstrap", bootstrap, "--topic", topic,
+                 "--records", str(n // FETCH_PARTITIONS)] for p in range(FETCH_PARTITIONS)]
+    count = 4 if case == "batches16k-x4" else 1
+    return [["--small-child", case, "--bootstrap", bootstrap, "--topic", topic,
+             "--records", str(n // count)]] * count
+
+
+def small_child(case, bootstrap, topic, n):
+    if case.startswith("latency"):
+        latency_child(bootstrap, topic, 0 if case == "latency-linger0" else 5)
+    elif case == "batches16k-x4":
+        flood_child(bootstrap, topic, n, {"acks": "all", "linger.ms": 5, "batch.size": 16384})
+    elif case == "partitions100":
+        flood_child(bootstrap, topic, n, {"acks": "all", "linger.ms": 5, "batch.size": BATCH,
+                                          "partitioner": "random",
+                                          "sticky.partitioning.linger.ms": 0})
+    elif case.startswith("fetch:"):
+        consumer_child(bootstrap, topic, int(case.partition(":")[2]), n)
+    else:
+        raise ValueError(case)
+
+
+def run_children(broker, args_list):
+    """Start the children, wait until all are warm, then measure them together."""
+    procs = [subprocess.Popen([sys.executable, __file__, *a], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True) for a in args_list]
+    try:
+        for proc in procs:
+            line = proc.stdout.readline()
+            if line.strip() != "warm":
+                raise RuntimeError(f"a child said {line!r}")
+        cpu0 = process_cpu_s(broker.pid)
+        wall0 = time.perf_counter()
+        for proc in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        outs = [proc.communicate(timeout=600)[0] for proc in procs]
+        wall = time.perf_counter() - wall0
+        cpu = process_cpu_s(broker.pid) - cpu0
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    if any(proc.returncode for proc in procs):
+        raise RuntimeError("a child failed")
+    return [json.loads(out.strip().splitlines()[-1]) for out in outs], wall, cpu
+
+
+def fill(bootstrap, topic, n):
+    """``n`` records, the same number into each partition (for the fetch case)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                         "batch.size": BATCH, "queue.buffering.max.messages": 1_000_000})
+    for i in range(n):
+        while True:
+            try:
+                producer.produce(topic, VALUE, partition=i % FETCH_PARTITIONS)
+                break
+            except BufferError:
+                producer.poll(0.001)
+    if producer.flush(120):
+        raise RuntimeError("the fill did not finish")
+
+
+def consumer_child(bootstrap, topic, partition, n):
+    """Read ``n`` records of one partition from offset 0 (kcat's librdkafka cannot talk to
+    tansu here, confluent-kafka's can: the same library, a newer version)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-fetch",
+                         "enable.auto.commit": False})
+    consumer.list_topics(topic, timeout=30)
+    print("warm", flush=True)
+    sys.stdin.readline()
+    wall0 = time.perf_counter()
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    got = 0
+    while got < n:
+        for msg in consumer.consume(10000, timeout=1.0):
+            if msg.error() is None:
+                got += 1
+    seconds = time.perf_counter() - wall0
+    consumer.close()
+    print(json.dumps({"acked": got, "seconds": seconds}), flush=True)
+
+
+def measure_small(broker_kind, case, n):
+    from kafkacore import admin
+    from kafkacore.testing import LocalBroker
+
+    partitions = {"partitions100": 100, "fetch": FETCH_PARTITIONS}.get(case, 1)
+    with LocalBroker(kind=broker_kind) as broker:
+        topic = "bench-small"
+        admin.create_topics(broker.bootstrap, {topic: partitions})
+        row = {"broker": broker_kind, "case": case}
+        if case == "fetch":
+            fill(broker.bootstrap, topic, n)
+        results, wall, cpu = run_children(
+            broker, small_case_children(case, broker.bootstrap, topic, n))
+        acked = sum(r["acked"] for r in results)
+        row.update(records=acked, records_per_sec=acked / wall,
+                   broker_cpu_us_per_record=cpu * 1e6 / acked)
+        if case.startswith("latency"):
+            row.update(p50_ms=results[0]["p50_ms"], p99_ms=results[0]["p99_ms"])
+        return row
+
+
+def main_small(args):
+    cases = args.cases or list(SMALL_CASES)
+    records = {"batches16k-x4": args.records, "partitions100": args.records,
+               "fetch": args.records}
+    runs: dict[tuple[str, str], list[dict]] = {}
+    loads = []
+    for _ in range(args.repeat):
+        loads.append(os.getloadavg()[0])
+        for case in cases:
+            for broker_kind in args.brokers:
+                row = measure_small(broker_kind, case, records.get(case, 0))
+                row["load"] = os.getloadavg()[0]
+                runs.setdefault((case, broker_kind), []).append(row)
+                extra = (f" p50 {row['p50_ms']:.2f} ms p99 {row['p99_ms']:.2f} ms"
+                         if "p50_ms" in row else "")
+                print(f"{case:16} {broker_kind:10} {row['records_per_sec']:>10,.0f} rec/s "
+                      f"{row['broker_cpu_us_per_record']:>7.2f} µs broker CPU/rec{extra}"
+                      f" (load {row['load']:.1f})", flush=True)
+    loads.append(os.getloadavg()[0])
+    keys = ("records_per_sec", "broker_cpu_us_per_record", "p50_ms", "p99_ms")
+    medians = {}
+    for (case, broker_kind), tries in runs.items():
+        medians.setdefault(case, {})[broker_kind] = {
+            k: statistics.median(r[k] for r in tries) for k in keys if k in tries[0]}
+    print()
+    ratios = {}
+    for case, by in medians.items():
+        if {"kafkacore", "tansu"} <= by.keys():
+            ratios[case] = {k: by["kafkacore"][k] / by["tansu"][k] for k in by["tansu"]}
+            print(f"{case:16} kafkacore / tansu (medians): " + ", ".join(
+                f"{k} x{v:.2f}" for k, v in ratios[case].items()))
+    print(f"load average (1 min) at each round's start and the end: {loads}")
+    if args.no_save:
+        return
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "broker_small.json").write_text(json.dumps({
+        "when": time.strftime("%Y-%m-%d", time.gmtime()),
+        "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}",
+        "records": args.records, "repeat": args.repeat, "loads": loads,
+        "medians": medians, "ratios": ratios,
+        "runs": [r for tries in runs.values() for r in tries],
+    }, indent=2) + "\n")
 
 
 def child(client, bootstrap, topic, n, acks):
@@ -134,7 +360,17 @@ def main():
     parser.add_argument("--topic")
     parser.add_argument("--acks", default="all")
     parser.add_argument("--no-save", action="store_true", help="print only")
+    parser.add_argument("--small", action="store_true",
+                        help="the small-request and fetch cases instead")
+    parser.add_argument("--cases", nargs="+", choices=SMALL_CASES)
+    parser.add_argument("--small-child")
     args = parser.parse_args()
+    if args.small_child:
+        small_child(args.small_child, args.bootstrap, args.topic, args.records)
+        return
+    if args.small:
+        main_small(args)
+        return
     if args.child:
         child(args.child, args.bootstrap, args.topic, args.records, args.acks)
         return

@@ -141,16 +141,36 @@ def fit_to_version(struct: Any, version: int, value: dict[str, Any]) -> dict[str
     neither expect nor read; the codec refuses them otherwise, to catch a handler sending
     something a client could not see.
     """
+    plan = _FIT_PLANS.get((struct, version))
+    if plan is None:
+        plan = _FIT_PLANS[(struct, version)] = _fit_plan(struct, version)
     out: dict[str, Any] = {}
     for key, v in value.items():
-        f = struct.by_name.get(key)
-        if f is None:  # a misspelt field: kept, so that the codec names it
-            out[key] = v
+        how = plan.get(key, _KEEP)  # a misspelt field is kept, so that the codec names it
+        if how is _DROP:
             continue
-        if version not in f.versions:
-            continue
-        if f.struct is not None and v is not None:
-            v = [fit_to_version(f.struct, version, e) for e in v] if f.is_array else (
-                fit_to_version(f.struct, version, v))
+        if how is not _KEEP and v is not None:
+            sub, is_array = how
+            v = [fit_to_version(sub, version, e) for e in v] if is_array else (
+                fit_to_version(sub, version, v))
         out[key] = v
     return out
+
+
+_KEEP = ("keep",)
+_DROP = ("drop",)
+#: (struct, version) -> field name -> _KEEP, _DROP or (its struct, is an array): what
+#: fit_to_version does with each field, worked out once (it runs for every response).
+_FIT_PLANS: dict[tuple[Any, int], dict[str, Any]] = {}
+
+
+def _fit_plan(struct: Any, version: int) -> dict[str, Any]:
+    plan: dict[str, Any] = {}
+    for name, f in struct.by_name.items():
+        if version not in f.versions:
+            plan[name] = _DROP
+        elif f.struct is not None:
+            plan[name] = (f.struct, f.is_array)
+        else:
+            plan[name] = _KEEP
+    return plan

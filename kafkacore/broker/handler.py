@@ -9,9 +9,10 @@ connection when no error response can be built) and the thread goes on.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Protocol
 
-from kafkacore.broker.request_channel import Request, RequestChannel
+from kafkacore.broker.request_channel import HANDLER_TURN, Request, RequestChannel
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
 
 log = logging.getLogger(__name__)
@@ -29,11 +30,25 @@ class KafkaRequestHandler(ShutdownableThread):
         self.channel = channel
         self.apis = apis
         self.handled = 0
+        #: Held while this handler works; released by a put to wake it (RequestQueue).
+        self._wake = threading.Lock()
+        self._wake.acquire()
 
     def do_work(self) -> None:
-        request = self.channel.receive_request(timeout_s=0.3)
-        if request is not None:
+        request = self.channel.receive_request(self._wake, timeout_s=0.3)
+        if request is None:
+            return
+        owed = HANDLER_TURN.owed
+        if owed is None:
+            owed = HANDLER_TURN.owed = []
+        try:
             self._handle_request(request)
+        finally:
+            # The processors our responses went to, woken now that we are about to look for
+            # the next request (and, if there is none, sleep and let go of the GIL).
+            for processor in owed:
+                processor.wakeup()
+            owed.clear()
 
     def _handle_request(self, request: Request) -> None:
         try:
@@ -59,6 +74,8 @@ class KafkaRequestHandlerPool:
     def shutdown(self, timeout_s: float = 5.0) -> None:
         for h in self.handlers:
             h.initiate_shutdown()
+        if self.handlers:
+            self.handlers[0].channel.request_queue.wake_all()
         for h in self.handlers:
             if h.is_alive():
                 h.join(timeout_s)

@@ -35,6 +35,7 @@ from kafkacore.broker.faults import FaultInjector
 from kafkacore.broker.log.file_records import FileRecords
 from kafkacore.broker.rate_limited_log import RateLimitedLog
 from kafkacore.broker.request_channel import (
+    HANDLER_TURN,
     Request,
     RequestChannel,
     Response,
@@ -159,7 +160,7 @@ class KafkaChannel:
     __slots__ = (
         "id", "sock", "address", "buffer", "expected", "muted", "sends", "last_active",
         "events", "listener", "tls", "handshake_events", "authenticator", "close_after_send",
-        "reserved", "trailing_bytes_logged", "certificate_principal",
+        "reserved", "trailing_bytes_logged", "certificate_principal", "readable_while_muted",
     )
 
     def __init__(self, connection_id: str, sock: socket.socket, address: tuple[str, int],
@@ -189,6 +190,9 @@ class KafkaChannel:
         self.certificate_principal: str | None = None
         #: Bytes after a request's body were seen (and logged) on this connection.
         self.trailing_bytes_logged = False
+        #: The selector saw bytes to read while a request was in the handlers (a pipelining
+        #: client): read them as soon as the connection is unmuted, without waiting a turn.
+        self.readable_while_muted = False
 
 
 def parse_request(frame: bytes) -> tuple[dict[str, Any], dict[str, Any] | None, int]:
@@ -254,7 +258,14 @@ class Processor(ShutdownableThread):
         self._selector.register(self._wakeup_r, selectors.EVENT_READ, None)
         self._new_connections: queue.SimpleQueue[
             tuple[socket.socket, str, ListenerSecurity | None]] = queue.SimpleQueue()
-        self._responses: queue.SimpleQueue[Response] = queue.SimpleQueue()
+        #: Handlers' responses (appended by them, taken by this thread: a deque is safe for one
+        #: consumer and many producers without a lock).
+        self._responses: collections.deque[Response] = collections.deque()
+        #: True while this thread is in (or about to enter) select(): only then does a new
+        #: response need a wake-up byte (see enqueue_response).
+        self._sleeping = False
+        #: Sleeping handlers our requests went to, woken just before we sleep (_wake_handlers).
+        self._handlers_to_wake: list[threading.Lock] = []
         #: connection id -> channel, least recently active first (for the idle check).
         self._channels: collections.OrderedDict[str, KafkaChannel] = collections.OrderedDict()
         #: TLS connections whose socket holds decrypted bytes already read from the kernel:
@@ -276,9 +287,25 @@ class Processor(ShutdownableThread):
         self.wakeup()
 
     def enqueue_response(self, response: Response) -> None:
-        """A handler's response (see :class:`RequestChannel`)."""
-        self._responses.put(response)
-        self.wakeup()
+        """A handler's response (see :class:`RequestChannel`).
+
+        The wake-up (a byte into the selector's socketpair: a system call, and a thread switch)
+        is paid only when this processor sleeps; a processor that is busy finds the response at
+        the start of its next turn.  No response is left behind while it sleeps: it raises
+        ``_sleeping`` *before* it looks at the queue a last time (poll), and we append *before*
+        we look at ``_sleeping``, so one of us sees the other.  Two handlers may both send a
+        byte for one sleep: harmless, the loop drains them all.  A handler thread pays the
+        wake-up at the end of its turn (:class:`~kafkacore.broker.request_channel.HandlerTurn`),
+        so that we do not wake only to wait for the GIL it still holds.
+        """
+        self._responses.append(response)
+        if self._sleeping:
+            self._sleeping = False
+            owed = HANDLER_TURN.owed
+            if owed is None:
+                self.wakeup()
+            else:  # a handler thread: it wakes us when its turn ends
+                owed.append(self)
 
     def wakeup(self) -> None:
         try:
@@ -321,7 +348,8 @@ class Processor(ShutdownableThread):
         self._wakeup_w.close()
 
     def configure_new_connections(self) -> None:
-        while True:
+        # (each turn runs these checks: an empty() costs less than the queue.Empty raised)
+        while not self._new_connections.empty():
             try:
                 sock, host, security = self._new_connections.get_nowait()
             except queue.Empty:
@@ -351,11 +379,9 @@ class Processor(ShutdownableThread):
             self._update_interest(ch)
 
     def process_new_responses(self) -> None:
-        while True:
-            try:
-                response = self._responses.get_nowait()
-            except queue.Empty:
-                return
+        responses = self._responses
+        while responses:
+            response = responses.popleft()
             if self.faults.latency_ms > 0 or self._held:
                 # An injected latency: held, in order, until due (release_held_responses).
                 self._held.append((time.monotonic(), response))
@@ -378,7 +404,13 @@ class Processor(ShutdownableThread):
                 if len(view):
                     ch.sends.append(view)
             self._stats["responses"] += 1
-            self._update_interest(ch)
+            # Written at once: the socket is almost always writable, and waiting for select()
+            # to say so would cost a loop turn and two changes of the selector's interest.
+            # What does not fit waits for EVENT_WRITE.
+            if not ch.handshake_events:
+                self._write(ch)
+            if ch.sends and ch.id in self._channels:
+                self._update_interest(ch)
         elif response.action is ResponseAction.NO_OP:
             self._unmute(ch)
         else:
@@ -386,6 +418,8 @@ class Processor(ShutdownableThread):
 
     def release_held_responses(self) -> float:
         """Queue the held responses that are due; returns how long poll() may sleep."""
+        if not self._held:
+            return _POLL_S
         delay_s = self.faults.latency_ms / 1000.0
         now = time.monotonic()
         while self._held and self._held[0][0] + delay_s <= now:
@@ -412,7 +446,16 @@ class Processor(ShutdownableThread):
         elif self._delayed_closes:
             first = min(when for when, _ in self._delayed_closes.values())
             timeout = max(0.0, min(timeout, first - time.monotonic()))
-        for key, mask in self._selector.select(timeout):
+        self._wake_handlers()
+        if timeout > 0:
+            self._sleeping = True  # from here on a handler's response wakes us
+            if self._responses:  # ... and one queued before that is seen here
+                timeout = 0
+        try:
+            ready = self._selector.select(timeout)
+        finally:
+            self._sleeping = False
+        for key, mask in ready:
             ch = key.data
             if ch is None:
                 try:
@@ -427,8 +470,14 @@ class Processor(ShutdownableThread):
                     continue
                 if mask & selectors.EVENT_WRITE:
                     self._write(ch)
-                if mask & selectors.EVENT_READ and ch.id in self._channels and not ch.muted:
-                    self._read(ch)
+                if mask & selectors.EVENT_READ and ch.id in self._channels:
+                    if ch.muted:
+                        # Muting is lazy (_complete_receive): the client sent its next
+                        # request early, so now stop watching this socket for reads.
+                        ch.readable_while_muted = True
+                        self._update_interest(ch)
+                    else:
+                        self._read(ch)
             except Exception:
                 # A bug met on one connection (Kafka's processChannelException): that one
                 # connection goes, the thread and everyone else's connections stay.
@@ -441,6 +490,12 @@ class Processor(ShutdownableThread):
                 pending = self._channels.get(connection_id)
                 if pending is not None and not pending.muted:
                     self._read(pending)
+
+    def _wake_handlers(self) -> None:
+        """Wake the sleeping handlers our requests went to this turn (RequestQueue.put)."""
+        wake = self._handlers_to_wake
+        while wake:
+            wake.pop().release()
 
     def _handshake(self, ch: KafkaChannel) -> None:
         """One step of the TLS handshake; it tells what it waits for next (Kafka's
@@ -567,6 +622,8 @@ class Processor(ShutdownableThread):
         return False
 
     def retry_memory_waiters(self) -> None:
+        if not self._memory_waiters:
+            return
         for ch in list(self._memory_waiters.values()):
             assert ch.expected is not None
             if not self.memory_pool.try_allocate(ch.expected):
@@ -612,19 +669,25 @@ class Processor(ShutdownableThread):
             request.principal = ch.certificate_principal
         # The muting rule: no more reads from this connection until the response is queued
         # and written, so at most one of its requests is in the handlers at a time and the
-        # responses leave in the order the requests came (handlers run in parallel).
+        # responses leave in the order the requests came (handlers run in parallel).  The
+        # selector keeps watching it for reads until it reports the socket readable (poll):
+        # most clients wait for the answer, and then muting costs no system call at all.
         ch.muted = True
-        self._update_interest(ch)
         self._stats["requests"] += 1
         self._stats[f"requests.api_key.{request.api_key}"] += 1
+        queue_ = self.channel.request_queue
         while self._running:
+            if len(queue_) >= queue_.maxsize:
+                self._wake_handlers()  # before we wait for them to make room
             try:
-                self.channel.send_request(request, timeout_s=_POLL_S)
-                return
+                sleeper = self.channel.send_request(request, timeout_s=_POLL_S)
             except queue.Full:
                 # Handlers are behind: this processor waits, and so do its clients (Kafka's
-                # queued.max.requests back-pressure).  Keep the wakeup pipe drained meanwhile.
+                # queued.max.requests back-pressure).
                 continue
+            if sleeper is not None:
+                self._handlers_to_wake.append(sleeper)
+            return
 
     def _authenticate(self, ch: KafkaChannel, header: dict[str, Any],
                       body: dict[str, Any] | None) -> bool:
@@ -676,7 +739,7 @@ class Processor(ShutdownableThread):
 
     def process_authentication_results(self) -> None:
         """The SaslAuthenticate answers the AuthenticationExecutor has worked out."""
-        while True:
+        while not self._authentication_results.empty():
             try:
                 ch_id, header, body, reauth, result, error = (
                     self._authentication_results.get_nowait())
@@ -807,8 +870,12 @@ class Processor(ShutdownableThread):
         ch.muted = False
         self._update_interest(ch)
         sock = ch.sock
-        if isinstance(sock, ssl.SSLSocket) and not ch.handshake_events and sock.pending():
-            self._tls_pending.add(ch.id)  # a pipelined request already decrypted
+        if isinstance(sock, ssl.SSLSocket):
+            if not ch.handshake_events and sock.pending():
+                self._tls_pending.add(ch.id)  # a pipelined request already decrypted
+        elif ch.readable_while_muted:
+            ch.readable_while_muted = False
+            self._read(ch)  # the next request is there: this turn, not the next one
 
     def _touch(self, ch: KafkaChannel) -> None:
         ch.last_active = time.monotonic()

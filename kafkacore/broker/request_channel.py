@@ -2,15 +2,21 @@
 
 One bounded request queue (``queued.max.requests``) is shared by every handler: any handler
 takes any request.  Each :class:`~kafkacore.broker.network.Processor` has its own response
-queue, and putting a response there also wakes that processor's selector, which may be asleep in
+queue, and putting a response there wakes that processor's selector if it is asleep in
 ``select()`` waiting for its sockets (Kafka's ``RequestChannel`` and ``Processor.wakeup``).
+
+The hand-offs are the broker's hottest path for small requests, so neither queue takes a
+``threading.Condition`` per item: :class:`RequestQueue` wakes one sleeping handler, and only when
+one sleeps; a processor is woken only when it sleeps too (see ``Processor.enqueue_response``).
 """
 
 from __future__ import annotations
 
+import collections
 import enum
 import logging
 import queue
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -96,12 +102,110 @@ def payload_size(payload: list[Any]) -> int:
                for chunk in payload)
 
 
+class RequestQueue:
+    """A bounded FIFO from the processors to the handlers, cheap to hand over through.
+
+    ``queue.Queue`` takes its mutex and notifies a ``Condition`` on every put, and a ``get`` with
+    a timeout allocates a lock per wait: on small requests that cost more than handling them.
+    Here the items are a ``deque``, and each handler that finds it empty parks on a lock of its
+    own (held: asleep; released by a put: woken), kept on a stack of sleepers.
+
+    The invariant that no request waits while a handler sleeps: a handler registers as a
+    sleeper and a put appends its item under the same ``_lock``, each looking at the other's
+    side there, so either the handler sees the item or the put sees the sleeper (and wakes
+    exactly one, the one that slept last: its stack is the warmest).  A busy handler takes the
+    next item without sleeping, and a put finds nobody to wake.  A woken handler that finds the
+    queue empty (a busy one was quicker) just looks again.
+
+    The bound (``queued.max.requests``): a put into a full queue waits (bounded by its timeout)
+    until a get makes room; only that rare path uses a ``Condition``.
+    """
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._items: collections.deque[Request] = collections.deque()
+        self._lock = threading.Lock()
+        #: Handlers' wake-up locks, held while their handler sleeps (guarded by _lock).
+        self._sleepers: list[threading.Lock] = []
+        #: Puts waiting for room (guarded by _lock).
+        self._not_full = threading.Condition(self._lock)
+        self._full_waiters = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, item: Request, timeout_s: float | None = None) -> threading.Lock | None:
+        """Append ``item``; waits at most ``timeout_s`` for room, then raises ``queue.Full``.
+
+        Returns the lock of the sleeping handler that is to take it (None: none sleeps): the
+        caller owes it a ``release()``.  A processor pays that debt just before it sleeps
+        itself, so the handler it wakes does not then wait for the processor's :term:`GIL`.
+        """
+        with self._lock:
+            if len(self._items) >= self.maxsize:
+                deadline = None if timeout_s is None else time.monotonic() + timeout_s
+                self._full_waiters += 1
+                try:
+                    while len(self._items) >= self.maxsize:
+                        left = None if deadline is None else deadline - time.monotonic()
+                        if left is not None and left <= 0:
+                            raise queue.Full
+                        self._not_full.wait(left)
+                finally:
+                    self._full_waiters -= 1
+            self._items.append(item)
+            return self._sleepers.pop() if self._sleepers else None
+
+    def get(self, wake: threading.Lock, timeout_s: float) -> Request | None:
+        """The next item, or None after ``timeout_s`` (or a spurious wake-up).  ``wake`` is the
+        calling handler's own lock, held by it whenever it is not asleep here."""
+        with self._lock:
+            if self._items:
+                item = self._items.popleft()
+                if self._full_waiters:
+                    self._not_full.notify()
+                return item
+            self._sleepers.append(wake)
+        if not wake.acquire(timeout=timeout_s):
+            with self._lock:
+                if wake in self._sleepers:  # nobody woke us: we leave the stack ourselves
+                    self._sleepers.remove(wake)
+                    return None
+            wake.acquire()  # a put woke us just as we timed out: take its release back
+        with self._lock:
+            if not self._items:
+                return None  # a busy handler took it first
+            item = self._items.popleft()
+            if self._full_waiters:
+                self._not_full.notify()
+            return item
+
+    def wake_all(self) -> None:
+        """Wake every sleeping handler (shutdown)."""
+        with self._lock:
+            sleepers, self._sleepers = self._sleepers, []
+        for sleeper in sleepers:
+            sleeper.release()
+
+
+class HandlerTurn(threading.local):
+    """Per thread: the processors a handler thread owes a wake-up, paid when its turn ends
+    (:meth:`~kafkacore.broker.handler.KafkaRequestHandler.do_work`).  ``None`` on every other
+    thread (timers, purgatory reapers, coordinators): those wake a processor at once."""
+
+    owed: list[Processor] | None = None
+
+
+#: The wake-ups of the handler thread running now (see HandlerTurn).
+HANDLER_TURN = HandlerTurn()
+
+
 class RequestChannel:
     """The request queue, and a way to each processor's response queue."""
 
     def __init__(self, queue_size: int = 500) -> None:
         #: Bounded: when handlers fall behind, processors block on put() and stop reading.
-        self.request_queue: queue.Queue[Request | None] = queue.Queue(maxsize=queue_size)
+        self.request_queue = RequestQueue(queue_size)
         self._processors: dict[int, Processor] = {}
 
     def add_processor(self, processor: Processor) -> None:
@@ -112,18 +216,18 @@ class RequestChannel:
 
     # -- the processors' side -------------------------------------------------------------------
 
-    def send_request(self, request: Request, timeout_s: float | None = None) -> None:
-        """Put a request on the shared queue; blocks while the queue is full."""
-        self.request_queue.put(request, timeout=timeout_s)
+    def send_request(self, request: Request,
+                     timeout_s: float | None = None) -> threading.Lock | None:
+        """Put a request on the shared queue; blocks while the queue is full.  Returns the
+        wake-up the caller owes a sleeping handler (:meth:`RequestQueue.put`)."""
+        return self.request_queue.put(request, timeout_s)
 
     # -- the handlers' side ---------------------------------------------------------------------
 
-    def receive_request(self, timeout_s: float) -> Request | None:
-        """The next request, or None after ``timeout_s`` (or a shutdown marker)."""
-        try:
-            return self.request_queue.get(timeout=timeout_s)
-        except queue.Empty:
-            return None
+    def receive_request(self, wake: threading.Lock, timeout_s: float) -> Request | None:
+        """The next request, or None after ``timeout_s``; ``wake`` is the handler's own
+        wake-up lock (see :class:`RequestQueue`)."""
+        return self.request_queue.get(wake, timeout_s)
 
     def send_response(self, request: Request, body: Mapping[str, Any]) -> None:
         """Encode ``body`` as the response to ``request`` and queue it on its processor."""
@@ -152,4 +256,4 @@ class RequestChannel:
         processor.enqueue_response(response)
 
     def statistics(self) -> dict[str, int]:
-        return {"queued_requests": self.request_queue.qsize()}
+        return {"queued_requests": len(self.request_queue)}

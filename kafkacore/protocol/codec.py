@@ -353,8 +353,15 @@ def _item_encoder(f: Field, version: int, compact: bool) -> Encoder:
         sub = f.struct
         assert sub is not None
 
+        # A nullable structure (not an array of them) starts with a marker: -1 null, 1 present.
+        marked = nullable and not f.is_array
+
         def enc_struct(w: _Writer, value: Any) -> None:
-            if not isinstance(value, Mapping):
+            if marked:
+                w.buf += _INT8.pack(-1 if value is None else 1)
+                if value is None:
+                    return
+            if value.__class__ is not dict and not isinstance(value, Mapping):
                 raise TypeError(f"{sub.name} must be a dict, got {type(value).__name__}")
             _encode_struct(w, sub, value, version, compact)
 
@@ -435,7 +442,7 @@ def _field_encoder(f: Field, version: int, compact: bool) -> Encoder:
                 raise ValueError("null is not allowed in this version")
             _write_length(w, None, compact, True)
             return
-        if isinstance(value, (str, bytes, Mapping)):
+        if value.__class__ is not list and isinstance(value, (str, bytes, Mapping)):
             raise TypeError(f"an array must be a list, got {type(value).__name__}")
         _write_length(w, len(value), compact, True)
         for element in value:
@@ -452,7 +459,8 @@ def _encode_value(w: _Writer, f: Field, value: Any, version: int, compact: bool)
 class _Plan:
     """One structure at one version, compiled: what to write or read, in which order."""
 
-    __slots__ = ("fixed_enc", "tagged_enc", "absent", "fixed_dec", "tagged_dec", "tag_defaults")
+    __slots__ = ("fixed_enc", "tagged_enc", "absent", "absent_names", "fixed_dec", "tagged_dec",
+                 "tag_defaults")
 
     def __init__(self, s: Struct, version: int, compact: bool) -> None:
         fixed, tagged, absent = s.layout(version)
@@ -469,6 +477,7 @@ class _Plan:
             for tag, f in tagged.items()
         )
         self.absent = absent
+        self.absent_names = frozenset(f.name for f in absent)
         # Runs of fixed-size numbers (index, error code, offsets, ...) are read with one
         # struct.unpack_from each: a step is (None, names, Struct) for a run, (name, dec) else.
         steps: list[tuple[Any, Any]] = []
@@ -501,10 +510,12 @@ def _encode_struct(
 ) -> None:
     plan = s.plan(version, compact)
     by_name = s.by_name
-    for key in value:
-        if key not in by_name:
-            raise ValueError(f"{s.name} has no field {key!r}")
-    for f in plan.absent:
+    # (the common case, checked in C: every key is a field, none is absent from this version)
+    if not value.keys() <= by_name.keys():
+        for key in value:
+            if key not in by_name:
+                raise ValueError(f"{s.name} has no field {key!r}")
+    for f in plan.absent if not plan.absent_names.isdisjoint(value) else ():
         # A value for a field this version lacks may be dropped only if the field is ignorable.
         if f.name in value and not f.ignorable and value[f.name] != f.default_for(version):
             raise errors.UnsupportedVersionError(
@@ -555,7 +566,7 @@ def encode(message: Message, version: int, body: Mapping[str, Any]) -> list[Buff
     encoding; ``records`` values appear in it uncopied.
     """
     message.check_version(version)
-    if not isinstance(body, Mapping):
+    if body.__class__ is not dict and not isinstance(body, Mapping):
         raise TypeError(f"{message.name} body must be a dict, got {type(body).__name__}")
     w = _Writer()
     _encode_struct(w, message.body, body, version, version in message.flexible)
@@ -650,7 +661,15 @@ def _item_decoder(f: Field, version: int, compact: bool) -> Decoder:
         sub = f.struct
         assert sub is not None
 
+        marked = nullable and not f.is_array
+
         def dec_struct(r: _Reader) -> Any:
+            if marked:
+                if r.pos >= r.end:
+                    raise ProtocolError(f"{name}: truncated at offset {r.pos}")
+                r.pos += 1
+                if r.data[r.pos - 1] == 0xFF:  # -1: null
+                    return None
             return _decode_struct(r, sub, version, compact)
 
         return dec_struct

@@ -38,6 +38,9 @@ class LogDirFailureChannel:
                   "until a write there succeeds again", log_dir, message, exc)
         return True
 
+    def any_offline(self) -> bool:
+        return bool(self._offline)
+
     def is_offline(self, log_dir: Path) -> bool:
         return log_dir in self._offline  # a dict read: atomic under the GIL
 

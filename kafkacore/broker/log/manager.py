@@ -20,13 +20,16 @@ import os
 import re
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafkacore.broker.log.cleaner_config import CleanerConfig
 from kafkacore.broker.log.config import LONG_MAX, LogConfig
 from kafkacore.broker.log.dir_failure_channel import LogDirFailureChannel
 from kafkacore.broker.log.log import Log
+from kafkacore.broker.log.log_cleaner import LogCleaner
 from kafkacore.errors import KafkaStorageError
 
 log = logging.getLogger(__name__)
@@ -65,7 +68,8 @@ _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 class LogManager:
     def __init__(self, log_dirs: list[str | Path], default_config: LogConfig | None = None,
-                 *, scheduler: Any = None, intervals: LogManagerIntervals | None = None) -> None:
+                 *, scheduler: Any = None, intervals: LogManagerIntervals | None = None,
+                 cleaner_config: CleanerConfig | None = None) -> None:
         if not log_dirs:
             raise KafkaStorageError("log.dirs is empty")
         self.log_dirs = [Path(d) for d in log_dirs]
@@ -81,6 +85,10 @@ class LogManager:
         self._unsynced_dirs: set[Path] = set()
         self._lock = threading.Lock()
         self._started = False
+        #: the log cleaner (compacted topics), started by ``startup`` when enabled
+        self.cleaner: LogCleaner | None = None
+        if cleaner_config is not None and cleaner_config.enable_cleaner:
+            self.cleaner = LogCleaner(cleaner_config, self.log_dirs, self.all_logs)
 
     def startup(self, topic_configs: dict[str, LogConfig] | None = None) -> None:
         """Open (and recover) every ``topic-partition`` directory found in the log dirs, each
@@ -124,6 +132,8 @@ class LogManager:
             self._started = True
         if self.scheduler is not None:
             self._schedule_tasks()
+        if self.cleaner is not None:
+            self.cleaner.startup()
 
     def _schedule_tasks(self) -> None:
         """Kafka's ``LogManager.startup``: the periodic log tasks.  A period of Long.MAX_VALUE
@@ -241,6 +251,16 @@ class LogManager:
         lg.delete()
         return True
 
+    def reconfigure_default_log_config(
+            self, default: LogConfig, topic_configs: Callable[[str], dict[str, str]]) -> None:
+        """The broker's log defaults changed (a dynamic broker config): every log takes them,
+        under its topic's own settings (Kafka's ``LogManager.reconfigureDefaultLogConfig``)."""
+        with self._lock:
+            self.default_config = default
+            logs = list(self._logs.items())
+        for (topic, _), lg in logs:
+            lg.update_config(LogConfig.from_properties(topic_configs(topic), base=default))
+
     def all_logs(self) -> dict[tuple[str, int], Log]:
         return dict(self._logs)
 
@@ -329,7 +349,10 @@ class LogManager:
             lg.flush()
 
     def shutdown(self) -> None:
-        """Close every log (flush + producer snapshot), then mark the dirs clean."""
+        """Stop the cleaner, close every log (flush + producer snapshot), then mark the dirs
+        clean."""
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
         with self._lock:
             for lg in self._logs.values():
                 lg.close()
