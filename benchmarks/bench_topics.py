@@ -160,8 +160,15 @@ def measure(kind: str, args: argparse.Namespace) -> dict[str, Any]:
     return row
 
 
-def first_thousand(kind: str, batch: int) -> float:
-    """Seconds to create 1,000 topics in a fresh broker (one round of the paired rounds)."""
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process, all its threads (``/proc/<pid>/stat``)."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def first_thousand(kind: str, batch: int) -> tuple[float, float]:
+    """(seconds, broker CPU seconds) to create 1,000 topics in a fresh broker: one round of
+    the paired rounds."""
     from kafkacore.testing import LocalBroker
 
     with LocalBroker(kind=kind) as broker:
@@ -169,10 +176,10 @@ def first_thousand(kind: str, batch: int) -> float:
         try:
             admin.create_topics(["warm-up"])  # the first request's one-off costs
             names = [f"round-topic-{i:04d}" for i in range(1000)]
-            t0 = time.perf_counter()
+            cpu0, t0 = process_cpu_s(broker.pid), time.perf_counter()
             for start in range(0, 1000, batch):
                 admin.create_topics(names[start:start + batch])
-            return time.perf_counter() - t0
+            return time.perf_counter() - t0, process_cpu_s(broker.pid) - cpu0
         finally:
             admin.close()
 
@@ -197,12 +204,16 @@ def main() -> None:
     # The shared machine's load moves in minutes: paired short rounds, taking turns (each
     # round in the other order), tell the brokers apart better than two long runs in a row.
     rounds: dict[str, list[float]] = {k: [] for k in args.brokers}
+    cpu: dict[str, list[float]] = {k: [] for k in args.brokers}
     args.rounds_load = [load_average()]
     for r in range(args.rounds):
         for kind in args.brokers if r % 2 == 0 else list(reversed(args.brokers)):
-            rounds[kind].append(round(first_thousand(kind, args.batch), 3))
-        print("  rounds of 1,000: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in rounds.items()),
-              flush=True)
+            wall, used = first_thousand(kind, args.batch)
+            rounds[kind].append(round(wall, 3))
+            cpu[kind].append(round(used, 3))
+        print("  rounds of 1,000: " + ", ".join(
+            f"{k} {rounds[k][-1]:.2f} s ({cpu[k][-1]:.2f} s CPU)" for k in rounds), flush=True)
+    args.rounds_cpu = cpu
     args.rounds_load.append(load_average())
     for kind in kinds:
         rows.append(measure(kind, args))
@@ -226,6 +237,8 @@ def main() -> None:
             "first_thousand": ours[0] / theirs[0],
             "thousand_in_rounds_median": (statistics.median(rounds["kafkacore"])
                                           / statistics.median(rounds["tansu"])),
+            "cpu_per_thousand_median": (statistics.median(cpu["kafkacore"])
+                                        / statistics.median(cpu["tansu"])),
             "all": sum(ours) / sum(theirs),
             "last_thousand": ours[-1] / theirs[-1],
         }
@@ -243,7 +256,8 @@ def save(args: argparse.Namespace, rows: list[dict[str, Any]], ratios: dict[str,
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, "
                    f"Python {platform.python_version()}",
         "topics": args.topics, "batch": args.batch, "few": args.few, "probes": args.probes,
-        "rounds_of_a_thousand_s": rounds, "rounds_load": args.rounds_load,
+        "rounds_of_a_thousand_s": rounds, "rounds_cpu_s": args.rounds_cpu,
+        "rounds_load": args.rounds_load,
         "rows": rows, "ratios": ratios,
     }, indent=2) + "\n")
 
