@@ -9,6 +9,10 @@ its own defaults Kafka's cleaner takes no time from its throttle, so the figure 
 time at a given throttle; ``--throttle`` sets ours to show it holds.
 
     PYTHONPATH=$PWD python benchmarks/bench_cleaner.py [--updates N] [--keys K] [--throttle B/s]
+
+``--commits N`` measures instead ``__consumer_offsets`` through N offset commits of one
+confluent-kafka consumer (10 partitions, so 10 keys) on an in-process broker, with 256 KiB
+segments: the size of the offsets partition's log, written and as the cleaner leaves it.
 """
 
 from __future__ import annotations
@@ -32,7 +36,11 @@ def main() -> None:
     ap.add_argument("--updates", type=int, default=1_000_000)
     ap.add_argument("--keys", type=int, default=10_000)
     ap.add_argument("--throttle", type=float, default=DOUBLE_MAX)
+    ap.add_argument("--commits", type=int, default=0)
     args = ap.parse_args()
+    if args.commits:
+        offsets_topic(args.commits)
+        return
     root = Path(tempfile.mkdtemp())
     try:
         config = LogConfig.from_properties({"cleanup.policy": "compact",
@@ -78,6 +86,57 @@ def main() -> None:
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+#: ``offsets.topic.segment.bytes`` of the --commits run (Kafka's 100 MiB would not roll before
+#: a few hundred thousand commits, and the active segment is never cleaned)
+SEGMENT_BYTES = 256 * 1024
+
+
+def offsets_topic(commits: int) -> None:
+    import confluent_kafka as ck
+
+    from kafkacore.admin import create_topics
+    from kafkacore.broker import Broker
+
+    with Broker({"num.partitions": "10", "offsets.topic.num.partitions": "1",
+                 "offsets.topic.segment.bytes": str(SEGMENT_BYTES),
+                 "log.cleaner.backoff.ms": "1000"}) as broker:
+        bootstrap = broker.bootstrap_servers
+        create_topics(bootstrap, {"bench": 10})
+        consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-group",
+                                "enable.auto.commit": False})
+        t0 = time.monotonic()
+        for n in range(commits):
+            tps = [ck.TopicPartition("bench", n % 10, n)]
+            consumer.commit(offsets=tps, asynchronous=n % 1000 != 999)
+        elapsed = time.monotonic() - t0
+        lg = broker.log_manager.get_log("__consumer_offsets", 0)
+        written = lg.log_end_offset
+        print(f"{commits} commits in {elapsed:.1f} s: __consumer_offsets holds offsets 0 to "
+              f"{written - 1}, {lg.size_in_bytes / 1e6:.1f} MB in {len(lg.segments)} segments")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and lg.size_in_bytes > 3 * SEGMENT_BYTES:
+            time.sleep(0.5)
+        active = lg.active_segment.base_offset
+        cleaned = sum(1 for r in _records(lg) if r.offset < active)
+        print(f"after the cleaner: {lg.size_in_bytes / 1e6:.2f} MB in {len(lg.segments)} "
+              f"segments; {cleaned} records below the active segment (which is never cleaned)")
+        committed = consumer.committed([ck.TopicPartition("bench", p) for p in range(10)], 10)
+        assert all(tp.offset >= 0 for tp in committed), committed
+        consumer.close()
+        print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def _records(lg: Log):
+    offset = lg.log_start_offset
+    while offset < lg.log_end_offset:
+        data = lg.read(offset, 1 << 20).records
+        if not data:
+            return
+        for batch in iter_batches(data):
+            yield from batch.records
+            offset = batch.last_offset + 1
 
 
 def _one(now: int) -> bytes:

@@ -55,6 +55,7 @@ KAFKA_ONLY = frozenset(
     producer.id.expiration.ms message.max.bytes connection.failed.authentication.delay.ms
     check.crcs rebalance.timeout.ms group.instance.id offset.metadata.max.bytes
     transaction.partition.verification.enable spark.python.worker.reuse
+    leader.replication.throttled.rate
     metadata.log.max.record.bytes.between.snapshots metadata.log.max.snapshot.interval.ms
     """.split()
 )

@@ -54,6 +54,19 @@ class TopicMetadata:
     configs: dict[str, str] = field(default_factory=dict)
 
 
+#: ConfigRecord resource types (Kafka's ``ConfigResource.Type``)
+RESOURCE_TYPE_TOPIC = 2
+RESOURCE_TYPE_BROKER = 4
+
+
+def _config_changes(kind: int, name: str, old: dict[str, str],
+                    new: dict[str, str]) -> list[Record]:
+    """The ConfigRecords that turn ``old`` into ``new`` (a null value: back to the default)."""
+    return [{"type": "ConfigRecord", "resource_type": kind, "resource_name": name, "name": key,
+             "value": new.get(key)}
+            for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+
+
 class MetadataCache:
     """The topics by name and by id.  Readers take no lock: a change is published (the dicts
     updated) only after its records are on disk."""
@@ -64,6 +77,9 @@ class MetadataCache:
         self._lock = threading.RLock()
         self._topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, str] = {}
+        #: dynamic broker configs (ConfigRecords of BROKER resources): resource name ("" for
+        #: the cluster-wide default, else a broker id) -> name -> value
+        self._broker_configs: dict[str, dict[str, str]] = {}
         #: records of the open batch, not yet on disk, and the names they create
         self._pending: list[Record] = []
         self._pending_names: set[str] = set()
@@ -73,6 +89,7 @@ class MetadataCache:
             topic = TopicMetadata(t["name"], uuid.UUID(t["id"]), t["partitions"], t["configs"])
             self._topics[topic.name] = topic
             self._by_id[topic.topic_id] = topic.name
+        self._broker_configs = (snapshot or {}).get("broker_configs", {})
         for record in records:
             self._replay(record)
 
@@ -134,6 +151,26 @@ class MetadataCache:
                               for p in range(topic.partitions, partitions)])
             return topic
 
+    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> TopicMetadata | None:
+        """Replace ``name``'s own configs (ConfigRecords, on disk before returning); None for an
+        unknown topic."""
+        with self._lock:
+            topic = self._topics.get(name)
+            if topic is not None:
+                self._change(_config_changes(RESOURCE_TYPE_TOPIC, name, topic.configs, configs))
+            return topic
+
+    def broker_configs(self) -> dict[str, dict[str, str]]:
+        """The dynamic broker configs: resource name ("" the default) -> name -> value."""
+        with self._lock:
+            return {k: dict(v) for k, v in self._broker_configs.items()}
+
+    def alter_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
+        """Replace the dynamic configs of one broker resource (persisted before returning)."""
+        with self._lock:
+            self._change(_config_changes(RESOURCE_TYPE_BROKER, resource_name,
+                                         self._broker_configs.get(resource_name, {}), configs))
+
     def remove_topic(self, name: str) -> TopicMetadata | None:
         with self._lock:
             topic = self._topics.get(name)
@@ -170,11 +207,19 @@ class MetadataCache:
             topic = self._topics[self._by_id[uuid.UUID(r["topic_id"])]]
             topic.partitions = max(topic.partitions, r["partition_id"] + 1)
         elif kind == "ConfigRecord":
-            self._topics[r["resource_name"]].configs[r["name"]] = r["value"]
+            if r.get("resource_type", RESOURCE_TYPE_TOPIC) == RESOURCE_TYPE_TOPIC:
+                configs = self._topics[r["resource_name"]].configs
+            else:
+                configs = self._broker_configs.setdefault(r["resource_name"], {})
+            if r["value"] is None:  # back to the default
+                configs.pop(r["name"], None)
+            else:
+                configs[r["name"]] = r["value"]
         elif kind == "RemoveTopicRecord":
             name = self._by_id.pop(uuid.UUID(r["topic_id"]))
             del self._topics[name]
 
     def _snapshot(self) -> dict[str, Any]:
         return {"topics": [{"name": t.name, "id": str(t.topic_id), "partitions": t.partitions,
-                            "configs": t.configs} for t in self._topics.values()]}
+                            "configs": t.configs} for t in self._topics.values()],
+                "broker_configs": self._broker_configs}

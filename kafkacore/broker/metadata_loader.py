@@ -27,6 +27,12 @@ from kafkacore.broker.authorizer.acl import (
     ResourcePattern,
     ResourceType,
 )
+from kafkacore.broker.config_admin_manager import (
+    RESOURCE_TYPE_BROKER,
+    RESOURCE_TYPE_TOPIC,
+    apply_broker_configs,
+    apply_topic_configs,
+)
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.metadata_log import METADATA_TOPIC_ID
 from kafkacore.broker.partition import PartitionState
@@ -44,10 +50,17 @@ FETCH_VERSION = 16
 FETCH_MAX_BYTES = 16 * 1024 * 1024
 DESCRIBE_CONFIGS_VERSION = 2
 DESCRIBE_ACLS_VERSION = 3
-CONFIG_SOURCE_TOPIC = 1
 
 
 Topics = dict[str, tuple[uuid.UUID, dict[int, PartitionState]]]
+
+
+def _set_config(configs: dict[str, str], name: str, value: str | None) -> None:
+    """A ConfigRecord's change: a value, or null for "back to the default"."""
+    if value is None:
+        configs.pop(name, None)
+    else:
+        configs[name] = value
 
 
 class MetadataLoader:
@@ -114,6 +127,8 @@ class MetadataLoader:
         """Replay ``records`` into the image (Kafka's ``MetadataDelta``), then publish what
         they changed."""
         new: dict[str, dict[str, str]] = {}  # topic -> its configs
+        changed_topics: dict[str, dict[str, str]] = {}  # known topic -> its new configs
+        changed_brokers: dict[str, dict[str, str]] = {}  # "" or our id -> its new configs
         removed: set[str] = set()
         grown: set[str] = set()
         copied: set[str] = set()  # topics whose partitions dict is this delta's own copy
@@ -132,8 +147,18 @@ class MetadataLoader:
                 new[name] = {}
                 copied.add(name)
             elif kind == "ConfigRecord":
-                if r["resource_name"] in new:
-                    new[r["resource_name"]][r["name"]] = r["value"]
+                name = r["resource_name"]
+                if r.get("resource_type", RESOURCE_TYPE_TOPIC) == RESOURCE_TYPE_BROKER:
+                    if name in ("", str(self.broker.broker_id)):
+                        layer = changed_brokers.setdefault(
+                            name, self.broker.dynamic_config.dynamic(name))
+                        _set_config(layer, r["name"], r["value"])
+                elif name in new:
+                    _set_config(new[name], r["name"], r["value"])
+                elif name in self._topics:  # AlterConfigs on a topic we have
+                    meta = self.broker.metadata_cache.get(name)
+                    layer = changed_topics.setdefault(name, dict(meta.configs) if meta else {})
+                    _set_config(layer, r["name"], r["value"])
             elif kind in ("PartitionRecord", "PartitionChangeRecord"):
                 name = self._names.get(uuid.UUID(r["topic_id"]))
                 if name is None:
@@ -158,6 +183,8 @@ class MetadataLoader:
             elif kind == "FenceBrokerRecord":
                 self._brokers.pop(r["broker_id"], None)
         self._publish(new, removed, grown)
+        self._apply_config_changes(
+            {n: c for n, c in changed_topics.items() if n in self._topics}, changed_brokers)
 
     def _publish(self, new: dict[str, dict[str, str]], removed: set[str],
                  grown: set[str]) -> None:
@@ -192,7 +219,8 @@ class MetadataLoader:
         cache = self.broker.metadata_cache
         new = [name for name in topics if cache.get(name) is None or
                cache.get(name).topic_id != topics[name][0]]
-        configs = self._describe_configs(new) if new else {}
+        # The whole image: every topic's configs and this broker's dynamic configs.
+        configs, broker_configs = self._describe_configs(list(topics))
         removed = {t.name for t in cache.topics() if t.name not in topics} | {
             name for name in new if cache.get(name) is not None}
         grown = {name for name, (_, parts) in topics.items()
@@ -201,6 +229,7 @@ class MetadataLoader:
         self._names = {topic_id: name for name, (topic_id, _) in topics.items()}
         self._offset = end_offset
         self._publish({name: configs.get(name, {}) for name in new}, removed, grown)
+        self._apply_config_changes(configs, broker_configs)
 
     def _load_acls(self) -> None:
         """Replace the authorizer's ACLs with the controller's (KRaft brokers replay the ACL
@@ -230,12 +259,39 @@ class MetadataLoader:
             broker.replica_manager.drop_partition((name, p))
             broker.log_manager.delete_log(name, p)
 
-    def _describe_configs(self, names: list[str]) -> dict[str, dict[str, str]]:
+    def _describe_configs(self, names: list[str]
+                          ) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+        """The dynamic configs the controller keeps: each topic's own, and those of the broker
+        resources that concern this broker ("" and its id)."""
+        mine = ("", str(self.broker.broker_id))
         response = self._client.send(ApiKey.DESCRIBE_CONFIGS, DESCRIBE_CONFIGS_VERSION, {
-            "resources": [{"resource_type": 2, "resource_name": n, "configuration_keys": None}
-                          for n in names],
+            "resources": [{"resource_type": RESOURCE_TYPE_TOPIC, "resource_name": n,
+                           "configuration_keys": None} for n in names] +
+                         [{"resource_type": RESOURCE_TYPE_BROKER, "resource_name": n,
+                           "configuration_keys": None} for n in mine],
             "include_synoyms": False,
         })
-        return {r["resource_name"]: {c["name"]: c["value"] for c in r["configs"]
-                                     if c["config_source"] == CONFIG_SOURCE_TOPIC}
-                for r in response["results"] if r["error_code"] == Errors.NONE}
+        topics: dict[str, dict[str, str]] = {}
+        brokers: dict[str, dict[str, str]] = {}
+        for r in response["results"]:
+            if r["error_code"] != Errors.NONE:
+                continue
+            found = {c["name"]: c["value"] for c in r["configs"]}
+            if r["resource_type"] == RESOURCE_TYPE_BROKER:
+                brokers[r["resource_name"]] = found
+            else:
+                topics[r["resource_name"]] = found
+        return topics, brokers
+
+    def _apply_config_changes(self, topics: dict[str, dict[str, str]],
+                              brokers: dict[str, dict[str, str]]) -> None:
+        """Configs changed by AlterConfigs take effect here: topics' in their logs, the broker
+        resources' in this broker's defaults."""
+        cache = self.broker.metadata_cache
+        for name, configs in topics.items():
+            meta = cache.get(name)
+            if meta is not None and meta.configs != configs:
+                apply_topic_configs(self.broker, name, configs)
+        for name, configs in brokers.items():
+            if self.broker.dynamic_config.dynamic(name) != configs:
+                apply_broker_configs(self.broker, name, configs)

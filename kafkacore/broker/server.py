@@ -102,6 +102,10 @@ class Broker:
 
         first_dir = self.config.log_dirs[0]
         self.metadata_cache = MetadataCache(first_dir)
+        from kafkacore.broker.dynamic_broker_config import DynamicBrokerConfig
+
+        self.dynamic_config = DynamicBrokerConfig(self.config, self.broker_id,
+                                                  self.metadata_cache.broker_configs())
         self.authorizer = StandardAuthorizer.from_config(self.config)
         # In a cluster each broker has its own range of producer ids (see ProducerIdManager).
         in_cluster = self.config["process.roles"] == "broker"
@@ -200,23 +204,7 @@ def _make_log_manager(broker: Broker) -> Any:
     from kafkacore.broker.log.manager import LogManagerIntervals
 
     c = broker.config
-    default = LogConfig(
-        segment_bytes=c["log.segment.bytes"],
-        retention_ms=c["log.retention.ms"],
-        retention_bytes=c["log.retention.bytes"],
-        max_message_bytes=c["message.max.bytes"],
-        flush_messages=c["log.flush.interval.messages"],
-        index_interval_bytes=c["log.index.interval.bytes"],
-        min_insync_replicas=c["min.insync.replicas"],
-        cleanup_policy=",".join(sorted(c["log.cleanup.policy"].split(","))),
-        min_cleanable_dirty_ratio=c["log.cleaner.min.cleanable.ratio"],
-        min_compaction_lag_ms=c["log.cleaner.min.compaction.lag.ms"],
-        max_compaction_lag_ms=c["log.cleaner.max.compaction.lag.ms"],
-        delete_retention_ms=c["log.cleaner.delete.retention.ms"],
-        # Kafka: log.flush.interval.ms unset means log.flush.scheduler.interval.ms.
-        flush_ms=(c["log.flush.scheduler.interval.ms"] if c["log.flush.interval.ms"] is None
-                  else c["log.flush.interval.ms"]),
-    )
+    default = broker.dynamic_config.default_log_config()
     dirs: list[str | Path] = list(c.log_dirs)
     intervals = LogManagerIntervals(
         retention_check_ms=c["log.retention.check.interval.ms"],
@@ -234,4 +222,11 @@ def _make_log_manager(broker: Broker) -> Any:
         for t in broker.metadata_cache.topics()
     }
     manager.startup(topic_configs)
+
+    def topic_configs_of(name: str) -> dict[str, str]:
+        meta = broker.metadata_cache.get(name)
+        return {} if meta is None else meta.configs
+
+    broker.dynamic_config.log_listeners.append(
+        lambda default: manager.reconfigure_default_log_config(default, topic_configs_of))
     return manager

@@ -116,7 +116,7 @@ def render(data: dict) -> str:
         out += [f"   * - {data['clients'][c]['name']}", f"     - {data['clients'][c]['version']}",
                 *[f"     - {counts(data, b, c)}" for b in BROKERS]]
     out.append("")
-    for c, info in data["clients"].items():
+    for info in data["clients"].values():
         if info["unavailable"]:
             out += [f"{info['name']} did not run: {info['unavailable']}.", ""]
     out += [".. list-table:: Each call, each client, on our broker (\u2014: the client has no "

@@ -72,6 +72,7 @@ def short(text: str, limit: int = 160) -> str:
     line = re.sub(r"localhost:\d+", "HOST:PORT", line)
     line = re.sub(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "UUID", line)
     line = re.sub(r"\d+(\.\d+)?\s?ms\b", "N ms", line)
+    line = re.sub(r"\b1\d{12}\b", "TIMESTAMP", line)  # milliseconds since 1970
     return line if len(line) <= limit else line[: limit - 1] + "\u2026"
 
 

@@ -42,7 +42,7 @@ def versions() -> dict[str, str]:
     import confluent_kafka
     import kafka
 
-    found = {"confluent": f"{confluent_kafka.version()[0]} (librdkafka {confluent_kafka.libversion()[0]})",
+    found = {"confluent": f"{confluent_kafka.version()} (librdkafka {confluent_kafka.libversion()[0]})",
              "kafka_python": kafka.__version__, "aiokafka": aiokafka.__version__}
     kcat = shutil.which("kcat")
     if kcat:
@@ -127,7 +127,7 @@ def run_driver(client: str, bootstrap: str, calls: Iterable[str] = harness.CALL_
         done = [c for c in remaining if c in results]
         if not done:  # the driver did not start at all
             for c in remaining:
-                results[c] = {"status": "fails", "detail": f"the driver did not run: {command(client)}"}
+                results[c] = {"status": "fails", "detail": f"the {client} driver did not start"}
         remaining = [c for c in remaining if c not in results]
     return results
 

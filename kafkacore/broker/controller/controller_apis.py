@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Any
 from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
+from kafkacore.broker.config_admin_manager import RESOURCE_TYPE_BROKER
+from kafkacore.broker.config_source import ConfigSource
+from kafkacore.broker.dynamic_broker_config import DEFAULT_RESOURCE
 from kafkacore.broker.metadata_log import METADATA_TOPIC_ID
 from kafkacore.broker.request_channel import Request
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
@@ -22,6 +25,28 @@ if TYPE_CHECKING:
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 #: at most this many metadata records in one Fetch answer (the broker fetches again)
 MAX_RECORDS_PER_FETCH = 10_000
+
+
+def reassignment_results(results: dict[tuple[str, int], tuple[int, str | None]]
+                         ) -> dict[str, Any]:
+    """AlterPartitionReassignments' answer, by topic."""
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, index), (error, message) in results.items():
+        by_topic.setdefault(topic, []).append(
+            {"partition_index": index, "error_code": error, "error_message": message})
+    return {"throttle_time_ms": 0, "error_code": Errors.NONE, "error_message": None,
+            "allow_replication_factor_change": True,
+            "responses": [{"name": t, "partitions": parts} for t, parts in by_topic.items()]}
+
+
+def election_results(results: dict[tuple[str, int], tuple[int, str | None]]
+                     ) -> list[dict[str, Any]]:
+    """ElectLeaders' answer, by topic."""
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, index), (error, message) in results.items():
+        by_topic.setdefault(topic, []).append(
+            {"partition_id": index, "error_code": error, "error_message": message})
+    return [{"topic": t, "partition_result": parts} for t, parts in by_topic.items()]
 
 
 class ControllerApis(ApiRequestHandler):
@@ -43,6 +68,12 @@ class ControllerApis(ApiRequestHandler):
             ApiKey.BROKER_REGISTRATION: self.handle_broker_registration_request,
             ApiKey.BROKER_HEARTBEAT: self.handle_broker_heartbeat_request,
             ApiKey.ALTER_PARTITION: self.handle_alter_partition_request,
+            ApiKey.ELECT_LEADERS: self.handle_elect_leaders_request,
+            ApiKey.ALTER_CONFIGS: self.handle_alter_configs_request,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs_request,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS:
+                self.handle_alter_partition_reassignments_request,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments_request,
         }
         acl_apis = AclApis(self, server.acls)
         self.handlers.update({
@@ -165,8 +196,16 @@ class ControllerApis(ApiRequestHandler):
 
     def handle_delete_topics_request(self, request: Request) -> None:
         assert request.body is not None
-        results = [{"name": name, "error_code": self.controller.delete_topic(name)}
-                   for name in request.body["topic_names"]]
+        body = request.body
+        # A broker forwards topics by name (it resolved v6's ids).
+        names = [t["name"] for t in body["topics"]] if request.api_version >= 6 \
+            else body["topic_names"]
+        results = []
+        for name in names:
+            info = self.controller.replication.topics.get(name)
+            topic_id = uuid.UUID(info.topic_id) if info is not None else uuid.UUID(int=0)
+            results.append({"name": name, "topic_id": topic_id, "error_message": None,
+                            "error_code": self.controller.delete_topic(name)})
         self.respond(request, {"throttle_time_ms": 0, "responses": results})
 
     def handle_create_partitions_request(self, request: Request) -> None:
@@ -180,23 +219,80 @@ class ControllerApis(ApiRequestHandler):
         self.respond(request, {"throttle_time_ms": 0, "results": results})
 
     def handle_describe_configs_request(self, request: Request) -> None:
-        """A topic's own configs (DYNAMIC_TOPIC_CONFIG): what brokers need to open its logs."""
+        """The dynamic configs the controller keeps: a topic's own (DYNAMIC_TOPIC_CONFIG), a
+        broker resource's (DYNAMIC_BROKER_CONFIG, or DYNAMIC_DEFAULT_BROKER_CONFIG for "").
+        Brokers behind the last snapshot read them with the whole image."""
         assert request.body is not None
         results = []
         for res in request.body["resources"]:
-            info = self.controller.replication.topics.get(res["resource_name"])
+            name = res["resource_name"]
             result: dict[str, Any] = {"error_code": Errors.NONE, "error_message": None,
                                       "resource_type": res["resource_type"],
-                                      "resource_name": res["resource_name"], "configs": []}
-            if info is None:
-                result["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                                      "resource_name": name, "configs": []}
+            if res["resource_type"] == RESOURCE_TYPE_BROKER:
+                configs = self.controller.configuration.broker_configs.get(name, {})
+                source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if name == DEFAULT_RESOURCE \
+                    else ConfigSource.DYNAMIC_BROKER_CONFIG
             else:
-                result["configs"] = [
-                    {"name": k, "value": v, "read_only": False, "is_default": False,
-                     "config_source": 1, "is_sensitive": False, "synonyms": []}
-                    for k, v in info.configs.items()]
+                info = self.controller.replication.topics.get(name)
+                if info is None:
+                    result["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                configs = {} if info is None else info.configs
+                source = ConfigSource.TOPIC_CONFIG
+            result["configs"] = [
+                {"name": k, "value": v, "read_only": False, "is_default": False,
+                 "config_source": source, "is_sensitive": False, "synonyms": []}
+                for k, v in configs.items()]
             results.append(result)
         self.respond(request, {"throttle_time_ms": 0, "results": results})
+
+    def handle_alter_configs_request(self, request: Request) -> None:
+        self._alter_configs(request, incremental=False)
+
+    def handle_incremental_alter_configs_request(self, request: Request) -> None:
+        self._alter_configs(request, incremental=True)
+
+    def _alter_configs(self, request: Request, incremental: bool) -> None:
+        assert request.body is not None
+        body = request.body
+        self.respond(request, {"throttle_time_ms": 0, "responses": self.controller.alter_configs(
+            body["resources"], incremental, body["validate_only"])})
+
+    def handle_elect_leaders_request(self, request: Request) -> None:
+        assert request.body is not None
+        body = request.body
+        asked = body["topic_partitions"]
+        wanted = None if asked is None else [(t["topic"], p) for t in asked
+                                             for p in t["partitions"]]
+        results = self.controller.elect_leaders(body.get("election_type", 0), wanted)
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "replica_election_results": election_results(results)})
+
+    def handle_alter_partition_reassignments_request(self, request: Request) -> None:
+        assert request.body is not None
+        body = request.body
+        results = self.controller.alter_partition_reassignments(
+            [(t["name"], p["partition_index"], p["replicas"]) for t in body["topics"]
+             for p in t["partitions"]], body.get("allow_replication_factor_change", True))
+        self.respond(request, reassignment_results(results))
+
+    def handle_list_partition_reassignments_request(self, request: Request) -> None:
+        assert request.body is not None
+        asked = request.body["topics"]
+        with self.controller.lock:
+            ongoing = self.controller.replication.ongoing_reassignments(
+                None if asked is None else [(t["name"], p) for t in asked
+                                            for p in t["partition_indexes"]])
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for (name, index), part in ongoing.items():
+                by_topic.setdefault(name, []).append({
+                    "partition_index": index, "replicas": list(part.replicas),
+                    "adding_replicas": list(part.adding_replicas),
+                    "removing_replicas": list(part.removing_replicas)})
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "error_message": None, "topics": [
+                                   {"name": t, "partitions": parts}
+                                   for t, parts in by_topic.items()]})
 
     def handle_broker_registration_request(self, request: Request) -> None:
         assert request.body is not None

@@ -11,7 +11,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.config_admin_manager import alter_resources
 from kafkacore.broker.controller.broker_heartbeat_manager import BrokerHeartbeatManager
+from kafkacore.broker.controller.configuration_control_manager import (
+    ConfigurationControlManager,
+)
 from kafkacore.broker.controller.replication_control_manager import (
     PartitionRegistration,
     ReplicationControlManager,
@@ -45,7 +49,9 @@ def partition_record(kind: str, info: TopicControlInfo, index: int) -> Record:
     p = info.partitions[index]
     return {"type": kind, "topic_id": info.topic_id, "partition_id": index,
             "replicas": list(p.replicas), "isr": list(p.isr), "leader": p.leader,
-            "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch}
+            "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch,
+            "adding_replicas": list(p.adding_replicas),
+            "removing_replicas": list(p.removing_replicas)}
 
 
 class QuorumController:
@@ -60,6 +66,7 @@ class QuorumController:
         self.brokers: dict[int, BrokerRegistration] = {}
         self.heartbeats = BrokerHeartbeatManager(config["broker.session.timeout.ms"])
         self.replication = ReplicationControlManager()
+        self.configuration = ConfigurationControlManager(self.replication)
         self._next_broker_epoch = 1
         self.metadata_log = MetadataLog(config.log_dirs[0], STATE_LOG_NAME)
         #: records of the open batch (see :meth:`batch`), appended when it ends
@@ -87,6 +94,7 @@ class QuorumController:
                 self.replication.add(TopicControlInfo(
                     t["name"], t["topic_id"], t["configs"],
                     [PartitionRegistration(**p) for p in t["partitions"]]))
+            self.configuration.broker_configs = snapshot.get("broker_configs", {})
         for record in records:
             self._replay(record)
         self.records_start = self.metadata_log.end_offset - len(records)
@@ -105,12 +113,13 @@ class QuorumController:
         elif kind == "TopicRecord":
             rc.add(TopicControlInfo(r["name"], r["topic_id"], {}))
         elif kind == "ConfigRecord":
-            rc.topics[r["resource_name"]].configs[r["name"]] = r["value"]
+            self.configuration.replay(r)
         elif kind in ("PartitionRecord", "PartitionChangeRecord"):
             info = rc.by_id(r["topic_id"])
             assert info is not None, r
             reg = PartitionRegistration(r["replicas"], r["isr"], r["leader"], r["leader_epoch"],
-                                        r["partition_epoch"])
+                                        r["partition_epoch"], r.get("adding_replicas", []),
+                                        r.get("removing_replicas", []))
             if r["partition_id"] == len(info.partitions):
                 info.partitions.append(reg)
             else:
@@ -121,7 +130,8 @@ class QuorumController:
     def _snapshot(self) -> dict[str, Any]:
         return {"next_broker_epoch": self._next_broker_epoch,
                 "registered_brokers": sorted(self._registered),
-                "topics": [asdict(t) for t in self.replication.topics.values()]}
+                "topics": [asdict(t) for t in self.replication.topics.values()],
+                "broker_configs": self.configuration.broker_configs}
 
     def fetch_records(self, offset: int, max_records: int) -> tuple[int, list[Record], int, int]:
         """(error, up to ``max_records`` records from ``offset``, the first offset held, the end
@@ -329,10 +339,60 @@ class QuorumController:
                 return Errors.INELIGIBLE_REPLICA, part
             part.isr = [r for r in part.replicas if r in new_isr]
             part.partition_epoch += 1
+            if self.replication.maybe_complete_reassignment(part, active):
+                log.info("controller: %s-%d reassigned to %s, leader %d", info.name, index,
+                         part.replicas, part.leader)
             self._commit([partition_record("PartitionChangeRecord", info, index)])
             log.info("controller: %s-%d ISR now %s (asked by leader %d)", info.name, index,
                      part.isr, broker_id)
             return Errors.NONE, part
+
+    def alter_configs(self, resources: list[dict[str, Any]], incremental: bool,
+                      validate_only: bool) -> list[dict[str, Any]]:
+        """AlterConfigs and IncrementalAlterConfigs, each resource's answer; saved before."""
+        records: list[Record] = []
+
+        def alter_one(kind: int, name: str, configs: list[dict[str, Any]], incremental: bool,
+                      validate_only: bool) -> None:
+            records.extend(self.configuration.alter(kind, name, configs, incremental,
+                                                    validate_only))
+
+        with self.lock:
+            results = alter_resources(resources, incremental, validate_only, alter_one)
+            if records:
+                self._commit(records)
+                log.info("controller: %s", [(r["resource_name"], r["name"], r["value"])
+                                            for r in records])
+        return results
+
+    def alter_partition_reassignments(
+            self, moves: list[tuple[str, int, list[int] | None]], allow_rf_change: bool,
+    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """AlterPartitionReassignments: each move's (error, message); saved before."""
+        with self.lock:
+            registered = set(self.brokers)
+            active = self.active_brokers()
+            results = {(name, index): self.replication.alter_partition_reassignment(
+                name, index, target, registered, active, allow_rf_change)
+                for name, index, target in moves}
+            changed = [(self.replication.topics[name], index)
+                       for (name, index), (error, _) in results.items() if error == Errors.NONE]
+            if changed:
+                log.info("controller: reassignments: %s",
+                         self._commit_partition_changes(changed))
+            return results
+
+    def elect_leaders(self, election_type: int, wanted: list[tuple[str, int]] | None
+                      ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """ElectLeaders through the controller (see ``ReplicationControlManager``)."""
+        with self.lock:
+            results = self.replication.elect_leaders(election_type, wanted,
+                                                     self.active_brokers())
+            changed = [(self.replication.topics[name], index)
+                       for (name, index), (error, _) in results.items() if error == Errors.NONE]
+            if changed:
+                log.info("controller: ElectLeaders: %s", self._commit_partition_changes(changed))
+            return results
 
     def elect_leader(self, name: str, index: int, preferred: int) -> int:
         """Move leadership of a partition to ``preferred`` (an ISR member that is alive)."""

@@ -34,6 +34,15 @@ _SPEC: dict[str, tuple[str, type, object]] = {
     "min.insync.replicas": ("min_insync_replicas", int, 1),
 }
 
+#: The settings Kafka declares as INT (the others of type int are LONG): its messages name the type.
+_INT_SETTINGS = frozenset({"segment.bytes", "segment.index.bytes", "max.message.bytes",
+                           "index.interval.bytes", "min.insync.replicas"})
+
+
+def invalid_value(name: str, raw: object, why: str) -> InvalidConfigError:
+    """Kafka's ``ConfigException`` wording, which admin clients show as it is."""
+    return InvalidConfigError(f"Invalid value {raw} for configuration {name}: {why}")
+
 
 @dataclass(frozen=True)
 class LogConfig:
@@ -80,17 +89,23 @@ class LogConfig:
             value = getattr(self, field)
             if kind is float:
                 low, high = cast(tuple[float, float], allowed)
-                if type(value) not in (int, float) or not low <= value <= high:
-                    raise InvalidConfigError(f"{name}={value!r} must be in [{low}, {high}]")
+                if type(value) not in (int, float):
+                    raise invalid_value(name, value, "Not a number of type DOUBLE")
+                if not low <= value <= high:
+                    raise invalid_value(name, value, f"Value must be at least {low}"
+                                        if value < low else f"Value must be no more than {high}")
             elif kind is int:
                 if type(value) is not int:
-                    raise InvalidConfigError(f"{name} must be an integer, got {value!r}")
-                if value < allowed or value > LONG_MAX:  # type: ignore[operator]
-                    raise InvalidConfigError(f"{name}={value} is below its minimum {allowed}")
+                    raise invalid_value(name, value, "Not a number of type LONG")
+                if value < allowed:  # type: ignore[operator]
+                    raise invalid_value(name, value, f"Value must be at least {allowed}")
+                limit = INT_MAX if name in _INT_SETTINGS else LONG_MAX
+                if value > limit:
+                    raise invalid_value(name, value, "Not a number of type "
+                                        + ("INT" if limit == INT_MAX else "LONG"))
             elif value not in allowed:  # type: ignore[operator]
-                raise InvalidConfigError(f"{name}={value!r}: must be one of {allowed}")
-        if self.segment_bytes > INT_MAX:
-            raise InvalidConfigError(f"segment.bytes={self.segment_bytes} does not fit an int")
+                raise invalid_value(name, value, "String must be one of: "
+                                    + ", ".join(allowed))  # type: ignore[arg-type]
 
     @property
     def compact(self) -> bool:
@@ -115,18 +130,19 @@ class LogConfig:
         for name, raw in props.items():
             spec = _SPEC.get(name)
             if spec is None:
-                raise InvalidConfigError(f"unknown topic config {name!r}")
+                raise InvalidConfigError(f"Unknown topic config name: {name}")
             field, kind, _ = spec
             if kind is int:
                 try:
                     values[field] = int(str(raw).strip())
                 except ValueError:
-                    raise InvalidConfigError(f"{name}={raw!r} is not an integer") from None
+                    kind_name = "INT" if name in _INT_SETTINGS else "LONG"
+                    raise invalid_value(name, raw, f"Not a number of type {kind_name}") from None
             elif kind is float:
                 try:
                     values[field] = float(str(raw).strip())
                 except ValueError:
-                    raise InvalidConfigError(f"{name}={raw!r} is not a number") from None
+                    raise invalid_value(name, raw, "Not a number of type DOUBLE") from None
             elif name == "cleanup.policy":
                 values[field] = _cleanup_policy(str(raw))
             else:
@@ -143,6 +159,6 @@ def _cleanup_policy(raw: str) -> str:
     policies = [p.strip().lower() for p in raw.split(",")]
     if not policies or any(p not in ("compact", "delete") for p in policies) \
             or len(set(policies)) != len(policies):
-        raise InvalidConfigError(
-            f"cleanup.policy={raw!r}: must be delete, compact, or compact,delete")
+        raise invalid_value("cleanup.policy", raw, "String must be one of: compact, delete, "
+                            "or both (compact,delete), each once")
     return ",".join(sorted(policies))

@@ -20,6 +20,7 @@ import os
 import re
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -249,6 +250,16 @@ class LogManager:
             lg = self._remove(topic, partition)
         lg.delete()
         return True
+
+    def reconfigure_default_log_config(
+            self, default: LogConfig, topic_configs: Callable[[str], dict[str, str]]) -> None:
+        """The broker's log defaults changed (a dynamic broker config): every log takes them,
+        under its topic's own settings (Kafka's ``LogManager.reconfigureDefaultLogConfig``)."""
+        with self._lock:
+            self.default_config = default
+            logs = list(self._logs.items())
+        for (topic, _), lg in logs:
+            lg.update_config(LogConfig.from_properties(topic_configs(topic), base=default))
 
     def all_logs(self) -> dict[tuple[str, int], Log]:
         return dict(self._logs)
