@@ -199,8 +199,10 @@ class MetadataLoader:
                     copied.add(name)
                 if r["partition_id"] not in parts:
                     grown.add(name)
+                # The partition epoch too: AlterPartition is checked against it.
                 parts[r["partition_id"]] = PartitionState(
-                    r["leader"], r["leader_epoch"], list(r["replicas"]), list(r["isr"]))
+                    r["leader"], r["leader_epoch"], list(r["replicas"]), list(r["isr"]),
+                    r.get("partition_epoch", 0))
             elif kind == "RemoveTopicRecord":
                 name = self._names.pop(uuid.UUID(r["topic_id"]), None)
                 if name is not None:
