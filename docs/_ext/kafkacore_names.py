@@ -40,7 +40,7 @@ _NOT_A_SETTING = re.compile(
 # of our config modules has.
 KAFKA_ONLY = frozenset(
     """
-    retention.ms retention.bytes segment.bytes segment.ms cleanup.policy min.insync.replicas
+    group.protocol retention.ms retention.bytes segment.bytes segment.ms cleanup.policy min.insync.replicas
     max.message.bytes message.timestamp.type unclean.leader.election.enable
     log.retention.ms log.retention.minutes log.retention.bytes log.segment.bytes log.roll.ms
     log.roll.hours log.cleanup.policy log.index.size.max.bytes log.index.interval.bytes
@@ -63,7 +63,7 @@ KAFKA_ONLY = frozenset(
 # define under the same name.
 KAFKA_NAMES = frozenset(
     """
-    AclControlManager AddOffsetsToTxn AddPartitionsToTxn AdminClient AtomicReference
+    AclControlManager AddOffsetsToTxn CurrentAssignmentBuilder AddPartitionsToTxn AdminClient AtomicReference
     BoundedByteBufferReceive ByteBuffer ClusterConnectionStates Collections
     CompressionRatioEstimator Condition Crc32C CreateTime DefaultRecord DefaultRecordBatch
     DefaultRecordBatchBuilder DeleteRecords EndTxn ExponentialBackoff FindCoordinator Future

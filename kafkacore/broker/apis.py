@@ -25,6 +25,7 @@ from kafkacore.broker.authorizer.acl_apis import AclApis
 from kafkacore.broker.config_admin_manager import ConfigAdminManager
 from kafkacore.broker.config_helper import ConfigHelper
 from kafkacore.broker.config_source import ConfigSource
+from kafkacore.broker.consumer_group_apis import ConsumerGroupApis
 from kafkacore.broker.controller.controller_apis import election_results, reassignment_results
 from kafkacore.broker.controller.replication_control_manager import (
     ELECTION_PREFERRED,
@@ -64,6 +65,7 @@ class KafkaApis(ApiRequestHandler):
         self.broker = broker
         self.authorizer = broker.authorizer
         acl_apis = AclApis(self, self.authorizer, lambda: broker.forwarding_manager)
+        consumer_group_apis = ConsumerGroupApis(self)
         config_helper = ConfigHelper(self)
         config_admin = ConfigAdminManager(self)
         #: api key -> handler; ApiVersions lists exactly these keys.
@@ -113,6 +115,8 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
             ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
             ApiKey.DELETE_ACLS: acl_apis.handle_delete_acls_request,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_apis.handle_consumer_group_heartbeat_request,  # noqa: E501
+            ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_apis.handle_consumer_group_describe_request,  # noqa: E501
         }
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
@@ -1578,13 +1582,14 @@ class KafkaApis(ApiRequestHandler):
         assert body is not None
         states = {s.lower() for s in body.get("states_filter") or []}
         types = {t.lower() for t in body.get("types_filter") or []}
-        listed = [] if types and "classic" not in types else [
+        coordinator = self.broker.group_coordinator
+        listed = [
             {"group_id": group_id, "protocol_type": protocol_type, "group_state": state,
-             "group_type": "classic"}
-            for group_id, protocol_type, state in
-            self.broker.group_coordinator.handle_list_groups()
+             "group_type": coordinator.group_type(group_id)}
+            for group_id, protocol_type, state in coordinator.handle_list_groups()
             if not states or state.lower() in states
         ]
+        listed = [g for g in listed if not types or g["group_type"] in types]
         # Kafka: DESCRIBE on the cluster lists every group, otherwise those one may describe.
         if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER):
             listed = [g for g in listed if self.authorize(

@@ -236,6 +236,16 @@ SETTINGS: dict[str, _Setting] = {
     "group.initial.rebalance.delay.ms": _Setting(
         3000, _int(0), "how long an empty group's first rebalance waits for more members"),
     "group.max.size": _Setting(2147483647, _int(1), "members a group may have at most"),
+    "group.consumer.heartbeat.interval.ms": _Setting(
+        5000, _int(1), "how often a consumer group (KIP-848) member heartbeats"),
+    "group.consumer.session.timeout.ms": _Setting(
+        45000, _int(1), "a consumer group member silent this long is removed"),
+    "group.consumer.min.session.timeout.ms": _Setting(
+        45000, _int(1), "the smallest group.consumer.session.timeout.ms allowed"),
+    "group.consumer.max.size": _Setting(
+        2147483647, _int(1), "members a consumer group may have at most"),
+    "group.consumer.assignors": _Setting(
+        "uniform,range", _str, "the server-side assignors, the first the default"),
     "offsets.topic.num.partitions": _Setting(50, _int(1), "partitions of __consumer_offsets"),
     "offsets.topic.replication.factor": _Setting(
         3, _int(1), "replication factor of __consumer_offsets (at most the live brokers)"),
@@ -334,6 +344,7 @@ class BrokerConfig:
         if authorizer not in ("", STANDARD_AUTHORIZER_CLASS):
             raise errors.ConfigError(f"authorizer.class.name: only {STANDARD_AUTHORIZER_CLASS} "
                                      f"is known, got {authorizer!r}")
+        _check_consumer_group_settings(parsed)
         first = self.advertised[self.listeners[0].name]
         self.advertised_host, self.advertised_port = first.host, first.port
         if not parsed["log.dirs"]:
@@ -433,3 +444,20 @@ def is_sensitive(name: str) -> bool:
     """Is the setting a secret (a password, a private key), which DescribeConfigs never shows?"""
     setting = SETTINGS.get(ALIASES.get(name, name))
     return setting is not None and setting.parse is _secret
+
+
+def _check_consumer_group_settings(parsed: dict[str, Any]) -> None:
+    """The consumer group protocol's settings (KIP-848), checked together as Kafka does."""
+    from kafkacore.broker.assignors import ASSIGNORS
+
+    session_ms = parsed["group.consumer.session.timeout.ms"]
+    if session_ms < parsed["group.consumer.min.session.timeout.ms"]:
+        raise errors.ConfigError(
+            f"group.consumer.session.timeout.ms ({session_ms}) is below "
+            f"group.consumer.min.session.timeout.ms "
+            f"({parsed['group.consumer.min.session.timeout.ms']})")
+    names = [n.strip() for n in parsed["group.consumer.assignors"].split(",") if n.strip()]
+    unknown = [n for n in names if n not in ASSIGNORS]
+    if unknown or not names:
+        raise errors.ConfigError(f"group.consumer.assignors: unknown assignors {unknown} "
+                                 f"(known: {', '.join(ASSIGNORS)})")

@@ -16,7 +16,9 @@ member's ``DelayedHeartbeat`` (its session).  Each generation is written to ``__
 when its assignment is set (SyncGroup is answered once the replicas have it) and when the group
 empties; a new coordinator loads it, and the members carry on without rejoining.
 Static membership (KIP-345, ``group.instance.id``) is not implemented: such a member is treated
-as a dynamic one.  See ``docs/broker/groups.rst``.
+as a dynamic one.  The groups of the consumer protocol (KIP-848) are
+:class:`~kafkacore.broker.consumer_group_coordinator.ConsumerGroupCoordinator`'s; offset commits,
+DeleteGroups, OffsetDelete and ListGroups here ask it about them.  See ``docs/broker/groups.rst``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import time
 import uuid
 from collections.abc import Callable
 
+from kafkacore.broker.consumer_group_coordinator import ConsumerGroupCoordinator
 from kafkacore.broker.delayed_group_operations import (
     DelayedHeartbeat,
     DelayedJoin,
@@ -87,6 +90,7 @@ class GroupCoordinator:
         group_initial_rebalance_delay_ms: int = GROUP_INITIAL_REBALANCE_DELAY_MS,
         group_max_size: int = GROUP_MAX_SIZE,
         broker_id: int = 0,
+        consumer_groups: ConsumerGroupCoordinator | None = None,
     ) -> None:
         self.group_manager = group_metadata_manager
         self.offset_metadata_max_bytes = offset_metadata_max_bytes
@@ -99,6 +103,8 @@ class GroupCoordinator:
         self._groups_lock = threading.Lock()
         self.heartbeat_purgatory: DelayedOperationPurgatory | None = None
         self.rebalance_purgatory: DelayedOperationPurgatory | None = None
+        #: the groups of the consumer group protocol (KIP-848)
+        self.consumer_groups = consumer_groups
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -107,6 +113,10 @@ class GroupCoordinator:
         self.rebalance_purgatory = DelayedOperationPurgatory("Rebalance", broker_id=self.broker_id)
         self.group_manager.add_resign_listener(self._on_resigned)
         self.group_manager.add_load_listener(self._on_loaded)
+        if self.consumer_groups is not None:
+            self.consumer_groups.startup(self.heartbeat_purgatory)
+            self.group_manager.add_resign_listener(self.consumer_groups.on_resigned)
+            self.group_manager.add_consumer_group_load_listener(self.consumer_groups.on_loaded)
         self.group_manager.startup()
 
     def shutdown(self) -> None:
@@ -201,6 +211,17 @@ class GroupCoordinator:
         status = self.validate_group_status(group_id)
         if status != Errors.NONE:
             response_callback(dict.fromkeys(offsets, status))
+            return None
+        consumer_group = (self.consumer_groups.group(group_id)
+                          if self.consumer_groups is not None else None)
+        if consumer_group is not None:  # KIP-848: the member commits with its member epoch
+            assert self.consumer_groups is not None
+            error = self.consumer_groups.validate_offset_commit(consumer_group, member_id,
+                                                                generation_id)
+            if error != Errors.NONE:
+                response_callback(dict.fromkeys(offsets, error))
+                return None
+            self._store_offsets(group_id, offsets, response_callback, producer)
             return None
         group = self._get_group(group_id)
         if group is None:
@@ -341,6 +362,12 @@ class GroupCoordinator:
             return
         if rebalance_timeout_ms < 0:  # v0 had none: the session timeout stands in
             rebalance_timeout_ms = session_timeout_ms
+        consumer_group = (self.consumer_groups.group(group_id)
+                          if self.consumer_groups is not None else None)
+        if consumer_group is not None and consumer_group.members:
+            # A group of the consumer protocol (KIP-848): classic members may not join it here.
+            response_callback(JoinGroupResult(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
+            return
         is_unknown_member = member_id == UNKNOWN_MEMBER
         group = self._get_or_create_group(group_id) if is_unknown_member else self._get_group(
             group_id)
@@ -809,7 +836,11 @@ class GroupCoordinator:
         ``results``)."""
         error = self.validate_group_status(group_id)
         group = self._get_group(group_id) if error == Errors.NONE else None
-        if error == Errors.NONE and group is None and not self.group_manager.has_offsets(group_id):
+        if (error == Errors.NONE and self.consumer_groups is not None
+                and self.consumer_groups.has_group(group_id)):  # KIP-848's group
+            error = self.consumer_groups.delete_group(group_id)
+        elif error == Errors.NONE and group is None and not self.group_manager.has_offsets(
+                group_id):
             error = Errors.GROUP_ID_NOT_FOUND
         elif group is not None:
             with group.lock:
@@ -838,7 +869,9 @@ class GroupCoordinator:
         group with members is NON_EMPTY_GROUP.  ``callback(error, {partition: error})``."""
         error = self.validate_group_status(group_id)
         group = self._get_group(group_id) if error == Errors.NONE else None
-        if error == Errors.NONE and group is None and not self.group_manager.has_offsets(group_id):
+        if error == Errors.NONE and group is None and not self.group_manager.has_offsets(
+                group_id) and not (self.consumer_groups is not None
+                                   and self.consumer_groups.has_group(group_id)):
             error = Errors.GROUP_ID_NOT_FOUND
         refused: dict[tuple[str, int], int] = {}
         if group is not None and error == Errors.NONE:
@@ -852,6 +885,10 @@ class GroupCoordinator:
                     else:
                         refused = {tp: Errors.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions
                                    if tp[0] in subscribed}
+        if error == Errors.NONE and self.consumer_groups is not None:  # KIP-848's group
+            subscribed_names = self.consumer_groups.subscribed_topic_names(group_id)
+            refused.update({tp: Errors.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions
+                            if tp[0] in subscribed_names})
         if error != Errors.NONE:
             callback(error, {})
             return
@@ -868,6 +905,12 @@ class GroupCoordinator:
         if status != Errors.NONE:
             return status, {"group_state": GroupState.DEAD.value, "protocol_type": "",
                             "protocol_data": "", "members": []}
+        if self.consumer_groups is not None and self.consumer_groups.has_group(group_id):
+            # Kafka: a group of the consumer protocol is not described here ("not a classic
+            # group"); clients ask ConsumerGroupDescribe.
+            return Errors.GROUP_ID_NOT_FOUND, {"group_state": GroupState.DEAD.value,
+                                               "protocol_type": "", "protocol_data": "",
+                                               "members": []}
         group = self._get_group(group_id)
         if group is None:
             known = self.group_manager.has_offsets(group_id)
@@ -888,9 +931,21 @@ class GroupCoordinator:
                 if not group.is_state(GroupState.DEAD):
                     listed[group.group_id] = (group.group_id, group.protocol_type or "",
                                               group.state.value)
+        if self.consumer_groups is not None:  # KIP-848's groups: protocol type "consumer"
+            for group_id in self.consumer_groups.group_ids():
+                consumer_group = self.consumer_groups.group(group_id)
+                if consumer_group is not None:
+                    with consumer_group.lock:
+                        listed[group_id] = (group_id, "consumer", consumer_group.state().value)
         for group_id in self.group_manager.groups_with_offsets():
             listed.setdefault(group_id, (group_id, "", GroupState.EMPTY.value))
         return sorted(listed.values())
+
+    def group_type(self, group_id: str) -> str:
+        """ListGroups' group type (KIP-848): "consumer" for a group of the consumer protocol."""
+        if self.consumer_groups is not None and self.consumer_groups.has_group(group_id):
+            return "consumer"
+        return "classic"
 
 
 def subscribed_topics(group: GroupMetadata) -> set[str] | None:

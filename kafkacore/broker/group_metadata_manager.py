@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kafkacore.broker import consumer_group_records
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.core.record_batch import iter_batches
@@ -323,6 +324,8 @@ class GroupMetadataManager:
         #: (group, its records as (key, value or None for a tombstone), callback)
         self._group_writes: queue.Queue[tuple[str, list[tuple[bytes, bytes | None]],
                                               StoreGroupCallback] | None] = queue.Queue()
+        self._consumer_group_load_listeners: list[
+            Callable[[int, list[tuple[bytes, bytes | None]]], None]] = []
         self._writer: ShutdownableThread | None = None
 
     # -- life cycle --------------------------------------------------------------------------
@@ -342,9 +345,9 @@ class GroupMetadataManager:
                 self._owned.add(p)
                 lg = self.broker.log_manager.get_log(OFFSETS_TOPIC, p)
                 if lg is not None:
-                    offsets, groups = self._read_partition(lg)
+                    offsets, groups, consumer_records = self._read_partition(lg)
                     self._install(p, offsets)
-                    self._notify_loaded(p, groups)
+                    self._notify_loaded(p, groups, consumer_records)
             return
         self._loader = ShutdownableThread(f"group-metadata-manager-{self.broker.broker_id}",
                                           work=self._run_loader)
@@ -369,10 +372,20 @@ class GroupMetadataManager:
         ``onGroupLoaded``)."""
         self._load_listeners.append(listener)
 
-    def _notify_loaded(self, partition: int, groups: dict[str, GroupRecord]) -> None:
+    def add_consumer_group_load_listener(
+            self, listener: Callable[[int, list[tuple[bytes, bytes | None]]], None]) -> None:
+        """``listener(partition, records)``: the consumer group records (KIP-848) of a loaded
+        offsets partition, in log order, replayed by the coordinator before it is served."""
+        self._consumer_group_load_listeners.append(listener)
+
+    def _notify_loaded(self, partition: int, groups: dict[str, GroupRecord],
+                       consumer_records: list[tuple[bytes, bytes | None]] | None = None
+                       ) -> None:
         for listener in self._load_listeners:
             listener(partition, {g: r for g, r in groups.items()
                                  if self.partition_for(g) == partition})
+        for consumer_listener in self._consumer_group_load_listeners:
+            consumer_listener(partition, list(consumer_records or ()))
 
     # -- who coordinates what ------------------------------------------------------------------
 
@@ -486,10 +499,10 @@ class GroupMetadataManager:
         return True
 
     def _load_and_install(self, partition: int, election: int) -> None:
-        offsets, groups = self._load(partition)
+        offsets, groups, consumer_records = self._load(partition)
         # The groups first, while requests still get COORDINATOR_LOAD_IN_PROGRESS: a member
         # heartbeating once the partition is served must find its group.
-        self._notify_loaded(partition, groups)
+        self._notify_loaded(partition, groups, consumer_records)
         with self._lock:
             current = self._loading.get(partition) == election
             if current:
@@ -504,26 +517,32 @@ class GroupMetadataManager:
                  self.broker.broker_id, partition, len(offsets), len(groups))
 
     def _load(self, partition: int) -> tuple[dict[str, dict[tuple[str, int], _Cached]],
-                                             dict[str, GroupRecord]]:
+                                             dict[str, GroupRecord],
+                                             list[tuple[bytes, bytes | None]]]:
         rm = self.broker.replica_manager
         p = rm.partitions.get((OFFSETS_TOPIC, partition))
         if p is None:
-            return {}, {}
+            return {}, {}, []
         return self._read_partition(p.log)
 
     def _read_partition(self, lg: Any) -> tuple[dict[str, dict[tuple[str, int], _Cached]],
-                                                dict[str, GroupRecord]]:
+                                                dict[str, GroupRecord],
+                                                list[tuple[bytes, bytes | None]]]:
         """Every commit in the log, the latest per (group, topic, partition), and the latest
         group metadata record of each group (Kafka's ``doLoadGroupsAndOffsets``: up to the log
         end; this broker is the leader).  A tombstone removes the offset or the group."""
         out: dict[str, dict[tuple[str, int], _Cached]] = {}
         groups: dict[str, GroupRecord] = {}
         pending: dict[int, dict[str, dict[tuple[str, int], _Cached]]] = {}
+        consumer_records: list[tuple[bytes, bytes | None]] = []
         for offset, key, value, producer_id, marker in _txn_records(lg):
             if marker is not None:  # a transaction's end: its commits count, or not
                 for group, by_tp in pending.pop(producer_id, {}).items():
                     if marker:
                         out.setdefault(group, {}).update(by_tp)
+                continue
+            if consumer_group_records.record_type(key) in consumer_group_records.RECORD_TYPES:
+                consumer_records.append((key, value))  # KIP-848: the coordinator replays them
                 continue
             try:
                 parsed = read_offset_commit_key(key)
@@ -550,7 +569,7 @@ class GroupMetadataManager:
             with self._lock:
                 for producer_id, by_group in pending.items():
                     self._pending_txn_offsets.setdefault(producer_id, {}).update(by_group)
-        return out, groups
+        return out, groups, consumer_records
 
     def _install(self, partition: int, offsets: dict[str, dict[tuple[str, int], _Cached]]) -> None:
         with self._lock:
@@ -695,6 +714,12 @@ class GroupMetadataManager:
         else:
             callback(Errors.NONE)
         return len(gone)
+
+    def store_records(self, group_id: str, records: list[tuple[bytes, bytes | None]],
+                      callback: StoreGroupCallback) -> None:
+        """Append a consumer group's records (KIP-848; (key, value), None a tombstone) in one
+        batch, like :meth:`store_group`: ``callback(error)`` once the ISR has them."""
+        self._group_writes.put((group_id, records, callback))
 
     def _run_writer(self) -> bool:
         """One turn of the writer thread: one group record appended."""

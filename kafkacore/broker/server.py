@@ -6,7 +6,7 @@ import logging
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.config import BrokerConfig
 from kafkacore.broker.faults import FaultInjector
@@ -14,6 +14,10 @@ from kafkacore.broker.handler import KafkaRequestHandlerPool
 from kafkacore.broker.network import SocketServer
 from kafkacore.broker.request_channel import RequestChannel
 from kafkacore.broker.security import build_listener_security, inter_broker_sasl
+
+if TYPE_CHECKING:
+    from kafkacore.broker.consumer_group_coordinator import ConsumerGroupCoordinator
+    from kafkacore.broker.group_metadata_manager import GroupMetadataManager
 
 log = logging.getLogger(__name__)
 
@@ -116,13 +120,15 @@ class Broker:
         self.kafka_scheduler = KafkaScheduler(self.config["background.threads"])
         self.kafka_scheduler.startup()
         self.log_manager = _make_log_manager(self)
+        group_manager = GroupMetadataManager(self)
         self.group_coordinator = GroupCoordinator(
-            GroupMetadataManager(self),
+            group_manager,
             group_min_session_timeout_ms=self.config["group.min.session.timeout.ms"],
             group_max_session_timeout_ms=self.config["group.max.session.timeout.ms"],
             group_initial_rebalance_delay_ms=self.config["group.initial.rebalance.delay.ms"],
             group_max_size=self.config["group.max.size"],
             broker_id=self.broker_id,
+            consumer_groups=_consumer_group_coordinator(self, group_manager),
         )
         self.group_coordinator.startup()
         self.socket_server = SocketServer(self.config, self.request_channel, self.faults,
@@ -230,3 +236,19 @@ def _make_log_manager(broker: Broker) -> Any:
     broker.dynamic_config.log_listeners.append(
         lambda default: manager.reconfigure_default_log_config(default, topic_configs_of))
     return manager
+
+
+def _consumer_group_coordinator(broker: Broker,
+                                group_manager: GroupMetadataManager) -> ConsumerGroupCoordinator:
+    """The KIP-848 half of the group coordinator, with ``group.consumer.*`` (checked by
+    :class:`~kafkacore.broker.config.BrokerConfig`)."""
+    from kafkacore.broker.consumer_group_coordinator import ConsumerGroupCoordinator
+
+    config = broker.config
+    return ConsumerGroupCoordinator(
+        group_manager, broker.metadata_cache,
+        heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
+        session_timeout_ms=config["group.consumer.session.timeout.ms"],
+        max_size=config["group.consumer.max.size"],
+        assignors=tuple(n.strip() for n in config["group.consumer.assignors"].split(",")
+                        if n.strip()))

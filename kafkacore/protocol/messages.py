@@ -2865,3 +2865,8 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
 from kafkacore.protocol.inter_broker import INTER_BROKER_MESSAGES  # noqa: E402
 
 MESSAGES.update(INTER_BROKER_MESSAGES)
+
+# The consumer group protocol (KIP-848): kafkacore.protocol.consumer_group_messages.
+from kafkacore.protocol.consumer_group_messages import CONSUMER_GROUP_MESSAGES  # noqa: E402
+
+MESSAGES.update(CONSUMER_GROUP_MESSAGES)

@@ -392,3 +392,36 @@ def test_the_admin_calls_ask_kafkas_rights(broker):
     response = call_as(broker, BOB, ApiKey.DELETE_GROUPS, 2, {"groups_names": [f"g-{topic}"]})
     assert response["results"] == [{"group_id": f"g-{topic}",
                                     "error_code": Errors.GROUP_AUTHORIZATION_FAILED}]
+
+
+def test_consumer_group_heartbeat_needs_read_on_the_group_and_describe_on_its_topics(broker):
+    """KIP-848's ConsumerGroupHeartbeat: READ on the group, DESCRIBE on each subscribed topic;
+    ConsumerGroupDescribe: DESCRIBE on the group (READ implies it)."""
+    topic, group = f"kip848-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    call = functools.partial(call_as, broker)
+    created = call(ADMIN, ApiKey.CREATE_TOPICS, 7, {"topics": [
+        {"name": topic, "num_partitions": 1, "replication_factor": 1, "assignments": [],
+         "configs": []}], "timeout_ms": 5000, "validate_only": False})
+    assert created["topics"][0]["error_code"] == Errors.NONE
+
+    def heartbeat():
+        body = codec.REQUESTS[ApiKey.CONSUMER_GROUP_HEARTBEAT].body.defaults(1)
+        body.update(group_id=group, member_id="m", member_epoch=0, rebalance_timeout_ms=30000,
+                    subscribed_topic_names=[topic], topic_partitions=[])
+        return call(CAROL, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, body)["error_code"]
+
+    def describe(user):
+        return call(user, ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {
+            "group_ids": [group], "include_authorized_operations": False})["groups"][0][
+            "error_code"]
+
+    group_read = AclBinding(ResourcePattern(ResourceType.GROUP, group, PatternType.LITERAL),
+                            AccessControlEntry("User:carol", "*", AclOperation.READ,
+                                               AclPermissionType.ALLOW))
+    assert heartbeat() == Errors.GROUP_AUTHORIZATION_FAILED
+    grant(broker, group_read)
+    assert heartbeat() == Errors.TOPIC_AUTHORIZATION_FAILED
+    grant(broker, topic_acl(topic, "carol", AclOperation.DESCRIBE))
+    assert heartbeat() == Errors.NONE
+    assert describe(CAROL) == Errors.NONE
+    assert describe(BOB) == Errors.GROUP_AUTHORIZATION_FAILED

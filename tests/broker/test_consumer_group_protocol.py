@@ -1,0 +1,654 @@
+"""The consumer group protocol (KIP-848) on our broker.
+
+First the pieces (the assignors, one reconciliation step, the records replayed), then the
+protocol by hand (a partition changes owner only after its owner revoked it; Kafka's errors; a
+silent member removed after its session; OffsetCommit checked against the member epoch), then
+confluent-kafka consumers with ``group.protocol=consumer``: two share a topic and read each
+record once, one leaves and the other gets everything, committed offsets and the group survive a
+restart, and the AdminClient describes the group as a consumer group.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupType, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.examples import examples
+from test_apis import Client
+from waits import wait_until
+
+from kafkacore.broker import Broker
+from kafkacore.broker.assignors import RangeAssignor, UniformAssignor
+from kafkacore.broker.consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    reconcile,
+)
+from kafkacore.broker.consumer_group_records import (
+    current_assignment_record,
+    group_epoch_record,
+    member_subscription_record,
+    replay,
+    target_epoch_record,
+    target_member_record,
+)
+from kafkacore.errors import ConfigError, Errors
+from kafkacore.protocol.api_keys import ApiKey
+
+PARTITIONS = 4
+SESSION_MS = 3000
+T1, T2 = uuid.uuid4(), uuid.uuid4()
+
+
+# -- the pieces -------------------------------------------------------------------------------
+
+
+def _count(assignment):
+    return {m: sum(len(ps) for ps in a.values()) for m, a in assignment.items()}
+
+
+def test_uniform_assignor_balances_and_keeps_partitions_where_they_were():
+    subs = {"a": frozenset({T1}), "b": frozenset({T1})}
+    first = UniformAssignor().assign(subs, {T1: 4}, {})
+    assert _count(first) == {"a": 2, "b": 2}
+    assert first["a"][T1] | first["b"][T1] == frozenset(range(4))
+    # A third member takes one partition; a and b keep what they can of theirs.
+    subs["c"] = frozenset({T1})
+    second = UniformAssignor().assign(subs, {T1: 4}, first)
+    assert sorted(_count(second).values()) == [1, 1, 2]
+    moved = sum(len(first[m][T1] - second[m].get(T1, frozenset())) for m in ("a", "b"))
+    assert moved == 1
+    # Only members subscribed to a topic get its partitions.
+    mixed = UniformAssignor().assign({"a": frozenset({T1}), "b": frozenset({T2})},
+                                     {T1: 3, T2: 1}, {})
+    assert mixed == {"a": {T1: frozenset({0, 1, 2})}, "b": {T2: frozenset({0})}}
+
+
+def test_range_assignor_gives_consecutive_ranges_per_topic():
+    subs = {"b": frozenset({T1, T2}), "a": frozenset({T1, T2})}
+    out = RangeAssignor().assign(subs, {T1: 5, T2: 2}, {})
+    assert out == {"a": {T1: frozenset({0, 1, 2}), T2: frozenset({0})},
+                   "b": {T1: frozenset({3, 4}), T2: frozenset({1})}}
+
+
+def test_reconcile_revokes_first_then_assigns_what_is_free():
+    group = ConsumerGroup("g")
+    a = ConsumerGroupMember("a", member_epoch=1, assigned={T1: frozenset({0, 1})})
+    b = ConsumerGroupMember("b", member_epoch=0)
+    group.update_member(None, a)
+    group.update_member(None, b)
+    group.assignment_epoch = 2
+    group.target = {"a": {T1: frozenset({0})}, "b": {T1: frozenset({1})}}
+    # b may not have partition 1 yet: a still owns it.
+    b2 = reconcile(group, b, {})
+    assert (b2.member_epoch, b2.state, b2.assigned) == (2, MemberState.UNRELEASED_PARTITIONS, {})
+    group.update_member(b, b2)
+    # a must first revoke 1, keeping its epoch.
+    a2 = reconcile(group, a, {T1: frozenset({0, 1})})
+    assert (a2.member_epoch, a2.state) == (1, MemberState.UNREVOKED_PARTITIONS)
+    assert a2.assigned == {T1: frozenset({0})}
+    assert a2.pending_revocation == {T1: frozenset({1})}
+    group.update_member(a, a2)
+    assert reconcile(group, a2, {T1: frozenset({0, 1})}) == a2  # not revoked yet: no step
+    a3 = reconcile(group, a2, {T1: frozenset({0})})
+    assert (a3.member_epoch, a3.state) == (2, MemberState.STABLE)
+    group.update_member(a2, a3)
+    b3 = reconcile(group, b2, {})
+    assert (b3.state, b3.assigned) == (MemberState.STABLE, {T1: frozenset({1})})
+
+
+def test_records_replay_into_the_same_group():
+    group = ConsumerGroup("g")
+    group.group_epoch = group.assignment_epoch = 3
+    m = ConsumerGroupMember("m1", client_id="c", client_host="/h", rebalance_timeout_ms=300,
+                            subscribed_topic_names=("t",), member_epoch=3,
+                            previous_member_epoch=2, assigned={T1: frozenset({0, 2})})
+    log = [group_epoch_record(group), member_subscription_record("g", m),
+           target_member_record("g", "m1", {T1: frozenset({0, 2})}), target_epoch_record(group),
+           current_assignment_record("g", m)]
+    groups: dict[str, ConsumerGroup] = {}
+    for key, value in log:
+        replay(groups, key, value)
+    back = groups["g"]
+    assert (back.group_epoch, back.assignment_epoch) == (3, 3)
+    assert back.members["m1"] == m
+    assert back.target == {"m1": {T1: frozenset({0, 2})}}
+    assert back.owner_epoch(T1, 2) == 3
+
+
+# -- the protocol by hand ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    config = {
+        "num.network.threads": "1", "num.io.threads": "4", "num.partitions": str(PARTITIONS),
+        "offsets.topic.num.partitions": "5",
+        "log.dirs": str(tmp_path_factory.mktemp("kip848")),
+        # Short sessions, so that the expiry test takes seconds, not Kafka's 45.
+        "group.consumer.session.timeout.ms": str(SESSION_MS),
+        "group.consumer.min.session.timeout.ms": "1000",
+        "group.consumer.heartbeat.interval.ms": "500",
+        "group.initial.rebalance.delay.ms": "0",  # the classic group of the AdminClient test
+    }
+    with Broker(config) as b:
+        yield b
+
+
+@pytest.fixture
+def client(broker):
+    c = Client(broker)
+    yield c
+    c.sock.close()
+
+
+def _topic(broker, records=0, name=None):
+    name = name or f"kip848-{uuid.uuid4().hex[:8]}"
+    c = Client(broker)
+    created = c.call(ApiKey.CREATE_TOPICS, 7, {"topics": [
+        {"name": name, "num_partitions": PARTITIONS, "replication_factor": 1}],
+        "timeout_ms": 5000})
+    c.sock.close()
+    assert created["topics"][0]["error_code"] == Errors.NONE
+    if records:
+        p = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        for i in range(records):
+            p.produce(name, b"v%03d" % i, partition=i % PARTITIONS)
+        assert p.flush(30) == 0
+    return name, created["topics"][0]["topic_id"]
+
+
+def _heartbeat(c, group, member, epoch, topics=None, owned=None, assignor=None,
+               rebalance_timeout_ms=None, instance=None, version=1):
+    if rebalance_timeout_ms is None:  # sent when joining, -1 (unchanged) after, as clients do
+        rebalance_timeout_ms = 30000 if epoch == 0 else -1
+    return c.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, version, {
+        "group_id": group, "member_id": member, "member_epoch": epoch, "instance_id": instance,
+        "rack_id": None, "rebalance_timeout_ms": rebalance_timeout_ms,
+        "subscribed_topic_names": topics, "subscribed_topic_regex": None,
+        "server_assignor": assignor,
+        "topic_partitions": None if owned is None else [
+            {"topic_id": t, "partitions": sorted(ps)} for t, ps in owned.items()]})
+
+
+def _assigned(response):
+    return {t["topic_id"]: frozenset(t["partitions"])
+            for t in response["assignment"]["topic_partitions"] if t["partitions"]}
+
+
+def _describe(c, group):
+    r = c.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": [group],
+                                                   "include_authorized_operations": False})
+    return r["groups"][0]
+
+
+def test_a_partition_changes_owner_only_after_it_was_revoked(broker, client):
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = _heartbeat(client, group, "member-a", 0, [topic], {})
+    assert a["error_code"] == Errors.NONE and a["member_epoch"] == 1
+    assert _assigned(a) == {tid: frozenset(range(PARTITIONS))}
+    assert a["heartbeat_interval_ms"] == 500
+    b = _heartbeat(client, group, "member-b", 0, [topic], {})
+    # b reaches the new epoch, but every partition is still a's.
+    assert (b["error_code"], b["member_epoch"], _assigned(b)) == (Errors.NONE, 2, {})
+    a = _heartbeat(client, group, "member-a", 1, owned={tid: frozenset(range(PARTITIONS))})
+    kept = _assigned(a)[tid]
+    assert a["member_epoch"] == 1 and len(kept) == PARTITIONS // 2  # revoke the others first
+    b = _heartbeat(client, group, "member-b", 2, owned={})
+    assert b["assignment"] is None or _assigned(b) == {}  # still not released
+    a = _heartbeat(client, group, "member-a", 1, owned={tid: kept})
+    assert (a["member_epoch"], _assigned(a)) == (2, {tid: kept})
+    b = _heartbeat(client, group, "member-b", 2, owned={})
+    assert _assigned(b) == {tid: frozenset(range(PARTITIONS)) - kept}
+    described = _describe(client, group)
+    assert (described["error_code"], described["group_state"], described["group_epoch"],
+            described["assignor_name"]) == (Errors.NONE, "Stable", 2, "uniform")
+    assert {m["member_id"]: m["member_epoch"] for m in described["members"]} == {
+        "member-a": 2, "member-b": 2}
+    # b leaves: a gets everything at the next epoch.
+    left = _heartbeat(client, group, "member-b", -1)
+    assert (left["error_code"], left["member_epoch"]) == (Errors.NONE, -1)
+    a = _heartbeat(client, group, "member-a", 2, owned={tid: kept})
+    assert (a["member_epoch"], _assigned(a)) == (3, {tid: frozenset(range(PARTITIONS))})
+
+
+def test_a_regex_subscription_follows_the_topics_that_match(broker, client):
+    group, prefix = f"g-{uuid.uuid4().hex[:6]}", f"kip848re-{uuid.uuid4().hex[:6]}-"
+
+    def join(member, regex):
+        return client.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+            "group_id": group, "member_id": member, "member_epoch": 0, "instance_id": None,
+            "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": None,
+            "subscribed_topic_regex": regex, "server_assignor": None, "topic_partitions": []})
+
+    _, tid1 = _topic(broker, name=prefix + "a")
+    r = join("m", prefix.replace("-", "\\-") + ".*")
+    assert r["error_code"] == Errors.NONE and _assigned(r) == {tid1: frozenset(range(PARTITIONS))}
+    # A topic created later that matches is assigned at the next heartbeat, with a new epoch.
+    _, tid2 = _topic(broker, name=prefix + "b")
+    again = _heartbeat(client, group, "m", r["member_epoch"], owned=_assigned(r))
+    assert again["member_epoch"] == r["member_epoch"] + 1
+    assert _assigned(again) == {tid1: frozenset(range(PARTITIONS)),
+                                tid2: frozenset(range(PARTITIONS))}
+    assert join("other", "(")["error_code"] == Errors.INVALID_REGULAR_EXPRESSION
+
+
+def test_a_member_that_does_not_revoke_in_its_rebalance_timeout_is_removed(broker, client):
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    everything = {tid: frozenset(range(PARTITIONS))}
+    a = _heartbeat(client, group, "stubborn", 0, [topic], {}, rebalance_timeout_ms=500)
+    b = _heartbeat(client, group, "waiting", 0, [topic], {})
+    a = _heartbeat(client, group, "stubborn", a["member_epoch"], owned=everything)
+    assert len(_assigned(a)[tid]) == PARTITIONS // 2  # asked to revoke the other half
+
+    def removed():  # it keeps heartbeating but never lets its partitions go
+        r = _heartbeat(client, group, "stubborn", a["member_epoch"], owned=everything)
+        return r["error_code"] == Errors.UNKNOWN_MEMBER_ID
+
+    wait_until(removed, "the stubborn member removed after its rebalance timeout", bound_s=20)
+    b = _heartbeat(client, group, "waiting", b["member_epoch"], owned={})
+    assert _assigned(b) == everything
+
+
+@settings(max_examples=examples(25), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.sampled_from(["join", "beat", "leave"]),
+                                st.integers(0, 3)), max_size=25),
+       assignor=st.sampled_from(["uniform", "range"]))
+def test_no_partition_ever_has_two_owners(broker, client, steps, assignor):
+    """Members join, heartbeat and leave in any order, each believing what it was last told;
+    at every step no partition is believed owned by two members, and once every member has
+    heartbeated a few times more, each partition has exactly one owner."""
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    owned: dict[str, tuple[int, frozenset[int]]] = {}  # member -> (epoch, partitions)
+
+    def beat(member, epoch=None):
+        if epoch is None:
+            epoch, mine = owned[member]
+            r = _heartbeat(client, group, member, epoch, owned={tid: mine} if mine else {})
+        else:
+            r = _heartbeat(client, group, member, 0, [topic], {}, assignor=assignor)
+        if r["error_code"] in (Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID):
+            owned.pop(member, None)  # it gives its partitions up and joins again
+            return beat(member, 0)
+        assert r["error_code"] == Errors.NONE, r
+        mine = owned.get(member, (0, frozenset()))[1]
+        if r["assignment"] is not None:
+            mine = _assigned(r).get(tid, frozenset())
+        owned[member] = (r["member_epoch"], mine)
+
+    def disjoint():
+        seen: list[int] = [p for _, ps in owned.values() for p in ps]
+        assert len(seen) == len(set(seen)), owned
+
+    for action, n in steps:
+        member = f"m{n}"
+        if action == "join" and member not in owned:
+            beat(member, 0)
+        elif action == "beat" and member in owned:
+            beat(member)
+        elif action == "leave" and member in owned:
+            assert _heartbeat(client, group, member, -1)["error_code"] == Errors.NONE
+            del owned[member]
+        disjoint()
+    for _ in range(4):  # revoke, then assign: a few rounds settle any group
+        for member in list(owned):
+            beat(member)
+            disjoint()
+    if owned:
+        assert sorted(p for _, ps in owned.values() for p in ps) == list(range(PARTITIONS))
+        assert _describe(client, group)["group_state"] == "Stable"
+
+
+def test_the_range_assignor_when_the_member_asks(broker, client):
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = _heartbeat(client, group, "a", 0, [topic], {}, assignor="range")
+    assert a["error_code"] == Errors.NONE
+    assert _describe(client, group)["assignor_name"] == "range"
+
+
+@pytest.mark.parametrize("fields, error", [
+    ({"assignor": "sticky"}, Errors.UNSUPPORTED_ASSIGNOR),
+    ({"member": ""}, Errors.INVALID_REQUEST),  # v1: the consumer names itself (KIP-1082)
+    ({"topics": None}, Errors.INVALID_REQUEST),  # a join says what it subscribes to
+    ({"rebalance_timeout_ms": -1}, Errors.INVALID_REQUEST),
+    ({"epoch": 5}, Errors.UNKNOWN_MEMBER_ID),  # never joined
+    ({"epoch": -3}, Errors.INVALID_REQUEST),
+])
+def test_refusals_carry_kafkas_error_codes(broker, client, fields, error):
+    topic, _ = _topic(broker)
+    args = {"member": "m", "epoch": 0, "topics": [topic], "owned": {}, "assignor": None,
+            "rebalance_timeout_ms": 30000, **fields}
+    r = _heartbeat(client, f"g-{uuid.uuid4().hex[:6]}", args["member"], args["epoch"],
+                   args["topics"], args["owned"], args["assignor"], args["rebalance_timeout_ms"])
+    assert r["error_code"] == error and r["error_message"]
+
+
+def test_version_0_members_get_their_id_from_the_coordinator(broker, client):
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    r = _heartbeat(client, group, "", 0, [topic], {}, version=0)
+    assert r["error_code"] == Errors.NONE and r["member_id"] and r["member_epoch"] == 1
+    again = _heartbeat(client, group, r["member_id"], 1, owned=_assigned(r), version=0)
+    assert (again["error_code"], again["member_epoch"]) == (Errors.NONE, 1)
+
+
+def test_a_static_member_comes_back_to_its_partitions(broker, client):
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = _heartbeat(client, group, "a1", 0, [topic], {}, instance="instance-a")
+    b = _heartbeat(client, group, "b", 0, [topic], {})
+    a = _heartbeat(client, group, "a1", a["member_epoch"], owned=_assigned(a))
+    a = _heartbeat(client, group, "a1", a["member_epoch"], owned=_assigned(a))
+    kept = _assigned(a)
+    assert a["member_epoch"] == b["member_epoch"] and len(kept[tid]) == PARTITIONS // 2
+    # The instance id is taken while its member is there...
+    taken = _heartbeat(client, group, "a2", 0, [topic], {}, instance="instance-a")
+    assert taken["error_code"] == Errors.UNRELEASED_INSTANCE_ID
+    # ... and free once it left for a while (-2): the new incarnation gets the same partitions.
+    left = _heartbeat(client, group, "a1", -2, instance="instance-a")
+    assert (left["error_code"], left["member_epoch"]) == (Errors.NONE, -2)
+    back = _heartbeat(client, group, "a2", 0, [topic], {}, instance="instance-a")
+    assert back["error_code"] == Errors.NONE and _assigned(back) == kept
+    assert {m["member_id"] for m in _describe(client, group)["members"]} == {"a2", "b"}
+
+
+def test_classic_members_may_not_join_a_consumer_group_and_it_is_listed(broker, client):
+    topic, _ = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    assert _heartbeat(client, group, "m", 0, [topic], {})["error_code"] == Errors.NONE
+    joined = client.call(ApiKey.JOIN_GROUP, 5, {
+        "group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
+        "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b""}]})
+    assert joined["error_code"] == Errors.INCONSISTENT_GROUP_PROTOCOL
+    listed = client.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [],
+                                                 "types_filter": ["consumer"]})["groups"]
+    assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable",
+            "group_type": "consumer"} in listed
+    assert all(g["group_type"] == "consumer" for g in listed)
+    # The classic DescribeGroups does not describe it (Kafka: "not a classic group").
+    described = client.call(ApiKey.DESCRIBE_GROUPS, 5, {
+        "groups": [group], "include_authorized_operations": False})["groups"][0]
+    assert described["error_code"] == Errors.GROUP_ID_NOT_FOUND
+
+
+def test_delete_groups_and_offset_delete_respect_the_members(broker, client):
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    joined = _heartbeat(client, group, "m", 0, [topic], {})
+
+    def delete_group():
+        r = client.call(ApiKey.DELETE_GROUPS, 2, {"groups_names": [group]})
+        return r["results"][0]["error_code"]
+
+    def delete_offsets():
+        r = client.call(ApiKey.OFFSET_DELETE, 0, {"group_id": group, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0}]}]})
+        return r["error_code"] or r["topics"][0]["partitions"][0]["error_code"]
+
+    assert delete_group() == Errors.NON_EMPTY_GROUP
+    assert delete_offsets() == Errors.GROUP_SUBSCRIBED_TO_TOPIC
+    assert _heartbeat(client, group, "m", -1)["error_code"] == Errors.NONE
+    assert joined["member_epoch"] == 1
+    assert delete_group() == Errors.NONE
+    assert _describe(client, group)["error_code"] == Errors.GROUP_ID_NOT_FOUND
+    assert delete_group() == Errors.GROUP_ID_NOT_FOUND
+
+
+def test_a_member_with_a_wrong_epoch_is_fenced_and_commits_are_checked(broker, client):
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    joined = _heartbeat(client, group, "m", 0, [topic], {})
+    assert joined["member_epoch"] == 1
+    assert _heartbeat(client, group, "m", 7, owned={})["error_code"] == \
+        Errors.FENCED_MEMBER_EPOCH
+
+    def commit(epoch, member="m"):
+        r = client.call(ApiKey.OFFSET_COMMIT, 9, {
+            "group_id": group, "generation_id_or_member_epoch": epoch, "member_id": member,
+            "group_instance_id": None, "topics": [{"name": topic, "partitions": [
+                {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                 "committed_metadata": ""}]}]})
+        return r["topics"][0]["partitions"][0]["error_code"]
+
+    assert commit(1) == Errors.NONE
+    assert commit(0) == Errors.STALE_MEMBER_EPOCH
+    assert commit(1, member="stranger") == Errors.UNKNOWN_MEMBER_ID
+    assert commit(-1, member="") == Errors.UNKNOWN_MEMBER_ID  # not while the group has members
+
+
+def test_a_silent_member_is_removed_after_its_session(broker, client):
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    assert _heartbeat(client, group, "silent", 0, [topic], {})["error_code"] == Errors.NONE
+    assert len(_describe(client, group)["members"]) == 1
+    wait_until(lambda: _describe(client, group)["group_state"] == "Empty",
+               f"the silent member removed after {SESSION_MS} ms", bound_s=SESSION_MS / 1000 + 20)
+    again = _heartbeat(client, group, "silent", 1, owned={tid: frozenset(range(PARTITIONS))})
+    assert again["error_code"] == Errors.UNKNOWN_MEMBER_ID
+
+
+def test_group_consumer_settings_are_checked_and_the_size_bounded(tmp_path):
+    base = {"num.network.threads": "1", "num.io.threads": "2", "log.dirs": str(tmp_path),
+            "offsets.topic.num.partitions": "1"}
+    with pytest.raises(ConfigError, match="group.consumer.min.session.timeout.ms"):
+        Broker({**base, "group.consumer.session.timeout.ms": "1000"})
+    with pytest.raises(ConfigError, match="sticky"):
+        Broker({**base, "group.consumer.assignors": "range,sticky"})
+    with Broker({**base, "group.consumer.max.size": "1",
+                 "group.consumer.assignors": "range"}) as b:
+        topic, _ = _topic(b)
+        c = Client(b)
+        group = "full"
+        assert _heartbeat(c, group, "one", 0, [topic], {})["error_code"] == Errors.NONE
+        assert _heartbeat(c, group, "two", 0, [topic], {})["error_code"] == \
+            Errors.GROUP_MAX_SIZE_REACHED
+        assert _describe(c, group)["assignor_name"] == "range"  # the first configured
+        assert _heartbeat(c, group, "one", 1, [topic], {},
+                          assignor="uniform")["error_code"] == Errors.UNSUPPORTED_ASSIGNOR
+        c.sock.close()
+
+
+# -- confluent-kafka consumers ------------------------------------------------------------------
+
+
+def _consumer(bootstrap, group, topic, **extra):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                  "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, **extra})
+    c.subscribe([topic])
+    return c
+
+
+def _poll_into(consumer, seen):
+    m = consumer.poll(0.2)
+    if m is None:
+        return
+    assert m.error() is None, m.error()
+    seen.append((m.partition(), m.offset(), m.value()))
+    consumer.commit(message=m, asynchronous=False)
+
+
+def test_two_consumers_share_a_topic_then_one_gets_everything(broker):
+    n = 40
+    topic, _ = _topic(broker, records=n)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c1 = _consumer(broker.bootstrap_servers, group, topic)
+    c2 = _consumer(broker.bootstrap_servers, group, topic)
+    try:
+        seen1, seen2 = [], []
+
+        def split():
+            _poll_into(c1, seen1)
+            _poll_into(c2, seen2)
+            a1 = {tp.partition for tp in c1.assignment()}
+            a2 = {tp.partition for tp in c2.assignment()}
+            return a1 and a2 and not a1 & a2 and len(a1 | a2) == PARTITIONS
+
+        wait_until(split, "both consumers own partitions, none twice", bound_s=60)
+
+        def all_read():
+            _poll_into(c1, seen1)
+            _poll_into(c2, seen2)
+            return len(seen1) + len(seen2) >= n
+
+        wait_until(all_read, f"{n} records read", bound_s=60)
+        values = [v for _, _, v in seen1 + seen2]
+        assert sorted(values) == sorted(b"v%03d" % i for i in range(n))  # each exactly once
+        c2.close()
+        wait_until(lambda: (c1.poll(0.2), len(c1.assignment()) == PARTITIONS)[1],
+                   "the remaining consumer owns every partition", bound_s=60)
+        committed = c1.committed([TopicPartition(topic, p) for p in range(PARTITIONS)],
+                                 timeout=10)
+        assert sum(tp.offset for tp in committed) == n
+    finally:
+        c1.close()
+
+
+def test_admin_client_describes_a_consumer_group(broker):
+    """librdkafka asks ConsumerGroupDescribe first, and DescribeGroups for a classic group."""
+    topic, _ = _topic(broker, records=4)
+    group, classic = f"g-{uuid.uuid4().hex[:6]}", f"classic-{uuid.uuid4().hex[:6]}"
+    c = _consumer(broker.bootstrap_servers, group, topic)
+    old = _consumer(broker.bootstrap_servers, classic, topic, **{"group.protocol": "classic"})
+    try:
+        wait_until(lambda: (c.poll(0.2), old.poll(0.2), c.assignment() and old.assignment())[2],
+                   "both consumers assigned", bound_s=60)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        described = admin.describe_consumer_groups([group])[group].result(timeout=30)
+        assert described.type == ConsumerGroupType.CONSUMER
+        assert described.partition_assignor == "uniform"
+        assert len(described.members) == 1
+        assert {tp.partition for tp in described.members[0].assignment.topic_partitions} == \
+            set(range(PARTITIONS))
+        described = admin.describe_consumer_groups([classic])[classic].result(timeout=30)
+        assert (described.type, len(described.members)) == (ConsumerGroupType.CLASSIC, 1)
+    finally:
+        c.close()
+        old.close()
+
+
+def test_commits_and_the_group_survive_a_restart(tmp_path):
+    config = {"num.network.threads": "1", "num.io.threads": "2", "log.dirs": str(tmp_path),
+              "offsets.topic.num.partitions": "3", "num.partitions": str(PARTITIONS)}
+    group = "restarted"
+    with Broker(config) as b:
+        topic, tid = _topic(b, records=20)
+        c = _consumer(b.bootstrap_servers, group, topic)
+        seen = []
+        try:
+            wait_until(lambda: (_poll_into(c, seen), len(seen) >= 20)[1], "20 records read",
+                       bound_s=60)
+        finally:
+            c.close()
+        # A member by hand stays in the group across the restart.
+        hand = Client(b)
+        joined = _heartbeat(hand, group, "stays", 0, [topic], {})
+        hand.sock.close()
+        assert joined["member_epoch"] > 0
+    with Broker(config) as b:
+        hand = Client(b)
+        described = _describe(hand, group)
+        assert [m["member_id"] for m in described["members"]] == ["stays"]
+        assert described["members"][0]["member_epoch"] == joined["member_epoch"]
+        assert described["group_epoch"] >= joined["member_epoch"]
+        again = _heartbeat(hand, group, "stays", joined["member_epoch"], owned=_assigned(joined))
+        assert again["error_code"] == Errors.NONE
+        assert _heartbeat(hand, group, "stays", -1)["error_code"] == Errors.NONE
+        hand.sock.close()
+        p = Producer({"bootstrap.servers": b.bootstrap_servers})
+        p.produce(topic, b"after", partition=0)
+        assert p.flush(30) == 0
+        c = _consumer(b.bootstrap_servers, group, topic)
+        seen = []
+        try:
+            wait_until(lambda: (_poll_into(c, seen), seen)[1], "the new record", bound_s=60)
+        finally:
+            c.close()
+        assert [v for _, _, v in seen] == [b"after"]  # resumed from the committed offsets
+
+
+# -- a coordinator failover --------------------------------------------------------------------
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(240)
+def test_a_consumer_group_survives_a_coordinator_kill(cluster):
+    """Two members reach a stable assignment and one commits; the coordinator is SIGKILLed; the
+    new one replayed the group's records, so both heartbeat on with their epochs and partitions,
+    ConsumerGroupDescribe shows the same group, and commits are still checked by epoch."""
+    import time
+
+    from support.topics import new_replicated_topic
+    from test_cluster_groups import OFFSETS_PARTITIONS, _call, _find_coordinator
+
+    from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC, partition_for
+
+    topic = new_replicated_topic(cluster, PARTITIONS, prefix="kip848")
+    group = f"kip848-{uuid.uuid4().hex[:8]}"
+    partition = partition_for(group, OFFSETS_PARTITIONS)
+    _find_coordinator(cluster, 1, group)  # creates __consumer_offsets if no test did yet
+    cluster.wait_for_topic(OFFSETS_TOPIC)
+    coordinator = cluster.leader_of(OFFSETS_TOPIC, partition)
+    state = cluster.partition_state(OFFSETS_TOPIC, partition)
+    cluster.wait_for_isr(OFFSETS_TOPIC, partition, state["replica_nodes"])
+    wait_until(lambda: _find_coordinator(cluster, coordinator, group)["error_code"] == 0,
+               "the coordinator loaded its partition", bound_s=60)
+
+    def heartbeat(broker, member, epoch, topics=None, owned=None):
+        return _call(cluster, broker, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+            "group_id": group, "member_id": member, "member_epoch": epoch,
+            "rebalance_timeout_ms": 30000 if epoch == 0 else -1,
+            "subscribed_topic_names": topics, "topic_partitions": None if owned is None else [
+                {"topic_id": t, "partitions": sorted(ps)} for t, ps in owned.items()]})
+
+    def commit(broker, epoch):
+        r = _call(cluster, broker, ApiKey.OFFSET_COMMIT, 9, {
+            "group_id": group, "generation_id_or_member_epoch": epoch, "member_id": "a",
+            "topics": [{"name": topic, "partitions": [
+                {"partition_index": 0, "committed_offset": 0, "committed_metadata": ""}]}]})
+        return r["topics"][0]["partitions"][0]["error_code"]
+
+    a = heartbeat(coordinator, "a", 0, [topic], {})
+    b = heartbeat(coordinator, "b", 0, [topic], {})
+    a = heartbeat(coordinator, "a", a["member_epoch"], owned=_assigned(a))  # revokes half
+    a = heartbeat(coordinator, "a", a["member_epoch"], owned=_assigned(a))
+    b = heartbeat(coordinator, "b", b["member_epoch"], owned={})
+    assert a["member_epoch"] == b["member_epoch"] == 2, (a, b)
+    mine = {"a": _assigned(a), "b": _assigned(b)}
+    assert commit(coordinator, 2) == Errors.NONE
+
+    cluster.kill(coordinator)
+    try:
+        new = cluster.wait_for_leader_change(OFFSETS_TOPIC, partition, coordinator)
+        deadline = time.monotonic() + 60
+        while True:  # NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS until it has loaded
+            again = heartbeat(new, "a", 2, owned=mine["a"])
+            if again["error_code"] not in (Errors.NOT_COORDINATOR,
+                                           Errors.COORDINATOR_LOAD_IN_PROGRESS,
+                                           Errors.COORDINATOR_NOT_AVAILABLE):
+                break
+            assert time.monotonic() < deadline, again
+            time.sleep(0.05)
+        assert (again["error_code"], again["member_epoch"]) == (Errors.NONE, 2)
+        assert heartbeat(new, "b", 2, owned=mine["b"])["error_code"] == Errors.NONE
+        described = _call(cluster, new, ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {
+            "group_ids": [group], "include_authorized_operations": False})["groups"][0]
+        assert (described["group_state"], described["group_epoch"]) == ("Stable", 2)
+        assert {m["member_id"]: {t["topic_id"]: frozenset(t["partitions"])
+                                 for t in m["assignment"]["topic_partitions"]}
+                for m in described["members"]} == mine
+        assert commit(new, 2) == Errors.NONE
+        assert commit(new, 1) == Errors.STALE_MEMBER_EPOCH
+    finally:
+        cluster.restart(coordinator)
