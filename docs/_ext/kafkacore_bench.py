@@ -1,4 +1,4 @@
-"""The ``.. kafkacore-bench:: core|producer|broker|purgatory|topics`` directive: a benchmark's results as a table.
+"""The ``.. kafkacore-bench:: core|producer|broker|purgatory|topics|scale`` directive: a benchmark's results as a table.
 
 Read from ``benchmarks/results/<name>.json`` each time the docs build, so the page shows the
 figures the last ``make bench`` wrote, never a pasted copy.
@@ -146,6 +146,72 @@ def topics_lines(data):
     return out
 
 
+def scale_lines(data):
+    points = data["points"]
+    out = [f"Measured {data['when']} on {data['machine']}: one run, replication factor 3, topics"
+           f" of {data['per_topic']} partitions, {data['window_s']:g} s per figure; CPU is % of"
+           f" one core, the mean of the three brokers; the load average of the machine at the"
+           f" start and end of each figure beside it.", ""]
+    rows = [[f"{p['partitions']:,}", f"{p['created']:,}", f"{p['create_s']:.1f}",
+             f"{1000 * p['create_s'] / p['created']:.1f}", f"{p['first_write_s']:.1f}",
+             f"{p['rest']['cpu_pct_mean']:.1f}",
+             f"{p['rest']['fetcher_cpu_pct_mean']:.1f}", f"{p['rest']['rss_mib_mean']:.0f}",
+             f"{p['leaders_moved']}", "{} → {}".format(*p["rest"]["load"])] for p in points]
+    out += _table("Partitions: creating them, then each broker at rest (no client)",
+                  ["partitions", "created", "create s", "ms per partition",
+                   "a record into each, s", "broker CPU %", "fetchers' CPU %", "RSS MiB",
+                   "leaders moved", "load average"],
+                  rows, "10 8 8 9 10 9 10 8 9 13")
+    rows = []
+    for p in points:
+        for r in p["connections"]:
+            # the three brokers' CPU above their rest, per record acknowledged
+            per_record = 3 * (r["cpu_pct_mean"] - p["rest"]["cpu_pct_mean"]) * 1e4 / max(
+                r["acked_per_s"], 1e-9)
+            rows.append([f"{p['partitions']:,}", f"{r['connections']:,}",
+                         f"{r['cpu_pct_mean']:.1f}", f"{r['fetcher_cpu_pct_mean']:.1f}",
+                         f"{per_record:,.0f}",
+                         f"{r['rss_mib_mean']:.0f}", f"{r['acked_per_s']:,.0f}",
+                         f"{r['p50_ms']:.0f}", f"{r['p99_ms']:.0f}", f"{r['errors']}",
+                         "{} → {}".format(*r["load"])])
+    out += _table(f"Connections, each producing one {data['record_bytes']}-byte record"
+                  f" every {data['interval_s']:g} s (acks=all) to the next partition",
+                  ["partitions", "connections", "broker CPU %", "fetchers' CPU %",
+                   "cluster CPU µs per record", "RSS MiB", "records/s acked", "p50 ms",
+                   "p99 ms", "errors", "load average"],
+                  rows, "9 9 8 8 10 7 9 8 8 7 12")
+    fp, fc, x = data["fits"]["partitions"], data["fits"]["connections"], data["extrapolation"]
+    out += [
+        "Least-squares lines (the worst point's miss from its line in brackets): a broker at"
+        f" rest {fp['cpu_pct_mean']['intercept']:.1f} % + {100 * fp['cpu_pct_mean']['slope']:.2f}"
+        f" % per 100 partitions ({fp['cpu_pct_mean']['worst_miss']:.0%}), of which its fetchers"
+        f" {100 * fp['fetcher_cpu_pct_mean']['slope']:.2f} % per 100 partitions"
+        f" ({fp['fetcher_cpu_pct_mean']['worst_miss']:.0%}); RSS"
+        f" {fp['rss_mib_mean']['intercept']:.0f} MiB + {1000 * fp['rss_mib_mean']['slope']:.1f}"
+        f" MiB per 1,000 partitions ({fp['rss_mib_mean']['worst_miss']:.0%}); at the most"
+        f" partitions, {1024 * fc['rss_mib_mean']['slope']:.1f} KiB per open connection;"
+        f" a record produced cost the three brokers "
+        + ", ".join(f"{v:,.0f} µs at {int(n):,} partitions"
+                    for n, v in x["cluster_us_per_record_measured"].items())
+        + " (measured at the highest rate the cluster kept up with)."
+        + ("".join(f" At {n:,} partitions and {c:,} connections it fell behind: {a:,.0f}"
+                   f" records/s acknowledged of {c / data['interval_s']:,.0f} offered."
+                   for n, c, a in x["fell_behind"])), "",
+        f"Extrapolated to {x['partitions']:,} partitions and {x['connections']:,} connections"
+        f" on three brokers: the fetchers {x['fetcher_cpu_pct_per_broker']:.0f} % of a core per"
+        f" broker, the broker at rest {x['rest_cpu_pct_per_broker']:.0f} %; a record taken at"
+        f" the dearest measured, {x['cluster_us_per_record']:,.0f} µs of the cluster's CPU"
+        f" (constant: optimistic), so with the connections'"
+        f" {x['records_per_s']:,.0f} records/s each broker needs {x['cpu_pct_per_broker']:.0f} %"
+        f" of a core; RSS {x['rss_mib_per_broker']:.0f}"
+        f" MiB per broker; creating the partitions {x['create_s']:.0f} s."
+        + (" That is more than the one core a broker's Python code can use (one process, one"
+           " GIL)." if x["cpu_pct_per_broker"] > 100 else
+           " That fits in the one core a broker's Python code can use (one process, one GIL),"
+           f" with {100 - x['cpu_pct_per_broker']:.0f} % left for anything else."), ""]
+    return out
+
+
 class BenchTable(SphinxDirective):
     required_arguments = 1
     has_content = False
@@ -156,7 +222,8 @@ class BenchTable(SphinxDirective):
         self.env.note_dependency(str(path))
         data = json.loads(path.read_text())
         lines = {"core": core_lines, "producer": producer_lines, "broker": broker_lines,
-                 "purgatory": purgatory_lines, "topics": topics_lines}[name](data)
+                 "purgatory": purgatory_lines, "topics": topics_lines,
+                 "scale": scale_lines}[name](data)
         node = nodes.container()
         self.state.nested_parse(StringList(lines, source=str(path)), self.content_offset, node)
         return node.children
