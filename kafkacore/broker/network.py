@@ -339,6 +339,7 @@ class Processor(ShutdownableThread):
         self.close_excess_idle()
 
     def on_shutdown(self) -> None:
+        self._wake_handlers()  # never leave a handler waiting for a wake-up we owe it
         for ch in list(self._channels.values()):
             self.close(ch, "the broker is shutting down", level=logging.DEBUG)
         self.channel.remove_processor(self.id)
@@ -495,7 +496,10 @@ class Processor(ShutdownableThread):
         """Wake the sleeping handlers our requests went to this turn (RequestQueue.put)."""
         wake = self._handlers_to_wake
         while wake:
-            wake.pop().release()
+            try:
+                wake.pop().release()
+            except RuntimeError:  # released already: that handler is awake anyway
+                pass
 
     def _handshake(self, ch: KafkaChannel) -> None:
         """One step of the TLS handshake; it tells what it waits for next (Kafka's

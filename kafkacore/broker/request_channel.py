@@ -102,6 +102,10 @@ def payload_size(payload: list[Any]) -> int:
                for chunk in payload)
 
 
+#: How long a handler waits, at most, for a wake-up a processor owes it (RequestQueue.get).
+OWED_WAKE_BOUND_S = 5.0
+
+
 class RequestQueue:
     """A bounded FIFO from the processors to the handlers, cheap to hand over through.
 
@@ -171,7 +175,10 @@ class RequestQueue:
                 if wake in self._sleepers:  # nobody woke us: we leave the stack ourselves
                     self._sleepers.remove(wake)
                     return None
-            wake.acquire()  # a put woke us just as we timed out: take its release back
+            # A put chose us just as we timed out: take its release back, so that our lock is
+            # held again when we next sleep.  Its processor releases it before its own next
+            # sleep; the bound is only for one that died in between.
+            wake.acquire(timeout=OWED_WAKE_BOUND_S)
         with self._lock:
             if not self._items:
                 return None  # a busy handler took it first
