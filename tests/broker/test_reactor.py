@@ -20,7 +20,7 @@ from waits import wait_until
 
 from kafkacore import errors
 from kafkacore.broker import Broker, BrokerConfig
-from kafkacore.broker.request_channel import RequestQueue
+from kafkacore.broker.request_channel import HandlerWaker, RequestQueue
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -295,10 +295,9 @@ def test_many_idle_connections_do_not_stop_the_others(broker):
 # -- the hand-offs: RequestQueue and the processors' wake-ups ------------------------------------
 
 
-def _sleeping_handler(q: RequestQueue, got: list) -> tuple[threading.Thread, threading.Lock]:
+def _sleeping_handler(q: RequestQueue, got: list) -> tuple[threading.Thread, HandlerWaker]:
     """A handler thread that takes one request from ``q`` (sleeping until it comes)."""
-    wake = threading.Lock()
-    wake.acquire()
+    wake = HandlerWaker()
 
     def run() -> None:
         while not got:
@@ -317,7 +316,7 @@ def test_a_put_hands_its_request_to_the_handler_that_sleeps():
     t, wake = _sleeping_handler(q, got)
     wait_until(lambda: wake in q._sleepers, "the handler sleeping on the queue")
     assert q.put("request") is wake  # the caller owes that handler its wake-up ...
-    wake.release()  # ... and pays it
+    wake.wake()  # ... and pays it
     t.join(30)
     assert got == ["request"]
 
@@ -325,8 +324,7 @@ def test_a_put_hands_its_request_to_the_handler_that_sleeps():
 def test_a_busy_handler_takes_the_next_request_without_sleeping():
     q = RequestQueue(10)
     assert q.put("a") is None and q.put("b") is None  # nobody sleeps: nobody to wake
-    wake = threading.Lock()
-    wake.acquire()
+    wake = HandlerWaker()
     assert [q.get(wake, 30), q.get(wake, 30)] == ["a", "b"]
     assert not q._sleepers and len(q) == 0
 
@@ -340,8 +338,7 @@ def test_the_request_queue_is_bounded_and_a_get_makes_room():
     blocked = threading.Thread(target=q.put, args=("c", 30), daemon=True)
     blocked.start()
     wait_until(lambda: q._full_waiters == 1, "the third put waiting for room")
-    wake = threading.Lock()
-    wake.acquire()
+    wake = HandlerWaker()
     assert q.get(wake, 30) == "a"
     blocked.join(30)
     assert not blocked.is_alive()
@@ -356,8 +353,7 @@ def test_no_request_is_lost_between_sleeping_handlers_and_putting_processors():
     done = threading.Event()
 
     def handler() -> None:
-        wake = threading.Lock()
-        wake.acquire()
+        wake = HandlerWaker()
         while not done.is_set():
             # Longer than the wait below: a lost wake-up leaves requests queued while every
             # handler sleeps, and the test fails instead of a timeout hiding it.
@@ -369,7 +365,7 @@ def test_no_request_is_lost_between_sleeping_handlers_and_putting_processors():
         for i in range(2000):
             sleeper = q.put(base + i, timeout_s=30)
             if sleeper is not None:
-                sleeper.release()
+                sleeper.wake()
 
     handlers = [threading.Thread(target=handler, daemon=True) for _ in range(4)]
     for t in handlers:
