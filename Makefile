@@ -1,7 +1,8 @@
-# kafkacore's two commands on a fresh machine:
+# kafkacore's commands on a fresh machine:
 #   make demo   the main job: the flights pipeline (PySpark) into a 3-broker kafkacore cluster
 #   make test   the whole tox matrix (Python 3.10-3.13, spark, docs, lint), two lanes at a time
-# Both create what they need in .venv-tools; nothing is installed by hand.
+#   make compat the client compatibility table (docs/compatibility.rst), made by running the clients
+# Each creates what it needs (.venv-tools, .venv); nothing is installed by hand.
 
 SHELL := /bin/bash
 TOOLS := .venv-tools
@@ -13,7 +14,7 @@ PYTHON := $(shell command -v python3)
 PYENV_BINS := $(shell root=$$(pyenv root 2>/dev/null) && pyenv versions --bare 2>/dev/null | grep -E '^3\.1[0-3]\.[0-9]+$$' | sort -t. -k2,2n -k3,3n | tac | awk -F. '!seen[$$1"."$$2]++' | sed "s|^|$$root/versions/|; s|$$|/bin|" | paste -sd: -)
 export PATH := $(if $(PYENV_BINS),$(PYENV_BINS):)$(PATH)
 
-.PHONY: test demo perf-demo dev docs lint bench clean wheel
+.PHONY: test demo perf-demo dev docs lint bench compat clean wheel
 
 TOX_ENVS := py312,py310,py311,py313,spark,docs,lint
 
@@ -27,6 +28,8 @@ test: $(TOOLS)/.ok
 	@# kcat (Debian) is one of the clients that judge our broker; its tests skip where it cannot be installed.
 	@command -v kcat >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		(apt-get update -qq && apt-get install -y -qq kcat) >/dev/null 2>&1; } || echo "kcat not installed: its tests will be skipped"
+	@# kafkajs (Node) too, from npm, into a cache folder (tests/compat/npm_cache.py; the tests install it too, at first use).
+	@$(PYTHON) tests/compat/npm_cache.py
 	@# Two environments at a time (each runs its tests on two pytest-xdist workers), the longest,
 	@# py312's full tier, first (tox.ini, TESTING.md).  A failed environment's output is printed.
 	$(TOOLS)/bin/tox run-parallel --parallel 2 --parallel-no-spinner -e $(TOX_ENVS)
@@ -50,6 +53,13 @@ wheel: $(TOOLS)/.ok
 demo: .venv/.ok
 	PYSPARK_PYTHON=$(CURDIR)/.venv/bin/python PYSPARK_DRIVER_PYTHON=$(CURDIR)/.venv/bin/python \
 		.venv/bin/python examples/pipeline.py
+
+# The client compatibility table (docs/compatibility.rst): confluent-kafka, kafka-python,
+# aiokafka, kcat and kafkajs (npm installs it at first use) run every call they have against our
+# broker, tansu and a 3-broker cluster; writes tests/compat/results.json and
+# docs/compatibility_table.inc (tests/broker/test_compat_clients.py checks both stay true).
+compat: .venv/.ok
+	.venv/bin/python tests/compat/generate.py
 
 # The producer alone: kafkacore-perf into a local broker, read back and checked.
 perf-demo: .venv/.ok

@@ -33,7 +33,7 @@ from typing import Any
 
 from kafkacore.admin import create_topics
 from kafkacore.broker import Cluster
-from kafkacore.broker.group_metadata_manager import partition_for
+from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC, partition_for
 from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -44,7 +44,6 @@ CLUSTER_CONFIG = {"transaction.state.log.num.partitions": str(TXN_PARTITIONS),
                   "replica.lag.time.max.ms": "2000",
                   "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}
 KINDS = ("coordinator", "output_leader", "copier")
-DOWN_S = 30.0  # a killed broker stays down until the copier commits, or this long
 
 
 class CopierRunError(AssertionError):
@@ -130,19 +129,33 @@ def wait_for(pred: Any, what: str, bound_s: float, copier: Copier | None = None)
 
 def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, work_dir:
              pathlib.Path, max_rate: float = 0.0, bound_s: float = 600.0,
-             client_debug: str = "") -> dict[str, Any]:
+             client_debug: str = "", spare_group_coordinator: bool | None = None
+             ) -> dict[str, Any]:
     """Fill, copy under kills, verify; returns the figures (raises CopierRunError on a failed
-    check)."""
+    check).
+
+    ``spare_group_coordinator`` (default: with confluent-kafka's producer): before a broker is
+    killed, the copier's group coordinator is moved off it.  librdkafka keeps a killed group
+    coordinator in its coordinator cache after the controller fenced the broker and the Metadata
+    answer dropped it (as Kafka's does), and its ``send_offsets_to_transaction`` then waits for
+    that broker without end, past its own timeout, even once the broker is back.
+    """
     tag = uuid.uuid4().hex[:8]
     source, target = f"copier-in-{tag}", f"copier-out-{tag}"
     make_topics(cluster, source, target)
     expected = fill_input(cluster.bootstrap_servers, source, n)
-    txn_id = f"copier-{tag}"
+    txn_id, group = f"copier-{tag}", f"g-{tag}"
     txn_partitions = int(cluster.config.get("transaction.state.log.num.partitions", "50"))
     txn_partition = partition_for(txn_id, txn_partitions)
-    copier = Copier(cluster, ["--input", source, "--output", target, "--group", f"g-{tag}",
+    group_partition = partition_for(group, int(cluster.config.get(
+        "offsets.topic.num.partitions", "50")))
+    if spare_group_coordinator is None:
+        spare_group_coordinator = producer == "confluent"
+    hold = work_dir / f"hold-{tag}"
+    copier = Copier(cluster, ["--input", source, "--output", target, "--group", group,
                               "--transactional-id", txn_id, "--producer", producer,
-                              "--max-rate", str(max_rate), "--client-debug", client_debug],
+                              "--max-rate", str(max_rate), "--client-debug", client_debug,
+                              "--hold-file", str(hold)],
                     work_dir / f"copier-{producer}-{tag}.log")
     plan = [KINDS[i % 3] for i in range(3 * kills_per_kind)]
     marks = [n * (i + 1) // (len(plan) + 1) for i in range(len(plan))]
@@ -167,25 +180,38 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
         else:
             topic, partition = target, i // 3 % PARTITIONS
         victim = cluster.leader_of(topic, partition)
+        if spare_group_coordinator and _move_off(cluster, OFFSETS_TOPIC, group_partition,
+                                                 victim):
+            # librdkafka learns of the move only from its next TxnOffsetCommit's
+            # NOT_COORDINATOR: a commit after the move shows it found the new coordinator
+            at = copier.committed
+            wait_for(lambda a=at: copier.committed > a, "a commit after the group coordinator "
+                     "moved", deadline - time.monotonic(), copier)
+            at = copier.committed
+        killed_at = time.monotonic()
         cluster.kill(victim)
         cluster.wait_for_leader_change(topic, partition, victim)
-        # the copier should commit again without the dead broker before it comes back; it is
-        # brought back after DOWN_S anyway: librdkafka can wait for a group coordinator that
-        # left the Metadata answer until it returns (librdkafka issues #5456 and #5511)
-        try:
-            wait_for(lambda a=at: copier.committed > a or copier.poll() == 0,
-                     "a commit without the killed broker", DOWN_S, copier)
-            committed_while_down = True
-        except CopierRunError:
-            if copier.poll() not in (None, 0):
-                raise
-            committed_while_down = False
-        cluster.restart(victim)
-        for t, ps in ((TRANSACTION_STATE_TOPIC, [txn_partition]), (target, range(PARTITIONS))):
-            for p in ps:
-                cluster.wait_for_isr(t, p, [1, 2, 3], timeout_s=120)
+        # the copier commits without the dead broker: the next leaders take over once the
+        # controller has fenced it (broker.session.timeout.ms)
+        wait_for(lambda a=at: copier.committed > a or copier.poll() == 0,
+                 "a commit without the killed broker", deadline - time.monotonic(), copier)
+        recovered_s = round(time.monotonic() - killed_at, 1)
+        if all(k == "copier" for k in plan[i + 1:]):
+            cluster.restart(victim)  # only the copier is killed after this: no need to wait
+        else:
+            # before the next broker is killed, this one must be back in sync; meanwhile no
+            # new transaction starts, so the copier cannot finish before the next kill,
+            # however long the restart takes on a loaded machine
+            hold.touch()
+            cluster.restart(victim)
+            for t, ps in ((TRANSACTION_STATE_TOPIC, [txn_partition]),
+                          (target, range(PARTITIONS)), (OFFSETS_TOPIC, [group_partition])):
+                for p in ps:
+                    cluster.wait_for_isr(t, p, [1, 2, 3],
+                                         timeout_s=max(deadline - time.monotonic(), 1))
+            hold.unlink()
         kills.append({"kind": kind, "at": at, "broker": victim, "partition": f"{topic}-{partition}",
-                      "committed_while_down": committed_while_down})
+                      "commit_without_it_s": recovered_s})
     wait_for(lambda: copier.poll() is not None, "the copier to finish",
              deadline - time.monotonic())
     if copier.poll() != 0:
@@ -200,6 +226,17 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
             "aborted_transactions": aborts,
             "seconds": round(copy_s, 1), "records_per_s": round(n / copy_s),
             "exactly_once_in_order": True}
+
+
+def _move_off(cluster: Cluster, topic: str, partition: int, broker: int) -> bool:
+    """Move ``topic-partition``'s leadership off ``broker`` to another in-sync replica; False
+    if ``broker`` did not lead it."""
+    if cluster.leader_of(topic, partition) != broker:
+        return False
+    state = cluster.partition_state(topic, partition) or {}
+    others = [r for r in state.get("isr_nodes", [1, 2, 3]) if r != broker]
+    cluster.move_leader(topic, partition, others[0])
+    return True
 
 
 def _difference(partition: int, want: list[bytes], got: list[bytes]) -> str:

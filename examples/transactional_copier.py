@@ -2,7 +2,7 @@
 
     python examples/transactional_copier.py --bootstrap-servers HOST:PORT --input in
         --output out --group copier --transactional-id copier-1 [--producer kafkacore|confluent]
-        [--records-per-txn 500] [--txn-ms 100] [--max-rate 0]
+        [--records-per-txn 500] [--txn-ms 100] [--max-rate 0] [--hold-file PATH]
 
 It reads ``--input`` with a confluent-kafka consumer (``isolation.level=read_committed``, every
 partition assigned by hand, starting at the group's committed offsets) and writes each record,
@@ -19,12 +19,14 @@ once. A failed commit is aborted and the consumer rewound to the last committed 
 
 It prints ``committed <records>`` (the sum of its committed positions) after every commit, and
 exits 0 once every input partition is copied up to the end it saw at start, 1 on a fatal error
-(fenced by a newer copier).
+(fenced by a newer copier).  While ``--hold-file`` exists it starts no new transaction (a test
+harness creates it while it brings a killed broker back).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
@@ -162,6 +164,10 @@ def _loop(args: argparse.Namespace, producer: Any, consumer: Any, committed: dic
     copied = 0
     chunk = max(1, int(args.max_rate / 10)) if args.max_rate else 500  # paced: 10 a second
     while not done():
+        if args.hold_file and os.path.exists(args.hold_file):
+            time.sleep(_POLL_S)
+            started, copied = time.monotonic(), 0
+            continue
         producer.begin()
         deadline = time.monotonic() + interval_s
         positions = dict(committed)
@@ -213,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--txn-ms", type=int, default=100)
     parser.add_argument("--max-rate", type=float, default=0.0,
                         help="records per second at most (0: as fast as it goes)")
+    parser.add_argument("--hold-file", default="",
+                        help="no new transaction starts while this file exists")
     parser.add_argument("--client-debug", default="",
                         help="librdkafka debug contexts of confluent-kafka's producer "
                              "(e.g. eos,protocol), written to stderr")

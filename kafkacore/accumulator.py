@@ -195,6 +195,8 @@ class RecordAccumulator:
         queues: dict[str, list[tuple[int, int]]] | None = (
             {} if self.adaptive_partitioning and len(self.partitioners) else None
         )
+        tm = self.transaction_manager
+        transactional = tm is not None and tm.transactional_id is not None
         for tp, pq in self.batches.items():
             with pq:
                 queued = len(pq.batches)
@@ -203,6 +205,10 @@ class RecordAccumulator:
                 queues.setdefault(tp[0], []).append((tp[1], queued))
             if first is None:
                 continue
+            if transactional:
+                # A partition's first batch in a transaction: AddPartitionsToTxn goes now, while
+                # the batch lingers, not once it is ready (Java adds it at send()).
+                tm.partition_needs_adding(tp)
             several = queued > 1
             # Whatever else happens, look again by the time this batch must expire.
             next_delay = min(next_delay, max(first.created_ms + self.delivery_timeout_ms - now_ms, 0))

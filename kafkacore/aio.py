@@ -54,6 +54,7 @@ class AIOKafkaProducer:
         self._settings = settings
         self._producer: KafkaProducer | None = None
         self._workers: concurrent.futures.ThreadPoolExecutor | None = None
+        self._plain: Any = None
         self._stopped = False
 
     # -- start and stop ---------------------------------------------------------------------
@@ -71,6 +72,11 @@ class AIOKafkaProducer:
         self._now = producer._new_appender(self._metadata_now, 0, None, None)
         self._waiting = producer._new_appender(
             producer._wait_on_metadata, producer.config["max.block.ms"], None, None)
+        # With no serializer, interceptor or transaction, send() has nothing to do in Python
+        # before the append: it goes straight to the non-blocking appender (see send).
+        plain = not (producer._transactional or producer._interceptors
+                     or producer._key_serializer or producer._value_serializer)
+        self._plain = self._now if plain else None
 
     async def stop(self) -> None:
         """Deliver what is queued (bounded by ``delivery.timeout.ms``), then stop the Sender."""
@@ -78,6 +84,7 @@ class AIOKafkaProducer:
         if producer is None or workers is None or self._stopped:
             return
         self._stopped = True
+        self._plain = None
         self._now.closed = self._waiting.closed = True
         loop = asyncio.get_running_loop()
         try:
@@ -116,6 +123,17 @@ class AIOKafkaProducer:
         worker thread while the event loop went on.  Sends awaited one after another keep their
         order; a send that is cancelled while it waits may still queue its record.
         """
+        plain = self._plain
+        if plain is not None and headers is None:
+            # The common case, in as few steps as the sync send(): a coroutine costs a frame
+            # already, and this path runs once per record.
+            try:
+                queued: FutureRecordMetadata = plain.append(
+                    topic, value, key, partition, timestamp_ms, None, None)
+                return queued
+            except (_WouldBlock, BufferExhaustedError):
+                return await self._append_waiting(
+                    topic, value, key, partition, timestamp_ms, None, None)
         producer = self._started()
         txn = producer._transactional
         if txn is not None and not txn.sending_allowed:
@@ -136,11 +154,14 @@ class AIOKafkaProducer:
         try:
             return self._now.append(topic, value, key, partition, timestamp_ms, headers, callback)
         except (_WouldBlock, BufferExhaustedError):
-            pass
+            return await self._append_waiting(
+                topic, value, key, partition, timestamp_ms, headers, callback)
+
+    async def _append_waiting(self, *record: Any) -> FutureRecordMetadata:
+        """The append that may wait (metadata, memory): in a worker thread, never on the loop."""
         loop = asyncio.get_running_loop()
         future: FutureRecordMetadata = await loop.run_in_executor(
-            self._workers, self._waiting.append, topic, value, key, partition, timestamp_ms,
-            headers, callback)
+            self._workers, self._waiting.append, *record)
         return future
 
     async def send_and_wait(

@@ -998,8 +998,9 @@ class TransactionManager:
         request.handle(request, answer)
 
     def partition_needs_adding(self, tp: tuple) -> bool:
-        """Sender thread, in drain: ``tp`` has a batch but is not in the transaction yet, so
-        the batch waits and ``tp`` goes into the next AddPartitionsToTxn."""
+        """Sender thread, in the readiness check and the drain: ``tp`` has a batch but is not
+        in the transaction yet, so the batch waits and ``tp`` goes into the next
+        AddPartitionsToTxn."""
         if tp in self._in_transaction:
             return False
         if tp not in self._being_added:

@@ -101,14 +101,20 @@ def violations(trees: dict[Path, ast.Module]) -> Iterator[str]:
             if isinstance(node, ast.Assign | ast.AnnAssign):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 at_top = node in tree.body
-                for target in targets:
+                pairs = [(t, node.value) for t in targets]
+                for target, value in pairs:
+                    # ``done, error = True, 6`` sets each name from its own element.
+                    if (isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+                            and len(target.elts) == len(value.elts)):
+                        pairs.extend(zip(target.elts, value.elts, strict=True))
+                for target, value in pairs:
                     # At the top of a module any value is a second name (``X = XError.errno``
                     # too); inside a class or function, only a number is (enums keep theirs).
                     if (isinstance(target, ast.Name) and target.id in ERROR_NAMES
-                            and node.value is not None and (at_top or _is_number(node.value))):
+                            and value is not None and (at_top or _is_number(value))):
                         yield f"{line}: {target.id} defined again (use Errors.{target.id})"
-                    elif (_names_error_code(target) and node.value is not None
-                          and _is_number(node.value)):
+                    elif (_names_error_code(target) and value is not None
+                          and _is_number(value)):
                         yield f"{line}: an error code set to a number"
             elif isinstance(node, ast.Compare):
                 sides = [node.left, *node.comparators]
@@ -164,6 +170,7 @@ def test_error_codes_and_api_keys_are_named() -> None:
     ("if error != 0: pass", "compared with a number"),
     ("x = {'error_code': 35}", "'error_code' given a number"),
     ("part['error_code'] = 3", "set to a number"),
+    ("done, error = True, 6", "set to a number"),
     ("respond(error_code=7)", "error_code= given a number"),
     ("def forward(self, api_key, version, body): pass\nforward(19, 7, {})",
      "forward() given an API key as a number"),

@@ -1,4 +1,4 @@
-"""The ``.. kafkacore-bench:: core|producer|broker|broker_small|purgatory`` directive: a benchmark's results as a table.
+"""The ``.. kafkacore-bench:: core|producer|broker|broker_small|purgatory|topics`` directive: a benchmark's results as a table.
 
 Read from ``benchmarks/results/<name>.json`` each time the docs build, so the page shows the
 figures the last ``make bench`` wrote, never a pasted copy.
@@ -142,6 +142,31 @@ def purgatory_lines(data):
         f" {', '.join(f'{x:.1f}' for x in ratios)}.", ""]
 
 
+def topics_lines(data):
+    rows = data["rows"]
+    few, many = f"at_{data['few']}", f"at_{data['topics']}"
+    out = [f"Measured {data['when']} on {data['machine']}: {data['topics']:,} single-partition"
+           f" topics in CreateTopics requests of {data['batch']}, one at a time; Metadata and"
+           f" produce: the median of {data['probes']} requests, at {data['few']} topics and at"
+           f" {data['topics']:,}.", ""]
+    table = []
+    for r in rows:
+        t = r["per_thousand_s"]
+        table.append([
+            r["broker"], f"{t[0]:.2f}", f"{t[1]:.2f}", f"{t[-1]:.2f}", f"{sum(t):.1f}",
+            f"{r[few]['metadata_one_topic_ms']:.2f} → {r[many]['metadata_one_topic_ms']:.2f}",
+            f"{r[few]['produce_one_record_ms']:.2f} → {r[many]['produce_one_record_ms']:.2f}",
+            f"{r['load_before']} → {r['load_after']}"])
+    out += _table(f"Creating {data['topics']:,} topics (seconds per thousand)",
+                  ["broker", "1st thousand s", "2nd thousand s", "last thousand s", "all s",
+                   "Metadata, one topic, ms", "produce one record, ms", "load average"],
+                  table, "12 10 10 10 8 18 18 14")
+    if data.get("ratios"):
+        out += ["Ours over tansu's time: " + ", ".join(
+            f"{k.replace('_', ' ')} ×{v:.2f}" for k, v in data["ratios"].items()) + ".", ""]
+    return out
+
+
 class BenchTable(SphinxDirective):
     required_arguments = 1
     has_content = False
@@ -152,7 +177,8 @@ class BenchTable(SphinxDirective):
         self.env.note_dependency(str(path))
         data = json.loads(path.read_text())
         lines = {"core": core_lines, "producer": producer_lines, "broker": broker_lines,
-                 "broker_small": broker_small_lines, "purgatory": purgatory_lines}[name](data)
+                 "broker_small": broker_small_lines, "purgatory": purgatory_lines,
+                 "topics": topics_lines}[name](data)
         node = nodes.container()
         self.state.nested_parse(StringList(lines, source=str(path)), self.content_offset, node)
         return node.children

@@ -55,6 +55,8 @@ KAFKA_ONLY = frozenset(
     producer.id.expiration.ms message.max.bytes connection.failed.authentication.delay.ms
     check.crcs rebalance.timeout.ms group.instance.id offset.metadata.max.bytes
     transaction.partition.verification.enable spark.python.worker.reuse
+    leader.replication.throttled.rate
+    metadata.log.max.record.bytes.between.snapshots metadata.log.max.snapshot.interval.ms
     """.split()
 )
 # Java classes, Kafka APIs and types, and C API names a chapter mentions, that kafkacore does not
@@ -75,6 +77,9 @@ KAFKA_NAMES = frozenset(
     Thunk Topic TopicData TransactionalId TxnOffsetCommit UnifiedLog UniformStickyPartitioner
     Utils UtilsTest Uuid WriteBuffer Any KafkaLZ4BlockOutputStream DataOutputStream
     IllegalStateException GZIPOutputStream
+    TopicRecord PartitionRecord PartitionChangeRecord ConfigRecord RemoveTopicRecord
+    RegisterBrokerRecord FenceBrokerRecord UnfenceBrokerRecord MetadataDelta MetadataImage
+    KafkaMetadataLog SnapshotGenerator BrokerMetadataPublisher PartitionMetadataFile
     """.split()
 )
 # Dotted lower-case names in the docs that are not settings: attributes, file names, code.

@@ -2,6 +2,7 @@
 
 partitioner_sticky.png: null-key records stick to one partition for batch.size bytes, then move.
 partitioner_adaptive.png: queue sizes turned into weights, and the shares the partitioner chose.
+partitioner_choice.png: the three answers, with keys hashed by the real murmur2.
 """
 
 import collections
@@ -12,6 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from kafkacore.core.murmur2 import murmur2, partition_for_key  # noqa: E402
 from kafkacore.partitioner import BuiltInPartitioner  # noqa: E402
 
 PARTITIONS = 6
@@ -162,7 +164,36 @@ def _adaptive(out_dir):
     plt.close(fig)
 
 
+def _choice(out_dir):
+    fig, ax = plt.subplots(figsize=(10, 3.4))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 3.4)
+    ax.axis("off")
+    rows = [
+        ("the record names a partition", "that partition"),
+        ("partitioner.class is set", "whatever it returns"),
+        ("the record has a key", "toPositive(murmur2(key)) % partitions"),
+        ("no key", "the topic's sticky partition (moves on after ~batch.size bytes)"),
+    ]
+    for i, (when, answer) in enumerate(rows):
+        y = 2.9 - i * 0.55
+        ax.text(0.1, y, f"{i + 1}. {when}", fontsize=9)
+        ax.text(3.6, y, "->  " + answer, fontsize=9, family="monospace")
+    ax.text(0.1, 0.75, f"keys with {PARTITIONS} partitions (computed by kafkacore.core.murmur2):",
+            fontsize=9, weight="bold")
+    keys = [b"user-0", b"user-1", b"user-2", b"order-7"]
+    line = "   ".join(f"{k.decode()}: murmur2 {murmur2(k)} -> {partition_for_key(k, PARTITIONS)}"
+                      for k in keys[:2])
+    line2 = "   ".join(f"{k.decode()}: murmur2 {murmur2(k)} -> {partition_for_key(k, PARTITIONS)}"
+                       for k in keys[2:])
+    ax.text(0.1, 0.4, line, fontsize=8, family="monospace")
+    ax.text(0.1, 0.1, line2, fontsize=8, family="monospace")
+    fig.savefig(out_dir / "partitioner_choice.png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
 def draw(out_dir):
+    _choice(out_dir)
     state = random.getstate()
     random.seed(2024)  # the same pictures on every build
     try:

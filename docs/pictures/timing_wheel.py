@@ -161,6 +161,64 @@ def draw_purgatory(out_dir):
     plt.close(fig)
 
 
+def _purge_example():
+    """A real purgatory's watcher lists before and after the reaper purges them."""
+    timer = SystemTimer("Produce", start_ms=0, time_ms=lambda: 0)
+    purgatory = DelayedOperationPurgatory("Produce", timer, purge_interval=2,
+                                          reaper_enabled=False)
+    ops = {}
+    for name, keys in [("produce-1", ["orders-0", "orders-1"]),
+                       ("produce-2", ["orders-0", "orders-2"]),
+                       ("produce-3", ["orders-0", "orders-3"]),
+                       ("produce-4", ["orders-0"])]:
+        ops[name] = _Waiting(name, 1000)
+        purgatory.try_complete_else_watch(ops[name], keys)
+    # Events on orders-1..3 complete produce-1..3 there; orders-0, where they also wait, is quiet.
+    for name, key in (("produce-1", "orders-1"), ("produce-2", "orders-2"),
+                      ("produce-3", "orders-3")):
+        ops[name].force_complete()
+        purgatory.check_and_complete(key)
+
+    def lists():
+        return [(key, [(op.name, op.is_completed) for op in w._operations])
+                for key, w in sorted(purgatory._watchers_for_key.items())]
+
+    before = lists()
+    estimate = purgatory.estimated_total_operations() - purgatory.num_delayed()
+    purgatory.advance_clock(0)  # one round of the reaper: over purge_interval, so it purges
+    after = lists()
+    assert purgatory.purges() == 1
+    timer.shutdown()
+    return before, estimate, after
+
+
+def draw_purge(out_dir):
+    before, estimate, after = _purge_example()
+    fig, ax = plt.subplots(figsize=(10, 2.0))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 2.0)
+    ax.axis("off")
+    for x, title, rows in ((0.1, f"before: about {estimate} completed ones still watched\n"
+                            "(> purge_interval = 2)", before),
+                           (5.3, "after one advance_clock() of the reaper:\npurged", after)):
+        ax.text(x, 1.45, title, fontsize=9, weight="bold")
+        for r, (key, ops) in enumerate(rows):
+            y = 0.75 - r * 0.8
+            ax.text(x, y + 0.2, key, fontsize=8, family="monospace")
+            for c, (name, done) in enumerate(ops):
+                ax.add_patch(Rectangle((x + 1.0 + c * 0.95, y), 0.85, 0.45,
+                                       fc="#eeeeee" if done else "#dbe9f6", ec="#555555",
+                                       ls="--" if done else "-"))
+                ax.text(x + 1.42 + c * 0.95, y + 0.22, name.replace("produce-", "p") +
+                        (" done" if done else ""), ha="center", va="center", fontsize=7)
+    ax.text(0.1, 0.05, "Dashed: completed through orders-1, -2, -3 (whose lists emptied then), "
+            "still in orders-0's list,\nwhich no event checks. The reaper's purge drops them.",
+            fontsize=8)
+    fig.savefig(out_dir / "purge.png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
 def draw(out_dir):
     draw_wheels(out_dir)
     draw_purgatory(out_dir)
+    draw_purge(out_dir)

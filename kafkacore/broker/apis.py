@@ -22,14 +22,15 @@ from kafkacore.broker import faults
 from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
-from kafkacore.broker.config import SETTINGS, is_sensitive
-from kafkacore.broker.config_source import (
-    ConfigSource,
-    DescribedConfig,
-    config_type,
-    config_value_string,
+from kafkacore.broker.config_admin_manager import ConfigAdminManager
+from kafkacore.broker.config_helper import ConfigHelper
+from kafkacore.broker.config_source import ConfigSource
+from kafkacore.broker.controller.controller_apis import election_results, reassignment_results
+from kafkacore.broker.controller.replication_control_manager import (
+    ELECTION_PREFERRED,
+    ELECTION_UNCLEAN,
+    create_partitions_error,
 )
-from kafkacore.broker.controller.replication_control_manager import create_partitions_error
 from kafkacore.broker.delayed_fetch import READ_COMMITTED
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group_metadata import JoinGroupResult, SyncGroupResult
@@ -51,9 +52,6 @@ log = logging.getLogger(__name__)
 COORDINATOR_TYPE_GROUP = 0
 COORDINATOR_TYPE_TRANSACTION = 1
 
-RESOURCE_TYPE_TOPIC = 2
-RESOURCE_TYPE_BROKER = 4
-
 #: "authorized operations" not computed (Kafka's ``Int.MinValue`` sentinel).
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -66,6 +64,8 @@ class KafkaApis(ApiRequestHandler):
         self.broker = broker
         self.authorizer = broker.authorizer
         acl_apis = AclApis(self, self.authorizer, lambda: broker.forwarding_manager)
+        config_helper = ConfigHelper(self)
+        config_admin = ConfigAdminManager(self)
         #: api key -> handler; ApiVersions lists exactly these keys.
         self.handlers: dict[int, Callable[[Request], None]] = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
@@ -76,10 +76,18 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.LIST_OFFSETS: self.handle_list_offsets_request,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
-            ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
+            ApiKey.DESCRIBE_CONFIGS: config_helper.handle_describe_configs_request,
+            ApiKey.ALTER_CONFIGS: config_admin.handle_alter_configs_request,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: config_admin.handle_incremental_alter_configs_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
+            ApiKey.ELECT_LEADERS: self.handle_elect_leaders_request,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS:
+                self.handle_alter_partition_reassignments_request,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments_request,
             ApiKey.DELETE_RECORDS: self.handle_delete_records_request,
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
+            ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs_request,
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS: self.handle_describe_topic_partitions_request,
             ApiKey.FIND_COORDINATOR: self.handle_find_coordinator_request,
             ApiKey.OFFSET_COMMIT: self.handle_offset_commit_request,
             ApiKey.OFFSET_FETCH: self.handle_offset_fetch_request,
@@ -91,6 +99,8 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.LEAVE_GROUP: self.handle_leave_group_request,
             ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups_request,
             ApiKey.LIST_GROUPS: self.handle_list_groups_request,
+            ApiKey.DELETE_GROUPS: self.handle_delete_groups_request,
+            ApiKey.OFFSET_DELETE: self.handle_offset_delete_request,
             ApiKey.OFFSET_FOR_LEADER_EPOCH: self.handle_offset_for_leader_epoch_request,
             ApiKey.ADD_PARTITIONS_TO_TXN: self.handle_add_partitions_to_txn_request,
             ApiKey.ADD_OFFSETS_TO_TXN: self.handle_add_offsets_to_txn_request,
@@ -335,6 +345,81 @@ class KafkaApis(ApiRequestHandler):
                 if self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER) else 0)
         self.respond(request, response)
 
+    # -- DescribeLogDirs --------------------------------------------------------------------------
+
+    def handle_describe_log_dirs_request(self, request: Request) -> None:
+        """This broker's log dirs and the partitions in them (DESCRIBE on the cluster)."""
+        assert request.body is not None
+        asked = request.body["topics"]
+        if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            self.respond(request, {"throttle_time_ms": 0,
+                                   "error_code": Errors.CLUSTER_AUTHORIZATION_FAILED,
+                                   "results": []})
+            return
+        wanted = None if asked is None else {(t["topic"], p) for t in asked
+                                             for p in t["partitions"]}
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "results": self.broker.replica_manager.describe_log_dirs(wanted)})
+
+    # -- DescribeTopicPartitions (KIP-966) -------------------------------------------------------
+
+    def handle_describe_topic_partitions_request(self, request: Request) -> None:
+        """Metadata's topics with their partitions, a page at a time: topics in name order from
+        the cursor's topic and partition, at most ``response_partition_limit`` partitions; the
+        answer's cursor says where the next page starts (Kafka's
+        ``DescribeTopicPartitionsRequestHandler``).  DESCRIBE on each topic; with no topics
+        asked, every topic the principal may describe."""
+        assert request.body is not None
+        body = request.body
+        limit = max(1, min(body["response_partition_limit"], 2000))
+        cursor = body["cursor"]
+        if body["topics"]:
+            names = sorted({t["name"] for t in body["topics"]})
+        else:
+            names = [t.name for t in self.metadata_cache.topics()
+                     if self.authorize_topic(request, AclOperation.DESCRIBE, t.name)]
+        if cursor is not None:
+            if cursor["partition_index"] < 0 or (body["topics"] and
+                                                 cursor["topic_name"] not in names):
+                # Kafka's answer to a bad cursor: every topic asked, with the error.
+                self.respond(request, {"throttle_time_ms": 0, "next_cursor": None, "topics": [
+                    self._topic_partitions_error(t["name"], Errors.INVALID_REQUEST)
+                    for t in body["topics"]]})
+                return
+            names = [n for n in names if n >= cursor["topic_name"]]
+        topics: list[dict[str, Any]] = []
+        next_cursor = None
+        for name in names:
+            if limit <= 0:
+                next_cursor = {"topic_name": name, "partition_index": 0}
+                break
+            meta = self.metadata_cache.get(name)
+            allowed = self.authorize_topic(request, AclOperation.DESCRIBE, name)
+            if not allowed or meta is None:
+                # Whether it exists is not told to whoever may not describe it.
+                error = Errors.UNKNOWN_TOPIC_OR_PARTITION if allowed \
+                    else Errors.TOPIC_AUTHORIZATION_FAILED
+                topics.append(self._topic_partitions_error(name, error))
+                continue
+            first = cursor["partition_index"] if cursor and name == cursor["topic_name"] else 0
+            last = min(meta.partitions, first + limit)
+            topic = self._metadata_topic(0, meta)
+            topic["partitions"] = [self._metadata_partition(name, p) for p in range(first, last)]
+            topic["topic_authorized_operations"] = self.authorized_operations(
+                request, ResourceType.TOPIC, name)
+            topics.append(topic)
+            limit -= last - first
+            if last < meta.partitions:
+                next_cursor = {"topic_name": name, "partition_index": last}
+                break
+        self.respond(request, {"throttle_time_ms": 0, "topics": topics,
+                               "next_cursor": next_cursor})
+
+    @staticmethod
+    def _topic_partitions_error(name: str, error: int) -> dict[str, Any]:
+        return {"error_code": error, "name": name, "topic_id": ZERO_UUID, "is_internal": False,
+                "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+
     def may_create_topic(self, request: Request, name: str) -> bool:
         """CREATE on the cluster, or on the topic (Kafka: either one will do)."""
         return (self.authorize(request, AclOperation.CREATE, ResourceType.CLUSTER)
@@ -371,7 +456,7 @@ class KafkaApis(ApiRequestHandler):
             return None
         return self.metadata_cache.get(name)
 
-    def _forward_to_controller(self, request: Request,
+    def forward_to_controller(self, request: Request,
                                refused: tuple[str, list[dict[str, Any]]] | None = None) -> bool:
         """In a cluster, topics are the controller's: send it the request as it came and pass
         its answer back (Kafka's request forwarding).  False when this broker is alone.
@@ -403,13 +488,15 @@ class KafkaApis(ApiRequestHandler):
         if refused:
             body["topics"] = [t for t in body["topics"]
                               if t["name"] not in {r["name"] for r in refused}]
-        if self._forward_to_controller(request, ("topics", refused)):
+        if self.forward_to_controller(request, ("topics", refused)):
             return
-        names = [t["name"] for t in body["topics"]]
+        counts = Counter(t["name"] for t in body["topics"])
         results = list(refused)
-        for t in body["topics"]:
-            results.append(self._create_one_topic(t, names.count(t["name"]) > 1,
-                                                  body.get("validate_only", False)))
+        # The request's topics are one batch of metadata records: one append, one fsync.
+        with self.metadata_cache.batch():
+            for t in body["topics"]:
+                results.append(self._create_one_topic(t, counts[t["name"]] > 1,
+                                                      body.get("validate_only", False)))
         self.respond(request, {"throttle_time_ms": 0, "topics": results})
 
     def _create_one_topic(self, t: dict[str, Any], repeated: bool,
@@ -486,24 +573,47 @@ class KafkaApis(ApiRequestHandler):
 
     def handle_delete_topics_request(self, request: Request) -> None:
         """Forget the topic (persisted first, so a crash cannot bring it back), then delete its
-        partitions' logs."""
+        partitions' logs.  v6 names a topic by name or by id; DELETE on the topic."""
         assert request.body is not None
-        names = request.body["topic_names"]
-        results = [{"name": name, "error_code": Errors.TOPIC_AUTHORIZATION_FAILED} for name in names
-                   if not self.authorize_topic(request, AclOperation.DELETE, name)]
-        request.body["topic_names"] = [n for n in names
-                                       if n not in {r["name"] for r in results}]
-        if self._forward_to_controller(request, ("responses", results)):
+        body = request.body
+        asked = [(t["name"], t["topic_id"]) for t in body["topics"]] \
+            if request.api_version >= 6 else [(n, ZERO_UUID) for n in body["topic_names"]]
+        results: list[dict[str, Any]] = []
+        names: list[str] = []
+        for name, topic_id in asked:
+            if name is None:
+                name = self.metadata_cache.name_of(topic_id)
+                if name is None:
+                    results.append(self._deleted(None, topic_id, Errors.UNKNOWN_TOPIC_ID,
+                                                 f"no topic has id {topic_id}"))
+                    continue
+            if not self.authorize_topic(request, AclOperation.DELETE, name):
+                results.append(self._deleted(name, topic_id, Errors.TOPIC_AUTHORIZATION_FAILED))
+                continue
+            names.append(name)
+        if request.api_version >= 6:
+            body["topics"] = [{"name": n, "topic_id": self._topic_id(n)} for n in names]
+        else:
+            body["topic_names"] = names
+        if self.forward_to_controller(request, ("responses", results)):
             return
-        for name in request.body["topic_names"]:
+        for name in names:
+            topic_id = self._topic_id(name)
             meta = self.metadata_cache.remove_topic(name)
             if meta is None:
-                results.append({"name": name, "error_code": Errors.UNKNOWN_TOPIC_OR_PARTITION})
+                results.append(self._deleted(name, topic_id, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                             f"topic {name!r} does not exist"))
                 continue
             for p in range(meta.partitions):
                 self.log_manager.delete_log(name, p)
-            results.append({"name": name, "error_code": Errors.NONE})
+            results.append(self._deleted(name, topic_id, Errors.NONE))
         self.respond(request, {"throttle_time_ms": 0, "responses": results})
+
+    @staticmethod
+    def _deleted(name: str | None, topic_id: uuid.UUID, error: int,
+                 message: str | None = None) -> dict[str, Any]:
+        """One DeleteTopics answer."""
+        return {"name": name, "topic_id": topic_id, "error_code": error, "error_message": message}
 
     # -- CreatePartitions ------------------------------------------------------------------------
 
@@ -524,7 +634,7 @@ class KafkaApis(ApiRequestHandler):
                                 "error_message": None})
         refused = {r["name"] for r in results}
         body["topics"] = [t for t in body["topics"] if t["name"] not in refused]
-        if self._forward_to_controller(request, ("results", results)):
+        if self.forward_to_controller(request, ("results", results)):
             return
         for t in body["topics"]:
             error, message = self._create_partitions(t, body["validate_only"])
@@ -543,6 +653,70 @@ class KafkaApis(ApiRequestHandler):
             self.log_manager.get_or_create_log(t["name"], p, config, meta.topic_id)
         self.metadata_cache.grow_topic(t["name"], t["count"])
         return Errors.NONE, None
+
+    # -- ElectLeaders ----------------------------------------------------------------------------
+
+    def handle_elect_leaders_request(self, request: Request) -> None:
+        """ALTER on the cluster; the controller elects (forwarded).  Alone, this broker leads
+        every partition already: no election is needed."""
+        assert request.body is not None
+        body = request.body
+        asked = body["topic_partitions"]
+        wanted = [] if asked is None else [(t["topic"], p) for t in asked
+                                           for p in t["partitions"]]
+        error = Errors.NONE
+        if not self.authorize(request, AclOperation.ALTER, ResourceType.CLUSTER):
+            error = Errors.CLUSTER_AUTHORIZATION_FAILED
+        elif body.get("election_type", ELECTION_PREFERRED) not in (ELECTION_PREFERRED,
+                                                                   ELECTION_UNCLEAN):
+            error = Errors.INVALID_REQUEST
+        if error != Errors.NONE:
+            self.respond(request, {"throttle_time_ms": 0, "error_code": error,
+                                   "replica_election_results": election_results(
+                                       dict.fromkeys(wanted, (error, None)))})
+            return
+        if self.forward_to_controller(request):
+            return
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "replica_election_results": election_results({
+                                   tp: (Errors.ELECTION_NOT_NEEDED, None)
+                                   if self._partition_exists(*tp) else
+                                   (Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+                                   for tp in wanted})})
+
+    # -- AlterPartitionReassignments, ListPartitionReassignments (KIP-455) -----------------------
+
+    def handle_alter_partition_reassignments_request(self, request: Request) -> None:
+        """ALTER on the cluster; the controller moves the replicas (forwarded).  Alone, the
+        only assignment there can be is this broker."""
+        assert request.body is not None
+        moves = [(t["name"], p["partition_index"], p["replicas"])
+                 for t in request.body["topics"] for p in t["partitions"]]
+        if not self.authorize(request, AclOperation.ALTER, ResourceType.CLUSTER):
+            self.respond(request, {**reassignment_results(dict.fromkeys(
+                [(n, i) for n, i, _ in moves], (Errors.CLUSTER_AUTHORIZATION_FAILED, None))),
+                "error_code": Errors.CLUSTER_AUTHORIZATION_FAILED})
+            return
+        if self.forward_to_controller(request):
+            return
+        me = [self.broker.broker_id]
+        self.respond(request, reassignment_results({
+            (name, index): (Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+            if not self._partition_exists(name, index) else
+            (Errors.NO_REASSIGNMENT_IN_PROGRESS, None) if target is None else
+            (Errors.NONE, None) if target == me else
+            (Errors.INVALID_REPLICA_ASSIGNMENT, f"this cluster has one broker, {me[0]}")
+            for name, index, target in moves}))
+
+    def handle_list_partition_reassignments_request(self, request: Request) -> None:
+        """DESCRIBE on the cluster; the controller knows the moves under way."""
+        if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            self.send_error_response(request, Errors.CLUSTER_AUTHORIZATION_FAILED)
+            return
+        if self.forward_to_controller(request):
+            return
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "error_message": None, "topics": []})
 
     # -- DeleteRecords ---------------------------------------------------------------------------
 
@@ -583,76 +757,6 @@ class KafkaApis(ApiRequestHandler):
         if moved:  # on disk before the answer: a restarted broker does not bring them back
             self.log_manager.checkpoint_log_start_offsets()
         self.respond(request, {"throttle_time_ms": 0, "topics": topics})
-
-    # -- DescribeConfigs -------------------------------------------------------------------------
-
-    def handle_describe_configs_request(self, request: Request) -> None:
-        """A topic's configs: its own (DYNAMIC_TOPIC_CONFIG) and the broker's defaults
-        (DEFAULT_CONFIG); this broker's settings (STATIC_BROKER_CONFIG where server.properties
-        sets them, DEFAULT_CONFIG otherwise).  Kafka's ``ConfigHelper``: a topic needs
-        DESCRIBE_CONFIGS on it, a broker DESCRIBE_CONFIGS on the cluster; a broker describes
-        itself only (or the cluster-wide defaults, the empty name, which we do not have)."""
-        assert request.body is not None
-        documented = bool(request.body.get("include_documentation"))
-        results = []
-        for res in request.body["resources"]:
-            result: dict[str, Any] = {"error_code": Errors.NONE, "error_message": None,
-                                      "resource_type": res["resource_type"],
-                                      "resource_name": res["resource_name"], "configs": []}
-            if res["resource_type"] == RESOURCE_TYPE_TOPIC:
-                configs = self._describe_topic_configs(request, res, result)
-            elif res["resource_type"] == RESOURCE_TYPE_BROKER:
-                configs = self._describe_broker_configs(request, res, result)
-            else:
-                result.update(error_code=Errors.INVALID_REQUEST,
-                              error_message="this broker describes topics and brokers only")
-                configs = []
-            keys = res["configuration_keys"]
-            for name, value, source, sensitive, value_type, doc in configs:
-                if keys is not None and name not in keys:
-                    continue
-                result["configs"].append({
-                    "name": name, "value": None if sensitive else value, "read_only": False,
-                    "is_default": source == ConfigSource.DEFAULT_CONFIG, "config_source": source,
-                    "is_sensitive": sensitive, "synonyms": [], "config_type": value_type,
-                    "documentation": doc if documented else None,
-                })
-            results.append(result)
-        self.respond(request, {"throttle_time_ms": 0, "results": results})
-
-    def _describe_topic_configs(self, request: Request, res: dict[str, Any],
-                                result: dict[str, Any]) -> list[DescribedConfig]:
-        name = res["resource_name"]
-        meta = self.metadata_cache.get(name)
-        if not self.authorize_topic(request, AclOperation.DESCRIBE_CONFIGS, name):
-            result["error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
-            return []
-        if meta is None:
-            result.update(error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                          error_message=f"topic {name!r} does not exist")
-            return []
-        return [(key, value,
-                 ConfigSource.TOPIC_CONFIG if key in meta.configs else ConfigSource.DEFAULT_CONFIG,
-                 False, config_type(key, value), None)
-                for key, value in self.topic_config(meta.configs).to_properties().items()]
-
-    def _describe_broker_configs(self, request: Request, res: dict[str, Any],
-                                 result: dict[str, Any]) -> list[DescribedConfig]:
-        name = res["resource_name"]
-        if not self.authorize(request, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
-            result["error_code"] = Errors.CLUSTER_AUTHORIZATION_FAILED
-            return []
-        if name != str(self.broker.broker_id):
-            result.update(error_code=Errors.INVALID_REQUEST,
-                          error_message=f"unexpected broker id {name!r}: this is broker "
-                                        f"{self.broker.broker_id}")
-            return []
-        config = self.broker.config
-        return [(key, config_value_string(config[key]),
-                 ConfigSource.STATIC_BROKER_CONFIG if key in config.given
-                 else ConfigSource.DEFAULT_CONFIG,
-                 is_sensitive(key), config_type(key, config[key]), setting.doc)
-                for key, setting in SETTINGS.items()]
 
     # -- Produce ---------------------------------------------------------------------------------
 
@@ -1486,6 +1590,57 @@ class KafkaApis(ApiRequestHandler):
             listed = [g for g in listed if self.authorize(
                 request, AclOperation.DESCRIBE, ResourceType.GROUP, g["group_id"])]
         self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE, "groups": listed})
+
+    # -- DeleteGroups, OffsetDelete ------------------------------------------------------------
+
+    def handle_delete_groups_request(self, request: Request) -> None:
+        """DELETE on each group, then the coordinator deletes the Empty ones."""
+        assert request.body is not None
+        asked = request.body["groups_names"]
+        refused = {g: Errors.GROUP_AUTHORIZATION_FAILED for g in asked
+                   if not self.authorize(request, AclOperation.DELETE, ResourceType.GROUP, g)}
+
+        def send_response(results: dict[str, int]) -> None:
+            results = {**results, **refused}
+            self.respond(request, {"throttle_time_ms": 0, "results": [
+                {"group_id": g, "error_code": results[g]} for g in dict.fromkeys(asked)]})
+
+        self.broker.group_coordinator.handle_delete_groups(
+            [g for g in dict.fromkeys(asked) if g not in refused], send_response)
+
+    def handle_offset_delete_request(self, request: Request) -> None:
+        """DELETE on the group (else GROUP_AUTHORIZATION_FAILED for the whole request), READ
+        on each topic; partitions of unknown topics are UNKNOWN_TOPIC_OR_PARTITION."""
+        assert request.body is not None
+        body = request.body
+        if not self.authorize(request, AclOperation.DELETE, ResourceType.GROUP, body["group_id"]):
+            self.respond(request, {"error_code": Errors.GROUP_AUTHORIZATION_FAILED,
+                                   "throttle_time_ms": 0, "topics": []})
+            return
+        errors_of: dict[tuple[str, int], int] = {}
+        partitions = []
+        for t in body["topics"]:
+            allowed = self.authorize_topic(request, AclOperation.READ, t["name"])
+            for p in t["partitions"]:
+                tp = (t["name"], p["partition_index"])
+                if not allowed:
+                    errors_of[tp] = Errors.TOPIC_AUTHORIZATION_FAILED
+                elif not self._partition_exists(*tp):
+                    errors_of[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    partitions.append(tp)
+
+        def send_response(error: int, results: dict[tuple[str, int], int]) -> None:
+            results = {**results, **errors_of}
+            self.respond(request, {"error_code": error, "throttle_time_ms": 0, "topics": [] if
+                                   error != Errors.NONE else [
+                {"name": t["name"], "partitions": [
+                    {"partition_index": p["partition_index"],
+                     "error_code": results[(t["name"], p["partition_index"])]}
+                    for p in t["partitions"]]} for t in body["topics"]]})
+
+        self.broker.group_coordinator.handle_delete_offsets(body["group_id"], partitions,
+                                                            send_response)
 
     # -- OffsetForLeaderEpoch (KIP-101, KIP-320) -------------------------------------------------
 

@@ -30,6 +30,21 @@ def _int(low: int | None = None) -> Callable[[str, Any], int]:
     return parse
 
 
+def _float(low: float, high: float) -> Callable[[str, Any], float]:
+    def parse(key: str, value: Any) -> float:
+        if isinstance(value, bool):
+            raise errors.ConfigError(f"{key}: expected a number, got {value!r}")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise errors.ConfigError(f"{key}: expected a number, got {value!r}") from None
+        if not low <= number <= high:
+            raise errors.ConfigError(f"{key}: must be in [{low}, {high}], got {number}")
+        return number
+
+    return parse
+
+
 def _bool(key: str, value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -154,6 +169,28 @@ SETTINGS: dict[str, _Setting] = {
     "log.dir.failure.probe.interval.ms": _Setting(
         1000, _int(1), "how often an offline log dir is probed (ours: Kafka never retries)"),
     "message.max.bytes": _Setting(1048588, _int(0), "largest record batch accepted"),
+    # -- the log cleaner (docs/broker/log_cleaner.rst) --
+    "log.cleanup.policy": _Setting(
+        "delete", _choice("delete", "compact", "compact,delete", "delete,compact"),
+        "a topic's default cleanup.policy"),
+    "log.cleaner.enable": _Setting(True, _bool, "run the log cleaner (compacted topics)"),
+    "log.cleaner.threads": _Setting(1, _int(0), "cleaner threads"),
+    "log.cleaner.backoff.ms": _Setting(15000, _int(0), "a cleaner's sleep when no log is dirty"),
+    "log.cleaner.dedupe.buffer.size": _Setting(
+        134217728, _int(1), "memory of the offset maps, all cleaner threads together"),
+    "log.cleaner.io.buffer.size": _Setting(
+        524288, _int(1024), "bytes a cleaner reads from a segment at a time"),
+    "log.cleaner.io.buffer.load.factor": _Setting(
+        0.9, _float(0.01, 1.0), "how full an offset map may get"),
+    "log.cleaner.io.max.bytes.per.second": _Setting(
+        1.7976931348623157e308, _float(1.0, 1.7976931348623157e308),
+        "bytes read and written per second, all cleaner threads together"),
+    "log.cleaner.min.cleanable.ratio": _Setting(
+        0.5, _float(0.0, 1.0), "a topic's default min.cleanable.dirty.ratio"),
+    "log.cleaner.min.compaction.lag.ms": _Setting(0, _int(0), "default min.compaction.lag.ms"),
+    "log.cleaner.max.compaction.lag.ms": _Setting(
+        9223372036854775807, _int(1), "default max.compaction.lag.ms"),
+    "log.cleaner.delete.retention.ms": _Setting(86400000, _int(0), "default delete.retention.ms"),
     # -- security (docs/broker/security.rst) --
     "listener.security.protocol.map": _Setting(
         "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", _str,
@@ -202,6 +239,8 @@ SETTINGS: dict[str, _Setting] = {
     "offsets.topic.num.partitions": _Setting(50, _int(1), "partitions of __consumer_offsets"),
     "offsets.topic.replication.factor": _Setting(
         3, _int(1), "replication factor of __consumer_offsets (at most the live brokers)"),
+    "offsets.topic.segment.bytes": _Setting(
+        104857600, _int(1), "segment.bytes of __consumer_offsets (small: its cleaner runs sooner)"),
     "offsets.commit.timeout.ms": _Setting(
         5000, _int(1), "how long an OffsetCommit waits for the offsets topic's replicas"),
     # -- transactions (docs/broker/transactions.rst) --

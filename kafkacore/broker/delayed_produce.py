@@ -47,7 +47,7 @@ class DelayedProduce(DelayedOperation):
                 continue
             partition = self.replica_manager.get_partition(*key)
             if partition is None:
-                done, error = True, 6  # NOT_LEADER_OR_FOLLOWER: the partition left this broker
+                done, error = True, Errors.NOT_LEADER_OR_FOLLOWER  # the partition left this broker
             else:
                 done, error = partition.check_enough_replicas_reach_offset(status.required_offset)
             if done:

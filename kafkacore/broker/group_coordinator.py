@@ -22,6 +22,7 @@ as a dynamic one.  See ``docs/broker/groups.rst``.
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 import time
 import uuid
@@ -774,6 +775,90 @@ class GroupCoordinator:
             group.maybe_invoke_join_callback(member, JoinGroupResult(member.member_id, error))
             group.maybe_invoke_sync_callback(member, SyncGroupResult(error))
 
+    # -- DeleteGroups, OffsetDelete -------------------------------------------------------------
+
+    def handle_delete_groups(self, group_ids: list[str],
+                             callback: Callable[[dict[str, int]], None]) -> None:
+        """Kafka's ``handleDeleteGroups``: an Empty group (or one that only holds offsets) goes
+        Dead, its offsets and its record tombstoned; a group with members is NON_EMPTY_GROUP,
+        one nobody knows GROUP_ID_NOT_FOUND.  ``callback({group: error})`` once the tombstones
+        are on the in-sync replicas."""
+        results: dict[str, int] = {}
+        writes = [g for g in group_ids if self._delete_group_error(g, results) == Errors.NONE]
+        if not writes:
+            callback(results)
+            return
+        lock = threading.Lock()
+        remaining = [len(writes)]
+
+        def stored(group_id: str, error: int) -> None:
+            with lock:
+                results[group_id] = error
+                remaining[0] -= 1
+                if remaining[0]:
+                    return
+            callback(results)
+
+        for group_id in writes:
+            self.group_manager.delete_offsets(group_id, None, True,
+                                              lambda e, g=group_id: stored(g, e))
+
+    def _delete_group_error(self, group_id: str, results: dict[str, int]) -> int:
+        """Check ``group_id`` can be deleted and make it Dead (its answer, if not, in
+        ``results``)."""
+        error = self.validate_group_status(group_id)
+        group = self._get_group(group_id) if error == Errors.NONE else None
+        if error == Errors.NONE and group is None and not self.group_manager.has_offsets(group_id):
+            error = Errors.GROUP_ID_NOT_FOUND
+        elif group is not None:
+            with group.lock:
+                if group.is_state(GroupState.DEAD):
+                    error = Errors.GROUP_ID_NOT_FOUND
+                elif not group.is_state(GroupState.EMPTY):
+                    error = Errors.NON_EMPTY_GROUP
+                else:
+                    group.transition_to(GroupState.DEAD)
+            if error == Errors.NONE:
+                with self._groups_lock:
+                    if self._groups.get(group_id) is group:
+                        del self._groups[group_id]
+        if error != Errors.NONE:
+            results[group_id] = error
+        else:
+            log.info("group %s: deleted", group_id)
+        return error
+
+    def handle_delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]],
+        callback: Callable[[int, dict[tuple[str, int], int]], None],
+    ) -> None:
+        """Kafka's ``handleDeleteOffsets``: an Empty group's offsets go; a consumer group with
+        members keeps those of the topics it subscribes to (GROUP_SUBSCRIBED_TO_TOPIC); another
+        group with members is NON_EMPTY_GROUP.  ``callback(error, {partition: error})``."""
+        error = self.validate_group_status(group_id)
+        group = self._get_group(group_id) if error == Errors.NONE else None
+        if error == Errors.NONE and group is None and not self.group_manager.has_offsets(group_id):
+            error = Errors.GROUP_ID_NOT_FOUND
+        refused: dict[tuple[str, int], int] = {}
+        if group is not None and error == Errors.NONE:
+            with group.lock:
+                if group.is_state(GroupState.DEAD):
+                    error = Errors.GROUP_ID_NOT_FOUND
+                elif not group.is_state(GroupState.EMPTY):
+                    subscribed = subscribed_topics(group)
+                    if subscribed is None:
+                        error = Errors.NON_EMPTY_GROUP
+                    else:
+                        refused = {tp: Errors.GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions
+                                   if tp[0] in subscribed}
+        if error != Errors.NONE:
+            callback(error, {})
+            return
+        deleted = [tp for tp in partitions if tp not in refused]
+        self.group_manager.delete_offsets(
+            group_id, deleted, False,
+            lambda e: callback(Errors.NONE, {**dict.fromkeys(deleted, e), **refused}))
+
     # -- DescribeGroups, ListGroups ----------------------------------------------------------------
 
     def handle_describe_group(self, group_id: str) -> tuple[int, dict[str, object]]:
@@ -805,6 +890,27 @@ class GroupCoordinator:
         for group_id in self.group_manager.groups_with_offsets():
             listed.setdefault(group_id, (group_id, "", GroupState.EMPTY.value))
         return sorted(listed.values())
+
+
+def subscribed_topics(group: GroupMetadata) -> set[str] | None:
+    """The topics a consumer group's members subscribe to, read from their ConsumerProtocol
+    subscriptions (int16 version, then an array of topic names); None if the group does not
+    use the consumer protocol or a subscription cannot be read."""
+    if group.protocol_type != "consumer" or not group.protocol_name:
+        return None
+    topics: set[str] = set()
+    for member in group.members.values():
+        data = member.metadata(group.protocol_name)
+        try:
+            (count,) = struct.unpack_from(">i", data, 2)
+            pos = 6
+            for _ in range(count):
+                (length,) = struct.unpack_from(">h", data, pos)
+                topics.add(data[pos + 2:pos + 2 + length].decode())
+                pos += 2 + length
+        except (struct.error, UnicodeDecodeError):
+            return None
+    return topics
 
 
 def _group_from_record(group_id: str, record: GroupRecord) -> GroupMetadata:

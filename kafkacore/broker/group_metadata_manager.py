@@ -320,8 +320,9 @@ class GroupMetadataManager:
         self._resign_listeners: list[Callable[[int], None]] = []
         self._load_listeners: list[Callable[[int, dict[str, GroupRecord]], None]] = []
         #: group records wait here for the writer thread (see ``store_group``)
-        self._group_writes: queue.Queue[tuple[str, GroupRecord | None, StoreGroupCallback]
-                                        | None] = queue.Queue()
+        #: (group, its records as (key, value or None for a tombstone), callback)
+        self._group_writes: queue.Queue[tuple[str, list[tuple[bytes, bytes | None]],
+                                              StoreGroupCallback] | None] = queue.Queue()
         self._writer: ShutdownableThread | None = None
 
     # -- life cycle --------------------------------------------------------------------------
@@ -405,9 +406,10 @@ class GroupMetadataManager:
         broker = self.broker
         if broker.metadata_cache.get(OFFSETS_TOPIC) is not None:
             return True
-        # Retention by time would delete commits.  Kafka compacts this topic instead; our log
-        # has no cleaner yet, so it keeps every commit (and loading reads them all).
-        configs = {"retention.ms": "-1"}
+        # Retention by time would delete commits: the topic is compacted instead, the log
+        # cleaner keeping each key's latest record (docs/broker/log_cleaner.rst).
+        configs = {"cleanup.policy": "compact", "retention.ms": "-1",
+                   "segment.bytes": str(broker.config["offsets.topic.segment.bytes"])}
         if broker.lifecycle is None:
             broker.metadata_cache.add_topic(OFFSETS_TOPIC, self.num_partitions, configs)
             return True  # the logs are created when first written
@@ -666,14 +668,40 @@ class GroupMetadataManager:
         The append is made by a writer thread, in the order of the calls: the coordinator calls
         this under the group's lock, and the append's answer (which takes that lock) may come
         from a thread that holds the produce purgatory's."""
-        self._group_writes.put((group_id, record, callback))
+        value = None if record is None else group_metadata_value(record)
+        self._group_writes.put((group_id, [(group_metadata_key(group_id), value)], callback))
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None,
+                       delete_group: bool, callback: StoreGroupCallback) -> int:
+        """Forget the group's commits of ``partitions`` (None: every one) and, with
+        ``delete_group``, the group itself: the cache at once, the log by tombstones appended
+        in order with the group's other records (Kafka's ``cleanupGroupMetadata``); the log
+        cleaner drops what they cover.  ``callback(error)`` once the ISR has them.  Returns how
+        many offsets were removed."""
+        with self._lock:
+            cached = self._offsets.get(group_id, {})
+            gone = list(cached) if partitions is None else [tp for tp in partitions
+                                                            if tp in cached]
+            for tp in gone:
+                del cached[tp]
+            if not cached:
+                self._offsets.pop(group_id, None)
+        records: list[tuple[bytes, bytes | None]] = [
+            (offset_commit_key(group_id, topic, index), None) for topic, index in gone]
+        if delete_group:
+            records.append((group_metadata_key(group_id), None))
+        if records:
+            self._group_writes.put((group_id, records, callback))
+        else:
+            callback(Errors.NONE)
+        return len(gone)
 
     def _run_writer(self) -> bool:
         """One turn of the writer thread: one group record appended."""
         task = self._group_writes.get()
         if task is None:
             return False
-        group_id, record, callback = task
+        group_id, records, callback = task
         answered = []
 
         def once(error: int) -> None:
@@ -682,13 +710,13 @@ class GroupMetadataManager:
                 callback(error)
 
         try:
-            self._append_group(group_id, record, once)
+            self._append_group(group_id, records, once)
         except Exception:
             log.exception("group %s: appending its metadata failed", group_id)
             once(Errors.UNKNOWN_SERVER_ERROR)
         return True
 
-    def _append_group(self, group_id: str, record: GroupRecord | None,
+    def _append_group(self, group_id: str, records: list[tuple[bytes, bytes | None]],
                       callback: StoreGroupCallback) -> None:
         if not self.ensure_offsets_topic():
             callback(Errors.COORDINATOR_NOT_AVAILABLE)
@@ -696,8 +724,9 @@ class GroupMetadataManager:
         partition = self.partition_for(group_id)
         key = (OFFSETS_TOPIC, partition)
         builder = MemoryRecordsBuilder(1024)
-        builder.append(int(time.time() * 1000), group_metadata_key(group_id),
-                       None if record is None else group_metadata_value(record))
+        now = int(time.time() * 1000)
+        for record_key, value in records:
+            builder.append(now, record_key, value)
         response: dict[str, Any] = {"error_code": Errors.NONE, "base_offset": -1,
                                     "error_message": None}
 

@@ -1,25 +1,30 @@
 """MetadataCache: the topics this broker knows (Kafka's ``MetadataCache``, fed here by itself).
 
 In a Kafka cluster the controller owns the topics (their ids, partition counts and configs) and
-every broker caches what it publishes.  This single broker is its own controller: it keeps the
-topics in a small JSON file in the first log dir, rewritten atomically (temporary file, fsync,
-rename, fsync of the directory) on every change, so that a restart, even after ``kill -9``, keeps
-every topic it ever acknowledged creating.
+every broker caches what it publishes.  This single broker is its own controller: each change is
+a few records (``TopicRecord``, ``PartitionRecord``, ``ConfigRecord``, ``RemoveTopicRecord``)
+appended to a :class:`~kafkacore.broker.metadata_log.MetadataLog` in the first log dir and
+fsync'd before the change is published, so that a restart, even after ``kill -9``, keeps every
+topic it ever acknowledged creating.  A change costs its own records, whatever the number of
+topics; the whole state is written only as an occasional snapshot.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from kafkacore.broker.files import replace_atomically
-from kafkacore.errors import InvalidTopicError, KafkaStorageError
+from kafkacore.broker.metadata_log import MetadataLog, Record
+from kafkacore.errors import InvalidTopicError
 
-METADATA_FILE = "__kafkacore_metadata.json"
+#: the metadata log's files in the first log dir: ``<name>.log`` and the snapshot ``<name>.json``
+METADATA_LOG_NAME = "__kafkacore_metadata"
 
 #: Kafka's ``Topic.validate``: at most 249 characters, ASCII letters, digits, '.', '_' and '-'.
 MAX_NAME_LENGTH = 249
@@ -49,25 +54,44 @@ class TopicMetadata:
     configs: dict[str, str] = field(default_factory=dict)
 
 
+#: ConfigRecord resource types (Kafka's ``ConfigResource.Type``)
+RESOURCE_TYPE_TOPIC = 2
+RESOURCE_TYPE_BROKER = 4
+
+
+def _config_changes(kind: int, name: str, old: dict[str, str],
+                    new: dict[str, str]) -> list[Record]:
+    """The ConfigRecords that turn ``old`` into ``new`` (a null value: back to the default)."""
+    return [{"type": "ConfigRecord", "resource_type": kind, "resource_name": name, "name": key,
+             "value": new.get(key)}
+            for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+
+
 class MetadataCache:
+    """The topics by name and by id.  Readers take no lock: a change is published (the dicts
+    updated) only after its records are on disk."""
+
     def __init__(self, log_dir: str | Path) -> None:
-        self.path = Path(log_dir) / METADATA_FILE
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
+        self.metadata_log = MetadataLog(log_dir, METADATA_LOG_NAME)
+        #: guards changes (records and the dicts); reentrant, for :meth:`batch`
+        self._lock = threading.RLock()
         self._topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, str] = {}
-        try:
-            data = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            data = {"topics": []}
-        except ValueError as exc:
-            raise KafkaStorageError(f"{self.path} is damaged: {exc}") from None
-        for t in data["topics"]:
-            self._put(TopicMetadata(t["name"], uuid.UUID(t["id"]), t["partitions"], t["configs"]))
-
-    def _put(self, topic: TopicMetadata) -> None:
-        self._topics[topic.name] = topic
-        self._by_id[topic.topic_id] = topic.name
+        #: dynamic broker configs (ConfigRecords of BROKER resources): resource name ("" for
+        #: the cluster-wide default, else a broker id) -> name -> value
+        self._broker_configs: dict[str, dict[str, str]] = {}
+        #: records of the open batch, not yet on disk, and the names they create
+        self._pending: list[Record] = []
+        self._pending_names: set[str] = set()
+        self._batch_depth = 0
+        snapshot, records = self.metadata_log.load()
+        for t in (snapshot or {}).get("topics", []):
+            topic = TopicMetadata(t["name"], uuid.UUID(t["id"]), t["partitions"], t["configs"])
+            self._topics[topic.name] = topic
+            self._by_id[topic.topic_id] = topic.name
+        self._broker_configs = (snapshot or {}).get("broker_configs", {})
+        for record in records:
+            self._replay(record)
 
     def get(self, name: str) -> TopicMetadata | None:
         return self._topics.get(name)
@@ -78,6 +102,19 @@ class MetadataCache:
     def topics(self) -> list[TopicMetadata]:
         return sorted(self._topics.values(), key=lambda t: t.name)
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Changes made inside are appended as one batch, with one fsync, when the outermost
+        ``batch`` ends (one CreateTopics request's topics); they are published then too."""
+        with self._lock:
+            self._batch_depth += 1
+            try:
+                yield
+            finally:
+                self._batch_depth -= 1
+                if self._batch_depth == 0:
+                    self._commit()
+
     def add_topic(
         self,
         name: str,
@@ -85,14 +122,22 @@ class MetadataCache:
         configs: dict[str, str] | None = None,
         topic_id: uuid.UUID | None = None,
     ) -> tuple[TopicMetadata, bool]:
-        """Add ``name`` (persisted before returning); (the topic, False) if it already existed."""
+        """Add ``name`` (persisted before returning, or at the end of the open :meth:`batch`);
+        (the topic, False) if it already existed."""
         with self._lock:
             existing = self._topics.get(name)
             if existing is not None:
                 return existing, False
+            if name in self._pending_names:
+                return TopicMetadata(name, uuid.UUID(int=0), 0), False
             topic = TopicMetadata(name, topic_id or uuid.uuid4(), partitions, dict(configs or {}))
-            self._put(topic)
-            self._write()
+            tid = str(topic.topic_id)
+            self._pending_names.add(name)
+            self._change([{"type": "TopicRecord", "name": name, "topic_id": tid},
+                          *({"type": "ConfigRecord", "resource_name": name, "name": k,
+                             "value": v} for k, v in topic.configs.items()),
+                          *({"type": "PartitionRecord", "topic_id": tid, "partition_id": p}
+                            for p in range(partitions))])
             return topic, True
 
     def grow_topic(self, name: str, partitions: int) -> TopicMetadata | None:
@@ -101,24 +146,80 @@ class MetadataCache:
         with self._lock:
             topic = self._topics.get(name)
             if topic is not None and partitions > topic.partitions:
-                topic.partitions = partitions
-                self._write()
+                tid = str(topic.topic_id)
+                self._change([{"type": "PartitionRecord", "topic_id": tid, "partition_id": p}
+                              for p in range(topic.partitions, partitions)])
             return topic
+
+    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> TopicMetadata | None:
+        """Replace ``name``'s own configs (ConfigRecords, on disk before returning); None for an
+        unknown topic."""
+        with self._lock:
+            topic = self._topics.get(name)
+            if topic is not None:
+                self._change(_config_changes(RESOURCE_TYPE_TOPIC, name, topic.configs, configs))
+            return topic
+
+    def broker_configs(self) -> dict[str, dict[str, str]]:
+        """The dynamic broker configs: resource name ("" the default) -> name -> value."""
+        with self._lock:
+            return {k: dict(v) for k, v in self._broker_configs.items()}
+
+    def alter_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None:
+        """Replace the dynamic configs of one broker resource (persisted before returning)."""
+        with self._lock:
+            self._change(_config_changes(RESOURCE_TYPE_BROKER, resource_name,
+                                         self._broker_configs.get(resource_name, {}), configs))
 
     def remove_topic(self, name: str) -> TopicMetadata | None:
         with self._lock:
-            topic = self._topics.pop(name, None)
+            topic = self._topics.get(name)
             if topic is not None:
-                self._by_id.pop(topic.topic_id, None)
-                self._write()
+                self._change([{"type": "RemoveTopicRecord", "topic_id": str(topic.topic_id)}])
             return topic
 
-    def _write(self) -> None:
-        data = {
-            "topics": [
-                {"name": t.name, "id": str(t.topic_id), "partitions": t.partitions,
-                 "configs": t.configs}
-                for t in self.topics()
-            ]
-        }
-        replace_atomically(self.path, json.dumps(data, indent=1).encode())
+    # -- records -----------------------------------------------------------------------------------
+
+    def _change(self, records: list[Record]) -> None:
+        self._pending.extend(records)
+        if self._batch_depth == 0:
+            self._commit()
+
+    def _commit(self) -> None:
+        """Append the pending records (one write, one fsync), then publish them."""
+        records, self._pending = self._pending, []
+        self._pending_names.clear()
+        if not records:
+            return
+        self.metadata_log.append(records)
+        for record in records:
+            self._replay(record)
+        self.metadata_log.maybe_snapshot(self._snapshot)
+
+    def _replay(self, r: Record) -> None:
+        """Apply one record to the dicts (Kafka's ``MetadataDelta`` replay)."""
+        kind = r["type"]
+        if kind == "TopicRecord":
+            topic = TopicMetadata(r["name"], uuid.UUID(r["topic_id"]), 0)
+            self._topics[topic.name] = topic
+            self._by_id[topic.topic_id] = topic.name
+        elif kind == "PartitionRecord":
+            topic = self._topics[self._by_id[uuid.UUID(r["topic_id"])]]
+            topic.partitions = max(topic.partitions, r["partition_id"] + 1)
+        elif kind == "ConfigRecord":
+            if r.get("resource_type", RESOURCE_TYPE_TOPIC) == RESOURCE_TYPE_TOPIC:
+                configs = self._topics[r["resource_name"]].configs
+            else:
+                configs = self._broker_configs.setdefault(r["resource_name"], {})
+            if r["value"] is None:  # back to the default
+                configs.pop(r["name"], None)
+            else:
+                configs[r["name"]] = r["value"]
+        elif kind == "RemoveTopicRecord":
+            name = self._by_id.pop(uuid.UUID(r["topic_id"]))
+            del self._topics[name]
+
+    def _snapshot(self) -> dict[str, Any]:
+        return {"topics": [{"name": t.name, "id": str(t.topic_id), "partitions": t.partitions,
+                            "configs": t.configs} for t in self._topics.values()],
+                "broker_configs": self._broker_configs}

@@ -1,15 +1,21 @@
-"""``MetadataLoader``: a broker's copy of the controller's image, pulled and applied.
+"""``MetadataLoader``: a broker's copy of the controller's image, kept up to date by deltas.
 
-After each heartbeat the broker pulls the whole image (a Metadata request for every topic) and
-applies it: new topics into the :class:`~kafkacore.broker.metadata_cache.MetadataCache` with their
-configs, partition states to the :class:`~kafkacore.broker.replica_manager.ReplicaManager`, and
-deleted topics forgotten (Kafka's ``MetadataLoader`` and ``BrokerMetadataPublisher``, fed here by
-a pull instead of the metadata log).  See docs/broker/replication.rst.
+After each heartbeat the broker fetches the controller's metadata records from its own offset
+(a Fetch of ``__cluster_metadata``, as KRaft brokers fetch the metadata log), replays them into
+its image (Kafka's ``MetadataDelta`` applied to a ``MetadataImage``) and publishes what changed:
+new topics into the :class:`~kafkacore.broker.metadata_cache.MetadataCache` with their configs
+(one batch), partition states to the :class:`~kafkacore.broker.replica_manager.ReplicaManager`,
+deleted topics forgotten (Kafka's ``MetadataLoader`` and ``BrokerMetadataPublisher``).  A fetch
+with nothing new costs the same however many topics there are.  A broker whose offset the
+controller no longer holds (behind its last snapshot) takes the whole image once, by a Metadata
+request.  See docs/broker/replication.rst.
 """
 
 from __future__ import annotations
 
+import json
 import threading
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.authorizer.acl import (
@@ -21,8 +27,16 @@ from kafkacore.broker.authorizer.acl import (
     ResourcePattern,
     ResourceType,
 )
+from kafkacore.broker.config_admin_manager import (
+    RESOURCE_TYPE_BROKER,
+    RESOURCE_TYPE_TOPIC,
+    apply_broker_configs,
+    apply_topic_configs,
+)
 from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.broker.metadata_log import METADATA_TOPIC_ID
 from kafkacore.broker.partition import PartitionState
+from kafkacore.core.record_batch import iter_records
 from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -31,13 +45,26 @@ if TYPE_CHECKING:
     from kafkacore.broker.server import Broker
 
 METADATA_VERSION = 12
+FETCH_VERSION = 16
+#: what one metadata Fetch may bring back
+FETCH_MAX_BYTES = 16 * 1024 * 1024
 DESCRIBE_CONFIGS_VERSION = 2
 DESCRIBE_ACLS_VERSION = 3
-CONFIG_SOURCE_TOPIC = 1
+
+
+Topics = dict[str, tuple[uuid.UUID, dict[int, PartitionState]]]
+
+
+def _set_config(configs: dict[str, str], name: str, value: str | None) -> None:
+    """A ConfigRecord's change: a value, or null for "back to the default"."""
+    if value is None:
+        configs.pop(name, None)
+    else:
+        configs[name] = value
 
 
 class MetadataLoader:
-    """Pulls the controller's image over ``client`` and applies it to ``broker``."""
+    """Fetches the controller's records over ``client`` and applies them to ``broker``."""
 
     def __init__(self, broker: Broker, client: InterBrokerClient) -> None:
         self.broker = broker
@@ -45,42 +72,164 @@ class MetadataLoader:
         #: Set once the first image is applied: the broker then knows the cluster's leaders.
         self.image_received = threading.Event()
         self._pull_lock = threading.Lock()
+        # The image (guarded by _pull_lock): the next record to fetch, every topic's id and
+        # partition states, the live brokers.  A topic's dict of partitions is replaced, never
+        # changed, once published: the ReplicaManager holds the published ones.
+        self._offset = 0
+        self._topics: Topics = {}
+        self._names: dict[uuid.UUID, str] = {}
+        self._brokers: dict[int, tuple[str, int]] = {}
 
     def pull_metadata(self) -> None:
-        """Fetch the controller's image and apply it (callable from any thread)."""
+        """Fetch the controller's new records and apply them (callable from any thread)."""
         with self._pull_lock:
-            body = codec.REQUESTS[ApiKey.METADATA].body.defaults(METADATA_VERSION)
-            body.update(topics=None, allow_auto_topic_creation=False)
-            response = self._client.send(ApiKey.METADATA, METADATA_VERSION, body)
-            self._apply(response)
+            records: list[dict[str, Any]] = []
+            while True:
+                error, batch, end = self._fetch()
+                if error == Errors.OFFSET_OUT_OF_RANGE:
+                    self._apply_image(end)  # then the records after it, if any
+                    records = []
+                    continue
+                if error != Errors.NONE:
+                    raise ConnectionError(f"metadata fetch refused by the controller: error "
+                                          f"{error}")
+                records.extend(batch)
+                self._offset += len(batch)
+                if not batch or self._offset >= end:
+                    break
+            if records or not self.image_received.is_set():
+                self._apply_records(records)
             if self.broker.authorizer is not None:
                 self._load_acls()
         self.image_received.set()
 
-    def _apply(self, response: dict[str, Any]) -> None:
+    def _fetch(self) -> tuple[int, list[dict[str, Any]], int]:
+        """(error, the records from our offset, the controller's end offset)."""
+        response = self._client.send(ApiKey.FETCH, FETCH_VERSION, {
+            "replica_state": {"replica_id": self.broker.broker_id, "replica_epoch": -1},
+            "max_wait_ms": 0, "min_bytes": 0, "max_bytes": FETCH_MAX_BYTES,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic_id": METADATA_TOPIC_ID, "partitions": [{
+                "partition": 0, "current_leader_epoch": -1, "fetch_offset": self._offset,
+                "last_fetched_epoch": -1, "log_start_offset": -1,
+                "partition_max_bytes": FETCH_MAX_BYTES}]}],
+            "forgotten_topics_data": [], "rack_id": ""})
+        if response["error_code"] != Errors.NONE:
+            return response["error_code"], [], -1
+        part = response["responses"][0]["partitions"][0]
+        if part["error_code"] != Errors.NONE:
+            return part["error_code"], [], part["high_watermark"]
+        records = [json.loads(r.value) for r in iter_records(part["records"] or b"")
+                   if r.offset >= self._offset]
+        return Errors.NONE, records, part["high_watermark"]
+
+    def _apply_records(self, records: list[dict[str, Any]]) -> None:
+        """Replay ``records`` into the image (Kafka's ``MetadataDelta``), then publish what
+        they changed."""
+        new: dict[str, dict[str, str]] = {}  # topic -> its configs
+        changed_topics: dict[str, dict[str, str]] = {}  # known topic -> its new configs
+        changed_brokers: dict[str, dict[str, str]] = {}  # "" or our id -> its new configs
+        removed: set[str] = set()
+        grown: set[str] = set()
+        copied: set[str] = set()  # topics whose partitions dict is this delta's own copy
+        for r in records:
+            kind = r["type"]
+            if kind == "TopicRecord":
+                name, topic_id = r["name"], uuid.UUID(r["topic_id"])
+                old = self._topics.get(name)
+                if old is not None and old[0] == topic_id:
+                    continue  # already in the image we took
+                if old is not None:
+                    self._names.pop(old[0], None)
+                    removed.add(name)
+                self._topics[name] = (topic_id, {})
+                self._names[topic_id] = name
+                new[name] = {}
+                copied.add(name)
+            elif kind == "ConfigRecord":
+                name = r["resource_name"]
+                if r.get("resource_type", RESOURCE_TYPE_TOPIC) == RESOURCE_TYPE_BROKER:
+                    if name in ("", str(self.broker.broker_id)):
+                        layer = changed_brokers.setdefault(
+                            name, self.broker.dynamic_config.dynamic(name))
+                        _set_config(layer, r["name"], r["value"])
+                elif name in new:
+                    _set_config(new[name], r["name"], r["value"])
+                elif name in self._topics:  # AlterConfigs on a topic we have
+                    meta = self.broker.metadata_cache.get(name)
+                    layer = changed_topics.setdefault(name, dict(meta.configs) if meta else {})
+                    _set_config(layer, r["name"], r["value"])
+            elif kind in ("PartitionRecord", "PartitionChangeRecord"):
+                name = self._names.get(uuid.UUID(r["topic_id"]))
+                if name is None:
+                    continue
+                topic_id, parts = self._topics[name]
+                if name not in copied:
+                    parts = dict(parts)
+                    self._topics[name] = (topic_id, parts)
+                    copied.add(name)
+                if r["partition_id"] not in parts:
+                    grown.add(name)
+                parts[r["partition_id"]] = PartitionState(
+                    r["leader"], r["leader_epoch"], list(r["replicas"]), list(r["isr"]))
+            elif kind == "RemoveTopicRecord":
+                name = self._names.pop(uuid.UUID(r["topic_id"]), None)
+                if name is not None:
+                    del self._topics[name]
+                    removed.add(name)
+                    new.pop(name, None)
+            elif kind in ("RegisterBrokerRecord", "UnfenceBrokerRecord"):
+                self._brokers[r["broker_id"]] = (r["host"], r["port"])
+            elif kind == "FenceBrokerRecord":
+                self._brokers.pop(r["broker_id"], None)
+        self._publish(new, removed, grown)
+        self._apply_config_changes(
+            {n: c for n, c in changed_topics.items() if n in self._topics}, changed_brokers)
+
+    def _publish(self, new: dict[str, dict[str, str]], removed: set[str],
+                 grown: set[str]) -> None:
         broker = self.broker
         cache = broker.metadata_cache
-        brokers = {b["node_id"]: (b["host"], b["port"]) for b in response["brokers"]}
-        topics: dict[str, tuple[Any, dict[int, PartitionState]]] = {}
+        for name in removed:  # deleted (or deleted and created again): its old logs go first
+            meta = cache.get(name)
+            if meta is not None and (name not in self._topics
+                                     or meta.topic_id != self._topics[name][0]):
+                self._delete_topic(name)
+        with cache.batch():
+            for name, configs in new.items():
+                topic_id, parts = self._topics[name]
+                cache.add_topic(name, len(parts), configs, topic_id)
+            for name in grown - new.keys():
+                cache.grow_topic(name, len(self._topics[name][1]))  # CreatePartitions
+        broker.replica_manager.apply_image(self._brokers, self._topics)
+
+    def _apply_image(self, end_offset: int) -> None:
+        """Take the controller's whole image (a Metadata request for every topic): for a
+        broker behind the controller's last snapshot.  Records up to ``end_offset`` are in it;
+        those after it are fetched next (replaying one the image holds changes nothing)."""
+        body = codec.REQUESTS[ApiKey.METADATA].body.defaults(METADATA_VERSION)
+        body.update(topics=None, allow_auto_topic_creation=False)
+        response = self._client.send(ApiKey.METADATA, METADATA_VERSION, body)
+        self._brokers = {b["node_id"]: (b["host"], b["port"]) for b in response["brokers"]}
+        topics: Topics = {}
         for t in response["topics"]:
-            parts = {p["partition_index"]: PartitionState(
+            topics[t["name"]] = (t["topic_id"], {p["partition_index"]: PartitionState(
                 p["leader_id"], p["leader_epoch"], list(p["replica_nodes"]),
-                list(p["isr_nodes"])) for p in t["partitions"]}
-            topics[t["name"]] = (t["topic_id"], parts)
+                list(p["isr_nodes"])) for p in t["partitions"]})
+        cache = self.broker.metadata_cache
         new = [name for name in topics if cache.get(name) is None or
                cache.get(name).topic_id != topics[name][0]]
-        configs = self._describe_configs(new) if new else {}
-        for name in new:
-            old = cache.get(name)
-            if old is not None:  # deleted and created again meanwhile
-                self._delete_topic(name)
-            topic_id, parts = topics[name]
-            cache.add_topic(name, len(parts), configs.get(name, {}), topic_id)
-        for name, (_, parts) in topics.items():
-            cache.grow_topic(name, len(parts))  # CreatePartitions added some
-        broker.replica_manager.apply_image(brokers, topics)
-        for name in [t.name for t in cache.topics() if t.name not in topics]:
-            self._delete_topic(name)
+        # The whole image: every topic's configs and this broker's dynamic configs.
+        configs, broker_configs = self._describe_configs(list(topics))
+        removed = {t.name for t in cache.topics() if t.name not in topics} | {
+            name for name in new if cache.get(name) is not None}
+        grown = {name for name, (_, parts) in topics.items()
+                 if (meta := cache.get(name)) is not None and len(parts) > meta.partitions}
+        self._topics = topics
+        self._names = {topic_id: name for name, (topic_id, _) in topics.items()}
+        self._offset = end_offset
+        self._publish({name: configs.get(name, {}) for name in new}, removed, grown)
+        self._apply_config_changes(configs, broker_configs)
 
     def _load_acls(self) -> None:
         """Replace the authorizer's ACLs with the controller's (KRaft brokers replay the ACL
@@ -110,12 +259,39 @@ class MetadataLoader:
             broker.replica_manager.drop_partition((name, p))
             broker.log_manager.delete_log(name, p)
 
-    def _describe_configs(self, names: list[str]) -> dict[str, dict[str, str]]:
+    def _describe_configs(self, names: list[str]
+                          ) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+        """The dynamic configs the controller keeps: each topic's own, and those of the broker
+        resources that concern this broker ("" and its id)."""
+        mine = ("", str(self.broker.broker_id))
         response = self._client.send(ApiKey.DESCRIBE_CONFIGS, DESCRIBE_CONFIGS_VERSION, {
-            "resources": [{"resource_type": 2, "resource_name": n, "configuration_keys": None}
-                          for n in names],
+            "resources": [{"resource_type": RESOURCE_TYPE_TOPIC, "resource_name": n,
+                           "configuration_keys": None} for n in names] +
+                         [{"resource_type": RESOURCE_TYPE_BROKER, "resource_name": n,
+                           "configuration_keys": None} for n in mine],
             "include_synoyms": False,
         })
-        return {r["resource_name"]: {c["name"]: c["value"] for c in r["configs"]
-                                     if c["config_source"] == CONFIG_SOURCE_TOPIC}
-                for r in response["results"] if r["error_code"] == Errors.NONE}
+        topics: dict[str, dict[str, str]] = {}
+        brokers: dict[str, dict[str, str]] = {}
+        for r in response["results"]:
+            if r["error_code"] != Errors.NONE:
+                continue
+            found = {c["name"]: c["value"] for c in r["configs"]}
+            if r["resource_type"] == RESOURCE_TYPE_BROKER:
+                brokers[r["resource_name"]] = found
+            else:
+                topics[r["resource_name"]] = found
+        return topics, brokers
+
+    def _apply_config_changes(self, topics: dict[str, dict[str, str]],
+                              brokers: dict[str, dict[str, str]]) -> None:
+        """Configs changed by AlterConfigs take effect here: topics' in their logs, the broker
+        resources' in this broker's defaults."""
+        cache = self.broker.metadata_cache
+        for name, configs in topics.items():
+            meta = cache.get(name)
+            if meta is not None and meta.configs != configs:
+                apply_topic_configs(self.broker, name, configs)
+        for name, configs in brokers.items():
+            if self.broker.dynamic_config.dynamic(name) != configs:
+                apply_broker_configs(self.broker, name, configs)

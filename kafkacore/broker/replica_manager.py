@@ -141,6 +141,40 @@ class ReplicaManager:
                 self.partitions[key] = partition
             return partition
 
+    def describe_log_dirs(self, wanted: set[tuple[str, int]] | None) -> list[dict[str, Any]]:
+        """Each log dir: whether it is online, the size of each partition's log in it (of
+        ``wanted``, None for all) and how far its end is behind the high watermark (0 on a
+        leader: Kafka's offset lag), the disk's total and usable bytes (Kafka's
+        ``ReplicaManager.describeLogDirs``)."""
+        import shutil
+
+        log_manager = self.broker.log_manager
+        by_dir: dict[Path, dict[str, list[dict[str, Any]]]] = {
+            d: {} for d in log_manager.log_dirs}
+        for (topic, index), lg in sorted(log_manager.all_logs().items()):
+            if wanted is not None and (topic, index) not in wanted:
+                continue
+            topics = by_dir.setdefault(lg.dir.parent, {})
+            topics.setdefault(topic, []).append({
+                "partition_index": index, "partition_size": lg.size_in_bytes,
+                "offset_lag": max(lg.high_watermark - lg.log_end_offset, 0),
+                "is_future_key": False})
+        results = []
+        for d, topics in by_dir.items():
+            offline = log_manager.dir_failure_channel.is_offline(d)
+            try:
+                usage = shutil.disk_usage(d)
+                total, usable = usage.total, usage.free
+            except OSError:
+                total = usable = -1
+            results.append({
+                "error_code": Errors.KAFKA_STORAGE_ERROR if offline else Errors.NONE,
+                "log_dir": str(d.resolve()),
+                "topics": [] if offline else [{"name": t, "partitions": parts}
+                                              for t, parts in topics.items()],
+                "total_bytes": total, "usable_bytes": usable})
+        return results
+
     def leader_partition_or_error(self, topic: str, index: int,
                                   current_leader_epoch: int = -1) -> tuple[Partition | None, int]:
         partition = self.get_partition(topic, index)
@@ -307,6 +341,12 @@ class ReplicaManager:
                     if self.broker_id not in state.replicas:
                         if key in self.partitions:
                             self._drop_partition(key)
+                        if self.log_manager.get_log(name, index) is not None:
+                            # Reassigned away from this broker: its copy goes (Kafka's
+                            # ReplicaManager stops the replica with deletion).
+                            self.log_manager.delete_log(name, index)
+                            log.info("broker %d: no longer a replica of %s-%d; its log deleted",
+                                     self.broker_id, name, index)
                         continue
                     partition = self.partitions.get(key)
                     if partition is not None and state.leader_epoch < partition.leader_epoch:

@@ -102,6 +102,10 @@ class Broker:
 
         first_dir = self.config.log_dirs[0]
         self.metadata_cache = MetadataCache(first_dir)
+        from kafkacore.broker.dynamic_broker_config import DynamicBrokerConfig
+
+        self.dynamic_config = DynamicBrokerConfig(self.config, self.broker_id,
+                                                  self.metadata_cache.broker_configs())
         self.authorizer = StandardAuthorizer.from_config(self.config)
         # In a cluster each broker has its own range of producer ids (see ProducerIdManager).
         in_cluster = self.config["process.roles"] == "broker"
@@ -196,21 +200,11 @@ def _make_log_manager(broker: Broker) -> Any:
     """The storage: a :class:`kafkacore.broker.log.LogManager` over ``log.dirs``, with the
     broker-wide log settings as every topic's default, recovered at start-up."""
     from kafkacore.broker.log import LogConfig, LogManager
+    from kafkacore.broker.log.cleaner_config import CleanerConfig
     from kafkacore.broker.log.manager import LogManagerIntervals
 
     c = broker.config
-    default = LogConfig(
-        segment_bytes=c["log.segment.bytes"],
-        retention_ms=c["log.retention.ms"],
-        retention_bytes=c["log.retention.bytes"],
-        max_message_bytes=c["message.max.bytes"],
-        flush_messages=c["log.flush.interval.messages"],
-        index_interval_bytes=c["log.index.interval.bytes"],
-        min_insync_replicas=c["min.insync.replicas"],
-        # Kafka: log.flush.interval.ms unset means log.flush.scheduler.interval.ms.
-        flush_ms=(c["log.flush.scheduler.interval.ms"] if c["log.flush.interval.ms"] is None
-                  else c["log.flush.interval.ms"]),
-    )
+    default = broker.dynamic_config.default_log_config()
     dirs: list[str | Path] = list(c.log_dirs)
     intervals = LogManagerIntervals(
         retention_check_ms=c["log.retention.check.interval.ms"],
@@ -221,10 +215,18 @@ def _make_log_manager(broker: Broker) -> Any:
         initial_task_delay_ms=c["log.initial.task.delay.ms"],
         dir_probe_ms=c["log.dir.failure.probe.interval.ms"],
     )
-    manager = LogManager(dirs, default, scheduler=broker.kafka_scheduler, intervals=intervals)
+    manager = LogManager(dirs, default, scheduler=broker.kafka_scheduler, intervals=intervals,
+                         cleaner_config=CleanerConfig.from_broker_config(c))
     topic_configs = {
         t.name: LogConfig.from_properties(t.configs, base=default)
         for t in broker.metadata_cache.topics()
     }
     manager.startup(topic_configs)
+
+    def topic_configs_of(name: str) -> dict[str, str]:
+        meta = broker.metadata_cache.get(name)
+        return {} if meta is None else meta.configs
+
+    broker.dynamic_config.log_listeners.append(
+        lambda default: manager.reconfigure_default_log_config(default, topic_configs_of))
     return manager

@@ -59,6 +59,15 @@ cdef object check_level(int codec, object level):
     return level
 
 
+def compress_records(int codec, data):
+    """A records section compressed with ``codec`` (its number, as a batch's attributes hold
+    it) at the codec's default level: the broker's log cleaner re-compresses the batches it
+    rewrites with the codec they came with."""
+    if codec < 0 or codec >= len(CODEC_NAMES) or codec == CODEC_NONE:
+        raise ValueError(f"no compression codec {codec}")
+    return bytes(compress(codec, check_level(codec, None), memoryview(data)))
+
+
 cdef object compress(int codec, object level, object data):
     """Compress the records section ``data`` (a memoryview) the way the Java producer frames it.
 

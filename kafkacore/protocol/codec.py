@@ -356,7 +356,14 @@ def _item_encoder(f: Field, version: int, compact: bool) -> Encoder:
         sub = f.struct
         assert sub is not None
 
+        # A nullable structure (not an array of them) starts with a marker: -1 null, 1 present.
+        marked = nullable and not f.is_array
+
         def enc_struct(w: _Writer, value: Any) -> None:
+            if marked:
+                w.buf += _INT8.pack(-1 if value is None else 1)
+                if value is None:
+                    return
             if value.__class__ is not dict and not isinstance(value, Mapping):
                 raise TypeError(f"{sub.name} must be a dict, got {type(value).__name__}")
             _encode_struct(w, sub, value, version, compact)
@@ -666,7 +673,15 @@ def _item_decoder(f: Field, version: int, compact: bool) -> Decoder:
         sub = f.struct
         assert sub is not None
 
+        marked = nullable and not f.is_array
+
         def dec_struct(r: _Reader) -> Any:
+            if marked:
+                if r.pos >= r.end:
+                    raise ProtocolError(f"{name}: truncated at offset {r.pos}")
+                r.pos += 1
+                if r.data[r.pos - 1] == 0xFF:  # -1: null
+                    return None
             return _decode_struct(r, sub, version, compact)
 
         return dec_struct

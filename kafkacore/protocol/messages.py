@@ -1296,11 +1296,21 @@ DELETE_TOPICS_REQUEST: Declaration = {
     "apiKey": 20,
     "type": "request",
     "name": "DeleteTopicsRequest",
-    # v0 was removed in Kafka 4.0 (v1 is the baseline; v0-3 are the same); v4 flexible.  v5 (error
-    # messages) and v6 (topic ids) are not declared: a client falls back to v4.
-    "validVersions": "1-4",
+    # v0 was removed in Kafka 4.0 (v1 is the baseline; v0-3 are the same); v4 flexible; v5 adds
+    # an error message to the answer; v6 names topics by name or by id.
+    "validVersions": "1-6",
     "flexibleVersions": "4+",
     "fields": [
+        {
+            "name": "Topics",
+            "type": "[]DeleteTopicState",
+            "versions": "6+",
+            "fields": [
+                {"name": "Name", "type": "string", "versions": "6+", "nullableVersions": "6+",
+                 "default": None},
+                {"name": "TopicId", "type": "uuid", "versions": "6+"},
+            ],
+        },
         {"name": "TopicNames", "type": "[]string", "versions": "0-5", "ignorable": True},
         {"name": "TimeoutMs", "type": "int32", "versions": "0+"},
     ],
@@ -1310,7 +1320,7 @@ DELETE_TOPICS_RESPONSE: Declaration = {
     "apiKey": 20,
     "type": "response",
     "name": "DeleteTopicsResponse",
-    "validVersions": "1-4",
+    "validVersions": "1-6",
     "flexibleVersions": "4+",
     "fields": [
         {"name": "ThrottleTimeMs", "type": "int32", "versions": "1+"},
@@ -1319,8 +1329,11 @@ DELETE_TOPICS_RESPONSE: Declaration = {
             "type": "[]DeletableTopicResult",
             "versions": "0+",
             "fields": [
-                {"name": "Name", "type": "string", "versions": "0+"},
+                {"name": "Name", "type": "string", "versions": "0+", "nullableVersions": "6+"},
+                {"name": "TopicId", "type": "uuid", "versions": "6+", "ignorable": True},
                 {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                {"name": "ErrorMessage", "type": "string", "versions": "5+",
+                 "nullableVersions": "5+", "ignorable": True, "default": None},
             ],
         },
     ],
@@ -2483,6 +2496,319 @@ LIST_TRANSACTIONS_RESPONSE: Declaration = {
     ],
 }
 
+# -- AlterConfigs (33), IncrementalAlterConfigs (44) ---------------------------------------------
+
+
+def _alter_configs(api_key: int, name: str, valid: str, flexible: str,
+                   incremental: bool) -> tuple[Declaration, Declaration]:
+    """AlterConfigs and IncrementalAlterConfigs share their shape; the incremental one gives
+    each config an operation (SET, DELETE, APPEND, SUBTRACT)."""
+    config_fields: list[dict[str, Any]] = [{"name": "Name", "type": "string", "versions": "0+"}]
+    if incremental:
+        config_fields.append({"name": "ConfigOperation", "type": "int8", "versions": "0+"})
+    config_fields.append({"name": "Value", "type": "string", "versions": "0+",
+                          "nullableVersions": "0+"})
+    request: Declaration = {
+        "apiKey": api_key, "type": "request", "name": f"{name}Request",
+        "validVersions": valid, "flexibleVersions": flexible,
+        "fields": [
+            {"name": "Resources", "type": "[]AlterConfigsResource", "versions": "0+", "fields": [
+                {"name": "ResourceType", "type": "int8", "versions": "0+"},
+                {"name": "ResourceName", "type": "string", "versions": "0+"},
+                {"name": "Configs", "type": "[]AlterableConfig", "versions": "0+",
+                 "fields": config_fields},
+            ]},
+            {"name": "ValidateOnly", "type": "bool", "versions": "0+"},
+        ],
+    }
+    response: Declaration = {
+        "apiKey": api_key, "type": "response", "name": f"{name}Response",
+        "validVersions": valid, "flexibleVersions": flexible,
+        "fields": [
+            {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+            {"name": "Responses", "type": "[]AlterConfigsResourceResponse", "versions": "0+",
+             "fields": [
+                 {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                 {"name": "ErrorMessage", "type": "string", "versions": "0+",
+                  "nullableVersions": "0+"},
+                 {"name": "ResourceType", "type": "int8", "versions": "0+"},
+                 {"name": "ResourceName", "type": "string", "versions": "0+"},
+             ]},
+        ],
+    }
+    return request, response
+
+
+# v1 is v0; v2 is flexible.
+ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE = _alter_configs(
+    ApiKey.ALTER_CONFIGS, "AlterConfigs", "0-2", "2+", incremental=False)
+# v1 is flexible.
+INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE = _alter_configs(
+    ApiKey.INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", "0-1", "1+", incremental=True)
+
+# -- DeleteGroups (42), OffsetDelete (47) -------------------------------------------------------
+
+DELETE_GROUPS_REQUEST: Declaration = {
+    "apiKey": 42, "type": "request", "name": "DeleteGroupsRequest",
+    # v1 is v0; v2 is flexible.
+    "validVersions": "0-2", "flexibleVersions": "2+",
+    "fields": [{"name": "GroupsNames", "type": "[]string", "versions": "0+"}],
+}
+
+DELETE_GROUPS_RESPONSE: Declaration = {
+    "apiKey": 42, "type": "response", "name": "DeleteGroupsResponse",
+    "validVersions": "0-2", "flexibleVersions": "2+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "Results", "type": "[]DeletableGroupResult", "versions": "0+", "fields": [
+            {"name": "GroupId", "type": "string", "versions": "0+"},
+            {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        ]},
+    ],
+}
+
+OFFSET_DELETE_REQUEST: Declaration = {
+    "apiKey": 47, "type": "request", "name": "OffsetDeleteRequest",
+    "validVersions": "0", "flexibleVersions": "none",
+    "fields": [
+        {"name": "GroupId", "type": "string", "versions": "0+"},
+        {"name": "Topics", "type": "[]OffsetDeleteRequestTopic", "versions": "0+", "fields": [
+            {"name": "Name", "type": "string", "versions": "0+"},
+            {"name": "Partitions", "type": "[]OffsetDeleteRequestPartition", "versions": "0+",
+             "fields": [{"name": "PartitionIndex", "type": "int32", "versions": "0+"}]},
+        ]},
+    ],
+}
+
+OFFSET_DELETE_RESPONSE: Declaration = {
+    "apiKey": 47, "type": "response", "name": "OffsetDeleteResponse",
+    "validVersions": "0", "flexibleVersions": "none",
+    "fields": [
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+", "ignorable": True},
+        {"name": "Topics", "type": "[]OffsetDeleteResponseTopic", "versions": "0+", "fields": [
+            {"name": "Name", "type": "string", "versions": "0+"},
+            {"name": "Partitions", "type": "[]OffsetDeleteResponsePartition", "versions": "0+",
+             "fields": [
+                 {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                 {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+             ]},
+        ]},
+    ],
+}
+
+# -- DescribeLogDirs (35) -----------------------------------------------------------------------
+
+DESCRIBE_LOG_DIRS_REQUEST: Declaration = {
+    "apiKey": 35, "type": "request", "name": "DescribeLogDirsRequest",
+    # v0 was removed in Kafka 4.0; v2 is flexible; v3 and v4 add fields to the answer.
+    "validVersions": "1-4", "flexibleVersions": "2+",
+    "fields": [
+        {"name": "Topics", "type": "[]DescribableLogDirTopic", "versions": "0+",
+         "nullableVersions": "0+", "fields": [
+             {"name": "Topic", "type": "string", "versions": "0+"},
+             {"name": "Partitions", "type": "[]int32", "versions": "0+"},
+         ]},
+    ],
+}
+
+DESCRIBE_LOG_DIRS_RESPONSE: Declaration = {
+    "apiKey": 35, "type": "response", "name": "DescribeLogDirsResponse",
+    "validVersions": "1-4", "flexibleVersions": "2+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "3+"},
+        {"name": "Results", "type": "[]DescribeLogDirsResult", "versions": "0+", "fields": [
+            {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+            {"name": "LogDir", "type": "string", "versions": "0+"},
+            {"name": "Topics", "type": "[]DescribeLogDirsTopic", "versions": "0+", "fields": [
+                {"name": "Name", "type": "string", "versions": "0+"},
+                {"name": "Partitions", "type": "[]DescribeLogDirsPartition", "versions": "0+",
+                 "fields": [
+                     {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                     {"name": "PartitionSize", "type": "int64", "versions": "0+"},
+                     {"name": "OffsetLag", "type": "int64", "versions": "0+"},
+                     {"name": "IsFutureKey", "type": "bool", "versions": "0+"},
+                 ]},
+            ]},
+            {"name": "TotalBytes", "type": "int64", "versions": "4+", "ignorable": True,
+             "default": -1},
+            {"name": "UsableBytes", "type": "int64", "versions": "4+", "ignorable": True,
+             "default": -1},
+        ]},
+    ],
+}
+
+# -- ElectLeaders (43) --------------------------------------------------------------------------
+
+ELECT_LEADERS_REQUEST: Declaration = {
+    "apiKey": 43, "type": "request", "name": "ElectLeadersRequest",
+    # v1 adds the election type (preferred or unclean, KIP-460); v2 is flexible.
+    "validVersions": "0-2", "flexibleVersions": "2+",
+    "fields": [
+        {"name": "ElectionType", "type": "int8", "versions": "1+"},
+        {"name": "TopicPartitions", "type": "[]TopicPartitions", "versions": "0+",
+         "nullableVersions": "0+", "fields": [
+             {"name": "Topic", "type": "string", "versions": "0+"},
+             {"name": "Partitions", "type": "[]int32", "versions": "0+"},
+         ]},
+        {"name": "TimeoutMs", "type": "int32", "versions": "0+", "default": 60000},
+    ],
+}
+
+ELECT_LEADERS_RESPONSE: Declaration = {
+    "apiKey": 43, "type": "response", "name": "ElectLeadersResponse",
+    "validVersions": "0-2", "flexibleVersions": "2+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "1+"},
+        {"name": "ReplicaElectionResults", "type": "[]ReplicaElectionResult", "versions": "0+",
+         "fields": [
+             {"name": "Topic", "type": "string", "versions": "0+"},
+             {"name": "PartitionResult", "type": "[]PartitionResult", "versions": "0+",
+              "fields": [
+                  {"name": "PartitionId", "type": "int32", "versions": "0+"},
+                  {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                  {"name": "ErrorMessage", "type": "string", "versions": "0+",
+                   "nullableVersions": "0+"},
+              ]},
+         ]},
+    ],
+}
+
+# -- DescribeTopicPartitions (75, KIP-966) ------------------------------------------------------
+
+_CURSOR: list[dict[str, Any]] = [
+    {"name": "TopicName", "type": "string", "versions": "0+"},
+    {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+]
+
+DESCRIBE_TOPIC_PARTITIONS_REQUEST: Declaration = {
+    "apiKey": 75, "type": "request", "name": "DescribeTopicPartitionsRequest",
+    "validVersions": "0", "flexibleVersions": "0+",
+    "fields": [
+        {"name": "Topics", "type": "[]TopicRequest", "versions": "0+",
+         "fields": [{"name": "Name", "type": "string", "versions": "0+"}]},
+        {"name": "ResponsePartitionLimit", "type": "int32", "versions": "0+", "default": 2000},
+        {"name": "Cursor", "type": "Cursor", "versions": "0+", "nullableVersions": "0+",
+         "default": None, "fields": _CURSOR},
+    ],
+}
+
+DESCRIBE_TOPIC_PARTITIONS_RESPONSE: Declaration = {
+    "apiKey": 75, "type": "response", "name": "DescribeTopicPartitionsResponse",
+    "validVersions": "0", "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+", "ignorable": True},
+        {"name": "Topics", "type": "[]DescribeTopicPartitionsResponseTopic", "versions": "0+",
+         "fields": [
+             {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+             {"name": "Name", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+             {"name": "TopicId", "type": "uuid", "versions": "0+", "ignorable": True},
+             {"name": "IsInternal", "type": "bool", "versions": "0+", "default": False,
+              "ignorable": True},
+             {"name": "Partitions", "type": "[]DescribeTopicPartitionsResponsePartition",
+              "versions": "0+", "fields": [
+                  {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                  {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                  {"name": "LeaderId", "type": "int32", "versions": "0+"},
+                  {"name": "LeaderEpoch", "type": "int32", "versions": "0+", "default": -1,
+                   "ignorable": True},
+                  {"name": "ReplicaNodes", "type": "[]int32", "versions": "0+"},
+                  {"name": "IsrNodes", "type": "[]int32", "versions": "0+"},
+                  {"name": "EligibleLeaderReplicas", "type": "[]int32", "versions": "0+",
+                   "nullableVersions": "0+", "default": None},
+                  {"name": "LastKnownElr", "type": "[]int32", "versions": "0+",
+                   "nullableVersions": "0+", "default": None},
+                  {"name": "OfflineReplicas", "type": "[]int32", "versions": "0+",
+                   "ignorable": True},
+              ]},
+             {"name": "TopicAuthorizedOperations", "type": "int32", "versions": "0+",
+              "default": -2147483648},
+         ]},
+        {"name": "NextCursor", "type": "Cursor", "versions": "0+", "nullableVersions": "0+",
+         "default": None, "fields": _CURSOR},
+    ],
+}
+
+# -- AlterPartitionReassignments (45), ListPartitionReassignments (46) --------------------------
+
+ALTER_PARTITION_REASSIGNMENTS_REQUEST: Declaration = {
+    "apiKey": 45, "type": "request", "name": "AlterPartitionReassignmentsRequest",
+    # v1 may refuse a change of the replication factor (KIP-860).
+    "validVersions": "0-1", "flexibleVersions": "0+",
+    "fields": [
+        {"name": "TimeoutMs", "type": "int32", "versions": "0+", "default": 60000},
+        {"name": "AllowReplicationFactorChange", "type": "bool", "versions": "1+",
+         "default": True},
+        {"name": "Topics", "type": "[]ReassignableTopic", "versions": "0+", "fields": [
+            {"name": "Name", "type": "string", "versions": "0+"},
+            {"name": "Partitions", "type": "[]ReassignablePartition", "versions": "0+",
+             "fields": [
+                 {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                 {"name": "Replicas", "type": "[]int32", "versions": "0+",
+                  "nullableVersions": "0+", "default": None},
+             ]},
+        ]},
+    ],
+}
+
+ALTER_PARTITION_REASSIGNMENTS_RESPONSE: Declaration = {
+    "apiKey": 45, "type": "response", "name": "AlterPartitionReassignmentsResponse",
+    "validVersions": "0-1", "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "AllowReplicationFactorChange", "type": "bool", "versions": "1+",
+         "default": True, "ignorable": True},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "ErrorMessage", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+        {"name": "Responses", "type": "[]ReassignableTopicResponse", "versions": "0+",
+         "fields": [
+             {"name": "Name", "type": "string", "versions": "0+"},
+             {"name": "Partitions", "type": "[]ReassignablePartitionResponse",
+              "versions": "0+", "fields": [
+                  {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                  {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                  {"name": "ErrorMessage", "type": "string", "versions": "0+",
+                   "nullableVersions": "0+"},
+              ]},
+         ]},
+    ],
+}
+
+LIST_PARTITION_REASSIGNMENTS_REQUEST: Declaration = {
+    "apiKey": 46, "type": "request", "name": "ListPartitionReassignmentsRequest",
+    "validVersions": "0", "flexibleVersions": "0+",
+    "fields": [
+        {"name": "TimeoutMs", "type": "int32", "versions": "0+", "default": 60000},
+        {"name": "Topics", "type": "[]ListPartitionReassignmentsTopics", "versions": "0+",
+         "nullableVersions": "0+", "default": None, "fields": [
+             {"name": "Name", "type": "string", "versions": "0+"},
+             {"name": "PartitionIndexes", "type": "[]int32", "versions": "0+"},
+         ]},
+    ],
+}
+
+LIST_PARTITION_REASSIGNMENTS_RESPONSE: Declaration = {
+    "apiKey": 46, "type": "response", "name": "ListPartitionReassignmentsResponse",
+    "validVersions": "0", "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "ErrorMessage", "type": "string", "versions": "0+", "nullableVersions": "0+"},
+        {"name": "Topics", "type": "[]OngoingTopicReassignment", "versions": "0+", "fields": [
+            {"name": "Name", "type": "string", "versions": "0+"},
+            {"name": "Partitions", "type": "[]OngoingPartitionReassignment", "versions": "0+",
+             "fields": [
+                 {"name": "PartitionIndex", "type": "int32", "versions": "0+"},
+                 {"name": "Replicas", "type": "[]int32", "versions": "0+"},
+                 {"name": "AddingReplicas", "type": "[]int32", "versions": "0+"},
+                 {"name": "RemovingReplicas", "type": "[]int32", "versions": "0+"},
+             ]},
+        ]},
+    ],
+}
+
 #: api key -> (request declaration, response declaration)
 MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.PRODUCE: (PRODUCE_REQUEST, PRODUCE_RESPONSE),
@@ -2520,6 +2846,19 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
     ApiKey.DESCRIBE_ACLS: (DESCRIBE_ACLS_REQUEST, DESCRIBE_ACLS_RESPONSE),
     ApiKey.CREATE_ACLS: (CREATE_ACLS_REQUEST, CREATE_ACLS_RESPONSE),
     ApiKey.DELETE_ACLS: (DELETE_ACLS_REQUEST, DELETE_ACLS_RESPONSE),
+    ApiKey.ALTER_CONFIGS: (ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (INCREMENTAL_ALTER_CONFIGS_REQUEST,
+                                       INCREMENTAL_ALTER_CONFIGS_RESPONSE),
+    ApiKey.DELETE_GROUPS: (DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE),
+    ApiKey.OFFSET_DELETE: (OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE),
+    ApiKey.DESCRIBE_LOG_DIRS: (DESCRIBE_LOG_DIRS_REQUEST, DESCRIBE_LOG_DIRS_RESPONSE),
+    ApiKey.ELECT_LEADERS: (ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (DESCRIBE_TOPIC_PARTITIONS_REQUEST,
+                                       DESCRIBE_TOPIC_PARTITIONS_RESPONSE),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (ALTER_PARTITION_REASSIGNMENTS_REQUEST,
+                                           ALTER_PARTITION_REASSIGNMENTS_RESPONSE),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (LIST_PARTITION_REASSIGNMENTS_REQUEST,
+                                          LIST_PARTITION_REASSIGNMENTS_RESPONSE),
 }
 
 # Broker-to-broker and broker-to-controller messages (kafkacore.protocol.inter_broker).

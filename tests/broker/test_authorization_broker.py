@@ -31,7 +31,7 @@ from kafkacore.broker.authorizer import (
 )
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server import Broker
-from kafkacore.errors import SecurityDisabledError
+from kafkacore.errors import Errors, SecurityDisabledError
 from kafkacore.network.sasl import PlainMechanism
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -217,6 +217,17 @@ def fetch_error(broker, topic: str, user) -> int:
         client.close()
 
 
+def call_as(broker, user, api_key: int, version: int, body: dict) -> dict:
+    """One request sent as ``user``; its answer."""
+    host, port = broker.bootstrap_servers.split(":")
+    client = InterBrokerClient(host, int(port), "test", 10.0,
+                               sasl=functools.partial(PlainMechanism, *user))
+    try:
+        return client.send(api_key, version, body)
+    finally:
+        client.close()
+
+
 def test_a_user_cannot_see_read_or_delete_another_users_topic(broker):
     from kafka.errors import TopicAuthorizationFailedError
 
@@ -337,3 +348,47 @@ def test_authorized_operations_are_reported_to_confluent_kafkas_admin(broker, tm
                                      "DESCRIBE_CONFIGS", "ALTER_CONFIGS"])
     assert admin["cluster"] == sorted(["CREATE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS",
                                        "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "ALTER", "DESCRIBE"])
+
+
+def test_the_admin_calls_ask_kafkas_rights(broker):
+    """AlterConfigs needs ALTER_CONFIGS on the topic (or the cluster for a broker), DeleteGroups
+    DELETE on the group, DescribeLogDirs DESCRIBE and ElectLeaders ALTER on the cluster,
+    DescribeTopicPartitions DESCRIBE on the topic; each refusal is answered, not a close."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    topic = f"owned-{uuid.uuid4().hex[:8]}"
+    grant(broker, topic_acl(topic, "alice", AclOperation.ALL))
+    delivered, problems = produce_confluent(broker.bootstrap_servers, topic, [b"x"],
+                                            sasl(ALICE), timeout_s=20)
+    assert problems == [] and None not in delivered
+    bob = kafka_python_admin(broker, BOB)
+    try:
+        def alter(kind, name):
+            result = bob.alter_configs([ConfigResource(kind, name,
+                                                       configs={"retention.ms": "1000"})],
+                                       raise_on_unknown=False)
+            [(_, outcome)] = [item for by_name in result.values() for item in by_name.items()]
+            return str(outcome)
+
+        assert "TopicAuthorizationFailedError" in alter(ConfigResourceType.TOPIC, topic)
+        [described] = bob.describe_topic_partitions([topic])["topics"]
+        assert described["error_code"] == Errors.TOPIC_AUTHORIZATION_FAILED
+        grant(broker, topic_acl(topic, "bob", AclOperation.ALTER_CONFIGS))
+        assert "Error" not in alter(ConfigResourceType.TOPIC, topic)
+    finally:
+        bob.close()
+    for api_key, version, body in [
+            (ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None}),
+            (ApiKey.ELECT_LEADERS, 2, {"election_type": 0, "timeout_ms": 1000,
+                                       "topic_partitions": None}),
+            (ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
+                {"resource_type": 4, "resource_name": "1", "configs": [
+                    {"name": "log.retention.ms", "config_operation": 0, "value": "5"}]}]})]:
+        response = call_as(broker, BOB, api_key, version, body)
+        errors = [response.get("error_code")] + [r["error_code"] for r in
+                                                 response.get("responses", [])]
+        assert Errors.CLUSTER_AUTHORIZATION_FAILED in errors, (api_key, response)
+    # (kafka-python's delete_groups stops at FindCoordinator, which bob may not ask either.)
+    response = call_as(broker, BOB, ApiKey.DELETE_GROUPS, 2, {"groups_names": [f"g-{topic}"]})
+    assert response["results"] == [{"group_id": f"g-{topic}",
+                                    "error_code": Errors.GROUP_AUTHORIZATION_FAILED}]

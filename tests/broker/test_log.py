@@ -514,7 +514,10 @@ def test_log_config_properties_round_trip_and_typed_errors():
         {"segment.bytes": "lots"},
         {"segment.bytes": "3"},
         {"message.timestamp.type": "Now"},
-        {"cleanup.policy": "compact"},
+        {"cleanup.policy": "compacted"},
+        {"cleanup.policy": "compact,compact"},
+        {"min.cleanable.dirty.ratio": "1.5"},
+        {"delete.retention.ms": "soon"},
         {"no.such.config": "1"},
     ):
         with pytest.raises(InvalidConfigError) as exc:

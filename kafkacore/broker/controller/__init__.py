@@ -12,8 +12,10 @@ One Kafka class per module, as in Kafka's ``org.apache.kafka.controller`` packag
   elects leaders from the ISR, and applies the leaders' AlterPartition requests (ISR shrink and
   expansion).
 - :class:`~kafkacore.broker.controller.quorum_controller.QuorumController`: both, under one lock,
-  saved to ``controller-state.json`` after every change (a quorum of one; Kafka writes a
-  replicated metadata log instead).
+  each change appended as records (``TopicRecord``, ``PartitionRecord``,
+  ``PartitionChangeRecord``, ...) to the controller's
+  :class:`~kafkacore.broker.metadata_log.MetadataLog` before it is answered, with a snapshot now
+  and then (a quorum of one; Kafka replicates its metadata log to a quorum of controllers).
 - :class:`~kafkacore.broker.controller.controller_apis.ControllerApis`: the requests the
   controller answers.
 - :class:`~kafkacore.broker.controller.controller_server.ControllerServer`: the controller

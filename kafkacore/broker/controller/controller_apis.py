@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
+from kafkacore.broker.config_admin_manager import RESOURCE_TYPE_BROKER
+from kafkacore.broker.config_source import ConfigSource
+from kafkacore.broker.dynamic_broker_config import DEFAULT_RESOURCE
+from kafkacore.broker.metadata_log import METADATA_TOPIC_ID
 from kafkacore.broker.request_channel import Request
+from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -16,6 +23,30 @@ if TYPE_CHECKING:
     from kafkacore.broker.controller.controller_server import ControllerServer
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+#: at most this many metadata records in one Fetch answer (the broker fetches again)
+MAX_RECORDS_PER_FETCH = 10_000
+
+
+def reassignment_results(results: dict[tuple[str, int], tuple[int, str | None]]
+                         ) -> dict[str, Any]:
+    """AlterPartitionReassignments' answer, by topic."""
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, index), (error, message) in results.items():
+        by_topic.setdefault(topic, []).append(
+            {"partition_index": index, "error_code": error, "error_message": message})
+    return {"throttle_time_ms": 0, "error_code": Errors.NONE, "error_message": None,
+            "allow_replication_factor_change": True,
+            "responses": [{"name": t, "partitions": parts} for t, parts in by_topic.items()]}
+
+
+def election_results(results: dict[tuple[str, int], tuple[int, str | None]]
+                     ) -> list[dict[str, Any]]:
+    """ElectLeaders' answer, by topic."""
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, index), (error, message) in results.items():
+        by_topic.setdefault(topic, []).append(
+            {"partition_id": index, "error_code": error, "error_message": message})
+    return [{"topic": t, "partition_result": parts} for t, parts in by_topic.items()]
 
 
 class ControllerApis(ApiRequestHandler):
@@ -29,6 +60,7 @@ class ControllerApis(ApiRequestHandler):
         self.handlers = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
             ApiKey.METADATA: self.handle_metadata_request,
+            ApiKey.FETCH: self.handle_fetch_request,
             ApiKey.CREATE_TOPICS: self.handle_create_topics_request,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics_request,
             ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs_request,
@@ -36,6 +68,12 @@ class ControllerApis(ApiRequestHandler):
             ApiKey.BROKER_REGISTRATION: self.handle_broker_registration_request,
             ApiKey.BROKER_HEARTBEAT: self.handle_broker_heartbeat_request,
             ApiKey.ALTER_PARTITION: self.handle_alter_partition_request,
+            ApiKey.ELECT_LEADERS: self.handle_elect_leaders_request,
+            ApiKey.ALTER_CONFIGS: self.handle_alter_configs_request,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs_request,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS:
+                self.handle_alter_partition_reassignments_request,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments_request,
         }
         acl_apis = AclApis(self, server.acls)
         self.handlers.update({
@@ -89,42 +127,85 @@ class ControllerApis(ApiRequestHandler):
                                "controller_id": c.node_id, "topics": topics,
                                "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
 
+    def handle_fetch_request(self, request: Request) -> None:
+        """The metadata records from the broker's offset (KRaft brokers fetch
+        ``__cluster_metadata`` from the controller quorum): each record's value is its JSON,
+        in one record batch whose base offset is the fetch offset."""
+        assert request.body is not None
+        responses = []
+        for t in request.body["topics"]:
+            parts = []
+            for p in t["partitions"]:
+                part: dict[str, Any] = {
+                    "partition_index": p["partition"], "error_code": Errors.NONE,
+                    "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
+                    "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
+                parts.append(part)
+                if t.get("topic_id") != METADATA_TOPIC_ID or p["partition"] != 0:
+                    part["error_code"] = Errors.UNKNOWN_TOPIC_ID
+                    continue
+                error, records, start, end = self.controller.fetch_records(
+                    p["fetch_offset"], MAX_RECORDS_PER_FETCH)
+                part.update(error_code=error, high_watermark=end, last_stable_offset=end,
+                            log_start_offset=start)
+                if records:
+                    builder = MemoryRecordsBuilder(1 << 16, base_offset=p["fetch_offset"])
+                    now = int(time.time() * 1000)
+                    for record in records:
+                        builder.append(now, None, json.dumps(record).encode())
+                    part["records"] = bytes(builder.build())
+            responses.append({"topic_id": t.get("topic_id"), "partitions": parts})
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "session_id": 0, "responses": responses})
+
     def handle_create_topics_request(self, request: Request) -> None:
         assert request.body is not None
         body = request.body
         default_rf = self.config["default.replication.factor"]
         default_partitions = self.config["num.partitions"]
         results = []
-        for t in body["topics"]:
-            result: dict[str, Any] = {
-                "name": t["name"], "topic_id": uuid.UUID(int=0), "error_code": Errors.NONE,
-                "error_message": None, "num_partitions": -1, "replication_factor": -1,
-                "configs": None}
-            configs = {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}
-            if t["assignments"]:
-                result.update(error_code=Errors.INVALID_REQUEST,
-                              error_message="manual replica assignments are not supported")
-                results.append(result)
-                continue
-            partitions = t["num_partitions"] if t["num_partitions"] != -1 else default_partitions
-            rf = t["replication_factor"] if t["replication_factor"] != -1 else default_rf
-            if body.get("validate_only", False):
-                result.update(num_partitions=partitions, replication_factor=rf)
-                results.append(result)
-                continue
-            error, message, info = self.controller.create_topic(t["name"], partitions, rf,
-                                                                configs)
-            result.update(error_code=error, error_message=message)
-            if info is not None:
-                result.update(topic_id=uuid.UUID(info.topic_id), num_partitions=partitions,
-                              replication_factor=rf)
-            results.append(result)
+        # The request's topics are one batch of records: one append, one fsync.
+        with self.controller.batch():
+            for t in body["topics"]:
+                results.append(self._create_topic(t, default_partitions, default_rf,
+                                                  body.get("validate_only", False)))
         self.respond(request, {"throttle_time_ms": 0, "topics": results})
+
+    def _create_topic(self, t: dict[str, Any], default_partitions: int, default_rf: int,
+                      validate_only: bool) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "name": t["name"], "topic_id": uuid.UUID(int=0), "error_code": Errors.NONE,
+            "error_message": None, "num_partitions": -1, "replication_factor": -1,
+            "configs": None}
+        configs = {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}
+        if t["assignments"]:
+            result.update(error_code=Errors.INVALID_REQUEST,
+                          error_message="manual replica assignments are not supported")
+            return result
+        partitions = t["num_partitions"] if t["num_partitions"] != -1 else default_partitions
+        rf = t["replication_factor"] if t["replication_factor"] != -1 else default_rf
+        if validate_only:
+            result.update(num_partitions=partitions, replication_factor=rf)
+            return result
+        error, message, info = self.controller.create_topic(t["name"], partitions, rf, configs)
+        result.update(error_code=error, error_message=message)
+        if info is not None:
+            result.update(topic_id=uuid.UUID(info.topic_id), num_partitions=partitions,
+                          replication_factor=rf)
+        return result
 
     def handle_delete_topics_request(self, request: Request) -> None:
         assert request.body is not None
-        results = [{"name": name, "error_code": self.controller.delete_topic(name)}
-                   for name in request.body["topic_names"]]
+        body = request.body
+        # A broker forwards topics by name (it resolved v6's ids).
+        names = [t["name"] for t in body["topics"]] if request.api_version >= 6 \
+            else body["topic_names"]
+        results = []
+        for name in names:
+            info = self.controller.replication.topics.get(name)
+            topic_id = uuid.UUID(info.topic_id) if info is not None else uuid.UUID(int=0)
+            results.append({"name": name, "topic_id": topic_id, "error_message": None,
+                            "error_code": self.controller.delete_topic(name)})
         self.respond(request, {"throttle_time_ms": 0, "responses": results})
 
     def handle_create_partitions_request(self, request: Request) -> None:
@@ -138,23 +219,80 @@ class ControllerApis(ApiRequestHandler):
         self.respond(request, {"throttle_time_ms": 0, "results": results})
 
     def handle_describe_configs_request(self, request: Request) -> None:
-        """A topic's own configs (DYNAMIC_TOPIC_CONFIG): what brokers need to open its logs."""
+        """The dynamic configs the controller keeps: a topic's own (DYNAMIC_TOPIC_CONFIG), a
+        broker resource's (DYNAMIC_BROKER_CONFIG, or DYNAMIC_DEFAULT_BROKER_CONFIG for "").
+        Brokers behind the last snapshot read them with the whole image."""
         assert request.body is not None
         results = []
         for res in request.body["resources"]:
-            info = self.controller.replication.topics.get(res["resource_name"])
+            name = res["resource_name"]
             result: dict[str, Any] = {"error_code": Errors.NONE, "error_message": None,
                                       "resource_type": res["resource_type"],
-                                      "resource_name": res["resource_name"], "configs": []}
-            if info is None:
-                result["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                                      "resource_name": name, "configs": []}
+            if res["resource_type"] == RESOURCE_TYPE_BROKER:
+                configs = self.controller.configuration.broker_configs.get(name, {})
+                source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG if name == DEFAULT_RESOURCE \
+                    else ConfigSource.DYNAMIC_BROKER_CONFIG
             else:
-                result["configs"] = [
-                    {"name": k, "value": v, "read_only": False, "is_default": False,
-                     "config_source": 1, "is_sensitive": False, "synonyms": []}
-                    for k, v in info.configs.items()]
+                info = self.controller.replication.topics.get(name)
+                if info is None:
+                    result["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                configs = {} if info is None else info.configs
+                source = ConfigSource.TOPIC_CONFIG
+            result["configs"] = [
+                {"name": k, "value": v, "read_only": False, "is_default": False,
+                 "config_source": source, "is_sensitive": False, "synonyms": []}
+                for k, v in configs.items()]
             results.append(result)
         self.respond(request, {"throttle_time_ms": 0, "results": results})
+
+    def handle_alter_configs_request(self, request: Request) -> None:
+        self._alter_configs(request, incremental=False)
+
+    def handle_incremental_alter_configs_request(self, request: Request) -> None:
+        self._alter_configs(request, incremental=True)
+
+    def _alter_configs(self, request: Request, incremental: bool) -> None:
+        assert request.body is not None
+        body = request.body
+        self.respond(request, {"throttle_time_ms": 0, "responses": self.controller.alter_configs(
+            body["resources"], incremental, body["validate_only"])})
+
+    def handle_elect_leaders_request(self, request: Request) -> None:
+        assert request.body is not None
+        body = request.body
+        asked = body["topic_partitions"]
+        wanted = None if asked is None else [(t["topic"], p) for t in asked
+                                             for p in t["partitions"]]
+        results = self.controller.elect_leaders(body.get("election_type", 0), wanted)
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "replica_election_results": election_results(results)})
+
+    def handle_alter_partition_reassignments_request(self, request: Request) -> None:
+        assert request.body is not None
+        body = request.body
+        results = self.controller.alter_partition_reassignments(
+            [(t["name"], p["partition_index"], p["replicas"]) for t in body["topics"]
+             for p in t["partitions"]], body.get("allow_replication_factor_change", True))
+        self.respond(request, reassignment_results(results))
+
+    def handle_list_partition_reassignments_request(self, request: Request) -> None:
+        assert request.body is not None
+        asked = request.body["topics"]
+        with self.controller.lock:
+            ongoing = self.controller.replication.ongoing_reassignments(
+                None if asked is None else [(t["name"], p) for t in asked
+                                            for p in t["partition_indexes"]])
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for (name, index), part in ongoing.items():
+                by_topic.setdefault(name, []).append({
+                    "partition_index": index, "replicas": list(part.replicas),
+                    "adding_replicas": list(part.adding_replicas),
+                    "removing_replicas": list(part.removing_replicas)})
+        self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                               "error_message": None, "topics": [
+                                   {"name": t, "partitions": parts}
+                                   for t, parts in by_topic.items()]})
 
     def handle_broker_registration_request(self, request: Request) -> None:
         assert request.body is not None

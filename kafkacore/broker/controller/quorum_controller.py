@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.config_admin_manager import alter_resources
 from kafkacore.broker.controller.broker_heartbeat_manager import BrokerHeartbeatManager
+from kafkacore.broker.controller.configuration_control_manager import (
+    ConfigurationControlManager,
+)
 from kafkacore.broker.controller.replication_control_manager import (
     PartitionRegistration,
     ReplicationControlManager,
     TopicControlInfo,
     create_partitions_error,
 )
-from kafkacore.broker.files import replace_atomically
 from kafkacore.broker.metadata_cache import validate_topic_name
+from kafkacore.broker.metadata_log import MetadataLog, Record
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors, InvalidTopicError, InvalidUpdateVersionError
 
 log = logging.getLogger(__name__)
 
-STATE_FILE = "controller-state.json"
+#: the controller's metadata log in its first log dir: ``controller-state.log`` and the snapshot
+#: ``controller-state.json``
+STATE_LOG_NAME = "controller-state"
 
 
 @dataclass
@@ -37,9 +43,21 @@ class BrokerRegistration:
     incarnation_id: str
 
 
+def partition_record(kind: str, info: TopicControlInfo, index: int) -> Record:
+    """A ``PartitionRecord`` (a new partition) or ``PartitionChangeRecord`` (its leader, ISR or
+    epochs changed), with the partition's whole registration."""
+    p = info.partitions[index]
+    return {"type": kind, "topic_id": info.topic_id, "partition_id": index,
+            "replicas": list(p.replicas), "isr": list(p.isr), "leader": p.leader,
+            "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch,
+            "adding_replicas": list(p.adding_replicas),
+            "removing_replicas": list(p.removing_replicas)}
+
+
 class QuorumController:
-    """Brokers, topics and partitions under one lock, saved after every change (Kafka's
-    ``QuorumController``, with a quorum of one)."""
+    """Brokers, topics and partitions under one lock; each change appended to the controller's
+    metadata log as records before it is answered (Kafka's ``QuorumController``, with a quorum
+    of one)."""
 
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
@@ -48,9 +66,18 @@ class QuorumController:
         self.brokers: dict[int, BrokerRegistration] = {}
         self.heartbeats = BrokerHeartbeatManager(config["broker.session.timeout.ms"])
         self.replication = ReplicationControlManager()
+        self.configuration = ConfigurationControlManager(self.replication)
         self._next_broker_epoch = 1
-        self.path = Path(config.log_dirs[0]) / STATE_FILE
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.metadata_log = MetadataLog(config.log_dirs[0], STATE_LOG_NAME)
+        #: records of the open batch (see :meth:`batch`), appended when it ends
+        self._pending: list[Record] = []
+        self._batch_depth = 0
+        #: the records since the last snapshot, from offset ``records_start``: what brokers
+        #: fetch (:meth:`fetch_records`), as KRaft brokers fetch the metadata log
+        self.records: list[Record] = []
+        self.records_start = 0
+        #: brokers the log says registered (fenced at a restart until they register again)
+        self._registered: set[int] = set()
         self._load()
         self._stop = threading.Event()
         self._fencer = ShutdownableThread(f"controller-{self.node_id}-fencer",
@@ -59,21 +86,97 @@ class QuorumController:
     # -- state on disk ---------------------------------------------------------------------------
 
     def _load(self) -> None:
-        try:
-            data = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return
-        self._next_broker_epoch = data["next_broker_epoch"]
-        for t in data["topics"]:
-            info = TopicControlInfo(t["name"], t["topic_id"], t["configs"],
-                                    [PartitionRegistration(**p) for p in t["partitions"]])
-            self.replication.topics[info.name] = info
-        # Brokers must register again after a controller restart; until they do, they are fenced.
+        snapshot, records = self.metadata_log.load()
+        if snapshot is not None:
+            self._next_broker_epoch = snapshot["next_broker_epoch"]
+            self._registered.update(snapshot.get("registered_brokers", []))
+            for t in snapshot["topics"]:
+                self.replication.add(TopicControlInfo(
+                    t["name"], t["topic_id"], t["configs"],
+                    [PartitionRegistration(**p) for p in t["partitions"]]))
+            self.configuration.broker_configs = snapshot.get("broker_configs", {})
+        for record in records:
+            self._replay(record)
+        self.records_start = self.metadata_log.end_offset - len(records)
+        self.records = records
+        # Brokers must register again after a controller restart; until they do, they are
+        # fenced, and the brokers that fetch the records learn it.
+        self._commit([{"type": "FenceBrokerRecord", "broker_id": b}
+                      for b in sorted(self._registered)])
 
-    def _save(self) -> None:
-        data = {"next_broker_epoch": self._next_broker_epoch,
-                "topics": [asdict(t) for t in self.replication.topics.values()]}
-        replace_atomically(self.path, json.dumps(data).encode())
+    def _replay(self, r: Record) -> None:
+        """Apply one record of the log to the state (at start-up)."""
+        kind, rc = r["type"], self.replication
+        if kind == "RegisterBrokerRecord":
+            self._next_broker_epoch = max(self._next_broker_epoch, r["broker_epoch"] + 1)
+            self._registered.add(r["broker_id"])
+        elif kind == "TopicRecord":
+            rc.add(TopicControlInfo(r["name"], r["topic_id"], {}))
+        elif kind == "ConfigRecord":
+            self.configuration.replay(r)
+        elif kind in ("PartitionRecord", "PartitionChangeRecord"):
+            info = rc.by_id(r["topic_id"])
+            assert info is not None, r
+            reg = PartitionRegistration(r["replicas"], r["isr"], r["leader"], r["leader_epoch"],
+                                        r["partition_epoch"], r.get("adding_replicas", []),
+                                        r.get("removing_replicas", []))
+            if r["partition_id"] == len(info.partitions):
+                info.partitions.append(reg)
+            else:
+                info.partitions[r["partition_id"]] = reg
+        elif kind == "RemoveTopicRecord":
+            rc.remove(rc.names_by_id[r["topic_id"]])
+
+    def _snapshot(self) -> dict[str, Any]:
+        return {"next_broker_epoch": self._next_broker_epoch,
+                "registered_brokers": sorted(self._registered),
+                "topics": [asdict(t) for t in self.replication.topics.values()],
+                "broker_configs": self.configuration.broker_configs}
+
+    def fetch_records(self, offset: int, max_records: int) -> tuple[int, list[Record], int, int]:
+        """(error, up to ``max_records`` records from ``offset``, the first offset held, the end
+        offset).  ``OFFSET_OUT_OF_RANGE`` when ``offset`` is before the last snapshot or past
+        the end: the broker then takes the whole image (a Metadata request) instead."""
+        with self.lock:
+            start, end = self.records_start, self.metadata_log.end_offset
+            if not start <= offset <= end:
+                return Errors.OFFSET_OUT_OF_RANGE, [], start, end
+            first = offset - start
+            return Errors.NONE, self.records[first:first + max_records], start, end
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """The changes made inside are appended as one batch with one fsync (one CreateTopics
+        request's topics), under the lock, so no broker sees them before they are on disk."""
+        with self.lock:
+            self._batch_depth += 1
+            try:
+                yield
+            finally:
+                self._batch_depth -= 1
+                if self._batch_depth == 0:
+                    self._commit([])
+
+    def _commit(self, records: list[Record]) -> None:
+        """Append ``records`` (at the end of the open batch, if there is one); an occasional
+        snapshot replaces the log (Kafka's ``metadata.log.max.record.bytes.between.snapshots``)."""
+        self._pending.extend(records)
+        if self._batch_depth > 0 or not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        self.metadata_log.append(pending)
+        self.records.extend(pending)
+        if self.metadata_log.maybe_snapshot(self._snapshot):
+            # Brokers behind the snapshot take the whole image: the records can go.
+            self.records, self.records_start = [], self.metadata_log.end_offset
+
+    def _commit_partition_changes(self, changes: list[tuple[TopicControlInfo, int]]) -> str:
+        """Append a ``PartitionChangeRecord`` for each changed partition; what changed, for
+        the log."""
+        self._commit([partition_record("PartitionChangeRecord", t, i) for t, i in changes])
+        return "; ".join(f"{t.name}-{i}: leader {t.partitions[i].leader} epoch "
+                         f"{t.partitions[i].leader_epoch} isr {t.partitions[i].isr}"
+                         for t, i in changes)
 
     def start(self) -> None:
         self._fencer.start()
@@ -88,7 +191,7 @@ class QuorumController:
         return {b for b in self.brokers if self.heartbeats.is_active(b)}
 
     def register_broker(self, broker_id: int, host: str, port: int, incarnation: str) -> int:
-        with self.lock:
+        with self.batch():
             old = self.brokers.get(broker_id)
             if old is not None and old.incarnation_id != incarnation:
                 # A new incarnation (a restart): whatever the old one led must be re-elected
@@ -100,10 +203,13 @@ class QuorumController:
                                                          incarnation)
             self.heartbeats.touch(broker_id)
             self.heartbeats.fenced.discard(broker_id)
-            changes = self.replication.handle_broker_unfenced(broker_id, self.active_brokers())
-            self._save()
+            self._registered.add(broker_id)
+            self._commit([{"type": "RegisterBrokerRecord", "broker_id": broker_id,
+                           "broker_epoch": epoch, "host": host, "port": port}])
+            changes = self._commit_partition_changes(
+                self.replication.handle_broker_unfenced(broker_id, self.active_brokers()))
             log.info("controller: broker %d registered at %s:%d, epoch %d%s", broker_id, host,
-                     port, epoch, "; " + "; ".join(changes) if changes else "")
+                     port, epoch, "; " + changes if changes else "")
             return epoch
 
     def heartbeat(self, broker_id: int, broker_epoch: int,
@@ -123,19 +229,21 @@ class QuorumController:
             self.heartbeats.touch(broker_id)
             if broker_id in self.heartbeats.fenced:
                 self.heartbeats.fenced.discard(broker_id)
-                changes = self.replication.handle_broker_unfenced(broker_id,
-                                                                  self.active_brokers())
-                self._save()
+                self._commit([{"type": "UnfenceBrokerRecord", "broker_id": broker_id,
+                               "host": reg.host, "port": reg.port}])
+                changes = self._commit_partition_changes(
+                    self.replication.handle_broker_unfenced(broker_id, self.active_brokers()))
                 log.info("controller: broker %d unfenced%s", broker_id,
-                         "; " + "; ".join(changes) if changes else "")
+                         "; " + changes if changes else "")
             return Errors.NONE, False
 
     def _fence(self, broker_id: int, why: str) -> None:
         self.heartbeats.fenced.add(broker_id)
-        changes = self.replication.handle_broker_fenced(broker_id, self.active_brokers())
-        self._save()
+        self._commit([{"type": "FenceBrokerRecord", "broker_id": broker_id}])
+        changes = self._commit_partition_changes(
+            self.replication.handle_broker_fenced(broker_id, self.active_brokers()))
         log.info("controller: broker %d fenced (%s)%s", broker_id, why,
-                 "; " + "; ".join(changes) if changes else "")
+                 "; " + changes if changes else "")
 
     def _fence_lapsed(self) -> bool:
         """One turn of the fencer thread (supervised: an error is logged, the next turn runs)."""
@@ -168,9 +276,13 @@ class QuorumController:
                         None)
             info = self.replication.create_topic(name, partitions, replication_factor,
                                                  configs, live)
-            self._save()
-            log.info("controller: created %s: %s", name,
-                     [(p.leader, p.replicas) for p in info.partitions])
+            self._commit([{"type": "TopicRecord", "name": name, "topic_id": info.topic_id},
+                          *({"type": "ConfigRecord", "resource_name": name, "name": k,
+                             "value": v} for k, v in configs.items()),
+                          *(partition_record("PartitionRecord", info, i)
+                            for i in range(partitions))])
+            log.debug("controller: created %s: %s", name,
+                      [(p.leader, p.replicas) for p in info.partitions])
             return Errors.NONE, None, info
 
     def create_partitions(self, name: str, count: int, assignments: list[Any] | None,
@@ -187,16 +299,19 @@ class QuorumController:
                                   f"{len(live)} live brokers")
             if error != Errors.NONE or validate_only:
                 return error, message
+            before = len(info.partitions)
             self.replication.create_partitions(info, count, live)
-            self._save()
+            self._commit([partition_record("PartitionRecord", info, i)
+                          for i in range(before, count)])
             log.info("controller: %s now has %d partitions", name, count)
             return Errors.NONE, None
 
     def delete_topic(self, name: str) -> int:
         with self.lock:
-            if self.replication.topics.pop(name, None) is None:
+            info = self.replication.remove(name)
+            if info is None:
                 return Errors.UNKNOWN_TOPIC_OR_PARTITION
-            self._save()
+            self._commit([{"type": "RemoveTopicRecord", "topic_id": info.topic_id}])
             return Errors.NONE
 
     def alter_partition(self, broker_id: int, topic_id: uuid.UUID, index: int, leader_epoch: int,
@@ -208,8 +323,7 @@ class QuorumController:
         changed since, by an election or another AlterPartition) is refused with
         ``INVALID_UPDATE_VERSION``, and the leader waits for the new state."""
         with self.lock:
-            info = next((t for t in self.replication.topics.values()
-                         if t.topic_id == str(topic_id)), None)
+            info = self.replication.by_id(str(topic_id))
             if info is None or not 0 <= index < len(info.partitions):
                 return Errors.UNKNOWN_TOPIC_OR_PARTITION, None
             part = info.partitions[index]
@@ -225,10 +339,60 @@ class QuorumController:
                 return Errors.INELIGIBLE_REPLICA, part
             part.isr = [r for r in part.replicas if r in new_isr]
             part.partition_epoch += 1
-            self._save()
+            if self.replication.maybe_complete_reassignment(part, active):
+                log.info("controller: %s-%d reassigned to %s, leader %d", info.name, index,
+                         part.replicas, part.leader)
+            self._commit([partition_record("PartitionChangeRecord", info, index)])
             log.info("controller: %s-%d ISR now %s (asked by leader %d)", info.name, index,
                      part.isr, broker_id)
             return Errors.NONE, part
+
+    def alter_configs(self, resources: list[dict[str, Any]], incremental: bool,
+                      validate_only: bool) -> list[dict[str, Any]]:
+        """AlterConfigs and IncrementalAlterConfigs, each resource's answer; saved before."""
+        records: list[Record] = []
+
+        def alter_one(kind: int, name: str, configs: list[dict[str, Any]], incremental: bool,
+                      validate_only: bool) -> None:
+            records.extend(self.configuration.alter(kind, name, configs, incremental,
+                                                    validate_only))
+
+        with self.lock:
+            results = alter_resources(resources, incremental, validate_only, alter_one)
+            if records:
+                self._commit(records)
+                log.info("controller: %s", [(r["resource_name"], r["name"], r["value"])
+                                            for r in records])
+        return results
+
+    def alter_partition_reassignments(
+            self, moves: list[tuple[str, int, list[int] | None]], allow_rf_change: bool,
+    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """AlterPartitionReassignments: each move's (error, message); saved before."""
+        with self.lock:
+            registered = set(self.brokers)
+            active = self.active_brokers()
+            results = {(name, index): self.replication.alter_partition_reassignment(
+                name, index, target, registered, active, allow_rf_change)
+                for name, index, target in moves}
+            changed = [(self.replication.topics[name], index)
+                       for (name, index), (error, _) in results.items() if error == Errors.NONE]
+            if changed:
+                log.info("controller: reassignments: %s",
+                         self._commit_partition_changes(changed))
+            return results
+
+    def elect_leaders(self, election_type: int, wanted: list[tuple[str, int]] | None
+                      ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """ElectLeaders through the controller (see ``ReplicationControlManager``)."""
+        with self.lock:
+            results = self.replication.elect_leaders(election_type, wanted,
+                                                     self.active_brokers())
+            changed = [(self.replication.topics[name], index)
+                       for (name, index), (error, _) in results.items() if error == Errors.NONE]
+            if changed:
+                log.info("controller: ElectLeaders: %s", self._commit_partition_changes(changed))
+            return results
 
     def elect_leader(self, name: str, index: int, preferred: int) -> int:
         """Move leadership of a partition to ``preferred`` (an ISR member that is alive)."""
@@ -241,7 +405,7 @@ class QuorumController:
                 return Errors.INELIGIBLE_REPLICA
             if part.leader != preferred:
                 self.replication.elect(part, self.active_brokers(), preferred)
-                self._save()
+                self._commit([partition_record("PartitionChangeRecord", info, index)])
                 log.info("controller: %s-%d moved to leader %d, epoch %d", name, index,
                          part.leader, part.leader_epoch)
             return Errors.NONE

@@ -9,6 +9,10 @@ from typing import Any
 
 from kafkacore.errors import Errors
 
+#: ElectLeaders' election types (Kafka's ``ElectionType``)
+ELECTION_PREFERRED = 0
+ELECTION_UNCLEAN = 1
+
 
 @dataclass
 class PartitionRegistration:
@@ -19,6 +23,9 @@ class PartitionRegistration:
     leader: int
     leader_epoch: int = 0
     partition_epoch: int = 0
+    #: a reassignment under way: the replicas joining, and those leaving once they have
+    adding_replicas: list[int] = field(default_factory=list)
+    removing_replicas: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -48,6 +55,22 @@ class ReplicationControlManager:
 
     def __init__(self) -> None:
         self.topics: dict[str, TopicControlInfo] = {}
+        #: topic id -> name (AlterPartition names topics by id)
+        self.names_by_id: dict[str, str] = {}
+
+    def add(self, info: TopicControlInfo) -> None:
+        self.topics[info.name] = info
+        self.names_by_id[info.topic_id] = info.name
+
+    def remove(self, name: str) -> TopicControlInfo | None:
+        info = self.topics.pop(name, None)
+        if info is not None:
+            self.names_by_id.pop(info.topic_id, None)
+        return info
+
+    def by_id(self, topic_id: str) -> TopicControlInfo | None:
+        name = self.names_by_id.get(topic_id)
+        return None if name is None else self.topics[name]
 
     def create_topic(self, name: str, partitions: int, replication_factor: int,
                      configs: dict[str, str], live: list[int]) -> TopicControlInfo:
@@ -58,7 +81,7 @@ class ReplicationControlManager:
         for p in range(partitions):
             replicas = [live[(start + p + i) % len(live)] for i in range(replication_factor)]
             info.partitions.append(PartitionRegistration(replicas, list(replicas), replicas[0]))
-        self.topics[name] = info
+        self.add(info)
         return info
 
     def create_partitions(self, info: TopicControlInfo, count: int, live: list[int]) -> None:
@@ -71,9 +94,13 @@ class ReplicationControlManager:
             info.partitions.append(PartitionRegistration(replicas, list(replicas), replicas[0]))
 
     def elect(self, part: PartitionRegistration, active: set[int],
-              preferred: int | None = None) -> None:
-        """A new leader from the ISR (clean election only), and a new leader epoch."""
+              preferred: int | None = None, unclean: bool = False) -> None:
+        """A new leader from the ISR, and a new leader epoch.  ``unclean``: with nobody of the
+        ISR alive, any live replica, which becomes the whole ISR (what it lacks is lost)."""
         candidates = [r for r in part.replicas if r in part.isr and r in active]
+        if not candidates and unclean:
+            candidates = [r for r in part.replicas if r in active]
+            part.isr = candidates[:1]
         if preferred is not None and preferred in candidates:
             leader = preferred
         else:
@@ -82,9 +109,128 @@ class ReplicationControlManager:
         part.leader_epoch += 1
         part.partition_epoch += 1
 
-    def handle_broker_fenced(self, broker_id: int, active: set[int]) -> list[str]:
+    def elect_leaders(self, election_type: int, wanted: list[tuple[str, int]] | None,
+                      active: set[int]) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """ElectLeaders (KIP-460): PREFERRED moves leadership back to each partition's first
+        replica if it is alive and in sync; UNCLEAN gives a leaderless partition a leader, from
+        outside the ISR if need be.  (partition -> (error, message)); with ``wanted`` None,
+        every partition where an election happened."""
+        results: dict[tuple[str, int], tuple[int, str | None]] = {}
+        every = [(t.name, i) for t in self.topics.values() for i in range(len(t.partitions))]
+        for name, index in every if wanted is None else wanted:
+            info = self.topics.get(name)
+            if info is None or not 0 <= index < len(info.partitions):
+                results[(name, index)] = (Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                          f"{name}-{index} does not exist")
+                continue
+            part = info.partitions[index]
+            if election_type == ELECTION_PREFERRED:
+                preferred = part.replicas[0]
+                if part.leader == preferred:
+                    results[(name, index)] = (Errors.ELECTION_NOT_NEEDED, None)
+                elif preferred not in part.isr or preferred not in active:
+                    results[(name, index)] = (
+                        Errors.PREFERRED_LEADER_NOT_AVAILABLE,
+                        f"broker {preferred} is not alive and in sync for {name}-{index}")
+                else:
+                    self.elect(part, active, preferred)
+                    results[(name, index)] = (Errors.NONE, None)
+            elif part.leader >= 0:
+                results[(name, index)] = (Errors.ELECTION_NOT_NEEDED, None)
+            else:
+                self.elect(part, active, unclean=True)
+                results[(name, index)] = (
+                    (Errors.NONE, None) if part.leader >= 0 else
+                    (Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                     f"no replica of {name}-{index} is alive"))
+        if wanted is None:
+            results = {tp: r for tp, r in results.items() if r[0] != Errors.ELECTION_NOT_NEEDED}
+        return results
+
+    # -- reassignments (KIP-455) ---------------------------------------------------------------
+
+    def alter_partition_reassignment(self, name: str, index: int, target: list[int] | None,
+                                     registered: set[int], active: set[int],
+                                     allow_rf_change: bool = True) -> tuple[int, str | None]:
+        """Start (or replace, or with ``target`` None cancel) a partition's reassignment.  The
+        partition's replicas become the target plus those leaving; the joining ones fetch as
+        followers, and once every target replica is in the ISR the leaving ones go
+        (:meth:`maybe_complete_reassignment`)."""
+        info = self.topics.get(name)
+        if info is None or not 0 <= index < len(info.partitions):
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{name}-{index} does not exist"
+        part = info.partitions[index]
+        original = [r for r in part.replicas if r not in part.adding_replicas]
+        if target is None:
+            if not part.adding_replicas and not part.removing_replicas:
+                return Errors.NO_REASSIGNMENT_IN_PROGRESS, f"{name}-{index} is not being moved"
+            self._set_replicas(part, original, active)
+            return Errors.NONE, None
+        if not target or len(set(target)) != len(target):
+            return (Errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"the replicas {target} must be distinct, and at least one")
+        unknown = [r for r in target if r not in registered]
+        if unknown:
+            return (Errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"brokers {unknown} are not registered with the controller")
+        if not allow_rf_change and len(target) != len(original):
+            return (Errors.INVALID_REPLICATION_FACTOR,
+                    f"the replication factor would change from {len(original)} to "
+                    f"{len(target)}")
+        if target == original:  # nothing to move (a pending move is cancelled)
+            if part.adding_replicas or part.removing_replicas:
+                self._set_replicas(part, original, active)
+            return Errors.NONE, None
+        removing = [r for r in original if r not in target]
+        part.adding_replicas = [r for r in target if r not in original]
+        part.removing_replicas = removing
+        part.replicas = list(target) + removing
+        part.isr = [r for r in part.isr if r in part.replicas]
+        part.leader_epoch += 1  # the leader learns its new followers
+        part.partition_epoch += 1
+        self.maybe_complete_reassignment(part, active)
+        return Errors.NONE, None
+
+    def maybe_complete_reassignment(self, part: PartitionRegistration, active: set[int]) -> bool:
+        """Every target replica is in sync: the leaving ones go (a new leader if the leader
+        was one of them).  True if it completed."""
+        if not part.adding_replicas and not part.removing_replicas:
+            return False
+        target = [r for r in part.replicas if r not in part.removing_replicas]
+        if not all(r in part.isr for r in target):
+            return False
+        self._set_replicas(part, target, active)
+        return True
+
+    def _set_replicas(self, part: PartitionRegistration, replicas: list[int],
+                      active: set[int]) -> None:
+        part.replicas = list(replicas)
+        part.adding_replicas, part.removing_replicas = [], []
+        isr = [r for r in part.isr if r in replicas]
+        part.isr = isr or [r for r in replicas if r in active][:1]
+        if part.leader in replicas:
+            part.leader_epoch += 1
+            part.partition_epoch += 1
+        else:
+            self.elect(part, active)
+
+    def ongoing_reassignments(self, wanted: list[tuple[str, int]] | None
+                              ) -> dict[tuple[str, int], PartitionRegistration]:
+        every = [(t.name, i) for t in self.topics.values() for i in range(len(t.partitions))]
+        out = {}
+        for name, index in every if wanted is None else wanted:
+            info = self.topics.get(name)
+            if info is None or not 0 <= index < len(info.partitions):
+                continue
+            part = info.partitions[index]
+            if part.adding_replicas or part.removing_replicas:
+                out[(name, index)] = part
+        return out
+
+    def handle_broker_fenced(self, broker_id: int,
+                             active: set[int]) -> list[tuple[TopicControlInfo, int]]:
         """Remove ``broker_id`` from every ISR (unless it is the last member: the data is
-        there only) and re-elect where it led.  Returns what changed, for the log."""
+        there only) and re-elect where it led.  Returns the partitions changed."""
         changes = []
         for t in self.topics.values():
             for i, part in enumerate(t.partitions):
@@ -102,17 +248,17 @@ class ReplicationControlManager:
                     else:
                         part.leader_epoch += 1
                         part.partition_epoch += 1
-                    changes.append(f"{t.name}-{i}: leader {part.leader} epoch "
-                                   f"{part.leader_epoch} isr {part.isr}")
+                    changes.append((t, i))
         return changes
 
-    def handle_broker_unfenced(self, broker_id: int, active: set[int]) -> list[str]:
-        """Partitions left without a leader get one if this broker is in their ISR."""
+    def handle_broker_unfenced(self, broker_id: int,
+                               active: set[int]) -> list[tuple[TopicControlInfo, int]]:
+        """Partitions left without a leader get one if this broker is in their ISR.  Returns
+        the partitions changed."""
         changes = []
         for t in self.topics.values():
             for i, part in enumerate(t.partitions):
                 if part.leader == -1 and broker_id in part.isr:
                     self.elect(part, active)
-                    changes.append(f"{t.name}-{i}: leader {part.leader} epoch "
-                                   f"{part.leader_epoch}")
+                    changes.append((t, i))
         return changes

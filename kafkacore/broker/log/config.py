@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import cast
 
 from kafkacore.errors import InvalidConfigError
 
@@ -24,10 +25,23 @@ _SPEC: dict[str, tuple[str, type, object]] = {
     "flush.messages": ("flush_messages", int, 1),
     "flush.ms": ("flush_ms", int, 0),
     "index.interval.bytes": ("index_interval_bytes", int, 0),
-    "cleanup.policy": ("cleanup_policy", str, ("delete",)),
+    "cleanup.policy": ("cleanup_policy", str, ("delete", "compact", "compact,delete")),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", float, (0.0, 1.0)),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", int, 0),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", int, 1),
+    "delete.retention.ms": ("delete_retention_ms", int, 0),
     "producer.id.expiration.ms": ("producer_id_expiration_ms", int, 1),
     "min.insync.replicas": ("min_insync_replicas", int, 1),
 }
+
+#: The settings Kafka declares as INT (the others of type int are LONG): its messages name the type.
+_INT_SETTINGS = frozenset({"segment.bytes", "segment.index.bytes", "max.message.bytes",
+                           "index.interval.bytes", "min.insync.replicas"})
+
+
+def invalid_value(name: str, raw: object, why: str) -> InvalidConfigError:
+    """Kafka's ``ConfigException`` wording, which admin clients show as it is."""
+    return InvalidConfigError(f"Invalid value {raw} for configuration {name}: {why}")
 
 
 @dataclass(frozen=True)
@@ -54,7 +68,17 @@ class LogConfig:
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX
     index_interval_bytes: int = 4096
+    #: ``cleanup.policy``: ``delete`` (retention), ``compact`` (the log cleaner keeps each key's
+    #: latest record), or both
     cleanup_policy: str = "delete"
+    #: the log cleaner cleans a log once this share of it is dirty (not cleaned yet)
+    min_cleanable_dirty_ratio: float = 0.5
+    #: a record stays uncompacted at least this long after it was written
+    min_compaction_lag_ms: int = 0
+    #: ... and is compacted at the latest this long after, whatever the dirty ratio
+    max_compaction_lag_ms: int = LONG_MAX
+    #: a tombstone (null value) stays this long after its first cleaning, then goes
+    delete_retention_ms: int = 24 * 3600 * 1000
     #: ``producer.id.expiration.ms`` (a broker setting in Kafka): forget idle producers after it.
     producer_id_expiration_ms: int = 24 * 3600 * 1000
     #: ``min.insync.replicas``: acks=all is refused (NOT_ENOUGH_REPLICAS) below this ISR size
@@ -63,15 +87,32 @@ class LogConfig:
     def __post_init__(self) -> None:
         for name, (field, kind, allowed) in _SPEC.items():
             value = getattr(self, field)
-            if kind is int:
+            if kind is float:
+                low, high = cast(tuple[float, float], allowed)
+                if type(value) not in (int, float) or not low <= value <= high:
+                    raise InvalidConfigError(f"{name}={value!r} must be in [{low}, {high}]")
+            elif kind is int:
                 if type(value) is not int:
-                    raise InvalidConfigError(f"{name} must be an integer, got {value!r}")
-                if value < allowed or value > LONG_MAX:  # type: ignore[operator]
-                    raise InvalidConfigError(f"{name}={value} is below its minimum {allowed}")
+                    raise invalid_value(name, value, "Not a number of type LONG")
+                if value < allowed:  # type: ignore[operator]
+                    raise invalid_value(name, value, f"Value must be at least {allowed}")
+                limit = INT_MAX if name in _INT_SETTINGS else LONG_MAX
+                if value > limit:
+                    raise invalid_value(name, value, "Not a number of type "
+                                        + ("INT" if limit == INT_MAX else "LONG"))
             elif value not in allowed:  # type: ignore[operator]
-                raise InvalidConfigError(f"{name}={value!r}: must be one of {allowed}")
-        if self.segment_bytes > INT_MAX:
-            raise InvalidConfigError(f"segment.bytes={self.segment_bytes} does not fit an int")
+                raise invalid_value(name, value, "String must be one of: "
+                                    + ", ".join(allowed))  # type: ignore[arg-type]
+
+    @property
+    def compact(self) -> bool:
+        """The log cleaner compacts this log (``cleanup.policy`` has ``compact``)."""
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        """Retention deletes old segments (``cleanup.policy`` has ``delete``)."""
+        return "delete" in self.cleanup_policy
 
     @property
     def log_append_time(self) -> bool:
@@ -86,13 +127,21 @@ class LogConfig:
         for name, raw in props.items():
             spec = _SPEC.get(name)
             if spec is None:
-                raise InvalidConfigError(f"unknown topic config {name!r}")
+                raise InvalidConfigError(f"Unknown topic config name: {name}")
             field, kind, _ = spec
             if kind is int:
                 try:
                     values[field] = int(str(raw).strip())
                 except ValueError:
-                    raise InvalidConfigError(f"{name}={raw!r} is not an integer") from None
+                    kind_name = "INT" if name in _INT_SETTINGS else "LONG"
+                    raise invalid_value(name, raw, f"Not a number of type {kind_name}") from None
+            elif kind is float:
+                try:
+                    values[field] = float(str(raw).strip())
+                except ValueError:
+                    raise InvalidConfigError(f"{name}={raw!r} is not a number") from None
+            elif name == "cleanup.policy":
+                values[field] = _cleanup_policy(str(raw))
             else:
                 values[field] = str(raw).strip()
         return dataclasses.replace(base or cls(), **values)  # type: ignore[arg-type]
@@ -100,3 +149,13 @@ class LogConfig:
     def to_properties(self) -> dict[str, str]:
         """Every setting as Kafka's name -> string (DescribeConfigs' answer)."""
         return {name: str(getattr(self, field)) for name, (field, _, _) in _SPEC.items()}
+
+
+def _cleanup_policy(raw: str) -> str:
+    """Kafka's list ``compact,delete`` in any order and spacing, as one canonical string."""
+    policies = [p.strip().lower() for p in raw.split(",")]
+    if not policies or any(p not in ("compact", "delete") for p in policies) \
+            or len(set(policies)) != len(policies):
+        raise InvalidConfigError(
+            f"cleanup.policy={raw!r}: must be delete, compact, or compact,delete")
+    return ",".join(sorted(policies))

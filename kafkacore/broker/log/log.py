@@ -33,7 +33,13 @@ from kafkacore.broker.log.producer_state import (
 )
 from kafkacore.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, file_name
 from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
-from kafkacore.broker.log.validator import BatchHeader, analyze, assign_offsets
+from kafkacore.broker.log.validator import (
+    RECORD_BATCH_OVERHEAD,
+    BatchHeader,
+    analyze,
+    assign_offsets,
+    read_header,
+)
 from kafkacore.errors import (
     CorruptMessageError,
     InvalidTimestampError,
@@ -48,6 +54,10 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 NO_TIMESTAMP = -1
 PARTITION_METADATA_FILE = "partition.metadata"
+#: a segment the log cleaner is writing (discarded if the broker stops before its swap)
+CLEANED_SUFFIX = ".cleaned"
+#: a cleaned segment being swapped in (the swap is completed at the next start)
+SWAP_SUFFIX = ".swap"
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +90,30 @@ class FetchDataInfo:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make renames in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _next_offset_in(path: Path, base: int) -> int:
+    """The offset after the last whole batch of the segment file ``path`` (``base`` if none)."""
+    end = base
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        pos = 0
+        while size - pos >= RECORD_BATCH_OVERHEAD:
+            h = read_header(os.pread(f.fileno(), RECORD_BATCH_OVERHEAD, pos), 0)
+            if h.magic != 2 or h.size < RECORD_BATCH_OVERHEAD or h.size > size - pos:
+                break
+            end = h.last_offset + 1
+            pos += h.size
+    return end
 
 
 def _base_offsets(directory: Path, suffix: str) -> list[int]:
@@ -151,9 +185,12 @@ class Log:
     def _load_or_write_topic_id(self, topic_id: uuid.UUID | None) -> uuid.UUID | None:
         """Kafka's ``PartitionMetadataFile``: the topic id, kept in ``partition.metadata`` so that
         a restarted broker answers with the same id (Metadata v10+, Fetch v13+ name topics by id).
-        The id is Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, unpadded."""
+        The id is Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, unpadded.
+
+        The file is not fsync'd (Kafka flushes it later, off the request path): the topic id is
+        durable in the metadata log, so a file a crash left empty is taken as no file."""
         path = self.dir / PARTITION_METADATA_FILE
-        if path.exists():
+        if path.exists() and path.stat().st_size > 0:
             fields = dict(
                 line.split(": ", 1) for line in path.read_text().splitlines() if ": " in line
             )
@@ -172,8 +209,6 @@ class Log:
         tmp = path.with_suffix(".tmp")
         with open(tmp, "w") as f:
             f.write(f"version: 0\ntopic_id: {text}\n")
-            f.flush()
-            os.fsync(f.fileno())
         os.replace(tmp, path)
         return topic_id
 
@@ -185,6 +220,7 @@ class Log:
     def _load_segments(self, had_clean_shutdown: bool, recovery_point: int) -> None:
         for tmp in list(self.dir.glob("*.tmp")):
             tmp.unlink()
+        self._complete_swaps()
         bases = sorted(_base_offsets(self.dir, LOG_SUFFIX))
         for suffix in (INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # an index without its log
             for base in _base_offsets(self.dir, suffix):
@@ -210,7 +246,9 @@ class Log:
                               segment.torn_tail, segment.log_path.name)
             if self._segments and segment.base_offset != self._segments[-1].next_offset:
                 previous = self._segments[-1]
-                if segment.base_offset > previous.next_offset:
+                if segment.base_offset > previous.next_offset and self.config.compact:
+                    pass  # the log cleaner removed the records there
+                elif segment.base_offset > previous.next_offset:
                     self._lost(previous.next_offset, segment.base_offset - 1,
                                f"nothing between {previous.log_path.name} and "
                                f"{segment.log_path.name}")
@@ -224,6 +262,64 @@ class Log:
             self._add_segment(segment)
         if not self._segments:
             self._roll(0)
+
+    def _complete_swaps(self) -> None:
+        """Kafka's ``LogLoader``: a cleaned segment not yet swapped in (``.cleaned``) is
+        discarded, the log keeps its old segments; one being swapped in (``.swap``) replaces the
+        old segments in its offset range, whose deletion the swap may have begun."""
+        for cleaned in list(self.dir.glob("*" + CLEANED_SUFFIX)):
+            cleaned.unlink()
+        for swap in sorted(self.dir.glob("*" + LOG_SUFFIX + SWAP_SUFFIX)):
+            base = int(swap.name[:20])
+            end = max(_next_offset_in(swap, base), base + 1)
+            for old in _base_offsets(self.dir, LOG_SUFFIX):
+                if base <= old < end:
+                    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+                        (self.dir / file_name(old, suffix)).unlink(missing_ok=True)
+            txn_swap = self.dir / (file_name(base, TXN_INDEX_SUFFIX) + SWAP_SUFFIX)
+            if txn_swap.exists():
+                os.replace(txn_swap, self.dir / file_name(base, TXN_INDEX_SUFFIX))
+            os.replace(swap, self.dir / file_name(base, LOG_SUFFIX))
+            log.warning("%s: completed the swap of a cleaned segment at offset %d that a stop "
+                        "interrupted", self.name, base)
+
+    def replace_segments(self, old: list[tuple[LogSegment, int]], cleaned: Path) -> bool:
+        """Swap the cleaned segment ``cleaned`` (``<base>.log.cleaned``, with its
+        ``.txnindex.cleaned``) in for the ``old`` segments, given with the sizes they had when
+        the cleaner read them (Kafka's ``replaceSegments``).  The order makes a stop at any point
+        recoverable: rename to ``.swap``, delete the old files, rename to ``.log``.  False (and
+        the cleaned files deleted) when the old segments changed meanwhile (retention,
+        DeleteRecords, a truncation, a deletion of the log): the clean is void."""
+        base = old[0][0].base_offset
+        txn_cleaned = self.dir / (file_name(base, TXN_INDEX_SUFFIX) + CLEANED_SUFFIX)
+        with self._lock:
+            ids = [id(s) for s in self._segments]
+            intact = not self._closed and all(
+                id(s) in ids and s.size == size for s, size in old)
+            first = ids.index(id(old[0][0])) if intact else -1
+            if not intact or ids[first : first + len(old)] != [id(s) for s, _ in old]:
+                cleaned.unlink(missing_ok=True)
+                txn_cleaned.unlink(missing_ok=True)
+                return False
+            with self._storage("swap cleaned segments into"):
+                swap = self.dir / (file_name(base, LOG_SUFFIX) + SWAP_SUFFIX)
+                txn_swap = self.dir / (file_name(base, TXN_INDEX_SUFFIX) + SWAP_SUFFIX)
+                os.replace(txn_cleaned, txn_swap)
+                os.replace(cleaned, swap)
+                _fsync_dir(self.dir)
+                created = old[0][0].created_ms
+                for segment, _ in old:
+                    segment.delete()
+                os.replace(txn_swap, self.dir / file_name(base, TXN_INDEX_SUFFIX))
+                os.replace(swap, self.dir / file_name(base, LOG_SUFFIX))
+                _fsync_dir(self.dir)
+                segment = LogSegment(self.dir, base, self.config.index_interval_bytes)
+                segment.created_ms = created
+                segment.rebuild_index()
+                segment.index.flush()
+            self._segments[first : first + len(old)] = [segment]
+            self._bases[first : first + len(old)] = [base]
+            return True
 
     def _lost(self, first: int, last: int, why: str) -> None:
         """Offsets [first, last] are gone: say so loudly, once, and remember them."""
@@ -460,7 +556,7 @@ class Log:
         """Append batches that already carry their offsets (a follower copying its leader):
         validated, not renumbered, producer state updated without sequence checks."""
         headers = analyze(records, max(self.config.max_message_bytes, len(records)),
-                          allow_control=True)
+                          allow_control=True, compacted=True)
         with self._lock:
             self._check_open()
             leo = self.log_end_offset
@@ -606,7 +702,7 @@ class Log:
                 if got is not None:
                     data, first = got
                     if data:
-                        if first > fetch_offset:
+                        if first > fetch_offset and not self.config.compact:
                             self._report_hole(fetch_offset, first)
                         return FetchDataInfo(data, first, fetch_offset, hw, start, end)
                     return result
@@ -686,6 +782,8 @@ class Log:
         now = _now_ms() if now_ms is None else now_ms
         cfg = self.config
         deleted = 0
+        if not cfg.delete:
+            return 0  # cleanup.policy=compact: the log cleaner, not retention, bounds the log
         with self._lock:
             self._check_open()
             hw = self.high_watermark

@@ -20,13 +20,16 @@ import os
 import re
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafkacore.broker.log.cleaner_config import CleanerConfig
 from kafkacore.broker.log.config import LONG_MAX, LogConfig
 from kafkacore.broker.log.dir_failure_channel import LogDirFailureChannel
 from kafkacore.broker.log.log import Log
+from kafkacore.broker.log.log_cleaner import LogCleaner
 from kafkacore.errors import KafkaStorageError
 
 log = logging.getLogger(__name__)
@@ -65,7 +68,8 @@ _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 class LogManager:
     def __init__(self, log_dirs: list[str | Path], default_config: LogConfig | None = None,
-                 *, scheduler: Any = None, intervals: LogManagerIntervals | None = None) -> None:
+                 *, scheduler: Any = None, intervals: LogManagerIntervals | None = None,
+                 cleaner_config: CleanerConfig | None = None) -> None:
         if not log_dirs:
             raise KafkaStorageError("log.dirs is empty")
         self.log_dirs = [Path(d) for d in log_dirs]
@@ -75,8 +79,16 @@ class LogManager:
         self.intervals = intervals or LogManagerIntervals()
         self.dir_failure_channel = LogDirFailureChannel()
         self._logs: dict[tuple[str, int], Log] = {}
+        #: how many logs each log dir holds (where the next new log goes), kept with _logs
+        self._counts: dict[Path, int] = dict.fromkeys(self.log_dirs, 0)
+        #: log dirs with a new partition directory whose name is not fsync'd yet
+        self._unsynced_dirs: set[Path] = set()
         self._lock = threading.Lock()
         self._started = False
+        #: the log cleaner (compacted topics), started by ``startup`` when enabled
+        self.cleaner: LogCleaner | None = None
+        if cleaner_config is not None and cleaner_config.enable_cleaner:
+            self.cleaner = LogCleaner(cleaner_config, self.log_dirs, self.all_logs)
 
     def startup(self, topic_configs: dict[str, LogConfig] | None = None) -> None:
         """Open (and recover) every ``topic-partition`` directory found in the log dirs, each
@@ -114,11 +126,14 @@ class LogManager:
                             lg.recovered_bytes_truncated,
                         )
                     self._logs[key] = lg
+                    self._counts[d] += 1
                 # The marker is removed once the logs are open: a crash from now on is unclean.
                 marker.unlink(missing_ok=True)
             self._started = True
         if self.scheduler is not None:
             self._schedule_tasks()
+        if self.cleaner is not None:
+            self.cleaner.startup()
 
     def _schedule_tasks(self) -> None:
         """Kafka's ``LogManager.startup``: the periodic log tasks.  A period of Long.MAX_VALUE
@@ -151,17 +166,25 @@ class LogManager:
         topic_id: uuid.UUID | None = None,
     ) -> Log:
         """The partition's log, created (in the log dir with the fewest partitions) if needed;
-        ``topic_id`` is written to its ``partition.metadata`` on creation."""
+        ``topic_id`` is written to its ``partition.metadata`` on creation.
+
+        Creating a log touches its own directory only: what it costs does not grow with the
+        number of logs.  The new directory's name is made durable by one fsync of the log dir,
+        done for every log created meanwhile by a task on the scheduler (Kafka schedules the
+        flush of ``partition.metadata`` the same way): the topic itself is already durable in
+        the metadata log, and a log lost to a crash before that fsync is created again empty."""
         with self._lock:
             existing = self._logs.get((topic, partition))
             if existing is not None:
-                return existing
+                if topic_id is None or existing.topic_id in (None, topic_id):
+                    return existing
+                # Left by an earlier topic of this name whose creation a crash interrupted
+                # before its metadata was on disk: nothing was ever acknowledged in it.
+                log.warning("%s belongs to topic id %s, not %s: deleting it", existing.name,
+                            existing.topic_id, topic_id)
+                self._remove(topic, partition).delete()
             # Kafka puts a new partition in the log dir holding the fewest partitions.
-            counts = {d: 0 for d in self.log_dirs}
-            for lg in self._logs.values():
-                if lg.dir.parent in counts:
-                    counts[lg.dir.parent] += 1
-            target = min(self.log_dirs, key=lambda d: counts[d])
+            target = min(self.log_dirs, key=self._counts.__getitem__)
             if self.dir_failure_channel.is_offline(target):
                 raise KafkaStorageError(f"log dir {target} is offline")
             try:
@@ -178,15 +201,65 @@ class LogManager:
                     target, f"cannot create the log of {topic}-{partition}", exc)
                 raise KafkaStorageError(f"cannot create {topic}-{partition}: {exc}") from exc
             self._logs[(topic, partition)] = lg
+            self._counts[target] += 1
+            self._note_new_dir(target)
             return lg
+
+    def _remove(self, topic: str, partition: int) -> Log:
+        lg = self._logs.pop((topic, partition))
+        parent = lg.dir.parent
+        if parent in self._counts:
+            self._counts[parent] -= 1
+        return lg
+
+    def _note_new_dir(self, d: Path) -> None:
+        """Have ``d`` fsync'd soon, once for every log created in it meanwhile (with
+        ``_lock`` held)."""
+        if self.scheduler is not None and self._unsynced_dirs:
+            self._unsynced_dirs.add(d)  # the task scheduled for the others takes this one too
+            return
+        try:
+            if self.scheduler is None:
+                raise RuntimeError("no scheduler")
+            self.scheduler.schedule_once("kafka-log-dir-flush", self.flush_new_log_dirs)
+            self._unsynced_dirs.add(d)
+        except RuntimeError:  # no scheduler, or it has stopped: now, then
+            self._fsync_dir(d)
+
+    def flush_new_log_dirs(self) -> None:
+        """fsync each log dir that got new partition directories since the last call."""
+        with self._lock:
+            dirs, self._unsynced_dirs = self._unsynced_dirs, set()
+        for d in dirs:
+            self._fsync_dir(d)
+
+    def _fsync_dir(self, d: Path) -> None:
+        try:
+            fd = os.open(d, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self.dir_failure_channel.maybe_add_offline_log_dir(d, "cannot fsync the log dir", exc)
 
     def delete_log(self, topic: str, partition: int) -> bool:
         with self._lock:
-            lg = self._logs.pop((topic, partition), None)
-        if lg is None:
-            return False
+            if (topic, partition) not in self._logs:
+                return False
+            lg = self._remove(topic, partition)
         lg.delete()
         return True
+
+    def reconfigure_default_log_config(
+            self, default: LogConfig, topic_configs: Callable[[str], dict[str, str]]) -> None:
+        """The broker's log defaults changed (a dynamic broker config): every log takes them,
+        under its topic's own settings (Kafka's ``LogManager.reconfigureDefaultLogConfig``)."""
+        with self._lock:
+            self.default_config = default
+            logs = list(self._logs.items())
+        for (topic, _), lg in logs:
+            lg.update_config(LogConfig.from_properties(topic_configs(topic), base=default))
 
     def all_logs(self) -> dict[tuple[str, int], Log]:
         return dict(self._logs)
@@ -276,7 +349,10 @@ class LogManager:
             lg.flush()
 
     def shutdown(self) -> None:
-        """Close every log (flush + producer snapshot), then mark the dirs clean."""
+        """Stop the cleaner, close every log (flush + producer snapshot), then mark the dirs
+        clean."""
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
         with self._lock:
             for lg in self._logs.values():
                 lg.close()
@@ -287,6 +363,10 @@ class LogManager:
             unclean = {lg.dir.parent for lg in self._logs.values() if lg.damaged_from is not None}
             unclean.update(self.dir_failure_channel.offline_dirs())
             self._logs.clear()
+            self._counts = dict.fromkeys(self.log_dirs, 0)
+            dirs, self._unsynced_dirs = self._unsynced_dirs, set()
+            for d in dirs:
+                self._fsync_dir(d)
             for d in self.log_dirs:
                 if d in unclean:
                     log.error("log dir %s is not marked clean: it is recovered at the next "

@@ -434,14 +434,15 @@ class LogSegment:
         return h
 
     def _sound_batch_at(self, window: bytes, at: int) -> BatchHeader | None:
-        """The batch at ``window[at:]`` if it frames, is magic 2, has the record count its
-        lastOffsetDelta says and matches its CRC; its base offset (outside the CRC) is not
-        judged here."""
+        """The batch at ``window[at:]`` if it frames, is magic 2, has no more records than its
+        lastOffsetDelta says (fewer once the log cleaner removed some) and matches its CRC; its
+        base offset (outside the CRC) is not judged here."""
         if len(window) - at < RECORD_BATCH_OVERHEAD:
             return None
         h = read_header(window, at)
         if (h.magic != 2 or h.size < RECORD_BATCH_OVERHEAD or h.size > len(window) - at
-                or h.record_count != h.last_offset_delta + 1 or not crc_ok(window, h)):
+                or not 0 <= h.record_count <= h.last_offset_delta + 1
+                or not crc_ok(window, h)):
             return None
         return h
 
@@ -456,7 +457,7 @@ class LogSegment:
         expected = self.next_offset
         if h.base_offset == expected:
             return h
-        end = expected + h.record_count
+        end = expected + h.last_offset_delta + 1
         after = position + h.size
         if after + RECORD_BATCH_OVERHEAD <= self.size:
             follower = read_header(self.pread(RECORD_BATCH_OVERHEAD, after), 0)

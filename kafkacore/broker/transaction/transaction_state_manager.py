@@ -123,8 +123,9 @@ class TransactionStateManager:
             return True
         live = 1 if broker.lifecycle is None else len(broker.replica_manager.brokers) or 1
         rf = min(self.replication_factor, live)
-        # Kafka compacts this topic; our log has no cleaner yet, so it keeps every record.
-        configs = {"retention.ms": "-1", "segment.bytes": str(self.segment_bytes),
+        # Compacted, as Kafka does: the log cleaner keeps each transactional id's latest state.
+        configs = {"cleanup.policy": "compact", "retention.ms": "-1",
+                   "segment.bytes": str(self.segment_bytes),
                    "min.insync.replicas": str(min(self.min_isr, rf))}
         if broker.lifecycle is None:
             broker.metadata_cache.add_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, configs)
@@ -288,10 +289,9 @@ class TransactionStateManager:
                         metadata.pending_state = None
                     error = APPEND_ERROR_TO_TXN_ERROR.get(error, error)
                 else:
-                    if self.standalone:
-                        lg = self.broker.log_manager.get_log(*key)
-                        if lg is not None:
-                            lg.flush()  # alone, the disk is the only copy
+                    # Not fsync'd, as in Kafka (the log's flush.messages/flush.ms decide): the
+                    # records and markers this state speaks of are not fsync'd either, and a
+                    # flush here would cost three per transaction.
                     metadata.complete_transition(transit)
                     if transit.state == TransactionState.DEAD:
                         self.remove(transactional_id)
