@@ -196,20 +196,18 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
         wait_for(lambda a=at: copier.committed > a or copier.poll() == 0,
                  "a commit without the killed broker", deadline - time.monotonic(), copier)
         recovered_s = round(time.monotonic() - killed_at, 1)
-        if all(k == "copier" for k in plan[i + 1:]):
-            cluster.restart(victim)  # only the copier is killed after this: no need to wait
-        else:
-            # before the next broker is killed, this one must be back in sync; meanwhile no
-            # new transaction starts, so the copier cannot finish before the next kill,
-            # however long the restart takes on a loaded machine
-            hold.touch()
-            cluster.restart(victim)
+        # No new transaction starts while the broker comes back, so that the copier cannot
+        # finish before the next kill however long the restart takes on a loaded machine;
+        # before another broker is killed, this one must be back in sync too.
+        hold.touch()
+        cluster.restart(victim)
+        if any(k != "copier" for k in plan[i + 1:]):
             for t, ps in ((TRANSACTION_STATE_TOPIC, [txn_partition]),
                           (target, range(PARTITIONS)), (OFFSETS_TOPIC, [group_partition])):
                 for p in ps:
                     cluster.wait_for_isr(t, p, [1, 2, 3],
                                          timeout_s=max(deadline - time.monotonic(), 1))
-            hold.unlink()
+        hold.unlink()
         kills.append({"kind": kind, "at": at, "broker": victim, "partition": f"{topic}-{partition}",
                       "commit_without_it_s": recovered_s})
     wait_for(lambda: copier.poll() is not None, "the copier to finish",

@@ -160,6 +160,30 @@ def measure(kind: str, args: argparse.Namespace) -> dict[str, Any]:
     return row
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process, all its threads (``/proc/<pid>/stat``)."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def first_thousand(kind: str, batch: int) -> tuple[float, float]:
+    """(seconds, broker CPU seconds) to create 1,000 topics in a fresh broker: one round of
+    the paired rounds."""
+    from kafkacore.testing import LocalBroker
+
+    with LocalBroker(kind=kind) as broker:
+        admin = Admin(broker.bootstrap)
+        try:
+            admin.create_topics(["warm-up"])  # the first request's one-off costs
+            names = [f"round-topic-{i:04d}" for i in range(1000)]
+            cpu0, t0 = process_cpu_s(broker.pid), time.perf_counter()
+            for start in range(0, 1000, batch):
+                admin.create_topics(names[start:start + batch])
+            return time.perf_counter() - t0, process_cpu_s(broker.pid) - cpu0
+        finally:
+            admin.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--topics", type=int, default=10_000)
@@ -169,12 +193,32 @@ def main() -> None:
     parser.add_argument("--probes", type=int, default=200)
     parser.add_argument("--brokers", nargs="*", default=["kafkacore", "tansu"])
     parser.add_argument("--cluster", action="store_true", help="our 3-broker Cluster too")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="paired rounds of 1,000 topics in fresh brokers, taking turns")
     parser.add_argument("--no-save", action="store_true", help="print only")
     args = parser.parse_args()
     if args.topics % 1000 or 1000 % args.batch or args.few >= args.batch:
         parser.error("--topics must be thousands, --batch divide 1000, --few be below --batch")
     kinds = list(args.brokers) + (["cluster"] if args.cluster else [])
-    rows = [measure(kind, args) for kind in kinds]
+    rows = []
+    # The shared machine's load moves in minutes: paired short rounds, taking turns (each
+    # round in the other order), tell the brokers apart better than two long runs in a row.
+    rounds: dict[str, list[float]] = {k: [] for k in args.brokers}
+    cpu: dict[str, list[float]] = {k: [] for k in args.brokers}
+    args.rounds_load = [load_average()]
+    for r in range(args.rounds):
+        for kind in args.brokers if r % 2 == 0 else list(reversed(args.brokers)):
+            wall, used = first_thousand(kind, args.batch)
+            rounds[kind].append(round(wall, 3))
+            cpu[kind].append(round(used, 3))
+        print("  rounds of 1,000: " + ", ".join(
+            f"{k} {rounds[k][-1]:.2f} s ({cpu[k][-1]:.2f} s CPU)" for k in rounds), flush=True)
+    args.rounds_cpu = cpu
+    args.rounds_load.append(load_average())
+    for kind in kinds:
+        rows.append(measure(kind, args))
+        if not args.no_save:
+            save(args, rows, {}, rounds)
     print()
     for row in rows:
         t = row["per_thousand_s"]
@@ -191,18 +235,29 @@ def main() -> None:
         ours, theirs = by["kafkacore"]["per_thousand_s"], by["tansu"]["per_thousand_s"]
         ratios = {
             "first_thousand": ours[0] / theirs[0],
+            "thousand_in_rounds_median": (statistics.median(rounds["kafkacore"])
+                                          / statistics.median(rounds["tansu"])),
+            "cpu_per_thousand_median": (statistics.median(cpu["kafkacore"])
+                                        / statistics.median(cpu["tansu"])),
             "all": sum(ours) / sum(theirs),
             "last_thousand": ours[-1] / theirs[-1],
         }
         print("kafkacore / tansu: " + ", ".join(f"{k} x{v:.2f}" for k, v in ratios.items()))
-    if args.no_save:
-        return
+    if not args.no_save:
+        save(args, rows, ratios, rounds)
+
+
+def save(args: argparse.Namespace, rows: list[dict[str, Any]], ratios: dict[str, float],
+         rounds: dict[str, list[float]]) -> None:
+    """Write what is measured so far (a long run that fails late keeps its first rows)."""
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "topics.json").write_text(json.dumps({
         "when": time.strftime("%Y-%m-%d", time.gmtime()),
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, "
                    f"Python {platform.python_version()}",
         "topics": args.topics, "batch": args.batch, "few": args.few, "probes": args.probes,
+        "rounds_of_a_thousand_s": rounds, "rounds_cpu_s": args.rounds_cpu,
+        "rounds_load": args.rounds_load,
         "rows": rows, "ratios": ratios,
     }, indent=2) + "\n")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -126,6 +127,7 @@ def main() -> None:
     parser.add_argument("--kind", default="tansu", choices=("tansu", "kafkacore"))
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    load_at_start = round(os.getloadavg()[0], 2)  # the machine is shared: write it beside
     rates: dict[str, list[float]] = {m: [] for m in MODES}
     cpus: dict[str, list[float]] = {m: [] for m in MODES}
     for round_ in range(args.rounds):
@@ -141,7 +143,8 @@ def main() -> None:
                       file=sys.stderr)
     idem = statistics.median(rates["kafkacore idempotent"])
     ck = statistics.median(rates["confluent-kafka transactional, commit every 100 ms"])
-    result = {"broker": args.kind, "records": args.records, "rounds": args.rounds, "modes": {}}
+    result = {"broker": args.kind, "records": args.records, "rounds": args.rounds,
+              "load_average_1min_at_start": load_at_start, "modes": {}}
     print(f"\n{args.kind}, {args.records:,} records of 100 bytes, median of {args.rounds} rounds")
     for mode in MODES:
         rate, cpu = statistics.median(rates[mode]), statistics.median(cpus[mode])

@@ -5,6 +5,7 @@ The suite refuses to run against anything but the compiled core (docs/design.rst
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.machinery
 import os
@@ -28,6 +29,14 @@ def _check_compiled():
 
 def pytest_sessionstart(session):
     _check_compiled()
+
+
+# confluent-kafka clients that a test leaves in a reference cycle (a failed test's traceback
+# keeps its frames) are freed by the next full collection.  librdkafka cannot free a client in
+# a forked child, where the client's threads are gone: the child dies of SIGSEGV inside the
+# collector (tests/test_fork.py).  So every fork from a test process collects first, in the
+# parent, where those threads still run.
+os.register_at_fork(before=gc.collect)
 
 
 # Hypothesis: the tier's profile (tests/support/examples.py scales the tests' own counts; these

@@ -60,6 +60,19 @@ def test_empty_batch_future_is_done_and_runs_a_late_callback_once():
     assert future.result().failed == 0
 
 
+def test_a_done_batch_future_refuses_set_partition():
+    # The result's arrays are the caller's once the call is done: extending one moves it, and
+    # a write through the future's pointer would land in freed memory.
+    future = BatchFuture("events", 1)
+    future.set_partition(0, 3)
+    future._complete_row(0, 7, None)
+    result = future.result(0)
+    result.partitions.extend(range(1 << 16))
+    with pytest.raises(IllegalStateError, match="done"):
+        future.set_partition(0, 5)
+    assert (result.partitions[0], result.offsets[0]) == (3, 7)
+
+
 def test_batch_future_callbacks_race_completion_and_each_runs_once():
     # add_done_callback on one thread while the rows complete on another: each callback runs
     # exactly once, whichever side wins.

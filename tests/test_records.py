@@ -407,6 +407,20 @@ def test_headers_as_tuple_and_generator():
     assert recs[1].headers == [("c", b"3")]
 
 
+def test_a_header_value_is_measured_as_it_is_written():
+    """``bytes(value)`` runs the value's own code: the header is sized from its result, not from
+    the buffer it had before (a longer result used to be written past the reserved room)."""
+
+    class Longer(bytes):
+        def __bytes__(self):
+            return b"x" * 4096
+
+    b = MemoryRecordsBuilder(64)
+    b.append(TS, None, b"v", [("h", Longer(b"a")), ["i", bytearray(b"2")]])
+    (r,) = list(iter_records(b.build()))
+    assert r.headers == [("h", b"x" * 4096), ("i", b"2")]
+
+
 def test_base_offset_is_written():
     b = MemoryRecordsBuilder(64, base_offset=1000)
     b.append(TS, None, b"x")

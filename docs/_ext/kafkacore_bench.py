@@ -157,6 +157,14 @@ def topics_lines(data):
             f"{r[few]['metadata_one_topic_ms']:.2f} → {r[many]['metadata_one_topic_ms']:.2f}",
             f"{r[few]['produce_one_record_ms']:.2f} → {r[many]['produce_one_record_ms']:.2f}",
             f"{r['load_before']} → {r['load_after']}"])
+    rounds, cpu = data.get("rounds_of_a_thousand_s"), data.get("rounds_cpu_s")
+    if rounds and cpu:
+        out += _table(f"1,000 topics in a fresh broker, {len(rounds['kafkacore'])} paired rounds"
+                      f" taking turns (load average {data['rounds_load'][0]} →"
+                      f" {data['rounds_load'][1]})",
+                      ["broker", "seconds, each round", "broker CPU seconds, each round"],
+                      [[k, ", ".join(f"{x:.2f}" for x in rounds[k]),
+                        ", ".join(f"{x:.2f}" for x in cpu[k])] for k in rounds], "14 43 43")
     out += _table(f"Creating {data['topics']:,} topics (seconds per thousand)",
                   ["broker", "1st thousand s", "2nd thousand s", "last thousand s", "all s",
                    "Metadata, one topic, ms", "produce one record, ms", "load average"],

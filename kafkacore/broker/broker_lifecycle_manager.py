@@ -2,9 +2,10 @@
 
 It registers the broker (BrokerRegistration: the controller answers with a broker epoch),
 heartbeats every ``broker.heartbeat.interval.ms`` (BrokerHeartbeat: a broker that stops is fenced
-after ``broker.session.timeout.ms``), and after each heartbeat has the
-:class:`~kafkacore.broker.metadata_loader.MetadataLoader` pull the controller's image.  It holds
-the broker's two connections to the controller: heartbeats and image pulls on one, the requests
+after ``broker.session.timeout.ms``), and starts the
+:class:`~kafkacore.broker.metadata_loader.MetadataLoader`, which fetches the controller's records
+on its own thread and connection, so that applying a large change never delays a heartbeat.  It
+holds the broker's other two connections to the controller: heartbeats on one, the requests
 a broker sends on behalf of others (:class:`~kafkacore.broker.forwarding_manager.ForwardingManager`,
 :class:`~kafkacore.broker.alter_partition_manager.AlterPartitionManager`) on the other.
 See docs/broker/replication.rst.
@@ -60,7 +61,12 @@ class BrokerLifecycleManager(ShutdownableThread):
                                          sasl=sasl)
         self.controller_channel = InterBrokerClient(host, int(port), name + "-forward", timeout,
                                                     faults, sasl=sasl)
-        self.metadata_loader = MetadataLoader(broker, self._client)
+        self.metadata_loader = MetadataLoader(broker, InterBrokerClient(
+            host, int(port), name + "-metadata", timeout, faults, sasl=sasl))
+
+    def start(self) -> None:
+        super().start()
+        self.metadata_loader.start()
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -77,7 +83,6 @@ class BrokerLifecycleManager(ShutdownableThread):
             if self.broker_epoch < 0:
                 self._register()
             self._heartbeat()
-            self.metadata_loader.pull_metadata()
         except OSError as exc:
             log.debug("broker %d: controller unreachable: %s", self.broker.broker_id, exc)
         except Exception:
@@ -92,6 +97,7 @@ class BrokerLifecycleManager(ShutdownableThread):
         self.initiate_shutdown()
         self._stopping.set()
         self._client.close()
+        self.metadata_loader.shutdown()
         self.join(5.0)
         if self.broker_epoch >= 0 and not self.broker.faults.isolated:
             try:

@@ -63,7 +63,8 @@ def alter_resources(resources: list[dict[str, Any]], incremental: bool, validate
         kind, name = res["resource_type"], res["resource_name"]
         names = Counter(c["name"] for c in res["configs"])
         repeated = sorted(n for n, count in names.items() if count > 1)
-        error, message = Errors.NONE, None
+        error: int = Errors.NONE
+        message: str | None = None
         if seen[(kind, name)] > 1:
             error, message = Errors.INVALID_REQUEST, "Duplicate resource in the request"
         elif kind not in (RESOURCE_TYPE_TOPIC, RESOURCE_TYPE_BROKER):

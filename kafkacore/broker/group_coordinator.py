@@ -21,6 +21,7 @@ as a dynamic one.  See ``docs/broker/groups.rst``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import struct
 import threading
@@ -801,7 +802,7 @@ class GroupCoordinator:
 
         for group_id in writes:
             self.group_manager.delete_offsets(group_id, None, True,
-                                              lambda e, g=group_id: stored(g, e))
+                                              functools.partial(stored, group_id))
 
     def _delete_group_error(self, group_id: str, results: dict[str, int]) -> int:
         """Check ``group_id`` can be deleted and make it Dead (its answer, if not, in

@@ -1,6 +1,7 @@
 """``MetadataLoader``: a broker's copy of the controller's image, kept up to date by deltas.
 
-After each heartbeat the broker fetches the controller's metadata records from its own offset
+Every ``broker.heartbeat.interval.ms``, on its own thread (a long apply never delays a
+heartbeat), the broker fetches the controller's metadata records from its own offset
 (a Fetch of ``__cluster_metadata``, as KRaft brokers fetch the metadata log), replays them into
 its image (Kafka's ``MetadataDelta`` applied to a ``MetadataImage``) and publishes what changed:
 new topics into the :class:`~kafkacore.broker.metadata_cache.MetadataCache` with their configs
@@ -14,6 +15,7 @@ request.  See docs/broker/replication.rst.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -36,6 +38,7 @@ from kafkacore.broker.config_admin_manager import (
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.metadata_log import METADATA_TOPIC_ID
 from kafkacore.broker.partition import PartitionState
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.core.record_batch import iter_records
 from kafkacore.errors import Errors
 from kafkacore.protocol import codec
@@ -43,6 +46,8 @@ from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from kafkacore.broker.server import Broker
+
+log = logging.getLogger(__name__)
 
 METADATA_VERSION = 12
 FETCH_VERSION = 16
@@ -79,6 +84,30 @@ class MetadataLoader:
         self._topics: Topics = {}
         self._names: dict[uuid.UUID, str] = {}
         self._brokers: dict[int, tuple[str, int]] = {}
+        self._interval_s = broker.config["broker.heartbeat.interval.ms"] / 1000.0
+        self._stopping = threading.Event()
+        self._thread = ShutdownableThread(f"broker-{broker.broker_id}-metadata-loader",
+                                          work=self._pull_turn)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def shutdown(self) -> None:
+        self._stopping.set()
+        self._thread.shutdown()
+        self._client.close()
+
+    def _pull_turn(self) -> bool:
+        """One turn of the loader's thread (supervised: an error is logged, the next turn
+        runs)."""
+        if self._stopping.is_set():
+            return False
+        try:
+            self.pull_metadata()
+        except OSError as exc:
+            log.debug("broker %d: controller unreachable: %s", self.broker.broker_id, exc)
+        self._stopping.wait(self._interval_s)
+        return True
 
     def pull_metadata(self) -> None:
         """Fetch the controller's new records and apply them (callable from any thread)."""

@@ -146,9 +146,9 @@ class MetadataLog:
         self._last_snapshot = time.monotonic()
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        fd, self._fd = self._fd, -1  # taken first: a number closed twice may be another file's
+        if fd >= 0:
+            os.close(fd)
 
 
 def _decode(line: bytes) -> dict[str, Any] | None:

@@ -1269,7 +1269,13 @@ cdef class BatchFuture:
             raise fatal
 
     def set_partition(self, Py_ssize_t row, int partition):
-        """Record where row ``row`` goes (the appender does this before appending it)."""
+        """Record where row ``row`` goes (the appender does this before appending it).
+
+        Refused once the call is done: its arrays are then the result's, which the caller may
+        have grown (``array.extend`` moves them), and the pointer we write through would not."""
+        if self._result is not None:
+            raise IllegalStateError(f"the send_batch call for {self.topic} is done: "
+                                    f"its partitions are final")
         if row < 0 or row >= self.num_records:
             raise IndexError(f"row {row} outside 0..{self.num_records - 1}")
         self._partition_ptr[row] = partition

@@ -7,7 +7,12 @@ builder before it appends (does it fit?): both use these.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer
-from cpython.bytes cimport PyBytes_CheckExact, PyBytes_GET_SIZE
+from cpython.bytes cimport (
+    PyBytes_AS_STRING,
+    PyBytes_CheckExact,
+    PyBytes_FromStringAndSize,
+    PyBytes_GET_SIZE,
+)
 from cpython.list cimport PyList_AsTuple, PyList_CheckExact
 from cpython.tuple cimport PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.unicode cimport PyUnicode_Check
@@ -42,27 +47,23 @@ cdef Py_ssize_t length_of(object obj, str what) except -2:
     return n
 
 
-cdef object _header_value(object value):
-    """A header value as the builder writes it: None, or bytes (str as UTF-8)."""
-    if value is None or PyBytes_CheckExact(value):
-        return value
-    if PyUnicode_Check(value):
-        return (<str>value).encode("utf-8")
-    return bytes(value)
-
-
 cdef tuple normalize_headers_sized(object headers, Py_ssize_t* size):
     """Headers as an immutable tuple of ``(str, bytes | None)`` tuples, and (in ``size[0]``)
     their wire size without the count; TypeError / ValueError on bad input.
 
     Immutable on purpose: between sizing a record and writing it, an allocation may run a
     finalizer, which could mutate a list the caller handed us; a tuple of str and bytes cannot
-    change, so what we write is what we sized.  Well-formed input costs one tuple (none for a
-    tuple of tuples); header keys are encoded once, the UTF-8 cached in the str object itself.
+    change, so what we write is what we sized.  Each pair is read once and each value converted
+    to bytes *before* it is measured: ``bytes(value)`` runs the value's own code (``__bytes__``,
+    the buffer of a bytearray another thread may be growing), so a length taken before the
+    conversion could be smaller than what is then written.  Well-formed input costs one tuple
+    (none for a tuple of ``(str, bytes | None)`` tuples); header keys are encoded once, the
+    UTF-8 cached in the str object itself.
     """
     cdef tuple seq
+    cdef list out = None  # the normalized pairs, once one pair had to change
     cdef Py_ssize_t i, count, n, total = 0
-    cdef bint copy = False
+    cdef bint changed
     if PyTuple_CheckExact(headers):
         seq = <tuple>headers
     elif PyList_CheckExact(headers):
@@ -85,10 +86,10 @@ cdef tuple normalize_headers_sized(object headers, Py_ssize_t* size):
         if PyTuple_CheckExact(item) and PyTuple_GET_SIZE(item) == 2:
             key = <object>PyTuple_GET_ITEM(item, 0)
             value = <object>PyTuple_GET_ITEM(item, 1)
+            changed = False
         elif PyList_CheckExact(item) and len(item) == 2:
-            key = item[0]
-            value = item[1]
-            copy = True
+            key, value = item  # read once: the list may change after
+            changed = True
         else:
             raise TypeError(f"headers[{i}] must be a (str, bytes | None) pair, got {item!r:.80}")
         if not PyUnicode_Check(key):
@@ -98,26 +99,28 @@ cdef tuple normalize_headers_sized(object headers, Py_ssize_t* size):
         except UnicodeEncodeError as exc:
             raise ValueError(f"headers[{i}] key cannot be encoded as UTF-8: {exc}") from None
         total += bytes_field_size(n)
-        if value is None:
-            total += 1
-        elif PyBytes_CheckExact(value):
-            total += bytes_field_size(PyBytes_GET_SIZE(value))
-        elif PyUnicode_Check(value):
-            # A str value is sent as UTF-8, as confluent-kafka does (the encoding is cached in
-            # the str object: measured here, taken again by the copy below).
-            try:
-                PyUnicode_AsUTF8AndSize(value, &n)
-            except UnicodeEncodeError as exc:
-                raise ValueError(f"headers[{i}] value cannot be encoded as UTF-8: {exc}") from None
-            total += bytes_field_size(n)
-            copy = True
-        else:
-            total += bytes_field_size(length_of(value, f"headers[{i}] value"))
-            copy = True
-    if copy:
-        seq = tuple([(item[0], _header_value(item[1])) for item in seq])
+        if value is not None and not PyBytes_CheckExact(value):
+            if PyUnicode_Check(value):
+                # A str value is sent as UTF-8, as confluent-kafka does.
+                try:
+                    value = (<str>value).encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise ValueError(
+                        f"headers[{i}] value cannot be encoded as UTF-8: {exc}") from None
+            else:
+                length_of(value, f"headers[{i}] value")  # the TypeError for a non-bytes-like
+                value = bytes(value)
+            if not PyBytes_CheckExact(value):  # a subclass's __bytes__ or encode answered
+                value = PyBytes_FromStringAndSize(PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value))
+            changed = True
+        # Measured from what will be written: exact bytes or None.
+        total += 1 if value is None else bytes_field_size(PyBytes_GET_SIZE(value))
+        if changed and out is None:
+            out = list(seq[:i])
+        if out is not None:
+            out.append(item if not changed else (key, value))
     size[0] = total
-    return seq
+    return seq if out is None else tuple(out)
 
 
 def normalize_headers(object headers):

@@ -41,21 +41,26 @@ def expected(client: str, calls) -> dict[str, str]:
     return {call: table[call]["status"] for call in calls}
 
 
-def compare(client: str, got: dict[str, dict[str, str]], calls) -> None:
+def compare(client: str, got: dict[str, dict[str, str]], calls, broker: str = "") -> None:
     want = expected(client, calls)
     broken = {call: got[call] for call in calls
               if want[call] == "works" and got[call]["status"] != "works"}
-    assert not broken, f"{client}: calls the table says work do not: {broken}"
+    assert not broken, f"{client}: calls the table says work do not: {broken}{broker}"
     changed = {call: (want[call], got[call]) for call in calls if want[call] != got[call]["status"]}
     assert not changed, (f"{client}: the table is out of date, run make compat "
                          f"(was, now): {changed}")
 
 
 @pytest.fixture(scope="module")
-def results():
-    """Every available driver, side by side, against one fresh broker of ours."""
-    with LocalBroker(kind="kafkacore", config=generate.OUR_CONFIG) as broker:
-        yield run.run_all(broker.bootstrap, calls=generate.SINGLE_CALLS)
+def results(tmp_path_factory):
+    """Every available driver, side by side, against one fresh broker of ours; and, for a
+    failure's message, whether the broker outlived them, and where its and the clients' logs
+    are."""
+    logs = tmp_path_factory.mktemp("compat")
+    with LocalBroker(kind="kafkacore", config=generate.OUR_CONFIG, log_path=logs / "broker.log",
+                     log_dirs=logs / "data") as broker:
+        got = run.run_all(broker.bootstrap, calls=generate.SINGLE_CALLS, log_dir=logs)
+        yield got, logs, broker.is_running()
 
 
 @ours_only
@@ -64,7 +69,19 @@ def test_each_client_call_does_what_the_table_says(client, results):
     reason = run.unavailable(client)
     if reason is not None:
         pytest.skip(reason)
-    compare(client, results[client], generate.SINGLE_CALLS)
+    got, logs, alive = results
+    compare(client, got[client], generate.SINGLE_CALLS, diagnosis(logs, client, alive))
+
+
+def diagnosis(logs: pathlib.Path, client: str, alive: bool) -> str:
+    """For a failure's message: the broker's state, the ends of its log and the client's."""
+    def tail(name):
+        path = logs / name
+        lines = path.read_text(errors="replace").splitlines()[-25:] if path.exists() else []
+        return f"\n-- the end of {path}:\n" + "\n".join(lines)
+
+    state = "running" if alive else "NOT running"
+    return f"\nthe broker is {state} after the clients{tail('broker.log')}{tail(f'{client}.log')}"
 
 
 def offering_cluster_calls() -> list[str]:

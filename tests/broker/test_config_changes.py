@@ -179,6 +179,17 @@ def test_broker_defaults_reach_every_topic_and_survive_a_restart(ours):
         ConfigSource.DEFAULT_CONFIG.value
 
 
+def test_confluent_kafkas_alter_configs_replaces_the_whole_set(ours):
+    admin = _admin(ours)
+    topic = new_topic(ours, configs={"retention.bytes": "100000"})
+    [future] = admin.alter_configs([ConfigResource(
+        "topic", topic, set_config={"retention.ms": "654321"})]).values()
+    future.result(timeout=30)
+    described = _described(admin, "topic", topic)
+    assert described["retention.ms"].value == "654321"
+    assert described["retention.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
+
+
 def test_kafka_python_alters_configs_both_ways(ours):
     topic = new_topic(ours, configs={"retention.bytes": "100000"})
     _kafka_python_alter(ours, KpConfigResourceType.TOPIC, topic, {"retention.ms": "123456"})

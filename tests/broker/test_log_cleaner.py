@@ -108,8 +108,26 @@ def test_compaction_keeps_each_keys_latest_record_at_its_offset(tmp_path):
     assert _read_all(again) == after and again.lost_ranges == []
 
 
+def test_a_full_offset_map_cleans_a_segment_at_a_time_until_done(tmp_path):
+    from kafkacore.broker.log.offset_map import BYTES_PER_ENTRY
+
+    lg = _log(tmp_path)
+    latest = _write_updates(lg, 2000)
+    # Room for 100 keys (90 at the load factor): less than one segment's records.
+    cleaner = _cleaner(tmp_path, lg, dedupe_buffer_size=100 * BYTES_PER_ENTRY)
+    dirty_segments = len(lg.segments) - 1
+    stats = cleaner.clean_now()
+    assert len(stats) == dirty_segments  # each clean maps one more segment, then stops
+    assert cleaner.threads[0].cleaner.offset_map.max_entries == 90
+    active = lg.active_segment.base_offset
+    cleaned = [a for a in _read_all(lg) if a[0] < active]
+    assert len({k for _, k, _, _ in cleaned}) == len(cleaned) <= KEYS
+    assert {k: v for _, k, v, _ in _read_all(lg)} == latest
+
+
 def test_tombstones_stay_for_delete_retention_ms_then_go(tmp_path):
-    lg = _log(tmp_path, **{"delete.retention.ms": "3600000"})
+    lg = _log(tmp_path, **{"delete.retention.ms": "3600000",
+                           "min.cleanable.dirty.ratio": "0.01"})
     latest = _write_updates(lg, 1000, tombstone_keys={3, 5})
     _fill(lg)
     _cleaner(tmp_path, lg).clean_now()
@@ -119,6 +137,12 @@ def test_tombstones_stay_for_delete_retention_ms_then_go(tmp_path):
     assert {k for _, k, _, _ in tombstones} <= {b"k3", b"k5"} and tombstones
     assert all(attrs & DELETE_HORIZON_FLAG for *_, attrs in tombstones)
     assert {k: v for _, k, v, _ in _read_all(lg) if not k.startswith(b"f")} == latest
+    # A later clean (more updates) keeps them and remembers when to clean again for them.
+    cleaner = _cleaner(tmp_path, lg)
+    _fill(lg)
+    assert cleaner.clean_now()
+    assert [a for a in _read_all(lg) if a[2] is None] == tombstones
+    assert cleaner.manager._horizons[("t", 0)] > time.time() * 1000 + 3500_000
 
 
 
@@ -184,6 +208,51 @@ def test_a_stop_during_the_swap_is_recovered_at_the_next_start(tmp_path, stage):
     assert records == (original if stage == "cleaned" else swapped)
     assert {k: v for _, k, v, _ in records} == latest
     assert not [p for p in d.iterdir() if p.name.endswith((CLEANED_SUFFIX, SWAP_SUFFIX))]
+
+
+def test_a_transaction_kept_only_as_an_empty_batch_keeps_its_marker(tmp_path):
+    """The producer's last batch is transactional and all its records are superseded: it stays,
+    empty, and so does its COMMIT marker, so that a replay of the log (no snapshot) does not
+    take the transaction for an open one."""
+    lg = _log(tmp_path, **{"delete.retention.ms": "0"})
+    lg.append_as_leader(_batch([(b"k0", b"t")], producer_id=11, epoch=0, sequence=0,
+                               transactional=True))
+    lg.append_as_leader(end_transaction_marker(11, 0, True, 0, int(time.time() * 1000)),
+                        from_coordinator=True)
+    _write_updates(lg, 800)
+    stats = _cleaner(tmp_path, lg).clean_now()
+    assert stats and sum(s.markers_removed for s in stats) == 0
+    lg.close()
+    for snapshot in (tmp_path / "t-0").glob("*.snapshot"):
+        snapshot.unlink()
+    again = Log(tmp_path / "t-0", lg.config, topic="t", partition=0)
+    assert again.last_stable_offset == again.log_end_offset
+
+
+def test_what_may_be_cleaned_lags_the_active_segment_the_lso_and_min_compaction_lag(tmp_path):
+    from kafkacore.broker.log.log_cleaner_manager import LogCleanerManager
+
+    lg = _log(tmp_path, **{"min.compaction.lag.ms": "3600000",
+                           "max.compaction.lag.ms": "7200000"})
+    _write_updates(lg, 1000)
+    manager = LogCleanerManager([tmp_path], lambda: {("t", 0): lg})
+    now = int(time.time() * 1000)
+    active = lg.active_segment.base_offset
+    # Written just now: younger than min.compaction.lag.ms, nothing may be cleaned yet.
+    young = manager.cleanable(("t", 0), lg, None, now)
+    assert (young.uncleanable_offset, young.dirty_bytes) == (0, 0)
+    # Two hours on: every segment but the active one, and past max.compaction.lag.ms.
+    later = manager.cleanable(("t", 0), lg, None, now + 2 * 3600_000)
+    assert later.uncleanable_offset == active and later.needs_compaction_now
+    assert later.dirty_ratio == 1.0
+    # An open transaction: nothing from its first offset on is cleanable (the LSO).
+    lg.append_as_leader(_batch([(b"k0", b"open")], producer_id=5, epoch=0, sequence=0,
+                               transactional=True))
+    first_open = lg.log_end_offset - 1
+    _fill(lg, 2000)
+    bounded = manager.cleanable(("t", 0), lg, None, now + 2 * 3600_000)
+    assert lg.last_stable_offset == first_open
+    assert bounded.uncleanable_offset <= first_open < lg.active_segment.base_offset
 
 
 def test_the_producers_last_batch_is_kept_empty_for_its_sequence(tmp_path):
@@ -433,3 +502,36 @@ def test_transaction_state_stays_bounded_through_many_transactions(broker):
     producer.begin_transaction()  # the coordinator still knows the id after the clean
     producer.produce(topic, b"after", b"k")
     producer.commit_transaction(30)
+
+
+def test_a_topic_altered_to_compact_is_cleaned(broker):
+    """cleanup.policy changed by IncrementalAlterConfigs (confluent-kafka's AdminClient): the
+    cleaner takes the topic from its next turn."""
+    ck = pytest.importorskip("confluent_kafka")
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+    )
+
+    from tests.support.topics import new_topic
+
+    bootstrap = broker.bootstrap_servers
+    topic = new_topic(broker, configs={"segment.bytes": "65536"})
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 16384})
+    for n in range(8000):
+        producer.produce(topic, b"value-%d" % n, b"key-%d" % (n % 100))
+    assert producer.flush(30) == 0
+    lg = broker.log_manager.get_log(topic, 0)
+    size = lg.size_in_bytes
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    entries = [ConfigEntry("cleanup.policy", "compact",
+                           incremental_operation=AlterConfigOpType.SET),
+               ConfigEntry("min.cleanable.dirty.ratio", "0.01",
+                           incremental_operation=AlterConfigOpType.SET)]
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
+    admin.incremental_alter_configs([resource])[resource].result(10)
+    wait_until(lambda: lg.size_in_bytes < size / 2, "the altered topic is compacted",
+               bound_s=60)
+    assert lg.config.compact

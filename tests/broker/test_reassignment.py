@@ -5,6 +5,8 @@ admin client."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
@@ -16,6 +18,7 @@ from test_admin_calls import _call
 from waits import wait_until
 
 from kafkacore.broker.cluster import Cluster
+from kafkacore.broker.controller.replication_control_manager import ReplicationControlManager
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.testing import LocalBroker
@@ -38,6 +41,31 @@ def test_a_single_broker_has_nowhere_to_move_a_partition():
             assert admin.list_partition_reassignments() == {}
         finally:
             admin.close()
+
+
+def test_the_controller_refuses_a_bad_target_and_changes_nothing():
+    rc = ReplicationControlManager()
+    info = rc.create_topic("t", 1, 3, {}, [1, 2, 3])
+    part = info.partitions[0]
+    before = dataclasses.replace(part)
+    registered, active = {1, 2, 3, 4, 5}, {1, 2, 3, 4}
+    for target, error in [([1, 2, 9], Errors.INVALID_REPLICA_ASSIGNMENT),  # unknown broker
+                          ([1, 2, 5], Errors.INVALID_REPLICA_ASSIGNMENT),  # a dead one
+                          ([1, 1, 2], Errors.INVALID_REPLICA_ASSIGNMENT),
+                          ([], Errors.INVALID_REPLICA_ASSIGNMENT),
+                          (None, Errors.NO_REASSIGNMENT_IN_PROGRESS)]:
+        assert rc.alter_partition_reassignment("t", 0, target, registered, active)[0] == error
+        assert part == before
+    assert rc.alter_partition_reassignment("t", 0, [2, 3], registered, active,
+                                           allow_rf_change=False)[0] == \
+        Errors.INVALID_REPLICATION_FACTOR
+    # A move, then its cancellation: the original replicas, the joining one gone.
+    target = [r for r in before.replicas if r != before.leader] + [4]
+    assert rc.alter_partition_reassignment("t", 0, target, registered, active)[0] == Errors.NONE
+    assert part.adding_replicas == [4] and part.removing_replicas == [before.leader]
+    assert rc.alter_partition_reassignment("t", 0, None, registered, active)[0] == Errors.NONE
+    assert sorted(part.replicas) == sorted(before.replicas) and part.leader == before.leader
+    assert not part.adding_replicas and not part.removing_replicas
 
 
 @pytest.mark.cluster

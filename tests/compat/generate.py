@@ -42,7 +42,10 @@ def run_on_broker(kind: str) -> dict[str, dict[str, dict[str, str]]]:
     config = OUR_CONFIG if kind == "kafkacore" else None
     calls = SINGLE_CALLS if kind == "kafkacore" else list(harness.CALL_NAMES)
     with LocalBroker(kind=kind, config=config) as broker:
-        return run.run_all(broker.bootstrap, calls=calls)
+        results = run.run_all(broker.bootstrap, calls=calls)
+        if not broker.is_running():  # a table of a dead broker's answers says nothing
+            raise SystemExit(f"the {kind} broker died under the clients: see {broker.log_path}")
+        return results
 
 
 def prepare_election(cluster, client: str) -> str:

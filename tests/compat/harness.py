@@ -1,8 +1,8 @@
 """What every client driver shares: the calls, in the table's order, and how a driver reports.
 
-A driver is a script, ``<client>_driver.py`` (or ``.js``), run as ``driver BOOTSTRAP [CALL ...]``: it performs each call it has (all of
-them, or those named) against the broker at ``BOOTSTRAP`` and prints one JSON object per call on
-its own line: ``{"call": ..., "status": "works" | "fails" | "absent", "detail": ...}``, after a
+A driver is a script, ``<client>_driver.py`` (or ``.js``), run as ``driver BOOTSTRAP [CALL ...]``:
+it performs each call it has (all of them, or those named) against the broker at ``BOOTSTRAP``
+and prints one JSON object per call on its own line: ``{"call": ..., "status": "works" | "fails" | "absent", "detail": ...}``, after a
 line whose status is ``running`` (so whoever runs it knows which call hung or crashed it).  A call
 *works* when the client reported no error and what it did is seen (a record read back, a setting
 described with its new value); *fails* carries the client's own error text; *absent* says the
@@ -13,6 +13,7 @@ can share one broker.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
@@ -60,10 +61,6 @@ RECORDS = 10
 TIMEOUT_S = 15.0
 
 
-class Absent(Exception):
-    """The client has no such call (the message says what it lacks)."""
-
-
 def short(text: str, limit: int = 160) -> str:
     """An error's first line, at most ``limit`` characters, with addresses and ids that change
     from run to run replaced (so the table does not change when nothing did)."""
@@ -94,6 +91,9 @@ def main(calls: Mapping[str, Callable[[str, str], str | None] | str]) -> None:
     if missing:
         raise SystemExit(f"the driver does not say what it does for {sorted(missing)}")
     bootstrap, wanted = sys.argv[1], sys.argv[2:] or list(CALL_NAMES)
+    # The clients' own log, to standard error: whoever runs the driver may keep it.
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     client = sys.argv[0].rsplit("/", 1)[-1].removesuffix(".py").removesuffix("_driver")
     for call in wanted:
         fn = calls[call]
@@ -103,8 +103,6 @@ def main(calls: Mapping[str, Callable[[str, str], str | None] | str]) -> None:
         report(call, "running")
         try:
             note = fn(bootstrap, f"{client}-{call}".replace("_", "-"))
-        except Absent as exc:
-            report(call, "absent", str(exc))
         except Exception as exc:  # the client's error, whatever its type, is the result
             print(traceback.format_exc(), file=sys.stderr, flush=True)
             report(call, "fails", short(f"{type(exc).__name__}: {exc}"))

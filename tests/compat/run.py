@@ -77,68 +77,79 @@ def command(client: str) -> list[str]:
 
 
 def run_driver(client: str, bootstrap: str, calls: Iterable[str] = harness.CALL_NAMES,
-               env: Mapping[str, str] | None = None) -> dict[str, dict[str, str]]:
-    """``call -> {"status": ..., "detail": ...}`` for each of ``calls`` that ``client`` ran."""
+               env: Mapping[str, str] | None = None,
+               log_dir: pathlib.Path | None = None) -> dict[str, dict[str, str]]:
+    """``call -> {"status": ..., "detail": ...}`` for each of ``calls`` that ``client`` ran;
+    the driver's standard error (its tracebacks, the client's own log) goes to
+    ``log_dir/<client>.log`` if given."""
     results: dict[str, dict[str, str]] = {}
     remaining = list(calls)
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep), **(env or {})}
-    while remaining:
-        proc = subprocess.Popen([*command(client), bootstrap, *remaining], stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True, env=environment, cwd=ROOT)
-        lines: queue.Queue[str | None] = queue.Queue()
-
-        def pump(out=proc.stdout, lines=lines):
-            for line in out:
-                lines.put(line)
-            lines.put(None)
-
-        threading.Thread(target=pump, daemon=True).start()
-        running = None
-        try:
-            while True:
-                try:
-                    line = lines.get(timeout=CALL_BOUND_S)
-                except queue.Empty:
-                    results[running or remaining[0]] = {
-                        "status": "fails",
-                        "detail": f"no answer within {CALL_BOUND_S:.0f} s (the client hung)"}
-                    break
-                if line is None:  # the driver ended
-                    if running is not None:
-                        code = proc.wait(timeout=10)
-                        results[running] = {"status": "fails",
-                                            "detail": f"the client's process died (exit {code})"}
-                    break
-                try:
-                    answer = json.loads(line)
-                except ValueError:
-                    continue  # a client's own chatter on stdout
-                if answer["status"] == "running":
-                    running = answer["call"]
-                else:
-                    results[answer["call"]] = {"status": answer["status"],
-                                               "detail": answer["detail"]}
-                    running = None
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait(timeout=10)
-        done = [c for c in remaining if c in results]
-        if not done:  # the driver did not start at all
-            for c in remaining:
-                results[c] = {"status": "fails", "detail": f"the {client} driver did not start"}
-        remaining = [c for c in remaining if c not in results]
+    log = open(log_dir / f"{client}.log", "a") if log_dir else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        while remaining:
+            remaining = _run_once(client, bootstrap, remaining, environment, log, results)
+    finally:
+        if log_dir:
+            log.close()
     return results
 
 
+def _run_once(client, bootstrap, remaining, environment, log, results) -> list[str]:
+    """Start the driver for ``remaining``; record what it answers in ``results``; return the
+    calls it did not get to (it hung or died before them)."""
+    proc = subprocess.Popen([*command(client), bootstrap, *remaining], stdout=subprocess.PIPE,
+                            stderr=log, text=True, env=environment, cwd=ROOT)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump(out=proc.stdout):
+        for line in out:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    running = None
+    try:
+        while True:
+            try:
+                line = lines.get(timeout=CALL_BOUND_S)
+            except queue.Empty:
+                results[running or remaining[0]] = {
+                    "status": "fails", "detail": f"no answer within {CALL_BOUND_S:.0f} s (the client hung)"}
+                break
+            if line is None:  # the driver ended
+                if running is not None:
+                    results[running] = {"status": "fails",
+                                        "detail": f"the client's process died (exit {proc.wait(10)})"}
+                break
+            try:
+                answer = json.loads(line)
+            except ValueError:
+                continue  # a client's own chatter on stdout
+            if answer["status"] == "running":
+                running = answer["call"]
+            else:
+                results[answer["call"]] = {"status": answer["status"], "detail": answer["detail"]}
+                running = None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+    if not any(c in results for c in remaining):  # the driver did not start at all
+        for c in remaining:
+            results[c] = {"status": "fails", "detail": f"the {client} driver did not start"}
+    return [c for c in remaining if c not in results]
+
+
 def run_all(bootstrap: str, clients: Iterable[str] = CLIENTS, calls: Iterable[str] = harness.CALL_NAMES,
-            env: Mapping[str, str] | None = None) -> dict[str, dict[str, dict[str, str]]]:
+            env: Mapping[str, str] | None = None,
+            log_dir: pathlib.Path | None = None) -> dict[str, dict[str, dict[str, str]]]:
     """Every available driver against ``bootstrap``, side by side: client -> call -> result."""
     runnable = [c for c in clients if unavailable(c) is None]
     out: dict[str, dict[str, dict[str, str]]] = {}
-    threads = [threading.Thread(target=lambda c=c: out.__setitem__(c, run_driver(c, bootstrap, calls, env)))
-               for c in runnable]
+    threads = [threading.Thread(target=lambda c=c: out.__setitem__(
+        c, run_driver(c, bootstrap, calls, env, log_dir))) for c in runnable]
     for t in threads:
         t.start()
     for t in threads:

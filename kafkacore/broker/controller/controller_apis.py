@@ -151,8 +151,10 @@ class ControllerApis(ApiRequestHandler):
                 if records:
                     builder = MemoryRecordsBuilder(1 << 16, base_offset=p["fetch_offset"])
                     now = int(time.time() * 1000)
-                    for record in records:
+                    for record in records:  # at least one, then up to partition_max_bytes
                         builder.append(now, None, json.dumps(record).encode())
+                        if builder.estimated_size_in_bytes() >= p["partition_max_bytes"]:
+                            break
                     part["records"] = bytes(builder.build())
             responses.append({"topic_id": t.get("topic_id"), "partitions": parts})
         self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,

@@ -172,7 +172,13 @@ class ReplicationControlManager:
         unknown = [r for r in target if r not in registered]
         if unknown:
             return (Errors.INVALID_REPLICA_ASSIGNMENT,
-                    f"brokers {unknown} are not registered with the controller")
+                    f"The manual partition assignment includes brokers {unknown}, but no such "
+                    f"broker is registered.")
+        dead = [r for r in target if r not in active and r not in original]
+        if dead:  # a new replica must be able to copy the data now
+            return (Errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes brokers {dead}, which are not "
+                    f"alive (fenced).")
         if not allow_rf_change and len(target) != len(original):
             return (Errors.INVALID_REPLICATION_FACTOR,
                     f"the replication factor would change from {len(original)} to "

@@ -12,8 +12,8 @@ swapped in by :meth:`Log.replace_segments <kafkacore.broker.log.Log.replace_segm
 Besides superseded records, a clean removes what nobody will read: the records of aborted
 transactions; a tombstone (a null value) once ``delete.retention.ms`` has passed since a clean
 first kept it (KIP-534: that clean writes the *delete horizon* into the batch's base timestamp
-and flags it); a transaction marker once none of its transaction's records are left and its
-horizon has passed.  A producer's last batch is kept even when all its records go (empty), so
+and flags it); a transaction marker once no batch of its transaction is left and its horizon has
+passed.  A producer's last batch is kept even when all its records go (empty), so
 that a restarted broker still knows the producer's last sequence.
 """
 
@@ -295,19 +295,25 @@ class Cleaner:
                         continue
                     tombstones = True
                 keep.append(record)
-        if h.is_transactional and not discard:
-            txn_kept[h.producer_id] = txn_kept.get(h.producer_id, False) or bool(keep)
         stats.records_retained += len(keep)
-        if len(keep) == len(records) and (has_horizon or not tombstones):
-            return raw
-        if tombstones and not has_horizon:
+        out: bytes | None = None
+        if records and len(keep) == len(records) and (has_horizon or not tombstones):
+            out = raw
+        elif tombstones and not has_horizon:
             stats.latest_delete_horizon = max(stats.latest_delete_horizon, horizon)
-            return encode_batch(h, keep, horizon)
-        if keep:
-            return encode_batch(h, keep, h.base_timestamp if has_horizon else None)
-        if h.has_producer_id and last_batches.get(h.producer_id) == h.last_offset:
-            return encode_batch(h, [], None)  # the producer's last batch: kept, empty
-        return None
+            out = encode_batch(h, keep, horizon)
+        elif keep:
+            out = encode_batch(h, keep, h.base_timestamp if has_horizon else None)
+        elif h.has_producer_id and last_batches.get(h.producer_id) == h.last_offset:
+            out = raw if not records else encode_batch(h, [], None)  # kept empty: its sequence
+        if out is not None and tombstones and has_horizon:
+            # Tombstones wait for a horizon an earlier clean set: clean again once it passes.
+            stats.latest_delete_horizon = max(stats.latest_delete_horizon, h.base_timestamp)
+        if h.is_transactional and out is not None:
+            # A batch of the transaction stays (even empty): so must its marker, or a replay
+            # of the log would take the transaction for an open one.
+            txn_kept[h.producer_id] = True
+        return out
 
 
 def group_segments_by_size(readers: list[_SegmentReader], max_size: int

@@ -89,8 +89,11 @@ class LogConfig:
             value = getattr(self, field)
             if kind is float:
                 low, high = cast(tuple[float, float], allowed)
-                if type(value) not in (int, float) or not low <= value <= high:
-                    raise InvalidConfigError(f"{name}={value!r} must be in [{low}, {high}]")
+                if type(value) not in (int, float):
+                    raise invalid_value(name, value, "Not a number of type DOUBLE")
+                if not low <= value <= high:
+                    raise invalid_value(name, value, f"Value must be at least {low}"
+                                        if value < low else f"Value must be no more than {high}")
             elif kind is int:
                 if type(value) is not int:
                     raise invalid_value(name, value, "Not a number of type LONG")
@@ -139,7 +142,7 @@ class LogConfig:
                 try:
                     values[field] = float(str(raw).strip())
                 except ValueError:
-                    raise InvalidConfigError(f"{name}={raw!r} is not a number") from None
+                    raise invalid_value(name, raw, "Not a number of type DOUBLE") from None
             elif name == "cleanup.policy":
                 values[field] = _cleanup_policy(str(raw))
             else:
@@ -156,6 +159,6 @@ def _cleanup_policy(raw: str) -> str:
     policies = [p.strip().lower() for p in raw.split(",")]
     if not policies or any(p not in ("compact", "delete") for p in policies) \
             or len(set(policies)) != len(policies):
-        raise InvalidConfigError(
-            f"cleanup.policy={raw!r}: must be delete, compact, or compact,delete")
+        raise invalid_value("cleanup.policy", raw, "String must be one of: compact, delete, "
+                            "or both (compact,delete), each once")
     return ",".join(sorted(policies))

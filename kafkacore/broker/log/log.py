@@ -218,6 +218,9 @@ class Log:
             self.config = config
 
     def _load_segments(self, had_clean_shutdown: bool, recovery_point: int) -> None:
+        if set(os.listdir(self.dir)) <= {PARTITION_METADATA_FILE}:  # a new log: nothing to load
+            self._roll(0)
+            return
         for tmp in list(self.dir.glob("*.tmp")):
             tmp.unlink()
         self._complete_swaps()

@@ -68,7 +68,10 @@ class CleanerThread(ShutdownableThread):
                      stats.bytes_read / 1e6, stats.bytes_written / 1e6, stats.segments_swapped)
         except (LogCleaningAbortedError, KafkaStorageError) as exc:
             log.info("%s: clean stopped: %s", lg.name, exc)
-        except Exception:
+        except Exception as exc:
+            if isinstance(exc, OSError) and lg._closed:  # deleted under the cleaner
+                log.info("%s: clean stopped: the log was deleted (%s)", lg.name, exc)
+                return True
             # Kafka marks the partition uncleanable and goes on with the others.
             log.exception("%s: the log cleaner failed on it; it is not cleaned again until "
                           "the broker restarts", lg.name)

@@ -580,16 +580,20 @@ class LogSegment:
         if self._fd >= 0:
             if flush_index:
                 self.index.flush()
-            os.close(self._fd)
-            self._fd = -1
+            self._close_file()
 
     def delete(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._close_file()
         for path in (self.log_path, self.index.path):
             path.unlink(missing_ok=True)
         self.txn_index.delete()
+
+    def _close_file(self) -> None:
+        # The descriptor is taken before it is closed: closing a number twice could close
+        # whatever file the process opened under that number in between.
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"
