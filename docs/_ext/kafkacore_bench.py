@@ -94,7 +94,7 @@ def broker_small_lines(data):
             if m is None:
                 continue
 
-            def cell(key, fmt, m=m, broker=broker):
+            def cell(key, fmt, m=m, broker=broker, tansu=tansu):
                 if key not in m:
                     return ""
                 text = fmt.format(m[key])
