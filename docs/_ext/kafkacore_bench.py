@@ -1,4 +1,4 @@
-"""The ``.. kafkacore-bench:: core|producer|broker|purgatory|topics|scale`` directive: a benchmark's results as a table.
+"""The ``.. kafkacore-bench:: core|producer|broker|broker_small|purgatory|topics|scale`` directive: a benchmark's results as a table.
 
 Read from ``benchmarks/results/<name>.json`` each time the docs build, so the page shows the
 figures the last ``make bench`` wrote, never a pasted copy.
@@ -79,6 +79,35 @@ def broker_lines(data):
                         ["producer", "acks", "broker", "best records/s", "× tansu",
                          "median records/s", "× tansu", "broker CPU µs/record (least)"],
                         table, "14 9 11 14 8 14 8 22")
+
+
+def broker_small_lines(data):
+    """The small-request and fetch cases of bench_broker.py --small: medians, × tansu."""
+    loads = ", ".join(f"{x:.1f}" for x in data["loads"])
+    out = [f"Measured {data['when']} on {data['machine']}, {data['repeat']} rounds, medians; "
+           f"load average (1 min) at each round's start and at the end: {loads}.", ""]
+    table = []
+    for case, by in data["medians"].items():
+        tansu = by.get("tansu", {})
+        for broker in ("kafkacore", "tansu"):
+            m = by.get(broker)
+            if m is None:
+                continue
+
+            def cell(key, fmt, m=m, broker=broker, tansu=tansu):
+                if key not in m:
+                    return ""
+                text = fmt.format(m[key])
+                if broker == "kafkacore" and tansu.get(key):
+                    text += f" (×{m[key] / tansu[key]:.2f})"
+                return text
+
+            table.append([case, broker, cell("records_per_sec", "{:,.0f}"),
+                          cell("broker_cpu_us_per_record", "{:.2f}"),
+                          cell("p50_ms", "{:.1f}"), cell("p99_ms", "{:.1f}")])
+    return out + _table("Small requests and fetch, our broker (× tansu) and tansu",
+                        ["case", "broker", "records/s", "broker CPU µs/record",
+                         "p50 ms", "p99 ms"], table, "16 10 20 20 18 18")
 
 
 def purgatory_lines(data):
@@ -222,8 +251,8 @@ class BenchTable(SphinxDirective):
         self.env.note_dependency(str(path))
         data = json.loads(path.read_text())
         lines = {"core": core_lines, "producer": producer_lines, "broker": broker_lines,
-                 "purgatory": purgatory_lines, "topics": topics_lines,
-                 "scale": scale_lines}[name](data)
+                 "broker_small": broker_small_lines, "purgatory": purgatory_lines,
+                 "topics": topics_lines, "scale": scale_lines}[name](data)
         node = nodes.container()
         self.state.nested_parse(StringList(lines, source=str(path)), self.content_offset, node)
         return node.children

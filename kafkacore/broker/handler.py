@@ -9,10 +9,14 @@ connection when no error response can be built) and the thread goes on.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Protocol
 
-from kafkacore.broker.request_channel import HANDLER_TURN, Request, RequestChannel
+from kafkacore.broker.request_channel import (
+    HANDLER_TURN,
+    HandlerWaker,
+    Request,
+    RequestChannel,
+)
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
 
 log = logging.getLogger(__name__)
@@ -30,12 +34,11 @@ class KafkaRequestHandler(ShutdownableThread):
         self.channel = channel
         self.apis = apis
         self.handled = 0
-        #: Held while this handler works; released by a put to wake it (RequestQueue).
-        self._wake = threading.Lock()
-        self._wake.acquire()
+        #: Where this handler sleeps while there is no request (RequestQueue).
+        self._waker = HandlerWaker()
 
     def do_work(self) -> None:
-        request = self.channel.receive_request(self._wake, timeout_s=0.3)
+        request = self.channel.receive_request(self._waker, timeout_s=0.3)
         if request is None:
             return
         owed = HANDLER_TURN.owed
@@ -49,6 +52,9 @@ class KafkaRequestHandler(ShutdownableThread):
             for processor in owed:
                 processor.wakeup()
             owed.clear()
+
+    def on_shutdown(self) -> None:
+        self._waker.close()
 
     def _handle_request(self, request: Request) -> None:
         try:

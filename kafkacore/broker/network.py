@@ -36,6 +36,7 @@ from kafkacore.broker.log.file_records import FileRecords
 from kafkacore.broker.rate_limited_log import RateLimitedLog
 from kafkacore.broker.request_channel import (
     HANDLER_TURN,
+    HandlerWaker,
     Request,
     RequestChannel,
     Response,
@@ -265,7 +266,7 @@ class Processor(ShutdownableThread):
         #: response need a wake-up byte (see enqueue_response).
         self._sleeping = False
         #: Sleeping handlers our requests went to, woken just before we sleep (_wake_handlers).
-        self._handlers_to_wake: list[threading.Lock] = []
+        self._handlers_to_wake: list[HandlerWaker] = []
         #: connection id -> channel, least recently active first (for the idle check).
         self._channels: collections.OrderedDict[str, KafkaChannel] = collections.OrderedDict()
         #: TLS connections whose socket holds decrypted bytes already read from the kernel:
@@ -339,6 +340,7 @@ class Processor(ShutdownableThread):
         self.close_excess_idle()
 
     def on_shutdown(self) -> None:
+        self._wake_handlers()  # never leave a handler waiting for a wake-up we owe it
         for ch in list(self._channels.values()):
             self.close(ch, "the broker is shutting down", level=logging.DEBUG)
         self.channel.remove_processor(self.id)
@@ -495,7 +497,7 @@ class Processor(ShutdownableThread):
         """Wake the sleeping handlers our requests went to this turn (RequestQueue.put)."""
         wake = self._handlers_to_wake
         while wake:
-            wake.pop().release()
+            wake.pop().wake()
 
     def _handshake(self, ch: KafkaChannel) -> None:
         """One step of the TLS handshake; it tells what it waits for next (Kafka's

@@ -15,7 +15,9 @@ from __future__ import annotations
 import collections
 import enum
 import logging
+import os
 import queue
+import select
 import threading
 import time
 from collections.abc import Mapping
@@ -102,20 +104,56 @@ def payload_size(payload: list[Any]) -> int:
                for chunk in payload)
 
 
+class HandlerWaker:
+    """Where one handler sleeps while the request queue is empty: a pipe.
+
+    Waking a handler is a ``write()`` of one byte, and Python lets go of the :term:`GIL` around
+    it: a processor preempted by the kernel right after waking a handler (on a busy machine the
+    woken thread often takes the waker's core) does not hold up every other thread of the broker
+    meanwhile, as it would if it held the GIL, which a ``threading.Lock.release()`` keeps.  A
+    byte that comes after its handler stopped waiting only makes its next sleep return at once.
+    """
+
+    __slots__ = ("_r", "_w")
+
+    def __init__(self) -> None:
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._r, False)
+        os.set_blocking(self._w, False)
+
+    def wait(self, timeout_s: float) -> None:
+        """Sleep until woken or ``timeout_s`` has passed (GIL released)."""
+        if select.select([self._r], [], [], timeout_s)[0]:
+            try:
+                os.read(self._r, 4096)
+            except (BlockingIOError, OSError):
+                pass
+
+    def wake(self) -> None:
+        try:
+            os.write(self._w, b"\0")
+        except (BlockingIOError, OSError):
+            pass  # the pipe is full (a wake-up is pending anyway) or closed
+
+    def close(self) -> None:
+        os.close(self._r)
+        os.close(self._w)
+
+
 class RequestQueue:
     """A bounded FIFO from the processors to the handlers, cheap to hand over through.
 
     ``queue.Queue`` takes its mutex and notifies a ``Condition`` on every put, and a ``get`` with
     a timeout allocates a lock per wait: on small requests that cost more than handling them.
-    Here the items are a ``deque``, and each handler that finds it empty parks on a lock of its
-    own (held: asleep; released by a put: woken), kept on a stack of sleepers.
+    Here the items are a ``deque``, and each handler that finds it empty sleeps on its own
+    :class:`HandlerWaker`, kept on a stack of sleepers.
 
     The invariant that no request waits while a handler sleeps: a handler registers as a
     sleeper and a put appends its item under the same ``_lock``, each looking at the other's
-    side there, so either the handler sees the item or the put sees the sleeper (and wakes
-    exactly one, the one that slept last: its stack is the warmest).  A busy handler takes the
-    next item without sleeping, and a put finds nobody to wake.  A woken handler that finds the
-    queue empty (a busy one was quicker) just looks again.
+    side there, so either the handler sees the item or the put sees the sleeper (and hands it
+    to its caller to wake: exactly one, the one that slept last, whose stack is the warmest).
+    A busy handler takes the next item without sleeping, and a put finds nobody to wake.  A
+    woken handler that finds the queue empty (a busy one was quicker) just looks again.
 
     The bound (``queued.max.requests``): a put into a full queue waits (bounded by its timeout)
     until a get makes room; only that rare path uses a ``Condition``.
@@ -125,8 +163,8 @@ class RequestQueue:
         self.maxsize = maxsize
         self._items: collections.deque[Request] = collections.deque()
         self._lock = threading.Lock()
-        #: Handlers' wake-up locks, held while their handler sleeps (guarded by _lock).
-        self._sleepers: list[threading.Lock] = []
+        #: The wakers of the handlers asleep here, the last to sleep on top (guarded by _lock).
+        self._sleepers: list[HandlerWaker] = []
         #: Puts waiting for room (guarded by _lock).
         self._not_full = threading.Condition(self._lock)
         self._full_waiters = 0
@@ -134,12 +172,12 @@ class RequestQueue:
     def __len__(self) -> int:
         return len(self._items)
 
-    def put(self, item: Request, timeout_s: float | None = None) -> threading.Lock | None:
+    def put(self, item: Request, timeout_s: float | None = None) -> HandlerWaker | None:
         """Append ``item``; waits at most ``timeout_s`` for room, then raises ``queue.Full``.
 
-        Returns the lock of the sleeping handler that is to take it (None: none sleeps): the
-        caller owes it a ``release()``.  A processor pays that debt just before it sleeps
-        itself, so the handler it wakes does not then wait for the processor's :term:`GIL`.
+        Returns the sleeping handler that is to take it (None: none sleeps): the caller owes it
+        a ``wake()``.  A processor pays that debt just before it sleeps itself, so the handler
+        it wakes does not wait for the GIL the processor still holds.
         """
         with self._lock:
             if len(self._items) >= self.maxsize:
@@ -156,25 +194,22 @@ class RequestQueue:
             self._items.append(item)
             return self._sleepers.pop() if self._sleepers else None
 
-    def get(self, wake: threading.Lock, timeout_s: float) -> Request | None:
-        """The next item, or None after ``timeout_s`` (or a spurious wake-up).  ``wake`` is the
-        calling handler's own lock, held by it whenever it is not asleep here."""
+    def get(self, waker: HandlerWaker, timeout_s: float) -> Request | None:
+        """The next item, or None after ``timeout_s`` (or a wake-up for an item another handler
+        took first).  ``waker`` is the calling handler's own."""
         with self._lock:
             if self._items:
                 item = self._items.popleft()
                 if self._full_waiters:
                     self._not_full.notify()
                 return item
-            self._sleepers.append(wake)
-        if not wake.acquire(timeout=timeout_s):
-            with self._lock:
-                if wake in self._sleepers:  # nobody woke us: we leave the stack ourselves
-                    self._sleepers.remove(wake)
-                    return None
-            wake.acquire()  # a put woke us just as we timed out: take its release back
+            self._sleepers.append(waker)
+        waker.wait(timeout_s)
         with self._lock:
+            if waker in self._sleepers:  # nobody chose us (a timeout, or a stale byte)
+                self._sleepers.remove(waker)
             if not self._items:
-                return None  # a busy handler took it first
+                return None
             item = self._items.popleft()
             if self._full_waiters:
                 self._not_full.notify()
@@ -185,7 +220,7 @@ class RequestQueue:
         with self._lock:
             sleepers, self._sleepers = self._sleepers, []
         for sleeper in sleepers:
-            sleeper.release()
+            sleeper.wake()
 
 
 class HandlerTurn(threading.local):
@@ -217,17 +252,17 @@ class RequestChannel:
     # -- the processors' side -------------------------------------------------------------------
 
     def send_request(self, request: Request,
-                     timeout_s: float | None = None) -> threading.Lock | None:
+                     timeout_s: float | None = None) -> HandlerWaker | None:
         """Put a request on the shared queue; blocks while the queue is full.  Returns the
         wake-up the caller owes a sleeping handler (:meth:`RequestQueue.put`)."""
         return self.request_queue.put(request, timeout_s)
 
     # -- the handlers' side ---------------------------------------------------------------------
 
-    def receive_request(self, wake: threading.Lock, timeout_s: float) -> Request | None:
-        """The next request, or None after ``timeout_s``; ``wake`` is the handler's own
-        wake-up lock (see :class:`RequestQueue`)."""
-        return self.request_queue.get(wake, timeout_s)
+    def receive_request(self, waker: HandlerWaker, timeout_s: float) -> Request | None:
+        """The next request, or None after ``timeout_s``; ``waker`` is the handler's own
+        (see :class:`RequestQueue`)."""
+        return self.request_queue.get(waker, timeout_s)
 
     def send_response(self, request: Request, body: Mapping[str, Any]) -> None:
         """Encode ``body`` as the response to ``request`` and queue it on its processor."""

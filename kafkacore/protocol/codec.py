@@ -310,6 +310,9 @@ class _Writer:
 
 
 def _write_uvarint(buf: bytearray, value: int) -> None:
+    if 0 <= value < 0x80:  # most are one byte (lengths, tag counts)
+        buf.append(value)
+        return
     if value < 0 or value > 0xFFFFFFFF:
         raise ValueError(f"unsigned varint out of range: {value}")
     while value >= 0x80:
@@ -533,6 +536,9 @@ def _encode_struct(
 def _encode_tags(
     w: _Writer, s: Struct, plan: _Plan, value: Mapping[str, Any], version: int
 ) -> None:
+    if not plan.tagged_enc:  # most structures have no tagged field: an empty tag section
+        w.buf.append(0)
+        return
     # Only tagged fields that differ from their default are sent, in increasing tag order.
     present = [
         (tag, f, enc, value[f.name])
@@ -608,6 +614,12 @@ class _Reader:
         return value
 
     def uvarint(self) -> int:
+        pos = self.pos
+        if pos < self.end:  # most are one byte (lengths, tag counts): read those at once
+            b = self.data[pos]
+            if not b & 0x80:
+                self.pos = pos + 1
+                return b
         value = 0
         shift = 0
         while True:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import threading
 
 import pytest
@@ -19,6 +20,7 @@ from waits import wait_until
 
 from kafkacore import errors
 from kafkacore.broker import Broker, BrokerConfig
+from kafkacore.broker.request_channel import HandlerWaker, RequestQueue
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -288,3 +290,107 @@ def test_many_idle_connections_do_not_stop_the_others(broker):
         s.close()
     wait_until(lambda: broker.socket_server.connection_quotas.total <= 1,
                what="closed connections counted out")
+
+
+# -- the hand-offs: RequestQueue and the processors' wake-ups ------------------------------------
+
+
+def _sleeping_handler(q: RequestQueue, got: list) -> tuple[threading.Thread, HandlerWaker]:
+    """A handler thread that takes one request from ``q`` (sleeping until it comes)."""
+    wake = HandlerWaker()
+
+    def run() -> None:
+        while not got:
+            item = q.get(wake, timeout_s=30)
+            if item is not None:
+                got.append(item)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, wake
+
+
+def test_a_put_hands_its_request_to_the_handler_that_sleeps():
+    q = RequestQueue(10)
+    got: list = []
+    t, wake = _sleeping_handler(q, got)
+    wait_until(lambda: wake in q._sleepers, "the handler sleeping on the queue")
+    assert q.put("request") is wake  # the caller owes that handler its wake-up ...
+    wake.wake()  # ... and pays it
+    t.join(30)
+    assert got == ["request"]
+
+
+def test_a_busy_handler_takes_the_next_request_without_sleeping():
+    q = RequestQueue(10)
+    assert q.put("a") is None and q.put("b") is None  # nobody sleeps: nobody to wake
+    wake = HandlerWaker()
+    assert [q.get(wake, 30), q.get(wake, 30)] == ["a", "b"]
+    assert not q._sleepers and len(q) == 0
+
+
+def test_the_request_queue_is_bounded_and_a_get_makes_room():
+    q = RequestQueue(2)
+    q.put("a")
+    q.put("b")
+    with pytest.raises(queue.Full):
+        q.put("c", timeout_s=0.01)
+    blocked = threading.Thread(target=q.put, args=("c", 30), daemon=True)
+    blocked.start()
+    wait_until(lambda: q._full_waiters == 1, "the third put waiting for room")
+    wake = HandlerWaker()
+    assert q.get(wake, 30) == "a"
+    blocked.join(30)
+    assert not blocked.is_alive()
+    assert [q.get(wake, 30), q.get(wake, 30)] == ["b", "c"]
+
+
+def test_no_request_is_lost_between_sleeping_handlers_and_putting_processors():
+    """Four handlers and two processors hand over 4,000 requests through a small queue; each
+    is taken exactly once, and every owed wake-up is paid (the handlers never stay asleep)."""
+    q = RequestQueue(8)
+    taken: list = []
+    done = threading.Event()
+
+    def handler() -> None:
+        wake = HandlerWaker()
+        while not done.is_set():
+            # Longer than the wait below: a lost wake-up leaves requests queued while every
+            # handler sleeps, and the test fails instead of a timeout hiding it.
+            item = q.get(wake, timeout_s=120)
+            if item is not None:
+                taken.append(item)
+
+    def processor(base: int) -> None:
+        for i in range(2000):
+            sleeper = q.put(base + i, timeout_s=30)
+            if sleeper is not None:
+                sleeper.wake()
+
+    handlers = [threading.Thread(target=handler, daemon=True) for _ in range(4)]
+    for t in handlers:
+        t.start()
+    processors = [threading.Thread(target=processor, args=(b,)) for b in (0, 10_000)]
+    for t in processors:
+        t.start()
+    for t in processors:
+        t.join(60)
+    wait_until(lambda: len(taken) == 4000, "every request taken by a handler")
+    done.set()
+    q.wake_all()
+    assert sorted(taken) == [*range(2000), *range(10_000, 12_000)]
+
+
+def test_a_full_request_queue_holds_back_the_clients_and_serves_them_all():
+    """queued.max.requests=1 and one handler: processors wait for room (back-pressure), paying
+    the wake-ups they owe first, and every client is answered."""
+    with Broker({"num.network.threads": "2", "num.io.threads": "1",
+                 "queued.max.requests": "1"}) as b:
+        sockets = [connect(b) for _ in range(20)]
+        for i, s in enumerate(sockets):  # all sent before any answer is read
+            s.sendall(b"".join(api_versions_frame(i * 10 + k, 3) for k in range(10)))
+        for i, s in enumerate(sockets):
+            for k in range(10):
+                correlation_id, body = codec.decode_response(18, 3, recv_frame(s))
+                assert (correlation_id, body["error_code"]) == (i * 10 + k, 0)
+            s.close()
