@@ -27,6 +27,8 @@ fits (least squares) of each figure against the partitions and the connections, 
 extrapolation to 10,000 partitions and 1,000 connections.
 
     python benchmarks/bench_scale.py [--partitions 100 1000 3000] [--connections 50 200 500]
+                                     [--log-dir DIR]  # keep the brokers' logs
+    python benchmarks/bench_scale.py --summarise      # fit again from the results file
 
 writes ``benchmarks/results/scale.json`` (shown in docs/benchmarks.rst).
 """
