@@ -535,7 +535,8 @@ def main() -> None:
             points.append(point)
         admin.close()
 
-    fits, extrapolation = summarise(points, args.interval)
+    # a line needs two points
+    fits, extrapolation = summarise(points, args.interval) if len(points) > 1 else ({}, {})
     data = {
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared)",
