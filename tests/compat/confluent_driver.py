@@ -9,6 +9,7 @@ import harness
 from confluent_kafka import (
     Consumer,
     ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
     ElectionType,
     IsolationLevel,
     Producer,
@@ -99,6 +100,25 @@ def group_consume(bootstrap, name):
         c.commit(asynchronous=False)
         [tp] = c.committed([TopicPartition(name, 0)], timeout=TIMEOUT_S)
         check(tp.offset == RECORDS, f"committed offset {tp.offset}")
+    finally:
+        c.close()
+
+
+def consumer_group_consume(bootstrap, name):
+    """group.protocol=consumer: the broker assigns (ConsumerGroupHeartbeat); the AdminClient
+    then describes the group as a new-protocol one (ConsumerGroupDescribe)."""
+    harness.filled(bootstrap, name)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": name, **COMMON,
+                  "group.protocol": "consumer", "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest"})
+    try:
+        c.subscribe([name])
+        got = read(c, RECORDS)
+        check(len(got) == RECORDS, f"read {len(got)} of {RECORDS} records")
+        c.commit(asynchronous=False)
+        group = one(admin(bootstrap).describe_consumer_groups([name]))
+        check(group.type == ConsumerGroupType.CONSUMER and len(group.members) == 1,
+              f"described {group}")
     finally:
         c.close()
 
@@ -253,7 +273,8 @@ def transactions(bootstrap, name):
 if __name__ == "__main__":
     harness.main({
         "produce": produce, "consume": consume, "group_consume": group_consume,
-        "metadata": metadata, "create_topics": create_topics, "delete_topics": delete_topics,
+        "consumer_group_consume": consumer_group_consume, "metadata": metadata,
+        "create_topics": create_topics, "delete_topics": delete_topics,
         "create_partitions": create_partitions, "describe_configs": describe_configs,
         "incremental_alter_configs": incremental_alter_configs, "alter_configs": alter_configs,
         "delete_records": delete_records, "list_offsets": list_offsets,

@@ -25,6 +25,8 @@ CALLS: tuple[tuple[str, str, str], ...] = (
     ("produce", "produce", "Produce"),
     ("consume", "consume (assigned partition)", "Fetch, ListOffsets"),
     ("group_consume", "group consume + commit", "JoinGroup, SyncGroup, OffsetCommit"),
+    ("consumer_group_consume", "group consume, new protocol (KIP-848)",
+     "ConsumerGroupHeartbeat, ConsumerGroupDescribe"),
     ("metadata", "list topics", "Metadata"),
     ("create_topics", "create topics", "CreateTopics"),
     ("delete_topics", "delete topics", "DeleteTopics"),

@@ -264,6 +264,7 @@ def transactions(bootstrap, name):
 
 if __name__ == "__main__":
     harness.main({
+        "consumer_group_consume": "no call (the classic group protocol only)",
         "produce": produce, "consume": consume, "group_consume": group_consume,
         "metadata": metadata, "create_topics": create_topics, "delete_topics": delete_topics,
         "create_partitions": create_partitions, "describe_configs": describe_configs,

@@ -177,6 +177,7 @@ const calls = {
     const offset = await groupOffset(name, name)
     check(offset === '3', `offset ${offset}`)
   },
+  consumer_group_consume: 'no call (the classic group protocol only)',
   offset_delete: ABSENT,
   async delete_groups (name) {
     await committedGroup(name)
