@@ -433,8 +433,9 @@ def summarise(points: list[dict[str, Any]], interval_s: float) -> tuple[dict, di
         "cpu_pct_per_broker": round(rest + load, 1),
         "rss_mib_per_broker": round(at(fp["rss_mib_mean"], TARGET_PARTITIONS)
                                     + fc["rss_mib_mean"]["slope"] * TARGET_CONNECTIONS, 1),
-        "create_s": round(TARGET_PARTITIONS * at(fp["create_s_per_partition"], TARGET_PARTITIONS),
-                          1),
+        # from none: a partition costs more the more there are, so the sum of the line
+        "create_s": round(fp["create_s_per_partition"]["intercept"] * TARGET_PARTITIONS
+                          + fp["create_s_per_partition"]["slope"] * TARGET_PARTITIONS ** 2 / 2, 1),
     }
     return fits, extrapolation
 

@@ -233,7 +233,7 @@ def scale_lines(data):
         f" (constant: optimistic), so with the connections'"
         f" {x['records_per_s']:,.0f} records/s each broker needs {x['cpu_pct_per_broker']:.0f} %"
         f" of a core; RSS {x['rss_mib_per_broker']:.0f}"
-        f" MiB per broker; creating the partitions {x['create_s']:.0f} s."
+        f" MiB per broker; creating the partitions from none {x['create_s']:.0f} s (a partition costs more the more there are)."
         + (" That is more than the one core a broker's Python code can use (one process, one"
            " GIL)." if x["cpu_pct_per_broker"] > 100 else
            " That fits in the one core a broker's Python code can use (one process, one GIL),"
