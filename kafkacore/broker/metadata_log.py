@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kafkacore.broker.files import replace_atomically
+from kafkacore.broker.files import fsync_directory, replace_atomically
 from kafkacore.errors import KafkaStorageError
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ class MetadataLog:
             os.ftruncate(self._fd, good)
             os.fsync(self._fd)
         if not data:
-            _fsync_dir(self.log_path.parent)  # the log file's own name must survive a crash
+            fsync_directory(self.log_path.parent)  # the log file's own name must survive a crash
         self._log_bytes = good
         return snapshot, records
 
@@ -165,9 +165,3 @@ def _decode(line: bytes) -> dict[str, Any] | None:
     return batch if isinstance(batch, dict) and "records" in batch else None
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -42,6 +42,7 @@ from kafkacore.broker.log.validator import (
     BatchHeader,
     read_header,
 )
+from kafkacore.broker.log.varint import varint
 from kafkacore.core.compression import compress_records
 from kafkacore.core.crc import crc32c
 from kafkacore.core.record_batch import Record, iter_batches
@@ -349,32 +350,21 @@ def _is_aborted(h: BatchHeader, aborted: list[AbortedTxn]) -> bool:
 
 # -- writing a batch again -------------------------------------------------------------------------
 
-def _varint(n: int) -> bytes:
-    """A zigzag varint (a record's fields)."""
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
 def _sized(data: bytes | None) -> bytes:
-    return _varint(-1) if data is None else _varint(len(data)) + data
+    return varint(-1) if data is None else varint(len(data)) + data
 
 
 def _encode_record(r: Record, base_offset: int, base_timestamp: int) -> bytes:
     body = b"".join([
         b"\x00",
-        _varint(r.timestamp - base_timestamp),
-        _varint(r.offset - base_offset),
+        varint(r.timestamp - base_timestamp),
+        varint(r.offset - base_offset),
         _sized(r.key),
         _sized(r.value),
-        _varint(len(r.headers)),
+        varint(len(r.headers)),
         *(_sized(k.encode()) + _sized(v) for k, v in r.headers),
     ])
-    return _varint(len(body)) + body
+    return varint(len(body)) + body
 
 
 def encode_batch(h: BatchHeader, records: list[Record], delete_horizon: int | None) -> bytes:

@@ -26,6 +26,7 @@ from kafkacore.broker.log.validator import (
     TRANSACTIONAL_FLAG,
     BatchHeader,
 )
+from kafkacore.broker.log.varint import read_varint, varint
 from kafkacore.core.crc import crc32c
 
 ABORT = 0
@@ -37,42 +38,19 @@ _PREFIX = struct.Struct(">qiibI")
 _REST = struct.Struct(">hiqqqhii")
 
 
-def _varint(n: int) -> bytes:
-    z = (n << 1) ^ (n >> 63)  # zigzag
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
 def end_transaction_marker(producer_id: int, producer_epoch: int, commit: bool,
                            coordinator_epoch: int, timestamp_ms: int) -> bytes:
     """One control batch (offset 0; the leader gives it its offset) ending the transaction."""
     key = _CONTROL_KEY.pack(0, COMMIT if commit else ABORT)
     value = _MARKER_VALUE.pack(0, coordinator_epoch)
-    body = (b"\x00" + _varint(0) + _varint(0)  # attributes, timestamp delta, offset delta
-            + _varint(len(key)) + key + _varint(len(value)) + value + _varint(0))
-    record = _varint(len(body)) + body
+    body = (b"\x00" + varint(0) + varint(0)  # attributes, timestamp delta, offset delta
+            + varint(len(key)) + key + varint(len(value)) + value + varint(0))
+    record = varint(len(body)) + body
     attributes = TRANSACTIONAL_FLAG | CONTROL_FLAG
     covered = _REST.pack(attributes, 0, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
                          -1, 1) + record
     length = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(record)
     return _PREFIX.pack(0, length, -1, 2, crc32c(covered)) + covered
-
-
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = z = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise ValueError("bad varint in a control record")
-        b = buf[pos]
-        pos += 1
-        z |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return (z >> 1) ^ -(z & 1), pos
 
 
 class EndTransactionMarker(NamedTuple):
@@ -90,14 +68,14 @@ def read_marker(batch: bytes | bytearray | memoryview, h: BatchHeader
         return None
     data = bytes(batch[h.position + RECORD_BATCH_OVERHEAD: h.position + h.size])
     try:
-        pos = _read_varint(data, 0)[1] + 1  # record length, attributes
-        pos = _read_varint(data, pos)[1]  # timestamp delta
-        pos = _read_varint(data, pos)[1]  # offset delta
-        key_len, pos = _read_varint(data, pos)
+        pos = read_varint(data, 0)[1] + 1  # record length, attributes
+        pos = read_varint(data, pos)[1]  # timestamp delta
+        pos = read_varint(data, pos)[1]  # offset delta
+        key_len, pos = read_varint(data, pos)
         if key_len < _CONTROL_KEY.size or pos + key_len > len(data):
             return None
         _version, kind = _CONTROL_KEY.unpack_from(data, pos)
-        value_len, pos = _read_varint(data, pos + key_len)
+        value_len, pos = read_varint(data, pos + key_len)
         coordinator_epoch = -1
         if value_len >= _MARKER_VALUE.size and pos + value_len <= len(data):
             coordinator_epoch = _MARKER_VALUE.unpack_from(data, pos)[1]

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from kafkacore.broker.files import fsync_directory
 from kafkacore.broker.log.config import LogConfig
 from kafkacore.broker.log.dir_failure_channel import LogDirFailureChannel
 from kafkacore.broker.log.end_transaction_marker import COMMIT, read_marker
@@ -92,13 +93,6 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _fsync_dir(directory: Path) -> None:
-    """Make renames in ``directory`` durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _next_offset_in(path: Path, base: int) -> int:
@@ -309,13 +303,13 @@ class Log:
                 txn_swap = self.dir / (file_name(base, TXN_INDEX_SUFFIX) + SWAP_SUFFIX)
                 os.replace(txn_cleaned, txn_swap)
                 os.replace(cleaned, swap)
-                _fsync_dir(self.dir)
+                fsync_directory(self.dir)
                 created = old[0][0].created_ms
                 for segment, _ in old:
                     segment.delete()
                 os.replace(txn_swap, self.dir / file_name(base, TXN_INDEX_SUFFIX))
                 os.replace(swap, self.dir / file_name(base, LOG_SUFFIX))
-                _fsync_dir(self.dir)
+                fsync_directory(self.dir)
                 segment = LogSegment(self.dir, base, self.config.index_interval_bytes)
                 segment.created_ms = created
                 segment.rebuild_index()

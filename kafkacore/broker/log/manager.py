@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafkacore.broker.files import fsync_directory
 from kafkacore.broker.log.cleaner_config import CleanerConfig
 from kafkacore.broker.log.config import LONG_MAX, LogConfig
 from kafkacore.broker.log.dir_failure_channel import LogDirFailureChannel
@@ -235,11 +236,7 @@ class LogManager:
 
     def _fsync_dir(self, d: Path) -> None:
         try:
-            fd = os.open(d, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_directory(d)
         except OSError as exc:
             self.dir_failure_channel.maybe_add_offline_log_dir(d, "cannot fsync the log dir", exc)
 
