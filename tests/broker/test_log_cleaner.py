@@ -22,7 +22,7 @@ from kafkacore.broker.log.segment import LOG_SUFFIX, file_name
 from kafkacore.broker.log.validator import read_header
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.core.record_batch import iter_batches
-from tests.waits import wait_until
+from waits import wait_until
 
 KEYS = 40
 
