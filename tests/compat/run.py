@@ -84,8 +84,9 @@ def run_driver(client: str, bootstrap: str, calls: Iterable[str] = harness.CALL_
     ``log_dir/<client>.log`` if given."""
     results: dict[str, dict[str, str]] = {}
     remaining = list(calls)
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep), **(env or {})}
+    # The kafkacore the caller's interpreter has (installed, or built in place): never the
+    # source tree put first on the path, which under tox is not built.
+    environment = {**os.environ, **(env or {})}
     log = open(log_dir / f"{client}.log", "a") if log_dir else subprocess.DEVNULL  # noqa: SIM115
     try:
         while remaining:
@@ -100,7 +101,7 @@ def _run_once(client, bootstrap, remaining, environment, log, results) -> list[s
     """Start the driver for ``remaining``; record what it answers in ``results``; return the
     calls it did not get to (it hung or died before them)."""
     proc = subprocess.Popen([*command(client), bootstrap, *remaining], stdout=subprocess.PIPE,
-                            stderr=log, text=True, env=environment, cwd=ROOT)
+                            stderr=log, text=True, env=environment, cwd=HERE)
     lines: queue.Queue[str | None] = queue.Queue()
 
     def pump(out=proc.stdout):
