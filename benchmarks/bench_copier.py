@@ -91,7 +91,7 @@ class Copier:
         self.starts = 0
 
     def start(self) -> None:
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        env = dict(os.environ)  # the kafkacore this interpreter has (the tree is not built under tox)
         with open(self.log, "a") as stderr:
             self.process = subprocess.Popen(
                 [sys.executable, str(COPIER), "--bootstrap-servers",
@@ -205,7 +205,11 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
             for t, ps in ((TRANSACTION_STATE_TOPIC, [txn_partition]),
                           (target, range(PARTITIONS)), (OFFSETS_TOPIC, [group_partition])):
                 for p in ps:
-                    cluster.wait_for_isr(t, p, [1, 2, 3],
+                    # Back in sync: every replica of the partition (an internal topic made
+                    # while a broker was down has fewer than three).
+                    state = cluster.partition_state(t, p)
+                    replicas = state["replica_nodes"] if state else [1, 2, 3]
+                    cluster.wait_for_isr(t, p, replicas,
                                          timeout_s=max(deadline - time.monotonic(), 1))
         hold.unlink()
         kills.append({"kind": kind, "at": at, "broker": victim, "partition": f"{topic}-{partition}",
