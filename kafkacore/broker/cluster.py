@@ -331,6 +331,29 @@ class Cluster:
                                  for p in t["partitions"]),
             f"does not name broker {leader} as leader of {topic}-{partition}", timeout_s)
 
+    def wait_for_brokers(self, timeout_s: float = 60.0) -> None:
+        """Wait (bounded) until every running broker lists every running broker in its Metadata
+        (a restarted broker is registered and unfenced again, and the others have pulled that)."""
+        deadline = time.monotonic() + timeout_s
+        want = {i for i, n in self.brokers.items() if n.running and not n.paused}
+        for node in list(self.brokers.values()):
+            if not node.running or node.paused:
+                continue
+            client = InterBrokerClient("127.0.0.1", node.port, "cluster", 10.0, sasl=self._sasl)
+            try:
+                while True:
+                    body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
+                    body.update(topics=[], allow_auto_topic_creation=False)
+                    listed = {b["node_id"] for b in client.send(ApiKey.METADATA, 12, body)["brokers"]}
+                    if want <= listed:
+                        break
+                    if time.monotonic() > deadline:
+                        raise ClusterError(f"broker {node.node_id} lists brokers {sorted(listed)}, "
+                                           f"not {sorted(want)}, after {timeout_s} s")
+                    time.sleep(0.05)
+            finally:
+                client.close()
+
     def _wait_for_every_broker(self, topic: str, known: Callable[[dict[str, Any]], bool],
                                failure: str, timeout_s: float) -> None:
         """Ask each running broker for ``topic``'s Metadata until ``known(topic)`` holds."""

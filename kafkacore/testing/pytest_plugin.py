@@ -155,12 +155,16 @@ def _kafkacore_reset_cluster(request: pytest.FixtureRequest) -> Iterator[None]:
     from kafkacore.broker.faults import BrokerControl
 
     cluster = request.getfixturevalue("kafka_cluster")
+    restarted = False
     for broker_id, node in cluster.brokers.items():
         if node.paused:
             cluster.resume(broker_id)
         if not node.running:
             cluster.restart(broker_id)
+            restarted = True
         control = BrokerControl(cluster.control_socket(broker_id))
         control.heal()
         control.set_latency(0)
         control.clear()
+    if restarted:  # the next test starts with every broker registered and known to all
+        cluster.wait_for_brokers()
