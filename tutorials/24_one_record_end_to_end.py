@@ -25,9 +25,12 @@ See docs/producer/life_of_a_record.rst.
 
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaConsumer
+from kafka.structs import TopicPartition
 
 from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
@@ -39,7 +42,7 @@ from kafkacore.protocol.api_keys import ApiKey
 TOPIC, GROUP = "payments", "billing"
 
 
-def wait_until(predicate, what, bound_s=30.0):
+def wait_until(predicate: Callable[[], object], what: str, bound_s: float = 30.0) -> None:
     deadline = time.monotonic() + bound_s
     while not predicate():
         assert time.monotonic() < deadline, f"not within {bound_s} s: {what}"
@@ -63,7 +66,8 @@ def start(tmp: Path) -> tuple[ControllerServer, list[Broker]]:
 def produce_requests_read(broker: Broker) -> int:
     """How many ProduceRequests the broker's network threads (processors) have read."""
     key = f"requests.api_key.{int(ApiKey.PRODUCE)}"
-    return sum(p.statistics().get(key, 0) for p in broker.socket_server.processors)
+    assert broker.socket_server is not None
+    return sum(int(p.statistics().get(key, 0)) for p in broker.socket_server.processors)
 
 
 def main(controller: ControllerServer, brokers: list[Broker]) -> None:
@@ -104,7 +108,7 @@ def main(controller: ControllerServer, brokers: list[Broker]) -> None:
 
         # 4. A consumer's Fetch, the way KafkaApis.handle_fetch_request makes it: replica id -1
         # (a consumer), wait up to 30 s for at least 1 byte.
-        answers: list = []
+        answers: list[Any] = []
         fetch = FetchParams(replica_id=-1, max_wait_ms=30_000, min_bytes=1,
                             max_bytes=1 << 20, isolation_level=0)
         wanted = [FetchPartitionInfo(TOPIC, on_leader.topic_id, 0, fetch_offset=0,
@@ -134,7 +138,7 @@ def main(controller: ControllerServer, brokers: list[Broker]) -> None:
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=GROUP,
                              enable_auto_commit=False, auto_offset_reset="earliest")
     consumer.assign([tp])
-    records = []
+    records: list[Any] = []
     deadline = time.monotonic() + 30
     while not records and time.monotonic() < deadline:
         records = consumer.poll(timeout_ms=500).get(tp, [])

@@ -37,12 +37,18 @@ def batch(first: int, n: int, tombstone: bytes | None = None, prefix: bytes = b"
     return bytes(builder.build())
 
 
-def read_all(log: Log) -> dict[int, tuple[bytes, bytes | None]]:
+def read_all(log: Log) -> dict[int, tuple[bytes | None, bytes | None]]:
     """offset -> (key, value) of every record, read the way a fetch reads (gaps and all)."""
-    out, offset = {}, log.log_start_offset
+    out: dict[int, tuple[bytes | None, bytes | None]] = {}
+    offset = log.log_start_offset
     while offset < log.log_end_offset:
         data = log.read(offset, 1 << 20).records
-        for b in iter_batches(data):
+        if isinstance(data, bytes):
+            raw = data
+        else:  # a region of the segment file, as a fetch sends it
+            raw = data.read_all()
+            data.close()
+        for b in iter_batches(raw):
             out.update((r.offset, (r.key, r.value)) for r in b.records)
             offset = b.last_offset + 1
     return out
@@ -81,7 +87,7 @@ assert all(before[o] == kv for o, kv in after.items())
 print("every surviving record kept its offset; the first ones:", sorted(after)[:5])
 
 # 4. A reader from offset 0 ends with every key's latest value, as before the clean.
-def latest(records):
+def latest(records: dict[int, tuple[bytes | None, bytes | None]]) -> dict[bytes | None, bytes | None]:
     out = {}
     for o in sorted(records):
         key, value = records[o]
