@@ -200,3 +200,17 @@ def test_the_check_finds_numbers(tmp_path: Path, source: str, expected: str) -> 
 def test_the_check_passes_names(source: str) -> None:
     path = PACKAGE / "example.py"
     assert list(violations({path: ast.parse(source)})) == []
+
+
+def test_tests_import_their_helpers_as_tox_runs_them() -> None:
+    # tests/ is no package: pytest puts tests/ (and a test's own folder) on sys.path, so a
+    # helper is ``waits`` or ``support.topics``.  ``tests.waits`` imports only where the
+    # repository root happens to be on the path (a developer's tree), and fails under tox.
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            if any(n == "tests" or n.startswith("tests.") for n in names):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, f"imports of the tests folder as a package: {found}"

@@ -10,6 +10,7 @@ import time
 import uuid
 
 import pytest
+from waits import wait_until
 
 from kafkacore.broker.log import Log, LogConfig
 from kafkacore.broker.log.cleaner import DELETE_HORIZON_FLAG
@@ -22,7 +23,6 @@ from kafkacore.broker.log.segment import LOG_SUFFIX, file_name
 from kafkacore.broker.log.validator import read_header
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.core.record_batch import iter_batches
-from waits import wait_until
 
 KEYS = 40
 
@@ -287,8 +287,7 @@ def broker():
 def test_a_compacted_topic_shrinks_while_confluent_kafka_reads_it(broker):
     ck = pytest.importorskip("confluent_kafka")
     from confluent_kafka.admin import AdminClient, ConfigResource
-
-    from tests.support.topics import new_topic
+    from support.topics import new_topic
 
     bootstrap = broker.bootstrap_servers
     topic = new_topic(broker, configs={"cleanup.policy": "compact", "segment.bytes": "65536",
@@ -352,7 +351,7 @@ def test_a_compacted_topic_shrinks_while_confluent_kafka_reads_it(broker):
 
 def test_consumer_offsets_stay_bounded_through_many_commits(broker):
     ck = pytest.importorskip("confluent_kafka")
-    from tests.support.topics import new_topic
+    from support.topics import new_topic
 
     bootstrap = broker.bootstrap_servers
     topic = new_topic(broker)
@@ -423,7 +422,7 @@ def test_clients_read_through_a_producers_kept_empty_batch(broker):
     confluent-kafka's consumers read through it to every key's latest value."""
     ck = pytest.importorskip("confluent_kafka")
     kafka = pytest.importorskip("kafka")
-    from tests.support.topics import new_topic
+    from support.topics import new_topic
 
     bootstrap = broker.bootstrap_servers
     topic = new_topic(broker, configs={"cleanup.policy": "compact", "segment.bytes": "65536",
@@ -485,7 +484,7 @@ def test_transaction_state_stays_bounded_through_many_transactions(broker):
     """Each transaction writes its id's state several times (Ongoing, PrepareCommit,
     CompleteCommit) to __transaction_state; compacted, the latest state is what stays."""
     ck = pytest.importorskip("confluent_kafka")
-    from tests.support.topics import new_topic
+    from support.topics import new_topic
 
     bootstrap = broker.bootstrap_servers
     topic = new_topic(broker)
@@ -514,8 +513,7 @@ def test_a_topic_altered_to_compact_is_cleaned(broker):
         ConfigEntry,
         ConfigResource,
     )
-
-    from tests.support.topics import new_topic
+    from support.topics import new_topic
 
     bootstrap = broker.bootstrap_servers
     topic = new_topic(broker, configs={"segment.bytes": "65536"})
