@@ -334,29 +334,27 @@ class Cluster:
     def wait_for_brokers(self, timeout_s: float = 60.0) -> None:
         """Wait (bounded) until every running broker lists every running broker in its Metadata
         (a restarted broker is registered and unfenced again, and the others have pulled that)."""
-        deadline = time.monotonic() + timeout_s
         want = {i for i, n in self.brokers.items() if n.running and not n.paused}
-        for node in list(self.brokers.values()):
-            if not node.running or node.paused:
-                continue
-            client = InterBrokerClient("127.0.0.1", node.port, "cluster", 10.0, sasl=self._sasl)
-            try:
-                while True:
-                    body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
-                    body.update(topics=[], allow_auto_topic_creation=False)
-                    listed = {b["node_id"] for b in client.send(ApiKey.METADATA, 12, body)["brokers"]}
-                    if want <= listed:
-                        break
-                    if time.monotonic() > deadline:
-                        raise ClusterError(f"broker {node.node_id} lists brokers {sorted(listed)}, "
-                                           f"not {sorted(want)}, after {timeout_s} s")
-                    time.sleep(0.05)
-            finally:
-                client.close()
+        self._wait_for_every_metadata(
+            [], lambda answer: want <= {b["node_id"] for b in answer["brokers"]},
+            f"does not list every broker of {sorted(want)}", timeout_s)
 
     def _wait_for_every_broker(self, topic: str, known: Callable[[dict[str, Any]], bool],
                                failure: str, timeout_s: float) -> None:
         """Ask each running broker for ``topic``'s Metadata until ``known(topic)`` holds."""
+
+        def done(answer: dict[str, Any]) -> bool:
+            t = answer["topics"][0]
+            return bool(t["error_code"] == Errors.NONE and t["partitions"] and known(t))
+
+        self._wait_for_every_metadata(
+            [{"name": topic, "topic_id": uuid.UUID(int=0)}], done, failure, timeout_s)
+
+    def _wait_for_every_metadata(self, topics: list[dict[str, Any]],
+                                 done: Callable[[dict[str, Any]], bool], failure: str,
+                                 timeout_s: float) -> None:
+        """Ask each running broker for the Metadata of ``topics`` until ``done(answer)`` holds
+        (or raise ClusterError with ``failure`` after ``timeout_s`` in all)."""
         deadline = time.monotonic() + timeout_s
         for node in list(self.brokers.values()):
             if not node.running or node.paused:
@@ -365,10 +363,8 @@ class Cluster:
             try:
                 while True:
                     body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
-                    body.update(topics=[{"name": topic, "topic_id": uuid.UUID(int=0)}],
-                                allow_auto_topic_creation=False)
-                    t = client.send(ApiKey.METADATA, 12, body)["topics"][0]
-                    if t["error_code"] == Errors.NONE and t["partitions"] and known(t):
+                    body.update(topics=topics, allow_auto_topic_creation=False)
+                    if done(client.send(ApiKey.METADATA, 12, body)):
                         break
                     if time.monotonic() > deadline:
                         raise ClusterError(f"broker {node.node_id} {failure} after {timeout_s} s")
