@@ -1,7 +1,7 @@
 """Exactly once through SIGKILLs: the transactional copier (examples/transactional_copier.py)
 copies 900 records on the session's 3-broker cluster while the broker leading its
 ``__transaction_state`` partition, an output partition's leader and the copier process itself
-are each SIGKILLed once and restarted, with kafkacore's producer and with confluent-kafka's; a
+are each SIGKILLed once and restarted, with kafkacore's producer (confluent-kafka's: see below); a
 confluent-kafka read_committed consumer then finds every input record in the output exactly
 once, in order per partition.  The harness is benchmarks/bench_copier.py (the same run with
 100,000 records and several kills of each kind).  See docs/broker/transactions.rst.
