@@ -300,6 +300,12 @@ def test_an_expired_batch_is_recovered_by_an_epoch_bump(broker, txn_bootstrap, m
             doomed = p.send(topic, b"expired")
             with pytest.raises(Exception, match="delivery.timeout.ms"):
                 doomed.get(15)
+        # The doomed request waits in the resumed broker's socket and is written late. Wait for it:
+        # written after the abort's marker it would open a transaction the coordinator does not
+        # know, which the next commit's marker ends (a "hanging transaction"). Kafka's brokers
+        # refuse that write since KIP-890 verifies the partition; tansu does not.
+        wait_until(lambda: [b"expired"] in [e[2] for e in log_of(txn_bootstrap, topic, 0)],
+                   "the expired batch's request reaches the log once the broker runs again")
         assert tm.state is State.ABORTABLE_ERROR
         with pytest.raises(Exception, match="delivery.timeout.ms"):
             p.commit_transaction()  # the transaction cannot commit now
@@ -312,8 +318,7 @@ def test_an_expired_batch_is_recovered_by_an_epoch_bump(broker, txn_bootstrap, m
     (aborted, aborted_values), (committed, committed_values) = transactions_of(
         log_of(txn_bootstrap, topic, 0))
     assert (aborted, committed, committed_values) == (ABORT, COMMIT, [b"after"])
-    # The expired record may have reached the log after all: then its transaction's abort hides it.
-    assert aborted_values in ([b"before"], [b"before", b"expired"])
+    assert aborted_values == [b"before", b"expired"]  # written, then hidden by the abort
     read_committed(broker, topic, 1, [b"after"])
 
 
