@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from kafkacore import errors
+from kafkacore.broker import request_parser
 from kafkacore.broker.authentication_executor import AuthenticationExecutor
 from kafkacore.broker.config import BrokerConfig, EndPoint
 from kafkacore.broker.faults import FaultInjector
@@ -209,10 +210,17 @@ def parse_request(frame: bytes) -> tuple[dict[str, Any], dict[str, Any] | None, 
         raise codec.ProtocolError(f"a request of {len(frame)} bytes is shorter than its header")
     api_key, api_version = _API_KEY_VERSION.unpack_from(frame, 0)
     message = codec.REQUESTS.get(api_key)
-    if message is not None and api_version in message.valid:
-        return codec.decode_request(frame)
-    header, _ = codec.decode(codec.REQUEST_HEADER_MESSAGE, 1, frame)
-    return header, None, 0
+    if message is None or api_version not in message.valid:
+        header, _ = codec.decode(codec.REQUEST_HEADER_MESSAGE, 1, frame)
+        return header, None, 0
+    # The header and a Produce body are read by compiled code (request_parser.pyx), which gives
+    # the codec's dicts; every other body by the codec itself (codec.decode_request).
+    header, pos = request_parser.decode_request_header(frame, api_version in message.flexible)
+    if api_key == ApiKey.PRODUCE and api_version in request_parser.PRODUCE_VERSIONS:
+        body, pos = request_parser.decode_produce_request(frame, pos, api_version)
+    else:
+        body, pos = codec.decode(message, api_version, frame, pos)
+    return header, body, len(frame) - pos
 
 
 class Processor(ShutdownableThread):
