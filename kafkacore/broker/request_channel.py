@@ -24,7 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafkacore.broker.response_encoder import encode_produce_response
 from kafkacore.protocol import codec
+from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from kafkacore.broker.network import Processor
@@ -266,9 +268,15 @@ class RequestChannel:
 
     def send_response(self, request: Request, body: Mapping[str, Any]) -> None:
         """Encode ``body`` as the response to ``request`` and queue it on its processor."""
-        payload = codec.encode_response(
-            request.api_key, request.api_version, request.correlation_id, body
-        )
+        api_key, version = request.api_key, request.api_version
+        if api_key == ApiKey.PRODUCE:
+            # Compiled (response_encoder.pyx): the codec's bytes, the size included, or None
+            # for a body it leaves to the codec.
+            frame = encode_produce_response(version, request.correlation_id, body)
+            if frame is not None:
+                self._enqueue(Response(request, ResponseAction.SEND, [frame]))
+                return
+        payload = codec.encode_response(api_key, version, request.correlation_id, body)
         size = payload_size(payload)
         self._enqueue(
             Response(request, ResponseAction.SEND, [size.to_bytes(4, "big"), *payload])
