@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.response_encoder import encode_produce_response
 from kafkacore.protocol import codec
-from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from kafkacore.broker.network import Processor
@@ -268,19 +267,23 @@ class RequestChannel:
 
     def send_response(self, request: Request, body: Mapping[str, Any]) -> None:
         """Encode ``body`` as the response to ``request`` and queue it on its processor."""
-        api_key, version = request.api_key, request.api_version
-        if api_key == ApiKey.PRODUCE:
-            # Compiled (response_encoder.pyx): the codec's bytes, the size included, or None
-            # for a body it leaves to the codec.
-            frame = encode_produce_response(version, request.correlation_id, body)
-            if frame is not None:
-                self._enqueue(Response(request, ResponseAction.SEND, [frame]))
-                return
-        payload = codec.encode_response(api_key, version, request.correlation_id, body)
+        payload = codec.encode_response(
+            request.api_key, request.api_version, request.correlation_id, body
+        )
         size = payload_size(payload)
         self._enqueue(
             Response(request, ResponseAction.SEND, [size.to_bytes(4, "big"), *payload])
         )
+
+    def send_produce_response(self, request: Request, body: Mapping[str, Any]) -> bool:
+        """Write a Produce response with compiled code (response_encoder.pyx), fitted to the
+        request's version as it is written, and queue it; False (nothing queued) for a body
+        that code leaves to the codec."""
+        frame = encode_produce_response(request.api_version, request.correlation_id, body)
+        if frame is None:
+            return False
+        self._enqueue(Response(request, ResponseAction.SEND, [frame]))
+        return True
 
     def send_no_response(self, request: Request) -> None:
         """No answer (Produce with acks=0): the processor only unmutes the connection."""

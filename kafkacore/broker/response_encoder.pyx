@@ -3,12 +3,15 @@
 
 Every Produce request gets one, so for small requests the Python codec's walk over the response
 (a function call per field, a type check per value) is a large part of the broker's work.  This
-writes the same bytes as :func:`kafkacore.protocol.codec.encode_response` for the bodies the
-handler builds: dicts, ints, strings and lists, with no tagged field set.  Anything else (a value
-of another type, an int out of its range, a key this version lacks, a tagged field with a value)
-makes :func:`encode_produce_response` return None, and the caller encodes with the codec, which
-stays the reference and raises its typed error for what is wrong.  The property test
-``tests/broker/test_response_encoder.py`` checks that both give the same bytes.
+writes the same bytes as :func:`kafkacore.protocol.codec.encode_response` does for the body
+fitted to the version (:func:`~kafkacore.broker.api_request_handler.fit_to_version`), for the
+bodies the handler builds: dicts, ints, strings and lists, with no tagged field set.  Fitting
+happens as it writes: a field the version lacks is skipped, as ``fit_to_version`` drops it.
+Anything else (a value of another type, an int out of its range, a key no version has, a tagged
+field with a value) makes :func:`encode_produce_response` return None, and the caller fits and
+encodes with the codec, which stays the reference and raises its typed error for what is
+wrong.  The property test ``tests/broker/test_response_encoder.py`` checks that both give the
+same bytes.
 
 The bytes are written into one growing C buffer (released on every path), then copied once into
 the frame handed to the network thread; the GIL is held throughout.
@@ -43,18 +46,19 @@ class _Unfit(Exception):
 
 
 def _keys(version):
-    """Per structure, the fields ``version`` writes (the codec's layout) and its tagged fields'
+    """Per structure: the fields ``version`` writes (the codec's layout), its tagged fields'
     defaults (a tagged field is written only when it differs from them, which we leave to the
-    codec)."""
+    codec), and the fields it lacks (skipped)."""
     body = codec.RESPONSES[ApiKey.PRODUCE].body
     topic = body.by_name["responses"].struct
     partition = topic.by_name["partition_responses"].struct
     record_error = partition.by_name["record_errors"].struct
     out = []
     for s in (body, topic, partition, record_error):
-        fixed, tagged, _ = s.layout(version)
+        fixed, tagged, absent = s.layout(version)
         out.append((frozenset(f.name for f in fixed),
-                    {f.name: f.default_for(version) for f in tagged.values()}))
+                    {f.name: f.default_for(version) for f in tagged.values()},
+                    frozenset(f.name for f in absent)))
     return tuple(out)
 
 
@@ -152,11 +156,15 @@ cdef int write_string(Writer* w, object value, bint compact, bint nullable) exce
 
 
 cdef int check_keys(dict value, tuple keys) except -1:
-    """Every key is a field this version writes, or a tagged field left at its default."""
+    """Every key is a field this version writes, a tagged field left at its default, or a field
+    this version lacks (skipped)."""
     cdef frozenset fixed = keys[0]
     cdef dict tagged = keys[1]
+    cdef frozenset absent = keys[2]
     for key in value:
-        if key not in fixed and not (key in tagged and value[key] == tagged[key]):
+        if key in fixed or key in absent:
+            continue
+        if not (key in tagged and value[key] == tagged[key]):
             raise _Unfit
     return 0
 

@@ -1,9 +1,11 @@
 """The compiled Produce response (kafkacore/broker/response_encoder.pyx) against the codec.
 
-The codec (:func:`kafkacore.protocol.codec.encode_response`) is the reference: the compiled
-encoder writes the same bytes, or returns None and leaves the body to the codec (which then
-encodes it or raises its typed error).  Bodies as the Produce handler builds them are never left
-to the codec.
+What the handlers did before is the reference: fit the body to the version
+(:func:`~kafkacore.broker.api_request_handler.fit_to_version`), then
+:func:`kafkacore.protocol.codec.encode_response`.  The compiled encoder, given the body as the
+handler built it, writes the same bytes, or returns None and leaves the body to that path (which
+then encodes it or raises its typed error).  Bodies as the Produce handler builds them are never
+left to the codec.
 """
 
 from __future__ import annotations
@@ -57,15 +59,17 @@ odd_keys = st.sampled_from(["index", "error_code", "base_offset", "log_append_ti
 
 
 def codec_frame(version: int, correlation_id: int, body: object) -> tuple:
+    """Fitted, then encoded by the codec (ApiRequestHandler.respond for other responses)."""
     try:
-        payload = b"".join(codec.encode_response(ApiKey.PRODUCE, version, correlation_id, body))
+        fitted = fit_to_version(PRODUCE.body, version, body)
+        payload = b"".join(codec.encode_response(ApiKey.PRODUCE, version, correlation_id, fitted))
     except Exception as exc:  # noqa: BLE001 - the class is what is compared
         return ("error", type(exc))
     return ("ok", struct.pack(">i", len(payload)) + payload)
 
 
 def broker_frame(version: int, correlation_id: int, body: object) -> tuple:
-    """What RequestChannel.send_response does: compiled, else the codec."""
+    """What ApiRequestHandler.respond does for a Produce: compiled, else fitted and the codec."""
     frame = encode_produce_response(version, correlation_id, body)
     return ("ok", frame) if frame is not None else codec_frame(version, correlation_id, body)
 
@@ -73,10 +77,11 @@ def broker_frame(version: int, correlation_id: int, body: object) -> tuple:
 @settings(max_examples=examples(300), deadline=None)
 @given(st.sampled_from(list(PRODUCE_VERSIONS)), INT32, bodies)
 def test_handler_bodies_are_written_as_the_codec_writes_them(version, correlation_id, body):
-    fitted = fit_to_version(PRODUCE.body, version, body)
-    frame = encode_produce_response(version, correlation_id, fitted)
+    frame = encode_produce_response(version, correlation_id, body)
     assert frame is not None  # never left to the codec
-    assert ("ok", frame) == codec_frame(version, correlation_id, fitted)
+    assert ("ok", frame) == codec_frame(version, correlation_id, body)
+    fitted = fit_to_version(PRODUCE.body, version, body)  # fitted already: the same bytes
+    assert encode_produce_response(version, correlation_id, fitted) == frame
 
 
 @settings(max_examples=examples(400), deadline=None)
