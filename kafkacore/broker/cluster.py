@@ -466,6 +466,11 @@ class Cluster:
         ``injected`` counts the responses that carried an injected error, by API name."""
         return dict(self._control(broker).status())
 
+    def fetch_sessions(self, broker: int) -> dict[str, int]:
+        """The broker's fetch sessions: fetches by kind (full, incremental, sessionless, session
+        errors) since it started, and the sessions and partitions its cache holds."""
+        return self._control(broker).fetch_sessions()
+
     def fail_next(self, broker: int, api: int | str, errors: Sequence[int | str],
                   after_append: bool = False) -> None:
         """Answer the broker's next requests of ``api`` with ``errors``, one each."""

@@ -56,6 +56,8 @@ class Broker:
         #: The StandardAuthorizer (authorizer.class.name), or None: every request allowed.
         self.authorizer: Any = None
         self.replica_manager: Any = None
+        #: the incremental fetch sessions (fetch_session.py)
+        self.fetch_manager: Any = None
         #: the controller's side of this broker (None in a cluster of one)
         self.lifecycle: Any = None
         self.forwarding_manager: Any = None
@@ -139,6 +141,11 @@ class Broker:
         from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
 
         self.transaction_coordinator = TransactionCoordinator(self)
+        from kafkacore.broker.fetch_session import FetchManager, FetchSessionCache
+
+        self.fetch_manager = FetchManager(FetchSessionCache(
+            self.config["max.incremental.fetch.session.cache.slots"],
+            self.config["min.incremental.fetch.session.eviction.ms"]))
         self.apis = KafkaApis(self)
         # After the APIs: loading may write markers at once, through the replica manager.
         self.transaction_coordinator.startup()
