@@ -363,7 +363,9 @@ class FetchManager:
         self.cache = cache
         self._lock = threading.Lock()
         self._counts = {"full_fetches": 0, "incremental_fetches": 0, "sessionless_fetches": 0,
-                        "session_errors": 0}
+                        "session_errors": 0,
+                        # partitions named (to add, change or forget) by incremental fetches
+                        "incremental_partitions_named": 0}
 
     def new_context(self, session_id: int, epoch: int,
                     fetch_data: dict[PartitionKey, FetchPartitionData],
@@ -373,6 +375,8 @@ class FetchManager:
                                     is_follower)
         with self._lock:
             self._counts[context.kind] += 1
+            if isinstance(context, IncrementalFetchContext):
+                self._counts["incremental_partitions_named"] += len(fetch_data) + len(to_forget)
         return context
 
     def _new_context(self, session_id: int, epoch: int,
