@@ -5,6 +5,7 @@ followers fetching incrementally."""
 from __future__ import annotations
 
 import socket
+import threading
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
@@ -42,7 +43,8 @@ class Client:
         self.sock.sendall(len(payload).to_bytes(4, "big") + payload)
         return codec.decode_response(api_key, version, recv_frame(self.sock))[1]
 
-    def fetch(self, topic_id, session_id, epoch, offsets, forget=(), version=16, name=None):
+    def fetch(self, topic_id, session_id, epoch, offsets, forget=(), version=16, name=None,
+              max_wait_ms=0):
         """A Fetch of ``{partition: offset}``; returns (error, session id, {partition: answer})."""
         ids = {"topic_id": topic_id} if version >= 13 else {"topic": name}
         topics = [{**ids, "partitions": [
@@ -50,7 +52,7 @@ class Client:
             for p, o in offsets.items()]}] if offsets else []
         forgotten = [{**ids, "partitions": list(forget)}] if forget else []
         response = self.call(ApiKey.FETCH, version, {
-            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+            "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": 1 << 20,
             "session_id": session_id, "session_epoch": epoch, "topics": topics,
             "forgotten_topics_data": forgotten})
         parts = {p["partition_index"]: p for t in response["responses"] for p in t["partitions"]}
@@ -138,6 +140,25 @@ def test_an_incremental_fetch_answers_only_what_changed(broker, client):
     assert broker.fetch_manager.cache.get(session).partitions.keys() == {(topic_id, 2)}
     assert client.fetch(topic_id, session, 5, {}, forget=[2]) == (Errors.NONE, 0, {})
     assert broker.fetch_manager.cache.get(session) is None
+
+
+def test_an_incremental_fetch_waits_in_the_purgatory_for_its_sessions_partitions(broker, client):
+    """An incremental fetch naming no partition still long-polls on all of its session's, and
+    its answer, made when the data comes, has the partition that got it only."""
+    topic = new_topic(broker, 3)
+    topic_id = topic_id_of(client, topic)
+    _, session, _ = client.fetch(topic_id, 0, 0, {0: 0, 1: 0, 2: 0})
+    purgatory = broker.replica_manager.fetch_purgatory
+    answer: list = []
+    waiting = threading.Thread(target=lambda: answer.append(
+        client.fetch(topic_id, session, 1, {}, max_wait_ms=25_000)))
+    waiting.start()
+    wait_until(lambda: purgatory.num_delayed() >= 1, "the fetch waiting in the purgatory")
+    produce(broker, topic, [2])
+    waiting.join(30)
+    [(error, session_id, parts)] = answer
+    assert (error, session_id, list(parts)) == (Errors.NONE, session, [2])
+    assert parts[2]["high_watermark"] == 1
 
 
 def test_session_errors(broker, client):
