@@ -165,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.control_socket and isinstance(broker, Broker):
             control = ControlServer(broker.faults, args.control_socket,
-                                    broker.fetch_manager.statistics).start()
+                                    broker.statistics).start()
         elif args.control_socket:
             from kafkacore.broker.controller.controller_server import ControllerControlServer
 

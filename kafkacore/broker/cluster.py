@@ -466,10 +466,10 @@ class Cluster:
         ``injected`` counts the responses that carried an injected error, by API name."""
         return dict(self._control(broker).status())
 
-    def fetch_sessions(self, broker: int) -> dict[str, int]:
-        """The broker's fetch sessions: fetches by kind (full, incremental, sessionless, session
-        errors) since it started, and the sessions and partitions its cache holds."""
-        return self._control(broker).fetch_sessions()
+    def statistics(self, broker: int) -> dict[str, Any]:
+        """The broker's counters since it started: ``network`` (requests by API key, bytes
+        read and written) and ``fetch_sessions`` (fetches by kind, the sessions cached)."""
+        return self._control(broker).statistics()
 
     def fail_next(self, broker: int, api: int | str, errors: Sequence[int | str],
                   after_append: bool = False) -> None:

@@ -380,15 +380,15 @@ class ControlServer:
     Requests are ``{"op": "isolate"}``, ``{"op": "heal"}``, ``{"op": "set_latency", "ms": 500}``,
     ``{"op": "fail_next", "api": 0, "errors": [7, 7], "after_append": true}``,
     ``{"op": "clear"}``, ``{"op": "reset"}``, ``{"op": "status"}``, and
-    ``{"op": "fetch_sessions"}`` (the broker's fetch session counts, if given); answers are
+    ``{"op": "statistics"}`` (the broker's counters, if given); answers are
     ``{"ok": true, ...}`` or ``{"ok": false, "error": "ValueError", "message": "..."}``.  A connection may send several
     requests; each is answered before the next is read.
     """
 
     def __init__(self, faults: FaultInjector, path: str | os.PathLike[str],
-                 fetch_sessions: Callable[[], dict[str, int]] | None = None) -> None:
+                 statistics: Callable[[], dict[str, Any]] | None = None) -> None:
         self.faults = faults
-        self.fetch_sessions = fetch_sessions
+        self.statistics = statistics
         self.path = os.fspath(path)
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
@@ -487,8 +487,8 @@ class ControlServer:
                 f.clear()
             elif op == "reset":
                 f.reset()
-            elif op == "fetch_sessions" and self.fetch_sessions is not None:
-                return {"ok": True, "fetch_sessions": self.fetch_sessions()}
+            elif op == "statistics" and self.statistics is not None:
+                return {"ok": True, "statistics": self.statistics()}
             elif op != "status":
                 raise ValueError(f"unknown op {op!r}")
             return {"ok": True, "status": f.status()}
@@ -552,9 +552,9 @@ class BrokerControl:
         """``{"isolated": ..., "latency_ms": ..., "pending": {...}, "injected": {...}}``."""
         return dict(self._call({"op": "status"})["status"])
 
-    def fetch_sessions(self) -> dict[str, int]:
-        """The broker's ``FetchManager.statistics()``: fetches by kind, sessions cached."""
-        return dict(self._call({"op": "fetch_sessions"})["fetch_sessions"])
+    def statistics(self) -> dict[str, Any]:
+        """The broker's counters (``Broker.statistics()``)."""
+        return dict(self._call({"op": "statistics"})["statistics"])
 
     def _call(self, request: dict[str, Any]) -> dict[str, Any]:
         deadline = time.monotonic() + self.timeout_s

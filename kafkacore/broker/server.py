@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 import shutil
 from collections.abc import Mapping
@@ -94,6 +95,14 @@ class Broker:
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.advertised_host}:{self.advertised_port}"
+
+    def statistics(self) -> dict[str, Any]:
+        """Counters since start, for tests and benchmarks: ``network`` (every processor's, added
+        up: requests by API key, bytes read and written) and ``fetch_sessions``."""
+        network: collections.Counter[str] = collections.Counter()
+        for processor in self.socket_server.statistics():
+            network.update(processor)
+        return {"network": dict(network), "fetch_sessions": self.fetch_manager.statistics()}
 
     def start(self) -> Broker:
         if self._started:

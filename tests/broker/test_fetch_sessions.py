@@ -227,7 +227,7 @@ def test_followers_fetch_incrementally(cluster):
     brokers = sorted(cluster.brokers)
 
     def totals():
-        stats = [cluster.fetch_sessions(b) for b in brokers]
+        stats = [cluster.statistics(b)["fetch_sessions"] for b in brokers]
         return {k: sum(s[k] for s in stats) for k in stats[0]}
 
     before = totals()
@@ -236,4 +236,5 @@ def test_followers_fetch_incrementally(cluster):
     fetches = after["incremental_fetches"] - before["incremental_fetches"]
     named = after["incremental_partitions_named"] - before["incremental_partitions_named"]
     assert named < fetches, (named, fetches)
-    assert all(cluster.fetch_sessions(b)["NumIncrementalFetchSessions"] >= 2 for b in brokers)
+    assert all(cluster.statistics(b)["fetch_sessions"]["NumIncrementalFetchSessions"] >= 2
+               for b in brokers)
