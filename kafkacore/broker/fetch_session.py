@@ -38,6 +38,10 @@ INITIAL_EPOCH = 0
 #: a full fetch that wants no session (and closes the one it names)
 FINAL_EPOCH = -1
 INT32_MAX = 2**31 - 1
+#: Partitions all sessions may hold together (ours, not Kafka's: its cache counts them but has
+#: no bound).  Some 100 bytes each; a session that would take the cache past it is not made, or
+#: is closed.
+MAX_CACHED_PARTITIONS = 1_000_000
 
 #: (topic id, or topic name below Fetch v13; partition index)
 PartitionKey = tuple[Any, int]
@@ -265,8 +269,10 @@ class FetchSessionCache:
     """
 
     def __init__(self, max_entries: int, eviction_ms: int,
-                 clock_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000)) -> None:
+                 clock_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000),
+                 max_partitions: int = MAX_CACHED_PARTITIONS) -> None:
         self.max_entries = max_entries
+        self.max_partitions = max_partitions
         self.eviction_ms = eviction_ms
         self.now_ms = clock_ms
         self._lock = threading.Lock()
@@ -297,11 +303,12 @@ class FetchSessionCache:
         """A new session's id, or :data:`INVALID_SESSION_ID` if there is no room for it."""
         now = self.now_ms()
         with self._lock:
-            if self.max_entries <= 0:
+            if self.max_entries <= 0 or size > self.max_partitions:
                 return INVALID_SESSION_ID
-            if len(self._sessions) >= self.max_entries and not self._try_evict(
-                    privileged, size, now):
-                return INVALID_SESSION_ID
+            while len(self._sessions) >= self.max_entries \
+                    or self._partitions + size > self.max_partitions:
+                if not self._try_evict(privileged, size, now):
+                    return INVALID_SESSION_ID
             session_id = self._new_session_id()
             session = FetchSession(session_id, privileged, uses_topic_ids, create_partitions(),
                                    now)
@@ -317,6 +324,8 @@ class FetchSessionCache:
 
     def _try_evict(self, privileged: bool, size: int, now: int) -> bool:
         sessions = self._sessions.values()
+        if not sessions:
+            return False
         stale = min(sessions, key=lambda s: (s.last_used_ms, s.id))
         if now - stale.last_used_ms > self.eviction_ms:
             self._remove(stale)
@@ -347,13 +356,21 @@ class FetchSessionCache:
                 self._partitions -= session.cached_size
             return session
 
-    def touch(self, session: FetchSession) -> None:
-        """Mark ``session`` used now and recount its partitions (called with its lock held)."""
+    def touch(self, session: FetchSession) -> bool:
+        """Mark ``session`` used now and recount its partitions (called with its lock held);
+        False, and the session removed, if it grew past what the cache may hold."""
         with self._lock:
+            if session.id not in self._sessions:
+                return False
+            grown = len(session.partitions) - session.cached_size
+            if grown > 0 and self._partitions + grown > self.max_partitions:
+                self._sessions.pop(session.id)
+                self._partitions -= session.cached_size
+                return False
             session.last_used_ms = self.now_ms()
-            if session.id in self._sessions:
-                self._partitions += len(session.partitions) - session.cached_size
+            self._partitions += grown
             session.cached_size = len(session.partitions)
+            return True
 
 
 class FetchManager:
@@ -401,7 +418,8 @@ class FetchManager:
             if not session.partitions:  # nothing left: the session ends, the answer is whole
                 self.cache.remove(session.id)
                 return SessionlessFetchContext(fetch_data)
-            self.cache.touch(session)
+            if not self.cache.touch(session):  # evicted meanwhile, or grown too large
+                return SessionErrorContext(Errors.FETCH_SESSION_ID_NOT_FOUND)
             session.epoch = next_epoch(session.epoch)
             return IncrementalFetchContext(
                 session, epoch, [(c.key, c.request) for c in session.partitions.values()])

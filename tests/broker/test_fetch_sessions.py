@@ -218,6 +218,23 @@ def test_eviction_rules():
     assert len(cache) == 2 and cache.evictions == 3
 
 
+def test_the_cache_bounds_the_partitions_of_all_sessions():
+    cache = FetchSessionCache(10, eviction_ms=1000, clock_ms=lambda: 0, max_partitions=10)
+
+    def create(privileged, size):
+        return cache.maybe_create_session(privileged, True, size, lambda: dict.fromkeys(
+            ((None, i) for i in range(size)), None))
+
+    assert create(False, 11) == 0
+    consumer = create(False, 6)
+    assert create(False, 6) == 0 and create(True, 6)  # the follower's takes the consumer's place
+    assert cache.get(consumer) is None and cache.total_partitions == 6
+    session = cache.get(create(False, 4))
+    session.partitions.update(dict.fromkeys([(None, 4), (None, 5)]))  # an incremental add
+    assert not cache.touch(session) and cache.get(session.id) is None  # grown too large: closed
+    assert cache.total_partitions == 6
+
+
 @pytest.mark.cluster
 def test_followers_fetch_incrementally(cluster):
     """Once their sessions exist, idle followers name (almost) no partition in their fetches,
