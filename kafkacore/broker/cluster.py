@@ -469,7 +469,7 @@ class Cluster:
     def statistics(self, broker: int) -> dict[str, Any]:
         """The broker's counters since it started: ``network`` (requests by API key, bytes
         read and written) and ``fetch_sessions`` (fetches by kind, the sessions cached)."""
-        return self._control(broker).statistics()
+        return dict(self._control(broker).statistics())
 
     def fail_next(self, broker: int, api: int | str, errors: Sequence[int | str],
                   after_append: bool = False) -> None:

@@ -139,7 +139,7 @@ class FetchContext:
     """What one Fetch reads and how its answer is cut (Kafka's ``FetchContext``)."""
 
     #: the answer's top-level error
-    error = Errors.NONE
+    error: int = Errors.NONE
     #: what the request was counted as, for :meth:`FetchManager.statistics`
     kind = ""
 

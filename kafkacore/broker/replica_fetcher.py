@@ -30,17 +30,18 @@ log = logging.getLogger(__name__)
 
 FETCH_VERSION = 16
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
-#: errors that only end the fetch session: the next fetch, a full one, goes at once
-SESSION_ERRORS = (Errors.NONE, Errors.FETCH_SESSION_ID_NOT_FOUND,
-                  Errors.INVALID_FETCH_SESSION_EPOCH, Errors.FETCH_SESSION_TOPIC_ID_ERROR)
+#: top-level errors that only end the fetch session: the next fetch, a full one, goes at once
+SESSION_ERRORS = (Errors.FETCH_SESSION_ID_NOT_FOUND, Errors.INVALID_FETCH_SESSION_EPOCH,
+                  Errors.FETCH_SESSION_TOPIC_ID_ERROR)
 
 
-def _by_topic(items: Any, make: Any) -> list[dict[str, Any]]:
-    """``[(key, entry), ...]`` grouped into one ``make(topic_id, entries)`` per topic."""
+def _by_topic(items: Any) -> list[dict[str, Any]]:
+    """``[((topic id, index), entry), ...]`` as a request's ``{"topic_id", "partitions"}``."""
     grouped: dict[Any, list[Any]] = {}
     for key, entry in items:
         grouped.setdefault(key[0], []).append(entry)
-    return [make(topic_id, entries) for topic_id, entries in grouped.items()]
+    return [{"topic_id": topic_id, "partitions": entries}
+            for topic_id, entries in grouped.items()]
 
 
 class ReplicaFetcherThread(ShutdownableThread):
@@ -196,11 +197,8 @@ class ReplicaFetcherThread(ShutdownableThread):
             "min_bytes": 1, "max_bytes": max(max_bytes, 10 * 1024 * 1024),
             "isolation_level": 0, "session_id": request.session_id,
             "session_epoch": request.epoch,
-            "topics": _by_topic(request.to_send.items(), lambda topic_id, parts: {
-                "topic_id": topic_id, "partitions": parts}),
-            "forgotten_topics_data": _by_topic(
-                ((key, key[1]) for key in request.to_forget),
-                lambda topic_id, parts: {"topic_id": topic_id, "partitions": parts}),
+            "topics": _by_topic(request.to_send.items()),
+            "forgotten_topics_data": _by_topic((k, k[1]) for k in request.to_forget),
             "rack_id": "",
         }
         wait_s = self.config["replica.fetch.wait.max.ms"] / 1000.0
@@ -213,9 +211,11 @@ class ReplicaFetcherThread(ShutdownableThread):
         answered = {(t["topic_id"], r["partition_index"]) for t in response["responses"]
                     for r in t["partitions"]}
         if not self.session.handle_response(request, response, answered):
-            if response["error_code"] not in SESSION_ERRORS:
+            # Refused; the next fetch is full.  After a session error (or an answer that did
+            # not match the session) it goes at once, after any other error once backed off.
+            if response["error_code"] not in (Errors.NONE, *SESSION_ERRORS):
                 self._backoff()
-            return  # a session error: the next fetch is full, at once
+            return
         # Found by (topic id, index) in one lookup: a scan per answer was quadratic in the
         # partitions fetched, half a follower's time at 3,000 of them.
         by_id = {(p.topic_id, p.index): p for p in partitions}

@@ -99,6 +99,7 @@ class Broker:
     def statistics(self) -> dict[str, Any]:
         """Counters since start, for tests and benchmarks: ``network`` (every processor's, added
         up: requests by API key, bytes read and written) and ``fetch_sessions``."""
+        assert self.socket_server is not None, "the broker has not started"
         network: collections.Counter[str] = collections.Counter()
         for processor in self.socket_server.statistics():
             network.update(processor)
