@@ -103,7 +103,8 @@ class FetchSession:
 
     The partitions are in answer order: those answered move to the end, so that when
     ``max_bytes`` cuts an answer short the others come first next time.  ``lock`` guards every
-    mutable field but ``cached_size``; it is taken before the cache's lock, never inside it.
+    mutable field but ``cached_size`` and ``last_used_ms``, which the cache's lock guards; it is
+    taken before the cache's lock, never inside it.
     """
 
     __slots__ = ("id", "privileged", "uses_topic_ids", "partitions", "creation_ms",
@@ -112,7 +113,7 @@ class FetchSession:
     def __init__(self, session_id: int, privileged: bool, uses_topic_ids: bool,
                  partitions: dict[PartitionKey, CachedPartition], now_ms: int) -> None:
         self.id = session_id
-        self.privileged = privileged  # a follower's: evicted only by another privileged one
+        self.privileged = privileged  # a follower's: a consumer's never pushes it out unless stale
         self.uses_topic_ids = uses_topic_ids  # made by Fetch v13+
         self.partitions = partitions
         self.creation_ms = now_ms
@@ -138,8 +139,6 @@ class FetchSession:
 class FetchContext:
     """What one Fetch reads and how its answer is cut (Kafka's ``FetchContext``)."""
 
-    #: the answer's top-level error
-    error: int = Errors.NONE
     #: what the request was counted as, for :meth:`FetchManager.statistics`
     kind = ""
 
@@ -253,7 +252,8 @@ class IncrementalFetchContext(FetchContext):
 
 
 class FetchSessionCache:
-    """At most ``max_entries`` sessions (``max.incremental.fetch.session.cache.slots``).
+    """At most ``max_entries`` sessions (``max.incremental.fetch.session.cache.slots``), with at
+    most ``max_partitions`` partitions in all.
 
     When it is full a new session takes the place of (Kafka's ``tryEvict``):
 
@@ -264,8 +264,8 @@ class FetchSessionCache:
        and only if the new one is worth more: a follower's, or one with more partitions.
 
     So a flood of new consumers can neither grow the cache nor push out the followers or the
-    sessions in use.  ``_lock`` guards every field and the sessions' ``cached_size``; no
-    session's lock is taken while it is held.
+    sessions in use.  ``_lock`` guards every field and the sessions' ``cached_size`` and
+    ``last_used_ms``; no session's lock is taken while it is held.
     """
 
     def __init__(self, max_entries: int, eviction_ms: int,
