@@ -183,7 +183,12 @@ def test_session_errors(broker, client):
 def test_a_flood_of_new_sessions_never_grows_the_cache_past_its_slots(broker, client):
     topic = new_topic(broker, 2)
     topic_id = topic_id_of(client, topic)
-    sessions = [client.fetch(topic_id, 0, 0, {0: 0, 1: 0})[1] for _ in range(5 * SLOTS)]
+    flood = [Client(broker) for _ in range(5)]
+    try:
+        sessions = [c.fetch(topic_id, 0, 0, {0: 0, 1: 0})[1] for _ in range(SLOTS) for c in flood]
+    finally:
+        for c in flood:
+            c.close()
     assert len(broker.fetch_manager.cache) == SLOTS
     # the first ones got a session, those after them none: sessions in use are not pushed out
     kept = [s for s in sessions if s != 0]
