@@ -16,6 +16,7 @@ from waits import wait_until
 from kafkacore import KafkaProducer
 from kafkacore.broker import Broker
 from kafkacore.broker.fetch_session import FetchSessionCache
+from kafkacore.broker.fetch_session_handler import FetchSessionHandler
 from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -238,6 +239,29 @@ def test_the_cache_bounds_the_partitions_of_all_sessions():
     session.partitions.update(dict.fromkeys([(None, 4), (None, 5)]))  # an incremental add
     assert not cache.touch(session) and cache.get(session.id) is None  # grown too large: closed
     assert cache.total_partitions == 6
+
+
+def test_the_fetcher_side_names_only_what_changed_and_starts_over_on_trouble():
+    handler = FetchSessionHandler(node_id=1)
+
+    def answer(sent, session_id, partitions, error=Errors.NONE):
+        response = {"error_code": error, "session_id": session_id}
+        return handler.handle_response(sent, response, set(partitions))
+
+    full = handler.build({"a": {"offset": 0}, "b": {"offset": 0}})
+    assert (full.session_id, full.epoch, list(full.to_send)) == (0, 0, ["a", "b"])
+    assert answer(full, 7, ["a", "b"])
+    step = handler.build({"a": {"offset": 3}, "b": {"offset": 0}, "c": {"offset": 0}})
+    assert (step.session_id, step.epoch, list(step.to_send), step.to_forget) == (
+        7, 1, ["a", "c"], [])
+    assert answer(step, 7, ["a"])
+    step = handler.build({"a": {"offset": 3}, "c": {"offset": 0}})
+    assert (step.epoch, step.to_send, step.to_forget) == (2, {}, ["b"])
+    assert not answer(step, 7, ["b"])  # a partition it was not asked for: start over
+    again = handler.build({"a": {"offset": 3}, "c": {"offset": 0}})
+    assert (again.session_id, again.epoch, len(again.to_send)) == (7, 0, 2)  # closes session 7
+    assert not answer(again, 0, [], Errors.FETCH_SESSION_ID_NOT_FOUND)
+    assert handler.build({"a": {"offset": 3}}).session_id == 0
 
 
 @pytest.mark.cluster
