@@ -874,9 +874,10 @@ class KafkaApis(ApiRequestHandler):
             for topic in body["topics"] for fp in topic["partitions"]}
         to_forget = [(t[topic_field], p) for t in body.get("forgotten_topics_data") or ()
                      for p in t["partitions"]]
+        # A follower's session is privileged in the cache: only if it is a broker's.
         context = self.broker.fetch_manager.new_context(
             body.get("session_id", 0), body.get("session_epoch", -1), fetch_data, to_forget,
-            version >= 13, replica_id >= 0)
+            version >= 13, replica_id >= 0 and not follower_refused)
 
         #: topic as asked -> (name, topic id, error for all its partitions)
         topics: dict[Any, tuple[str, uuid.UUID, int]] = {}
