@@ -172,3 +172,20 @@ def test_a_version_the_compiled_parser_does_not_cover_is_refused():
 def test_the_compiled_parser_reads_only_declared_produce_versions():
     """A version declared later is the codec's until the compiled parser learns it."""
     assert all(v in PRODUCE.valid for v in request_parser.PRODUCE_VERSIONS)
+
+
+@pytest.mark.parametrize("tags, ok", [
+    (b"\x02\x01\x00\x05\x01x", True),  # two unknown tags in order, skipped
+    (b"\x02\x01\x00\x01\x00", False),  # the same tag twice
+    (b"\x02\x05\x00\x01\x00", False),  # out of order
+    (b"\x01\x01\x05ab", False),  # a tag longer than the bytes left
+])
+def test_unknown_tags_are_skipped_in_order_or_refused(tags, ok):
+    frame = bytearray(produce_prefix(9) + b"\x01" + tags)  # no topics, then the body's tags
+    if ok:
+        assert parse_request(frame) == codec_parse(frame)
+        return
+    with pytest.raises(codec.ProtocolError):
+        parse_request(frame)
+    with pytest.raises(codec.ProtocolError):
+        codec_parse(frame)
