@@ -108,8 +108,7 @@ cdef object read_string(Cursor* c, bint compact, bint nullable, str what):
 
 
 cdef object read_records(Cursor* c, bint compact, str what):
-    """A nullable ``records`` field: a copy, as the codec makes (the frame is reused by
-    nobody, but the handlers keep the batches after the frame is gone)."""
+    """A nullable ``records`` field, copied into its own ``bytes`` as the codec gives it."""
     cdef int64_t n = read_length(c, compact, True, what)
     if n == -1:
         return None
