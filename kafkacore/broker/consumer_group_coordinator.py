@@ -491,21 +491,38 @@ class ConsumerGroupCoordinator:
 
     # -- OffsetCommit ---------------------------------------------------------------------------
 
-    def validate_offset_commit(self, group: ConsumerGroup, member_id: str,
-                               member_epoch: int) -> int:
+    def validate_offset_commit(self, group: ConsumerGroup, member_id: str, member_epoch: int,
+                               api_version: int | None = None) -> int:
         """Kafka's ``ConsumerGroup.validateOffsetCommit``: a member commits with its own
-        epoch; outside the group (epoch -1, no member id) only while the group is empty."""
+        epoch; outside the group (epoch -1) only while the group is empty.  A member of the
+        consumer protocol must commit with OffsetCommit v9+, the first that carries a member
+        epoch (``api_version`` None: TxnOffsetCommit, which has no such rule)."""
         with group.lock:
             if group.dead:
                 return Errors.NOT_COORDINATOR
-            if member_epoch < 0 and not member_id and not group.members:
+            if member_epoch < 0 and not group.members:
                 return Errors.NONE
             member = group.members.get(member_id)
             if member is None:
                 return Errors.UNKNOWN_MEMBER_ID
-            if member_epoch != member.member_epoch:
-                return Errors.STALE_MEMBER_EPOCH
-            return Errors.NONE
+            if api_version is not None and api_version < 9:
+                return Errors.UNSUPPORTED_VERSION
+            return _check_offset_epoch(member, member_epoch)
+
+    def validate_offset_fetch(self, group: ConsumerGroup, member_id: str | None,
+                              member_epoch: int) -> int:
+        """Kafka's ``ConsumerGroup.validateOffsetFetch`` (OffsetFetch v9+): a member reads the
+        committed offsets with its own epoch; no member id and epoch -1 is an admin client or
+        an older client, always answered."""
+        with group.lock:
+            if group.dead:
+                return Errors.NOT_COORDINATOR
+            if member_id is None and member_epoch < 0:
+                return Errors.NONE
+            member = group.members.get(member_id or "")
+            if member is None:
+                return Errors.UNKNOWN_MEMBER_ID
+            return _check_offset_epoch(member, member_epoch)
 
     # -- DeleteGroups, OffsetDelete -------------------------------------------------------------
 
@@ -578,6 +595,12 @@ def _session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 
 def _revocation_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("consumer-revocation", group_id, member_id)
+
+
+def _check_offset_epoch(member: ConsumerGroupMember, received: int) -> int:
+    """Kafka's ``validateMemberEpoch``: an OffsetCommit or OffsetFetch carries exactly the
+    member's epoch (a commit from an older epoch could overwrite its partitions' new owner's)."""
+    return Errors.NONE if received == member.member_epoch else Errors.STALE_MEMBER_EPOCH
 
 
 def _check_member_epoch(member: ConsumerGroupMember, received: int,

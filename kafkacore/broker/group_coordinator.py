@@ -193,6 +193,7 @@ class GroupCoordinator:
         member_id: str = UNKNOWN_MEMBER,
         response_callback: Callable[[dict[tuple[str, int], int]], None] | None = None,
         producer: tuple[int, int] | None = None,
+        api_version: int | None = None,
     ) -> dict[tuple[str, int], int] | None:
         """Store ``offsets`` for ``group_id``: the error code of each partition, given to
         ``response_callback`` once the offsets topic's in-sync replicas have the commit (from
@@ -204,7 +205,9 @@ class GroupCoordinator:
         store offsets", allowed while the group has no members.
 
         ``producer`` (id, epoch): TxnOffsetCommit, a commit that counts only once its
-        transaction commits (Kafka's ``handleTxnCommitOffsets``).
+        transaction commits (Kafka's ``handleTxnCommitOffsets``).  ``api_version``: the
+        OffsetCommit's (v9+ answers GROUP_ID_NOT_FOUND for a membership of no group, and a
+        consumer group's member must use v9+); None for TxnOffsetCommit.
         """
         if response_callback is None:
             return self._wait_for_commit(group_id, generation_id, offsets, member_id)
@@ -217,7 +220,7 @@ class GroupCoordinator:
         if consumer_group is not None:  # KIP-848: the member commits with its member epoch
             assert self.consumer_groups is not None
             error = self.consumer_groups.validate_offset_commit(consumer_group, member_id,
-                                                                generation_id)
+                                                                generation_id, api_version)
             if error != Errors.NONE:
                 response_callback(dict.fromkeys(offsets, error))
                 return None
@@ -226,7 +229,9 @@ class GroupCoordinator:
         group = self._get_group(group_id)
         if group is None:
             if generation_id >= 0:  # a membership this coordinator never handed out
-                response_callback(dict.fromkeys(offsets, Errors.ILLEGAL_GENERATION))
+                response_callback(dict.fromkeys(
+                    offsets, Errors.GROUP_ID_NOT_FOUND if api_version is not None
+                    and api_version >= 9 else Errors.ILLEGAL_GENERATION))
                 return None
             self._store_offsets(group_id, offsets, response_callback, producer)
             return None
@@ -310,6 +315,18 @@ class GroupCoordinator:
         if status != Errors.NONE:
             return status, {}
         return Errors.NONE, self.group_manager.get_offsets(group_id, partitions)
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None,
+                              member_epoch: int) -> int:
+        """OffsetFetch v9+'s member check (Kafka's ``Group.validateOffsetFetch``): only a
+        consumer group's members are checked; a classic group answers everyone."""
+        consumer_group = (self.consumer_groups.group(group_id)
+                          if self.consumer_groups is not None else None)
+        if consumer_group is None:
+            return Errors.NONE
+        assert self.consumer_groups is not None
+        return self.consumer_groups.validate_offset_fetch(consumer_group, member_id,
+                                                          member_epoch)
 
     # -- groups ---------------------------------------------------------------------------------
 

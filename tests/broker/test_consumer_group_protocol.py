@@ -405,7 +405,7 @@ def test_delete_groups_and_offset_delete_respect_the_members(broker, client):
     assert delete_group() == Errors.GROUP_ID_NOT_FOUND
 
 
-def test_a_member_with_a_wrong_epoch_is_fenced_and_commits_are_checked(broker, client):
+def test_a_member_with_a_wrong_epoch_is_fenced_and_offsets_are_checked(broker, client):
     topic, tid = _topic(broker)
     group = f"g-{uuid.uuid4().hex[:6]}"
     joined = _heartbeat(client, group, "m", 0, [topic], {})
@@ -413,18 +413,40 @@ def test_a_member_with_a_wrong_epoch_is_fenced_and_commits_are_checked(broker, c
     assert _heartbeat(client, group, "m", 7, owned={})["error_code"] == \
         Errors.FENCED_MEMBER_EPOCH
 
-    def commit(epoch, member="m"):
-        r = client.call(ApiKey.OFFSET_COMMIT, 9, {
+    def commit(epoch, member="m", version=9, group=group):
+        r = client.call(ApiKey.OFFSET_COMMIT, version, {
             "group_id": group, "generation_id_or_member_epoch": epoch, "member_id": member,
             "group_instance_id": None, "topics": [{"name": topic, "partitions": [
-                {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1,
                  "committed_metadata": ""}]}]})
         return r["topics"][0]["partitions"][0]["error_code"]
 
     assert commit(1) == Errors.NONE
     assert commit(0) == Errors.STALE_MEMBER_EPOCH
+    assert commit(2) == Errors.STALE_MEMBER_EPOCH
     assert commit(1, member="stranger") == Errors.UNKNOWN_MEMBER_ID
     assert commit(-1, member="") == Errors.UNKNOWN_MEMBER_ID  # not while the group has members
+    # A member of the consumer protocol commits with v9+, the first with a member epoch.
+    assert commit(1, version=8) == Errors.UNSUPPORTED_VERSION
+    # A membership of a group that does not exist: v9+ says so, older versions as before.
+    assert commit(1, group="no-such-group") == Errors.GROUP_ID_NOT_FOUND
+    assert commit(1, group="no-such-group", version=8) == Errors.ILLEGAL_GENERATION
+
+    def fetch(member, epoch):
+        r = client.call(ApiKey.OFFSET_FETCH, 9, {"groups": [{
+            "group_id": group, "member_id": member, "member_epoch": epoch,
+            "topics": [{"name": topic, "partition_indexes": [0]}]}], "require_stable": False})
+        g = r["groups"][0]
+        return g["error_code"], [p["committed_offset"] for t in g["topics"]
+                                 for p in t["partitions"]]
+
+    assert fetch("m", 1) == (Errors.NONE, [5])
+    assert fetch("m", 0) == (Errors.STALE_MEMBER_EPOCH, [])
+    assert fetch("stranger", 1) == (Errors.UNKNOWN_MEMBER_ID, [])
+    assert fetch(None, -1) == (Errors.NONE, [5])  # an admin client: no member, no epoch
+    # Once the member has left, the empty group takes commits from outside it again.
+    assert _heartbeat(client, group, "m", -1)["error_code"] == Errors.NONE
+    assert commit(-1, member="") == Errors.NONE
 
 
 def test_a_silent_member_is_removed_after_its_session(broker, client):
