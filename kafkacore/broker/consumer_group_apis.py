@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
+from kafkacore.broker.consumer_group import JOIN_GROUP_MEMBER_EPOCH
 from kafkacore.broker.consumer_group_coordinator import HeartbeatRequest
 from kafkacore.errors import Errors
 
@@ -37,7 +38,9 @@ class ConsumerGroupApis:
             apis.respond(request, _heartbeat_error(Errors.UNSUPPORTED_VERSION))
             return
         classic = coordinator.group(body["group_id"])
-        if classic is not None and classic.members:
+        if classic is not None and classic.members and not (
+                body["member_epoch"] == JOIN_GROUP_MEMBER_EPOCH
+                and coordinator.upgrade_to_consumer_group(body["group_id"])):
             apis.respond(request, _heartbeat_error(
                 Errors.GROUP_ID_NOT_FOUND, f"Group {body['group_id']} is not a consumer group."))
             return

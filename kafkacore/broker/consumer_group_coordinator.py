@@ -31,17 +31,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker import consumer_group_records as records
+from kafkacore.broker import consumer_protocol
 from kafkacore.broker.assignors import ASSIGNORS
 from kafkacore.broker.consumer_group import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
     Partitions,
     is_subset,
     reconcile,
+)
+from kafkacore.broker.group_metadata import (
+    JoinCallback,
+    JoinGroupResult,
+    SyncGroupResult,
 )
 from kafkacore.broker.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkacore.errors import Errors
@@ -57,6 +64,24 @@ log = logging.getLogger(__name__)
 CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS = 5000
 CONSUMER_GROUP_SESSION_TIMEOUT_MS = 45000
 CONSUMER_GROUP_MAX_SIZE = 2**31 - 1
+#: Kafka 4's ``group.consumer.migration.policy`` default.
+CONSUMER_GROUP_MIGRATION_POLICY = "bidirectional"
+
+
+@dataclass(frozen=True)
+class ClassicGroupMember:
+    """What a consumer group takes of a classic group's member when it adopts the group."""
+
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocols: list[tuple[str, bytes]]
+    #: its metadata of the group's protocol, and its assignment of the last SyncGroup
+    metadata: bytes
+    assignment: bytes
 
 
 @dataclass(frozen=True)
@@ -76,6 +101,8 @@ class HeartbeatRequest:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    #: a JoinGroup of the classic protocol, answered from this group (KIP-848's migration)
+    classic: ClassicMemberMetadata | None = None
 
 
 class HeartbeatError(Exception):
@@ -143,8 +170,13 @@ class ConsumerGroupCoordinator:
                  heartbeat_interval_ms: int = CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS,
                  session_timeout_ms: int = CONSUMER_GROUP_SESSION_TIMEOUT_MS,
                  max_size: int = CONSUMER_GROUP_MAX_SIZE,
-                 assignors: tuple[str, ...] = tuple(ASSIGNORS)) -> None:
+                 assignors: tuple[str, ...] = tuple(ASSIGNORS),
+                 migration_policy: str = CONSUMER_GROUP_MIGRATION_POLICY) -> None:
         self.group_manager = group_manager
+        #: ``group.consumer.migration.policy``: may a classic group become a consumer group
+        #: (upgrade), and back (downgrade, which this coordinator does not do: such a group
+        #: stays a consumer group answering its classic members)
+        self.upgrade_enabled = migration_policy in ("upgrade", "bidirectional")
         self.metadata_cache = metadata_cache
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.session_timeout_ms = session_timeout_ms
@@ -319,10 +351,13 @@ class ConsumerGroupCoordinator:
                 _check_member_epoch(member, req.member_epoch, req.owned)
             old = member
             member = _with_subscription(member, req)
-            bumped = member != old or old.member_id not in group.members
-            if bumped:
-                group.update_member(old if old.member_id in group.members else None, member)
+            new = old.member_id not in group.members
+            if member != old or new:
+                group.update_member(None if new else old, member)
                 to_store.append(records.member_subscription_record(group.group_id, member))
+            # Kafka's ``hasMemberSubscriptionChanged``: only what the assignor reads moves
+            # the group epoch (a classic member's protocol metadata changes at every join).
+            bumped = new or _subscription(member) != _subscription(old)
             if self._refresh_subscription_metadata(group, may_describe) or bumped:
                 group.group_epoch += 1
                 to_store += [records.partition_metadata_record(group),
@@ -452,7 +487,7 @@ class ConsumerGroupCoordinator:
         self.purgatory.check_and_complete(key)  # the previous session, satisfied
         self.purgatory.try_complete_else_watch(
             DelayedConsumerSession(self, group, member.member_id, member.session_count,
-                                   self.session_timeout_ms), [key])
+                                   _session_timeout_ms(self, member)), [key])
 
     def _schedule_revocation(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         """Kafka's rebalance timeout: started when the member is asked to revoke partitions,
@@ -485,9 +520,204 @@ class ConsumerGroupCoordinator:
             if group.dead or member is None or member.session_count != session_count:
                 return
             log.info("consumer group %s: member %s did not heartbeat within %d ms; removed",
-                     group.group_id, member_id, self.session_timeout_ms)
+                     group.group_id, member_id, _session_timeout_ms(self, member))
             to_store = self._remove_member(group, member_id)
         self.group_manager.store_records(group.group_id, to_store, lambda error: None)
+
+    # -- classic members (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) ------------------------
+
+    def classic_join(self, group_id: str, member_id: str, instance_id: str | None,
+                     require_known_member_id: bool, client_id: str, client_host: str,
+                     rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
+                     protocols: list[tuple[str, bytes]], callback: JoinCallback) -> None:
+        """Kafka's ``classicGroupJoinToConsumerGroup``: a classic consumer joins a consumer
+        group.  Its subscription (and the partitions it still owns) come from its protocol
+        metadata; it takes the same steps as a heartbeat of the consumer protocol, and the
+        JoinGroup is answered at once with its member epoch as the generation and no leader:
+        the coordinator assigns, and SyncGroup hands the member its partitions."""
+        group = self.group(group_id)
+        if group is None:  # gone since the caller looked
+            callback(JoinGroupResult(member_id, Errors.UNKNOWN_MEMBER_ID))
+            return
+        with group.lock:
+            if not group.supports_classic_protocols(protocol_type,
+                                                    {name for name, _ in protocols}):
+                callback(JoinGroupResult(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
+                return
+            if not member_id and len(group.members) >= self.max_size:
+                callback(JoinGroupResult(member_id, Errors.GROUP_MAX_SIZE_REACHED))
+                return
+            if not member_id and require_known_member_id:  # KIP-394, as the classic groups
+                callback(JoinGroupResult(str(uuid.uuid4()), Errors.MEMBER_ID_REQUIRED))
+                return
+            # A member id the group does not know is a new member (the one MEMBER_ID_REQUIRED
+            # handed out, which is not remembered: Kafka's ``createIfNotExists``).
+            known = group.members.get(member_id) if member_id else None
+            if known is not None and known.classic is None:
+                callback(JoinGroupResult(member_id, Errors.UNKNOWN_MEMBER_ID))
+                return
+        try:
+            subscription = consumer_protocol.deserialize_subscription(protocols[0][1])
+        except consumer_protocol.ConsumerProtocolError as exc:
+            log.warning("consumer group %s: a classic member's subscription is unreadable: %s",
+                        group_id, exc)
+            callback(JoinGroupResult(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        req = HeartbeatRequest(
+            group_id=group_id, member_id=member_id or str(uuid.uuid4()),
+            member_epoch=JOIN_GROUP_MEMBER_EPOCH if known is None else known.member_epoch,
+            instance_id=instance_id, rack_id=subscription.rack_id,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            subscribed_topic_names=list(subscription.topics),
+            owned=self._by_topic_id(subscription.owned), client_id=client_id,
+            client_host=client_host,
+            classic=ClassicMemberMetadata(session_timeout_ms, tuple(protocols)))
+        try:
+            response, to_store = self._join_or_heartbeat(req, lambda _: True)
+        except HeartbeatError as exc:
+            callback(JoinGroupResult(member_id, exc.error))
+            return
+        result = JoinGroupResult(response["member_id"], Errors.NONE,
+                                 generation_id=response["member_epoch"],
+                                 protocol_type=consumer_protocol.PROTOCOL_TYPE,
+                                 protocol_name=protocols[0][0])
+
+        def stored(error: int) -> None:
+            callback(result if error == Errors.NONE else
+                     JoinGroupResult(result.member_id, error))
+
+        self.group_manager.store_records(group_id, to_store, stored)
+
+    def _by_topic_id(self, partitions: consumer_protocol.TopicPartitions) -> Partitions:
+        out: Partitions = {}
+        for name, ps in partitions.items():
+            meta = self.metadata_cache.get(name)
+            if meta is not None:
+                out[meta.topic_id] = ps
+        return out
+
+    def _classic_member(self, group: ConsumerGroup, member_id: str,
+                        generation_id: int) -> tuple[int, ConsumerGroupMember | None]:
+        """The classic member a SyncGroup or Heartbeat names, checked (under the lock)."""
+        if group.dead:
+            return Errors.COORDINATOR_NOT_AVAILABLE, None
+        member = group.members.get(member_id)
+        if member is None or member.classic is None:
+            return Errors.UNKNOWN_MEMBER_ID, None
+        if generation_id != member.member_epoch:
+            return Errors.ILLEGAL_GENERATION, None
+        return Errors.NONE, member
+
+    def _renew_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        member.session_count += 1
+        self._schedule_session(group, member)
+
+    def classic_sync(self, group: ConsumerGroup, member_id: str, generation_id: int,
+                     protocol_type: str | None, protocol_name: str | None) -> SyncGroupResult:
+        """Kafka's ``classicGroupSyncToConsumerGroup``: the member's current partitions, in
+        the consumer protocol's version of its own metadata."""
+        with group.lock:
+            error, member = self._classic_member(group, member_id, generation_id)
+            if member is None or member.classic is None:
+                return SyncGroupResult(error)
+            name, metadata = member.classic.supported_protocols[0]
+            if protocol_type not in (None, consumer_protocol.PROTOCOL_TYPE) or \
+                    protocol_name not in (None, name):
+                return SyncGroupResult(Errors.INCONSISTENT_GROUP_PROTOCOL)
+            if group.group_epoch > member.member_epoch and \
+                    member.state is not MemberState.UNREVOKED_PARTITIONS:
+                return SyncGroupResult(Errors.REBALANCE_IN_PROGRESS)  # rejoin to catch up
+            self._renew_session(group, member)
+            names = {tid: topic for topic, (tid, _) in group.subscription_metadata.items()}
+            assigned = {names.get(t) or self.metadata_cache.name_of(t): ps
+                        for t, ps in member.assigned.items()}
+            assignment = consumer_protocol.serialize_assignment(
+                {t: ps for t, ps in assigned.items() if t},
+                consumer_protocol.version_of(metadata))
+            return SyncGroupResult(Errors.NONE, assignment, consumer_protocol.PROTOCOL_TYPE, name)
+
+    def classic_heartbeat(self, group: ConsumerGroup, member_id: str, generation_id: int) -> int:
+        """Kafka's ``classicGroupHeartbeatToConsumerGroup``: REBALANCE_IN_PROGRESS (rejoin)
+        when the group epoch moved past the member's, when it has partitions to revoke, or
+        when partitions it waits for were released."""
+        with group.lock:
+            error, member = self._classic_member(group, member_id, generation_id)
+            if member is None:
+                return error
+            self._renew_session(group, member)
+            if member.member_epoch < group.group_epoch \
+                    or member.state is MemberState.UNREVOKED_PARTITIONS \
+                    or (member.state is MemberState.UNRELEASED_PARTITIONS
+                        and not group.waiting_on_unreleased_partition(member)):
+                return Errors.REBALANCE_IN_PROGRESS
+            return Errors.NONE
+
+    def classic_leave(self, group: ConsumerGroup, member_ids: list[str]) -> list[int]:
+        """Kafka's ``classicGroupLeaveToConsumerGroup``: each classic member named leaves."""
+        errors: list[int] = []
+        to_store: list[records.Record] = []
+        with group.lock:
+            for member_id in member_ids:
+                member = group.members.get(member_id)
+                if group.dead or member is None or member.classic is None:
+                    errors.append(Errors.UNKNOWN_MEMBER_ID)
+                    continue
+                log.info("consumer group %s: classic member %s left", group.group_id, member_id)
+                to_store += self._remove_member(group, member_id)
+                errors.append(Errors.NONE)
+        if to_store:
+            self.group_manager.store_records(group.group_id, to_store, lambda error: None)
+        return errors
+
+    def adopt_classic_group(self, group_id: str, generation_id: int,
+                            members: list[ClassicGroupMember],
+                            first: list[records.Record]) -> bool:
+        """Kafka's ``convertToConsumerGroup``: a classic group becomes a consumer group (a
+        member of the consumer protocol is joining it).  Each classic member keeps the
+        partitions of its last SyncGroup, its generation as its member epoch; the group epoch
+        and the target are the classic generation's, so nothing moves until the joining
+        member bumps the epoch.  ``first``: records written before the group's (the classic
+        group's tombstone).  False when a member's metadata is not the consumer protocol (the
+        group stays classic)."""
+        group = ConsumerGroup(group_id)
+        group.group_epoch = group.assignment_epoch = generation_id
+        try:
+            for m in members:
+                subscription = consumer_protocol.deserialize_subscription(m.metadata)
+                assigned = self._by_topic_id(consumer_protocol.deserialize_assignment(
+                    m.assignment))
+                member = ConsumerGroupMember(
+                    m.member_id, instance_id=m.instance_id, rack_id=subscription.rack_id,
+                    client_id=m.client_id, client_host=m.client_host,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    subscribed_topic_names=tuple(sorted(subscription.topics)),
+                    member_epoch=generation_id, previous_member_epoch=generation_id,
+                    assigned=assigned, classic=ClassicMemberMetadata(
+                        m.session_timeout_ms, tuple(m.protocols)))
+                group.update_member(None, member)
+                group.target[member.member_id] = assigned
+        except consumer_protocol.ConsumerProtocolError as exc:
+            log.warning("classic group %s cannot become a consumer group: %s", group_id, exc)
+            return False
+        with group.lock:
+            self._refresh_subscription_metadata(group, lambda _: True)
+            to_store = [*first, records.group_epoch_record(group),
+                        records.partition_metadata_record(group)]
+            for member in group.members.values():
+                to_store += [records.member_subscription_record(group_id, member),
+                             records.target_member_record(group_id, member.member_id,
+                                                          group.target[member.member_id])]
+            to_store.append(records.target_epoch_record(group))
+            to_store += [records.current_assignment_record(group_id, member)
+                         for member in group.members.values()]
+            with self._lock:
+                self._groups[group_id] = group
+            for member in group.members.values():
+                self._schedule_session(group, member)
+        log.info("classic group %s is now a consumer group (generation %d, %d members)",
+                 group_id, generation_id, len(members))
+        self.group_manager.store_records(group_id, to_store, lambda error: None)
+        return True
 
     # -- OffsetCommit ---------------------------------------------------------------------------
 
@@ -505,7 +735,7 @@ class ConsumerGroupCoordinator:
             member = group.members.get(member_id)
             if member is None:
                 return Errors.UNKNOWN_MEMBER_ID
-            if api_version is not None and api_version < 9:
+            if member.classic is None and api_version is not None and api_version < 9:
                 return Errors.UNSUPPORTED_VERSION
             return _check_offset_epoch(member, member_epoch)
 
@@ -583,10 +813,18 @@ class ConsumerGroupCoordinator:
                     "subscribed_topic_regex": m.subscribed_topic_regex,
                     "assignment": described(m.assigned),
                     "target_assignment": described(group.target.get(m.member_id, {})),
-                    "member_type": 1,  # the consumer protocol (KIP-1099)
+                    # KIP-1099: 0 the classic protocol, 1 the consumer protocol
+                    "member_type": 0 if m.classic is not None else 1,
                 } for m in group.members.values()],
                 "authorized_operations": include_operations,
             }
+
+
+def _session_timeout_ms(coordinator: ConsumerGroupCoordinator,
+                        member: ConsumerGroupMember) -> int:
+    """A classic member keeps the session timeout of its JoinGroup."""
+    return coordinator.session_timeout_ms if member.classic is None \
+        else member.classic.session_timeout_ms
 
 
 def _session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -600,7 +838,10 @@ def _revocation_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 def _check_offset_epoch(member: ConsumerGroupMember, received: int) -> int:
     """Kafka's ``validateMemberEpoch``: an OffsetCommit or OffsetFetch carries exactly the
     member's epoch (a commit from an older epoch could overwrite its partitions' new owner's)."""
-    return Errors.NONE if received == member.member_epoch else Errors.STALE_MEMBER_EPOCH
+    if received == member.member_epoch:
+        return Errors.NONE
+    # A classic member's epoch is its generation.
+    return Errors.STALE_MEMBER_EPOCH if member.classic is None else Errors.ILLEGAL_GENERATION
 
 
 def _check_member_epoch(member: ConsumerGroupMember, received: int,
@@ -640,9 +881,15 @@ def _with_subscription(member: ConsumerGroupMember,
         changes["subscribed_topic_regex"] = req.subscribed_topic_regex or None
     if req.server_assignor is not None:
         changes["server_assignor"] = req.server_assignor
+    if req.classic is not None:
+        changes["classic"] = req.classic
     if not changes:
         return member
     return ConsumerGroupMember(**{**member.__dict__, **changes})
+
+
+def _subscription(m: ConsumerGroupMember) -> tuple[Any, ...]:
+    return (m.subscribed_topic_names, m.subscribed_topic_regex, m.server_assignor, m.rack_id)
 
 
 def _response(member_id: str, epoch: int, interval_ms: int,

@@ -31,7 +31,11 @@ import time
 import uuid
 from collections.abc import Callable
 
-from kafkacore.broker.consumer_group_coordinator import ConsumerGroupCoordinator
+from kafkacore.broker.consumer_group import ConsumerGroup
+from kafkacore.broker.consumer_group_coordinator import (
+    ClassicGroupMember,
+    ConsumerGroupCoordinator,
+)
 from kafkacore.broker.delayed_group_operations import (
     DelayedHeartbeat,
     DelayedJoin,
@@ -53,6 +57,7 @@ from kafkacore.broker.group_metadata_manager import (
     GroupRecord,
     MemberRecord,
     OffsetAndMetadata,
+    group_metadata_key,
 )
 from kafkacore.broker.purgatory import DelayedOperationPurgatory
 from kafkacore.errors import Errors
@@ -350,6 +355,48 @@ class GroupCoordinator:
         """The group's membership (for DescribeGroups, tests and tutorials); read under its lock."""
         return self._get_group(group_id)
 
+    # -- classic and consumer groups under one id (KIP-848's migration) ------------------------
+
+    def _consumer_group_with_members(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group that answers this id's classic requests: one with members."""
+        if self.consumer_groups is None:
+            return None
+        group = self.consumer_groups.group(group_id)
+        return group if group is not None and group.members else None
+
+    def upgrade_to_consumer_group(self, group_id: str) -> bool:
+        """Kafka's online upgrade (``validateOnlineUpgrade``, ``convertToConsumerGroup``): a
+        member of the consumer protocol joins a classic group of consumers, which becomes a
+        consumer group with its classic members in it.  Members parked in JoinGroup or
+        SyncGroup are answered REBALANCE_IN_PROGRESS and rejoin, into the consumer group.
+        False (the group stays classic) when ``group.consumer.migration.policy`` forbids it,
+        the group is not of consumers, or it is larger than ``group.consumer.max.size``."""
+        consumers = self.consumer_groups
+        group = self._get_group(group_id)
+        if consumers is None or group is None or not consumers.upgrade_enabled:
+            return False
+        with group.lock:
+            if group.is_state(GroupState.DEAD) or group.protocol_type != "consumer" \
+                    or len(group.members) > consumers.max_size:
+                return False
+            members = [ClassicGroupMember(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                m.rebalance_timeout_ms, m.session_timeout_ms, list(m.supported_protocols),
+                m.metadata(group.protocol_name) if group.protocol_name in m.protocols()
+                else m.supported_protocols[0][1], m.assignment)
+                for m in group.members.values()]
+            # The classic group's tombstone goes in the consumer group's first batch: a replay
+            # never has both groups.
+            if not consumers.adopt_classic_group(group_id, group.generation_id, members,
+                                                 [(group_metadata_key(group_id), None)]):
+                return False
+            self._fail_waiting_members(group, Errors.REBALANCE_IN_PROGRESS)
+            group.state = GroupState.DEAD
+            with self._groups_lock:
+                if self._groups.get(group_id) is group:
+                    del self._groups[group_id]
+        return True
+
     # -- JoinGroup ------------------------------------------------------------------------------
 
     def handle_join_group(
@@ -379,11 +426,13 @@ class GroupCoordinator:
             return
         if rebalance_timeout_ms < 0:  # v0 had none: the session timeout stands in
             rebalance_timeout_ms = session_timeout_ms
-        consumer_group = (self.consumer_groups.group(group_id)
-                          if self.consumer_groups is not None else None)
-        if consumer_group is not None and consumer_group.members:
-            # A group of the consumer protocol (KIP-848): classic members may not join it here.
-            response_callback(JoinGroupResult(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
+        if self._consumer_group_with_members(group_id) is not None:
+            # A group of the consumer protocol (KIP-848) takes classic members in.
+            assert self.consumer_groups is not None
+            self.consumer_groups.classic_join(
+                group_id, member_id, group_instance_id, require_known_member_id, client_id,
+                client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                response_callback)
             return
         is_unknown_member = member_id == UNKNOWN_MEMBER
         group = self._get_or_create_group(group_id) if is_unknown_member else self._get_group(
@@ -596,6 +645,12 @@ class GroupCoordinator:
         if status != Errors.NONE:
             response_callback(SyncGroupResult(status))
             return
+        consumer_group = self._consumer_group_with_members(group_id)
+        if consumer_group is not None:  # a classic member of a consumer group
+            assert self.consumer_groups is not None
+            response_callback(self.consumer_groups.classic_sync(
+                consumer_group, member_id, generation_id, protocol_type, protocol_name))
+            return
         group = self._get_group(group_id)
         if group is None:
             response_callback(SyncGroupResult(Errors.UNKNOWN_MEMBER_ID))
@@ -684,6 +739,11 @@ class GroupCoordinator:
         status = self.validate_group_status(group_id)
         if status != Errors.NONE:
             return status
+        consumer_group = self._consumer_group_with_members(group_id)
+        if consumer_group is not None:  # a classic member of a consumer group
+            assert self.consumer_groups is not None
+            return self.consumer_groups.classic_heartbeat(consumer_group, member_id,
+                                                          generation_id)
         group = self._get_group(group_id)
         if group is None:
             return Errors.UNKNOWN_MEMBER_ID
@@ -774,6 +834,10 @@ class GroupCoordinator:
         status = self.validate_group_status(group_id)
         if status != Errors.NONE:
             return status, []
+        consumer_group = self._consumer_group_with_members(group_id)
+        if consumer_group is not None:  # classic members of a consumer group
+            assert self.consumer_groups is not None
+            return Errors.NONE, self.consumer_groups.classic_leave(consumer_group, member_ids)
         group = self._get_group(group_id)
         if group is None:
             return Errors.NONE, [Errors.UNKNOWN_MEMBER_ID] * len(member_ids)

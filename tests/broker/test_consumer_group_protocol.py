@@ -17,6 +17,10 @@ from confluent_kafka import Consumer, ConsumerGroupType, Producer, TopicPartitio
 from confluent_kafka.admin import AdminClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka.protocol.old.consumer_protocol import (
+    ConsumerProtocolMemberAssignment_v0,
+    ConsumerProtocolMemberMetadata_v0,
+)
 from support.examples import examples
 from test_apis import Client
 from waits import wait_until
@@ -24,6 +28,7 @@ from waits import wait_until
 from kafkacore.broker import Broker
 from kafkacore.broker.assignors import RangeAssignor, UniformAssignor
 from kafkacore.broker.consumer_group import (
+    ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
@@ -107,7 +112,8 @@ def test_records_replay_into_the_same_group():
     group.group_epoch = group.assignment_epoch = 3
     m = ConsumerGroupMember("m1", client_id="c", client_host="/h", rebalance_timeout_ms=300,
                             subscribed_topic_names=("t",), member_epoch=3,
-                            previous_member_epoch=2, assigned={T1: frozenset({0, 2})})
+                            previous_member_epoch=2, assigned={T1: frozenset({0, 2})},
+                            classic=ClassicMemberMetadata(10000, (("range", b"\x00\x00"),)))
     log = [group_epoch_record(group), member_subscription_record("g", m),
            target_member_record("g", "m1", {T1: frozenset({0, 2})}), target_epoch_record(group),
            current_assignment_record("g", m)]
@@ -362,19 +368,86 @@ def test_a_static_member_comes_back_to_its_partitions(broker, client):
     assert {m["member_id"] for m in _describe(client, group)["members"]} == {"a2", "b"}
 
 
-def test_classic_members_may_not_join_a_consumer_group_and_it_is_listed(broker, client):
-    topic, _ = _topic(broker)
-    group = f"g-{uuid.uuid4().hex[:6]}"
-    assert _heartbeat(client, group, "m", 0, [topic], {})["error_code"] == Errors.NONE
-    joined = client.call(ApiKey.JOIN_GROUP, 5, {
+def _classic_join(c, group, topic, member="", protocol_type="consumer"):
+    # kafka-python's encoding of the embedded consumer protocol (an eager member owns nothing
+    # when it joins)
+    metadata = ConsumerProtocolMemberMetadata_v0(0, [topic], b"").encode()
+    return c.call(ApiKey.JOIN_GROUP, 5, {
         "group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
-        "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
-        "protocols": [{"name": "range", "metadata": b""}]})
-    assert joined["error_code"] == Errors.INCONSISTENT_GROUP_PROTOCOL
+        "member_id": member, "group_instance_id": None, "protocol_type": protocol_type,
+        "protocols": [{"name": "range", "metadata": metadata}]})
+
+
+def _classic_sync(c, group, member, generation):
+    r = c.call(ApiKey.SYNC_GROUP, 5, {
+        "group_id": group, "generation_id": generation, "member_id": member,
+        "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+        "assignments": []})
+    if r["error_code"] != Errors.NONE:
+        return r["error_code"], None
+    decoded = ConsumerProtocolMemberAssignment_v0.decode(r["assignment"])
+    return r["error_code"], {p for _, ps in decoded.assigned_partitions for p in ps}
+
+
+def _classic_heartbeat(c, group, member, generation):
+    return c.call(ApiKey.HEARTBEAT, 4, {"group_id": group, "generation_id": generation,
+                                        "member_id": member,
+                                        "group_instance_id": None})["error_code"]
+
+
+def test_a_consumer_group_answers_classic_members(broker, client):
+    """A classic member joins a consumer group by JoinGroup and SyncGroup (the coordinator
+    assigns), is told to rejoin by its Heartbeat, commits with its generation, and leaves."""
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    assert _heartbeat(client, group, "m", 0, [topic], {})["member_epoch"] == 1
+    assert _classic_join(client, group, topic, protocol_type="connect")["error_code"] == \
+        Errors.INCONSISTENT_GROUP_PROTOCOL
+    first = _classic_join(client, group, topic)
+    assert first["error_code"] == Errors.MEMBER_ID_REQUIRED  # KIP-394, as in a classic group
+    classic = first["member_id"]
+    joined = _classic_join(client, group, topic, classic)
+    assert joined["error_code"] == Errors.NONE and joined["generation_id"] == 2
+    assert (joined["leader"], joined["members"], joined["protocol_name"]) == ("", [], "range")
+    # The consumer-protocol member still owns everything: nothing for the classic one yet.
+    assert _classic_sync(client, group, classic, 1) == (Errors.ILLEGAL_GENERATION, None)
+    assert _classic_sync(client, group, classic, 2) == (Errors.NONE, set())
+    a = _heartbeat(client, group, "m", 1, owned={tid: frozenset(range(PARTITIONS))})
+    kept = _assigned(a)[tid]
+    assert len(kept) == PARTITIONS // 2
+    a = _heartbeat(client, group, "m", 1, owned={tid: kept})  # m revoked the others
+    assert a["member_epoch"] == 2
+    # The partitions are free: the classic member's heartbeat says rejoin, and it gets them.
+    assert _classic_heartbeat(client, group, classic, 1) == Errors.ILLEGAL_GENERATION
+    assert _classic_heartbeat(client, group, classic, 2) == Errors.REBALANCE_IN_PROGRESS
+    again = _classic_join(client, group, topic, classic)
+    assert again["generation_id"] == 2
+    assert _classic_sync(client, group, classic, 2) == (
+        Errors.NONE, set(range(PARTITIONS)) - kept)
+    assert _classic_heartbeat(client, group, classic, 2) == Errors.NONE
+    # A consumer-protocol member has no classic heartbeat.
+    assert _classic_heartbeat(client, group, "m", 2) == Errors.UNKNOWN_MEMBER_ID
+    described = {m["member_id"]: m for m in _describe(client, group)["members"]}
+    assert (described["m"]["member_type"], described[classic]["member_type"]) == (1, 0)
+
+    def commit(generation, version):
+        r = client.call(ApiKey.OFFSET_COMMIT, version, {
+            "group_id": group, "generation_id_or_member_epoch": generation,
+            "member_id": classic, "group_instance_id": None, "topics": [{
+                "name": topic, "partitions": [{
+                    "partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                    "committed_metadata": ""}]}]})
+        return r["topics"][0]["partitions"][0]["error_code"]
+
+    assert commit(2, 8) == Errors.NONE  # a classic member may commit with older versions
+    assert commit(1, 9) == Errors.ILLEGAL_GENERATION  # its epoch is a generation
+    left = client.call(ApiKey.LEAVE_GROUP, 4, {"group_id": group, "members": [
+        {"member_id": classic, "group_instance_id": None}]})
+    assert [m["error_code"] for m in left["members"]] == [Errors.NONE]
+    assert [m["member_id"] for m in _describe(client, group)["members"]] == ["m"]
     listed = client.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [],
                                                  "types_filter": ["consumer"]})["groups"]
-    assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable",
-            "group_type": "consumer"} in listed
+    assert group in {g["group_id"] for g in listed}
     assert all(g["group_type"] == "consumer" for g in listed)
     # The classic DescribeGroups does not describe it (Kafka: "not a classic group").
     described = client.call(ApiKey.DESCRIBE_GROUPS, 5, {
@@ -467,10 +540,18 @@ def test_group_consumer_settings_are_checked_and_the_size_bounded(tmp_path):
         Broker({**base, "group.consumer.session.timeout.ms": "1000"})
     with pytest.raises(ConfigError, match="sticky"):
         Broker({**base, "group.consumer.assignors": "range,sticky"})
-    with Broker({**base, "group.consumer.max.size": "1",
-                 "group.consumer.assignors": "range"}) as b:
+    with pytest.raises(ConfigError, match="group.consumer.migration.policy"):
+        Broker({**base, "group.consumer.migration.policy": "sideways"})
+    with Broker({**base, "group.consumer.max.size": "1", "group.consumer.assignors": "range",
+                 "group.consumer.migration.policy": "disabled",
+                 "group.initial.rebalance.delay.ms": "0"}) as b:
         topic, _ = _topic(b)
         c = Client(b)
+        # Without the upgrade, a classic group with members stays one.
+        member = _classic_join(c, "classic", topic)["member_id"]
+        assert _classic_join(c, "classic", topic, member)["error_code"] == Errors.NONE
+        assert _heartbeat(c, "classic", "new", 0, [topic], {})["error_code"] == \
+            Errors.GROUP_ID_NOT_FOUND
         group = "full"
         assert _heartbeat(c, group, "one", 0, [topic], {})["error_code"] == Errors.NONE
         assert _heartbeat(c, group, "two", 0, [topic], {})["error_code"] == \
@@ -535,6 +616,62 @@ def test_two_consumers_share_a_topic_then_one_gets_everything(broker):
         assert sum(tp.offset for tp in committed) == n
     finally:
         c1.close()
+
+
+CLASSIC = {"group.protocol": "classic", "session.timeout.ms": 6000,
+           "heartbeat.interval.ms": 500}
+
+
+@pytest.mark.parametrize("first", ["consumer", "classic"])
+def test_a_classic_and_a_consumer_protocol_consumer_share_a_group(broker, first):
+    """Kafka 4's migration: a classic consumer joins a consumer group, or a consumer of the new
+    protocol joins a classic group (which becomes a consumer group).  Either way each partition
+    has one owner, each record is read once, and a leaving member's partitions go to the
+    other."""
+    n = 40
+    topic, _ = _topic(broker, records=n)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    second = "classic" if first == "consumer" else "consumer"
+    extra = {"consumer": {}, "classic": CLASSIC}
+    c1 = _consumer(broker.bootstrap_servers, group, topic, **extra[first])
+    c2 = None
+    try:
+        seen1, seen2 = [], []
+        wait_until(lambda: (_poll_into(c1, seen1), len(c1.assignment()) == PARTITIONS)[1],
+                   f"the {first} consumer owns every partition", bound_s=60)
+        c2 = _consumer(broker.bootstrap_servers, group, topic, **extra[second])
+
+        def split():
+            _poll_into(c1, seen1)
+            _poll_into(c2, seen2)
+            a1 = {tp.partition for tp in c1.assignment()}
+            a2 = {tp.partition for tp in c2.assignment()}
+            return a1 and a2 and not a1 & a2 and len(a1 | a2) == PARTITIONS
+
+        wait_until(split, "both consumers own partitions, none twice", bound_s=60)
+        hand = Client(broker)
+        members = _describe(hand, group)["members"]
+        hand.sock.close()
+        assert sorted(m["member_type"] for m in members) == [0, 1]  # classic, consumer
+
+        def all_read():
+            _poll_into(c1, seen1)
+            _poll_into(c2, seen2)
+            return len(seen1) + len(seen2) >= n
+
+        wait_until(all_read, f"{n} records read", bound_s=60)
+        values = [v for _, _, v in seen1 + seen2]
+        assert sorted(values) == sorted(b"v%03d" % i for i in range(n))  # each exactly once
+        c1.close()
+        wait_until(lambda: (c2.poll(0.2), len(c2.assignment()) == PARTITIONS)[1],
+                   f"the {second} consumer owns every partition", bound_s=60)
+        committed = c2.committed([TopicPartition(topic, p) for p in range(PARTITIONS)],
+                                 timeout=10)
+        assert sum(tp.offset for tp in committed) == n
+    finally:
+        c1.close()
+        if c2 is not None:
+            c2.close()
 
 
 def test_admin_client_describes_a_consumer_group(broker):
