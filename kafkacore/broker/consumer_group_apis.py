@@ -38,7 +38,10 @@ class ConsumerGroupApis:
             apis.respond(request, _heartbeat_error(Errors.UNSUPPORTED_VERSION))
             return
         classic = coordinator.group(body["group_id"])
-        if classic is not None and classic.members and not (
+        if classic is not None and not classic.members and \
+                body["member_epoch"] == JOIN_GROUP_MEMBER_EPOCH:
+            coordinator.remove_empty_classic_group(body["group_id"])
+        elif classic is not None and classic.members and not (
                 body["member_epoch"] == JOIN_GROUP_MEMBER_EPOCH
                 and coordinator.upgrade_to_consumer_group(body["group_id"])):
             apis.respond(request, _heartbeat_error(

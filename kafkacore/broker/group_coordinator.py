@@ -364,6 +364,21 @@ class GroupCoordinator:
         group = self.consumer_groups.group(group_id)
         return group if group is not None and group.members else None
 
+    def remove_empty_classic_group(self, group_id: str) -> None:
+        """A consumer-protocol member joins where only an empty classic group is: the classic
+        group goes (Kafka's ``maybeDeleteEmptyClassicGroup``), its committed offsets stay."""
+        group = self._get_group(group_id)
+        if group is None:
+            return
+        with group.lock:
+            if group.members or group.pending_members or group.is_state(GroupState.DEAD):
+                return
+            group.state = GroupState.DEAD
+            with self._groups_lock:
+                if self._groups.get(group_id) is group:
+                    del self._groups[group_id]
+            self.group_manager.store_group(group_id, None, lambda error: None)
+
     def upgrade_to_consumer_group(self, group_id: str) -> bool:
         """Kafka's online upgrade (``validateOnlineUpgrade``, ``convertToConsumerGroup``): a
         member of the consumer protocol joins a classic group of consumers, which becomes a
@@ -434,6 +449,10 @@ class GroupCoordinator:
                 client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
                 response_callback)
             return
+        if self.consumer_groups is not None and self.consumer_groups.has_group(group_id):
+            # An empty consumer group gives its id to the classic group (Kafka's
+            # ``maybeDeleteEmptyConsumerGroup``): one group per id.
+            self.consumer_groups.delete_group(group_id)
         is_unknown_member = member_id == UNKNOWN_MEMBER
         group = self._get_or_create_group(group_id) if is_unknown_member else self._get_group(
             group_id)

@@ -618,6 +618,42 @@ def test_two_consumers_share_a_topic_then_one_gets_everything(broker):
         c1.close()
 
 
+def test_an_empty_group_gives_its_id_to_the_other_protocol(broker, client):
+    """One group per id: an empty consumer group makes way for a classic one, and an empty
+    classic group for a consumer group; a classic member then commits with its generation."""
+    topic, _ = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+
+    def listed():
+        groups = client.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [],
+                                                     "types_filter": []})["groups"]
+        return [g["group_type"] for g in groups if g["group_id"] == group]
+
+    assert _heartbeat(client, group, "m", 0, [topic], {})["error_code"] == Errors.NONE
+    assert _heartbeat(client, group, "m", -1)["error_code"] == Errors.NONE
+    member = _classic_join(client, group, topic)["member_id"]
+    joined = _classic_join(client, group, topic, member)
+    assert joined["error_code"] == Errors.NONE and joined["leader"] == member  # classic
+    assert listed() == ["classic"]
+    synced = client.call(ApiKey.SYNC_GROUP, 5, {
+        "group_id": group, "generation_id": joined["generation_id"], "member_id": member,
+        "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+        "assignments": [{"member_id": member, "assignment": b""}]})
+    assert synced["error_code"] == Errors.NONE
+    r = client.call(ApiKey.OFFSET_COMMIT, 9, {
+        "group_id": group, "generation_id_or_member_epoch": joined["generation_id"],
+        "member_id": member, "group_instance_id": None, "topics": [{
+            "name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                           "committed_leader_epoch": -1,
+                                           "committed_metadata": ""}]}]})
+    assert r["topics"][0]["partitions"][0]["error_code"] == Errors.NONE
+    left = client.call(ApiKey.LEAVE_GROUP, 4, {"group_id": group, "members": [
+        {"member_id": member, "group_instance_id": None}]})
+    assert [m["error_code"] for m in left["members"]] == [Errors.NONE]
+    assert _heartbeat(client, group, "m2", 0, [topic], {})["error_code"] == Errors.NONE
+    assert listed() == ["consumer"]
+
+
 CLASSIC = {"group.protocol": "classic", "session.timeout.ms": 6000,
            "heartbeat.interval.ms": 500}
 
