@@ -42,7 +42,7 @@ class ConsumerGroupApis:
                 body["member_epoch"] == JOIN_GROUP_MEMBER_EPOCH:
             coordinator.remove_empty_classic_group(body["group_id"])
         elif classic is not None and classic.members and not (
-                body["member_epoch"] == JOIN_GROUP_MEMBER_EPOCH
+                _joins_with_a_subscription(body)
                 and coordinator.upgrade_to_consumer_group(body["group_id"])):
             apis.respond(request, _heartbeat_error(
                 Errors.GROUP_ID_NOT_FOUND, f"Group {body['group_id']} is not a consumer group."))
@@ -85,6 +85,13 @@ class ConsumerGroupApis:
                 described["error_message"] = f"Group {group_id} is not a consumer group."
             groups.append(described)
         apis.respond(request, {"throttle_time_ms": 0, "groups": groups})
+
+
+def _joins_with_a_subscription(body: dict[str, Any]) -> bool:
+    """A join that can be valid (the upgrade of a classic group waits for one)."""
+    return body["member_epoch"] == JOIN_GROUP_MEMBER_EPOCH and (
+        body["subscribed_topic_names"] is not None
+        or body.get("subscribed_topic_regex") is not None)
 
 
 def _heartbeat_error(error: int, message: str | None = None) -> dict[str, Any]:

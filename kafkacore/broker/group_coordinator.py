@@ -18,7 +18,8 @@ empties; a new coordinator loads it, and the members carry on without rejoining.
 Static membership (KIP-345, ``group.instance.id``) is not implemented: such a member is treated
 as a dynamic one.  The groups of the consumer protocol (KIP-848) are
 :class:`~kafkacore.broker.consumer_group_coordinator.ConsumerGroupCoordinator`'s; offset commits,
-DeleteGroups, OffsetDelete and ListGroups here ask it about them.  See ``docs/broker/groups.rst``.
+DeleteGroups, OffsetDelete and ListGroups here ask it about them, and the classic requests of a
+consumer group's classic members go to it (KIP-848's migration).  See ``docs/broker/groups.rst``.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ restart, and the AdminClient describes the group as a consumer group.
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import pytest
@@ -616,6 +617,51 @@ def test_two_consumers_share_a_topic_then_one_gets_everything(broker):
         assert sum(tp.offset for tp in committed) == n
     finally:
         c1.close()
+
+
+def test_a_classic_group_becomes_a_consumer_group(broker, client):
+    """A member of the new protocol joins a classic group: its member keeps its partitions and
+    generation as a member of the consumer group, a JoinGroup parked in the classic rebalance
+    is answered REBALANCE_IN_PROGRESS, and the classic member is told to rejoin."""
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = _classic_join(client, group, topic)["member_id"]
+    joined = _classic_join(client, group, topic, a)
+    generation = joined["generation_id"]
+    everything = ConsumerProtocolMemberAssignment_v0(0, [(topic, list(range(PARTITIONS)))],
+                                                     b"").encode()
+    synced = client.call(ApiKey.SYNC_GROUP, 5, {
+        "group_id": group, "generation_id": generation, "member_id": a,
+        "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+        "assignments": [{"member_id": a, "assignment": everything}]})
+    assert synced["error_code"] == Errors.NONE
+    # A second classic member's JoinGroup waits for a to rejoin.
+    other = Client(broker)
+    b = _classic_join(other, group, topic)["member_id"]
+    parked: list = []
+    joining = threading.Thread(target=lambda: parked.append(_classic_join(other, group, topic,
+                                                                          b)))
+    joining.start()
+    wait_until(lambda: broker.group_coordinator.group(group).state.value == "PreparingRebalance",
+               "the classic group rebalancing")
+    new = _heartbeat(client, group, "new", 0, [topic], {})
+    assert new["error_code"] == Errors.NONE and new["member_epoch"] == generation + 1
+    joining.join(30)
+    other.sock.close()
+    assert parked[0]["error_code"] == Errors.REBALANCE_IN_PROGRESS
+    described = {m["member_id"]: m for m in _describe(client, group)["members"]}
+    assert set(described) == {a, b, "new"}  # b too: it rejoins with its member id
+    assert described[a]["member_epoch"] == generation and described[a]["member_type"] == 0
+    assert {p for t in described[a]["assignment"]["topic_partitions"]
+            for p in t["partitions"]} == set(range(PARTITIONS))  # kept until it rejoins
+    assert _assigned(new) == {}  # every partition is still a's
+    assert _classic_heartbeat(client, group, a, generation) == Errors.REBALANCE_IN_PROGRESS
+    again = _classic_join(client, group, topic, a)  # eager: a revoked everything first
+    assert _classic_sync(client, group, a, again["generation_id"])[0] == Errors.NONE
+    a_now = _classic_join(client, group, topic, a)
+    _, mine = _classic_sync(client, group, a, a_now["generation_id"])
+    theirs = _assigned(_heartbeat(client, group, "new", new["member_epoch"], owned={}))
+    assert mine and theirs and not mine & theirs[tid]
 
 
 def test_an_empty_group_gives_its_id_to_the_other_protocol(broker, client):
