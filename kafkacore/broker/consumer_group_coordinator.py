@@ -73,7 +73,6 @@ class ClassicGroupMember:
     """What a consumer group takes of a classic group's member when it adopts the group."""
 
     member_id: str
-    instance_id: str | None
     client_id: str
     client_host: str
     rebalance_timeout_ms: int
@@ -526,9 +525,9 @@ class ConsumerGroupCoordinator:
 
     # -- classic members (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) ------------------------
 
-    def classic_join(self, group_id: str, member_id: str, instance_id: str | None,
-                     require_known_member_id: bool, client_id: str, client_host: str,
-                     rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
+    def classic_join(self, group_id: str, member_id: str, require_known_member_id: bool,
+                     client_id: str, client_host: str, rebalance_timeout_ms: int,
+                     session_timeout_ms: int, protocol_type: str,
                      protocols: list[tuple[str, bytes]], callback: JoinCallback) -> None:
         """Kafka's ``classicGroupJoinToConsumerGroup``: a classic consumer joins a consumer
         group.  Its subscription (and the partitions it still owns) come from its protocol
@@ -566,7 +565,8 @@ class ConsumerGroupCoordinator:
         req = HeartbeatRequest(
             group_id=group_id, member_id=member_id or str(uuid.uuid4()),
             member_epoch=JOIN_GROUP_MEMBER_EPOCH if known is None else known.member_epoch,
-            instance_id=instance_id, rack_id=subscription.rack_id,
+            # A static classic member is taken as a dynamic one, as by the classic groups.
+            instance_id=None, rack_id=subscription.rack_id,
             rebalance_timeout_ms=rebalance_timeout_ms,
             subscribed_topic_names=list(subscription.topics),
             owned=self._by_topic_id(subscription.owned), client_id=client_id,
@@ -687,7 +687,7 @@ class ConsumerGroupCoordinator:
                 assigned = self._by_topic_id(consumer_protocol.deserialize_assignment(
                     m.assignment))
                 member = ConsumerGroupMember(
-                    m.member_id, instance_id=m.instance_id, rack_id=subscription.rack_id,
+                    m.member_id, rack_id=subscription.rack_id,
                     client_id=m.client_id, client_host=m.client_host,
                     rebalance_timeout_ms=m.rebalance_timeout_ms,
                     subscribed_topic_names=tuple(sorted(subscription.topics)),

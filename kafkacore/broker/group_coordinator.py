@@ -396,7 +396,7 @@ class GroupCoordinator:
                     or len(group.members) > consumers.max_size:
                 return False
             members = [ClassicGroupMember(
-                m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                m.member_id, m.client_id, m.client_host,
                 m.rebalance_timeout_ms, m.session_timeout_ms, list(m.supported_protocols),
                 m.metadata(group.protocol_name) if group.protocol_name in m.protocols()
                 else m.supported_protocols[0][1], m.assignment)
@@ -446,7 +446,7 @@ class GroupCoordinator:
             # A group of the consumer protocol (KIP-848) takes classic members in.
             assert self.consumer_groups is not None
             self.consumer_groups.classic_join(
-                group_id, member_id, group_instance_id, require_known_member_id, client_id,
+                group_id, member_id, require_known_member_id, client_id,
                 client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
                 response_callback)
             return

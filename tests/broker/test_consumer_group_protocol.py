@@ -819,6 +819,31 @@ def test_commits_and_the_group_survive_a_restart(tmp_path):
         assert [v for _, _, v in seen] == [b"after"]  # resumed from the committed offsets
 
 
+def test_a_classic_member_of_a_consumer_group_survives_a_restart(tmp_path):
+    """What the group keeps of a classic member (its session timeout and protocols) is in the
+    member's record: after a restart it is still a classic member at its generation."""
+    config = {"num.network.threads": "1", "num.io.threads": "2", "log.dirs": str(tmp_path),
+              "offsets.topic.num.partitions": "1", "num.partitions": str(PARTITIONS)}
+    group = "mixed-restarted"
+    with Broker(config) as b:
+        topic, _ = _topic(b)
+        c = Client(b)
+        assert _heartbeat(c, group, "m", 0, [topic], {})["error_code"] == Errors.NONE
+        classic = _classic_join(c, group, topic)["member_id"]
+        generation = _classic_join(c, group, topic, classic)["generation_id"]
+        c.sock.close()
+    with Broker(config) as b:
+        c = Client(b)
+        described = {m["member_id"]: m for m in _describe(c, group)["members"]}
+        assert described[classic]["member_type"] == 0
+        assert _classic_sync(c, group, classic, generation)[0] == Errors.NONE
+        # It waits for m's partitions, as it did before the restart.
+        assert _classic_heartbeat(c, group, classic, generation) == Errors.NONE
+        assert _classic_heartbeat(c, group, classic, generation + 1) == \
+            Errors.ILLEGAL_GENERATION
+        c.sock.close()
+
+
 # -- a coordinator failover --------------------------------------------------------------------
 
 
