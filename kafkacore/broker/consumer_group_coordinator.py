@@ -173,9 +173,14 @@ class ConsumerGroupCoordinator:
                  migration_policy: str = CONSUMER_GROUP_MIGRATION_POLICY) -> None:
         self.group_manager = group_manager
         #: ``group.consumer.migration.policy``: may a classic group become a consumer group
-        #: (upgrade), and back (downgrade, which this coordinator does not do: such a group
-        #: stays a consumer group answering its classic members)
+        #: (upgrade), and a consumer group of classic members go back (downgrade)
         self.upgrade_enabled = migration_policy in ("upgrade", "bidirectional")
+        self.downgrade_enabled = migration_policy in ("downgrade", "bidirectional")
+        #: set by the GroupCoordinator, which keeps the classic groups: installs the classic
+        #: group a consumer group becomes (without the leaving member) and returns its record,
+        #: or None when it may not
+        self.to_classic_group: Callable[[ConsumerGroup, str], list[records.Record] | None] \
+            | None = None
         self.metadata_cache = metadata_cache
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.session_timeout_ms = session_timeout_ms
@@ -309,8 +314,40 @@ class ConsumerGroupCoordinator:
                 return (_response(req.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, 0, None),
                         [records.current_assignment_record(group.group_id, left)])
             log.info("consumer group %s: member %s left", group.group_id, req.member_id)
-            to_store = self._remove_member(group, req.member_id)
+            to_store = self._remove_or_downgrade(group, req.member_id)
         return _response(req.member_id, LEAVE_GROUP_MEMBER_EPOCH, 0, None), to_store
+
+    def _remove_or_downgrade(self, group: ConsumerGroup,
+                             member_id: str) -> list[records.Record]:
+        """A member leaves or is fenced (under the group's lock).  When it is the last member
+        of the consumer protocol and classic members remain, the group goes back to being a
+        classic group (Kafka's ``validateOnlineDowngradeWithFencedMember`` and
+        ``convertToClassicGroup``, under ``group.consumer.migration.policy`` ``downgrade`` or
+        ``bidirectional``): the consumer group's records are tombstoned and the classic
+        group's record follows them in the same batch."""
+        others = [m for m in group.members.values() if m.member_id != member_id]
+        if not (self.downgrade_enabled and self.to_classic_group is not None and others
+                and all(m.classic is not None for m in others)):
+            return self._remove_member(group, member_id)
+        classic_record = self.to_classic_group(group, member_id)
+        if classic_record is None:  # larger than the classic groups may be
+            return self._remove_member(group, member_id)
+        out: list[records.Record] = []
+        for m in group.members:
+            out += records.member_tombstones(group.group_id, m)
+        out += records.group_tombstones(group.group_id)
+        out += classic_record
+        group.dead = True
+        with self._lock:
+            if self._groups.get(group.group_id) is group:
+                del self._groups[group.group_id]
+        if self.purgatory is not None:  # the members' timers find the group dead
+            for m in group.members:
+                self.purgatory.check_and_complete(_session_key(group.group_id, m))
+                self.purgatory.check_and_complete(_revocation_key(group.group_id, m))
+        log.info("consumer group %s is a classic group again: its last member of the consumer "
+                 "protocol (%s) left", group.group_id, member_id)
+        return out
 
     def _remove_member(self, group: ConsumerGroup, member_id: str) -> list[records.Record]:
         """The member is gone (it left, or was fenced): its partitions are free, the group epoch
@@ -509,7 +546,7 @@ class ConsumerGroupCoordinator:
                 return
             log.info("consumer group %s: member %s did not revoke its partitions within its "
                      "rebalance timeout; removed", group.group_id, revocation.member_id)
-            to_store = self._remove_member(group, revocation.member_id)
+            to_store = self._remove_or_downgrade(group, revocation.member_id)
         self.group_manager.store_records(group.group_id, to_store, lambda error: None)
 
     def on_session_expired(self, group: ConsumerGroup, member_id: str,
@@ -520,7 +557,7 @@ class ConsumerGroupCoordinator:
                 return
             log.info("consumer group %s: member %s did not heartbeat within %d ms; removed",
                      group.group_id, member_id, _session_timeout_ms(self, member))
-            to_store = self._remove_member(group, member_id)
+            to_store = self._remove_or_downgrade(group, member_id)
         self.group_manager.store_records(group.group_id, to_store, lambda error: None)
 
     # -- classic members (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) ------------------------
@@ -620,7 +657,7 @@ class ConsumerGroupCoordinator:
             error, member = self._classic_member(group, member_id, generation_id)
             if member is None or member.classic is None:
                 return SyncGroupResult(error)
-            name, metadata = member.classic.supported_protocols[0]
+            name = member.classic.supported_protocols[0][0]
             if protocol_type not in (None, consumer_protocol.PROTOCOL_TYPE) or \
                     protocol_name not in (None, name):
                 return SyncGroupResult(Errors.INCONSISTENT_GROUP_PROTOCOL)
@@ -628,13 +665,19 @@ class ConsumerGroupCoordinator:
                     member.state is not MemberState.UNREVOKED_PARTITIONS:
                 return SyncGroupResult(Errors.REBALANCE_IN_PROGRESS)  # rejoin to catch up
             self._renew_session(group, member)
-            names = {tid: topic for topic, (tid, _) in group.subscription_metadata.items()}
-            assigned = {names.get(t) or self.metadata_cache.name_of(t): ps
-                        for t, ps in member.assigned.items()}
-            assignment = consumer_protocol.serialize_assignment(
-                {t: ps for t, ps in assigned.items() if t},
-                consumer_protocol.version_of(metadata))
-            return SyncGroupResult(Errors.NONE, assignment, consumer_protocol.PROTOCOL_TYPE, name)
+            return SyncGroupResult(Errors.NONE, self.classic_assignment(group, member),
+                                   consumer_protocol.PROTOCOL_TYPE, name)
+
+    def classic_assignment(self, group: ConsumerGroup, member: ConsumerGroupMember) -> bytes:
+        """The member's current partitions in the consumer protocol, in the version of its
+        own metadata."""
+        assert member.classic is not None
+        names = {tid: topic for topic, (tid, _) in group.subscription_metadata.items()}
+        assigned = {names.get(t) or self.metadata_cache.name_of(t): ps
+                    for t, ps in member.assigned.items()}
+        return consumer_protocol.serialize_assignment(
+            {t: ps for t, ps in assigned.items() if t},
+            consumer_protocol.version_of(member.classic.supported_protocols[0][1]))
 
     def classic_heartbeat(self, group: ConsumerGroup, member_id: str, generation_id: int) -> int:
         """Kafka's ``classicGroupHeartbeatToConsumerGroup``: REBALANCE_IN_PROGRESS (rejoin)

@@ -59,6 +59,7 @@ from kafkacore.broker.group_metadata_manager import (
     MemberRecord,
     OffsetAndMetadata,
     group_metadata_key,
+    group_metadata_value,
 )
 from kafkacore.broker.purgatory import DelayedOperationPurgatory
 from kafkacore.errors import Errors
@@ -121,6 +122,7 @@ class GroupCoordinator:
         self.group_manager.add_load_listener(self._on_loaded)
         if self.consumer_groups is not None:
             self.consumer_groups.startup(self.heartbeat_purgatory)
+            self.consumer_groups.to_classic_group = self._classic_group_from
             self.group_manager.add_resign_listener(self.consumer_groups.on_resigned)
             self.group_manager.add_consumer_group_load_listener(self.consumer_groups.on_loaded)
         self.group_manager.startup()
@@ -171,7 +173,11 @@ class GroupCoordinator:
     def _store_group(self, group: GroupMetadata, callback: Callable[[int], None]) -> None:
         """Write the group's current generation (called under its lock; ``callback(error)``
         once the in-sync replicas have it, Kafka's ``storeGroup``)."""
-        record = GroupRecord(
+        self.group_manager.store_group(group.group_id, self._group_record(group), callback)
+
+    @staticmethod
+    def _group_record(group: GroupMetadata) -> GroupRecord:
+        return GroupRecord(
             group.protocol_type or "", group.generation_id, group.protocol_name, group.leader_id,
             int(time.time() * 1000),
             tuple(MemberRecord(m.member_id, m.group_instance_id, m.client_id, m.client_host,
@@ -179,7 +185,6 @@ class GroupCoordinator:
                                m.metadata(group.protocol_name) if group.protocol_name else b"",
                                m.assignment)
                   for m in group.members.values()))
-        self.group_manager.store_group(group.group_id, record, callback)
 
     def validate_group_status(self, group_id: str, allow_empty: bool = False) -> int:
         """Kafka's ``validateGroupStatus``: INVALID_GROUP_ID, NOT_COORDINATOR,
@@ -412,6 +417,42 @@ class GroupCoordinator:
                 if self._groups.get(group_id) is group:
                     del self._groups[group_id]
         return True
+
+    def _classic_group_from(self, consumer_group: ConsumerGroup,
+                            leaving_member_id: str) -> list[tuple[bytes, bytes | None]] | None:
+        """Kafka's ``ClassicGroup.fromConsumerGroup`` (the downgrade; called under the consumer
+        group's lock): the classic members, with their protocols and current partitions, form
+        a classic group at the group epoch as generation, which rebalances at once so that its
+        leader assigns again.  Returns its record; None (the group stays a consumer group) if
+        it would exceed ``group.max.size`` or its members share no protocol."""
+        assert self.consumer_groups is not None
+        staying = [m for m in consumer_group.members.values() if m.member_id != leaving_member_id]
+        if len(staying) > self.group_max_size:
+            return None
+        common = set.intersection(*({name for name, _ in m.classic.supported_protocols}
+                                    for m in staying if m.classic is not None))
+        if not common:  # no protocol every member speaks: it stays a consumer group
+            return None
+        group = GroupMetadata(consumer_group.group_id, GroupState.STABLE)
+        group.generation_id = consumer_group.group_epoch
+        for m in staying:
+            assert m.classic is not None
+            member = MemberMetadata(
+                m.member_id, None, m.client_id, m.client_host,
+                m.rebalance_timeout_ms if m.rebalance_timeout_ms > 0
+                else m.classic.session_timeout_ms,
+                m.classic.session_timeout_ms, "consumer", list(m.classic.supported_protocols))
+            member.assignment = self.consumer_groups.classic_assignment(consumer_group, m)
+            group.add(member)
+        group.protocol_name = group.select_protocol()
+        record = self._group_record(group)
+        with self._groups_lock:
+            self._groups[group.group_id] = group
+        with group.lock:
+            for member in group.members.values():
+                self._complete_and_schedule_next_heartbeat_expiration(group, member)
+            self._prepare_rebalance(group, "downgraded from a consumer group")
+        return [(group_metadata_key(group.group_id), group_metadata_value(record))]
 
     # -- JoinGroup ------------------------------------------------------------------------------
 

@@ -750,6 +750,12 @@ def test_a_classic_and_a_consumer_protocol_consumer_share_a_group(broker, first)
         committed = c2.committed([TopicPartition(topic, p) for p in range(PARTITIONS)],
                                  timeout=10)
         assert sum(tp.offset for tp in committed) == n
+        # The last member of the new protocol gone, the group is classic again (downgrade).
+        hand = Client(broker)
+        groups = hand.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [],
+                                                   "types_filter": []})["groups"]
+        hand.sock.close()
+        assert [g["group_type"] for g in groups if g["group_id"] == group] == [second]
     finally:
         c1.close()
         if c2 is not None:
