@@ -249,7 +249,8 @@ SETTINGS: dict[str, _Setting] = {
     "group.consumer.migration.policy": _Setting(
         "bidirectional", _choice("disabled", "upgrade", "downgrade", "bidirectional"),
         "may a classic group become a consumer group when a consumer-protocol member joins "
-        "(upgrade, bidirectional); downgrade is not done"),
+        "(upgrade, bidirectional), and back when the last one leaves (downgrade, "
+        "bidirectional)"),
     "offsets.topic.num.partitions": _Setting(50, _int(1), "partitions of __consumer_offsets"),
     "offsets.topic.replication.factor": _Setting(
         3, _int(1), "replication factor of __consumer_offsets (at most the live brokers)"),
