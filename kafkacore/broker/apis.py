@@ -845,12 +845,14 @@ class KafkaApis(ApiRequestHandler):
         the offset it asks for.  With less than ``min_bytes`` the answer waits up to
         ``max_wait_ms`` in the fetch purgatory (a long poll) and comes as soon as data does.
 
-        Incremental fetch sessions (KIP-227): we never create one, answering every fetch with
-        session id 0 and every partition asked, which KIP-227 allows ("full fetch response").
+        Incremental fetch sessions (KIP-227): the :class:`~kafkacore.broker.fetch_session.FetchManager`
+        turns the session id and epoch into a context that says which partitions to read (those
+        asked, or a session's) and which of their answers to send (all, or what changed).
         """
         assert request.body is not None
         body = request.body
         version = request.api_version
+        from kafkacore.broker.fetch_session import FetchPartitionData, PartitionKey
         from kafkacore.broker.replica_manager import FetchParams, FetchPartitionInfo
 
         replica_id = (body.get("replica_state") or {}).get("replica_id", -1) if version >= 15 \
@@ -863,44 +865,65 @@ class KafkaApis(ApiRequestHandler):
         params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"],
                              body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX,
                              body.get("isolation_level", 0))
+        # Partitions are named by topic id from v13, by topic name before.
+        topic_field = "topic_id" if version >= 13 else "topic"
+        fetch_data = {
+            (topic[topic_field], fp["partition"]): FetchPartitionData(
+                fp["fetch_offset"], fp.get("log_start_offset", -1), fp["partition_max_bytes"],
+                fp.get("current_leader_epoch", -1))
+            for topic in body["topics"] for fp in topic["partitions"]}
+        to_forget = [(t[topic_field], p) for t in body.get("forgotten_topics_data") or ()
+                     for p in t["partitions"]]
+        # A follower's session is privileged in the cache: only if it is a broker's.
+        context = self.broker.fetch_manager.new_context(
+            body.get("session_id", 0), body.get("session_epoch", -1), fetch_data, to_forget,
+            version >= 13, replica_id >= 0 and not follower_refused)
+
+        #: topic as asked -> (name, topic id, error for all its partitions)
+        topics: dict[Any, tuple[str, uuid.UUID, int]] = {}
         infos: list[Any] = []
-        topics: list[tuple[str, uuid.UUID, list[Any]]] = []
-        unknown: dict[int, dict[str, Any]] = {}
-        for topic in body["topics"]:
-            if version >= 13:
-                topic_id = topic["topic_id"]
-                name = self.metadata_cache.name_of(topic_id)
+        keys: list[PartitionKey] = []  # in answer order, with their partition's answer
+        unknown: dict[PartitionKey, dict[str, Any]] = {}
+        for key, data in context.partitions():
+            topic = topics.get(key[0])
+            if topic is None:
+                name, topic_id = (self.metadata_cache.name_of(key[0]), key[0]) if version >= 13 \
+                    else (key[0], ZERO_UUID)
+                error = Errors.UNKNOWN_TOPIC_ID if name is None else Errors.NONE
+                if not error and (follower_refused or replica_id < 0 and not self.authorize_topic(
+                        request, AclOperation.READ, name)):
+                    error = Errors.TOPIC_AUTHORIZATION_FAILED
+                topic = topics[key[0]] = (name or "", topic_id, error)
+            keys.append(key)
+            if topic[2]:
+                unknown[key] = {
+                    "partition_index": key[1], "error_code": topic[2],
+                    "high_watermark": -1, "last_stable_offset": -1,
+                    "log_start_offset": -1, "aborted_transactions": None,
+                    "preferred_read_replica": -1, "records": b""}
             else:
-                topic_id, name = ZERO_UUID, topic["topic"]
-            entries = []
-            error = Errors.UNKNOWN_TOPIC_ID if name is None else Errors.NONE
-            if not error and (follower_refused or replica_id < 0 and not self.authorize_topic(
-                    request, AclOperation.READ, name)):
-                error = Errors.TOPIC_AUTHORIZATION_FAILED
-            for fp in topic["partitions"]:
-                info = FetchPartitionInfo(name or "", topic_id, fp["partition"],
-                                          fp["fetch_offset"], fp.get("current_leader_epoch", -1),
-                                          fp["partition_max_bytes"])
-                if error:
-                    unknown[id(info)] = {
-                        "partition_index": fp["partition"], "error_code": error,
-                        "high_watermark": -1, "last_stable_offset": -1,
-                        "log_start_offset": -1, "aborted_transactions": None,
-                        "preferred_read_replica": -1, "records": b""}
-                else:
-                    infos.append(info)
-                entries.append(info)
-            topics.append((name or "", topic_id, entries))
+                infos.append(FetchPartitionInfo(topic[0], topic[1], key[1], data.fetch_offset,
+                                                data.current_leader_epoch, data.max_bytes))
 
         def respond(results: list[dict[str, Any]]) -> None:
-            by_info = dict(zip((id(i) for i in infos), results, strict=True))
-            by_info.update(unknown)
+            read = iter(results)
+            answers = [(key, unknown.get(key) or next(read)) for key in keys]
+            error, session_id, answered = context.update_and_generate_response_data(answers)
+            sent = {id(part) for _, part in answered}
+            for _, part in answers:  # not sent: give back any file region it holds
+                if id(part) not in sent and hasattr(part["records"], "close"):
+                    part["records"].close()
+            responses: dict[Any, dict[str, Any]] = {}
+            for key, part in answered:
+                entry = responses.get(key[0])
+                if entry is None:
+                    name, topic_id, _ = topics[key[0]]
+                    entry = responses[key[0]] = {"topic": name, "topic_id": topic_id,
+                                                 "partitions": []}
+                entry["partitions"].append(part)
             self.respond(request, {
-                "throttle_time_ms": 0, "error_code": Errors.NONE, "session_id": 0,
-                "responses": [{"topic": name, "topic_id": topic_id,
-                               "partitions": [by_info[id(i)] for i in entries]}
-                              for name, topic_id, entries in topics],
-            })
+                "throttle_time_ms": 0, "error_code": error, "session_id": session_id,
+                "responses": list(responses.values())})
 
         self.broker.replica_manager.fetch_messages(params, infos, respond)
 

@@ -286,6 +286,10 @@ SETTINGS: dict[str, _Setting] = {
                                                          "from the ISR"),
     "replica.fetch.wait.max.ms": _Setting(500, _int(0), "a follower's fetch max wait"),
     "replica.fetch.max.bytes": _Setting(1048576, _int(1), "a follower's bytes per partition"),
+    "max.incremental.fetch.session.cache.slots": _Setting(
+        1000, _int(0), "fetch sessions the broker keeps (0: none, every fetch is full)"),
+    "min.incremental.fetch.session.eviction.ms": _Setting(
+        120000, _int(0), "a fetch session younger than this is not evicted for another"),
     "replica.fetch.backoff.ms": _Setting(1000, _int(0), "a follower's pause after an error"),
     "replica.socket.timeout.ms": _Setting(30000, _int(1), "inter-broker socket timeout"),
     "replica.high.watermark.checkpoint.interval.ms": _Setting(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 import shutil
 from collections.abc import Mapping
@@ -56,6 +57,8 @@ class Broker:
         #: The StandardAuthorizer (authorizer.class.name), or None: every request allowed.
         self.authorizer: Any = None
         self.replica_manager: Any = None
+        #: the incremental fetch sessions (fetch_session.py)
+        self.fetch_manager: Any = None
         #: the controller's side of this broker (None in a cluster of one)
         self.lifecycle: Any = None
         self.forwarding_manager: Any = None
@@ -92,6 +95,15 @@ class Broker:
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.advertised_host}:{self.advertised_port}"
+
+    def statistics(self) -> dict[str, Any]:
+        """Counters since start, for tests and benchmarks: ``network`` (every processor's, added
+        up: requests by API key, bytes read and written) and ``fetch_sessions``."""
+        assert self.socket_server is not None, "the broker has not started"
+        network: collections.Counter[str] = collections.Counter()
+        for processor in self.socket_server.statistics():
+            network.update(processor)
+        return {"network": dict(network), "fetch_sessions": self.fetch_manager.statistics()}
 
     def start(self) -> Broker:
         if self._started:
@@ -139,6 +151,11 @@ class Broker:
         from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
 
         self.transaction_coordinator = TransactionCoordinator(self)
+        from kafkacore.broker.fetch_session import FetchManager, FetchSessionCache
+
+        self.fetch_manager = FetchManager(FetchSessionCache(
+            self.config["max.incremental.fetch.session.cache.slots"],
+            self.config["min.incremental.fetch.session.eviction.ms"]))
         self.apis = KafkaApis(self)
         # After the APIs: loading may write markers at once, through the replica manager.
         self.transaction_coordinator.startup()
