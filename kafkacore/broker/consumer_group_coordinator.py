@@ -330,7 +330,7 @@ class ConsumerGroupCoordinator:
                 and all(m.classic is not None for m in others)):
             return self._remove_member(group, member_id)
         classic_record = self.to_classic_group(group, member_id)
-        if classic_record is None:  # larger than the classic groups may be
+        if classic_record is None:  # too large, or no protocol its members share
             return self._remove_member(group, member_id)
         out: list[records.Record] = []
         for m in group.members:
