@@ -162,6 +162,32 @@ class DelayedRevocation(DelayedOperation):
         pass
 
 
+class DelayedClassicRejoin(DelayedOperation):
+    """A classic member of a consumer group told to rejoin (JoinGroup) or, having joined, to
+    sync (SyncGroup) has its rebalance timeout to do so (Kafka's join and sync timeouts); one
+    that does not is removed, so that the partitions it waits for are not left unread."""
+
+    def __init__(self, coordinator: ConsumerGroupCoordinator, group: ConsumerGroup,
+                 member_id: str, step: str, timeout_ms: int) -> None:
+        super().__init__(timeout_ms, lock=group.lock)
+        self.coordinator, self.group = coordinator, group
+        self.member_id, self.step = member_id, step
+
+    def pending(self) -> bool:
+        """Still the member's awaited step (under the group's lock)."""
+        return (not self.group.dead and self.member_id in self.group.members
+                and self.coordinator.awaited_step(self.group, self.member_id) is self)
+
+    def try_complete(self) -> bool:
+        return False if self.pending() else self.force_complete()
+
+    def on_expiration(self) -> None:
+        self.coordinator.on_classic_step_expired(self)
+
+    def on_complete(self) -> None:
+        pass
+
+
 class ConsumerGroupCoordinator:
     """The consumer groups of the ``__consumer_offsets`` partitions this broker leads."""
 
@@ -188,6 +214,9 @@ class ConsumerGroupCoordinator:
         self.assignors = {name: ASSIGNORS[name] for name in assignors}
         self._groups: dict[str, ConsumerGroup] = {}
         self._lock = threading.Lock()
+        #: (group id, member id) -> the JoinGroup or SyncGroup a classic member owes (written
+        #: under the group's lock)
+        self._awaited: dict[tuple[str, str], DelayedClassicRejoin] = {}
         self.purgatory: DelayedOperationPurgatory | None = None
 
     # -- life cycle ----------------------------------------------------------------------------
@@ -235,6 +264,8 @@ class ConsumerGroupCoordinator:
         for g in gone:
             with g.lock:
                 g.dead = True
+                for member_id in g.members:
+                    self._awaited.pop((g.group_id, member_id), None)
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------
 
@@ -341,6 +372,8 @@ class ConsumerGroupCoordinator:
         with self._lock:
             if self._groups.get(group.group_id) is group:
                 del self._groups[group.group_id]
+        for m in group.members:
+            self._awaited.pop((group.group_id, m), None)
         if self.purgatory is not None:  # the members' timers find the group dead
             for m in group.members:
                 self.purgatory.check_and_complete(_session_key(group.group_id, m))
@@ -353,6 +386,7 @@ class ConsumerGroupCoordinator:
         """The member is gone (it left, or was fenced): its partitions are free, the group epoch
         moves and the others get a new target (under the group's lock)."""
         group.remove_member(member_id)
+        self._awaited.pop((group.group_id, member_id), None)
         out = records.member_tombstones(group.group_id, member_id)
         group.group_epoch += 1
         self._refresh_subscription_metadata(group, lambda _: True)
@@ -620,10 +654,49 @@ class ConsumerGroupCoordinator:
                                  protocol_name=protocols[0][0])
 
         def stored(error: int) -> None:
+            if error == Errors.NONE:  # now it owes a SyncGroup
+                with group.lock:
+                    member = group.members.get(result.member_id)
+                    if member is not None and not group.dead:
+                        self._await_step(group, member, "sync")
             callback(result if error == Errors.NONE else
                      JoinGroupResult(result.member_id, error))
 
         self.group_manager.store_records(group_id, to_store, stored)
+
+    def awaited_step(self, group: ConsumerGroup, member_id: str) -> DelayedClassicRejoin | None:
+        return self._awaited.get((group.group_id, member_id))
+
+    def _await_step(self, group: ConsumerGroup, member: ConsumerGroupMember, step: str | None,
+                    replace: bool = True) -> None:
+        """The classic member now owes ``step`` ("join", "sync"; None: nothing) within its
+        rebalance timeout (under the group's lock).  ``replace=False``: a join timeout
+        already running keeps its deadline (Kafka's ``scheduleConsumerGroupJoinTimeoutIfAbsent``)."""
+        key = (group.group_id, member.member_id)
+        current = self._awaited.get(key)
+        if not replace and current is not None and current.step == step:
+            return
+        self._awaited.pop(key, None)
+        if self.purgatory is not None:
+            self.purgatory.check_and_complete(_rejoin_key(*key))  # the previous step is done
+        if step is None or self.purgatory is None:
+            return
+        timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 \
+            else _session_timeout_ms(self, member)
+        awaited = self._awaited[key] = DelayedClassicRejoin(self, group, member.member_id, step,
+                                                           timeout)
+        self.purgatory.try_complete_else_watch(awaited, [_rejoin_key(*key)])
+
+    def on_classic_step_expired(self, awaited: DelayedClassicRejoin) -> None:
+        group = awaited.group
+        with group.lock:
+            if not awaited.pending():
+                return
+            del self._awaited[(group.group_id, awaited.member_id)]
+            log.info("consumer group %s: classic member %s did not %s within its rebalance "
+                     "timeout; removed", group.group_id, awaited.member_id, awaited.step)
+            to_store = self._remove_or_downgrade(group, awaited.member_id)
+        self.group_manager.store_records(group.group_id, to_store, lambda error: None)
 
     def _by_topic_id(self, partitions: consumer_protocol.TopicPartitions) -> Partitions:
         out: Partitions = {}
@@ -663,7 +736,9 @@ class ConsumerGroupCoordinator:
                 return SyncGroupResult(Errors.INCONSISTENT_GROUP_PROTOCOL)
             if group.group_epoch > member.member_epoch and \
                     member.state is not MemberState.UNREVOKED_PARTITIONS:
+                self._await_step(group, member, "join", replace=False)
                 return SyncGroupResult(Errors.REBALANCE_IN_PROGRESS)  # rejoin to catch up
+            self._await_step(group, member, None)
             self._renew_session(group, member)
             return SyncGroupResult(Errors.NONE, self.classic_assignment(group, member),
                                    consumer_protocol.PROTOCOL_TYPE, name)
@@ -692,6 +767,7 @@ class ConsumerGroupCoordinator:
                     or member.state is MemberState.UNREVOKED_PARTITIONS \
                     or (member.state is MemberState.UNRELEASED_PARTITIONS
                         and not group.waiting_on_unreleased_partition(member)):
+                self._await_step(group, member, "join", replace=False)
                 return Errors.REBALANCE_IN_PROGRESS
             return Errors.NONE
 
@@ -876,6 +952,10 @@ def _session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 
 def _revocation_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("consumer-revocation", group_id, member_id)
+
+
+def _rejoin_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-classic-step", group_id, member_id)
 
 
 def _check_offset_epoch(member: ConsumerGroupMember, received: int) -> int:

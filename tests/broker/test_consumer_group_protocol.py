@@ -619,6 +619,33 @@ def test_two_consumers_share_a_topic_then_one_gets_everything(broker):
         c1.close()
 
 
+def test_a_classic_member_that_does_not_rejoin_is_removed(broker, client):
+    """Told to rejoin, a classic member has its rebalance timeout to do so, however often it
+    heartbeats: then it is removed and its partitions go to the others."""
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    assert _heartbeat(client, group, "m", 0, [topic], {})["error_code"] == Errors.NONE
+    member = _classic_join(client, group, topic)["member_id"]
+    joined = client.call(ApiKey.JOIN_GROUP, 5, {
+        "group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 1000,
+        "member_id": member, "group_instance_id": None, "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": ConsumerProtocolMemberMetadata_v0(
+            0, [topic], b"").encode()}]})
+    generation = joined["generation_id"]
+    assert _classic_sync(client, group, member, generation)[0] == Errors.NONE
+    # m lets its partitions go (two steps): the classic member must rejoin to get them.
+    _heartbeat(client, group, "m", 1, owned={})
+    assert _heartbeat(client, group, "m", 1, owned={})["member_epoch"] == generation
+    assert _classic_heartbeat(client, group, member, generation) == Errors.REBALANCE_IN_PROGRESS
+
+    def removed():
+        return _classic_heartbeat(client, group, member, generation) == Errors.UNKNOWN_MEMBER_ID
+
+    wait_until(removed, "the member that never rejoined removed", bound_s=20)
+    beat = _heartbeat(client, group, "m", 1, owned={})
+    assert _assigned(beat) == {tid: frozenset(range(PARTITIONS))}
+
+
 def test_a_classic_group_becomes_a_consumer_group(broker, client):
     """A member of the new protocol joins a classic group: its member keeps its partitions and
     generation as a member of the consumer group, a JoinGroup parked in the classic rebalance
