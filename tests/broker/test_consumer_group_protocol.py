@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, ConsumerGroupType, Producer, TopicPartitio
 from confluent_kafka.admin import AdminClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka import KafkaConsumer
 from kafka.protocol.old.consumer_protocol import (
     ConsumerProtocolMemberAssignment_v0,
     ConsumerProtocolMemberMetadata_v0,
@@ -787,6 +788,56 @@ def test_a_classic_and_a_consumer_protocol_consumer_share_a_group(broker, first)
         c1.close()
         if c2 is not None:
             c2.close()
+
+
+def test_kafka_python_classic_consumer_joins_and_the_group_goes_back_to_classic(broker):
+    """kafka-python (classic only) joins confluent-kafka's consumer group; when the
+    confluent-kafka consumer leaves, the group is classic again and kafka-python has it all."""
+    n = 40
+    topic, _ = _topic(broker, records=n)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    modern = _consumer(broker.bootstrap_servers, group, topic)
+    classic = None
+    try:
+        seen_modern, seen_classic = [], []
+        wait_until(lambda: (_poll_into(modern, seen_modern),
+                            len(modern.assignment()) == PARTITIONS)[1],
+                   "the consumer-protocol consumer owns every partition", bound_s=60)
+        classic = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap_servers,
+                                group_id=group, auto_offset_reset="earliest",
+                                enable_auto_commit=False, session_timeout_ms=6000,
+                                heartbeat_interval_ms=500)
+
+        def poll_classic():
+            for records in classic.poll(timeout_ms=100).values():
+                seen_classic.extend(r.value for r in records)
+                classic.commit()
+
+        def split():
+            _poll_into(modern, seen_modern)
+            poll_classic()
+            a1 = {tp.partition for tp in modern.assignment()}
+            a2 = {tp.partition for tp in classic.assignment()}
+            return a1 and a2 and not a1 & a2 and len(a1 | a2) == PARTITIONS
+
+        wait_until(split, "both consumers own partitions, none twice", bound_s=60)
+        wait_until(lambda: (_poll_into(modern, seen_modern), poll_classic(),
+                            len(seen_modern) + len(seen_classic) >= n)[2],
+                   f"{n} records read", bound_s=60)
+        values = [v for _, _, v in seen_modern] + seen_classic
+        assert sorted(values) == sorted(b"v%03d" % i for i in range(n))  # each exactly once
+        modern.close()
+        wait_until(lambda: (poll_classic(), len(classic.assignment()) == PARTITIONS)[1],
+                   "kafka-python owns every partition", bound_s=60)
+        hand = Client(broker)
+        groups = hand.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [],
+                                                   "types_filter": []})["groups"]
+        hand.sock.close()
+        assert [g["group_type"] for g in groups if g["group_id"] == group] == ["classic"]
+    finally:
+        modern.close()
+        if classic is not None:
+            classic.close()
 
 
 def test_admin_client_describes_a_consumer_group(broker):
