@@ -642,7 +642,9 @@ class ConsumerGroupCoordinator:
             subscribed_topic_names=list(subscription.topics),
             owned=self._by_topic_id(subscription.owned), client_id=client_id,
             client_host=client_host,
-            classic=ClassicMemberMetadata(session_timeout_ms, tuple(protocols)))
+            # bytes: the request's buffer is not kept
+            classic=ClassicMemberMetadata(session_timeout_ms,
+                                          tuple((n, bytes(md)) for n, md in protocols)))
         try:
             response, to_store = self._join_or_heartbeat(req, lambda _: True)
         except HeartbeatError as exc:
@@ -812,7 +814,7 @@ class ConsumerGroupCoordinator:
                     subscribed_topic_names=tuple(sorted(subscription.topics)),
                     member_epoch=generation_id, previous_member_epoch=generation_id,
                     assigned=assigned, classic=ClassicMemberMetadata(
-                        m.session_timeout_ms, tuple(m.protocols)))
+                        m.session_timeout_ms, tuple((n, bytes(md)) for n, md in m.protocols)))
                 group.update_member(None, member)
                 group.target[member.member_id] = assigned
         except consumer_protocol.ConsumerProtocolError as exc:
