@@ -1380,7 +1380,8 @@ class KafkaApis(ApiRequestHandler):
             return
         coordinator.handle_commit_offsets(
             body["group_id"], body.get("generation_id_or_member_epoch", -1), offsets,
-            member_id=body.get("member_id", ""), response_callback=send_response)
+            member_id=body.get("member_id", ""), response_callback=send_response,
+            api_version=request.api_version)
 
     def _offset_fetch_topics(
         self, group_id: str, topics: list[dict[str, Any]] | None, version: int,
@@ -1453,13 +1454,18 @@ class KafkaApis(ApiRequestHandler):
             return [t for t in found if asked is not None or all(
                 p["error_code"] != Errors.TOPIC_AUTHORIZATION_FAILED for p in t["partitions"])]
 
+        def group(g: dict[str, Any]) -> dict[str, Any]:
+            error = status(g["group_id"])
+            if error == Errors.NONE and version >= 9:  # a consumer group's member (KIP-848)
+                error = self.broker.group_coordinator.validate_offset_fetch(
+                    g["group_id"], g["member_id"], g["member_epoch"])
+                if error != Errors.NONE:
+                    return {"group_id": g["group_id"], "error_code": error, "topics": []}
+            return {"group_id": g["group_id"], "error_code": error,
+                    "topics": topics(g["group_id"], g["topics"])}
+
         if version >= 8:
-            groups = [
-                {"group_id": g["group_id"], "error_code": status(g["group_id"]),
-                 "topics": topics(g["group_id"], g["topics"])}
-                for g in body["groups"]
-            ]
-            response = {"throttle_time_ms": 0, "groups": groups}
+            response = {"throttle_time_ms": 0, "groups": [group(g) for g in body["groups"]]}
         else:
             response = {
                 "throttle_time_ms": 0,

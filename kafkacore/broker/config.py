@@ -246,6 +246,11 @@ SETTINGS: dict[str, _Setting] = {
         2147483647, _int(1), "members a consumer group may have at most"),
     "group.consumer.assignors": _Setting(
         "uniform,range", _str, "the server-side assignors, the first the default"),
+    "group.consumer.migration.policy": _Setting(
+        "bidirectional", _choice("disabled", "upgrade", "downgrade", "bidirectional"),
+        "may a classic group become a consumer group when a consumer-protocol member joins "
+        "(upgrade, bidirectional), and back when the last one leaves (downgrade, "
+        "bidirectional)"),
     "offsets.topic.num.partitions": _Setting(50, _int(1), "partitions of __consumer_offsets"),
     "offsets.topic.replication.factor": _Setting(
         3, _int(1), "replication factor of __consumer_offsets (at most the live brokers)"),

@@ -268,4 +268,5 @@ def _consumer_group_coordinator(broker: Broker,
         session_timeout_ms=config["group.consumer.session.timeout.ms"],
         max_size=config["group.consumer.max.size"],
         assignors=tuple(n.strip() for n in config["group.consumer.assignors"].split(",")
-                        if n.strip()))
+                        if n.strip()),
+        migration_policy=config["group.consumer.migration.policy"])
