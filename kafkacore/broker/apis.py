@@ -971,20 +971,14 @@ class KafkaApis(ApiRequestHandler):
 
     def _fetch_throttle(self, request: Request, answered: list[tuple[Any, dict[str, Any]]]
                         ) -> int:
-        """A consumer's Fetch against its byte rate (the records it would get).  Over the
-        quota, the records stay unsent (Kafka answers a throttled Fetch empty): the consumer
-        fetches them again once its throttle time is over."""
+        """A consumer's Fetch against its byte rate: the records it gets are recorded, and
+        over the quota it is throttled.  The records still go with this answer (Kafka sends a
+        throttled Fetch empty and takes the bytes back, which never lets through a batch larger
+        than the sensor's allowance): the throttle time makes up for them."""
         size = sum(len(part["records"] or b"") for _, part in answered)
-        user, client_id = principal_user(request.principal), request.header.get("client_id") or ""
-        throttle_ms = self.broker.quotas.fetch.record_and_get_throttle_time_ms(
-            user, client_id, size)
-        if throttle_ms > 0:
-            self.broker.quotas.fetch.unrecord(user, client_id, size)
-            for _, part in answered:
-                if hasattr(part["records"], "close"):
-                    part["records"].close()
-                part["records"] = b""
-            request.throttle_time_ms = throttle_ms
+        throttle_ms = request.throttle_time_ms = \
+            self.broker.quotas.fetch.record_and_get_throttle_time_ms(
+                principal_user(request.principal), request.header.get("client_id") or "", size)
         return throttle_ms
 
     # -- ListOffsets -----------------------------------------------------------------------------

@@ -144,16 +144,6 @@ class ClientQuotaManager:
             throttle = (observed - bound) / bound * rate.window_size_ms(now_ms)
             return min(int(round(throttle)), self.max_throttle_time_ms)
 
-    def unrecord(self, user: str, client_id: str, value: int) -> None:
-        """Take back bytes that were not sent after all (a throttled Fetch answers empty)."""
-        found = self.quota(user, client_id)
-        if found is None:
-            return
-        with self._lock:
-            sensor = self._sensors.get(found[0])
-            if sensor is not None:
-                sensor[0].record(-value, time.monotonic() * 1000)
-
     def rate(self, user: str, client_id: str) -> float | None:
         """The client's measured rate in bytes per second (its quota metric), None if no quota
         applies or it recorded nothing yet."""
@@ -187,9 +177,10 @@ class QuotaManagers:
     """The broker's quota managers (Kafka's ``QuotaFactory.QuotaManagers``): Produce's and
     Fetch's.  ``request_percentage`` is kept and described, but not enforced."""
 
-    def __init__(self) -> None:
-        self.produce = ClientQuotaManager("producer_byte_rate")
-        self.fetch = ClientQuotaManager("consumer_byte_rate")
+    def __init__(self, window_num: int = QUOTA_WINDOW_NUM,
+                 window_size_s: int = QUOTA_WINDOW_SIZE_SECONDS) -> None:
+        self.produce = ClientQuotaManager("producer_byte_rate", window_num, window_size_s)
+        self.fetch = ClientQuotaManager("consumer_byte_rate", window_num, window_size_s)
 
     def update(self, quotas: dict[Entity, dict[str, float]]) -> None:
         """Every entity's quotas, as the metadata now has them."""

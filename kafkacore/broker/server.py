@@ -121,7 +121,8 @@ class Broker:
         self.metadata_cache = MetadataCache(first_dir)
         from kafkacore.broker.client_quota_manager import QuotaManagers
 
-        self.quotas = QuotaManagers()
+        self.quotas = QuotaManagers(self.config["quota.window.num"],
+                                    self.config["quota.window.size.seconds"])
         self.quotas.update(self.metadata_cache.client_quotas.quotas)
         self.metadata_cache.on_client_quotas = self.quotas.update
         from kafkacore.broker.dynamic_broker_config import DynamicBrokerConfig
