@@ -84,7 +84,8 @@ class ClientQuotaControlManager:
         error changes nothing of it."""
         results, records = [], []
         for entry in entries:
-            error, message = Errors.NONE, None
+            error: int = Errors.NONE
+            message: str | None = None
             try:
                 entity = entity_of(entry["entity"])
                 keys = [op["key"] for op in entry["ops"]]
