@@ -673,7 +673,7 @@ class KafkaApis(ApiRequestHandler):
             answer["error_code"] = Errors.CLUSTER_AUTHORIZATION_FAILED
         else:
             try:
-                answer["entries"] = self.metadata_cache.client_quotas.describe(
+                answer["entries"] = self.metadata_cache.describe_client_quotas(
                     body["components"], body["strict"])
             except errors.BrokerResponseError as exc:
                 answer.update(error_code=exc.errno, error_message=exc.error_message)

@@ -197,6 +197,12 @@ class MetadataCache:
             self._change(records)
             return results
 
+    def describe_client_quotas(self, components: list[dict[str, Any]], strict: bool
+                               ) -> list[dict[str, Any]]:
+        """DescribeClientQuotas from this image (a bad filter raises InvalidRequestError)."""
+        with self._lock:  # replays change the dicts
+            return self.client_quotas.describe(components, strict)
+
     def apply_client_quota_records(self, records: list[Record]) -> None:
         """The controller's ClientQuotaRecords: those that change something, persisted."""
         with self._lock:
