@@ -17,11 +17,15 @@ from kafka.protocol.admin import (
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
 )
+from kafka.record.default_records import DefaultRecordBatchBuilder
 from support.topics import new_topic
 from waits import wait_until
 
 from kafkacore.broker import Broker
+from kafkacore.broker.client_quota_manager import ClientQuotaManager
 from kafkacore.errors import Errors
+from kafkacore.protocol import codec
+from kafkacore.protocol.api_keys import ApiKey
 
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2  # DescribeClientQuotas' match types
 Entry = AlterClientQuotasRequest.EntryData
@@ -234,6 +238,62 @@ def test_a_consumer_over_its_quota_is_throttled_and_gets_every_record(ours):
     assert seen == list(range(400))
     rate = ours.quotas.fetch.rate("ANONYMOUS", "slow")
     assert rate is not None and rate <= bound * 1.25, rate
+
+
+def test_the_sensor_throttles_by_the_excess_over_its_window():
+    """Kafka's numbers, by a clock the test holds: 11 windows of a second, 100 KB/s.  A new
+    sensor's span counts at least 10 s, so 1 MB passes; the next 100 KB make 1.1 MB over 10 s, 10 % over
+    the bound: 10 % of the span, one second, to wait.  Each further 100 KB adds 900 ms, and the
+    time is never more than the sensor's whole span."""
+    manager = ClientQuotaManager("producer_byte_rate")
+    manager.update_quotas({(("client-id", None),): {"producer_byte_rate": 100_000.0}})
+    throttles = [manager.record_and_get_throttle_time_ms("u", "c", 100_000, now_ms=1000 + 100 * i)
+                 for i in range(13)]
+    assert throttles == [0] * 10 + [1000, 1900, 2800]
+    assert manager.record_and_get_throttle_time_ms("u", "c", 10**9, now_ms=2400) == 11_000
+    # Another client id of the default has a sensor of its own; a quota-less manager records
+    # nothing.
+    assert manager.record_and_get_throttle_time_ms("u", "other", 100_000, now_ms=2400) == 0
+    assert ClientQuotaManager("consumer_byte_rate").record_and_get_throttle_time_ms(
+        "u", "c", 10**9) == 0
+
+
+def test_a_client_that_ignores_its_throttle_time_is_held_back(ours):
+    """A raw client sends Produce requests back to back without waiting its throttle time: the
+    broker reads the next one only when the time is over (the connection is muted), so its
+    sensor's rate stays near the bound (1.3 times it here: the span of a new sensor is padded
+    to at least 2 windows), where reading them all at once would make it twice the bound."""
+    at = _address(ours)
+    bound = 100 * 1024
+    assert alter(at, [([("client-id", "rude")], [("producer_byte_rate", float(bound))])]
+                 ) == [(Errors.NONE, None)]
+    topic = new_topic(f"{at[0]}:{at[1]}", 1)
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
+                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                                        batch_size=1 << 20)
+    for i in range(100):
+        builder.append(i, timestamp=None, key=None, value=b"r" * 1000, headers=[])
+    batch = bytes(builder.build())
+    frames = []
+    for correlation_id in range(4):  # 4 x 100 KB, sent at once: twice the 2 s allowance
+        payload = b"".join(bytes(memoryview(c).cast("B")) for c in codec.encode_request(
+            ApiKey.PRODUCE, 9, correlation_id, "rude", {
+                "transactional_id": None, "acks": 1, "timeout_ms": 30000,
+                "topic_data": [{"name": topic, "partition_data": [
+                    {"index": 0, "records": batch}]}]}))
+        frames.append(len(payload).to_bytes(4, "big") + payload)
+    throttles = []
+    with socket.create_connection(at, timeout=30) as s:
+        s.settimeout(30)
+        s.sendall(b"".join(frames))
+        for _ in frames:
+            _, response = codec.decode_response(ApiKey.PRODUCE, 9, _recv(s))
+            [topic_answer] = response["responses"]
+            assert topic_answer["partition_responses"][0]["error_code"] == Errors.NONE
+            throttles.append(response["throttle_time_ms"])
+    assert throttles[-1] > 0, throttles
+    rate = ours.quotas.produce.rate("ANONYMOUS", "rude")
+    assert rate is not None and rate <= bound * 1.6, rate
 
 
 @pytest.mark.cluster
