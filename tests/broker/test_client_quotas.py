@@ -21,8 +21,9 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from support.topics import new_topic
 from waits import wait_until
 
-from kafkacore.broker import Broker
+from kafkacore.broker import Broker, BrokerConfig
 from kafkacore.broker.client_quota_manager import ClientQuotaManager
+from kafkacore.broker.controller.quorum_controller import QuorumController
 from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -242,8 +243,8 @@ def test_a_consumer_over_its_quota_is_throttled_and_gets_every_record(ours):
 
 def test_the_sensor_throttles_by_the_excess_over_its_window():
     """Kafka's numbers, by a clock the test holds: 11 windows of a second, 100 KB/s.  A new
-    sensor's span counts at least 10 s, so 1 MB passes; the next 100 KB make 1.1 MB over 10 s, 10 % over
-    the bound: 10 % of the span, one second, to wait.  Each further 100 KB adds 900 ms, and the
+    sensor's span counts at least 10 s, so 1 MB passes; the next 100 KB make 1.1 MB over 10 s,
+    10 % over the bound: 10 % of the span, one second, to wait.  Each further 100 KB adds 900 ms, and the
     time is never more than the sensor's whole span."""
     manager = ClientQuotaManager("producer_byte_rate")
     manager.update_quotas({(("client-id", None),): {"producer_byte_rate": 100_000.0}})
@@ -294,6 +295,42 @@ def test_a_client_that_ignores_its_throttle_time_is_held_back(ours):
     assert throttles[-1] > 0, throttles
     rate = ours.quotas.produce.rate("ANONYMOUS", "rude")
     assert rate is not None and rate <= bound * 1.6, rate
+
+
+def test_the_controller_keeps_quotas_in_its_log_and_its_snapshot(tmp_path):
+    """A cluster's quotas are the controller's ClientQuotaRecords: replayed at a restart, from
+    the log and from a snapshot, and fetched by brokers like every other record."""
+    def controller():
+        return QuorumController(BrokerConfig({"log.dirs": str(tmp_path), "node.id": 0}))
+
+    def entry(entity, key, value):
+        return {"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+                "ops": [{"key": key, "value": value or 0.0, "remove": value is None}]}
+
+    first = controller()
+    assert first.alter_client_quotas([entry([("user", None)], "producer_byte_rate", 10.0),
+                                      entry([("user", "u")], "bogus", 1.0)], False) == [
+        {"error_code": Errors.NONE, "error_message": None,
+         "entity": [{"entity_type": "user", "entity_name": None}]},
+        {"error_code": Errors.INVALID_REQUEST, "error_message": "Invalid configuration key bogus",
+         "entity": [{"entity_type": "user", "entity_name": "u"}]}]
+    first.alter_client_quotas([entry([("client-id", "c")], "consumer_byte_rate", 20.0)], False)
+    first.alter_client_quotas([entry([("client-id", "c")], "consumer_byte_rate", None)], True)
+    quotas = {(("user", None),): {"producer_byte_rate": 10.0},
+              (("client-id", "c"),): {"consumer_byte_rate": 20.0}}
+    assert first.client_quotas.quotas == quotas
+    records = first.fetch_records(0, 1000)[1]
+    assert [r["key"] for r in records if r["type"] == "ClientQuotaRecord"] == [
+        "producer_byte_rate", "consumer_byte_rate"]
+    first.metadata_log.close()
+    second = controller()  # from the log
+    assert second.client_quotas.quotas == quotas
+    second.metadata_log.max_bytes_between_snapshots = 1  # the next change takes a snapshot
+    second.alter_client_quotas([entry([("client-id", "c")], "consumer_byte_rate", None)], False)
+    assert second.records_start == second.metadata_log.end_offset
+    second.metadata_log.close()
+    del quotas[(("client-id", "c"),)]
+    assert controller().client_quotas.quotas == quotas  # from the snapshot
 
 
 @pytest.mark.cluster
