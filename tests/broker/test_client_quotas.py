@@ -335,8 +335,8 @@ def test_the_controller_keeps_quotas_in_its_log_and_its_snapshot(tmp_path):
 
 @pytest.mark.cluster
 def test_quotas_reach_every_broker_of_a_cluster(cluster):
-    """Altered through one broker, kept by the controller: every broker describes and enforces
-    it from its metadata."""
+    """Altered through one broker, kept by the controller: every broker replays it into its
+    own image (the one its quota managers read) and describes it from there."""
     def address(broker):
         host, port = cluster.broker_address(broker).rsplit(":", 1)
         return host, int(port)
