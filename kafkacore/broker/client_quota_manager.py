@@ -27,6 +27,9 @@ QUOTA_WINDOW_NUM = 11
 QUOTA_WINDOW_SIZE_SECONDS = 1
 #: a client's sensor idle this long is dropped (Kafka's quota sensors expire after an hour)
 SENSOR_EXPIRATION_S = 3600.0
+#: at most this many sensors per manager: a client that makes up client ids cannot grow the
+#: table without end (the least recently used sensor goes first)
+MAX_SENSORS = 100_000
 
 
 class Rate:
@@ -98,9 +101,10 @@ class ClientQuotaManager:
         self.max_throttle_time_ms = window_num * self.window_ms
         self._lock = threading.Lock()
         self._bounds: dict[Entity, float] = {}
-        #: sensor key (user, client id) -> (its rate, when last recorded, in ms)
-        self._sensors: dict[tuple[str, str], list[Any]] = {}
-        self._next_expiry_ms = 0.0
+        #: sensor key (user, client id) -> [its rate, when last recorded (ms)], least
+        #: recently recorded first
+        self._sensors: collections.OrderedDict[tuple[str, str], list[Any]] = \
+            collections.OrderedDict()
 
     def update_quotas(self, quotas: dict[Entity, dict[str, float]]) -> None:
         """The bounds of this manager's key, from every entity's quotas (replaces them all)."""
@@ -129,12 +133,8 @@ class ClientQuotaManager:
         key, bound = found
         now_ms = time.monotonic() * 1000 if now_ms is None else now_ms
         with self._lock:
-            self._expire(now_ms)
-            sensor = self._sensors.get(key)
-            if sensor is None:
-                sensor = self._sensors[key] = [Rate(self.window_num, self.window_ms), now_ms]
+            sensor = self._sensor(key, now_ms)
             rate: Rate = sensor[0]
-            sensor[1] = now_ms
             rate.record(value, now_ms)
             observed = rate.measure(now_ms)
             if observed <= bound:
@@ -154,23 +154,23 @@ class ClientQuotaManager:
             sensor = self._sensors.get(found[0])
             return None if sensor is None else sensor[0].measure(time.monotonic() * 1000)
 
-    def _expire(self, now_ms: float) -> None:
-        """Drop idle sensors (at most once a minute): their number stays that of active
-        clients."""
-        if now_ms < self._next_expiry_ms:
-            return
-        self._next_expiry_ms = now_ms + 60_000
-        idle = [k for k, (_, last) in self._sensors.items()
-                if now_ms - last > SENSOR_EXPIRATION_S * 1000]
-        for k in idle:
-            del self._sensors[k]
+    def _sensor(self, key: tuple[str, str], now_ms: float) -> list[Any]:
+        """The client's sensor, made if need be; idle ones dropped, the table bounded."""
+        sensors = self._sensors
+        sensor = sensors.get(key)
+        if sensor is None:
+            sensor = sensors[key] = [Rate(self.window_num, self.window_ms), now_ms]
+        sensor[1] = now_ms
+        sensors.move_to_end(key)
+        while len(sensors) > MAX_SENSORS or \
+                now_ms - next(iter(sensors.values()))[1] > SENSOR_EXPIRATION_S * 1000:
+            sensors.popitem(last=False)
+        return sensor
 
 
 def principal_user(principal: str) -> str:
     """The user of a ``User:<name>`` principal (the name quotas know it by)."""
     return principal.split(":", 1)[1] if ":" in principal else principal
-
-
 
 
 class QuotaManagers:

@@ -21,7 +21,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from support.topics import new_topic
 from waits import wait_until
 
-from kafkacore.broker import Broker, BrokerConfig
+from kafkacore.broker import Broker, BrokerConfig, client_quota_manager
 from kafkacore.broker.client_quota_manager import ClientQuotaManager
 from kafkacore.broker.controller.quorum_controller import QuorumController
 from kafkacore.errors import Errors
@@ -257,6 +257,19 @@ def test_the_sensor_throttles_by_the_excess_over_its_window():
     assert manager.record_and_get_throttle_time_ms("u", "other", 100_000, now_ms=2400) == 0
     assert ClientQuotaManager("consumer_byte_rate").record_and_get_throttle_time_ms(
         "u", "c", 10**9) == 0
+
+
+def test_sensors_are_bounded_and_idle_ones_expire(monkeypatch):
+    """A client making up client ids cannot grow the sensors without end; an hour idle, a
+    sensor goes."""
+    monkeypatch.setattr(client_quota_manager, "MAX_SENSORS", 3)
+    manager = ClientQuotaManager("producer_byte_rate")
+    manager.update_quotas({(("client-id", None),): {"producer_byte_rate": 100.0}})
+    for i in range(5):
+        manager.record_and_get_throttle_time_ms("u", f"made-up-{i}", 1, now_ms=1000 + i)
+    assert list(manager._sensors) == [("", f"made-up-{i}") for i in (2, 3, 4)]
+    manager.record_and_get_throttle_time_ms("u", "late", 1, now_ms=1004 + 3_600_001)
+    assert list(manager._sensors) == [("", "late")]
 
 
 def test_a_client_that_ignores_its_throttle_time_is_held_back(ours):
