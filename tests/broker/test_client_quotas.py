@@ -23,7 +23,9 @@ from waits import wait_until
 
 from kafkacore.broker import Broker, BrokerConfig, client_quota_manager
 from kafkacore.broker.client_quota_manager import ClientQuotaManager
+from kafkacore.broker.controller.client_quota_control_manager import client_quota_record
 from kafkacore.broker.controller.quorum_controller import QuorumController
+from kafkacore.broker.metadata_cache import MetadataCache
 from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -344,6 +346,24 @@ def test_the_controller_keeps_quotas_in_its_log_and_its_snapshot(tmp_path):
     second.metadata_log.close()
     del quotas[(("client-id", "c"),)]
     assert controller().client_quotas.quotas == quotas  # from the snapshot
+
+
+def test_a_brokers_image_takes_the_controllers_quotas_whole(tmp_path):
+    """A broker behind the controller's snapshot takes every quota at once: what it had and the
+    controller no longer has goes, the rest becomes the controller's, on disk, and its quota
+    managers hear of it."""
+    cache = MetadataCache(tmp_path)
+    heard = []
+    cache.on_client_quotas = lambda quotas: heard.append({e: dict(v) for e, v in quotas.items()})
+    gone, kept, new = (("user", "gone"),), (("user", "kept"),), (("client-id", None),)
+    cache.apply_client_quota_records([client_quota_record(gone, "producer_byte_rate", 1.0),
+                                      client_quota_record(kept, "producer_byte_rate", 2.0)])
+    cache.replace_client_quotas([client_quota_record(kept, "producer_byte_rate", 3.0),
+                                 client_quota_record(new, "consumer_byte_rate", 4.0)])
+    wanted = {kept: {"producer_byte_rate": 3.0}, new: {"consumer_byte_rate": 4.0}}
+    assert cache.client_quotas.quotas == wanted and heard[-1] == wanted
+    cache.metadata_log.close()
+    assert MetadataCache(tmp_path).client_quotas.quotas == wanted
 
 
 @pytest.mark.cluster
