@@ -22,10 +22,11 @@ from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
-#: what a producer retries: the coordinator is loading, or a marker is still being written
+#: what a producer retries: the coordinator is loading, a marker is still being written, a
+#: leader is moving
 RETRIABLE = {Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_NOT_AVAILABLE,
              Errors.NOT_COORDINATOR, Errors.CONCURRENT_TRANSACTIONS,
-             Errors.NOT_ENOUGH_REPLICAS}
+             Errors.NOT_ENOUGH_REPLICAS, Errors.NOT_LEADER_OR_FOLLOWER}
 
 
 class TransactionV2Client:
@@ -43,10 +44,13 @@ class TransactionV2Client:
                    what="an answer that is not retriable", step_s=0.05)
         return out[-1]
 
-    def init(self) -> tuple[int, int]:
-        # FindCoordinator creates __transaction_state, as a producer's first request does.
+    def find_coordinator(self) -> None:
+        """FindCoordinator creates __transaction_state, as a producer's first request does."""
         assert self.settled(lambda: (self.client.send(ApiKey.FIND_COORDINATOR, 3, {
             "key": self.txn_id, "key_type": 1})["error_code"],))[0] == Errors.NONE
+
+    def init(self) -> tuple[int, int]:
+        self.find_coordinator()
         answer = self.settled(lambda: self._init())
         assert answer[0] == Errors.NONE
         return answer[1], answer[2]
