@@ -105,8 +105,8 @@ def test_the_broker_finalizes_transaction_version_2(tmp_path):
 
 
 def test_every_transaction_has_its_own_epoch(tmp_path):
-    """Commit, a late write of the committed transaction, abort, the abort retried, restart,
-    commit: the epoch moves by one per EndTxn, the late write is refused, and a read_committed
+    """Commit, a late write of the committed transaction, abort, the abort retried, an abort
+    with nothing added, restart, commit: the epoch moves by one per EndTxn, the late write is refused, and a read_committed
     consumer sees exactly the two committed transactions."""
     config = {"log.dirs": str(tmp_path), "num.partitions": "1"}
     with Broker(config) as broker:
@@ -138,6 +138,8 @@ def test_every_transaction_has_its_own_epoch(tmp_path):
             # The abort's answer lost, the producer retries with the epoch it knew.
             assert tv2.end(pid, epoch + 1, False) == (Errors.NONE, pid, epoch + 2)
             assert tv2.end(pid, epoch + 2, True)[0] == Errors.INVALID_TXN_STATE
+            # An abort with nothing added (the producer could not know): the epoch moves on.
+            assert tv2.end(pid, epoch + 2, False) == (Errors.NONE, pid, epoch + 3)
             offsets = tv2.client.send(ApiKey.OFFSET_FETCH, 7, {
                 "group_id": group, "require_stable": True,
                 "topics": [{"name": topic, "partition_indexes": [0]}]})
@@ -148,9 +150,9 @@ def test_every_transaction_has_its_own_epoch(tmp_path):
     with Broker(config) as broker:  # a new coordinator reads the epoch from the log
         tv2 = TransactionV2Client(broker.bootstrap_servers, f"tx-{topic}", topic)
         try:
-            assert tv2.produce(pid, epoch + 1, 1, b"late") == Errors.INVALID_PRODUCER_EPOCH
-            assert tv2.produce(pid, epoch + 2, 0, b"second") == Errors.NONE
-            assert tv2.end(pid, epoch + 2, True) == (Errors.NONE, pid, epoch + 3)
+            assert tv2.produce(pid, epoch + 2, 1, b"late") == Errors.INVALID_PRODUCER_EPOCH
+            assert tv2.produce(pid, epoch + 3, 0, b"second") == Errors.NONE
+            assert tv2.end(pid, epoch + 3, True) == (Errors.NONE, pid, epoch + 4)
             lg = broker.log_manager.get_log(topic, 0)
             wait_until(lambda: lg.last_stable_offset == lg.high_watermark,
                        what="the COMMIT marker after the restart")

@@ -137,7 +137,7 @@ class AddPartitionsToTxnManager:
         if add:  # one write to the transaction log for them all, answered when it is written
             self.broker.transaction_coordinator.handle_add_partitions(
                 transactional_id, producer_id, epoch, set(tps),
-                lambda e: done(dict.fromkeys(tps, e)))
+                lambda e: done({tp: e for tp in tps}))
             return
         results: dict[TopicPartition, int] = {}
         for tp in tps:

@@ -258,7 +258,12 @@ class TransactionCoordinator:
                     raise _Done()  # a retry of what was done
                 if metadata.state == preparing:
                     raise errors.ConcurrentTransactionsError()  # being done: retry later
-                if metadata.state != S.ONGOING:
+                # Version 2 may abort with nothing added: a producer that lost track of what
+                # reached the brokers (Produce v12 adds partitions without it) can always
+                # abort, and the epoch bump fences whatever of it is still on the way.
+                empty_abort = bump_epoch and not commit and metadata.state in (
+                    S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+                if metadata.state != S.ONGOING and not empty_abort:
                     raise errors.InvalidTxnStateError()
                 if bump_epoch and metadata.producer_epoch >= MAX_PRODUCER_EPOCH:
                     next_producer_id = self.broker.producer_id_manager.generate_producer_id()
