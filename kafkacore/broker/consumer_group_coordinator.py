@@ -21,14 +21,16 @@ See docs/broker/groups.rst.
 
 from __future__ import annotations
 
+import functools
 import logging
-import re
 import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import re2
 
 from kafkacore.broker import consumer_group_records as records
 from kafkacore.broker import consumer_protocol
@@ -58,6 +60,18 @@ if TYPE_CHECKING:
     from kafkacore.broker.metadata_cache import MetadataCache
 
 log = logging.getLogger(__name__)
+
+# RE2 (Kafka uses RE2/J for the same reason): matching runs in time linear in the topic name
+# whatever the pattern, so a member's pattern cannot hold a request thread by backtracking.
+# Its errors are raised, not also written to stderr.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
+@functools.lru_cache(maxsize=1024)  # bounded: members send their patterns at every change
+def compile_topic_regex(pattern: str) -> Any:
+    """A ``SubscribedTopicRegex`` compiled by RE2; ``re2.error`` when it is not one."""
+    return re2.compile(pattern, options=_RE2_OPTIONS)
 
 #: Kafka's defaults: ``group.consumer.heartbeat.interval.ms``,
 #: ``group.consumer.session.timeout.ms``, ``group.consumer.max.size``.
@@ -322,9 +336,14 @@ class ConsumerGroupCoordinator:
                                  f"Supported assignors: {', '.join(self.assignors)}.")
         if req.subscribed_topic_regex is not None:
             try:
-                re.compile(req.subscribed_topic_regex)
-            except re.error as exc:
-                raise HeartbeatError(Errors.INVALID_REGULAR_EXPRESSION, str(exc)) from None
+                compile_topic_regex(req.subscribed_topic_regex)
+            except (re2.error, UnicodeError) as exc:
+                why = exc.args[0] if exc.args else str(exc)
+                # RE2 says why in bytes; a str that is not UTF-8 says it itself
+                why = why.decode(errors="replace") if isinstance(why, bytes) else str(exc)
+                raise HeartbeatError(Errors.INVALID_REGULAR_EXPRESSION,
+                                     f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is "
+                                     f"not a valid regular expression: {why}.") from None
 
     def _leave(self, req: HeartbeatRequest) -> tuple[dict[str, Any], list[records.Record]]:
         group = self.group(req.group_id)
@@ -502,7 +521,7 @@ class ConsumerGroupCoordinator:
                            may_describe: Callable[[str], bool]) -> set[str]:
         names = set(member.subscribed_topic_names)
         if member.subscribed_topic_regex:
-            pattern = re.compile(member.subscribed_topic_regex)
+            pattern = compile_topic_regex(member.subscribed_topic_regex)
             names |= {t.name for t in self.metadata_cache.topics()
                       if not t.name.startswith("__") and pattern.fullmatch(t.name)
                       and may_describe(t.name)}

@@ -244,7 +244,18 @@ def test_a_regex_subscription_follows_the_topics_that_match(broker, client):
     assert again["member_epoch"] == r["member_epoch"] + 1
     assert _assigned(again) == {tid1: frozenset(range(PARTITIONS)),
                                 tid2: frozenset(range(PARTITIONS))}
-    assert join("other", "(")["error_code"] == Errors.INVALID_REGULAR_EXPRESSION
+    for bad in ("(", "(?=x)", "(a)\\1"):  # RE2 has no lookarounds nor backreferences
+        refused = join("other", bad)
+        assert refused["error_code"] == Errors.INVALID_REGULAR_EXPRESSION
+        assert bad in refused["error_message"]
+    # A pattern that backtracks forever in Python's ``re`` on a name that almost matches: RE2
+    # answers at once (with ``re`` this heartbeat would hold its request thread for ever).
+    _topic(broker, name=prefix + "a" * 60 + "b")
+    hard = join("m2", prefix.replace("-", "\\-") + "(a+)+$")
+    assert hard["error_code"] == Errors.NONE
+    # And the coordinator goes on: the first member heartbeats as before.
+    assert _heartbeat(client, group, "m", again["member_epoch"],
+                      owned=_assigned(again))["error_code"] == Errors.NONE
 
 
 def test_a_member_that_does_not_revoke_in_its_rebalance_timeout_is_removed(broker, client):
@@ -618,6 +629,37 @@ def test_two_consumers_share_a_topic_then_one_gets_everything(broker):
         assert sum(tp.offset for tp in committed) == n
     finally:
         c1.close()
+
+
+def test_a_confluent_consumer_subscribes_with_a_regex(broker, client):
+    """librdkafka sends a ``^``-pattern as the member's SubscribedTopicRegex: the coordinator
+    resolves it (with RE2) to the topics that match, and only those."""
+    prefix = f"kip848rx-{uuid.uuid4().hex[:6]}-"
+    a, _ = _topic(broker, records=6, name=prefix + "a")
+    b, _ = _topic(broker, records=4, name=prefix + "b")
+    _topic(broker, records=3, name="other-" + prefix)  # does not match
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = _consumer(broker.bootstrap_servers, group, f"^{prefix}.*")
+    try:
+        seen = []
+
+        def read_all():
+            m = c.poll(0.2)
+            if m is not None:
+                assert m.error() is None, m.error()
+                seen.append((m.topic(), m.value()))
+            return len(seen) >= 10
+
+        wait_until(read_all, "10 records of the two matching topics", bound_s=60)
+        assert sorted(seen) == sorted([(a, b"v%03d" % i) for i in range(6)]
+                                      + [(b, b"v%03d" % i) for i in range(4)])
+        assert {tp.topic for tp in c.assignment()} == {a, b}
+        [member] = _describe(client, group)["members"]
+        # librdkafka joins its patterns as ``(p1)|(p2)``
+        assert (member["subscribed_topic_regex"], member["subscribed_topic_names"]) == (
+            f"(^{prefix}.*)", [])
+    finally:
+        c.close()
 
 
 def test_a_classic_member_that_does_not_rejoin_is_removed(broker, client):
