@@ -95,6 +95,7 @@ class ClassicGroupMember:
     #: its metadata of the group's protocol, and its assignment of the last SyncGroup
     metadata: bytes
     assignment: bytes
+    instance_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -859,6 +860,9 @@ class ConsumerGroupCoordinator:
         group stays classic)."""
         group = ConsumerGroup(group_id)
         group.group_epoch = group.assignment_epoch = generation_id
+        # The classic group took its static members as dynamic ones, so one instance id may
+        # have two members there (a restart): those stay dynamic, the others are static here.
+        instances = Counter(m.instance_id for m in members)
         try:
             for m in members:
                 subscription = consumer_protocol.deserialize_subscription(m.metadata)
@@ -866,6 +870,7 @@ class ConsumerGroupCoordinator:
                     m.assignment))
                 member = ConsumerGroupMember(
                     m.member_id, rack_id=subscription.rack_id,
+                    instance_id=m.instance_id if instances[m.instance_id] == 1 else None,
                     client_id=m.client_id, client_host=m.client_host,
                     rebalance_timeout_ms=m.rebalance_timeout_ms,
                     subscribed_topic_names=tuple(sorted(subscription.topics)),

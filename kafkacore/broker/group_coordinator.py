@@ -404,7 +404,7 @@ class GroupCoordinator:
                 m.member_id, m.client_id, m.client_host,
                 m.rebalance_timeout_ms, m.session_timeout_ms, list(m.supported_protocols),
                 m.metadata(group.protocol_name) if group.protocol_name in m.protocols()
-                else m.supported_protocols[0][1], m.assignment)
+                else m.supported_protocols[0][1], m.assignment, m.group_instance_id)
                 for m in group.members.values()]
             # The classic group's tombstone goes in the consumer group's first batch: a replay
             # never has both groups.

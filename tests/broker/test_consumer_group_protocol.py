@@ -881,17 +881,22 @@ def test_a_classic_and_a_consumer_protocol_consumer_share_a_group(broker, first)
             c2.close()
 
 
-def test_a_static_classic_consumer_restarts_into_its_place(broker):
-    """confluent-kafka's classic consumer with ``group.instance.id`` in a consumer group: closed
-    (a static member does not leave) and started again, it takes its place and partitions back
-    at once, long before its session (a minute) would have freed them."""
+@pytest.mark.parametrize("first", ["consumer", "classic"])
+def test_a_static_classic_consumer_restarts_into_its_place(broker, first):
+    """confluent-kafka's classic consumer with ``group.instance.id`` in a consumer group (joined
+    into it, or adopted with the classic group it was in): closed (a static member does not
+    leave) and started again, it takes its place and partitions back at once, long before its
+    session (a minute) would have freed them."""
     topic, _ = _topic(broker)
     group = f"g-{uuid.uuid4().hex[:6]}"
     static = {**CLASSIC, "group.instance.id": "static-a", "session.timeout.ms": 60000}
-    c1 = _consumer(broker.bootstrap_servers, group, topic)
-    c2 = c3 = None
+    c1 = c2 = c3 = None
     hand = Client(broker)
     try:
+        def owns_all(c):
+            c.poll(0.1)
+            return len(c.assignment()) == PARTITIONS
+
         def owners(other):
             c1.poll(0.1)
             other.poll(0.1)
@@ -899,7 +904,14 @@ def test_a_static_classic_consumer_restarts_into_its_place(broker):
             a2 = {tp.partition for tp in other.assignment()}
             return a1 and a2 and not a1 & a2 and len(a1 | a2) == PARTITIONS
 
-        c2 = _consumer(broker.bootstrap_servers, group, topic, **static)
+        if first == "consumer":
+            c1 = _consumer(broker.bootstrap_servers, group, topic)
+            wait_until(lambda: owns_all(c1), "the first consumer owns every partition", 30)
+            c2 = _consumer(broker.bootstrap_servers, group, topic, **static)
+        else:
+            c2 = _consumer(broker.bootstrap_servers, group, topic, **static)
+            wait_until(lambda: owns_all(c2), "the first consumer owns every partition", 30)
+            c1 = _consumer(broker.bootstrap_servers, group, topic)
         wait_until(lambda: owners(c2), "both consumers own partitions", bound_s=30)
         [before] = [m for m in _describe(hand, group)["members"] if m["instance_id"]]
         c2.close()
