@@ -30,7 +30,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import re2
+try:
+    import re2
+except ImportError as exc:  # the broker extra brings it
+    raise ImportError("kafkacore's broker matches topic regexes with RE2: "
+                      "pip install 'kafkacore[broker]' (google-re2)") from exc
 
 from kafkacore.broker import consumer_group_records as records
 from kafkacore.broker import consumer_protocol
