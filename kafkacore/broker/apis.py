@@ -22,6 +22,7 @@ from kafkacore.broker import faults
 from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
+from kafkacore.broker.client_quota_manager import principal_user
 from kafkacore.broker.config_admin_manager import ConfigAdminManager
 from kafkacore.broker.config_helper import ConfigHelper
 from kafkacore.broker.config_source import ConfigSource
@@ -81,6 +82,8 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.DESCRIBE_CONFIGS: config_helper.handle_describe_configs_request,
             ApiKey.ALTER_CONFIGS: config_admin.handle_alter_configs_request,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: config_admin.handle_incremental_alter_configs_request,
+            ApiKey.DESCRIBE_CLIENT_QUOTAS: self.handle_describe_client_quotas_request,
+            ApiKey.ALTER_CLIENT_QUOTAS: self.handle_alter_client_quotas_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
             ApiKey.ELECT_LEADERS: self.handle_elect_leaders_request,
             ApiKey.ALTER_PARTITION_REASSIGNMENTS:
@@ -658,6 +661,39 @@ class KafkaApis(ApiRequestHandler):
         self.metadata_cache.grow_topic(t["name"], t["count"])
         return Errors.NONE, None
 
+    # -- DescribeClientQuotas, AlterClientQuotas (KIP-546) -------------------------------------
+
+    def handle_describe_client_quotas_request(self, request: Request) -> None:
+        """From this broker's image of the quotas (Kafka's brokers answer it themselves)."""
+        assert request.body is not None
+        body = request.body
+        answer: dict[str, Any] = {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                                  "error_message": None, "entries": None}
+        if not self.authorize(request, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
+            answer["error_code"] = Errors.CLUSTER_AUTHORIZATION_FAILED
+        else:
+            try:
+                answer["entries"] = self.metadata_cache.describe_client_quotas(
+                    body["components"], body["strict"])
+            except errors.BrokerResponseError as exc:
+                answer.update(error_code=exc.errno, error_message=exc.error_message)
+        self.respond(request, answer)
+
+    def handle_alter_client_quotas_request(self, request: Request) -> None:
+        """ALTER_CONFIGS on the cluster; then made by the controller (or here, alone), as
+        ClientQuotaRecords in the metadata log."""
+        assert request.body is not None
+        body = request.body
+        if not self.authorize(request, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER):
+            self.respond(request, {"throttle_time_ms": 0, "entries": [
+                {"error_code": Errors.CLUSTER_AUTHORIZATION_FAILED, "error_message": None,
+                 "entity": e["entity"]} for e in body["entries"]]})
+            return
+        if self.forward_to_controller(request):
+            return
+        self.respond(request, {"throttle_time_ms": 0, "entries": self.metadata_cache
+                               .alter_client_quotas(body["entries"], body["validate_only"])})
+
     # -- ElectLeaders ----------------------------------------------------------------------------
 
     def handle_elect_leaders_request(self, request: Request) -> None:
@@ -818,8 +854,13 @@ class KafkaApis(ApiRequestHandler):
                 else:
                     self.request_channel.send_no_response(request)
                 return
-            self.respond(request, {"responses": responses, "throttle_time_ms": 0})
+            self.respond(request, {"responses": responses, "throttle_time_ms": throttle_ms})
 
+        # Kafka records a Produce's whole request size against the producer's byte rate.
+        throttle_ms = request.throttle_time_ms = \
+            self.broker.quotas.produce.record_and_get_throttle_time_ms(
+                principal_user(request.principal), request.header.get("client_id") or "",
+                request.size)
         timeout_ms = body.get("timeout_ms", 30000)
         if transactional_id is None or not valid:
             self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
@@ -921,11 +962,24 @@ class KafkaApis(ApiRequestHandler):
                     entry = responses[key[0]] = {"topic": name, "topic_id": topic_id,
                                                  "partitions": []}
                 entry["partitions"].append(part)
+            throttle_ms = 0 if replica_id >= 0 else self._fetch_throttle(request, answered)
             self.respond(request, {
-                "throttle_time_ms": 0, "error_code": error, "session_id": session_id,
+                "throttle_time_ms": throttle_ms, "error_code": error, "session_id": session_id,
                 "responses": list(responses.values())})
 
         self.broker.replica_manager.fetch_messages(params, infos, respond)
+
+    def _fetch_throttle(self, request: Request, answered: list[tuple[Any, dict[str, Any]]]
+                        ) -> int:
+        """A consumer's Fetch against its byte rate: the records it gets are recorded, and
+        over the quota it is throttled.  The records still go with this answer (Kafka sends a
+        throttled Fetch empty and takes the bytes back, which never lets through a batch larger
+        than the sensor's allowance): the throttle time makes up for them."""
+        size = sum(len(part["records"] or b"") for _, part in answered)
+        throttle_ms = request.throttle_time_ms = \
+            self.broker.quotas.fetch.record_and_get_throttle_time_ms(
+                principal_user(request.principal), request.header.get("client_id") or "", size)
+        return throttle_ms
 
     # -- ListOffsets -----------------------------------------------------------------------------
 

@@ -146,6 +146,8 @@ SETTINGS: dict[str, _Setting] = {
     "max.connections": _Setting(2147483647, _int(0), "connections accepted at most, in all"),
     "max.connections.per.ip": _Setting(2147483647, _int(0), "connections from one address"),
     "max.connections.per.ip.overrides": _Setting({}, _overrides, "host:n,host:n exceptions"),
+    "quota.window.num": _Setting(11, _int(1), "samples of a client quota's rate sensor"),
+    "quota.window.size.seconds": _Setting(1, _int(1), "seconds of each such sample"),
     "log.flush.interval.messages": _Setting(9223372036854775807, _int(1), "fsync every N"),
     "log.flush.interval.ms": _Setting(
         None, _int(0), "fsync at least this often (unset: log.flush.scheduler.interval.ms)"),

@@ -260,6 +260,9 @@ class Processor(ShutdownableThread):
         #: so a client reads the refusal before the end of the stream, and a guessing client
         #: is slowed down.
         self._delayed_closes: dict[str, tuple[float, str]] = {}
+        #: connection id -> when its throttle ends (monotonic s): muted until then (KIP-219);
+        #: one entry per connection at most, each bounded by the quota's longest throttle
+        self._throttled: dict[str, float] = {}
         self._selector = selectors.DefaultSelector()
         self._wakeup_r, self._wakeup_w = socket.socketpair()
         self._wakeup_r.setblocking(False)
@@ -343,7 +346,7 @@ class Processor(ShutdownableThread):
         self.process_authentication_results()
         self.retry_memory_waiters()
         self.enforce_isolation()
-        self.poll(self.release_held_responses())
+        self.poll(min(self.release_held_responses(), self.unmute_throttled()))
         self.close_delayed()
         self.close_excess_idle()
 
@@ -404,6 +407,10 @@ class Processor(ShutdownableThread):
             response.release()
             return
         self._release_memory(ch)  # the request is handled: its bytes are free
+        throttle_ms = response.request.throttle_time_ms
+        if throttle_ms > 0:
+            # Over its quota (KIP-219): the answer goes now, nothing is read until the end.
+            self._throttled[ch.id] = time.monotonic() + throttle_ms / 1000.0
         if response.action is ResponseAction.SEND:
             assert response.payload is not None
             for chunk in response.payload:
@@ -425,6 +432,21 @@ class Processor(ShutdownableThread):
             self._unmute(ch)
         else:
             self.close(ch, response.reason)
+
+    def unmute_throttled(self) -> float:
+        """Unmute the connections whose throttle time is over; how long poll() may sleep."""
+        if not self._throttled:
+            return _POLL_S
+        now = time.monotonic()
+        for ch_id, until in list(self._throttled.items()):
+            if until <= now:
+                del self._throttled[ch_id]
+                ch = self._channels.get(ch_id)
+                if ch is not None and not ch.sends:  # else unmuted when the answer is written
+                    self._unmute(ch)
+        if not self._throttled:
+            return _POLL_S
+        return max(0.0, min(_POLL_S, min(self._throttled.values()) - now))
 
     def release_held_responses(self) -> float:
         """Queue the held responses that are due; returns how long poll() may sleep."""
@@ -877,6 +899,9 @@ class Processor(ShutdownableThread):
         self._unmute(ch)
 
     def _unmute(self, ch: KafkaChannel) -> None:
+        if ch.id in self._throttled:  # muted until its throttle time is over (unmute_throttled)
+            self._update_interest(ch)
+            return
         ch.muted = False
         self._update_interest(ch)
         sock = ch.sock
@@ -939,6 +964,7 @@ class Processor(ShutdownableThread):
         self._memory_waiters.pop(ch.id, None)
         self._tls_pending.discard(ch.id)
         self._delayed_closes.pop(ch.id, None)
+        self._throttled.pop(ch.id, None)
         self.quotas.dec(ch.address[0])
         self._stats["closed"] += 1
 

@@ -56,6 +56,9 @@ class Request:
     principal: str = "User:ANONYMOUS"
     #: An error code a test injected (kafkacore.broker.faults) for the handler's answer to carry.
     injected_error: int = 0
+    #: Set by a handler whose client went over its quota: the processor reads nothing more from
+    #: the connection for this long once the answer is written (KIP-219).
+    throttle_time_ms: int = 0
 
     @property
     def api_key(self) -> int:

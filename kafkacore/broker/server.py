@@ -50,6 +50,7 @@ class Broker:
         #: the broker's KafkaScheduler: the log's periodic tasks (kafka_scheduler.py)
         self.kafka_scheduler: Any = None
         self.metadata_cache: Any = None
+        self.quotas: Any = None  #: the QuotaManagers (Produce's and Fetch's byte rates)
         self.group_coordinator: Any = None
         self.transaction_coordinator: Any = None
         self.producer_id_manager: Any = None
@@ -118,6 +119,12 @@ class Broker:
 
         first_dir = self.config.log_dirs[0]
         self.metadata_cache = MetadataCache(first_dir)
+        from kafkacore.broker.client_quota_manager import QuotaManagers
+
+        self.quotas = QuotaManagers(self.config["quota.window.num"],
+                                    self.config["quota.window.size.seconds"])
+        self.quotas.update(self.metadata_cache.client_quotas.quotas)
+        self.metadata_cache.on_client_quotas = self.quotas.update
         from kafkacore.broker.dynamic_broker_config import DynamicBrokerConfig
 
         self.dynamic_config = DynamicBrokerConfig(self.config, self.broker_id,
