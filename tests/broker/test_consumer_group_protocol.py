@@ -14,7 +14,14 @@ import threading
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupType, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupType,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -641,7 +648,20 @@ def _poll_into(consumer, seen):
         return
     assert m.error() is None, m.error()
     seen.append((m.partition(), m.offset(), m.value()))
-    consumer.commit(message=m, asynchronous=False)
+
+    def committed():
+        # A heartbeat may move the member epoch between the fetch and the commit: the commit is
+        # then STALE_MEMBER_EPOCH, and the consumer commits again with its new epoch (as Java's
+        # does by itself).
+        try:
+            consumer.commit(message=m, asynchronous=False)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.STALE_MEMBER_EPOCH:
+                raise
+            return False  # librdkafka's own thread heartbeats meanwhile
+        return True
+
+    wait_until(committed, f"offset {m.offset()} of partition {m.partition()} committed", 30)
 
 
 def test_two_consumers_share_a_topic_then_one_gets_everything(broker):
