@@ -1630,7 +1630,7 @@ class KafkaApis(ApiRequestHandler):
             body["group_id"], body["generation_id"], body["member_id"],
             body.get("protocol_type"), body.get("protocol_name"),
             {a["member_id"]: a["assignment"] for a in body["assignments"]},
-            send_response,
+            send_response, body.get("group_instance_id"),
         )
 
     def handle_heartbeat_request(self, request: Request) -> None:
@@ -1639,7 +1639,8 @@ class KafkaApis(ApiRequestHandler):
         if self.group_refused(request, body["group_id"]):
             return
         error = self.broker.group_coordinator.handle_heartbeat(
-            body["group_id"], body["member_id"], body["generation_id"])
+            body["group_id"], body["member_id"], body["generation_id"],
+            body.get("group_instance_id"))
         self.respond(request, {"throttle_time_ms": 0, "error_code": error})
 
     def handle_leave_group_request(self, request: Request) -> None:
@@ -1652,7 +1653,7 @@ class KafkaApis(ApiRequestHandler):
         else:
             members = [(body["member_id"], None)]
         error, member_errors = self.broker.group_coordinator.handle_leave_group(
-            body["group_id"], [m for m, _ in members])
+            body["group_id"], [m for m, _ in members], [i for _, i in members])
         if version < 3 and error == Errors.NONE and member_errors:
             error = member_errors[0]  # the one member's error is the request's
         self.respond(request, {

@@ -24,6 +24,12 @@ from kafkacore import errors
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.dynamic_broker_config import DEFAULT_RESOURCE, DynamicBrokerConfig
 from kafkacore.broker.log import LogConfig
+from kafkacore.broker.logging_controller import (
+    LEVELS,
+    RESOURCE_TYPE_BROKER_LOGGER,
+    ROOT_LOGGER,
+    LoggingController,
+)
 from kafkacore.broker.metadata_cache import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC
 from kafkacore.broker.request_channel import Request
 from kafkacore.errors import Errors
@@ -53,7 +59,9 @@ AlterOne = Callable[[int, str, list[dict[str, Any]], bool, bool], None]
 
 
 def alter_resources(resources: list[dict[str, Any]], incremental: bool, validate_only: bool,
-                    alter_one: AlterOne) -> list[dict[str, Any]]:
+                    alter_one: AlterOne,
+                    kinds: tuple[int, ...] = (RESOURCE_TYPE_TOPIC, RESOURCE_TYPE_BROKER),
+                    ) -> list[dict[str, Any]]:
     """Each resource's answer: the request-wide checks (a resource or a config named twice, a
     resource type we do not alter), then ``alter_one``'s.  Shared by a broker alone and the
     controller."""
@@ -67,7 +75,7 @@ def alter_resources(resources: list[dict[str, Any]], incremental: bool, validate
         message: str | None = None
         if seen[(kind, name)] > 1:
             error, message = Errors.INVALID_REQUEST, "Duplicate resource in the request"
-        elif kind not in (RESOURCE_TYPE_TOPIC, RESOURCE_TYPE_BROKER):
+        elif kind not in kinds:
             error, message = Errors.INVALID_REQUEST, f"Unsupported resource type {kind}: " \
                                                      "configs of topics and brokers only"
         elif repeated:
@@ -136,6 +144,39 @@ def new_broker_configs(current: dict[str, str], configs: list[dict[str, Any]],
     return new
 
 
+def alter_log_levels(configs: list[dict[str, Any]], validate_only: bool) -> None:
+    """IncrementalAlterConfigs on BROKER_LOGGER (Kafka's ``validateLogLevelConfigs`` then
+    ``alterLogLevelConfigs``): every operation is checked before any is made, and only loggers
+    that exist are changed, so that a client cannot make the broker create loggers without end.
+    Not persisted, as in Kafka."""
+    for c in configs:
+        name, value = c["name"], c["value"]
+        try:
+            op = OpType(c["config_operation"])
+        except ValueError:
+            raise errors.InvalidRequestError(
+                f"Unknown operation {c['config_operation']} for {name}") from None
+        if op in (OpType.APPEND, OpType.SUBTRACT):
+            raise errors.InvalidRequestError(
+                f"{op.name} operation is not allowed for the BROKER_LOGGER resource")
+        if not LoggingController.logger_exists(name):
+            raise errors.InvalidConfigError(f"Logger {name} does not exist!")
+        if op == OpType.DELETE and name == ROOT_LOGGER:
+            raise errors.InvalidRequestError(
+                f"Removing the log level of the {ROOT_LOGGER} logger is not allowed")
+        if op == OpType.SET and value not in LEVELS:
+            raise errors.InvalidConfigError(
+                f"Cannot set the log level of {name} to {value} as it is not a supported log "
+                f"level. Valid log levels are {', '.join(reversed(LEVELS))}")
+    if validate_only:
+        return
+    for c in configs:
+        if c["config_operation"] == OpType.DELETE:
+            LoggingController.unset_log_level(c["name"])
+        else:
+            LoggingController.set_log_level(c["name"], c["value"])
+
+
 def apply_topic_configs(broker: Broker, name: str, configs: dict[str, str]) -> None:
     """A topic's new own configs: into the metadata (persisted), then into its logs here."""
     meta = broker.metadata_cache.alter_topic_configs(name, configs)
@@ -177,29 +218,43 @@ class ConfigAdminManager:
         body = request.body
         refused = []
         allowed = []
+        loggers = []  # this broker's own, never forwarded (Kafka's ConfigAdminManager.preprocess)
         for res in body["resources"]:
             error = self._refused(request, res["resource_type"], res["resource_name"])
-            if error == Errors.NONE:
+            if error == Errors.NONE and incremental and \
+                    res["resource_type"] == RESOURCE_TYPE_BROKER_LOGGER:
+                loggers.append(res)
+            elif error == Errors.NONE:
                 allowed.append(res)
             else:
                 refused.append({"error_code": error, "error_message": None,
                                 "resource_type": res["resource_type"],
                                 "resource_name": res["resource_name"]})
+        refused += alter_resources(loggers, incremental, body["validate_only"], self._alter_logger,
+                                   kinds=(RESOURCE_TYPE_BROKER_LOGGER,))
         body["resources"] = allowed
-        if self.apis.forward_to_controller(request, ("responses", refused)):
+        if allowed and self.apis.forward_to_controller(request, ("responses", refused)):
             return
         results = alter_resources(allowed, incremental, body["validate_only"], self._alter_one)
         self.apis.respond(request, {"throttle_time_ms": 0, "responses": refused + results})
 
     def _refused(self, request: Request, kind: int, name: str) -> int:
-        """Kafka's checks: ALTER_CONFIGS on the topic, or on the cluster for a broker."""
+        """Kafka's checks: ALTER_CONFIGS on the topic, or on the cluster for a broker or its
+        loggers."""
         if kind == RESOURCE_TYPE_TOPIC and not self.apis.authorize_topic(
                 request, AclOperation.ALTER_CONFIGS, name):
             return Errors.TOPIC_AUTHORIZATION_FAILED
-        if kind == RESOURCE_TYPE_BROKER and not self.apis.authorize(
+        if kind in (RESOURCE_TYPE_BROKER, RESOURCE_TYPE_BROKER_LOGGER) and not self.apis.authorize(
                 request, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER):
             return Errors.CLUSTER_AUTHORIZATION_FAILED
         return Errors.NONE
+
+    def _alter_logger(self, kind: int, name: str, configs: list[dict[str, Any]],
+                      incremental: bool, validate_only: bool) -> None:
+        if name != str(self.broker.broker_id):
+            raise errors.InvalidRequestError(
+                f"Unexpected broker id, expected {self.broker.broker_id} but received {name}")
+        alter_log_levels(configs, validate_only)
 
     def _alter_one(self, kind: int, name: str, configs: list[dict[str, Any]], incremental: bool,
                    validate_only: bool) -> None:
@@ -222,5 +277,5 @@ class ConfigAdminManager:
             apply_broker_configs(broker, name, new)
 
 
-__all__ = ["RESOURCE_TYPE_BROKER", "RESOURCE_TYPE_TOPIC", "ConfigAdminManager", "OpType", "alter_resources", "apply_broker_configs",
+__all__ = ["RESOURCE_TYPE_BROKER", "RESOURCE_TYPE_TOPIC", "ConfigAdminManager", "OpType", "alter_log_levels", "alter_resources", "apply_broker_configs",
            "apply_topic_configs", "new_broker_configs", "new_topic_configs"]

@@ -17,12 +17,14 @@ from kafkacore.broker.config import SETTINGS, is_sensitive
 from kafkacore.broker.config_admin_manager import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC
 from kafkacore.broker.config_source import (
     ConfigSource,
+    ConfigType,
     DescribedConfig,
     config_type,
     config_value_string,
 )
 from kafkacore.broker.dynamic_broker_config import DEFAULT_RESOURCE, TOPIC_SYNONYMS
 from kafkacore.broker.log import LogConfig
+from kafkacore.broker.logging_controller import RESOURCE_TYPE_BROKER_LOGGER, LoggingController
 from kafkacore.broker.request_channel import Request
 from kafkacore.errors import Errors
 
@@ -51,9 +53,12 @@ class ConfigHelper:
                 configs = self._describe_topic_configs(request, res, result)
             elif res["resource_type"] == RESOURCE_TYPE_BROKER:
                 configs = self._describe_broker_configs(request, res, result)
+            elif res["resource_type"] == RESOURCE_TYPE_BROKER_LOGGER:
+                configs = self._describe_logger_configs(request, res, result)
             else:
                 result.update(error_code=Errors.INVALID_REQUEST,
-                              error_message="this broker describes topics and brokers only")
+                              error_message="this broker describes topics, brokers and "
+                                            "broker loggers only")
                 configs = []
             keys = res["configuration_keys"]
             for name, value, source, sensitive, value_type, doc in configs:
@@ -110,6 +115,23 @@ class ConfigHelper:
         return [(key, config_value_string(dynamic[key]), dynamic.source(key), is_sensitive(key),
                  config_type(key, dynamic[key]), setting.doc)
                 for key, setting in SETTINGS.items()]
+
+    def _describe_logger_configs(self, request: Request, res: dict[str, Any],
+                                 result: dict[str, Any]) -> list[DescribedConfig]:
+        """This broker's loggers and their levels in force: DESCRIBE_CONFIGS on the cluster, as
+        for the broker's settings."""
+        name = res["resource_name"]
+        if not self.apis.authorize(request, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
+            result["error_code"] = Errors.CLUSTER_AUTHORIZATION_FAILED
+            return []
+        if name != str(self.broker.broker_id):
+            result.update(error_code=Errors.INVALID_REQUEST,
+                          error_message=f"Unexpected broker id, expected "
+                                        f"{self.broker.broker_id} but received {name}")
+            return []
+        return [(logger, level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, False,
+                 ConfigType.STRING, None)
+                for logger, level in LoggingController.loggers().items()]
 
 
 __all__ = ["ConfigHelper"]

@@ -21,14 +21,20 @@ See docs/broker/groups.rst.
 
 from __future__ import annotations
 
+import functools
 import logging
-import re
 import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+try:
+    import re2
+except ImportError as exc:  # the broker extra brings it
+    raise ImportError("kafkacore's broker matches topic regexes with RE2: "
+                      "pip install 'kafkacore[broker]' (google-re2)") from exc
 
 from kafkacore.broker import consumer_group_records as records
 from kafkacore.broker import consumer_protocol
@@ -59,6 +65,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# RE2 (Kafka uses RE2/J for the same reason): matching runs in time linear in the topic name
+# whatever the pattern, so a member's pattern cannot hold a request thread by backtracking.
+# Its errors are raised, not also written to stderr.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
+@functools.lru_cache(maxsize=1024)  # bounded: members send their patterns at every change
+def compile_topic_regex(pattern: str) -> Any:
+    """A ``SubscribedTopicRegex`` compiled by RE2; ``re2.error`` when it is not one."""
+    return re2.compile(pattern, options=_RE2_OPTIONS)
+
 #: Kafka's defaults: ``group.consumer.heartbeat.interval.ms``,
 #: ``group.consumer.session.timeout.ms``, ``group.consumer.max.size``.
 CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS = 5000
@@ -81,6 +99,7 @@ class ClassicGroupMember:
     #: its metadata of the group's protocol, and its assignment of the last SyncGroup
     metadata: bytes
     assignment: bytes
+    instance_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -322,9 +341,14 @@ class ConsumerGroupCoordinator:
                                  f"Supported assignors: {', '.join(self.assignors)}.")
         if req.subscribed_topic_regex is not None:
             try:
-                re.compile(req.subscribed_topic_regex)
-            except re.error as exc:
-                raise HeartbeatError(Errors.INVALID_REGULAR_EXPRESSION, str(exc)) from None
+                compile_topic_regex(req.subscribed_topic_regex)
+            except (re2.error, UnicodeError) as exc:
+                why = exc.args[0] if exc.args else str(exc)
+                # RE2 says why in bytes; a str that is not UTF-8 says it itself
+                why = why.decode(errors="replace") if isinstance(why, bytes) else str(exc)
+                raise HeartbeatError(Errors.INVALID_REGULAR_EXPRESSION,
+                                     f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is "
+                                     f"not a valid regular expression: {why}.") from None
 
     def _leave(self, req: HeartbeatRequest) -> tuple[dict[str, Any], list[records.Record]]:
         group = self.group(req.group_id)
@@ -386,16 +410,22 @@ class ConsumerGroupCoordinator:
         """The member is gone (it left, or was fenced): its partitions are free, the group epoch
         moves and the others get a new target (under the group's lock)."""
         group.remove_member(member_id)
-        self._awaited.pop((group.group_id, member_id), None)
         out = records.member_tombstones(group.group_id, member_id)
         group.group_epoch += 1
         self._refresh_subscription_metadata(group, lambda _: True)
         out += [records.partition_metadata_record(group), records.group_epoch_record(group)]
         out += self._update_target(group)
+        self._forget_timers(group, member_id)
+        return out
+
+    def _forget_timers(self, group: ConsumerGroup, member_id: str) -> None:
+        """A member no longer in the group: its session, revocation and classic step timers
+        end now (each finds the member gone)."""
+        self._awaited.pop((group.group_id, member_id), None)
         if self.purgatory is not None:
             self.purgatory.check_and_complete(_session_key(group.group_id, member_id))
             self.purgatory.check_and_complete(_revocation_key(group.group_id, member_id))
-        return out
+            self.purgatory.check_and_complete(_rejoin_key(group.group_id, member_id))
 
     def _join_or_heartbeat(self, req: HeartbeatRequest, may_describe: Callable[[str], bool]
                            ) -> tuple[dict[str, Any], list[records.Record]]:
@@ -460,7 +490,9 @@ class ConsumerGroupCoordinator:
         if req.instance_id is not None:
             previous = group.member_by_instance_id(req.instance_id)
             if previous is not None and previous.member_id != member_id:
-                if previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # A member of the consumer protocol must have left first (epoch -2); a classic
+                # one with a new member id fences the old one at once, as in a classic group.
+                if previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and req.classic is None:
                     raise HeartbeatError(Errors.UNRELEASED_INSTANCE_ID,
                                          f"Static member {previous.member_id} with instance id "
                                          f"{req.instance_id} is not released yet.")
@@ -473,6 +505,7 @@ class ConsumerGroupCoordinator:
                 group.remove_member(previous.member_id)
                 group.target[member_id] = target
                 group.update_member(None, replaced)
+                self._forget_timers(group, previous.member_id)
                 to_store += records.member_tombstones(group.group_id, previous.member_id)
                 to_store += [records.target_member_record(group.group_id, member_id, target),
                              records.current_assignment_record(group.group_id, replaced)]
@@ -502,7 +535,7 @@ class ConsumerGroupCoordinator:
                            may_describe: Callable[[str], bool]) -> set[str]:
         names = set(member.subscribed_topic_names)
         if member.subscribed_topic_regex:
-            pattern = re.compile(member.subscribed_topic_regex)
+            pattern = compile_topic_regex(member.subscribed_topic_regex)
             names |= {t.name for t in self.metadata_cache.topics()
                       if not t.name.startswith("__") and pattern.fullmatch(t.name)
                       and may_describe(t.name)}
@@ -599,12 +632,17 @@ class ConsumerGroupCoordinator:
     def classic_join(self, group_id: str, member_id: str, require_known_member_id: bool,
                      client_id: str, client_host: str, rebalance_timeout_ms: int,
                      session_timeout_ms: int, protocol_type: str,
-                     protocols: list[tuple[str, bytes]], callback: JoinCallback) -> None:
+                     protocols: list[tuple[str, bytes]], callback: JoinCallback,
+                     instance_id: str | None = None) -> None:
         """Kafka's ``classicGroupJoinToConsumerGroup``: a classic consumer joins a consumer
         group.  Its subscription (and the partitions it still owns) come from its protocol
         metadata; it takes the same steps as a heartbeat of the consumer protocol, and the
         JoinGroup is answered at once with its member epoch as the generation and no leader:
-        the coordinator assigns, and SyncGroup hands the member its partitions."""
+        the coordinator assigns, and SyncGroup hands the member its partitions.
+
+        A static member (``instance_id``) that joins without a member id takes the place of
+        the member with its instance id, if any (its partitions, and it fences the old one);
+        one that rejoins with its member id must still be that instance's member."""
         group = self.group(group_id)
         if group is None:  # gone since the caller looked
             callback(JoinGroupResult(member_id, Errors.UNKNOWN_MEMBER_ID))
@@ -614,10 +652,18 @@ class ConsumerGroupCoordinator:
                                                     {name for name, _ in protocols}):
                 callback(JoinGroupResult(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
                 return
-            if not member_id and len(group.members) >= self.max_size:
+            replacing = instance_id is not None and \
+                group.member_by_instance_id(instance_id) is not None
+            if not member_id and not replacing and len(group.members) >= self.max_size:
                 callback(JoinGroupResult(member_id, Errors.GROUP_MAX_SIZE_REACHED))
                 return
-            if not member_id and require_known_member_id:  # KIP-394, as the classic groups
+            if member_id and instance_id is not None:
+                error = _static_member_error(group, member_id, instance_id)
+                if error != Errors.NONE:
+                    callback(JoinGroupResult(member_id, error))
+                    return
+            if not member_id and require_known_member_id and instance_id is None:
+                # KIP-394, as the classic groups (a static member is known by its instance id)
                 callback(JoinGroupResult(str(uuid.uuid4()), Errors.MEMBER_ID_REQUIRED))
                 return
             # A member id the group does not know is a new member (the one MEMBER_ID_REQUIRED
@@ -636,8 +682,7 @@ class ConsumerGroupCoordinator:
         req = HeartbeatRequest(
             group_id=group_id, member_id=member_id or str(uuid.uuid4()),
             member_epoch=JOIN_GROUP_MEMBER_EPOCH if known is None else known.member_epoch,
-            # A static classic member is taken as a dynamic one, as by the classic groups.
-            instance_id=None, rack_id=subscription.rack_id,
+            instance_id=instance_id, rack_id=subscription.rack_id,
             rebalance_timeout_ms=rebalance_timeout_ms,
             subscribed_topic_names=list(subscription.topics),
             owned=self._by_topic_id(subscription.owned), client_id=client_id,
@@ -708,11 +753,15 @@ class ConsumerGroupCoordinator:
                 out[meta.topic_id] = ps
         return out
 
-    def _classic_member(self, group: ConsumerGroup, member_id: str,
-                        generation_id: int) -> tuple[int, ConsumerGroupMember | None]:
+    def _classic_member(self, group: ConsumerGroup, member_id: str, generation_id: int,
+                        instance_id: str | None) -> tuple[int, ConsumerGroupMember | None]:
         """The classic member a SyncGroup or Heartbeat names, checked (under the lock)."""
         if group.dead:
             return Errors.COORDINATOR_NOT_AVAILABLE, None
+        if instance_id is not None:
+            error = _static_member_error(group, member_id, instance_id)
+            if error != Errors.NONE:
+                return error, None
         member = group.members.get(member_id)
         if member is None or member.classic is None:
             return Errors.UNKNOWN_MEMBER_ID, None
@@ -725,11 +774,12 @@ class ConsumerGroupCoordinator:
         self._schedule_session(group, member)
 
     def classic_sync(self, group: ConsumerGroup, member_id: str, generation_id: int,
-                     protocol_type: str | None, protocol_name: str | None) -> SyncGroupResult:
+                     protocol_type: str | None, protocol_name: str | None,
+                     instance_id: str | None = None) -> SyncGroupResult:
         """Kafka's ``classicGroupSyncToConsumerGroup``: the member's current partitions, in
         the consumer protocol's version of its own metadata."""
         with group.lock:
-            error, member = self._classic_member(group, member_id, generation_id)
+            error, member = self._classic_member(group, member_id, generation_id, instance_id)
             if member is None or member.classic is None:
                 return SyncGroupResult(error)
             name = member.classic.supported_protocols[0][0]
@@ -756,12 +806,13 @@ class ConsumerGroupCoordinator:
             {t: ps for t, ps in assigned.items() if t},
             consumer_protocol.version_of(member.classic.supported_protocols[0][1]))
 
-    def classic_heartbeat(self, group: ConsumerGroup, member_id: str, generation_id: int) -> int:
+    def classic_heartbeat(self, group: ConsumerGroup, member_id: str, generation_id: int,
+                          instance_id: str | None = None) -> int:
         """Kafka's ``classicGroupHeartbeatToConsumerGroup``: REBALANCE_IN_PROGRESS (rejoin)
         when the group epoch moved past the member's, when it has partitions to revoke, or
         when partitions it waits for were released."""
         with group.lock:
-            error, member = self._classic_member(group, member_id, generation_id)
+            error, member = self._classic_member(group, member_id, generation_id, instance_id)
             if member is None:
                 return error
             self._renew_session(group, member)
@@ -773,12 +824,23 @@ class ConsumerGroupCoordinator:
                 return Errors.REBALANCE_IN_PROGRESS
             return Errors.NONE
 
-    def classic_leave(self, group: ConsumerGroup, member_ids: list[str]) -> list[int]:
-        """Kafka's ``classicGroupLeaveToConsumerGroup``: each classic member named leaves."""
+    def classic_leave(self, group: ConsumerGroup, member_ids: list[str],
+                      instance_ids: list[str | None] | None = None) -> list[int]:
+        """Kafka's ``classicGroupLeaveToConsumerGroup``: each classic member named leaves; a
+        static one may be named by its instance id alone (an admin client removing it)."""
         errors: list[int] = []
         to_store: list[records.Record] = []
         with group.lock:
-            for member_id in member_ids:
+            for member_id, instance_id in zip(member_ids, instance_ids or [None] * len(member_ids),
+                                              strict=True):
+                if instance_id is not None:
+                    static = group.member_by_instance_id(instance_id)
+                    if static is not None and not member_id:
+                        member_id = static.member_id
+                    error = _static_member_error(group, member_id, instance_id)
+                    if error != Errors.NONE:
+                        errors.append(error)
+                        continue
                 member = group.members.get(member_id)
                 if group.dead or member is None or member.classic is None:
                     errors.append(Errors.UNKNOWN_MEMBER_ID)
@@ -802,6 +864,9 @@ class ConsumerGroupCoordinator:
         group stays classic)."""
         group = ConsumerGroup(group_id)
         group.group_epoch = group.assignment_epoch = generation_id
+        # The classic group took its static members as dynamic ones, so one instance id may
+        # have two members there (a restart): those stay dynamic, the others are static here.
+        instances = Counter(m.instance_id for m in members)
         try:
             for m in members:
                 subscription = consumer_protocol.deserialize_subscription(m.metadata)
@@ -809,6 +874,7 @@ class ConsumerGroupCoordinator:
                     m.assignment))
                 member = ConsumerGroupMember(
                     m.member_id, rack_id=subscription.rack_id,
+                    instance_id=m.instance_id if instances[m.instance_id] == 1 else None,
                     client_id=m.client_id, client_host=m.client_host,
                     rebalance_timeout_ms=m.rebalance_timeout_ms,
                     subscribed_topic_names=tuple(sorted(subscription.topics)),
@@ -958,6 +1024,17 @@ def _revocation_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 
 def _rejoin_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("consumer-classic-step", group_id, member_id)
+
+
+def _static_member_error(group: ConsumerGroup, member_id: str, instance_id: str) -> int:
+    """Kafka's ``throwIfStaticMemberIsUnknown`` and ``throwIfInstanceIdIsFenced``: the
+    instance id is a member's, and that member is the one named (not one it replaced)."""
+    static = group.member_by_instance_id(instance_id)
+    if static is None:
+        return Errors.UNKNOWN_MEMBER_ID
+    if static.member_id != member_id:
+        return Errors.FENCED_INSTANCE_ID
+    return Errors.NONE
 
 
 def _check_offset_epoch(member: ConsumerGroupMember, received: int) -> int:

@@ -15,8 +15,8 @@ rebalance purgatory a group's ``DelayedJoin`` (members rejoining), the heartbeat
 member's ``DelayedHeartbeat`` (its session).  Each generation is written to ``__consumer_offsets``
 when its assignment is set (SyncGroup is answered once the replicas have it) and when the group
 empties; a new coordinator loads it, and the members carry on without rejoining.
-Static membership (KIP-345, ``group.instance.id``) is not implemented: such a member is treated
-as a dynamic one.  The groups of the consumer protocol (KIP-848) are
+Static membership (KIP-345, ``group.instance.id``) is not implemented in a classic group: such a
+member is treated as a dynamic one (a consumer group's classic members are static).  The groups of the consumer protocol (KIP-848) are
 :class:`~kafkacore.broker.consumer_group_coordinator.ConsumerGroupCoordinator`'s; offset commits,
 DeleteGroups, OffsetDelete and ListGroups here ask it about them, and the classic requests of a
 consumer group's classic members go to it (KIP-848's migration).  See ``docs/broker/groups.rst``.
@@ -404,7 +404,7 @@ class GroupCoordinator:
                 m.member_id, m.client_id, m.client_host,
                 m.rebalance_timeout_ms, m.session_timeout_ms, list(m.supported_protocols),
                 m.metadata(group.protocol_name) if group.protocol_name in m.protocols()
-                else m.supported_protocols[0][1], m.assignment)
+                else m.supported_protocols[0][1], m.assignment, m.group_instance_id)
                 for m in group.members.values()]
             # The classic group's tombstone goes in the consumer group's first batch: a replay
             # never has both groups.
@@ -489,7 +489,7 @@ class GroupCoordinator:
             self.consumer_groups.classic_join(
                 group_id, member_id, require_known_member_id, client_id,
                 client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
-                response_callback)
+                response_callback, instance_id=group_instance_id)
             return
         if self.consumer_groups is not None and self.consumer_groups.has_group(group_id):
             # An empty consumer group gives its id to the classic group (Kafka's
@@ -699,6 +699,7 @@ class GroupCoordinator:
         protocol_name: str | None,
         group_assignment: dict[str, bytes],
         response_callback: SyncCallback,
+        group_instance_id: str | None = None,
     ) -> None:
         """Kafka's ``handleSyncGroup``: followers wait (parked) for the leader's assignment."""
         self._purgatories()
@@ -710,7 +711,8 @@ class GroupCoordinator:
         if consumer_group is not None:  # a classic member of a consumer group
             assert self.consumer_groups is not None
             response_callback(self.consumer_groups.classic_sync(
-                consumer_group, member_id, generation_id, protocol_type, protocol_name))
+                consumer_group, member_id, generation_id, protocol_type, protocol_name,
+                group_instance_id))
             return
         group = self._get_group(group_id)
         if group is None:
@@ -793,7 +795,8 @@ class GroupCoordinator:
 
     # -- Heartbeat ------------------------------------------------------------------------------
 
-    def handle_heartbeat(self, group_id: str, member_id: str, generation_id: int) -> int:
+    def handle_heartbeat(self, group_id: str, member_id: str, generation_id: int,
+                         group_instance_id: str | None = None) -> int:
         """Kafka's ``handleHeartbeat``: the error code.  REBALANCE_IN_PROGRESS is how a member
         learns it must rejoin."""
         self._purgatories()
@@ -804,7 +807,7 @@ class GroupCoordinator:
         if consumer_group is not None:  # a classic member of a consumer group
             assert self.consumer_groups is not None
             return self.consumer_groups.classic_heartbeat(consumer_group, member_id,
-                                                          generation_id)
+                                                          generation_id, group_instance_id)
         group = self._get_group(group_id)
         if group is None:
             return Errors.UNKNOWN_MEMBER_ID
@@ -888,7 +891,9 @@ class GroupCoordinator:
 
     # -- LeaveGroup -----------------------------------------------------------------------------
 
-    def handle_leave_group(self, group_id: str, member_ids: list[str]) -> tuple[int, list[int]]:
+    def handle_leave_group(self, group_id: str, member_ids: list[str],
+                           group_instance_ids: list[str | None] | None = None,
+                           ) -> tuple[int, list[int]]:
         """Kafka's ``handleLeaveGroup`` (several members at once since v3): the top-level error
         and one error per member."""
         self._purgatories()
@@ -898,7 +903,8 @@ class GroupCoordinator:
         consumer_group = self._consumer_group_with_members(group_id)
         if consumer_group is not None:  # classic members of a consumer group
             assert self.consumer_groups is not None
-            return Errors.NONE, self.consumer_groups.classic_leave(consumer_group, member_ids)
+            return Errors.NONE, self.consumer_groups.classic_leave(consumer_group, member_ids,
+                                                                   group_instance_ids)
         group = self._get_group(group_id)
         if group is None:
             return Errors.NONE, [Errors.UNKNOWN_MEMBER_ID] * len(member_ids)

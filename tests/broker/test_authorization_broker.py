@@ -30,6 +30,7 @@ from kafkacore.broker.authorizer import (
     ResourceType,
 )
 from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.broker.logging_controller import RESOURCE_TYPE_BROKER_LOGGER
 from kafkacore.broker.server import Broker
 from kafkacore.errors import Errors, SecurityDisabledError
 from kafkacore.network.sasl import PlainMechanism
@@ -383,10 +384,18 @@ def test_the_admin_calls_ask_kafkas_rights(broker):
                                        "topic_partitions": None}),
             (ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
                 {"resource_type": 4, "resource_name": "1", "configs": [
-                    {"name": "log.retention.ms", "config_operation": 0, "value": "5"}]}]})]:
+                    {"name": "log.retention.ms", "config_operation": 0, "value": "5"}]}]}),
+            # the broker's loggers: ALTER_CONFIGS and DESCRIBE_CONFIGS on the cluster too
+            (ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
+                {"resource_type": RESOURCE_TYPE_BROKER_LOGGER, "resource_name": "1",
+                 "configs": [{"name": "root", "config_operation": 0, "value": "DEBUG"}]}]}),
+            (ApiKey.DESCRIBE_CONFIGS, 4, {"include_synoyms": False,  # (sic, Kafka's)
+                                          "include_documentation": False, "resources": [
+                {"resource_type": RESOURCE_TYPE_BROKER_LOGGER, "resource_name": "1",
+                 "configuration_keys": None}]})]:
         response = call_as(broker, BOB, api_key, version, body)
-        errors = [response.get("error_code")] + [r["error_code"] for r in
-                                                 response.get("responses", [])]
+        errors = [response.get("error_code")] + [
+            r["error_code"] for r in response.get("responses", response.get("results", []))]
         assert Errors.CLUSTER_AUTHORIZATION_FAILED in errors, (api_key, response)
     # (kafka-python's delete_groups stops at FindCoordinator, which bob may not ask either.)
     response = call_as(broker, BOB, ApiKey.DELETE_GROUPS, 2, {"groups_names": [f"g-{topic}"]})

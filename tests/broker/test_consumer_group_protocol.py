@@ -14,7 +14,14 @@ import threading
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupType, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupType,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -244,7 +251,18 @@ def test_a_regex_subscription_follows_the_topics_that_match(broker, client):
     assert again["member_epoch"] == r["member_epoch"] + 1
     assert _assigned(again) == {tid1: frozenset(range(PARTITIONS)),
                                 tid2: frozenset(range(PARTITIONS))}
-    assert join("other", "(")["error_code"] == Errors.INVALID_REGULAR_EXPRESSION
+    for bad in ("(", "(?=x)", "(a)\\1"):  # RE2 has no lookarounds nor backreferences
+        refused = join("other", bad)
+        assert refused["error_code"] == Errors.INVALID_REGULAR_EXPRESSION
+        assert bad in refused["error_message"]
+    # A pattern that backtracks forever in Python's ``re`` on a name that almost matches: RE2
+    # answers at once (with ``re`` this heartbeat would hold its request thread for ever).
+    _topic(broker, name=prefix + "a" * 60 + "b")
+    hard = join("m2", prefix.replace("-", "\\-") + "(a+)+$")
+    assert hard["error_code"] == Errors.NONE
+    # And the coordinator goes on: the first member heartbeats as before.
+    assert _heartbeat(client, group, "m", again["member_epoch"],
+                      owned=_assigned(again))["error_code"] == Errors.NONE
 
 
 def test_a_member_that_does_not_revoke_in_its_rebalance_timeout_is_removed(broker, client):
@@ -370,20 +388,20 @@ def test_a_static_member_comes_back_to_its_partitions(broker, client):
     assert {m["member_id"] for m in _describe(client, group)["members"]} == {"a2", "b"}
 
 
-def _classic_join(c, group, topic, member="", protocol_type="consumer"):
+def _classic_join(c, group, topic, member="", protocol_type="consumer", instance=None):
     # kafka-python's encoding of the embedded consumer protocol (an eager member owns nothing
     # when it joins)
     metadata = ConsumerProtocolMemberMetadata_v0(0, [topic], b"").encode()
     return c.call(ApiKey.JOIN_GROUP, 5, {
         "group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
-        "member_id": member, "group_instance_id": None, "protocol_type": protocol_type,
+        "member_id": member, "group_instance_id": instance, "protocol_type": protocol_type,
         "protocols": [{"name": "range", "metadata": metadata}]})
 
 
-def _classic_sync(c, group, member, generation):
+def _classic_sync(c, group, member, generation, instance=None):
     r = c.call(ApiKey.SYNC_GROUP, 5, {
         "group_id": group, "generation_id": generation, "member_id": member,
-        "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+        "group_instance_id": instance, "protocol_type": "consumer", "protocol_name": "range",
         "assignments": []})
     if r["error_code"] != Errors.NONE:
         return r["error_code"], None
@@ -391,10 +409,10 @@ def _classic_sync(c, group, member, generation):
     return r["error_code"], {p for _, ps in decoded.assigned_partitions for p in ps}
 
 
-def _classic_heartbeat(c, group, member, generation):
+def _classic_heartbeat(c, group, member, generation, instance=None):
     return c.call(ApiKey.HEARTBEAT, 4, {"group_id": group, "generation_id": generation,
                                         "member_id": member,
-                                        "group_instance_id": None})["error_code"]
+                                        "group_instance_id": instance})["error_code"]
 
 
 def test_a_consumer_group_answers_classic_members(broker, client):
@@ -455,6 +473,55 @@ def test_a_consumer_group_answers_classic_members(broker, client):
     described = client.call(ApiKey.DESCRIBE_GROUPS, 5, {
         "groups": [group], "include_authorized_operations": False})["groups"][0]
     assert described["error_code"] == Errors.GROUP_ID_NOT_FOUND
+
+
+def test_a_static_classic_member_is_replaced_by_its_next_instance(broker, client):
+    """A classic member with a ``group.instance.id`` in a consumer group: no MEMBER_ID_REQUIRED
+    (its instance id names it); restarted, it joins without its member id and takes its old
+    place and partitions at once, fencing the old member id (FENCED_INSTANCE_ID); an admin
+    client removes it by its instance id."""
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    assert _heartbeat(client, group, "m", 0, [topic], {})["member_epoch"] == 1
+    joined = _classic_join(client, group, topic, instance="static-1")
+    assert joined["error_code"] == Errors.NONE  # at once: no MEMBER_ID_REQUIRED
+    old = joined["member_id"]
+    # m revokes half; the static member gets them.
+    everything = {tid: frozenset(range(PARTITIONS))}
+    kept = _assigned(_heartbeat(client, group, "m", 1, owned=everything))[tid]
+    _heartbeat(client, group, "m", 1, owned={tid: kept})
+    assert _classic_heartbeat(client, group, old, joined["generation_id"], "static-1") == \
+        Errors.REBALANCE_IN_PROGRESS
+    rejoined = _classic_join(client, group, topic, old, instance="static-1")
+    generation = rejoined["generation_id"]
+    error, theirs = _classic_sync(client, group, old, generation, "static-1")
+    assert error == Errors.NONE and theirs == set(range(PARTITIONS)) - kept
+    # Another member id with its instance id is fenced, as an unknown instance id is unknown.
+    assert _classic_join(client, group, topic, "intruder", instance="static-1")[
+        "error_code"] == Errors.FENCED_INSTANCE_ID
+    assert _classic_heartbeat(client, group, old, generation, "static-2") == \
+        Errors.UNKNOWN_MEMBER_ID
+    # The instance restarts: a new member id, the same place and partitions, the group epoch
+    # unchanged (nobody else moves).
+    epoch = _describe(client, group)["group_epoch"]
+    new = _classic_join(client, group, topic, instance="static-1")
+    assert new["error_code"] == Errors.NONE and new["member_id"] != old
+    error, again = _classic_sync(client, group, new["member_id"], new["generation_id"],
+                                 "static-1")
+    assert error == Errors.NONE and again == theirs
+    described = _describe(client, group)
+    assert described["group_epoch"] == epoch
+    assert {(m["member_id"], m["instance_id"]) for m in described["members"]} == {
+        ("m", None), (new["member_id"], "static-1")}
+    for call in (lambda: _classic_heartbeat(client, group, old, generation, "static-1"),
+                 lambda: _classic_sync(client, group, old, generation, "static-1")[0]):
+        assert call() == Errors.FENCED_INSTANCE_ID
+    # Removed by its instance id alone (Kafka's removeMembersFromConsumerGroup).
+    left = client.call(ApiKey.LEAVE_GROUP, 4, {"group_id": group, "members": [
+        {"member_id": "", "group_instance_id": "static-1"},
+        {"member_id": "", "group_instance_id": "static-2"}]})
+    assert [m["error_code"] for m in left["members"]] == [Errors.NONE, Errors.UNKNOWN_MEMBER_ID]
+    assert [m["member_id"] for m in _describe(client, group)["members"]] == ["m"]
 
 
 def test_delete_groups_and_offset_delete_respect_the_members(broker, client):
@@ -581,7 +648,20 @@ def _poll_into(consumer, seen):
         return
     assert m.error() is None, m.error()
     seen.append((m.partition(), m.offset(), m.value()))
-    consumer.commit(message=m, asynchronous=False)
+
+    def committed():
+        # A heartbeat may move the member epoch between the fetch and the commit: the commit is
+        # then STALE_MEMBER_EPOCH, and the consumer commits again with its new epoch (as Java's
+        # does by itself).
+        try:
+            consumer.commit(message=m, asynchronous=False)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.STALE_MEMBER_EPOCH:
+                raise
+            return False  # librdkafka's own thread heartbeats meanwhile
+        return True
+
+    wait_until(committed, f"offset {m.offset()} of partition {m.partition()} committed", 30)
 
 
 def test_two_consumers_share_a_topic_then_one_gets_everything(broker):
@@ -618,6 +698,37 @@ def test_two_consumers_share_a_topic_then_one_gets_everything(broker):
         assert sum(tp.offset for tp in committed) == n
     finally:
         c1.close()
+
+
+def test_a_confluent_consumer_subscribes_with_a_regex(broker, client):
+    """librdkafka sends a ``^``-pattern as the member's SubscribedTopicRegex: the coordinator
+    resolves it (with RE2) to the topics that match, and only those."""
+    prefix = f"kip848rx-{uuid.uuid4().hex[:6]}-"
+    a, _ = _topic(broker, records=6, name=prefix + "a")
+    b, _ = _topic(broker, records=4, name=prefix + "b")
+    _topic(broker, records=3, name="other-" + prefix)  # does not match
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = _consumer(broker.bootstrap_servers, group, f"^{prefix}.*")
+    try:
+        seen = []
+
+        def read_all():
+            m = c.poll(0.2)
+            if m is not None:
+                assert m.error() is None, m.error()
+                seen.append((m.topic(), m.value()))
+            return len(seen) >= 10
+
+        wait_until(read_all, "10 records of the two matching topics", bound_s=60)
+        assert sorted(seen) == sorted([(a, b"v%03d" % i) for i in range(6)]
+                                      + [(b, b"v%03d" % i) for i in range(4)])
+        assert {tp.topic for tp in c.assignment()} == {a, b}
+        [member] = _describe(client, group)["members"]
+        # librdkafka joins its patterns as ``(p1)|(p2)``
+        assert (member["subscribed_topic_regex"], member["subscribed_topic_names"]) == (
+            f"(^{prefix}.*)", [])
+    finally:
+        c.close()
 
 
 def test_a_classic_member_that_does_not_rejoin_is_removed(broker, client):
@@ -788,6 +899,55 @@ def test_a_classic_and_a_consumer_protocol_consumer_share_a_group(broker, first)
         c1.close()
         if c2 is not None:
             c2.close()
+
+
+@pytest.mark.parametrize("first", ["consumer", "classic"])
+def test_a_static_classic_consumer_restarts_into_its_place(broker, first):
+    """confluent-kafka's classic consumer with ``group.instance.id`` in a consumer group (joined
+    into it, or adopted with the classic group it was in): closed (a static member does not
+    leave) and started again, it takes its place and partitions back at once, long before its
+    session (a minute) would have freed them."""
+    topic, _ = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    static = {**CLASSIC, "group.instance.id": "static-a", "session.timeout.ms": 60000}
+    c1 = c2 = c3 = None
+    hand = Client(broker)
+    try:
+        def owns_all(c):
+            c.poll(0.1)
+            return len(c.assignment()) == PARTITIONS
+
+        def owners(other):
+            c1.poll(0.1)
+            other.poll(0.1)
+            a1 = {tp.partition for tp in c1.assignment()}
+            a2 = {tp.partition for tp in other.assignment()}
+            return a1 and a2 and not a1 & a2 and len(a1 | a2) == PARTITIONS
+
+        if first == "consumer":
+            c1 = _consumer(broker.bootstrap_servers, group, topic)
+            wait_until(lambda: owns_all(c1), "the first consumer owns every partition", 30)
+            c2 = _consumer(broker.bootstrap_servers, group, topic, **static)
+        else:
+            c2 = _consumer(broker.bootstrap_servers, group, topic, **static)
+            wait_until(lambda: owns_all(c2), "the first consumer owns every partition", 30)
+            c1 = _consumer(broker.bootstrap_servers, group, topic)
+        wait_until(lambda: owners(c2), "both consumers own partitions", bound_s=30)
+        [before] = [m for m in _describe(hand, group)["members"] if m["instance_id"]]
+        c2.close()
+        c2 = None
+        c3 = _consumer(broker.bootstrap_servers, group, topic, **static)
+        wait_until(lambda: owners(c3), "the restarted consumer owns partitions again",
+                   bound_s=30)
+        members = _describe(hand, group)["members"]
+        [after] = [m for m in members if m["instance_id"]]
+        assert len(members) == 2 and after["instance_id"] == "static-a"
+        assert after["member_id"] != before["member_id"]
+    finally:
+        hand.sock.close()
+        for c in (c1, c2, c3):
+            if c is not None:
+                c.close()
 
 
 def test_kafka_python_classic_consumer_joins_and_the_group_goes_back_to_classic(broker):
