@@ -21,7 +21,6 @@ See docs/broker/groups.rst.
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import uuid
@@ -29,12 +28,6 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-try:
-    import re2
-except ImportError as exc:  # the broker extra brings it
-    raise ImportError("kafkacore's broker matches topic regexes with RE2: "
-                      "pip install 'kafkacore[broker]' (google-re2)") from exc
 
 from kafkacore.broker import consumer_group_records as records
 from kafkacore.broker import consumer_protocol
@@ -57,6 +50,7 @@ from kafkacore.broker.group_metadata import (
     SyncGroupResult,
 )
 from kafkacore.broker.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkacore.broker.regex import RegexError, compile_regex
 from kafkacore.errors import Errors
 
 if TYPE_CHECKING:
@@ -65,17 +59,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# RE2 (Kafka uses RE2/J for the same reason): matching runs in time linear in the topic name
-# whatever the pattern, so a member's pattern cannot hold a request thread by backtracking.
-# Its errors are raised, not also written to stderr.
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False
-
-
-@functools.lru_cache(maxsize=1024)  # bounded: members send their patterns at every change
-def compile_topic_regex(pattern: str) -> Any:
-    """A ``SubscribedTopicRegex`` compiled by RE2; ``re2.error`` when it is not one."""
-    return re2.compile(pattern, options=_RE2_OPTIONS)
 
 #: Kafka's defaults: ``group.consumer.heartbeat.interval.ms``,
 #: ``group.consumer.session.timeout.ms``, ``group.consumer.max.size``.
@@ -341,8 +324,8 @@ class ConsumerGroupCoordinator:
                                  f"Supported assignors: {', '.join(self.assignors)}.")
         if req.subscribed_topic_regex is not None:
             try:
-                compile_topic_regex(req.subscribed_topic_regex)
-            except (re2.error, UnicodeError) as exc:
+                compile_regex(req.subscribed_topic_regex)
+            except (RegexError, UnicodeError) as exc:
                 why = exc.args[0] if exc.args else str(exc)
                 # RE2 says why in bytes; a str that is not UTF-8 says it itself
                 why = why.decode(errors="replace") if isinstance(why, bytes) else str(exc)
@@ -535,7 +518,7 @@ class ConsumerGroupCoordinator:
                            may_describe: Callable[[str], bool]) -> set[str]:
         names = set(member.subscribed_topic_names)
         if member.subscribed_topic_regex:
-            pattern = compile_topic_regex(member.subscribed_topic_regex)
+            pattern = compile_regex(member.subscribed_topic_regex)
             names |= {t.name for t in self.metadata_cache.topics()
                       if not t.name.startswith("__") and pattern.fullmatch(t.name)
                       and may_describe(t.name)}

@@ -465,6 +465,34 @@ def test_transactional_requests_are_authorized(tmp_path):
             alice.close()
 
 
+def assert_transactional_id_patterns(ours, txn_id: str) -> None:
+    """ListTransactions v2's TransactionalIdPattern (KIP-1152) is matched whole, by RE2: a
+    pattern RE2 refuses is INVALID_REGULAR_EXPRESSION, one that backtracks in Python's ``re``
+    answers at once."""
+    from kafkacore.broker.inter_broker_client import InterBrokerClient
+    from kafkacore.errors import InvalidRegularExpressionError
+    from kafkacore.protocol.api_keys import ApiKey
+
+    host, port = ours.bootstrap.split(":")
+    client = InterBrokerClient(host, int(port), "patterns", 10.0)
+
+    def listed(pattern: str) -> tuple[int, set[str]]:
+        answer = client.send(ApiKey.LIST_TRANSACTIONS, 2, {
+            "state_filters": [], "producer_id_filters": [], "duration_filter": -1,
+            "transactional_id_pattern": pattern})
+        return answer["error_code"], {t["transactional_id"]
+                                      for t in answer["transaction_states"]}
+
+    try:
+        error, ids = listed("tx-.*")
+        assert error == 0 and txn_id in ids
+        assert txn_id not in listed("tx")[1]  # the whole id must match
+        assert listed("(?=tx).*")[0] == InvalidRegularExpressionError.errno  # a lookahead
+        assert listed("(a+)+$")[0] == 0  # RE2 needs no backtracking
+    finally:
+        client.close()
+
+
 def test_admin_tools_see_and_abort_a_hanging_transaction(ours):
     """kafka-python's admin client (what ``kafka-transactions.sh`` does): ListTransactions and
     DescribeTransactions at the coordinator, DescribeProducers at the leader, and an
@@ -486,6 +514,7 @@ def test_admin_tools_see_and_abort_a_hanging_transaction(ours):
         assert txn_id in {t.transactional_id for txns in ongoing.values() for t in txns}
         done = admin.list_transactions(state_filters=["CompleteCommit"])
         assert txn_id not in {t.transactional_id for txns in done.values() for t in txns}
+        assert_transactional_id_patterns(ours, txn_id)
 
         described = admin.describe_transactions([txn_id])[txn_id]
         assert described.state == TransactionState.ONGOING

@@ -13,13 +13,13 @@ timeout, fencing their producer (Kafka's ``abortTimedOutTransactions``).
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
+from kafkacore.broker.regex import RegexError, compile_regex
 from kafkacore.broker.transaction.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from kafkacore.broker.transaction.transaction_marker_channel_manager import (
     TransactionMarkerChannelManager,
@@ -412,8 +412,8 @@ class TransactionCoordinator:
         regex = None
         if pattern:
             try:
-                regex = re.compile(pattern)
-            except re.error:
+                regex = compile_regex(pattern)
+            except (RegexError, UnicodeError):
                 return Errors.INVALID_REGULAR_EXPRESSION, unknown, []
         if self.txn_manager.loading():
             return errors.CoordinatorLoadInProgressError.errno, unknown, []
