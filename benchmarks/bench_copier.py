@@ -12,6 +12,8 @@ the copier's committed count crosses evenly spaced marks, in turn: (a) the broke
 copier's ``__transaction_state`` partition, (b) the leader of one output partition (each in
 turn), (c) the copier process are SIGKILLed; a broker is restarted once the copier has committed
 again without it (and its partitions are back in sync before the next kill), a copier at once.
+The copier may not copy past a limit halfway to the next mark (its ``--limit-file``), raised
+only as each kill falls: it cannot finish before the last one, however slow the harness.
 Then a confluent-kafka read_committed consumer reads the output to its end: every input record
 exactly once, in each partition in the input's order.  Every wait is bounded.
 """
@@ -151,73 +153,95 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
         "offsets.topic.num.partitions", "50")))
     if spare_group_coordinator is None:
         spare_group_coordinator = producer == "confluent"
-    hold = work_dir / f"hold-{tag}"
+    hold, limit = work_dir / f"hold-{tag}", work_dir / f"limit-{tag}"
     copier = Copier(cluster, ["--input", source, "--output", target, "--group", group,
                               "--transactional-id", txn_id, "--producer", producer,
                               "--max-rate", str(max_rate), "--client-debug", client_debug,
-                              "--hold-file", str(hold)],
+                              "--hold-file", str(hold), "--limit-file", str(limit)],
                     work_dir / f"copier-{producer}-{tag}.log")
     plan = [KINDS[i % 3] for i in range(3 * kills_per_kind)]
     marks = [n * (i + 1) // (len(plan) + 1) for i in range(len(plan))]
+    # Kill i falls once the copier has committed marks[i]; until then it may copy up to
+    # limits[i], halfway to the next mark, so that it is still copying when the kill falls
+    # and yet cannot finish before the last kill (the limit after it is n).
+    limits = [(m + following) // 2 for m, following in zip(marks, [*marks[1:], n], strict=True)]
+    if any(lim <= m for lim, m in zip(limits, marks, strict=True)):
+        raise ValueError(f"{n} records are too few for {len(plan)} kills")
     kills: list[dict[str, Any]] = []
     began = time.monotonic()
+    _set_limit(limit, limits[0])
     copier.start()
-    deadline = began + bound_s
-    for i, (kind, mark) in enumerate(zip(plan, marks, strict=True)):
-        wait_for(lambda m=mark: copier.committed >= m, f"{mark} records committed",
-                 deadline - time.monotonic(), copier)
-        at = copier.committed
-        if copier.poll() is not None:
-            raise CopierRunError(f"the copier finished before kill {i + 1} ({kind}); "
-                                 "a lower --max-rate leaves time for every kill")
-        if kind == "copier":
+    try:
+        deadline = began + bound_s
+        for i, (kind, mark) in enumerate(zip(plan, marks, strict=True)):
+            wait_for(lambda m=mark: copier.committed >= m, f"{mark} records committed",
+                     deadline - time.monotonic(), copier)
+            at = copier.committed
+            if copier.poll() is not None:
+                raise CopierRunError(f"the copier exited {copier.poll()} before kill {i + 1} "
+                                     f"({kind}), at {at} records of {n} (limit {limits[i]}); "
+                                     f"see {copier.log}")
+            # the copier may go on to the next kill's limit, to the end after the last kill: a
+            # broker's kill raises it first (the copier must commit without the broker), the
+            # copier's own once it is dead
+            next_limit = limits[i + 1] if i + 1 < len(plan) else n
+            if kind == "copier":
+                copier.kill()
+                _set_limit(limit, next_limit)
+                copier.start()
+                kills.append({"kind": kind, "at": at, "limit": limits[i]})
+                continue
+            if kind == "coordinator":
+                topic, partition = TRANSACTION_STATE_TOPIC, txn_partition
+            else:
+                topic, partition = target, i // 3 % PARTITIONS
+            _set_limit(limit, next_limit)
+            victim = cluster.leader_of(topic, partition)
+            if spare_group_coordinator and _move_off(cluster, OFFSETS_TOPIC, group_partition,
+                                                     victim):
+                # librdkafka learns of the move only from its next TxnOffsetCommit's
+                # NOT_COORDINATOR: a commit after the move shows it found the new coordinator
+                at = copier.committed
+                wait_for(lambda a=at: copier.committed > a, "a commit after the group coordinator "
+                         "moved", deadline - time.monotonic(), copier)
+                at = copier.committed
+            killed_at = time.monotonic()
+            cluster.kill(victim)
+            cluster.wait_for_leader_change(topic, partition, victim)
+            # the copier commits without the dead broker: the next leaders take over once the
+            # controller has fenced it (broker.session.timeout.ms)
+            wait_for(lambda a=at: copier.committed > a or copier.poll() == 0,
+                     "a commit without the killed broker", deadline - time.monotonic(), copier)
+            recovered_s = round(time.monotonic() - killed_at, 1)
+            # No new transaction starts while the broker comes back, so that the next kill falls
+            # while the copier copies rather than on a copier waiting at its limit, however long
+            # the restart takes on a loaded machine; before another broker is killed, this one
+            # must be back in sync too.
+            hold.touch()
+            cluster.restart(victim)
+            if any(k != "copier" for k in plan[i + 1:]):
+                for t, ps in ((TRANSACTION_STATE_TOPIC, [txn_partition]),
+                              (target, range(PARTITIONS)), (OFFSETS_TOPIC, [group_partition])):
+                    for p in ps:
+                        # Back in sync: every replica of the partition (an internal topic made
+                        # while a broker was down has fewer than three).
+                        state = cluster.partition_state(t, p)
+                        replicas = state["replica_nodes"] if state else [1, 2, 3]
+                        cluster.wait_for_isr(t, p, replicas,
+                                             timeout_s=max(deadline - time.monotonic(), 1))
+            hold.unlink()
+            kills.append({"kind": kind, "at": at, "limit": limits[i], "broker": victim,
+                          "partition": f"{topic}-{partition}",
+                          "commit_without_it_s": recovered_s})
+        wait_for(lambda: copier.poll() is not None, "the copier to finish",
+                 deadline - time.monotonic())
+        if copier.poll() != 0:
+            raise CopierRunError(f"the copier exited {copier.poll()}; see {copier.log}")
+    finally:
+        if copier.poll() is None:  # a failed run: the copier would wait at its limit
             copier.kill()
-            copier.start()
-            kills.append({"kind": kind, "at": at})
-            continue
-        if kind == "coordinator":
-            topic, partition = TRANSACTION_STATE_TOPIC, txn_partition
-        else:
-            topic, partition = target, i // 3 % PARTITIONS
-        victim = cluster.leader_of(topic, partition)
-        if spare_group_coordinator and _move_off(cluster, OFFSETS_TOPIC, group_partition,
-                                                 victim):
-            # librdkafka learns of the move only from its next TxnOffsetCommit's
-            # NOT_COORDINATOR: a commit after the move shows it found the new coordinator
-            at = copier.committed
-            wait_for(lambda a=at: copier.committed > a, "a commit after the group coordinator "
-                     "moved", deadline - time.monotonic(), copier)
-            at = copier.committed
-        killed_at = time.monotonic()
-        cluster.kill(victim)
-        cluster.wait_for_leader_change(topic, partition, victim)
-        # the copier commits without the dead broker: the next leaders take over once the
-        # controller has fenced it (broker.session.timeout.ms)
-        wait_for(lambda a=at: copier.committed > a or copier.poll() == 0,
-                 "a commit without the killed broker", deadline - time.monotonic(), copier)
-        recovered_s = round(time.monotonic() - killed_at, 1)
-        # No new transaction starts while the broker comes back, so that the copier cannot
-        # finish before the next kill however long the restart takes on a loaded machine;
-        # before another broker is killed, this one must be back in sync too.
-        hold.touch()
-        cluster.restart(victim)
-        if any(k != "copier" for k in plan[i + 1:]):
-            for t, ps in ((TRANSACTION_STATE_TOPIC, [txn_partition]),
-                          (target, range(PARTITIONS)), (OFFSETS_TOPIC, [group_partition])):
-                for p in ps:
-                    # Back in sync: every replica of the partition (an internal topic made
-                    # while a broker was down has fewer than three).
-                    state = cluster.partition_state(t, p)
-                    replicas = state["replica_nodes"] if state else [1, 2, 3]
-                    cluster.wait_for_isr(t, p, replicas,
-                                         timeout_s=max(deadline - time.monotonic(), 1))
-        hold.unlink()
-        kills.append({"kind": kind, "at": at, "broker": victim, "partition": f"{topic}-{partition}",
-                      "commit_without_it_s": recovered_s})
-    wait_for(lambda: copier.poll() is not None, "the copier to finish",
-             deadline - time.monotonic())
-    if copier.poll() != 0:
-        raise CopierRunError(f"the copier exited {copier.poll()}; see {copier.log}")
+        hold.unlink(missing_ok=True)
+        limit.unlink(missing_ok=True)
     copy_s = time.monotonic() - began
     got = read_committed(cluster.bootstrap_servers, target)
     for p in range(PARTITIONS):
@@ -228,6 +252,13 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
             "aborted_transactions": aborts,
             "seconds": round(copy_s, 1), "records_per_s": round(n / copy_s),
             "exactly_once_in_order": True}
+
+
+def _set_limit(path: pathlib.Path, records: int) -> None:
+    """Write the copier's limit whole: it reads either the old number or the new one."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(str(records))
+    os.replace(partial, path)
 
 
 def _move_off(cluster: Cluster, topic: str, partition: int, broker: int) -> bool:
