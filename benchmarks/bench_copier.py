@@ -83,11 +83,13 @@ def fill_input(bootstrap: str, topic: str, n: int) -> dict[int, list[bytes]]:
 
 
 class Copier:
-    """One copier process at a time; its stdout's ``committed <n>`` lines feed ``committed``."""
+    """One copier process at a time; its stdout's ``committed <n>`` lines feed ``committed``,
+    its ``held`` lines ``holds``."""
 
     def __init__(self, cluster: Cluster, args: list[str], log: pathlib.Path) -> None:
         self.cluster, self.args, self.log = cluster, args, log
         self.committed = 0
+        self.holds = 0
         self.process: subprocess.Popen[str] | None = None
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.starts = 0
@@ -107,6 +109,8 @@ class Copier:
         for line in process.stdout:
             if line.startswith("committed "):
                 self.committed = max(self.committed, int(line.split()[1]))
+            elif line.strip() == "held":
+                self.holds += 1
 
     def kill(self) -> None:
         assert self.process is not None
@@ -197,13 +201,22 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
                 topic, partition = target, i // 3 % PARTITIONS
             _set_limit(limit, next_limit)
             victim = cluster.leader_of(topic, partition)
-            if spare_group_coordinator and _move_off(cluster, OFFSETS_TOPIC, group_partition,
-                                                     victim):
-                # librdkafka learns of the move only from its next TxnOffsetCommit's
-                # NOT_COORDINATOR: a commit after the move shows it found the new coordinator
-                at = copier.committed
-                wait_for(lambda a=at: copier.committed > a, "a commit after the group coordinator "
-                         "moved", deadline - time.monotonic(), copier)
+            if spare_group_coordinator and cluster.leader_of(OFFSETS_TOPIC,
+                                                             group_partition) == victim:
+                # librdkafka learns of the move only from a TxnOffsetCommit's NOT_COORDINATOR:
+                # the move falls between two transactions, so that the commit after it is one
+                # whose TxnOffsetCommit met the move and found the new coordinator (one already
+                # past its TxnOffsetCommit would prove nothing)
+                holds = copier.holds
+                hold.touch()
+                wait_for(lambda h=holds: copier.holds > h or copier.poll() == 0,
+                         "the copier held", deadline - time.monotonic(), copier)
+                at = copier.committed  # exact: its lines before "held" are read
+                _move_off(cluster, OFFSETS_TOPIC, group_partition, victim)
+                hold.unlink()
+                wait_for(lambda a=at: copier.committed > a or copier.poll() == 0,
+                         "a commit after the group coordinator moved",
+                         deadline - time.monotonic(), copier)
                 at = copier.committed
             killed_at = time.monotonic()
             cluster.kill(victim)

@@ -18,8 +18,8 @@ copier's ``init_transactions`` fences the old one and has the coordinator abort 
 open; it resumes at the last committed offsets, so the output holds every input record exactly
 once. A failed commit is aborted and the consumer rewound to the last committed positions.
 
-It prints ``committed <records>`` (the sum of its committed positions) after every commit, and
-exits 0 once every input partition is copied up to the end it saw at start, 1 on a fatal error
+It prints ``committed <records>`` (the sum of its committed positions) after every commit,
+``held`` when a ``--hold-file`` (below) stops it between transactions, and exits 0 once every input partition is copied up to the end it saw at start, 1 on a fatal error
 (fenced by a newer copier).  Two controls for a test harness: while ``--hold-file`` exists it
 starts no new transaction (the harness creates it while it brings a killed broker back); and it
 copies no record past the count ``--limit-file`` holds (the same sum as its ``committed`` lines),
@@ -179,9 +179,13 @@ def _loop(args: argparse.Namespace, producer: Any, consumer: Any, committed: dic
     started = time.monotonic()
     copied = 0
     chunk = max(1, int(args.max_rate / 10)) if args.max_rate else 500  # paced: 10 a second
+    was_held = False
     while not done():
-        if (args.hold_file and os.path.exists(args.hold_file)
-                or sum(committed.values()) >= _limit(args.limit_file)):
+        held = bool(args.hold_file) and os.path.exists(args.hold_file)
+        if held and not was_held:
+            print("held", flush=True)  # no transaction is open until the file goes
+        was_held = held
+        if held or sum(committed.values()) >= _limit(args.limit_file):
             time.sleep(_POLL_S)
             started, copied = time.monotonic(), 0
             continue
