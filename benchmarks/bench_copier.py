@@ -12,7 +12,7 @@ the copier's committed count crosses evenly spaced marks, in turn: (a) the broke
 copier's ``__transaction_state`` partition, (b) the leader of one output partition (each in
 turn), (c) the copier process are SIGKILLed; a broker is restarted once the copier has committed
 again without it (and its partitions are back in sync before the next kill), a copier at once.
-The copier may not copy past a limit halfway to the next mark (its ``--limit-file``), raised
+The copier may not copy past a limit just short of the next mark (its ``--limit-file``), raised
 only as each kill falls: it cannot finish before the last one, however slow the harness.
 Then a confluent-kafka read_committed consumer reads the output to its end: every input record
 exactly once, in each partition in the input's order.  Every wait is bounded.
@@ -21,6 +21,7 @@ exactly once, in each partition in the input's order.  Every wait is bounded.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import pathlib
@@ -84,12 +85,12 @@ def fill_input(bootstrap: str, topic: str, n: int) -> dict[int, list[bytes]]:
 
 class Copier:
     """One copier process at a time; its stdout's ``committed <n>`` lines feed ``committed``,
-    its ``held`` lines ``holds``."""
+    its ``held <hold>`` lines ``held``."""
 
     def __init__(self, cluster: Cluster, args: list[str], log: pathlib.Path) -> None:
         self.cluster, self.args, self.log = cluster, args, log
         self.committed = 0
-        self.holds = 0
+        self.held = ""
         self.process: subprocess.Popen[str] | None = None
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.starts = 0
@@ -109,8 +110,8 @@ class Copier:
         for line in process.stdout:
             if line.startswith("committed "):
                 self.committed = max(self.committed, int(line.split()[1]))
-            elif line.strip() == "held":
-                self.holds += 1
+            elif line.startswith("held "):
+                self.held = line.split()[1]
 
     def kill(self) -> None:
         assert self.process is not None
@@ -166,14 +167,15 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
     plan = [KINDS[i % 3] for i in range(3 * kills_per_kind)]
     marks = [n * (i + 1) // (len(plan) + 1) for i in range(len(plan))]
     # Kill i falls once the copier has committed marks[i]; until then it may copy up to
-    # limits[i], halfway to the next mark, so that it is still copying when the kill falls
-    # and yet cannot finish before the last kill (the limit after it is n).
-    limits = [(m + following) // 2 for m, following in zip(marks, [*marks[1:], n], strict=True)]
+    # limits[i], one short of the next mark (of n), so that it is still copying when the kill
+    # falls and yet cannot finish before the last kill (the limit after it is n).
+    limits = [following - 1 for following in [*marks[1:], n]]
     if any(lim <= m for lim, m in zip(limits, marks, strict=True)):
         raise ValueError(f"{n} records are too few for {len(plan)} kills")
     kills: list[dict[str, Any]] = []
     began = time.monotonic()
-    _set_limit(limit, limits[0])
+    holds = itertools.count(1)  # each hold's text, which the copier's "held" line repeats
+    _write_whole(limit, str(limits[0]))
     copier.start()
     try:
         deadline = began + bound_s
@@ -185,13 +187,12 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
                 raise CopierRunError(f"the copier exited {copier.poll()} before kill {i + 1} "
                                      f"({kind}), at {at} records of {n} (limit {limits[i]}); "
                                      f"see {copier.log}")
-            # the copier may go on to the next kill's limit, to the end after the last kill: a
-            # broker's kill raises it first (the copier must commit without the broker), the
-            # copier's own once it is dead
+            # once this kill has fallen, the copier may go on to the next kill's limit (to the
+            # end after the last kill)
             next_limit = limits[i + 1] if i + 1 < len(plan) else n
             if kind == "copier":
                 copier.kill()
-                _set_limit(limit, next_limit)
+                _write_whole(limit, str(next_limit))
                 copier.start()
                 kills.append({"kind": kind, "at": at, "limit": limits[i]})
                 continue
@@ -199,19 +200,21 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
                 topic, partition = TRANSACTION_STATE_TOPIC, txn_partition
             else:
                 topic, partition = target, i // 3 % PARTITIONS
-            _set_limit(limit, next_limit)
             victim = cluster.leader_of(topic, partition)
-            if spare_group_coordinator and cluster.leader_of(OFFSETS_TOPIC,
-                                                             group_partition) == victim:
+            moved = spare_group_coordinator and cluster.leader_of(OFFSETS_TOPIC,
+                                                                  group_partition) == victim
+            if moved:
                 # librdkafka learns of the move only from a TxnOffsetCommit's NOT_COORDINATOR:
                 # the move falls between two transactions, so that the commit after it is one
                 # whose TxnOffsetCommit met the move and found the new coordinator (one already
                 # past its TxnOffsetCommit would prove nothing)
-                holds = copier.holds
-                hold.touch()
-                wait_for(lambda h=holds: copier.holds > h or copier.poll() == 0,
+                token = str(next(holds))
+                _write_whole(hold, token)
+                wait_for(lambda t=token: copier.held == t or copier.poll() == 0,
                          "the copier held", deadline - time.monotonic(), copier)
                 at = copier.committed  # exact: its lines before "held" are read
+                # room for that commit, and more after the kill (at < next_limit - 1)
+                _write_whole(limit, str((at + next_limit) // 2))
                 _move_off(cluster, OFFSETS_TOPIC, group_partition, victim)
                 hold.unlink()
                 wait_for(lambda a=at: copier.committed > a or copier.poll() == 0,
@@ -220,6 +223,7 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
                 at = copier.committed
             killed_at = time.monotonic()
             cluster.kill(victim)
+            _write_whole(limit, str(next_limit))  # room to commit without the broker
             cluster.wait_for_leader_change(topic, partition, victim)
             # the copier commits without the dead broker: the next leaders take over once the
             # controller has fenced it (broker.session.timeout.ms)
@@ -230,7 +234,7 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
             # while the copier copies rather than on a copier waiting at its limit, however long
             # the restart takes on a loaded machine; before another broker is killed, this one
             # must be back in sync too.
-            hold.touch()
+            _write_whole(hold, str(next(holds)))
             cluster.restart(victim)
             if any(k != "copier" for k in plan[i + 1:]):
                 for t, ps in ((TRANSACTION_STATE_TOPIC, [txn_partition]),
@@ -244,7 +248,7 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
                                              timeout_s=max(deadline - time.monotonic(), 1))
             hold.unlink()
             kills.append({"kind": kind, "at": at, "limit": limits[i], "broker": victim,
-                          "partition": f"{topic}-{partition}",
+                          "partition": f"{topic}-{partition}", "group_coordinator_moved": moved,
                           "commit_without_it_s": recovered_s})
         wait_for(lambda: copier.poll() is not None, "the copier to finish",
                  deadline - time.monotonic())
@@ -267,10 +271,10 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
             "exactly_once_in_order": True}
 
 
-def _set_limit(path: pathlib.Path, records: int) -> None:
-    """Write the copier's limit whole: it reads either the old number or the new one."""
+def _write_whole(path: pathlib.Path, text: str) -> None:
+    """Write a copier's control file by a rename: it reads the old text or the new, never part."""
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(str(records))
+    partial.write_text(text)
     os.replace(partial, path)
 
 

@@ -18,19 +18,19 @@ copier's ``init_transactions`` fences the old one and has the coordinator abort 
 open; it resumes at the last committed offsets, so the output holds every input record exactly
 once. A failed commit is aborted and the consumer rewound to the last committed positions.
 
-It prints ``committed <records>`` (the sum of its committed positions) after every commit,
-``held`` when a ``--hold-file`` (below) stops it between transactions, and exits 0 once every input partition is copied up to the end it saw at start, 1 on a fatal error
+It prints ``committed <records>`` (the sum of its committed positions) after every commit, and
+exits 0 once every input partition is copied up to the end it saw at start, 1 on a fatal error
 (fenced by a newer copier).  Two controls for a test harness: while ``--hold-file`` exists it
-starts no new transaction (the harness creates it while it brings a killed broker back); and it
-copies no record past the count ``--limit-file`` holds (the same sum as its ``committed`` lines),
-so that it cannot finish before the harness has done every kill it planned.
+starts no new transaction (the harness creates it while it brings a killed broker back), and
+prints ``held <the file's text>`` once it has stopped; and it copies no record past the count
+``--limit-file`` holds (the same sum as its ``committed`` lines), so that it cannot finish before
+the harness has done every kill it planned.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import time
 from typing import Any
@@ -156,16 +156,21 @@ def _committed(consumer: Any, partitions: list[Any], bound_s: float = 120.0) -> 
             time.sleep(0.2)
 
 
-def _limit(path: str) -> float:
-    """How many records (the sum of the input positions) the copier may copy: the number in
-    ``path`` (written whole, by a rename), no limit without one."""
+def _control(path: str) -> str | None:
+    """The text of a harness's control file (written whole, by a rename); None without one."""
     if not path:
-        return math.inf
+        return None
     try:
         with open(path) as f:
-            return int(f.read())
+            return f.read().strip()
     except FileNotFoundError:
-        return math.inf
+        return None
+
+
+def _limit(path: str) -> float:
+    """How many records (the sum of the input positions) the copier may copy."""
+    text = _control(path)
+    return math.inf if text is None else int(text)
 
 
 def _loop(args: argparse.Namespace, producer: Any, consumer: Any, committed: dict[int, int],
@@ -179,13 +184,13 @@ def _loop(args: argparse.Namespace, producer: Any, consumer: Any, committed: dic
     started = time.monotonic()
     copied = 0
     chunk = max(1, int(args.max_rate / 10)) if args.max_rate else 500  # paced: 10 a second
-    was_held = False
+    acknowledged = None
     while not done():
-        held = bool(args.hold_file) and os.path.exists(args.hold_file)
-        if held and not was_held:
-            print("held", flush=True)  # no transaction is open until the file goes
-        was_held = held
-        if held or sum(committed.values()) >= _limit(args.limit_file):
+        hold = _control(args.hold_file)
+        if hold is not None and hold != acknowledged:
+            print(f"held {hold}", flush=True)  # no transaction is open until the file goes
+            acknowledged = hold
+        if hold is not None or sum(committed.values()) >= _limit(args.limit_file):
             time.sleep(_POLL_S)
             started, copied = time.monotonic(), 0
             continue
