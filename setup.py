@@ -1,7 +1,7 @@
 """Build kafkacore's compiled core.
 
-Every ``kafkacore/core/*.pyx`` and ``kafkacore/broker/*.pyx`` (the broker's timing wheel) is
-compiled; a compile error fails the install (there is no pure-Python fallback, docs/design.rst,
+Every ``kafkacore/core/*.pyx`` and ``kafkacore/broker/*.pyx`` (the broker's timing wheel, and
+its request header, Produce request and Produce response) is compiled; a compile error fails the install (there is no pure-Python fallback, docs/design.rst,
 principle 3).  ``KAFKACORE_DEBUG=1`` turns on Cython's HTML
 annotation and line tracing, for debugging and coverage of the compiled code.
 """

@@ -10,6 +10,11 @@ time at a given throttle; ``--throttle`` sets ours to show it holds.
 
     PYTHONPATH=$PWD python benchmarks/bench_cleaner.py [--updates N] [--keys K] [--throttle B/s]
 
+``--through-broker`` runs the same updates through an in-process broker instead: our producer
+writes them to a compacted topic (1 MiB segments) while a confluent-kafka consumer reads it from
+the start; then, once the cleaner has run, a second consumer reads the topic from the start and
+must find every key with its latest value; the records left are counted.
+
 ``--commits N`` measures instead ``__consumer_offsets`` through N offset commits of one
 confluent-kafka consumer (10 partitions, so 10 keys) on an in-process broker, with 256 KiB
 segments: the size of the offsets partition's log, written and as the cleaner leaves it.
@@ -37,9 +42,13 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=10_000)
     ap.add_argument("--throttle", type=float, default=DOUBLE_MAX)
     ap.add_argument("--commits", type=int, default=0)
+    ap.add_argument("--through-broker", action="store_true")
     args = ap.parse_args()
     if args.commits:
         offsets_topic(args.commits)
+        return
+    if args.through_broker:
+        through_broker(args.updates, args.keys)
         return
     root = Path(tempfile.mkdtemp())
     try:
@@ -125,6 +134,78 @@ def offsets_topic(commits: int) -> None:
         committed = consumer.committed([ck.TopicPartition("bench", p) for p in range(10)], 10)
         assert all(tp.offset >= 0 for tp in committed), committed
         consumer.close()
+        print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def through_broker(updates: int, keys: int) -> None:
+    import threading
+
+    import confluent_kafka as ck
+
+    from kafkacore import KafkaProducer
+    from kafkacore.admin import create_topics
+    from kafkacore.broker import Broker
+
+    def read_all(group: str, stop: threading.Event | None = None) -> dict[bytes, bytes]:
+        """Every key's last value, reading from the start to the end of the topic."""
+        consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                                "enable.partition.eof": True})
+        consumer.subscribe(["compacted"])
+        latest: dict[bytes, bytes] = {}
+        deadline = time.monotonic() + 600
+        try:
+            while time.monotonic() < deadline:
+                msg = consumer.poll(1.0)
+                if msg is None:
+                    continue
+                if msg.error():
+                    if msg.error().code() == ck.KafkaError._PARTITION_EOF and (
+                            stop is None or stop.is_set()):
+                        return latest
+                    continue
+                latest[msg.key()] = msg.value()
+            raise TimeoutError("the consumer did not reach the end of the topic in 600 s")
+        finally:
+            consumer.close()
+
+    with Broker({"log.cleaner.backoff.ms": "1000"}) as broker:
+        bootstrap = broker.bootstrap_servers
+        create_topics(bootstrap, {"compacted": 1}, configs={
+            "cleanup.policy": "compact", "segment.bytes": str(1 << 20)})
+        written = threading.Event()
+        during: dict[bytes, bytes] = {}
+        reader = threading.Thread(target=lambda: during.update(read_all("during", written)))
+        reader.start()
+        expected = {}
+        t0 = time.monotonic()
+        with KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5) as producer:
+            for i in range(updates):
+                key = b"key-%d" % (i % keys)
+                value = b"%012d" % i + b"v" * 88
+                producer.send("compacted", value, key=key)
+                expected[key] = value
+            producer.flush()
+        written.set()
+        elapsed = time.monotonic() - t0
+        lg = broker.log_manager.get_log("compacted", 0)
+        print(f"{updates} updates of {keys} keys written in {elapsed:.1f} s: "
+              f"{lg.size_in_bytes / 1e6:.1f} MB in {len(lg.segments)} segments")
+        def below_active() -> int:
+            return sum(1 for r in _records(lg) if r.offset < lg.active_segment.base_offset)
+
+        deadline = time.monotonic() + 300  # the cleaner has cleaned all it may: a key once
+        while time.monotonic() < deadline and below_active() > keys:
+            time.sleep(1.0)
+        reader.join(600)
+        assert during == expected, "the consumer reading while the cleaner ran missed a value"
+        after = read_all("after")
+        assert after == expected, "a key's latest value is missing after the clean"
+        records = sum(1 for _ in _records(lg))
+        active = sum(1 for r in _records(lg) if r.offset >= lg.active_segment.base_offset)
+        print(f"after the cleaner: {records} records ({lg.size_in_bytes / 1e6:.2f} MB, "
+              f"{len(lg.segments)} segments; {active} of them in the active segment, which is "
+              f"never cleaned); both consumers found all {keys} keys at their latest values")
         print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -31,6 +31,14 @@ extrapolation to 10,000 partitions and 1,000 connections.
     python benchmarks/bench_scale.py --summarise      # fit again from the results file
 
 writes ``benchmarks/results/scale.json`` (shown in docs/benchmarks.rst).
+
+    python benchmarks/bench_scale.py --fetch-sessions [--partitions 1000] [--connections 50]
+
+compares incremental fetch sessions on (Kafka's 1,000 cache slots) and off (0 slots: every
+fetch is full), one cluster each, at the first ``--partitions`` count: at rest and with the first
+``--connections`` count producing, the brokers' CPU per Fetch they answer and the bytes of the
+followers' fetches (requests and responses, from the brokers' network counters, the clients'
+own bytes taken out); writes ``benchmarks/results/fetch_sessions.json``.
 """
 
 from __future__ import annotations
@@ -260,6 +268,7 @@ class Clients:
         self.latencies: list[float] = []
         self.acked = 0
         self.errors = 0
+        self.bytes = 0  # sent and received by all connections
         self.records = one_record()
 
     def open(self, count: int) -> None:
@@ -335,11 +344,13 @@ class Clients:
                 if events & selectors.EVENT_WRITE and conn.out:
                     sent = conn.sock.send(conn.out)
                     del conn.out[:sent]
+                    self.bytes += sent
                 if events & selectors.EVENT_READ:
                     data = conn.sock.recv(1 << 16)
                     if not data:
                         raise ConnectionError(f"broker {broker} closed a connection")
                     conn.inbuf += data
+                    self.bytes += len(data)
                     for frame in conn.frames():
                         self._answer(conn, frame)
             if time.monotonic() >= end:
@@ -440,6 +451,98 @@ def summarise(points: list[dict[str, Any]], interval_s: float) -> tuple[dict, di
     return fits, extrapolation
 
 
+def create_all(admin: Admin, names: list[str], partitions: int) -> None:
+    """Create ``names``, again while a fenced broker makes RF 3 impossible (a bounded wait)."""
+    deadline = time.monotonic() + 120
+    while todo := admin.create(names, partitions):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(todo)} topics refused for 120 s: a broker stays fenced")
+        names = todo
+        time.sleep(1.0)
+
+
+def fetch_window(cluster: Any, sampler: Sampler, window_s: float,
+                 clients: Clients | None) -> dict[str, Any]:
+    """The brokers' CPU over ``window_s`` (Sampler), per Fetch request they answered, and the
+    follower fetch bytes: all bytes their sockets moved but the clients' own."""
+    brokers = sorted(sampler.pids)
+
+    def counters() -> dict[str, float]:
+        stats = [cluster.statistics(b) for b in brokers]
+        return {"fetches": sum(s["network"].get("requests.api_key.1", 0) for s in stats),
+                "bytes": sum(s["network"].get("bytes_read", 0)
+                             + s["network"].get("bytes_written", 0) for s in stats),
+                **{k: sum(s["fetch_sessions"][k] for s in stats)
+                   for k in ("full_fetches", "incremental_fetches", "sessionless_fetches",
+                             "incremental_partitions_named")},
+                "client_bytes": clients.bytes if clients is not None else 0}
+
+    before, t0 = counters(), time.monotonic()
+    row = sampler.measure(window_s, clients.window if clients is not None else None)
+    after, elapsed = counters(), time.monotonic() - t0
+    d = {k: after[k] - before[k] for k in before}
+    fetches = max(d["fetches"], 1)
+    cpu_s = sum(b["cpu_pct"] for b in row["brokers"].values()) / 100 * elapsed
+    fetch_bytes = d["bytes"] - d["client_bytes"]
+    return {**row, **{k: int(v) for k, v in d.items()},
+            "fetches_per_s": round(d["fetches"] / elapsed, 1),
+            "broker_cpu_ms_per_fetch": round(1000 * cpu_s / fetches, 2),
+            "fetch_bytes_per_s": round(fetch_bytes / elapsed),
+            "bytes_per_fetch": round(fetch_bytes / fetches)}
+
+
+def compare_fetch_sessions(args: argparse.Namespace) -> None:
+    from kafkacore.broker import Cluster
+
+    total, connections = args.partitions[0], args.connections[0]
+    names = [f"scale-{i}" for i in range(total // args.per_topic)]
+    runs: dict[str, Any] = {}
+    for label, slots in (("sessions", 1000), ("no_sessions", 0)):
+        with Cluster(brokers=3, log_dir=args.log_dir, config={
+                "broker.session.timeout.ms": 9000,
+                "max.incremental.fetch.session.cache.slots": slots}) as cluster:
+            addresses = {b: ("127.0.0.1", n.port) for b, n in cluster.brokers.items()}
+            admin = Admin(*addresses[1])
+            for i in range(0, len(names), args.batch):
+                create_all(admin, names[i:i + args.batch], args.per_topic)
+            wait_in_sync(admin, names, total, 600)
+
+            def leaders(admin: Admin = admin, addresses: dict[int, Any] = addresses
+                        ) -> dict[int, list[tuple[str, int]]]:
+                led: dict[int, list[tuple[str, int]]] = {b: [] for b in addresses}
+                for key, (leader, _) in sorted(admin.leaders(names).items()):
+                    led[leader].append(key)
+                return led
+
+            first_writes(addresses, leaders(), one_record())
+            sampler = Sampler({b: pid for b, pid in cluster.pids.items() if b != 0})
+            time.sleep(2.0)  # the fetchers settle
+            run = runs[label] = {"slots": slots,
+                                 "rest": fetch_window(cluster, sampler, args.window, None)}
+            print(f"{label}: at rest {run['rest']}", flush=True)
+            clients = Clients(addresses, leaders, args.interval)
+            try:
+                clients.open(connections)
+                clients.run(2.0)
+                run["load"] = {"connections": connections,
+                               **fetch_window(cluster, sampler, args.window, clients)}
+            finally:
+                clients.close()
+            print(f"{label}: {connections} connections {run['load']}", flush=True)
+            admin.close()
+    ratios = {state: {k: round(runs["sessions"][state][k] / max(runs["no_sessions"][state][k],
+                                                               1e-9), 3)
+                      for k in ("broker_cpu_ms_per_fetch", "bytes_per_fetch",
+                                "fetch_bytes_per_s", "cpu_pct_mean", "fetcher_cpu_pct_mean")}
+              for state in ("rest", "load")}
+    data = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared)",
+            "partitions": total, "per_topic": args.per_topic, "window_s": args.window,
+            "interval_s": args.interval, "runs": runs, "sessions_over_no_sessions": ratios}
+    (RESULTS / "fetch_sessions.json").write_text(json.dumps(data, indent=1) + "\n")
+    print(json.dumps(ratios, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, nargs="+", default=[100, 1000, 3000])
@@ -454,7 +557,12 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS / "scale.json"))
     parser.add_argument("--summarise", action="store_true",
                         help="only fit and extrapolate again from the points in --out")
+    parser.add_argument("--fetch-sessions", action="store_true",
+                        help="compare incremental fetch sessions on and off instead")
     args = parser.parse_args()
+    if args.fetch_sessions:
+        compare_fetch_sessions(args)
+        return
     if args.summarise:
         path = pathlib.Path(args.out)
         data = json.loads(path.read_text())

@@ -77,7 +77,7 @@ KAFKA_NAMES = frozenset(
     Thunk Topic TopicData TransactionalId TxnOffsetCommit UnifiedLog UniformStickyPartitioner
     Utils UtilsTest Uuid WriteBuffer Any KafkaLZ4BlockOutputStream DataOutputStream
     IllegalStateException GZIPOutputStream
-    TopicRecord PartitionRecord PartitionChangeRecord ConfigRecord RemoveTopicRecord
+    TopicRecord PartitionRecord PartitionChangeRecord ConfigRecord ClientQuotaRecord RemoveTopicRecord
     RegisterBrokerRecord FenceBrokerRecord UnfenceBrokerRecord MetadataDelta MetadataImage
     KafkaMetadataLog SnapshotGenerator BrokerMetadataPublisher PartitionMetadataFile
     """.split()

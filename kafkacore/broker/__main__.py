@@ -164,7 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     control = None
     try:
         if args.control_socket and isinstance(broker, Broker):
-            control = ControlServer(broker.faults, args.control_socket).start()
+            control = ControlServer(broker.faults, args.control_socket,
+                                    broker.statistics).start()
         elif args.control_socket:
             from kafkacore.broker.controller.controller_server import ControllerControlServer
 

@@ -113,6 +113,9 @@ class ApiRequestHandler:
     def respond(self, request: Request, body: dict[str, Any]) -> None:
         """Send ``body``, built with every field of the newest version, as ``request``'s version
         (see :func:`fit_to_version`)."""
+        if request.api_key == ApiKey.PRODUCE and self.request_channel.send_produce_response(
+                request, body):
+            return  # compiled, the bytes of the fitted body (one per produce: the hot path)
         message = codec.RESPONSES[request.api_key]
         self.request_channel.send_response(
             request, fit_to_version(message.body, request.api_version, body))

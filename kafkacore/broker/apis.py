@@ -22,6 +22,7 @@ from kafkacore.broker import faults
 from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
+from kafkacore.broker.client_quota_manager import principal_user
 from kafkacore.broker.config_admin_manager import ConfigAdminManager
 from kafkacore.broker.config_helper import ConfigHelper
 from kafkacore.broker.config_source import ConfigSource
@@ -81,6 +82,8 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.DESCRIBE_CONFIGS: config_helper.handle_describe_configs_request,
             ApiKey.ALTER_CONFIGS: config_admin.handle_alter_configs_request,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: config_admin.handle_incremental_alter_configs_request,
+            ApiKey.DESCRIBE_CLIENT_QUOTAS: self.handle_describe_client_quotas_request,
+            ApiKey.ALTER_CLIENT_QUOTAS: self.handle_alter_client_quotas_request,
             ApiKey.CREATE_PARTITIONS: self.handle_create_partitions_request,
             ApiKey.ELECT_LEADERS: self.handle_elect_leaders_request,
             ApiKey.ALTER_PARTITION_REASSIGNMENTS:
@@ -658,6 +661,39 @@ class KafkaApis(ApiRequestHandler):
         self.metadata_cache.grow_topic(t["name"], t["count"])
         return Errors.NONE, None
 
+    # -- DescribeClientQuotas, AlterClientQuotas (KIP-546) -------------------------------------
+
+    def handle_describe_client_quotas_request(self, request: Request) -> None:
+        """From this broker's image of the quotas (Kafka's brokers answer it themselves)."""
+        assert request.body is not None
+        body = request.body
+        answer: dict[str, Any] = {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                                  "error_message": None, "entries": None}
+        if not self.authorize(request, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
+            answer["error_code"] = Errors.CLUSTER_AUTHORIZATION_FAILED
+        else:
+            try:
+                answer["entries"] = self.metadata_cache.describe_client_quotas(
+                    body["components"], body["strict"])
+            except errors.BrokerResponseError as exc:
+                answer.update(error_code=exc.errno, error_message=exc.error_message)
+        self.respond(request, answer)
+
+    def handle_alter_client_quotas_request(self, request: Request) -> None:
+        """ALTER_CONFIGS on the cluster; then made by the controller (or here, alone), as
+        ClientQuotaRecords in the metadata log."""
+        assert request.body is not None
+        body = request.body
+        if not self.authorize(request, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER):
+            self.respond(request, {"throttle_time_ms": 0, "entries": [
+                {"error_code": Errors.CLUSTER_AUTHORIZATION_FAILED, "error_message": None,
+                 "entity": e["entity"]} for e in body["entries"]]})
+            return
+        if self.forward_to_controller(request):
+            return
+        self.respond(request, {"throttle_time_ms": 0, "entries": self.metadata_cache
+                               .alter_client_quotas(body["entries"], body["validate_only"])})
+
     # -- ElectLeaders ----------------------------------------------------------------------------
 
     def handle_elect_leaders_request(self, request: Request) -> None:
@@ -818,8 +854,13 @@ class KafkaApis(ApiRequestHandler):
                 else:
                     self.request_channel.send_no_response(request)
                 return
-            self.respond(request, {"responses": responses, "throttle_time_ms": 0})
+            self.respond(request, {"responses": responses, "throttle_time_ms": throttle_ms})
 
+        # Kafka records a Produce's whole request size against the producer's byte rate.
+        throttle_ms = request.throttle_time_ms = \
+            self.broker.quotas.produce.record_and_get_throttle_time_ms(
+                principal_user(request.principal), request.header.get("client_id") or "",
+                request.size)
         timeout_ms = body.get("timeout_ms", 30000)
         if transactional_id is None or not valid:
             self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
@@ -845,12 +886,14 @@ class KafkaApis(ApiRequestHandler):
         the offset it asks for.  With less than ``min_bytes`` the answer waits up to
         ``max_wait_ms`` in the fetch purgatory (a long poll) and comes as soon as data does.
 
-        Incremental fetch sessions (KIP-227): we never create one, answering every fetch with
-        session id 0 and every partition asked, which KIP-227 allows ("full fetch response").
+        Incremental fetch sessions (KIP-227): the :class:`~kafkacore.broker.fetch_session.FetchManager`
+        turns the session id and epoch into a context that says which partitions to read (those
+        asked, or a session's) and which of their answers to send (all, or what changed).
         """
         assert request.body is not None
         body = request.body
         version = request.api_version
+        from kafkacore.broker.fetch_session import FetchPartitionData, PartitionKey
         from kafkacore.broker.replica_manager import FetchParams, FetchPartitionInfo
 
         replica_id = (body.get("replica_state") or {}).get("replica_id", -1) if version >= 15 \
@@ -863,46 +906,80 @@ class KafkaApis(ApiRequestHandler):
         params = FetchParams(replica_id, body["max_wait_ms"], body["min_bytes"],
                              body.get("max_bytes", INT32_MAX) if version >= 3 else INT32_MAX,
                              body.get("isolation_level", 0))
+        # Partitions are named by topic id from v13, by topic name before.
+        topic_field = "topic_id" if version >= 13 else "topic"
+        fetch_data = {
+            (topic[topic_field], fp["partition"]): FetchPartitionData(
+                fp["fetch_offset"], fp.get("log_start_offset", -1), fp["partition_max_bytes"],
+                fp.get("current_leader_epoch", -1))
+            for topic in body["topics"] for fp in topic["partitions"]}
+        to_forget = [(t[topic_field], p) for t in body.get("forgotten_topics_data") or ()
+                     for p in t["partitions"]]
+        # A follower's session is privileged in the cache: only if it is a broker's.
+        context = self.broker.fetch_manager.new_context(
+            body.get("session_id", 0), body.get("session_epoch", -1), fetch_data, to_forget,
+            version >= 13, replica_id >= 0 and not follower_refused)
+
+        #: topic as asked -> (name, topic id, error for all its partitions)
+        topics: dict[Any, tuple[str, uuid.UUID, int]] = {}
         infos: list[Any] = []
-        topics: list[tuple[str, uuid.UUID, list[Any]]] = []
-        unknown: dict[int, dict[str, Any]] = {}
-        for topic in body["topics"]:
-            if version >= 13:
-                topic_id = topic["topic_id"]
-                name = self.metadata_cache.name_of(topic_id)
+        keys: list[PartitionKey] = []  # in answer order, with their partition's answer
+        unknown: dict[PartitionKey, dict[str, Any]] = {}
+        for key, data in context.partitions():
+            topic = topics.get(key[0])
+            if topic is None:
+                name, topic_id = (self.metadata_cache.name_of(key[0]), key[0]) if version >= 13 \
+                    else (key[0], ZERO_UUID)
+                error = Errors.UNKNOWN_TOPIC_ID if name is None else Errors.NONE
+                if not error and (follower_refused or replica_id < 0 and not self.authorize_topic(
+                        request, AclOperation.READ, name)):
+                    error = Errors.TOPIC_AUTHORIZATION_FAILED
+                topic = topics[key[0]] = (name or "", topic_id, error)
+            keys.append(key)
+            if topic[2]:
+                unknown[key] = {
+                    "partition_index": key[1], "error_code": topic[2],
+                    "high_watermark": -1, "last_stable_offset": -1,
+                    "log_start_offset": -1, "aborted_transactions": None,
+                    "preferred_read_replica": -1, "records": b""}
             else:
-                topic_id, name = ZERO_UUID, topic["topic"]
-            entries = []
-            error = Errors.UNKNOWN_TOPIC_ID if name is None else Errors.NONE
-            if not error and (follower_refused or replica_id < 0 and not self.authorize_topic(
-                    request, AclOperation.READ, name)):
-                error = Errors.TOPIC_AUTHORIZATION_FAILED
-            for fp in topic["partitions"]:
-                info = FetchPartitionInfo(name or "", topic_id, fp["partition"],
-                                          fp["fetch_offset"], fp.get("current_leader_epoch", -1),
-                                          fp["partition_max_bytes"])
-                if error:
-                    unknown[id(info)] = {
-                        "partition_index": fp["partition"], "error_code": error,
-                        "high_watermark": -1, "last_stable_offset": -1,
-                        "log_start_offset": -1, "aborted_transactions": None,
-                        "preferred_read_replica": -1, "records": b""}
-                else:
-                    infos.append(info)
-                entries.append(info)
-            topics.append((name or "", topic_id, entries))
+                infos.append(FetchPartitionInfo(topic[0], topic[1], key[1], data.fetch_offset,
+                                                data.current_leader_epoch, data.max_bytes))
 
         def respond(results: list[dict[str, Any]]) -> None:
-            by_info = dict(zip((id(i) for i in infos), results, strict=True))
-            by_info.update(unknown)
+            read = iter(results)
+            answers = [(key, unknown.get(key) or next(read)) for key in keys]
+            error, session_id, answered = context.update_and_generate_response_data(answers)
+            sent = {id(part) for _, part in answered}
+            for _, part in answers:  # not sent: give back any file region it holds
+                if id(part) not in sent and hasattr(part["records"], "close"):
+                    part["records"].close()
+            responses: dict[Any, dict[str, Any]] = {}
+            for key, part in answered:
+                entry = responses.get(key[0])
+                if entry is None:
+                    name, topic_id, _ = topics[key[0]]
+                    entry = responses[key[0]] = {"topic": name, "topic_id": topic_id,
+                                                 "partitions": []}
+                entry["partitions"].append(part)
+            throttle_ms = 0 if replica_id >= 0 else self._fetch_throttle(request, answered)
             self.respond(request, {
-                "throttle_time_ms": 0, "error_code": Errors.NONE, "session_id": 0,
-                "responses": [{"topic": name, "topic_id": topic_id,
-                               "partitions": [by_info[id(i)] for i in entries]}
-                              for name, topic_id, entries in topics],
-            })
+                "throttle_time_ms": throttle_ms, "error_code": error, "session_id": session_id,
+                "responses": list(responses.values())})
 
         self.broker.replica_manager.fetch_messages(params, infos, respond)
+
+    def _fetch_throttle(self, request: Request, answered: list[tuple[Any, dict[str, Any]]]
+                        ) -> int:
+        """A consumer's Fetch against its byte rate: the records it gets are recorded, and
+        over the quota it is throttled.  The records still go with this answer (Kafka sends a
+        throttled Fetch empty and takes the bytes back, which never lets through a batch larger
+        than the sensor's allowance): the throttle time makes up for them."""
+        size = sum(len(part["records"] or b"") for _, part in answered)
+        throttle_ms = request.throttle_time_ms = \
+            self.broker.quotas.fetch.record_and_get_throttle_time_ms(
+                principal_user(request.principal), request.header.get("client_id") or "", size)
+        return throttle_ms
 
     # -- ListOffsets -----------------------------------------------------------------------------
 
@@ -1357,7 +1434,8 @@ class KafkaApis(ApiRequestHandler):
             return
         coordinator.handle_commit_offsets(
             body["group_id"], body.get("generation_id_or_member_epoch", -1), offsets,
-            member_id=body.get("member_id", ""), response_callback=send_response)
+            member_id=body.get("member_id", ""), response_callback=send_response,
+            api_version=request.api_version)
 
     def _offset_fetch_topics(
         self, group_id: str, topics: list[dict[str, Any]] | None, version: int,
@@ -1430,13 +1508,18 @@ class KafkaApis(ApiRequestHandler):
             return [t for t in found if asked is not None or all(
                 p["error_code"] != Errors.TOPIC_AUTHORIZATION_FAILED for p in t["partitions"])]
 
+        def group(g: dict[str, Any]) -> dict[str, Any]:
+            error = status(g["group_id"])
+            if error == Errors.NONE and version >= 9:  # a consumer group's member (KIP-848)
+                error = self.broker.group_coordinator.validate_offset_fetch(
+                    g["group_id"], g["member_id"], g["member_epoch"])
+                if error != Errors.NONE:
+                    return {"group_id": g["group_id"], "error_code": error, "topics": []}
+            return {"group_id": g["group_id"], "error_code": error,
+                    "topics": topics(g["group_id"], g["topics"])}
+
         if version >= 8:
-            groups = [
-                {"group_id": g["group_id"], "error_code": status(g["group_id"]),
-                 "topics": topics(g["group_id"], g["topics"])}
-                for g in body["groups"]
-            ]
-            response = {"throttle_time_ms": 0, "groups": groups}
+            response = {"throttle_time_ms": 0, "groups": [group(g) for g in body["groups"]]}
         else:
             response = {
                 "throttle_time_ms": 0,

@@ -466,6 +466,11 @@ class Cluster:
         ``injected`` counts the responses that carried an injected error, by API name."""
         return dict(self._control(broker).status())
 
+    def statistics(self, broker: int) -> dict[str, Any]:
+        """The broker's counters since it started: ``network`` (requests by API key, bytes
+        read and written) and ``fetch_sessions`` (fetches by kind, the sessions cached)."""
+        return dict(self._control(broker).statistics())
+
     def fail_next(self, broker: int, api: int | str, errors: Sequence[int | str],
                   after_append: bool = False) -> None:
         """Answer the broker's next requests of ``api`` with ``errors``, one each."""

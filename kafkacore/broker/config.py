@@ -146,6 +146,8 @@ SETTINGS: dict[str, _Setting] = {
     "max.connections": _Setting(2147483647, _int(0), "connections accepted at most, in all"),
     "max.connections.per.ip": _Setting(2147483647, _int(0), "connections from one address"),
     "max.connections.per.ip.overrides": _Setting({}, _overrides, "host:n,host:n exceptions"),
+    "quota.window.num": _Setting(11, _int(1), "samples of a client quota's rate sensor"),
+    "quota.window.size.seconds": _Setting(1, _int(1), "seconds of each such sample"),
     "log.flush.interval.messages": _Setting(9223372036854775807, _int(1), "fsync every N"),
     "log.flush.interval.ms": _Setting(
         None, _int(0), "fsync at least this often (unset: log.flush.scheduler.interval.ms)"),
@@ -246,6 +248,11 @@ SETTINGS: dict[str, _Setting] = {
         2147483647, _int(1), "members a consumer group may have at most"),
     "group.consumer.assignors": _Setting(
         "uniform,range", _str, "the server-side assignors, the first the default"),
+    "group.consumer.migration.policy": _Setting(
+        "bidirectional", _choice("disabled", "upgrade", "downgrade", "bidirectional"),
+        "may a classic group become a consumer group when a consumer-protocol member joins "
+        "(upgrade, bidirectional), and back when the last one leaves (downgrade, "
+        "bidirectional)"),
     "offsets.topic.num.partitions": _Setting(50, _int(1), "partitions of __consumer_offsets"),
     "offsets.topic.replication.factor": _Setting(
         3, _int(1), "replication factor of __consumer_offsets (at most the live brokers)"),
@@ -281,6 +288,10 @@ SETTINGS: dict[str, _Setting] = {
                                                          "from the ISR"),
     "replica.fetch.wait.max.ms": _Setting(500, _int(0), "a follower's fetch max wait"),
     "replica.fetch.max.bytes": _Setting(1048576, _int(1), "a follower's bytes per partition"),
+    "max.incremental.fetch.session.cache.slots": _Setting(
+        1000, _int(0), "fetch sessions the broker keeps (0: none, every fetch is full)"),
+    "min.incremental.fetch.session.eviction.ms": _Setting(
+        120000, _int(0), "a fetch session younger than this is not evicted for another"),
     "replica.fetch.backoff.ms": _Setting(1000, _int(0), "a follower's pause after an error"),
     "replica.socket.timeout.ms": _Setting(30000, _int(1), "inter-broker socket timeout"),
     "replica.high.watermark.checkpoint.interval.ms": _Setting(

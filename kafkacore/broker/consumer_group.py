@@ -49,6 +49,16 @@ class ConsumerGroupState(enum.Enum):
     DEAD = "Dead"
 
 
+@dataclass(frozen=True)
+class ClassicMemberMetadata:
+    """What a member of the classic protocol (JoinGroup, SyncGroup, Heartbeat) inside a consumer
+    group keeps of its JoinGroup (Kafka's ``ClassicMemberMetadata``): its session timeout and
+    the protocols it offered, (name, metadata) in its order of preference."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+
+
 @dataclass
 class ConsumerGroupMember:
     """One member (Kafka's ``ConsumerGroupMember``): its subscription and where it is."""
@@ -69,6 +79,8 @@ class ConsumerGroupMember:
     pending_revocation: Partitions = field(default_factory=dict)
     #: counts heartbeats: the session timer of an older count is stale
     session_count: int = 0
+    #: None for a member of the consumer protocol
+    classic: ClassicMemberMetadata | None = None
 
 
 def union(a: Partitions, b: Partitions) -> Partitions:
@@ -126,6 +138,24 @@ class ConsumerGroup:
             if m.instance_id == instance_id:
                 return m
         return None
+
+    def supports_classic_protocols(self, protocol_type: str, names: set[str]) -> bool:
+        """Kafka's ``ConsumerGroup.supportsClassicProtocols``: a classic member may join when it
+        is a consumer and offers a protocol that every classic member offered too."""
+        if protocol_type != "consumer" or not names:
+            return False
+        for m in self.members.values():
+            if m.classic is not None:
+                names &= {name for name, _ in m.classic.supported_protocols}
+        return bool(names)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Some partition of the member's target is still owned by another member."""
+        for t, ps in self.target.get(member.member_id, {}).items():
+            for p in ps - member.assigned.get(t, frozenset()):
+                if (t, p) in self.partition_epochs:
+                    return True
+        return False
 
     def owner_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
         """The epoch of the member that owns the partition, -1 if nobody does."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
+from kafkacore.broker.consumer_group import JOIN_GROUP_MEMBER_EPOCH
 from kafkacore.broker.consumer_group_coordinator import HeartbeatRequest
 from kafkacore.errors import Errors
 
@@ -37,7 +38,12 @@ class ConsumerGroupApis:
             apis.respond(request, _heartbeat_error(Errors.UNSUPPORTED_VERSION))
             return
         classic = coordinator.group(body["group_id"])
-        if classic is not None and classic.members:
+        if classic is not None and not classic.members and \
+                body["member_epoch"] == JOIN_GROUP_MEMBER_EPOCH:
+            coordinator.remove_empty_classic_group(body["group_id"])
+        elif classic is not None and classic.members and not (
+                _joins_with_a_subscription(body)
+                and coordinator.upgrade_to_consumer_group(body["group_id"])):
             apis.respond(request, _heartbeat_error(
                 Errors.GROUP_ID_NOT_FOUND, f"Group {body['group_id']} is not a consumer group."))
             return
@@ -79,6 +85,13 @@ class ConsumerGroupApis:
                 described["error_message"] = f"Group {group_id} is not a consumer group."
             groups.append(described)
         apis.respond(request, {"throttle_time_ms": 0, "groups": groups})
+
+
+def _joins_with_a_subscription(body: dict[str, Any]) -> bool:
+    """A join that can be valid (the upgrade of a classic group waits for one)."""
+    return body["member_epoch"] == JOIN_GROUP_MEMBER_EPOCH and (
+        body["subscribed_topic_names"] is not None
+        or body.get("subscribed_topic_regex") is not None)
 
 
 def _heartbeat_error(error: int, message: str | None = None) -> dict[str, Any]:

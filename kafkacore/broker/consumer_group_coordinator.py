@@ -31,17 +31,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker import consumer_group_records as records
+from kafkacore.broker import consumer_protocol
 from kafkacore.broker.assignors import ASSIGNORS
 from kafkacore.broker.consumer_group import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
     Partitions,
     is_subset,
     reconcile,
+)
+from kafkacore.broker.group_metadata import (
+    JoinCallback,
+    JoinGroupResult,
+    SyncGroupResult,
 )
 from kafkacore.broker.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkacore.errors import Errors
@@ -57,6 +64,23 @@ log = logging.getLogger(__name__)
 CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS = 5000
 CONSUMER_GROUP_SESSION_TIMEOUT_MS = 45000
 CONSUMER_GROUP_MAX_SIZE = 2**31 - 1
+#: Kafka 4's ``group.consumer.migration.policy`` default.
+CONSUMER_GROUP_MIGRATION_POLICY = "bidirectional"
+
+
+@dataclass(frozen=True)
+class ClassicGroupMember:
+    """What a consumer group takes of a classic group's member when it adopts the group."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocols: list[tuple[str, bytes]]
+    #: its metadata of the group's protocol, and its assignment of the last SyncGroup
+    metadata: bytes
+    assignment: bytes
 
 
 @dataclass(frozen=True)
@@ -76,6 +100,8 @@ class HeartbeatRequest:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    #: a JoinGroup of the classic protocol, answered from this group (KIP-848's migration)
+    classic: ClassicMemberMetadata | None = None
 
 
 class HeartbeatError(Exception):
@@ -136,6 +162,32 @@ class DelayedRevocation(DelayedOperation):
         pass
 
 
+class DelayedClassicRejoin(DelayedOperation):
+    """A classic member of a consumer group told to rejoin (JoinGroup) or, having joined, to
+    sync (SyncGroup) has its rebalance timeout to do so (Kafka's join and sync timeouts); one
+    that does not is removed, so that the partitions it waits for are not left unread."""
+
+    def __init__(self, coordinator: ConsumerGroupCoordinator, group: ConsumerGroup,
+                 member_id: str, step: str, timeout_ms: int) -> None:
+        super().__init__(timeout_ms, lock=group.lock)
+        self.coordinator, self.group = coordinator, group
+        self.member_id, self.step = member_id, step
+
+    def pending(self) -> bool:
+        """Still the member's awaited step (under the group's lock)."""
+        return (not self.group.dead and self.member_id in self.group.members
+                and self.coordinator.awaited_step(self.group, self.member_id) is self)
+
+    def try_complete(self) -> bool:
+        return False if self.pending() else self.force_complete()
+
+    def on_expiration(self) -> None:
+        self.coordinator.on_classic_step_expired(self)
+
+    def on_complete(self) -> None:
+        pass
+
+
 class ConsumerGroupCoordinator:
     """The consumer groups of the ``__consumer_offsets`` partitions this broker leads."""
 
@@ -143,8 +195,18 @@ class ConsumerGroupCoordinator:
                  heartbeat_interval_ms: int = CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS,
                  session_timeout_ms: int = CONSUMER_GROUP_SESSION_TIMEOUT_MS,
                  max_size: int = CONSUMER_GROUP_MAX_SIZE,
-                 assignors: tuple[str, ...] = tuple(ASSIGNORS)) -> None:
+                 assignors: tuple[str, ...] = tuple(ASSIGNORS),
+                 migration_policy: str = CONSUMER_GROUP_MIGRATION_POLICY) -> None:
         self.group_manager = group_manager
+        #: ``group.consumer.migration.policy``: may a classic group become a consumer group
+        #: (upgrade), and a consumer group of classic members go back (downgrade)
+        self.upgrade_enabled = migration_policy in ("upgrade", "bidirectional")
+        self.downgrade_enabled = migration_policy in ("downgrade", "bidirectional")
+        #: set by the GroupCoordinator, which keeps the classic groups: installs the classic
+        #: group a consumer group becomes (without the leaving member) and returns its record,
+        #: or None when it may not
+        self.to_classic_group: Callable[[ConsumerGroup, str], list[records.Record] | None] \
+            | None = None
         self.metadata_cache = metadata_cache
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.session_timeout_ms = session_timeout_ms
@@ -152,6 +214,9 @@ class ConsumerGroupCoordinator:
         self.assignors = {name: ASSIGNORS[name] for name in assignors}
         self._groups: dict[str, ConsumerGroup] = {}
         self._lock = threading.Lock()
+        #: (group id, member id) -> the JoinGroup or SyncGroup a classic member owes (written
+        #: under the group's lock)
+        self._awaited: dict[tuple[str, str], DelayedClassicRejoin] = {}
         self.purgatory: DelayedOperationPurgatory | None = None
 
     # -- life cycle ----------------------------------------------------------------------------
@@ -199,6 +264,8 @@ class ConsumerGroupCoordinator:
         for g in gone:
             with g.lock:
                 g.dead = True
+                for member_id in g.members:
+                    self._awaited.pop((g.group_id, member_id), None)
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------
 
@@ -278,13 +345,48 @@ class ConsumerGroupCoordinator:
                 return (_response(req.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, 0, None),
                         [records.current_assignment_record(group.group_id, left)])
             log.info("consumer group %s: member %s left", group.group_id, req.member_id)
-            to_store = self._remove_member(group, req.member_id)
+            to_store = self._remove_or_downgrade(group, req.member_id)
         return _response(req.member_id, LEAVE_GROUP_MEMBER_EPOCH, 0, None), to_store
+
+    def _remove_or_downgrade(self, group: ConsumerGroup,
+                             member_id: str) -> list[records.Record]:
+        """A member leaves or is fenced (under the group's lock).  When it is the last member
+        of the consumer protocol and classic members remain, the group goes back to being a
+        classic group (Kafka's ``validateOnlineDowngradeWithFencedMember`` and
+        ``convertToClassicGroup``, under ``group.consumer.migration.policy`` ``downgrade`` or
+        ``bidirectional``): the consumer group's records are tombstoned and the classic
+        group's record follows them in the same batch."""
+        others = [m for m in group.members.values() if m.member_id != member_id]
+        if not (self.downgrade_enabled and self.to_classic_group is not None and others
+                and all(m.classic is not None for m in others)):
+            return self._remove_member(group, member_id)
+        classic_record = self.to_classic_group(group, member_id)
+        if classic_record is None:  # too large, or no protocol its members share
+            return self._remove_member(group, member_id)
+        out: list[records.Record] = []
+        for m in group.members:
+            out += records.member_tombstones(group.group_id, m)
+        out += records.group_tombstones(group.group_id)
+        out += classic_record
+        group.dead = True
+        with self._lock:
+            if self._groups.get(group.group_id) is group:
+                del self._groups[group.group_id]
+        for m in group.members:
+            self._awaited.pop((group.group_id, m), None)
+        if self.purgatory is not None:  # the members' timers find the group dead
+            for m in group.members:
+                self.purgatory.check_and_complete(_session_key(group.group_id, m))
+                self.purgatory.check_and_complete(_revocation_key(group.group_id, m))
+        log.info("consumer group %s is a classic group again: its last member of the consumer "
+                 "protocol (%s) left", group.group_id, member_id)
+        return out
 
     def _remove_member(self, group: ConsumerGroup, member_id: str) -> list[records.Record]:
         """The member is gone (it left, or was fenced): its partitions are free, the group epoch
         moves and the others get a new target (under the group's lock)."""
         group.remove_member(member_id)
+        self._awaited.pop((group.group_id, member_id), None)
         out = records.member_tombstones(group.group_id, member_id)
         group.group_epoch += 1
         self._refresh_subscription_metadata(group, lambda _: True)
@@ -319,10 +421,13 @@ class ConsumerGroupCoordinator:
                 _check_member_epoch(member, req.member_epoch, req.owned)
             old = member
             member = _with_subscription(member, req)
-            bumped = member != old or old.member_id not in group.members
-            if bumped:
-                group.update_member(old if old.member_id in group.members else None, member)
+            new = old.member_id not in group.members
+            if member != old or new:
+                group.update_member(None if new else old, member)
                 to_store.append(records.member_subscription_record(group.group_id, member))
+            # Kafka's ``hasMemberSubscriptionChanged``: only what the assignor reads moves
+            # the group epoch (a classic member's protocol metadata changes at every join).
+            bumped = new or _subscription(member) != _subscription(old)
             if self._refresh_subscription_metadata(group, may_describe) or bumped:
                 group.group_epoch += 1
                 to_store += [records.partition_metadata_record(group),
@@ -452,7 +557,7 @@ class ConsumerGroupCoordinator:
         self.purgatory.check_and_complete(key)  # the previous session, satisfied
         self.purgatory.try_complete_else_watch(
             DelayedConsumerSession(self, group, member.member_id, member.session_count,
-                                   self.session_timeout_ms), [key])
+                                   _session_timeout_ms(self, member)), [key])
 
     def _schedule_revocation(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         """Kafka's rebalance timeout: started when the member is asked to revoke partitions,
@@ -475,7 +580,7 @@ class ConsumerGroupCoordinator:
                 return
             log.info("consumer group %s: member %s did not revoke its partitions within its "
                      "rebalance timeout; removed", group.group_id, revocation.member_id)
-            to_store = self._remove_member(group, revocation.member_id)
+            to_store = self._remove_or_downgrade(group, revocation.member_id)
         self.group_manager.store_records(group.group_id, to_store, lambda error: None)
 
     def on_session_expired(self, group: ConsumerGroup, member_id: str,
@@ -485,27 +590,290 @@ class ConsumerGroupCoordinator:
             if group.dead or member is None or member.session_count != session_count:
                 return
             log.info("consumer group %s: member %s did not heartbeat within %d ms; removed",
-                     group.group_id, member_id, self.session_timeout_ms)
-            to_store = self._remove_member(group, member_id)
+                     group.group_id, member_id, _session_timeout_ms(self, member))
+            to_store = self._remove_or_downgrade(group, member_id)
         self.group_manager.store_records(group.group_id, to_store, lambda error: None)
+
+    # -- classic members (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) ------------------------
+
+    def classic_join(self, group_id: str, member_id: str, require_known_member_id: bool,
+                     client_id: str, client_host: str, rebalance_timeout_ms: int,
+                     session_timeout_ms: int, protocol_type: str,
+                     protocols: list[tuple[str, bytes]], callback: JoinCallback) -> None:
+        """Kafka's ``classicGroupJoinToConsumerGroup``: a classic consumer joins a consumer
+        group.  Its subscription (and the partitions it still owns) come from its protocol
+        metadata; it takes the same steps as a heartbeat of the consumer protocol, and the
+        JoinGroup is answered at once with its member epoch as the generation and no leader:
+        the coordinator assigns, and SyncGroup hands the member its partitions."""
+        group = self.group(group_id)
+        if group is None:  # gone since the caller looked
+            callback(JoinGroupResult(member_id, Errors.UNKNOWN_MEMBER_ID))
+            return
+        with group.lock:
+            if not group.supports_classic_protocols(protocol_type,
+                                                    {name for name, _ in protocols}):
+                callback(JoinGroupResult(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
+                return
+            if not member_id and len(group.members) >= self.max_size:
+                callback(JoinGroupResult(member_id, Errors.GROUP_MAX_SIZE_REACHED))
+                return
+            if not member_id and require_known_member_id:  # KIP-394, as the classic groups
+                callback(JoinGroupResult(str(uuid.uuid4()), Errors.MEMBER_ID_REQUIRED))
+                return
+            # A member id the group does not know is a new member (the one MEMBER_ID_REQUIRED
+            # handed out, which is not remembered: Kafka's ``createIfNotExists``).
+            known = group.members.get(member_id) if member_id else None
+            if known is not None and known.classic is None:
+                callback(JoinGroupResult(member_id, Errors.UNKNOWN_MEMBER_ID))
+                return
+        try:
+            subscription = consumer_protocol.deserialize_subscription(protocols[0][1])
+        except consumer_protocol.ConsumerProtocolError as exc:
+            log.warning("consumer group %s: a classic member's subscription is unreadable: %s",
+                        group_id, exc)
+            callback(JoinGroupResult(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        req = HeartbeatRequest(
+            group_id=group_id, member_id=member_id or str(uuid.uuid4()),
+            member_epoch=JOIN_GROUP_MEMBER_EPOCH if known is None else known.member_epoch,
+            # A static classic member is taken as a dynamic one, as by the classic groups.
+            instance_id=None, rack_id=subscription.rack_id,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            subscribed_topic_names=list(subscription.topics),
+            owned=self._by_topic_id(subscription.owned), client_id=client_id,
+            client_host=client_host,
+            # bytes: the request's buffer is not kept
+            classic=ClassicMemberMetadata(session_timeout_ms,
+                                          tuple((n, bytes(md)) for n, md in protocols)))
+        try:
+            response, to_store = self._join_or_heartbeat(req, lambda _: True)
+        except HeartbeatError as exc:
+            callback(JoinGroupResult(member_id, exc.error))
+            return
+        result = JoinGroupResult(response["member_id"], Errors.NONE,
+                                 generation_id=response["member_epoch"],
+                                 protocol_type=consumer_protocol.PROTOCOL_TYPE,
+                                 protocol_name=protocols[0][0])
+
+        def stored(error: int) -> None:
+            if error == Errors.NONE:  # now it owes a SyncGroup
+                with group.lock:
+                    member = group.members.get(result.member_id)
+                    if member is not None and not group.dead:
+                        self._await_step(group, member, "sync")
+            callback(result if error == Errors.NONE else
+                     JoinGroupResult(result.member_id, error))
+
+        self.group_manager.store_records(group_id, to_store, stored)
+
+    def awaited_step(self, group: ConsumerGroup, member_id: str) -> DelayedClassicRejoin | None:
+        return self._awaited.get((group.group_id, member_id))
+
+    def _await_step(self, group: ConsumerGroup, member: ConsumerGroupMember, step: str | None,
+                    replace: bool = True) -> None:
+        """The classic member now owes ``step`` ("join", "sync"; None: nothing) within its
+        rebalance timeout (under the group's lock).  ``replace=False``: a join timeout
+        already running keeps its deadline (Kafka's ``scheduleConsumerGroupJoinTimeoutIfAbsent``)."""
+        key = (group.group_id, member.member_id)
+        current = self._awaited.get(key)
+        if not replace and current is not None and current.step == step:
+            return
+        self._awaited.pop(key, None)
+        if self.purgatory is not None:
+            self.purgatory.check_and_complete(_rejoin_key(*key))  # the previous step is done
+        if step is None or self.purgatory is None:
+            return
+        timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 \
+            else _session_timeout_ms(self, member)
+        awaited = self._awaited[key] = DelayedClassicRejoin(self, group, member.member_id, step,
+                                                           timeout)
+        self.purgatory.try_complete_else_watch(awaited, [_rejoin_key(*key)])
+
+    def on_classic_step_expired(self, awaited: DelayedClassicRejoin) -> None:
+        group = awaited.group
+        with group.lock:
+            if not awaited.pending():
+                return
+            del self._awaited[(group.group_id, awaited.member_id)]
+            log.info("consumer group %s: classic member %s did not %s within its rebalance "
+                     "timeout; removed", group.group_id, awaited.member_id, awaited.step)
+            to_store = self._remove_or_downgrade(group, awaited.member_id)
+        self.group_manager.store_records(group.group_id, to_store, lambda error: None)
+
+    def _by_topic_id(self, partitions: consumer_protocol.TopicPartitions) -> Partitions:
+        out: Partitions = {}
+        for name, ps in partitions.items():
+            meta = self.metadata_cache.get(name)
+            if meta is not None:
+                out[meta.topic_id] = ps
+        return out
+
+    def _classic_member(self, group: ConsumerGroup, member_id: str,
+                        generation_id: int) -> tuple[int, ConsumerGroupMember | None]:
+        """The classic member a SyncGroup or Heartbeat names, checked (under the lock)."""
+        if group.dead:
+            return Errors.COORDINATOR_NOT_AVAILABLE, None
+        member = group.members.get(member_id)
+        if member is None or member.classic is None:
+            return Errors.UNKNOWN_MEMBER_ID, None
+        if generation_id != member.member_epoch:
+            return Errors.ILLEGAL_GENERATION, None
+        return Errors.NONE, member
+
+    def _renew_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        member.session_count += 1
+        self._schedule_session(group, member)
+
+    def classic_sync(self, group: ConsumerGroup, member_id: str, generation_id: int,
+                     protocol_type: str | None, protocol_name: str | None) -> SyncGroupResult:
+        """Kafka's ``classicGroupSyncToConsumerGroup``: the member's current partitions, in
+        the consumer protocol's version of its own metadata."""
+        with group.lock:
+            error, member = self._classic_member(group, member_id, generation_id)
+            if member is None or member.classic is None:
+                return SyncGroupResult(error)
+            name = member.classic.supported_protocols[0][0]
+            if protocol_type not in (None, consumer_protocol.PROTOCOL_TYPE) or \
+                    protocol_name not in (None, name):
+                return SyncGroupResult(Errors.INCONSISTENT_GROUP_PROTOCOL)
+            if group.group_epoch > member.member_epoch and \
+                    member.state is not MemberState.UNREVOKED_PARTITIONS:
+                self._await_step(group, member, "join", replace=False)
+                return SyncGroupResult(Errors.REBALANCE_IN_PROGRESS)  # rejoin to catch up
+            self._await_step(group, member, None)
+            self._renew_session(group, member)
+            return SyncGroupResult(Errors.NONE, self.classic_assignment(group, member),
+                                   consumer_protocol.PROTOCOL_TYPE, name)
+
+    def classic_assignment(self, group: ConsumerGroup, member: ConsumerGroupMember) -> bytes:
+        """The member's current partitions in the consumer protocol, in the version of its
+        own metadata."""
+        assert member.classic is not None
+        names = {tid: topic for topic, (tid, _) in group.subscription_metadata.items()}
+        assigned = {names.get(t) or self.metadata_cache.name_of(t): ps
+                    for t, ps in member.assigned.items()}
+        return consumer_protocol.serialize_assignment(
+            {t: ps for t, ps in assigned.items() if t},
+            consumer_protocol.version_of(member.classic.supported_protocols[0][1]))
+
+    def classic_heartbeat(self, group: ConsumerGroup, member_id: str, generation_id: int) -> int:
+        """Kafka's ``classicGroupHeartbeatToConsumerGroup``: REBALANCE_IN_PROGRESS (rejoin)
+        when the group epoch moved past the member's, when it has partitions to revoke, or
+        when partitions it waits for were released."""
+        with group.lock:
+            error, member = self._classic_member(group, member_id, generation_id)
+            if member is None:
+                return error
+            self._renew_session(group, member)
+            if member.member_epoch < group.group_epoch \
+                    or member.state is MemberState.UNREVOKED_PARTITIONS \
+                    or (member.state is MemberState.UNRELEASED_PARTITIONS
+                        and not group.waiting_on_unreleased_partition(member)):
+                self._await_step(group, member, "join", replace=False)
+                return Errors.REBALANCE_IN_PROGRESS
+            return Errors.NONE
+
+    def classic_leave(self, group: ConsumerGroup, member_ids: list[str]) -> list[int]:
+        """Kafka's ``classicGroupLeaveToConsumerGroup``: each classic member named leaves."""
+        errors: list[int] = []
+        to_store: list[records.Record] = []
+        with group.lock:
+            for member_id in member_ids:
+                member = group.members.get(member_id)
+                if group.dead or member is None or member.classic is None:
+                    errors.append(Errors.UNKNOWN_MEMBER_ID)
+                    continue
+                log.info("consumer group %s: classic member %s left", group.group_id, member_id)
+                to_store += self._remove_member(group, member_id)
+                errors.append(Errors.NONE)
+        if to_store:
+            self.group_manager.store_records(group.group_id, to_store, lambda error: None)
+        return errors
+
+    def adopt_classic_group(self, group_id: str, generation_id: int,
+                            members: list[ClassicGroupMember],
+                            first: list[records.Record]) -> bool:
+        """Kafka's ``convertToConsumerGroup``: a classic group becomes a consumer group (a
+        member of the consumer protocol is joining it).  Each classic member keeps the
+        partitions of its last SyncGroup, its generation as its member epoch; the group epoch
+        and the target are the classic generation's, so nothing moves until the joining
+        member bumps the epoch.  ``first``: records written before the group's (the classic
+        group's tombstone).  False when a member's metadata is not the consumer protocol (the
+        group stays classic)."""
+        group = ConsumerGroup(group_id)
+        group.group_epoch = group.assignment_epoch = generation_id
+        try:
+            for m in members:
+                subscription = consumer_protocol.deserialize_subscription(m.metadata)
+                assigned = self._by_topic_id(consumer_protocol.deserialize_assignment(
+                    m.assignment))
+                member = ConsumerGroupMember(
+                    m.member_id, rack_id=subscription.rack_id,
+                    client_id=m.client_id, client_host=m.client_host,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    subscribed_topic_names=tuple(sorted(subscription.topics)),
+                    member_epoch=generation_id, previous_member_epoch=generation_id,
+                    assigned=assigned, classic=ClassicMemberMetadata(
+                        m.session_timeout_ms, tuple((n, bytes(md)) for n, md in m.protocols)))
+                group.update_member(None, member)
+                group.target[member.member_id] = assigned
+        except consumer_protocol.ConsumerProtocolError as exc:
+            log.warning("classic group %s cannot become a consumer group: %s", group_id, exc)
+            return False
+        with group.lock:
+            self._refresh_subscription_metadata(group, lambda _: True)
+            to_store = [*first, records.group_epoch_record(group),
+                        records.partition_metadata_record(group)]
+            for member in group.members.values():
+                to_store += [records.member_subscription_record(group_id, member),
+                             records.target_member_record(group_id, member.member_id,
+                                                          group.target[member.member_id])]
+            to_store.append(records.target_epoch_record(group))
+            to_store += [records.current_assignment_record(group_id, member)
+                         for member in group.members.values()]
+            with self._lock:
+                self._groups[group_id] = group
+            for member in group.members.values():
+                self._schedule_session(group, member)
+        log.info("classic group %s is now a consumer group (generation %d, %d members)",
+                 group_id, generation_id, len(members))
+        self.group_manager.store_records(group_id, to_store, lambda error: None)
+        return True
 
     # -- OffsetCommit ---------------------------------------------------------------------------
 
-    def validate_offset_commit(self, group: ConsumerGroup, member_id: str,
-                               member_epoch: int) -> int:
+    def validate_offset_commit(self, group: ConsumerGroup, member_id: str, member_epoch: int,
+                               api_version: int | None = None) -> int:
         """Kafka's ``ConsumerGroup.validateOffsetCommit``: a member commits with its own
-        epoch; outside the group (epoch -1, no member id) only while the group is empty."""
+        epoch; outside the group (epoch -1) only while the group is empty.  A member of the
+        consumer protocol must commit with OffsetCommit v9+, the first that carries a member
+        epoch (``api_version`` None: TxnOffsetCommit, which has no such rule)."""
         with group.lock:
             if group.dead:
                 return Errors.NOT_COORDINATOR
-            if member_epoch < 0 and not member_id and not group.members:
+            if member_epoch < 0 and not group.members:
                 return Errors.NONE
             member = group.members.get(member_id)
             if member is None:
                 return Errors.UNKNOWN_MEMBER_ID
-            if member_epoch != member.member_epoch:
-                return Errors.STALE_MEMBER_EPOCH
-            return Errors.NONE
+            if member.classic is None and api_version is not None and api_version < 9:
+                return Errors.UNSUPPORTED_VERSION
+            return _check_offset_epoch(member, member_epoch)
+
+    def validate_offset_fetch(self, group: ConsumerGroup, member_id: str | None,
+                              member_epoch: int) -> int:
+        """Kafka's ``ConsumerGroup.validateOffsetFetch`` (OffsetFetch v9+): a member reads the
+        committed offsets with its own epoch; no member id and epoch -1 is an admin client or
+        an older client, always answered."""
+        with group.lock:
+            if group.dead:
+                return Errors.NOT_COORDINATOR
+            if member_id is None and member_epoch < 0:
+                return Errors.NONE
+            member = group.members.get(member_id or "")
+            if member is None:
+                return Errors.UNKNOWN_MEMBER_ID
+            return _check_offset_epoch(member, member_epoch)
 
     # -- DeleteGroups, OffsetDelete -------------------------------------------------------------
 
@@ -566,10 +934,18 @@ class ConsumerGroupCoordinator:
                     "subscribed_topic_regex": m.subscribed_topic_regex,
                     "assignment": described(m.assigned),
                     "target_assignment": described(group.target.get(m.member_id, {})),
-                    "member_type": 1,  # the consumer protocol (KIP-1099)
+                    # KIP-1099: 0 the classic protocol, 1 the consumer protocol
+                    "member_type": 0 if m.classic is not None else 1,
                 } for m in group.members.values()],
                 "authorized_operations": include_operations,
             }
+
+
+def _session_timeout_ms(coordinator: ConsumerGroupCoordinator,
+                        member: ConsumerGroupMember) -> int:
+    """A classic member keeps the session timeout of its JoinGroup."""
+    return coordinator.session_timeout_ms if member.classic is None \
+        else member.classic.session_timeout_ms
 
 
 def _session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -578,6 +954,19 @@ def _session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 
 def _revocation_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("consumer-revocation", group_id, member_id)
+
+
+def _rejoin_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-classic-step", group_id, member_id)
+
+
+def _check_offset_epoch(member: ConsumerGroupMember, received: int) -> int:
+    """Kafka's ``validateMemberEpoch``: an OffsetCommit or OffsetFetch carries exactly the
+    member's epoch (a commit from an older epoch could overwrite its partitions' new owner's)."""
+    if received == member.member_epoch:
+        return Errors.NONE
+    # A classic member's epoch is its generation.
+    return Errors.STALE_MEMBER_EPOCH if member.classic is None else Errors.ILLEGAL_GENERATION
 
 
 def _check_member_epoch(member: ConsumerGroupMember, received: int,
@@ -617,9 +1006,15 @@ def _with_subscription(member: ConsumerGroupMember,
         changes["subscribed_topic_regex"] = req.subscribed_topic_regex or None
     if req.server_assignor is not None:
         changes["server_assignor"] = req.server_assignor
+    if req.classic is not None:
+        changes["classic"] = req.classic
     if not changes:
         return member
     return ConsumerGroupMember(**{**member.__dict__, **changes})
+
+
+def _subscription(m: ConsumerGroupMember) -> tuple[Any, ...]:
+    return (m.subscribed_topic_names, m.subscribed_topic_regex, m.server_assignor, m.rack_id)
 
 
 def _response(member_id: str, epoch: int, interval_ms: int,

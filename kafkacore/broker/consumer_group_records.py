@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkacore.broker.consumer_group import (
+    ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
@@ -73,7 +74,15 @@ _VALUES = {
          "nullableVersions": "0+"},
         {"name": "RebalanceTimeoutMs", "type": "int32", "versions": "0+", "default": -1},
         {"name": "ServerAssignor", "type": "string", "versions": "0+",
-         "nullableVersions": "0+"}]),
+         "nullableVersions": "0+"},
+        # Only a member of the classic protocol has it (a tagged field: absent otherwise).
+        {"name": "ClassicMemberMetadata", "type": "ClassicMemberMetadata", "versions": "0+",
+         "nullableVersions": "0+", "default": None, "taggedVersions": "0+", "tag": 0,
+         "fields": [
+             {"name": "SessionTimeoutMs", "type": "int32", "versions": "0+"},
+             {"name": "SupportedProtocols", "type": "[]ClassicProtocol", "versions": "0+",
+              "fields": [{"name": "Name", "type": "string", "versions": "0+"},
+                         {"name": "Metadata", "type": "bytes", "versions": "0+"}]}]}]),
     TARGET_ASSIGNMENT_METADATA: _data("ConsumerGroupTargetAssignmentMetadataValue", [
         {"name": "AssignmentEpoch", "type": "int32", "versions": "0+"}]),
     TARGET_ASSIGNMENT_MEMBER: _data("ConsumerGroupTargetAssignmentMemberValue", [
@@ -132,7 +141,11 @@ def member_subscription_record(group_id: str, m: ConsumerGroupMember) -> Record:
         "instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
         "client_host": m.client_host, "subscribed_topic_names": list(m.subscribed_topic_names),
         "subscribed_topic_regex": m.subscribed_topic_regex,
-        "rebalance_timeout_ms": m.rebalance_timeout_ms, "server_assignor": m.server_assignor}))
+        "rebalance_timeout_ms": m.rebalance_timeout_ms, "server_assignor": m.server_assignor,
+        "classic_member_metadata": None if m.classic is None else {
+            "session_timeout_ms": m.classic.session_timeout_ms,
+            "supported_protocols": [{"name": n, "metadata": md}
+                                    for n, md in m.classic.supported_protocols]}}))
 
 
 def target_epoch_record(group: ConsumerGroup) -> Record:
@@ -223,6 +236,10 @@ def replay(groups: dict[str, ConsumerGroup], key: bytes, value: bytes | None) ->
             m.subscribed_topic_regex = v["subscribed_topic_regex"]
             m.rebalance_timeout_ms = v["rebalance_timeout_ms"]
             m.server_assignor = v["server_assignor"]
+            classic = v.get("classic_member_metadata")
+            m.classic = None if classic is None else ClassicMemberMetadata(
+                classic["session_timeout_ms"], tuple(
+                    (p["name"], bytes(p["metadata"])) for p in classic["supported_protocols"]))
         elif rt == CURRENT_MEMBER_ASSIGNMENT:
             m.member_epoch, m.previous_member_epoch = (v["member_epoch"],
                                                        v["previous_member_epoch"])

@@ -379,13 +379,16 @@ class ControlServer:
 
     Requests are ``{"op": "isolate"}``, ``{"op": "heal"}``, ``{"op": "set_latency", "ms": 500}``,
     ``{"op": "fail_next", "api": 0, "errors": [7, 7], "after_append": true}``,
-    ``{"op": "clear"}``, ``{"op": "reset"}``, ``{"op": "status"}``; answers are
+    ``{"op": "clear"}``, ``{"op": "reset"}``, ``{"op": "status"}``, and
+    ``{"op": "statistics"}`` (the broker's counters, if given); answers are
     ``{"ok": true, ...}`` or ``{"ok": false, "error": "ValueError", "message": "..."}``.  A connection may send several
     requests; each is answered before the next is read.
     """
 
-    def __init__(self, faults: FaultInjector, path: str | os.PathLike[str]) -> None:
+    def __init__(self, faults: FaultInjector, path: str | os.PathLike[str],
+                 statistics: Callable[[], dict[str, Any]] | None = None) -> None:
         self.faults = faults
+        self.statistics = statistics
         self.path = os.fspath(path)
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
@@ -484,6 +487,8 @@ class ControlServer:
                 f.clear()
             elif op == "reset":
                 f.reset()
+            elif op == "statistics" and self.statistics is not None:
+                return {"ok": True, "statistics": self.statistics()}
             elif op != "status":
                 raise ValueError(f"unknown op {op!r}")
             return {"ok": True, "status": f.status()}
@@ -546,6 +551,10 @@ class BrokerControl:
     def status(self) -> dict[str, Any]:
         """``{"isolated": ..., "latency_ms": ..., "pending": {...}, "injected": {...}}``."""
         return dict(self._call({"op": "status"})["status"])
+
+    def statistics(self) -> dict[str, Any]:
+        """The broker's counters (``Broker.statistics()``)."""
+        return dict(self._call({"op": "statistics"})["statistics"])
 
     def _call(self, request: dict[str, Any]) -> dict[str, Any]:
         deadline = time.monotonic() + self.timeout_s

@@ -18,7 +18,8 @@ empties; a new coordinator loads it, and the members carry on without rejoining.
 Static membership (KIP-345, ``group.instance.id``) is not implemented: such a member is treated
 as a dynamic one.  The groups of the consumer protocol (KIP-848) are
 :class:`~kafkacore.broker.consumer_group_coordinator.ConsumerGroupCoordinator`'s; offset commits,
-DeleteGroups, OffsetDelete and ListGroups here ask it about them.  See ``docs/broker/groups.rst``.
+DeleteGroups, OffsetDelete and ListGroups here ask it about them, and the classic requests of a
+consumer group's classic members go to it (KIP-848's migration).  See ``docs/broker/groups.rst``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,11 @@ import time
 import uuid
 from collections.abc import Callable
 
-from kafkacore.broker.consumer_group_coordinator import ConsumerGroupCoordinator
+from kafkacore.broker.consumer_group import ConsumerGroup
+from kafkacore.broker.consumer_group_coordinator import (
+    ClassicGroupMember,
+    ConsumerGroupCoordinator,
+)
 from kafkacore.broker.delayed_group_operations import (
     DelayedHeartbeat,
     DelayedJoin,
@@ -53,6 +58,8 @@ from kafkacore.broker.group_metadata_manager import (
     GroupRecord,
     MemberRecord,
     OffsetAndMetadata,
+    group_metadata_key,
+    group_metadata_value,
 )
 from kafkacore.broker.purgatory import DelayedOperationPurgatory
 from kafkacore.errors import Errors
@@ -115,6 +122,7 @@ class GroupCoordinator:
         self.group_manager.add_load_listener(self._on_loaded)
         if self.consumer_groups is not None:
             self.consumer_groups.startup(self.heartbeat_purgatory)
+            self.consumer_groups.to_classic_group = self._classic_group_from
             self.group_manager.add_resign_listener(self.consumer_groups.on_resigned)
             self.group_manager.add_consumer_group_load_listener(self.consumer_groups.on_loaded)
         self.group_manager.startup()
@@ -165,7 +173,11 @@ class GroupCoordinator:
     def _store_group(self, group: GroupMetadata, callback: Callable[[int], None]) -> None:
         """Write the group's current generation (called under its lock; ``callback(error)``
         once the in-sync replicas have it, Kafka's ``storeGroup``)."""
-        record = GroupRecord(
+        self.group_manager.store_group(group.group_id, self._group_record(group), callback)
+
+    @staticmethod
+    def _group_record(group: GroupMetadata) -> GroupRecord:
+        return GroupRecord(
             group.protocol_type or "", group.generation_id, group.protocol_name, group.leader_id,
             int(time.time() * 1000),
             tuple(MemberRecord(m.member_id, m.group_instance_id, m.client_id, m.client_host,
@@ -173,7 +185,6 @@ class GroupCoordinator:
                                m.metadata(group.protocol_name) if group.protocol_name else b"",
                                m.assignment)
                   for m in group.members.values()))
-        self.group_manager.store_group(group.group_id, record, callback)
 
     def validate_group_status(self, group_id: str, allow_empty: bool = False) -> int:
         """Kafka's ``validateGroupStatus``: INVALID_GROUP_ID, NOT_COORDINATOR,
@@ -193,6 +204,7 @@ class GroupCoordinator:
         member_id: str = UNKNOWN_MEMBER,
         response_callback: Callable[[dict[tuple[str, int], int]], None] | None = None,
         producer: tuple[int, int] | None = None,
+        api_version: int | None = None,
     ) -> dict[tuple[str, int], int] | None:
         """Store ``offsets`` for ``group_id``: the error code of each partition, given to
         ``response_callback`` once the offsets topic's in-sync replicas have the commit (from
@@ -204,7 +216,9 @@ class GroupCoordinator:
         store offsets", allowed while the group has no members.
 
         ``producer`` (id, epoch): TxnOffsetCommit, a commit that counts only once its
-        transaction commits (Kafka's ``handleTxnCommitOffsets``).
+        transaction commits (Kafka's ``handleTxnCommitOffsets``).  ``api_version``: the
+        OffsetCommit's (v9+ answers GROUP_ID_NOT_FOUND for a membership of no group, and a
+        consumer group's member must use v9+); None for TxnOffsetCommit.
         """
         if response_callback is None:
             return self._wait_for_commit(group_id, generation_id, offsets, member_id)
@@ -217,7 +231,7 @@ class GroupCoordinator:
         if consumer_group is not None:  # KIP-848: the member commits with its member epoch
             assert self.consumer_groups is not None
             error = self.consumer_groups.validate_offset_commit(consumer_group, member_id,
-                                                                generation_id)
+                                                                generation_id, api_version)
             if error != Errors.NONE:
                 response_callback(dict.fromkeys(offsets, error))
                 return None
@@ -226,7 +240,9 @@ class GroupCoordinator:
         group = self._get_group(group_id)
         if group is None:
             if generation_id >= 0:  # a membership this coordinator never handed out
-                response_callback(dict.fromkeys(offsets, Errors.ILLEGAL_GENERATION))
+                response_callback(dict.fromkeys(
+                    offsets, Errors.GROUP_ID_NOT_FOUND if api_version is not None
+                    and api_version >= 9 else Errors.ILLEGAL_GENERATION))
                 return None
             self._store_offsets(group_id, offsets, response_callback, producer)
             return None
@@ -311,6 +327,18 @@ class GroupCoordinator:
             return status, {}
         return Errors.NONE, self.group_manager.get_offsets(group_id, partitions)
 
+    def validate_offset_fetch(self, group_id: str, member_id: str | None,
+                              member_epoch: int) -> int:
+        """OffsetFetch v9+'s member check (Kafka's ``Group.validateOffsetFetch``): only a
+        consumer group's members are checked; a classic group answers everyone."""
+        consumer_group = (self.consumer_groups.group(group_id)
+                          if self.consumer_groups is not None else None)
+        if consumer_group is None:
+            return Errors.NONE
+        assert self.consumer_groups is not None
+        return self.consumer_groups.validate_offset_fetch(consumer_group, member_id,
+                                                          member_epoch)
+
     # -- groups ---------------------------------------------------------------------------------
 
     def _get_group(self, group_id: str) -> GroupMetadata | None:
@@ -332,6 +360,99 @@ class GroupCoordinator:
     def group(self, group_id: str) -> GroupMetadata | None:
         """The group's membership (for DescribeGroups, tests and tutorials); read under its lock."""
         return self._get_group(group_id)
+
+    # -- classic and consumer groups under one id (KIP-848's migration) ------------------------
+
+    def _consumer_group_with_members(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group that answers this id's classic requests: one with members."""
+        if self.consumer_groups is None:
+            return None
+        group = self.consumer_groups.group(group_id)
+        return group if group is not None and group.members else None
+
+    def remove_empty_classic_group(self, group_id: str) -> None:
+        """A consumer-protocol member joins where only an empty classic group is: the classic
+        group goes (Kafka's ``maybeDeleteEmptyClassicGroup``), its committed offsets stay."""
+        group = self._get_group(group_id)
+        if group is None:
+            return
+        with group.lock:
+            if group.members or group.pending_members or group.is_state(GroupState.DEAD):
+                return
+            group.state = GroupState.DEAD
+            with self._groups_lock:
+                if self._groups.get(group_id) is group:
+                    del self._groups[group_id]
+            self.group_manager.store_group(group_id, None, lambda error: None)
+
+    def upgrade_to_consumer_group(self, group_id: str) -> bool:
+        """Kafka's online upgrade (``validateOnlineUpgrade``, ``convertToConsumerGroup``): a
+        member of the consumer protocol joins a classic group of consumers, which becomes a
+        consumer group with its classic members in it.  Members parked in JoinGroup or
+        SyncGroup are answered REBALANCE_IN_PROGRESS and rejoin, into the consumer group.
+        False (the group stays classic) when ``group.consumer.migration.policy`` forbids it,
+        the group is not of consumers, or it is larger than ``group.consumer.max.size``."""
+        consumers = self.consumer_groups
+        group = self._get_group(group_id)
+        if consumers is None or group is None or not consumers.upgrade_enabled:
+            return False
+        with group.lock:
+            if group.is_state(GroupState.DEAD) or group.protocol_type != "consumer" \
+                    or len(group.members) > consumers.max_size:
+                return False
+            members = [ClassicGroupMember(
+                m.member_id, m.client_id, m.client_host,
+                m.rebalance_timeout_ms, m.session_timeout_ms, list(m.supported_protocols),
+                m.metadata(group.protocol_name) if group.protocol_name in m.protocols()
+                else m.supported_protocols[0][1], m.assignment)
+                for m in group.members.values()]
+            # The classic group's tombstone goes in the consumer group's first batch: a replay
+            # never has both groups.
+            if not consumers.adopt_classic_group(group_id, group.generation_id, members,
+                                                 [(group_metadata_key(group_id), None)]):
+                return False
+            self._fail_waiting_members(group, Errors.REBALANCE_IN_PROGRESS)
+            group.state = GroupState.DEAD
+            with self._groups_lock:
+                if self._groups.get(group_id) is group:
+                    del self._groups[group_id]
+        return True
+
+    def _classic_group_from(self, consumer_group: ConsumerGroup,
+                            leaving_member_id: str) -> list[tuple[bytes, bytes | None]] | None:
+        """Kafka's ``ClassicGroup.fromConsumerGroup`` (the downgrade; called under the consumer
+        group's lock): the classic members, with their protocols and current partitions, form
+        a classic group at the group epoch as generation, which rebalances at once so that its
+        leader assigns again.  Returns its record; None (the group stays a consumer group) if
+        it would exceed ``group.max.size`` or its members share no protocol."""
+        assert self.consumer_groups is not None
+        staying = [m for m in consumer_group.members.values() if m.member_id != leaving_member_id]
+        if len(staying) > self.group_max_size:
+            return None
+        common = set.intersection(*({name for name, _ in m.classic.supported_protocols}
+                                    for m in staying if m.classic is not None))
+        if not common:  # no protocol every member speaks: it stays a consumer group
+            return None
+        group = GroupMetadata(consumer_group.group_id, GroupState.STABLE)
+        group.generation_id = consumer_group.group_epoch
+        for m in staying:
+            assert m.classic is not None
+            member = MemberMetadata(
+                m.member_id, None, m.client_id, m.client_host,
+                m.rebalance_timeout_ms if m.rebalance_timeout_ms > 0
+                else m.classic.session_timeout_ms,
+                m.classic.session_timeout_ms, "consumer", list(m.classic.supported_protocols))
+            member.assignment = self.consumer_groups.classic_assignment(consumer_group, m)
+            group.add(member)
+        group.protocol_name = group.select_protocol()
+        record = self._group_record(group)
+        with self._groups_lock:
+            self._groups[group.group_id] = group
+        with group.lock:
+            for member in group.members.values():
+                self._complete_and_schedule_next_heartbeat_expiration(group, member)
+            self._prepare_rebalance(group, "downgraded from a consumer group")
+        return [(group_metadata_key(group.group_id), group_metadata_value(record))]
 
     # -- JoinGroup ------------------------------------------------------------------------------
 
@@ -362,12 +483,18 @@ class GroupCoordinator:
             return
         if rebalance_timeout_ms < 0:  # v0 had none: the session timeout stands in
             rebalance_timeout_ms = session_timeout_ms
-        consumer_group = (self.consumer_groups.group(group_id)
-                          if self.consumer_groups is not None else None)
-        if consumer_group is not None and consumer_group.members:
-            # A group of the consumer protocol (KIP-848): classic members may not join it here.
-            response_callback(JoinGroupResult(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
+        if self._consumer_group_with_members(group_id) is not None:
+            # A group of the consumer protocol (KIP-848) takes classic members in.
+            assert self.consumer_groups is not None
+            self.consumer_groups.classic_join(
+                group_id, member_id, require_known_member_id, client_id,
+                client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                response_callback)
             return
+        if self.consumer_groups is not None and self.consumer_groups.has_group(group_id):
+            # An empty consumer group gives its id to the classic group (Kafka's
+            # ``maybeDeleteEmptyConsumerGroup``): one group per id.
+            self.consumer_groups.delete_group(group_id)
         is_unknown_member = member_id == UNKNOWN_MEMBER
         group = self._get_or_create_group(group_id) if is_unknown_member else self._get_group(
             group_id)
@@ -579,6 +706,12 @@ class GroupCoordinator:
         if status != Errors.NONE:
             response_callback(SyncGroupResult(status))
             return
+        consumer_group = self._consumer_group_with_members(group_id)
+        if consumer_group is not None:  # a classic member of a consumer group
+            assert self.consumer_groups is not None
+            response_callback(self.consumer_groups.classic_sync(
+                consumer_group, member_id, generation_id, protocol_type, protocol_name))
+            return
         group = self._get_group(group_id)
         if group is None:
             response_callback(SyncGroupResult(Errors.UNKNOWN_MEMBER_ID))
@@ -667,6 +800,11 @@ class GroupCoordinator:
         status = self.validate_group_status(group_id)
         if status != Errors.NONE:
             return status
+        consumer_group = self._consumer_group_with_members(group_id)
+        if consumer_group is not None:  # a classic member of a consumer group
+            assert self.consumer_groups is not None
+            return self.consumer_groups.classic_heartbeat(consumer_group, member_id,
+                                                          generation_id)
         group = self._get_group(group_id)
         if group is None:
             return Errors.UNKNOWN_MEMBER_ID
@@ -757,6 +895,10 @@ class GroupCoordinator:
         status = self.validate_group_status(group_id)
         if status != Errors.NONE:
             return status, []
+        consumer_group = self._consumer_group_with_members(group_id)
+        if consumer_group is not None:  # classic members of a consumer group
+            assert self.consumer_groups is not None
+            return Errors.NONE, self.consumer_groups.classic_leave(consumer_group, member_ids)
         group = self._get_group(group_id)
         if group is None:
             return Errors.NONE, [Errors.UNKNOWN_MEMBER_ID] * len(member_ids)

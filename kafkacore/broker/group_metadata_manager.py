@@ -718,7 +718,11 @@ class GroupMetadataManager:
     def store_records(self, group_id: str, records: list[tuple[bytes, bytes | None]],
                       callback: StoreGroupCallback) -> None:
         """Append a consumer group's records (KIP-848; (key, value), None a tombstone) in one
-        batch, like :meth:`store_group`: ``callback(error)`` once the ISR has them."""
+        batch, like :meth:`store_group`: ``callback(error)`` once the ISR has them (at once
+        when there are none: an empty batch is not a valid write)."""
+        if not records:
+            callback(Errors.NONE)
+            return
         self._group_writes.put((group_id, records, callback))
 
     def _run_writer(self) -> bool:

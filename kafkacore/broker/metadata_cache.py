@@ -14,12 +14,17 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkacore.broker.controller.client_quota_control_manager import (
+    ClientQuotaControlManager,
+    Entity,
+    client_quota_record,
+)
 from kafkacore.broker.metadata_log import MetadataLog, Record
 from kafkacore.errors import InvalidTopicError
 
@@ -67,6 +72,11 @@ def _config_changes(kind: int, name: str, old: dict[str, str],
             for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
 
 
+def _entity(record: Record) -> Entity:
+    """A ClientQuotaRecord's entity."""
+    return tuple(sorted((e["entity_type"], e["entity_name"]) for e in record["entity"]))
+
+
 class MetadataCache:
     """The topics by name and by id.  Readers take no lock: a change is published (the dicts
     updated) only after its records are on disk."""
@@ -90,6 +100,11 @@ class MetadataCache:
             self._topics[topic.name] = topic
             self._by_id[topic.topic_id] = topic.name
         self._broker_configs = (snapshot or {}).get("broker_configs", {})
+        #: client quotas (ClientQuotaRecords), and who hears of a change (the quota managers)
+        self.client_quotas = ClientQuotaControlManager()
+        self.on_client_quotas: Callable[[dict[Entity, dict[str, float]]], None] | None = None
+        for r in (snapshot or {}).get("client_quotas", []):
+            self.client_quotas.replay(r)
         for record in records:
             self._replay(record)
 
@@ -171,6 +186,39 @@ class MetadataCache:
             self._change(_config_changes(RESOURCE_TYPE_BROKER, resource_name,
                                          self._broker_configs.get(resource_name, {}), configs))
 
+    def alter_client_quotas(self, entries: list[dict[str, Any]], validate_only: bool
+                            ) -> list[dict[str, Any]]:
+        """AlterClientQuotas on a broker alone: each entry's answer; the accepted changes
+        persisted before returning."""
+        with self._lock:
+            scratch = ClientQuotaControlManager()  # published only once on disk
+            scratch.quotas = {e: dict(v) for e, v in self.client_quotas.quotas.items()}
+            results, records = scratch.alter(entries, validate_only)
+            self._change(records)
+            return results
+
+    def describe_client_quotas(self, components: list[dict[str, Any]], strict: bool
+                               ) -> list[dict[str, Any]]:
+        """DescribeClientQuotas from this image (a bad filter raises InvalidRequestError)."""
+        with self._lock:  # replays change the dicts
+            return self.client_quotas.describe(components, strict)
+
+    def apply_client_quota_records(self, records: list[Record]) -> None:
+        """The controller's ClientQuotaRecords: those that change something, persisted."""
+        with self._lock:
+            self._change([r for r in records
+                          if self.client_quotas.quotas.get(_entity(r), {}).get(r["key"])
+                          != r["value"]])
+
+    def replace_client_quotas(self, quotas: list[Record]) -> None:
+        """Make the quotas those of ``quotas`` (records of every quota, from a whole image)."""
+        with self._lock:
+            wanted = {(_entity(r), r["key"]): r for r in quotas}
+            gone = [client_quota_record(entity, key, None)
+                    for entity, values in self.client_quotas.quotas.items() for key in values
+                    if (entity, key) not in wanted]
+            self.apply_client_quota_records(gone + list(wanted.values()))
+
     def remove_topic(self, name: str) -> TopicMetadata | None:
         with self._lock:
             topic = self._topics.get(name)
@@ -218,8 +266,13 @@ class MetadataCache:
         elif kind == "RemoveTopicRecord":
             name = self._by_id.pop(uuid.UUID(r["topic_id"]))
             del self._topics[name]
+        elif kind == "ClientQuotaRecord":
+            self.client_quotas.replay(r)
+            if self.on_client_quotas is not None:
+                self.on_client_quotas(self.client_quotas.quotas)
 
     def _snapshot(self) -> dict[str, Any]:
         return {"topics": [{"name": t.name, "id": str(t.topic_id), "partitions": t.partitions,
                             "configs": t.configs} for t in self._topics.values()],
-                "broker_configs": self._broker_configs}
+                "broker_configs": self._broker_configs,
+                "client_quotas": self.client_quotas.records()}

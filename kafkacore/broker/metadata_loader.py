@@ -35,6 +35,7 @@ from kafkacore.broker.config_admin_manager import (
     apply_broker_configs,
     apply_topic_configs,
 )
+from kafkacore.broker.controller.client_quota_control_manager import client_quota_record
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.metadata_log import METADATA_TOPIC_ID
 from kafkacore.broker.partition import PartitionState
@@ -55,6 +56,7 @@ FETCH_VERSION = 16
 FETCH_MAX_BYTES = 16 * 1024 * 1024
 DESCRIBE_CONFIGS_VERSION = 2
 DESCRIBE_ACLS_VERSION = 3
+DESCRIBE_CLIENT_QUOTAS_VERSION = 1
 
 
 Topics = dict[str, tuple[uuid.UUID, dict[int, PartitionState]]]
@@ -160,6 +162,7 @@ class MetadataLoader:
         changed_brokers: dict[str, dict[str, str]] = {}  # "" or our id -> its new configs
         removed: set[str] = set()
         grown: set[str] = set()
+        quotas: list[dict[str, Any]] = []  # ClientQuotaRecords
         copied: set[str] = set()  # topics whose partitions dict is this delta's own copy
         for r in records:
             kind = r["type"]
@@ -213,9 +216,13 @@ class MetadataLoader:
                 self._brokers[r["broker_id"]] = (r["host"], r["port"])
             elif kind == "FenceBrokerRecord":
                 self._brokers.pop(r["broker_id"], None)
+            elif kind == "ClientQuotaRecord":
+                quotas.append(r)
         self._publish(new, removed, grown)
         self._apply_config_changes(
             {n: c for n, c in changed_topics.items() if n in self._topics}, changed_brokers)
+        if quotas:
+            self.broker.metadata_cache.apply_client_quota_records(quotas)
 
     def _publish(self, new: dict[str, dict[str, str]], removed: set[str],
                  grown: set[str]) -> None:
@@ -261,6 +268,7 @@ class MetadataLoader:
         self._offset = end_offset
         self._publish({name: configs.get(name, {}) for name in new}, removed, grown)
         self._apply_config_changes(configs, broker_configs)
+        self.broker.metadata_cache.replace_client_quotas(self._describe_client_quotas())
 
     def _load_acls(self) -> None:
         """Replace the authorizer's ACLs with the controller's (KRaft brokers replay the ACL
@@ -313,6 +321,17 @@ class MetadataLoader:
             else:
                 topics[r["resource_name"]] = found
         return topics, brokers
+
+    def _describe_client_quotas(self) -> list[dict[str, Any]]:
+        """Every client quota the controller keeps, as ClientQuotaRecords."""
+        response = self._client.send(ApiKey.DESCRIBE_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS_VERSION,
+                                     {"components": [], "strict": False})
+        if response["error_code"] != Errors.NONE:
+            raise ConnectionError(f"DescribeClientQuotas refused by the controller: error "
+                                  f"{response['error_code']}")
+        return [client_quota_record(tuple((e["entity_type"], e["entity_name"])
+                                          for e in entry["entity"]), v["key"], v["value"])
+                for entry in response["entries"] or () for v in entry["values"]]
 
     def _apply_config_changes(self, topics: dict[str, dict[str, str]],
                               brokers: dict[str, dict[str, str]]) -> None:

@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from kafkacore import errors
+from kafkacore.broker import request_parser
 from kafkacore.broker.authentication_executor import AuthenticationExecutor
 from kafkacore.broker.config import BrokerConfig, EndPoint
 from kafkacore.broker.faults import FaultInjector
@@ -209,10 +210,17 @@ def parse_request(frame: bytes) -> tuple[dict[str, Any], dict[str, Any] | None, 
         raise codec.ProtocolError(f"a request of {len(frame)} bytes is shorter than its header")
     api_key, api_version = _API_KEY_VERSION.unpack_from(frame, 0)
     message = codec.REQUESTS.get(api_key)
-    if message is not None and api_version in message.valid:
-        return codec.decode_request(frame)
-    header, _ = codec.decode(codec.REQUEST_HEADER_MESSAGE, 1, frame)
-    return header, None, 0
+    if message is None or api_version not in message.valid:
+        header, _ = codec.decode(codec.REQUEST_HEADER_MESSAGE, 1, frame)
+        return header, None, 0
+    # The header and a Produce body are read by compiled code (request_parser.pyx), which gives
+    # the codec's dicts; every other body by the codec itself (codec.decode_request).
+    header, pos = request_parser.decode_request_header(frame, api_version in message.flexible)
+    if api_key == ApiKey.PRODUCE and api_version in request_parser.PRODUCE_VERSIONS:
+        body, pos = request_parser.decode_produce_request(frame, pos, api_version)
+    else:
+        body, pos = codec.decode(message, api_version, frame, pos)
+    return header, body, len(frame) - pos
 
 
 class Processor(ShutdownableThread):
@@ -252,6 +260,9 @@ class Processor(ShutdownableThread):
         #: so a client reads the refusal before the end of the stream, and a guessing client
         #: is slowed down.
         self._delayed_closes: dict[str, tuple[float, str]] = {}
+        #: connection id -> when its throttle ends (monotonic s): muted until then (KIP-219);
+        #: one entry per connection at most, each bounded by the quota's longest throttle
+        self._throttled: dict[str, float] = {}
         self._selector = selectors.DefaultSelector()
         self._wakeup_r, self._wakeup_w = socket.socketpair()
         self._wakeup_r.setblocking(False)
@@ -335,7 +346,7 @@ class Processor(ShutdownableThread):
         self.process_authentication_results()
         self.retry_memory_waiters()
         self.enforce_isolation()
-        self.poll(self.release_held_responses())
+        self.poll(min(self.release_held_responses(), self.unmute_throttled()))
         self.close_delayed()
         self.close_excess_idle()
 
@@ -396,6 +407,10 @@ class Processor(ShutdownableThread):
             response.release()
             return
         self._release_memory(ch)  # the request is handled: its bytes are free
+        throttle_ms = response.request.throttle_time_ms
+        if throttle_ms > 0:
+            # Over its quota (KIP-219): the answer goes now, nothing is read until the end.
+            self._throttled[ch.id] = time.monotonic() + throttle_ms / 1000.0
         if response.action is ResponseAction.SEND:
             assert response.payload is not None
             for chunk in response.payload:
@@ -417,6 +432,21 @@ class Processor(ShutdownableThread):
             self._unmute(ch)
         else:
             self.close(ch, response.reason)
+
+    def unmute_throttled(self) -> float:
+        """Unmute the connections whose throttle time is over; how long poll() may sleep."""
+        if not self._throttled:
+            return _POLL_S
+        now = time.monotonic()
+        for ch_id, until in list(self._throttled.items()):
+            if until <= now:
+                del self._throttled[ch_id]
+                ch = self._channels.get(ch_id)
+                if ch is not None and not ch.sends:  # else unmuted when the answer is written
+                    self._unmute(ch)
+        if not self._throttled:
+            return _POLL_S
+        return max(0.0, min(_POLL_S, min(self._throttled.values()) - now))
 
     def release_held_responses(self) -> float:
         """Queue the held responses that are due; returns how long poll() may sleep."""
@@ -869,6 +899,9 @@ class Processor(ShutdownableThread):
         self._unmute(ch)
 
     def _unmute(self, ch: KafkaChannel) -> None:
+        if ch.id in self._throttled:  # muted until its throttle time is over (unmute_throttled)
+            self._update_interest(ch)
+            return
         ch.muted = False
         self._update_interest(ch)
         sock = ch.sock
@@ -931,6 +964,7 @@ class Processor(ShutdownableThread):
         self._memory_waiters.pop(ch.id, None)
         self._tls_pending.discard(ch.id)
         self._delayed_closes.pop(ch.id, None)
+        self._throttled.pop(ch.id, None)
         self.quotas.dec(ch.address[0])
         self._stats["closed"] += 1
 

@@ -16,6 +16,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
+from kafkacore.broker.fetch_session_handler import FetchSessionHandler
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.partition import Partition
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
@@ -29,6 +30,18 @@ log = logging.getLogger(__name__)
 
 FETCH_VERSION = 16
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
+#: top-level errors that only end the fetch session: the next fetch, a full one, goes at once
+SESSION_ERRORS = (Errors.FETCH_SESSION_ID_NOT_FOUND, Errors.INVALID_FETCH_SESSION_EPOCH,
+                  Errors.FETCH_SESSION_TOPIC_ID_ERROR)
+
+
+def _by_topic(items: Any) -> list[dict[str, Any]]:
+    """``[((topic id, index), entry), ...]`` as a request's ``{"topic_id", "partitions"}``."""
+    grouped: dict[Any, list[Any]] = {}
+    for key, entry in items:
+        grouped.setdefault(key[0], []).append(entry)
+    return [{"topic_id": topic_id, "partitions": entries}
+            for topic_id, entries in grouped.items()]
 
 
 class ReplicaFetcherThread(ShutdownableThread):
@@ -43,6 +56,8 @@ class ReplicaFetcherThread(ShutdownableThread):
         self._stopping = threading.Event()
         self._client: InterBrokerClient | None = None
         self._address: tuple[str, int] | None = None
+        #: the incremental fetch session with the leader (used by this thread only)
+        self.session = FetchSessionHandler(source_broker_id)
 
     def add_partitions(self, partitions: list[Partition]) -> None:
         with self._lock:
@@ -164,30 +179,42 @@ class ReplicaFetcherThread(ShutdownableThread):
             self._stopping.wait(0.05)
 
     def _fetch(self, client: InterBrokerClient, partitions: list[Partition]) -> None:
-        by_topic: dict[Any, list[Partition]] = {}
-        for p in partitions:
-            by_topic.setdefault(p.topic_id, []).append(p)
         max_bytes = self.config["replica.fetch.max.bytes"]
         epochs = {p.key: p.leader_epoch for p in partitions}  # the epochs this fetch is under
+        # Every partition as this fetch would name it; the session handler keeps those the
+        # leader's session already has, unchanged, out of the request.
+        wanted = {(p.topic_id, p.index): {
+            "partition": p.index, "current_leader_epoch": epochs[p.key],
+            "fetch_offset": p.log.log_end_offset,
+            "last_fetched_epoch": p.epoch_cache.latest_epoch if p.epoch_cache else -1,
+            "log_start_offset": p.log.log_start_offset, "partition_max_bytes": max_bytes}
+            for p in partitions}
+        request = self.session.build(wanted)
         body = {
             "replica_state": {"replica_id": self.rm.broker_id,
                               "replica_epoch": self.rm.broker.lifecycle.broker_epoch},
             "max_wait_ms": self.config["replica.fetch.wait.max.ms"],
             "min_bytes": 1, "max_bytes": max(max_bytes, 10 * 1024 * 1024),
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic_id": topic_id, "partitions": [
-                {"partition": p.index, "current_leader_epoch": epochs[p.key],
-                 "fetch_offset": p.log.log_end_offset,
-                 "last_fetched_epoch": p.epoch_cache.latest_epoch if p.epoch_cache else -1,
-                 "log_start_offset": p.log.log_start_offset, "partition_max_bytes": max_bytes}
-                for p in parts]} for topic_id, parts in by_topic.items()],
-            "forgotten_topics_data": [], "rack_id": "",
+            "isolation_level": 0, "session_id": request.session_id,
+            "session_epoch": request.epoch,
+            "topics": _by_topic(request.to_send.items()),
+            "forgotten_topics_data": _by_topic((k, k[1]) for k in request.to_forget),
+            "rack_id": "",
         }
         wait_s = self.config["replica.fetch.wait.max.ms"] / 1000.0
-        response = client.send(ApiKey.FETCH, FETCH_VERSION, body,
-                               timeout_s=wait_s + self.config["replica.socket.timeout.ms"] / 1000)
-        if response["error_code"] != Errors.NONE:
-            self._backoff()
+        try:
+            response = client.send(ApiKey.FETCH, FETCH_VERSION, body, timeout_s=wait_s
+                                   + self.config["replica.socket.timeout.ms"] / 1000)
+        except BaseException:
+            self.session.handle_error()
+            raise
+        answered = {(t["topic_id"], r["partition_index"]) for t in response["responses"]
+                    for r in t["partitions"]}
+        if not self.session.handle_response(request, response, answered):
+            # Refused; the next fetch is full.  After a session error (or an answer that did
+            # not match the session) it goes at once, after any other error once backed off.
+            if response["error_code"] not in (Errors.NONE, *SESSION_ERRORS):
+                self._backoff()
             return
         # Found by (topic id, index) in one lookup: a scan per answer was quadratic in the
         # partitions fetched, half a follower's time at 3,000 of them.

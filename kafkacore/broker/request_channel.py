@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafkacore.broker.response_encoder import encode_produce_response
 from kafkacore.protocol import codec
 
 if TYPE_CHECKING:
@@ -55,6 +56,9 @@ class Request:
     principal: str = "User:ANONYMOUS"
     #: An error code a test injected (kafkacore.broker.faults) for the handler's answer to carry.
     injected_error: int = 0
+    #: Set by a handler whose client went over its quota: the processor reads nothing more from
+    #: the connection for this long once the answer is written (KIP-219).
+    throttle_time_ms: int = 0
 
     @property
     def api_key(self) -> int:
@@ -273,6 +277,16 @@ class RequestChannel:
         self._enqueue(
             Response(request, ResponseAction.SEND, [size.to_bytes(4, "big"), *payload])
         )
+
+    def send_produce_response(self, request: Request, body: Mapping[str, Any]) -> bool:
+        """Write a Produce response with compiled code (response_encoder.pyx), fitted to the
+        request's version as it is written, and queue it; False (nothing queued) for a body
+        that code leaves to the codec."""
+        frame = encode_produce_response(request.api_version, request.correlation_id, body)
+        if frame is None:
+            return False
+        self._enqueue(Response(request, ResponseAction.SEND, [frame]))
+        return True
 
     def send_no_response(self, request: Request) -> None:
         """No answer (Produce with acks=0): the processor only unmutes the connection."""

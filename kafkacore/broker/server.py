@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 import shutil
 from collections.abc import Mapping
@@ -49,6 +50,7 @@ class Broker:
         #: the broker's KafkaScheduler: the log's periodic tasks (kafka_scheduler.py)
         self.kafka_scheduler: Any = None
         self.metadata_cache: Any = None
+        self.quotas: Any = None  #: the QuotaManagers (Produce's and Fetch's byte rates)
         self.group_coordinator: Any = None
         self.transaction_coordinator: Any = None
         self.producer_id_manager: Any = None
@@ -56,6 +58,8 @@ class Broker:
         #: The StandardAuthorizer (authorizer.class.name), or None: every request allowed.
         self.authorizer: Any = None
         self.replica_manager: Any = None
+        #: the incremental fetch sessions (fetch_session.py)
+        self.fetch_manager: Any = None
         #: the controller's side of this broker (None in a cluster of one)
         self.lifecycle: Any = None
         self.forwarding_manager: Any = None
@@ -93,6 +97,15 @@ class Broker:
     def bootstrap_servers(self) -> str:
         return f"{self.advertised_host}:{self.advertised_port}"
 
+    def statistics(self) -> dict[str, Any]:
+        """Counters since start, for tests and benchmarks: ``network`` (every processor's, added
+        up: requests by API key, bytes read and written) and ``fetch_sessions``."""
+        assert self.socket_server is not None, "the broker has not started"
+        network: collections.Counter[str] = collections.Counter()
+        for processor in self.socket_server.statistics():
+            network.update(processor)
+        return {"network": dict(network), "fetch_sessions": self.fetch_manager.statistics()}
+
     def start(self) -> Broker:
         if self._started:
             return self
@@ -106,6 +119,12 @@ class Broker:
 
         first_dir = self.config.log_dirs[0]
         self.metadata_cache = MetadataCache(first_dir)
+        from kafkacore.broker.client_quota_manager import QuotaManagers
+
+        self.quotas = QuotaManagers(self.config["quota.window.num"],
+                                    self.config["quota.window.size.seconds"])
+        self.quotas.update(self.metadata_cache.client_quotas.quotas)
+        self.metadata_cache.on_client_quotas = self.quotas.update
         from kafkacore.broker.dynamic_broker_config import DynamicBrokerConfig
 
         self.dynamic_config = DynamicBrokerConfig(self.config, self.broker_id,
@@ -139,6 +158,11 @@ class Broker:
         from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
 
         self.transaction_coordinator = TransactionCoordinator(self)
+        from kafkacore.broker.fetch_session import FetchManager, FetchSessionCache
+
+        self.fetch_manager = FetchManager(FetchSessionCache(
+            self.config["max.incremental.fetch.session.cache.slots"],
+            self.config["min.incremental.fetch.session.eviction.ms"]))
         self.apis = KafkaApis(self)
         # After the APIs: loading may write markers at once, through the replica manager.
         self.transaction_coordinator.startup()
@@ -251,4 +275,5 @@ def _consumer_group_coordinator(broker: Broker,
         session_timeout_ms=config["group.consumer.session.timeout.ms"],
         max_size=config["group.consumer.max.size"],
         assignors=tuple(n.strip() for n in config["group.consumer.assignors"].split(",")
-                        if n.strip()))
+                        if n.strip()),
+        migration_policy=config["group.consumer.migration.policy"])

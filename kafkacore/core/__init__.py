@@ -51,4 +51,6 @@ COMPILED_MODULES = (
     "kafkacore.core.memory_records_builder",
     "kafkacore.core.record_batch",
     "kafkacore.broker.timer",  # the broker's timing wheel: compiled, but the broker's alone
+    "kafkacore.broker.request_parser",  # the broker's request header and Produce body
+    "kafkacore.broker.response_encoder",  # the broker's Produce response
 )

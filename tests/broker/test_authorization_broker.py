@@ -425,3 +425,31 @@ def test_consumer_group_heartbeat_needs_read_on_the_group_and_describe_on_its_to
     assert heartbeat() == Errors.NONE
     assert describe(CAROL) == Errors.NONE
     assert describe(BOB) == Errors.GROUP_AUTHORIZATION_FAILED
+
+
+def test_client_quotas_need_kafkas_rights_and_follow_the_principal(broker):
+    """AlterClientQuotas needs ALTER_CONFIGS on the cluster, DescribeClientQuotas
+    DESCRIBE_CONFIGS; a user quota applies to the principal's name."""
+    alice_quota = {"entries": [{"entity": [{"entity_type": "user", "entity_name": "alice"}],
+                                "ops": [{"key": "producer_byte_rate", "value": 10.0 ** 9,
+                                         "remove": False}]}], "validate_only": False}
+    refused = call_as(broker, BOB, ApiKey.ALTER_CLIENT_QUOTAS, 1, alice_quota)
+    assert [e["error_code"] for e in refused["entries"]] == [Errors.CLUSTER_AUTHORIZATION_FAILED]
+    described = call_as(broker, BOB, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1,
+                        {"components": [], "strict": False})
+    assert described["error_code"] == Errors.CLUSTER_AUTHORIZATION_FAILED
+    assert broker.quotas.produce.quota("alice", "any") is None
+    altered = call_as(broker, ADMIN, ApiKey.ALTER_CLIENT_QUOTAS, 1, alice_quota)
+    assert [e["error_code"] for e in altered["entries"]] == [Errors.NONE]
+    try:
+        topic = f"quota-{uuid.uuid4().hex[:8]}"
+        grant(broker, topic_acl(topic, "alice", AclOperation.ALL))
+        delivered, problems = produce_confluent(broker.bootstrap_servers, topic, [b"x"],
+                                                sasl(ALICE), timeout_s=20)
+        assert problems == [] and None not in delivered
+        # alice's produce was measured by her user quota's sensor
+        assert broker.quotas.produce.rate("alice", "any") > 0
+    finally:
+        alice_quota["entries"][0]["ops"][0]["remove"] = True
+        call_as(broker, ADMIN, ApiKey.ALTER_CLIENT_QUOTAS, 1, alice_quota)
+    assert broker.quotas.produce.quota("alice", "any") is None

@@ -10,6 +10,7 @@ restart, and the AdminClient describes the group as a consumer group.
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import pytest
@@ -17,6 +18,11 @@ from confluent_kafka import Consumer, ConsumerGroupType, Producer, TopicPartitio
 from confluent_kafka.admin import AdminClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka import KafkaConsumer
+from kafka.protocol.old.consumer_protocol import (
+    ConsumerProtocolMemberAssignment_v0,
+    ConsumerProtocolMemberMetadata_v0,
+)
 from support.examples import examples
 from test_apis import Client
 from waits import wait_until
@@ -24,6 +30,7 @@ from waits import wait_until
 from kafkacore.broker import Broker
 from kafkacore.broker.assignors import RangeAssignor, UniformAssignor
 from kafkacore.broker.consumer_group import (
+    ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
@@ -107,7 +114,8 @@ def test_records_replay_into_the_same_group():
     group.group_epoch = group.assignment_epoch = 3
     m = ConsumerGroupMember("m1", client_id="c", client_host="/h", rebalance_timeout_ms=300,
                             subscribed_topic_names=("t",), member_epoch=3,
-                            previous_member_epoch=2, assigned={T1: frozenset({0, 2})})
+                            previous_member_epoch=2, assigned={T1: frozenset({0, 2})},
+                            classic=ClassicMemberMetadata(10000, (("range", b"\x00\x00"),)))
     log = [group_epoch_record(group), member_subscription_record("g", m),
            target_member_record("g", "m1", {T1: frozenset({0, 2})}), target_epoch_record(group),
            current_assignment_record("g", m)]
@@ -362,19 +370,86 @@ def test_a_static_member_comes_back_to_its_partitions(broker, client):
     assert {m["member_id"] for m in _describe(client, group)["members"]} == {"a2", "b"}
 
 
-def test_classic_members_may_not_join_a_consumer_group_and_it_is_listed(broker, client):
-    topic, _ = _topic(broker)
-    group = f"g-{uuid.uuid4().hex[:6]}"
-    assert _heartbeat(client, group, "m", 0, [topic], {})["error_code"] == Errors.NONE
-    joined = client.call(ApiKey.JOIN_GROUP, 5, {
+def _classic_join(c, group, topic, member="", protocol_type="consumer"):
+    # kafka-python's encoding of the embedded consumer protocol (an eager member owns nothing
+    # when it joins)
+    metadata = ConsumerProtocolMemberMetadata_v0(0, [topic], b"").encode()
+    return c.call(ApiKey.JOIN_GROUP, 5, {
         "group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
-        "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
-        "protocols": [{"name": "range", "metadata": b""}]})
-    assert joined["error_code"] == Errors.INCONSISTENT_GROUP_PROTOCOL
+        "member_id": member, "group_instance_id": None, "protocol_type": protocol_type,
+        "protocols": [{"name": "range", "metadata": metadata}]})
+
+
+def _classic_sync(c, group, member, generation):
+    r = c.call(ApiKey.SYNC_GROUP, 5, {
+        "group_id": group, "generation_id": generation, "member_id": member,
+        "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+        "assignments": []})
+    if r["error_code"] != Errors.NONE:
+        return r["error_code"], None
+    decoded = ConsumerProtocolMemberAssignment_v0.decode(r["assignment"])
+    return r["error_code"], {p for _, ps in decoded.assigned_partitions for p in ps}
+
+
+def _classic_heartbeat(c, group, member, generation):
+    return c.call(ApiKey.HEARTBEAT, 4, {"group_id": group, "generation_id": generation,
+                                        "member_id": member,
+                                        "group_instance_id": None})["error_code"]
+
+
+def test_a_consumer_group_answers_classic_members(broker, client):
+    """A classic member joins a consumer group by JoinGroup and SyncGroup (the coordinator
+    assigns), is told to rejoin by its Heartbeat, commits with its generation, and leaves."""
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    assert _heartbeat(client, group, "m", 0, [topic], {})["member_epoch"] == 1
+    assert _classic_join(client, group, topic, protocol_type="connect")["error_code"] == \
+        Errors.INCONSISTENT_GROUP_PROTOCOL
+    first = _classic_join(client, group, topic)
+    assert first["error_code"] == Errors.MEMBER_ID_REQUIRED  # KIP-394, as in a classic group
+    classic = first["member_id"]
+    joined = _classic_join(client, group, topic, classic)
+    assert joined["error_code"] == Errors.NONE and joined["generation_id"] == 2
+    assert (joined["leader"], joined["members"], joined["protocol_name"]) == ("", [], "range")
+    # The consumer-protocol member still owns everything: nothing for the classic one yet.
+    assert _classic_sync(client, group, classic, 1) == (Errors.ILLEGAL_GENERATION, None)
+    assert _classic_sync(client, group, classic, 2) == (Errors.NONE, set())
+    a = _heartbeat(client, group, "m", 1, owned={tid: frozenset(range(PARTITIONS))})
+    kept = _assigned(a)[tid]
+    assert len(kept) == PARTITIONS // 2
+    a = _heartbeat(client, group, "m", 1, owned={tid: kept})  # m revoked the others
+    assert a["member_epoch"] == 2
+    # The partitions are free: the classic member's heartbeat says rejoin, and it gets them.
+    assert _classic_heartbeat(client, group, classic, 1) == Errors.ILLEGAL_GENERATION
+    assert _classic_heartbeat(client, group, classic, 2) == Errors.REBALANCE_IN_PROGRESS
+    again = _classic_join(client, group, topic, classic)
+    assert again["generation_id"] == 2
+    assert _classic_sync(client, group, classic, 2) == (
+        Errors.NONE, set(range(PARTITIONS)) - kept)
+    assert _classic_heartbeat(client, group, classic, 2) == Errors.NONE
+    # A consumer-protocol member has no classic heartbeat.
+    assert _classic_heartbeat(client, group, "m", 2) == Errors.UNKNOWN_MEMBER_ID
+    described = {m["member_id"]: m for m in _describe(client, group)["members"]}
+    assert (described["m"]["member_type"], described[classic]["member_type"]) == (1, 0)
+
+    def commit(generation, version):
+        r = client.call(ApiKey.OFFSET_COMMIT, version, {
+            "group_id": group, "generation_id_or_member_epoch": generation,
+            "member_id": classic, "group_instance_id": None, "topics": [{
+                "name": topic, "partitions": [{
+                    "partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                    "committed_metadata": ""}]}]})
+        return r["topics"][0]["partitions"][0]["error_code"]
+
+    assert commit(2, 8) == Errors.NONE  # a classic member may commit with older versions
+    assert commit(1, 9) == Errors.ILLEGAL_GENERATION  # its epoch is a generation
+    left = client.call(ApiKey.LEAVE_GROUP, 4, {"group_id": group, "members": [
+        {"member_id": classic, "group_instance_id": None}]})
+    assert [m["error_code"] for m in left["members"]] == [Errors.NONE]
+    assert [m["member_id"] for m in _describe(client, group)["members"]] == ["m"]
     listed = client.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [],
                                                  "types_filter": ["consumer"]})["groups"]
-    assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable",
-            "group_type": "consumer"} in listed
+    assert group in {g["group_id"] for g in listed}
     assert all(g["group_type"] == "consumer" for g in listed)
     # The classic DescribeGroups does not describe it (Kafka: "not a classic group").
     described = client.call(ApiKey.DESCRIBE_GROUPS, 5, {
@@ -405,7 +480,7 @@ def test_delete_groups_and_offset_delete_respect_the_members(broker, client):
     assert delete_group() == Errors.GROUP_ID_NOT_FOUND
 
 
-def test_a_member_with_a_wrong_epoch_is_fenced_and_commits_are_checked(broker, client):
+def test_a_member_with_a_wrong_epoch_is_fenced_and_offsets_are_checked(broker, client):
     topic, tid = _topic(broker)
     group = f"g-{uuid.uuid4().hex[:6]}"
     joined = _heartbeat(client, group, "m", 0, [topic], {})
@@ -413,18 +488,40 @@ def test_a_member_with_a_wrong_epoch_is_fenced_and_commits_are_checked(broker, c
     assert _heartbeat(client, group, "m", 7, owned={})["error_code"] == \
         Errors.FENCED_MEMBER_EPOCH
 
-    def commit(epoch, member="m"):
-        r = client.call(ApiKey.OFFSET_COMMIT, 9, {
+    def commit(epoch, member="m", version=9, group=group):
+        r = client.call(ApiKey.OFFSET_COMMIT, version, {
             "group_id": group, "generation_id_or_member_epoch": epoch, "member_id": member,
             "group_instance_id": None, "topics": [{"name": topic, "partitions": [
-                {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1,
                  "committed_metadata": ""}]}]})
         return r["topics"][0]["partitions"][0]["error_code"]
 
     assert commit(1) == Errors.NONE
     assert commit(0) == Errors.STALE_MEMBER_EPOCH
+    assert commit(2) == Errors.STALE_MEMBER_EPOCH
     assert commit(1, member="stranger") == Errors.UNKNOWN_MEMBER_ID
     assert commit(-1, member="") == Errors.UNKNOWN_MEMBER_ID  # not while the group has members
+    # A member of the consumer protocol commits with v9+, the first with a member epoch.
+    assert commit(1, version=8) == Errors.UNSUPPORTED_VERSION
+    # A membership of a group that does not exist: v9+ says so, older versions as before.
+    assert commit(1, group="no-such-group") == Errors.GROUP_ID_NOT_FOUND
+    assert commit(1, group="no-such-group", version=8) == Errors.ILLEGAL_GENERATION
+
+    def fetch(member, epoch):
+        r = client.call(ApiKey.OFFSET_FETCH, 9, {"groups": [{
+            "group_id": group, "member_id": member, "member_epoch": epoch,
+            "topics": [{"name": topic, "partition_indexes": [0]}]}], "require_stable": False})
+        g = r["groups"][0]
+        return g["error_code"], [p["committed_offset"] for t in g["topics"]
+                                 for p in t["partitions"]]
+
+    assert fetch("m", 1) == (Errors.NONE, [5])
+    assert fetch("m", 0) == (Errors.STALE_MEMBER_EPOCH, [])
+    assert fetch("stranger", 1) == (Errors.UNKNOWN_MEMBER_ID, [])
+    assert fetch(None, -1) == (Errors.NONE, [5])  # an admin client: no member, no epoch
+    # Once the member has left, the empty group takes commits from outside it again.
+    assert _heartbeat(client, group, "m", -1)["error_code"] == Errors.NONE
+    assert commit(-1, member="") == Errors.NONE
 
 
 def test_a_silent_member_is_removed_after_its_session(broker, client):
@@ -445,10 +542,18 @@ def test_group_consumer_settings_are_checked_and_the_size_bounded(tmp_path):
         Broker({**base, "group.consumer.session.timeout.ms": "1000"})
     with pytest.raises(ConfigError, match="sticky"):
         Broker({**base, "group.consumer.assignors": "range,sticky"})
-    with Broker({**base, "group.consumer.max.size": "1",
-                 "group.consumer.assignors": "range"}) as b:
+    with pytest.raises(ConfigError, match="group.consumer.migration.policy"):
+        Broker({**base, "group.consumer.migration.policy": "sideways"})
+    with Broker({**base, "group.consumer.max.size": "1", "group.consumer.assignors": "range",
+                 "group.consumer.migration.policy": "disabled",
+                 "group.initial.rebalance.delay.ms": "0"}) as b:
         topic, _ = _topic(b)
         c = Client(b)
+        # Without the upgrade, a classic group with members stays one.
+        member = _classic_join(c, "classic", topic)["member_id"]
+        assert _classic_join(c, "classic", topic, member)["error_code"] == Errors.NONE
+        assert _heartbeat(c, "classic", "new", 0, [topic], {})["error_code"] == \
+            Errors.GROUP_ID_NOT_FOUND
         group = "full"
         assert _heartbeat(c, group, "one", 0, [topic], {})["error_code"] == Errors.NONE
         assert _heartbeat(c, group, "two", 0, [topic], {})["error_code"] == \
@@ -515,6 +620,226 @@ def test_two_consumers_share_a_topic_then_one_gets_everything(broker):
         c1.close()
 
 
+def test_a_classic_member_that_does_not_rejoin_is_removed(broker, client):
+    """Told to rejoin, a classic member has its rebalance timeout to do so, however often it
+    heartbeats: then it is removed and its partitions go to the others."""
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    assert _heartbeat(client, group, "m", 0, [topic], {})["error_code"] == Errors.NONE
+    member = _classic_join(client, group, topic)["member_id"]
+    joined = client.call(ApiKey.JOIN_GROUP, 5, {
+        "group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 1000,
+        "member_id": member, "group_instance_id": None, "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": ConsumerProtocolMemberMetadata_v0(
+            0, [topic], b"").encode()}]})
+    generation = joined["generation_id"]
+    assert _classic_sync(client, group, member, generation)[0] == Errors.NONE
+    # m lets its partitions go (two steps): the classic member must rejoin to get them.
+    _heartbeat(client, group, "m", 1, owned={})
+    assert _heartbeat(client, group, "m", 1, owned={})["member_epoch"] == generation
+    assert _classic_heartbeat(client, group, member, generation) == Errors.REBALANCE_IN_PROGRESS
+
+    def removed():
+        return _classic_heartbeat(client, group, member, generation) == Errors.UNKNOWN_MEMBER_ID
+
+    wait_until(removed, "the member that never rejoined removed", bound_s=20)
+    beat = _heartbeat(client, group, "m", 1, owned={})
+    assert _assigned(beat) == {tid: frozenset(range(PARTITIONS))}
+
+
+def test_a_classic_group_becomes_a_consumer_group(broker, client):
+    """A member of the new protocol joins a classic group: its member keeps its partitions and
+    generation as a member of the consumer group, a JoinGroup parked in the classic rebalance
+    is answered REBALANCE_IN_PROGRESS, and the classic member is told to rejoin."""
+    topic, tid = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    a = _classic_join(client, group, topic)["member_id"]
+    joined = _classic_join(client, group, topic, a)
+    generation = joined["generation_id"]
+    everything = ConsumerProtocolMemberAssignment_v0(0, [(topic, list(range(PARTITIONS)))],
+                                                     b"").encode()
+    synced = client.call(ApiKey.SYNC_GROUP, 5, {
+        "group_id": group, "generation_id": generation, "member_id": a,
+        "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+        "assignments": [{"member_id": a, "assignment": everything}]})
+    assert synced["error_code"] == Errors.NONE
+    # A second classic member's JoinGroup waits for a to rejoin.
+    other = Client(broker)
+    b = _classic_join(other, group, topic)["member_id"]
+    parked: list = []
+    joining = threading.Thread(target=lambda: parked.append(_classic_join(other, group, topic,
+                                                                          b)))
+    joining.start()
+    wait_until(lambda: broker.group_coordinator.group(group).state.value == "PreparingRebalance",
+               "the classic group rebalancing")
+    new = _heartbeat(client, group, "new", 0, [topic], {})
+    assert new["error_code"] == Errors.NONE and new["member_epoch"] == generation + 1
+    joining.join(30)
+    other.sock.close()
+    assert parked[0]["error_code"] == Errors.REBALANCE_IN_PROGRESS
+    described = {m["member_id"]: m for m in _describe(client, group)["members"]}
+    assert set(described) == {a, b, "new"}  # b too: it rejoins with its member id
+    assert described[a]["member_epoch"] == generation and described[a]["member_type"] == 0
+    assert {p for t in described[a]["assignment"]["topic_partitions"]
+            for p in t["partitions"]} == set(range(PARTITIONS))  # kept until it rejoins
+    assert _assigned(new) == {}  # every partition is still a's
+    assert _classic_heartbeat(client, group, a, generation) == Errors.REBALANCE_IN_PROGRESS
+    again = _classic_join(client, group, topic, a)  # eager: a revoked everything first
+    assert _classic_sync(client, group, a, again["generation_id"])[0] == Errors.NONE
+    a_now = _classic_join(client, group, topic, a)
+    _, mine = _classic_sync(client, group, a, a_now["generation_id"])
+    theirs = _assigned(_heartbeat(client, group, "new", new["member_epoch"], owned={}))
+    assert mine and theirs and not mine & theirs[tid]
+
+
+def test_an_empty_group_gives_its_id_to_the_other_protocol(broker, client):
+    """One group per id: an empty consumer group makes way for a classic one, and an empty
+    classic group for a consumer group; a classic member then commits with its generation."""
+    topic, _ = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+
+    def listed():
+        groups = client.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [],
+                                                     "types_filter": []})["groups"]
+        return [g["group_type"] for g in groups if g["group_id"] == group]
+
+    assert _heartbeat(client, group, "m", 0, [topic], {})["error_code"] == Errors.NONE
+    assert _heartbeat(client, group, "m", -1)["error_code"] == Errors.NONE
+    member = _classic_join(client, group, topic)["member_id"]
+    joined = _classic_join(client, group, topic, member)
+    assert joined["error_code"] == Errors.NONE and joined["leader"] == member  # classic
+    assert listed() == ["classic"]
+    synced = client.call(ApiKey.SYNC_GROUP, 5, {
+        "group_id": group, "generation_id": joined["generation_id"], "member_id": member,
+        "group_instance_id": None, "protocol_type": "consumer", "protocol_name": "range",
+        "assignments": [{"member_id": member, "assignment": b""}]})
+    assert synced["error_code"] == Errors.NONE
+    r = client.call(ApiKey.OFFSET_COMMIT, 9, {
+        "group_id": group, "generation_id_or_member_epoch": joined["generation_id"],
+        "member_id": member, "group_instance_id": None, "topics": [{
+            "name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                           "committed_leader_epoch": -1,
+                                           "committed_metadata": ""}]}]})
+    assert r["topics"][0]["partitions"][0]["error_code"] == Errors.NONE
+    left = client.call(ApiKey.LEAVE_GROUP, 4, {"group_id": group, "members": [
+        {"member_id": member, "group_instance_id": None}]})
+    assert [m["error_code"] for m in left["members"]] == [Errors.NONE]
+    assert _heartbeat(client, group, "m2", 0, [topic], {})["error_code"] == Errors.NONE
+    assert listed() == ["consumer"]
+
+
+CLASSIC = {"group.protocol": "classic", "session.timeout.ms": 6000,
+           "heartbeat.interval.ms": 500}
+
+
+@pytest.mark.parametrize("first", ["consumer", "classic"])
+def test_a_classic_and_a_consumer_protocol_consumer_share_a_group(broker, first):
+    """Kafka 4's migration: a classic consumer joins a consumer group, or a consumer of the new
+    protocol joins a classic group (which becomes a consumer group).  Either way each partition
+    has one owner, each record is read once, and a leaving member's partitions go to the
+    other."""
+    n = 40
+    topic, _ = _topic(broker, records=n)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    second = "classic" if first == "consumer" else "consumer"
+    extra = {"consumer": {}, "classic": CLASSIC}
+    c1 = _consumer(broker.bootstrap_servers, group, topic, **extra[first])
+    c2 = None
+    try:
+        seen1, seen2 = [], []
+        wait_until(lambda: (_poll_into(c1, seen1), len(c1.assignment()) == PARTITIONS)[1],
+                   f"the {first} consumer owns every partition", bound_s=60)
+        c2 = _consumer(broker.bootstrap_servers, group, topic, **extra[second])
+
+        def split():
+            _poll_into(c1, seen1)
+            _poll_into(c2, seen2)
+            a1 = {tp.partition for tp in c1.assignment()}
+            a2 = {tp.partition for tp in c2.assignment()}
+            return a1 and a2 and not a1 & a2 and len(a1 | a2) == PARTITIONS
+
+        wait_until(split, "both consumers own partitions, none twice", bound_s=60)
+        hand = Client(broker)
+        members = _describe(hand, group)["members"]
+        hand.sock.close()
+        assert sorted(m["member_type"] for m in members) == [0, 1]  # classic, consumer
+
+        def all_read():
+            _poll_into(c1, seen1)
+            _poll_into(c2, seen2)
+            return len(seen1) + len(seen2) >= n
+
+        wait_until(all_read, f"{n} records read", bound_s=60)
+        values = [v for _, _, v in seen1 + seen2]
+        assert sorted(values) == sorted(b"v%03d" % i for i in range(n))  # each exactly once
+        c1.close()
+        wait_until(lambda: (c2.poll(0.2), len(c2.assignment()) == PARTITIONS)[1],
+                   f"the {second} consumer owns every partition", bound_s=60)
+        committed = c2.committed([TopicPartition(topic, p) for p in range(PARTITIONS)],
+                                 timeout=10)
+        assert sum(tp.offset for tp in committed) == n
+        # The last member of the new protocol gone, the group is classic again (downgrade).
+        hand = Client(broker)
+        groups = hand.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [],
+                                                   "types_filter": []})["groups"]
+        hand.sock.close()
+        assert [g["group_type"] for g in groups if g["group_id"] == group] == [second]
+    finally:
+        c1.close()
+        if c2 is not None:
+            c2.close()
+
+
+def test_kafka_python_classic_consumer_joins_and_the_group_goes_back_to_classic(broker):
+    """kafka-python (classic only) joins confluent-kafka's consumer group; when the
+    confluent-kafka consumer leaves, the group is classic again and kafka-python has it all."""
+    n = 40
+    topic, _ = _topic(broker, records=n)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    modern = _consumer(broker.bootstrap_servers, group, topic)
+    classic = None
+    try:
+        seen_modern, seen_classic = [], []
+        wait_until(lambda: (_poll_into(modern, seen_modern),
+                            len(modern.assignment()) == PARTITIONS)[1],
+                   "the consumer-protocol consumer owns every partition", bound_s=60)
+        classic = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap_servers,
+                                group_id=group, auto_offset_reset="earliest",
+                                enable_auto_commit=False, session_timeout_ms=6000,
+                                heartbeat_interval_ms=500)
+
+        def poll_classic():
+            for records in classic.poll(timeout_ms=100).values():
+                seen_classic.extend(r.value for r in records)
+                classic.commit()
+
+        def split():
+            _poll_into(modern, seen_modern)
+            poll_classic()
+            a1 = {tp.partition for tp in modern.assignment()}
+            a2 = {tp.partition for tp in classic.assignment()}
+            return a1 and a2 and not a1 & a2 and len(a1 | a2) == PARTITIONS
+
+        wait_until(split, "both consumers own partitions, none twice", bound_s=60)
+        wait_until(lambda: (_poll_into(modern, seen_modern), poll_classic(),
+                            len(seen_modern) + len(seen_classic) >= n)[2],
+                   f"{n} records read", bound_s=60)
+        values = [v for _, _, v in seen_modern] + seen_classic
+        assert sorted(values) == sorted(b"v%03d" % i for i in range(n))  # each exactly once
+        modern.close()
+        wait_until(lambda: (poll_classic(), len(classic.assignment()) == PARTITIONS)[1],
+                   "kafka-python owns every partition", bound_s=60)
+        hand = Client(broker)
+        groups = hand.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [],
+                                                   "types_filter": []})["groups"]
+        hand.sock.close()
+        assert [g["group_type"] for g in groups if g["group_id"] == group] == ["classic"]
+    finally:
+        modern.close()
+        if classic is not None:
+            classic.close()
+
+
 def test_admin_client_describes_a_consumer_group(broker):
     """librdkafka asks ConsumerGroupDescribe first, and DescribeGroups for a classic group."""
     topic, _ = _topic(broker, records=4)
@@ -576,6 +901,31 @@ def test_commits_and_the_group_survive_a_restart(tmp_path):
         finally:
             c.close()
         assert [v for _, _, v in seen] == [b"after"]  # resumed from the committed offsets
+
+
+def test_a_classic_member_of_a_consumer_group_survives_a_restart(tmp_path):
+    """What the group keeps of a classic member (its session timeout and protocols) is in the
+    member's record: after a restart it is still a classic member at its generation."""
+    config = {"num.network.threads": "1", "num.io.threads": "2", "log.dirs": str(tmp_path),
+              "offsets.topic.num.partitions": "1", "num.partitions": str(PARTITIONS)}
+    group = "mixed-restarted"
+    with Broker(config) as b:
+        topic, _ = _topic(b)
+        c = Client(b)
+        assert _heartbeat(c, group, "m", 0, [topic], {})["error_code"] == Errors.NONE
+        classic = _classic_join(c, group, topic)["member_id"]
+        generation = _classic_join(c, group, topic, classic)["generation_id"]
+        c.sock.close()
+    with Broker(config) as b:
+        c = Client(b)
+        described = {m["member_id"]: m for m in _describe(c, group)["members"]}
+        assert described[classic]["member_type"] == 0
+        assert _classic_sync(c, group, classic, generation)[0] == Errors.NONE
+        # It waits for m's partitions, as it did before the restart.
+        assert _classic_heartbeat(c, group, classic, generation) == Errors.NONE
+        assert _classic_heartbeat(c, group, classic, generation + 1) == \
+            Errors.ILLEGAL_GENERATION
+        c.sock.close()
 
 
 # -- a coordinator failover --------------------------------------------------------------------

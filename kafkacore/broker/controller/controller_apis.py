@@ -16,7 +16,7 @@ from kafkacore.broker.dynamic_broker_config import DEFAULT_RESOURCE
 from kafkacore.broker.metadata_log import METADATA_TOPIC_ID
 from kafkacore.broker.request_channel import Request
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
-from kafkacore.errors import Errors
+from kafkacore.errors import BrokerResponseError, Errors
 from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
@@ -71,6 +71,8 @@ class ControllerApis(ApiRequestHandler):
             ApiKey.ELECT_LEADERS: self.handle_elect_leaders_request,
             ApiKey.ALTER_CONFIGS: self.handle_alter_configs_request,
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs_request,
+            ApiKey.DESCRIBE_CLIENT_QUOTAS: self.handle_describe_client_quotas_request,
+            ApiKey.ALTER_CLIENT_QUOTAS: self.handle_alter_client_quotas_request,
             ApiKey.ALTER_PARTITION_REASSIGNMENTS:
                 self.handle_alter_partition_reassignments_request,
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments_request,
@@ -259,6 +261,25 @@ class ControllerApis(ApiRequestHandler):
         body = request.body
         self.respond(request, {"throttle_time_ms": 0, "responses": self.controller.alter_configs(
             body["resources"], incremental, body["validate_only"])})
+
+    def handle_describe_client_quotas_request(self, request: Request) -> None:
+        """Every quota a filter matches (a broker behind the last snapshot takes them all)."""
+        assert request.body is not None
+        answer: dict[str, Any] = {"throttle_time_ms": 0, "error_code": Errors.NONE,
+                                  "error_message": None, "entries": None}
+        try:
+            with self.controller.lock:
+                answer["entries"] = self.controller.client_quotas.describe(
+                    request.body["components"], request.body["strict"])
+        except BrokerResponseError as exc:
+            answer.update(error_code=exc.errno, error_message=exc.error_message)
+        self.respond(request, answer)
+
+    def handle_alter_client_quotas_request(self, request: Request) -> None:
+        assert request.body is not None
+        self.respond(request, {"throttle_time_ms": 0, "entries": self.controller
+                               .alter_client_quotas(request.body["entries"],
+                                                    request.body["validate_only"])})
 
     def handle_elect_leaders_request(self, request: Request) -> None:
         assert request.body is not None

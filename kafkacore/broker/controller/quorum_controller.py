@@ -13,6 +13,7 @@ from typing import Any
 from kafkacore.broker.config import BrokerConfig
 from kafkacore.broker.config_admin_manager import alter_resources
 from kafkacore.broker.controller.broker_heartbeat_manager import BrokerHeartbeatManager
+from kafkacore.broker.controller.client_quota_control_manager import ClientQuotaControlManager
 from kafkacore.broker.controller.configuration_control_manager import (
     ConfigurationControlManager,
 )
@@ -67,6 +68,7 @@ class QuorumController:
         self.heartbeats = BrokerHeartbeatManager(config["broker.session.timeout.ms"])
         self.replication = ReplicationControlManager()
         self.configuration = ConfigurationControlManager(self.replication)
+        self.client_quotas = ClientQuotaControlManager()
         self._next_broker_epoch = 1
         self.metadata_log = MetadataLog(config.log_dirs[0], STATE_LOG_NAME)
         #: records of the open batch (see :meth:`batch`), appended when it ends
@@ -95,6 +97,8 @@ class QuorumController:
                     t["name"], t["topic_id"], t["configs"],
                     [PartitionRegistration(**p) for p in t["partitions"]]))
             self.configuration.broker_configs = snapshot.get("broker_configs", {})
+            for r in snapshot.get("client_quotas", []):
+                self.client_quotas.replay(r)
         for record in records:
             self._replay(record)
         self.records_start = self.metadata_log.end_offset - len(records)
@@ -114,6 +118,8 @@ class QuorumController:
             rc.add(TopicControlInfo(r["name"], r["topic_id"], {}))
         elif kind == "ConfigRecord":
             self.configuration.replay(r)
+        elif kind == "ClientQuotaRecord":
+            self.client_quotas.replay(r)
         elif kind in ("PartitionRecord", "PartitionChangeRecord"):
             info = rc.by_id(r["topic_id"])
             assert info is not None, r
@@ -131,7 +137,8 @@ class QuorumController:
         return {"next_broker_epoch": self._next_broker_epoch,
                 "registered_brokers": sorted(self._registered),
                 "topics": [asdict(t) for t in self.replication.topics.values()],
-                "broker_configs": self.configuration.broker_configs}
+                "broker_configs": self.configuration.broker_configs,
+                "client_quotas": self.client_quotas.records()}
 
     def fetch_records(self, offset: int, max_records: int) -> tuple[int, list[Record], int, int]:
         """(error, up to ``max_records`` records from ``offset``, the first offset held, the end
@@ -363,6 +370,17 @@ class QuorumController:
                 self._commit(records)
                 log.info("controller: %s", [(r["resource_name"], r["name"], r["value"])
                                             for r in records])
+        return results
+
+    def alter_client_quotas(self, entries: list[dict[str, Any]], validate_only: bool
+                            ) -> list[dict[str, Any]]:
+        """AlterClientQuotas: each entry's answer; the ClientQuotaRecords saved before."""
+        with self.lock:
+            results, records = self.client_quotas.alter(entries, validate_only)
+            if records:
+                self._commit(records)
+                log.info("controller: client quotas: %s",
+                         [(r["entity"], r["key"], r["value"]) for r in records])
         return results
 
     def alter_partition_reassignments(

@@ -1,0 +1,7 @@
+"""Type stubs for kafkacore.broker.response_encoder (compiled)."""
+
+from typing import Any
+
+PRODUCE_VERSIONS: range
+
+def encode_produce_response(version: int, correlation_id: int, body: Any) -> bytes | None: ...
