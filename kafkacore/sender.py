@@ -41,7 +41,7 @@ from kafkacore.errors import (
 )
 from kafkacore.metadata import Node, TopicPartition
 from kafkacore.network.client import NetworkClient, clock_ms
-from kafkacore.protocol.api_keys import ApiKey
+from kafkacore.protocol.api_keys import TV1_MAX_VERSIONS, ApiKey
 
 log = logging.getLogger("kafkacore")
 
@@ -280,8 +280,19 @@ class Sender:
             body,
             callback=on_response,
             expect_response=self.acks != 0,
+            api_version=self._version(node, ApiKey.PRODUCE),
             now_ms=now,
         )
+
+    def _version(self, node: int, api_key: ApiKey) -> int | None:
+        """The negotiated version of ``api_key``, kept below transaction version 2's unless
+        the transaction under way uses it (KIP-890 part 2)."""
+        version = self.client.api_version(node, api_key)
+        tm = self.transaction_manager
+        if version is None or api_key not in TV1_MAX_VERSIONS or (
+                tm is not None and tm.transaction_v2):
+            return version
+        return min(version, TV1_MAX_VERSIONS[api_key])
 
     def _on_produce(self, response, sent: dict, node: int) -> None:
         now = clock_ms()
@@ -574,6 +585,11 @@ class Sender:
         if request.group_id is None:
             version = self.client.api_version(node, ApiKey.INIT_PRODUCER_ID) or 0
             tm.coordinator_supports_bump = version >= 3
+            # Transaction version 2 needs the cluster to finalize it and the coordinator to
+            # speak EndTxn v5; it applies from the next begin_transaction().
+            tm.coordinator_transaction_version = self.client.finalized_feature(
+                node, "transaction.version") if (self.client.api_version(
+                    node, ApiKey.END_TXN) or 0) >= 5 else 0
         self._txn_in_flight = request
 
         def on_response(response, request=request):
@@ -588,7 +604,7 @@ class Sender:
             tm.handle_response(request, response.body, done, self.accumulator.retry_backoff_ms)
 
         self.client.send(node, request.api_key, request.body(), callback=on_response,
-                         now_ms=now)
+                         api_version=self._version(node, request.api_key), now_ms=now)
         return True
 
     def _find_coordinator(self, group_id: str | None, now: int) -> bool:

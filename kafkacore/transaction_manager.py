@@ -499,6 +499,11 @@ class TransactionManager:
         self.group_coordinators: dict[str, int] = {}
         #: Whether the coordinator can bump the epoch (InitProducerId v3+), set by the Sender.
         self.coordinator_supports_bump = False
+        #: the coordinator's finalized ``transaction.version`` (set by the Sender)
+        self.coordinator_transaction_version = 0
+        #: this transaction uses transaction version 2 (KIP-890 part 2): no AddPartitionsToTxn
+        #: nor AddOffsetsToTxn, and EndTxn answers the epoch of the next transaction
+        self.transaction_v2 = False
 
     def is_transactional(self) -> bool:
         return self.transactional_id is not None
@@ -652,6 +657,7 @@ class TransactionManager:
                     f"begin_transaction() in state {self.state.value}"
                     + (": call init_transactions() first" if self.state in (
                         State.UNINITIALIZED, State.INITIALIZING) else ""))
+            self.transaction_v2 = self.coordinator_transaction_version >= 2
             self._transition_to(State.IN_TRANSACTION)
 
     def begin_commit(self) -> TransactionalRequestResult:
@@ -694,7 +700,9 @@ class TransactionManager:
                              self._on_end_txn)
             end.commit = commit
             self._push(end)
-        if not commit and (self._epoch_bump_required or invalid_mapping):
+        # With transaction version 2 the EndTxn itself bumps the epoch.
+        if not commit and invalid_mapping or (
+                not commit and self._epoch_bump_required and not self.transaction_v2):
             # The abort's result is the bump's: the producer is usable once it is done.
             end_result = result
             result = self._enqueue_init_producer_id(bump=not invalid_mapping)
@@ -717,6 +725,10 @@ class TransactionManager:
                     f"send_offsets_to_transaction() in state {self.state.value}: call "
                     "begin_transaction() first")
             result = TransactionalRequestResult("send_offsets_to_transaction")
+
+            if self.transaction_v2:  # TxnOffsetCommit v5 adds the offsets partition itself
+                self._push_txn_offset_commit(result, offsets, group)
+                return result
 
             def body() -> dict[str, Any]:
                 return {"transactional_id": self.transactional_id,
@@ -943,23 +955,29 @@ class TransactionManager:
             self._act(request, error, action, self._now, self._backoff)
             return
         with self._lock:
-            self._transaction_started = True
+            self._push_txn_offset_commit(request.result, offsets, group)
 
-            def body() -> dict[str, Any]:
-                by_topic: dict[str, list[dict[str, Any]]] = {}
-                for (topic, partition), (offset, metadata, epoch) in sorted(offsets.items()):
-                    by_topic.setdefault(topic, []).append({
-                        "partition_index": partition, "committed_offset": offset,
-                        "committed_leader_epoch": epoch, "committed_metadata": metadata})
-                return {"transactional_id": self.transactional_id, "group_id": group.group_id,
-                        "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
-                        "generation_id": group.generation_id, "member_id": group.member_id,
-                        "group_instance_id": group.group_instance_id,
-                        "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]}
+    def _push_txn_offset_commit(self, result: TransactionalRequestResult,
+                                offsets: dict[tuple[str, int], tuple[int, str | None, int]],
+                                group: ConsumerGroupMetadata) -> None:
+        # Under _lock.
+        self._transaction_started = True
 
-            # The user's result completes when the offsets are committed in the transaction.
-            self._push(TxnRequest(self, ApiKey.TXN_OFFSET_COMMIT, _PRIORITY_ADD, request.result,
-                                  body, self._on_txn_offset_commit, group_id=group.group_id))
+        def body() -> dict[str, Any]:
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for (topic, partition), (offset, metadata, epoch) in sorted(offsets.items()):
+                by_topic.setdefault(topic, []).append({
+                    "partition_index": partition, "committed_offset": offset,
+                    "committed_leader_epoch": epoch, "committed_metadata": metadata})
+            return {"transactional_id": self.transactional_id, "group_id": group.group_id,
+                    "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
+                    "generation_id": group.generation_id, "member_id": group.member_id,
+                    "group_instance_id": group.group_instance_id,
+                    "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]}
+
+        # The user's result completes when the offsets are committed in the transaction.
+        self._push(TxnRequest(self, ApiKey.TXN_OFFSET_COMMIT, _PRIORITY_ADD, result,
+                              body, self._on_txn_offset_commit, group_id=group.group_id))
 
     def _on_txn_offset_commit(self, request: TxnRequest, answer: dict[str, Any]) -> None:
         codes = [p["error_code"] for t in answer["topics"] for p in t["partitions"]
@@ -977,6 +995,12 @@ class TransactionManager:
     def _on_end_txn(self, request: TxnRequest, answer: dict[str, Any]) -> None:
         code = answer["error_code"]
         if code == 0:
+            if self.transaction_v2 and answer.get("producer_id", -1) >= 0:
+                # The coordinator bumped the epoch (or moved to a new producer id): the next
+                # transaction is written with it, every partition from sequence 0.
+                self.set_producer_id(answer["producer_id"], answer["producer_epoch"])
+                with self._lock:
+                    self._epoch_bump_required = False
             with self._lock:
                 self._complete_transaction()
             request.result.done()
@@ -1002,6 +1026,11 @@ class TransactionManager:
         in the transaction yet, so the batch waits and ``tp`` goes into the next
         AddPartitionsToTxn."""
         if tp in self._in_transaction:
+            return False
+        if self.transaction_v2:  # Produce v12: the leader adds it
+            with self._lock:
+                self._in_transaction.add(tp)
+                self._transaction_started = True
             return False
         if tp not in self._being_added:
             with self._lock:

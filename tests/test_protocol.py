@@ -451,7 +451,7 @@ def test_non_ignorable_field_in_a_version_without_it():
 
 def test_unknown_version_and_api():
     with pytest.raises(errors.UnsupportedVersionError):
-        codec.encode(codec.REQUESTS[ApiKey.PRODUCE], 12, {})
+        codec.encode(codec.REQUESTS[ApiKey.PRODUCE], 13, {})
     with pytest.raises(errors.UnsupportedVersionError):
         codec.encode_request(99, 0, 1, None, {})
 

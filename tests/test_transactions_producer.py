@@ -149,9 +149,11 @@ def test_unsent_records_of_an_aborted_transaction_fail(broker, txn_bootstrap, ma
         ok = p.send(topic, b"kept")
         p.commit_transaction()
         assert ok.get(0).offset >= 0
-    # Our coordinator marks every partition added, as Kafka's does; tansu's only those its
-    # transaction wrote to.
-    aborted = [(ABORT, [])] if broker.kind == "kafkacore" else []
+    # With transaction version 1 our coordinator marks every partition added, as Kafka's
+    # does; tansu's only those its transaction wrote to.  With version 2 (ours) no partition
+    # is added before a batch reaches its leader: the abort bumps the epoch and marks none.
+    assert tm.transaction_v2 == (broker.kind == "kafkacore")
+    aborted = []
     assert transactions_of(log_of(txn_bootstrap, topic, 0)) == aborted + [(COMMIT, [b"kept"])]
 
 
@@ -337,3 +339,32 @@ def test_offsets_in_every_client_shape():
         _offsets({})
     with pytest.raises(ValueError, match="not a partition and an offset"):
         _offsets({("a", 0): -1})
+
+
+def test_transaction_version_2_gives_every_transaction_its_own_epoch(broker, txn_bootstrap,
+                                                                      make_topic):
+    """Our broker finalizes transaction.version 2: each EndTxn v5 answers the next epoch and the
+    producer takes it, every partition from sequence 0; Produce v12 added the partitions (no
+    AddPartitionsToTxn).  tansu does not finalize it: the epoch stays, as in version 1."""
+    topic = make_topic(2)
+    with producer(txn_bootstrap) as p:
+        p.init_transactions()
+        tm = p._transaction_manager
+        pid, epoch = tm.producer_id, tm.producer_epoch
+        v2 = broker.kind == "kafkacore"
+        for n in range(3):
+            p.begin_transaction()
+            assert tm.transaction_v2 == v2
+            for i in range(4):
+                p.send(topic, b"t%d-%d" % (n, i), partition=i % 2)
+            p.commit_transaction()
+            assert (tm.producer_id, tm.producer_epoch) == (pid, epoch + (n + 1 if v2 else 0))
+    # Transaction n is written at its epoch and its marker at the next one (version 2).
+    step = 1 if v2 else 0
+    expected = [(epoch + step * n + step * control, bool(control))
+                for n in range(3) for control in (0, 1)]
+    for partition in (0, 1):
+        seen = [(b.producer_epoch, b.is_control_batch)
+                for b in fetch_batches(txn_bootstrap, topic, partition)]
+        assert [x for i, x in enumerate(seen) if i == 0 or x != seen[i - 1]] == expected
+    read_committed(broker, topic, 2, [b"t%d-%d" % (n, i) for n in range(3) for i in range(4)])

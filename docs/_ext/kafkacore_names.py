@@ -51,7 +51,7 @@ KAFKA_ONLY = frozenset(
     fetch.min.bytes fetch.max.wait.ms fetch.max.bytes max.partition.fetch.bytes
     offsets.retention.minutes offsets.topic.replication.factor offsets.topic.num.partitions
     transaction.state.log.replication.factor transaction.state.log.min.isr
-    transaction.max.timeout.ms transactional.id.expiration.ms
+    transaction.max.timeout.ms transactional.id.expiration.ms transaction.version
     producer.id.expiration.ms message.max.bytes connection.failed.authentication.delay.ms
     check.crcs rebalance.timeout.ms group.instance.id offset.metadata.max.bytes
     transaction.partition.verification.enable spark.python.worker.reuse

@@ -133,8 +133,23 @@ class ApiRequestHandler:
             "throttle_time_ms": 0,
         }
 
+    #: Feature name -> (lowest, highest) level this process supports, each finalized at its
+    #: highest (KIP-584).  ``transaction.version`` 2 is KIP-890 part 2: a client that sees it
+    #: finalized ends each transaction with EndTxn v5 (an epoch bump per transaction) and adds
+    #: partitions with Produce v12 and TxnOffsetCommit v5 (docs/broker/transactions.rst).
+    FEATURES: Mapping[str, tuple[int, int]] = {"transaction.version": (0, 2)}
+
     def handle_api_versions_request(self, request: Request) -> None:
-        self.request_channel.send_response(request, self._api_versions_body(Errors.NONE))
+        body = self._api_versions_body(Errors.NONE)
+        if request.api_version >= 3:
+            body["supported_features"] = [
+                {"name": name, "min_version": low, "max_version": high}
+                for name, (low, high) in self.FEATURES.items()]
+            body["finalized_features_epoch"] = 0
+            body["finalized_features"] = [
+                {"name": name, "min_version_level": high, "max_version_level": high}
+                for name, (_low, high) in self.FEATURES.items()]
+        self.request_channel.send_response(request, body)
 
 
 def fit_to_version(struct: Any, version: int, value: dict[str, Any]) -> dict[str, Any]:

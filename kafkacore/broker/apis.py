@@ -872,9 +872,10 @@ class KafkaApis(ApiRequestHandler):
                 invalid[key]["error_code"] = error
             self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
 
-        # KIP-890: the coordinator confirms the partitions of a transaction's first batches.
+        # KIP-890: the coordinator confirms the partitions of a transaction's first batches
+        # (part 1); from v12 (transaction version 2, part 2) it adds them to the transaction.
         self.broker.transaction_coordinator.add_partitions_manager.verify(
-            transactional_id, valid, verified)
+            transactional_id, valid, verified, add=request.api_version >= 12)
 
     # -- Fetch -----------------------------------------------------------------------------------
 
@@ -1186,12 +1187,15 @@ class KafkaApis(ApiRequestHandler):
             self.respond(request, {"throttle_time_ms": 0, "error_code": refused,
                                    "producer_id": -1, "producer_epoch": -1})
             return
+        # v5 is transaction version 2 (KIP-890 part 2): the epoch is bumped at every
+        # transaction's end, and the answer says which producer id and epoch come next.
         self.broker.transaction_coordinator.handle_end_transaction(
             body["transactional_id"], body["producer_id"], body["producer_epoch"],
             body["committed"],
-            lambda error: self.respond(request, {
+            lambda error, producer_id, epoch: self.respond(request, {
                 "throttle_time_ms": 0, "error_code": error,
-                "producer_id": body["producer_id"], "producer_epoch": body["producer_epoch"]}))
+                "producer_id": producer_id, "producer_epoch": epoch}),
+            bump_epoch=request.api_version >= 5)
 
     def handle_txn_offset_commit_request(self, request: Request) -> None:
         """A transaction's offsets: written to the group's offsets partition as the producer's
@@ -1229,10 +1233,29 @@ class KafkaApis(ApiRequestHandler):
                     for p in t["partitions"]]}
                 for t in body["topics"]]})
 
-        self.broker.group_coordinator.handle_commit_offsets(
-            body["group_id"], body.get("generation_id", -1), offsets,
-            member_id=body.get("member_id", ""), response_callback=send_response,
-            producer=(body["producer_id"], body["producer_epoch"]))
+        def commit() -> None:
+            self.broker.group_coordinator.handle_commit_offsets(
+                body["group_id"], body.get("generation_id", -1), offsets,
+                member_id=body.get("member_id", ""), response_callback=send_response,
+                producer=(body["producer_id"], body["producer_epoch"]))
+
+        if request.api_version < 5 or not offsets:
+            commit()
+            return
+
+        # v5 (transaction version 2, KIP-890 part 2): no AddOffsetsToTxn came before; the
+        # group's offsets partition joins the transaction here, through its coordinator.
+        def added(results: dict[tuple[str, int], int]) -> None:
+            error = next(iter(results.values()), Errors.NONE)
+            if error == Errors.NONE:
+                commit()
+            else:
+                send_response(dict.fromkeys(offsets, error))
+
+        partition = self.broker.group_coordinator.group_manager.partition_for(body["group_id"])
+        self.broker.transaction_coordinator.add_partitions_manager.ask_coordinator(
+            body["transactional_id"], body["producer_id"], body["producer_epoch"],
+            [(OFFSETS_TOPIC, partition)], added, add=True)
 
     def handle_write_txn_markers_request(self, request: Request) -> None:
         """A transaction coordinator's markers for the partitions this broker leads (only

@@ -891,6 +891,12 @@ class NetworkClient:
             return None
         return conn.api_versions.get(api_key)
 
+    def finalized_feature(self, node_id: int, name: str) -> int:
+        """The level ``node_id`` says the cluster finalized for feature ``name`` (0 if none,
+        or not known yet)."""
+        conn = self._connections.get(node_id)
+        return conn.finalized_features.get(name, 0) if conn is not None else 0
+
     def broker_api_versions(self, node_id: int) -> dict[int, tuple[int, int]]:
         """What ``node_id`` said it supports in ApiVersions: api key -> (min, max)."""
         conn = self._connections.get(node_id)

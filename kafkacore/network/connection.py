@@ -149,6 +149,7 @@ class BrokerConnection:
         self.api_versions: dict[int, int] = {}
         #: api key -> (min, max) the broker announced.
         self.broker_versions: dict[int, tuple[int, int]] = {}
+        self.finalized_features: dict[str, int] = {}
         # Requests whose bytes are not all written yet, oldest first.
         self._sends: deque[_Send] = deque()
         # Requests written (or being written) that wait for a response, oldest first.
@@ -518,6 +519,10 @@ class BrokerConnection:
             raise errors.for_code(body["error_code"])(f"ApiVersions to node {self.node_id} failed")
         self.broker_versions = {
             k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]
+        }
+        # KIP-584: the feature levels the cluster has finalized (transaction.version, ...).
+        self.finalized_features = {
+            f["name"]: f["max_version_level"] for f in body.get("finalized_features") or ()
         }
         self.api_versions = {}
         for key, (ours_low, ours_high) in SUPPORTED_VERSIONS.items():

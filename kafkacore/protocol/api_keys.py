@@ -66,7 +66,10 @@ class ApiKey(enum.IntEnum):
 #: Produce starts at 3, the first version that carries record batches of magic 2 (the only
 #: format we write); Fetch at 4, the first that returns them.
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
-    ApiKey.PRODUCE: (3, 11),
+    # Produce v12, EndTxn v5 and TxnOffsetCommit v5 are transaction version 2 (KIP-890 part 2):
+    # a transactional producer sends them only when the cluster finalized it (see
+    # TV1_MAX_VERSIONS).
+    ApiKey.PRODUCE: (3, 12),
     ApiKey.FETCH: (4, 17),
     ApiKey.LIST_OFFSETS: (1, 10),
     ApiKey.METADATA: (0, 12),
@@ -78,14 +81,22 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_TOPICS: (1, 4),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
     # The transactional producer's side (KIP-98): AddPartitionsToTxn v4+ is the brokers' own
-    # batched form, and EndTxn v5 / TxnOffsetCommit v5 are KIP-890 part 2 (an epoch bump per
-    # transaction), which we do not speak yet.
+    # batched form.
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
     ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
-    ApiKey.END_TXN: (0, 4),
-    ApiKey.TXN_OFFSET_COMMIT: (0, 4),
+    ApiKey.END_TXN: (0, 5),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 5),
     ApiKey.DESCRIBE_CONFIGS: (0, 2),
     # v1 wraps the mechanism's tokens in SaslAuthenticate instead of raw frames (KIP-152).
     ApiKey.SASL_HANDSHAKE: (1, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
+}
+
+#: The highest versions a producer sends without transaction version 2: the next ones mean
+#: "the leader adds the partition" (Produce), "bump the epoch" (EndTxn), "add the offsets
+#: partition" (TxnOffsetCommit).
+TV1_MAX_VERSIONS: dict[int, int] = {
+    ApiKey.PRODUCE: 11,
+    ApiKey.END_TXN: 4,
+    ApiKey.TXN_OFFSET_COMMIT: 4,
 }

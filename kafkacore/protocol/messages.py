@@ -93,8 +93,9 @@ PRODUCE_REQUEST: Declaration = {
     "type": "request",
     "name": "ProduceRequest",
     # v3 adds the transactional id and record batches (magic 2); v9 is flexible; v10 is v9;
-    # v11 adds TRANSACTION_ABORTABLE.
-    "validVersions": "0-11",
+    # v11 adds TRANSACTION_ABORTABLE; v12 is v11 sent by a transaction version 2 producer: the
+    # leader adds the partition to the transaction itself (KIP-890 part 2).
+    "validVersions": "0-12",
     "flexibleVersions": "9+",
     "fields": [
         {
@@ -137,8 +138,8 @@ PRODUCE_RESPONSE: Declaration = {
     "type": "response",
     "name": "ProduceResponse",
     # v1 throttle time; v2 log append time; v5 log start offset; v8 record errors; v9 flexible;
-    # v10 tagged CurrentLeader and NodeEndpoints (KIP-951).
-    "validVersions": "0-11",
+    # v10 tagged CurrentLeader and NodeEndpoints (KIP-951); v12 is v11.
+    "validVersions": "0-12",
     "flexibleVersions": "9+",
     "fields": [
         {

@@ -400,6 +400,11 @@ def test_coordinator_protocol_by_hand_across_a_coordinator_kill(cluster):
     # has it, their answer is COORDINATOR_NOT_AVAILABLE, and clients retry.
     _call(cluster, 1, ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
     cluster.wait_for_topic(OFFSETS_TOPIC)
+    # A broker an earlier test restarted may still be catching up on the group's partition: the
+    # commit must reach every replica before the coordinator dies, or no one can lead after it.
+    state = cluster.partition_state(OFFSETS_TOPIC, partition)
+    assert state is not None
+    cluster.wait_for_isr(OFFSETS_TOPIC, partition, state["replica_nodes"])
     found = {b: _call(cluster, b, ApiKey.FIND_COORDINATOR, 4,
                       {"key_type": 0, "coordinator_keys": [group]})["coordinators"][0]
              for b in (1, 2, 3)}

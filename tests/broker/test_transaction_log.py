@@ -157,3 +157,28 @@ def test_a_zombie_coordinators_marker_is_fenced(tmp_path):
         end(lg, 1, 0, commit=False, coordinator_epoch=4)
     end(lg, 1, 0, commit=False, coordinator_epoch=-1)  # an administrator's abort
     assert lg.last_stable_offset == lg.high_watermark
+
+
+def test_an_exhausted_epoch_moves_to_the_next_producer_id_through_the_log():
+    """Transaction version 2 at the last epoch: PrepareCommit is written with the epoch bumped
+    once more and the next producer id (version 1 of the value, its tagged fields); a new
+    coordinator reading it completes the move to that id at epoch 0."""
+    from kafkacore.broker.transaction.transaction_metadata import MAX_PRODUCER_EPOCH
+
+    metadata = TransactionMetadata("tx", 42, -1, MAX_PRODUCER_EPOCH, -1, 60000,
+                                   TransactionState.ONGOING, {("a", 0)}, 1000, 1500)
+    transit = metadata.prepare_abort_or_commit(TransactionState.PREPARE_COMMIT, 2000,
+                                               bump_epoch=True, next_producer_id=43)
+    value = transaction_log.value_bytes(transit)
+    assert value[:2] == b"\x00\x01"
+    read = transaction_log.read_value(value)
+    assert (read.producer_id, read.producer_epoch, read.next_producer_id,
+            read.client_transaction_version) == (42, MAX_PRODUCER_EPOCH + 1, 43, 2)
+    successor = TransactionMetadata.from_transit("tx", read)
+    done = successor.prepare_complete(3000)
+    successor.complete_transition(done)
+    read = transaction_log.read_value(transaction_log.value_bytes(done))
+    assert (read.producer_id, read.last_producer_id, read.producer_epoch,
+            read.next_producer_id) == (43, 42, 0, -1)
+    assert (successor.producer_id, successor.last_producer_id,
+            successor.producer_epoch) == (43, 42, 0)

@@ -377,8 +377,14 @@ def test_bad_transactional_requests_get_kafkas_errors(ours):
         assert end(True, producer_epoch=epoch + 1) == ProducerFencedError.errno
         assert end(True) == 0
         # While the markers are written or once done: a retry of the commit is harmless, an
-        # abort of it is refused.
-        assert end(False) == InvalidTxnStateError.errno
+        # abort of it is refused (CONCURRENT_TRANSACTIONS first while CompleteCommit is being
+        # written, then INVALID_TXN_STATE).
+        def abort_refused() -> int | None:
+            error = end(False)
+            return None if error == ConcurrentTransactionsError.errno else error
+
+        assert wait_until(abort_refused, what="the abort's answer after CompleteCommit") \
+            == InvalidTxnStateError.errno
         retry = end(True)
         assert retry in (0, ConcurrentTransactionsError.errno)
         garbage = send(ApiKey.INIT_PRODUCER_ID, 4, transactional_id="\u0000\ufffd" * 2000,

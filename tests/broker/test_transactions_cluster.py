@@ -4,7 +4,8 @@ confluent-kafka's and kafka-python's consumers: commits and aborts; markers writ
 coordinator to leaders on other brokers; a transaction that survives the SIGKILL of its
 coordinator (the next leader of its ``__transaction_state`` partition loads the Ongoing state
 from its replica and commits it); a zombie producer fenced; a transaction left open by a
-SIGKILLed producer aborted by the coordinator after its timeout.
+SIGKILLed producer aborted by the coordinator after its timeout; transaction version 2's
+Produce v12, whose leaders add their partitions through a coordinator on another broker.
 See docs/broker/transactions.rst.
 """
 
@@ -228,3 +229,41 @@ def test_a_killed_producers_transaction_is_aborted_after_its_timeout(cluster):
     later.commit_transaction(60)
     check_read_back(cluster, topic, [b"later"],
                     [b"later"] + [b"left-open-%d" % i for i in range(3)])
+
+
+def test_transaction_version_2_leaders_add_their_partitions_through_the_coordinator(cluster):
+    """KIP-890 part 2 across brokers: Produce v12 to each partition's leader (two of them not
+    the coordinator), which adds the partition through the coordinator's AddPartitionsToTxn;
+    EndTxn v5 bumps the epoch; a late batch of the old epoch is refused on every leader."""
+    from test_transactions_v2 import TransactionV2Client
+
+    from kafkacore.errors import Errors
+
+    topic = new_topic(cluster)
+    txn_id = f"tx-{topic}"
+    clients = {b: TransactionV2Client(cluster.broker_address(b), txn_id, topic)
+               for b in (1, 2, 3)}
+    try:
+        clients[1].find_coordinator()
+        coordinator = cluster.leader_of(TRANSACTION_STATE_TOPIC,
+                                        partition_for(txn_id, TXN_PARTITIONS))
+        leaders = {p: cluster.leader_of(topic, p) for p in range(PARTITIONS)}
+        others = [b for b in (1, 2, 3) if b != coordinator]
+        for p in (0, 1):  # two partitions led by brokers other than the coordinator
+            if leaders[p] == coordinator:
+                cluster.move_leader(topic, p, others[p])
+                leaders[p] = others[p]
+        pid, epoch = clients[coordinator].init()
+        for p, leader in leaders.items():
+            assert clients[leader].produce(pid, epoch, 0, b"v2-%d" % p, p) == Errors.NONE
+        assert clients[coordinator].end(pid, epoch, True) == (Errors.NONE, pid, epoch + 1)
+        # Read back first: then every partition has its marker (epoch + 1).
+        got = read_confluent(cluster.bootstrap_servers, topic, PARTITIONS, PARTITIONS,
+                             config=COMMITTED)
+        assert values_of(got) == [b"v2-0", b"v2-1", b"v2-2"]
+        for p, leader in leaders.items():
+            assert clients[leader].produce(pid, epoch, 1, b"late", p) \
+                == Errors.INVALID_PRODUCER_EPOCH
+    finally:
+        for client in clients.values():
+            client.close()

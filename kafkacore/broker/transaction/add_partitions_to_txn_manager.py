@@ -50,7 +50,7 @@ class AddPartitionsToTxnManager:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self._queue: queue.Queue[tuple[int, str, int, int, list[TopicPartition],
-                                       VerifyCallback] | None] = queue.Queue()
+                                       VerifyCallback, bool] | None] = queue.Queue()
         self._clients: dict[int, InterBrokerClient] = {}
         self._thread: threading.Thread | None = None
 
@@ -90,14 +90,15 @@ class AddPartitionsToTxnManager:
 
     def verify(self, transactional_id: str,
                entries: dict[TopicPartition, tuple[dict[str, Any], Any]],
-               callback: VerifyCallback) -> None:
+               callback: VerifyCallback, *, add: bool = False) -> None:
         """``callback({partition: error})`` with the Produce error of each partition that
-        failed (empty if every batch may be appended)."""
+        failed (empty if every batch may be appended).  ``add`` (Produce v12, transaction
+        version 2): the coordinator adds the partitions to the transaction instead of only
+        checking that the producer did (KIP-890 part 2's server-side add)."""
         wanted = self.needs_verification(entries)
         if not wanted:
             callback({})
             return
-        coordinator = self.broker.transaction_coordinator
         failed: dict[TopicPartition, int] = {}
         remaining = [len(wanted)]
         lock = threading.Lock()
@@ -111,20 +112,33 @@ class AddPartitionsToTxnManager:
                     return
             callback(failed)
 
+        for (producer_id, epoch), tps in wanted.items():
+            self.ask_coordinator(transactional_id, producer_id, epoch, tps, one_done, add=add)
+
+    def ask_coordinator(self, transactional_id: str, producer_id: int, epoch: int,
+                        tps: list[TopicPartition], done: VerifyCallback, *,
+                        add: bool) -> None:
+        """``done({partition: coordinator's error})``: the partitions verified (or, ``add``,
+        added to the transaction) by the id's coordinator, this broker's own or another's."""
+        coordinator = self.broker.transaction_coordinator
         error, _epoch, _metadata = coordinator.txn_manager.get_transaction_state(
             transactional_id)
-        for (producer_id, epoch), tps in wanted.items():
-            if error == Errors.NONE:  # this broker coordinates the id: ask it directly
-                self._verify_locally(transactional_id, producer_id, epoch, tps, one_done)
-                continue
-            leader = self._coordinator_of(transactional_id)
-            if leader < 0:
-                one_done(dict.fromkeys(tps, RETRIABLE))
-                continue
-            self._queue.put((leader, transactional_id, producer_id, epoch, tps, one_done))
+        if error == Errors.NONE:  # this broker coordinates the id: ask it directly
+            self._verify_locally(transactional_id, producer_id, epoch, tps, done, add)
+            return
+        leader = self._coordinator_of(transactional_id)
+        if leader < 0:
+            done(dict.fromkeys(tps, RETRIABLE))
+            return
+        self._queue.put((leader, transactional_id, producer_id, epoch, tps, done, add))
 
     def _verify_locally(self, transactional_id: str, producer_id: int, epoch: int,
-                        tps: list[TopicPartition], done: VerifyCallback) -> None:
+                        tps: list[TopicPartition], done: VerifyCallback, add: bool) -> None:
+        if add:  # one write to the transaction log for them all, answered when it is written
+            self.broker.transaction_coordinator.handle_add_partitions(
+                transactional_id, producer_id, epoch, set(tps),
+                lambda e: done({tp: e for tp in tps}))
+            return
         results: dict[TopicPartition, int] = {}
         for tp in tps:
             self.broker.transaction_coordinator.handle_add_partitions(
@@ -143,15 +157,15 @@ class AddPartitionsToTxnManager:
             task = self._queue.get()
             if task is None:
                 return
-            leader, transactional_id, producer_id, epoch, tps, done = task
+            leader, transactional_id, producer_id, epoch, tps, done, add = task
             try:
-                done(self._ask(leader, transactional_id, producer_id, epoch, tps))
+                done(self._ask(leader, transactional_id, producer_id, epoch, tps, add))
             except Exception:
                 log.exception("verifying %s's partitions failed", transactional_id)
                 done(dict.fromkeys(tps, RETRIABLE))
 
     def _ask(self, leader: int, transactional_id: str, producer_id: int, epoch: int,
-             tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+             tps: list[TopicPartition], add: bool) -> dict[TopicPartition, int]:
         address = self.broker.replica_manager.brokers.get(leader)
         if address is None:
             return dict.fromkeys(tps, RETRIABLE)
@@ -170,7 +184,7 @@ class AddPartitionsToTxnManager:
         try:
             response = client.send(ApiKey.ADD_PARTITIONS_TO_TXN, 4, {"transactions": [
                 {"transactional_id": transactional_id, "producer_id": producer_id,
-                 "producer_epoch": epoch, "verify_only": True,
+                 "producer_epoch": epoch, "verify_only": not add,
                  "topics": [{"name": t, "partitions": p} for t, p in by_topic.items()]}]})
         except OSError as exc:
             log.info("coordinator %d unreachable to verify %s: %s", leader, transactional_id,

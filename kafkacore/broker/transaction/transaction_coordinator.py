@@ -46,6 +46,7 @@ S = TransactionState
 
 InitProducerIdCallback = Callable[[int, int, int], None]  # (error, producer id, epoch)
 ErrorCallback = Callable[[int], None]
+EndTxnCallback = Callable[[int, int, int], None]  # (error, producer id, epoch)
 
 
 def _now_ms() -> int:
@@ -218,48 +219,95 @@ class TransactionCoordinator:
 
     def handle_end_transaction(self, transactional_id: str, producer_id: int,
                                producer_epoch: int, commit: bool,
-                               callback: ErrorCallback) -> None:
+                               callback: EndTxnCallback, *, bump_epoch: bool = False) -> None:
         """Kafka's ``handleEndTransaction``: answered once PrepareCommit/PrepareAbort is
-        written; a retry of a transaction already ended the same way is answered NONE."""
+        written; a retry of a transaction already ended the same way is answered NONE.
+
+        ``bump_epoch`` is transaction version 2 (EndTxn v5, KIP-890 part 2): the epoch goes up
+        by one with PrepareCommit/PrepareAbort, and the answer carries the producer id and
+        epoch the producer continues with (a new id when the epoch is exhausted).  A retry
+        then comes with the epoch just left behind."""
+        def answer(error: int) -> None:
+            callback(error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+
         if not transactional_id:
-            callback(Errors.INVALID_REQUEST)
+            answer(Errors.INVALID_REQUEST)
             return
-        loaded = self._existing_transaction(transactional_id, callback)
+        loaded = self._existing_transaction(transactional_id, answer)
         if loaded is None:
             return
         coordinator_epoch, metadata = loaded
+        next_producer_id = NO_PRODUCER_ID
         with metadata.lock:
             try:
+                same, preparing = ((S.COMPLETE_COMMIT, S.PREPARE_COMMIT) if commit
+                                   else (S.COMPLETE_ABORT, S.PREPARE_ABORT))
+                if bump_epoch and self._is_bumped_retry(metadata, producer_id, producer_epoch):
+                    if metadata.state == same:
+                        raise _Done()  # its answer was lost: the same answer again
+                    if metadata.state == preparing:
+                        raise errors.ConcurrentTransactionsError()
+                    raise errors.InvalidTxnStateError()
                 if metadata.producer_id != producer_id:
                     raise errors.InvalidProducerIdMappingError()
                 if metadata.producer_epoch != producer_epoch:
                     raise errors.ProducerFencedError()
                 if metadata.pending_state is not None:
                     raise errors.ConcurrentTransactionsError()
-                same, preparing = ((S.COMPLETE_COMMIT, S.PREPARE_COMMIT) if commit
-                               else (S.COMPLETE_ABORT, S.PREPARE_ABORT))
-                if metadata.state == same:
+                if metadata.state == same and not bump_epoch:
                     raise _Done()  # a retry of what was done
                 if metadata.state == preparing:
                     raise errors.ConcurrentTransactionsError()  # being done: retry later
-                if metadata.state != S.ONGOING:
+                # Version 2 may abort with nothing added: a producer that lost track of what
+                # reached the brokers (Produce v12 adds partitions without it) can always
+                # abort, and the epoch bump fences whatever of it is still on the way.
+                empty_abort = bump_epoch and not commit and metadata.state in (
+                    S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+                if metadata.state != S.ONGOING and not empty_abort:
                     raise errors.InvalidTxnStateError()
+                if bump_epoch and metadata.producer_epoch >= MAX_PRODUCER_EPOCH:
+                    next_producer_id = self.broker.producer_id_manager.generate_producer_id()
             except _Done:
-                callback(Errors.NONE)
+                callback(Errors.NONE, *_producer_after_end(metadata))
                 return
             except errors.BrokerResponseError as exc:
-                callback(exc.errno)
+                answer(exc.errno)
                 return
-        self._end_transaction(metadata, coordinator_epoch, commit,
-                              callback=callback)
+
+        def ended(error: int) -> None:
+            if error != Errors.NONE:
+                answer(error)
+            elif not bump_epoch:
+                callback(Errors.NONE, producer_id, producer_epoch)
+            else:
+                with metadata.lock:
+                    callback(Errors.NONE, *_producer_after_end(metadata))
+
+        self._end_transaction(metadata, coordinator_epoch, commit, callback=ended,
+                              bump_epoch=bump_epoch, next_producer_id=next_producer_id)
+
+    @staticmethod
+    def _is_bumped_retry(metadata: TransactionMetadata, producer_id: int,
+                         producer_epoch: int) -> bool:
+        """Whether an EndTxn v5 is the retry of one whose epoch bump is written: it comes with
+        the epoch before the bump (or the exhausted producer id, once moved to the next)."""
+        if metadata.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT, S.COMPLETE_COMMIT,
+                                  S.COMPLETE_ABORT) or metadata.client_transaction_version < 2:
+            return False
+        if producer_id == metadata.producer_id:
+            return producer_epoch == metadata.producer_epoch - 1
+        return producer_id == metadata.last_producer_id and metadata.producer_epoch == 0 \
+            and producer_epoch == MAX_PRODUCER_EPOCH
 
     def _end_transaction(self, metadata: TransactionMetadata, coordinator_epoch: int,
-                         commit: bool, callback: ErrorCallback) -> None:
+                         commit: bool, callback: ErrorCallback, *, bump_epoch: bool = False,
+                         next_producer_id: int = NO_PRODUCER_ID) -> None:
         """Write PrepareCommit/PrepareAbort, answer, then send the markers."""
         with metadata.lock:
             try:
                 transit = metadata.prepare_abort_or_commit(
-                    S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, _now_ms())
+                    S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, _now_ms(),
+                    bump_epoch=bump_epoch, next_producer_id=next_producer_id)
             except errors.BrokerResponseError as exc:
                 callback(exc.errno)
                 return
@@ -317,7 +365,8 @@ class TransactionCoordinator:
                     metadata.producer_id, metadata.last_producer_id, metadata.producer_epoch,
                     metadata.last_producer_epoch, metadata.txn_timeout_ms, metadata.state,
                     frozenset(metadata.topic_partitions), metadata.txn_start_timestamp,
-                    metadata.txn_last_update_timestamp)
+                    metadata.txn_last_update_timestamp, metadata.next_producer_id,
+                    metadata.client_transaction_version)
             log.info("transaction %s: completing its %s after loading",
                      metadata.transactional_id, metadata.state.name)
             self._send_markers(metadata, coordinator_epoch, transit)
@@ -442,6 +491,14 @@ class TransactionCoordinator:
                      metadata.transactional_id, metadata.txn_timeout_ms)
             self._end_transaction(metadata, epoch, commit=False,
                                   callback=lambda e: None)
+
+
+def _producer_after_end(metadata: TransactionMetadata) -> tuple[int, int]:
+    """The producer id and epoch a transaction version 2 producer continues with once its
+    transaction ended: the bumped epoch, or epoch 0 of the next producer id."""
+    if metadata.next_producer_id != NO_PRODUCER_ID:
+        return metadata.next_producer_id, 0
+    return metadata.producer_id, metadata.producer_epoch
 
 
 class _Done(Exception):

@@ -1,12 +1,11 @@
 """The records of ``__transaction_state`` (Kafka's ``TransactionLog``, ``TransactionLogKey`` and
-``TransactionLogValue`` version 0).
+``TransactionLogValue``).
 
-Key and value are big-endian; strings are an ``int16`` length and UTF-8::
-
-    key:   version int16 (0) | transactional id string
-    value: version int16 (0) | producer id int64 | producer epoch int16 | timeout ms int32
-           | state int8 | partitions: count int32, each (topic string, count int32, int32...)
-           | last update timestamp int64 | start timestamp int64
+The key is ``version int16 (0) | transactional id string``.  The value is a version (int16) and
+then :data:`TRANSACTION_LOG_VALUE` of that version, encoded by the protocol codec: version 0 (the
+fixed layout every Kafka reads) for a transaction version 1 state, version 1 (flexible, with the
+tagged fields of transaction version 2: the previous and next producer ids and the client's
+transaction version) once a client uses transaction version 2 (KIP-890 part 2).
 
 A record with a null value (a tombstone) removes the transactional id (its expiration).
 """
@@ -14,7 +13,6 @@ A record with a null value (a tombstone) removes the transactional id (its expir
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 from kafkacore.broker.transaction.transaction_metadata import (
     NO_PRODUCER_EPOCH,
@@ -22,13 +20,35 @@ from kafkacore.broker.transaction.transaction_metadata import (
     TransactionState,
     TxnTransitMetadata,
 )
+from kafkacore.protocol import codec
 
 KEY_VERSION = 0
-VALUE_VERSION = 0
 _I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_HEAD = struct.Struct(">hqhib")
-_TAIL = struct.Struct(">qq")
+
+TRANSACTION_LOG_VALUE = codec.compile_message({
+    "type": "data",
+    "name": "TransactionLogValue",
+    "validVersions": "0-1",
+    "flexibleVersions": "1+",
+    "fields": [
+        {"name": "ProducerId", "type": "int64", "versions": "0+"},
+        {"name": "PreviousProducerId", "type": "int64", "versions": "1+",
+         "taggedVersions": "1+", "tag": 0, "default": NO_PRODUCER_ID},
+        {"name": "NextProducerId", "type": "int64", "versions": "1+",
+         "taggedVersions": "1+", "tag": 1, "default": NO_PRODUCER_ID},
+        {"name": "ProducerEpoch", "type": "int16", "versions": "0+"},
+        {"name": "TransactionTimeoutMs", "type": "int32", "versions": "0+"},
+        {"name": "TransactionStatus", "type": "int8", "versions": "0+"},
+        {"name": "TransactionPartitions", "type": "[]PartitionsSchema", "versions": "0+",
+         "nullableVersions": "0+", "fields": [
+             {"name": "Topic", "type": "string", "versions": "0+"},
+             {"name": "PartitionIds", "type": "[]int32", "versions": "0+"}]},
+        {"name": "TransactionLastUpdateTimestampMs", "type": "int64", "versions": "0+"},
+        {"name": "TransactionStartTimestampMs", "type": "int64", "versions": "0+"},
+        {"name": "ClientTransactionVersion", "type": "int16", "versions": "1+",
+         "taggedVersions": "1+", "tag": 2, "default": 0},
+    ],
+})
 
 
 def _string(s: str) -> bytes:
@@ -44,54 +64,53 @@ def value_bytes(t: TxnTransitMetadata) -> bytes:
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(t.topic_partitions):
         by_topic.setdefault(topic, []).append(partition)
-    parts = [_I32.pack(len(by_topic))]
-    for topic, indexes in by_topic.items():
-        parts.append(_string(topic) + _I32.pack(len(indexes))
-                     + struct.pack(f">{len(indexes)}i", *indexes))
-    return (_HEAD.pack(VALUE_VERSION, t.producer_id, t.producer_epoch, t.txn_timeout_ms,
-                       int(t.state))
-            + b"".join(parts) + _TAIL.pack(t.txn_last_update_timestamp, t.txn_start_timestamp))
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def take(self, s: struct.Struct) -> tuple[Any, ...]:
-        if self.pos + s.size > len(self.data):
-            raise ValueError("record shorter than its fields")
-        out = s.unpack_from(self.data, self.pos)
-        self.pos += s.size
-        return out
-
-    def string(self) -> str:
-        (n,) = self.take(_I16)
-        if n < 0 or self.pos + n > len(self.data):
-            raise ValueError("bad string length")
-        out = self.data[self.pos:self.pos + n].decode()
-        self.pos += n
-        return out
+    version = 1 if t.client_transaction_version >= 2 else 0
+    body = {
+        "producer_id": t.producer_id,
+        "producer_epoch": t.producer_epoch,
+        "transaction_timeout_ms": t.txn_timeout_ms,
+        "transaction_status": int(t.state),
+        "transaction_partitions": [{"topic": topic, "partition_ids": ids}
+                                   for topic, ids in by_topic.items()],
+        "transaction_last_update_timestamp_ms": t.txn_last_update_timestamp,
+        "transaction_start_timestamp_ms": t.txn_start_timestamp,
+    }
+    if version == 1:
+        body.update(previous_producer_id=t.last_producer_id,
+                    next_producer_id=t.next_producer_id,
+                    client_transaction_version=t.client_transaction_version)
+    return _I16.pack(version) + codec.encode_bytes(TRANSACTION_LOG_VALUE, version, body)
 
 
 def read_key(key: bytes) -> str | None:
     """The transactional id of a key; None for a key version we do not know."""
-    r = _Reader(key)
-    (version,) = r.take(_I16)
-    return r.string() if version == KEY_VERSION else None
+    if len(key) < 4:
+        raise ValueError("record shorter than its fields")
+    (version,) = _I16.unpack_from(key, 0)
+    if version != KEY_VERSION:
+        return None
+    (n,) = _I16.unpack_from(key, 2)
+    if n < 0 or 4 + n > len(key):
+        raise ValueError("bad string length")
+    return key[4:4 + n].decode()
 
 
 def read_value(value: bytes) -> TxnTransitMetadata:
-    r = _Reader(value)
-    version, producer_id, epoch, timeout_ms, state = r.take(_HEAD)
-    if version != VALUE_VERSION:
+    if len(value) < 2:
+        raise ValueError("record shorter than its fields")
+    (version,) = _I16.unpack_from(value, 0)
+    if version not in TRANSACTION_LOG_VALUE.valid:
         raise ValueError(f"transaction log value version {version} is not read here")
-    (topics,) = r.take(_I32)
-    partitions = set()
-    for _ in range(max(topics, 0)):
-        topic = r.string()
-        (count,) = r.take(_I32)
-        for _ in range(count):
-            partitions.add((topic, r.take(_I32)[0]))
-    last_update, start = r.take(_TAIL)
-    return TxnTransitMetadata(producer_id, NO_PRODUCER_ID, epoch, NO_PRODUCER_EPOCH, timeout_ms,
-                              TransactionState(state), frozenset(partitions), start, last_update)
+    try:
+        v, _end = codec.decode(TRANSACTION_LOG_VALUE, version, value, 2)
+    except codec.ProtocolError as exc:
+        raise ValueError(str(exc)) from exc
+    partitions = {(p["topic"], i) for p in v["transaction_partitions"] or ()
+                  for i in p["partition_ids"]}
+    return TxnTransitMetadata(
+        v["producer_id"], v.get("previous_producer_id", NO_PRODUCER_ID), v["producer_epoch"],
+        NO_PRODUCER_EPOCH, v["transaction_timeout_ms"],
+        TransactionState(v["transaction_status"]), frozenset(partitions),
+        v["transaction_start_timestamp_ms"], v["transaction_last_update_timestamp_ms"],
+        next_producer_id=v.get("next_producer_id", NO_PRODUCER_ID),
+        client_transaction_version=v.get("client_transaction_version", 0))

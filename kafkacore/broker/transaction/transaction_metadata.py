@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafkacore.errors import (
     ConcurrentTransactionsError,
@@ -51,7 +51,9 @@ VALID_PREVIOUS_STATES: dict[TransactionState, frozenset[TransactionState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # (an abort with nothing added is transaction version 2's: see TransactionCoordinator)
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT,
+                                S.COMPLETE_ABORT}),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
@@ -74,6 +76,10 @@ class TxnTransitMetadata:
     topic_partitions: frozenset[TopicPartition]
     txn_start_timestamp: int
     txn_last_update_timestamp: int
+    #: transaction version 2, epoch exhausted: the producer id the transaction's end moves to
+    next_producer_id: int = NO_PRODUCER_ID
+    #: the transaction version the client ended its last transaction with (2: KIP-890 part 2)
+    client_transaction_version: int = 0
 
 
 @dataclass
@@ -91,6 +97,8 @@ class TransactionMetadata:
     topic_partitions: set[TopicPartition] = field(default_factory=set)
     txn_start_timestamp: int = -1
     txn_last_update_timestamp: int = -1
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = 0
     #: the state being written, None when no write is under way
     pending_state: TransactionState | None = None
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
@@ -101,7 +109,9 @@ class TransactionMetadata:
                  producer_epoch: int | None = None, last_producer_epoch: int | None = None,
                  txn_timeout_ms: int | None = None,
                  topic_partitions: frozenset[TopicPartition] | None = None,
-                 txn_start_timestamp: int | None = None, now_ms: int) -> TxnTransitMetadata:
+                 txn_start_timestamp: int | None = None, last_producer_id: int | None = None,
+                 next_producer_id: int = NO_PRODUCER_ID,
+                 now_ms: int) -> TxnTransitMetadata:
         if self.pending_state is not None:
             raise ConcurrentTransactionsError(
                 f"{self.transactional_id}: a change to {self.pending_state.name} is under way")
@@ -111,7 +121,7 @@ class TransactionMetadata:
         self.pending_state = state
         return TxnTransitMetadata(
             self.producer_id if producer_id is None else producer_id,
-            self.last_producer_id,
+            self.last_producer_id if last_producer_id is None else last_producer_id,
             self.producer_epoch if producer_epoch is None else producer_epoch,
             self.last_producer_epoch if last_producer_epoch is None else last_producer_epoch,
             self.txn_timeout_ms if txn_timeout_ms is None else txn_timeout_ms,
@@ -119,6 +129,8 @@ class TransactionMetadata:
             frozenset(self.topic_partitions) if topic_partitions is None else topic_partitions,
             self.txn_start_timestamp if txn_start_timestamp is None else txn_start_timestamp,
             now_ms,
+            next_producer_id,
+            self.client_transaction_version,
         )
 
     def prepare_increment_producer_epoch(self, txn_timeout_ms: int,
@@ -150,12 +162,27 @@ class TransactionMetadata:
         epoch = min(self.producer_epoch + 1, MAX_PRODUCER_EPOCH)
         return self._transit(S.PREPARE_EPOCH_FENCE, producer_epoch=epoch, now_ms=now_ms)
 
-    def prepare_abort_or_commit(self, state: TransactionState,
-                                now_ms: int) -> TxnTransitMetadata:
-        return self._transit(state, now_ms=now_ms)
+    def prepare_abort_or_commit(self, state: TransactionState, now_ms: int, *,
+                                bump_epoch: bool = False,
+                                next_producer_id: int = NO_PRODUCER_ID) -> TxnTransitMetadata:
+        """PrepareCommit/PrepareAbort.  ``bump_epoch`` (transaction version 2, KIP-890 part
+        2): the epoch goes up by one here, so that the markers carry the new epoch and every
+        batch of the ending transaction (old epoch) that arrives later is fenced; with the
+        epoch exhausted, ``next_producer_id`` is where :meth:`prepare_complete` moves to."""
+        if not bump_epoch:
+            return self._transit(state, now_ms=now_ms)
+        transit = self._transit(state, producer_epoch=self.producer_epoch + 1,
+                                last_producer_epoch=self.producer_epoch,
+                                next_producer_id=next_producer_id, now_ms=now_ms)
+        return replace(transit, client_transaction_version=2)
 
     def prepare_complete(self, now_ms: int) -> TxnTransitMetadata:
         state = S.COMPLETE_COMMIT if self.state == S.PREPARE_COMMIT else S.COMPLETE_ABORT
+        if self.next_producer_id != NO_PRODUCER_ID:  # the exhausted id is left for the next
+            return self._transit(state, topic_partitions=frozenset(),
+                                 producer_id=self.next_producer_id, producer_epoch=0,
+                                 last_producer_id=self.producer_id,
+                                 last_producer_epoch=NO_PRODUCER_EPOCH, now_ms=now_ms)
         return self._transit(state, topic_partitions=frozenset(), now_ms=now_ms)
 
     def prepare_dead(self, now_ms: int) -> TxnTransitMetadata:
@@ -179,6 +206,8 @@ class TransactionMetadata:
         self.topic_partitions = set(transit.topic_partitions)
         self.txn_start_timestamp = transit.txn_start_timestamp
         self.txn_last_update_timestamp = transit.txn_last_update_timestamp
+        self.next_producer_id = transit.next_producer_id
+        self.client_transaction_version = transit.client_transaction_version
         self.pending_state = None
 
     def fence(self, transit: TxnTransitMetadata) -> None:
@@ -191,4 +220,5 @@ class TransactionMetadata:
     def from_transit(cls, transactional_id: str, t: TxnTransitMetadata) -> TransactionMetadata:
         return cls(transactional_id, t.producer_id, t.last_producer_id, t.producer_epoch,
                    t.last_producer_epoch, t.txn_timeout_ms, t.state, set(t.topic_partitions),
-                   t.txn_start_timestamp, t.txn_last_update_timestamp)
+                   t.txn_start_timestamp, t.txn_last_update_timestamp, t.next_producer_id,
+                   t.client_transaction_version)
