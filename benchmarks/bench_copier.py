@@ -12,6 +12,8 @@ the copier's committed count crosses evenly spaced marks, in turn: (a) the broke
 copier's ``__transaction_state`` partition, (b) the leader of one output partition (each in
 turn), (c) the copier process are SIGKILLed; a broker is restarted once the copier has committed
 again without it (and its partitions are back in sync before the next kill), a copier at once.
+The copier may not copy past a limit just short of the next mark (its ``--limit-file``), raised
+only as each kill falls: it cannot finish before the last one, however slow the harness.
 Then a confluent-kafka read_committed consumer reads the output to its end: every input record
 exactly once, in each partition in the input's order.  Every wait is bounded.
 """
@@ -19,6 +21,7 @@ exactly once, in each partition in the input's order.  Every wait is bounded.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import pathlib
@@ -81,11 +84,13 @@ def fill_input(bootstrap: str, topic: str, n: int) -> dict[int, list[bytes]]:
 
 
 class Copier:
-    """One copier process at a time; its stdout's ``committed <n>`` lines feed ``committed``."""
+    """One copier process at a time; its stdout's ``committed <n>`` lines feed ``committed``,
+    its ``held <hold>`` lines ``held``."""
 
     def __init__(self, cluster: Cluster, args: list[str], log: pathlib.Path) -> None:
         self.cluster, self.args, self.log = cluster, args, log
         self.committed = 0
+        self.held = ""
         self.process: subprocess.Popen[str] | None = None
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.starts = 0
@@ -105,6 +110,8 @@ class Copier:
         for line in process.stdout:
             if line.startswith("committed "):
                 self.committed = max(self.committed, int(line.split()[1]))
+            elif line.startswith("held "):
+                self.held = line.split()[1]
 
     def kill(self) -> None:
         assert self.process is not None
@@ -151,73 +158,107 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
         "offsets.topic.num.partitions", "50")))
     if spare_group_coordinator is None:
         spare_group_coordinator = producer == "confluent"
-    hold = work_dir / f"hold-{tag}"
+    hold, limit = work_dir / f"hold-{tag}", work_dir / f"limit-{tag}"
     copier = Copier(cluster, ["--input", source, "--output", target, "--group", group,
                               "--transactional-id", txn_id, "--producer", producer,
                               "--max-rate", str(max_rate), "--client-debug", client_debug,
-                              "--hold-file", str(hold)],
+                              "--hold-file", str(hold), "--limit-file", str(limit)],
                     work_dir / f"copier-{producer}-{tag}.log")
     plan = [KINDS[i % 3] for i in range(3 * kills_per_kind)]
     marks = [n * (i + 1) // (len(plan) + 1) for i in range(len(plan))]
+    # Kill i falls once the copier has committed marks[i]; until then it may copy up to
+    # limits[i], one short of the next mark (of n), so that it is still copying when the kill
+    # falls and yet cannot finish before the last kill (the limit after it is n).
+    limits = [following - 1 for following in [*marks[1:], n]]
+    if any(lim <= m for lim, m in zip(limits, marks, strict=True)):
+        raise ValueError(f"{n} records are too few for {len(plan)} kills")
     kills: list[dict[str, Any]] = []
     began = time.monotonic()
+    holds = itertools.count(1)  # each hold's text, which the copier's "held" line repeats
+    _write_whole(limit, str(limits[0]))
     copier.start()
-    deadline = began + bound_s
-    for i, (kind, mark) in enumerate(zip(plan, marks, strict=True)):
-        wait_for(lambda m=mark: copier.committed >= m, f"{mark} records committed",
-                 deadline - time.monotonic(), copier)
-        at = copier.committed
-        if copier.poll() is not None:
-            raise CopierRunError(f"the copier finished before kill {i + 1} ({kind}); "
-                                 "a lower --max-rate leaves time for every kill")
-        if kind == "copier":
+    try:
+        deadline = began + bound_s
+        for i, (kind, mark) in enumerate(zip(plan, marks, strict=True)):
+            wait_for(lambda m=mark: copier.committed >= m, f"{mark} records committed",
+                     deadline - time.monotonic(), copier)
+            at = copier.committed
+            if copier.poll() is not None:
+                raise CopierRunError(f"the copier exited {copier.poll()} before kill {i + 1} "
+                                     f"({kind}), at {at} records of {n} (limit {limits[i]}); "
+                                     f"see {copier.log}")
+            # once this kill has fallen, the copier may go on to the next kill's limit (to the
+            # end after the last kill)
+            next_limit = limits[i + 1] if i + 1 < len(plan) else n
+            if kind == "copier":
+                copier.kill()
+                _write_whole(limit, str(next_limit))
+                copier.start()
+                kills.append({"kind": kind, "at": at, "limit": limits[i]})
+                continue
+            if kind == "coordinator":
+                topic, partition = TRANSACTION_STATE_TOPIC, txn_partition
+            else:
+                topic, partition = target, i // 3 % PARTITIONS
+            victim = cluster.leader_of(topic, partition)
+            moved = spare_group_coordinator and cluster.leader_of(OFFSETS_TOPIC,
+                                                                  group_partition) == victim
+            if moved:
+                # librdkafka learns of the move only from a TxnOffsetCommit's NOT_COORDINATOR:
+                # the move falls between two transactions, so that the commit after it is one
+                # whose TxnOffsetCommit met the move and found the new coordinator (one already
+                # past its TxnOffsetCommit would prove nothing)
+                token = str(next(holds))
+                _write_whole(hold, token)
+                wait_for(lambda t=token: copier.held == t or copier.poll() == 0,
+                         "the copier held", deadline - time.monotonic(), copier)
+                at = copier.committed  # exact: its lines before "held" are read
+                # room for that commit, and more after the kill (at < next_limit - 1)
+                _write_whole(limit, str((at + next_limit) // 2))
+                _move_off(cluster, OFFSETS_TOPIC, group_partition, victim)
+                hold.unlink()
+                wait_for(lambda a=at: copier.committed > a or copier.poll() == 0,
+                         "a commit after the group coordinator moved",
+                         deadline - time.monotonic(), copier)
+                at = copier.committed
+            killed_at = time.monotonic()
+            cluster.kill(victim)
+            _write_whole(limit, str(next_limit))  # room to commit without the broker
+            cluster.wait_for_leader_change(topic, partition, victim)
+            # the copier commits without the dead broker: the next leaders take over once the
+            # controller has fenced it (broker.session.timeout.ms)
+            wait_for(lambda a=at: copier.committed > a or copier.poll() == 0,
+                     "a commit without the killed broker", deadline - time.monotonic(), copier)
+            recovered_s = round(time.monotonic() - killed_at, 1)
+            # No new transaction starts while the broker comes back, so that the next kill falls
+            # while the copier copies rather than on a copier waiting at its limit, however long
+            # the restart takes on a loaded machine; before another broker is killed, this one
+            # must be back in sync too.
+            _write_whole(hold, str(next(holds)))
+            cluster.restart(victim)
+            if any(k != "copier" for k in plan[i + 1:]):
+                for t, ps in ((TRANSACTION_STATE_TOPIC, [txn_partition]),
+                              (target, range(PARTITIONS)), (OFFSETS_TOPIC, [group_partition])):
+                    for p in ps:
+                        # Back in sync: every replica of the partition (an internal topic made
+                        # while a broker was down has fewer than three).
+                        state = cluster.partition_state(t, p)
+                        replicas = state["replica_nodes"] if state else [1, 2, 3]
+                        cluster.wait_for_isr(t, p, replicas,
+                                             timeout_s=max(deadline - time.monotonic(), 1))
+            hold.unlink()
+            kills.append({"kind": kind, "at": at, "limit": limits[i], "broker": victim,
+                          "partition": f"{topic}-{partition}", "group_coordinator_moved": moved,
+                          "commit_without_it_s": recovered_s})
+        wait_for(lambda: copier.poll() is not None, "the copier to finish",
+                 deadline - time.monotonic())
+        if copier.poll() != 0:
+            raise CopierRunError(f"the copier exited {copier.poll()}; see {copier.log}")
+    finally:
+        if copier.poll() is None:  # a failed run: the copier would wait at its limit
             copier.kill()
-            copier.start()
-            kills.append({"kind": kind, "at": at})
-            continue
-        if kind == "coordinator":
-            topic, partition = TRANSACTION_STATE_TOPIC, txn_partition
-        else:
-            topic, partition = target, i // 3 % PARTITIONS
-        victim = cluster.leader_of(topic, partition)
-        if spare_group_coordinator and _move_off(cluster, OFFSETS_TOPIC, group_partition,
-                                                 victim):
-            # librdkafka learns of the move only from its next TxnOffsetCommit's
-            # NOT_COORDINATOR: a commit after the move shows it found the new coordinator
-            at = copier.committed
-            wait_for(lambda a=at: copier.committed > a, "a commit after the group coordinator "
-                     "moved", deadline - time.monotonic(), copier)
-            at = copier.committed
-        killed_at = time.monotonic()
-        cluster.kill(victim)
-        cluster.wait_for_leader_change(topic, partition, victim)
-        # the copier commits without the dead broker: the next leaders take over once the
-        # controller has fenced it (broker.session.timeout.ms)
-        wait_for(lambda a=at: copier.committed > a or copier.poll() == 0,
-                 "a commit without the killed broker", deadline - time.monotonic(), copier)
-        recovered_s = round(time.monotonic() - killed_at, 1)
-        # No new transaction starts while the broker comes back, so that the copier cannot
-        # finish before the next kill however long the restart takes on a loaded machine;
-        # before another broker is killed, this one must be back in sync too.
-        hold.touch()
-        cluster.restart(victim)
-        if any(k != "copier" for k in plan[i + 1:]):
-            for t, ps in ((TRANSACTION_STATE_TOPIC, [txn_partition]),
-                          (target, range(PARTITIONS)), (OFFSETS_TOPIC, [group_partition])):
-                for p in ps:
-                    # Back in sync: every replica of the partition (an internal topic made
-                    # while a broker was down has fewer than three).
-                    state = cluster.partition_state(t, p)
-                    replicas = state["replica_nodes"] if state else [1, 2, 3]
-                    cluster.wait_for_isr(t, p, replicas,
-                                         timeout_s=max(deadline - time.monotonic(), 1))
-        hold.unlink()
-        kills.append({"kind": kind, "at": at, "broker": victim, "partition": f"{topic}-{partition}",
-                      "commit_without_it_s": recovered_s})
-    wait_for(lambda: copier.poll() is not None, "the copier to finish",
-             deadline - time.monotonic())
-    if copier.poll() != 0:
-        raise CopierRunError(f"the copier exited {copier.poll()}; see {copier.log}")
+        hold.unlink(missing_ok=True)
+        limit.unlink(missing_ok=True)
     copy_s = time.monotonic() - began
     got = read_committed(cluster.bootstrap_servers, target)
     for p in range(PARTITIONS):
@@ -228,6 +269,13 @@ def run_copy(cluster: Cluster, producer: str, n: int, kills_per_kind: int, *, wo
             "aborted_transactions": aborts,
             "seconds": round(copy_s, 1), "records_per_s": round(n / copy_s),
             "exactly_once_in_order": True}
+
+
+def _write_whole(path: pathlib.Path, text: str) -> None:
+    """Write a copier's control file by a rename: it reads the old text or the new, never part."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
 
 
 def _move_off(cluster: Cluster, topic: str, partition: int, broker: int) -> bool:

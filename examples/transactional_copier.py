@@ -3,6 +3,7 @@
     python examples/transactional_copier.py --bootstrap-servers HOST:PORT --input in
         --output out --group copier --transactional-id copier-1 [--producer kafkacore|confluent]
         [--records-per-txn 500] [--txn-ms 100] [--max-rate 0] [--hold-file PATH]
+        [--limit-file PATH]
 
 It reads ``--input`` with a confluent-kafka consumer (``isolation.level=read_committed``, every
 partition assigned by hand, starting at the group's committed offsets) and writes each record,
@@ -19,14 +20,17 @@ once. A failed commit is aborted and the consumer rewound to the last committed 
 
 It prints ``committed <records>`` (the sum of its committed positions) after every commit, and
 exits 0 once every input partition is copied up to the end it saw at start, 1 on a fatal error
-(fenced by a newer copier).  While ``--hold-file`` exists it starts no new transaction (a test
-harness creates it while it brings a killed broker back).
+(fenced by a newer copier).  Two controls for a test harness: while ``--hold-file`` exists it
+starts no new transaction (the harness creates it while it brings a killed broker back), and
+prints ``held <the file's text>`` once it has stopped; and it copies no record past the count
+``--limit-file`` holds (the same sum as its ``committed`` lines), so that it cannot finish before
+the harness has done every kill it planned.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import math
 import sys
 import time
 from typing import Any
@@ -152,6 +156,23 @@ def _committed(consumer: Any, partitions: list[Any], bound_s: float = 120.0) -> 
             time.sleep(0.2)
 
 
+def _control(path: str) -> str | None:
+    """The text of a harness's control file (written whole, by a rename); None without one."""
+    if not path:
+        return None
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return None
+
+
+def _limit(path: str) -> float:
+    """How many records (the sum of the input positions) the copier may copy."""
+    text = _control(path)
+    return math.inf if text is None else int(text)
+
+
 def _loop(args: argparse.Namespace, producer: Any, consumer: Any, committed: dict[int, int],
           ends: dict[int, int]) -> int:
     from confluent_kafka import TopicPartition
@@ -163,8 +184,13 @@ def _loop(args: argparse.Namespace, producer: Any, consumer: Any, committed: dic
     started = time.monotonic()
     copied = 0
     chunk = max(1, int(args.max_rate / 10)) if args.max_rate else 500  # paced: 10 a second
+    acknowledged = None
     while not done():
-        if args.hold_file and os.path.exists(args.hold_file):
+        hold = _control(args.hold_file)
+        if hold is not None and hold != acknowledged:
+            print(f"held {hold}", flush=True)  # no transaction is open until the file goes
+            acknowledged = hold
+        if hold is not None or sum(committed.values()) >= _limit(args.limit_file):
             time.sleep(_POLL_S)
             started, copied = time.monotonic(), 0
             continue
@@ -174,7 +200,11 @@ def _loop(args: argparse.Namespace, producer: Any, consumer: Any, committed: dic
         in_txn = 0
         try:
             while in_txn < args.records_per_txn and time.monotonic() < deadline:
-                batch = consumer.consume(min(chunk, args.records_per_txn - in_txn), _POLL_S)
+                room = _limit(args.limit_file) - sum(positions.values())
+                if room <= 0:
+                    break
+                batch = consumer.consume(min(chunk, args.records_per_txn - in_txn, room),
+                                         _POLL_S)
                 for m in batch:
                     if m.error():
                         raise RuntimeError(f"consumer error: {m.error()}")
@@ -221,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="records per second at most (0: as fast as it goes)")
     parser.add_argument("--hold-file", default="",
                         help="no new transaction starts while this file exists")
+    parser.add_argument("--limit-file", default="",
+                        help="copy no record past the count this file holds (the sum of the "
+                             "input positions)")
     parser.add_argument("--client-debug", default="",
                         help="librdkafka debug contexts of confluent-kafka's producer "
                              "(e.g. eos,protocol), written to stderr")
