@@ -91,6 +91,15 @@ def alter_resources(resources: list[dict[str, Any]], incremental: bool, validate
     return results
 
 
+def _operation(config: dict[str, Any]) -> OpType:
+    """An IncrementalAlterConfigs entry's operation; INVALID_REQUEST for a number not one."""
+    try:
+        return OpType(config["config_operation"])
+    except ValueError:
+        raise errors.InvalidRequestError(f"Unknown operation {config['config_operation']} for "
+                                         f"{config['name']}") from None
+
+
 def apply_ops(current: dict[str, str], configs: list[dict[str, Any]], incremental: bool,
               effective: dict[str, str]) -> dict[str, str]:
     """A resource's dynamic configs after the request's changes.  ``effective``: the values in
@@ -100,11 +109,7 @@ def apply_ops(current: dict[str, str], configs: list[dict[str, Any]], incrementa
     new = dict(current)
     for c in configs:
         name, value = c["name"], c["value"]
-        try:
-            op = OpType(c["config_operation"])
-        except ValueError:
-            raise errors.InvalidRequestError(
-                f"Unknown operation {c['config_operation']} for {name}") from None
+        op = _operation(c)
         if op == OpType.DELETE:
             new.pop(name, None)
             continue
@@ -151,11 +156,7 @@ def alter_log_levels(configs: list[dict[str, Any]], validate_only: bool) -> None
     Not persisted, as in Kafka."""
     for c in configs:
         name, value = c["name"], c["value"]
-        try:
-            op = OpType(c["config_operation"])
-        except ValueError:
-            raise errors.InvalidRequestError(
-                f"Unknown operation {c['config_operation']} for {name}") from None
+        op = _operation(c)
         if op in (OpType.APPEND, OpType.SUBTRACT):
             raise errors.InvalidRequestError(
                 f"{op.name} operation is not allowed for the BROKER_LOGGER resource")

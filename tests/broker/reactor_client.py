@@ -50,3 +50,25 @@ def closed_by_peer(s: socket.socket) -> bool:
         return True
     except TimeoutError:
         return False
+
+
+class Client:
+    """One connection that sends a request and reads its answer, checking its correlation id."""
+
+    def __init__(self, broker, client_id: str = "test") -> None:
+        self.sock = socket.create_connection((broker.advertised_host, broker.advertised_port),
+                                             timeout=30)
+        self.client_id = client_id
+        self.correlation_id = 0
+
+    def call(self, api_key, version: int, body: dict):
+        self.correlation_id += 1
+        payload = b"".join(bytes(memoryview(c).cast("B")) for c in codec.encode_request(
+            api_key, version, self.correlation_id, self.client_id, body))
+        self.sock.sendall(len(payload).to_bytes(4, "big") + payload)
+        correlation_id, response = codec.decode_response(api_key, version, recv_frame(self.sock))
+        assert correlation_id == self.correlation_id
+        return response
+
+    def close(self) -> None:
+        self.sock.close()

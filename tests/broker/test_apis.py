@@ -6,11 +6,10 @@ every other version too, and check the answers' contents and Kafka's error codes
 
 from __future__ import annotations
 
-import socket
 import uuid
 
 import pytest
-from reactor_client import recv_frame
+from reactor_client import Client
 
 from kafkacore import KafkaProducer, errors
 from kafkacore.broker import Broker
@@ -26,26 +25,11 @@ def broker():
         yield b
 
 
-class Client:
-    def __init__(self, broker):
-        self.sock = socket.create_connection((broker.advertised_host, broker.advertised_port),
-                                             timeout=30)
-        self.correlation_id = 0
-
-    def call(self, api_key, version, body):
-        self.correlation_id += 1
-        payload = b"".join(bytes(memoryview(c).cast("B")) for c in codec.encode_request(
-            api_key, version, self.correlation_id, "test-apis", body))
-        self.sock.sendall(len(payload).to_bytes(4, "big") + payload)
-        correlation_id, response = codec.decode_response(api_key, version,
-                                                         recv_frame(self.sock))
-        assert correlation_id == self.correlation_id
-        return response
 
 
 @pytest.fixture
 def client(broker):
-    c = Client(broker)
+    c = Client(broker, "test-apis")
     yield c
     c.sock.close()
 
@@ -54,7 +38,7 @@ def client(broker):
 def topic(broker):
     """A one-partition topic holding three records, and its topic id."""
     name = f"apis-{uuid.uuid4().hex[:8]}"
-    c = Client(broker)
+    c = Client(broker, "test-apis")
     created = c.call(ApiKey.CREATE_TOPICS, 7, {"topics": [
         {"name": name, "num_partitions": 1, "replication_factor": 1}], "timeout_ms": 5000})
     c.sock.close()
@@ -119,7 +103,7 @@ def test_list_offsets_every_version(client, topic, version):
 def test_versions_kafka_4_removed_are_refused(broker, api_key, version):
     """Message formats 0 and 1 are gone from Kafka 4 (KIP-896) and from us: these versions are
     not advertised, and a client that sends one anyway is refused, not served."""
-    refused = Client(broker)
+    refused = Client(broker, "test-apis")
     body = codec.REQUESTS[api_key].body.defaults(version)
     with pytest.raises(ConnectionError):
         refused.call(api_key, version, body)
@@ -217,7 +201,7 @@ def test_init_producer_id_every_version(client, version):
 def test_topics_and_producer_ids_survive_a_restart(tmp_path):
     config = {"log.dirs": str(tmp_path)}
     with Broker(config) as b:
-        c = Client(b)
+        c = Client(b, "test-apis")
         c.call(ApiKey.CREATE_TOPICS, 7, {"topics": [
             {"name": "kept", "num_partitions": 4, "replication_factor": 1,
              "configs": [{"name": "retention.ms", "value": "1000"}]}]})
@@ -226,7 +210,7 @@ def test_topics_and_producer_ids_survive_a_restart(tmp_path):
         pid = c.call(ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": None})["producer_id"]
         c.sock.close()
     with Broker(config) as b:
-        c = Client(b)
+        c = Client(b, "test-apis")
         [t] = c.call(ApiKey.METADATA, 12, metadata_body(12, ["kept"], False))["topics"]
         assert (t["error_code"], t["topic_id"], len(t["partitions"])) == (0, topic_id, 4)
         assert b.log_manager.get_log("kept", 0).config.retention_ms == 1000
@@ -279,10 +263,12 @@ def test_describe_configs_of_a_topic(client, version):
         {"resource_type": 2, "resource_name": name,
          "configuration_keys": ["retention.ms", "segment.bytes"]},
         {"resource_type": 2, "resource_name": "nope-" + name, "configuration_keys": None},
-        {"resource_type": 8, "resource_name": "1", "configuration_keys": None}]})  # a logger
-    ok, missing, broker_res = response["results"]
+        {"resource_type": 8, "resource_name": "1", "configuration_keys": None},  # loggers
+        {"resource_type": 1, "resource_name": "1", "configuration_keys": None}]})  # unknown
+    ok, missing, loggers, unknown = response["results"]
     assert [(r["error_code"]) for r in response["results"]] == [
-        Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.INVALID_REQUEST]
+        Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NONE, Errors.INVALID_REQUEST]
+    assert "root" in {c["name"] for c in loggers["configs"]}
     got = {c["name"]: c for c in ok["configs"]}
     assert {k: c["value"] for k, c in got.items()} == {"retention.ms": "60000",
                                                        "segment.bytes": str(1 << 30)}

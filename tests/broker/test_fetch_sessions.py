@@ -4,12 +4,11 @@ followers fetching incrementally."""
 
 from __future__ import annotations
 
-import socket
 import threading
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
-from reactor_client import recv_frame
+from reactor_client import Client
 from support.topics import new_replicated_topic, new_topic
 from waits import wait_until
 
@@ -18,7 +17,6 @@ from kafkacore.broker import Broker
 from kafkacore.broker.fetch_session import FetchSessionCache
 from kafkacore.broker.fetch_session_handler import FetchSessionHandler
 from kafkacore.errors import Errors
-from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
 SLOTS = 4
@@ -31,18 +29,9 @@ def broker():
         yield b
 
 
-class Client:
+class FetchClient(Client):
     def __init__(self, broker):
-        self.sock = socket.create_connection((broker.advertised_host, broker.advertised_port),
-                                             timeout=30)
-        self.correlation_id = 0
-
-    def call(self, api_key, version, body):
-        self.correlation_id += 1
-        payload = b"".join(bytes(memoryview(c).cast("B")) for c in codec.encode_request(
-            api_key, version, self.correlation_id, "test-fetch-sessions", body))
-        self.sock.sendall(len(payload).to_bytes(4, "big") + payload)
-        return codec.decode_response(api_key, version, recv_frame(self.sock))[1]
+        super().__init__(broker, "test-fetch-sessions")
 
     def fetch(self, topic_id, session_id, epoch, offsets, forget=(), version=16, name=None,
               max_wait_ms=0):
@@ -59,9 +48,6 @@ class Client:
         parts = {p["partition_index"]: p for t in response["responses"] for p in t["partitions"]}
         return response["error_code"], response["session_id"], parts
 
-    def close(self):
-        self.sock.close()
-
 
 @pytest.fixture(autouse=True)
 def no_sessions(request):
@@ -74,7 +60,7 @@ def no_sessions(request):
 
 @pytest.fixture
 def client(broker):
-    c = Client(broker)
+    c = FetchClient(broker)
     yield c
     c.close()
 
@@ -184,7 +170,7 @@ def test_session_errors(broker, client):
 def test_a_flood_of_new_sessions_never_grows_the_cache_past_its_slots(broker, client):
     topic = new_topic(broker, 2)
     topic_id = topic_id_of(client, topic)
-    flood = [Client(broker) for _ in range(5)]
+    flood = [FetchClient(broker) for _ in range(5)]
     try:
         sessions = [c.fetch(topic_id, 0, 0, {0: 0, 1: 0})[1] for _ in range(SLOTS) for c in flood]
     finally:
