@@ -30,8 +30,8 @@ from kafka.protocol.old.consumer_protocol import (
     ConsumerProtocolMemberAssignment_v0,
     ConsumerProtocolMemberMetadata_v0,
 )
+from reactor_client import Client
 from support.examples import examples
-from test_apis import Client
 from waits import wait_until
 
 from kafkacore.broker import Broker

@@ -20,8 +20,8 @@ import uuid
 
 import pytest
 from kafka import KafkaConsumer
+from reactor_client import Client
 from support.children import child_env
-from test_apis import Client
 from waits import wait_until
 
 from kafkacore import KafkaProducer
@@ -74,13 +74,13 @@ def _join(c, group, member_id="", version=5, session_timeout_ms=10000, metadata=
 @pytest.mark.timeout(60)
 def test_join_sync_heartbeat_commit_leave_by_hand(broker):
     group = f"hand-{uuid.uuid4().hex[:8]}"
-    c = Client(broker)
+    c = Client(broker, "test-groups")
     try:
         # KIP-394: the first JoinGroup (v4+) only hands out a member id.
         first = _join(c, group)
         assert first["error_code"] == Errors.MEMBER_ID_REQUIRED
         member = first["member_id"]
-        assert member.startswith("test-apis-")
+        assert member.startswith("test-groups-")
         joined = _join(c, group, member)
         assert joined["error_code"] == Errors.NONE
         assert (joined["generation_id"], joined["leader"], joined["member_id"]) == (
@@ -148,7 +148,7 @@ def test_second_member_rebalances_the_first(broker):
     """A join into a Stable group: the first member's heartbeat answers REBALANCE_IN_PROGRESS,
     its rejoin completes the DelayedJoin, both get generation 2 and the leader gets both."""
     group = f"two-{uuid.uuid4().hex[:8]}"
-    a, b = Client(broker), Client(broker)
+    a, b = Client(broker, "test-groups"), Client(broker, "test-groups")
     try:
         member_a = _join(a, group)["member_id"]
         assert _join(a, group, member_a)["generation_id"] == 1
@@ -184,7 +184,7 @@ def test_member_that_does_not_rejoin_is_dropped_after_the_rebalance_timeout(brok
     the DelayedJoin expires, b is dropped, and a and c form the next generation without it.
     (With no initial delay, a alone is generation 1, and a rejoining with b generation 2.)"""
     group = f"slow-{uuid.uuid4().hex[:8]}"
-    a, b, c = Client(broker), Client(broker), Client(broker)
+    a, b, c = Client(broker, "test-groups"), Client(broker, "test-groups"), Client(broker, "test-groups")
     try:
         def join(client, member_id=""):
             return _join(client, group, member_id, version=3, session_timeout_ms=30000,

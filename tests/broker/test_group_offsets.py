@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
-from test_apis import Client
+from reactor_client import Client
 
 from kafkacore import KafkaProducer
 from kafkacore.broker import Broker

@@ -275,7 +275,7 @@ def test_kafka_pythons_codec_reads_our_api_versions(broker, version):
                         for key in sorted(broker.apis.handlers)]
     # The everyday APIs among them, from Kafka 4's oldest version to the newest we declare.
     assert {key: (low, high) for key, low, high in answered}.items() >= {
-        ApiKey.PRODUCE: (3, 11), ApiKey.FETCH: (4, 17), ApiKey.LIST_OFFSETS: (1, 10),
+        ApiKey.PRODUCE: (3, 12), ApiKey.FETCH: (4, 17), ApiKey.LIST_OFFSETS: (1, 10),
         ApiKey.METADATA: (0, 12), ApiKey.JOIN_GROUP: (2, 9), ApiKey.API_VERSIONS: (0, 4),
         ApiKey.INIT_PRODUCER_ID: (0, 5)}.items()
 
