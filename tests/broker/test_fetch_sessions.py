@@ -255,7 +255,7 @@ def test_followers_fetch_incrementally(cluster):
     """Once their sessions exist, idle followers name (almost) no partition in their fetches,
     where a full fetch names every partition they follow."""
     partitions = 30
-    new_replicated_topic(cluster, partitions)
+    new_replicated_topic(cluster, partitions)  # returned once every ISR is full
     brokers = sorted(cluster.brokers)
 
     def totals():
@@ -267,6 +267,10 @@ def test_followers_fetch_incrementally(cluster):
                        - before["incremental_fetches"] >= 30 and t, "30 incremental fetches")
     fetches = after["incremental_fetches"] - before["incremental_fetches"]
     named = after["incremental_partitions_named"] - before["incremental_partitions_named"]
-    assert named < fetches, (named, fetches)
+    # A full fetch names every partition its leader leads for the follower: of this topic alone
+    # 10 (30 over 3 leaders). An incremental one names only those whose position moved: on an
+    # idle cluster none, and a few where a broker an earlier test restarted is catching up.
+    full = partitions // len(brokers)
+    assert named < fetches * full / 3, (named, fetches)
     assert all(cluster.statistics(b)["fetch_sessions"]["NumIncrementalFetchSessions"] >= 2
                for b in brokers)
