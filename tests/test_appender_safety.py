@@ -131,14 +131,7 @@ def _zstd_bomb(value_size: int) -> bytes:
     """One magic-v2 batch holding one record whose value is ``value_size`` zero bytes, zstd
     compressed as a stream (so building it never holds the value in memory)."""
 
-    def varint(n: int) -> bytes:
-        z = (n << 1) ^ (n >> 63)
-        out = bytearray()
-        while z >= 0x80:
-            out.append((z & 0x7F) | 0x80)
-            z >>= 7
-        out.append(z)
-        return bytes(out)
+    from kafkacore.broker.log.varint import varint
 
     # attributes, timestamp delta, offset delta, key length -1, value length, value, 0 headers
     head = b"\0" + varint(0) + varint(0) + varint(-1) + varint(value_size)

@@ -664,6 +664,42 @@ def _poll_into(consumer, seen):
     wait_until(committed, f"offset {m.offset()} of partition {m.partition()} committed", 30)
 
 
+def _wait_for_split(c1, c2, seen1, seen2):
+    """Poll both consumers until each owns partitions, none twice, and together all."""
+
+    def split():
+        _poll_into(c1, seen1)
+        _poll_into(c2, seen2)
+        a1 = {tp.partition for tp in c1.assignment()}
+        a2 = {tp.partition for tp in c2.assignment()}
+        return a1 and a2 and not a1 & a2 and len(a1 | a2) == PARTITIONS
+
+    wait_until(split, "both consumers own partitions, none twice", bound_s=60)
+
+
+def _read_each_once(c1, c2, seen1, seen2, n):
+    """Poll both until ``n`` records are read between them: each of the topic's exactly once."""
+
+    def all_read():
+        _poll_into(c1, seen1)
+        _poll_into(c2, seen2)
+        return len(seen1) + len(seen2) >= n
+
+    wait_until(all_read, f"{n} records read", bound_s=60)
+    values = [v for _, _, v in seen1 + seen2]
+    assert sorted(values) == sorted(b"v%03d" % i for i in range(n))  # each exactly once
+
+
+def _takes_over(consumer, who, topic, n):
+    """The other member gone, ``consumer`` owns every partition, and the group's committed
+    offsets cover all ``n`` records."""
+    wait_until(lambda: (consumer.poll(0.2), len(consumer.assignment()) == PARTITIONS)[1],
+               f"{who} owns every partition", bound_s=60)
+    committed = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)],
+                                   timeout=10)
+    assert sum(tp.offset for tp in committed) == n
+
+
 def test_two_consumers_share_a_topic_then_one_gets_everything(broker):
     n = 40
     topic, _ = _topic(broker, records=n)
@@ -673,29 +709,11 @@ def test_two_consumers_share_a_topic_then_one_gets_everything(broker):
     try:
         seen1, seen2 = [], []
 
-        def split():
-            _poll_into(c1, seen1)
-            _poll_into(c2, seen2)
-            a1 = {tp.partition for tp in c1.assignment()}
-            a2 = {tp.partition for tp in c2.assignment()}
-            return a1 and a2 and not a1 & a2 and len(a1 | a2) == PARTITIONS
+        _wait_for_split(c1, c2, seen1, seen2)
 
-        wait_until(split, "both consumers own partitions, none twice", bound_s=60)
-
-        def all_read():
-            _poll_into(c1, seen1)
-            _poll_into(c2, seen2)
-            return len(seen1) + len(seen2) >= n
-
-        wait_until(all_read, f"{n} records read", bound_s=60)
-        values = [v for _, _, v in seen1 + seen2]
-        assert sorted(values) == sorted(b"v%03d" % i for i in range(n))  # each exactly once
+        _read_each_once(c1, c2, seen1, seen2, n)
         c2.close()
-        wait_until(lambda: (c1.poll(0.2), len(c1.assignment()) == PARTITIONS)[1],
-                   "the remaining consumer owns every partition", bound_s=60)
-        committed = c1.committed([TopicPartition(topic, p) for p in range(PARTITIONS)],
-                                 timeout=10)
-        assert sum(tp.offset for tp in committed) == n
+        _takes_over(c1, "the remaining consumer", topic, n)
     finally:
         c1.close()
 
@@ -862,33 +880,15 @@ def test_a_classic_and_a_consumer_protocol_consumer_share_a_group(broker, first)
                    f"the {first} consumer owns every partition", bound_s=60)
         c2 = _consumer(broker.bootstrap_servers, group, topic, **extra[second])
 
-        def split():
-            _poll_into(c1, seen1)
-            _poll_into(c2, seen2)
-            a1 = {tp.partition for tp in c1.assignment()}
-            a2 = {tp.partition for tp in c2.assignment()}
-            return a1 and a2 and not a1 & a2 and len(a1 | a2) == PARTITIONS
-
-        wait_until(split, "both consumers own partitions, none twice", bound_s=60)
+        _wait_for_split(c1, c2, seen1, seen2)
         hand = Client(broker)
         members = _describe(hand, group)["members"]
         hand.sock.close()
         assert sorted(m["member_type"] for m in members) == [0, 1]  # classic, consumer
 
-        def all_read():
-            _poll_into(c1, seen1)
-            _poll_into(c2, seen2)
-            return len(seen1) + len(seen2) >= n
-
-        wait_until(all_read, f"{n} records read", bound_s=60)
-        values = [v for _, _, v in seen1 + seen2]
-        assert sorted(values) == sorted(b"v%03d" % i for i in range(n))  # each exactly once
+        _read_each_once(c1, c2, seen1, seen2, n)
         c1.close()
-        wait_until(lambda: (c2.poll(0.2), len(c2.assignment()) == PARTITIONS)[1],
-                   f"the {second} consumer owns every partition", bound_s=60)
-        committed = c2.committed([TopicPartition(topic, p) for p in range(PARTITIONS)],
-                                 timeout=10)
-        assert sum(tp.offset for tp in committed) == n
+        _takes_over(c2, f"the {second} consumer", topic, n)
         # The last member of the new protocol gone, the group is classic again (downgrade).
         hand = Client(broker)
         groups = hand.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [],
