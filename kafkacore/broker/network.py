@@ -999,12 +999,18 @@ class Processor(ShutdownableThread):
             self._update_interest(ch)
             return
         ch.muted = False
-        self._update_interest(ch)
         sock = ch.sock
         if isinstance(sock, ssl.SSLSocket):
+            self._update_interest(ch)
             if not ch.handshake_events and (ch.buffer or sock.pending()):
                 self._tls_pending.add(ch.id)  # a pipelined request already decrypted
-        elif ch.readable_while_muted or ch.buffer:
+            return
+        # A pipelining client's next request, read ahead, goes on at once, and the socket's
+        # interest stays as it is: whether it is watched depends on how much the buffer holds.
+        if ch.buffer and self._take_request(ch):
+            return
+        self._update_interest(ch)
+        if ch.readable_while_muted:
             ch.readable_while_muted = False
             self._read(ch)  # the next request is there: this turn, not the next one
 
