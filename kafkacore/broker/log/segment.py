@@ -164,9 +164,11 @@ class LogSegment:
     def append(self, data: bytes | bytearray, headers: list[BatchHeader]) -> None:
         """Write validated batches (with their offsets) at the end of the file; index them."""
         position = self.size
+        size = len(data)
         written = 0
         try:
-            while written < len(data):  # a short write: the next one says why (ENOSPC)
+            written = os.pwrite(self._fd, data, position)
+            while written < size:  # a short write: the next one says why (ENOSPC)
                 n = os.pwrite(self._fd, memoryview(data)[written:], position + written)
                 if n == 0:
                     raise OSError(errno.EIO, f"no progress writing {self.log_path}")
@@ -185,7 +187,7 @@ class LogSegment:
                 self._max_timestamp = h.max_timestamp
         if self._max_timestamp is None and self.size == 0:
             self._max_timestamp = max(h.max_timestamp for h in headers)
-        self.size = position + len(data)
+        self.size = position + size
         self.next_offset = headers[-1].last_offset + 1
 
     def flush(self) -> None:
