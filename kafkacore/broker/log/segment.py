@@ -136,12 +136,16 @@ class OffsetIndex:
 class LogSegment:
     """One ``.log`` file and its index.  Not thread-safe: the owning ``Log`` holds its lock."""
 
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int,
+                 *, new_log: bool = False) -> None:
+        """``new_log``: the first segment of a log being created (its transaction index file
+        waits for the first flush)."""
         self.base_offset = base_offset
         self.log_path = directory / file_name(base_offset, LOG_SUFFIX)
         self.index = OffsetIndex(directory / file_name(base_offset, INDEX_SUFFIX), base_offset)
         #: the transactions aborted by a marker in this segment (read_committed fetches)
-        self.txn_index = TransactionIndex(directory / file_name(base_offset, TXN_INDEX_SUFFIX))
+        self.txn_index = TransactionIndex(directory / file_name(base_offset, TXN_INDEX_SUFFIX),
+                                          new=new_log)
         self.index_interval_bytes = index_interval_bytes
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
