@@ -219,6 +219,7 @@ def consumer_child(bootstrap, topic, partition, n):
     print("warm", flush=True)
     sys.stdin.readline()
     wall0 = time.perf_counter()
+    cpu0 = time.process_time()
     consumer.assign([TopicPartition(topic, partition, 0)])
     got = 0
     while got < n:
@@ -226,8 +227,9 @@ def consumer_child(bootstrap, topic, partition, n):
             if msg.error() is None:
                 got += 1
     seconds = time.perf_counter() - wall0
+    cpu = time.process_time() - cpu0  # all its threads: librdkafka's and the Python loop
     consumer.close()
-    print(json.dumps({"acked": got, "seconds": seconds}), flush=True)
+    print(json.dumps({"acked": got, "seconds": seconds, "cpu_s": cpu}), flush=True)
 
 
 def measure_small(broker_kind, case, n):
@@ -246,6 +248,9 @@ def measure_small(broker_kind, case, n):
         acked = sum(r["acked"] for r in results)
         row.update(records=acked, records_per_sec=acked / wall,
                    broker_cpu_us_per_record=cpu * 1e6 / acked)
+        if case == "fetch":  # is a consumer the bottleneck? its CPU over its wall time
+            row["consumer_cpu_share"] = max(r["cpu_s"] / r["seconds"] for r in results)
+            row["broker_cpu_share"] = cpu / wall
         if case.startswith("latency"):
             row.update(p50_ms=results[0]["p50_ms"], p99_ms=results[0]["p99_ms"])
         return row
@@ -266,11 +271,15 @@ def main_small(args):
                 runs.setdefault((case, broker_kind), []).append(row)
                 extra = (f" p50 {row['p50_ms']:.2f} ms p99 {row['p99_ms']:.2f} ms"
                          if "p50_ms" in row else "")
+                if "consumer_cpu_share" in row:
+                    extra += (f" busiest consumer {row['consumer_cpu_share']:.0%} of a core,"
+                              f" broker {row['broker_cpu_share']:.0%}")
                 print(f"{case:16} {broker_kind:10} {row['records_per_sec']:>10,.0f} rec/s "
                       f"{row['broker_cpu_us_per_record']:>7.2f} µs broker CPU/rec{extra}"
                       f" (load {row['load']:.1f})", flush=True)
     loads.append(os.getloadavg()[0])
-    keys = ("records_per_sec", "broker_cpu_us_per_record", "p50_ms", "p99_ms")
+    keys = ("records_per_sec", "broker_cpu_us_per_record", "p50_ms", "p99_ms",
+            "consumer_cpu_share", "broker_cpu_share")
     medians = {}
     for (case, broker_kind), tries in runs.items():
         medians.setdefault(case, {})[broker_kind] = {
