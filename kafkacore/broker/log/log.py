@@ -142,8 +142,13 @@ class Log:
         self.dir = Path(directory)
         #: where a failed write takes this log's dir offline (the LogManager's, shared)
         self.dir_failure_channel = dir_failure_channel or LogDirFailureChannel()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.topic_id = self._load_or_write_topic_id(topic_id)
+        try:
+            self.dir.mkdir(parents=True)
+            created = True  # a new log: nothing on disk to look for, load or recover
+        except FileExistsError:
+            created = False
+        self.topic_id = (self._write_topic_id(topic_id) if created
+                         else self._load_or_write_topic_id(topic_id))
         self.config = config or LogConfig()
         self.topic = topic
         self.partition = partition
@@ -171,9 +176,12 @@ class Log:
         self._reported: set[tuple[int, int]] = set()  # (segment, position) logged already
         #: DeleteRecords' log start offset, inside the first segment (its checkpoint's value)
         self._start = 0
-        self._load_segments(had_clean_shutdown, recovery_point)
-        self._start = min(log_start_offset, self.log_end_offset)
-        self._rebuild_producer_state()
+        if created:
+            self._roll(0, new_log=True)
+        else:
+            self._load_segments(had_clean_shutdown, recovery_point)
+            self._start = min(log_start_offset, self.log_end_offset)
+            self._rebuild_producer_state()
         self.recovery_point = self.log_end_offset
 
     # -- opening -----------------------------------------------------------------------------------
@@ -199,8 +207,12 @@ class Log:
                     f"{self.dir.name} belongs to topic id {stored}, not {topic_id}"
                 )
             return stored
+        return self._write_topic_id(topic_id)
+
+    def _write_topic_id(self, topic_id: uuid.UUID | None) -> uuid.UUID | None:
         if topic_id is None:
             return None
+        path = self.dir / PARTITION_METADATA_FILE
         text = base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
         tmp = path.with_suffix(".tmp")
         with open(tmp, "w") as f:
@@ -664,12 +676,13 @@ class Log:
             return self._roll(self.log_end_offset)
         return segment
 
-    def _roll(self, base_offset: int) -> LogSegment:
+    def _roll(self, base_offset: int, *, new_log: bool = False) -> LogSegment:
         if self._segments:
             old = self.active_segment
             old.flush()  # Kafka flushes the rolled segment (asynchronously); we do it here
             self.recovery_point = max(self.recovery_point, old.next_offset)
-        segment = LogSegment(self.dir, base_offset, self.config.index_interval_bytes)
+        segment = LogSegment(self.dir, base_offset, self.config.index_interval_bytes,
+                             new_log=new_log)
         segment.created_ms = _now_ms()
         segment.next_offset = base_offset
         self._add_segment(segment)
