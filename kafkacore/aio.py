@@ -77,7 +77,7 @@ class AIOKafkaProducer:
         plain = not (producer._transactional or producer._interceptors
                      or producer._key_serializer or producer._value_serializer)
         if plain and type(self).send is _PYTHON_SEND:
-            self.send = AsyncSend(  # type: ignore[method-assign]
+            self.send = AsyncSend(  # type: ignore[method-assign,assignment]
                 self._now, self._append_waiting, (_WouldBlock, BufferExhaustedError)).send
 
     async def stop(self) -> None:
