@@ -27,7 +27,13 @@ Where requests are small or many (``--small``), confluent-kafka's producers and 
 - ``partitions100``: one producer, as fast as it can, into 100 partitions (records spread at random,
   so each request carries many partitions' batches);
 - ``fetch``: a four-partition topic filled first, then read from offset 0 to the end by one
-  confluent-kafka consumer per partition, at once: records/s and the broker's CPU per record.
+  confluent-kafka consumer per partition, at once: records/s, the broker's CPU per record, and
+  the share of a core that the busiest consumer and the broker used (a reader near 100 % would
+  be the bottleneck).  Two checks of that, run only when named with ``--cases``: ``fetch-8``,
+  eight partitions and eight consumers (twice the readers: if the rate does not rise with
+  them, they were not the limit), and ``fetch-kcat``, one kcat per partition (C, no Python per
+  record), against our broker only: the kcat here (librdkafka 2.0.2) cannot parse tansu's
+  ApiVersions answer.
 
     python benchmarks/bench_broker.py --small [--repeat 5]
 
@@ -86,9 +92,14 @@ RUNNERS = {"kafkacore": run_kafkacore, "confluent-kafka": run_confluent}
 # -- small requests and fetch (--small) ---------------------------------------------------------
 
 SMALL_CASES = ("latency-linger0", "latency-linger5", "batches16k-x4", "partitions100", "fetch")
+#: Run only when named (``--cases``): is the reader the fetch case's bottleneck?
+FETCH_CHECKS = ("fetch-8", "fetch-kcat")
 LATENCY_RATE = 5000  #: records/s of the latency cases
 LATENCY_SECONDS = 4.0
 FETCH_PARTITIONS = 4
+#: The fetch cases: partitions of the topic, one reader each (confluent-kafka consumers, or kcat)
+FETCH_CASES = {"fetch": FETCH_PARTITIONS, "fetch-8": 2 * FETCH_PARTITIONS,
+               "fetch-kcat": FETCH_PARTITIONS}
 
 
 def latency_child(bootstrap, topic, linger_ms):
@@ -141,9 +152,11 @@ def small_case_children(case, bootstrap, topic, n):
     """The child processes' arguments for ``case`` (each prints "warm", then its JSON)."""
     if case.startswith("latency"):
         return [["--small-child", case, "--bootstrap", bootstrap, "--topic", topic]]
-    if case == "fetch":
-        return [["--small-child", f"fetch:{p}", "--bootstrap", bootstrap, "--topic", topic,
-                 "--records", str(n // FETCH_PARTITIONS)] for p in range(FETCH_PARTITIONS)]
+    if case in FETCH_CASES:
+        reader = "kcat" if case == "fetch-kcat" else "fetch"
+        partitions = FETCH_CASES[case]
+        return [["--small-child", f"{reader}:{p}", "--bootstrap", bootstrap, "--topic", topic,
+                 "--records", str(n // partitions)] for p in range(partitions)]
     count = 4 if case == "batches16k-x4" else 1
     return [["--small-child", case, "--bootstrap", bootstrap, "--topic", topic,
              "--records", str(n // count)]] * count
@@ -160,6 +173,8 @@ def small_child(case, bootstrap, topic, n):
                                           "sticky.partitioning.linger.ms": 0})
     elif case.startswith("fetch:"):
         consumer_child(bootstrap, topic, int(case.partition(":")[2]), n)
+    elif case.startswith("kcat:"):
+        kcat_child(bootstrap, topic, int(case.partition(":")[2]), n)
     else:
         raise ValueError(case)
 
@@ -191,8 +206,8 @@ def run_children(broker, args_list):
     return [json.loads(out.strip().splitlines()[-1]) for out in outs], wall, cpu
 
 
-def fill(bootstrap, topic, n):
-    """``n`` records, the same number into each partition (for the fetch case)."""
+def fill(bootstrap, topic, n, partitions):
+    """``n`` records, the same number into each of ``partitions`` (for the fetch cases)."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
@@ -200,7 +215,7 @@ def fill(bootstrap, topic, n):
     for i in range(n):
         while True:
             try:
-                producer.produce(topic, VALUE, partition=i % FETCH_PARTITIONS)
+                producer.produce(topic, VALUE, partition=i % partitions)
                 break
             except BufferError:
                 producer.poll(0.001)
@@ -219,6 +234,7 @@ def consumer_child(bootstrap, topic, partition, n):
     print("warm", flush=True)
     sys.stdin.readline()
     wall0 = time.perf_counter()
+    cpu0 = time.process_time()
     consumer.assign([TopicPartition(topic, partition, 0)])
     got = 0
     while got < n:
@@ -226,26 +242,54 @@ def consumer_child(bootstrap, topic, partition, n):
             if msg.error() is None:
                 got += 1
     seconds = time.perf_counter() - wall0
+    cpu = time.process_time() - cpu0  # all its threads: librdkafka's and the Python loop
     consumer.close()
-    print(json.dumps({"acked": got, "seconds": seconds}), flush=True)
+    print(json.dumps({"acked": got, "seconds": seconds, "cpu_s": cpu}), flush=True)
+
+
+def kcat_child(bootstrap, topic, partition, n):
+    """kcat (C, librdkafka, no group) reads partition ``partition`` from offset 0 to its end,
+    printing nothing per record: a reader far cheaper per record than a Python consumer."""
+    import resource
+    import shutil
+
+    kcat = shutil.which("kcat")
+    if kcat is None:
+        raise RuntimeError("kcat is not installed (Debian's package kcat)")
+    command = [kcat, "-C", "-b", bootstrap, "-t", topic, "-p", str(partition),
+               "-o", "beginning", "-e", "-q", "-f", "%o\n"]
+    print("warm", flush=True)
+    sys.stdin.readline()
+    wall0 = time.perf_counter()
+    out = subprocess.run(command, capture_output=True, check=True, timeout=600).stdout
+    seconds = time.perf_counter() - wall0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    got = out.count(b"\n")
+    if got != n:
+        raise RuntimeError(f"kcat read {got} records of partition {partition}, not {n}")
+    print(json.dumps({"acked": got, "seconds": seconds,
+                      "cpu_s": usage.ru_utime + usage.ru_stime}), flush=True)
 
 
 def measure_small(broker_kind, case, n):
     from kafkacore import admin
     from kafkacore.testing import LocalBroker
 
-    partitions = {"partitions100": 100, "fetch": FETCH_PARTITIONS}.get(case, 1)
+    partitions = {"partitions100": 100, **FETCH_CASES}.get(case, 1)
     with LocalBroker(kind=broker_kind) as broker:
         topic = "bench-small"
         admin.create_topics(broker.bootstrap, {topic: partitions})
         row = {"broker": broker_kind, "case": case}
-        if case == "fetch":
-            fill(broker.bootstrap, topic, n)
+        if case in FETCH_CASES:
+            fill(broker.bootstrap, topic, n, partitions)
         results, wall, cpu = run_children(
             broker, small_case_children(case, broker.bootstrap, topic, n))
         acked = sum(r["acked"] for r in results)
         row.update(records=acked, records_per_sec=acked / wall,
                    broker_cpu_us_per_record=cpu * 1e6 / acked)
+        if case in FETCH_CASES:  # is a consumer the bottleneck? its CPU over its wall time
+            row["consumer_cpu_share"] = max(r["cpu_s"] / r["seconds"] for r in results)
+            row["broker_cpu_share"] = cpu / wall
         if case.startswith("latency"):
             row.update(p50_ms=results[0]["p50_ms"], p99_ms=results[0]["p99_ms"])
         return row
@@ -254,23 +298,29 @@ def measure_small(broker_kind, case, n):
 def main_small(args):
     cases = args.cases or list(SMALL_CASES)
     records = {"batches16k-x4": args.records, "partitions100": args.records,
-               "fetch": args.records}
+               **{case: args.records for case in FETCH_CASES}}
     runs: dict[tuple[str, str], list[dict]] = {}
     loads = []
     for _ in range(args.repeat):
         loads.append(os.getloadavg()[0])
         for case in cases:
             for broker_kind in args.brokers:
+                if case == "fetch-kcat" and broker_kind == "tansu":
+                    continue  # kcat's librdkafka (2.0.2) cannot read tansu's ApiVersions
                 row = measure_small(broker_kind, case, records.get(case, 0))
                 row["load"] = os.getloadavg()[0]
                 runs.setdefault((case, broker_kind), []).append(row)
                 extra = (f" p50 {row['p50_ms']:.2f} ms p99 {row['p99_ms']:.2f} ms"
                          if "p50_ms" in row else "")
+                if "consumer_cpu_share" in row:
+                    extra += (f" busiest consumer {row['consumer_cpu_share']:.0%} of a core,"
+                              f" broker {row['broker_cpu_share']:.0%}")
                 print(f"{case:16} {broker_kind:10} {row['records_per_sec']:>10,.0f} rec/s "
                       f"{row['broker_cpu_us_per_record']:>7.2f} µs broker CPU/rec{extra}"
                       f" (load {row['load']:.1f})", flush=True)
     loads.append(os.getloadavg()[0])
-    keys = ("records_per_sec", "broker_cpu_us_per_record", "p50_ms", "p99_ms")
+    keys = ("records_per_sec", "broker_cpu_us_per_record", "p50_ms", "p99_ms",
+            "consumer_cpu_share", "broker_cpu_share")
     medians = {}
     for (case, broker_kind), tries in runs.items():
         medians.setdefault(case, {})[broker_kind] = {
@@ -362,7 +412,7 @@ def main():
     parser.add_argument("--no-save", action="store_true", help="print only")
     parser.add_argument("--small", action="store_true",
                         help="the small-request and fetch cases instead")
-    parser.add_argument("--cases", nargs="+", choices=SMALL_CASES)
+    parser.add_argument("--cases", nargs="+", choices=SMALL_CASES + FETCH_CHECKS)
     parser.add_argument("--small-child")
     args = parser.parse_args()
     if args.small_child:

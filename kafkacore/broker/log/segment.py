@@ -40,10 +40,11 @@ _BASE_OFFSET = struct.Struct(">q")
 log = logging.getLogger(__name__)
 
 
-def _last_batch_start(data: bytes) -> int:
-    """Where the last of the whole batches in ``data`` starts."""
+def _last_batch_start(data: bytes, end: int | None = None) -> int:
+    """Where the last of the whole batches in ``data[:end]`` starts."""
     pos = last = 0
-    while pos < len(data):
+    end = len(data) if end is None else end
+    while pos < end:
         last = pos
         pos += read_header(data, pos).size
     return last
@@ -136,12 +137,16 @@ class OffsetIndex:
 class LogSegment:
     """One ``.log`` file and its index.  Not thread-safe: the owning ``Log`` holds its lock."""
 
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int,
+                 *, new_log: bool = False) -> None:
+        """``new_log``: the first segment of a log being created (its transaction index file
+        waits for the first flush)."""
         self.base_offset = base_offset
         self.log_path = directory / file_name(base_offset, LOG_SUFFIX)
         self.index = OffsetIndex(directory / file_name(base_offset, INDEX_SUFFIX), base_offset)
         #: the transactions aborted by a marker in this segment (read_committed fetches)
-        self.txn_index = TransactionIndex(directory / file_name(base_offset, TXN_INDEX_SUFFIX))
+        self.txn_index = TransactionIndex(directory / file_name(base_offset, TXN_INDEX_SUFFIX),
+                                          new=new_log)
         self.index_interval_bytes = index_interval_bytes
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
@@ -164,9 +169,11 @@ class LogSegment:
     def append(self, data: bytes | bytearray, headers: list[BatchHeader]) -> None:
         """Write validated batches (with their offsets) at the end of the file; index them."""
         position = self.size
+        size = len(data)
         written = 0
         try:
-            while written < len(data):  # a short write: the next one says why (ENOSPC)
+            written = os.pwrite(self._fd, data, position)
+            while written < size:  # a short write: the next one says why (ENOSPC)
                 n = os.pwrite(self._fd, memoryview(data)[written:], position + written)
                 if n == 0:
                     raise OSError(errno.EIO, f"no progress writing {self.log_path}")
@@ -185,7 +192,7 @@ class LogSegment:
                 self._max_timestamp = h.max_timestamp
         if self._max_timestamp is None and self.size == 0:
             self._max_timestamp = max(h.max_timestamp for h in headers)
-        self.size = position + len(data)
+        self.size = position + size
         self.next_offset = headers[-1].last_offset + 1
 
     def flush(self) -> None:
@@ -251,11 +258,14 @@ class LogSegment:
                     return
                 yield h._replace(position=pos + at)
                 at += h.size
-            if at == 0:  # one batch larger than the chunk: read exactly that batch
+            if at == 0:  # one batch larger than the chunk
                 h = read_header(chunk, 0)
-                chunk = os.pread(self._fd, h.size, pos)
-                if len(chunk) < h.size or (verify and not crc_ok(chunk, h)):
-                    return
+                if verify:  # its CRC needs all of it: read exactly that batch
+                    chunk = os.pread(self._fd, h.size, pos)
+                    if len(chunk) < h.size or not crc_ok(chunk, h):
+                        return
+                # Else its header is all we need (it fits before ``end``, checked above): a
+                # lookup in a log of 1 MiB batches must not read each one it steps over.
                 yield h._replace(position=pos)
                 at = h.size
             pos += at
@@ -310,55 +320,78 @@ class LogSegment:
         first = self.translate_offset(start_offset)
         if first is None or (max_offset is not None and first.base_offset >= max_offset):
             return None
+        if first.size > max_size and not min_one_batch:
+            return None
+        data, end, _ = self._read_checked(first, max_size, max_offset)
+        return (data if end == len(data) else data[:end]), first.base_offset
+
+    def _read_checked(
+        self, first: BatchHeader, max_size: int, max_offset: int | None
+    ) -> tuple[bytes, int, BatchHeader | None]:
+        """Read the batches from ``first`` (at least it, whatever its size) as :meth:`read`
+        does and check them.  Returns (the bytes read, where the good whole batches in them end,
+        the header of the batch that follows them, or None when the segment ends there or
+        damage stopped the read).  The caller slices, if it needs the bytes at all."""
         if first.size > max_size:
-            if not min_one_batch:
-                return None
             data = self.pread(first.size, first.position)
+            end = len(data)
         else:
-            want = min(max_size, self.size - first.position)
-            data = self.pread(want, first.position)
-            data = data[: whole_batches_end(data, max_offset)]
-        end, why = verified_end(data)
-        if why is None and first.position + len(data) + RECORD_BATCH_OVERHEAD <= self.size:
+            data = self.pread(min(max_size, self.size - first.position), first.position)
+            end = whole_batches_end(data, max_offset)
+        view = memoryview(data)[:end]
+        try:
+            end, why = verified_end(view)
+        finally:
+            view.release()
+        after = None
+        if why is None and end and first.position + end + RECORD_BATCH_OVERHEAD <= self.size:
             # The batch after the last one served must start after it: a base offset (outside
             # the CRC) raised by damage is caught by its neighbour.
-            last = first.position + _last_batch_start(data)
-            after = read_header(self.pread(RECORD_BATCH_OVERHEAD, first.position + len(data)), 0)
-            served_last = read_header(data, last - first.position).last_offset
+            last = _last_batch_start(data, end)
+            after = read_header(self.pread(RECORD_BATCH_OVERHEAD, first.position + end), 0)
+            after = after._replace(position=first.position + end)
+            served_last = read_header(data, last).last_offset
             if after.magic == 2 and after.base_offset <= served_last:
-                end, why = last - first.position, (
-                    f"the batch at byte {last} ends at offset {served_last}, past the start of "
-                    f"the batch after it ({after.base_offset})")
+                end, why = last, (
+                    f"the batch at byte {first.position + last} ends at offset {served_last}, "
+                    f"past the start of the batch after it ({after.base_offset})")
         if why is not None:
             self.damage.add(first.position + end)
             if end == 0:
                 self._damaged(first.position, why)
-            data = data[:end]
-        return data, first.base_offset
+            after = None
+        elif after is not None and (after.magic != 2 or not RECORD_BATCH_OVERHEAD <= after.size
+                                    <= self.size - after.position):
+            after = None  # does not frame: the read stops before it (a lookup there raises)
+        return data, end, after
 
     def read_file_records(
         self, start_offset: int, max_size: int, max_offset: int | None, min_one_batch: bool
     ) -> tuple[FileRecords, int] | None:
         """What :meth:`read` returns, as a region of this file instead of a copy of its bytes
         (see ``FileRecords``): the answer holds a file descriptor, not megabytes, while it waits
-        for its client.  The batches are read and checked (CRC, framing) by :meth:`read`, so
-        nothing damaged is served, but :data:`_CHUNK` bytes at a time, each dropped at once."""
+        for its client.  The batches are read and checked (CRC, framing) as :meth:`read` does,
+        so nothing damaged is served, but :data:`_CHUNK` bytes at a time, each dropped at once;
+        the offset is looked up once, each chunk starting at the header the one before read."""
         first = self.translate_offset(start_offset)
         if first is None:
             return None
-        size, offset, remaining, min_one = 0, start_offset, max_size, min_one_batch
-        damage = len(self.damage)
-        while remaining > 0:
-            got = self.read(offset, min(remaining, _CHUNK), max_offset, min_one)
-            if got is None or not got[0]:
+        size, remaining, header = 0, max_size, first
+        while remaining > 0 and header is not None:
+            if max_offset is not None and header.base_offset >= max_offset:
                 break
-            data = got[0]
-            size += len(data)
-            remaining -= len(data)
-            min_one = False
-            offset = read_header(data, _last_batch_start(data)).last_offset + 1
-            if len(self.damage) != damage or first.position + size >= self.size:
-                break  # stop before a damaged batch, or at the end of the segment
+            if header.size > remaining and (size or not min_one_batch):
+                break  # only the first batch goes out whole when larger than what is left
+            try:
+                _, end, header = self._read_checked(header, min(remaining, _CHUNK), max_offset)
+            except CorruptMessageError:
+                if size:
+                    break  # the good batches before the damage still go (as in :meth:`read`)
+                raise
+            if end == 0:
+                break
+            size += end
+            remaining -= end
         if size == 0:
             return None
         return FileRecords(self._fd, first.position, size), first.base_offset
