@@ -381,6 +381,36 @@ def test_done_callbacks_before_and_after_completion(caplog):
     assert order[-1] == "late"
 
 
+def test_done_callbacks_one_or_many_with_waiters_coming_and_going():
+    # One done-callback is kept on its own, more in a list; a concurrent.futures waiter (wait()
+    # installs one and removes it at its timeout) comes and goes among them in either shape.
+    batch = make_batch()
+    one, many, waited_first = append_records(batch, 3)
+    ran = []
+    one.add_done_callback(lambda f: ran.append("one"))
+    concurrent.futures.wait([one], timeout=0)
+    for i in range(3):
+        many.add_done_callback(lambda f, i=i: ran.append(f"many {i}"))
+        concurrent.futures.wait([many], timeout=0)
+    concurrent.futures.wait([waited_first], timeout=0)
+    waited_first.add_done_callback(lambda f: ran.append("after a waiter"))
+    batch.done(0, -1, None)
+    assert ran == ["one", "many 0", "many 1", "many 2", "after a waiter"]
+
+
+def test_one_done_callback_per_record_leaves_the_cycle_collector_nothing_to_walk():
+    # asyncio code adds a done-callback to every record: that must not cost an object the
+    # collector tracks per record in flight (it walks all of them at every collection).
+    batch = make_batch(capacity=1 << 20)
+    futures = append_records(batch, 2000, value_size=1)
+    gc.collect()
+    tracked = len(gc.get_objects())
+    for future in futures:
+        future.add_done_callback(len)
+    assert len(gc.get_objects()) - tracked < 100
+    batch.done(0, -1, None)
+
+
 def test_add_done_callback_races_completion():
     # Registrations racing done() on another thread: every callback runs, exactly once.
     for _ in range(50):

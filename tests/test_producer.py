@@ -423,6 +423,10 @@ def test_broker_killed_and_restarted_mid_stream(broker, make_topic):
         ({"value": b"v", "headers": [(1, b"v")]}, TypeError),
         ({"value": b"v", "headers": ["nope"]}, TypeError),
         ({"value": b"v", "callback": 3}, TypeError),
+        ({"value": b"v", "timestamp": 1, "timestamp_ms": 1}, TypeError),
+        ({"value": b"v", "callback": print, "on_delivery": print}, TypeError),
+        ({"value": b"v", "on_delivery": 3}, TypeError),
+        ({"value": b"v", "no_such_argument": 1}, TypeError),
     ],
 )
 def test_bad_input_is_a_typed_error_at_the_call(bootstrap, make_topic, kwargs, error):
@@ -431,6 +435,37 @@ def test_bad_input_is_a_typed_error_at_the_call(bootstrap, make_topic, kwargs, e
         with pytest.raises(error):
             producer.send(topic, **kwargs)
         assert producer.send(topic, b"fine").get(timeout=30).offset == 0
+
+
+def test_send_is_compiled_unless_python_must_run_before_the_append(bootstrap, make_topic):
+    topic = make_topic(partitions=1)
+    calls = []
+
+    class Counting(KafkaProducer):
+        def send(self, *args, **kwargs):
+            calls.append(args[0])
+            return super().send(*args, **kwargs)
+
+    class PassThrough:
+        def on_send(self, *record):
+            calls.append("intercepted")
+
+        def on_acknowledgement(self, metadata, exception):
+            pass
+
+    with KafkaProducer(bootstrap_servers=bootstrap) as plain, Counting(
+        bootstrap_servers=bootstrap
+    ) as counting, KafkaProducer(
+        bootstrap_servers=bootstrap, interceptor_classes=[PassThrough()]
+    ) as intercepted:
+        # No Python frame per record: send is the appender's own method.
+        assert plain.send.__self__ is plain._appender
+        assert plain.send(topic, b"a", on_delivery=lambda err, msg: calls.append(msg.value()),
+                          timestamp_ms=7).get(timeout=30).timestamp == 7
+        # A subclass's send and an interceptor still run, record by record.
+        counting.send(topic, b"b").get(timeout=30)
+        intercepted.send(topic, b"c").get(timeout=30)
+    assert calls == [b"a", topic, "intercepted"]
 
 
 def test_out_of_range_partition(bootstrap, make_topic):

@@ -20,6 +20,7 @@ import collections
 import errno
 import logging
 import queue
+import select
 import selectors
 import socket
 import ssl
@@ -62,6 +63,10 @@ _SIZE = struct.Struct(">i")
 _API_KEY_VERSION = struct.Struct(">hh")
 #: The most bytes one recv() asks for: a large request is read in pieces of this size.
 _RECV_CHUNK = 256 * 1024
+#: What one recv() asks for while the frame being read has fewer bytes left than this: small
+#: requests come in with one system call, and the bytes of the next ones a pipelining client
+#: sent are kept (at most this many, plus one recv, per connection) until their turn.
+READ_AHEAD = 64 * 1024
 #: How long select() sleeps at most; bounds how late idle connections are noticed.
 _POLL_S = 0.3
 #: The acceptor's back-off after a failed accept (out of file descriptors): first and longest.
@@ -69,6 +74,45 @@ ACCEPT_BACKOFF_MIN_S = 0.05
 ACCEPT_BACKOFF_MAX_S = 1.0
 #: At most one "accept failed" warning per this many seconds.
 ACCEPT_ERROR_LOG_INTERVAL_S = 10.0
+
+
+#: SO_LINGER on, 0 s: close() resets the connection.
+_RESET = struct.pack("ii", 1, 0)
+#: What one recv() into a connection's buffer found (Processor._fill).
+_NOTHING, _DRAINED, _MORE = object(), object(), object()
+#: Readiness bits of the processor's Poller (epoll's and poll()'s are the same numbers).
+_READ = select.POLLIN
+_WRITE = select.POLLOUT
+
+
+class Poller:
+    """Which sockets are ready, by file descriptor: ``epoll`` on Linux, ``poll()`` elsewhere.
+
+    The processor registers a connection's descriptor with what it waits for and keeps its own
+    descriptor -> connection map.  ``selectors``' layer on top (a key tuple built per
+    registration and again per change of interest, a lookup per event) cost more per request
+    than the system call under it.
+    """
+
+    __slots__ = ("_poller", "register", "modify", "unregister", "poll")
+
+    def __init__(self) -> None:
+        if hasattr(select, "epoll"):
+            self._poller: Any = select.epoll()
+            #: poll(timeout_s) -> [(fd, events), ...]
+            self.poll = self._poller.poll
+        else:  # pragma: no cover (not Linux)
+            self._poller = select.poll()
+            poll = self._poller.poll
+            self.poll = lambda timeout_s: poll(timeout_s * 1000.0)
+        self.register = self._poller.register
+        self.modify = self._poller.modify
+        self.unregister = self._poller.unregister
+
+    def close(self) -> None:
+        close = getattr(self._poller, "close", None)
+        if close is not None:
+            close()
 
 
 class TooManyConnectionsError(errors.KafkaError, OSError):
@@ -160,7 +204,7 @@ class KafkaChannel:
     """One client connection, owned by one processor (read and written only by its thread)."""
 
     __slots__ = (
-        "id", "sock", "address", "buffer", "expected", "muted", "sends", "last_active",
+        "id", "sock", "fd", "address", "buffer", "expected", "muted", "sends", "last_active",
         "events", "listener", "tls", "handshake_events", "authenticator", "close_after_send",
         "reserved", "trailing_bytes_logged", "certificate_principal", "readable_while_muted",
     )
@@ -169,9 +213,13 @@ class KafkaChannel:
                  listener: str = "PLAINTEXT") -> None:
         self.id = connection_id
         self.sock = sock
+        self.fd = sock.fileno()  #: its descriptor in the processor's Poller (kept after close)
         self.address = address
-        self.buffer = bytearray()  #: the part of the current frame read so far
-        self.expected: int | None = None  #: the current frame's size, once its 4 bytes are in
+        #: Bytes read and not yet handed on: the rest of the current frame, and what came after
+        #: it (a pipelining client's next requests, at most READ_AHEAD and one recv more).
+        self.buffer = bytearray()
+        #: The current frame's size once its 4 bytes are read (they are no longer in buffer).
+        self.expected: int | None = None
         self.muted = False  #: a request of this connection is being handled: do not read
         #: The unwritten response: buffers, and fetched records as file regions (FileRecords).
         self.sends: collections.deque[Any] = collections.deque()
@@ -180,7 +228,7 @@ class KafkaChannel:
         self.listener = listener  #: the name of the listener it came in on
         self.tls = isinstance(sock, ssl.SSLSocket)
         #: While the TLS handshake runs: what it waits for (READ or WRITE); 0 once done.
-        self.handshake_events = selectors.EVENT_READ if self.tls else 0
+        self.handshake_events = _READ if self.tls else 0
         #: The SASL exchange of a SASL listener's connection (None on other listeners).
         self.authenticator: SaslServerAuthenticator | None = None
         #: Close once ``sends`` is written, for this reason (a failed authentication).
@@ -192,8 +240,9 @@ class KafkaChannel:
         self.certificate_principal: str | None = None
         #: Bytes after a request's body were seen (and logged) on this connection.
         self.trailing_bytes_logged = False
-        #: The selector saw bytes to read while a request was in the handlers (a pipelining
-        #: client): read them as soon as the connection is unmuted, without waiting a turn.
+        #: Bytes to read came while a request was in the handlers and the buffer already held
+        #: READ_AHEAD (or on TLS): no longer watched for reads; read them as soon as the
+        #: connection is unmuted, without waiting a turn.
         self.readable_while_muted = False
 
 
@@ -263,11 +312,14 @@ class Processor(ShutdownableThread):
         #: connection id -> when its throttle ends (monotonic s): muted until then (KIP-219);
         #: one entry per connection at most, each bounded by the quota's longest throttle
         self._throttled: dict[str, float] = {}
-        self._selector = selectors.DefaultSelector()
+        self._poller = Poller()
+        #: descriptor -> connection, for what the poller reports (guarded: this thread only).
+        self._by_fd: dict[int, KafkaChannel] = {}
         self._wakeup_r, self._wakeup_w = socket.socketpair()
         self._wakeup_r.setblocking(False)
         self._wakeup_w.setblocking(False)
-        self._selector.register(self._wakeup_r, selectors.EVENT_READ, None)
+        self._wakeup_fd = self._wakeup_r.fileno()
+        self._poller.register(self._wakeup_fd, _READ)
         self._new_connections: queue.SimpleQueue[
             tuple[socket.socket, str, ListenerSecurity | None]] = queue.SimpleQueue()
         #: Handlers' responses (appended by them, taken by this thread: a deque is safe for one
@@ -356,7 +408,7 @@ class Processor(ShutdownableThread):
             self.close(ch, "the broker is shutting down", level=logging.DEBUG)
         self.channel.remove_processor(self.id)
         self.faults.detach(self.name)
-        self._selector.close()
+        self._poller.close()
         self._wakeup_r.close()
         self._wakeup_w.close()
 
@@ -484,32 +536,40 @@ class Processor(ShutdownableThread):
             if self._responses:  # ... and one queued before that is seen here
                 timeout = 0
         try:
-            ready = self._selector.select(timeout)
+            ready = self._poller.poll(timeout)
         finally:
             self._sleeping = False
-        for key, mask in ready:
-            ch = key.data
+        by_fd = self._by_fd
+        for fd, mask in ready:
+            ch = by_fd.get(fd)
             if ch is None:
-                try:
-                    while self._wakeup_r.recv(4096):
+                if fd == self._wakeup_fd:
+                    try:  # one recv: a byte still there after 4096 only ends the next poll
+                        self._wakeup_r.recv(4096)
+                    except OSError:
                         pass
-                except (BlockingIOError, OSError):
-                    pass
-                continue
+                continue  # (a connection closed earlier in this loop)
             try:
                 if ch.handshake_events:
                     self._handshake(ch)
                     continue
-                if mask & selectors.EVENT_WRITE:
+                # A hang-up or an error counts as both: the read or write that follows says
+                # what happened (as selectors does it).
+                if mask & ~_READ and ch.events & _WRITE:
                     self._write(ch)
-                if mask & selectors.EVENT_READ and ch.id in self._channels:
-                    if ch.muted:
-                        # Muting is lazy (_complete_receive): the client sent its next
-                        # request early, so now stop watching this socket for reads.
+                if mask & ~_WRITE and ch.events & _READ and ch.fd in by_fd:
+                    if not ch.muted:
+                        self._read(ch)
+                    elif ch.tls or ch.expected is not None or len(ch.buffer) >= READ_AHEAD:
+                        # Muting is lazy (_complete_receive): the client sent more while
+                        # its request is handled (or its frame waits for memory), more
+                        # than we keep: now stop watching this socket for reads.
                         ch.readable_while_muted = True
                         self._update_interest(ch)
                     else:
-                        self._read(ch)
+                        # ... or little enough to keep: it waits in the buffer, and the
+                        # socket stays watched (no change of interest, twice, per request).
+                        self._fill(ch)
             except Exception:
                 # A bug met on one connection (Kafka's processChannelException): that one
                 # connection goes, the thread and everyone else's connections stay.
@@ -536,9 +596,9 @@ class Processor(ShutdownableThread):
         try:
             ch.sock.do_handshake()
         except ssl.SSLWantReadError:
-            ch.handshake_events = selectors.EVENT_READ
+            ch.handshake_events = _READ
         except ssl.SSLWantWriteError:
-            ch.handshake_events = selectors.EVENT_WRITE
+            ch.handshake_events = _WRITE
         except (ssl.SSLError, OSError) as exc:
             # Not TLS (a plaintext client), a client certificate missing or untrusted, garbage:
             # this connection goes; the reason is logged as Kafka's SslAuthenticationException.
@@ -595,50 +655,85 @@ class Processor(ShutdownableThread):
     # -- reading and writing ---------------------------------------------------------------------
 
     def _read(self, ch: KafkaChannel) -> None:
-        """Read at most one frame: never past its end, so a pipelining client's next requests
-        stay in the kernel (and, once its buffers fill, in the client) while this one is handled.
+        """Hand on the next request of the connection: from its buffer if it is there already,
+        else from the socket, read with as few system calls as the bytes allow."""
+        read = _MORE
+        while not self._take_request(ch):
+            if read is not _MORE:
+                return
+            read = self._fill(ch)
+
+    def _fill(self, ch: KafkaChannel) -> object:
+        """One recv() into the connection's buffer: _NOTHING read (the socket was empty, or the
+        connection closed), or some bytes and the socket now _DRAINED, or maybe _MORE.
+
+        A frame with fewer than READ_AHEAD bytes left is read with one recv() of READ_AHEAD
+        (its size, body and, from a pipelining client, the next requests), a larger one in
+        recv()s that end exactly at its end, so that its bytes are handed on without a copy.
         """
-        while True:
-            need = 4 - len(ch.buffer) if ch.expected is None else ch.expected - len(ch.buffer)
-            try:
-                data = ch.sock.recv(min(need, _RECV_CHUNK))
-            except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
-                return
-            except OSError as exc:
-                self.close(ch, f"read failed: {exc}", level=logging.DEBUG)
-                return
-            if not data:
-                why = "the client closed the connection"
-                if ch.buffer:
-                    why += f" in the middle of a request ({len(ch.buffer)} bytes read)"
-                self.close(ch, why, level=logging.DEBUG)
-                return
-            self._touch(ch)
-            self._stats["bytes_read"] += len(data)
-            ch.buffer += data
-            if ch.expected is None:
-                if len(ch.buffer) < 4:
-                    continue
-                size = _SIZE.unpack(ch.buffer)[0]
-                ch.buffer.clear()
-                limit, setting = self.max_request_size, "socket.request.max.bytes"
-                if ch.authenticator is not None and not ch.authenticator.authenticated:
-                    # Nobody we know yet: no 100 MB buffers for them (Kafka's
-                    # sasl.server.max.receive.size).
-                    limit, setting = self.sasl_max_receive_size, "sasl.server.max.receive.size"
-                if size < 0 or size > limit:
-                    self._stats["invalid_requests"] += 1
-                    self.close(ch, f"request size {size} is not within 0 and {setting}={limit}")
-                    return
-                ch.expected = size
-                if not self._reserve_memory(ch):
-                    return
-            if len(ch.buffer) == ch.expected:
-                frame = ch.buffer  # handed over as is: no copy of a large request
-                ch.buffer = bytearray()
-                ch.expected = None
-                self._complete_receive(ch, frame)
-                return
+        need = READ_AHEAD if ch.expected is None else ch.expected - len(ch.buffer)
+        asked = READ_AHEAD if need < READ_AHEAD else min(need, _RECV_CHUNK)
+        try:
+            data = ch.sock.recv(asked)
+        except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return _NOTHING
+        except OSError as exc:
+            self.close(ch, f"read failed: {exc}", level=logging.DEBUG)
+            return _NOTHING
+        if not data:
+            why = "the client closed the connection"
+            if ch.buffer or ch.expected is not None:
+                why += f" in the middle of a request ({len(ch.buffer)} bytes read)"
+            self.close(ch, why, level=logging.DEBUG)
+            return _NOTHING
+        self._touch(ch)
+        self._stats["bytes_read"] += len(data)
+        ch.buffer += data
+        # Fewer bytes than asked: the socket is empty, and asking again would only raise
+        # BlockingIOError.  (TLS may hold decrypted bytes the poller cannot see: ask again.)
+        return _MORE if len(data) == asked or ch.tls else _DRAINED
+
+    def _take_request(self, ch: KafkaChannel) -> bool:
+        """Hand on the request whose frame the buffer completes; True when the connection
+        waits for something other than bytes (its request handled, memory, or it closed)."""
+        if ch.muted:
+            return True
+        buffer = ch.buffer
+        if ch.expected is None:
+            if len(buffer) < 4:
+                return False
+            size = _SIZE.unpack_from(buffer)[0]
+            del buffer[:4]
+            limit, setting = self.max_request_size, "socket.request.max.bytes"
+            if ch.authenticator is not None and not ch.authenticator.authenticated:
+                # Nobody we know yet: no 100 MB buffers for them (Kafka's
+                # sasl.server.max.receive.size).
+                limit, setting = self.sasl_max_receive_size, "sasl.server.max.receive.size"
+            if size < 0 or size > limit:
+                self._stats["invalid_requests"] += 1
+                if buffer and not ch.tls:
+                    # Reset, not closed: Kafka reads only the 4 bytes of the size, and closing
+                    # with the rest unread resets the connection.  A TLS client that dialled a
+                    # plaintext port (its ClientHello read as a size) learns that way that the
+                    # broker hung up mid-handshake, not that TLS went wrong.
+                    ch.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+                self.close(ch, f"request size {size} is not within 0 and {setting}={limit}")
+                return True
+            ch.expected = size
+            if not self._reserve_memory(ch):
+                return True
+        expected = ch.expected
+        if len(buffer) < expected:
+            return False
+        if len(buffer) == expected:
+            frame = buffer  # handed over as is: no copy of a large request
+            ch.buffer = bytearray()
+        else:  # the next request's bytes came with it (a small copy: see _fill)
+            frame = buffer[:expected]
+            del buffer[:expected]
+        ch.expected = None
+        self._complete_receive(ch, frame)
+        return True
 
     def _reserve_memory(self, ch: KafkaChannel) -> bool:
         """Take the bytes of the request whose size was just read from the pool; if it has not
@@ -699,14 +794,15 @@ class Processor(ShutdownableThread):
             request.principal = "User:" + ch.authenticator.principal
         elif ch.certificate_principal is not None:
             request.principal = ch.certificate_principal
-        # The muting rule: no more reads from this connection until the response is queued
-        # and written, so at most one of its requests is in the handlers at a time and the
-        # responses leave in the order the requests came (handlers run in parallel).  The
-        # selector keeps watching it for reads until it reports the socket readable (poll):
-        # most clients wait for the answer, and then muting costs no system call at all.
+        # The muting rule: no more requests from this connection until the response is
+        # queued and written, so at most one of its requests is in the handlers at a time and
+        # the responses leave in the order the requests came (handlers run in parallel).  The
+        # poller keeps watching it for reads: most clients wait for the answer, and then
+        # muting costs no system call at all; what a pipelining client sends meanwhile waits
+        # in the buffer, up to READ_AHEAD, before the socket stops being watched (poll).
         ch.muted = True
         self._stats["requests"] += 1
-        self._stats[f"requests.api_key.{request.api_key}"] += 1
+        self._stats[f"requests.api_key.{header['request_api_key']}"] += 1
         queue_ = self.channel.request_queue
         while self._running:
             if len(queue_) >= queue_.maxsize:
@@ -903,12 +999,18 @@ class Processor(ShutdownableThread):
             self._update_interest(ch)
             return
         ch.muted = False
-        self._update_interest(ch)
         sock = ch.sock
         if isinstance(sock, ssl.SSLSocket):
-            if not ch.handshake_events and sock.pending():
+            self._update_interest(ch)
+            if not ch.handshake_events and (ch.buffer or sock.pending()):
                 self._tls_pending.add(ch.id)  # a pipelined request already decrypted
-        elif ch.readable_while_muted:
+            return
+        # A pipelining client's next request, read ahead, goes on at once, and the socket's
+        # interest stays as it is: whether it is watched depends on how much the buffer holds.
+        if ch.buffer and self._take_request(ch):
+            return
+        self._update_interest(ch)
+        if ch.readable_while_muted:
             ch.readable_while_muted = False
             self._read(ch)  # the next request is there: this turn, not the next one
 
@@ -921,17 +1023,19 @@ class Processor(ShutdownableThread):
         if ch.handshake_events:
             events = ch.handshake_events
         elif not ch.muted:
-            events |= selectors.EVENT_READ
+            events |= _READ
         if ch.sends:
-            events |= selectors.EVENT_WRITE
+            events |= _WRITE
         if events == ch.events:
             return
         if ch.events == 0:
-            self._selector.register(ch.sock, events, ch)
+            self._poller.register(ch.fd, events)
+            self._by_fd[ch.fd] = ch
         elif events == 0:
-            self._selector.unregister(ch.sock)
+            self._poller.unregister(ch.fd)
+            del self._by_fd[ch.fd]
         else:
-            self._selector.modify(ch.sock, events, ch)
+            self._poller.modify(ch.fd, events)
         ch.events = events
 
     def close(self, ch: KafkaChannel, reason: str, level: int | None = None) -> None:
@@ -945,7 +1049,8 @@ class Processor(ShutdownableThread):
         else:
             log.log(level, "closing connection %s: %s", ch.id, reason)
         if ch.events:
-            self._selector.unregister(ch.sock)
+            self._poller.unregister(ch.fd)
+            del self._by_fd[ch.fd]
             ch.events = 0
         if isinstance(ch.sock, ssl.SSLSocket) and not ch.handshake_events:
             # TLS's close_notify, so the client knows the stream ended whole (a client may

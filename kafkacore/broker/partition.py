@@ -142,22 +142,22 @@ class Partition:
     # -- the leader's side ----------------------------------------------------------------------
 
     def append_records_to_leader(self, records: Any, required_acks: int, *,
-                                 from_coordinator: bool = False) -> Any:
+                                 from_coordinator: bool = False) -> tuple[Any, bool]:
         """Append as leader; refuses acks=all below ``min.insync.replicas`` (Kafka's
-        ``appendRecordsToLeader``)."""
+        ``appendRecordsToLeader``).  Returns the log's ``LogAppendInfo`` and whether the high
+        watermark moved (Kafka's ``LeaderHwChange.INCREASED``: only then can a waiting
+        produce be done)."""
         with self.lock:
-            if not self.is_leader:
+            if self.leader_id != self.local_broker_id:
                 raise errors.NotLeaderOrFollowerError(
                     f"broker {self.local_broker_id} is not the leader of {self.topic}-{self.index}")
-            min_isr = self.log.config.min_insync_replicas
-            if required_acks == -1 and len(self.isr) < min_isr:
+            if required_acks == -1 and len(self.isr) < self.log.config.min_insync_replicas:
                 raise errors.NotEnoughReplicasError(
                     f"{self.topic}-{self.index}: ISR {self.isr} is smaller than "
-                    f"min.insync.replicas={min_isr}")
+                    f"min.insync.replicas={self.log.config.min_insync_replicas}")
             info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch,
                                              from_coordinator=from_coordinator)
-            self.maybe_increment_leader_hw()
-            return info
+            return info, self.maybe_increment_leader_hw()
 
     def maximal_isr(self) -> list[int]:
         """The ISR the HW must respect: with a pending expansion, the new member too (Kafka's

@@ -206,34 +206,44 @@ class ReplicaManager:
         response})`` now, or, for acks=all, when the ISR has them (Kafka's ``appendRecords``).
         ``from_coordinator``: transaction markers (control batches) written for the
         transaction coordinator."""
-        statuses: dict[tuple[str, int], ProducePartitionStatus] = {}
+        results: dict[tuple[str, int], dict[str, Any]] = {}
+        waiting: dict[tuple[str, int], ProducePartitionStatus] = {}
         for key, (response, records) in entries.items():
+            results[key] = response
             partition, error = self.leader_partition_or_error(*key)
             if partition is None:
                 response["error_code"] = error
-                statuses[key] = ProducePartitionStatus(-1, response, acks_pending=False)
                 continue
             try:
-                info = partition.append_records_to_leader(records, required_acks,
-                                                          from_coordinator=from_coordinator)
+                info, hw_moved = partition.append_records_to_leader(
+                    records, required_acks, from_coordinator=from_coordinator)
             except errors.BrokerResponseError as exc:
                 response.update(error_code=exc.errno, error_message=str(exc)[:1000])
-                statuses[key] = ProducePartitionStatus(-1, response, acks_pending=False)
                 continue
             # A duplicate (a retried batch) gets the original batch's offsets: written once.
-            response.update(base_offset=info.first_offset,
-                            log_append_time_ms=info.log_append_time_ms,
-                            log_start_offset=info.log_start_offset)
-            statuses[key] = ProducePartitionStatus(info.last_offset + 1, response)
-            # Followers long-polling this partition have new data.
+            response["base_offset"] = info.first_offset
+            response["log_append_time_ms"] = info.log_append_time_ms
+            response["log_start_offset"] = info.log_start_offset
+            # Followers long-polling this partition have new data; a moved HW may complete
+            # produces waiting for it (Kafka's ReplicaManager does the same after an append).
             self.fetch_purgatory.check_and_complete(key)
-            self.produce_purgatory.check_and_complete(key)
-        if required_acks == -1 and any(s.acks_pending for s in statuses.values()):
+            if hw_moved:
+                self.produce_purgatory.check_and_complete(key)
+            if required_acks == -1:
+                # What the DelayedProduce's first try would find, without making one: an ISR
+                # of one, or followers already past the batch, answer at once.
+                done, error = partition.check_enough_replicas_reach_offset(info.last_offset + 1)
+                if done:
+                    response["error_code"] = error
+                else:
+                    waiting[key] = ProducePartitionStatus(info.last_offset + 1, response)
+        if waiting:
+            statuses = {key: waiting.get(key) or ProducePartitionStatus(
+                -1, response, acks_pending=False) for key, response in results.items()}
             operation = DelayedProduce(timeout_ms, statuses, self, respond)
-            self.produce_purgatory.try_complete_else_watch(
-                operation, [k for k, s in statuses.items() if s.acks_pending])
+            self.produce_purgatory.try_complete_else_watch(operation, list(waiting))
             return
-        respond({key: s.response for key, s in statuses.items()})
+        respond(results)
 
     # -- Fetch -----------------------------------------------------------------------------------
 

@@ -102,6 +102,8 @@ cdef class RecordAppender:
         # Set by close(): send() refuses at once (the accumulator re-checks under the lock).
         public bint closed
 
+    cdef object _append(self, object topic, object value, object key, object partition,
+                        object timestamp, object headers, object callback)
     cdef object _snapshot(self, str topic, object partition, int* count, int64_t* now_ms)
     cdef object _checked_sticky(self, str topic, _StickyRun sticky, object cluster, int* count,
                                 int* chosen)

@@ -45,6 +45,19 @@ class RecordAppender:
         headers: Headers | None,
         callback: Callable[..., object] | None,
     ) -> FutureRecordMetadata: ...
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: Headers | None = None,
+        callback: Callable[..., object] | None = None,
+        *,
+        on_delivery: Callable[..., object] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> FutureRecordMetadata: ...
     def append_columns(
         self,
         topic: str,

@@ -240,6 +240,24 @@ cdef class RecordAppender:
 
     def append(self, topic, value, key, partition, timestamp, headers, callback):
         """``KafkaProducer.send`` without the interceptors: see its documentation."""
+        return self._append(topic, value, key, partition, timestamp, headers, callback)
+
+    # send: start
+    def send(self, topic, value=None, key=None, partition=None, timestamp=None, headers=None,
+             callback=None, *, on_delivery=None, timestamp_ms=None):
+        """``KafkaProducer.send``, compiled: same arguments, checks and errors (see there).
+
+        A producer with no interceptor and no transaction has nothing to run in Python before
+        the append, so its ``send`` is this method: a record then costs no Python frame."""
+        if on_delivery is not None or timestamp_ms is not None:
+            from kafkacore.producer import _other_clients  # rare: the other clients' names
+            callback, timestamp = _other_clients(
+                topic, value, key, timestamp, headers, callback, on_delivery, timestamp_ms)
+        return self._append(topic, value, key, partition, timestamp, headers, callback)
+    # send: end
+
+    cdef object _append(self, object topic, object value, object key, object partition,
+                        object timestamp, object headers, object callback):
         cdef int count, chosen
         cdef Py_ssize_t size
         cdef int64_t monotonic_ns = _clock_ns(CLOCK_MONOTONIC)

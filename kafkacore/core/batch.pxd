@@ -126,10 +126,11 @@ cdef class FutureRecordMetadata:
         # The record's row in a send_batch() call (its callback is then that call's BatchFuture),
         # or -1.  Immutable.
         Py_ssize_t _row
-        # None, or the list of fn(future) registered by add_done_callback before completion.
-        # Appended under _result._lock while the result is not DONE; read by the completing
-        # thread after it set DONE under that lock (so no append can be missed or come late).
-        list _done_callbacks
+        # The fn(future) registered by add_done_callback before completion: None, the one
+        # callable, or a list of two or more.  Changed under _result._lock while the result is
+        # not DONE; read by the completing thread after it set DONE under that lock (so no
+        # callback can be missed or come late).
+        object _done_callbacks
 
     # The record's metadata from the result's answer (call only once the result is SET/DONE).
     cdef RecordMetadata _metadata(self)

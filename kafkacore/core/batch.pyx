@@ -429,31 +429,10 @@ cdef class FutureRecordMetadata:
         Done-callbacks run after the batch's send() callbacks, on the thread completing the batch;
         an exception raised by ``fn`` is logged (logger ``kafkacore``) and ignored.
         """
-        cdef ProduceRequestResult result
-        cdef list fresh
-        cdef int state
         if not PyCallable_Check(fn):
             raise TypeError(f"fn must be callable, not {type(fn).__name__}")
-        # Allocated outside the lock: nothing that could run Python code happens under it.
-        fresh = [fn]
-        while True:
-            result = self._result
-            _acquire(result._lock)
-            state = result._state
-            if state == RESULT_PENDING or state == RESULT_SET:
-                if self._done_callbacks is None:
-                    self._done_callbacks = fresh
-                else:
-                    self._done_callbacks.append(fn)
-                PyThread_release_lock(result._lock)
-                return
-            PyThread_release_lock(result._lock)
-            if state == RESULT_DONE:
-                _run_done_callback(fn, self)
-                return
-            # RESULT_SPLIT: _result was re-pointed before the split was published; go again.
-            if self._result is result:
-                raise IllegalStateError("record was not moved by the split of its batch")
+        if not _keep_done_callback(self, fn):
+            _run_done_callback(fn, self)
 
     def add_callback(self, fn, *args, **kwargs):
         """kafka-python's name: call ``fn(*args, metadata, **kwargs)`` when the record is
@@ -576,48 +555,86 @@ cdef class _Waiters:
         self.future = future
 
     def append(self, waiter):
-        cdef FutureRecordMetadata future = self.future
-        cdef ProduceRequestResult result
         cdef _NotifyWaiter entry = _NotifyWaiter.__new__(_NotifyWaiter)
         entry.waiter = waiter
-        fresh = [entry]
-        while True:
-            result = future._result
-            _acquire(result._lock)
-            state = result._state
-            if state == RESULT_PENDING or state == RESULT_SET:
-                if future._done_callbacks is None:
-                    future._done_callbacks = fresh
-                else:
-                    future._done_callbacks.append(entry)
-                PyThread_release_lock(result._lock)
-                return
-            PyThread_release_lock(result._lock)
-            if state == RESULT_DONE:
-                return
-            # RESULT_SPLIT: the record moved to a new batch (see add_done_callback); go again.
-            if future._result is result:
-                raise IllegalStateError("record was not moved by the split of its batch")
+        # A future done already needs no waiter: it was counted as done.
+        _keep_done_callback(self.future, entry)
 
     def remove(self, waiter):
         cdef FutureRecordMetadata future = self.future
         cdef ProduceRequestResult result = future._result
-        cdef list callbacks
+        cdef object held
         cdef Py_ssize_t i
         cdef object found = None
         _acquire(result._lock)
-        callbacks = future._done_callbacks
-        if callbacks is not None:
-            for i in range(len(callbacks)):
-                entry = callbacks[i]
-                # Identity checks only: no user code runs under the lock.
+        held = future._done_callbacks
+        # Identity checks only: no user code runs under the lock.
+        if type(held) is _NotifyWaiter and (<_NotifyWaiter>held).waiter is waiter:
+            found = held
+            future._done_callbacks = None
+        elif type(held) is list:
+            for i in range(len(<list>held)):
+                entry = (<list>held)[i]
                 if type(entry) is _NotifyWaiter and (<_NotifyWaiter>entry).waiter is waiter:
-                    found = callbacks.pop(i)
+                    found = (<list>held).pop(i)
                     break
         PyThread_release_lock(result._lock)
-        # ``found`` is dropped here, outside the lock.  A waiter of a future that completed
-        # since is gone already: nothing to remove.
-        found = None
+        # ``found`` and ``held`` are dropped here, outside the lock.  A waiter of a future that
+        # completed since is gone already: nothing to remove.
+        found = held = None
+
+
+cdef bint _keep_done_callback(FutureRecordMetadata future, object fn) except -1:
+    """Keep ``fn`` among the future's done-callbacks if it is not done; False if it is done.
+
+    One callback (the usual case: one per record) is kept as it is, without a list: a list per
+    record lives as long as its batch and is tracked by the cycle collector, whose collections
+    then walk every one in flight.  A second callback turns it into a list.
+    """
+    cdef ProduceRequestResult result
+    cdef list pair = None
+    cdef object held
+    cdef int state
+    while True:
+        held = None  # dropped here, never under the lock (dropping may run Python code)
+        result = future._result
+        _acquire(result._lock)
+        state = result._state
+        if state == RESULT_PENDING or state == RESULT_SET:
+            held = future._done_callbacks
+            if held is None:
+                future._done_callbacks = fn
+            elif type(held) is list:
+                (<list>held).append(fn)
+            elif pair is not None:
+                pair[0] = held
+                future._done_callbacks = pair
+            else:
+                PyThread_release_lock(result._lock)
+                # Made outside the lock (it may run the cycle collector), then try again.
+                pair = [None, fn]
+                continue
+            PyThread_release_lock(result._lock)
+            return True
+        PyThread_release_lock(result._lock)
+        if state == RESULT_DONE:
+            return False
+        # RESULT_SPLIT: _result was re-pointed before the split was published; go again.
+        if future._result is result:
+            raise IllegalStateError("record was not moved by the split of its batch")
+
+
+cdef object _fire_done_callback(object fn, FutureRecordMetadata future, object fatal):
+    """Call a done-callback at completion; return the first BaseException to raise at the end
+    (``fatal``, or this one's), so that every other callback still runs first."""
+    try:
+        fn(future)
+    except Exception:
+        _log.exception("exception calling done-callback for %r", future)
+    except BaseException as e:
+        if fatal is None:
+            return e
+    return fatal
 
 
 cdef int _run_done_callback(object fn, FutureRecordMetadata future) except -1:
@@ -862,14 +879,11 @@ cdef class ProducerBatch:
             if callbacks is None:
                 continue
             future._done_callbacks = None
-            for fn in callbacks:
-                try:
-                    fn(future)
-                except Exception:
-                    _log.exception("exception calling done-callback for %r", future)
-                except BaseException as e:
-                    if fatal is None:
-                        fatal = e
+            if type(callbacks) is list:
+                for fn in callbacks:
+                    fatal = _fire_done_callback(fn, future, fatal)
+            else:  # the one callback, kept without a list
+                fatal = _fire_done_callback(callbacks, future, fatal)
         # 5. Settled: flush() returns once every callback of its records has run.
         result._settle()
         if fatal is not None:

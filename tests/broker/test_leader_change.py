@@ -62,8 +62,8 @@ def test_a_fetch_answered_by_the_old_leader_is_not_appended_by_the_new_leader(tm
         partition.append_records_to_follower(fetched, 2, leader_epoch=1)
     assert partition.log.log_end_offset == 0
     # The new leader's own appends carry its epoch from offset 0.
-    info = partition.append_records_to_leader(batch([b"mine"]), 1)
-    assert info.first_offset == 0
+    info, hw_moved = partition.append_records_to_leader(batch([b"mine"]), 1)
+    assert info.first_offset == 0 and not hw_moved  # the followers have nothing yet
     assert [b.partition_leader_epoch for b in iter_batches(partition.log.read(0, 1 << 20).records)] \
         == [2]
 

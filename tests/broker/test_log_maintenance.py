@@ -168,3 +168,22 @@ def test_recovery_points_and_log_start_offsets_are_checkpointed_by_themselves(tm
                    .get(("cp", "0")) == lg.log_start_offset, "log start offset checkpointed",
                    bound_s=20)
 
+
+
+def test_new_partition_directories_are_made_durable_by_one_task_for_many(tmp_path):
+    """The log dir's fsync after new logs waits a little for more of them, then runs by
+    itself (no shutdown involved)."""
+    from kafkacore.broker.log.manager import LogManager
+
+    scheduler = KafkaScheduler()
+    scheduler.startup()
+    try:
+        manager = LogManager([tmp_path], scheduler=scheduler)
+        for p in range(20):
+            manager.get_or_create_log("burst", p)
+        wait_until(lambda: not manager._unsynced_dirs
+                   and "kafka-log-dir-flush" not in scheduler.task_names(),
+                   "the log dir flushed", bound_s=20)
+        assert len(list(tmp_path.glob("burst-*"))) == 20
+    finally:
+        scheduler.shutdown()

@@ -20,6 +20,7 @@ from waits import wait_until
 
 from kafkacore import errors
 from kafkacore.broker import Broker, BrokerConfig
+from kafkacore.broker.network import READ_AHEAD
 from kafkacore.broker.request_channel import HandlerWaker, RequestQueue
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -75,6 +76,26 @@ def test_pipelined_requests_are_answered_in_order(broker):
         correlation_id, body = codec.decode_response(18, v, recv_frame(s))
         assert correlation_id == i
         assert body["error_code"] == 0
+
+
+def test_pipelined_frames_of_every_size_are_cut_where_they_end(broker):
+    """The processor reads small requests ahead (READ_AHEAD) and large ones to their end: frames
+    that straddle a read, one larger than the read-ahead and one larger than a whole recv, all
+    sent in one stream, are each answered once, in order."""
+    def padded(correlation_id: int, pad: int) -> bytes:  # bytes after a body are ignored
+        frame = api_versions_frame(correlation_id, 0)
+        return (len(frame) - 4 + pad).to_bytes(4, "big") + frame[4:] + b"\0" * pad
+
+    pads = [0, READ_AHEAD + 5, *[0] * 50, 3, READ_AHEAD - 20, 0, 300 * 1024, 0, 7, 0]
+    s = connect(broker)
+    sender = threading.Thread(
+        target=s.sendall, args=(b"".join(padded(i, pad) for i, pad in enumerate(pads)),))
+    sender.start()
+    for i in range(len(pads)):
+        correlation_id, body = codec.decode_response(18, 0, recv_frame(s))
+        assert (correlation_id, body["error_code"]) == (i, 0)
+    sender.join(10)
+    assert api_versions(s, 999)[0] == 999  # and the stream goes on from there
 
 
 def test_processors_share_connections_round_robin(broker):

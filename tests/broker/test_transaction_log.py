@@ -182,3 +182,31 @@ def test_an_exhausted_epoch_moves_to_the_next_producer_id_through_the_log():
             read.next_producer_id) == (43, 42, 0, -1)
     assert (successor.producer_id, successor.last_producer_id,
             successor.producer_epoch) == (43, 42, 0)
+
+
+def test_a_new_logs_transaction_index_is_written_at_its_first_flush(tmp_path):
+    """A new partition creates one file fewer: its first segment's index waits for an abort or a
+    flush; a crash before either leaves no file, and the reopened log is replayed whole."""
+    d = tmp_path / "t-0"
+    lg = Log(d)
+    assert not list(d.glob("*.txnindex"))
+    lg.append_as_leader(txn_batch(1, 0, 0))
+    end(lg, 1, 0, commit=True)
+    lg.append_as_leader(txn_batch(2, 0, 0))  # left open
+    lso = lg.last_stable_offset
+    assert not list(d.glob("*.txnindex"))
+    lg.close(clean=False)  # a crash
+    lg = Log(d)
+    assert lg.segments[0].txn_index.existed is False  # missing: rebuilt from the batches
+    assert lg.last_stable_offset == lso
+    end(lg, 2, 0, commit=False)
+    aborted = lg.collect_aborted_transactions(0, lg.log_end_offset)
+    assert [a.producer_id for a in aborted] == [2]
+    lg.close()
+    lg = Log(d, had_clean_shutdown=True)
+    assert lg.segments[0].txn_index.existed is True
+    assert lg.collect_aborted_transactions(0, lg.log_end_offset) == aborted
+    lg.close()
+    fresh = Log(tmp_path / "t-1")
+    fresh.close()
+    assert [p.name for p in (tmp_path / "t-1").glob("*.txnindex")] == ["0" * 20 + ".txnindex"]

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kafkacore.broker.files import fsync_directory
 from kafkacore.broker.log.config import LogConfig
@@ -35,6 +36,7 @@ from kafkacore.broker.log.producer_state import (
 from kafkacore.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, file_name
 from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 from kafkacore.broker.log.validator import (
+    NO_PRODUCER_ID,
     RECORD_BATCH_OVERHEAD,
     BatchHeader,
     analyze,
@@ -63,9 +65,9 @@ SWAP_SUFFIX = ".swap"
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class LogAppendInfo:
-    """What an append did: the offsets given (or, for a duplicate, the original batch's)."""
+class LogAppendInfo(NamedTuple):
+    """What an append did: the offsets given (or, for a duplicate, the original batch's).
+    A named tuple: one is made for every partition of every Produce request."""
 
     first_offset: int
     last_offset: int
@@ -140,8 +142,13 @@ class Log:
         self.dir = Path(directory)
         #: where a failed write takes this log's dir offline (the LogManager's, shared)
         self.dir_failure_channel = dir_failure_channel or LogDirFailureChannel()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.topic_id = self._load_or_write_topic_id(topic_id)
+        try:
+            self.dir.mkdir(parents=True)
+            created = True  # a new log: nothing on disk to look for, load or recover
+        except FileExistsError:
+            created = False
+        self.topic_id = (self._write_topic_id(topic_id) if created
+                         else self._load_or_write_topic_id(topic_id))
         self.config = config or LogConfig()
         self.topic = topic
         self.partition = partition
@@ -169,9 +176,12 @@ class Log:
         self._reported: set[tuple[int, int]] = set()  # (segment, position) logged already
         #: DeleteRecords' log start offset, inside the first segment (its checkpoint's value)
         self._start = 0
-        self._load_segments(had_clean_shutdown, recovery_point)
-        self._start = min(log_start_offset, self.log_end_offset)
-        self._rebuild_producer_state()
+        if created:
+            self._roll(0, new_log=True)
+        else:
+            self._load_segments(had_clean_shutdown, recovery_point)
+            self._start = min(log_start_offset, self.log_end_offset)
+            self._rebuild_producer_state()
         self.recovery_point = self.log_end_offset
 
     # -- opening -----------------------------------------------------------------------------------
@@ -197,8 +207,12 @@ class Log:
                     f"{self.dir.name} belongs to topic id {stored}, not {topic_id}"
                 )
             return stored
+        return self._write_topic_id(topic_id)
+
+    def _write_topic_id(self, topic_id: uuid.UUID | None) -> uuid.UUID | None:
         if topic_id is None:
             return None
+        path = self.dir / PARTITION_METADATA_FILE
         text = base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
         tmp = path.with_suffix(".tmp")
         with open(tmp, "w") as f:
@@ -455,7 +469,11 @@ class Log:
         :mod:`kafkacore.errors` class (with Kafka's error code) and leaves the log unchanged when
         anything is wrong; answers a retried batch with its original offsets (``duplicate``).
         ``from_coordinator``: the transaction coordinator's markers (Kafka's
-        ``AppendOrigin.COORDINATOR``), the only control batches a leader accepts."""
+        ``AppendOrigin.COORDINATOR``), the only control batches a leader accepts.
+
+        A writable memoryview (a Produce request's records, a view of the frame the network
+        thread read) is taken over: the offsets are written into it and the file is written
+        from it, so the records are not copied.  Anything else is copied first."""
         cfg = self.config
         headers = analyze(records, cfg.max_message_bytes, allow_control=from_coordinator)
         if not cfg.log_append_time:
@@ -465,55 +483,33 @@ class Log:
             raise RecordListTooLargeError(
                 f"{size} bytes of batches do not fit a segment of segment.bytes={cfg.segment_bytes}"
             )
+        buf = records if isinstance(records, memoryview) and not records.readonly \
+            else bytearray(records)
         with self._lock:
             self._check_open()
             now = _now_ms()
             append_time = now if cfg.log_append_time else None
-            first = offset = self.log_end_offset
+            first = self.log_end_offset
             pending: dict[int, ProducerAppendInfo] = {}
+            offset = first
             for h in headers:
-                if h.is_control and h.has_producer_id:
-                    if h.producer_id not in pending:
-                        pending[h.producer_id] = self.producer_state.prepare_update(h.producer_id)
-                    marker = read_marker(records, h)
-                    if marker is not None:
-                        pending[h.producer_id].append_end_txn_marker(
-                            h, offset, marker.kind == COMMIT,
-                            coordinator_epoch=marker.coordinator_epoch)
-                elif h.has_producer_id and from_coordinator:
-                    # A coordinator's own transactional write (offsets of a transaction):
-                    # no sequences to check (Kafka checks them for clients only).
-                    if h.producer_id not in pending:
-                        pending[h.producer_id] = self.producer_state.prepare_update(h.producer_id)
-                    pending[h.producer_id].append(h, offset, validate=False,
-                                                  max_timestamp=append_time)
-                elif h.has_producer_id:
-                    # Kafka checks every batch against the state before this request.
-                    entry = self.producer_state.last_entry(h.producer_id)
-                    duplicate = entry.find_duplicate_batch(h) if entry is not None else None
+                if h.producer_id > NO_PRODUCER_ID:
+                    duplicate = self._prepare_producer_update(
+                        pending, h, records, offset, append_time, from_coordinator)
                     if duplicate is not None:
-                        return LogAppendInfo(
-                            duplicate.first_offset,
-                            duplicate.last_offset,
-                            duplicate.timestamp if cfg.log_append_time else -1,
-                            self.log_start_offset,
-                            duplicate.last_offset - duplicate.first_offset + 1,
-                            duplicate=True,
-                            max_timestamp=duplicate.timestamp,
-                        )
-                    if h.producer_id not in pending:
-                        pending[h.producer_id] = self.producer_state.prepare_update(h.producer_id)
-                    pending[h.producer_id].append(h, offset, max_timestamp=append_time)
+                        return duplicate
                 offset += h.last_offset_delta + 1
-            buf = bytearray(records)
             assigned = assign_offsets(buf, headers, first, leader_epoch, append_time)
-            with self._storage("append to"):
+            try:
                 self._write(self._maybe_roll(size, now), buf, assigned)
-            segment = self.active_segment
-            for info in pending.values():
-                self.producer_state.update(info)
-                self._index_completed(segment, info.completed_txn)
-            self.producer_state.update_map_end_offset(self.log_end_offset)
+            except OSError as exc:
+                raise self._storage_failed("append to", exc) from exc
+            if pending:
+                segment = self.active_segment
+                for info in pending.values():
+                    self.producer_state.update(info)
+                    self._index_completed(segment, info.completed_txn)
+            self.producer_state.update_map_end_offset(offset)
             count = offset - first
             self._after_append(count)
             return LogAppendInfo(
@@ -522,9 +518,50 @@ class Log:
                 now if cfg.log_append_time else -1,
                 self.log_start_offset,
                 count,
-                max_timestamp=max(h.max_timestamp for h in assigned),
+                max_timestamp=max([h.max_timestamp for h in assigned]),
                 valid_bytes=size,
             )
+
+    def _prepare_producer_update(
+        self, pending: dict[int, ProducerAppendInfo], h: BatchHeader,
+        records: bytes | bytearray | memoryview, offset: int, append_time: int | None,
+        from_coordinator: bool,
+    ) -> LogAppendInfo | None:
+        """Check batch ``h`` of an append against its producer's state (Kafka's
+        ``analyzeAndValidateProducerState``), into ``pending``; a retried batch's original
+        offsets when ``h`` is one (nothing is written then)."""
+        pid = h.producer_id
+        if h.is_control:
+            if pid not in pending:
+                pending[pid] = self.producer_state.prepare_update(pid)
+            marker = read_marker(records, h)
+            if marker is not None:
+                pending[pid].append_end_txn_marker(
+                    h, offset, marker.kind == COMMIT, coordinator_epoch=marker.coordinator_epoch)
+        elif from_coordinator:
+            # A coordinator's own transactional write (offsets of a transaction): no
+            # sequences to check (Kafka checks them for clients only).
+            if pid not in pending:
+                pending[pid] = self.producer_state.prepare_update(pid)
+            pending[pid].append(h, offset, validate=False, max_timestamp=append_time)
+        else:
+            # Kafka checks every batch against the state before this request.
+            entry = self.producer_state.last_entry(pid)
+            duplicate = entry.find_duplicate_batch(h) if entry is not None else None
+            if duplicate is not None:
+                return LogAppendInfo(
+                    duplicate.first_offset,
+                    duplicate.last_offset,
+                    duplicate.timestamp if self.config.log_append_time else -1,
+                    self.log_start_offset,
+                    duplicate.last_offset - duplicate.first_offset + 1,
+                    duplicate=True,
+                    max_timestamp=duplicate.timestamp,
+                )
+            if pid not in pending:
+                pending[pid] = self.producer_state.prepare_update(pid)
+            pending[pid].append(h, offset, max_timestamp=append_time)
+        return None
 
     def _validate_timestamps(self, headers: list[BatchHeader], now: int) -> None:
         """``message.timestamp.before.max.ms`` / ``after.max.ms`` on CreateTime topics.  Kafka
@@ -603,14 +640,20 @@ class Log:
         try:
             yield
         except OSError as exc:
-            self.dir_failure_channel.maybe_add_offline_log_dir(
-                self.dir.parent, f"cannot {what} {self.name}", exc)
-            raise KafkaStorageError(f"cannot {what} {self.name}: {exc}") from exc
+            raise self._storage_failed(what, exc) from exc
+
+    def _storage_failed(self, what: str, exc: OSError) -> KafkaStorageError:
+        """The error to raise for ``exc``, once this log's dir is reported offline (the append
+        path catches the ``OSError`` itself: a context manager costs more than its write)."""
+        self.dir_failure_channel.maybe_add_offline_log_dir(
+            self.dir.parent, f"cannot {what} {self.name}", exc)
+        return KafkaStorageError(f"cannot {what} {self.name}: {exc}")
 
     def _after_append(self, count: int) -> None:
         # Forget the ended transactions whose markers the ISR has (a follower is never asked
         # for its LSO, so its list would only grow otherwise).
-        self.producer_state.first_unstable_offset(self.high_watermark)
+        if self.producer_state.unreplicated_txns:
+            self.producer_state.first_unstable_offset(self.high_watermark)
         self._unflushed_messages += count
         if self._unflushed_messages >= self.config.flush_messages:
             with self._storage("flush"):
@@ -633,12 +676,13 @@ class Log:
             return self._roll(self.log_end_offset)
         return segment
 
-    def _roll(self, base_offset: int) -> LogSegment:
+    def _roll(self, base_offset: int, *, new_log: bool = False) -> LogSegment:
         if self._segments:
             old = self.active_segment
             old.flush()  # Kafka flushes the rolled segment (asynchronously); we do it here
             self.recovery_point = max(self.recovery_point, old.next_offset)
-        segment = LogSegment(self.dir, base_offset, self.config.index_interval_bytes)
+        segment = LogSegment(self.dir, base_offset, self.config.index_interval_bytes,
+                             new_log=new_log)
         segment.created_ms = _now_ms()
         segment.next_offset = base_offset
         self._add_segment(segment)

@@ -44,6 +44,10 @@ LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 #: what the offline-dir probe writes and removes (``log.dir.failure.probe.interval.ms``)
 PROBE_FILE = ".kafkacore_probe"
 PROBE_BYTES = 64 * 1024
+#: how long the fsync of a log dir that got new partition directories waits for more of them:
+#: one fsync for every log a CreateTopics of a hundred topics creates, not one per few logs
+#: (the fsync takes milliseconds, a log's creation less than one)
+LOG_DIR_FLUSH_DELAY_MS = 100
 
 
 @dataclass(frozen=True)
@@ -222,7 +226,8 @@ class LogManager:
         try:
             if self.scheduler is None:
                 raise RuntimeError("no scheduler")
-            self.scheduler.schedule_once("kafka-log-dir-flush", self.flush_new_log_dirs)
+            self.scheduler.schedule_once("kafka-log-dir-flush", self.flush_new_log_dirs,
+                                         LOG_DIR_FLUSH_DELAY_MS)
             self._unsynced_dirs.add(d)
         except RuntimeError:  # no scheduler, or it has stopped: now, then
             self._fsync_dir(d)

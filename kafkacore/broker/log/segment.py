@@ -137,12 +137,16 @@ class OffsetIndex:
 class LogSegment:
     """One ``.log`` file and its index.  Not thread-safe: the owning ``Log`` holds its lock."""
 
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int,
+                 *, new_log: bool = False) -> None:
+        """``new_log``: the first segment of a log being created (its transaction index file
+        waits for the first flush)."""
         self.base_offset = base_offset
         self.log_path = directory / file_name(base_offset, LOG_SUFFIX)
         self.index = OffsetIndex(directory / file_name(base_offset, INDEX_SUFFIX), base_offset)
         #: the transactions aborted by a marker in this segment (read_committed fetches)
-        self.txn_index = TransactionIndex(directory / file_name(base_offset, TXN_INDEX_SUFFIX))
+        self.txn_index = TransactionIndex(directory / file_name(base_offset, TXN_INDEX_SUFFIX),
+                                          new=new_log)
         self.index_interval_bytes = index_interval_bytes
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
@@ -165,9 +169,11 @@ class LogSegment:
     def append(self, data: bytes | bytearray, headers: list[BatchHeader]) -> None:
         """Write validated batches (with their offsets) at the end of the file; index them."""
         position = self.size
+        size = len(data)
         written = 0
         try:
-            while written < len(data):  # a short write: the next one says why (ENOSPC)
+            written = os.pwrite(self._fd, data, position)
+            while written < size:  # a short write: the next one says why (ENOSPC)
                 n = os.pwrite(self._fd, memoryview(data)[written:], position + written)
                 if n == 0:
                     raise OSError(errno.EIO, f"no progress writing {self.log_path}")
@@ -186,7 +192,7 @@ class LogSegment:
                 self._max_timestamp = h.max_timestamp
         if self._max_timestamp is None and self.size == 0:
             self._max_timestamp = max(h.max_timestamp for h in headers)
-        self.size = position + len(data)
+        self.size = position + size
         self.next_offset = headers[-1].last_offset + 1
 
     def flush(self) -> None:

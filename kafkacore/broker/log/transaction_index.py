@@ -36,12 +36,19 @@ class TransactionIndex:
     """Entries in memory (a segment has few aborts) and appended to the file as they come.
     Not thread-safe: the owning ``Log`` holds its lock."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, new: bool = False) -> None:
+        """``new``: the index of a new log's first segment, empty and complete; its file is
+        written at the first abort or flush (a crash before either leaves no file, and the
+        log, having one segment, is replayed whole: what the missing file asks for)."""
         self.path = path
         self.entries: list[AbortedTxn] = []
         #: False if the file was missing when opened (lost, or a segment of an older broker):
         #: the log then rebuilds the index from the batches
-        self.existed = path.exists()
+        self.existed = new or path.exists()
+        #: the empty file is still to be written (a new segment's index, until its first flush)
+        self._unwritten = new
+        if new:
+            return
         self._load()
         if not self.existed:
             path.touch()
@@ -66,6 +73,7 @@ class TransactionIndex:
         if self.entries and txn.last_offset <= self.entries[-1].last_offset:
             return
         self.entries.append(txn)
+        self._unwritten = False
         with open(self.path, "ab") as f:
             f.write(_ENTRY.pack(_VERSION, *txn))
 
@@ -86,8 +94,12 @@ class TransactionIndex:
         with open(tmp, "wb") as f:
             f.write(b"".join(_ENTRY.pack(_VERSION, *e) for e in self.entries))
         os.replace(tmp, self.path)
+        self._unwritten = False
 
     def flush(self) -> None:
+        if self._unwritten:
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644))
+            self._unwritten = False
         if self.path.exists():
             fd = os.open(self.path, os.O_RDONLY)
             try:
@@ -97,4 +109,5 @@ class TransactionIndex:
 
     def delete(self) -> None:
         self.entries = []
+        self._unwritten = False
         self.path.unlink(missing_ok=True)

@@ -45,15 +45,11 @@ NO_PRODUCER_ID = -1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _INT64 = struct.Struct(">q")
+_INT16 = struct.Struct(">h")
+_BASE_LENGTH_EPOCH = struct.Struct(">qii")
 _BASE_AND_LENGTH = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
-
-
-def _stored_attributes_and_max_timestamp(buf: bytearray, position: int) -> tuple[int, int]:
-    """The two header fields assign_offsets may rewrite, as the bytes hold them now."""
-    return (struct.unpack_from(">h", buf, position + ATTRIBUTES)[0],
-            _INT64.unpack_from(buf, position + MAX_TIMESTAMP)[0])
 
 
 class BatchHeader(NamedTuple):
@@ -170,11 +166,14 @@ def analyze(
     reader rejects (framing, CRC, varints, codec); ``MessageTooLargeError`` for a batch above
     ``max.message.bytes``.  ``compacted``: batches copied from a leader's log, which its log
     cleaner may have left with fewer records than offsets (or none): see :func:`_check_compacted`.
+
+    It runs once per partition of every Produce request, so the header fields are read into
+    plain tuples and each header is built once, with the maxTimestamp it will have.
     """
     n = len(records)
     if n == 0:
         raise InvalidRecordError("the request carries no record batch for this partition")
-    headers = []
+    framed = []  # (position, size, the header's fields) of each batch
     pos = 0
     while pos < n:
         if n - pos < RECORD_BATCH_OVERHEAD:
@@ -183,52 +182,61 @@ def analyze(
                     f"magic {records[pos + MAGIC]} batch: only magic 2 is accepted"
                 )
             raise CorruptMessageError(f"truncated record batch at byte {pos}")
-        header = read_header(records, pos)
-        if header.magic < 2:
+        fields = _HEADER.unpack_from(records, pos)
+        size = LOG_OVERHEAD + fields[1]
+        if fields[3] < 2:
             # Kafka: Produce v3+ may carry only magic 2 batches (InvalidRecordException).
             raise InvalidRecordError(
-                f"magic {header.magic} batch at byte {pos}: only magic 2 is accepted"
+                f"magic {fields[3]} batch at byte {pos}: only magic 2 is accepted"
             )
-        if header.size < RECORD_BATCH_OVERHEAD or header.size > n - pos:
+        if size < RECORD_BATCH_OVERHEAD or size > n - pos:
             raise CorruptMessageError(
-                f"record batch at byte {pos} says it has {header.size} bytes, {n - pos} are left"
+                f"record batch at byte {pos} says it has {size} bytes, {n - pos} are left"
             )
-        if header.size > max_message_bytes:
+        if size > max_message_bytes:
             raise MessageTooLargeError(
-                f"the batch at byte {pos} has {header.size} bytes, above max.message.bytes"
+                f"the batch at byte {pos} has {size} bytes, above max.message.bytes"
                 f" ({max_message_bytes})"
             )
-        headers.append(header)
-        pos += header.size
-    if compacted and any(h.record_count != h.last_offset_delta + 1 for h in headers):
-        return [_check_compacted(records, h) for h in headers]
+        framed.append((pos, size, fields))
+        pos += size
+    if compacted and any(f[12] != f[6] + 1 for _, _, f in framed):
+        return [_check_compacted(records, BatchHeader(p, size, f[0], *f[2:]))
+                for p, size, f in framed]
     try:
         # Compiled: CRC, framing, every record walked in C, no Python object per record.
         checked = check_batches(records)
     except CorruptRecordError as exc:
         raise CorruptMessageError(str(exc)) from None
     out = []
-    for header, (last_delta, max_ts_delta) in zip(headers, checked, strict=True):
-        if header.record_count < 1:
-            raise InvalidRecordError(f"batch at byte {header.position} has no records")
-        if header.last_offset_delta != header.record_count - 1:
+    for (pos, size, fields), (last_delta, max_ts_delta) in zip(framed, checked, strict=True):
+        (base_offset, _, leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp,
+         _, producer_id, producer_epoch, base_sequence, record_count) = fields
+        if record_count < 1:
+            raise InvalidRecordError(f"batch at byte {pos} has no records")
+        if last_offset_delta != record_count - 1:
             raise InvalidRecordError(
-                f"batch at byte {header.position}: lastOffsetDelta {header.last_offset_delta}"
-                f" disagrees with its {header.record_count} records"
+                f"batch at byte {pos}: lastOffsetDelta {last_offset_delta}"
+                f" disagrees with its {record_count} records"
             )
-        if header.is_control and not allow_control:
+        if attributes & CONTROL_FLAG and not allow_control:
             raise InvalidRecordError("clients may not send control batches")
-        if header.is_transactional and not header.has_producer_id:
+        if attributes & TRANSACTIONAL_FLAG and producer_id <= NO_PRODUCER_ID:
             raise InvalidRecordError("a transactional batch without a producer id")
-        if last_delta != header.last_offset_delta:
+        if last_delta != last_offset_delta:
             raise InvalidRecordError(
-                f"batch at byte {header.position}: its last record's offset delta is not"
-                f" lastOffsetDelta ({header.last_offset_delta})"
+                f"batch at byte {pos}: its last record's offset delta is not"
+                f" lastOffsetDelta ({last_offset_delta})"
             )
         # The records' largest timestamp (Kafka's LogValidator ``maxTimestamp``): what the
         # header will say once assign_offsets has written it.
         assert max_ts_delta is not None  # a batch with records (checked above)
-        out.append(header._replace(max_timestamp=_record_timestamp(header, max_ts_delta)))
+        max_timestamp = base_timestamp + max_ts_delta
+        if not _INT64_MIN <= max_timestamp <= _INT64_MAX:
+            max_timestamp = _wrap_int64(max_timestamp)
+        out.append(BatchHeader(pos, size, base_offset, leader_epoch, magic, crc, attributes,
+                               last_offset_delta, base_timestamp, max_timestamp, producer_id,
+                               producer_epoch, base_sequence, record_count))
     return out
 
 
@@ -252,14 +260,18 @@ def _check_compacted(records: bytes | bytearray | memoryview, h: BatchHeader) ->
     return h
 
 
-def _record_timestamp(header: BatchHeader, delta: int) -> int:
-    """A record's timestamp: the base timestamp plus its delta, as a wrapping int64 (Java's
-    ``long`` arithmetic, as the reader computes it)."""
-    return (header.base_timestamp + delta + (1 << 63)) % (1 << 64) - (1 << 63)
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+
+
+def _wrap_int64(value: int) -> int:
+    """``value`` as a wrapping int64 (Java's ``long`` arithmetic, as the reader computes a
+    record's timestamp from the base timestamp and its delta)."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
 
 
 def assign_offsets(
-    buf: bytearray,
+    buf: bytearray | memoryview,
     headers: list[BatchHeader],
     first_offset: int,
     leader_epoch: int,
@@ -273,32 +285,28 @@ def assign_offsets(
     out = []
     offset = first_offset
     for h in headers:
-        _INT64.pack_into(buf, h.position + BASE_OFFSET, offset)
-        _INT32.pack_into(buf, h.position + PARTITION_LEADER_EPOCH, leader_epoch)
+        position = h.position
+        # baseOffset, length (unchanged) and partitionLeaderEpoch: the first 16 bytes, one write.
+        _BASE_LENGTH_EPOCH.pack_into(buf, position, offset, h.size - LOG_OVERHEAD, leader_epoch)
         crc = h.crc
-        attributes = h.attributes
+        attributes = h.attributes  # as stored: analyze read it from these bytes
         max_timestamp = h.max_timestamp
         if log_append_time_ms is not None:
             attributes |= TIMESTAMP_TYPE_FLAG
             max_timestamp = log_append_time_ms
-        if (attributes, max_timestamp) != _stored_attributes_and_max_timestamp(buf, h.position):
-            struct.pack_into(">h", buf, h.position + ATTRIBUTES, attributes)
-            _INT64.pack_into(buf, h.position + MAX_TIMESTAMP, max_timestamp)
-            view = memoryview(buf)[h.position + ATTRIBUTES : h.position + h.size]
+        if (attributes != h.attributes
+                or max_timestamp != _INT64.unpack_from(buf, position + MAX_TIMESTAMP)[0]):
+            _INT16.pack_into(buf, position + ATTRIBUTES, attributes)
+            _INT64.pack_into(buf, position + MAX_TIMESTAMP, max_timestamp)
+            view = memoryview(buf)[position + ATTRIBUTES : position + h.size]
             try:
                 crc = crc32c(view)
             finally:
                 view.release()
-            _UINT32.pack_into(buf, h.position + CRC, crc)
-        out.append(
-            h._replace(
-                base_offset=offset,
-                partition_leader_epoch=leader_epoch,
-                crc=crc,
-                attributes=attributes,
-                max_timestamp=max_timestamp,
-            )
-        )
+            _UINT32.pack_into(buf, position + CRC, crc)
+        out.append(BatchHeader(position, h.size, offset, leader_epoch, h.magic, crc, attributes,
+                               h.last_offset_delta, h.base_timestamp, max_timestamp,
+                               h.producer_id, h.producer_epoch, h.base_sequence, h.record_count))
         offset += h.last_offset_delta + 1
     return out
 
