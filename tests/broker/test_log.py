@@ -128,6 +128,28 @@ def test_append_assigns_consecutive_offsets_and_reads_back(log_dir, build, codec
     assert read_back_aiokafka(stored) == got  # a second reader nobody here wrote agrees
 
 
+@pytest.mark.parametrize("time_type", ["CreateTime", "LogAppendTime"])
+def test_a_writable_view_is_written_in_place_and_other_buffers_are_copied(log_dir, time_type):
+    """A Produce request's records are views of the frame: the log writes the offsets (and,
+    on LogAppendTime topics, the timestamp and a new CRC) into the frame and stores it from
+    there; a caller's bytearray or bytes stay as they were."""
+    log = Log(log_dir, LogConfig(message_timestamp_type=time_type))
+    first, second = theirs(values(2), ts=1000), theirs(values(3, 2), ts=1000)
+    mine = bytearray(first)
+    log.append_as_leader(mine)
+    assert mine == first
+    frame = bytearray(b"head" + second + b"tail")
+    info = log.append_as_leader(memoryview(frame)[4:-4])
+    assert frame[:4] == b"head" and frame[-4:] == b"tail"
+    assert struct.unpack_from(">q", frame, 4)[0] == info.first_offset == 2
+    stored = log.read(0, 1 << 20).records
+    assert bytes(stored)[len(first):] == frame[4:-4]  # what the frame says is what is stored
+    assert [(o, v) for o, _, v, _, _ in read_back(stored)] == list(enumerate(values(5)))
+    assert log.append_as_leader(memoryview(first)).first_offset == 5  # read-only: copied
+    assert [(o, v) for o, _, v, _, _ in read_all(log)][5:] == [(5, values(2)[0]),
+                                                               (6, values(2)[1])]
+
+
 def test_stored_bytes_are_the_producers_bytes_but_the_base_offset(log_dir):
     log = Log(log_dir)
     log.append_as_leader(ours(values(3)))
@@ -660,6 +682,32 @@ def test_topic_id_and_topic_configs_survive_a_restart(tmp_path):
     with pytest.raises(KafkaStorageError):
         Log(tmp_path / "t-0", topic_id=uuid.uuid4())  # another topic's directory
     again.shutdown()
+
+
+def test_log_manager_creates_a_batch_of_logs_side_by_side(tmp_path):
+    """A CreateTopics' logs in one call: each in the emptier log dir, each with its topic id;
+    one that cannot be created is refused loudly and the rest are kept."""
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    mgr = LogManager(dirs)
+    mgr.startup()
+    ids = {"x": uuid.uuid4(), "y": uuid.uuid4()}
+    before = mgr.get_or_create_log("x", 0, topic_id=ids["x"])
+    wanted = [(t, p, None, ids[t]) for t in ("x", "y") for p in range(4)] + [("y", 1, None, None)]
+    logs = mgr.get_or_create_logs(wanted)
+    assert logs[0] is before and logs[-1] is logs[5]  # the existing one, a repeat
+    assert [mgr.get_log(t, p) for t, p, _, _ in wanted] == logs
+    assert sorted(len(list(d.iterdir())) for d in dirs) == [4, 4]
+    assert all(lg.topic_id == ids[lg.topic] for lg in logs)
+    assert all((lg.dir / "partition.metadata").read_text().count("topic_id") == 1 for lg in logs)
+    mgr.shutdown()
+
+    one = LogManager([tmp_path / "c"])
+    one.startup()
+    Log(tmp_path / "c" / "z-1", topic_id=uuid.uuid4()).close()  # another topic's
+    with pytest.raises(KafkaStorageError, match="belongs to topic id"):
+        one.get_or_create_logs([("z", p, None, uuid.uuid4()) for p in range(3)])
+    assert [one.get_log("z", p) is not None for p in range(3)] == [True, False, True]
+    one.shutdown()
 
 
 def test_follower_append_with_an_offset_gap(log_dir):
