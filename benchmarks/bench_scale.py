@@ -559,6 +559,9 @@ def main() -> None:
                         help="only fit and extrapolate again from the points in --out")
     parser.add_argument("--fetch-sessions", action="store_true",
                         help="compare incremental fetch sessions on and off instead")
+    parser.add_argument("--session-slots", type=int, default=1000,
+                        help="max.incremental.fetch.session.cache.slots of the brokers (Kafka's"
+                             " 1,000; 0: every follower fetch is full)")
     args = parser.parse_args()
     if args.fetch_sessions:
         compare_fetch_sessions(args)
@@ -578,7 +581,9 @@ def main() -> None:
     # Kafka's broker.session.timeout.ms (the Cluster's 2 s for tests fences brokers whenever
     # this shared machine stalls one, and their leaders move)
     with Cluster(brokers=3, log_dir=args.log_dir,
-                 config={"broker.session.timeout.ms": 9000}) as cluster:
+                 config={"broker.session.timeout.ms": 9000,
+                         "max.incremental.fetch.session.cache.slots": args.session_slots}
+                 ) as cluster:
         addresses = {b: ("127.0.0.1", n.port) for b, n in cluster.brokers.items()}
         admin = Admin(*addresses[1])
         names: list[str] = []
@@ -650,7 +655,7 @@ def main() -> None:
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared)",
         "per_topic": args.per_topic, "window_s": args.window, "interval_s": args.interval,
-        "record_bytes": 100, "points": points, "fits": fits, "extrapolation": extrapolation,
+        "record_bytes": 100, "fetch_session_cache_slots": args.session_slots, "points": points, "fits": fits, "extrapolation": extrapolation,
         "run_s": round(time.monotonic() - started, 1),
     }
     pathlib.Path(args.out).write_text(json.dumps(data, indent=1) + "\n")

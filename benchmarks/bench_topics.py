@@ -1,7 +1,8 @@
 """Creating many topics, and what one topic costs among many: our broker beside tansu.
 
-Each broker (``LocalBroker(kind="kafkacore")`` on a temporary ``log.dirs``, and tansu with its
-memory storage) gets ``--topics`` single-partition topics in CreateTopics requests of
+Each broker (``LocalBroker(kind="kafkacore")`` on a temporary ``log.dirs`` on the disk, the same
+with its ``log.dirs`` in memory (``kafkacore-tmpfs``: a tmpfs, ``/dev/shm``, the like of tansu's
+storage) and tansu with its memory storage) gets ``--topics`` single-partition topics in CreateTopics requests of
 ``--batch`` topics each, one request at a time.  We time every thousand topics, so a creation
 that grows with the number of topics already there shows as later thousands taking longer
 than the first.  Before the first thousand (at ``--few`` topics) and after the last we time
@@ -25,12 +26,15 @@ figure that means something is the ratio of two brokers measured in the same run
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
 import platform
 import statistics
+import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 HERE = pathlib.Path(__file__).parent
@@ -143,9 +147,26 @@ def run(kind: str, bootstrap: str, topics: int, batch: int, few: int,
     return {"per_thousand_s": per_thousand, f"at_{few}": at_few, f"at_{topics}": at_all}
 
 
-def measure(kind: str, args: argparse.Namespace) -> dict[str, Any]:
+#: where ``kafkacore-tmpfs`` keeps its log dirs: memory, as tansu's ``memory://`` storage does
+TMPFS = pathlib.Path("/dev/shm")
+
+
+@contextlib.contextmanager
+def local_broker(kind: str) -> Iterator[Any]:
+    """A fresh broker of ``kind``: ``kafkacore`` (its log dirs on the disk), ``kafkacore-tmpfs``
+    (in memory) or ``tansu``."""
     from kafkacore.testing import LocalBroker
 
+    if kind != "kafkacore-tmpfs":
+        with LocalBroker(kind=kind) as broker:
+            yield broker
+        return
+    with tempfile.TemporaryDirectory(dir=TMPFS, prefix="bench-topics-") as log_dirs, \
+            LocalBroker(kind="kafkacore", log_dirs=log_dirs) as broker:
+        yield broker
+
+
+def measure(kind: str, args: argparse.Namespace) -> dict[str, Any]:
     load0 = load_average()
     if kind == "cluster":
         from kafkacore.broker import Cluster
@@ -154,7 +175,7 @@ def measure(kind: str, args: argparse.Namespace) -> dict[str, Any]:
             row = run(kind, cluster.bootstrap_servers, args.topics, args.batch, args.few,
                       args.probes)
     else:
-        with LocalBroker(kind=kind) as broker:
+        with local_broker(kind) as broker:
             row = run(kind, broker.bootstrap, args.topics, args.batch, args.few, args.probes)
     row.update(broker=kind, load_before=load0, load_after=load_average())
     return row
@@ -169,9 +190,7 @@ def process_cpu_s(pid: int) -> float:
 def first_thousand(kind: str, batch: int) -> tuple[float, float]:
     """(seconds, broker CPU seconds) to create 1,000 topics in a fresh broker: one round of
     the paired rounds."""
-    from kafkacore.testing import LocalBroker
-
-    with LocalBroker(kind=kind) as broker:
+    with local_broker(kind) as broker:
         admin = Admin(broker.bootstrap)
         try:
             admin.create_topics(["warm-up"])  # the first request's one-off costs
@@ -191,7 +210,8 @@ def main() -> None:
     parser.add_argument("--few", type=int, default=10,
                         help="topics there when the first probes run")
     parser.add_argument("--probes", type=int, default=200)
-    parser.add_argument("--brokers", nargs="*", default=["kafkacore", "tansu"])
+    parser.add_argument("--brokers", nargs="*", default=["kafkacore", "kafkacore-tmpfs", "tansu"],
+                        choices=["kafkacore", "kafkacore-tmpfs", "tansu"])
     parser.add_argument("--cluster", action="store_true", help="our 3-broker Cluster too")
     parser.add_argument("--rounds", type=int, default=5,
                         help="paired rounds of 1,000 topics in fresh brokers, taking turns")
@@ -201,13 +221,14 @@ def main() -> None:
         parser.error("--topics must be thousands, --batch divide 1000, --few be below --batch")
     kinds = list(args.brokers) + (["cluster"] if args.cluster else [])
     rows = []
-    # The shared machine's load moves in minutes: paired short rounds, taking turns (each
-    # round in the other order), tell the brokers apart better than two long runs in a row.
+    # The shared machine's load moves in minutes: short rounds, taking turns (each round
+    # starting with the next broker), tell the brokers apart better than long runs in a row.
     rounds: dict[str, list[float]] = {k: [] for k in args.brokers}
     cpu: dict[str, list[float]] = {k: [] for k in args.brokers}
     args.rounds_load = [load_average()]
     for r in range(args.rounds):
-        for kind in args.brokers if r % 2 == 0 else list(reversed(args.brokers)):
+        shift = r % len(args.brokers)
+        for kind in args.brokers[shift:] + args.brokers[:shift]:
             wall, used = first_thousand(kind, args.batch)
             rounds[kind].append(round(wall, 3))
             cpu[kind].append(round(used, 3))
@@ -231,23 +252,26 @@ def main() -> None:
               f"load {row['load_before']} -> {row['load_after']}")
     ratios = {}
     by = {r["broker"]: r for r in rows}
-    if {"kafkacore", "tansu"} <= by.keys():
-        ours, theirs = by["kafkacore"]["per_thousand_s"], by["tansu"]["per_thousand_s"]
-        ratios = {
-            "first_thousand": ours[0] / theirs[0],
-            "thousand_in_rounds_median": (statistics.median(rounds["kafkacore"])
-                                          / statistics.median(rounds["tansu"])),
-            "cpu_per_thousand_median": (statistics.median(cpu["kafkacore"])
-                                        / statistics.median(cpu["tansu"])),
-            "all": sum(ours) / sum(theirs),
-            "last_thousand": ours[-1] / theirs[-1],
-        }
-        print("kafkacore / tansu: " + ", ".join(f"{k} x{v:.2f}" for k, v in ratios.items()))
+    for kind in ("kafkacore", "kafkacore-tmpfs"):
+        if {kind, "tansu"} <= by.keys():
+            ours, theirs = by[kind]["per_thousand_s"], by["tansu"]["per_thousand_s"]
+            ratios[kind] = {
+                "first_thousand": ours[0] / theirs[0],
+                "thousand_in_rounds_median": (statistics.median(rounds[kind])
+                                              / statistics.median(rounds["tansu"])),
+                "cpu_per_thousand_median": (statistics.median(cpu[kind])
+                                            / statistics.median(cpu["tansu"])),
+                "all": sum(ours) / sum(theirs),
+                "last_thousand": ours[-1] / theirs[-1],
+            }
+            print(f"{kind} / tansu: " + ", ".join(
+                f"{k} x{v:.2f}" for k, v in ratios[kind].items()))
     if not args.no_save:
         save(args, rows, ratios, rounds)
 
 
-def save(args: argparse.Namespace, rows: list[dict[str, Any]], ratios: dict[str, float],
+def save(args: argparse.Namespace, rows: list[dict[str, Any]],
+         ratios: dict[str, dict[str, float]],
          rounds: dict[str, list[float]]) -> None:
     """Write what is measured so far (a long run that fails late keeps its first rows)."""
     RESULTS.mkdir(exist_ok=True)

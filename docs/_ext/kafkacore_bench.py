@@ -159,8 +159,8 @@ def topics_lines(data):
             f"{r['load_before']} → {r['load_after']}"])
     rounds, cpu = data.get("rounds_of_a_thousand_s"), data.get("rounds_cpu_s")
     if rounds and cpu:
-        out += _table(f"1,000 topics in a fresh broker, {len(rounds['kafkacore'])} paired rounds"
-                      f" taking turns (load average {data['rounds_load'][0]} →"
+        out += _table(f"1,000 topics in a fresh broker, {len(rounds['kafkacore'])} rounds,"
+                      f" the brokers taking turns (load average {data['rounds_load'][0]} →"
                       f" {data['rounds_load'][1]})",
                       ["broker", "seconds, each round", "broker CPU seconds, each round"],
                       [[k, ", ".join(f"{x:.2f}" for x in rounds[k]),
@@ -169,9 +169,9 @@ def topics_lines(data):
                   ["broker", "1st thousand s", "2nd thousand s", "last thousand s", "all s",
                    "Metadata, one topic, ms", "produce one record, ms", "load average"],
                   table, "12 10 10 10 8 18 18 14")
-    if data.get("ratios"):
-        out += ["Ours over tansu's time: " + ", ".join(
-            f"{k.replace('_', ' ')} ×{v:.2f}" for k, v in data["ratios"].items()) + ".", ""]
+    for kind, ratios in data.get("ratios", {}).items():
+        out += [f"{kind} over tansu: " + ", ".join(
+            f"{k.replace('_', ' ')} ×{v:.2f}" for k, v in ratios.items()) + ".", ""]
     return out
 
 

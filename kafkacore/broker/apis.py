@@ -38,6 +38,7 @@ from kafkacore.broker.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group_metadata import JoinGroupResult, SyncGroupResult
 from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
+from kafkacore.broker.log.manager import NewLog
 from kafkacore.broker.metadata_cache import validate_topic_name
 from kafkacore.broker.request_channel import Request
 from kafkacore.broker.transaction.transaction_marker_channel_manager import append_txn_markers
@@ -193,8 +194,8 @@ class KafkaApis(ApiRequestHandler):
         config = self.topic_config(configs)
         topic, created = self.metadata_cache.add_topic(name, partitions, configs)
         if created:
-            for p in range(partitions):
-                self.log_manager.get_or_create_log(name, p, config, topic.topic_id)
+            self.log_manager.get_or_create_logs(
+                [(name, p, config, topic.topic_id) for p in range(partitions)])
         return topic, created
 
     def get_partition_log(self, topic: str, partition: int) -> Any:
@@ -499,15 +500,19 @@ class KafkaApis(ApiRequestHandler):
             return
         counts = Counter(t["name"] for t in body["topics"])
         results = list(refused)
-        # The request's topics are one batch of metadata records: one append, one fsync.
+        new_logs: list[NewLog] = []
+        # The request's topics are one batch of metadata records: one append, one fsync; then
+        # their logs, created side by side.
         with self.metadata_cache.batch():
             for t in body["topics"]:
                 results.append(self._create_one_topic(t, counts[t["name"]] > 1,
-                                                      body.get("validate_only", False)))
+                                                      body.get("validate_only", False), new_logs))
+        self.log_manager.get_or_create_logs(new_logs)
         self.respond(request, {"throttle_time_ms": 0, "topics": results})
 
-    def _create_one_topic(self, t: dict[str, Any], repeated: bool,
-                          validate_only: bool) -> dict[str, Any]:
+    def _create_one_topic(self, t: dict[str, Any], repeated: bool, validate_only: bool,
+                          new_logs: list[NewLog]) -> dict[str, Any]:
+        """One topic's answer; its metadata recorded, its logs added to ``new_logs``."""
         name = t["name"]
         result: dict[str, Any] = {
             "name": name, "topic_id": ZERO_UUID, "error_code": Errors.NONE, "error_message": None,
@@ -559,9 +564,10 @@ class KafkaApis(ApiRequestHandler):
         except errors.InvalidConfigError as exc:
             return fail(Errors.INVALID_CONFIG, str(exc))
         if not validate_only:
-            meta, created = self.create_topic(name, partitions, configs)
+            meta, created = self.metadata_cache.add_topic(name, partitions, configs)
             if not created:  # created by another request meanwhile
                 return fail(Errors.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+            new_logs.extend((name, p, config, meta.topic_id) for p in range(partitions))
             result["topic_id"] = meta.topic_id
         result.update(
             num_partitions=partitions,

@@ -684,6 +684,32 @@ def test_topic_id_and_topic_configs_survive_a_restart(tmp_path):
     again.shutdown()
 
 
+def test_log_manager_creates_a_batch_of_logs_side_by_side(tmp_path):
+    """A CreateTopics' logs in one call: each in the emptier log dir, each with its topic id;
+    one that cannot be created is refused loudly and the rest are kept."""
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    mgr = LogManager(dirs)
+    mgr.startup()
+    ids = {"x": uuid.uuid4(), "y": uuid.uuid4()}
+    before = mgr.get_or_create_log("x", 0, topic_id=ids["x"])
+    wanted = [(t, p, None, ids[t]) for t in ("x", "y") for p in range(4)] + [("y", 1, None, None)]
+    logs = mgr.get_or_create_logs(wanted)
+    assert logs[0] is before and logs[-1] is logs[5]  # the existing one, a repeat
+    assert [mgr.get_log(t, p) for t, p, _, _ in wanted] == logs
+    assert sorted(len(list(d.iterdir())) for d in dirs) == [4, 4]
+    assert all(lg.topic_id == ids[lg.topic] for lg in logs)
+    assert all((lg.dir / "partition.metadata").read_text().count("topic_id") == 1 for lg in logs)
+    mgr.shutdown()
+
+    one = LogManager([tmp_path / "c"])
+    one.startup()
+    Log(tmp_path / "c" / "z-1", topic_id=uuid.uuid4()).close()  # another topic's
+    with pytest.raises(KafkaStorageError, match="belongs to topic id"):
+        one.get_or_create_logs([("z", p, None, uuid.uuid4()) for p in range(3)])
+    assert [one.get_log("z", p) is not None for p in range(3)] == [True, False, True]
+    one.shutdown()
+
+
 def test_follower_append_with_an_offset_gap(log_dir):
     leader = Log(log_dir.parent / "leader-0")
     leader.append_as_leader(ours(values(2)))

@@ -21,6 +21,7 @@ import re
 import threading
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,11 @@ PROBE_BYTES = 64 * 1024
 #: one fsync for every log a CreateTopics of a hundred topics creates, not one per few logs
 #: (the fsync takes milliseconds, a log's creation less than one)
 LOG_DIR_FLUSH_DELAY_MS = 100
+#: threads creating a batch of new logs side by side (the file system works, they wait)
+LOG_CREATION_THREADS = 4
+#: a log wanted by ``get_or_create_logs``: (topic, partition, config or None for the default,
+#: topic id or None)
+NewLog = tuple[str, int, LogConfig | None, uuid.UUID | None]
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,7 @@ class LogManager:
         self._unsynced_dirs: set[Path] = set()
         self._lock = threading.Lock()
         self._started = False
+        self._creator_pool: ThreadPoolExecutor | None = None
         #: the log cleaner (compacted topics), started by ``startup`` when enabled
         self.cleaner: LogCleaner | None = None
         if cleaner_config is not None and cleaner_config.enable_cleaner:
@@ -178,37 +185,86 @@ class LogManager:
         done for every log created meanwhile by a task on the scheduler (Kafka schedules the
         flush of ``partition.metadata`` the same way): the topic itself is already durable in
         the metadata log, and a log lost to a crash before that fsync is created again empty."""
+        return self.get_or_create_logs([(topic, partition, config, topic_id)])[0]
+
+    def get_or_create_logs(self, wanted: list[NewLog]) -> list[Log]:
+        """``get_or_create_log`` for many partitions (a CreateTopics request's): the new logs
+        are created side by side on ``LOG_CREATION_THREADS`` threads, as a log's creation is
+        mostly the file system's work (a directory and two files), done without the GIL.  If
+        one cannot be created, the others are kept and its ``KafkaStorageError`` raised."""
         with self._lock:
-            existing = self._logs.get((topic, partition))
-            if existing is not None:
-                if topic_id is None or existing.topic_id in (None, topic_id):
-                    return existing
-                # Left by an earlier topic of this name whose creation a crash interrupted
-                # before its metadata was on disk: nothing was ever acknowledged in it.
-                log.warning("%s belongs to topic id %s, not %s: deleting it", existing.name,
-                            existing.topic_id, topic_id)
-                self._remove(topic, partition).delete()
-            # Kafka puts a new partition in the log dir holding the fewest partitions.
-            target = min(self.log_dirs, key=self._counts.__getitem__)
-            if self.dir_failure_channel.is_offline(target):
-                raise KafkaStorageError(f"log dir {target} is offline")
-            try:
-                lg = Log(
-                    target / f"{topic}-{partition}",
-                    config or self.default_config,
-                    topic=topic,
-                    partition=partition,
-                    topic_id=topic_id,
-                    dir_failure_channel=self.dir_failure_channel,
-                )
-            except OSError as exc:
-                self.dir_failure_channel.maybe_add_offline_log_dir(
-                    target, f"cannot create the log of {topic}-{partition}", exc)
-                raise KafkaStorageError(f"cannot create {topic}-{partition}: {exc}") from exc
-            self._logs[(topic, partition)] = lg
-            self._counts[target] += 1
-            self._note_new_dir(target)
-            return lg
+            logs: dict[tuple[str, int], Log] = {}
+            todo: list[tuple[Path, str, int, LogConfig | None, uuid.UUID | None]] = []
+            placed: set[tuple[str, int]] = set()
+            failure: KafkaStorageError | None = None
+            for topic, partition, config, topic_id in wanted:
+                if (topic, partition) in logs or (topic, partition) in placed:
+                    continue
+                existing = self._reusable(topic, partition, topic_id)
+                if existing is not None:
+                    logs[(topic, partition)] = existing
+                    continue
+                # Kafka puts a new partition in the log dir holding the fewest partitions.
+                target = min(self.log_dirs, key=self._counts.__getitem__)
+                if self.dir_failure_channel.is_offline(target):
+                    failure = failure or KafkaStorageError(f"log dir {target} is offline")
+                    continue
+                self._counts[target] += 1  # placed: the next new log weighs it
+                placed.add((topic, partition))
+                todo.append((target, topic, partition, config, topic_id))
+            if len(todo) > 1:
+                opened = list(self._creators().map(lambda args: self._open_new(*args), todo))
+            else:
+                opened = [self._open_new(*args) for args in todo]
+            for (target, topic, partition, _, _), lg in zip(todo, opened, strict=True):
+                if isinstance(lg, KafkaStorageError):
+                    self._counts[target] -= 1
+                    failure = failure or lg
+                    continue
+                self._logs[(topic, partition)] = logs[(topic, partition)] = lg
+                self._note_new_dir(target)
+            if failure is not None:
+                raise failure
+            return [logs[(topic, partition)] for topic, partition, _, _ in wanted]
+
+    def _reusable(self, topic: str, partition: int, topic_id: uuid.UUID | None) -> Log | None:
+        """The existing log of the partition, unless it belongs to another topic id (with
+        ``_lock`` held)."""
+        existing = self._logs.get((topic, partition))
+        if existing is None or topic_id is None or existing.topic_id in (None, topic_id):
+            return existing
+        # Left by an earlier topic of this name whose creation a crash interrupted before its
+        # metadata was on disk: nothing was ever acknowledged in it.
+        log.warning("%s belongs to topic id %s, not %s: deleting it", existing.name,
+                    existing.topic_id, topic_id)
+        self._remove(topic, partition).delete()
+        return None
+
+    def _open_new(self, target: Path, topic: str, partition: int, config: LogConfig | None,
+                  topic_id: uuid.UUID | None) -> Log | KafkaStorageError:
+        """A new log in ``target``, or the error that stopped it (a dir gone bad is offline)."""
+        try:
+            return Log(
+                target / f"{topic}-{partition}",
+                config or self.default_config,
+                topic=topic,
+                partition=partition,
+                topic_id=topic_id,
+                dir_failure_channel=self.dir_failure_channel,
+            )
+        except KafkaStorageError as exc:  # a partition.metadata found there is not ours
+            return exc
+        except OSError as exc:
+            self.dir_failure_channel.maybe_add_offline_log_dir(
+                target, f"cannot create the log of {topic}-{partition}", exc)
+            return KafkaStorageError(f"cannot create {topic}-{partition}: {exc}")
+
+    def _creators(self) -> ThreadPoolExecutor:
+        """The threads that create new logs side by side (started at the first batch)."""
+        if self._creator_pool is None:
+            self._creator_pool = ThreadPoolExecutor(LOG_CREATION_THREADS,
+                                                    thread_name_prefix="kafka-log-creator")
+        return self._creator_pool
 
     def _remove(self, topic: str, partition: int) -> Log:
         lg = self._logs.pop((topic, partition))
@@ -369,6 +425,9 @@ class LogManager:
             dirs, self._unsynced_dirs = self._unsynced_dirs, set()
             for d in dirs:
                 self._fsync_dir(d)
+            if self._creator_pool is not None:
+                self._creator_pool.shutdown()
+                self._creator_pool = None
             for d in self.log_dirs:
                 if d in unclean:
                     log.error("log dir %s is not marked clean: it is recovered at the next "
