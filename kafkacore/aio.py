@@ -16,6 +16,7 @@ import concurrent.futures
 from types import TracebackType
 from typing import Any
 
+from kafkacore.core.appender import AsyncSend
 from kafkacore.core.batch import BatchFuture, BatchResult, FutureRecordMetadata, RecordMetadata
 from kafkacore.core.record_sizes import normalize_headers
 from kafkacore.errors import BufferExhaustedError, IllegalStateError
@@ -54,7 +55,6 @@ class AIOKafkaProducer:
         self._settings = settings
         self._producer: KafkaProducer | None = None
         self._workers: concurrent.futures.ThreadPoolExecutor | None = None
-        self._plain: Any = None
         self._stopped = False
 
     # -- start and stop ---------------------------------------------------------------------
@@ -73,10 +73,12 @@ class AIOKafkaProducer:
         self._waiting = producer._new_appender(
             producer._wait_on_metadata, producer.config["max.block.ms"], None, None)
         # With no serializer, interceptor or transaction, send() has nothing to do in Python
-        # before the append: it goes straight to the non-blocking appender (see send).
+        # before the append: it is then compiled (AsyncSend), unless a subclass overrides it.
         plain = not (producer._transactional or producer._interceptors
                      or producer._key_serializer or producer._value_serializer)
-        self._plain = self._now if plain else None
+        if plain and type(self).send is _PYTHON_SEND:
+            self.send = AsyncSend(  # type: ignore[method-assign,assignment]
+                self._now, self._append_waiting, (_WouldBlock, BufferExhaustedError)).send
 
     async def stop(self) -> None:
         """Deliver what is queued (bounded by ``delivery.timeout.ms``), then stop the Sender."""
@@ -84,7 +86,7 @@ class AIOKafkaProducer:
         if producer is None or workers is None or self._stopped:
             return
         self._stopped = True
-        self._plain = None
+        self.__dict__.pop("send", None)  # the Python send, which refuses: stopped
         self._now.closed = self._waiting.closed = True
         loop = asyncio.get_running_loop()
         try:
@@ -122,18 +124,12 @@ class AIOKafkaProducer:
         when this coroutine returns; if it had to wait for metadata or memory, it waited in a
         worker thread while the event loop went on.  Sends awaited one after another keep their
         order; a send that is cancelled while it waits may still queue its record.
+
+        With no serializer, interceptor or transaction, ``send`` is compiled: a record that
+        need not wait is queued during the call itself, and what it returns (a
+        :class:`~kafkacore.core.appender.QueuedRecord`, which ``create_task`` takes like a
+        coroutine) gives its future as soon as it is awaited.
         """
-        plain = self._plain
-        if plain is not None and headers is None:
-            # The common case, in as few steps as the sync send(): a coroutine costs a frame
-            # already, and this path runs once per record.
-            try:
-                queued: FutureRecordMetadata = plain.append(
-                    topic, value, key, partition, timestamp_ms, None, None)
-                return queued
-            except (_WouldBlock, BufferExhaustedError):
-                return await self._append_waiting(
-                    topic, value, key, partition, timestamp_ms, None, None)
         producer = self._started()
         txn = producer._transactional
         if txn is not None and not txn.sending_allowed:
@@ -286,6 +282,10 @@ class AIOKafkaProducer:
         producer._sender.wakeup()
         raise _WouldBlock(topic)
 
+
+
+# The Python send(), to tell whether a subclass overrides it (start).
+_PYTHON_SEND = AIOKafkaProducer.send
 
 
 class _Transaction:

@@ -154,3 +154,40 @@ def test_headers_from_a_generator_survive_the_wait_for_metadata(bootstrap, make_
     assert asyncio.run(main()).offset == 0
     (record,) = read_confluent(bootstrap, topic, 1, 1)
     assert record.headers == (("a", b"v-a"), ("b", b"v-b"))
+
+
+def test_a_queued_send_is_awaited_or_run_as_a_task_like_a_coroutine(bootstrap, make_topic):
+    topic = make_topic(partitions=1)
+    calls = []
+
+    class Counting(AIOKafkaProducer):
+        async def send(self, *args, **kwargs):
+            calls.append(args[0])
+            return await super().send(*args, **kwargs)
+
+    async def main():
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
+            await producer.send_and_wait(topic, b"metadata known: no record waits below")
+            queued = producer.send(topic, b"awaited")
+            assert asyncio.iscoroutine(queued)  # what create_task and aiokafka's users expect
+            awaited = await queued
+            as_task = await asyncio.create_task(producer.send(topic, b"task"))
+            ensured = await asyncio.ensure_future(producer.send(topic, b"ensured"))
+            gathered = await asyncio.gather(producer.send(topic, b"g0"), producer.send(topic, b"g1"))
+            with pytest.raises(KeyError):
+                producer.send(topic, b"thrown").throw(KeyError("thrown in"))
+            # Bad arguments raise at the call, with the errors of KafkaProducer.send.
+            with pytest.raises(TypeError):
+                producer.send(topic, b"v", partition=0, bogus=1)
+            with pytest.raises(ValueError):
+                producer.send(topic, b"v", partition=-1)
+            offsets = [(await f).offset for f in (awaited, as_task, ensured, *gathered)]
+        async with Counting(bootstrap_servers=bootstrap) as counting:
+            await (await counting.send(topic, b"counted"))
+        return offsets
+
+    assert asyncio.run(main()) == [1, 2, 3, 4, 5]
+    assert calls == [topic]
+    consumed = sorted(read_confluent(bootstrap, topic, 1, 8), key=lambda c: c.offset)
+    assert [c.value for c in consumed][1:] == [
+        b"awaited", b"task", b"ensured", b"g0", b"g1", b"thrown", b"counted"]

@@ -224,7 +224,7 @@ class KafkaChannel:
         #: The unwritten response: buffers, and fetched records as file regions (FileRecords).
         self.sends: collections.deque[Any] = collections.deque()
         self.last_active = time.monotonic()
-        self.events = 0  #: what the selector watches for (0: not registered)
+        self.events = 0  #: what the poller watches it for (0: not registered)
         self.listener = listener  #: the name of the listener it came in on
         self.tls = isinstance(sock, ssl.SSLSocket)
         #: While the TLS handshake runs: what it waits for (READ or WRITE); 0 once done.
@@ -473,9 +473,9 @@ class Processor(ShutdownableThread):
                 if len(view):
                     ch.sends.append(view)
             self._stats["responses"] += 1
-            # Written at once: the socket is almost always writable, and waiting for select()
-            # to say so would cost a loop turn and two changes of the selector's interest.
-            # What does not fit waits for EVENT_WRITE.
+            # Written at once: the socket is almost always writable, and waiting for the
+            # poller to say so would cost a loop turn and two changes of the socket's interest.
+            # What does not fit waits until the socket is writable.
             if not ch.handshake_events:
                 self._write(ch)
             if ch.sends and ch.id in self._channels:

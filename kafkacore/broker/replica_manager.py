@@ -128,9 +128,9 @@ class ReplicaManager:
         meta = self.metadata_cache.get(topic)
         if meta is None or not 0 <= index < meta.partitions:
             return None
+        if partition is not None and partition.log is self.log_manager.get_log(topic, index):
+            return partition  # the common case (every partition of every Produce): no more to do
         lg = self.broker.apis.get_partition_log(topic, index)
-        if partition is not None and partition.log is lg:
-            return partition
         with self._lock:
             partition = self.partitions.get(key)
             if partition is None or partition.log is not lg:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Request:
     """One decoded request, as a handler sees it (Kafka's ``RequestChannel.Request``).
 
@@ -85,7 +85,7 @@ class ResponseAction(enum.Enum):
     CLOSE = "close"  #: close the connection (with a reason in the log)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Response:
     request: Request
     action: ResponseAction

@@ -4,10 +4,11 @@ the body of a Produce request (Kafka's ``RequestHeader.parse`` and ``ProduceRequ
 
 For small requests the Python codec's walk (a function call per field, a ``memoryview`` slice per
 string) costs more than the handler's own work.  These functions read the same bytes into the
-same dicts as :func:`kafkacore.protocol.codec.decode` does, which stays the reference: the
-property test ``tests/broker/test_request_parser.py`` checks that both give equal results, or the
-same error class, on generated, truncated and garbled frames; every other request, and a Produce
-version outside :data:`PRODUCE_VERSIONS`, is read by the Python codec.
+same dicts as :func:`kafkacore.protocol.codec.decode` does (the records as views of the frame,
+not copies), which stays the reference: the property test ``tests/broker/test_request_parser.py``
+checks that both give equal results, or the same error class, on generated, truncated and
+garbled frames; every other request, and a Produce version outside :data:`PRODUCE_VERSIONS`, is
+read by the Python codec.
 
 The bytes come from a client, so every read is checked against the end of the frame first, and
 counts are never trusted: an array's count must fit in the bytes left (each element takes at
@@ -15,14 +16,14 @@ least one byte) before anything is built for it.  The frame is held as a typed m
 the whole call (its buffer cannot move or shrink meanwhile), and the GIL is held throughout.
 """
 
-from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t
 
 from kafkacore.protocol.codec import ProtocolError
 
-#: The Produce versions read here (the declaration's 0-11; a newer one goes to the codec).
-PRODUCE_VERSIONS = range(0, 12)
+#: The Produce versions read here (the declaration's 0-12: v12's body is v11's, sent by a
+#: transaction version 2 producer; a newer one goes to the codec).
+PRODUCE_VERSIONS = range(0, 13)
 
 cdef enum:
     #: Produce v9 is the first flexible version (KIP-482: compact lengths, tag buffers).
@@ -107,14 +108,15 @@ cdef object read_string(Cursor* c, bint compact, bint nullable, str what):
         raise ProtocolError(f"{what}: invalid UTF-8: {exc}") from None
 
 
-cdef object read_records(Cursor* c, bint compact, str what):
-    """A nullable ``records`` field, copied into its own ``bytes`` as the codec gives it."""
+cdef object read_records(Cursor* c, bint compact, object frame_view, str what):
+    """A nullable ``records`` field: a slice of ``frame_view`` (the frame's ``memoryview``), not
+    a copy.  The log writes the batches' offsets into it and writes the file from it."""
     cdef int64_t n = read_length(c, compact, True, what)
     if n == -1:
         return None
     need(c, n, what)
     c.pos += n
-    return PyBytes_FromStringAndSize(<const char*>(c.data + c.pos - n), n)
+    return frame_view[c.pos - n : c.pos]
 
 
 cdef int64_t read_array_count(Cursor* c, bint compact, str what) except -1:
@@ -167,10 +169,15 @@ def decode_request_header(frame, bint flexible):
 
 def decode_produce_request(frame, Py_ssize_t offset, int version):
     """A Produce request's body of ``version`` (one of :data:`PRODUCE_VERSIONS`) at ``offset``:
-    ``(body dict, end offset)``, the codec's dict exactly."""
+    ``(body dict, end offset)``, equal to the codec's dict.  One difference: each partition's
+    ``records`` is a ``memoryview`` of ``frame`` where the codec gives a copy (``bytes``), so
+    the batches go from the frame the network thread read to the segment file without being
+    copied; it is writable when ``frame`` is (a ``bytearray``, as the network thread's is), and
+    the log then writes the batches' offsets into it in place."""
     if version not in PRODUCE_VERSIONS:
         raise ValueError(f"Produce v{version} is read by the codec, not here")
     cdef const uint8_t[::1] view = frame
+    frame_view = memoryview(frame)
     cdef Cursor c
     c.data = &view[0] if view.shape[0] else NULL
     c.end = view.shape[0]
@@ -194,7 +201,7 @@ def decode_produce_request(frame, Py_ssize_t offset, int version):
         for _j in range(partition_count):
             need(&c, 4, "PartitionProduceData")
             partition = {"index": read_int32(&c)}
-            partition["records"] = read_records(&c, compact, "records")
+            partition["records"] = read_records(&c, compact, frame_view, "records")
             if compact:
                 skip_tags(&c, "PartitionProduceData")
             partitions.append(partition)

@@ -67,3 +67,29 @@ class RecordAppender:
         timestamps: Any = None,
         headers: Any = None,
     ) -> BatchFuture: ...
+
+@final
+class QueuedRecord:
+    def __await__(self) -> QueuedRecord: ...
+    def __next__(self) -> Any: ...
+    def send(self, value: object) -> Any: ...
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any: ...
+    def close(self) -> None: ...
+
+@final
+class AsyncSend:
+    def __init__(
+        self,
+        appender: RecordAppender,
+        append_waiting: Callable[..., Any],
+        would_wait: tuple[type[BaseException], ...],
+    ) -> None: ...
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Headers | None = None,
+    ) -> QueuedRecord | Any: ...

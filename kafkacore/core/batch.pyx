@@ -251,6 +251,7 @@ cdef int _wait_open(PyThread_type_lock latch, double timeout_s) except -1:
 
 @cython.final
 @cython.no_gc
+@cython.freelist(64)  # one per acknowledged record with a callback, most dropped at once
 cdef class RecordMetadata:
     """What the broker made of one record: topic, partition, offset, timestamp, sizes.
 

@@ -138,3 +138,36 @@ def test_a_lookup_reads_headers_not_the_large_batches_it_steps_over(tmp_path):
     # One small read from the index entry; reading each batch stepped over would be 240 KB.
     assert read < 64 * 1024, read
     log.close()
+
+
+@settings(max_examples=examples(40), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    shapes=st.lists(st.tuples(st.integers(1, 6), st.sampled_from([10, 300, 2000])),
+                    min_size=1, max_size=30),
+    data=st.data(),
+)
+def test_readable_bytes_is_what_a_read_would_return(tmp_path_factory, shapes, data):
+    """What a fetch waiting for ``min_bytes`` counts, over segments of a few batches each: the
+    bytes of the whole batches from the one holding the offset to the bound, at most
+    ``max_bytes``."""
+    log = Log(tmp_path_factory.mktemp("log"), LogConfig(segment_bytes=16384,
+                                                        index_interval_bytes=512))
+    layout, offset = [], 0
+    for count, value_size in shapes:
+        data_ = batch(offset, count, value_size)
+        log.append_as_leader(data_)
+        layout.append((offset, len(data_)))
+        offset += count
+    end = log.log_end_offset
+    fetch_offset = data.draw(st.integers(0, end))
+    bound = data.draw(st.none() | st.sampled_from([base for base, _ in layout] + [end]))
+    max_bytes = data.draw(st.integers(1, 1 << 20))
+    limit = end if bound is None else bound
+    ends = [base for base, _ in layout[1:]] + [end]
+    whole = sum(size for (base, size), after in zip(layout, ends, strict=True)
+                if after > fetch_offset and base < limit)
+    try:
+        assert log.readable_bytes(fetch_offset, max_bytes, bound) == min(whole, max_bytes)
+    finally:
+        log.close()

@@ -128,6 +128,28 @@ def test_append_assigns_consecutive_offsets_and_reads_back(log_dir, build, codec
     assert read_back_aiokafka(stored) == got  # a second reader nobody here wrote agrees
 
 
+@pytest.mark.parametrize("time_type", ["CreateTime", "LogAppendTime"])
+def test_a_writable_view_is_written_in_place_and_other_buffers_are_copied(log_dir, time_type):
+    """A Produce request's records are views of the frame: the log writes the offsets (and,
+    on LogAppendTime topics, the timestamp and a new CRC) into the frame and stores it from
+    there; a caller's bytearray or bytes stay as they were."""
+    log = Log(log_dir, LogConfig(message_timestamp_type=time_type))
+    first, second = theirs(values(2), ts=1000), theirs(values(3, 2), ts=1000)
+    mine = bytearray(first)
+    log.append_as_leader(mine)
+    assert mine == first
+    frame = bytearray(b"head" + second + b"tail")
+    info = log.append_as_leader(memoryview(frame)[4:-4])
+    assert frame[:4] == b"head" and frame[-4:] == b"tail"
+    assert struct.unpack_from(">q", frame, 4)[0] == info.first_offset == 2
+    stored = log.read(0, 1 << 20).records
+    assert bytes(stored)[len(first):] == frame[4:-4]  # what the frame says is what is stored
+    assert [(o, v) for o, _, v, _, _ in read_back(stored)] == list(enumerate(values(5)))
+    assert log.append_as_leader(memoryview(first)).first_offset == 5  # read-only: copied
+    assert [(o, v) for o, _, v, _, _ in read_all(log)][5:] == [(5, values(2)[0]),
+                                                               (6, values(2)[1])]
+
+
 def test_stored_bytes_are_the_producers_bytes_but_the_base_offset(log_dir):
     log = Log(log_dir)
     log.append_as_leader(ours(values(3)))

@@ -81,8 +81,24 @@ def test_produce_requests_read_as_the_codec_reads_them(frame, trailing):
     header, body, left = parse_request(bytearray(frame + trailing))
     assert (header, body, left) == codec_parse(frame + trailing)
     assert left == len(trailing)
-    assert all(type(p["records"]) in (bytes, type(None))
+    # The records are views of the frame (equal to the codec's copies), writable as it is.
+    assert all(p["records"] is None or (type(p["records"]) is memoryview
+                                        and not p["records"].readonly)
                for t in body["topic_data"] for p in t["partition_data"])
+
+
+def test_the_records_are_views_of_the_frame_not_copies():
+    body = {"transactional_id": None, "acks": -1, "timeout_ms": 1000, "topic_data": [
+        {"name": "t", "partition_data": [{"index": 0, "records": b"first"},
+                                         {"index": 1, "records": b"second"}]}]}
+    frame = bytearray(b"".join(codec.encode_request(ApiKey.PRODUCE, 9, 1, "c", body)))
+    _, parsed, _ = parse_request(frame)
+    first, second = (p["records"] for p in parsed["topic_data"][0]["partition_data"])
+    second[:3] = b"SEC"  # what the log does when it writes the batches' offsets
+    assert bytes(first) == b"first" and frame.count(b"SECond") == 1
+    # A read-only frame gives read-only views: the log copies those before writing offsets.
+    _, parsed, _ = parse_request(bytes(frame))
+    assert parsed["topic_data"][0]["partition_data"][1]["records"].readonly
 
 
 @settings(max_examples=examples(300), deadline=None)

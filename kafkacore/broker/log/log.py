@@ -749,6 +749,34 @@ class Log:
                     return result
             return result
 
+    def readable_bytes(self, fetch_offset: int, max_bytes: int, max_offset: int | None) -> int:
+        """About how many bytes :meth:`read` would return from ``fetch_offset`` (at most
+        ``max_bytes``, below ``max_offset``), found from batch positions alone, reading only
+        the headers an offset lookup reads (Kafka's ``DelayedFetch`` compares offset positions
+        the same way).  A fetch waiting for ``fetch.min.bytes`` asks it at every append to its
+        partitions: it must not read and check the data each time; the read that answers the
+        fetch does that.  0 outside [log start, log end)."""
+        with self._lock:
+            self._check_open()
+            end = self.log_end_offset if max_offset is None else min(max_offset,
+                                                                     self.log_end_offset)
+            if not self.log_start_offset <= fetch_offset < end:
+                return 0
+            i = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
+            total = 0
+            for k, segment in enumerate(self._segments[i:]):
+                if segment.base_offset >= end or total >= max_bytes:
+                    break
+                begin = 0
+                if k == 0:  # from the batch holding the fetch offset (none: the next segment)
+                    first = segment.translate_offset(fetch_offset)
+                    if first is None:
+                        continue
+                    begin = first.position
+                stop = segment.translate_offset(end) if end < segment.next_offset else None
+                total += (segment.size if stop is None else stop.position) - begin
+            return min(total, max_bytes)
+
     def _report_damage(self, segment: LogSegment, why: str) -> None:
         """A read refused damaged bytes: log it once (ERROR), and have the log recovered from
         this segment at the next start."""
