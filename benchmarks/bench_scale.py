@@ -374,7 +374,9 @@ class Clients:
 def fit(xs: list[float], ys: list[float]) -> dict[str, float]:
     """Least squares y = a + b x, and the largest relative miss, to judge 'linear'."""
     a_b = statistics.linear_regression(xs, ys)
-    worst = max(abs(y - (a_b.intercept + a_b.slope * x)) / max(abs(y), 1e-9)
+    # relative to the point, or to a hundredth of the largest (a point at 0 is no divisor)
+    floor = max(max(abs(y) for y in ys) / 100, 1e-9)
+    worst = max(abs(y - (a_b.intercept + a_b.slope * x)) / max(abs(y), floor)
                 for x, y in zip(xs, ys, strict=True))
     return {"intercept": round(a_b.intercept, 4), "slope": a_b.slope, "worst_miss": round(worst, 3)}
 
