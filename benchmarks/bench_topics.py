@@ -188,8 +188,7 @@ def process_cpu_s(pid: int) -> float:
 
 
 def first_thousand(kind: str, batch: int) -> tuple[float, float]:
-    """(seconds, broker CPU seconds) to create 1,000 topics in a fresh broker: one round of
-    the rounds."""
+    """(seconds, broker CPU seconds) to create 1,000 topics in a fresh broker (one round)."""
     with local_broker(kind) as broker:
         admin = Admin(broker.bootstrap)
         try:
