@@ -118,16 +118,19 @@ class HandlerWaker:
     byte that comes after its handler stopped waiting only makes its next sleep return at once.
     """
 
-    __slots__ = ("_r", "_w")
+    __slots__ = ("_r", "_w", "_poll")
 
     def __init__(self) -> None:
         self._r, self._w = os.pipe()
         os.set_blocking(self._r, False)
         os.set_blocking(self._w, False)
+        # A poll object registered once: a select() call builds and reads three fd lists.
+        self._poll = select.poll()
+        self._poll.register(self._r, select.POLLIN)
 
     def wait(self, timeout_s: float) -> None:
         """Sleep until woken or ``timeout_s`` has passed (GIL released)."""
-        if select.select([self._r], [], [], timeout_s)[0]:
+        if self._poll.poll(timeout_s * 1000.0):
             try:
                 os.read(self._r, 4096)
             except (BlockingIOError, OSError):

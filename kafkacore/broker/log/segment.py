@@ -376,7 +376,8 @@ class LogSegment:
         first = self.translate_offset(start_offset)
         if first is None:
             return None
-        size, remaining, header = 0, max_size, first
+        size, remaining = 0, max_size
+        header: BatchHeader | None = first
         while remaining > 0 and header is not None:
             if max_offset is not None and header.base_offset >= max_offset:
                 break
