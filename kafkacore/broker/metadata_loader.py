@@ -167,6 +167,7 @@ class MetadataLoader:
         grown: set[str] = set()
         quotas: list[dict[str, Any]] = []  # ClientQuotaRecords
         copied: set[str] = set()  # topics whose partitions dict is this delta's own copy
+        brokers_changed = False  # a registration or fencing: every follower's leader is looked up again
         for r in records:
             kind = r["type"]
             if kind == "TopicRecord":
@@ -217,11 +218,13 @@ class MetadataLoader:
                     new.pop(name, None)
             elif kind in ("RegisterBrokerRecord", "UnfenceBrokerRecord"):
                 self._brokers[r["broker_id"]] = (r["host"], r["port"])
+                brokers_changed = True
             elif kind == "FenceBrokerRecord":
                 self._brokers.pop(r["broker_id"], None)
+                brokers_changed = True
             elif kind == "ClientQuotaRecord":
                 quotas.append(r)
-        self._publish(new, removed, grown, changed=copied)
+        self._publish(new, removed, grown, changed=None if brokers_changed else copied)
         self._apply_config_changes(
             {n: c for n, c in changed_topics.items() if n in self._topics}, changed_brokers)
         if quotas:
