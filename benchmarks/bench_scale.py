@@ -374,7 +374,9 @@ class Clients:
 def fit(xs: list[float], ys: list[float]) -> dict[str, float]:
     """Least squares y = a + b x, and the largest relative miss, to judge 'linear'."""
     a_b = statistics.linear_regression(xs, ys)
-    worst = max(abs(y - (a_b.intercept + a_b.slope * x)) / max(abs(y), 1e-9)
+    # relative to the point, or to a hundredth of the largest (a point at 0 is no divisor)
+    floor = max(max(abs(y) for y in ys) / 100, 1e-9)
+    worst = max(abs(y - (a_b.intercept + a_b.slope * x)) / max(abs(y), floor)
                 for x, y in zip(xs, ys, strict=True))
     return {"intercept": round(a_b.intercept, 4), "slope": a_b.slope, "worst_miss": round(worst, 3)}
 
@@ -420,14 +422,16 @@ def summarise(points: list[dict[str, Any]], interval_s: float) -> tuple[dict, di
     # A record's CPU is only measured where the cluster kept up with the offered load (95%):
     # where it did not, the brokers were at the CPU this shared machine gave them, and the
     # difference from rest says nothing.  Of those, the highest rate of each count (records
-    # share fetch rounds as the rate grows), and the dearest of them: a constant, which is
-    # optimistic, as each record wakes a fetch that names every partition.
+    # share fetch rounds as the rate grows); the dearest and the cheapest of them bound the
+    # extrapolation: at a low rate every record pays its own fetch rounds (dear), at a high
+    # one they share them (cheap), and a fetch costs more the more partitions there are.
     kept = {p["partitions"]: max(
         (r for r in p["connections"] if r["acked_per_s"] >= 0.95 * r["connections"] / interval_s),
         key=lambda r: r["connections"], default=None) for p in points}
     per_record = {n: round(cluster_us_per_record(p, kept[n]), 1)
                   for n, p in zip(kept, points, strict=True) if kept[n] is not None}
     us_per_record = max(per_record.values(), default=float("nan"))
+    cheapest = min(per_record.values(), default=float("nan"))
     records_per_s = TARGET_CONNECTIONS / interval_s
     load = us_per_record * records_per_s / 1e4 / 3  # % of a core, per broker
     extrapolation = {
@@ -442,6 +446,8 @@ def summarise(points: list[dict[str, Any]], interval_s: float) -> tuple[dict, di
                         for p in points for r in p["connections"]
                         if r["acked_per_s"] < 0.95 * r["connections"] / interval_s],
         "cpu_pct_per_broker": round(rest + load, 1),
+        "cluster_us_per_record_cheapest": round(cheapest, 1),
+        "cpu_pct_per_broker_cheapest": round(rest + cheapest * records_per_s / 1e4 / 3, 1),
         "rss_mib_per_broker": round(at(fp["rss_mib_mean"], TARGET_PARTITIONS)
                                     + fc["rss_mib_mean"]["slope"] * TARGET_CONNECTIONS, 1),
         # from none: a partition costs more the more there are, so the sum of the line

@@ -188,8 +188,7 @@ def process_cpu_s(pid: int) -> float:
 
 
 def first_thousand(kind: str, batch: int) -> tuple[float, float]:
-    """(seconds, broker CPU seconds) to create 1,000 topics in a fresh broker: one round of
-    the paired rounds."""
+    """(seconds, broker CPU seconds) to create 1,000 topics in a fresh broker (one round)."""
     with local_broker(kind) as broker:
         admin = Admin(broker.bootstrap)
         try:
@@ -214,7 +213,7 @@ def main() -> None:
                         choices=["kafkacore", "kafkacore-tmpfs", "tansu"])
     parser.add_argument("--cluster", action="store_true", help="our 3-broker Cluster too")
     parser.add_argument("--rounds", type=int, default=5,
-                        help="paired rounds of 1,000 topics in fresh brokers, taking turns")
+                        help="rounds of 1,000 topics in fresh brokers, the brokers taking turns")
     parser.add_argument("--no-save", action="store_true", help="print only")
     args = parser.parse_args()
     if args.topics % 1000 or 1000 % args.batch or args.few >= args.batch:

@@ -78,7 +78,7 @@ KAFKA_NAMES = frozenset(
     Utils UtilsTest Uuid WriteBuffer Any KafkaLZ4BlockOutputStream DataOutputStream
     IllegalStateException GZIPOutputStream
     TopicRecord PartitionRecord PartitionChangeRecord ConfigRecord ClientQuotaRecord RemoveTopicRecord
-    RegisterBrokerRecord FenceBrokerRecord UnfenceBrokerRecord MetadataDelta MetadataImage
+    RegisterBrokerRecord FenceBrokerRecord UnfenceBrokerRecord MetadataDelta MetadataImage TopicsDelta
     KafkaMetadataLog SnapshotGenerator BrokerMetadataPublisher PartitionMetadataFile
     """.split()
 )

@@ -155,9 +155,13 @@ class Partition:
                 raise errors.NotEnoughReplicasError(
                     f"{self.topic}-{self.index}: ISR {self.isr} is smaller than "
                     f"min.insync.replicas={self.log.config.min_insync_replicas}")
+            hw = self.log.high_watermark
             info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch,
                                              from_coordinator=from_coordinator)
-            return info, self.maybe_increment_leader_hw()
+            self.maybe_increment_leader_hw()
+            # Compared, not maybe_increment_leader_hw's answer: a log with no HW of its own
+            # (a broker without a controller) has it follow its end, which the append moved.
+            return info, self.log.high_watermark > hw
 
     def maximal_isr(self) -> list[int]:
         """The ISR the HW must respect: with a pending expansion, the new member too (Kafka's
