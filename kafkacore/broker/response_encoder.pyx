@@ -11,9 +11,9 @@ for the bodies the handlers build: dicts, ints, strings, UUIDs and lists, with n
 set but those written here.  Fitting happens as it writes: a field the version lacks is
 skipped, as ``fit_to_version`` drops it.  Anything else (a value of another type, an int out of
 its range, a key no version has, another tagged field with a value) makes
-:func:`encode_produce_response` or :func:`encode_fetch_response` return None, and the caller fits and
-encodes with the codec, which stays the reference and raises its typed error for what is
-wrong.  The property tests ``tests/broker/test_response_encoder.py`` and
+:func:`encode_produce_response` or :func:`encode_fetch_response` return None, and the caller
+fits and encodes with the codec, which stays the reference and raises its typed error for what
+is wrong.  The property tests ``tests/broker/test_response_encoder.py`` and
 ``tests/broker/test_response_encoder_fetch.py`` check that both give the same bytes.
 
 A Fetch response is a list of parts, as the codec makes it: the bytes, and each partition's
@@ -368,7 +368,6 @@ cdef int write_records(Writer* w, object value, bint compact, list regions) exce
 
 cdef int write_fetch_tagged(Writer* w, dict p, tuple keys, tuple defaults) except -1:
     """The partition's tag buffer: each tagged field that differs from its default."""
-    cdef int count = 0
     cdef int i
     cdef Py_ssize_t start
     cdef int width
