@@ -116,6 +116,9 @@ class ApiRequestHandler:
         if request.api_key == ApiKey.PRODUCE and self.request_channel.send_produce_response(
                 request, body):
             return  # compiled, the bytes of the fitted body (one per produce: the hot path)
+        if request.api_key == ApiKey.FETCH and self.request_channel.send_fetch_response(
+                request, body):
+            return  # compiled too (every consumer's and follower's poll)
         message = codec.RESPONSES[request.api_key]
         self.request_channel.send_response(
             request, fit_to_version(message.body, request.api_version, body))

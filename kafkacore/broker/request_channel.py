@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafkacore.broker.response_encoder import encode_produce_response
+from kafkacore.broker.response_encoder import encode_fetch_response, encode_produce_response
 from kafkacore.protocol import codec
 
 if TYPE_CHECKING:
@@ -289,6 +289,16 @@ class RequestChannel:
         if frame is None:
             return False
         self._enqueue(Response(request, ResponseAction.SEND, [frame]))
+        return True
+
+    def send_fetch_response(self, request: Request, body: Mapping[str, Any]) -> bool:
+        """Write a Fetch response with compiled code (response_encoder.pyx), its records' file
+        regions left in the parts uncopied, and queue it; False (nothing queued) for a body
+        that code leaves to the codec."""
+        frame = encode_fetch_response(request.api_version, request.correlation_id, body)
+        if frame is None:
+            return False
+        self._enqueue(Response(request, ResponseAction.SEND, frame))
         return True
 
     def send_no_response(self, request: Request) -> None:
