@@ -41,8 +41,9 @@ from uuid import UUID
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
-#: The Produce versions written here (the declaration's 0-11; a newer one goes to the codec).
-PRODUCE_VERSIONS = range(0, 12)
+#: The Produce versions written here (the declaration's 0-12: v12 answers as v11 does; a newer one
+#: goes to the codec).
+PRODUCE_VERSIONS = range(0, 13)
 
 cdef enum:
     #: v1 adds the throttle time, v2 the log append time, v5 the log start offset, v8 the
