@@ -216,6 +216,7 @@ class MetadataLoader:
                     del self._topics[name]
                     removed.add(name)
                     new.pop(name, None)
+                    grown.discard(name)  # grown, then deleted, in the same records
             elif kind in ("RegisterBrokerRecord", "UnfenceBrokerRecord"):
                 self._brokers[r["broker_id"]] = (r["host"], r["port"])
                 brokers_changed = True
@@ -236,6 +237,12 @@ class MetadataLoader:
         topics whose partitions these records touched (None: the whole image, as at a start),
         so that a hundred new partitions cost the same among ten thousand as among none
         (Kafka's brokers apply a ``TopicsDelta``, not the image)."""
+        # First, so that the topics stay to be applied if anything below fails (the records
+        # are behind this broker's offset already: no later turn would name them again).
+        if changed is None or self._unapplied is None:
+            self._unapplied = None
+        else:
+            self._unapplied |= changed
         broker = self.broker
         cache = broker.metadata_cache
         for name in removed:  # deleted (or deleted and created again): its old logs go first
@@ -249,10 +256,6 @@ class MetadataLoader:
                 cache.add_topic(name, len(parts), configs, topic_id)
             for name in grown - new.keys():
                 cache.grow_topic(name, len(self._topics[name][1]))  # CreatePartitions
-        if changed is None or self._unapplied is None:
-            self._unapplied = None
-        else:
-            self._unapplied |= changed
         broker.replica_manager.apply_image(self._brokers, self._topics, self._unapplied)
         self._unapplied = set()
 
