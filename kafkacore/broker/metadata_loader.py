@@ -84,6 +84,9 @@ class MetadataLoader:
         # changed, once published: the ReplicaManager holds the published ones.
         self._offset = 0
         self._topics: Topics = {}
+        #: topics whose partitions changed in the image but are not yet applied to the replica
+        #: manager (None: every topic); kept if applying them fails, so the next turn does
+        self._unapplied: set[str] | None = set()
         self._names: dict[uuid.UUID, str] = {}
         self._brokers: dict[int, tuple[str, int]] = {}
         self._interval_s = broker.config["broker.heartbeat.interval.ms"] / 1000.0
@@ -164,6 +167,7 @@ class MetadataLoader:
         grown: set[str] = set()
         quotas: list[dict[str, Any]] = []  # ClientQuotaRecords
         copied: set[str] = set()  # topics whose partitions dict is this delta's own copy
+        brokers_changed = False  # a registration or fencing: every follower's leader is looked up again
         for r in records:
             kind = r["type"]
             if kind == "TopicRecord":
@@ -212,20 +216,33 @@ class MetadataLoader:
                     del self._topics[name]
                     removed.add(name)
                     new.pop(name, None)
+                    grown.discard(name)  # grown, then deleted, in the same records
             elif kind in ("RegisterBrokerRecord", "UnfenceBrokerRecord"):
                 self._brokers[r["broker_id"]] = (r["host"], r["port"])
+                brokers_changed = True
             elif kind == "FenceBrokerRecord":
                 self._brokers.pop(r["broker_id"], None)
+                brokers_changed = True
             elif kind == "ClientQuotaRecord":
                 quotas.append(r)
-        self._publish(new, removed, grown)
+        self._publish(new, removed, grown, changed=None if brokers_changed else copied)
         self._apply_config_changes(
             {n: c for n, c in changed_topics.items() if n in self._topics}, changed_brokers)
         if quotas:
             self.broker.metadata_cache.apply_client_quota_records(quotas)
 
     def _publish(self, new: dict[str, dict[str, str]], removed: set[str],
-                 grown: set[str]) -> None:
+                 grown: set[str], changed: set[str] | None = None) -> None:
+        """Hand the image to the metadata cache and the replica manager; ``changed``: the
+        topics whose partitions these records touched (None: the whole image, as at a start),
+        so that a hundred new partitions cost the same among ten thousand as among none
+        (Kafka's brokers apply a ``TopicsDelta``, not the image)."""
+        # First, so that the topics stay to be applied if anything below fails (the records
+        # are behind this broker's offset already: no later turn would name them again).
+        if changed is None or self._unapplied is None:
+            self._unapplied = None
+        else:
+            self._unapplied |= changed
         broker = self.broker
         cache = broker.metadata_cache
         for name in removed:  # deleted (or deleted and created again): its old logs go first
@@ -239,7 +256,8 @@ class MetadataLoader:
                 cache.add_topic(name, len(parts), configs, topic_id)
             for name in grown - new.keys():
                 cache.grow_topic(name, len(self._topics[name][1]))  # CreatePartitions
-        broker.replica_manager.apply_image(self._brokers, self._topics)
+        broker.replica_manager.apply_image(self._brokers, self._topics, self._unapplied)
+        self._unapplied = set()
 
     def _apply_image(self, end_offset: int) -> None:
         """Take the controller's whole image (a Metadata request for every topic): for a

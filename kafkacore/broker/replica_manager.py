@@ -337,15 +337,19 @@ class ReplicaManager:
     # -- the controller's decisions --------------------------------------------------------------
 
     def apply_image(self, brokers: dict[int, tuple[str, int]],
-                    topics: dict[str, tuple[Any, dict[int, PartitionState]]]) -> None:
+                    topics: dict[str, tuple[Any, dict[int, PartitionState]]],
+                    touched: set[str] | None = None) -> None:
         """Become leader or follower of each partition the image gives this broker (Kafka's
-        ``applyDelta``).  ``topics``: name -> (topic id, {partition: state})."""
+        ``applyDelta``).  ``topics``: name -> (topic id, {partition: state}); ``touched``: the
+        topics whose partitions changed since the last image applied (None: every topic)."""
         with self._lock:
             gone = [k for k in self.partitions if k[0] not in topics]
             for key in gone:
                 self._drop_partition(key)
             new_followers: dict[Partition, int] = {}
             for name, (topic_id, parts) in topics.items():
+                if touched is not None and name not in touched:
+                    continue  # as applied before: nothing to do for its partitions
                 for index, state in parts.items():
                     key = (name, index)
                     if self.broker_id not in state.replicas:
