@@ -332,12 +332,13 @@ class Cluster:
             f"does not name broker {leader} as leader of {topic}-{partition}", timeout_s)
 
     def wait_for_brokers(self, timeout_s: float = 60.0) -> None:
-        """Wait (bounded) until every running broker lists every running broker in its Metadata
-        (a restarted broker is registered and unfenced again, and the others have pulled that)."""
+        """Wait (bounded) until every running broker lists the running brokers, and no other, in
+        its Metadata (a restarted broker is registered and unfenced again, a stopped one fenced,
+        and the others have pulled that): what a client bootstrapping now is told."""
         want = {i for i, n in self.brokers.items() if n.running and not n.paused}
         self._wait_for_every_metadata(
-            [], lambda answer: want <= {b["node_id"] for b in answer["brokers"]},
-            f"does not list every broker of {sorted(want)}", timeout_s)
+            [], lambda answer: want == {b["node_id"] for b in answer["brokers"]},
+            f"does not list exactly the brokers {sorted(want)}", timeout_s)
 
     def _wait_for_every_broker(self, topic: str, known: Callable[[dict[str, Any]], bool],
                                failure: str, timeout_s: float) -> None:

@@ -66,6 +66,9 @@ def test_preferred_and_unclean_elections_in_a_cluster(cluster):
     cluster.restart(second)
     wait_until(lambda: (cluster.partition_state(lossy, 0) or {}).get("leader_id") == -1,
                "the partition is leaderless", bound_s=30)
+    # The admin client sends ElectLeaders to the "controller" a Metadata answer names (a live
+    # broker): only once no broker still names the stopped one.
+    cluster.wait_for_brokers()
     kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
     try:
         answer = kp.elect_leaders(1, {lossy: [0]})  # raises on any error but NOT_NEEDED
