@@ -89,6 +89,7 @@ class ReplicaManager:
         self._checkpoint_path = Path(self.config.log_dirs[0]) / HW_CHECKPOINT_FILE
         self._checkpointed_hw = _read_hw_checkpoint(self._checkpoint_path)
         self._stop = threading.Event()
+        self._hw_checkpoint_lock = threading.Lock()
 
     def startup(self) -> None:
         if self.standalone:
@@ -446,10 +447,11 @@ class ReplicaManager:
 
     def checkpoint_high_watermarks(self) -> None:
         """Kafka's ``replication-offset-checkpoint``: a restarted replica starts from its HW."""
-        points = {k: p.log.high_watermark for k, p in list(self.partitions.items())}
-        text = f"0\n{len(points)}\n" + "".join(
-            f"{t} {i} {hw}\n" for (t, i), hw in sorted(points.items()))
-        replace_atomically(self._checkpoint_path, text.encode())
+        with self._hw_checkpoint_lock:  # the periodic task and shutdown share its temp file
+            points = {k: p.log.high_watermark for k, p in list(self.partitions.items())}
+            text = f"0\n{len(points)}\n" + "".join(
+                f"{t} {i} {hw}\n" for (t, i), hw in sorted(points.items()))
+            replace_atomically(self._checkpoint_path, text.encode())
 
 
 def _read_hw_checkpoint(path: Path) -> dict[tuple[str, int], int]:

@@ -187,3 +187,32 @@ def test_new_partition_directories_are_made_durable_by_one_task_for_many(tmp_pat
         assert len(list(tmp_path.glob("burst-*"))) == 20
     finally:
         scheduler.shutdown()
+
+
+def test_checkpoints_written_from_several_threads_at_once_keep_the_dir_online(tmp_path):
+    """DeleteRecords' handlers and the periodic task write the same checkpoint files: written
+    at once (they share a temp file), a rename used to fail and take the log dir offline
+    (found by the client compatibility run: six clients' DeleteRecords side by side)."""
+    from kafkacore.broker.log.manager import LogManager
+
+    manager = LogManager([tmp_path])
+    for p in range(4):
+        manager.get_or_create_log("cp", p)
+    start = threading.Barrier(4)
+
+    def writer():
+        start.wait(timeout=30)
+        for _ in range(50):
+            manager.checkpoint_log_start_offsets()
+            manager.checkpoint_recovery_points()
+
+    threads = [threading.Thread(target=writer) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert manager.dir_failure_channel.offline_dirs() == []
+    assert manager.dir_failure_channel.failures == 0
+    lines = (tmp_path / "log-start-offset-checkpoint").read_text().splitlines()
+    assert lines[:2] == ["0", "4"]

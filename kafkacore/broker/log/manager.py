@@ -95,6 +95,9 @@ class LogManager:
         #: log dirs with a new partition directory whose name is not fsync'd yet
         self._unsynced_dirs: set[Path] = set()
         self._lock = threading.Lock()
+        #: one writer of the checkpoint files at a time (Kafka's ``CheckpointFile`` lock): the
+        #: periodic tasks and DeleteRecords' handlers write them through the same temp file
+        self._checkpoint_lock = threading.Lock()
         self._started = False
         self._creator_pool: ThreadPoolExecutor | None = None
         #: the log cleaner (compacted topics), started by ``startup`` when enabled
@@ -375,26 +378,30 @@ class LogManager:
         ``checkpointLogRecoveryOffsets``): after a crash, segments below a log's recovery point
         are trusted instead of scanned.  The broker calls this every
         ``log.flush.offset.checkpoint.interval.ms`` and at shutdown."""
-        for d in self.log_dirs:
-            points = {}
-            for key, lg in list(self._logs.items()):
-                if lg.dir.parent == d:
-                    point = lg.recovery_point
-                    if lg.damaged_from is not None:  # a read found damage: scan it next start
-                        point = min(point, lg.damaged_from)
-                    points[key] = point
-            self._write_checkpoint(d, RECOVERY_POINT_CHECKPOINT, points)
+        with self._checkpoint_lock:  # the snapshot too: an older one never lands last
+            for d in self.log_dirs:
+                points = {}
+                for key, lg in list(self._logs.items()):
+                    if lg.dir.parent == d:
+                        point = lg.recovery_point
+                        if lg.damaged_from is not None:  # a read found damage: scan it next
+                            point = min(point, lg.damaged_from)
+                        points[key] = point
+                self._write_checkpoint(d, RECOVERY_POINT_CHECKPOINT, points)
 
     def checkpoint_log_start_offsets(self) -> None:
         """Kafka's ``log-start-offset-checkpoint``: where DeleteRecords moved each log's start
         inside its first segment, read back at the next start.  Written periodically, and at
         once after DeleteRecords."""
-        for d in self.log_dirs:
-            points = {key: lg.log_start_offset for key, lg in list(self._logs.items())
-                      if lg.dir.parent == d}
-            self._write_checkpoint(d, LOG_START_OFFSET_CHECKPOINT, points)
+        with self._checkpoint_lock:
+            for d in self.log_dirs:
+                points = {key: lg.log_start_offset for key, lg in list(self._logs.items())
+                          if lg.dir.parent == d}
+                self._write_checkpoint(d, LOG_START_OFFSET_CHECKPOINT, points)
 
     def _write_checkpoint(self, d: Path, name: str, points: dict[tuple[str, int], int]) -> None:
+        """Write one checkpoint file (with ``_checkpoint_lock`` held: two writers would share
+        its temp file, and the second's rename would fail and take the dir offline)."""
         if self.dir_failure_channel.is_offline(d):
             return
         try:
