@@ -3,6 +3,7 @@ record completed once, nothing hung, nothing read out of bounds, memory bounded.
 
 from __future__ import annotations
 
+import logging
 import struct
 import subprocess
 import sys
@@ -71,6 +72,27 @@ def test_a_done_batch_future_refuses_set_partition():
     with pytest.raises(IllegalStateError, match="done"):
         future.set_partition(0, 5)
     assert (result.partitions[0], result.offsets[0]) == (3, 7)
+
+
+def test_batch_future_callbacks_that_raise_do_not_stop_the_others(caplog):
+    # An Exception is logged; a KeyboardInterrupt is raised once every other callback ran.
+    future = BatchFuture("events", 1)
+    seen = []
+
+    def fails(f):
+        raise ValueError("callback bug")
+
+    def interrupts(f):
+        raise KeyboardInterrupt
+
+    for fn in (fails, interrupts, seen.append):
+        future.add_done_callback(fn)
+    with caplog.at_level(logging.ERROR, logger="kafkacore"), pytest.raises(KeyboardInterrupt):
+        future._complete_row(0, 7, None)
+    assert seen == [future]
+    assert future.result(0).offsets[0] == 7
+    logged = [r for r in caplog.records if r.levelno == logging.ERROR and r.exc_info]
+    assert [r.exc_info[0] for r in logged] == [ValueError]
 
 
 def test_batch_future_callbacks_race_completion_and_each_runs_once():

@@ -625,9 +625,10 @@ cdef bint _keep_done_callback(FutureRecordMetadata future, object fn) except -1:
             raise IllegalStateError("record was not moved by the split of its batch")
 
 
-cdef object _fire_done_callback(object fn, FutureRecordMetadata future, object fatal):
-    """Call a done-callback at completion; return the first BaseException to raise at the end
-    (``fatal``, or this one's), so that every other callback still runs first."""
+cdef object _fire_done_callback(object fn, object future, object fatal):
+    """Call a done-callback at completion (of a record's future or a ``BatchFuture``); return
+    the first BaseException to raise at the end (``fatal``, or this one's), so that every other
+    callback still runs first (KeyboardInterrupt, SystemExit)."""
     try:
         fn(future)
     except Exception:
@@ -1272,14 +1273,7 @@ cdef class BatchFuture:
             # Whatever happens, result() must return in every waiting thread.
             self._latch._finish(RESULT_DONE)
         for fn in callbacks or ():
-            try:
-                fn(self)
-            except Exception:
-                _log.exception("exception calling done-callback for %r", self)
-            except BaseException as e:
-                # KeyboardInterrupt, SystemExit: run the other callbacks, then let it go on.
-                if fatal is None:
-                    fatal = e
+            fatal = _fire_done_callback(fn, self, fatal)
         if fatal is not None:
             raise fatal
 
