@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.core import BufferPool, CopyOnWriteMap, MemoryRecordsBuilder, ProducerBatch
-from kafkacore.core.appender import PartitionQueue
+from kafkacore.core.appender import ClosedFlag, PartitionQueue
 from kafkacore.core.record_sizes import estimate_size_upper_bound
 from kafkacore.errors import IllegalStateError, KafkaTimeoutError
 from kafkacore.partitioner import BuiltInPartitioner
@@ -83,7 +83,9 @@ class RecordAccumulator:
         self._appends_lock = threading.Lock()
         self._flushes_in_progress = 0
         self._flush_lock = threading.Lock()
-        self.closed = False
+        #: Set by close(): no more appends.  A compiled flag, which the send path reads under
+        #: the partition's lock without an attribute lookup (``closed`` reads it too).
+        self.closed_flag = ClosedFlag()
         # Adaptive partitioning (KIP-794): ready() tells each topic's sticky partitioner how long
         # its partitions' queues are, leaving out partitions whose leader has not been drained for
         # partition_availability_timeout_ms (0: none left out).
@@ -97,6 +99,11 @@ class RecordAccumulator:
         # Batch -> the attempt that goes out without back-off, because a Produce response named a
         # new leader for its partition (KIP-951): a new leader is no reason to wait.
         self._retry_now: dict[ProducerBatch, int] = {}
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called: appends are refused from then on."""
+        return self.closed_flag.is_set
 
     # -- the main thread ------------------------------------------------------------------
 
@@ -485,7 +492,7 @@ class RecordAccumulator:
         Closes the pool too, as Java's ``RecordAccumulator.close()`` does: a thread waiting in
         ``allocate()`` for memory wakes at once with IllegalStateError instead of sleeping on
         up to ``max.block.ms`` (memory still in flight is given back as batches complete)."""
-        self.closed = True
+        self.closed_flag.is_set = True
         self.pool.close()
 
     def undelivered_record_count(self) -> int:

@@ -8,11 +8,10 @@ in one store, and each call reads it once: its snapshot (see ``_snapshot``).  A 
 ``batches`` deque and the batches in it are guarded by the queue's own lock.
 """
 
-from cpython.pythread cimport PyThread_type_lock
 from libc.stdint cimport int64_t
 
 from kafkacore.core.batch cimport BatchFuture
-from kafkacore.core.partition_map cimport CopyOnWriteMap
+from kafkacore.core.partition_map cimport CopyOnWriteMap, pthread_mutex_t
 
 
 cdef class _Column:
@@ -44,9 +43,11 @@ cdef class PartitionQueue:
     cdef:
         # Guards ``batches`` and every append to the batches in it (the deque lock of Java's
         # ``RecordAccumulator``).
-        PyThread_type_lock _lock
+        pthread_mutex_t _mutex
+        # _mutex was initialised (so __dealloc__ destroys it only then).
+        bint _initialized
         # The partition's batches, oldest first: appends go to the last, the Sender drains the
-        # first.  [_lock]
+        # first.  [_mutex]
         readonly object batches
 
     cdef int acquire(self) except -1
@@ -66,6 +67,26 @@ cdef class _StickyRun:
 
     cdef int current(self, object cluster) except -1
     cdef int produced(self, int partition, Py_ssize_t size, object cluster) except -1
+
+
+cdef class ClosedFlag:
+    cdef:
+        # Set once by RecordAccumulator.close(), with the GIL held; never cleared.
+        public bint is_set
+
+
+cdef class _TopicEntry:
+    cdef:
+        # The cluster snapshot ``count`` was read from (None until the first record), and the
+        # topic's partition count in it.  Written together, in C, with the GIL held.
+        object cluster
+        int count
+        # The topic's sticky run (records without a key or partition); None until needed.
+        # Set once.
+        _StickyRun sticky
+        # PartitionQueue or None, by partition: queues already found in the accumulator's map.
+        # Grows, under the GIL; entries are set once.
+        list queues
 
 
 cdef class RecordAppender:
@@ -92,26 +113,26 @@ cdef class RecordAppender:
         int64_t _max_block_ms
         # topic -> a new BuiltInPartitioner (the sticky partitioner lives in partitioner.py).
         object _sticky_factory
-        # (cluster, {topic: partition count in that cluster}): replaced whole in one store, so
-        # a call never mixes two clusters' views; each call reads it once (its snapshot).
-        tuple _count_cache
-        # topic -> _StickyRun (its BuiltInPartitioner, for records without a key).
-        dict _sticky
-        # topic -> [PartitionQueue or None, by partition]: queues already found in _batches.
-        dict _queues
+        # topic -> _TopicEntry: partition count (with its cluster), sticky run and queues,
+        # found with one lookup per record.  Entries are added, never removed.
+        dict _topics
+        # The accumulator's closed flag, read under the partition's lock.  Immutable ref.
+        ClosedFlag _closed_flag
         # Set by close(): send() refuses at once (the accumulator re-checks under the lock).
         public bint closed
 
     cdef object _append(self, object topic, object value, object key, object partition,
                         object timestamp, object headers, object callback)
-    cdef object _snapshot(self, str topic, object partition, int* count, int64_t* now_ms)
+    cdef _TopicEntry _entry(self, str topic)
+    cdef object _snapshot(self, _TopicEntry entry, str topic, object partition, int* count,
+                          int64_t* now_ms)
     cdef object _checked_sticky(self, str topic, _StickyRun sticky, object cluster, int* count,
                                 int* chosen)
-    cdef PartitionQueue _queue_for(self, str topic, int partition)
-    cdef _StickyRun _sticky_run(self, str topic)
+    cdef PartitionQueue _queue_for(self, _TopicEntry entry, str topic, int partition)
+    cdef _StickyRun _sticky_run(self, _TopicEntry entry, str topic)
     cdef int _custom_partition(self, object cluster, str topic, object key, object value,
                                int count) except -1
-    cdef int _append_run(self, str topic, int p, BatchFuture sink, _Column value_col,
+    cdef int _append_run(self, _TopicEntry entry, str topic, int p, BatchFuture sink, _Column value_col,
                          _Column key_col, list stamps, list row_headers, const long long* order,
                          Py_ssize_t* pos, Py_ssize_t end, int64_t ts, int64_t now,
                          int64_t start) except -1

@@ -16,6 +16,10 @@ class PartitionQueue:
     def __exit__(self, *exc_info: object) -> bool: ...
 
 @final
+class ClosedFlag:
+    is_set: bool
+
+@final
 class RecordAppender:
     closed: bool
     def __init__(

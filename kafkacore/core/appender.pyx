@@ -14,20 +14,13 @@ here only when needed:
 """
 
 from cpython.object cimport PyCallable_Check
-from cpython.pythread cimport (
-    NOWAIT_LOCK,
-    WAIT_LOCK,
-    PyThread_acquire_lock,
-    PyThread_allocate_lock,
-    PyThread_free_lock,
-    PyThread_release_lock,
-)
 from libc.stdint cimport INT32_MAX, INT64_MAX, int64_t
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 
 cimport cython
 from cpython cimport array
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.dict cimport PyDict_GetItemWithError
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM
 from cpython.object cimport PyObject
@@ -35,6 +28,13 @@ from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_CheckExact
 
 from kafkacore.core.batch cimport BatchFuture, FutureRecordMetadata, ProducerBatch
 from kafkacore.core.murmur2 cimport partition_for_key
+from kafkacore.core.partition_map cimport (
+    pthread_mutex_destroy,
+    pthread_mutex_init,
+    pthread_mutex_lock,
+    pthread_mutex_trylock,
+    pthread_mutex_unlock,
+)
 from kafkacore.core.murmur2 cimport murmur2_raw
 from kafkacore.core.record_sizes cimport estimate_size_upper_bound, estimate_size_upper_bound_raw
 
@@ -100,28 +100,33 @@ cdef class PartitionQueue:
     """The batches of one partition, oldest first, and the lock that guards them.
 
     Python code takes the lock with ``with queue:``; the compiled append path takes it directly.
+    The lock is a pthread mutex, not a ``PyThread`` lock: on Python 3.11 even a non-blocking try
+    of a ``PyThread`` lock reads the monotonic clock (to compute a deadline it never uses), and
+    this lock is taken once per record.  A mutex must be released by the thread that took it:
+    every holder takes and releases it in one call (``with``, or try/finally).
     """
 
     def __cinit__(self):
-        self._lock = PyThread_allocate_lock()
-        if self._lock == NULL:
-            raise MemoryError("cannot allocate a lock")
+        if pthread_mutex_init(&self._mutex, NULL) != 0:
+            raise MemoryError("cannot initialise a partition lock")
+        self._initialized = True
         self.batches = deque()
 
     def __dealloc__(self):
-        if self._lock != NULL:
-            PyThread_free_lock(self._lock)
+        if self._initialized:
+            pthread_mutex_destroy(&self._mutex)
 
     cdef int acquire(self) except -1:
         # Try without releasing the GIL first: the lock is held for a few hundred ns at most.
-        if PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+        # Else wait with the GIL released, so that the holder can take it back to finish.
+        if pthread_mutex_trylock(&self._mutex) == 0:
             return 0
         with nogil:
-            PyThread_acquire_lock(self._lock, WAIT_LOCK)
+            pthread_mutex_lock(&self._mutex)
         return 0
 
     cdef void release(self) noexcept:
-        PyThread_release_lock(self._lock)
+        pthread_mutex_unlock(&self._mutex)
 
     def __enter__(self):
         self.acquire()
@@ -130,6 +135,28 @@ cdef class PartitionQueue:
     def __exit__(self, *exc_info):
         self.release()
         return False
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class ClosedFlag:
+    """The accumulator's ``closed`` (Java's ``volatile boolean closed``), as a C field: the
+    send path reads it once per record, under the partition's lock, without a lookup."""
+
+    def __cinit__(self):
+        self.is_set = False
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class _TopicEntry:
+    """What send() keeps about one topic, found with one dict lookup per record."""
+
+    def __cinit__(self):
+        self.cluster = None
+        self.count = 0
+        self.sticky = None
+        self.queues = []
 
 
 cdef class RecordAppender:
@@ -151,39 +178,49 @@ cdef class RecordAppender:
         self._max_request_size = max_request_size
         self._total_memory = total_memory
         self._max_block_ms = max_block_ms
-        self._count_cache = (None, {})
-        self._sticky = {}
-        self._queues = {}
+        self._topics = {}
+        self._closed_flag = accumulator.closed_flag
         self._sticky_factory = sticky_factory
         self.closed = False
 
-    cdef object _snapshot(self, str topic, object partition, int* count, int64_t* now_ms):
+    cdef _TopicEntry _entry(self, str topic):
+        """The topic's entry (made on its first record; never removed)."""
+        cdef PyObject* found = PyDict_GetItemWithError(self._topics, topic)
+        if found != NULL:
+            return <_TopicEntry>found
+        return <_TopicEntry>self._topics.setdefault(topic, _TopicEntry.__new__(_TopicEntry))
+
+    cdef object _snapshot(self, _TopicEntry entry, str topic, object partition, int* count,
+                          int64_t* now_ms):
         """This call's view of the cluster: returns the cluster and sets ``count[0]`` to the
         topic's partition count in it, waiting for metadata (Python) if we do not know it
         (then ``now_ms[0]`` is read again: the wait took time).
 
         Java resolves the cluster once per append; so do we: every choice a call makes is
         checked against this one snapshot, never against a cache another thread may be
-        replacing meanwhile.  Counts are cached per cluster object, in one tuple replaced in
-        one store: a new cluster starts a new cache.
+        replacing meanwhile.  The count is kept in the topic's entry beside the cluster it was
+        read from; a new cluster (the metadata's ``cluster`` is another object) reads it anew.
         """
-        cdef tuple cache = self._count_cache
-        cluster = self._metadata.cluster
-        if cache[0] is not cluster:
-            cache = (cluster, {})
-            self._count_cache = cache
-        counts = <dict>cache[1]
-        n = counts.get(topic)
-        if n is None:
-            n = cluster.partition_count(topic)
-            if n:
-                counts[topic] = n  # the same value whoever writes it: fixed for this cluster
-        if not n or (partition is not None and partition >= n):
+        cdef object cluster = self._metadata.cluster
+        cdef object old
+        cdef int n
+        if entry.cluster is cluster and (partition is None or partition < entry.count):
+            count[0] = entry.count
+            return cluster
+        found = cluster.partition_count(topic)
+        if not found or (partition is not None and partition >= found):
             cluster = self._wait_on_metadata(topic, partition)
-            n = cluster.partition_count(topic)
-            self._count_cache = (cluster, {topic: n})
+            found = cluster.partition_count(topic)
             now_ms[0] = _clock_ms(CLOCK_MONOTONIC)
+        n = found or 0
         count[0] = n
+        if n:
+            # Both fields in C, with the GIL and no Python code between them: a reader sees
+            # the old pair or the new one.  ``old`` keeps the replaced cluster alive until the
+            # store is done (its release may run Python code).
+            old = entry.cluster
+            entry.count = n
+            entry.cluster = cluster
         return cluster
 
     cdef object _checked_sticky(self, str topic, _StickyRun sticky, object cluster, int* count,
@@ -211,28 +248,30 @@ cdef class RecordAppender:
             f"the partitioner chose partition {p} of topic {topic!r}, which has partitions "
             f"0..{count[0] - 1} in this call's view of the cluster")
 
-    cdef _StickyRun _sticky_run(self, str topic):
-        run = self._sticky.get(topic)
+    cdef _StickyRun _sticky_run(self, _TopicEntry entry, str topic):
+        cdef _StickyRun run = entry.sticky
         if run is None:
-            run = self._sticky.setdefault(topic, _StickyRun(self._sticky_factory(topic)))
-        return <_StickyRun>run
+            # The factory gives every caller the topic's one BuiltInPartitioner.
+            run = _StickyRun(self._sticky_factory(topic))
+            if entry.sticky is None:
+                entry.sticky = run
+            run = entry.sticky
+        return run
 
-    cdef PartitionQueue _queue_for(self, str topic, int partition):
+    cdef PartitionQueue _queue_for(self, _TopicEntry entry, str topic, int partition):
         """The partition's queue, or None before its first batch.
 
-        Queues are never removed from the accumulator's map, so we keep the ones we found in a
-        per-topic list: one dict lookup by topic instead of building and hashing a (topic,
-        partition) tuple for every record.
+        Queues are never removed from the accumulator's map, so we keep the ones we found in
+        the topic's entry, by partition: no (topic, partition) tuple built and hashed per
+        record.
         """
-        cdef list queues = self._queues.get(topic)
+        cdef list queues = entry.queues
         cdef PartitionQueue queue = None
-        if queues is not None and partition < len(queues):
+        if partition < len(queues):
             queue = <PartitionQueue>queues[partition]
         if queue is None:
             queue = <PartitionQueue>self._batches.get_c((topic, partition), None)
             if queue is not None:
-                if queues is None:
-                    queues = self._queues.setdefault(topic, [])
                 if len(queues) <= partition:
                     queues.extend([None] * (partition + 1 - len(queues)))
                 queues[partition] = queue
@@ -300,7 +339,8 @@ cdef class RecordAppender:
         if headers is not None:
             headers = normalize_headers(headers)
 
-        cluster = self._snapshot(topic, partition, &count, &now)
+        cdef _TopicEntry entry = self._entry(topic)
+        cluster = self._snapshot(entry, topic, partition, &count, &now)
         size = estimate_size_upper_bound(key, value, headers)
         if size > self._max_request_size:
             raise RecordTooLargeError(
@@ -323,17 +363,17 @@ cdef class RecordAppender:
         elif key is not None and not self._ignore_keys:
             chosen = partition_for_key(key, count)
         else:
-            sticky = self._sticky_run(topic)
+            sticky = self._sticky_run(entry, topic)
             cluster = self._checked_sticky(topic, sticky, cluster, &count, &chosen)
 
         # The fast path: the partition's last batch has room (Java's
         # ``RecordAccumulator.tryAppend``, under the lock).  ``now`` is the clock read at the
         # start of the call, or after a wait for metadata.
-        queue = self._queue_for(topic, chosen)
+        queue = self._queue_for(entry, topic, chosen)
         if queue is not None:
             queue.acquire()
             try:
-                if self._accumulator.closed:
+                if self._closed_flag.is_set:
                     raise IllegalStateError("cannot send: the producer is closed")
                 n = len(queue.batches)
                 if n:
@@ -426,7 +466,8 @@ cdef class RecordAppender:
             return sink
 
         # Check every row before appending any: a bad row must not leave half a call sent.
-        cluster = self._snapshot(topic, max(explicit) if explicit else None, &count, &now)
+        cdef _TopicEntry entry = self._entry(topic)
+        cluster = self._snapshot(entry, topic, max(explicit) if explicit else None, &count, &now)
         for row in range(n):
             value_col.get(row, &vp, &vlen)
             key_col.get(row, &kp, &klen)
@@ -464,7 +505,7 @@ cdef class RecordAppender:
             else:
                 # Sticky, as send() does it: the partitioner is asked only at a switch.
                 if sticky is None:
-                    sticky = self._sticky_run(topic)
+                    sticky = self._sticky_run(entry, topic)
                 value_col.get(row, &vp, &vlen)
                 # Checked against the snapshot: ``count`` sizes the arrays below.  It may
                 # only grow (to a newer cluster that has the partition), so the rows chosen
@@ -497,7 +538,7 @@ cdef class RecordAppender:
             for p in range(count):
                 end = fill[p]
                 while pos < end:  # order[:pos] are appended: their batches will complete them
-                    self._append_run(topic, p, sink, value_col, key_col, stamps, row_headers,
+                    self._append_run(entry, topic, p, sink, value_col, key_col, stamps, row_headers,
                                      order, &pos, end, ts, now, start)
         except BaseException as exc:
             # Memory or time ran out part-way: the rows not appended fail, the others go on.
@@ -507,14 +548,14 @@ cdef class RecordAppender:
         self._wakeup()
         return sink
 
-    cdef int _append_run(self, str topic, int p, BatchFuture sink, _Column value_col,
+    cdef int _append_run(self, _TopicEntry entry, str topic, int p, BatchFuture sink, _Column value_col,
                          _Column key_col, list stamps, list row_headers, const long long* order,
                          Py_ssize_t* pos, Py_ssize_t end, int64_t ts, int64_t now,
                          int64_t start) except -1:
         """Append partition ``p``'s rows ``order[pos[0]:end]`` into its last batch, under one
         hold of its lock, until that batch is full; then one row through the slow path (a new
         batch).  ``pos[0]`` always says the first position not yet appended."""
-        cdef PartitionQueue queue = self._queue_for(topic, p)
+        cdef PartitionQueue queue = self._queue_for(entry, topic, p)
         cdef ProducerBatch last
         cdef FutureRecordMetadata future
         cdef const unsigned char* kp
@@ -525,7 +566,7 @@ cdef class RecordAppender:
         if queue is not None:
             queue.acquire()
             try:
-                if self._accumulator.closed:
+                if self._closed_flag.is_set:
                     raise IllegalStateError("cannot send: the producer is closed")
                 m = len(queue.batches)
                 if m:
