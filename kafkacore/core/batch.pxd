@@ -20,6 +20,7 @@ from cpython.pythread cimport PyThread_type_lock
 from libc.stdint cimport int32_t, int64_t
 
 from kafkacore.core.memory_records_builder cimport MemoryRecordsBuilder
+from kafkacore.core.partition_map cimport pthread_mutex_t
 
 
 # ProducerBatch's final state (Java's FinalState), plus SPLIT: the batch handed its records and
@@ -67,7 +68,8 @@ cdef class ProduceRequestResult:
         unsigned long _completing_thread
         # Guards _state, the answer fields, and every done-callback list of the futures pointing
         # here (FutureRecordMetadata._done_callbacks).  Held for a few C statements only.
-        PyThread_type_lock _lock
+        pthread_mutex_t _lock
+        bint _lock_ready
         # Java's CountDownLatch(1), as a lock: acquired at creation, released once (DONE or SPLIT).
         # A waiter acquires it (GIL released, bounded), then releases it at once for the next one.
         PyThread_type_lock _latch
@@ -177,7 +179,8 @@ cdef class ProducerBatch:
         # Written once by split() before the old result opens its latch; None before.
         list _split_batches
         # The tiny lock of the final-state compare-and-set.
-        PyThread_type_lock _state_lock
+        pthread_mutex_t _state_lock
+        bint _state_lock_ready
 
     # Times are taken as objects and checked to be integers: Cython would truncate a float.
     cpdef FutureRecordMetadata try_append(self, object timestamp_ms, object key, object value,

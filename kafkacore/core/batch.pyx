@@ -38,6 +38,14 @@ from cpython.pythread cimport (
 from cpython cimport array
 from libc.stdint cimport int32_t, int64_t
 
+from kafkacore.core.partition_map cimport (
+    pthread_mutex_destroy,
+    pthread_mutex_init,
+    pthread_mutex_lock,
+    pthread_mutex_t,
+    pthread_mutex_trylock,
+    pthread_mutex_unlock,
+)
 from kafkacore.core.memory_records_builder cimport MemoryRecordsBuilder
 
 import array as _array
@@ -83,15 +91,17 @@ _STDLIB_LOCK = threading.RLock()
 _FINAL_STATE_NAMES = (None, "succeeded", "failed", "aborted", "split")
 
 
-cdef inline void _acquire(PyThread_type_lock lock) noexcept:
-    """Take one of our tiny locks.
+cdef inline void _acquire(pthread_mutex_t* lock) noexcept:
+    """Take one of our tiny locks (a pthread mutex: on Python 3.11 even a non-blocking try of a
+    ``PyThread`` lock reads the monotonic clock, and asyncio takes one per record).
 
     Try without blocking first (the common, uncontended case costs no GIL switch); if that fails,
-    block with the GIL released, so the holder can always get the GIL back to finish.
+    block with the GIL released, so the holder can always get the GIL back to finish.  Whoever
+    takes one releases it in the same call, on the same thread.
     """
-    if not PyThread_acquire_lock(lock, NOWAIT_LOCK):
+    if pthread_mutex_trylock(lock) != 0:
         with nogil:
-            PyThread_acquire_lock(lock, WAIT_LOCK)
+            pthread_mutex_lock(lock)
 
 
 cdef inline int32_t _serialized_size(object data, str what) except -2:
@@ -151,10 +161,12 @@ cdef class ProduceRequestResult:
         self._state = RESULT_PENDING
         self._base_offset = NO_OFFSET
         self._log_append_time = NO_TIMESTAMP
-        self._lock = PyThread_allocate_lock()
+        if pthread_mutex_init(&self._lock, NULL) != 0:
+            raise MemoryError("cannot initialise the lock of a ProduceRequestResult")
+        self._lock_ready = True
         self._latch = PyThread_allocate_lock()
         self._settled_latch = PyThread_allocate_lock()
-        if self._lock == NULL or self._latch == NULL or self._settled_latch == NULL:
+        if self._latch == NULL or self._settled_latch == NULL:
             raise MemoryError("cannot allocate the locks of a ProduceRequestResult")
         # Close the latches: waiters block until _finish() and _settle() open them.
         PyThread_acquire_lock(self._latch, NOWAIT_LOCK)
@@ -174,24 +186,24 @@ cdef class ProduceRequestResult:
             if not self._settled:
                 PyThread_release_lock(self._settled_latch)
             PyThread_free_lock(self._settled_latch)
-        if self._lock != NULL:
-            PyThread_free_lock(self._lock)
+        if self._lock_ready:
+            pthread_mutex_destroy(&self._lock)
 
     cdef int _set(self, int64_t base_offset, int64_t log_append_time,
                   object exception) except -1:
-        _acquire(self._lock)
+        _acquire(&self._lock)
         self._base_offset = base_offset
         self._log_append_time = log_append_time
         self._exception = exception
         self._completing_thread = _get_ident()
         self._state = RESULT_SET
-        PyThread_release_lock(self._lock)
+        pthread_mutex_unlock(&self._lock)
         return 0
 
     cdef int _finish(self, int state) except -1:
-        _acquire(self._lock)
+        _acquire(&self._lock)
         self._state = state
-        PyThread_release_lock(self._lock)
+        pthread_mutex_unlock(&self._lock)
         # Exactly one _finish per result (the final-state CAS of its batch sees to that), so the
         # latch is released exactly once.
         PyThread_release_lock(self._latch)
@@ -199,9 +211,9 @@ cdef class ProduceRequestResult:
 
     cdef int _settle(self) except -1:
         # Once per result, like _finish: after the done-callbacks, or at a split.
-        _acquire(self._lock)
+        _acquire(&self._lock)
         self._completing_thread = 0
-        PyThread_release_lock(self._lock)
+        pthread_mutex_unlock(&self._lock)
         self._settled = True
         PyThread_release_lock(self._settled_latch)
         return 0
@@ -567,7 +579,7 @@ cdef class _Waiters:
         cdef object held
         cdef Py_ssize_t i
         cdef object found = None
-        _acquire(result._lock)
+        _acquire(&result._lock)
         held = future._done_callbacks
         # Identity checks only: no user code runs under the lock.
         if type(held) is _NotifyWaiter and (<_NotifyWaiter>held).waiter is waiter:
@@ -579,7 +591,7 @@ cdef class _Waiters:
                 if type(entry) is _NotifyWaiter and (<_NotifyWaiter>entry).waiter is waiter:
                     found = (<list>held).pop(i)
                     break
-        PyThread_release_lock(result._lock)
+        pthread_mutex_unlock(&result._lock)
         # ``found`` and ``held`` are dropped here, outside the lock.  A waiter of a future that
         # completed since is gone already: nothing to remove.
         found = held = None
@@ -599,7 +611,7 @@ cdef bint _keep_done_callback(FutureRecordMetadata future, object fn) except -1:
     while True:
         held = None  # dropped here, never under the lock (dropping may run Python code)
         result = future._result
-        _acquire(result._lock)
+        _acquire(&result._lock)
         state = result._state
         if state == RESULT_PENDING or state == RESULT_SET:
             held = future._done_callbacks
@@ -611,13 +623,13 @@ cdef bint _keep_done_callback(FutureRecordMetadata future, object fn) except -1:
                 pair[0] = held
                 future._done_callbacks = pair
             else:
-                PyThread_release_lock(result._lock)
+                pthread_mutex_unlock(&result._lock)
                 # Made outside the lock (it may run the cycle collector), then try again.
                 pair = [None, fn]
                 continue
-            PyThread_release_lock(result._lock)
+            pthread_mutex_unlock(&result._lock)
             return True
-        PyThread_release_lock(result._lock)
+        pthread_mutex_unlock(&result._lock)
         if state == RESULT_DONE:
             return False
         # RESULT_SPLIT: _result was re-pointed before the split was published; go again.
@@ -657,13 +669,13 @@ cdef class ProducerBatch:
     """
 
     def __cinit__(self, *args, **kwargs):
-        self._state_lock = PyThread_allocate_lock()
-        if self._state_lock == NULL:
-            raise MemoryError("cannot allocate the state lock of a ProducerBatch")
+        if pthread_mutex_init(&self._state_lock, NULL) != 0:
+            raise MemoryError("cannot initialise the state lock of a ProducerBatch")
+        self._state_lock_ready = True
 
     def __dealloc__(self):
-        if self._state_lock != NULL:
-            PyThread_free_lock(self._state_lock)
+        if self._state_lock_ready:
+            pthread_mutex_destroy(&self._state_lock)
 
     def __init__(self, topic, partition, MemoryRecordsBuilder builder not None,
                  created_ms, bint is_split_batch=False):
@@ -766,11 +778,11 @@ cdef class ProducerBatch:
 
     cdef int _cas_final_state(self, int new_state) except -1:
         cdef int found
-        _acquire(self._state_lock)
+        _acquire(&self._state_lock)
         found = self._final_state
         if found == FINAL_NONE:
             self._final_state = new_state
-        PyThread_release_lock(self._state_lock)
+        pthread_mutex_unlock(&self._state_lock)
         return found
 
     # done: start
@@ -1225,9 +1237,9 @@ cdef class BatchFuture:
             errors = [None] * self.num_records
         # The bookkeeping under the latch's lock: completions of rows in different batches may
         # come from more than one thread, and no Python code runs while it is held.
-        _acquire(self._latch._lock)
+        _acquire(&self._latch._lock)
         if self._result is not None:
-            PyThread_release_lock(self._latch._lock)
+            pthread_mutex_unlock(&self._latch._lock)
             raise IllegalStateError(f"record row {row} completed after its send_batch call")
         self._offset_ptr[row] = offset
         if exception is not None:
@@ -1238,7 +1250,7 @@ cdef class BatchFuture:
             self._errors[row] = exception
         self._pending -= 1
         last = self._pending == 0
-        PyThread_release_lock(self._latch._lock)
+        pthread_mutex_unlock(&self._latch._lock)
         if last:
             self._finish()
         return 0
@@ -1263,10 +1275,10 @@ cdef class BatchFuture:
         # Done and the callbacks taken in one step under the lock, so that add_done_callback
         # either appends before this (the callback runs below) or sees the result (it runs the
         # callback itself): exactly once either way.
-        _acquire(self._latch._lock)
+        _acquire(&self._latch._lock)
         self._result = result
         callbacks, self._done_callbacks = self._done_callbacks, None
-        PyThread_release_lock(self._latch._lock)
+        pthread_mutex_unlock(&self._latch._lock)
         try:
             self._latch._set(NO_OFFSET, NO_TIMESTAMP, None)
         finally:
@@ -1323,15 +1335,15 @@ cdef class BatchFuture:
     def add_done_callback(self, fn):
         """Call ``fn(future)`` once the call is done (at once if it already is)."""
         cdef list fresh = [fn]  # made before the lock: allocation may run the GC
-        _acquire(self._latch._lock)
+        _acquire(&self._latch._lock)
         if self._result is None:
             if self._done_callbacks is None:
                 self._done_callbacks = fresh
             else:
                 self._done_callbacks.append(fn)
-            PyThread_release_lock(self._latch._lock)
+            pthread_mutex_unlock(&self._latch._lock)
             return
-        PyThread_release_lock(self._latch._lock)
+        pthread_mutex_unlock(&self._latch._lock)
         fn(self)
 
     def __repr__(self):
