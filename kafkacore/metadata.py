@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from kafkacore import errors
+from kafkacore.core.appender import CurrentCluster
 from kafkacore.errors import Errors
 
 #: Topic errors that end a wait at once: no refresh will make them go away.
@@ -246,9 +247,9 @@ class Metadata:
 
         # Guards every field below except cluster's *reads* (see the module docstring).
         self._lock = threading.Condition()
-        #: The current snapshot (a :class:`Cluster`): replaced under the lock, never mutated, read
-        #: without it.
-        self.cluster = Cluster()
+        #: Holds the current snapshot, :attr:`cluster`: a compiled field that the send path reads
+        #: once per record without an attribute lookup.
+        self.current = CurrentCluster(Cluster())
         # Bumped by every successful update; waiters compare against it.
         self._update_version = 0
         # Bumped by every request for an update (so an update answers the requests made before
@@ -273,6 +274,16 @@ class Metadata:
         self.connection_report: Callable[[], str] = lambda: ""
 
     # -- reading ------------------------------------------------------------------------------
+
+    @property
+    def cluster(self) -> Cluster:
+        """The current snapshot (a :class:`Cluster`): replaced under the lock, never mutated,
+        read without it."""
+        return self.current.cluster  # type: ignore[no-any-return]
+
+    @cluster.setter
+    def cluster(self, cluster: Cluster) -> None:
+        self.current.cluster = cluster
 
     def fetch(self) -> Cluster:
         """The current cluster snapshot (no lock; the snapshot never changes)."""

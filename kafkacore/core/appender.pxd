@@ -75,8 +75,16 @@ cdef class ClosedFlag:
         public bint is_set
 
 
+cdef class CurrentCluster:
+    cdef:
+        # The metadata's current Cluster (immutable); replaced in one store, with the GIL held.
+        public object cluster
+
+
 cdef class _TopicEntry:
     cdef:
+        # The topic (the exact str the entry was made for).  Immutable.
+        str topic
         # The cluster snapshot ``count`` was read from (None until the first record), and the
         # topic's partition count in it.  Written together, in C, with the GIL held.
         object cluster
@@ -116,6 +124,10 @@ cdef class RecordAppender:
         # topic -> _TopicEntry: partition count (with its cluster), sticky run and queues,
         # found with one lookup per record.  Entries are added, never removed.
         dict _topics
+        # The entry used last (tried first, by identity of the topic); replaced in one store.
+        _TopicEntry _last_entry
+        # The metadata's current cluster, read once per call (its snapshot).  Immutable ref.
+        CurrentCluster _current
         # The accumulator's closed flag, read under the partition's lock.  Immutable ref.
         ClosedFlag _closed_flag
         # Set by close(): send() refuses at once (the accumulator re-checks under the lock).

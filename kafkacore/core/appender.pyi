@@ -16,6 +16,11 @@ class PartitionQueue:
     def __exit__(self, *exc_info: object) -> bool: ...
 
 @final
+class CurrentCluster:
+    cluster: Any
+    def __init__(self, cluster: Any = None) -> None: ...
+
+@final
 class ClosedFlag:
     is_set: bool
 

@@ -24,7 +24,7 @@ from cpython.dict cimport PyDict_GetItemWithError
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from cpython.list cimport PyList_GET_ITEM
 from cpython.object cimport PyObject
-from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_CheckExact
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_CheckExact, PyUnicode_GET_LENGTH
 
 from kafkacore.core.batch cimport BatchFuture, FutureRecordMetadata, ProducerBatch
 from kafkacore.core.murmur2 cimport partition_for_key
@@ -149,10 +149,21 @@ cdef class ClosedFlag:
 
 @cython.final
 @cython.auto_pickle(False)
+cdef class CurrentCluster:
+    """Where the metadata keeps its current ``Cluster`` (its ``cluster`` property reads and
+    writes this): a C field, which the send path reads once per record without a lookup."""
+
+    def __cinit__(self, cluster=None):
+        self.cluster = cluster
+
+
+@cython.final
+@cython.auto_pickle(False)
 cdef class _TopicEntry:
     """What send() keeps about one topic, found with one dict lookup per record."""
 
     def __cinit__(self):
+        self.topic = None
         self.cluster = None
         self.count = 0
         self.sticky = None
@@ -179,16 +190,30 @@ cdef class RecordAppender:
         self._total_memory = total_memory
         self._max_block_ms = max_block_ms
         self._topics = {}
+        self._last_entry = None
+        self._current = metadata.current
         self._closed_flag = accumulator.closed_flag
         self._sticky_factory = sticky_factory
         self.closed = False
 
     cdef _TopicEntry _entry(self, str topic):
-        """The topic's entry (made on its first record; never removed)."""
+        """The topic's entry (made on its first record; never removed).
+
+        The entry used last is tried first, by identity of the topic string: a producer that
+        sends to one topic, with the same string, skips the dict (a hash lookup costs as much
+        as the rest of this function)."""
+        cdef _TopicEntry entry = self._last_entry  # one read: another thread may replace it
+        if entry is not None and entry.topic is topic:
+            return entry
         cdef PyObject* found = PyDict_GetItemWithError(self._topics, topic)
         if found != NULL:
-            return <_TopicEntry>found
-        return <_TopicEntry>self._topics.setdefault(topic, _TopicEntry.__new__(_TopicEntry))
+            entry = <_TopicEntry>found
+        else:
+            entry = _TopicEntry.__new__(_TopicEntry)
+            entry.topic = topic
+            entry = <_TopicEntry>self._topics.setdefault(topic, entry)
+        self._last_entry = entry
+        return entry
 
     cdef object _snapshot(self, _TopicEntry entry, str topic, object partition, int* count,
                           int64_t* now_ms):
@@ -201,7 +226,7 @@ cdef class RecordAppender:
         replacing meanwhile.  The count is kept in the topic's entry beside the cluster it was
         read from; a new cluster (the metadata's ``cluster`` is another object) reads it anew.
         """
-        cdef object cluster = self._metadata.cluster
+        cdef object cluster = self._current.cluster
         cdef object old
         cdef int n
         if entry.cluster is cluster and (partition is None or partition < entry.count):
@@ -339,9 +364,17 @@ cdef class RecordAppender:
         if headers is not None:
             headers = normalize_headers(headers)
 
+        # Bytes (or None) key and value, the common case, go to the batch as pointer and length.
+        cdef bint raw = (key is None or PyBytes_CheckExact(key)) and (
+            value is None or PyBytes_CheckExact(value))
         cdef _TopicEntry entry = self._entry(topic)
         cluster = self._snapshot(entry, topic, partition, &count, &now)
-        size = estimate_size_upper_bound(key, value, headers)
+        if raw and headers is None:
+            size = estimate_size_upper_bound_raw(
+                -1 if key is None else PyBytes_GET_SIZE(key),
+                -1 if value is None else PyBytes_GET_SIZE(value), 1)
+        else:
+            size = estimate_size_upper_bound(key, value, headers)
         if size > self._max_request_size:
             raise RecordTooLargeError(
                 f"the record is {size} bytes when serialized, larger than "
@@ -378,9 +411,7 @@ cdef class RecordAppender:
                 n = len(queue.batches)
                 if n:
                     last = <ProducerBatch>queue.batches[n - 1]
-                    if (key is None or PyBytes_CheckExact(key)) and (
-                            value is None or PyBytes_CheckExact(value)):
-                        # Checked above, and bytes: straight to the builder, no Python objects.
+                    if raw:  # straight to the builder, no Python objects
                         future = last.append_row(
                             ts,
                             NULL if key is None else <const unsigned char*>PyBytes_AS_STRING(key),
@@ -619,8 +650,10 @@ cdef list _int_list(object column, str what, Py_ssize_t n):
     return items
 
 
-cdef str _topic(object topic):
+cdef inline str _topic(object topic):
     """The topic as an exact str (a str subclass is a valid topic: it is copied)."""
+    if PyUnicode_CheckExact(topic) and PyUnicode_GET_LENGTH(topic) > 0:
+        return <str>topic
     if not isinstance(topic, str) or not topic:
         raise TypeError(f"topic must be a non-empty str, not {topic!r}")
     if type(topic) is not str:
