@@ -96,6 +96,7 @@ cdef inline bint _is_bytes_like(object obj) noexcept:
     return isinstance(obj, (bytes, bytearray, memoryview))
 
 
+@cython.final
 cdef class PartitionQueue:
     """The batches of one partition, oldest first, and the lock that guards them.
 
@@ -170,6 +171,7 @@ cdef class _TopicEntry:
         self.queues = []
 
 
+@cython.final
 cdef class RecordAppender:
     """send()'s per-record work; one per producer."""
 
@@ -809,6 +811,7 @@ cdef class _Column:
         return (<const char*>p)[:n]
 
 
+@cython.final
 cdef class _StickyRun:
     """The sticky partition of one topic, counted in C between switches.
 
