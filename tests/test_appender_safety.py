@@ -302,6 +302,40 @@ def test_a_str_subclass_is_a_valid_topic(bootstrap, make_topic):
         assert result.failed == 0 and type(result.topic) is str
 
 
+def test_topics_sent_to_in_turn_each_get_their_own_records(bootstrap, make_topic):
+    # send() tries the last topic's entry first, by identity of the string: equal strings that
+    # are other objects, and another topic in between, must still find each topic's own entry.
+    first, second = make_topic(partitions=1), make_topic(partitions=2)
+    with KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5) as producer:
+        futures = []
+        for i in range(40):
+            topic = first if i % 3 else second
+            name = "".join(list(topic)) if i % 2 else topic  # equal, not always the same object
+            futures.append((topic, producer.send(name, b"%d" % i)))
+        landed = [(topic, future.get(timeout=30)) for topic, future in futures]
+    assert all(metadata.topic == topic for topic, metadata in landed)
+    assert {metadata.partition for topic, metadata in landed if topic == first} == {0}
+    offsets = sorted(metadata.offset for topic, metadata in landed if topic == first)
+    assert offsets == list(range(len(offsets)))  # each once, none lost to the other topic
+
+
+def test_send_follows_a_topic_that_grows(broker, bootstrap, make_topic):
+    # The send path keeps each topic's partition count beside the cluster it was read from; a
+    # partition beyond it makes send() wait for new metadata and use the new cluster's count.
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    if broker.kind == "tansu":
+        pytest.skip("tansu does not implement CreatePartitions (KIP-195); our broker does")
+    topic = make_topic(partitions=1)
+    with KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=30000) as producer:
+        assert producer.send(topic, b"before", partition=0).get(timeout=30).partition == 0
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_partitions([NewPartitions(topic, 3)])[topic].result(timeout=30)
+        metadata = producer.send(topic, b"after", partition=2).get(timeout=30)
+        assert (metadata.topic, metadata.partition) == (topic, 2)
+        assert producer.partitions_for(topic) == [0, 1, 2]
+
+
 def test_reopen_and_rewrite_refuses_while_a_view_of_the_batch_is_alive():
     builder = MemoryRecordsBuilder(64, producer_id=5, producer_epoch=1, base_sequence=42)
     builder.append(CREATED_MS, b"k", b"v")

@@ -417,6 +417,10 @@ cdef class FutureRecordMetadata:
 
     def exception(self, timeout=None):
         """Wait like :meth:`result`; return the error the record failed with, or None."""
+        cdef ProduceRequestResult result = self._result
+        if timeout is None and result._state == RESULT_DONE:
+            # Done: nothing to wait for (a done-callback asks this of every record).
+            return result._exception
         self._wait(timeout)
         return self._result._exception
 
