@@ -286,8 +286,8 @@ cdef class MemoryRecordsBuilder:
         if headers is not None:
             hs = normalize_headers_sized(headers, &hsize)
             hcount = PyTuple_GET_SIZE(hs)
-        if self._num_records > 0 and (
-                self.is_full() or not self._fits(timestamp_ms, klen, vlen, hcount, hsize)):
+        # (No is_full() here: closed returned above, and a full batch has no room to fit.)
+        if self._num_records > 0 and not self._fits(timestamp_ms, klen, vlen, hcount, hsize):
             return -1
         return _write_record(self, timestamp_ms, kp, klen, vp, vlen, hs, hcount, hsize)
 
