@@ -144,7 +144,7 @@ cdef class RecordAppender:
     cdef _StickyRun _sticky_run(self, _TopicEntry entry, str topic)
     cdef int _custom_partition(self, object cluster, str topic, object key, object value,
                                int count) except -1
-    cdef int _append_run(self, _TopicEntry entry, str topic, int p, BatchFuture sink, _Column value_col,
-                         _Column key_col, list stamps, list row_headers, const long long* order,
-                         Py_ssize_t* pos, Py_ssize_t end, int64_t ts, int64_t now,
-                         int64_t start) except -1
+    cdef int _append_run(self, _TopicEntry entry, str topic, int p, BatchFuture sink,
+                         _Column value_col, _Column key_col, list stamps, list row_headers,
+                         const long long* order, Py_ssize_t* pos, Py_ssize_t end, int64_t ts,
+                         int64_t now, int64_t start) except -1

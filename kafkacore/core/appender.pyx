@@ -229,7 +229,7 @@ cdef class RecordAppender:
         read from; a new cluster (the metadata's ``cluster`` is another object) reads it anew.
         """
         cdef object cluster = self._current.cluster
-        cdef object old
+        cdef object _old
         cdef int n
         if entry.cluster is cluster and (partition is None or partition < entry.count):
             count[0] = entry.count
@@ -243,9 +243,9 @@ cdef class RecordAppender:
         count[0] = n
         if n:
             # Both fields in C, with the GIL and no Python code between them: a reader sees
-            # the old pair or the new one.  ``old`` keeps the replaced cluster alive until the
+            # the old pair or the new one.  ``_old`` keeps the replaced cluster alive until the
             # store is done (its release may run Python code).
-            old = entry.cluster
+            _old = entry.cluster
             entry.count = n
             entry.cluster = cluster
         return cluster
@@ -581,10 +581,10 @@ cdef class RecordAppender:
         self._wakeup()
         return sink
 
-    cdef int _append_run(self, _TopicEntry entry, str topic, int p, BatchFuture sink, _Column value_col,
-                         _Column key_col, list stamps, list row_headers, const long long* order,
-                         Py_ssize_t* pos, Py_ssize_t end, int64_t ts, int64_t now,
-                         int64_t start) except -1:
+    cdef int _append_run(self, _TopicEntry entry, str topic, int p, BatchFuture sink,
+                         _Column value_col, _Column key_col, list stamps, list row_headers,
+                         const long long* order, Py_ssize_t* pos, Py_ssize_t end, int64_t ts,
+                         int64_t now, int64_t start) except -1:
         """Append partition ``p``'s rows ``order[pos[0]:end]`` into its last batch, under one
         hold of its lock, until that batch is full; then one row through the slow path (a new
         batch).  ``pos[0]`` always says the first position not yet appended."""

@@ -27,7 +27,6 @@ from cpython.pythread cimport (
     NOWAIT_LOCK,
     PY_LOCK_ACQUIRED,
     PY_LOCK_INTR,
-    WAIT_LOCK,
     PyLockStatus,
     PyThread_acquire_lock,
     PyThread_allocate_lock,
