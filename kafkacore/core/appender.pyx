@@ -398,8 +398,13 @@ cdef class RecordAppender:
         elif key is not None and not self._ignore_keys:
             chosen = partition_for_key(key, count)
         else:
-            sticky = self._sticky_run(entry, topic)
-            cluster = self._checked_sticky(topic, sticky, cluster, &count, &chosen)
+            sticky = entry.sticky
+            if sticky is None:
+                sticky = self._sticky_run(entry, topic)
+            if 0 <= sticky.partition < count:  # the usual case: the run goes on, in range
+                chosen = sticky.partition
+            else:
+                cluster = self._checked_sticky(topic, sticky, cluster, &count, &chosen)
 
         # The fast path: the partition's last batch has room (Java's
         # ``RecordAccumulator.tryAppend``, under the lock).  ``now`` is the clock read at the
