@@ -7,7 +7,9 @@ each member its share.  When a second consumer joins, the coordinator answers th
 next heartbeat with REBALANCE_IN_PROGRESS; it rejoins, and a new generation splits the
 partitions.  When one leaves (LeaveGroup on close), the other gets everything back.
 
-The consumers are kafka-python's: the broker is ours (kafkacore.broker), started in this process.
+The consumers are confluent-kafka's (librdkafka joins and syncs on its own threads; ``poll``
+hands the application the new assignment): the broker is ours (kafkacore.broker), started in
+this process.
 
     python tutorials/49_consumer_group.py
 """
@@ -15,7 +17,7 @@ The consumers are kafka-python's: the broker is ours (kafkacore.broker), started
 import time
 from collections.abc import Callable
 
-from kafka import KafkaConsumer
+from confluent_kafka import Consumer
 
 from kafkacore import KafkaProducer
 from kafkacore.broker import Broker
@@ -31,27 +33,27 @@ settings = {
 }
 
 
-def consumer(bootstrap: str) -> KafkaConsumer:
-    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=GROUP, auto_offset_reset="earliest",
-                      enable_auto_commit=False, max_poll_records=5)
-    c.partitions_for_topic(TOPIC)  # know the topic first, so the leader can assign it
+def consumer(bootstrap: str) -> Consumer:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "partition.assignment.strategy": "range"})
     c.subscribe([TOPIC])
     return c
 
 
-def owned(c: KafkaConsumer) -> list[int]:
+def owned(c: Consumer) -> list[int]:
     return sorted(tp.partition for tp in c.assignment())
 
 
 def poll_until(
-    consumers: list[KafkaConsumer], condition: Callable[[], object], bound_s: float = 30.0
+    consumers: list[Consumer], condition: Callable[[], object], bound_s: float = 60.0
 ) -> None:
-    """Poll every consumer in turn (a consumer only takes part in a rebalance when it polls)."""
+    """Poll every consumer in turn (a consumer takes its new assignment when it polls)."""
     deadline = time.monotonic() + bound_s
     while not condition():
         assert time.monotonic() < deadline, "the group did not settle in time"
         for c in consumers:
-            c.poll(timeout_ms=500)
+            c.poll(0.2)
 
 
 def describe(broker: Broker) -> str:

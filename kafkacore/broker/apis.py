@@ -315,8 +315,9 @@ class KafkaApis(ApiRequestHandler):
             "brokers": [{"node_id": node, "host": host, "port": port, "rack": None}
                         for node, (host, port) in sorted(live.items())],
             "cluster_id": self.broker.cluster_id,
-            # Clients cannot reach a KRaft controller: Kafka 4 names a live broker here.
-            "controller_id": min(self._live_brokers()),
+            # Clients cannot reach a KRaft controller: Kafka 4 names a live broker here, one of
+            # those listed (the same snapshot: a broker fenced meanwhile is in neither).
+            "controller_id": min(live),
             "topics": topics,
             "cluster_authorized_operations":
                 self.authorized_operations(request, ResourceType.CLUSTER)

@@ -89,6 +89,12 @@ class AuthenticationExecutor:
             s = self._sources.get(source)
             return 0.0 if s is None else max(0.0, s.next_allowed - time.monotonic())
 
+    def failures_of(self, source: str) -> int:
+        """Failed attempts counted against ``source`` (until it is forgotten)."""
+        with self._cond:
+            s = self._sources.get(source)
+            return 0 if s is None else s.failures
+
     def submit(self, source: str, step: Step, done: Done) -> bool:
         """Run ``step`` on an executor thread once ``source`` may try again, then ``done(result,
         error)``.  False (and nothing runs) if the queue is full."""

@@ -167,6 +167,10 @@ def test_acls_are_the_controllers_and_reach_every_broker(cluster):
     )
 
     topic = f"shared-{uuid.uuid4().hex[:8]}"
+    # The test before froze two brokers: wait until all three are registered and unfenced
+    # again, or kafka-python's admin client may pick as "controller" a broker that a later
+    # Metadata answer no longer lists (UnknownBrokerIdError).
+    cluster.wait_for_brokers()
     grant = ACL("User:mallory", "*", ACLOperation.DESCRIBE, ACLPermissionType.ALLOW,
                 ResourcePattern(ResourceType.TOPIC, topic, ACLResourcePatternType.LITERAL))
     admin = kafka_python_admin(cluster, 1, ALICE)

@@ -394,7 +394,9 @@ def test_failed_attempts_slow_down_their_source(sasl_broker):
     elapsed = time.monotonic() - started
     # Attempts 2..5 waited 0.1, 0.2, 0.4 and 0.8 s first (a lower bound: it cannot be faster).
     assert elapsed >= base_s * (1 + 2 + 4 + 8)
+    # Every failure counted against the source (how many attempts found their turn already
+    # due is the machine's business: a slow client reaches the broker after the wait).
     executor = sasl_broker.socket_server.authentication_executor
-    assert executor.delayed >= 4 and executor.delay_of("127.0.0.1") > 0
+    assert executor.failures_of("127.0.0.1") == 5
     # The right password from that source is accepted, after the wait.
     assert _plain_attempt(sasl_broker, "alice", "secret") == 0
