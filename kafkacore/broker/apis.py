@@ -122,6 +122,8 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_apis.handle_consumer_group_heartbeat_request,  # noqa: E501
             ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_apis.handle_consumer_group_describe_request,  # noqa: E501
         }
+        #: api key -> supported_versions(api key), filled as requests come
+        self._versions: dict[int, tuple[int, int]] = {}
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
         self.producer_id_manager = broker.producer_id_manager
@@ -137,8 +139,10 @@ class KafkaApis(ApiRequestHandler):
                 request, f"unknown or unsupported API key {api_key} (client "
                          f"{request.header.get('client_id')!r})")
             return
-        low, high = self.supported_versions(api_key)
-        if request.body is None or not low <= request.api_version <= high:
+        versions = self._versions.get(api_key)
+        if versions is None:  # (worked out once per API: this runs for every request)
+            versions = self._versions[api_key] = self.supported_versions(api_key)
+        if request.body is None or not versions[0] <= request.api_version <= versions[1]:
             self.send_error_response(request, Errors.UNSUPPORTED_VERSION)
             return
         injected = self.broker.faults.next_error(api_key)
@@ -819,37 +823,42 @@ class KafkaApis(ApiRequestHandler):
         refused = Errors.NONE if transactional_id is None or self.authorize(
             request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id) \
             else Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        entries: dict[tuple[str, int], tuple[dict[str, Any], Any]] = {}
+        # Kafka: an authorized partition of a request with acks other than 0, 1, -1 is answered
+        # INVALID_REQUIRED_ACKS (ReplicaManager's check, after the authorization).
+        bad_acks = Errors.NONE if acks in (0, 1, -1) else Errors.INVALID_REQUIRED_ACKS
+        #: (topic, partition) -> (its answer, its records) to append, or its answer with an
+        #: error; a partition named twice is answered by its first entry
+        valid: dict[tuple[str, int], tuple[dict[str, Any], Any]] = {}
+        invalid: dict[tuple[str, int], dict[str, Any]] = {}
         order: list[tuple[str, list[tuple[str, int]]]] = []
         for topic in body["topic_data"]:
+            name = topic["name"]
             keys = []
             topic_refused = refused or (
-                Errors.NONE if self.authorize_topic(request, AclOperation.WRITE, topic["name"])
+                bad_acks if self.authorize_topic(request, AclOperation.WRITE, name)
                 else Errors.TOPIC_AUTHORIZATION_FAILED)
             for pd in topic["partition_data"]:
+                key = (name, pd["index"])
+                keys.append(key)
+                if key in valid or key in invalid:
+                    continue
                 response: dict[str, Any] = {
-                    "index": pd["index"], "error_code": Errors.NONE, "base_offset": -1,
+                    "index": pd["index"], "error_code": topic_refused, "base_offset": -1,
                     "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [],
                     "error_message": None,
                 }
-                key = (topic["name"], pd["index"])
-                keys.append(key)
                 if topic_refused:
-                    response["error_code"] = topic_refused
-                elif acks not in (0, 1, -1):
-                    response["error_code"] = Errors.INVALID_REQUIRED_ACKS
+                    invalid[key] = response
                 elif pd["records"] is None:
                     response.update(error_code=Errors.CORRUPT_MESSAGE, error_message="null records")
-                elif key not in entries:
-                    entries[key] = (response, pd["records"])
-                    continue
-                entries.setdefault(key, (response, None))
-            order.append((topic["name"], keys))
-        valid = {k: v for k, v in entries.items() if v[1] is not None}
-        invalid = {k: v[0] for k, v in entries.items() if v[1] is None}
+                    invalid[key] = response
+                else:
+                    valid[key] = (response, pd["records"])
+            order.append((name, keys))
 
         def respond(results: dict[tuple[str, int], dict[str, Any]]) -> None:
-            results = {**invalid, **results}
+            if invalid:
+                results = {**invalid, **results}
             responses = [{"name": name, "partition_responses": [results[k] for k in keys]}
                          for name, keys in order]
             if acks == 0:

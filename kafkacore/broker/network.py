@@ -207,6 +207,7 @@ class KafkaChannel:
         "id", "sock", "fd", "address", "buffer", "expected", "muted", "sends", "last_active",
         "events", "listener", "tls", "handshake_events", "authenticator", "close_after_send",
         "reserved", "trailing_bytes_logged", "certificate_principal", "readable_while_muted",
+        "write_lock", "closed",
     )
 
     def __init__(self, connection_id: str, sock: socket.socket, address: tuple[str, int],
@@ -244,6 +245,11 @@ class KafkaChannel:
         #: READ_AHEAD (or on TLS): no longer watched for reads; read them as soon as the
         #: connection is unmuted, without waiting a turn.
         self.readable_while_muted = False
+        #: Held by a handler thread writing its response here (Processor._write_now) and by the
+        #: processor closing the socket, so that a write never goes to a closed descriptor
+        #: (nor, reused, to another connection's).
+        self.write_lock = threading.Lock()
+        self.closed = False  #: set under write_lock by close()
 
 
 def parse_request(frame: bytes) -> tuple[dict[str, Any], dict[str, Any] | None, int]:
@@ -353,6 +359,12 @@ class Processor(ShutdownableThread):
     def enqueue_response(self, response: Response) -> None:
         """A handler's response (see :class:`RequestChannel`).
 
+        Most are written here, by the answering thread itself (:meth:`_write_now`): what is
+        left for this processor (unmute the connection, free the request's memory) can wait
+        for its next turn, which the client's next request brings, so it is not woken for it,
+        unless it holds something that cannot wait (read-ahead bytes of the connection's next
+        request, connections waiting for memory).
+
         The wake-up (a byte into the selector's socketpair: a system call, and a thread switch)
         is paid only when this processor sleeps; a processor that is busy finds the response at
         the start of its next turn.  No response is left behind while it sleeps: it raises
@@ -362,7 +374,14 @@ class Processor(ShutdownableThread):
         wake-up at the end of its turn (:class:`~kafkacore.broker.request_channel.HandlerTurn`),
         so that we do not wake only to wait for the GIL it still holds.
         """
-        self._responses.append(response)
+        if response.action is ResponseAction.SEND and self._write_now(response):
+            self._responses.append(response)
+            ch = self._channels.get(response.request.connection_id)
+            if not (self._sleeping and (ch is None or ch.buffer or ch.readable_while_muted
+                                        or self._memory_waiters)):
+                return
+        else:
+            self._responses.append(response)
         if self._sleeping:
             self._sleeping = False
             owed = HANDLER_TURN.owed
@@ -370,6 +389,44 @@ class Processor(ShutdownableThread):
                 self.wakeup()
             else:  # a handler thread: it wakes us when its turn ends
                 owed.append(self)
+
+    def _write_now(self, response: Response) -> bool:
+        """Write a response from the thread that made it, if nothing else is due first on
+        its connection; True if it is all written (the response is then WRITTEN).
+
+        Safe beside the processor: while a request of the connection is being handled the
+        processor writes nothing to it (the muting rule), and it closes the socket only under
+        the connection's ``write_lock``.  TLS, throttled answers, fetched file regions and
+        injected faults take the processor's way.  A partial write leaves the rest to it.
+        """
+        request = response.request
+        ch = self._channels.get(request.connection_id)
+        if (ch is None or ch.tls or ch.sends or request.throttle_time_ms or self._held
+                or self.faults.latency_ms > 0 or self.faults.isolated):
+            return False
+        assert response.payload is not None
+        views = []
+        for chunk in response.payload:
+            if isinstance(chunk, FileRecords):
+                return False
+            views.append(memoryview(chunk).cast("B"))
+        with ch.write_lock:
+            if ch.closed:
+                return False
+            try:
+                sent = ch.sock.sendmsg(views)
+            except OSError:  # (BlockingIOError too) the processor writes it, or closes
+                return False
+        response.written = sent
+        for i, view in enumerate(views):
+            if sent < len(view):
+                views[i] = view[sent:]
+                response.payload = views[i:]
+                return False
+            sent -= len(view)
+        response.action = ResponseAction.WRITTEN
+        response.payload = None
+        return True
 
     def wakeup(self) -> None:
         try:
@@ -463,8 +520,15 @@ class Processor(ShutdownableThread):
         if throttle_ms > 0:
             # Over its quota (KIP-219): the answer goes now, nothing is read until the end.
             self._throttled[ch.id] = time.monotonic() + throttle_ms / 1000.0
-        if response.action is ResponseAction.SEND:
+        if response.action is ResponseAction.WRITTEN:  # by the handler: the rest is ours
+            self._stats["responses"] += 1
+            self._stats["responses_written_by_handlers"] += 1
+            self._wrote(ch, response.written)
+            self._sent(ch)
+        elif response.action is ResponseAction.SEND:
             assert response.payload is not None
+            if response.written:  # the part the handler wrote (_write_now)
+                self._wrote(ch, response.written)
             for chunk in response.payload:
                 if hasattr(chunk, "write_to"):  # FileRecords: sent from its file
                     ch.sends.append(chunk)
@@ -539,6 +603,10 @@ class Processor(ShutdownableThread):
             ready = self._poller.poll(timeout)
         finally:
             self._sleeping = False
+        if self._responses:
+            # Responses the handlers wrote themselves and did not wake us for: their
+            # connections are unmuted first, so that what woke us is read at once.
+            self.process_new_responses()
         by_fd = self._by_fd
         for fd, mask in ready:
             ch = by_fd.get(fd)
@@ -1060,7 +1128,9 @@ class Processor(ShutdownableThread):
                 ch.sock.unwrap()
             except (ssl.SSLError, OSError, ValueError):
                 pass
-        ch.sock.close()
+        with ch.write_lock:
+            ch.closed = True
+            ch.sock.close()
         for chunk in ch.sends:
             if isinstance(chunk, FileRecords):
                 chunk.close()

@@ -83,6 +83,9 @@ class ResponseAction(enum.Enum):
     SEND = "send"  #: write the payload, then unmute the connection
     NO_OP = "no-op"  #: nothing to write (acks=0): just unmute
     CLOSE = "close"  #: close the connection (with a reason in the log)
+    #: already written by the thread that answered (``Processor.enqueue_response``): the
+    #: processor only does the bookkeeping of a sent response and unmutes
+    WRITTEN = "written"
 
 
 @dataclass(eq=False, slots=True)
@@ -94,6 +97,7 @@ class Response:
     #: their segment files.
     payload: list[Any] | None = None
     reason: str = ""  #: why, for CLOSE
+    written: int = 0  #: bytes the answering thread wrote itself (WRITTEN, or part of a SEND)
 
     def release(self) -> None:
         """Give back the file regions of a response that will never be written."""

@@ -98,6 +98,20 @@ def test_pipelined_frames_of_every_size_are_cut_where_they_end(broker):
     assert api_versions(s, 999)[0] == 999  # and the stream goes on from there
 
 
+def test_handlers_write_answers_themselves_and_the_connection_goes_on(broker):
+    """A handler writes its answer to the socket itself when nothing is ahead of it; the
+    processor then only unmutes the connection (at its next turn, which the next request
+    brings): every request is answered, in order, and the processor counts each answer."""
+    s = connect(broker)
+    for i in range(50):
+        correlation_id, body = api_versions(s, i, i % 5)
+        assert (correlation_id, body["error_code"]) == (i, 0)
+    wait_until(lambda: sum(p.get("responses_written_by_handlers", 0)
+                           for p in broker.socket_server.statistics()) == 50,
+               "the processor to take note of the 50 answers the handlers wrote")
+    assert sum(p.get("responses", 0) for p in broker.socket_server.statistics()) == 50
+
+
 def test_processors_share_connections_round_robin(broker):
     sockets = [connect(broker) for _ in range(6)]
     for s in sockets:
