@@ -36,6 +36,9 @@ class ApiRequestHandler:
 
     def __init__(self, request_channel: RequestChannel) -> None:
         self.request_channel = request_channel
+        #: api key -> supported_versions(api key), worked out at the first request of each
+        #: (every request's version is checked against it)
+        self._versions: dict[int, tuple[int, int]] = {}
 
     # -- authorization (Kafka's AuthHelper) ------------------------------------------------------
 
@@ -70,10 +73,16 @@ class ApiRequestHandler:
     def supported_versions(self, api_key: int) -> tuple[int, int]:
         """The versions of ``api_key`` we advertise and answer: those the codec declares, from
         Kafka 4's oldest on."""
-        valid = codec.REQUESTS[api_key].valid
-        if api_key == ApiKey.SASL_HANDSHAKE:
-            return 1, valid.high  # v0 sends the tokens as raw frames (before KIP-152): not read
-        return max(valid.low, self.OLDEST_VERSIONS.get(api_key, 0)), valid.high
+        versions = self._versions.get(api_key)
+        if versions is None:
+            valid = codec.REQUESTS[api_key].valid
+            if api_key == ApiKey.SASL_HANDSHAKE:
+                # v0 sends the tokens as raw frames (before KIP-152): not read
+                versions = 1, valid.high
+            else:
+                versions = max(valid.low, self.OLDEST_VERSIONS.get(api_key, 0)), valid.high
+            self._versions[api_key] = versions
+        return versions
 
     def handle_unparsed_api_versions_request(self, request: Request) -> None:
         """KIP-511: an ApiVersions version we do not know is answered in v0, with

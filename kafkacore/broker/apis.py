@@ -122,8 +122,6 @@ class KafkaApis(ApiRequestHandler):
             ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_apis.handle_consumer_group_heartbeat_request,  # noqa: E501
             ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_apis.handle_consumer_group_describe_request,  # noqa: E501
         }
-        #: api key -> supported_versions(api key), filled as requests come
-        self._versions: dict[int, tuple[int, int]] = {}
         self.metadata_cache = broker.metadata_cache
         self.log_manager = broker.log_manager
         self.producer_id_manager = broker.producer_id_manager
@@ -139,10 +137,8 @@ class KafkaApis(ApiRequestHandler):
                 request, f"unknown or unsupported API key {api_key} (client "
                          f"{request.header.get('client_id')!r})")
             return
-        versions = self._versions.get(api_key)
-        if versions is None:  # (worked out once per API: this runs for every request)
-            versions = self._versions[api_key] = self.supported_versions(api_key)
-        if request.body is None or not versions[0] <= request.api_version <= versions[1]:
+        low, high = self.supported_versions(api_key)
+        if request.body is None or not low <= request.api_version <= high:
             self.send_error_response(request, Errors.UNSUPPORTED_VERSION)
             return
         injected = self.broker.faults.next_error(api_key)
