@@ -137,6 +137,10 @@ class Cluster:
                 self._spawn(self.brokers[i])
             for node in self.brokers.values():
                 self._wait_ready(node)
+            # Ready is not enough for a client: a broker that has not pulled the others'
+            # registrations yet lists only some brokers, and a client that took a node id from
+            # one answer would not find it in the next (kafka-python's admin client).
+            self.wait_for_brokers()
         except BaseException:
             self.close()
             raise
