@@ -75,8 +75,6 @@ class LogAppendInfo(NamedTuple):
     log_start_offset: int
     record_count: int
     duplicate: bool = False
-    max_timestamp: int = -1
-    valid_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -476,8 +474,6 @@ class Log:
         from it, so the records are not copied.  Anything else is copied first."""
         cfg = self.config
         headers = analyze(records, cfg.max_message_bytes, allow_control=from_coordinator)
-        if not cfg.log_append_time:
-            self._validate_timestamps(headers, _now_ms())
         size = len(records)
         if size > cfg.segment_bytes:
             raise RecordListTooLargeError(
@@ -485,11 +481,16 @@ class Log:
             )
         buf = records if isinstance(records, memoryview) and not records.readonly \
             else bytearray(records)
+        log_append_time = cfg.log_append_time
         with self._lock:
             self._check_open()
+            # One clock read for the whole append (Kafka's ``now`` in UnifiedLog.append): the
+            # timestamps are checked against it, and it is the append time.
             now = _now_ms()
-            append_time = now if cfg.log_append_time else None
-            first = self.log_end_offset
+            append_time = now if log_append_time else None
+            if not log_append_time:
+                self._validate_timestamps(headers, now)
+            first = self._segments[-1].next_offset
             pending: dict[int, ProducerAppendInfo] = {}
             offset = first
             for h in headers:
@@ -512,15 +513,8 @@ class Log:
             self.producer_state.update_map_end_offset(offset)
             count = offset - first
             self._after_append(count)
-            return LogAppendInfo(
-                first,
-                offset - 1,
-                now if cfg.log_append_time else -1,
-                self.log_start_offset,
-                count,
-                max_timestamp=max([h.max_timestamp for h in assigned]),
-                valid_bytes=size,
-            )
+            return LogAppendInfo(first, offset - 1, now if log_append_time else -1,
+                                 self.log_start_offset, count)
 
     def _prepare_producer_update(
         self, pending: dict[int, ProducerAppendInfo], h: BatchHeader,
@@ -556,7 +550,6 @@ class Log:
                     self.log_start_offset,
                     duplicate.last_offset - duplicate.first_offset + 1,
                     duplicate=True,
-                    max_timestamp=duplicate.timestamp,
                 )
             if pid not in pending:
                 pending[pid] = self.producer_state.prepare_update(pid)
@@ -621,8 +614,6 @@ class Log:
                 -1,
                 self.log_start_offset,
                 count,
-                max_timestamp=max(h.max_timestamp for h in headers),
-                valid_bytes=len(records),
             )
 
     def _write(self, segment: LogSegment, buf: bytes | bytearray, headers: list) -> None:
