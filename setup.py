@@ -1,7 +1,8 @@
 """Build kafkacore's compiled core.
 
-Every ``kafkacore/core/*.pyx`` and ``kafkacore/broker/*.pyx`` (the broker's timing wheel, and
-its request header, Produce request and Produce response) is compiled; a compile error fails the install (there is no pure-Python fallback, docs/design.rst,
+Every ``kafkacore/core/*.pyx``, ``kafkacore/broker/*.pyx`` (the broker's timing wheel, and
+its request header, Produce request and Produce response) and ``kafkacore/broker/log/*.pyx``
+(the log's validator) is compiled; a compile error fails the install (there is no pure-Python fallback, docs/design.rst,
 principle 3).  ``KAFKACORE_DEBUG=1`` turns on Cython's HTML
 annotation and line tracing, for debugging and coverage of the compiled code.
 """
@@ -29,7 +30,8 @@ compile_args = ["-O3"] if not DEBUG else ["-O0", "-g"]
 ONLY = {m for m in os.environ.get("KAFKACORE_ONLY", "").split(",") if m}
 
 extensions = []
-for pyx in sorted(glob("kafkacore/core/*.pyx") + glob("kafkacore/broker/*.pyx")):
+for pyx in sorted(glob("kafkacore/core/*.pyx") + glob("kafkacore/broker/*.pyx")
+                  + glob("kafkacore/broker/log/*.pyx")):
     name = pyx[:-4].replace("/", ".")
     if ONLY and name.rsplit(".", 1)[1] not in ONLY:
         continue

@@ -31,3 +31,9 @@ cdef class RecordBatch:
     cdef readonly int32_t base_sequence             # -1 without idempotence
     cdef readonly int32_t record_count              # records declared in the header
     cdef readonly list records                      # [Record, ...], decoded and checked
+
+
+# check_batches' checks on one batch, for the broker's log validator (log_validator.pyx): see
+# record_batch.pyx.
+cdef int check_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t where,
+                     Py_ssize_t* budget, int64_t* last_delta, int64_t* max_ts_delta) except -1

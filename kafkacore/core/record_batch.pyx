@@ -447,16 +447,18 @@ cdef int64_t _check_records(const unsigned char* p, Py_ssize_t n, int32_t record
     return offset_delta
 
 
-cdef tuple _check_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t where,
-                        Py_ssize_t* budget):
+cdef int check_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t where,
+                     Py_ssize_t* budget, int64_t* last_delta, int64_t* max_ts_delta) except -1:
     """_decode_batch's checks on the batch in p[0:size]: magic, CRC, record count, codec, then
-    every record (decompressed within ``budget[0]`` bytes).  Returns (the last record's offset
-    delta, the largest record timestamp delta), or (-1, None) for a batch without records."""
-    cdef int64_t last_delta, max_ts_delta = INT64_MIN  # at or below every delta
+    every record (decompressed within ``budget[0]`` bytes).  Sets ``last_delta[0]`` to the last
+    record's offset delta and ``max_ts_delta[0]`` to the largest record timestamp delta
+    (-1 and INT64_MIN for a batch without records).  The C entry of the broker's log
+    validator; the caller checked the framing (61 <= size, p[0:size] readable)."""
     cdef uint32_t stored, computed
     cdef signed char magic = <signed char>p[MAGIC_OFFSET]
     cdef int32_t record_count
     cdef int codec
+    max_ts_delta[0] = INT64_MIN  # at or below every delta
     if magic != MAGIC_V2:
         raise CorruptRecordError(f"record batch at byte {where} has magic {magic};"
                                  " only magic 2 is supported")
@@ -473,8 +475,8 @@ cdef tuple _check_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t wher
     if codec > CODEC_ZSTD:
         raise CorruptRecordError(f"record batch at byte {where} has unknown codec {codec}")
     if codec == CODEC_NONE:
-        last_delta = _check_records(p + RECORDS_OFFSET, size - RECORDS_OFFSET, record_count,
-                                    &max_ts_delta)
+        last_delta[0] = _check_records(p + RECORDS_OFFSET, size - RECORDS_OFFSET, record_count,
+                                       max_ts_delta)
     else:
         section = PyMemoryView_FromMemory(<char*>p + RECORDS_OFFSET, size - RECORDS_OFFSET,
                                           PyBUF_READ)
@@ -483,9 +485,18 @@ cdef tuple _check_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t wher
         finally:
             section.release()
         budget[0] -= PyBytes_GET_SIZE(plain)
-        last_delta = _check_records(<const unsigned char*>PyBytes_AS_STRING(plain),
-                                    PyBytes_GET_SIZE(plain), record_count, &max_ts_delta)
-    return (last_delta, max_ts_delta if record_count else None)
+        last_delta[0] = _check_records(<const unsigned char*>PyBytes_AS_STRING(plain),
+                                       PyBytes_GET_SIZE(plain), record_count, max_ts_delta)
+    return 0
+
+
+cdef tuple _check_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t where,
+                        Py_ssize_t* budget):
+    """check_batch's results as check_batches gives them: (the last record's offset delta,
+    the largest record timestamp delta), or (-1, None) for a batch without records."""
+    cdef int64_t last_delta, max_ts_delta
+    check_batch(p, size, where, budget, &last_delta, &max_ts_delta)
+    return (last_delta, max_ts_delta if get_int32(p + RECORDS_COUNT_OFFSET) else None)
 
 
 def check_batches(data, max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):

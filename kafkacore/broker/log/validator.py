@@ -15,12 +15,11 @@ import struct
 from typing import NamedTuple
 
 from kafkacore.core.crc import crc32c
-from kafkacore.core.record_batch import check_batches, iter_batches
+from kafkacore.core.record_batch import iter_batches
 from kafkacore.errors import (
     CorruptMessageError,
     CorruptRecordError,
     InvalidRecordError,
-    MessageTooLargeError,
 )
 
 # v2 batch header layout (DefaultRecordBatch): field offsets in bytes.
@@ -44,12 +43,8 @@ NO_SEQUENCE = -1
 NO_PRODUCER_ID = -1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
-_INT64 = struct.Struct(">q")
-_INT16 = struct.Struct(">h")
-_BASE_LENGTH_EPOCH = struct.Struct(">qii")
 _BASE_AND_LENGTH = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
-_UINT32 = struct.Struct(">I")
 
 
 class BatchHeader(NamedTuple):
@@ -153,93 +148,6 @@ def crc_ok(buf: bytes | bytearray | memoryview, header: BatchHeader) -> bool:
         view.release()
 
 
-def analyze(
-    records: bytes | bytearray | memoryview, max_message_bytes: int, *, allow_control: bool = False,
-    compacted: bool = False,
-) -> list[BatchHeader]:
-    """Check a Produce request's records for one partition; return their batch headers.
-
-    Raises ``kafkacore.errors`` classes, each with Kafka's error code: ``InvalidRecordError``
-    for no batch at all, magic < 2, an empty batch, a record count that disagrees with
-    lastOffsetDelta, a control batch from a client (``allow_control``: the transaction coordinator's markers);
-    ``CorruptMessageError`` for anything the
-    reader rejects (framing, CRC, varints, codec); ``MessageTooLargeError`` for a batch above
-    ``max.message.bytes``.  ``compacted``: batches copied from a leader's log, which its log
-    cleaner may have left with fewer records than offsets (or none): see :func:`_check_compacted`.
-
-    It runs once per partition of every Produce request, so the header fields are read into
-    plain tuples and each header is built once, with the maxTimestamp it will have.
-    """
-    n = len(records)
-    if n == 0:
-        raise InvalidRecordError("the request carries no record batch for this partition")
-    framed = []  # (position, size, the header's fields) of each batch
-    pos = 0
-    while pos < n:
-        if n - pos < RECORD_BATCH_OVERHEAD:
-            if n - pos >= MAGIC + 1 and records[pos + MAGIC] < 2:
-                raise InvalidRecordError(
-                    f"magic {records[pos + MAGIC]} batch: only magic 2 is accepted"
-                )
-            raise CorruptMessageError(f"truncated record batch at byte {pos}")
-        fields = _HEADER.unpack_from(records, pos)
-        size = LOG_OVERHEAD + fields[1]
-        if fields[3] < 2:
-            # Kafka: Produce v3+ may carry only magic 2 batches (InvalidRecordException).
-            raise InvalidRecordError(
-                f"magic {fields[3]} batch at byte {pos}: only magic 2 is accepted"
-            )
-        if size < RECORD_BATCH_OVERHEAD or size > n - pos:
-            raise CorruptMessageError(
-                f"record batch at byte {pos} says it has {size} bytes, {n - pos} are left"
-            )
-        if size > max_message_bytes:
-            raise MessageTooLargeError(
-                f"the batch at byte {pos} has {size} bytes, above max.message.bytes"
-                f" ({max_message_bytes})"
-            )
-        framed.append((pos, size, fields))
-        pos += size
-    if compacted and any(f[12] != f[6] + 1 for _, _, f in framed):
-        return [_check_compacted(records, BatchHeader(p, size, f[0], *f[2:]))
-                for p, size, f in framed]
-    try:
-        # Compiled: CRC, framing, every record walked in C, no Python object per record.
-        checked = check_batches(records)
-    except CorruptRecordError as exc:
-        raise CorruptMessageError(str(exc)) from None
-    out = []
-    for (pos, size, fields), (last_delta, max_ts_delta) in zip(framed, checked, strict=True):
-        (base_offset, _, leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp,
-         _, producer_id, producer_epoch, base_sequence, record_count) = fields
-        if record_count < 1:
-            raise InvalidRecordError(f"batch at byte {pos} has no records")
-        if last_offset_delta != record_count - 1:
-            raise InvalidRecordError(
-                f"batch at byte {pos}: lastOffsetDelta {last_offset_delta}"
-                f" disagrees with its {record_count} records"
-            )
-        if attributes & CONTROL_FLAG and not allow_control:
-            raise InvalidRecordError("clients may not send control batches")
-        if attributes & TRANSACTIONAL_FLAG and producer_id <= NO_PRODUCER_ID:
-            raise InvalidRecordError("a transactional batch without a producer id")
-        if last_delta != last_offset_delta:
-            raise InvalidRecordError(
-                f"batch at byte {pos}: its last record's offset delta is not"
-                f" lastOffsetDelta ({last_offset_delta})"
-            )
-        # The records' largest timestamp (Kafka's LogValidator ``maxTimestamp``): what the
-        # header will say once assign_offsets has written it.
-        assert max_ts_delta is not None  # a batch with records (checked above)
-        max_timestamp = base_timestamp + max_ts_delta
-        if not _INT64_MIN <= max_timestamp <= _INT64_MAX:
-            max_timestamp = _wrap_int64(max_timestamp)
-        out.append(BatchHeader(pos, size, base_offset, leader_epoch, magic, crc, attributes,
-                               last_offset_delta, base_timestamp, max_timestamp, producer_id,
-                               producer_epoch, base_sequence, record_count))
-    return out
-
-
 def _check_compacted(records: bytes | bytearray | memoryview, h: BatchHeader) -> BatchHeader:
     """A batch the log cleaner rewrote: its CRC, every record decoded (the compiled reader),
     offsets inside the batch's range and increasing.  Slower than ``check_batches`` (an object
@@ -260,56 +168,9 @@ def _check_compacted(records: bytes | bytearray | memoryview, h: BatchHeader) ->
     return h
 
 
-_INT64_MIN = -(1 << 63)
-_INT64_MAX = (1 << 63) - 1
-
-
-def _wrap_int64(value: int) -> int:
-    """``value`` as a wrapping int64 (Java's ``long`` arithmetic, as the reader computes a
-    record's timestamp from the base timestamp and its delta)."""
-    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
-
-
-def assign_offsets(
-    buf: bytearray | memoryview,
-    headers: list[BatchHeader],
-    first_offset: int,
-    leader_epoch: int,
-    log_append_time_ms: int | None,
-) -> list[BatchHeader]:
-    """Give the batches consecutive offsets from ``first_offset`` (rewriting baseOffset and
-    partitionLeaderEpoch in place, outside the CRC).  Set maxTimestamp: to the append time and
-    the timestamp-type bit on LogAppendTime topics, else to the records' largest timestamp
-    (``analyze``'s header) where the producer wrote another; then recompute the CRC.  Returns
-    the updated headers."""
-    out = []
-    offset = first_offset
-    for h in headers:
-        position = h.position
-        # baseOffset, length (unchanged) and partitionLeaderEpoch: the first 16 bytes, one write.
-        _BASE_LENGTH_EPOCH.pack_into(buf, position, offset, h.size - LOG_OVERHEAD, leader_epoch)
-        crc = h.crc
-        attributes = h.attributes  # as stored: analyze read it from these bytes
-        max_timestamp = h.max_timestamp
-        if log_append_time_ms is not None:
-            attributes |= TIMESTAMP_TYPE_FLAG
-            max_timestamp = log_append_time_ms
-        if (attributes != h.attributes
-                or max_timestamp != _INT64.unpack_from(buf, position + MAX_TIMESTAMP)[0]):
-            _INT16.pack_into(buf, position + ATTRIBUTES, attributes)
-            _INT64.pack_into(buf, position + MAX_TIMESTAMP, max_timestamp)
-            view = memoryview(buf)[position + ATTRIBUTES : position + h.size]
-            try:
-                crc = crc32c(view)
-            finally:
-                view.release()
-            _UINT32.pack_into(buf, position + CRC, crc)
-        out.append(BatchHeader(position, h.size, offset, leader_epoch, h.magic, crc, attributes,
-                               h.last_offset_delta, h.base_timestamp, max_timestamp,
-                               h.producer_id, h.producer_epoch, h.base_sequence, h.record_count))
-        offset += h.last_offset_delta + 1
-    return out
-
+# The two per-request functions, compiled (log_validator.pyx): it takes BatchHeader and
+# _check_compacted from this module, so the import comes after them.
+from kafkacore.broker.log.log_validator import analyze, assign_offsets  # noqa: E402
 
 __all__ = [
     "BatchHeader",
