@@ -80,5 +80,5 @@ bench: .venv/.ok
 
 clean:
 	rm -rf build .tox $(TOOLS) .venv kafkacore/core/*.so kafkacore/core/*.html docs/_build
-	rm -f kafkacore/broker/*.so kafkacore/broker/*.html
-	for f in kafkacore/core/*.pyx kafkacore/broker/*.pyx; do rm -f "$${f%.pyx}.c"; done
+	rm -f kafkacore/broker/*.so kafkacore/broker/*.html kafkacore/broker/log/*.so kafkacore/broker/log/*.html
+	for f in kafkacore/core/*.pyx kafkacore/broker/*.pyx kafkacore/broker/log/*.pyx; do rm -f "$${f%.pyx}.c"; done

@@ -2,9 +2,13 @@
 
 Kafka's ``LogValidator`` in our terms: the compiled reader (``check_batches``, the checks of
 ``iter_batches`` without a Python object per record) checks every byte of every batch (framing,
-CRC-32C, varints, decompression), once per request; Python only looks at each batch's 61-byte
-header.  Offsets are assigned in place by writing each batch's ``baseOffset``, a field the CRC
-does not cover, so an uncompressed batch is stored exactly as the producer built it, unless its
+CRC-32C, varints, decompression), once per request, and ``analyze`` and ``assign_offsets``,
+which run for every partition of every Produce request, are compiled too (log_validator.pyx):
+they read each batch's 61-byte header in C.  This module keeps ``BatchHeader``, the layout and
+the slower checks (a follower's compacted batches, a read's ``verified_end``).
+
+Offsets are assigned in place by writing each batch's ``baseOffset``, a field the CRC does not
+cover, so an uncompressed batch is stored exactly as the producer built it, unless its
 ``maxTimestamp`` is not its records' largest (Sarama writes -1): Kafka sets it from the records,
 because ListOffsets by time and the time index trust it, and so do we, with a new CRC.
 """
