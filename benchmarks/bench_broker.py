@@ -22,7 +22,9 @@ Where requests are small or many (``--small``), confluent-kafka's producers and 
 
 - ``latency-linger0`` / ``latency-linger5``: 5,000 records/s, paced, ``acks=all``, ``linger.ms``
   0 or 5: p50 and p99 of the delivery latency (produce() to the delivery report, librdkafka's
-  ``Message.latency()``) and the broker's CPU per record;
+  ``Message.latency()``) and the broker's CPU per record and per Produce request (how many
+  records ride in one request depends on how fast the broker answers: a slower broker gets
+  fuller requests and a lower CPU per record, so the per-request figure is the fair one);
 - ``batches16k-x4``: four producers at once, each as fast as it can, ``batch.size=16384``;
 - ``partitions100``: one producer, as fast as it can, into 100 partitions (records spread at random,
   so each request carries many partitions' batches);
@@ -103,20 +105,38 @@ FETCH_CASES = {"fetch": FETCH_PARTITIONS, "fetch-8": 2 * FETCH_PARTITIONS,
 
 
 def latency_child(bootstrap, topic, linger_ms):
-    """Paced at LATENCY_RATE records/s for LATENCY_SECONDS; prints the latencies' percentiles."""
+    """Paced at LATENCY_RATE records/s for LATENCY_SECONDS; prints the latencies' percentiles
+    and how many Produce requests carried the records (librdkafka's statistics: how many
+    records go in one request depends on how fast the broker answers, so the broker's CPU is
+    compared per request too)."""
     from confluent_kafka import Producer
 
     latencies = []
+    statistics_seen = []
 
     def on_delivery(err, msg):
         if err is None:
             latencies.append(msg.latency())
 
+    def produce_requests():
+        """Produce requests sent so far, from a statistics report newer than this call."""
+        statistics_seen.clear()
+        deadline = time.monotonic() + 10
+        while not statistics_seen and time.monotonic() < deadline:
+            producer.poll(0.05)
+        if not statistics_seen:
+            return None
+        return sum(b.get("req", {}).get("Produce", 0)
+                   for b in statistics_seen[-1]["brokers"].values())
+
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
-                         "linger.ms": linger_ms, "enable.idempotence": False})
+                         "linger.ms": linger_ms, "enable.idempotence": False,
+                         "statistics.interval.ms": 100,
+                         "stats_cb": lambda s: statistics_seen.append(json.loads(s))})
     for _ in range(200):  # warm: connections, metadata
         producer.produce(topic, VALUE, callback=on_delivery)
     producer.flush(30)
+    requests_before = produce_requests()
     latencies.clear()
     print("warm", flush=True)
     sys.stdin.readline()
@@ -130,11 +150,14 @@ def latency_child(bootstrap, topic, linger_ms):
         producer.poll(0)
     producer.flush(60)
     seconds = time.perf_counter() - start
+    requests_after = produce_requests()
     latencies.sort()
     print(json.dumps({
         "acked": len(latencies), "seconds": seconds,
         "p50_ms": latencies[len(latencies) // 2] * 1e3,
         "p99_ms": latencies[int(len(latencies) * 0.99)] * 1e3,
+        "requests": None if requests_before is None or requests_after is None
+        else requests_after - requests_before,
     }), flush=True)
 
 
@@ -292,6 +315,9 @@ def measure_small(broker_kind, case, n):
             row["broker_cpu_share"] = cpu / wall
         if case.startswith("latency"):
             row.update(p50_ms=results[0]["p50_ms"], p99_ms=results[0]["p99_ms"])
+            if results[0].get("requests"):
+                row.update(records_per_request=acked / results[0]["requests"],
+                           broker_cpu_us_per_request=cpu * 1e6 / results[0]["requests"])
         return row
 
 
@@ -312,6 +338,9 @@ def main_small(args):
                 runs.setdefault((case, broker_kind), []).append(row)
                 extra = (f" p50 {row['p50_ms']:.2f} ms p99 {row['p99_ms']:.2f} ms"
                          if "p50_ms" in row else "")
+                if "broker_cpu_us_per_request" in row:
+                    extra += (f", {row['broker_cpu_us_per_request']:.1f} µs per request"
+                              f" ({row['records_per_request']:.2f} records each)")
                 if "consumer_cpu_share" in row:
                     extra += (f" busiest consumer {row['consumer_cpu_share']:.0%} of a core,"
                               f" broker {row['broker_cpu_share']:.0%}")
@@ -319,8 +348,8 @@ def main_small(args):
                       f"{row['broker_cpu_us_per_record']:>7.2f} µs broker CPU/rec{extra}"
                       f" (load {row['load']:.1f})", flush=True)
     loads.append(os.getloadavg()[0])
-    keys = ("records_per_sec", "broker_cpu_us_per_record", "p50_ms", "p99_ms",
-            "consumer_cpu_share", "broker_cpu_share")
+    keys = ("records_per_sec", "broker_cpu_us_per_record", "broker_cpu_us_per_request",
+            "records_per_request", "p50_ms", "p99_ms", "consumer_cpu_share", "broker_cpu_share")
     medians = {}
     for (case, broker_kind), tries in runs.items():
         medians.setdefault(case, {})[broker_kind] = {

@@ -343,6 +343,12 @@ class Processor(ShutdownableThread):
         self._tls_pending: set[str] = set()
         self._next_index = 0
         self._stats = collections.Counter[str]()
+        #: requests by API key (named ``requests.api_key.<key>`` in statistics(): kept by key
+        #: here, so that counting one costs no string built per request)
+        self._requests_by_api = collections.Counter[int]()
+        #: when close_excess_idle next has anything to look at (Kafka's Selector keeps the same
+        #: ``nextIdleCloseCheckTime``): the oldest connection's last activity plus the idle time
+        self._next_idle_check = 0.0
         #: Refused and failed connections: a WARNING each, one line per kind per interval.
         self._refusals = RateLimitedLog(log)
         channel.add_processor(self)
@@ -404,12 +410,14 @@ class Processor(ShutdownableThread):
         if (ch is None or ch.tls or ch.sends or request.throttle_time_ms or self._held
                 or self.faults.latency_ms > 0 or self.faults.isolated):
             return False
-        assert response.payload is not None
-        views = []
-        for chunk in response.payload:
-            if isinstance(chunk, FileRecords):
-                return False
-            views.append(memoryview(chunk).cast("B"))
+        views = response.payload
+        assert views is not None
+        if len(views) != 1 or type(views[0]) is not bytes:  # (one frame: most answers)
+            views = []
+            for chunk in response.payload:
+                if isinstance(chunk, FileRecords):
+                    return False
+                views.append(memoryview(chunk).cast("B"))
         with ch.write_lock:
             if ch.closed:
                 return False
@@ -420,7 +428,7 @@ class Processor(ShutdownableThread):
         response.written = sent
         for i, view in enumerate(views):
             if sent < len(view):
-                views[i] = view[sent:]
+                views[i] = memoryview(view)[sent:]
                 response.payload = views[i:]
                 return False
             sent -= len(view)
@@ -439,6 +447,8 @@ class Processor(ShutdownableThread):
         while True:
             try:  # the processor may add a key meanwhile: copy again
                 stats = dict(self._stats)
+                for api_key, count in list(self._requests_by_api.items()):
+                    stats[f"requests.api_key.{api_key}"] = count
                 break
             except RuntimeError:
                 continue
@@ -697,12 +707,18 @@ class Processor(ShutdownableThread):
 
     def close_excess_idle(self) -> None:
         """Close connections idle longer than ``connections.max.idle.ms``, oldest first."""
-        deadline = time.monotonic() - self.idle_s
+        now = time.monotonic()
+        if now < self._next_idle_check:
+            return  # the oldest connection cannot be idle yet (activity only makes it younger)
+        deadline = now - self.idle_s
         stale = []
         for ch in self._channels.values():
             if ch.last_active > deadline:
+                self._next_idle_check = ch.last_active + self.idle_s
                 break  # ordered by activity: the rest are younger
             stale.append(ch)
+        else:
+            self._next_idle_check = now + self.idle_s  # none left (a new one is younger)
         for ch in stale:
             if ch.id in self._delayed_closes:
                 continue
@@ -870,7 +886,7 @@ class Processor(ShutdownableThread):
         # in the buffer, up to READ_AHEAD, before the socket stops being watched (poll).
         ch.muted = True
         self._stats["requests"] += 1
-        self._stats[f"requests.api_key.{header['request_api_key']}"] += 1
+        self._requests_by_api[header["request_api_key"]] += 1
         queue_ = self.channel.request_queue
         while self._running:
             if len(queue_) >= queue_.maxsize:

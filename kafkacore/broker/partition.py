@@ -155,13 +155,14 @@ class Partition:
                 raise errors.NotEnoughReplicasError(
                     f"{self.topic}-{self.index}: ISR {self.isr} is smaller than "
                     f"min.insync.replicas={self.log.config.min_insync_replicas}")
-            hw = self.log.high_watermark
-            info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch,
-                                             from_coordinator=from_coordinator)
+            log_ = self.log
+            hw = log_.high_watermark
+            info = log_.append_as_leader(records, leader_epoch=self.leader_epoch,
+                                         from_coordinator=from_coordinator)
             self.maybe_increment_leader_hw()
             # Compared, not maybe_increment_leader_hw's answer: a log with no HW of its own
             # (a broker without a controller) has it follow its end, which the append moved.
-            return info, self.log.high_watermark > hw
+            return info, log_.high_watermark > hw
 
     def maximal_isr(self) -> list[int]:
         """The ISR the HW must respect: with a pending expansion, the new member too (Kafka's
@@ -173,17 +174,17 @@ class Partition:
     def maybe_increment_leader_hw(self) -> bool:
         """HW = min LEO over the ISR; it never moves back.  True if it moved."""
         with self.lock:
-            if not self.is_leader:
+            me = self.local_broker_id
+            if self.leader_id != me:
                 return False
-            new_hw = self.log.log_end_offset
-            for r in self.maximal_isr():
-                if r == self.local_broker_id:
-                    continue
-                replica = self.remote.get(r)
-                new_hw = min(new_hw, replica.log_end_offset if replica is not None else -1)
-            old_hw = self.log.high_watermark
-            if new_hw > old_hw:
-                self.log.high_watermark = new_hw
+            log_ = self.log
+            new_hw = log_.log_end_offset
+            for r in self.isr if self.pending_isr is None else self.maximal_isr():
+                if r != me:
+                    replica = self.remote.get(r)
+                    new_hw = min(new_hw, replica.log_end_offset if replica is not None else -1)
+            if new_hw > log_.high_watermark:
+                log_.high_watermark = new_hw
                 return True
             return False
 

@@ -207,6 +207,11 @@ class DelayedOperationPurgatory:
 
     def check_and_complete(self, key: Hashable) -> int:
         """An event on ``key``: try its watched operations; the number completed."""
+        if key not in self._watchers_for_key:
+            # Most events (every partition of every Produce) find nobody waiting: one dict
+            # lookup, no lock.  A watcher added just after is the race the lock has anyway: it
+            # tries to complete itself when it starts watching (try_complete_else_watch).
+            return 0
         with self._watchers_lock:
             watchers = self._watchers_for_key.get(key)
         if watchers is None:

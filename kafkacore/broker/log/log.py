@@ -414,7 +414,7 @@ class Log:
 
     @property
     def high_watermark(self) -> int:
-        leo = self.log_end_offset
+        leo = self._segments[-1].next_offset  # log_end_offset (read for every Produce, 4 times)
         return leo if self._hw is None else min(self._hw, leo)
 
     @high_watermark.setter
@@ -661,7 +661,7 @@ class Log:
         if (
             segment.size > cfg.segment_bytes - size
             or now - (segment.created_ms or now) > cfg.segment_ms
-            or (last_offset or self.log_end_offset) - segment.base_offset
+            or (segment.next_offset if last_offset is None else last_offset) - segment.base_offset
             > (1 << 31) - 1 - 1_000_000
         ):
             return self._roll(self.log_end_offset)
