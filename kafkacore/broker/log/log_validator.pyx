@@ -152,7 +152,8 @@ cdef list analyze_buffer(object records, const unsigned char* p, Py_ssize_t n,
         magic = <signed char>p[pos + MAGIC_OFFSET]
         if magic < 2:
             # Kafka: Produce v3+ may carry only magic 2 batches (InvalidRecordException).
-            raise InvalidRecordError(f"magic {<int>magic} batch at byte {pos}: only magic 2 is accepted")
+            raise InvalidRecordError(
+                f"magic {<int>magic} batch at byte {pos}: only magic 2 is accepted")
         if size < RECORD_BATCH_OVERHEAD or size > n - pos:
             raise CorruptMessageError(
                 f"record batch at byte {pos} says it has {size} bytes, {n - pos} are left")
@@ -280,8 +281,9 @@ cdef list assign_buffer(unsigned char* p, Py_ssize_t n, list headers, object fir
             max_timestamp = as_int64(max_timestamp_obj, b"q", -INT64_MAX - 1, INT64_MAX)
         if (attributes != stored_attributes
                 or max_timestamp != get_int64(b + MAX_TIMESTAMP_OFFSET)):
-            put_int16(b + ATTRIBUTES_OFFSET,
-                      <int16_t>as_int64(attributes, b"h", INT16_MIN, INT16_MAX))
+            if attributes < INT16_MIN or attributes > INT16_MAX:
+                raise struct.error(f"'h' format requires {INT16_MIN} <= number <= {INT16_MAX}")
+            put_int16(b + ATTRIBUTES_OFFSET, <int16_t>attributes)
             put_int64(b + MAX_TIMESTAMP_OFFSET, max_timestamp)
             crc = crc_of(b + ATTRIBUTES_OFFSET, size - ATTRIBUTES_OFFSET, 0)
             put_int32(b + CRC_OFFSET, <int32_t>(<uint32_t>crc))
@@ -301,8 +303,9 @@ cdef list assign_buffer(unsigned char* p, Py_ssize_t n, list headers, object fir
                 set_item(t, i, <object>PyTuple_GET_ITEM(h, i))
         out.append(t)
         delta = <int64_t>h[H_LAST_OFFSET_DELTA] + 1
-        if (delta > 0 and offset > INT64_MAX - delta) or (delta < 0 and offset < -INT64_MAX - 1 - delta):
-            offset_overflow = True
+        if ((delta > 0 and offset > INT64_MAX - delta)
+                or (delta < 0 and offset < -INT64_MAX - 1 - delta)):
+            offset_overflow = True  # raised if another batch needs an offset, as struct would
         else:
             offset += delta
     return out
