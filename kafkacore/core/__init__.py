@@ -53,4 +53,5 @@ COMPILED_MODULES = (
     "kafkacore.broker.timer",  # the broker's timing wheel: compiled, but the broker's alone
     "kafkacore.broker.request_parser",  # the broker's request header and Produce body
     "kafkacore.broker.response_encoder",  # the broker's Produce response
+    "kafkacore.broker.log.log_validator",  # the log's LogValidator (analyze, assign_offsets)
 )
