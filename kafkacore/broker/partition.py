@@ -242,7 +242,7 @@ class Partition:
         """For a DelayedProduce: (done, error code).  Done when the HW passed the batch (every ISR
         member has it), or when this broker stopped leading."""
         with self.lock:
-            if not self.is_leader:
+            if self.leader_id != self.local_broker_id:  # (is_leader, for every acks=all Produce)
                 return True, Errors.NOT_LEADER_OR_FOLLOWER
             if self.log.high_watermark >= required_offset:
                 if len(self.isr) >= self.log.config.min_insync_replicas:

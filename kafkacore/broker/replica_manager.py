@@ -222,9 +222,10 @@ class ReplicaManager:
                 response.update(error_code=exc.errno, error_message=str(exc)[:1000])
                 continue
             # A duplicate (a retried batch) gets the original batch's offsets: written once.
-            response["base_offset"] = info.first_offset
-            response["log_append_time_ms"] = info.log_append_time_ms
-            response["log_start_offset"] = info.log_start_offset
+            first_offset, last_offset, append_time, start_offset, _, _ = info
+            response["base_offset"] = first_offset
+            response["log_append_time_ms"] = append_time
+            response["log_start_offset"] = start_offset
             # Followers long-polling this partition have new data; a moved HW may complete
             # produces waiting for it (Kafka's ReplicaManager does the same after an append).
             self.fetch_purgatory.check_and_complete(key)
@@ -233,11 +234,11 @@ class ReplicaManager:
             if required_acks == -1:
                 # What the DelayedProduce's first try would find, without making one: an ISR
                 # of one, or followers already past the batch, answer at once.
-                done, error = partition.check_enough_replicas_reach_offset(info.last_offset + 1)
+                done, error = partition.check_enough_replicas_reach_offset(last_offset + 1)
                 if done:
                     response["error_code"] = error
                 else:
-                    waiting[key] = ProducePartitionStatus(info.last_offset + 1, response)
+                    waiting[key] = ProducePartitionStatus(last_offset + 1, response)
         if waiting:
             statuses = {key: waiting.get(key) or ProducePartitionStatus(
                 -1, response, acks_pending=False) for key, response in results.items()}
