@@ -78,7 +78,7 @@ cdef inline void set_item(object t, Py_ssize_t i, object value):
 
 
 cdef object new_header(Py_ssize_t position, int64_t size, const unsigned char* h,
-                      object max_timestamp):
+                       object max_timestamp):
     """The BatchHeader of the batch whose header is at ``h``, with ``max_timestamp``."""
     cdef object t = kc_alloc_tuple_of(BatchHeader, HEADER_FIELDS)
     set_item(t, 0, position)
@@ -132,7 +132,7 @@ cdef int64_t size_limit(object max_message_bytes) except? -2:
 
 cdef list analyze_buffer(object records, const unsigned char* p, Py_ssize_t n,
                          object max_message_bytes, bint allow_control, bint compacted):
-    cdef Py_ssize_t pos = 0, count = 0, i, budget = DEFAULT_BUDGET
+    cdef Py_ssize_t pos = 0, count = 0, _batch, budget = DEFAULT_BUDGET
     cdef int64_t size, limit = size_limit(max_message_bytes)
     cdef int64_t last_delta, max_ts_delta
     cdef signed char magic
@@ -168,7 +168,7 @@ cdef list analyze_buffer(object records, const unsigned char* p, Py_ssize_t n,
     if compacted and irregular:
         out = []
         pos = 0
-        for i in range(count):
+        for _batch in range(count):
             size = LOG_OVERHEAD + <int64_t>get_int32(p + pos + LENGTH_OFFSET)
             out.append(check_compacted(records, new_header(
                 pos, size, p + pos, get_int64(p + pos + MAX_TIMESTAMP_OFFSET))))
@@ -178,7 +178,7 @@ cdef list analyze_buffer(object records, const unsigned char* p, Py_ssize_t n,
     # corrupt batch anywhere is reported before a header's invalid field.
     out = []
     pos = 0
-    for i in range(count):
+    for _batch in range(count):
         size = LOG_OVERHEAD + <int64_t>get_int32(p + pos + LENGTH_OFFSET)
         try:
             check_batch(p + pos, size, pos, &budget, &last_delta, &max_ts_delta)
