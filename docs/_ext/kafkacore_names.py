@@ -64,7 +64,7 @@ KAFKA_ONLY = frozenset(
 KAFKA_NAMES = frozenset(
     """
     AclControlManager AddOffsetsToTxn CurrentAssignmentBuilder AddPartitionsToTxn AdminClient AtomicReference
-    BoundedByteBufferReceive ByteBuffer CheckpointFile ClusterConnectionStates Collections
+    BoundedByteBufferReceive BrokerServer ByteBuffer CheckpointFile ClusterConnectionStates Collections
     CompressionRatioEstimator Condition Crc32C CreateTime DefaultRecord DefaultRecordBatch
     DefaultRecordBatchBuilder DeleteRecords EndTxn ExponentialBackoff FindCoordinator Future
     GroupMetadataKey GroupMetadataValue InFlightRequests InitProducerId Integer KafkaAdminClient

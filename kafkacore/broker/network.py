@@ -1355,6 +1355,10 @@ class SocketServer:
         for p in self.processors:
             if p.is_alive():
                 p.join(timeout_s)
+            elif p.ident is None:
+                # Never started (a broker that stopped before it caught up with the metadata
+                # log): its own loop did not run on_shutdown, which closes its sockets.
+                p.on_shutdown()
         if self.authentication_executor is not None:
             self.authentication_executor.shutdown(timeout_s)
 

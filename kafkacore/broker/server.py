@@ -170,11 +170,18 @@ class Broker:
             self.request_channel, self.apis, self.config["num.io.threads"]
         )
         self._handlers.start()
-        self.socket_server.startup()
         self._started = True
-        self.replica_manager.startup()
         if self.config["process.roles"] == "broker":
+            # Kafka's BrokerServer binds its listeners early and enables request processing
+            # only once the broker has caught up with the metadata log: a client that connects
+            # meanwhile (to a restarted broker's address) waits in the listen backlog instead
+            # of being told of a cluster with no brokers and no topics.
+            self.replica_manager.startup()
             self._join_cluster()
+            self.socket_server.startup()
+        else:
+            self.socket_server.startup()
+            self.replica_manager.startup()
         log.info("broker %d started, listening on %s", self.broker_id, self.bootstrap_servers)
         return self
 
