@@ -53,7 +53,10 @@ class LogDirFailureChannel:
 
     def mark_online(self, log_dir: Path) -> None:
         with self._lock:
-            if self._offline.pop(log_dir, None) is None:
+            if log_dir not in self._offline:
                 return
+            # Said before the dir is back, so that whoever sees it online (an append accepted
+            # on another thread) finds the line already in the log.
+            log.warning("log dir %s is online again: a probe write succeeded", log_dir)
+            del self._offline[log_dir]
             self.recoveries += 1
-        log.warning("log dir %s is online again: a probe write succeeded", log_dir)
