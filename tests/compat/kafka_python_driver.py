@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import time
 
 import harness
 from harness import RECORDS, TIMEOUT_S, check
@@ -24,6 +25,7 @@ from kafka.admin import (
     ResourcePatternFilter,
     ResourceType,
 )
+from kafka.errors import CommitFailedError, RebalanceInProgressError
 from kafka.structs import OffsetAndMetadata
 
 TIMEOUT_MS = int(TIMEOUT_S * 1000)
@@ -83,11 +85,26 @@ def group_consume(bootstrap, name):
         c.subscribe([name])
         got = read(c)
         check(len(got) == RECORDS, f"read {len(got)} of {RECORDS} records")
-        c.commit()
+        commit(c, {TopicPartition(name, 0): OffsetAndMetadata(RECORDS, "", -1)})
         committed = c.committed(TopicPartition(name, 0))
     finally:
         c.close()
     check(committed == RECORDS, f"committed offset {committed}")
+
+
+def commit(c, offsets):
+    """Commit ``offsets`` as a consumer's loop does: a commit refused because the group is
+    rebalancing (kafka-python rejoins by itself, after a metadata change for one) is made again
+    once poll() has taken the consumer back into the group, within TIMEOUT_S."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        try:
+            c.commit(offsets)
+            return
+        except (RebalanceInProgressError, CommitFailedError):
+            if time.monotonic() > deadline:
+                raise
+            c.poll(timeout_ms=200)
 
 
 def committed_group(bootstrap, name, offset=5):
