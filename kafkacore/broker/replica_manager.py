@@ -216,7 +216,7 @@ class ReplicaManager:
                 response["error_code"] = error
                 continue
             try:
-                info, hw_moved = partition.append_records_to_leader(
+                info, hw_moved, replicated = partition.append_records_to_leader(
                     records, required_acks, from_coordinator=from_coordinator)
             except errors.BrokerResponseError as exc:
                 response.update(error_code=exc.errno, error_message=str(exc)[:1000])
@@ -231,14 +231,10 @@ class ReplicaManager:
             self.fetch_purgatory.check_and_complete(key)
             if hw_moved:
                 self.produce_purgatory.check_and_complete(key)
-            if required_acks == -1:
-                # What the DelayedProduce's first try would find, without making one: an ISR
-                # of one, or followers already past the batch, answer at once.
-                done, error = partition.check_enough_replicas_reach_offset(last_offset + 1)
-                if done:
-                    response["error_code"] = error
-                else:
-                    waiting[key] = ProducePartitionStatus(last_offset + 1, response)
+            if required_acks == -1 and not replicated:
+                # An ISR of one, or followers already past the batches, answer at once; else
+                # the answer waits in the purgatory for the followers.
+                waiting[key] = ProducePartitionStatus(last_offset + 1, response)
         if waiting:
             statuses = {key: waiting.get(key) or ProducePartitionStatus(
                 -1, response, acks_pending=False) for key, response in results.items()}

@@ -63,7 +63,7 @@ def test_a_fetch_answered_by_the_old_leader_is_not_appended_by_the_new_leader(tm
         partition.append_records_to_follower(fetched, 2, leader_epoch=1)
     assert partition.log.log_end_offset == 0
     # The new leader's own appends carry its epoch from offset 0.
-    info, _ = partition.append_records_to_leader(batch([b"mine"]), 1)
+    info, _, _ = partition.append_records_to_leader(batch([b"mine"]), 1)
     assert info.first_offset == 0
     assert [b.partition_leader_epoch for b in iter_batches(partition.log.read(0, 1 << 20).records)] \
         == [2]
@@ -71,20 +71,25 @@ def test_a_fetch_answered_by_the_old_leader_is_not_appended_by_the_new_leader(tm
 
 def test_an_append_says_whether_it_moved_the_high_watermark(tmp_path):
     """Only an append that moves the HW can complete a waiting acks=all produce: the leader
-    alone in its ISR moves it at once, a leader with followers in the ISR waits for them."""
+    alone in its ISR moves it at once (and its acks=all is met), a leader with followers in
+    the ISR waits for them."""
     alone = Partition("t", 0, uuid.uuid4(), Log(tmp_path / "alone" / "t-0"), ME, None, 30_000)
     alone.make_leader(PartitionState(ME, 1, [ME], [ME]))
-    info, hw_moved = alone.append_records_to_leader(batch([b"a", b"b"]), -1)
-    assert hw_moved and alone.high_watermark == info.last_offset + 1 == 2
+    info, hw_moved, replicated = alone.append_records_to_leader(batch([b"a", b"b"]), -1)
+    assert hw_moved and replicated and alone.high_watermark == info.last_offset + 1 == 2
     assert alone.check_enough_replicas_reach_offset(2) == (True, Errors.NONE)
     led_log = Log(tmp_path / "led" / "t-0")
     led_log.high_watermark = 0  # a replica's own HW, as the ReplicaManager gives it
     led = Partition("t", 0, uuid.uuid4(), led_log, ME, None, 30_000)
     led.make_leader(PartitionState(ME, 1, [ME, OTHER], [ME, OTHER]))
-    info, hw_moved = led.append_records_to_leader(batch([b"a"]), -1)
-    assert not hw_moved and led.high_watermark == 0
+    info, hw_moved, replicated = led.append_records_to_leader(batch([b"a"]), -1)
+    assert not hw_moved and not replicated and led.high_watermark == 0
     assert led.check_enough_replicas_reach_offset(info.last_offset + 1) == (False, Errors.NONE)
     assert led.update_follower_fetch_state(OTHER, 1)[0]  # the follower's fetch moves it
+    assert led.check_enough_replicas_reach_offset(info.last_offset + 1) == (True, Errors.NONE)
+    # The next append waits for the follower again.
+    info, hw_moved, replicated = led.append_records_to_leader(batch([b"b"]), -1)
+    assert (info.first_offset, hw_moved, replicated) == (1, False, False)
 
 
 def test_a_fetch_under_an_old_epoch_is_not_appended_after_following_a_new_leader(tmp_path):
