@@ -561,19 +561,15 @@ class Log:
         checks every record; we check each batch's first and max timestamps (the producer's
         base timestamp is its first record's), which keeps the work per batch."""
         cfg = self.config
+        latest = now + cfg.message_timestamp_after_max_ms  # (both settings are >= 0)
+        earliest = now - cfg.message_timestamp_before_max_ms
         for h in headers:
-            if (
-                h.max_timestamp != NO_TIMESTAMP
-                and h.max_timestamp - now > cfg.message_timestamp_after_max_ms
-            ):
+            if h.max_timestamp > latest:  # (NO_TIMESTAMP, -1, is never later than now)
                 raise InvalidTimestampError(
                     f"batch at byte {h.position}: timestamp {h.max_timestamp} is more than"
                     f" message.timestamp.after.max.ms={cfg.message_timestamp_after_max_ms} ahead of {now}"
                 )
-            if (
-                h.base_timestamp != NO_TIMESTAMP
-                and now - h.base_timestamp > cfg.message_timestamp_before_max_ms
-            ):
+            if h.base_timestamp < earliest and h.base_timestamp != NO_TIMESTAMP:
                 raise InvalidTimestampError(
                     f"batch at byte {h.position}: timestamp {h.base_timestamp} is more than"
                     f" message.timestamp.before.max.ms={cfg.message_timestamp_before_max_ms} before {now}"
@@ -654,10 +650,10 @@ class Log:
         """Kafka's ``maybeRoll``: a new segment when this append would pass segment.bytes, when
         segment.ms has passed since the segment was created, or when relative offsets would no
         longer fit the index's 4 bytes."""
-        segment = self.active_segment
-        cfg = self.config
+        segment = self._segments[-1]  # (the active segment, for every append)
         if segment.size == 0:
             return segment
+        cfg = self.config
         if (
             segment.size > cfg.segment_bytes - size
             or now - (segment.created_ms or now) > cfg.segment_ms
