@@ -35,6 +35,7 @@ from kafkacore.broker.authentication_executor import AuthenticationExecutor
 from kafkacore.broker.config import BrokerConfig, EndPoint
 from kafkacore.broker.faults import FaultInjector
 from kafkacore.broker.log.file_records import FileRecords
+from kafkacore.broker.memory_pool import MemoryPool
 from kafkacore.broker.rate_limited_log import RateLimitedLog
 from kafkacore.broker.request_channel import (
     HANDLER_TURN,
@@ -166,38 +167,6 @@ class ConnectionQuotas:
     def total(self) -> int:
         with self._lock:
             return self._total
-
-
-class MemoryPool:
-    """The bytes of requests being read or handled, for all processors together
-    (``queued.max.request.bytes``; Kafka's ``SimpleMemoryPool``).
-
-    A processor that has read a request's size asks for that many bytes before it reads the
-    body; when the pool cannot give them, that connection is not read until another request's
-    bytes come back, so clients that half-send huge requests hold at most the pool, not the
-    broker's whole memory.  ``capacity`` -1: no bound.  Guarded by ``_lock``.
-    """
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._lock = threading.Lock()
-        self._used = 0  # guarded by _lock
-
-    def try_allocate(self, size: int) -> bool:
-        with self._lock:
-            if self.capacity >= 0 and self._used + size > self.capacity and self._used > 0:
-                return False  # (an empty pool always gives: one request larger than it fits)
-            self._used += size
-            return True
-
-    def release(self, size: int) -> None:
-        with self._lock:
-            self._used = max(0, self._used - size)
-
-    @property
-    def used(self) -> int:
-        with self._lock:
-            return self._used
 
 
 class KafkaChannel:
