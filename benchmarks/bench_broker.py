@@ -28,6 +28,7 @@ Where requests are small or many (``--small``), confluent-kafka's producers and 
 - ``batches16k-x4``: four producers at once, each as fast as it can, ``batch.size=16384``;
 - ``partitions100``: one producer, as fast as it can, into 100 partitions (records spread at random,
   so each request carries many partitions' batches);
+- of both, the broker's CPU per record and per Produce request, as above;
 - ``fetch``: a four-partition topic filled first, then read from offset 0 to the end by one
   confluent-kafka consumer per partition, at once: records/s, the broker's CPU per record, and
   the share of a core that the busiest consumer and the broker used (a reader near 100 % would
@@ -104,39 +105,48 @@ FETCH_CASES = {"fetch": FETCH_PARTITIONS, "fetch-8": 2 * FETCH_PARTITIONS,
                "fetch-kcat": FETCH_PARTITIONS}
 
 
+class ProduceRequestCount:
+    """How many Produce requests a confluent-kafka producer has sent, from librdkafka's
+    statistics: how many records ride in one request depends on how fast the broker answers (a
+    slower broker gets fuller requests and looks cheaper per record), so the broker's CPU is
+    compared per request too."""
+
+    def __init__(self):
+        self.reports = []
+        #: the producer's settings that make it report
+        self.config = {"statistics.interval.ms": 100,
+                       "stats_cb": lambda s: self.reports.append(json.loads(s))}
+
+    def read(self, producer):
+        """Produce requests sent so far, from a report newer than this call (None if none
+        came within 10 s)."""
+        self.reports.clear()
+        deadline = time.monotonic() + 10
+        while not self.reports and time.monotonic() < deadline:
+            producer.poll(0.05)
+        if not self.reports:
+            return None
+        return sum(b.get("req", {}).get("Produce", 0) for b in self.reports[-1]["brokers"].values())
+
+
 def latency_child(bootstrap, topic, linger_ms):
     """Paced at LATENCY_RATE records/s for LATENCY_SECONDS; prints the latencies' percentiles
-    and how many Produce requests carried the records (librdkafka's statistics: how many
-    records go in one request depends on how fast the broker answers, so the broker's CPU is
-    compared per request too)."""
+    and how many Produce requests carried the records (ProduceRequestCount)."""
     from confluent_kafka import Producer
 
     latencies = []
-    statistics_seen = []
+    count = ProduceRequestCount()
 
     def on_delivery(err, msg):
         if err is None:
             latencies.append(msg.latency())
 
-    def produce_requests():
-        """Produce requests sent so far, from a statistics report newer than this call."""
-        statistics_seen.clear()
-        deadline = time.monotonic() + 10
-        while not statistics_seen and time.monotonic() < deadline:
-            producer.poll(0.05)
-        if not statistics_seen:
-            return None
-        return sum(b.get("req", {}).get("Produce", 0)
-                   for b in statistics_seen[-1]["brokers"].values())
-
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
-                         "linger.ms": linger_ms, "enable.idempotence": False,
-                         "statistics.interval.ms": 100,
-                         "stats_cb": lambda s: statistics_seen.append(json.loads(s))})
+                         "linger.ms": linger_ms, "enable.idempotence": False, **count.config})
     for _ in range(200):  # warm: connections, metadata
         producer.produce(topic, VALUE, callback=on_delivery)
     producer.flush(30)
-    requests_before = produce_requests()
+    requests_before = count.read(producer)
     latencies.clear()
     print("warm", flush=True)
     sys.stdin.readline()
@@ -150,7 +160,7 @@ def latency_child(bootstrap, topic, linger_ms):
         producer.poll(0)
     producer.flush(60)
     seconds = time.perf_counter() - start
-    requests_after = produce_requests()
+    requests_after = count.read(producer)
     latencies.sort()
     print(json.dumps({
         "acked": len(latencies), "seconds": seconds,
@@ -162,13 +172,17 @@ def latency_child(bootstrap, topic, linger_ms):
 
 
 def flood_child(bootstrap, topic, n, config):
-    """As fast as it can: warm, wait for "go", send ``n`` records, print JSON."""
+    """As fast as it can: warm, wait for "go", send ``n`` records, print JSON (with the
+    Produce requests that carried them: ProduceRequestCount)."""
     produce_confluent(bootstrap, topic, 2000, VALUE, config)
     print("warm", flush=True)
     sys.stdin.readline()
     wall0 = time.perf_counter()
-    acked = produce_confluent(bootstrap, topic, n, VALUE, config)
-    print(json.dumps({"acked": acked, "seconds": time.perf_counter() - wall0}), flush=True)
+    count, requests = ProduceRequestCount(), []
+    acked = produce_confluent(bootstrap, topic, n, VALUE, {**config, **count.config},
+                              on_flushed=lambda producer: requests.append(count.read(producer)))
+    seconds = time.perf_counter() - wall0  # (reading the count waits for a report: not timed)
+    print(json.dumps({"acked": acked, "seconds": seconds, "requests": requests[0]}), flush=True)
 
 
 def small_case_children(case, bootstrap, topic, n):
@@ -315,9 +329,10 @@ def measure_small(broker_kind, case, n):
             row["broker_cpu_share"] = cpu / wall
         if case.startswith("latency"):
             row.update(p50_ms=results[0]["p50_ms"], p99_ms=results[0]["p99_ms"])
-            if results[0].get("requests"):
-                row.update(records_per_request=acked / results[0]["requests"],
-                           broker_cpu_us_per_request=cpu * 1e6 / results[0]["requests"])
+        if "requests" in results[0] and all(r["requests"] for r in results):
+            requests = sum(r["requests"] for r in results)
+            row.update(records_per_request=acked / requests,
+                       broker_cpu_us_per_request=cpu * 1e6 / requests)
         return row
 
 

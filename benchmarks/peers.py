@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
 def produce_confluent(bootstrap: str, topic: str, n: int, value: bytes,
-                      config: dict[str, Any]) -> int:
+                      config: dict[str, Any],
+                      on_flushed: Callable[[Any], None] | None = None) -> int:
     """Send ``n`` records with confluent-kafka's Producer as fast as its queue takes them
-    (polling when it is full), flush, and return how many were acknowledged."""
+    (polling when it is full), flush, and return how many were acknowledged.  ``on_flushed``
+    is given the producer once it is flushed (to read its statistics)."""
     from confluent_kafka import Producer
 
     acked = [0]
@@ -30,4 +33,6 @@ def produce_confluent(bootstrap: str, topic: str, n: int, value: bytes,
         if i & 0xFFF == 0:
             poll(0)
     producer.flush(120)
+    if on_flushed is not None:
+        on_flushed(producer)
     return acked[0]

@@ -63,7 +63,8 @@ KAFKA_ONLY = frozenset(
 # define under the same name.
 KAFKA_NAMES = frozenset(
     """
-    AclControlManager AddOffsetsToTxn CurrentAssignmentBuilder AddPartitionsToTxn AdminClient AtomicReference
+    AclControlManager AddOffsetsToTxn CurrentAssignmentBuilder AddPartitionsToTxn AdminClient AtomicLong
+    AtomicReference
     BoundedByteBufferReceive BrokerServer ByteBuffer CheckpointFile ClusterConnectionStates Collections
     CompressionRatioEstimator Condition Crc32C CreateTime DefaultRecord DefaultRecordBatch
     DefaultRecordBatchBuilder DeleteRecords EndTxn ExponentialBackoff FindCoordinator Future
