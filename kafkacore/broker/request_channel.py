@@ -6,17 +6,17 @@ queue, and putting a response there wakes that processor's selector if it is asl
 ``select()`` waiting for its sockets (Kafka's ``RequestChannel`` and ``Processor.wakeup``).
 
 The hand-offs are the broker's hottest path for small requests, so neither queue takes a
-``threading.Condition`` per item: :class:`RequestQueue` wakes one sleeping handler, and only when
-one sleeps; a processor is woken only when it sleeps too (see ``Processor.enqueue_response``).
+``threading.Condition`` per item: the request queue
+(:class:`~kafkacore.broker.request_queue.RequestQueue`, compiled) wakes one sleeping handler,
+and only when one sleeps; a processor is woken only when it sleeps too (see
+``Processor.enqueue_response``).
 """
 
 from __future__ import annotations
 
-import collections
 import enum
 import logging
 import os
-import queue
 import select
 import threading
 import time
@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kafkacore.broker.request_queue import RequestQueue
 from kafkacore.broker.response_encoder import encode_fetch_response, encode_produce_response
 from kafkacore.protocol import codec
 
@@ -149,89 +150,6 @@ class HandlerWaker:
     def close(self) -> None:
         os.close(self._r)
         os.close(self._w)
-
-
-class RequestQueue:
-    """A bounded FIFO from the processors to the handlers, cheap to hand over through.
-
-    ``queue.Queue`` takes its mutex and notifies a ``Condition`` on every put, and a ``get`` with
-    a timeout allocates a lock per wait: on small requests that cost more than handling them.
-    Here the items are a ``deque``, and each handler that finds it empty sleeps on its own
-    :class:`HandlerWaker`, kept on a stack of sleepers.
-
-    The invariant that no request waits while a handler sleeps: a handler registers as a
-    sleeper and a put appends its item under the same ``_lock``, each looking at the other's
-    side there, so either the handler sees the item or the put sees the sleeper (and hands it
-    to its caller to wake: exactly one, the one that slept last, whose stack is the warmest).
-    A busy handler takes the next item without sleeping, and a put finds nobody to wake.  A
-    woken handler that finds the queue empty (a busy one was quicker) just looks again.
-
-    The bound (``queued.max.requests``): a put into a full queue waits (bounded by its timeout)
-    until a get makes room; only that rare path uses a ``Condition``.
-    """
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = maxsize
-        self._items: collections.deque[Request] = collections.deque()
-        self._lock = threading.Lock()
-        #: The wakers of the handlers asleep here, the last to sleep on top (guarded by _lock).
-        self._sleepers: list[HandlerWaker] = []
-        #: Puts waiting for room (guarded by _lock).
-        self._not_full = threading.Condition(self._lock)
-        self._full_waiters = 0
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def put(self, item: Request, timeout_s: float | None = None) -> HandlerWaker | None:
-        """Append ``item``; waits at most ``timeout_s`` for room, then raises ``queue.Full``.
-
-        Returns the sleeping handler that is to take it (None: none sleeps): the caller owes it
-        a ``wake()``.  A processor pays that debt just before it sleeps itself, so the handler
-        it wakes does not wait for the GIL the processor still holds.
-        """
-        with self._lock:
-            if len(self._items) >= self.maxsize:
-                deadline = None if timeout_s is None else time.monotonic() + timeout_s
-                self._full_waiters += 1
-                try:
-                    while len(self._items) >= self.maxsize:
-                        left = None if deadline is None else deadline - time.monotonic()
-                        if left is not None and left <= 0:
-                            raise queue.Full
-                        self._not_full.wait(left)
-                finally:
-                    self._full_waiters -= 1
-            self._items.append(item)
-            return self._sleepers.pop() if self._sleepers else None
-
-    def get(self, waker: HandlerWaker, timeout_s: float) -> Request | None:
-        """The next item, or None after ``timeout_s`` (or a wake-up for an item another handler
-        took first).  ``waker`` is the calling handler's own."""
-        with self._lock:
-            if self._items:
-                item = self._items.popleft()
-                if self._full_waiters:
-                    self._not_full.notify()
-                return item
-            self._sleepers.append(waker)
-        waker.wait(timeout_s)
-        with self._lock:
-            if waker in self._sleepers:  # nobody chose us (a timeout, or a stale byte)
-                self._sleepers.remove(waker)
-            if not self._items:
-                return None
-            item = self._items.popleft()
-            if self._full_waiters:
-                self._not_full.notify()
-            return item
-
-    def wake_all(self) -> None:
-        """Wake every sleeping handler (shutdown)."""
-        with self._lock:
-            sleepers, self._sleepers = self._sleepers, []
-        for sleeper in sleepers:
-            sleeper.wake()
 
 
 class HandlerTurn(threading.local):

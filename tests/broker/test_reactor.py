@@ -21,7 +21,8 @@ from waits import wait_until
 from kafkacore import errors
 from kafkacore.broker import Broker, BrokerConfig
 from kafkacore.broker.network import READ_AHEAD
-from kafkacore.broker.request_channel import HandlerWaker, RequestQueue
+from kafkacore.broker.request_channel import HandlerWaker
+from kafkacore.broker.request_queue import RequestQueue
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -362,6 +363,16 @@ def test_a_busy_handler_takes_the_next_request_without_sleeping():
     wake = HandlerWaker()
     assert [q.get(wake, 30), q.get(wake, 30)] == ["a", "b"]
     assert not q._sleepers and len(q) == 0
+
+
+def test_a_handler_whose_wait_ends_empty_handed_leaves_no_trace():
+    q = RequestQueue(10)
+    wake = HandlerWaker()
+    assert q.get(wake, 0.01) is None  # nothing came: a timeout ...
+    assert not q._sleepers  # ... and the next put does not hand the request to a stale sleeper
+    assert q.put("a") is None and q.get(wake, 30) == "a"
+    with pytest.raises(ValueError, match="queued.max.requests=0"):
+        RequestQueue(0)
 
 
 def test_the_request_queue_is_bounded_and_a_get_makes_room():
