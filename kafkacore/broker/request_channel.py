@@ -19,11 +19,11 @@ import logging
 import os
 import select
 import threading
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kafkacore.broker.request import Request
 from kafkacore.broker.request_queue import RequestQueue
 from kafkacore.broker.response_encoder import encode_fetch_response, encode_produce_response
 from kafkacore.protocol import codec
@@ -32,52 +32,6 @@ if TYPE_CHECKING:
     from kafkacore.broker.network import Processor
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(eq=False, slots=True)
-class Request:
-    """One decoded request, as a handler sees it (Kafka's ``RequestChannel.Request``).
-
-    ``body`` is None when the processor could not decode the body at the version asked (an
-    unsupported version): :class:`~kafkacore.broker.apis.KafkaApis` answers that with
-    UNSUPPORTED_VERSION.
-    """
-
-    processor: int
-    connection_id: str
-    header: dict[str, Any]
-    body: dict[str, Any] | None
-    client_address: tuple[str, int]
-    size: int
-    start_time_ns: int = field(default_factory=time.monotonic_ns)
-    #: The listener the request came in on (Metadata answers with that listener's address).
-    listener_name: str = "PLAINTEXT"
-    #: Who sent it (Kafka's ``KafkaPrincipal``): ``User:<SASL user>``, or ``User:ANONYMOUS``
-    #: on a connection that did not authenticate.
-    principal: str = "User:ANONYMOUS"
-    #: An error code a test injected (kafkacore.broker.faults) for the handler's answer to carry.
-    injected_error: int = 0
-    #: Set by a handler whose client went over its quota: the processor reads nothing more from
-    #: the connection for this long once the answer is written (KIP-219).
-    throttle_time_ms: int = 0
-
-    @property
-    def api_key(self) -> int:
-        return int(self.header["request_api_key"])
-
-    @property
-    def api_version(self) -> int:
-        return int(self.header["request_api_version"])
-
-    @property
-    def correlation_id(self) -> int:
-        return int(self.header["correlation_id"])
-
-    def __repr__(self) -> str:
-        return (
-            f"Request(api_key={self.api_key}, v{self.api_version}, "
-            f"correlation_id={self.correlation_id}, connection={self.connection_id})"
-        )
 
 
 class ResponseAction(enum.Enum):
