@@ -33,7 +33,8 @@ cdef class MemoryPool:
         gives: one request larger than the pool still fits (Kafka's ``tryAllocate``)."""
         if size < 0:
             raise ValueError(f"cannot allocate {size} bytes")
-        if self.capacity >= 0 and self._used > 0 and self._used + size > self.capacity:
+        # (capacity - used, not used + size: that could pass int64's end)
+        if self.capacity >= 0 and self._used > 0 and size > self.capacity - self._used:
             return False
         self._used += size
         return True

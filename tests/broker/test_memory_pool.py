@@ -29,6 +29,13 @@ def test_an_empty_pool_gives_one_request_larger_than_itself():
     assert pool.try_allocate(1)
 
 
+def test_a_size_near_the_end_of_int64_is_refused_not_wrapped():
+    pool = MemoryPool(10)
+    assert pool.try_allocate(5)
+    assert not pool.try_allocate((1 << 63) - 1)  # 5 + that would wrap past int64's end
+    assert pool.used == 5
+
+
 def test_no_bound():
     pool = MemoryPool(-1)
     assert all(pool.try_allocate(1 << 40) for _ in range(4))
