@@ -855,7 +855,7 @@ class Processor(ShutdownableThread):
         # in the buffer, up to READ_AHEAD, before the socket stops being watched (poll).
         ch.muted = True
         self._stats["requests"] += 1
-        self._requests_by_api[header["request_api_key"]] += 1
+        self._requests_by_api[request.api_key] += 1
         queue_ = self.channel.request_queue
         while self._running:
             if len(queue_) >= queue_.maxsize:

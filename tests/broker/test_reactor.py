@@ -46,6 +46,8 @@ def test_api_versions_every_version(broker):
         assert correlation_id == 100 + version
         assert body["error_code"] == 0
         assert {"api_key": 18, "min_version": 0, "max_version": 4} in body["api_keys"]
+    counted = f"requests.api_key.{int(ApiKey.API_VERSIONS)}"  # counted by API key, per processor
+    assert sum(p.get(counted, 0) for p in broker.socket_server.statistics()) == 5
 
 
 def test_unsupported_api_versions_version_is_answered_in_v0(broker):
