@@ -43,12 +43,19 @@ def consumer(bootstrap, group=None, **more):
 
 
 def read(c, n=RECORDS):
+    """Up to ``n`` records within TIMEOUT_S.  Each poll may take all the time that is left: it
+    returns as soon as records come, and a group join it starts ends inside it.  (kafka-python
+    3.0 keeps a join that outlives a poll for the next poll, but a join that ends between two
+    polls is dropped and started again, and a rejoin that ends there can leave the consumer
+    "rebalancing" for good, refusing every commit: seen with 100 ms polls on a loaded machine.)"""
     got = []
-    for _ in range(int(TIMEOUT_S * 10)):
-        for records in c.poll(timeout_ms=100, max_records=n - len(got)).values():
-            got.extend(r.value for r in records)
-        if len(got) >= n:
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(got) < n:
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if left_ms <= 0:
             break
+        for records in c.poll(timeout_ms=left_ms, max_records=n - len(got)).values():
+            got.extend(r.value for r in records)
     return got
 
 
@@ -78,9 +85,7 @@ def group_consume(bootstrap, name):
     c = consumer(bootstrap, name)
     try:
         # The topic's metadata first, as a consumer of an existing topic has it: else the
-        # first assignment is empty and a metadata update makes kafka-python rejoin at once, a
-        # path where it was seen, rarely, to wait for an assignment its coordinator (Stable at
-        # the new generation) had given.
+        # first assignment is empty and a metadata update makes kafka-python rejoin at once.
         check(c.partitions_for_topic(name) == {0}, "the topic's partitions are not known")
         c.subscribe([name])
         got = read(c)
@@ -95,16 +100,18 @@ def group_consume(bootstrap, name):
 def commit(c, offsets):
     """Commit ``offsets`` as a consumer's loop does: a commit refused because the group is
     rebalancing (kafka-python rejoins by itself, after a metadata change for one) is made again
-    once poll() has taken the consumer back into the group, within TIMEOUT_S."""
+    once poll() has taken the consumer back into the group, within TIMEOUT_S.  The poll waits
+    long enough for a rejoin to end inside it (see read)."""
     deadline = time.monotonic() + TIMEOUT_S
     while True:
         try:
             c.commit(offsets)
             return
         except (RebalanceInProgressError, CommitFailedError):
-            if time.monotonic() > deadline:
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if left_ms <= 0:
                 raise
-            c.poll(timeout_ms=200)
+            c.poll(timeout_ms=min(left_ms, 2000))
 
 
 def committed_group(bootstrap, name, offset=5):
