@@ -137,6 +137,19 @@ def test_every_request_header_reads_as_in_the_codec(api_key, data, rest):
         == expected
 
 
+@settings(max_examples=examples(300), deadline=None)
+@given(st.integers(-2, max(codec.REQUESTS) + 2), st.integers(-(2**15), 2**15 - 1),
+       st.binary(max_size=24))
+def test_parse_request_chooses_as_the_codec_for_any_api_and_version(api_key, version, rest):
+    """Declared or not (an unknown API key, a version below or above the declared ones, negative
+    ones): the same header, and a body only for a declared version, read as the codec reads it."""
+    if api_key in codec.REQUESTS and version >= 0:
+        valid = codec.REQUESTS[api_key].valid
+        version = valid.low - 1 + version % (valid.high - valid.low + 3)  # near the range
+    frame = bytearray(struct.pack(">hhi", api_key, version, 7) + b"\x00\x01c" + rest)
+    assert outcome(parse_request, frame) == outcome(codec_parse, frame)
+
+
 def produce_prefix(version: int) -> bytes:
     """A Produce header and body up to the topic count (no transactional id, acks=1)."""
     flexible = version in PRODUCE.flexible
