@@ -233,7 +233,7 @@ def parse_request(frame: bytes) -> tuple[dict[str, Any], dict[str, Any] | None, 
     if len(frame) < 8:
         raise codec.ProtocolError(f"a request of {len(frame)} bytes is shorter than its header")
     api_key, api_version = _API_KEY_VERSION.unpack_from(frame, 0)
-    readable = _READABLE.get(api_key << 16 | api_version)  # (negative ones are in no key)
+    readable = _READABLE.get(api_key << 16 | api_version)  # (a negative key or version: no entry)
     if readable is None:
         header, _ = codec.decode(codec.REQUEST_HEADER_MESSAGE, 1, frame)
         return header, None, 0
@@ -250,7 +250,7 @@ def parse_request(frame: bytes) -> tuple[dict[str, Any], dict[str, Any] | None, 
 
 #: ``api_key << 16 | api_version`` -> (the request's message, whether its header is flexible,
 #: whether its body is read by the compiled Produce parser), for every request version we can
-#: read: one lookup per request, where asking the message's version ranges took four calls.
+#: read: one lookup per request, instead of asking the message's version ranges each time.
 _READABLE: dict[int, tuple[codec.Message, bool, bool]] = {
     api_key << 16 | version: (
         message, version in message.flexible,

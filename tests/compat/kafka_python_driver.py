@@ -47,7 +47,7 @@ def read(c, n=RECORDS):
     returns as soon as records come, and a group join it starts ends inside it.  (kafka-python
     3.0 keeps a join that outlives a poll for the next poll, but a join that ends between two
     polls is dropped and started again, and a rejoin that ends there can leave the consumer
-    "rebalancing" for good, refusing every commit: seen with 100 ms polls on a loaded machine.)"""
+    "rebalancing", refusing every commit: CI saw that for 15 s with 100 ms polls.)"""
     got = []
     deadline = time.monotonic() + TIMEOUT_S
     while len(got) < n:
