@@ -70,18 +70,38 @@ def test_each_client_call_does_what_the_table_says(client, results):
     if reason is not None:
         pytest.skip(reason)
     got, logs, alive = results
-    compare(client, got[client], generate.SINGLE_CALLS, diagnosis(logs, client, alive))
+    failed = [call for call, result in got[client].items() if result["status"] == "fails"]
+    compare(client, got[client], generate.SINGLE_CALLS, diagnosis(logs, client, alive, failed))
 
 
-def diagnosis(logs: pathlib.Path, client: str, alive: bool) -> str:
-    """For a failure's message: the broker's state, the ends of its log and the client's."""
-    def tail(name):
+def diagnosis(logs: pathlib.Path, client: str, alive: bool, failed: list[str]) -> str:
+    """For a failure's message: the broker's state, the lines of its log that name a failed
+    call's topic or group, and the client's log while each failed call ran (the driver marks
+    where each call starts: harness.CALL_MARK); the ends of both logs where nothing matches."""
+    def read(name):
         path = logs / name
-        lines = path.read_text(errors="replace").splitlines()[-25:] if path.exists() else []
-        return f"\n-- the end of {path}:\n" + "\n".join(lines)
+        return path, path.read_text(errors="replace").splitlines() if path.exists() else []
 
+    def part(path, lines, what):
+        return f"\n-- {what} of {path}:\n" + "\n".join(lines)
+
+    broker_path, broker_lines = read("broker.log")
+    names = [harness.resource_name(client, call) for call in failed]
+    named = [line for line in broker_lines if any(n in line for n in names)][-60:]
+    text = part(broker_path, named, f"the lines naming {names}") if named \
+        else part(broker_path, broker_lines[-25:], "the end")
+    client_path, client_lines = read(f"{client}.log")
+    for call in failed:
+        starts = [i for i, line in enumerate(client_lines) if line == harness.CALL_MARK + call]
+        if starts:
+            ends = [i for i, line in enumerate(client_lines)
+                    if i > starts[-1] and line.startswith(harness.CALL_MARK)]
+            section = client_lines[starts[-1]:ends[0] if ends else len(client_lines)]
+            text += part(client_path, section[-80:], f"{call} (its last 80 lines at most)")
+    if not any(harness.CALL_MARK + call in client_lines for call in failed):
+        text += part(client_path, client_lines[-25:], "the end")
     state = "running" if alive else "NOT running"
-    return f"\nthe broker is {state} after the clients{tail('broker.log')}{tail(f'{client}.log')}"
+    return f"\nthe broker is {state} after the clients{text}"
 
 
 def offering_cluster_calls() -> list[str]:

@@ -61,6 +61,14 @@ ELECT_TOPIC_ENV = "KAFKACORE_COMPAT_ELECT_TOPIC"
 
 RECORDS = 10
 TIMEOUT_S = 15.0
+#: Written to a driver's standard error (the client's log) before each call, so that a failure's
+#: message can show that call's part of the log (tests/broker/test_compat_clients.py).
+CALL_MARK = "-- kafkacore compat call: "
+
+
+def resource_name(client: str, call: str) -> str:
+    """The topic (and group, transactional id) a driver's ``call`` works on."""
+    return f"{client}-{call}".replace("_", "-")
 
 
 def short(text: str, limit: int = 160) -> str:
@@ -103,8 +111,9 @@ def main(calls: Mapping[str, Callable[[str, str], str | None] | str]) -> None:
             report(call, "absent", fn)
             continue
         report(call, "running")
+        print(f"{CALL_MARK}{call}", file=sys.stderr, flush=True)
         try:
-            note = fn(bootstrap, f"{client}-{call}".replace("_", "-"))
+            note = fn(bootstrap, resource_name(client, call))
         except Exception as exc:  # the client's error, whatever its type, is the result
             print(traceback.format_exc(), file=sys.stderr, flush=True)
             report(call, "fails", short(f"{type(exc).__name__}: {exc}"))

@@ -239,6 +239,7 @@ async function main () {
     if (fn === undefined) { report(call, 'fails', 'the kafkajs driver does not know this call'); continue }
     if (typeof fn === 'string') { report(call, 'absent', fn); continue }
     report(call, 'running')
+    process.stderr.write(`-- kafkacore compat call: ${call}\n`) // harness.py's CALL_MARK
     const started = Date.now()
     try {
       const note = await fn(`kafkajs-${call.replace(/_/g, '-')}`)
