@@ -87,7 +87,7 @@ class ApiRequestHandler:
     def handle_unparsed_api_versions_request(self, request: Request) -> None:
         """KIP-511: an ApiVersions version we do not know is answered in v0, with
         UNSUPPORTED_VERSION and our list, so the client can pick a version we speak."""
-        request.api_version = request.header["request_api_version"] = 0
+        request.api_version = 0  # (the header keeps the version the client sent)
         self.request_channel.send_response(
             request, self._api_versions_body(Errors.UNSUPPORTED_VERSION))
 

@@ -221,13 +221,11 @@ def test_fetch_metadata_and_init_producer_id_carry_the_error_where_clients_look(
 # -- latency -------------------------------------------------------------------------------------
 
 def _held_for(processor, sock):
-    """The responses ``processor`` holds for ``sock``'s connection (``local-remote-n``).  Not
-    all it holds: another client of this module's broker (one an earlier test left, refreshing
-    its metadata) may have an answer held too."""
-    host, port = sock.getsockname()[:2]
-    client = f"{host}:{port}"
-    return [r for _, r in list(processor._held)
-            if r.request.connection_id.split("-")[1] == client]
+    """The responses ``processor`` holds for ``sock``'s connection.  Not all it holds: another
+    client of this module's broker (one an earlier test left, refreshing its metadata) may have
+    an answer held too."""
+    client = sock.getsockname()[:2]
+    return [r for _, r in list(processor._held) if r.request.client_address == client]
 
 
 def test_latency_holds_responses_without_blocking_the_network_thread(broker):
