@@ -34,7 +34,7 @@ def _poll_turn(out_dir):
     ax.text(
         2.6,
         3.95,
-        "wakeup(): another thread writes one byte to a socketpair the selector also watches",
+        "wakeup(): another thread writes to an eventfd the selector also watches",
         fontsize=8,
         color="#333333",
     )

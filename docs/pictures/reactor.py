@@ -26,7 +26,7 @@ def _reactor(out_dir):
         b(ax, 7.4, y - 0.05, 1.7, 0.45, f"response q. {i}", "python", 7)
         a(ax, 7.4, y + 0.2, 6.8, y + 0.5)
         a(ax, 6.8, y + 0.75, 9.3, 4.1)
-    ax.text(4.7, 0.75, "wakeup: a byte on a socketpair\nthe selector also watches",
+    ax.text(4.7, 0.75, "wakeup: an eventfd\nthe selector also watches",
             fontsize=8, color="#333333")
     b(ax, 9.3, 3.6, 2.4, 0.9, "request queue\n(queued.max.requests)", "python", 8)
     for j, y in enumerate((2.5, 1.7, 0.9)):

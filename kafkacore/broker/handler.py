@@ -13,10 +13,10 @@ from typing import Protocol
 
 from kafkacore.broker.request_channel import (
     HANDLER_TURN,
-    HandlerWaker,
     Request,
     RequestChannel,
 )
+from kafkacore.broker.selector import Wakeup
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
 
 log = logging.getLogger(__name__)
@@ -35,25 +35,21 @@ class KafkaRequestHandler(ShutdownableThread):
         self.apis = apis
         self.handled = 0
         #: Where this handler sleeps while there is no request (RequestQueue).
-        self._waker = HandlerWaker()
+        self._waker = Wakeup()
 
     def do_work(self) -> None:
-        request = self.channel.receive_request(self._waker, timeout_s=0.3)
-        if request is None:
-            return
         owed = HANDLER_TURN.owed
         if owed is None:
             owed = HANDLER_TURN.owed = []
-        try:
+        # The processors our last answers went to are woken on the way to the next request,
+        # and to sleep if there is none (RequestQueue.get).
+        request = self.channel.receive_request(self._waker, 0.3, owed)
+        if request is not None:
             self._handle_request(request)
-        finally:
-            # The processors our responses went to, woken now that we are about to look for
-            # the next request (and, if there is none, sleep and let go of the GIL).
-            for processor in owed:
-                processor.wakeup()
-            owed.clear()
 
     def on_shutdown(self) -> None:
+        for wakeup in HANDLER_TURN.owed or ():
+            wakeup.wake()
         self._waker.close()
 
     def _handle_request(self, request: Request) -> None:

@@ -39,7 +39,6 @@ from kafkacore.broker.memory_pool import MemoryPool
 from kafkacore.broker.rate_limited_log import RateLimitedLog
 from kafkacore.broker.request_channel import (
     HANDLER_TURN,
-    HandlerWaker,
     Request,
     RequestChannel,
     Response,
@@ -54,6 +53,7 @@ from kafkacore.broker.security import (
     build_listener_security,
     certificate_principal,
 )
+from kafkacore.broker.selector import Poller, Wakeup
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -84,36 +84,6 @@ _NOTHING, _DRAINED, _MORE = object(), object(), object()
 #: Readiness bits of the processor's Poller (epoll's and poll()'s are the same numbers).
 _READ = select.POLLIN
 _WRITE = select.POLLOUT
-
-
-class Poller:
-    """Which sockets are ready, by file descriptor: ``epoll`` on Linux, ``poll()`` elsewhere.
-
-    The processor registers a connection's descriptor with what it waits for and keeps its own
-    descriptor -> connection map.  ``selectors``' layer on top (a key tuple built per
-    registration and again per change of interest, a lookup per event) cost more per request
-    than the system call under it.
-    """
-
-    __slots__ = ("_poller", "register", "modify", "unregister", "poll")
-
-    def __init__(self) -> None:
-        if hasattr(select, "epoll"):
-            self._poller: Any = select.epoll()
-            #: poll(timeout_s) -> [(fd, events), ...]
-            self.poll = self._poller.poll
-        else:  # pragma: no cover (not Linux)
-            self._poller = select.poll()
-            poll = self._poller.poll
-            self.poll = lambda timeout_s: poll(timeout_s * 1000.0)
-        self.register = self._poller.register
-        self.modify = self._poller.modify
-        self.unregister = self._poller.unregister
-
-    def close(self) -> None:
-        close = getattr(self._poller, "close", None)
-        if close is not None:
-            close()
 
 
 class TooManyConnectionsError(errors.KafkaError, OSError):
@@ -303,21 +273,20 @@ class Processor(ShutdownableThread):
         self._poller = Poller()
         #: descriptor -> connection, for what the poller reports (guarded: this thread only).
         self._by_fd: dict[int, KafkaChannel] = {}
-        self._wakeup_r, self._wakeup_w = socket.socketpair()
-        self._wakeup_r.setblocking(False)
-        self._wakeup_w.setblocking(False)
-        self._wakeup_fd = self._wakeup_r.fileno()
+        #: how handlers and other threads wake this one from its poll (an eventfd)
+        self._wakeup = Wakeup()
+        self._wakeup_fd = self._wakeup.fd
         self._poller.register(self._wakeup_fd, _READ)
         self._new_connections: queue.SimpleQueue[
             tuple[socket.socket, str, ListenerSecurity | None]] = queue.SimpleQueue()
         #: Handlers' responses (appended by them, taken by this thread: a deque is safe for one
         #: consumer and many producers without a lock).
         self._responses: collections.deque[Response] = collections.deque()
-        #: True while this thread is in (or about to enter) select(): only then does a new
-        #: response need a wake-up byte (see enqueue_response).
+        #: True while this thread is in (or about to enter) its poll: only then does a new
+        #: response need a wake-up (see enqueue_response).
         self._sleeping = False
-        #: Sleeping handlers our requests went to, woken just before we sleep (_wake_handlers).
-        self._handlers_to_wake: list[HandlerWaker] = []
+        #: Sleeping handlers our requests went to, woken on our way to sleep (Poller.poll).
+        self._handlers_to_wake: list[Wakeup] = []
         #: connection id -> channel, least recently active first (for the idle check).
         self._channels: collections.OrderedDict[str, KafkaChannel] = collections.OrderedDict()
         #: TLS connections whose socket holds decrypted bytes already read from the kernel:
@@ -353,14 +322,15 @@ class Processor(ShutdownableThread):
         unless it holds something that cannot wait (read-ahead bytes of the connection's next
         request, connections waiting for memory).
 
-        The wake-up (a byte into the selector's socketpair: a system call, and a thread switch)
-        is paid only when this processor sleeps; a processor that is busy finds the response at
+        The wake-up (a write to the eventfd its poller watches: a system call, and a thread
+        switch) is paid only when this processor sleeps; a processor that is busy finds the response at
         the start of its next turn.  No response is left behind while it sleeps: it raises
         ``_sleeping`` *before* it looks at the queue a last time (poll), and we append *before*
-        we look at ``_sleeping``, so one of us sees the other.  Two handlers may both send a
-        byte for one sleep: harmless, the loop drains them all.  A handler thread pays the
-        wake-up at the end of its turn (:class:`~kafkacore.broker.request_channel.HandlerTurn`),
-        so that we do not wake only to wait for the GIL it still holds.
+        we look at ``_sleeping``, so one of us sees the other.  Two handlers may both wake one
+        sleep: harmless, the eventfd counts them as one.  A handler thread pays the wake-up at
+        the end of its turn, on its way to the next request or to sleep
+        (:class:`~kafkacore.broker.request_channel.HandlerTurn`), so that we do not wake only to
+        wait for the GIL it still holds.
         """
         if response.action is ResponseAction.SEND and self._write_now(response):
             self._responses.append(response)
@@ -376,7 +346,7 @@ class Processor(ShutdownableThread):
             if owed is None:
                 self.wakeup()
             else:  # a handler thread: it wakes us when its turn ends
-                owed.append(self)
+                owed.append(self._wakeup)
 
     def _write_now(self, response: Response) -> bool:
         """Write a response from the thread that made it, if nothing else is due first on
@@ -419,10 +389,7 @@ class Processor(ShutdownableThread):
         return True
 
     def wakeup(self) -> None:
-        try:
-            self._wakeup_w.send(b"\0")
-        except (BlockingIOError, OSError):
-            pass  # the pipe is full (a wakeup is pending anyway) or we are closing
+        self._wakeup.wake()
 
     def statistics(self) -> dict[str, int]:
         """Counters of this processor (read from other threads; each value is one int)."""
@@ -458,8 +425,7 @@ class Processor(ShutdownableThread):
         self.channel.remove_processor(self.id)
         self.faults.detach(self.name)
         self._poller.close()
-        self._wakeup_r.close()
-        self._wakeup_w.close()
+        self._wakeup.close()
 
     def configure_new_connections(self) -> None:
         # (each turn runs these checks: an empty() costs less than the queue.Empty raised)
@@ -586,13 +552,13 @@ class Processor(ShutdownableThread):
         elif self._delayed_closes:
             first = min(when for when, _ in self._delayed_closes.values())
             timeout = max(0.0, min(timeout, first - time.monotonic()))
-        self._wake_handlers()
         if timeout > 0:
             self._sleeping = True  # from here on a handler's response wakes us
             if self._responses:  # ... and one queued before that is seen here
                 timeout = 0
         try:
-            ready = self._poller.poll(timeout)
+            # The handlers our requests went to are woken on the way (Poller.poll).
+            ready = self._poller.poll(timeout, self._handlers_to_wake)
         finally:
             self._sleeping = False
         if self._responses:
@@ -604,10 +570,7 @@ class Processor(ShutdownableThread):
             ch = by_fd.get(fd)
             if ch is None:
                 if fd == self._wakeup_fd:
-                    try:  # one recv: a byte still there after 4096 only ends the next poll
-                        self._wakeup_r.recv(4096)
-                    except OSError:
-                        pass
+                    self._wakeup.clear()
                 continue  # (a connection closed earlier in this loop)
             try:
                 if ch.handshake_events:
@@ -644,7 +607,8 @@ class Processor(ShutdownableThread):
                     self._read(pending)
 
     def _wake_handlers(self) -> None:
-        """Wake the sleeping handlers our requests went to this turn (RequestQueue.put)."""
+        """Wake the sleeping handlers our requests went to this turn (RequestQueue.put), now:
+        before a wait that is not our poll (a full queue) and at shutdown."""
         wake = self._handlers_to_wake
         while wake:
             wake.pop().wake()

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import os
-import select
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from kafkacore.broker.request import Request
 from kafkacore.broker.request_queue import RequestQueue
 from kafkacore.broker.response_encoder import encode_fetch_response, encode_produce_response
+from kafkacore.broker.selector import Wakeup
 from kafkacore.protocol import codec
 
 if TYPE_CHECKING:
@@ -67,51 +66,13 @@ def payload_size(payload: list[Any]) -> int:
                for chunk in payload)
 
 
-class HandlerWaker:
-    """Where one handler sleeps while the request queue is empty: a pipe.
-
-    Waking a handler is a ``write()`` of one byte, and Python lets go of the :term:`GIL` around
-    it: a processor preempted by the kernel right after waking a handler (on a busy machine the
-    woken thread often takes the waker's core) does not hold up every other thread of the broker
-    meanwhile, as it would if it held the GIL, which a ``threading.Lock.release()`` keeps.  A
-    byte that comes after its handler stopped waiting only makes its next sleep return at once.
-    """
-
-    __slots__ = ("_r", "_w", "_poll")
-
-    def __init__(self) -> None:
-        self._r, self._w = os.pipe()
-        os.set_blocking(self._r, False)
-        os.set_blocking(self._w, False)
-        # A poll object registered once: a select() call builds and reads three fd lists.
-        self._poll = select.poll()
-        self._poll.register(self._r, select.POLLIN)
-
-    def wait(self, timeout_s: float) -> None:
-        """Sleep until woken or ``timeout_s`` has passed (GIL released)."""
-        if self._poll.poll(timeout_s * 1000.0):
-            try:
-                os.read(self._r, 4096)
-            except (BlockingIOError, OSError):
-                pass
-
-    def wake(self) -> None:
-        try:
-            os.write(self._w, b"\0")
-        except (BlockingIOError, OSError):
-            pass  # the pipe is full (a wake-up is pending anyway) or closed
-
-    def close(self) -> None:
-        os.close(self._r)
-        os.close(self._w)
-
-
 class HandlerTurn(threading.local):
-    """Per thread: the processors a handler thread owes a wake-up, paid when its turn ends
+    """Per thread: the wake-ups a handler thread owes the processors its answers went to, paid
+    when its turn ends, on its way to the next request or to sleep
     (:meth:`~kafkacore.broker.handler.KafkaRequestHandler.do_work`).  ``None`` on every other
     thread (timers, purgatory reapers, coordinators): those wake a processor at once."""
 
-    owed: list[Processor] | None = None
+    owed: list[Wakeup] | None = None
 
 
 #: The wake-ups of the handler thread running now (see HandlerTurn).
@@ -135,17 +96,18 @@ class RequestChannel:
     # -- the processors' side -------------------------------------------------------------------
 
     def send_request(self, request: Request,
-                     timeout_s: float | None = None) -> HandlerWaker | None:
+                     timeout_s: float | None = None) -> Wakeup | None:
         """Put a request on the shared queue; blocks while the queue is full.  Returns the
         wake-up the caller owes a sleeping handler (:meth:`RequestQueue.put`)."""
         return self.request_queue.put(request, timeout_s)
 
     # -- the handlers' side ---------------------------------------------------------------------
 
-    def receive_request(self, waker: HandlerWaker, timeout_s: float) -> Request | None:
-        """The next request, or None after ``timeout_s``; ``waker`` is the handler's own
-        (see :class:`RequestQueue`)."""
-        return self.request_queue.get(waker, timeout_s)
+    def receive_request(self, waker: Wakeup, timeout_s: float,
+                        owed: list[Wakeup] | None = None) -> Request | None:
+        """The next request, or None after ``timeout_s``; ``waker`` is the handler's own, and
+        ``owed`` the wake-ups it pays on the way (see :class:`RequestQueue`)."""
+        return self.request_queue.get(waker, timeout_s, owed)
 
     def send_response(self, request: Request, body: Mapping[str, Any]) -> None:
         """Encode ``body`` as the response to ``request`` and queue it on its processor."""

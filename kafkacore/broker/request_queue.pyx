@@ -5,7 +5,7 @@ Kafka's ``RequestChannel`` keeps its requests in an ``ArrayBlockingQueue``.  ``q
 would take its mutex and notify a ``Condition`` on every put, and a ``get`` with a timeout would
 allocate a lock per wait: on small requests that costs more than handling them.  Here the items
 are a ``deque``, and each handler that finds it empty sleeps on its own
-:class:`~kafkacore.broker.request_channel.HandlerWaker`, kept on a stack of sleepers.
+:class:`~kafkacore.broker.selector.Wakeup`, kept on a stack of sleepers.
 
 The invariant that no request waits while a handler sleeps: a handler registers as a sleeper,
 and a put appends its item, each in one step that looks at the other's side, so either the
@@ -82,15 +82,19 @@ cdef class RequestQueue:
             self._items.append(item)
             return self._sleepers.pop() if self._sleepers else None
 
-    def get(self, waker, double timeout_s):
+    def get(self, waker, double timeout_s, list owed=None):
         """The next item, or None after ``timeout_s`` (or a wake-up for an item another handler
-        took first).  ``waker`` is the calling handler's own."""
+        took first).  ``waker`` is the calling handler's own; ``owed``, the wake-ups it owes
+        (the processors its answers went to), is paid first and emptied: on the way to
+        sleep, without the GIL (``Wakeup.wait``)."""
         if self._items:
+            while owed:
+                owed.pop().wake()
             return self._take()
         # One step under the GIL: nothing queued, so this handler sleeps, and the next put
         # sees it.
         self._sleepers.append(waker)
-        waker.wait(timeout_s)
+        waker.wait(timeout_s, owed)
         if waker in self._sleepers:  # nobody chose us (a timeout, or a stale byte)
             self._sleepers.remove(waker)
         if not self._items:

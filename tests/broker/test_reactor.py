@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import queue
+import select
+import socket
 import threading
 
 import pytest
@@ -21,8 +23,8 @@ from waits import wait_until
 from kafkacore import errors
 from kafkacore.broker import Broker, BrokerConfig
 from kafkacore.broker.network import READ_AHEAD
-from kafkacore.broker.request_channel import HandlerWaker
 from kafkacore.broker.request_queue import RequestQueue
+from kafkacore.broker.selector import Poller, Wakeup
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -333,9 +335,9 @@ def test_many_idle_connections_do_not_stop_the_others(broker):
 # -- the hand-offs: RequestQueue and the processors' wake-ups ------------------------------------
 
 
-def _sleeping_handler(q: RequestQueue, got: list) -> tuple[threading.Thread, HandlerWaker]:
+def _sleeping_handler(q: RequestQueue, got: list) -> tuple[threading.Thread, Wakeup]:
     """A handler thread that takes one request from ``q`` (sleeping until it comes)."""
-    wake = HandlerWaker()
+    wake = Wakeup()
 
     def run() -> None:
         while not got:
@@ -362,14 +364,14 @@ def test_a_put_hands_its_request_to_the_handler_that_sleeps():
 def test_a_busy_handler_takes_the_next_request_without_sleeping():
     q = RequestQueue(10)
     assert q.put("a") is None and q.put("b") is None  # nobody sleeps: nobody to wake
-    wake = HandlerWaker()
+    wake = Wakeup()
     assert [q.get(wake, 30), q.get(wake, 30)] == ["a", "b"]
     assert not q._sleepers and len(q) == 0
 
 
 def test_a_handler_whose_wait_ends_empty_handed_leaves_no_trace():
     q = RequestQueue(10)
-    wake = HandlerWaker()
+    wake = Wakeup()
     assert q.get(wake, 0.01) is None  # nothing came: a timeout ...
     assert not q._sleepers  # ... and the next put does not hand the request to a stale sleeper
     assert q.put("a") is None and q.get(wake, 30) == "a"
@@ -386,7 +388,7 @@ def test_the_request_queue_is_bounded_and_a_get_makes_room():
     blocked = threading.Thread(target=q.put, args=("c", 30), daemon=True)
     blocked.start()
     wait_until(lambda: q._full_waiters == 1, "the third put waiting for room")
-    wake = HandlerWaker()
+    wake = Wakeup()
     assert q.get(wake, 30) == "a"
     blocked.join(30)
     assert not blocked.is_alive()
@@ -401,7 +403,7 @@ def test_no_request_is_lost_between_sleeping_handlers_and_putting_processors():
     done = threading.Event()
 
     def handler() -> None:
-        wake = HandlerWaker()
+        wake = Wakeup()
         while not done.is_set():
             # Longer than the wait below: a lost wake-up leaves requests queued while every
             # handler sleeps, and the test fails instead of a timeout hiding it.
@@ -427,6 +429,69 @@ def test_no_request_is_lost_between_sleeping_handlers_and_putting_processors():
     done.set()
     q.wake_all()
     assert sorted(taken) == [*range(2000), *range(10_000, 12_000)]
+
+
+def test_a_wakeup_wakes_its_sleeper_once_however_often_it_was_woken():
+    wake = Wakeup()
+    assert wake.wait(0) is False  # nothing pending: the wait ends at its timeout
+    slept = threading.Thread(target=lambda: got.append(wake.wait(30)), daemon=True)
+    got: list[bool] = []
+    slept.start()
+    wake.wake()
+    slept.join(30)
+    assert got == [True]
+    wake.wake()
+    wake.wake()
+    assert wake.wait(30) is True
+    assert wake.wait(0) is False  # the two wake-ups were one
+    wake.close()
+    wake.close()  # a second close is harmless
+
+
+def test_a_handler_pays_the_wake_ups_it_owes_whether_it_sleeps_or_not():
+    q = RequestQueue(10)
+    handler, processors = Wakeup(), [Wakeup(), Wakeup()]
+    owed = list(processors)
+    assert q.get(handler, 0, owed) is None  # nothing queued: paid on the way to sleep
+    assert owed == [] and all(p.wait(0) for p in processors)
+    q.put("a")
+    owed = list(processors)
+    assert q.get(handler, 30, owed) == "a"  # a request waiting: paid before it is taken
+    assert owed == [] and all(p.wait(0) for p in processors)
+
+
+def test_the_poller_reports_ready_descriptors_and_pays_wake_ups_on_the_way():
+    poller = Poller()
+    a, b = socket.socketpair()
+    try:
+        poller.register(a.fileno(), select.POLLIN)
+        assert poller.poll(0) == []
+        b.send(b"x")
+        assert poller.poll(30) == [(a.fileno(), select.POLLIN)]
+        poller.modify(a.fileno(), select.POLLOUT)
+        assert poller.poll(30) == [(a.fileno(), select.POLLOUT)]
+        poller.unregister(a.fileno())
+        assert poller.poll(0) == []
+        # More owed wake-ups than are paid without the GIL: every one is paid all the same.
+        wakes = [Wakeup() for _ in range(40)]
+        owed = list(wakes)
+        assert poller.poll(0, owed) == [] and owed == []
+        assert all(w.wait(0) for w in wakes)
+        # What epoll refuses comes back as the OSError it is, and a wrong wake-up as a TypeError.
+        poller.register(a.fileno(), select.POLLIN)
+        with pytest.raises(FileExistsError):
+            poller.register(a.fileno(), select.POLLIN)
+        with pytest.raises(FileNotFoundError):
+            poller.unregister(b.fileno())
+        with pytest.raises(TypeError):
+            poller.poll(0, ["not a wake-up"])
+        poller.close()
+        with pytest.raises(ValueError, match="closed poller"):
+            poller.poll(0)
+    finally:
+        a.close()
+        b.close()
+        poller.close()
 
 
 def test_a_full_request_queue_holds_back_the_clients_and_serves_them_all():
