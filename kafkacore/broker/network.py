@@ -409,13 +409,26 @@ class Processor(ShutdownableThread):
 
     def do_work(self) -> None:
         # One turn; an exception here is logged and the next turn runs (ShutdownableThread).
-        self.configure_new_connections()
-        self.process_new_responses()
-        self.process_authentication_results()
-        self.retry_memory_waiters()
-        self.enforce_isolation()
-        self.poll(min(self.release_held_responses(), self.unmute_throttled()))
-        self.close_delayed()
+        # Each step runs only when it has something to do: a call costs more than the test,
+        # and a busy processor takes a turn or two per request.
+        if not self._new_connections.empty():
+            self.configure_new_connections()
+        if self._responses:
+            self.process_new_responses()
+        if not self._authentication_results.empty():
+            self.process_authentication_results()
+        if self._memory_waiters:
+            self.retry_memory_waiters()
+        if self.faults.isolated:
+            self.enforce_isolation()
+        timeout = _POLL_S
+        if self._held:
+            timeout = self.release_held_responses()
+        if self._throttled:
+            timeout = min(timeout, self.unmute_throttled())
+        self.poll(timeout)
+        if self._delayed_closes:
+            self.close_delayed()
         self.close_excess_idle()
 
     def on_shutdown(self) -> None:
