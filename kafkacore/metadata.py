@@ -29,6 +29,9 @@ from kafkacore import errors
 from kafkacore.core.appender import CurrentCluster
 from kafkacore.errors import Errors
 
+#: A refresh time so far in the past that no backoff since it holds the next refresh back.
+_LONG_AGO_MS = -(2**62)
+
 #: Topic errors that end a wait at once: no refresh will make them go away.
 FATAL_TOPIC_ERRORS = frozenset({Errors.INVALID_TOPIC_EXCEPTION,
                                 Errors.TOPIC_AUTHORIZATION_FAILED})
@@ -259,8 +262,8 @@ class Metadata:
         self._need_update = False
         # When the last refresh ended (success or failure) and the last success, monotonic ms.
         # (Far in the past at first: the first refresh is never held back.)
-        self._last_refresh_ms = -(2**62)
-        self._last_successful_refresh_ms = -(2**62)
+        self._last_refresh_ms = _LONG_AGO_MS
+        self._last_successful_refresh_ms = _LONG_AGO_MS
         # Topics the producer uses -> the monotonic ms after which an unused topic is dropped.
         self._topics: dict[str, int] = {}
         # The highest leader epoch accepted per partition: older leaders are ignored.
@@ -336,8 +339,11 @@ class Metadata:
         validate_topic(topic)  # once per new topic, off the per-send path
         with self._lock:
             if topic not in self._topics:
+                # Java's requestUpdateForNewTopics: asked for now, not after the backoff since
+                # the last refresh (which, just after start, asked for no topics at all).
                 self._need_update = True
                 self._request_version += 1
+                self._last_refresh_ms = _LONG_AGO_MS
             self._topics[topic] = expiry
 
     def request_update(self) -> int:

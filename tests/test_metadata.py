@@ -71,6 +71,23 @@ def test_versions_and_update_requests():
     assert md.time_to_next_update(2_030) == 70
 
 
+def test_a_new_topic_is_asked_for_at_once_whatever_the_backoff():
+    """The first refresh after start asks for no topics; a send to a new topic just after it must
+    not wait out retry.backoff.ms (Java's requestUpdateForNewTopics).  With a 60 s backoff the
+    first send of a producer waited 60 s whenever its Sender was quicker than its caller."""
+    md = Metadata(refresh_backoff_ms=60_000, metadata_max_age_ms=300_000)
+    md.bootstrap([("localhost", 9092)])
+    md.update(response(), now_ms=1_000)  # the start's refresh, no topics
+    md.request_update()
+    assert md.time_to_next_update(1_001) == 59_999  # a plain request waits out the backoff
+    md.add_topic("new-topic", now_ms=1_001)
+    assert md.time_to_next_update(1_001) == 0  # a new topic does not
+    md.update(response(), now_ms=1_002)
+    md.add_topic("new-topic", now_ms=1_003)  # known now: no refresh, no override
+    md.request_update()
+    assert md.time_to_next_update(1_003) == 59_999
+
+
 def test_response_without_brokers_is_a_failed_update():
     md = Metadata()
     md.update(response(brokers=()), now_ms=5)
