@@ -58,12 +58,20 @@ cdef extern from "poll.h" nogil:
     enum:
         POLLIN
 
-#: The most events one poll() reports; the rest stay ready for the next (epoll is level
-#: triggered).
-DEF MAX_EVENTS = 256
-#: The wake-ups one poll() pays without the GIL; more (more handlers than this asleep at once)
-#: are paid with it first.
-DEF MAX_WAKES = 32
+cdef enum:
+    #: The most events one poll() reports; the rest stay ready for the next (epoll is level
+    #: triggered).
+    MAX_EVENTS = 256
+    #: The wake-ups one poll() pays without the GIL; more (more handlers than this asleep at
+    #: once) are paid with it first.
+    MAX_WAKES = 32
+
+
+cdef int _raise_errno(int code) except -1:
+    """The OSError of a failed system call (its subclass for the errno, as ``os`` raises);
+    ``code`` is read by the caller before any Python runs, which could change ``errno``."""
+    from os import strerror
+    raise OSError(code, strerror(code))
 
 
 cdef int _timeout_ms(double timeout_s) noexcept:
@@ -90,8 +98,7 @@ cdef class Wakeup:
     def __init__(self):
         self.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)
         if self.fd < 0:
-            from os import strerror
-            raise OSError(errno, strerror(errno))
+            _raise_errno(errno)
 
     def fileno(self):
         return self.fd
@@ -175,12 +182,7 @@ cdef class Poller:
     def __init__(self):
         self.epfd = epoll_create1(EPOLL_CLOEXEC)
         if self.epfd < 0:
-            self._raise()
-
-    cdef int _raise(self) except -1:
-        from os import strerror
-        code = errno
-        raise OSError(code, strerror(code))
+            _raise_errno(errno)
 
     cdef int _ctl(self, int op, int fd, uint32_t mask) except -1:
         cdef epoll_event event
@@ -190,7 +192,7 @@ cdef class Poller:
         if self.epfd < 0:
             raise ValueError("I/O operation on a closed poller")
         if epoll_ctl(self.epfd, op, fd, &event) < 0:
-            self._raise()
+            _raise_errno(errno)
         return 0
 
     def register(self, int fd, unsigned int mask):
@@ -220,8 +222,7 @@ cdef class Poller:
         if ready < 0:
             if saved == EINTR:
                 return []  # a signal: the caller's loop polls again
-            from os import strerror
-            raise OSError(saved, strerror(saved))
+            _raise_errno(saved)
         return [(self.events[i].data.fd, self.events[i].events) for i in range(ready)]
 
     def close(self):
