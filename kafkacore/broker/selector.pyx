@@ -74,9 +74,11 @@ cdef int _raise_errno(int code) except -1:
     raise OSError(code, strerror(code))
 
 
-cdef int _timeout_ms(double timeout_s) noexcept:
+cdef int _timeout_ms(double timeout_s) except -2:
     """epoll's and poll()'s milliseconds, rounded up (a shorter sleep would spin); negative
-    waits without end."""
+    waits without end.  NaN is refused (its cast to an int is undefined in C)."""
+    if timeout_s != timeout_s:
+        raise ValueError("timeout_s is NaN")
     if timeout_s < 0:
         return -1
     if timeout_s >= 2147483.0:
@@ -85,6 +87,15 @@ cdef int _timeout_ms(double timeout_s) noexcept:
     if ms < timeout_s * 1000.0:
         ms += 1
     return ms
+
+
+cdef inline void _write_wakes(const int *fds, int count) noexcept nogil:
+    """Wake each ``eventfd`` in ``fds``.  A failed write needs nothing: EAGAIN means the
+    counter is full (a wake-up is pending anyway), EBADF a closed one (shutdown)."""
+    cdef uint64_t one = 1
+    cdef int i
+    for i in range(count):
+        write(fds[i], &one, 8)
 
 
 cdef class Wakeup:
@@ -100,18 +111,10 @@ cdef class Wakeup:
         if self.fd < 0:
             _raise_errno(errno)
 
-    def fileno(self):
-        return self.fd
-
-    cdef inline void _wake(self) noexcept nogil:
-        cdef uint64_t one = 1
-        # EAGAIN: the counter is full, a wake-up is pending anyway; EBADF: closed (shutdown).
-        write(self.fd, &one, 8)
-
     def wake(self):
         """Wake the thread that sleeps on this (or make its next sleep return at once)."""
         with nogil:
-            self._wake()
+            _write_wakes(&self.fd, 1)
 
     def clear(self):
         """Forget the wake-ups so far (the owner, after a poller said it was woken)."""
@@ -123,17 +126,16 @@ cdef class Wakeup:
         """Pay the wake-ups in ``wakes`` (a list of :class:`Wakeup`, emptied), then sleep
         until woken or ``timeout_s`` has passed, without the GIL; True if woken."""
         cdef int fds[MAX_WAKES]
+        cdef int ms = _timeout_ms(timeout_s)  # (before the wake-ups are taken: none is lost)
         cdef int count_wakes = _take_wakes(wakes, fds)
         cdef pollfd p
-        cdef uint64_t count, one = 1
-        cdef int ready, i
+        cdef uint64_t count
+        cdef int ready
         p.fd = self.fd
         p.events = POLLIN
         p.revents = 0
-        cdef int ms = _timeout_ms(timeout_s)
         with nogil:
-            for i in range(count_wakes):
-                write(fds[i], &one, 8)
+            _write_wakes(fds, count_wakes)
             ready = poll(&p, 1, ms)
             if ready > 0:
                 read(self.fd, &count, 8)
@@ -209,14 +211,12 @@ cdef class Poller:
         most ``timeout_s`` for a registered descriptor to be ready: its ``(fd, events)``."""
         cdef int fds[MAX_WAKES]
         cdef int count, ready, i, saved
-        cdef uint64_t one = 1
         if self.epfd < 0:
             raise ValueError("I/O operation on a closed poller")
+        cdef int ms = _timeout_ms(timeout_s)  # (before the wake-ups are taken: none is lost)
         count = _take_wakes(wakes, fds)
-        cdef int ms = _timeout_ms(timeout_s)
         with nogil:
-            for i in range(count):
-                write(fds[i], &one, 8)
+            _write_wakes(fds, count)
             ready = epoll_wait(self.epfd, self.events, MAX_EVENTS, ms)
             saved = errno
         if ready < 0:

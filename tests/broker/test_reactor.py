@@ -485,6 +485,13 @@ def test_the_poller_reports_ready_descriptors_and_pays_wake_ups_on_the_way():
             poller.unregister(b.fileno())
         with pytest.raises(TypeError):
             poller.poll(0, ["not a wake-up"])
+        # A NaN timeout is refused before any owed wake-up is taken, so none is lost.
+        owed = [wakes[0]]
+        with pytest.raises(ValueError, match="NaN"):
+            poller.poll(float("nan"), owed)
+        with pytest.raises(ValueError, match="NaN"):
+            wakes[1].wait(float("nan"), owed)
+        assert owed == [wakes[0]]
         poller.close()
         with pytest.raises(ValueError, match="closed poller"):
             poller.poll(0)
