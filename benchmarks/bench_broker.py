@@ -12,11 +12,13 @@ We report
 - records acknowledged per second, end to end, and our broker's rate as a multiple of tansu's;
 - broker CPU microseconds per record (user + system time of the broker process, all threads).
 
-    python benchmarks/bench_broker.py [--records 300000] [--repeat 3]
+    python benchmarks/bench_broker.py [--records 300000] [--repeat 4]
 
 writes ``benchmarks/results/broker.json`` (shown in docs/benchmarks.rst).  Runs take turns
 (broker innermost, then acks, then client), so noise from the shared machine hits both brokers
-alike; the best and the median of ``--repeat`` rounds are kept.
+alike, and each round starts with the next broker (:func:`turns`): a broker that always ran
+first would always run on the machine as the last case left it.  The best and the median of
+``--repeat`` rounds are kept; an even ``--repeat`` gives each broker each place equally.
 
 Where requests are small or many (``--small``), confluent-kafka's producers and consumers measure:
 
@@ -38,7 +40,7 @@ Where requests are small or many (``--small``), confluent-kafka's producers and 
   record), against our broker only: the kcat here (librdkafka 2.0.2) cannot parse tansu's
   ApiVersions answer.
 
-    python benchmarks/bench_broker.py --small [--repeat 5]
+    python benchmarks/bench_broker.py --small [--repeat 4]
 
 writes ``benchmarks/results/broker_small.json``, with the load average before and after each round.
 """
@@ -336,16 +338,22 @@ def measure_small(broker_kind, case, n):
         return row
 
 
+def turns(brokers: list[str], round_: int) -> list[str]:
+    """The brokers in the order they run in round ``round_``: each round starts one later."""
+    shift = round_ % len(brokers)
+    return brokers[shift:] + brokers[:shift]
+
+
 def main_small(args):
     cases = args.cases or list(SMALL_CASES)
     records = {"batches16k-x4": args.records, "partitions100": args.records,
                **{case: args.records for case in FETCH_CASES}}
     runs: dict[tuple[str, str], list[dict]] = {}
     loads = []
-    for _ in range(args.repeat):
+    for round_ in range(args.repeat):
         loads.append(os.getloadavg()[0])
         for case in cases:
-            for broker_kind in args.brokers:
+            for broker_kind in turns(args.brokers, round_):
                 if case == "fetch-kcat" and broker_kind == "tansu":
                     continue  # kcat's librdkafka (2.0.2) cannot read tansu's ApiVersions
                 row = measure_small(broker_kind, case, records.get(case, 0))
@@ -446,7 +454,7 @@ def measure(broker_kind, client, acks, n):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=300_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=4)
     parser.add_argument("--brokers", nargs="+", default=list(BROKERS))
     parser.add_argument("--clients", nargs="+", default=list(CLIENTS))
     parser.add_argument("--child")
@@ -469,10 +477,10 @@ def main():
         child(args.child, args.bootstrap, args.topic, args.records, args.acks)
         return
     runs: dict[tuple[str, str, str], list[dict]] = {}
-    for _ in range(args.repeat):
+    for round_ in range(args.repeat):
         for client in args.clients:
             for acks in ACKS:
-                for broker_kind in args.brokers:
+                for broker_kind in turns(args.brokers, round_):
                     row = measure(broker_kind, client, acks, args.records)
                     runs.setdefault((broker_kind, client, acks), []).append(row)
                     print(f"{broker_kind:10} {client:16} acks={acks:4}"

@@ -128,7 +128,7 @@ class KafkaApis(ApiRequestHandler):
 
     def handle(self, request: Request) -> None:
         api_key = request.api_key
-        if api_key == ApiKey.API_VERSIONS and request.body is None:
+        if request.body is None and api_key == ApiKey.API_VERSIONS:
             self.handle_unparsed_api_versions_request(request)
             return
         handler = self.handlers.get(api_key)
@@ -137,7 +137,7 @@ class KafkaApis(ApiRequestHandler):
                 request, f"unknown or unsupported API key {api_key} (client "
                          f"{request.header.get('client_id')!r})")
             return
-        low, high = self.supported_versions(api_key)
+        low, high = self._versions.get(api_key) or self.supported_versions(api_key)
         if request.body is None or not low <= request.api_version <= high:
             self.send_error_response(request, Errors.UNSUPPORTED_VERSION)
             return
@@ -855,7 +855,7 @@ class KafkaApis(ApiRequestHandler):
         def respond(results: dict[tuple[str, int], dict[str, Any]]) -> None:
             if invalid:
                 results = {**invalid, **results}
-            responses = [{"name": name, "partition_responses": [results[k] for k in keys]}
+            responses = [{"name": name, "partition_responses": list(map(results.__getitem__, keys))}
                          for name, keys in order]
             if acks == 0:
                 # acks=0: the producer reads no answer, so none is sent (Kafka closes the
@@ -869,10 +869,11 @@ class KafkaApis(ApiRequestHandler):
             self.respond(request, {"responses": responses, "throttle_time_ms": throttle_ms})
 
         # Kafka records a Produce's whole request size against the producer's byte rate.
-        throttle_ms = request.throttle_time_ms = \
-            self.broker.quotas.produce.record_and_get_throttle_time_ms(
-                principal_user(request.principal), request.header.get("client_id") or "",
-                request.size)
+        quotas = self.broker.quotas.produce
+        throttle_ms = 0 if not quotas.bounded else quotas.record_and_get_throttle_time_ms(
+            principal_user(request.principal), request.header.get("client_id") or "",
+            request.size)
+        request.throttle_time_ms = throttle_ms
         timeout_ms = body.get("timeout_ms", 30000)
         if transactional_id is None or not valid:
             self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
@@ -988,10 +989,12 @@ class KafkaApis(ApiRequestHandler):
         over the quota it is throttled.  The records still go with this answer (Kafka sends a
         throttled Fetch empty and takes the bytes back, which never lets through a batch larger
         than the sensor's allowance): the throttle time makes up for them."""
+        quotas = self.broker.quotas.fetch
+        if not quotas.bounded:
+            return 0
         size = sum(len(part["records"] or b"") for _, part in answered)
-        throttle_ms = request.throttle_time_ms = \
-            self.broker.quotas.fetch.record_and_get_throttle_time_ms(
-                principal_user(request.principal), request.header.get("client_id") or "", size)
+        throttle_ms = request.throttle_time_ms = quotas.record_and_get_throttle_time_ms(
+            principal_user(request.principal), request.header.get("client_id") or "", size)
         return throttle_ms
 
     # -- ListOffsets -----------------------------------------------------------------------------

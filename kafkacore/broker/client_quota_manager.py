@@ -101,6 +101,9 @@ class ClientQuotaManager:
         self.max_throttle_time_ms = window_num * self.window_ms
         self._lock = threading.Lock()
         self._bounds: dict[Entity, float] = {}
+        #: Whether any quota of this type is set: while none is, a request records nothing
+        #: (read once per Produce and Fetch, before anything else is worked out for it).
+        self.bounded = False
         #: sensor key (user, client id) -> [its rate, when last recorded (ms)], least
         #: recently recorded first
         self._sensors: collections.OrderedDict[tuple[str, str], list[Any]] = \
@@ -111,6 +114,7 @@ class ClientQuotaManager:
         bounds = {e: v[self.quota_key] for e, v in quotas.items() if self.quota_key in v}
         with self._lock:
             self._bounds = bounds
+            self.bounded = bool(bounds)
 
     def quota(self, user: str, client_id: str) -> tuple[tuple[str, str], float] | None:
         """(sensor key, bound) of the quota that applies, None if none does."""

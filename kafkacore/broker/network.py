@@ -378,12 +378,13 @@ class Processor(ShutdownableThread):
             except OSError:  # (BlockingIOError too) the processor writes it, or closes
                 return False
         response.written = sent
-        for i, view in enumerate(views):
-            if sent < len(view):
-                views[i] = memoryview(view)[sent:]
-                response.payload = views[i:]
-                return False
-            sent -= len(view)
+        if sent < sum(map(len, views)):  # (rare) the rest is left to the processor
+            for i, view in enumerate(views):
+                if sent < len(view):
+                    views[i] = memoryview(view)[sent:]
+                    response.payload = views[i:]
+                    return False
+                sent -= len(view)
         response.action = ResponseAction.WRITTEN
         response.payload = None
         return True
