@@ -708,8 +708,9 @@ class Processor(ShutdownableThread):
             read = self._fill(ch)
 
     def _fill(self, ch: KafkaChannel) -> object:
-        """One recv() into the connection's buffer: _NOTHING read (the socket was empty, or the
-        connection closed), or some bytes and the socket now _DRAINED, or maybe _MORE.
+        """One recv() into the connection's buffer: _NOTHING read (the socket was empty, the
+        connection closed, or the client closed behind requests still to be taken), or some
+        bytes and the socket now _DRAINED, or maybe _MORE.
 
         A frame with fewer than READ_AHEAD bytes left is read with one recv() of READ_AHEAD
         (its size, body and, from a pipelining client, the next requests), a larger one in
@@ -725,6 +726,13 @@ class Processor(ShutdownableThread):
             self.close(ch, f"read failed: {exc}", level=logging.DEBUG)
             return _NOTHING
         if not data:
+            if ch.muted and ch.buffer:
+                # The client sent more, then closed, while a request of its is being handled
+                # (an acks=0 Produce, then close): what it sent is still taken when the
+                # connection is unmuted (Kafka closes such a channel once its completed
+                # receives are processed).  Reading stops; the close is read again then.
+                self._update_interest(ch)
+                return _NOTHING
             why = "the client closed the connection"
             if ch.buffer or ch.expected is not None:
                 why += f" in the middle of a request ({len(ch.buffer)} bytes read)"

@@ -85,12 +85,15 @@ cdef class RequestQueue:
     def get(self, waker, double timeout_s, list owed=None):
         """The next item, or None after ``timeout_s`` (or a wake-up for an item another handler
         took first).  ``waker`` is the calling handler's own; ``owed``, the wake-ups it owes
-        (the processors its answers went to), is paid first and emptied: on the way to
+        (the processors its answers went to), is paid on the way and emptied: on the way to
         sleep, without the GIL (``Wakeup.wait``)."""
         if self._items:
+            # Taken before the wake-ups are paid: each lets go of the GIL, and another handler
+            # may take the last request meanwhile.
+            item = self._take()
             while owed:
                 owed.pop().wake()
-            return self._take()
+            return item
         # One step under the GIL: nothing queued, so this handler sleeps, and the next put
         # sees it.
         self._sleepers.append(waker)

@@ -6,6 +6,7 @@ import queue
 import select
 import socket
 import threading
+import uuid
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -101,6 +102,45 @@ def test_pipelined_frames_of_every_size_are_cut_where_they_end(broker):
         assert (correlation_id, body["error_code"]) == (i, 0)
     sender.join(10)
     assert api_versions(s, 999)[0] == 999  # and the stream goes on from there
+
+
+def test_a_request_sent_just_before_the_close_is_still_handled(broker):
+    """A client sends a Fetch that waits (a long poll: its connection is muted meanwhile), then
+    an acks=0 Produce, and closes.  The Produce's bytes and the close arrive while the Fetch
+    still waits; the Produce is appended all the same, once the Fetch is answered (Kafka
+    processes a closing channel's completed requests before it closes it)."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from kafkacore import admin
+
+    topic = "closing-" + uuid.uuid4().hex[:8]
+    admin.create_topics(f"127.0.0.1:{broker.socket_server.bound_port}", {topic: 1})
+    batch = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
+                                      producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                                      batch_size=1 << 20)
+    for offset, value in enumerate((b"fire", b"forget")):
+        batch.append(offset, timestamp=None, key=None, value=value, headers=[])
+
+    def frame(api_key, version, correlation_id, body) -> bytes:
+        payload = b"".join(bytes(memoryview(c).cast("B")) for c in codec.encode_request(
+            api_key, version, correlation_id, "closing", body))
+        return len(payload).to_bytes(4, "big") + payload
+
+    long_poll = frame(ApiKey.FETCH, 12, 1, {
+        "replica_id": -1, "max_wait_ms": 2000, "min_bytes": 1 << 20, "max_bytes": 1 << 20,
+        "session_epoch": -1, "topics": [{"topic": topic, "partitions": [
+            {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
+    produce = frame(ApiKey.PRODUCE, 9, 2, {
+        "transactional_id": None, "acks": 0, "timeout_ms": 30000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": bytes(batch.build())}]}]})
+    s = connect(broker)
+    s.sendall(long_poll)
+    wait_until(lambda: broker.replica_manager.fetch_purgatory.watched() > 0,
+               "the Fetch waiting in the purgatory")
+    s.sendall(produce)
+    s.close()
+    log = broker.log_manager.get_log(topic, 0)
+    wait_until(lambda: log.log_end_offset == 2, "the Produce sent before the close appended")
 
 
 def test_handlers_write_answers_themselves_and_the_connection_goes_on(broker):
@@ -456,8 +496,25 @@ def test_a_handler_pays_the_wake_ups_it_owes_whether_it_sleeps_or_not():
     assert owed == [] and all(p.wait(0) for p in processors)
     q.put("a")
     owed = list(processors)
-    assert q.get(handler, 30, owed) == "a"  # a request waiting: paid before it is taken
+    assert q.get(handler, 30, owed) == "a"  # a request waiting: paid once it is taken
     assert owed == [] and all(p.wait(0) for p in processors)
+
+
+def test_a_request_is_taken_before_the_wake_ups_are_paid():
+    """Paying a wake-up lets go of the GIL, and another handler may take a request then:
+    the one this handler saw is already its own (it used to find the queue empty and fail)."""
+    q = RequestQueue(10)
+    q.put("a")
+    q.put("b")
+    taken_meanwhile = []
+
+    class AnotherHandlerRunsMeanwhile:
+        def wake(self) -> None:
+            taken_meanwhile.append(q.get(Wakeup(), 0))
+
+    owed = [AnotherHandlerRunsMeanwhile(), AnotherHandlerRunsMeanwhile()]
+    assert q.get(Wakeup(), 0, owed) == "a"
+    assert taken_meanwhile == ["b", None] and owed == [] and len(q) == 0
 
 
 def test_the_poller_reports_ready_descriptors_and_pays_wake_ups_on_the_way():
