@@ -22,7 +22,6 @@ from kafkacore.broker import faults
 from kafkacore.broker.api_request_handler import ApiRequestHandler
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
-from kafkacore.broker.client_quota_manager import principal_user
 from kafkacore.broker.config_admin_manager import ConfigAdminManager
 from kafkacore.broker.config_helper import ConfigHelper
 from kafkacore.broker.config_source import ConfigSource
@@ -137,7 +136,7 @@ class KafkaApis(ApiRequestHandler):
                 request, f"unknown or unsupported API key {api_key} (client "
                          f"{request.header.get('client_id')!r})")
             return
-        low, high = self._versions.get(api_key) or self.supported_versions(api_key)
+        low, high = self.supported_versions(api_key)
         if request.body is None or not low <= request.api_version <= high:
             self.send_error_response(request, Errors.UNSUPPORTED_VERSION)
             return
@@ -869,11 +868,8 @@ class KafkaApis(ApiRequestHandler):
             self.respond(request, {"responses": responses, "throttle_time_ms": throttle_ms})
 
         # Kafka records a Produce's whole request size against the producer's byte rate.
-        quotas = self.broker.quotas.produce
-        throttle_ms = 0 if not quotas.bounded else quotas.record_and_get_throttle_time_ms(
-            principal_user(request.principal), request.header.get("client_id") or "",
-            request.size)
-        request.throttle_time_ms = throttle_ms
+        throttle_ms = request.throttle_time_ms = self.broker.quotas.produce.record_request(
+            request.principal, request.header.get("client_id") or "", request.size)
         timeout_ms = body.get("timeout_ms", 30000)
         if transactional_id is None or not valid:
             self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
@@ -989,12 +985,9 @@ class KafkaApis(ApiRequestHandler):
         over the quota it is throttled.  The records still go with this answer (Kafka sends a
         throttled Fetch empty and takes the bytes back, which never lets through a batch larger
         than the sensor's allowance): the throttle time makes up for them."""
-        quotas = self.broker.quotas.fetch
-        if not quotas.bounded:
-            return 0
         size = sum(len(part["records"] or b"") for _, part in answered)
-        throttle_ms = request.throttle_time_ms = quotas.record_and_get_throttle_time_ms(
-            principal_user(request.principal), request.header.get("client_id") or "", size)
+        throttle_ms = request.throttle_time_ms = self.broker.quotas.fetch.record_request(
+            request.principal, request.header.get("client_id") or "", size)
         return throttle_ms
 
     # -- ListOffsets -----------------------------------------------------------------------------

@@ -101,9 +101,6 @@ class ClientQuotaManager:
         self.max_throttle_time_ms = window_num * self.window_ms
         self._lock = threading.Lock()
         self._bounds: dict[Entity, float] = {}
-        #: Whether any quota of this type is set: while none is, a request records nothing
-        #: (read once per Produce and Fetch, before anything else is worked out for it).
-        self.bounded = False
         #: sensor key (user, client id) -> [its rate, when last recorded (ms)], least
         #: recently recorded first
         self._sensors: collections.OrderedDict[tuple[str, str], list[Any]] = \
@@ -114,7 +111,6 @@ class ClientQuotaManager:
         bounds = {e: v[self.quota_key] for e, v in quotas.items() if self.quota_key in v}
         with self._lock:
             self._bounds = bounds
-            self.bounded = bool(bounds)
 
     def quota(self, user: str, client_id: str) -> tuple[tuple[str, str], float] | None:
         """(sensor key, bound) of the quota that applies, None if none does."""
@@ -126,6 +122,14 @@ class ClientQuotaManager:
             if bound is not None:
                 return key, bound
         return None
+
+    def record_request(self, principal: str, client_id: str, value: int) -> int:
+        """A request's ``value`` bytes against its client's quota; its throttle time.  While
+        no quota of this type is set (the common case, on every Produce and Fetch), 0 at once:
+        nothing is recorded, and the principal's user is not even worked out."""
+        if not self._bounds:
+            return 0
+        return self.record_and_get_throttle_time_ms(principal_user(principal), client_id, value)
 
     def record_and_get_throttle_time_ms(self, user: str, client_id: str, value: int,
                                         now_ms: float | None = None) -> int:
