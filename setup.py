@@ -2,7 +2,8 @@
 
 Every ``kafkacore/core/*.pyx``, ``kafkacore/broker/*.pyx`` (the broker's timing wheel, its
 request header, Produce request and Produce response, and its Request, request queue,
-request memory pool, and the poller and wake-ups of its threads) and ``kafkacore/broker/log/*.pyx``
+request memory pool, the poller and wake-ups of its threads, and the processor's per-request
+path with its connections) and ``kafkacore/broker/log/*.pyx``
 (the log's validator) is compiled; a compile error fails the install (there is no pure-Python fallback, docs/design.rst,
 principle 3).  ``KAFKACORE_DEBUG=1`` turns on Cython's HTML
 annotation and line tracing, for debugging and coverage of the compiled code.

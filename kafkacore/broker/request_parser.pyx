@@ -19,6 +19,8 @@ the whole call (its buffer cannot move or shrink meanwhile), and the GIL is held
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t
 
+from kafkacore.protocol import codec
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.codec import ProtocolError
 
 #: The Produce versions read here (the declaration's 0-12: v12's body is v11's, sent by a
@@ -213,3 +215,47 @@ def decode_produce_request(frame, Py_ssize_t offset, int version):
     if compact:
         skip_tags(&c, "ProduceRequest")
     return body, c.pos
+
+
+def parse_request(frame):
+    """Decode a request frame: (header, body, trailing bytes).  ``body`` is None for a version we
+    cannot read; bytes after a body are ignored, as Kafka ignores them, and counted.
+
+    An API key or version outside our declarations still has a readable header (its first fields
+    never change, and the client id keeps its two-byte length even in flexible headers), so
+    :class:`~kafkacore.broker.apis.KafkaApis` can answer it with a reason.  Anything else that
+    does not decode raises :class:`~kafkacore.protocol.codec.ProtocolError` or ``ValueError``.
+    """
+    cdef Py_ssize_t pos
+    cdef const uint8_t[::1] view
+    if len(frame) < 8:
+        raise ProtocolError(f"a request of {len(frame)} bytes is shorter than its header")
+    view = frame
+    cdef int api_key = <int16_t>(view[0] << 8 | view[1])
+    cdef int api_version = <int16_t>(view[2] << 8 | view[3])
+    readable = _READABLE.get(api_key << 16 | api_version) if api_key >= 0 and api_version >= 0 \
+        else None
+    if readable is None:
+        header, _ = codec.decode(codec.REQUEST_HEADER_MESSAGE, 1, frame)
+        return header, None, 0
+    message, flexible, compiled = readable
+    # The header and a Produce body are read here, into the codec's dicts; every other body by
+    # the codec itself (codec.decode).
+    header, pos = decode_request_header(frame, flexible)
+    if compiled:
+        body, pos = decode_produce_request(frame, pos, api_version)
+    else:
+        body, pos = codec.decode(message, api_version, frame, pos)
+    return header, body, len(frame) - pos
+
+
+#: ``api_key << 16 | api_version`` -> (the request's message, whether its header is flexible,
+#: whether its body is read by the compiled Produce parser), for every request version we can
+#: read: one lookup per request, instead of asking the message's version ranges each time.
+cdef dict _READABLE = {
+    api_key << 16 | version: (
+        message, version in message.flexible,
+        api_key == ApiKey.PRODUCE and version in PRODUCE_VERSIONS)
+    for api_key, message in codec.REQUESTS.items()
+    for version in range(message.valid.low, message.valid.high + 1)
+}

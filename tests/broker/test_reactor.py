@@ -23,7 +23,7 @@ from waits import wait_until
 
 from kafkacore import errors
 from kafkacore.broker import Broker, BrokerConfig
-from kafkacore.broker.network import READ_AHEAD
+from kafkacore.broker.processor_core import READ_AHEAD
 from kafkacore.broker.request_queue import RequestQueue
 from kafkacore.broker.selector import Poller, Wakeup
 from kafkacore.protocol import codec

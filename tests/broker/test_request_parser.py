@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from support.examples import examples
 
 from kafkacore.broker import request_parser
-from kafkacore.broker.network import parse_request
+from kafkacore.broker.request_parser import parse_request
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
