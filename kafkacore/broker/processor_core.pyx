@@ -17,6 +17,7 @@ calls by name.  See docs/broker/reactor.rst.
 import collections
 import logging
 import queue
+import select
 import socket
 import ssl
 import struct
@@ -43,8 +44,8 @@ RECV_CHUNK = 256 * 1024
 #: sent are kept (at most this many, plus one recv, per connection) until their turn.
 READ_AHEAD = 64 * 1024
 #: Readiness bits of the processor's Poller (epoll's and poll()'s are the same numbers).
-READ = 0x001
-WRITE = 0x004
+READ = select.POLLIN
+WRITE = select.POLLOUT
 
 cdef Py_ssize_t _RECV_CHUNK = RECV_CHUNK
 cdef Py_ssize_t _READ_AHEAD = READ_AHEAD
@@ -66,7 +67,7 @@ cdef object _NO_OP = ResponseAction.NO_OP
 
 
 cdef enum Filled:
-    #: What one recv() into a connection's buffer found (ProcessorCore.fill).
+    #: What one recv() into a connection's buffer found (ProcessorCore._fill).
     NOTHING = 0  # the socket was empty, the connection closed, or reading stopped
     DRAINED = 1  # some bytes, and the socket is now empty
     MORE = 2  # some bytes, maybe more
