@@ -343,8 +343,7 @@ cdef class ProcessorCore:
         self.poll(timeout)
         if self._delayed_closes:
             self.close_delayed()
-        if monotonic() >= self._next_idle_check:
-            self.close_excess_idle()
+        self.close_excess_idle()  # (one comparison until a connection can be idle)
 
     cpdef process_new_responses(self):
         responses = self._responses
@@ -402,7 +401,8 @@ cdef class ProcessorCore:
         if self._tls_pending:
             timeout = 0
         elif self._delayed_closes:
-            timeout = max(0.0, min(timeout, self._first_delayed_close() - monotonic()))
+            first = min([when for when, _ in self._delayed_closes.values()])
+            timeout = max(0.0, min(timeout, first - monotonic()))
         if timeout > 0:
             self._sleeping = True  # from here on a handler's response wakes us
             if self._responses:  # ... and one queued before that is seen here
@@ -456,9 +456,6 @@ cdef class ProcessorCore:
                 ch = self._channels.get(connection_id)
                 if ch is not None and not ch.muted:
                     self._read(ch)
-
-    def _first_delayed_close(self):
-        return min(when for when, _ in self._delayed_closes.values())
 
     cpdef _wake_handlers(self):
         """Wake the sleeping handlers our requests went to this turn (RequestQueue.put), now:
