@@ -19,7 +19,7 @@ import pytest
 from readback import read_confluent, read_kafka_python
 from support.topics import new_topic
 
-from kafkacore import spark as kspark
+from kafkacore.spark import writers as kspark
 
 pytest.importorskip("pyspark", reason="the Spark tests need pyspark (the `spark` extra)")
 pytest.importorskip("pyarrow", reason="the Spark tests need pyarrow (the `spark` extra)")

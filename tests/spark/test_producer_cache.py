@@ -15,8 +15,8 @@ import time
 import pytest
 from readback import read_kafka_python
 
-from kafkacore import spark as kspark
 from kafkacore.errors import KafkaError
+from kafkacore.spark import writers as kspark
 
 pytestmark = pytest.mark.timeout(120)
 

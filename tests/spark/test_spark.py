@@ -20,8 +20,8 @@ import time
 import pytest
 from readback import read_kafka_python
 
-from kafkacore import spark as kspark
 from kafkacore.errors import ConfigError
+from kafkacore.spark import writers as kspark
 
 pytest.importorskip("pyspark", reason="the Spark tests need pyspark (the `spark` extra)")
 pytest.importorskip("pyarrow", reason="the Spark tests need pyarrow (the `spark` extra)")
