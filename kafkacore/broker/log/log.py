@@ -776,6 +776,13 @@ class Log:
                           "is recovered from this segment at the next start", self.name,
                           segment.log_path.name, why)
 
+    def report_damage(self, segment: LogSegment, position: int, why: str) -> None:
+        """Damage found outside a read (the log cleaner's): logged once, and the next start
+        recovers the log from ``segment`` (reads check every batch they serve anyway)."""
+        with self._lock:
+            segment.damage.add(position)
+            self._report_damage(segment, why)
+
     def _report_hole(self, fetch_offset: int, first: int) -> None:
         """A read found its first batch past ``fetch_offset``: a hole (cut by a recovery, a
         missing segment, or a compacted leader's gap): what follows is served, and said once."""
