@@ -41,6 +41,7 @@ from kafkacore.broker.log.validator import (
     BatchHeader,
     analyze,
     assign_offsets,
+    check_compacted_keys,
     read_header,
 )
 from kafkacore.errors import (
@@ -474,6 +475,8 @@ class Log:
         from it, so the records are not copied.  Anything else is copied first."""
         cfg = self.config
         headers = analyze(records, cfg.max_message_bytes, allow_control=from_coordinator)
+        if cfg.compact and not from_coordinator:
+            check_compacted_keys(records, headers, self.name)
         size = len(records)
         if size > cfg.segment_bytes:
             raise RecordListTooLargeError(

@@ -172,6 +172,36 @@ def _check_compacted(records: bytes | bytearray | memoryview, h: BatchHeader) ->
     return h
 
 
+def check_compacted_keys(records: bytes | bytearray | memoryview, headers: list[BatchHeader],
+                         topic_partition: str) -> None:
+    """A compacted topic keeps each key's latest record: a record without a key could never be
+    cleaned, so Kafka's ``LogValidator`` refuses it (``INVALID_RECORD``, with one
+    ``RecordError`` per keyless record: KIP-467's ``record_errors``, each naming the record's
+    index in its batch).  Control batches (markers) have keys of their own and are skipped."""
+    errors: list[dict[str, object]] = []
+    for h in headers:
+        if h.is_control:
+            continue
+        view = memoryview(records)[h.position : h.position + h.size]
+        try:
+            batch = next(iter_batches(view))
+            for index, record in enumerate(batch.records):
+                if record.key is None:
+                    errors.append({"batch_index": index, "batch_index_error_message":
+                                   "Compacted topic cannot accept message without key in "
+                                   f"topic partition {topic_partition}."})
+        finally:
+            view.release()
+    if errors:
+        exc = InvalidRecordError(
+            f"One or more records have been rejected due to {len(errors)} record errors in "
+            "total, and only showing the first three errors at most: "
+            + ", ".join(f"RecordError(batchIndex={e['batch_index']}, message="
+                        f"'{e['batch_index_error_message']}')" for e in errors[:3]))
+        exc.record_errors = errors  # type: ignore[attr-defined]
+        raise exc
+
+
 # The two per-request functions, compiled (log_validator.pyx): it takes BatchHeader and
 # _check_compacted from this module, so the import comes after them.
 from kafkacore.broker.log.log_validator import analyze, assign_offsets  # noqa: E402
@@ -179,6 +209,7 @@ from kafkacore.broker.log.log_validator import analyze, assign_offsets  # noqa: 
 __all__ = [
     "BatchHeader",
     "analyze",
+    "check_compacted_keys",
     "assign_offsets",
     "crc_ok",
     "read_header",
