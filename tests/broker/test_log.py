@@ -478,9 +478,10 @@ def test_fetch_offset_by_timestamp(log_dir):
     log = Log(log_dir, LogConfig(segment_bytes=1000))
     for i in range(20):
         log.append_as_leader(ours(values(2), ts=1000 * i))
-    assert log.fetch_offset_by_timestamp(5000) == (10, 5001)
-    assert log.fetch_offset_by_timestamp(5001) == (10, 5001)
-    assert log.fetch_offset_by_timestamp(5002) == (12, 6001)
+    # The first record at or after the time (records 2i and 2i+1 at 1000i and 1000i + 1).
+    assert log.fetch_offset_by_timestamp(5000) == (10, 5000)
+    assert log.fetch_offset_by_timestamp(5001) == (11, 5001)
+    assert log.fetch_offset_by_timestamp(5002) == (12, 6000)
     assert log.fetch_offset_by_timestamp(10**9) is None
     assert log.fetch_offset_by_timestamp(-2) == (0, -1)
     assert log.fetch_offset_by_timestamp(-1) == (40, -1)

@@ -24,9 +24,9 @@ import os
 import struct
 import time
 from collections.abc import Callable, Iterator
-from typing import NoReturn
 from dataclasses import dataclass, field
 from hashlib import md5
+from typing import NoReturn
 
 from kafkacore.broker.log.end_transaction_marker import read_marker
 from kafkacore.broker.log.log import CLEANED_SUFFIX, Log

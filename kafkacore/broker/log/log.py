@@ -34,6 +34,7 @@ from kafkacore.broker.log.producer_state import (
     ProducerStateManager,
 )
 from kafkacore.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, file_name
+from kafkacore.broker.log.time_index import TIME_INDEX_SUFFIX
 from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 from kafkacore.broker.log.validator import (
     NO_PRODUCER_ID,
@@ -232,7 +233,7 @@ class Log:
             tmp.unlink()
         self._complete_swaps()
         bases = sorted(_base_offsets(self.dir, LOG_SUFFIX))
-        for suffix in (INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # an index without its log
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # no log: stale
             for base in _base_offsets(self.dir, suffix):
                 if base not in bases:
                     (self.dir / file_name(base, suffix)).unlink()
@@ -284,7 +285,7 @@ class Log:
             end = max(_next_offset_in(swap, base), base + 1)
             for old in _base_offsets(self.dir, LOG_SUFFIX):
                 if base <= old < end:
-                    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+                    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                         (self.dir / file_name(old, suffix)).unlink(missing_ok=True)
             txn_swap = self.dir / (file_name(base, TXN_INDEX_SUFFIX) + SWAP_SUFFIX)
             if txn_swap.exists():
@@ -669,6 +670,7 @@ class Log:
     def _roll(self, base_offset: int, *, new_log: bool = False) -> LogSegment:
         if self._segments:
             old = self.active_segment
+            old.on_become_inactive()
             old.flush()  # Kafka flushes the rolled segment (asynchronously); we do it here
             self.recovery_point = max(self.recovery_point, old.next_offset)
         segment = LogSegment(self.dir, base_offset, self.config.index_interval_bytes,
@@ -796,8 +798,10 @@ class Log:
                         fetch_offset, first - 1)
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """ListOffsets: the first batch whose max timestamp is >= ``timestamp`` as (offset,
-        timestamp); ``EARLIEST_TIMESTAMP`` / ``LATEST_TIMESTAMP`` / ``MAX_TIMESTAMP`` as Kafka."""
+        """ListOffsets (Kafka's ``fetchOffsetByTimestamp``): the first *record* whose timestamp
+        is >= ``timestamp``, as (offset, its timestamp), found through each segment's time
+        index; MAX_TIMESTAMP (KIP-734): the first record with the log's largest timestamp;
+        ``EARLIEST_TIMESTAMP`` / ``LATEST_TIMESTAMP`` as Kafka."""
         with self._lock:
             self._check_open()
             if timestamp == EARLIEST_TIMESTAMP:
@@ -805,15 +809,15 @@ class Log:
             if timestamp == LATEST_TIMESTAMP:
                 return self.log_end_offset, -1
             if timestamp == MAX_TIMESTAMP:
-                best: tuple[int, int] | None = None
-                for segment in self._segments:
-                    for h in segment.iter_headers():
-                        if best is None or h.max_timestamp > best[1]:
-                            best = (h.last_offset, h.max_timestamp)
-                return best
+                # Kafka: the (first) segment with the largest timestamp, then in it the first
+                # record carrying that timestamp.
+                latest = max(self._segments, key=lambda s: s.max_timestamp)
+                return latest.offset_of_max_timestamp()
+            start = self.log_start_offset
             for segment in self._segments:
-                if segment.size and segment.max_timestamp >= timestamp:
-                    found = segment.find_offset_by_timestamp(timestamp)
+                if segment.size and segment.max_timestamp >= timestamp \
+                        and segment.next_offset > start:
+                    found = segment.find_offset_by_timestamp(timestamp, start)
                     if found is not None:
                         return found
             return None
