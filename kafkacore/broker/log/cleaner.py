@@ -208,7 +208,7 @@ class Cleaner:
                                 for e in lg.producer_state.active_producers()}
             cleanable = [r for r in readers if r.segment.base_offset < end]
             txn_kept: dict[int, bool] = {}  # producer id -> a record of its open txn was kept
-            for group in group_segments_by_size(cleanable, lg.config.segment_bytes):
+            for group in group_segments_by_size(cleanable, lg.config.segment_size):
                 self._clean_segments(lg, group, aborted, last_batches, txn_kept, now, stats)
         finally:
             for r in readers:

@@ -44,6 +44,7 @@ from kafkacore.broker.log.validator import (
     assign_offsets,
     check_compacted_keys,
     read_header,
+    recompress,
 )
 from kafkacore.errors import (
     CorruptMessageError,
@@ -478,10 +479,13 @@ class Log:
         headers = analyze(records, cfg.max_message_bytes, allow_control=from_coordinator)
         if cfg.compact and not from_coordinator:
             check_compacted_keys(records, headers, self.name)
+        if cfg.compression_type != "producer" and not from_coordinator:
+            records, headers = recompress(records, headers, cfg.compression_type,
+                                          cfg.compression_level, cfg.max_message_bytes)
         size = len(records)
-        if size > cfg.segment_bytes:
+        if size > cfg.segment_size:
             raise RecordListTooLargeError(
-                f"{size} bytes of batches do not fit a segment of segment.bytes={cfg.segment_bytes}"
+                f"{size} bytes of batches do not fit a segment of {cfg.segment_size} bytes (segment.bytes)"
             )
         buf = records if isinstance(records, memoryview) and not records.readonly \
             else bytearray(records)
@@ -659,7 +663,7 @@ class Log:
             return segment
         cfg = self.config
         if (
-            segment.size > cfg.segment_bytes - size
+            segment.size > cfg.segment_size - size
             or now - (segment.created_ms or now) > cfg.segment_ms
             or (segment.next_offset if last_offset is None else last_offset) - segment.base_offset
             > (1 << 31) - 1 - 1_000_000

@@ -202,6 +202,49 @@ def check_compacted_keys(records: bytes | bytearray | memoryview, headers: list[
         raise exc
 
 
+#: ``compression.type`` -> the codec id in a batch's attributes
+_CODEC_IDS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+_CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+_CODEC_MASK = 0x07
+
+
+def recompress(records: bytes | bytearray | memoryview, headers: list[BatchHeader],
+               compression_type: str, level: int | None, max_message_bytes: int
+               ) -> tuple[bytes | bytearray | memoryview, list[BatchHeader]]:
+    """The batches with the topic's ``compression.type`` (Kafka's LogValidator: a batch whose
+    codec is not the topic's is rebuilt with it; ``producer`` keeps every batch as it came).
+    A rebuilt batch keeps its records (timestamps, keys, values, headers), producer id, epoch,
+    base sequence and transactional flag; control batches are kept as they are.  Returns the
+    new bytes and their headers (checked again, max.message.bytes included); the same when
+    nothing differs."""
+    target = _CODEC_IDS.get(compression_type)
+    if target is None or all(h.is_control or h.attributes & _CODEC_MASK == target
+                             for h in headers):
+        return records, headers
+    from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
+
+    out = bytearray()
+    for h in headers:
+        view = memoryview(records)[h.position : h.position + h.size]
+        try:
+            if h.is_control or h.attributes & _CODEC_MASK == target:
+                out += view
+                continue
+            batch = next(iter_batches(view))
+            builder = MemoryRecordsBuilder(
+                max(2 * h.size, 4096), compression=_CODEC_NAMES[target],
+                compression_level=level, producer_id=h.producer_id,
+                producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
+                is_transactional=h.is_transactional,
+                partition_leader_epoch=h.partition_leader_epoch)
+            for r in batch.records:
+                builder.append(r.timestamp, r.key, r.value, r.headers)
+            out += builder.build()
+        finally:
+            view.release()
+    return out, analyze(out, max_message_bytes)
+
+
 # The two per-request functions, compiled (log_validator.pyx): it takes BatchHeader and
 # _check_compacted from this module, so the import comes after them.
 from kafkacore.broker.log.log_validator import analyze, assign_offsets  # noqa: E402
@@ -210,6 +253,7 @@ __all__ = [
     "BatchHeader",
     "analyze",
     "check_compacted_keys",
+    "recompress",
     "assign_offsets",
     "crc_ok",
     "read_header",
