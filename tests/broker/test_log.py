@@ -526,9 +526,9 @@ def test_high_watermark_defaults_to_log_end_and_can_be_set(log_dir):
 
 def test_log_config_properties_round_trip_and_typed_errors():
     cfg = LogConfig.from_properties(
-        {"segment.bytes": "1000", "message.timestamp.type": "LogAppendTime"}
+        {"internal.segment.bytes": "1000", "message.timestamp.type": "LogAppendTime"}
     )
-    assert cfg.segment_bytes == 1000 and cfg.log_append_time
+    assert cfg.segment_size == 1000 and cfg.log_append_time
     assert LogConfig.from_properties(cfg.to_properties()) == cfg
     props = LogConfig().to_properties()
     assert props["retention.ms"] == "604800000" and props["max.message.bytes"] == "1048588"
@@ -536,6 +536,7 @@ def test_log_config_properties_round_trip_and_typed_errors():
     for bad in (
         {"segment.bytes": "lots"},
         {"segment.bytes": "3"},
+        {"segment.bytes": "16384"},  # Kafka 4: at least 1 MiB
         {"message.timestamp.type": "Now"},
         {"cleanup.policy": "compacted"},
         {"cleanup.policy": "compact,compact"},
