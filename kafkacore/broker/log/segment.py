@@ -30,7 +30,7 @@ from kafkacore.broker.log.validator import (
     verified_end,
     whole_batches_end,
 )
-from kafkacore.core.record_batch import iter_batches
+from kafkacore.core.record_batch import Record, iter_batches
 from kafkacore.errors import CorruptMessageError
 
 LOG_SUFFIX = ".log"
@@ -484,7 +484,7 @@ class LogSegment:
                         return record.offset, timestamp
         return None
 
-    def _records(self, h: BatchHeader) -> list:
+    def _records(self, h: BatchHeader) -> list[Record]:
         """The records of the batch ``h`` (decompressed, each with its own timestamp)."""
         data = self.pread(h.size, h.position)
         if len(data) < h.size or not crc_ok(data, h._replace(position=0)):
