@@ -36,6 +36,8 @@ from kafkacore.errors import CorruptMessageError
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 SNAPSHOT_SUFFIX = ".snapshot"
+#: a removed segment's files wait under this suffix for file.delete.delay.ms (Kafka's)
+DELETED_SUFFIX = ".deleted"
 _CHUNK = 1 << 20  # bytes read at a time by scans (recovery, producer-state replay)
 _ENTRY = struct.Struct(">ii")
 _BASE_OFFSET = struct.Struct(">q")
@@ -698,6 +700,21 @@ class LogSegment:
         for path in (self.log_path, self.index.path, self.time_index.path):
             path.unlink(missing_ok=True)
         self.txn_index.delete()
+
+    def rename_for_deletion(self) -> None:
+        """The first half of Kafka's ``asyncDeleteSegment``: each file renamed
+        ``<name>.deleted`` (a restart removes such files), its descriptor kept open so that a
+        read already sending this segment finishes; :meth:`delete` later removes them."""
+        self.index.flush = self.time_index.flush = lambda: None  # type: ignore[method-assign]
+        for owner in (self, self.index, self.time_index, self.txn_index):
+            attr = "log_path" if owner is self else "path"
+            path: Path = getattr(owner, attr)
+            doomed = path.with_name(path.name + DELETED_SUFFIX)
+            try:
+                os.replace(path, doomed)
+            except FileNotFoundError:
+                pass  # an index not written yet
+            setattr(owner, attr, doomed)
 
     def _close_file(self) -> None:
         # The descriptor is taken before it is closed: closing a number twice could close
