@@ -144,3 +144,61 @@ def test_describe_configs_documents_what_has_no_effect_here(broker):
     assert "no effect on this broker" in docs["preallocate"][0]
     assert "recompress" in docs["compression.type"][0]
     assert (docs["preallocate"][1], docs["compression.type"][1]) == (1, 2)  # BOOLEAN, STRING
+
+
+# -- what the configs mean in the log ------------------------------------------------------------
+
+def _filled_log(path, **props):
+    import time
+
+    from kafkacore.broker.log import Log, LogConfig
+    from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
+
+    cfg = LogConfig.from_properties({"internal.segment.bytes": "2000", **props})
+    lg = Log(path, cfg, topic="t", partition=0)
+    for i in range(40):
+        b = MemoryRecordsBuilder(1 << 12)
+        b.append(int(time.time() * 1000), b"k", b"v%03d" % i + b"." * 100)
+        lg.append_as_leader(bytes(b.build()))
+    return lg
+
+
+def test_file_delete_delay_ms_keeps_a_deleted_segments_files_until_it_passes(tmp_path):
+    import os
+
+    lg = _filled_log(tmp_path / "t-0", **{"retention.bytes": "3000",
+                                           "file.delete.delay.ms": "60000"})
+    first = lg.segments[0]
+    now = 1_000_000_000_000
+    assert lg.delete_old_segments(now_ms=now) > 0 and lg.log_start_offset > 0
+    names = sorted(os.listdir(tmp_path / "t-0"))
+    assert first.log_path.name in names and first.log_path.name.endswith(".log.deleted")
+    assert os.path.getsize(first.log_path) == first.size  # whole, for a read still sending it
+    assert lg.delete_doomed_files(now + 59_999) == 0
+    assert lg.delete_doomed_files(now + 60_000) > 0
+    assert not any(n.endswith(".deleted") for n in os.listdir(tmp_path / "t-0"))
+    lg.close()
+
+
+def test_file_delete_delay_ms_zero_deletes_at_once_and_a_restart_clears_leftovers(tmp_path):
+    import os
+
+    lg = _filled_log(tmp_path / "t-0", **{"retention.bytes": "3000",
+                                           "file.delete.delay.ms": "0"})
+    assert lg.delete_old_segments() > 0
+    assert not any(n.endswith(".deleted") for n in os.listdir(tmp_path / "t-0"))
+    (tmp_path / "t-0" / "00000000000000000000.log.deleted").write_bytes(b"left by a stop")
+    lg.close()
+    from kafkacore.broker.log import Log
+
+    again = Log(tmp_path / "t-0", lg.config, topic="t", partition=0)
+    assert not any(n.endswith(".deleted") for n in os.listdir(tmp_path / "t-0"))
+    again.close()
+
+
+def test_segment_jitter_ms_rolls_each_segment_a_little_before_segment_ms(tmp_path):
+    lg = _filled_log(tmp_path / "t-0", **{"segment.ms": "100000",
+                                           "segment.jitter.ms": "50000"})
+    jitters = [s.roll_jitter_ms for s in lg.segments[1:]]
+    assert all(0 <= j < 50000 for j in jitters) and len(set(jitters)) > 1
+    lg.close()

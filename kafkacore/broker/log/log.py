@@ -14,6 +14,7 @@ import bisect
 import contextlib
 import logging
 import os
+import random
 import shutil
 import threading
 import time
@@ -672,7 +673,7 @@ class Log:
         cfg = self.config
         if (
             segment.size > cfg.segment_size - size
-            or now - (segment.created_ms or now) > cfg.segment_ms
+            or now - (segment.created_ms or now) > cfg.segment_ms - segment.roll_jitter_ms
             or (segment.next_offset if last_offset is None else last_offset) - segment.base_offset
             > (1 << 31) - 1 - 1_000_000
         ):
@@ -688,6 +689,10 @@ class Log:
         segment = LogSegment(self.dir, base_offset, self.config.index_interval_bytes,
                              new_log=new_log)
         segment.created_ms = _now_ms()
+        if self.config.segment_jitter_ms:
+            # Kafka's randomSegmentJitter: the partitions' segments do not all roll at once.
+            segment.roll_jitter_ms = random.randrange(
+                min(self.config.segment_jitter_ms, self.config.segment_ms))
         segment.next_offset = base_offset
         self._add_segment(segment)
         if len(self._segments) > 1:

@@ -166,6 +166,9 @@ class LogSegment:
         #: when this segment was created or opened: segment.ms counts from it.  (Kafka counts from
         #: the first batch's timestamp when there is one; a producer's clock is not ours to trust.)
         self.created_ms: int | None = None
+        #: segment.jitter.ms: this segment rolls this much before segment.ms (Kafka's
+        #: rollJitterMs, drawn when the log creates the segment)
+        self.roll_jitter_ms = 0
         #: positions of batches a read refused (CRC, framing, offsets): the log must be
         #: recovered before this segment is trusted again (see Log.read)
         self.damage: set[int] = set()
