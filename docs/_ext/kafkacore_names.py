@@ -40,6 +40,8 @@ _NOT_A_SETTING = re.compile(
 # of our config modules has.
 KAFKA_ONLY = frozenset(
     """
+    message.downconversion.enable message.format.version message.timestamp.difference.max.ms
+    remote.log.storage.system.enable
     group.protocol retention.ms retention.bytes segment.bytes segment.ms cleanup.policy min.insync.replicas
     max.message.bytes message.timestamp.type unclean.leader.election.enable
     log.retention.ms log.retention.minutes log.retention.bytes log.segment.bytes log.roll.ms
@@ -63,6 +65,7 @@ KAFKA_ONLY = frozenset(
 # define under the same name.
 KAFKA_NAMES = frozenset(
     """
+    LogAppendTime OffsetSpec CorruptRecordException LogCleaningException GroupConfig
     AclControlManager AddOffsetsToTxn CurrentAssignmentBuilder AddPartitionsToTxn AdminClient AtomicLong
     AtomicReference
     BoundedByteBufferReceive BrokerServer ByteBuffer CheckpointFile ClusterConnectionStates Collections
@@ -97,11 +100,13 @@ def known_settings():
     """Every dotted setting name the docs may use."""
     from kafkacore import config as producer
     from kafkacore.broker import config as broker
+    from kafkacore.broker import group_config
     from kafkacore.broker.log import config as log_config
 
     names = set(producer.SETTINGS_BY_NAME) | set(producer.ALIASES) | set(producer.CONVERTED_ALIASES)
     names |= set(producer.NOT_NEEDED) | set(producer.NO_COUNTERPART) | set(producer._JAVA_ONLY)
-    names |= set(broker.SETTINGS) | set(broker.ALIASES) | set(log_config._SPEC)
+    names |= set(broker.SETTINGS) | set(broker.ALIASES) | set(log_config.TOPIC_CONFIGS)
+    names |= {log_config.INTERNAL_SEGMENT_BYTES} | set(group_config.GROUP_CONFIGS)
     return names | KAFKA_ONLY
 
 
