@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 from support.topics import new_topic
 
+from kafkacore.broker.config_source import ConfigType
 from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.broker.metadata_cache import RESOURCE_TYPE_TOPIC
 from kafkacore.broker.server import Broker
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -134,7 +136,7 @@ def test_describe_configs_documents_what_has_no_effect_here(broker):
     try:
         topic = new_topic(broker)
         response = client.send(ApiKey.DESCRIBE_CONFIGS, 4, {
-            "resources": [{"resource_type": 2, "resource_name": topic,
+            "resources": [{"resource_type": RESOURCE_TYPE_TOPIC, "resource_name": topic,
                            "configuration_keys": ["preallocate", "compression.type"]}],
             "include_synoyms": False, "include_documentation": True})
     finally:
@@ -143,7 +145,8 @@ def test_describe_configs_documents_what_has_no_effect_here(broker):
             for c in response["results"][0]["configs"]}
     assert "no effect on this broker" in docs["preallocate"][0]
     assert "recompress" in docs["compression.type"][0]
-    assert (docs["preallocate"][1], docs["compression.type"][1]) == (1, 2)  # BOOLEAN, STRING
+    assert (docs["preallocate"][1], docs["compression.type"][1]) == (ConfigType.BOOLEAN,
+                                                                     ConfigType.STRING)
 
 
 # -- what the configs mean in the log ------------------------------------------------------------
