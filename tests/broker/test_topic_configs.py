@@ -205,3 +205,12 @@ def test_segment_jitter_ms_rolls_each_segment_a_little_before_segment_ms(tmp_pat
     jitters = [s.roll_jitter_ms for s in lg.segments[1:]]
     assert all(0 <= j < 50000 for j in jitters) and len(set(jitters)) > 1
     lg.close()
+
+
+def test_segment_index_bytes_rolls_a_segment_whose_index_is_full(tmp_path):
+    # 24 bytes: three offset-index entries, two time-index entries; an entry every batch
+    lg = _filled_log(tmp_path / "t-0", **{"segment.index.bytes": "24",
+                                           "index.interval.bytes": "0"})
+    assert len(lg.segments) >= 8  # 2000-byte segments alone would make 4
+    assert all(len(s.index) <= 3 and len(s.time_index) <= 2 for s in lg.segments)
+    lg.close()
