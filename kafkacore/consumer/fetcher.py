@@ -158,8 +158,10 @@ class ClientSession:
                 count = cluster.partition_count(tp.topic)
                 if code == Errors.UNKNOWN_TOPIC_OR_PARTITION or (
                         count is not None and tp.partition >= count):
-                    raise errors.UnknownTopicOrPartitionError(
+                    gone = errors.UnknownTopicOrPartitionError(
                         f"{tp.topic}-{tp.partition} does not exist")
+                    gone.retriable = False  # the fresh metadata says so: no retry helps
+                    raise gone
                 if code and code != Errors.LEADER_NOT_AVAILABLE:
                     raise errors.for_code(code)(f"metadata of topic {tp.topic!r}")
             self.refresh(deadline)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kafkacore import errors
 from kafkacore.consumer.config import ConsumerConfig
@@ -57,7 +58,7 @@ class PartitionReader:
         return self._session
 
     def _deadline(self) -> int:
-        return clock_ms() + self._config["default.api.timeout.ms"]
+        return clock_ms() + int(self._config["default.api.timeout.ms"])
 
     # -- metadata ----------------------------------------------------------------------------
 
@@ -132,11 +133,26 @@ class PartitionReader:
         timeout = self._config["default.api.timeout.ms"]
         answers = list_offsets(session, dict.fromkeys(tps, int(spec)), timeout)
         result = {(tp.topic, tp.partition): answers[tp][0] for tp in tps}
-        missing = [tp for tp in tps if answers[tp][0] < 0]
+        if spec >= 0:
+            for tp in tps:
+                if answers[tp][0] >= 0:
+                    result[tp] = self._first_at_or_after(tp, answers[tp][0], int(spec))
+        missing = [tp for tp in tps if result[tp] < 0]
         if missing:  # no record at or after the timestamp: the end of the log
             ends = list_offsets(session, dict.fromkeys(missing, int(OffsetSpec.LATEST)), timeout)
             result.update({(tp.topic, tp.partition): ends[tp][0] for tp in missing})
         return result
+
+    def _first_at_or_after(self, tp: TopicPartition, offset: int, timestamp: int) -> int:
+        """The first offset at or after ``offset`` whose record has a timestamp at or after
+        ``timestamp``.  Kafka's broker answers exactly that; a broker that answers with the
+        batch's base offset (ours: batch granularity) is made exact here, from one Fetch."""
+        for batch in self.read(tp.topic, tp.partition, offset, 2**63 - 1):
+            micros = batch.column("timestamp").cast(pa.int64())
+            at = pc.index(pc.greater_equal(micros, timestamp * 1000), True).as_py()
+            if at >= 0:
+                return int(batch.column("offset")[at].as_py())
+        return -1  # no such record after all: the caller takes the end of the log
 
     # -- records -----------------------------------------------------------------------------
 

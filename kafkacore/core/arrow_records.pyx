@@ -548,6 +548,7 @@ def decode_records(data, int64_t start, int64_t end=INT64_MAX, aborted_transacti
                                     + <uint64_t>get_int32(p + pos + LAST_OFFSET_DELTA_OFFSET))
             if batch.base_offset >= end:
                 stop.stopped_at = batch.base_offset
+                next_offset = max(next_offset, batch.base_offset)
                 break
             if last_offset < start or last_offset < batch.base_offset:
                 pos += size  # wholly before the range (or nonsense): not even read
