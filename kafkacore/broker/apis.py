@@ -262,10 +262,16 @@ class KafkaApis(ApiRequestHandler):
             # Every topic the principal may DESCRIBE; the others are left out in silence.
             topics = [self._metadata_topic(version, t) for t in self.metadata_cache.topics()
                       if self.authorize_topic(request, AclOperation.DESCRIBE, t.name)]
+        elif version < 12 and any(e.get("name") is None or e.get("topic_id", ZERO_UUID)
+                                  != ZERO_UUID for e in asked):
+            # v10-11 carry topic ids but may not use them (Kafka: INVALID_REQUEST for the whole
+            # request, each topic answered with it and a null name as "")
+            topics = [self._metadata_error(e.get("name") or "", e.get("topic_id", ZERO_UUID),
+                                           Errors.INVALID_REQUEST) for e in asked]
         else:
             for entry in asked:
                 name = entry.get("name")
-                if name is None:  # v10+: by topic id
+                if name is None:  # v12+: by topic id
                     topic_id = entry.get("topic_id", ZERO_UUID)
                     name = self.metadata_cache.name_of(topic_id)
                     if name is None:
