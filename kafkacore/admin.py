@@ -200,8 +200,8 @@ def find_hanging_transactions(
         partitions_of: dict[str, set[tuple[str, int]]] = {}
         for txn_id in set(transactional_ids.values()):
             found = _send(client, cluster.nodes[0].node_id, ApiKey.FIND_COORDINATOR, {
-                "key": txn_id, "key_type": _COORDINATOR_TYPE_TRANSACTION,
-                "coordinator_keys": [txn_id]}, deadline)
+                "key_type": _COORDINATOR_TYPE_TRANSACTION, "coordinator_keys": [txn_id]},
+                deadline)
             [coordinator] = found["coordinators"]
             _raise_for(coordinator["error_code"], f"FindCoordinator {txn_id!r}")
             body = _send(client, coordinator["node_id"], ApiKey.DESCRIBE_TRANSACTIONS,
