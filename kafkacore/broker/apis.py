@@ -26,11 +26,22 @@ from kafkacore.broker.config_admin_manager import ConfigAdminManager
 from kafkacore.broker.config_helper import ConfigHelper
 from kafkacore.broker.config_source import ConfigSource
 from kafkacore.broker.consumer_group_apis import ConsumerGroupApis
-from kafkacore.broker.controller.controller_apis import election_results, reassignment_results
+from kafkacore.broker.controller.controller_apis import (
+    create_topic_result,
+    election_results,
+    reassignment_results,
+)
 from kafkacore.broker.controller.replication_control_manager import (
     ELECTION_PREFERRED,
     ELECTION_UNCLEAN,
+    EXCESSIVE_BATCH_MESSAGE,
+    EXCESSIVE_PARTITIONS_MESSAGE,
+    MAX_PARTITIONS_PER_BATCH,
+    MAX_RECORDS_PER_USER_OP,
     create_partitions_error,
+    manual_assignment_error,
+    partitions_added,
+    total_partitions_requested,
 )
 from kafkacore.broker.delayed_fetch import READ_COMMITTED
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
@@ -192,6 +203,19 @@ class KafkaApis(ApiRequestHandler):
         """A topic's :class:`~kafkacore.broker.log.LogConfig`: its own settings over the
         broker-wide defaults (raises ``InvalidConfigError``)."""
         return LogConfig.from_properties(configs, base=self.log_manager.default_config)
+
+    def partition_cap_error(self, adding: int) -> str | None:
+        """Why this broker, alone, may not take ``adding`` more partitions (None: it may):
+        ``max.partitions.per.broker``, and the logs its descriptors allow."""
+        held = self.log_manager.log_count
+        cap = self.broker.config["max.partitions.per.broker"]
+        if held + adding > cap:
+            return (f"Broker {self.broker.broker_id} would hold {held + adding} partitions, "
+                    f"more than max.partitions.per.broker={cap}.")
+        if held + adding > self.log_manager.max_logs:
+            return (f"Broker {self.broker.broker_id} would hold {held + adding} partitions, "
+                    f"more than its file descriptor limit allows ({self.log_manager.max_logs}).")
+        return None
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> tuple[Any, bool]:
         """Record the topic (persisted first), then create its partitions' logs."""
@@ -509,6 +533,12 @@ class KafkaApis(ApiRequestHandler):
                               if t["name"] not in {r["name"] for r in refused}]
         if self.forward_to_controller(request, ("topics", refused)):
             return
+        if total_partitions_requested(body["topics"], self.broker.config["num.partitions"]) \
+                > MAX_PARTITIONS_PER_BATCH:  # as the controller of a cluster refuses it
+            self.respond(request, {"throttle_time_ms": 0, "topics": [*refused, *(
+                create_topic_result(t["name"], Errors.POLICY_VIOLATION,
+                                    EXCESSIVE_PARTITIONS_MESSAGE) for t in body["topics"])]})
+            return
         counts = Counter(t["name"] for t in body["topics"])
         results = list(refused)
         new_logs: list[NewLog] = []
@@ -574,6 +604,9 @@ class KafkaApis(ApiRequestHandler):
             config = self.topic_config(configs)
         except errors.InvalidConfigError as exc:
             return fail(Errors.INVALID_CONFIG, str(exc))
+        over = self.partition_cap_error(partitions + len(new_logs))
+        if over is not None:
+            return fail(Errors.POLICY_VIOLATION, over)
         if not validate_only:
             meta, created = self.metadata_cache.add_topic(name, partitions, configs)
             if not created:  # created by another request meanwhile
@@ -660,6 +693,13 @@ class KafkaApis(ApiRequestHandler):
         body["topics"] = [t for t in body["topics"] if t["name"] not in refused]
         if self.forward_to_controller(request, ("results", results)):
             return
+        current = {t["name"]: meta.partitions for t in body["topics"]
+                   if (meta := self.metadata_cache.get(t["name"])) is not None}
+        if partitions_added(current, body["topics"]) > MAX_RECORDS_PER_USER_OP:
+            self.respond(request, {"throttle_time_ms": 0, "results": [*results, *(
+                {"name": t["name"], "error_code": Errors.POLICY_VIOLATION,
+                 "error_message": EXCESSIVE_BATCH_MESSAGE} for t in body["topics"])]})
+            return
         for t in body["topics"]:
             error, message = self._create_partitions(t, body["validate_only"])
             results.append({"name": t["name"], "error_code": error, "error_message": message})
@@ -670,6 +710,15 @@ class KafkaApis(ApiRequestHandler):
         if meta is None:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {t['name']!r} does not exist"
         error, message = create_partitions_error(meta.partitions, t["count"], t["assignments"])
+        if error == Errors.NONE and t["assignments"] is not None:
+            # Alone, every replica is this broker.
+            error, message = manual_assignment_error(
+                [a["broker_ids"] for a in t["assignments"]], {self.broker.broker_id},
+                {self.broker.broker_id}, 1)
+        if error == Errors.NONE:
+            over = self.partition_cap_error(t["count"] - meta.partitions)
+            if over is not None:
+                error, message = Errors.POLICY_VIOLATION, over
         if error != Errors.NONE or validate_only:
             return error, message
         config = self.topic_config(meta.configs)
@@ -946,7 +995,7 @@ class KafkaApis(ApiRequestHandler):
         # A follower's session is privileged in the cache: only if it is a broker's.
         context = self.broker.fetch_manager.new_context(
             body.get("session_id", 0), body.get("session_epoch", -1), fetch_data, to_forget,
-            version >= 13, replica_id >= 0 and not follower_refused)
+            version >= 13, replica_id >= 0 and not follower_refused, request.client_address[0])
 
         #: topic as asked -> (name, topic id, error for all its partitions)
         topics: dict[Any, tuple[str, uuid.UUID, int]] = {}
