@@ -231,6 +231,8 @@ class ReplicaManager:
                     records, required_acks, from_coordinator=from_coordinator)
             except errors.BrokerResponseError as exc:
                 response.update(error_code=exc.errno, error_message=str(exc)[:1000])
+                # KIP-467: the records a LogValidator check refused, each by its index
+                response["record_errors"] = getattr(exc, "record_errors", [])
                 continue
             # A duplicate (a retried batch) gets the original batch's offsets: written once.
             first_offset, last_offset, append_time, start_offset, _, _ = info
