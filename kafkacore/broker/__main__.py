@@ -22,17 +22,33 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from kafkacore import errors
 from kafkacore.broker import lifeline
 from kafkacore.broker.config import BrokerConfig
-from kafkacore.broker.controller.controller_server import ControllerServer
-from kafkacore.broker.faults import ControlServer
-from kafkacore.broker.server import Broker
 from kafkacore.broker.server_properties import jaas_settings, load_properties
 
+if TYPE_CHECKING:
+    from kafkacore.broker.controller.controller_server import ControllerServer
+    from kafkacore.broker.server import Broker
+
 READY_PREFIX = "kafkacore-broker listening on "
+
+#: What a ``pip install .`` without the ``broker`` extra is told: one line, both commands (a
+#: clone's pip cannot find ``kafkacore[broker]``, only ``'.[broker]'``).
+MISSING_EXTRA = ("kafkacore-broker: error: the broker needs its extra (google-re2): "
+                 "pip install '.[broker]' in kafkacore's clone, "
+                 "pip install 'kafkacore[broker]' from PyPI")
+
+
+def _broker_extra_is_missing() -> bool:
+    # Checked before the broker's modules are imported: they need it at import.
+    try:
+        import re2  # noqa: F401
+    except ImportError:
+        return True
+    return False
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
@@ -115,6 +131,13 @@ def _say_what_is_not_applied(config: BrokerConfig) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if _broker_extra_is_missing():
+        print(MISSING_EXTRA, file=sys.stderr)
+        return 1
+    from kafkacore.broker.controller.controller_server import ControllerServer
+    from kafkacore.broker.faults import ControlServer
+    from kafkacore.broker.server import Broker
+
     if argv[:1] == ["cluster"]:
         from kafkacore.broker.cluster import main as cluster_main
 
