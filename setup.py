@@ -11,6 +11,7 @@ checks everywhere), for debugging and coverage of the compiled code.
 """
 
 import os
+import sys
 from glob import glob
 
 from Cython.Build import cythonize
@@ -73,6 +74,15 @@ for pyx in sorted(glob("kafkacore/core/*.pyx") + glob("kafkacore/broker/*.pyx")
     extension.cython_directives = dict(
         UNCHECKED_DIRECTIVES if name in UNCHECKED and not DEBUG else CHECKED_DIRECTIVES)
     extensions.append(extension)
+
+# Said before the long part.  pip shows a build's output only with -v (or when it fails), so
+# the README and the Makefile say so before they install; `pip install -v .` shows this line and
+# then one "Compiling ..." / "building '...' extension" line per module.
+BUILDING = {"build_ext", "build", "bdist_wheel", "editable_wheel", "develop", "install"}
+if BUILDING & set(sys.argv[1:]):
+    print(f"kafkacore: compiling {len(extensions)} Cython modules to C and then to machine code "
+          f"on {os.cpu_count() or 1} cores; a few minutes, longer on a busy machine",
+          file=sys.stderr, flush=True)
 
 directives = {
     "language_level": 3,
