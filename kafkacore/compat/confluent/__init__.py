@@ -63,10 +63,16 @@ class KafkaError:
     _QUEUE_FULL = -184
     _PARTITION_EOF = -191
     _TRANSPORT = -195
+    _AUTHENTICATION = -169
+    _SSL = -181
+    _FATAL = -150
+    _PURGE_QUEUE = -152
+    _FENCED = -144
     MSG_SIZE_TOO_LARGE = 10  # Kafka's MESSAGE_TOO_LARGE, the code librdkafka reports
 
     def __init__(self, error: int | BaseException, reason: str | None = None,
-                 fatal: bool = False, retriable: bool | None = None) -> None:
+                 fatal: bool = False, retriable: bool | None = None,
+                 txn_requires_abort: bool = False) -> None:
         self.exception = error if isinstance(error, BaseException) else None
         if isinstance(error, BaseException):
             code, name = _code_and_name(error)
@@ -78,6 +84,7 @@ class KafkaError:
         self._reason = reason or name
         self._fatal = fatal
         self._retriable = bool(retriable)
+        self._txn_requires_abort = txn_requires_abort
 
     def code(self) -> int:
         return self._code
@@ -95,7 +102,9 @@ class KafkaError:
         return self._retriable
 
     def txn_requires_abort(self) -> bool:
-        return False
+        """True when the transaction failed and :meth:`Producer.abort_transaction` is the way
+        on (confluent's ``txn_requires_abort()``)."""
+        return self._txn_requires_abort
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, KafkaError):
@@ -125,6 +134,11 @@ _LOCAL_NAMES = {
     KafkaError._QUEUE_FULL: "_QUEUE_FULL",
     KafkaError._PARTITION_EOF: "_PARTITION_EOF",
     KafkaError._TRANSPORT: "_TRANSPORT",
+    KafkaError._AUTHENTICATION: "_AUTHENTICATION",
+    KafkaError._SSL: "_SSL",
+    KafkaError._FATAL: "_FATAL",
+    KafkaError._PURGE_QUEUE: "_PURGE_QUEUE",
+    KafkaError._FENCED: "_FENCED",
 }
 
 
@@ -424,6 +438,75 @@ class Producer:
         except errors.KafkaError:  # the caller's loop sees what is left and says so
             pass
 
+    # -- transactions (confluent's names, on KafkaProducer's TransactionManager) --------------
+
+    def init_transactions(self, timeout: float | None = -1) -> None:
+        """Register ``transactional.id`` with its coordinator (fencing an older producer with
+        the same id); once, before the first transaction.  ``timeout`` in seconds (-1 or
+        None: ``max.block.ms``)."""
+        self._transactional(self._producer.init_transactions, _seconds(timeout))
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: what is produced from now until commit or abort belongs to it."""
+        self._transactional(self._producer.begin_transaction)
+
+    def send_offsets_to_transaction(self, positions: Any, group_metadata: Any,
+                                    timeout: float | None = -1) -> None:
+        """Commit a consumer's positions with the transaction.  ``positions``: a list of
+        ``TopicPartition`` with offsets (``consumer.position(consumer.assignment())``, from
+        confluent-kafka's consumer or ours); ``group_metadata``: the consumer's
+        ``consumer_group_metadata()`` (confluent-kafka's) or a
+        :class:`~kafkacore.transaction_manager.ConsumerGroupMetadata`."""
+        if not isinstance(positions, (list, tuple, Mapping)):
+            raise TypeError("positions must be a list of TopicPartition, not "
+                            f"{type(positions).__name__}")
+        self._transactional(self._producer.send_offsets_to_transaction, positions,
+                            group_metadata, _seconds(timeout))
+
+    def commit_transaction(self, timeout: float | None = -1) -> None:
+        """Deliver every message of the transaction (serving their delivery reports, as
+        :meth:`flush` does), then commit it.  A failure raises :class:`KafkaException`; if
+        its error's ``txn_requires_abort()``, call :meth:`abort_transaction`."""
+        seconds = _seconds(timeout)
+        began = time.monotonic()
+        if self.flush(-1 if seconds is None else seconds):
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "commit_transaction: "
+                                            "messages still undelivered at the timeout",
+                                            retriable=True))
+        left = None if seconds is None else max(seconds - (time.monotonic() - began), 0.0)
+        self._transactional(self._producer.commit_transaction, left)
+
+    def abort_transaction(self, timeout: float | None = -1) -> None:
+        """Abort: messages not yet delivered fail (their reports come from :meth:`poll`), and
+        what was written is marked aborted, unseen by read_committed consumers."""
+        self._transactional(self._producer.abort_transaction, _seconds(timeout))
+        self._serve()
+
+    def _transactional(self, call: Callable[..., object], *args: Any) -> None:
+        """``call``, with its failure as confluent reports it: a KafkaException whose
+        KafkaError says whether to retry, abort, or give up (fatal)."""
+        try:
+            call(*args)
+        except (TypeError, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            raise KafkaException(self._txn_error(exc)) from exc
+
+    def _txn_error(self, exc: BaseException) -> KafkaError:
+        tm = self._producer._transaction_manager
+        fatal = tm is not None and tm.has_fatal_error()
+        abortable = tm is not None and tm.has_abortable_error()
+        if isinstance(exc, errors.KafkaTimeoutError):
+            return KafkaError(KafkaError._TIMED_OUT, str(exc) or "timed out", retriable=True)
+        if isinstance(exc, ValueError) and not isinstance(exc, errors.KafkaError):
+            return KafkaError(KafkaError._INVALID_ARG, str(exc))
+        if isinstance(exc, errors.IllegalStateError) and not (fatal or abortable):
+            return KafkaError(KafkaError._STATE, str(exc))
+        if isinstance(exc, (errors.ProducerFencedError, errors.InvalidProducerEpochError)):
+            fatal = True
+        return KafkaError(exc, fatal=fatal, retriable=False if fatal or abortable else None,
+                          txn_requires_abort=abortable and not fatal)
+
     def __len__(self) -> int:
         with self._cond:
             return self._outstanding
@@ -502,6 +585,11 @@ class _LogHandler(logging.Handler):
             self.logger.handle(record)
         if record.levelno >= logging.ERROR:
             self._producer._client_error(KafkaError(KafkaError._FAIL, record.getMessage()))
+
+
+def _seconds(timeout: float | None) -> float | None:
+    """confluent's timeout (seconds; -1 or None: the default) as KafkaProducer's."""
+    return None if timeout is None or timeout < 0 else float(timeout)
 
 
 def _truth(value: Any) -> bool:
