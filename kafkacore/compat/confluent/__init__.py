@@ -18,10 +18,15 @@ The semantics are confluent-kafka's, not :class:`~kafkacore.producer.KafkaProduc
 * ``str`` keys, values and header values are sent as UTF-8; headers may be a dict or a list of
   pairs.
 
-Settings are librdkafka's names where kafkacore has the same setting (``queue.buffering.max.ms``
-is ``linger.ms``, ...; see docs/migration.rst); a librdkafka setting with no kafkacore
-counterpart is a :class:`~kafkacore.errors.ConfigError` that says so.  Records are partitioned
-as Java does (murmur2), not as librdkafka's default (CRC32).
+Every librdkafka producer setting is accepted (see docs/migration.rst): librdkafka's names of
+kafkacore's settings (``queue.buffering.max.ms`` is ``linger.ms``, ...), the ones with a
+meaning here mapped (``statistics.interval.ms`` with ``stats_cb``, ``throttle_cb``,
+``error_cb``, ``debug``, ``partitioner``, ...; their callbacks are served by :meth:`poll` and
+:meth:`flush`), and the rest named in one warning.  Records are partitioned as Java does
+(murmur2, librdkafka's ``murmur2_random``), not as librdkafka's default (``consistent_random``,
+CRC32), unless ``partitioner`` says otherwise.  :meth:`Producer.init_transactions` and the
+other transactional calls are confluent's; :mod:`kafkacore.compat.confluent.aio` has
+``AIOProducer``.
 """
 
 from __future__ import annotations
@@ -310,14 +315,22 @@ class Producer:
         self._max_messages = int(conf.pop("queue.buffering.max.messages", _DEFAULT_MAX_MESSAGES))
         if self._max_messages < 1:
             raise errors.ConfigError("'queue.buffering.max.messages' must be at least 1")
-        self._producer = KafkaProducer(conf)
+        # stats_cb and throttle_cb run where confluent runs them: in poll() and flush().
+        for name in ("stats_cb", "throttle_cb"):
+            callback = conf.get(name)
+            if callback is not None:
+                if not callable(callback):
+                    raise TypeError(f"{name} must be callable, not {type(callback).__name__}")
+                conf[name] = self._served_by_poll(callback)
         self._cond = threading.Condition()
+        # Guarded by _cond: errors for error_cb (the latest few: a broker down logs every
+        # retry), statistics and throttle events, as (callback, argument).
+        self._errors: deque[tuple[Callable[[Any], object], Any]] = deque(maxlen=100)
+        self._producer = KafkaProducer(conf)
         # Guarded by _cond: delivery reports not yet served, and the messages not yet
         # delivered plus those reports (what len() says, and what the queue limit bounds).
         self._reports: deque[tuple[DeliveryCallback | None, KafkaError | None, Message]] = deque()
         self._outstanding = 0
-        # Guarded by _cond: errors for error_cb, the latest few (a broker down logs every retry).
-        self._errors: deque[KafkaError] = deque(maxlen=100)
         if self._error_cb is not None or self._log_handler.logger is not None:
             logging.getLogger("kafkacore").addHandler(self._log_handler)
 
@@ -389,7 +402,7 @@ class Producer:
         while True:
             with self._cond:
                 if self._errors:
-                    error = self._errors.popleft()
+                    event, argument = self._errors.popleft()
                     report = None
                 elif self._reports:
                     report, err, msg = self._reports.popleft()
@@ -399,8 +412,7 @@ class Producer:
                     return served
             served += 1
             if report is None:
-                if self._error_cb is not None:
-                    self._error_cb(error)
+                event(argument)
             else:
                 report(err, msg)
 
@@ -409,8 +421,16 @@ class Producer:
         if self._error_cb is None:
             return
         with self._cond:
-            self._errors.append(error)
+            self._errors.append((self._error_cb, error))
             self._cond.notify_all()
+
+    def _served_by_poll(self, callback: Callable[[Any], object]) -> Callable[[Any], None]:
+        def queue(argument: Any) -> None:
+            with self._cond:
+                self._errors.append((callback, argument))
+                self._cond.notify_all()
+
+        return queue
 
     def flush(self, timeout: float | None = -1) -> int:
         """Send everything queued, wait (up to ``timeout`` seconds; -1 or None: without bound)
