@@ -194,7 +194,7 @@ def test_asyncio_example_py(ours_only, make_topic):
         text = _until_signalled("asyncio_example.py", [ours_only.bootstrap, topic], ours,
                                 ready="Produced 10 messages", timeout=60)
         outputs[ours] = text.replace(topic, "TOPIC")
-    for ours, text in outputs.items():
+    for text in outputs.values():
         assert "Closed producer" in text, text[-2000:]
         assert "INFO:__main__:Produced to: TOPIC [0] @ 0" in text, text[-2000:]
         assert "Kafka error" not in text, text[-2000:]

@@ -148,6 +148,8 @@ _LOCAL_NAMES = {
 
 
 def _code_and_name(exc: BaseException) -> tuple[int, str]:
+    if isinstance(exc, errors.AuthenticationError) and exc.errno < 0:
+        return KafkaError._AUTHENTICATION, "_AUTHENTICATION"  # TLS, wrong security.protocol
     if isinstance(exc, errors.BrokerResponseError):
         return exc.errno, exc.code_name
     if isinstance(exc, errors.RecordTooLargeError):
@@ -158,6 +160,8 @@ def _code_and_name(exc: BaseException) -> tuple[int, str]:
         return KafkaError._INVALID_ARG, "_INVALID_ARG"
     if isinstance(exc, errors.IllegalStateError):
         return KafkaError._STATE, "_STATE"
+    if isinstance(exc, errors.TransactionAbortedError):
+        return KafkaError._PURGE_QUEUE, "_PURGE_QUEUE"  # what librdkafka reports after an abort
     return KafkaError._FAIL, "_FAIL"
 
 
@@ -299,6 +303,9 @@ class Producer:
     that receives kafkacore's log).
     """
 
+    #: Run callbacks where they happen instead of in poll() (AIOProducer: they go to its loop).
+    _serve_directly = False
+
     def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
         conf = dict(config or {})
         conf.update(kwargs)  # confluent's own examples write Producer(**conf)
@@ -321,7 +328,7 @@ class Producer:
             if callback is not None:
                 if not callable(callback):
                     raise TypeError(f"{name} must be callable, not {type(callback).__name__}")
-                conf[name] = self._served_by_poll(callback)
+                conf[name] = callback if self._serve_directly else self._served_by_poll(callback)
         self._cond = threading.Condition()
         # Guarded by _cond: errors for error_cb (the latest few: a broker down logs every
         # retry), statistics and throttle events, as (callback, argument).
@@ -363,6 +370,13 @@ class Producer:
         def delivered(metadata: RecordMetadata | None, exc: BaseException | None) -> None:
             err = None if exc is None else KafkaError(exc)
             msg = Message(topic, key, value, headers, metadata, err, time.monotonic() - began)
+            if self._serve_directly:  # AIOProducer: straight to its event loop
+                with self._cond:
+                    self._outstanding -= 1
+                    self._cond.notify_all()
+                if report is not None and not (self._only_errors and err is None):
+                    report(err, msg)
+                return
             with self._cond:
                 if report is not None and not (self._only_errors and err is None):
                     self._reports.append((report, err, msg))
@@ -419,6 +433,9 @@ class Producer:
     def _client_error(self, error: KafkaError) -> None:
         """From the log handler (any thread): an error for ``error_cb``, served by poll()."""
         if self._error_cb is None:
+            return
+        if self._serve_directly:
+            self._error_cb(error)
             return
         with self._cond:
             self._errors.append((self._error_cb, error))
@@ -646,6 +663,15 @@ def _headers(headers: Any) -> list[tuple[str, bytes | None]] | None:
     return out
 
 
-__all__ = ["BrokerMetadata", "ClusterMetadata", "KafkaError", "KafkaException", "Message",
+__all__ = ["AIOProducer", "BrokerMetadata", "ClusterMetadata", "KafkaError", "KafkaException", "Message",
            "PartitionMetadata", "Producer", "TopicMetadata", "OFFSET_INVALID",
            "TIMESTAMP_CREATE_TIME", "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE"]
+
+
+def __getattr__(name: str) -> Any:
+    # AIOProducer lives in .aio (it needs asyncio); importable from here too, lazily.
+    if name == "AIOProducer":
+        from kafkacore.compat.confluent.aio import AIOProducer
+
+        return AIOProducer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
