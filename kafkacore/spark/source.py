@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -40,7 +41,6 @@ from pyspark.sql.streaming.datasource import (
 
 from kafkacore.errors import (
     ConfigError,
-    IllegalStateError,
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
@@ -48,6 +48,7 @@ from kafkacore.spark.options import (
     EARLIEST,
     LATEST,
     Assign,
+    DataLossError,
     Earliest,
     GlobalTimestamp,
     Latest,
@@ -81,12 +82,6 @@ INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_TRUE = (
 INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_FALSE = (
     f"{_LOST} If you want your streaming query to fail on such cases, set the source option "
     f"\"failOnDataLoss\" to \"true\".")
-
-
-class DataLossError(IllegalStateError):
-    """Offsets the query was to read are gone (retention, DeleteRecords, a deleted topic or
-    partition) and ``failOnDataLoss`` is true, as it is by default.  Spark's connector throws an
-    ``IllegalStateException`` with the same advice."""
 
 
 def _report_data_loss(fail: bool, message: str) -> None:
@@ -258,16 +253,10 @@ def _topic_partitions(reader: Any, strategy: Any) -> list[TopicPartition]:
         counts = reader.topics_matching(strategy.pattern)
     else:
         assert isinstance(strategy, Subscribe)
-        try:
-            counts = reader.partitions_for(strategy.topics)
-        except UnknownTopicOrPartitionError:
-            # a subscribed topic that does not exist (yet) has no partitions, as in Spark
-            counts = {}
-            for topic in strategy.topics:
-                try:
-                    counts.update(reader.partitions_for([topic]))
-                except UnknownTopicOrPartitionError:
-                    pass
+        # One Metadata request for the cluster's topics, every time: partition counts must be
+        # fresh, or partitions added since the last look would never be read.  A subscribed
+        # topic that does not exist (yet) has no partitions, as in Spark.
+        counts = reader.topics_matching("|".join(re.escape(t) for t in strategy.topics))
     return sorted((t, p) for t, n in counts.items() for p in range(n))
 
 

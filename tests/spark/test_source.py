@@ -144,6 +144,16 @@ def read(kspark, bootstrap, **options):
 # -- spark.read ----------------------------------------------------------------------------------
 
 
+def test_spark_finds_the_format_without_register(spark, bootstrap, make_topic):
+    # First in the module, before anything calls register(): the session's own lookup of
+    # ``pyspark_*`` modules finds pyspark_kafkacore.DefaultSource.
+    topic = make_topic(1)
+    produced = produce(bootstrap, topic, 3)
+    df = (spark.read.format("kafkacore").option("kafka.bootstrap.servers", bootstrap)
+          .option("subscribe", topic).load())
+    assert spark_rows(df.collect()) == as_rows(produced, topic)
+
+
 def test_batch_subscribe_reads_every_record_with_headers(kspark, bootstrap, make_topic):
     topic = make_topic(3)
     produced = produce(bootstrap, topic, 30, partitions=3, headers=True)
