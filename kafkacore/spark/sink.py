@@ -141,24 +141,25 @@ class SinkCommitMessage(WriterCommitMessage):  # type: ignore[misc,valid-type]
 
 
 def _fault(point: str, context: Any = None) -> None:
-    """Tests only: die at ``point`` as a fault test asks.
+    """Tests only: die at ``point`` as a fault test asks; nothing otherwise.
 
-    A task reads the local property ``kafkacore.sink.fault`` (``point:partition:marker-dir``):
-    the first attempt of that Spark partition SIGKILLs its own Python worker at that point,
-    once (the marker file says it happened).  The driver side reads the environment variable
-    ``KAFKACORE_SINK_FAULT`` (``commit:<batch id>``) and SIGKILLs the whole driver (its process
-    group) before Spark writes that batch to its commit log.
+    A task reads the local property ``kafkacore.sink.fault``
+    (``<partition>=<point>,...@<marker dir>``): the first time, the task of that Spark
+    partition SIGKILLs its own Python worker at that point (a marker file says it happened).  On the driver, the environment variable
+    ``KAFKACORE_SINK_FAULT`` (``commit:<batch id>:<process group>``) SIGKILLs the driver's
+    process group before Spark writes that batch to its commit log.
     """
     if context is None:
         spec = os.environ.get(_FAULT_ENV)
-        if spec and spec == point:
-            os.killpg(os.getpgrp(), signal.SIGKILL)
+        if spec and spec.rpartition(":")[0] == point:
+            os.killpg(int(spec.rpartition(":")[2]), signal.SIGKILL)
         return
     spec = context.getLocalProperty(_FAULT_PROPERTY)
     if not spec:
         return
-    where, partition, marker_dir = spec.split(":", 2)
-    if where != point or int(partition) != context.partitionId():
+    deaths, _, marker_dir = spec.partition("@")
+    partition = context.partitionId()
+    if f"{partition}={point}" not in deaths.split(","):
         return
     marker = os.path.join(marker_dir, f"{partition}-{point}")
     if os.path.exists(marker):
@@ -271,6 +272,7 @@ def _write_at_least_once(plan: SinkPlan, batches: Iterator[Any], context: Any) -
     if producer is not None:
         producer.flush(plan.wait_s)
         counts = _settle(futures, plan.wait_s)
+        _fault("flushed", context)
     return SinkCommitMessage(context.partitionId(), records, False, counts,
                              time.process_time() - cpu)
 
