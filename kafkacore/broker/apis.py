@@ -50,7 +50,12 @@ from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
 from kafkacore.broker.log.manager import NewLog
 from kafkacore.broker.metadata_cache import validate_topic_name
+from kafkacore.broker.replica_manager import ADMIN_CLIENT_ID
 from kafkacore.broker.request_channel import Request
+from kafkacore.broker.transaction.add_partitions_to_txn_manager import (
+    has_transactional_records,
+    txn_offset_commit_error,
+)
 from kafkacore.broker.transaction.transaction_marker_channel_manager import append_txn_markers
 from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 from kafkacore.errors import Errors
@@ -281,10 +286,16 @@ class KafkaApis(ApiRequestHandler):
             # Every topic the principal may DESCRIBE; the others are left out in silence.
             topics = [self._metadata_topic(version, t) for t in self.metadata_cache.topics()
                       if self.authorize_topic(request, AclOperation.DESCRIBE, t.name)]
+        elif version < 12 and any(e.get("name") is None or e.get("topic_id", ZERO_UUID)
+                                  != ZERO_UUID for e in asked):
+            # v10-11 carry topic ids but may not use them (Kafka: INVALID_REQUEST for the whole
+            # request, each topic answered with it and a null name as "")
+            topics = [self._metadata_error(e.get("name") or "", e.get("topic_id", ZERO_UUID),
+                                           Errors.INVALID_REQUEST) for e in asked]
         else:
             for entry in asked:
                 name = entry.get("name")
-                if name is None:  # v10+: by topic id
+                if name is None:  # v12+: by topic id
                     topic_id = entry.get("topic_id", ZERO_UUID)
                     name = self.metadata_cache.name_of(topic_id)
                     if name is None:
@@ -864,9 +875,12 @@ class KafkaApis(ApiRequestHandler):
         transactional_id = body.get("transactional_id")
         # Kafka: WRITE on the transactional id (if any) for the whole request, then WRITE on
         # each topic.
-        refused = Errors.NONE if transactional_id is None or self.authorize(
-            request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id) \
-            else Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        # A transactional batch needs a transactional id (Kafka's ``hasTransactionalRecords``
+        # check): without one no coordinator would ever end the transaction it opens.
+        refused = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if (
+            has_transactional_records(body) if transactional_id is None
+            else not self.authorize(request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                    transactional_id)) else Errors.NONE
         # Kafka: an authorized partition of a request with acks other than 0, 1, -1 is answered
         # INVALID_REQUIRED_ACKS (ReplicaManager's check, after the authorization).
         bad_acks = Errors.NONE if acks in (0, 1, -1) else Errors.INVALID_REQUIRED_ACKS
@@ -920,15 +934,19 @@ class KafkaApis(ApiRequestHandler):
         throttle_ms = request.throttle_time_ms = self.broker.quotas.produce.record_request(
             request.principal, request.header.get("client_id") or "", request.size)
         timeout_ms = body.get("timeout_ms", 30000)
+        # Kafka: only its own admin client id may write to the internal topics.
+        internal = request.header.get("client_id") == ADMIN_CLIENT_ID
         if transactional_id is None or not valid:
-            self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
+            self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond,
+                                                       internal_topics_allowed=internal)
             return
 
         def verified(failed: dict[tuple[str, int], int]) -> None:
             for key, error in failed.items():
                 invalid[key] = valid.pop(key)[0]
                 invalid[key]["error_code"] = error
-            self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
+            self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond,
+                                                       internal_topics_allowed=internal)
 
         # KIP-890: the coordinator confirms the partitions of a transaction's first batches
         # (part 1); from v12 (transaction version 2, part 2) it adds them to the transaction.
@@ -1296,23 +1314,30 @@ class KafkaApis(ApiRequestHandler):
                 member_id=body.get("member_id", ""), response_callback=send_response,
                 producer=(body["producer_id"], body["producer_epoch"]))
 
-        if request.api_version < 5 or not offsets:
+        if not offsets:
             commit()
             return
 
-        # v5 (transaction version 2, KIP-890 part 2): no AddOffsetsToTxn came before; the
-        # group's offsets partition joins the transaction here, through its coordinator.
+        # The coordinator confirms that the group's offsets partition is in the producer's
+        # transaction before anything is written (KIP-890 part 1; v5, transaction version 2:
+        # no AddOffsetsToTxn came before, and the partition joins the transaction here).  An
+        # unknown producer's commit would otherwise hold the group's offsets unstable forever.
         def added(results: dict[tuple[str, int], int]) -> None:
             error = next(iter(results.values()), Errors.NONE)
             if error == Errors.NONE:
                 commit()
             else:
-                send_response(dict.fromkeys(offsets, error))
+                send_response(dict.fromkeys(offsets, txn_offset_commit_error(error)))
 
         partition = self.broker.group_coordinator.group_manager.partition_for(body["group_id"])
-        self.broker.transaction_coordinator.add_partitions_manager.ask_coordinator(
-            body["transactional_id"], body["producer_id"], body["producer_epoch"],
-            [(OFFSETS_TOPIC, partition)], added, add=True)
+        manager = self.broker.transaction_coordinator.add_partitions_manager
+        tp = (OFFSETS_TOPIC, partition)
+        add = request.api_version >= 5
+        if not add and manager.in_transaction(tp, body["producer_id"], body["producer_epoch"]):
+            commit()
+            return
+        manager.ask_coordinator(body["transactional_id"], body["producer_id"],
+                                body["producer_epoch"], [tp], added, add=add)
 
     def handle_write_txn_markers_request(self, request: Request) -> None:
         """A transaction coordinator's markers for the partitions this broker leads (only
