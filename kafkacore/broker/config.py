@@ -285,6 +285,10 @@ SETTINGS: dict[str, _Setting] = {
     "controller.quorum.bootstrap.servers": _Setting("", _str, "host:port of the controller"),
     "broker.session.timeout.ms": _Setting(9000, _int(1), "fence a broker silent this long"),
     "broker.heartbeat.interval.ms": _Setting(2000, _int(1), "between a broker's heartbeats"),
+    # Ours (Kafka has no such cap): see docs/broker/admin.rst.
+    "max.partitions.per.broker": _Setting(
+        10000, _int(1), "partition replicas one broker may hold; CreateTopics and "
+                        "CreatePartitions beyond it are refused (POLICY_VIOLATION)"),
     "min.insync.replicas": _Setting(1, _int(1), "acks=all needs this many in-sync replicas"),
     "replica.lag.time.max.ms": _Setting(30000, _int(1), "drop a follower behind this long "
                                                          "from the ISR"),

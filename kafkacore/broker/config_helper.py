@@ -93,7 +93,10 @@ class ConfigHelper:
             synonym = TOPIC_SYNONYMS.get(key)
             return ConfigSource.DEFAULT_CONFIG if synonym is None else dynamic.source(synonym)
 
-        return [(key, value, source(key), False, config_type(key, value), None)
+        # Kafka's type of each topic config, and what it means here (its documentation says
+        # when a config is accepted but has no effect on this broker).
+        return [(key, value, source(key), False, ConfigType[LogConfig.config_type(key)],
+                 LogConfig.documentation(key))
                 for key, value in config.to_properties().items()]
 
     def _describe_broker_configs(self, request: Request, res: dict[str, Any],

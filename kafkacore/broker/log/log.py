@@ -34,6 +34,7 @@ from kafkacore.broker.log.producer_state import (
     ProducerStateManager,
 )
 from kafkacore.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, file_name
+from kafkacore.broker.log.time_index import TIME_INDEX_SUFFIX
 from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 from kafkacore.broker.log.validator import (
     NO_PRODUCER_ID,
@@ -41,7 +42,9 @@ from kafkacore.broker.log.validator import (
     BatchHeader,
     analyze,
     assign_offsets,
+    check_compacted_keys,
     read_header,
+    recompress,
 )
 from kafkacore.errors import (
     CorruptMessageError,
@@ -231,7 +234,7 @@ class Log:
             tmp.unlink()
         self._complete_swaps()
         bases = sorted(_base_offsets(self.dir, LOG_SUFFIX))
-        for suffix in (INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # an index without its log
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # no log: stale
             for base in _base_offsets(self.dir, suffix):
                 if base not in bases:
                     (self.dir / file_name(base, suffix)).unlink()
@@ -283,7 +286,7 @@ class Log:
             end = max(_next_offset_in(swap, base), base + 1)
             for old in _base_offsets(self.dir, LOG_SUFFIX):
                 if base <= old < end:
-                    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+                    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                         (self.dir / file_name(old, suffix)).unlink(missing_ok=True)
             txn_swap = self.dir / (file_name(base, TXN_INDEX_SUFFIX) + SWAP_SUFFIX)
             if txn_swap.exists():
@@ -474,10 +477,15 @@ class Log:
         from it, so the records are not copied.  Anything else is copied first."""
         cfg = self.config
         headers = analyze(records, cfg.max_message_bytes, allow_control=from_coordinator)
+        if cfg.compact and not from_coordinator:
+            check_compacted_keys(records, headers, self.name)
+        if cfg.compression_type != "producer" and not from_coordinator:
+            records, headers = recompress(records, headers, cfg.compression_type,
+                                          cfg.compression_level, cfg.max_message_bytes)
         size = len(records)
-        if size > cfg.segment_bytes:
+        if size > cfg.segment_size:
             raise RecordListTooLargeError(
-                f"{size} bytes of batches do not fit a segment of segment.bytes={cfg.segment_bytes}"
+                f"{size} bytes of batches do not fit a segment of {cfg.segment_size} bytes (segment.bytes)"
             )
         buf = records if isinstance(records, memoryview) and not records.readonly \
             else bytearray(records)
@@ -655,7 +663,7 @@ class Log:
             return segment
         cfg = self.config
         if (
-            segment.size > cfg.segment_bytes - size
+            segment.size > cfg.segment_size - size
             or now - (segment.created_ms or now) > cfg.segment_ms
             or (segment.next_offset if last_offset is None else last_offset) - segment.base_offset
             > (1 << 31) - 1 - 1_000_000
@@ -666,6 +674,7 @@ class Log:
     def _roll(self, base_offset: int, *, new_log: bool = False) -> LogSegment:
         if self._segments:
             old = self.active_segment
+            old.on_become_inactive()
             old.flush()  # Kafka flushes the rolled segment (asynchronously); we do it here
             self.recovery_point = max(self.recovery_point, old.next_offset)
         segment = LogSegment(self.dir, base_offset, self.config.index_interval_bytes,
@@ -776,6 +785,13 @@ class Log:
                           "is recovered from this segment at the next start", self.name,
                           segment.log_path.name, why)
 
+    def report_damage(self, segment: LogSegment, position: int, why: str) -> None:
+        """Damage found outside a read (the log cleaner's): logged once, and the next start
+        recovers the log from ``segment`` (reads check every batch they serve anyway)."""
+        with self._lock:
+            segment.damage.add(position)
+            self._report_damage(segment, why)
+
     def _report_hole(self, fetch_offset: int, first: int) -> None:
         """A read found its first batch past ``fetch_offset``: a hole (cut by a recovery, a
         missing segment, or a compacted leader's gap): what follows is served, and said once."""
@@ -786,8 +802,10 @@ class Log:
                         fetch_offset, first - 1)
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """ListOffsets: the first batch whose max timestamp is >= ``timestamp`` as (offset,
-        timestamp); ``EARLIEST_TIMESTAMP`` / ``LATEST_TIMESTAMP`` / ``MAX_TIMESTAMP`` as Kafka."""
+        """ListOffsets (Kafka's ``fetchOffsetByTimestamp``): the first *record* whose timestamp
+        is >= ``timestamp``, as (offset, its timestamp), found through each segment's time
+        index; MAX_TIMESTAMP (KIP-734): the first record with the log's largest timestamp;
+        ``EARLIEST_TIMESTAMP`` / ``LATEST_TIMESTAMP`` as Kafka."""
         with self._lock:
             self._check_open()
             if timestamp == EARLIEST_TIMESTAMP:
@@ -795,15 +813,15 @@ class Log:
             if timestamp == LATEST_TIMESTAMP:
                 return self.log_end_offset, -1
             if timestamp == MAX_TIMESTAMP:
-                best: tuple[int, int] | None = None
-                for segment in self._segments:
-                    for h in segment.iter_headers():
-                        if best is None or h.max_timestamp > best[1]:
-                            best = (h.last_offset, h.max_timestamp)
-                return best
+                # Kafka: the (first) segment with the largest timestamp, then in it the first
+                # record carrying that timestamp.
+                latest = max(self._segments, key=lambda s: s.max_timestamp)
+                return latest.offset_of_max_timestamp()
+            start = self.log_start_offset
             for segment in self._segments:
-                if segment.size and segment.max_timestamp >= timestamp:
-                    found = segment.find_offset_by_timestamp(timestamp)
+                if segment.size and segment.max_timestamp >= timestamp \
+                        and segment.next_offset > start:
+                    found = segment.find_offset_by_timestamp(timestamp, start)
                     if found is not None:
                         return found
             return None
