@@ -103,7 +103,9 @@ def known_settings():
 
     names = set(producer.SETTINGS_BY_NAME) | set(producer.ALIASES) | set(producer.CONVERTED_ALIASES)
     names |= set(producer.NOT_NEEDED) | set(producer.NO_COUNTERPART) | set(producer._JAVA_ONLY)
-    names |= set(broker.SETTINGS) | set(broker.ALIASES) | set(log_config._SPEC)
+    # librdkafka's and confluent-kafka-python's own settings, which the facade accepts.
+    names |= set(producer.LIBRDKAFKA_SETTINGS) | set(producer.CONFLUENT_PYTHON_SETTINGS)
+    names |= set(broker.SETTINGS) | set(broker.ALIASES) | set(log_config.TOPIC_CONFIGS)
     # Every Kafka 4 broker setting: the broker accepts them all by name (docs/broker/reactor.rst).
     return names | KAFKA_ONLY | KAFKA_BROKER_SETTINGS
 
