@@ -101,6 +101,7 @@ def known_settings():
 
     names = set(producer.SETTINGS_BY_NAME) | set(producer.ALIASES) | set(producer.CONVERTED_ALIASES)
     names |= set(producer.NOT_NEEDED) | set(producer.NO_COUNTERPART) | set(producer._JAVA_ONLY)
+    names |= set(producer.LIBRDKAFKA_SETTINGS) | set(producer.LIBRDKAFKA_MAPPED)
     names |= set(broker.SETTINGS) | set(broker.ALIASES) | set(log_config._SPEC)
     return names | KAFKA_ONLY
 
