@@ -700,7 +700,8 @@ class GroupMetadataManager:
         many offsets were removed."""
         with self._lock:
             cached = self._offsets.get(group_id, {})
-            gone = list(cached) if partitions is None else [tp for tp in partitions
+            # (a partition named twice is deleted, and tombstoned, once)
+            gone = list(cached) if partitions is None else [tp for tp in dict.fromkeys(partitions)
                                                             if tp in cached]
             for tp in gone:
                 del cached[tp]
