@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.broker.timer import SystemTimer, TimerTask
 
 _log = logging.getLogger("kafkacore.broker.purgatory")
@@ -160,14 +161,11 @@ class DelayedOperationPurgatory:
         self._estimated_total_operations = 0
         self._expired = 0
         self._purges = 0
-        self._running = True
-        self._reaper: threading.Thread | None = None
+        self._reaper: ShutdownableThread | None = None
         if reaper_enabled:
-            self._reaper = threading.Thread(
-                target=self._reap,
-                name=f"ExpirationReaper-{broker_id}-{purgatory_name}",
-                daemon=True,
-            )
+            # Supervised: a turn that raises is logged and retried after a bounded back-off.
+            self._reaper = ShutdownableThread(
+                f"ExpirationReaper-{broker_id}-{purgatory_name}", work=self._reap_once)
             self._reaper.start()
 
     # -- adding and completing ---------------------------------------------------------------
@@ -290,18 +288,22 @@ class DelayedOperationPurgatory:
                 if watchers.is_empty():
                     self._remove_key_if_empty(key, watchers)
 
-    def _reap(self) -> None:
-        while self._running:
-            try:
-                self.advance_clock(200)  # bounded wait: shutdown is noticed within 200 ms
-            except Exception:  # the reaper must outlive one bad operation (Kafka's doWork)
-                _log.exception("%s: error in the expiration reaper", self.purgatory_name)
+    @property
+    def reaper(self) -> ShutdownableThread | None:
+        """The expiration reaper thread (Kafka's ``expirationReaper``); None when disabled."""
+        return self._reaper
+
+    def _reap_once(self) -> None:
+        # One turn of Kafka's ExpirationReaper.doWork; the wait is bounded so that shutdown is
+        # noticed within 200 ms.  A turn that raises is ShutdownableThread's to log and retry.
+        self.advance_clock(200)
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop the reaper (bounded by ``timeout`` seconds) and the timer."""
-        self._running = False
+        reaper = self._reaper
+        if reaper is not None:
+            reaper.initiate_shutdown()
         self.timeout_timer.shutdown()
-        if self._reaper is not None:
-            self._reaper.join(timeout)
-            if self._reaper.is_alive():
-                raise TimeoutError(f"{self._reaper.name} did not stop within {timeout} s")
+        if reaper is not None and reaper is not threading.current_thread():
+            if not reaper.await_shutdown(timeout) and reaper.is_alive():
+                raise TimeoutError(f"{reaper.name} did not stop within {timeout} s")
