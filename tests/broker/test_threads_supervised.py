@@ -11,12 +11,19 @@ import logging
 import queue
 import threading
 
+import pytest
+from support.topics import new_topic
+
 from kafkacore.broker.kafka_scheduler import KafkaScheduler
 from kafkacore.broker.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkacore.broker.shutdownable_thread import (
     FAILURE_BACKOFF_S,
     MAX_FAILURE_BACKOFF_S,
     ShutdownableThread,
+)
+from kafkacore.broker.transaction.transaction_marker_channel_manager import (
+    TransactionMarkerChannelManager,
+    TxnMarkerEntry,
 )
 
 WAIT_S = 30  # generous: two noisy cores; every wait below is bounded by it
@@ -152,3 +159,47 @@ def test_the_back_off_doubles_and_is_bounded():
     assert ShutdownableThread.backoff_s(1) == FAILURE_BACKOFF_S
     assert ShutdownableThread.backoff_s(2) == 2 * FAILURE_BACKOFF_S
     assert ShutdownableThread.backoff_s(10_000) == MAX_FAILURE_BACKOFF_S
+
+
+@pytest.fixture
+def broker(tmp_path):
+    from kafkacore.broker.server import Broker
+
+    with Broker({"log.dirs": str(tmp_path), "num.partitions": "1"}) as b:
+        yield b
+
+
+def test_the_marker_sender_retries_through_its_queue_and_serves_the_next_transaction(
+        broker, caplog):
+    """A transaction whose markers cannot be written (a partition index that is not a number
+    makes the round raise) is logged and retried from the queue, and a transaction behind it
+    completes meanwhile on the same sender thread."""
+    caplog.set_level(logging.ERROR)
+    topic = new_topic(broker)
+    second_done = threading.Event()
+    faulty_rounds: list[int] = []
+
+    def still_coordinating(entry: TxnMarkerEntry) -> bool:
+        if entry.transactional_id == "faulty":
+            faulty_rounds.append(entry.attempts)
+            return not second_done.is_set()  # retried until the other one is through
+        return True
+
+    manager = TransactionMarkerChannelManager(broker, still_coordinating)
+    manager.startup()
+    sender = manager.thread
+    assert isinstance(sender, ShutdownableThread)
+    try:
+        manager.add_txn_markers(TxnMarkerEntry("faulty", 0, 1000, 0, True, {(topic, "bad")},
+                                               lambda: None))
+        manager.add_txn_markers(TxnMarkerEntry("next", 0, 1001, 0, True, set(),
+                                               second_done.set))
+        assert second_done.wait(WAIT_S), "the sender stopped after a failed round"
+        assert sender.is_alive()
+        logged = _errors_with_traceback(caplog, sender.name)
+        assert logged and all("faulty" in r.getMessage() for r in logged)
+        assert isinstance(logged[0].exc_info[1], TypeError)
+    finally:
+        manager.shutdown()
+    assert sender.await_shutdown(0)
+    assert faulty_rounds and faulty_rounds[0] == 1  # its first failure was queued for retry
