@@ -44,6 +44,7 @@ class KafkaScheduler:
             raise ValueError(f"a scheduler needs at least one thread, got {threads}")
         self.thread_count = threads
         self.thread_name_prefix = thread_name_prefix
+        # Lock order: leaf (tasks run outside it).
         self._cond = threading.Condition()
         self._queue: list[_Task] = []
         self._seq = itertools.count()

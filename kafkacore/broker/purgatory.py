@@ -44,8 +44,10 @@ class DelayedOperation(TimerTask):
 
     def __init__(self, delay_ms: int, lock: Any = None) -> None:
         super().__init__(delay_ms)
+        # Lock order 5 (its own, or its group's): try_complete runs under it.
         self.lock = lock if lock is not None else threading.RLock()
         self._completed = False
+        # Lock order: leaf. Guards _completed (on_complete runs after it is released).
         self._completed_lock = threading.Lock()
         self._expiration_listener: Callable[[], None] | None = None
 
@@ -92,6 +94,7 @@ class Watchers:
     def __init__(self, key: Hashable) -> None:
         self.key = key
         self._operations: list[DelayedOperation] = []
+        # Lock order: leaf. Guards _operations (operations are tried outside it).
         self._lock = threading.Lock()
 
     def count_watched(self) -> int:
@@ -156,7 +159,9 @@ class DelayedOperationPurgatory:
             timeout_timer if timeout_timer is not None else SystemTimer(purgatory_name)
         )
         self._watchers_for_key: dict[Hashable, Watchers] = {}
+        # Lock order: leaf. Guards _watchers_for_key.
         self._watchers_lock = threading.Lock()
+        # Lock order: leaf. Guards the estimated, expired and purge counts.
         self._counter_lock = threading.Lock()
         self._estimated_total_operations = 0
         self._expired = 0

@@ -138,6 +138,7 @@ class AddPartitionsToTxnManager:
             return
         failed: dict[TopicPartition, int] = {}
         remaining = [len(wanted)]
+        # Lock order: leaf. Guards this call's fan-in count and failures.
         lock = threading.Lock()
 
         def one_done(results: dict[TopicPartition, int]) -> None:

@@ -58,6 +58,7 @@ def append_txn_markers(broker: Broker, markers: list[dict[str, Any]],
     now = int(time.time() * 1000)
     pending = {"count": 0}
     results: dict[Any, int] = {}
+    # Lock order: leaf. Guards this call's fan-in count and results.
     lock = threading.Lock()
     batches: list[tuple[int, bool, dict[TopicPartition, tuple[dict[str, Any], bytes]]]] = []
     for m in markers:

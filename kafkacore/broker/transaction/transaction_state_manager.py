@@ -68,6 +68,7 @@ class TransactionStateManager:
         self.min_isr: int = c["transaction.state.log.min.isr"]
         self.segment_bytes: int = c["transaction.state.log.segment.bytes"]
         self.timeout_ms: int = c["offsets.commit.timeout.ms"]
+        # Lock order: leaf. Guards _owned, _loading, _metadata.
         self._lock = threading.Lock()
         #: partition -> coordinator epoch, for the partitions loaded and served
         self._owned: dict[int, int] = {}
