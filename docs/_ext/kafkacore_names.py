@@ -105,6 +105,7 @@ def known_settings():
     names |= set(producer.NOT_NEEDED) | set(producer.NO_COUNTERPART) | set(producer._JAVA_ONLY)
     # librdkafka's and confluent-kafka-python's own settings, which the facade accepts.
     names |= set(producer.LIBRDKAFKA_SETTINGS) | set(producer.CONFLUENT_PYTHON_SETTINGS)
+    names |= set(producer.LIBRDKAFKA_MAPPED)
     names |= set(broker.SETTINGS) | set(broker.ALIASES) | set(log_config.TOPIC_CONFIGS)
     # Every Kafka 4 broker setting: the broker accepts them all by name (docs/broker/reactor.rst).
     return names | KAFKA_ONLY | KAFKA_BROKER_SETTINGS
