@@ -978,7 +978,7 @@ class GroupCoordinator:
         with group.lock:
             if group.is_state(GroupState.DEAD):
                 return Errors.COORDINATOR_NOT_AVAILABLE, []
-            errors = []
+            errors: list[int] = []
             instance_ids = group_instance_ids or [None] * len(member_ids)
             for member_id, instance_id in zip(member_ids, instance_ids, strict=False):
                 if instance_id is not None:  # a static member, named by its instance id

@@ -1,7 +1,7 @@
 """librdkafka's settings that mean something here, applied to a running producer.
 
 :class:`~kafkacore.config.ProducerConfig` accepts every librdkafka producer setting; the ones
-in :data:`~kafkacore.config.LIBRDKAFKA_MAPPED` land in ``config.librdkafka`` and
+in ``kafkacore.config.LIBRDKAFKA_MAPPED`` land in ``config.librdkafka`` and
 :func:`attach` gives them their effect on a :class:`~kafkacore.producer.KafkaProducer`:
 
 * ``statistics.interval.ms`` with ``stats_cb``: every interval, ``stats_cb(json_str)`` with
@@ -30,8 +30,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-#: librdkafka's debug contexts, and the kafkacore loggers each one turns to DEBUG (empty: a
-#: consumer's or a feature's context, with nothing to log in a producer).
+#: librdkafka's debug contexts, and the kafkacore loggers each one turns to DEBUG; none for a
+#: consumer's or a feature's context, with nothing to log in a producer.
 DEBUG_CONTEXTS: dict[str, tuple[str, ...]] = {
     "all": ("kafkacore",),
     "generic": ("kafkacore.producer",),

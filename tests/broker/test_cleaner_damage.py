@@ -49,7 +49,7 @@ def _latest(lg: Log) -> dict[bytes, bytes]:
 
 @pytest.mark.parametrize("length", [40, 1 << 20], ids=["too-short", "past-the-end"])
 def test_a_damaged_batch_length_costs_only_its_own_bytes(tmp_path, caplog, length):
-    cfg = LogConfig.from_properties({"cleanup.policy": "compact", "segment.bytes": "20000"})
+    cfg = LogConfig.from_properties({"cleanup.policy": "compact", "internal.segment.bytes": "20000"})
     lg = Log(tmp_path / "t-0", cfg, topic="t", partition=0)
 
 

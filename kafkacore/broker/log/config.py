@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kafkacore.errors import InvalidConfigError
 
@@ -217,15 +217,17 @@ def _check(name: str, value: object, floor: object = None) -> None:
             raise invalid_value(name, value, f"Not a number of type {spec.type}")
         if value == spec.also:
             return
-        low, high = spec.valid  # type: ignore[misc]
+        number: Any = value
+        bounds: tuple[Any, Any] = spec.valid  # type: ignore[assignment]
+        low, high = bounds
         low = floor if floor is not None else low
-        out = (low is not None and value < low) or (high is not None and value > high)
+        out = (low is not None and number < low) or (high is not None and number > high)
         if out and spec.also is not None:
             raise invalid_value(name, value, f"Value must be between {low} and {high} or "
                                              f"equal to {spec.also}")
-        if low is not None and value < low:  # type: ignore[operator]
+        if low is not None and number < low:
             raise invalid_value(name, value, f"Value must be at least {low}")
-        if high is not None and value > high:  # type: ignore[operator]
+        if high is not None and number > high:
             raise invalid_value(name, value, f"Value must be no more than {high}")
     elif spec.type == "BOOLEAN":
         if type(value) is not bool:
