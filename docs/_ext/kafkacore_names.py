@@ -60,6 +60,8 @@ KAFKA_ONLY = frozenset(
     transaction.partition.verification.enable spark.python.worker.reuse
     leader.replication.throttled.rate
     metadata.log.max.record.bytes.between.snapshots metadata.log.max.snapshot.interval.ms
+    internal.segment.bytes message.downconversion.enable message.format.version
+    message.timestamp.difference.max.ms consumer.session.timeout.ms consumer.heartbeat.interval.ms
     """.split()
 )
 # Java classes, Kafka APIs and types, and C API names a chapter mentions, that kafkacore does not
@@ -82,9 +84,12 @@ KAFKA_NAMES = frozenset(
     Thunk Topic TopicData TransactionalId TxnOffsetCommit UnifiedLog UniformStickyPartitioner
     Utils UtilsTest Uuid WriteBuffer Any KafkaLZ4BlockOutputStream DataOutputStream
     IllegalStateException GZIPOutputStream KafkaConfig
+    LogAppendTime GroupConfig CorruptRecordException LogCleaningException DefaultSource Trigger
+    CreatePartitions KafkaConsumer IllegalArgumentException SupportsTriggerAvailableNow
     TopicRecord PartitionRecord PartitionChangeRecord ConfigRecord ClientQuotaRecord RemoveTopicRecord
     RegisterBrokerRecord FenceBrokerRecord UnfenceBrokerRecord MetadataDelta MetadataImage TopicsDelta
     KafkaMetadataLog SnapshotGenerator BrokerMetadataPublisher PartitionMetadataFile
+    ControllerConfigurationValidator BoundedList BoundedListTooLongException
     """.split()
 )
 # Dotted lower-case names in the docs that are not settings: attributes, file names, code.
