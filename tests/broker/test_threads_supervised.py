@@ -116,7 +116,7 @@ def test_a_scheduler_worker_logs_a_failed_task_and_runs_the_next(caplog):
         assert ran.wait(WAIT_S), "the worker stopped after a failed task"
         assert worker.is_alive()
         assert scheduler.failures == {"kafka-log-flusher": 1}
-        assert scheduler.runs == {"kafka-log-flusher": 1, "kafka-log-retention": 1}
+        assert scheduler.runs["kafka-log-flusher"] == 1  # counted before the next task ran
         logged = _errors_with_traceback(caplog, worker.name)
         assert len(logged) == 1 and "kafka-log-flusher" in logged[0].getMessage()
     finally:
