@@ -318,3 +318,32 @@ def test_closed_reader(bootstrap):
     with pytest.raises(Exception, match="closed"):
         r.partitions_for(["t"])
     assert wait_until(lambda: "closed" in repr(r), "repr says closed", 1)
+
+
+def test_a_topic_deleted_mid_read(kafka_broker, bootstrap):
+    from confluent_kafka.admin import AdminClient
+
+    topic = kafka_broker.new_topic(1)
+    producer = confluent_producer(bootstrap)
+    for i in range(200):
+        producer.produce(topic, b"x" * 100, partition=0)
+        if i % 10 == 9:
+            assert producer.flush(30) == 0  # batches of 10: many Fetches of 2000 bytes
+    with PartitionReader({"bootstrap.servers": bootstrap,
+                          "max.partition.fetch.bytes": 2000}) as r:
+        batches = r.read(topic, 0, 0, 200, timeout_s=20)
+        first = next(batches)
+        assert first.num_rows > 0
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        [deleted] = admin.delete_topics([topic]).values()
+        deleted.result(timeout=30)
+        with pytest.raises(UnknownTopicOrPartitionError):
+            for _ in batches:
+                pass
+
+
+def test_an_empty_range_has_the_schema(kafka_broker, reader):
+    topic = kafka_broker.new_topic(1)
+    assert reader.read_range(topic, 0, 0, 0).schema == SPARK_KAFKA_SCHEMA
+    empty = reader.read_range(topic, 0, 0, 100, include_headers=True)
+    assert empty.num_rows == 0 and empty.schema == SPARK_KAFKA_SCHEMA_WITH_HEADERS
