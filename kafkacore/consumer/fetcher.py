@@ -280,6 +280,7 @@ class PartitionFetcher:
         attempt = 0
         deadline = clock_ms() + self.timeout_ms  # moved on by every answer that makes progress
         pending: tuple[list[ClientResponse], int] | None = None
+        known_end = -1  # the highest log end (or LSO) any answer of this read has named
         while offset < self.end and (self.max_rows is None or rows < self.max_rows):
             try:
                 done, node = pending if pending is not None else self._send(offset, deadline)
@@ -317,12 +318,18 @@ class PartitionFetcher:
             hw = part["high_watermark"]
             lso = part.get("last_stable_offset", -1)
             log_end = lso if self.read_committed and lso >= 0 else hw
+            known_end = max(known_end, log_end)
             records = part.get("records") or b""
             # Send the next Fetch before decoding this answer: the broker reads while we decode.
             ahead = batch_ends(records) if records else -1
             if offset < ahead < min(self.end, log_end) and (
                     self.max_rows is None or self.max_rows - rows > 0):
-                pending = self._send(ahead, deadline)
+                try:
+                    pending = self._send(ahead, deadline)
+                except (errors.KafkaError, _NodeDown) as exc:
+                    # Only a head start: the loop sends it again, with its retries.
+                    log.debug("Fetch of %s at %d not sent ahead: %s", self.tp, ahead, exc)
+                    pending = None
             decoded = decode_records(
                 records, offset, self.end, part.get("aborted_transactions"),
                 read_committed=self.read_committed, include_headers=self.include_headers,
@@ -338,9 +345,11 @@ class PartitionFetcher:
                 offset = decoded.next_offset
                 deadline = clock_ms() + self.timeout_ms
                 continue
-            if offset >= log_end:
+            if offset >= known_end:
                 return  # the end of the log (or, read_committed, the last stable offset)
-            # Data below the log end, but none came back: wait, then ask again.
+            # Below an end this read has already seen: the records are there, but this
+            # broker's high watermark is behind (a new leader learns it from its followers'
+            # next fetches).  Wait for it, as a consumer would, rather than end early.
             if pending is None and clock_ms() >= deadline:
                 raise errors.KafkaTimeoutError(
                     f"no records of {self.tp.topic}-{self.tp.partition} at offset {offset}"
