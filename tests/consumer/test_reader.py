@@ -347,3 +347,22 @@ def test_an_empty_range_has_the_schema(kafka_broker, reader):
     assert reader.read_range(topic, 0, 0, 0).schema == SPARK_KAFKA_SCHEMA
     empty = reader.read_range(topic, 0, 0, 100, include_headers=True)
     assert empty.num_rows == 0 and empty.schema == SPARK_KAFKA_SCHEMA_WITH_HEADERS
+
+
+def test_reads_from_the_session_brokers(broker):
+    """The session's brokers (tansu, which nobody here wrote, and ours as a child process):
+    what our producer wrote, read back whole, from the middle of a batch."""
+    from support.topics import new_topic
+
+    topic = new_topic(broker.bootstrap, 1)
+    with KafkaProducer({"bootstrap.servers": broker.bootstrap, "compression.type": "zstd"}) as p:
+        for i in range(300):
+            p.send(topic, value=b"v%d" % i, key=None if i % 3 else b"k", partition=0,
+                   headers=[("h", b"%d" % i)])
+        p.flush()
+    with PartitionReader({"bootstrap.servers": broker.bootstrap}) as r:
+        got = r.read_range(topic, 0, 7, 300, include_headers=True).to_pydict()
+    assert got["offset"] == list(range(7, 300))
+    assert got["value"] == [b"v%d" % i for i in range(7, 300)]
+    assert got["key"] == [None if i % 3 else b"k" for i in range(7, 300)]
+    assert got["headers"][0] == [{"key": "h", "value": b"7"}]
