@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kafkacore.accumulator import RecordAccumulator
+from kafkacore.compat.librdkafka import attach as attach_librdkafka
 from kafkacore.config import ProducerConfig
 from kafkacore.core import BufferPool
 from kafkacore.core.appender import RecordAppender
@@ -185,6 +186,8 @@ class KafkaProducer:
         self._metrics.gauge("buffer-total-bytes", lambda: cfg["buffer.memory"])
         self._metrics.gauge("waiting-threads", self._pool.queued)
         self._sender.start(f"kafka-producer-network-thread | {self.client_id}")
+        # librdkafka's settings with a meaning here (stats_cb, throttle_cb, debug, ...).
+        self._librdkafka = attach_librdkafka(self)
         _live_producers.add(self)
 
     # compiled send: start
@@ -446,6 +449,7 @@ class KafkaProducer:
         if not self._sender.stopped.wait(max(self.config["request.timeout.ms"] / 1000, 1.0)):
             log.error("the kafkacore sender thread did not stop")
         if not already:
+            self._librdkafka.close()
             for interceptor in self._interceptors:
                 closer = getattr(interceptor, "close", None)
                 if closer is not None:

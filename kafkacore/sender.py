@@ -531,7 +531,10 @@ class Sender:
                     "(IDEMPOTENT_WRITE on the cluster or WRITE on a topic is needed)")
                 log.error("%s", self._fatal_error)
                 return
-            log.warning("InitProducerId failed (%s); retrying", reason)
+            # While the client holds a fatal error (refused login, wrong security.protocol)
+            # the records fail with it: said once there, not on every retry here.
+            quiet = getattr(self.client, "authentication_error", None) is not None
+            (log.debug if quiet else log.warning)("InitProducerId failed (%s); retrying", reason)
             self._init_pid_backoff_until = clock_ms() + self.accumulator.retry_backoff_ms
             return
         tm = self.transaction_manager

@@ -11,7 +11,8 @@ A chapter that names ``kafkacore/broker/log/log_segment.py``, ``linger.ms`` or
   Python built-in, or a Kafka (Java) class, API or type a chapter names for comparison
   (``KAFKA_NAMES`` below);
 * any other dotted lower-case name: a producer setting (``kafkacore.config``, with its aliases and
-  the librdkafka names it knows), a broker setting (``kafkacore.broker.config``), or a Kafka
+  the librdkafka names it knows), a broker setting (``kafkacore.broker.config``, or any Kafka 4
+  broker setting, ``kafkacore.broker.kafka_broker_settings``), or a Kafka
   setting a chapter mentions for comparison (``KAFKA_ONLY`` below).
 
 ``tests/test_docs_names.py`` runs the same check without Sphinx.
@@ -77,7 +78,7 @@ KAFKA_NAMES = frozenset(
     SimpleMemoryPool SnappyOutputStream SslFactory SslTransportLayer StickyPartitionInfo String
     Thunk Topic TopicData TransactionalId TxnOffsetCommit UnifiedLog UniformStickyPartitioner
     Utils UtilsTest Uuid WriteBuffer Any KafkaLZ4BlockOutputStream DataOutputStream
-    IllegalStateException GZIPOutputStream
+    IllegalStateException GZIPOutputStream KafkaConfig
     TopicRecord PartitionRecord PartitionChangeRecord ConfigRecord ClientQuotaRecord RemoveTopicRecord
     RegisterBrokerRecord FenceBrokerRecord UnfenceBrokerRecord MetadataDelta MetadataImage TopicsDelta
     KafkaMetadataLog SnapshotGenerator BrokerMetadataPublisher PartitionMetadataFile
@@ -97,12 +98,17 @@ def known_settings():
     """Every dotted setting name the docs may use."""
     from kafkacore import config as producer
     from kafkacore.broker import config as broker
+    from kafkacore.broker.kafka_broker_settings import KAFKA_BROKER_SETTINGS
     from kafkacore.broker.log import config as log_config
 
     names = set(producer.SETTINGS_BY_NAME) | set(producer.ALIASES) | set(producer.CONVERTED_ALIASES)
     names |= set(producer.NOT_NEEDED) | set(producer.NO_COUNTERPART) | set(producer._JAVA_ONLY)
-    names |= set(broker.SETTINGS) | set(broker.ALIASES) | set(log_config._SPEC)
-    return names | KAFKA_ONLY
+    # librdkafka's and confluent-kafka-python's own settings, which the facade accepts.
+    names |= set(producer.LIBRDKAFKA_SETTINGS) | set(producer.CONFLUENT_PYTHON_SETTINGS)
+    names |= set(producer.LIBRDKAFKA_MAPPED)
+    names |= set(broker.SETTINGS) | set(broker.ALIASES) | set(log_config.TOPIC_CONFIGS)
+    # Every Kafka 4 broker setting: the broker accepts them all by name (docs/broker/reactor.rst).
+    return names | KAFKA_ONLY | KAFKA_BROKER_SETTINGS
 
 
 def known_classes():

@@ -34,6 +34,7 @@ from kafkacore.network.errors import (
     ConnectionSetupTimeoutError,
     DisconnectError,
     RequestTimeoutError,
+    SecurityProtocolMismatchError,
     SslAuthenticationError,
 )
 from kafkacore.network.sasl import SaslMechanism
@@ -214,6 +215,15 @@ class NetworkClient:
         # The Metadata request version our in-flight MetadataRequest answers.
         self._metadata_request_version: int | None = None
         self._closed = False
+        #: SO_KEEPALIVE on new connections (librdkafka's socket.keepalive.enable).
+        self.socket_keepalive = False
+        #: Called (node id, "host:port", ms) for each response a broker throttled.
+        self.throttle_listener: Callable[[int, str, int], None] | None = None
+        # "host:port" -> how many connections in a row ended as a listener of another
+        # security.protocol ends them (see _wrong_turn); reset by any answer past the setup.
+        self._wrong_turns: dict[str, int] = {}
+        # Addresses whose wrong turn was logged (once per address: not on every reconnect).
+        self._wrong_turns_logged: set[str] = set()
 
     # -- connection state ---------------------------------------------------------------------
 
@@ -339,6 +349,7 @@ class NetworkClient:
                 next_correlation_id=self._next_correlation_id,
                 ssl_context=self.ssl_context,
                 sasl_mechanism=self.sasl_mechanism,
+                keepalive=self.socket_keepalive,
             )
             self._connections[node_id] = conn
         st = self._node_states.setdefault(node_id, _NodeState())
@@ -607,11 +618,16 @@ class NetworkClient:
         now_ms: int,
         completed: list[tuple[InFlightRequest, ClientResponse]],
     ) -> None:
-        error = self._as_disconnect(conn, exc)
+        error = self._wrong_turn(conn, self._as_disconnect(conn, exc))
         if isinstance(error, errors.AuthenticationError):
             # Fatal (Java: ClusterConnectionStates.authenticationFailed): tell the metadata
             # waiters and the Sender, who fail at once instead of retrying until their timeout.
-            log.error("node %s: %s", conn.node_id, error)
+            address = f"{conn.host}:{conn.port}"
+            if not isinstance(error, SecurityProtocolMismatchError):
+                log.error("node %s: %s", conn.node_id, error)
+            elif address not in self._wrong_turns_logged:  # once: it recurs on every retry
+                self._wrong_turns_logged.add(address)
+                log.error("node %s: %s", conn.node_id, error)
             self.authentication_error = error
             self.metadata.fatal_error(error)
         else:
@@ -621,6 +637,31 @@ class NetworkClient:
             # Not a Kafka broker that answers us yet: say why, in the reason a wait gives.
             self._unreachable_address(conn.host, conn.port, exc)
         self._close_connection(conn, error, now_ms, completed, failed=failed)
+
+    def _wrong_turn(self, conn: BrokerConnection, error: KafkaError) -> KafkaError:
+        """``error`` as a :class:`SecurityProtocolMismatchError` when the way the connection
+        ended says the listener speaks another security.protocol.
+
+        A TLS listener hangs up on a plaintext ApiVersions without a byte of answer (or
+        answers with a TLS alert, which ``on_readable`` recognises at once); a SASL listener
+        answers ApiVersions and hangs up on the next request, which was not a SaslHandshake
+        (Kafka's SaslServerAuthenticator does so).  Either could also be a broker going down,
+        so it takes two connections in a row that end the same way to call it."""
+        if isinstance(error, errors.AuthenticationError):
+            return error
+        wanted = conn.wrong_turn()
+        if wanted is None:
+            return error
+        address = f"{conn.host}:{conn.port}"
+        seen = self._wrong_turns[address] = self._wrong_turns.get(address, 0) + 1
+        if seen < 2:
+            return error
+        mismatch = SecurityProtocolMismatchError(
+            f"{address} closed {seen} connections in a row {conn.wrong_turn_how()}: the "
+            f"listener wants security.protocol {wanted}, and this client uses "
+            f"{conn.security_protocol}", wanted=wanted)
+        mismatch.__cause__ = error
+        return mismatch
 
     def _handle_response(
         self,
@@ -636,7 +677,8 @@ class NetworkClient:
             else:
                 conn.handle_sasl(request, frame, now_ms)
             if conn.ready:
-                if self.authentication_error is not None:
+                if self.authentication_error is not None and not isinstance(
+                        self.authentication_error, SecurityProtocolMismatchError):
                     self.authentication_error = None
                     self.metadata.fatal_error(None)
                 st = self._node_states.setdefault(conn.node_id, _NodeState())
@@ -644,6 +686,15 @@ class NetworkClient:
                 log.debug("node %s ready: %s", conn.node_id, conn.api_versions)
             return
         _, body = codec.decode_response(request.api_key, request.api_version, frame)
+        if self._wrong_turns:
+            self._wrong_turns.pop(f"{conn.host}:{conn.port}", None)  # it answers: no wrong turn
+        if isinstance(self.authentication_error, SecurityProtocolMismatchError):
+            # A SASL listener answers ApiVersions too: only an answer past it clears this.
+            self.authentication_error = None
+            self.metadata.fatal_error(None)
+        throttle_ms = body.get("throttle_time_ms") if isinstance(body, dict) else None
+        if throttle_ms and self.throttle_listener is not None:
+            self.throttle_listener(conn.node_id, f"{conn.host}:{conn.port}", throttle_ms)
         response = self._response(request, now_ms, body=body)
         if request.internal and request.api_key == ApiKey.METADATA:
             self._handle_metadata_response(response, now_ms)

@@ -36,6 +36,7 @@ from kafkacore.network import sasl
 from kafkacore.network.errors import (
     CorrelationIdMismatchError,
     DisconnectError,
+    SecurityProtocolMismatchError,
     SslAuthenticationError,
 )
 from kafkacore.network.tls import describe_ssl_error
@@ -129,8 +130,14 @@ class BrokerConnection:
         next_correlation_id: Callable[[], int] | None = None,
         ssl_context: ssl.SSLContext | None = None,
         sasl_mechanism: Callable[[], sasl.SaslMechanism] | None = None,
+        keepalive: bool = False,
     ) -> None:
         self.node_id = node_id
+        self.keepalive = keepalive
+        # What the peer did on this connection, for wrong_turn(): any byte back, and how many
+        # responses (ApiVersions included).
+        self._received_any = False
+        self._answers = 0
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -181,6 +188,8 @@ class BrokerConnection:
             raise errors.IllegalStateError(f"connect() on a {self.state.value} connection")
         self.close_error = None
         self.read_error = None
+        self._received_any = False
+        self._answers = 0
         self.connect_started_ms = now_ms
         self.last_activity_ms = now_ms
         # A name may resolve to several addresses (localhost: ::1 and 127.0.0.1).  Like Java, we
@@ -194,6 +203,8 @@ class BrokerConnection:
         try:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.keepalive:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
             if self.send_buffer_bytes > 0:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes)
             if self.receive_buffer_bytes > 0:
@@ -432,6 +443,7 @@ class BrokerConnection:
                     f"node {self.node_id} closed the connection{self._tls_hint(tls)}")
                 break
             self.last_activity_ms = now_ms
+            self._received_any = True
             self._rbuf += data
             if len(data) < _RECV_CHUNK and not tls:
                 break
@@ -443,10 +455,12 @@ class BrokerConnection:
                 (size,) = _SIZE.unpack_from(buf, pos)
                 if (not tls and self.state is ConnectionState.CHECKING_API_VERSIONS
                         and buf[pos] in _TLS_RECORD_TYPES and buf[pos + 1] == 3):
-                    # A TLS record header where the size of a small ApiVersions answer goes.
-                    raise DisconnectError(
-                        f"node {self.node_id} answered with TLS bytes: this looks like a "
-                        "TLS listener; set security.protocol to SSL (or SASL_SSL)")
+                    # A TLS record header where the size of a small ApiVersions answer goes:
+                    # no Kafka answer starts so, so this needs no second look.
+                    raise SecurityProtocolMismatchError(
+                        f"{self.host}:{self.port} answered ApiVersions with TLS bytes: the "
+                        "listener wants security.protocol SSL (or SASL_SSL), and this client "
+                        f"uses {self.security_protocol}", wanted="SSL")
                 if size < 4 or size > MAX_RESPONSE_SIZE:
                     raise DisconnectError(
                         f"node {self.node_id} sent a frame of invalid size {size}"
@@ -456,11 +470,42 @@ class BrokerConnection:
                 frame = bytes(buf[pos + 4 : pos + 4 + size])
                 pos += 4 + size
                 completed.append((self._match(frame), frame))
+                self._answers += 1
         except DisconnectError as exc:
             self.read_error = exc
         if pos:
             del buf[:pos]
         return completed
+
+    @property
+    def security_protocol(self) -> str:
+        """This connection's security.protocol, as Kafka names it."""
+        tls = self.ssl_context is not None
+        if self.sasl_mechanism is not None:
+            return "SASL_SSL" if tls else "SASL_PLAINTEXT"
+        return "SSL" if tls else "PLAINTEXT"
+
+    def wrong_turn(self) -> str | None:
+        """For a connection the peer just ended: the security.protocol its listener looks
+        like it wants, if the way it ended is how a listener of that protocol ends a client
+        of ours; else None.  The caller decides how many such ends make a verdict."""
+        if self.sasl_mechanism is not None:
+            return None  # SASL spoken: its own errors say what went wrong
+        if (self.ssl_context is None and self.state is ConnectionState.CHECKING_API_VERSIONS
+                and not self._received_any):
+            return "SSL (or SASL_SSL)"  # a TLS listener hangs up on a plaintext request
+        if self.state is ConnectionState.READY and self._answers == 1 and self.in_flight:
+            # Only ApiVersions was answered; the next request ended the connection: what a
+            # SASL listener does to a request that is not SaslHandshake.
+            return "SASL_SSL" if self.ssl_context is not None else "SASL_PLAINTEXT"
+        return None
+
+    def wrong_turn_how(self) -> str:
+        """How the connection ended, in words, for :meth:`wrong_turn`'s verdict."""
+        if self.state is ConnectionState.CHECKING_API_VERSIONS:
+            return "without a byte of answer to ApiVersions (as a TLS listener does)"
+        return ("after answering ApiVersions, at the next request (as a SASL listener does "
+                "to a client that does not authenticate)")
 
     def _tls_hint(self, tls: bool) -> str:
         """For a plaintext connection dropped before ApiVersions was answered: a TLS listener
