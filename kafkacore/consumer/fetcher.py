@@ -111,6 +111,11 @@ class ClientSession:
         while (remaining := until - clock_ms()) > 0:
             self.client.poll(remaining)
 
+    def unreachable(self) -> str:
+        """The brokers we could not reach and why, for a timeout's message ("" if none)."""
+        report = self.metadata.connection_report()
+        return f": {report}" if report else ""
+
     # -- metadata ----------------------------------------------------------------------------
 
     def refresh(self, deadline: int) -> None:
@@ -120,7 +125,7 @@ class ClientSession:
             remaining = deadline - clock_ms()
             if remaining <= 0:
                 raise errors.KafkaTimeoutError(
-                    "no metadata from the cluster in time" + self.metadata.connection_report())
+                    "no metadata from the cluster in time" + self.unreachable())
             self.client.poll(min(remaining, 100))
             if self.client.authentication_error is not None:
                 raise self.client.authentication_error
@@ -176,7 +181,7 @@ class ClientSession:
             remaining = deadline - clock_ms()
             if remaining <= 0:
                 raise errors.KafkaTimeoutError(f"node {node} not ready in time"
-                                               + self.metadata.connection_report())
+                                               + self.unreachable())
             if self.client.authentication_error is not None:
                 raise self.client.authentication_error
             if self.client.connection_failed(node):

@@ -307,8 +307,14 @@ def test_bad_input_is_refused_at_the_call(bootstrap, reader):
 def test_unreachable_bootstrap_times_out(closed_port):
     with PartitionReader({"bootstrap.servers": f"127.0.0.1:{closed_port}",
                           "default.api.timeout.ms": 500}) as r:
-        with pytest.raises(KafkaTimeoutError):
+        with pytest.raises(KafkaTimeoutError, match="Connection refused|connect"):
             r.partitions_for(["t"])
+        with pytest.raises(KafkaTimeoutError):
+            r.topics_matching(".*")
+        with pytest.raises(KafkaTimeoutError):
+            r.list_offsets([("t", 0)], OffsetSpec.LATEST)
+        with pytest.raises(KafkaTimeoutError):
+            r.read_range("t", 0, 0, 5, timeout_s=0.5)
 
 
 def test_closed_reader(bootstrap):
