@@ -48,7 +48,8 @@ log = logging.getLogger(__name__)
 
 
 #: Topic settings whose value is a comma-separated list (APPEND and SUBTRACT work on them).
-LIST_SETTINGS = frozenset({"cleanup.policy"})
+LIST_SETTINGS = frozenset({"cleanup.policy", "leader.replication.throttled.replicas",
+                           "follower.replication.throttled.replicas"})
 
 
 class OpType(IntEnum):

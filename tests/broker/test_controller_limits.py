@@ -18,6 +18,7 @@ from kafka.admin import NewTopic as KpNewTopic
 from support.topics import new_topic
 from test_admin_calls import _call
 from test_fetch_sessions import FetchClient, topic_id_of
+from waits import wait_until
 
 from kafkacore import KafkaProducer
 from kafkacore.broker import Broker
@@ -26,7 +27,6 @@ from kafkacore.broker.controller.quorum_controller import QuorumController
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.testing import LocalBroker
-
 
 #: Kafka's messages for its two caps (ReplicationControlManager, EventHandlerExceptionInfo)
 EXCESSIVE_PARTITIONS_MESSAGE = "Excessively large number of partitions per request."
@@ -69,8 +69,9 @@ def _refused_whole(where: str) -> None:
     admin = KafkaAdminClient(bootstrap_servers=where)
     try:
         assert not {"huge-a", "huge-b"} & set(admin.list_topics())
-        [described] = admin.describe_topics([topic])
-        assert len(described["partitions"]) == 3
+        # (in a cluster, the broker asked may pull the controller's image a moment later)
+        wait_until(lambda: len(admin.describe_topics([topic])[0]["partitions"]) == 3,
+                   "the topic has its third partition")
     finally:
         admin.close()
 

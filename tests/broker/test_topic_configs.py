@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 from support.topics import new_topic
 
+from kafkacore.broker.config_source import ConfigType
 from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.broker.metadata_cache import RESOURCE_TYPE_TOPIC
 from kafkacore.broker.server import Broker
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -134,7 +136,7 @@ def test_describe_configs_documents_what_has_no_effect_here(broker):
     try:
         topic = new_topic(broker)
         response = client.send(ApiKey.DESCRIBE_CONFIGS, 4, {
-            "resources": [{"resource_type": 2, "resource_name": topic,
+            "resources": [{"resource_type": RESOURCE_TYPE_TOPIC, "resource_name": topic,
                            "configuration_keys": ["preallocate", "compression.type"]}],
             "include_synoyms": False, "include_documentation": True})
     finally:
@@ -143,7 +145,8 @@ def test_describe_configs_documents_what_has_no_effect_here(broker):
             for c in response["results"][0]["configs"]}
     assert "no effect on this broker" in docs["preallocate"][0]
     assert "recompress" in docs["compression.type"][0]
-    assert (docs["preallocate"][1], docs["compression.type"][1]) == (1, 2)  # BOOLEAN, STRING
+    assert (docs["preallocate"][1], docs["compression.type"][1]) == (ConfigType.BOOLEAN,
+                                                                     ConfigType.STRING)
 
 
 # -- what the configs mean in the log ------------------------------------------------------------
@@ -201,4 +204,13 @@ def test_segment_jitter_ms_rolls_each_segment_a_little_before_segment_ms(tmp_pat
                                            "segment.jitter.ms": "50000"})
     jitters = [s.roll_jitter_ms for s in lg.segments[1:]]
     assert all(0 <= j < 50000 for j in jitters) and len(set(jitters)) > 1
+    lg.close()
+
+
+def test_segment_index_bytes_rolls_a_segment_whose_index_is_full(tmp_path):
+    # 24 bytes: three offset-index entries, two time-index entries; an entry every batch
+    lg = _filled_log(tmp_path / "t-0", **{"segment.index.bytes": "24",
+                                           "index.interval.bytes": "0"})
+    assert len(lg.segments) >= 8  # 2000-byte segments alone would make 4
+    assert all(len(s.index) <= 3 and len(s.time_index) <= 2 for s in lg.segments)
     lg.close()

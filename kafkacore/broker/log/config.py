@@ -55,8 +55,9 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
         "segment, so that the segments of many partitions do not all roll at once."),
     "segment.index.bytes": TopicConfigDef(
         "segment_index_bytes", "INT", (4, None),
-        "The most bytes of a segment's offset index; the index is kept in memory and written "
-        "whole here, and is never preallocated, so a segment is not rolled for its index."),
+        "The most bytes of a segment's offset index (8-byte entries) and time index (12-byte "
+        "entries): a segment whose index is full is rolled, as in Kafka; the indexes are kept "
+        "in memory and never preallocated."),
     "flush.messages": TopicConfigDef(
         "flush_messages", "LONG", (1, None),
         "fsync the log after this many records appended (the default never does: the page "

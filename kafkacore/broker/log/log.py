@@ -665,8 +665,9 @@ class Log:
 
     def _maybe_roll(self, size: int, now: int, last_offset: int | None = None) -> LogSegment:
         """Kafka's ``maybeRoll``: a new segment when this append would pass segment.bytes, when
-        segment.ms has passed since the segment was created, or when relative offsets would no
-        longer fit the index's 4 bytes."""
+        segment.ms has passed since the segment was created, when its offset or time index is
+        full (segment.index.bytes), or when relative offsets would no longer fit the index's 4
+        bytes."""
         segment = self._segments[-1]  # (the active segment, for every append)
         if segment.size == 0:
             return segment
@@ -674,6 +675,8 @@ class Log:
         if (
             segment.size > cfg.segment_size - size
             or now - (segment.created_ms or now) > cfg.segment_ms - segment.roll_jitter_ms
+            or len(segment.index) >= cfg.segment_index_bytes // 8  # Kafka's isFull: 8-byte
+            or len(segment.time_index) >= cfg.segment_index_bytes // 12  # and 12-byte entries
             or (segment.next_offset if last_offset is None else last_offset) - segment.base_offset
             > (1 << 31) - 1 - 1_000_000
         ):
