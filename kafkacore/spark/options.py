@@ -444,6 +444,7 @@ def parse_source_options(options: Mapping[str, Any], *, streaming: bool | None
     kafka_config = {k: v for k, v in config.items() if k not in _GROUP_SETTINGS}
     strategy = _strategy(opts)
 
+    ending: OffsetRangeLimit
     if streaming is None:
         starting = _range_limit(opts, "starting", Earliest())
         ending = _range_limit(opts, "ending", Latest())
@@ -453,7 +454,7 @@ def parse_source_options(options: Mapping[str, Any], *, streaming: bool | None
         if "endingoffsetsbytimestamp" in opts or "endingtimestamp" in opts:
             raise ConfigError("ending timestamp not valid in streaming queries")
         starting = _range_limit(opts, "starting", Latest())
-        ending: OffsetRangeLimit = Latest()
+        ending = Latest()
     else:
         starting = _range_limit(opts, "starting", Earliest())
         ending = _range_limit(opts, "ending", Latest())
