@@ -54,6 +54,15 @@ if action == "produce":
         pass
     assert not errors and len(delivered) == len(args), (errors, len(delivered))
     out = [delivered[i] for i in range(len(args))]
+elif action == "transactions":  # [(commit?, [values]), ...] in transactions of their own
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": args[0]})
+    p.init_transactions(30)
+    for commit, values in args[1]:
+        p.begin_transaction()
+        for v in values:
+            p.produce(args[2], v, partition=0)
+        p.flush(30)
+        p.commit_transaction(30) if commit else p.abort_transaction(30)
 else:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     if action == "delete_records":
@@ -188,6 +197,19 @@ def test_batch_subscribe_pattern_and_timestamps(kspark, bootstrap, make_topic):
     # startingTimestamp: the first record at or after it, per partition
     df = read(kspark, bootstrap, subscribe=a, startingTimestamp=str(T0 + 2))
     assert [r[2] for r in spark_rows(df.collect())] == [2, 3]
+
+
+def test_batch_read_committed_leaves_out_aborted_records(kspark, bootstrap, make_topic):
+    topic = make_topic(1)
+    _confluent("transactions", bootstrap, (f"tx-{topic}", [
+        (True, [b"c0", b"c1"]), (False, [b"a0", b"a1", b"a2"]), (True, [b"c2"])], topic))
+    committed = read(kspark, bootstrap, subscribe=topic,
+                     **{"kafka.isolation.level": "read_committed"})
+    assert [bytes(r["value"]) for r in committed.orderBy("offset").collect()] == [
+        b"c0", b"c1", b"c2"]
+    everything = read(kspark, bootstrap, subscribe=topic)
+    assert [bytes(r["value"]) for r in everything.orderBy("offset").collect()] == [
+        b"c0", b"c1", b"a0", b"a1", b"a2", b"c2"]
 
 
 def test_bad_options_fail_at_load_with_spark_wording(kspark, bootstrap):
