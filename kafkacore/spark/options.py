@@ -541,7 +541,7 @@ def parse_sink_options(options: Mapping[str, Any], schema: Any, *,
     ``value`` column (string or binary); optional ``key`` (string or binary), ``partition`` (int)
     and ``headers`` (``array<struct<key:string,value:binary>>``) columns.  ``extra_options`` are
     the lower- or camel-case names of the sink's own options (accepted, returned in
-    :attr:`SinkOptions.extra`).  Raises :class:`~kafkacore.errors.ConfigError` (bad options,
+    ``SinkOptions.extra``).  Raises :class:`~kafkacore.errors.ConfigError` (bad options,
     missing columns) or ``TypeError`` (a column of the wrong type).
     """
     opts = _lower(options)

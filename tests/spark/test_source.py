@@ -267,6 +267,23 @@ class Collector:
             time.sleep(0.2)
 
 
+def start_processing_time(kspark, bootstrap, collector, checkpoint, **options):
+    """A processing-time query whose source has started (see ``_NO_WORKER``), with its first
+    offsets in the checkpoint."""
+    for attempt in range(3):
+        query = stream(kspark, bootstrap, collector, checkpoint,
+                       {"processingTime": "500 milliseconds"}, **options)
+        deadline = time.monotonic() + 60
+        while query.exception() is None and not (checkpoint / "offsets" / "0").exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        if query.exception() is None:
+            return query
+        if _NO_WORKER not in str(query.exception()) or attempt == 2:
+            raise AssertionError(str(query.exception()))
+    raise AssertionError("unreachable")
+
+
 def stream(kspark, bootstrap, collector, checkpoint, trigger, **options):
     reader = kspark.readStream.format("kafkacore").option("kafka.bootstrap.servers", bootstrap)
     for k, v in options.items():
@@ -275,12 +292,28 @@ def stream(kspark, bootstrap, collector, checkpoint, trigger, **options):
             .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())
 
 
-def run_available_now(kspark, bootstrap, checkpoint, **options):
-    collector = Collector()
-    query = stream(kspark, bootstrap, collector, checkpoint, {"availableNow": True}, **options)
-    query.awaitTermination(120)  # raises the query's error, if it failed
-    assert not query.isActive
-    return collector
+# Spark gives a new Python process 10 s (not configurable) to connect back; on a machine
+# loaded far beyond its cores a streaming query's source process can miss that, before any of
+# our code runs.  Such a start is tried again from the same checkpoint (which is what a
+# checkpoint is for), at most twice.
+_NO_WORKER = "Python worker failed to connect back"
+
+
+def run_available_now(kspark, bootstrap, checkpoint, collector=None, **options):
+    from pyspark.errors import StreamingQueryException
+
+    collector = collector or Collector()
+    for attempt in range(3):
+        query = stream(kspark, bootstrap, collector, checkpoint, {"availableNow": True},
+                       **options)
+        try:
+            query.awaitTermination(120)  # raises the query's error, if it failed
+        except StreamingQueryException as exc:
+            if _NO_WORKER not in str(exc) or attempt == 2:
+                raise
+            continue
+        assert not query.isActive
+        return collector
 
 
 def last_checkpoint_offsets(checkpoint):
@@ -322,16 +355,10 @@ def test_stream_processing_time_picks_up_new_partitions(kspark, bootstrap, make_
                                                         tmp_path):
     topic = make_topic(2)
     collector = Collector(headers=True)
-    query = stream(kspark, bootstrap, collector, tmp_path / "cp",
-                   {"processingTime": "500 milliseconds"}, subscribe=topic,
-                   includeHeaders="true")
+    # startingOffsets defaults to latest: the query must have its first offsets before writing
+    query = start_processing_time(kspark, bootstrap, collector, tmp_path / "cp", subscribe=topic,
+                                  includeHeaders="true")
     try:
-        # startingOffsets defaults to latest: wait for the query to have its first offsets
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "cp" / "offsets" / "0").exists():
-            assert query.exception() is None, query.exception()
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
         before = produce(bootstrap, topic, 8, partitions=2, headers=True)
         collector.wait_for(8, query)
         create_partitions(bootstrap, topic, 4)
