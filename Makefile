@@ -38,6 +38,7 @@ test: $(TOOLS)/.ok
 .venv/.ok: pyproject.toml setup.py
 	$(PYTHON) -m venv .venv
 	.venv/bin/python -m pip install -q --upgrade pip
+	@echo "installing kafkacore and compiling its Cython modules: a few minutes, pip is quiet meanwhile (pip install -v shows each module)"
 	.venv/bin/python -m pip install -q -e '.[test,bench,spark]' --config-settings editable_mode=compat sphinx ruff cython-lint mypy
 	touch $@
 
@@ -46,6 +47,7 @@ dev: .venv/.ok
 # A wheel of kafkacore for this machine's python3, in dist/: compiled once (on every core), then
 # `pip install dist/kafkacore-*.whl` (with any extras, '...whl[broker,test]') takes seconds.
 wheel: $(TOOLS)/.ok
+	@echo "compiling kafkacore's Cython modules into a wheel: a few minutes (pip wheel -v shows each module)"
 	$(PY) -m pip wheel --no-deps -w dist .
 
 # The main job: the flights pipeline on PySpark (local mode), into a 3-broker kafkacore cluster

@@ -284,6 +284,8 @@ ALIASES = {
     "topic.metadata.refresh.interval.ms": "metadata.max.age.ms",
     "socket.send.buffer.bytes": "send.buffer.bytes",
     "socket.receive.buffer.bytes": "receive.buffer.bytes",
+    "metadata.broker.list": "bootstrap.servers",
+    "max.in.flight": "max.in.flight.requests.per.connection",
 }
 
 #: librdkafka's names for a setting kafkacore has in another unit: name -> (ours, conversion).
@@ -299,26 +301,145 @@ NOT_NEEDED = {
     "api.version.request": "kafkacore always asks brokers for their versions (ApiVersions)",
 }
 
-#: librdkafka (confluent-kafka) settings kafkacore has no counterpart for: name -> what to do.
+#: librdkafka's delivery callbacks: KafkaProducer would never call them (it reports through
+#: futures and send()'s callback), so they are refused rather than accepted in silence.
 NO_COUNTERPART = {
-    "queue.buffering.max.messages": "KafkaProducer bounds what it holds in bytes "
-                                    "(buffer.memory); kafkacore.compat.confluent.Producer "
-                                    "takes this setting",
-    "batch.num.messages": "a batch is bounded in bytes (batch.size)",
-    "delivery.report.only.error": "a setting of confluent-kafka's Producer: use "
-                                  "kafkacore.compat.confluent.Producer",
     "on_delivery": "pass it to send() (on_delivery=), or use kafkacore.compat.confluent.Producer",
     "dr_cb": "pass it to send() (on_delivery=), or use kafkacore.compat.confluent.Producer",
-    "error_cb": "kafkacore logs client errors (logger 'kafkacore') and fails each record with "
-                "its own exception; kafkacore.compat.confluent.Producer takes error_cb",
-    "partitioner": "kafkacore partitions keys with murmur2 as Java does (librdkafka's "
-                   "murmur2_random); partitioner.class takes a custom one",
-    "socket.timeout.ms": "request.timeout.ms bounds each request",
-    "statistics.interval.ms": "read KafkaProducer.metrics() when you want them",
-    "stats_cb": "read KafkaProducer.metrics() when you want them",
-    "debug": "kafkacore logs through the logging module (logger 'kafkacore')",
-    "socket.keepalive.enable": "kafkacore's connections do not set SO_KEEPALIVE",
+    "dr_msg_cb": "pass it to send() (on_delivery=), or use kafkacore.compat.confluent.Producer",
+}
+
+#: Every librdkafka setting that applies to a producer (``*`` or ``P`` in librdkafka's
+#: CONFIGURATION.md), global and topic level.  Each is accepted: as an alias of a setting of
+#: ours (:data:`ALIASES`), mapped to what kafkacore has (:data:`LIBRDKAFKA_MAPPED`), or
+#: accepted without effect and named in one warning (:data:`LIBRDKAFKA_WITHOUT_EFFECT`).
+LIBRDKAFKA_SETTINGS: tuple[str, ...] = (
+    "builtin.features", "client.id", "metadata.broker.list", "bootstrap.servers",
+    "message.max.bytes", "message.copy.max.bytes", "receive.message.max.bytes",
+    "max.in.flight.requests.per.connection", "max.in.flight", "metadata.recovery.strategy",
+    "metadata.recovery.rebootstrap.trigger.ms", "topic.metadata.refresh.interval.ms",
+    "metadata.max.age.ms", "topic.metadata.refresh.fast.interval.ms",
+    "topic.metadata.refresh.fast.cnt", "topic.metadata.refresh.sparse",
+    "topic.metadata.propagation.max.ms", "topic.blacklist", "debug", "socket.timeout.ms",
+    "socket.blocking.max.ms", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
+    "socket.keepalive.enable", "socket.nagle.disable", "socket.max.fails", "broker.address.ttl",
+    "broker.address.family", "socket.connection.setup.timeout.ms", "connections.max.idle.ms",
+    "reconnect.backoff.jitter.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
+    "statistics.interval.ms", "enabled_events", "error_cb", "throttle_cb", "stats_cb", "log_cb",
+    "log_level", "log.queue", "log.thread.name", "enable.random.seed", "log.connection.close",
+    "background_event_cb", "socket_cb", "connect_cb", "closesocket_cb", "open_cb", "resolve_cb",
+    "opaque", "default_topic_conf", "internal.termination.signal", "api.version.request",
+    "api.version.request.timeout.ms", "api.version.fallback.ms", "broker.version.fallback",
+    "allow.auto.create.topics", "security.protocol", "ssl.cipher.suites", "ssl.curves.list",
+    "ssl.sigalgs.list", "ssl.key.location", "ssl.key.password", "ssl.key.pem", "ssl_key",
+    "ssl.certificate.location", "ssl.certificate.pem", "ssl_certificate", "ssl.ca.location",
+    "https.ca.location", "https.ca.pem", "ssl.ca.pem", "ssl_ca", "ssl.ca.certificate.stores",
+    "ssl.crl.location", "ssl.keystore.location", "ssl.keystore.password", "ssl.providers",
+    "ssl.engine.location", "ssl.engine.id", "ssl_engine_callback_data",
+    "enable.ssl.certificate.verification", "ssl.endpoint.identification.algorithm",
+    "ssl.certificate.verify_cb", "sasl.mechanisms", "sasl.mechanism", "sasl.kerberos.service.name",
+    "sasl.kerberos.principal", "sasl.kerberos.kinit.cmd", "sasl.kerberos.keytab",
+    "sasl.kerberos.min.time.before.relogin", "sasl.username", "sasl.password",
+    "sasl.oauthbearer.config", "enable.sasl.oauthbearer.unsecure.jwt",
+    "oauthbearer_token_refresh_cb", "sasl.oauthbearer.method", "sasl.oauthbearer.client.id",
+    "sasl.oauthbearer.client.credentials.client.id",
+    "sasl.oauthbearer.client.credentials.client.secret", "sasl.oauthbearer.client.secret",
+    "sasl.oauthbearer.scope", "sasl.oauthbearer.extensions", "sasl.oauthbearer.token.endpoint.url",
+    "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.grant.type",
+    "sasl.oauthbearer.assertion.algorithm", "sasl.oauthbearer.assertion.private.key.file",
+    "sasl.oauthbearer.assertion.private.key.passphrase",
+    "sasl.oauthbearer.assertion.private.key.pem", "sasl.oauthbearer.assertion.file",
+    "sasl.oauthbearer.assertion.claim.aud", "sasl.oauthbearer.assertion.claim.exp.seconds",
+    "sasl.oauthbearer.assertion.claim.iss", "sasl.oauthbearer.assertion.claim.jti.include",
+    "sasl.oauthbearer.assertion.claim.nbf.seconds", "sasl.oauthbearer.assertion.claim.sub",
+    "sasl.oauthbearer.assertion.jwt.template.file",
+    "sasl.oauthbearer.metadata.authentication.type", "plugin.library.paths", "interceptors",
+    "client.rack", "transactional.id", "transaction.timeout.ms", "enable.idempotence",
+    "enable.gapless.guarantee", "queue.buffering.max.messages", "queue.buffering.max.kbytes",
+    "queue.buffering.max.ms", "linger.ms", "message.send.max.retries", "retries",
+    "retry.backoff.ms", "retry.backoff.max.ms", "queue.buffering.backpressure.threshold",
+    "compression.codec", "compression.type", "batch.num.messages", "batch.size",
+    "delivery.report.only.error", "dr_cb", "dr_msg_cb", "sticky.partitioning.linger.ms",
+    "client.dns.lookup", "enable.metrics.push", "request.required.acks", "acks",
+    "request.timeout.ms", "message.timeout.ms", "delivery.timeout.ms", "queuing.strategy",
+    "produce.offset.report", "partitioner", "partitioner_cb", "msg_order_cmp", "compression.level",
+)
+
+#: Settings of confluent-kafka's Python layer (not librdkafka's) that a producer config holds.
+CONFLUENT_PYTHON_SETTINGS = ("logger", "on_delivery", "oauth_cb")
+
+
+def _log_level(value: Any) -> int:
+    n = _integer(value)
+    if not 0 <= n <= 7:
+        raise _Invalid("a syslog level is 0..7")
+    return n
+
+
+def _logger(value: Any) -> Any:
+    if not callable(getattr(value, "handle", None)) and not callable(getattr(value, "log", None)):
+        raise _Invalid("not a logging.Logger")
+    return value
+
+
+def _debug(value: Any) -> tuple[str, ...]:
+    from kafkacore.compat.librdkafka import DEBUG_CONTEXTS
+
+    contexts = tuple(c.strip() for c in _string(value).split(",") if c.strip())
+    for c in contexts:
+        if c not in DEBUG_CONTEXTS:
+            close = difflib.get_close_matches(c, list(DEBUG_CONTEXTS), n=1)
+            raise _Invalid(f"{c!r} is not a librdkafka debug context"
+                           + (f"; did you mean {close[0]!r}?" if close else ""))
+    return contexts
+
+
+def _partitioner(value: Any) -> str:
+    from kafkacore.compat.librdkafka import PARTITIONERS
+
+    text = _string(value).strip()
+    if text not in PARTITIONERS:
+        raise _Invalid("not a librdkafka partitioner")
+    return text
+
+
+#: librdkafka settings with a meaning here, and their checks; :class:`ProducerConfig` keeps
+#: their values in ``librdkafka`` and :func:`kafkacore.compat.librdkafka.attach` applies them
+#: to a running producer (``partitioner`` and ``compression.level`` become our settings).
+LIBRDKAFKA_MAPPED: dict[str, tuple[Callable[[Any], Any], str]] = {
+    "debug": (_debug, "librdkafka's debug contexts, comma-separated: kafkacore's loggers at DEBUG"),
+    "log_level": (_log_level, "0..7 (syslog): the level of the 'kafkacore' logger"),
+    "logger": (_logger, "a logging.Logger that receives kafkacore's log"),
+    "statistics.interval.ms": (_int_range(0, 86400000),
+                               "0..86400000: how often stats_cb receives librdkafka's JSON"),
+    "stats_cb": (_callable_or_none, "called with the statistics JSON (a str)"),
+    "throttle_cb": (_callable_or_none, "called with a ThrottleEvent when a broker throttles us"),
+    "error_cb": (_callable_or_none, "called with each client error that belongs to no record"),
+    "socket.keepalive.enable": (_boolean, "SO_KEEPALIVE on broker connections"),
+    "partitioner": (_partitioner, "librdkafka's partitioner, as our partitioner.class"),
+    "compression.level": (_int_range(-1, 12),
+                          "-1..12: the compression.<codec>.level of the codec in use"),
+}
+
+#: Why a librdkafka setting has no effect here, for the ones a user is likely to ask about.
+#: The rest: kafkacore has nothing that corresponds (a C callback, a build feature, a
+#: consumer's setting, librdkafka's internals).
+LIBRDKAFKA_WITHOUT_EFFECT = {
+    "batch.num.messages": "a batch is bounded in bytes (batch.size), not in messages",
+    "queue.buffering.max.messages": "KafkaProducer bounds what it holds in bytes "
+                                    "(buffer.memory); kafkacore.compat.confluent.Producer "
+                                    "applies it",
+    "delivery.report.only.error": "KafkaProducer reports through futures; "
+                                  "kafkacore.compat.confluent.Producer applies it",
+    "client.rack": "a consumer's setting (fetch from the nearest replica): a producer writes "
+                   "to leaders",
     "enable.gapless.guarantee": "enable.idempotence already fails records rather than leave gaps",
+    "log.connection.close": "closed connections are logged at DEBUG (logger kafkacore.network)",
+    "socket.timeout.ms": "request.timeout.ms bounds each request",
+    "socket.nagle.disable": "TCP_NODELAY is always set",
+    "sticky.partitioning.linger.ms": "the sticky partitioner moves on after batch.size bytes",
+    "api.version.request": "kafkacore always asks brokers for their versions (ApiVersions)",
+    "enable.ssl.certificate.verification": "certificates are always verified",
 }
 
 
@@ -506,12 +627,27 @@ def _canonical(key: str) -> str:
     return ALIASES.get(key, key)
 
 
+_KNOWN_NAMES = sorted({*SETTINGS_BY_NAME, *ALIASES, *CONVERTED_ALIASES, *LIBRDKAFKA_SETTINGS})
+
+
 def _suggest(key: str) -> str:
     dotted = key.replace("_", ".")
     if dotted in SETTINGS_BY_NAME:
         return f"; did you mean {dotted!r}?"
-    close = difflib.get_close_matches(key, list(SETTINGS_BY_NAME), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(key, _KNOWN_NAMES, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _librdkafka_name(key: str) -> str | None:
+    """``key`` as a librdkafka (or confluent-kafka) setting name that is not one of ours, or
+    None; a keyword (``statistics_interval_ms``) is read in its dotted form."""
+    for name in (key, key.replace("_", ".")):
+        if name in SETTINGS_BY_NAME or name in ALIASES or name in CONVERTED_ALIASES:
+            return None
+        if (name in LIBRDKAFKA_SETTINGS or name in CONFLUENT_PYTHON_SETTINGS) and (
+                name not in NO_COUNTERPART):
+            return name
+    return None
 
 
 def _unknown(key: str) -> ConfigError:
@@ -536,6 +672,7 @@ class ProducerConfig(Mapping[str, Any]):
     def __init__(self, config: Mapping[str, Any] | None = None, **settings: Any) -> None:
         given: dict[str, Any] = {}
         aliased: dict[str, str] = {}  # a setting given under another client's name: that name
+        librdkafka: dict[str, Any] = {}  # librdkafka's settings that are not ours, as given
         if config is not None:
             if not isinstance(config, Mapping):
                 raise ConfigError(f"config must be a dict of settings, not {type(config).__name__}")
@@ -554,6 +691,9 @@ class ProducerConfig(Mapping[str, Any]):
                 if key in ALIASES:
                     aliased[ALIASES[key]] = key
                 key = _canonical(key)
+                if key not in SETTINGS_BY_NAME and (theirs := _librdkafka_name(key)):
+                    librdkafka[theirs] = value
+                    continue
                 if key not in SETTINGS_BY_NAME:
                     raise _unknown(key)
                 if key in given:
@@ -564,6 +704,12 @@ class ProducerConfig(Mapping[str, Any]):
                 log.info("%s: ignored (%s)", keyword, NOT_NEEDED[keyword])
                 continue
             setting = _BY_KEYWORD.get(keyword)
+            if setting is None and (theirs := _librdkafka_name(keyword)):
+                if theirs in librdkafka:
+                    raise ConfigError(f"{theirs!r} given twice: in the dict and as keyword "
+                                      f"{keyword}=")
+                librdkafka[theirs] = value
+                continue
             if setting is None:
                 raise _unknown(keyword)
             if setting.name in given:
@@ -589,7 +735,51 @@ class ProducerConfig(Mapping[str, Any]):
         self._values = values
         self._explicit = frozenset(given)
         self._aliased = aliased
+        self._librdkafka_settings(librdkafka)
         self._cross_check()
+
+    def _librdkafka_settings(self, given: dict[str, Any]) -> None:
+        """librdkafka's settings that are not ours: check and keep those with a meaning here
+        (:data:`LIBRDKAFKA_MAPPED`), turn ``partitioner`` and ``compression.level`` into our
+        settings, and name the rest in one warning."""
+        from kafkacore.compat.librdkafka import PARTITIONERS
+
+        self.librdkafka: dict[str, Any] = {}
+        without_effect = []
+        for name, value in given.items():
+            if name not in LIBRDKAFKA_MAPPED:
+                without_effect.append(name)
+                continue
+            check, allowed = LIBRDKAFKA_MAPPED[name]
+            try:
+                self.librdkafka[name] = check(value)
+            except _Invalid as exc:
+                raise ConfigError(f"invalid value {value!r} for {name!r} ({exc}): allowed is "
+                                  f"{allowed.split(':')[0]}") from None
+        v = self._values
+        partitioner = self.librdkafka.pop("partitioner", None)
+        if partitioner is not None:
+            if "partitioner.class" in self._explicit:
+                raise ConfigError("'partitioner' (librdkafka's) and 'partitioner.class' both "
+                                  "given: give one")
+            v["partitioner.class"] = PARTITIONERS[partitioner]  # None: our own, the same
+        level = self.librdkafka.pop("compression.level", None)
+        codec = v["compression.type"]
+        if level is not None and level != -1 and codec in ("gzip", "lz4", "zstd"):
+            key = f"compression.{codec}.level"
+            if key in self._explicit:
+                raise ConfigError(f"'compression.level' and {key!r} both given: give one")
+            try:
+                v[key] = SETTINGS_BY_NAME[key].check(level)
+            except _Invalid:
+                raise ConfigError(f"invalid value {level!r} for 'compression.level' with "
+                                  f"{codec}: allowed is {SETTINGS_BY_NAME[key].allowed}") from None
+        self.without_effect = tuple(without_effect)
+        if without_effect:
+            log.warning("librdkafka settings accepted without effect in kafkacore: %s",
+                        "; ".join(f"{n} ({LIBRDKAFKA_WITHOUT_EFFECT[n]})"
+                                  if n in LIBRDKAFKA_WITHOUT_EFFECT else n
+                                  for n in without_effect))
 
     # -- the rules that tie settings together ------------------------------------------------
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kafkacore.accumulator import RecordAccumulator
+from kafkacore.compat.librdkafka import attach as attach_librdkafka
 from kafkacore.config import ProducerConfig
 from kafkacore.core import BufferPool
 from kafkacore.core.appender import RecordAppender
@@ -185,6 +186,8 @@ class KafkaProducer:
         self._metrics.gauge("buffer-total-bytes", lambda: cfg["buffer.memory"])
         self._metrics.gauge("waiting-threads", self._pool.queued)
         self._sender.start(f"kafka-producer-network-thread | {self.client_id}")
+        # librdkafka's settings with a meaning here (stats_cb, throttle_cb, debug, ...).
+        self._librdkafka = attach_librdkafka(self)
         _live_producers.add(self)
 
     # compiled send: start
@@ -429,6 +432,8 @@ class KafkaProducer:
             already = self._closed
             self._closed = True
             self._appender.closed = True
+        if not already:
+            self._librdkafka.close()  # statistics and log forwarding stop with the producer
         in_callback = threading.current_thread() is self._sender.thread
         if in_callback:
             # The I/O thread cannot wait for itself: stop it without waiting (Java does the same).

@@ -38,3 +38,34 @@ def test_every_class_holding_a_py_buffer_has_no_gc_clear():
     for pyx, name in holders:
         assert re.search(rf"^@cython\.no_gc_clear\ncdef class {name}\b", pyx.read_text(),
                          flags=re.M), f"{pyx.name}: {name} holds a Py_buffer and has a tp_clear"
+
+
+def test_modules_that_read_outside_bytes_are_compiled_with_cythons_checks():
+    """setup.py compiles every module with bounds, wraparound and division checks unless it
+    names the module in UNCHECKED with a reason; nothing that reads a client's or a file's bytes
+    may be named there (docs/design.rst, "Compiled code")."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    tree = ast.parse((root / "setup.py").read_text())
+    (unchecked,) = [ast.literal_eval(node.value) for node in tree.body
+                    if isinstance(node, ast.Assign)
+                    and any(getattr(t, "id", None) == "UNCHECKED" for t in node.targets)]
+    reads_outside_bytes = {
+        "kafkacore.broker.request_parser", "kafkacore.broker.processor_core",
+        "kafkacore.broker.request", "kafkacore.broker.memory_pool",
+        "kafkacore.broker.log.log_validator", "kafkacore.core.record_batch",
+        "kafkacore.core.compression", "kafkacore.core.crc",
+    }
+    def pyx(name: str) -> Path:
+        return root / (name.replace(".", "/") + ".pyx")
+
+    assert all(pyx(name).exists() for name in reads_outside_bytes)
+    assert not reads_outside_bytes & set(unchecked)
+    for name, reason in unchecked.items():
+        assert pyx(name).exists() and reason.strip(), name
+    # A file's own "# cython:" header would override setup.py's choice.
+    for name in reads_outside_bytes:
+        source = pyx(name).read_text()
+        assert "boundscheck=False" not in source and "boundscheck(False)" not in source, name

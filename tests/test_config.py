@@ -135,8 +135,10 @@ def test_unknown_keyword_suggests_closest():
         ProducerConfig(BOOT, zzzz=1)
 
 
+# (librdkafka's ssl.keystore.password, sasl.kerberos.service.name and client.dns.lookup are
+# accepted without effect: tests/test_compat_librdkafka_settings.py)
 @pytest.mark.parametrize(
-    "key", ["ssl.keystore.password", "sasl.kerberos.service.name", "client.dns.lookup"]
+    "key", ["ssl.truststore.password", "sasl.login.callback.handler.class", "metrics.num.samples"]
 )
 def test_java_only_settings_say_so(key):
     with pytest.raises(ConfigError, match="Java producer setting that kafkacore does not support"):

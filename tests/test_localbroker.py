@@ -25,7 +25,7 @@ def test_start_answer_stop():
     assert not broker.is_running() and broker.pid is None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # really gone (and reaped)
-    assert broker.log_path.exists()
+    assert not broker.log_path.exists()  # the temporary output file went with the data
 
 
 def test_restart_keeps_the_port_and_forgets_topics():
@@ -136,11 +136,25 @@ def test_python_m_kafkacore_testing_at_a_port_in_use_says_so_and_never_up():
     assert "broker up" not in done.stderr and f"port {port} on 127.0.0.1 is in use" in done.stderr
 
 
-def test_the_log_file_is_named_for_the_kind():
+def test_the_log_file_is_named_for_the_kind_and_removed_with_the_data():
     for kind in ("kafkacore", "tansu"):
         broker = LocalBroker(kind=kind)
-        try:
-            assert broker.log_path.name.startswith(f"kafkacore-{kind}-")
-        finally:
-            broker.remove_data()
-            broker.log_path.unlink()
+        assert broker.log_path.name.startswith(f"kafkacore-{kind}-")
+        assert broker.log_path.exists()
+        broker.remove_data()
+        assert not broker.log_path.exists()
+
+
+def test_a_failed_block_keeps_the_broker_output_and_a_callers_file_is_left_alone(tmp_path):
+    broker = LocalBroker(kind="kafkacore")
+    with pytest.raises(RuntimeError), broker:
+        assert broker.log_path.stat().st_size > 0  # the broker wrote its start-up lines
+        raise RuntimeError("the test failed")
+    try:
+        assert broker.log_path.exists()  # to read why
+    finally:
+        broker.log_path.unlink()
+    mine = tmp_path / "broker.log"
+    with LocalBroker(kind="kafkacore", log_path=mine):
+        pass
+    assert mine.exists()

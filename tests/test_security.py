@@ -28,11 +28,10 @@ from kafkacore.config import ProducerConfig
 from kafkacore.core import iter_batches
 from kafkacore.errors import (
     AuthenticationError,
-    KafkaTimeoutError,
     SaslAuthenticationFailedError,
     UnsupportedSaslMechanismError,
 )
-from kafkacore.network.errors import SslAuthenticationError
+from kafkacore.network.errors import SecurityProtocolMismatchError, SslAuthenticationError
 from kafkacore.network.sasl import (
     parse_jaas_config,
     scram_keys,
@@ -366,13 +365,14 @@ def test_tls_client_to_a_plaintext_port(broker, pki):
     assert "TLS" in str(exc)
 
 
-def test_plaintext_client_to_a_tls_port_times_out_within_max_block(pki):
-    # A TLS server reads our ApiVersions as a broken ClientHello and hangs up: to the client
-    # that is a broker that keeps closing the connection, so send() fails at max.block.ms.
+def test_plaintext_client_to_a_tls_port_says_the_listener_wants_ssl(pki):
+    # A TLS server reads our ApiVersions as a broken ClientHello and hangs up without a byte
+    # of answer, on every connection: the client calls it a TLS listener (tests/test_wrong_turn.py)
+    # and send() fails with the reason, not at max.block.ms.
     broker = SecureBroker(tls=pki)
     try:
-        with KafkaProducer(bootstrap_servers=broker.bootstrap, max_block_ms=1500) as producer:
-            with pytest.raises(KafkaTimeoutError):
+        with KafkaProducer(bootstrap_servers=broker.bootstrap, max_block_ms=60000) as producer:
+            with pytest.raises(SecurityProtocolMismatchError, match="wants security.protocol SSL"):
                 producer.send(TOPIC, b"x")
     finally:
         broker.close()

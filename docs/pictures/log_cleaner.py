@@ -67,7 +67,7 @@ def _strip(ax, y, records, log, checkpoint, title):
 def draw(out_dir: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        config = LogConfig.from_properties({"cleanup.policy": "compact", "segment.bytes": "420"})
+        config = LogConfig.from_properties({"cleanup.policy": "compact", "internal.segment.bytes": "420"})
         log = Log(root / "balances-0", config, topic="balances", partition=0)
         cleaner = LogCleaner(CleanerConfig(), [root], lambda: {("balances", 0): log})
         for i in range(6):  # the history before the first clean

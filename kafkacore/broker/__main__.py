@@ -22,16 +22,33 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 from kafkacore import errors
 from kafkacore.broker import lifeline
 from kafkacore.broker.config import BrokerConfig
-from kafkacore.broker.controller.controller_server import ControllerServer
-from kafkacore.broker.faults import ControlServer
-from kafkacore.broker.server import Broker
 from kafkacore.broker.server_properties import jaas_settings, load_properties
 
+if TYPE_CHECKING:
+    from kafkacore.broker.controller.controller_server import ControllerServer
+    from kafkacore.broker.server import Broker
+
 READY_PREFIX = "kafkacore-broker listening on "
+
+#: What a ``pip install .`` without the ``broker`` extra is told: one line, both commands (a
+#: clone's pip cannot find ``kafkacore[broker]``, only ``'.[broker]'``).
+MISSING_EXTRA = ("kafkacore-broker: error: the broker needs its extra (google-re2): "
+                 "pip install '.[broker]' in kafkacore's clone, "
+                 "pip install 'kafkacore[broker]' from PyPI")
+
+
+def _broker_extra_is_missing() -> bool:
+    # Checked before the broker's modules are imported: they need it at import.
+    try:
+        import re2  # noqa: F401
+    except ImportError:
+        return True
+    return False
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
@@ -90,13 +107,42 @@ def _start_up_error(exc: BaseException) -> str:
     return str(exc)
 
 
+class _OneLineErrors(argparse.ArgumentParser):
+    """An argument mistake is one line, as every other start-up mistake: the usage block
+    argparse prints first would bury it (--help shows the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (--help lists the options)\n")
+
+
+def _say_what_is_not_applied(config: BrokerConfig) -> None:
+    """Once, at start: the given settings Kafka has and this broker does not apply, and what a
+    combined node (``process.roles=broker,controller``) is here."""
+    log = logging.getLogger("kafkacore.broker")
+    if config.without_effect:
+        log.warning("accepted without effect here (Kafka broker settings this broker has no "
+                    "counterpart for): %s", ", ".join(config.without_effect))
+    if config.combined_roles:
+        unopened = ", ".join(config.unopened_controller_listeners) or "none"
+        log.info("process.roles=broker,controller: one node that acts as its own controller "
+                 "(a controller quorum of several nodes is not built yet); controller "
+                 "listeners not opened: %s", unopened)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if _broker_extra_is_missing():
+        print(MISSING_EXTRA, file=sys.stderr)
+        return 1
+    from kafkacore.broker.controller.controller_server import ControllerServer
+    from kafkacore.broker.faults import ControlServer
+    from kafkacore.broker.server import Broker
+
     if argv[:1] == ["cluster"]:
         from kafkacore.broker.cluster import main as cluster_main
 
         return cluster_main(argv[1:])
-    parser = argparse.ArgumentParser(prog="kafkacore-broker", description=_plain(__doc__))
+    parser = _OneLineErrors(prog="kafkacore-broker", description=_plain(__doc__))
     parser.add_argument(
         "properties", nargs="?", metavar="server.properties",
         help="a settings file in Kafka's format and names (the place for secrets: keep it mode "
@@ -135,7 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = build_config(args)
     except errors.ConfigError as exc:
-        parser.error(str(exc))
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    _say_what_is_not_applied(config)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:

@@ -26,11 +26,22 @@ from kafkacore.broker.config_admin_manager import ConfigAdminManager
 from kafkacore.broker.config_helper import ConfigHelper
 from kafkacore.broker.config_source import ConfigSource
 from kafkacore.broker.consumer_group_apis import ConsumerGroupApis
-from kafkacore.broker.controller.controller_apis import election_results, reassignment_results
+from kafkacore.broker.controller.controller_apis import (
+    create_topic_result,
+    election_results,
+    reassignment_results,
+)
 from kafkacore.broker.controller.replication_control_manager import (
     ELECTION_PREFERRED,
     ELECTION_UNCLEAN,
+    EXCESSIVE_BATCH_MESSAGE,
+    EXCESSIVE_PARTITIONS_MESSAGE,
+    MAX_PARTITIONS_PER_BATCH,
+    MAX_RECORDS_PER_USER_OP,
     create_partitions_error,
+    manual_assignment_error,
+    partitions_added,
+    total_partitions_requested,
 )
 from kafkacore.broker.delayed_fetch import READ_COMMITTED
 from kafkacore.broker.group_coordinator import OffsetAndMetadata
@@ -39,7 +50,12 @@ from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
 from kafkacore.broker.log.manager import NewLog
 from kafkacore.broker.metadata_cache import validate_topic_name
+from kafkacore.broker.replica_manager import ADMIN_CLIENT_ID
 from kafkacore.broker.request_channel import Request
+from kafkacore.broker.transaction.add_partitions_to_txn_manager import (
+    has_transactional_records,
+    txn_offset_commit_error,
+)
 from kafkacore.broker.transaction.transaction_marker_channel_manager import append_txn_markers
 from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 from kafkacore.errors import Errors
@@ -188,6 +204,19 @@ class KafkaApis(ApiRequestHandler):
         broker-wide defaults (raises ``InvalidConfigError``)."""
         return LogConfig.from_properties(configs, base=self.log_manager.default_config)
 
+    def partition_cap_error(self, adding: int) -> str | None:
+        """Why this broker, alone, may not take ``adding`` more partitions (None: it may):
+        ``max.partitions.per.broker``, and the logs its descriptors allow."""
+        held = self.log_manager.log_count
+        cap = self.broker.config["max.partitions.per.broker"]
+        if held + adding > cap:
+            return (f"Broker {self.broker.broker_id} would hold {held + adding} partitions, "
+                    f"more than max.partitions.per.broker={cap}.")
+        if held + adding > self.log_manager.max_logs:
+            return (f"Broker {self.broker.broker_id} would hold {held + adding} partitions, "
+                    f"more than its file descriptor limit allows ({self.log_manager.max_logs}).")
+        return None
+
     def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> tuple[Any, bool]:
         """Record the topic (persisted first), then create its partitions' logs."""
         config = self.topic_config(configs)
@@ -257,10 +286,16 @@ class KafkaApis(ApiRequestHandler):
             # Every topic the principal may DESCRIBE; the others are left out in silence.
             topics = [self._metadata_topic(version, t) for t in self.metadata_cache.topics()
                       if self.authorize_topic(request, AclOperation.DESCRIBE, t.name)]
+        elif version < 12 and any(e.get("name") is None or e.get("topic_id", ZERO_UUID)
+                                  != ZERO_UUID for e in asked):
+            # v10-11 carry topic ids but may not use them (Kafka: INVALID_REQUEST for the whole
+            # request, each topic answered with it and a null name as "")
+            topics = [self._metadata_error(e.get("name") or "", e.get("topic_id", ZERO_UUID),
+                                           Errors.INVALID_REQUEST) for e in asked]
         else:
             for entry in asked:
                 name = entry.get("name")
-                if name is None:  # v10+: by topic id
+                if name is None:  # v12+: by topic id
                     topic_id = entry.get("topic_id", ZERO_UUID)
                     name = self.metadata_cache.name_of(topic_id)
                     if name is None:
@@ -498,6 +533,12 @@ class KafkaApis(ApiRequestHandler):
                               if t["name"] not in {r["name"] for r in refused}]
         if self.forward_to_controller(request, ("topics", refused)):
             return
+        if total_partitions_requested(body["topics"], self.broker.config["num.partitions"]) \
+                > MAX_PARTITIONS_PER_BATCH:  # as the controller of a cluster refuses it
+            self.respond(request, {"throttle_time_ms": 0, "topics": [*refused, *(
+                create_topic_result(t["name"], Errors.POLICY_VIOLATION,
+                                    EXCESSIVE_PARTITIONS_MESSAGE) for t in body["topics"])]})
+            return
         counts = Counter(t["name"] for t in body["topics"])
         results = list(refused)
         new_logs: list[NewLog] = []
@@ -563,6 +604,9 @@ class KafkaApis(ApiRequestHandler):
             config = self.topic_config(configs)
         except errors.InvalidConfigError as exc:
             return fail(Errors.INVALID_CONFIG, str(exc))
+        over = self.partition_cap_error(partitions + len(new_logs))
+        if over is not None:
+            return fail(Errors.POLICY_VIOLATION, over)
         if not validate_only:
             meta, created = self.metadata_cache.add_topic(name, partitions, configs)
             if not created:  # created by another request meanwhile
@@ -649,6 +693,13 @@ class KafkaApis(ApiRequestHandler):
         body["topics"] = [t for t in body["topics"] if t["name"] not in refused]
         if self.forward_to_controller(request, ("results", results)):
             return
+        current = {t["name"]: meta.partitions for t in body["topics"]
+                   if (meta := self.metadata_cache.get(t["name"])) is not None}
+        if partitions_added(current, body["topics"]) > MAX_RECORDS_PER_USER_OP:
+            self.respond(request, {"throttle_time_ms": 0, "results": [*results, *(
+                {"name": t["name"], "error_code": Errors.POLICY_VIOLATION,
+                 "error_message": EXCESSIVE_BATCH_MESSAGE} for t in body["topics"])]})
+            return
         for t in body["topics"]:
             error, message = self._create_partitions(t, body["validate_only"])
             results.append({"name": t["name"], "error_code": error, "error_message": message})
@@ -659,6 +710,15 @@ class KafkaApis(ApiRequestHandler):
         if meta is None:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {t['name']!r} does not exist"
         error, message = create_partitions_error(meta.partitions, t["count"], t["assignments"])
+        if error == Errors.NONE and t["assignments"] is not None:
+            # Alone, every replica is this broker.
+            error, message = manual_assignment_error(
+                [a["broker_ids"] for a in t["assignments"]], {self.broker.broker_id},
+                {self.broker.broker_id}, 1)
+        if error == Errors.NONE:
+            over = self.partition_cap_error(t["count"] - meta.partitions)
+            if over is not None:
+                error, message = Errors.POLICY_VIOLATION, over
         if error != Errors.NONE or validate_only:
             return error, message
         config = self.topic_config(meta.configs)
@@ -815,9 +875,12 @@ class KafkaApis(ApiRequestHandler):
         transactional_id = body.get("transactional_id")
         # Kafka: WRITE on the transactional id (if any) for the whole request, then WRITE on
         # each topic.
-        refused = Errors.NONE if transactional_id is None or self.authorize(
-            request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id) \
-            else Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        # A transactional batch needs a transactional id (Kafka's ``hasTransactionalRecords``
+        # check): without one no coordinator would ever end the transaction it opens.
+        refused = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if (
+            has_transactional_records(body) if transactional_id is None
+            else not self.authorize(request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                    transactional_id)) else Errors.NONE
         # Kafka: an authorized partition of a request with acks other than 0, 1, -1 is answered
         # INVALID_REQUIRED_ACKS (ReplicaManager's check, after the authorization).
         bad_acks = Errors.NONE if acks in (0, 1, -1) else Errors.INVALID_REQUIRED_ACKS
@@ -871,15 +934,19 @@ class KafkaApis(ApiRequestHandler):
         throttle_ms = request.throttle_time_ms = self.broker.quotas.produce.record_request(
             request.principal, request.header.get("client_id") or "", request.size)
         timeout_ms = body.get("timeout_ms", 30000)
+        # Kafka: only its own admin client id may write to the internal topics.
+        internal = request.header.get("client_id") == ADMIN_CLIENT_ID
         if transactional_id is None or not valid:
-            self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
+            self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond,
+                                                       internal_topics_allowed=internal)
             return
 
         def verified(failed: dict[tuple[str, int], int]) -> None:
             for key, error in failed.items():
                 invalid[key] = valid.pop(key)[0]
                 invalid[key]["error_code"] = error
-            self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond)
+            self.broker.replica_manager.append_records(timeout_ms, acks, valid, respond,
+                                                       internal_topics_allowed=internal)
 
         # KIP-890: the coordinator confirms the partitions of a transaction's first batches
         # (part 1); from v12 (transaction version 2, part 2) it adds them to the transaction.
@@ -928,7 +995,7 @@ class KafkaApis(ApiRequestHandler):
         # A follower's session is privileged in the cache: only if it is a broker's.
         context = self.broker.fetch_manager.new_context(
             body.get("session_id", 0), body.get("session_epoch", -1), fetch_data, to_forget,
-            version >= 13, replica_id >= 0 and not follower_refused)
+            version >= 13, replica_id >= 0 and not follower_refused, request.client_address[0])
 
         #: topic as asked -> (name, topic id, error for all its partitions)
         topics: dict[Any, tuple[str, uuid.UUID, int]] = {}
@@ -1245,25 +1312,33 @@ class KafkaApis(ApiRequestHandler):
             self.broker.group_coordinator.handle_commit_offsets(
                 body["group_id"], body.get("generation_id", -1), offsets,
                 member_id=body.get("member_id", ""), response_callback=send_response,
-                producer=(body["producer_id"], body["producer_epoch"]))
+                producer=(body["producer_id"], body["producer_epoch"]),
+                group_instance_id=body.get("group_instance_id"))
 
-        if request.api_version < 5 or not offsets:
+        if not offsets:
             commit()
             return
 
-        # v5 (transaction version 2, KIP-890 part 2): no AddOffsetsToTxn came before; the
-        # group's offsets partition joins the transaction here, through its coordinator.
+        # The coordinator confirms that the group's offsets partition is in the producer's
+        # transaction before anything is written (KIP-890 part 1; v5, transaction version 2:
+        # no AddOffsetsToTxn came before, and the partition joins the transaction here).  An
+        # unknown producer's commit would otherwise hold the group's offsets unstable forever.
         def added(results: dict[tuple[str, int], int]) -> None:
             error = next(iter(results.values()), Errors.NONE)
             if error == Errors.NONE:
                 commit()
             else:
-                send_response(dict.fromkeys(offsets, error))
+                send_response(dict.fromkeys(offsets, txn_offset_commit_error(error)))
 
         partition = self.broker.group_coordinator.group_manager.partition_for(body["group_id"])
-        self.broker.transaction_coordinator.add_partitions_manager.ask_coordinator(
-            body["transactional_id"], body["producer_id"], body["producer_epoch"],
-            [(OFFSETS_TOPIC, partition)], added, add=True)
+        manager = self.broker.transaction_coordinator.add_partitions_manager
+        tp = (OFFSETS_TOPIC, partition)
+        add = request.api_version >= 5
+        if not add and manager.in_transaction(tp, body["producer_id"], body["producer_epoch"]):
+            commit()
+            return
+        manager.ask_coordinator(body["transactional_id"], body["producer_id"],
+                                body["producer_epoch"], [tp], added, add=add)
 
     def handle_write_txn_markers_request(self, request: Request) -> None:
         """A transaction coordinator's markers for the partitions this broker leads (only
@@ -1466,7 +1541,7 @@ class KafkaApis(ApiRequestHandler):
         coordinator.handle_commit_offsets(
             body["group_id"], body.get("generation_id_or_member_epoch", -1), offsets,
             member_id=body.get("member_id", ""), response_callback=send_response,
-            api_version=request.api_version)
+            api_version=request.api_version, group_instance_id=body.get("group_instance_id"))
 
     def _offset_fetch_topics(
         self, group_id: str, topics: list[dict[str, Any]] | None, version: int,

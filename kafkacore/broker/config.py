@@ -7,12 +7,14 @@ gives them) or of Python values; each is parsed once here, and a bad one raises
 
 from __future__ import annotations
 
+import difflib
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kafkacore import errors
+from kafkacore.broker.kafka_broker_settings import KAFKA_BROKER_SETTINGS, SYNONYMS
 
 
 def _int(low: int | None = None) -> Callable[[str, Any], int]:
@@ -283,6 +285,10 @@ SETTINGS: dict[str, _Setting] = {
     "controller.quorum.bootstrap.servers": _Setting("", _str, "host:port of the controller"),
     "broker.session.timeout.ms": _Setting(9000, _int(1), "fence a broker silent this long"),
     "broker.heartbeat.interval.ms": _Setting(2000, _int(1), "between a broker's heartbeats"),
+    # Ours (Kafka has no such cap): see docs/broker/admin.rst.
+    "max.partitions.per.broker": _Setting(
+        10000, _int(1), "partition replicas one broker may hold; CreateTopics and "
+                        "CreatePartitions beyond it are refused (POLICY_VIOLATION)"),
     "min.insync.replicas": _Setting(1, _int(1), "acks=all needs this many in-sync replicas"),
     "replica.lag.time.max.ms": _Setting(30000, _int(1), "drop a follower behind this long "
                                                          "from the ISR"),
@@ -305,12 +311,27 @@ ALIASES = {"broker.id": "node.id"}
 class BrokerConfig:
     """The parsed settings.  ``config["num.io.threads"]`` or ``config.get(...)``.
 
-    Unknown keys raise (a misspelt setting must not be ignored in silence), except those that
-    start with ``x.`` (kept as strings for experiments).
+    A name Kafka's broker knows but this one has no counterpart for is accepted and listed in
+    ``without_effect`` (``kafkacore-broker`` names them once at start), so Kafka's own
+    ``server.properties`` starts it; a name Kafka does not know raises with a did-you-mean (a
+    misspelt setting must not be ignored in silence), except those that start with ``x.``
+    (kept as strings for experiments).
     """
 
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
         parsed = {name: s.default for name, s in SETTINGS.items()}
+        values = _with_synonyms(values or {})
+        #: The settings given that Kafka knows and this broker has no use for, in given order.
+        self.without_effect: list[str] = []
+        #: ``process.roles=broker,controller`` (Kafka's combined mode, its stock file's): one
+        #: node, which acts as its own controller as with no ``process.roles``.  The controller
+        #: quorum of several such nodes is future work.
+        self.combined_roles = _roles(values.get("process.roles")) == {"broker", "controller"}
+        if self.combined_roles:
+            values = {**values, "process.roles": ""}
+            if "controller.quorum.bootstrap.servers" in values:
+                # Its own controller: it asks no other node.
+                self.without_effect.append("controller.quorum.bootstrap.servers")
         #: The settings given (server.properties), by their current names: DescribeConfigs
         #: tells them (STATIC_BROKER_CONFIG) from defaults.
         self.given = frozenset(ALIASES.get(k, k) for k in (values or {}) if isinstance(k, str))
@@ -328,7 +349,10 @@ class BrokerConfig:
                 if name.startswith("x."):
                     parsed[name] = value
                     continue
-                raise errors.ConfigError(f"unknown broker setting {key!r}")
+                if name in KAFKA_BROKER_SETTINGS:
+                    self.without_effect.append(name)
+                    continue
+                raise errors.ConfigError(f"unknown broker setting {key!r}{_did_you_mean(key)}")
             parsed[name] = setting.parse(key, value)
         protocols = parse_protocol_map(parsed["listener.security.protocol.map"])
         #: Every listener, in the order of ``listeners`` (the first answers ``bootstrap_servers``).
@@ -337,6 +361,18 @@ class BrokerConfig:
             "advertised.listeners", parsed["advertised.listeners"] or parsed["listeners"],
             protocols,
         )
+        #: The controller listeners a combined node is given and does not open: its controller
+        #: is in-process, and no other node asks it for anything.
+        self.unopened_controller_listeners: list[str] = []
+        if self.combined_roles:
+            names = {n.strip().upper() for n in parsed["controller.listener.names"].split(",")}
+            self.unopened_controller_listeners = [e.name for e in self.listeners
+                                                  if e.name in names]
+            self.listeners = [e for e in self.listeners if e.name not in names]
+            advertised = [e for e in advertised if e.name not in names]
+            if not self.listeners:
+                raise errors.ConfigError("listeners: only controller listeners are given; "
+                                         "the broker needs one for clients")
         #: listener name -> the EndPoint given to clients that came in on it.
         self.advertised = {e.name: e for e in advertised}
         for endpoint in self.listeners:
@@ -449,6 +485,36 @@ def parse_listeners(key: str, text: str, protocols: dict[str, str]) -> list[EndP
     if not out:
         raise errors.ConfigError(f"{key}: no listener in {text!r}")
     return out
+
+
+def _with_synonyms(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` with Kafka's older names read into the current ones (``log.retention.hours``
+    into ``log.retention.ms`` when that is not given; the first synonym given wins, as in Kafka)."""
+    out = dict(values)
+    for name, synonyms in SYNONYMS.items():
+        for synonym, factor in synonyms:
+            if synonym not in out:
+                continue
+            value = out.pop(synonym)
+            if name in out:
+                continue
+            if factor == 1:
+                out[name] = value
+            else:
+                number = _int(-1)(synonym, value)
+                out[name] = -1 if number < 0 else number * factor  # -1: no limit
+    return out
+
+
+def _roles(value: Any) -> set[str]:
+    return {r.strip().lower() for r in str(value or "").split(",") if r.strip()}
+
+
+def _did_you_mean(key: str) -> str:
+    """``; did you mean 'log.retention.hours'?`` for the closest name Kafka or we know."""
+    known = set(SETTINGS) | KAFKA_BROKER_SETTINGS | set(ALIASES)
+    close = difflib.get_close_matches(key.replace("_", "."), known, n=1, cutoff=0.75)
+    return f"; did you mean {close[0]!r}?" if close else " (not a Kafka broker setting)"
 
 
 def is_sensitive(name: str) -> bool:

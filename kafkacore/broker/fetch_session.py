@@ -17,7 +17,8 @@ records, a moved high watermark, log start offset or last stable offset, or an e
   names asked with topic ids or the reverse (``FETCH_SESSION_TOPIC_ID_ERROR``).
 
 The :class:`FetchSessionCache` holds at most ``max.incremental.fetch.session.cache.slots``
-sessions.  See docs/broker/replication.rst.
+sessions, of at most ``MAX_SESSION_PARTITIONS`` partitions each, and one client address's
+sessions at most a quarter of all the partitions it may hold.  See docs/broker/replication.rst.
 """
 
 from __future__ import annotations
@@ -42,6 +43,15 @@ INT32_MAX = 2**31 - 1
 #: no bound).  Some 100 bytes each; a session that would take the cache past it is not made, or
 #: is closed.
 MAX_CACHED_PARTITIONS = 1_000_000
+#: Partitions one session may hold (ours): a full fetch naming more is answered whole, with no
+#: session (session id 0, as Kafka answers when its cache has no room); an incremental fetch
+#: that would grow a session past it ends the session (FETCH_SESSION_ID_NOT_FOUND: the client's
+#: next fetch is full).  A follower's session holds the partitions it follows from one leader.
+MAX_SESSION_PARTITIONS = 50_000
+#: The share of ``MAX_CACHED_PARTITIONS`` the consumers' sessions from one client address may
+#: hold together (ours): beyond it a new session takes the place of that client's least
+#: recently used ones, never another client's.  Followers' sessions are not counted.
+CLIENT_SHARE_DIVISOR = 4
 
 #: (topic id, or topic name below Fetch v13; partition index)
 PartitionKey = tuple[Any, int]
@@ -108,11 +118,14 @@ class FetchSession:
     """
 
     __slots__ = ("id", "privileged", "uses_topic_ids", "partitions", "creation_ms",
-                 "last_used_ms", "epoch", "cached_size", "lock")
+                 "last_used_ms", "epoch", "cached_size", "lock", "client")
 
     def __init__(self, session_id: int, privileged: bool, uses_topic_ids: bool,
-                 partitions: dict[PartitionKey, CachedPartition], now_ms: int) -> None:
+                 partitions: dict[PartitionKey, CachedPartition], now_ms: int,
+                 client: str | None = None) -> None:
         self.id = session_id
+        #: the client address whose share it counts in (None: a follower's, or not known)
+        self.client = client
         self.privileged = privileged  # a follower's: a consumer's never pushes it out unless stale
         self.uses_topic_ids = uses_topic_ids  # made by Fetch v13+
         self.partitions = partitions
@@ -194,11 +207,12 @@ class FullFetchContext(SessionlessFetchContext):
     kind = "full_fetches"
 
     def __init__(self, cache: FetchSessionCache, fetch_data: dict[PartitionKey, FetchPartitionData],
-                 uses_topic_ids: bool, is_follower: bool) -> None:
+                 uses_topic_ids: bool, is_follower: bool, client: str | None = None) -> None:
         super().__init__(fetch_data)
         self.cache = cache
         self.uses_topic_ids = uses_topic_ids
         self.is_follower = is_follower
+        self.client = client
 
     def update_and_generate_response_data(
             self, responses: list[tuple[PartitionKey, dict[str, Any]]]
@@ -211,7 +225,8 @@ class FullFetchContext(SessionlessFetchContext):
             return cached
 
         session_id = self.cache.maybe_create_session(
-            self.is_follower, self.uses_topic_ids, len(responses), create_partitions)
+            self.is_follower, self.uses_topic_ids, len(responses), create_partitions,
+            None if self.is_follower else self.client)
         return Errors.NONE, session_id, responses
 
 
@@ -270,9 +285,17 @@ class FetchSessionCache:
 
     def __init__(self, max_entries: int, eviction_ms: int,
                  clock_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000),
-                 max_partitions: int = MAX_CACHED_PARTITIONS) -> None:
+                 max_partitions: int = MAX_CACHED_PARTITIONS,
+                 max_session_partitions: int = MAX_SESSION_PARTITIONS,
+                 client_share: int | None = None) -> None:
         self.max_entries = max_entries
         self.max_partitions = max_partitions
+        #: partitions one session may hold
+        self.max_session_partitions = max_session_partitions
+        #: partitions one client address's sessions may hold together
+        self.client_share = max_partitions // CLIENT_SHARE_DIVISOR if client_share is None \
+            else client_share
+        self._by_client: dict[str, int] = {}  # client -> partitions its sessions hold
         self.eviction_ms = eviction_ms
         self.now_ms = clock_ms
         self._lock = threading.Lock()
@@ -299,22 +322,42 @@ class FetchSessionCache:
 
     def maybe_create_session(
             self, privileged: bool, uses_topic_ids: bool, size: int,
-            create_partitions: Callable[[], dict[PartitionKey, CachedPartition]]) -> int:
-        """A new session's id, or :data:`INVALID_SESSION_ID` if there is no room for it."""
+            create_partitions: Callable[[], dict[PartitionKey, CachedPartition]],
+            client: str | None = None) -> int:
+        """A new session's id, or :data:`INVALID_SESSION_ID` if there is no room for it.
+        ``client``: the address whose share it counts in (None for a follower's)."""
         now = self.now_ms()
         with self._lock:
-            if self.max_entries <= 0 or size > self.max_partitions:
+            if self.max_entries <= 0 or size > self.max_partitions \
+                    or size > self.max_session_partitions \
+                    or client is not None and size > self.client_share:
                 return INVALID_SESSION_ID
+            while client is not None and self._by_client.get(client, 0) + size > \
+                    self.client_share:
+                # The client's own least recently used session makes room, not another's.
+                own = min((s for s in self._sessions.values() if s.client == client),
+                          key=lambda s: (s.last_used_ms, s.id))
+                self._remove(own)
             while len(self._sessions) >= self.max_entries \
                     or self._partitions + size > self.max_partitions:
                 if not self._try_evict(privileged, size, now):
                     return INVALID_SESSION_ID
             session_id = self._new_session_id()
             session = FetchSession(session_id, privileged, uses_topic_ids, create_partitions(),
-                                   now)
+                                   now, client)
             self._sessions[session_id] = session
-            self._partitions += session.cached_size
+            self._count(session, session.cached_size)
             return session_id
+
+    def _count(self, session: FetchSession, change: int) -> None:
+        """``change`` more partitions held by ``session`` (with ``_lock`` held)."""
+        self._partitions += change
+        if session.client is not None:
+            held = self._by_client.get(session.client, 0) + change
+            if held > 0:
+                self._by_client[session.client] = held
+            else:
+                self._by_client.pop(session.client, None)
 
     def _new_session_id(self) -> int:
         while True:
@@ -346,14 +389,14 @@ class FetchSessionCache:
 
     def _remove(self, session: FetchSession) -> None:
         if self._sessions.pop(session.id, None) is not None:
-            self._partitions -= session.cached_size
+            self._count(session, -session.cached_size)
             self.evictions += 1
 
     def remove(self, session_id: int) -> FetchSession | None:
         with self._lock:
             session = self._sessions.pop(session_id, None)
             if session is not None:
-                self._partitions -= session.cached_size
+                self._count(session, -session.cached_size)
             return session
 
     def touch(self, session: FetchSession) -> bool:
@@ -363,12 +406,16 @@ class FetchSessionCache:
             if session.id not in self._sessions:
                 return False
             grown = len(session.partitions) - session.cached_size
-            if grown > 0 and self._partitions + grown > self.max_partitions:
+            if grown > 0 and (
+                    self._partitions + grown > self.max_partitions
+                    or len(session.partitions) > self.max_session_partitions
+                    or session.client is not None
+                    and self._by_client.get(session.client, 0) + grown > self.client_share):
                 self._sessions.pop(session.id)
-                self._partitions -= session.cached_size
+                self._count(session, -session.cached_size)
                 return False
             session.last_used_ms = self.now_ms()
-            self._partitions += grown
+            self._count(session, grown)
             session.cached_size = len(session.partitions)
             return True
 
@@ -387,9 +434,10 @@ class FetchManager:
     def new_context(self, session_id: int, epoch: int,
                     fetch_data: dict[PartitionKey, FetchPartitionData],
                     to_forget: list[PartitionKey], uses_topic_ids: bool,
-                    is_follower: bool) -> FetchContext:
+                    is_follower: bool, client: str | None = None) -> FetchContext:
+        """``client``: the fetcher's address (a consumer's sessions count in its share)."""
         context = self._new_context(session_id, epoch, fetch_data, to_forget, uses_topic_ids,
-                                    is_follower)
+                                    is_follower, client)
         with self._lock:
             self._counts[context.kind] += 1
             if isinstance(context, IncrementalFetchContext):
@@ -399,13 +447,14 @@ class FetchManager:
     def _new_context(self, session_id: int, epoch: int,
                      fetch_data: dict[PartitionKey, FetchPartitionData],
                      to_forget: list[PartitionKey], uses_topic_ids: bool,
-                     is_follower: bool) -> FetchContext:
+                     is_follower: bool, client: str | None = None) -> FetchContext:
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):  # a full fetch closes the session it names
             if session_id != INVALID_SESSION_ID:
                 self.cache.remove(session_id)
             if epoch == FINAL_EPOCH:
                 return SessionlessFetchContext(fetch_data)
-            return FullFetchContext(self.cache, fetch_data, uses_topic_ids, is_follower)
+            return FullFetchContext(self.cache, fetch_data, uses_topic_ids, is_follower,
+                                    client)
         session = self.cache.get(session_id)
         if session is None:
             return SessionErrorContext(Errors.FETCH_SESSION_ID_NOT_FOUND)

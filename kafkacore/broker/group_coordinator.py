@@ -205,6 +205,7 @@ class GroupCoordinator:
         response_callback: Callable[[dict[tuple[str, int], int]], None] | None = None,
         producer: tuple[int, int] | None = None,
         api_version: int | None = None,
+        group_instance_id: str | None = None,
     ) -> dict[tuple[str, int], int] | None:
         """Store ``offsets`` for ``group_id``: the error code of each partition, given to
         ``response_callback`` once the offsets topic's in-sync replicas have the commit (from
@@ -215,7 +216,8 @@ class GroupCoordinator:
         offsets count).  Generation -1 and no member id is a group that "is only using Kafka to
         store offsets", allowed while the group has no members.
 
-        ``producer`` (id, epoch): TxnOffsetCommit, a commit that counts only once its
+        A static member's commit with the member id of an older incarnation is
+        FENCED_INSTANCE_ID.  ``producer`` (id, epoch): TxnOffsetCommit, a commit that counts only once its
         transaction commits (Kafka's ``handleTxnCommitOffsets``).  ``api_version``: the
         OffsetCommit's (v9+ answers GROUP_ID_NOT_FOUND for a membership of no group, and a
         consumer group's member must use v9+); None for TxnOffsetCommit.
@@ -247,7 +249,9 @@ class GroupCoordinator:
             self._store_offsets(group_id, offsets, response_callback, producer)
             return None
         with group.lock:
-            error = self._validate_offset_commit(group, generation_id, member_id)
+            error = Errors.FENCED_INSTANCE_ID if group.is_static_member_fenced(
+                group_instance_id, member_id) else self._validate_offset_commit(
+                group, generation_id, member_id)
             if error != Errors.NONE:
                 response_callback(dict.fromkeys(offsets, error))
                 return None
@@ -533,7 +537,16 @@ class GroupCoordinator:
             response_callback(JoinGroupResult(UNKNOWN_MEMBER, Errors.GROUP_MAX_SIZE_REACHED))
             return
         new_member_id = f"{client_id}-{uuid.uuid4()}"
-        if require_known_member_id:
+        if group_instance_id is not None:
+            # KIP-345: the instance id names the member, so no MEMBER_ID_REQUIRED round; a
+            # restarted one takes its own place back.
+            old_member_id = group.current_static_member(group_instance_id)
+            if old_member_id is not None:
+                self._update_static_member_and_rebalance(
+                    group, old_member_id, new_member_id, group_instance_id, protocols,
+                    rebalance_timeout_ms, session_timeout_ms, response_callback)
+                return
+        elif require_known_member_id:
             # KIP-394: hand out the id first, so that a client that dies before it joins leaves
             # no member behind, only a pending id that expires after the session timeout.
             group.pending_members.add(new_member_id)
@@ -555,7 +568,11 @@ class GroupCoordinator:
                 rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
                 response_callback)
             return
-        if not group.has(member_id):
+        if group.is_static_member_fenced(group_instance_id, member_id):
+            response_callback(JoinGroupResult(member_id, Errors.FENCED_INSTANCE_ID))
+            return
+        if not group.has(member_id) or (group_instance_id is not None and
+                                        group.current_static_member(group_instance_id) is None):
             response_callback(JoinGroupResult(member_id, Errors.UNKNOWN_MEMBER_ID))
             return
         member = group.get(member_id)
@@ -616,6 +633,56 @@ class GroupCoordinator:
         group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms,
                             response_callback)
         self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoined")
+
+    def _update_static_member_and_rebalance(
+        self, group: GroupMetadata, old_member_id: str, new_member_id: str,
+        group_instance_id: str, protocols: list[tuple[str, bytes]], rebalance_timeout_ms: int,
+        session_timeout_ms: int, response_callback: JoinCallback,
+    ) -> None:
+        """Kafka's ``updateStaticMemberAndRebalance``: a static member that restarted (it
+        joins with its instance id and no member id) replaces its old self.  In a Stable group
+        whose protocol it does not change, nobody else moves: the group is stored with the new
+        member id and the member answered at the current generation, its old assignment to be
+        fetched by SyncGroup.  The answer names the leader as it was, so that a restarted
+        leader does not compute an assignment a Stable group would not hand out."""
+        current_leader = group.leader_id or ""
+        member = group.replace_static_member(group_instance_id, old_member_id, new_member_id)
+        # the old id's DelayedHeartbeat finds no such member and expires without effect
+        self._complete_and_schedule_next_heartbeat_expiration(group, member)
+        old_protocols = member.supported_protocols
+        old_timeouts = (member.rebalance_timeout_ms, member.session_timeout_ms)
+        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms,
+                            response_callback)
+        if group.is_state(GroupState.STABLE):
+            if group.select_protocol() != group.protocol_name:
+                self._maybe_prepare_rebalance(
+                    group, f"static member {group_instance_id} rejoined with other protocols")
+                return
+
+            def stored(error: int) -> None:
+                with group.lock:
+                    if error == Errors.NONE:
+                        group.maybe_invoke_join_callback(member, JoinGroupResult(
+                            new_member_id, Errors.NONE, group.generation_id,
+                            group.protocol_type, group.protocol_name, current_leader))
+                        return
+                    log.info("group %s: storing static member %s's new member id failed with"
+                             " %d; the old one stays", group.group_id, group_instance_id, error)
+                    group.maybe_invoke_join_callback(member, JoinGroupResult(
+                        UNKNOWN_MEMBER, error, group.generation_id, group.protocol_type,
+                        group.protocol_name, current_leader))
+                    member.supported_protocols = old_protocols
+                    member.rebalance_timeout_ms, member.session_timeout_ms = old_timeouts
+                    if group.current_static_member(group_instance_id) == new_member_id:
+                        self._complete_and_schedule_next_heartbeat_expiration(
+                            group, group.replace_static_member(group_instance_id,
+                                                               new_member_id, old_member_id))
+
+            self._store_group(group, stored)
+        elif group.is_state(GroupState.COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance(
+                group, f"static member {group_instance_id} rejoined during the sync")
+        # PreparingRebalance: it waits with the others for the join phase to end
 
     def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.can_rebalance():
@@ -722,6 +789,8 @@ class GroupCoordinator:
             error = Errors.NONE
             if group.is_state(GroupState.DEAD):
                 error = Errors.COORDINATOR_NOT_AVAILABLE
+            elif group.is_static_member_fenced(group_instance_id, member_id):
+                error = Errors.FENCED_INSTANCE_ID
             elif not group.has(member_id):
                 error = Errors.UNKNOWN_MEMBER_ID
             elif generation_id != group.generation_id:
@@ -814,6 +883,8 @@ class GroupCoordinator:
         with group.lock:
             if group.is_state(GroupState.DEAD):
                 return Errors.COORDINATOR_NOT_AVAILABLE
+            if group.is_static_member_fenced(group_instance_id, member_id):
+                return Errors.FENCED_INSTANCE_ID
             if group.is_state(GroupState.EMPTY) or not group.has(member_id):
                 return Errors.UNKNOWN_MEMBER_ID
             if generation_id != group.generation_id:
@@ -911,8 +982,18 @@ class GroupCoordinator:
         with group.lock:
             if group.is_state(GroupState.DEAD):
                 return Errors.COORDINATOR_NOT_AVAILABLE, []
-            errors = []
-            for member_id in member_ids:
+            errors: list[int] = []
+            instance_ids = group_instance_ids or [None] * len(member_ids)
+            for member_id, instance_id in zip(member_ids, instance_ids, strict=False):
+                if instance_id is not None:  # a static member, named by its instance id
+                    current = group.current_static_member(instance_id)
+                    if current is None:
+                        errors.append(Errors.UNKNOWN_MEMBER_ID)
+                        continue
+                    if member_id not in (UNKNOWN_MEMBER, current):
+                        errors.append(Errors.FENCED_INSTANCE_ID)
+                        continue
+                    member_id = current
                 if group.is_pending_member(member_id):
                     self._remove_pending_member_and_update_group(group, member_id)
                     errors.append(Errors.NONE)
@@ -1131,4 +1212,6 @@ def _group_from_record(group_id: str, record: GroupRecord) -> GroupMetadata:
                                 [(record.protocol_name or "", m.subscription)])
         member.assignment = m.assignment
         group.members[m.member_id] = member
+        if m.group_instance_id is not None:
+            group.static_members[m.group_instance_id] = m.member_id
     return group

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkacore.errors import Errors
+
 
 class GroupState(enum.Enum):
     """The states of a classic group, and which states may come before each (Kafka's
@@ -164,6 +166,8 @@ class GroupMetadata:
         self.num_members_awaiting_join = 0
         #: A member joined during the initial delay (InitialDelayedJoin waits once more).
         self.new_member_added = False
+        #: group instance id -> member id of each static member (KIP-345)
+        self.static_members: dict[str, str] = {}
 
     # -- state --------------------------------------------------------------------------------
 
@@ -199,6 +203,8 @@ class GroupMetadata:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
         self.pending_members.discard(member.member_id)
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
         if self.leader_id is None:
             self.leader_id = member.member_id
         if callback is not None:
@@ -210,10 +216,41 @@ class GroupMetadata:
         member = self.members.pop(member_id, None)
         if member is None:
             return
+        if member.group_instance_id is not None \
+                and self.static_members.get(member.group_instance_id) == member_id:
+            del self.static_members[member.group_instance_id]
         if member.is_awaiting_join:
             self.num_members_awaiting_join -= 1
         if self.is_leader(member_id):
             self.leader_id = next(iter(self.members), None)
+
+    def current_static_member(self, group_instance_id: str) -> str | None:
+        """The member id that the static member ``group_instance_id`` has now."""
+        return self.static_members.get(group_instance_id)
+
+    def is_static_member_fenced(self, group_instance_id: str | None, member_id: str) -> bool:
+        """A request with an instance id and a member id that is no longer that instance's:
+        an older incarnation of a restarted static member (FENCED_INSTANCE_ID)."""
+        if group_instance_id is None:
+            return False
+        current = self.static_members.get(group_instance_id)
+        return current is not None and current != member_id
+
+    def replace_static_member(self, group_instance_id: str, old_member_id: str,
+                              new_member_id: str) -> MemberMetadata:
+        """A static member came back under a new member id (Kafka's ``replaceStaticMember``):
+        the same member, with its assignment and leadership, now known by the new id; a
+        request of the old incarnation still parked is answered FENCED_INSTANCE_ID."""
+        member = self.members.pop(old_member_id)
+        self.maybe_invoke_join_callback(member, JoinGroupResult(old_member_id,
+                                                                Errors.FENCED_INSTANCE_ID))
+        self.maybe_invoke_sync_callback(member, SyncGroupResult(Errors.FENCED_INSTANCE_ID))
+        member.member_id = new_member_id
+        self.members[new_member_id] = member
+        if self.is_leader(old_member_id):
+            self.leader_id = new_member_id
+        self.static_members[group_instance_id] = new_member_id
+        return member
 
     def update_member(
         self,

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker import consumer_group_records
+from kafkacore.broker.log.config import segment_bytes_config
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.core.record_batch import iter_batches
@@ -422,7 +423,7 @@ class GroupMetadataManager:
         # Retention by time would delete commits: the topic is compacted instead, the log
         # cleaner keeping each key's latest record (docs/broker/log_cleaner.rst).
         configs = {"cleanup.policy": "compact", "retention.ms": "-1",
-                   "segment.bytes": str(broker.config["offsets.topic.segment.bytes"])}
+                   **segment_bytes_config(broker.config["offsets.topic.segment.bytes"])}
         if broker.lifecycle is None:
             broker.metadata_cache.add_topic(OFFSETS_TOPIC, self.num_partitions, configs)
             return True  # the logs are created when first written
@@ -699,7 +700,8 @@ class GroupMetadataManager:
         many offsets were removed."""
         with self._lock:
             cached = self._offsets.get(group_id, {})
-            gone = list(cached) if partitions is None else [tp for tp in partitions
+            # (a partition named twice is deleted, and tombstoned, once)
+            gone = list(cached) if partitions is None else [tp for tp in dict.fromkeys(partitions)
                                                             if tp in cached]
             for tp in gone:
                 del cached[tp]

@@ -20,6 +20,7 @@ import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from kafkacore import errors
 from kafkacore.broker.authorizer.acl import (
     AccessControlEntry,
     AclBinding,
@@ -41,7 +42,7 @@ from kafkacore.broker.metadata_log import METADATA_TOPIC_ID
 from kafkacore.broker.partition import PartitionState
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.core.record_batch import iter_records
-from kafkacore.errors import Errors
+from kafkacore.errors import Errors, InvalidConfigError
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -68,6 +69,13 @@ def _set_config(configs: dict[str, str], name: str, value: str | None) -> None:
         configs.pop(name, None)
     else:
         configs[name] = value
+
+
+def _check_partition_record(r: dict[str, Any]) -> None:
+    """A PartitionRecord's fields have the types the replica manager relies on (ValueError)."""
+    ints = (r["partition_id"], r["leader"], r["leader_epoch"], *r["replicas"], *r["isr"])
+    if not all(type(v) is int for v in ints) or r["partition_id"] < 0:
+        raise ValueError("a partition record with fields that are not broker ids and epochs")
 
 
 class MetadataLoader:
@@ -153,8 +161,15 @@ class MetadataLoader:
         part = response["responses"][0]["partitions"][0]
         if part["error_code"] != Errors.NONE:
             return part["error_code"], [], part["high_watermark"]
-        records = [json.loads(r.value) for r in iter_records(part["records"] or b"")
-                   if r.offset >= self._offset]
+        records = []
+        for r in iter_records(part["records"] or b""):
+            if r.offset < self._offset:
+                continue
+            try:
+                records.append(json.loads(r.value or b""))
+            except (TypeError, ValueError) as exc:  # counted (the offset moves past it), skipped
+                self._skip_record(r.value, exc)
+                records.append({"type": "UndecodableRecord"})
         return Errors.NONE, records, part["high_watermark"]
 
     def _apply_records(self, records: list[dict[str, Any]]) -> None:
@@ -169,67 +184,108 @@ class MetadataLoader:
         copied: set[str] = set()  # topics whose partitions dict is this delta's own copy
         brokers_changed = False  # a registration or fencing: every follower's leader is looked up again
         for r in records:
-            kind = r["type"]
-            if kind == "TopicRecord":
-                name, topic_id = r["name"], uuid.UUID(r["topic_id"])
-                old = self._topics.get(name)
-                if old is not None and old[0] == topic_id:
-                    continue  # already in the image we took
-                if old is not None:
-                    self._names.pop(old[0], None)
-                    removed.add(name)
-                self._topics[name] = (topic_id, {})
-                self._names[topic_id] = name
-                new[name] = {}
-                copied.add(name)
-            elif kind == "ConfigRecord":
-                name = r["resource_name"]
-                if r.get("resource_type", RESOURCE_TYPE_TOPIC) == RESOURCE_TYPE_BROKER:
-                    if name in ("", str(self.broker.broker_id)):
-                        layer = changed_brokers.setdefault(
-                            name, self.broker.dynamic_config.dynamic(name))
-                        _set_config(layer, r["name"], r["value"])
-                elif name in new:
-                    _set_config(new[name], r["name"], r["value"])
-                elif name in self._topics:  # AlterConfigs on a topic we have
-                    meta = self.broker.metadata_cache.get(name)
-                    layer = changed_topics.setdefault(name, dict(meta.configs) if meta else {})
-                    _set_config(layer, r["name"], r["value"])
-            elif kind in ("PartitionRecord", "PartitionChangeRecord"):
-                name = self._names.get(uuid.UUID(r["topic_id"]))
-                if name is None:
-                    continue
-                topic_id, parts = self._topics[name]
-                if name not in copied:
-                    parts = dict(parts)
-                    self._topics[name] = (topic_id, parts)
-                    copied.add(name)
-                if r["partition_id"] not in parts:
-                    grown.add(name)
-                # The partition epoch too: AlterPartition is checked against it.
-                parts[r["partition_id"]] = PartitionState(
-                    r["leader"], r["leader_epoch"], list(r["replicas"]), list(r["isr"]),
-                    r.get("partition_epoch", 0))
-            elif kind == "RemoveTopicRecord":
-                name = self._names.pop(uuid.UUID(r["topic_id"]), None)
-                if name is not None:
-                    del self._topics[name]
-                    removed.add(name)
-                    new.pop(name, None)
-                    grown.discard(name)  # grown, then deleted, in the same records
-            elif kind in ("RegisterBrokerRecord", "UnfenceBrokerRecord"):
-                self._brokers[r["broker_id"]] = (r["host"], r["port"])
-                brokers_changed = True
-            elif kind == "FenceBrokerRecord":
-                self._brokers.pop(r["broker_id"], None)
-                brokers_changed = True
-            elif kind == "ClientQuotaRecord":
-                quotas.append(r)
+            try:
+                kind = r["type"]
+            except (KeyError, TypeError) as exc:
+                self._skip_record(r, exc)
+                continue
+            try:
+                brokers_changed |= self._replay(r, kind, new, changed_topics, changed_brokers,
+                                                removed, grown, quotas, copied)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                self._skip_record(r, exc)
+        self._quarantine_bad_configs(new, grown)
         self._publish(new, removed, grown, changed=None if brokers_changed else copied)
         self._apply_config_changes(
             {n: c for n, c in changed_topics.items() if n in self._topics}, changed_brokers)
         if quotas:
             self.broker.metadata_cache.apply_client_quota_records(quotas)
+
+    def _skip_record(self, record: Any, exc: BaseException) -> None:
+        """A record this broker cannot apply (malformed, or naming what is not there): said
+        once, at ERROR, and skipped; the records after it are applied (Kafka's loader counts
+        such a record as a metadata load error and goes on)."""
+        log.error("broker %d: cannot apply the metadata record %.300r (%s: %s); skipped",
+                  self.broker.broker_id, record, type(exc).__name__, exc)
+
+    def _quarantine_bad_configs(self, new: dict[str, dict[str, str]], grown: set[str]) -> None:
+        """A new topic whose configs this broker cannot parse (a controller that did not check
+        them, or a setting this broker's version does not know) is left out of the image,
+        said once at ERROR: it cannot get logs, and keeping it would fail every later
+        pull's publication."""
+        for name, configs in list(new.items()):
+            try:
+                self.broker.apis.topic_config(configs)
+            except InvalidConfigError as exc:
+                log.error("broker %d: topic %s has configs this broker cannot apply (%s); it "
+                          "is skipped", self.broker.broker_id, name, exc)
+                topic_id, _ = self._topics.pop(name)
+                self._names.pop(topic_id, None)
+                del new[name]
+                grown.discard(name)
+
+    def _replay(self, r: dict[str, Any], kind: str, new: dict[str, dict[str, str]],
+                changed_topics: dict[str, dict[str, str]],
+                changed_brokers: dict[str, dict[str, str]], removed: set[str], grown: set[str],
+                quotas: list[dict[str, Any]], copied: set[str]) -> bool:
+        """One record into the image and this pull's delta; True if the brokers changed."""
+        if kind == "TopicRecord":
+            name, topic_id = r["name"], uuid.UUID(r["topic_id"])
+            old = self._topics.get(name)
+            if old is not None and old[0] == topic_id:
+                return False  # already in the image we took
+            if old is not None:
+                self._names.pop(old[0], None)
+                removed.add(name)
+            self._topics[name] = (topic_id, {})
+            self._names[topic_id] = name
+            new[name] = {}
+            copied.add(name)
+        elif kind == "ConfigRecord":
+            name = r["resource_name"]
+            if r.get("resource_type", RESOURCE_TYPE_TOPIC) == RESOURCE_TYPE_BROKER:
+                if name in ("", str(self.broker.broker_id)):
+                    layer = changed_brokers.setdefault(
+                        name, self.broker.dynamic_config.dynamic(name))
+                    _set_config(layer, r["name"], r["value"])
+            elif name in new:
+                _set_config(new[name], r["name"], r["value"])
+            elif name in self._topics:  # AlterConfigs on a topic we have
+                meta = self.broker.metadata_cache.get(name)
+                layer = changed_topics.setdefault(name, dict(meta.configs) if meta else {})
+                _set_config(layer, r["name"], r["value"])
+        elif kind in ("PartitionRecord", "PartitionChangeRecord"):
+            name = self._names.get(uuid.UUID(r["topic_id"]))
+            if name is None:
+                return False
+            _check_partition_record(r)  # before anything changes: a bad one changes nothing
+            topic_id, parts = self._topics[name]
+            if name not in copied:
+                parts = dict(parts)
+                self._topics[name] = (topic_id, parts)
+                copied.add(name)
+            if r["partition_id"] not in parts:
+                grown.add(name)
+            # The partition epoch too: AlterPartition is checked against it.
+            parts[r["partition_id"]] = PartitionState(
+                r["leader"], r["leader_epoch"], list(r["replicas"]), list(r["isr"]),
+                r.get("partition_epoch", 0))
+        elif kind == "RemoveTopicRecord":
+            name = self._names.pop(uuid.UUID(r["topic_id"]), None)
+            if name is not None:
+                del self._topics[name]
+                removed.add(name)
+                new.pop(name, None)
+                grown.discard(name)  # grown, then deleted, in the same records
+        elif kind in ("RegisterBrokerRecord", "UnfenceBrokerRecord"):
+            self._brokers[r["broker_id"]] = (r["host"], r["port"])
+            return True
+        elif kind == "FenceBrokerRecord":
+            self._brokers.pop(r["broker_id"], None)
+            return True
+        elif kind == "ClientQuotaRecord":
+            quotas.append(r)
+        return False
 
     def _publish(self, new: dict[str, dict[str, str]], removed: set[str],
                  grown: set[str], changed: set[str] | None = None) -> None:
@@ -256,7 +312,20 @@ class MetadataLoader:
                 cache.add_topic(name, len(parts), configs, topic_id)
             for name in grown - new.keys():
                 cache.grow_topic(name, len(self._topics[name][1]))  # CreatePartitions
-        broker.replica_manager.apply_image(self._brokers, self._topics, self._unapplied)
+        try:
+            broker.replica_manager.apply_image(self._brokers, self._topics, self._unapplied)
+        except Exception:
+            # One topic that cannot be applied must not keep the others (and every later
+            # pull) from being applied: again topic by topic, each failure said once and
+            # skipped.  (Costs a pass over the image per topic: only when something failed.)
+            touched = set(self._topics) if self._unapplied is None else set(self._unapplied)
+            for name in sorted(touched & self._topics.keys()):
+                try:
+                    broker.replica_manager.apply_image(self._brokers, self._topics, {name})
+                except Exception as exc:
+                    log.error("broker %d: cannot apply the partitions of topic %s (%s: %s); "
+                              "skipped until the controller changes them", broker.broker_id,
+                              name, type(exc).__name__, exc)
         self._unapplied = set()
 
     def _apply_image(self, end_offset: int) -> None:
@@ -284,7 +353,9 @@ class MetadataLoader:
         self._topics = topics
         self._names = {topic_id: name for name, (topic_id, _) in topics.items()}
         self._offset = end_offset
-        self._publish({name: configs.get(name, {}) for name in new}, removed, grown)
+        wanted = {name: configs.get(name, {}) for name in new}
+        self._quarantine_bad_configs(wanted, grown)
+        self._publish(wanted, removed, grown)
         self._apply_config_changes(configs, broker_configs)
         self.broker.metadata_cache.replace_client_quotas(self._describe_client_quotas())
 
@@ -358,8 +429,16 @@ class MetadataLoader:
         cache = self.broker.metadata_cache
         for name, configs in topics.items():
             meta = cache.get(name)
-            if meta is not None and meta.configs != configs:
-                apply_topic_configs(self.broker, name, configs)
+            try:
+                if meta is not None and meta.configs != configs:
+                    apply_topic_configs(self.broker, name, configs)
+            except InvalidConfigError as exc:  # one topic's: the others still change
+                log.error("broker %d: cannot apply topic %s's new configs %s (%s); skipped",
+                          self.broker.broker_id, name, configs, exc)
         for name, configs in brokers.items():
-            if self.broker.dynamic_config.dynamic(name) != configs:
-                apply_broker_configs(self.broker, name, configs)
+            try:
+                if self.broker.dynamic_config.dynamic(name) != configs:
+                    apply_broker_configs(self.broker, name, configs)
+            except errors.KafkaError as exc:
+                log.error("broker %d: cannot apply the dynamic configs %s of %r (%s); "
+                          "skipped", self.broker.broker_id, configs, name, exc)

@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HW_CHECKPOINT_FILE = "replication-offset-checkpoint"
+#: the topics a client may not produce to (Kafka's ``Topic.isInternal``) ...
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+#: ... unless it names itself as Kafka's own admin tools do (``AdminUtils.ADMIN_CLIENT_ID``)
+ADMIN_CLIENT_ID = "__admin_client"
 
 
 @dataclass
@@ -202,7 +206,8 @@ class ReplicaManager:
 
     def append_records(self, timeout_ms: int, required_acks: int,
                        entries: dict[tuple[str, int], tuple[dict[str, Any], Any]],
-                       respond: Any, *, from_coordinator: bool = False) -> None:
+                       respond: Any, *, from_coordinator: bool = False,
+                       internal_topics_allowed: bool = True) -> None:
         """Append each partition's batches as leader; answer through ``respond({key:
         response})`` now, or, for acks=all, when the ISR has them (Kafka's ``appendRecords``).
         ``from_coordinator``: transaction markers (control batches) written for the
@@ -212,6 +217,12 @@ class ReplicaManager:
         for key, (response, records) in entries.items():
             results[key] = response
             partition, error = self.leader_partition_or_error(*key)
+            if error != Errors.UNKNOWN_TOPIC_OR_PARTITION and not internal_topics_allowed \
+                    and key[0] in INTERNAL_TOPICS:
+                # a forged commit or transaction record would take effect at the next load
+                response.update(error_code=Errors.INVALID_TOPIC_EXCEPTION,
+                                error_message=f"Cannot append to internal topic {key[0]}")
+                continue
             if partition is None:
                 response["error_code"] = error
                 continue
@@ -220,6 +231,8 @@ class ReplicaManager:
                     records, required_acks, from_coordinator=from_coordinator)
             except errors.BrokerResponseError as exc:
                 response.update(error_code=exc.errno, error_message=str(exc)[:1000])
+                # KIP-467: the records a LogValidator check refused, each by its index
+                response["record_errors"] = getattr(exc, "record_errors", [])
                 continue
             # A duplicate (a retried batch) gets the original batch's offsets: written once.
             first_offset, last_offset, append_time, start_offset, _, _ = info

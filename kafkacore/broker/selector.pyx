@@ -102,9 +102,11 @@ cdef class Wakeup:
     """One thread's wake-up: an ``eventfd`` that another thread writes to wake it."""
 
     cdef readonly int fd
+    cdef readonly bint closed  # close() was called: nobody sleeps on it; the descriptor lives on
 
     def __cinit__(self):
         self.fd = -1
+        self.closed = False
 
     def __init__(self):
         self.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)
@@ -126,12 +128,13 @@ cdef class Wakeup:
         """Pay the wake-ups in ``wakes`` (a list of :class:`Wakeup`, emptied), then sleep
         until woken or ``timeout_s`` has passed, without the GIL; True if woken."""
         cdef int fds[MAX_WAKES]
+        cdef int count_wakes
         cdef int ms = _timeout_ms(timeout_s)  # (before the wake-ups are taken: none is lost)
-        cdef int count_wakes = _take_wakes(wakes, fds)
+        cdef list _held = _take_wakes(wakes, fds, &count_wakes)  # kept alive until written
         cdef pollfd p
         cdef uint64_t count
         cdef int ready
-        p.fd = self.fd
+        p.fd = -1 if self.closed else self.fd  # closed: poll() skips it, and only the time counts
         p.events = POLLIN
         p.revents = 0
         with nogil:
@@ -142,29 +145,39 @@ cdef class Wakeup:
         return ready > 0
 
     def close(self):
-        if self.fd >= 0:
-            close(self.fd)
-            self.fd = -1
+        """Stop sleeping on this; the descriptor itself is closed when the last reference goes.
+
+        Another thread may have copied ``fd`` to write it after letting go of the GIL (a
+        processor paying its owed wake-ups): closing the number now could let a new file take
+        it and receive those 8 bytes.  A writer holds a reference while it writes, so the
+        descriptor outlives every write (``__dealloc__``).
+        """
+        self.closed = True
 
     def __dealloc__(self):
         if self.fd >= 0:
             close(self.fd)
+            self.fd = -1
 
 
-cdef int _take_wakes(list wakes, int *fds) except -1:
+cdef list _take_wakes(list wakes, int *fds, int *count):
     """Empty ``wakes`` into ``fds`` (at most MAX_WAKES; the rest are woken here, with the
-    GIL): the descriptors to write while the GIL is let go."""
-    cdef int count = 0
+    GIL): the descriptors to write while the GIL is let go, in ``count``.  Answers the
+    :class:`Wakeup` objects themselves, which the caller keeps until it has written: while
+    they live, their descriptors stay open (:meth:`Wakeup.close`)."""
     cdef Wakeup wakeup
+    cdef list held
+    count[0] = 0
     if not wakes:
-        return 0
+        return None
     while len(wakes) > MAX_WAKES:
         (<Wakeup?>wakes.pop()).wake()
-    for wakeup in wakes:
-        fds[count] = wakeup.fd
-        count += 1
+    held = list(wakes)
+    for wakeup in held:
+        fds[count[0]] = wakeup.fd
+        count[0] += 1
     del wakes[:]
-    return count
+    return held
 
 
 cdef class Poller:
@@ -214,7 +227,7 @@ cdef class Poller:
         if self.epfd < 0:
             raise ValueError("I/O operation on a closed poller")
         cdef int ms = _timeout_ms(timeout_s)  # (before the wake-ups are taken: none is lost)
-        count = _take_wakes(wakes, fds)
+        cdef list _held = _take_wakes(wakes, fds, &count)  # kept alive until written
         with nogil:
             _write_wakes(fds, count)
             ready = epoll_wait(self.epfd, self.events, MAX_EVENTS, ms)

@@ -50,6 +50,7 @@ COMPILED_MODULES = (
     "kafkacore.core.record_sizes",
     "kafkacore.core.memory_records_builder",
     "kafkacore.core.record_batch",
+    "kafkacore.core.arrow_records",  # the read path: fetched record batches into Arrow columns
     "kafkacore.broker.timer",  # the broker's timing wheel: compiled, but the broker's alone
     "kafkacore.broker.request_parser",  # the broker's request header and Produce body
     "kafkacore.broker.response_encoder",  # the broker's Produce response

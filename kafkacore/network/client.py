@@ -34,11 +34,16 @@ from kafkacore.network.errors import (
     ConnectionSetupTimeoutError,
     DisconnectError,
     RequestTimeoutError,
+    SecurityProtocolMismatchError,
     SslAuthenticationError,
 )
 from kafkacore.network.sasl import SaslMechanism
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
+
+#: Connections to one address that ended as a listener of another security.protocol ends
+#: them, the last of them a probe that asked the listener, before the client says so.
+WRONG_TURNS = 3
 
 #: Requests the connection itself sends while it is set up (answered by the connection).
 _SETUP_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
@@ -214,6 +219,16 @@ class NetworkClient:
         # The Metadata request version our in-flight MetadataRequest answers.
         self._metadata_request_version: int | None = None
         self._closed = False
+        #: SO_KEEPALIVE on new connections (librdkafka's socket.keepalive.enable).
+        self.socket_keepalive = False
+        #: Called (node id, "host:port", ms) for each response a broker throttled.
+        self.throttle_listener: Callable[[int, str, int], None] | None = None
+        # "host:port" -> ("TLS" or "SASL", how many connections in a row ended as such a
+        # listener ends a client that does not speak it; see _wrong_turn); reset by an
+        # answer past the set-up, or a probe that found nothing.
+        self._wrong_turns: dict[str, tuple[str, int]] = {}
+        # Addresses whose wrong turn was logged (once per address: not on every reconnect).
+        self._wrong_turns_logged: set[str] = set()
 
     # -- connection state ---------------------------------------------------------------------
 
@@ -339,11 +354,15 @@ class NetworkClient:
                 next_correlation_id=self._next_correlation_id,
                 ssl_context=self.ssl_context,
                 sasl_mechanism=self.sasl_mechanism,
+                keepalive=self.socket_keepalive,
             )
             self._connections[node_id] = conn
+        suspicion = self._wrong_turns.get(f"{host}:{port}")
+        conn.probe = suspicion[0] if suspicion and suspicion[1] >= WRONG_TURNS - 1 else None
         st = self._node_states.setdefault(node_id, _NodeState())
         st.last_attempt_ms = now_ms
-        log.debug("connecting to node %s at %s:%s", node_id, host, port)
+        log.debug("connecting to node %s at %s:%s%s", node_id, host, port,
+                  f" (a {conn.probe} probe)" if conn.probe else "")
         try:
             conn.connect(now_ms)
         except OSError as exc:
@@ -607,20 +626,48 @@ class NetworkClient:
         now_ms: int,
         completed: list[tuple[InFlightRequest, ClientResponse]],
     ) -> None:
-        error = self._as_disconnect(conn, exc)
+        error = self._wrong_turn(conn, self._as_disconnect(conn, exc))
         if isinstance(error, errors.AuthenticationError):
             # Fatal (Java: ClusterConnectionStates.authenticationFailed): tell the metadata
             # waiters and the Sender, who fail at once instead of retrying until their timeout.
-            log.error("node %s: %s", conn.node_id, error)
+            address = f"{conn.host}:{conn.port}"
+            if not isinstance(error, SecurityProtocolMismatchError):
+                log.error("node %s: %s", conn.node_id, error)
+            elif address not in self._wrong_turns_logged:  # once: it recurs on every retry
+                self._wrong_turns_logged.add(address)
+                log.error("node %s: %s", conn.node_id, error)
             self.authentication_error = error
             self.metadata.fatal_error(error)
         else:
             log.debug("node %s: %s", conn.node_id, error)
         failed = conn.state in SETTING_UP
-        if conn.state in _BEFORE_REQUESTS or conn.state is ConnectionState.CHECKING_API_VERSIONS:
+        if isinstance(error, SecurityProtocolMismatchError):
+            # The reason a wait gives; said once above already, not again as "unreachable".
+            self._unreachable[f"{conn.host}:{conn.port}"] = f"{type(error).__name__}: {error}"
+        elif conn.state in _BEFORE_REQUESTS or conn.state is ConnectionState.CHECKING_API_VERSIONS:
             # Not a Kafka broker that answers us yet: say why, in the reason a wait gives.
             self._unreachable_address(conn.host, conn.port, exc)
         self._close_connection(conn, error, now_ms, completed, failed=failed)
+
+    def _wrong_turn(self, conn: BrokerConnection, error: KafkaError) -> KafkaError:
+        """Count connections to one address that ended as a listener of another
+        security.protocol ends them (``conn.wrong_turn()``); after WRONG_TURNS - 1 in a row,
+        the next connection is a probe that asks the listener (see
+        :meth:`BrokerConnection.wrong_turn`).  Only a probe's answer raises
+        :class:`SecurityProtocolMismatchError`; ``error`` is returned as it is."""
+        address = f"{conn.host}:{conn.port}"
+        if conn.probe is not None:
+            conn.probe = None
+            if not isinstance(error, SecurityProtocolMismatchError):
+                self._wrong_turns.pop(address, None)  # it did not answer as suspected
+            return error
+        kind = conn.wrong_turn()
+        if kind is None:
+            return error
+        seen = self._wrong_turns.get(address, (kind, 0))
+        count = seen[1] + 1 if seen[0] == kind else 1
+        self._wrong_turns[address] = (kind, count)
+        return error
 
     def _handle_response(
         self,
@@ -636,7 +683,8 @@ class NetworkClient:
             else:
                 conn.handle_sasl(request, frame, now_ms)
             if conn.ready:
-                if self.authentication_error is not None:
+                if self.authentication_error is not None and not isinstance(
+                        self.authentication_error, SecurityProtocolMismatchError):
                     self.authentication_error = None
                     self.metadata.fatal_error(None)
                 st = self._node_states.setdefault(conn.node_id, _NodeState())
@@ -644,6 +692,15 @@ class NetworkClient:
                 log.debug("node %s ready: %s", conn.node_id, conn.api_versions)
             return
         _, body = codec.decode_response(request.api_key, request.api_version, frame)
+        if self._wrong_turns:
+            self._wrong_turns.pop(f"{conn.host}:{conn.port}", None)  # it answers: no wrong turn
+        if isinstance(self.authentication_error, SecurityProtocolMismatchError):
+            # A SASL listener answers ApiVersions too: only an answer past it clears this.
+            self.authentication_error = None
+            self.metadata.fatal_error(None)
+        throttle_ms = body.get("throttle_time_ms") if isinstance(body, dict) else None
+        if throttle_ms and self.throttle_listener is not None:
+            self.throttle_listener(conn.node_id, f"{conn.host}:{conn.port}", throttle_ms)
         response = self._response(request, now_ms, body=body)
         if request.internal and request.api_key == ApiKey.METADATA:
             self._handle_metadata_response(response, now_ms)
@@ -750,7 +807,7 @@ class NetworkClient:
                     f"connection to node {conn.node_id} not set up within "
                     f"{self.socket_connection_setup_timeout_ms} ms"
                 )
-                if conn.state is ConnectionState.HANDSHAKING:
+                if conn.state is ConnectionState.HANDSHAKING and conn.probe is None:
                     # TCP worked but no TLS answer came: a PLAINTEXT port waits for the rest
                     # of a "request" as large as our ClientHello's first bytes say.  Fatal.
                     error = SslAuthenticationError(
@@ -760,6 +817,8 @@ class NetworkClient:
                     )
                     self._connection_broke(conn, error, now_ms, completed)
                     continue
+                if conn.probe is not None:  # a probe without an answer found nothing
+                    self._wrong_turn(conn, error)
                 self._close_connection(conn, error, now_ms, completed, failed=True)
             elif (oldest := conn.oldest_request_ms()) is not None and (
                 now_ms - oldest >= self.request_timeout_ms

@@ -60,3 +60,21 @@ class SslAuthenticationError(errors.AuthenticationError):
 
 
 __all__ += ["SslAuthenticationError"]
+
+
+class SecurityProtocolMismatchError(errors.AuthenticationError):
+    """The listener speaks another ``security.protocol`` than the client: a plaintext client
+    at a TLS or SASL listener, a TLS client without SASL at a SASL_SSL one.  ``wanted`` is
+    the protocol (or protocols) the listener wants.  Fatal, like a refused login: no retry
+    would get through."""
+
+    def __init__(self, error_message: str | None = None, *args: object,
+                 wanted: str = "") -> None:
+        super().__init__(error_message, *args)
+        self.wanted = wanted
+
+    def __str__(self) -> str:
+        return f"wrong security.protocol: {self.error_message}"
+
+
+__all__ += ["SecurityProtocolMismatchError"]

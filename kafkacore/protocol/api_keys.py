@@ -90,6 +90,11 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # v1 wraps the mechanism's tokens in SaslAuthenticate instead of raw frames (KIP-152).
     ApiKey.SASL_HANDSHAKE: (1, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
+    # kafkacore.admin's hanging-transaction tools (kafka-transactions.sh find-hanging, abort)
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.WRITE_TXN_MARKERS: (1, 1),
 }
 
 #: The highest versions a producer sends without transaction version 2: the next ones mean

@@ -542,9 +542,20 @@ def _write_task_exactly_once(plan: _Plan, batches: Iterator[Any]) -> Iterator[An
 
 def _completion(plan: _Plan, group: str) -> tuple[int, dict[int, int]] | None:
     """What the bookkeeping group ``group`` says: (records, counts per partition) if this
-    partition's transaction committed, else None.  OffsetFetch with require_stable: while a
-    commit's markers are still being written the broker answers UNSTABLE_OFFSET_COMMIT, and we
-    ask again, within the task's bound."""
+    partition's transaction committed, else None."""
+    mark = _committed_mark(plan.config, plan.wait_s, group, plan.topic)
+    if mark is None:
+        return None
+    counts = json.loads(mark[1]) if mark[1] else {}
+    return mark[0], {int(p): n for p, n in counts.items()}
+
+
+def _committed_mark(config: Mapping[str, Any], wait_s: float, group: str,
+                    topic: str) -> tuple[int, str | None] | None:
+    """The offset and metadata group ``group`` has committed for partition 0 of ``topic``, or
+    None.  OffsetFetch with require_stable: while a commit's markers are still being written
+    the broker answers UNSTABLE_OFFSET_COMMIT, and we ask again, within ``wait_s``.  (The
+    exactly-once writers keep their completion marks there; kafkacore.spark.sink too.)"""
     from kafkacore import errors
     from kafkacore.admin import refresh_metadata
     from kafkacore.config import ProducerConfig
@@ -553,10 +564,10 @@ def _completion(plan: _Plan, group: str) -> tuple[int, dict[int, int]] | None:
     from kafkacore.network import sasl, tls
     from kafkacore.network.client import NetworkClient, clock_ms
 
-    bound_ms = int(plan.wait_s * 1000)
+    bound_ms = int(wait_s * 1000)
     deadline = clock_ms() + bound_ms
     # The check's own short-lived client, connecting as the producer does (TLS, SASL).
-    cfg = ProducerConfig(plan.config)
+    cfg = ProducerConfig(dict(config))
     protocol = cfg["security.protocol"]
     with NetworkClient(
         [f"{host}:{port}" for host, port in cfg["bootstrap.servers"]],
@@ -576,7 +587,7 @@ def _completion(plan: _Plan, group: str) -> tuple[int, dict[int, int]] | None:
             if code == Errors.NONE:
                 answer = _call(client, node["node_id"], ApiKey.OFFSET_FETCH, 7, {
                     "group_id": group, "require_stable": True,
-                    "topics": [{"name": plan.topic, "partition_indexes": [0]}]}, deadline)
+                    "topics": [{"name": topic, "partition_indexes": [0]}]}, deadline)
                 code = answer["error_code"]
                 if code == Errors.NONE:
                     mark = answer["topics"][0]["partitions"][0]
@@ -589,8 +600,7 @@ def _completion(plan: _Plan, group: str) -> tuple[int, dict[int, int]] | None:
             time.sleep(0.05)  # the coordinator is loading or the commit is settling
     if mark["committed_offset"] < 0:
         return None
-    counts = json.loads(mark["metadata"]) if mark["metadata"] else {}
-    return mark["committed_offset"], {int(p): n for p, n in counts.items()}
+    return mark["committed_offset"], mark["metadata"] or None
 
 
 def _call(client: Any, node: int | None, api_key: ApiKey, version: int, body: dict[str, Any],

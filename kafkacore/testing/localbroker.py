@@ -73,7 +73,8 @@ class LocalBroker:
     :param port: the port to listen on; a free one if not given.  :meth:`restart` keeps it.
     :param storage: tansu's ``--storage-engine``; ``memory://tansu/`` (the default) loses
         everything when the process stops.
-    :param log_path: where the broker's output goes (a temporary file if not given).
+    :param log_path: where the broker's output goes (a temporary file if not given, deleted
+        by ``remove_data()``).
     :param start_timeout_s: how long :meth:`start` waits for the broker to answer ApiVersions.
     :param kind: ``"tansu"`` (the default) or ``"kafkacore"``: our own broker,
         ``python -m kafkacore.broker``, as a child process.
@@ -125,6 +126,8 @@ class LocalBroker:
         self.storage = storage
         self.cluster_id = cluster_id
         self.start_timeout_s = start_timeout_s
+        #: a temporary log file we made is deleted with the data (kept after a failed block)
+        self._owns_log_path = log_path is None
         if log_path is None:
             fd, name = tempfile.mkstemp(prefix=f"kafkacore-{kind}-", suffix=".log")
             os.close(fd)
@@ -289,16 +292,21 @@ class LocalBroker:
             self._log = None
 
     def remove_data(self) -> None:
-        """Stop the broker and delete the temporary ``log.dirs`` it was given by default (a
-        ``log_dirs`` the caller passed is left alone).  The ``with`` block ends with this."""
+        """Stop the broker and delete the temporary ``log.dirs`` and output file it was given
+        by default (a ``log_dirs`` or ``log_path`` the caller passed is left alone).  The
+        ``with`` block ends with this; one that ends by an exception keeps the output file."""
         self.stop()
         if self._owns_log_dirs and self.log_dirs is not None and os.path.exists(self.log_dirs):
             lifeline.remove_directory(self.log_dirs)
+        if self._owns_log_path:
+            self.log_path.unlink(missing_ok=True)
 
     def __enter__(self) -> LocalBroker:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is not None:  # the broker's output may tell why the block failed
+            self._owns_log_path = False
         self.remove_data()
 
     def __repr__(self) -> str:

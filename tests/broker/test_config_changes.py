@@ -61,7 +61,7 @@ def _error_of(call):
 
 def test_a_topics_retention_changes_while_it_runs(ours):
     admin = _admin(ours)
-    topic = new_topic(ours, configs={"segment.bytes": "1024"})
+    topic = new_topic(ours, configs={"internal.segment.bytes": "1024"})
     producer = KafkaProducer(bootstrap_servers=ours.bootstrap)
     for _ in range(20):  # one batch each, several batches a segment
         producer.send(topic, b"x" * 200, partition=0).get(timeout=30)
@@ -70,7 +70,7 @@ def test_a_topics_retention_changes_while_it_runs(ours):
     described = _described(admin, "topic", topic)
     assert described["retention.ms"].value == "1"
     assert described["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
-    assert described["segment.bytes"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert described["internal.segment.bytes"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
     # Log maintenance deletes the old segments under the new retention.
     tp = TopicPartition(topic, 0)
     consumer = KafkaConsumer(bootstrap_servers=ours.bootstrap)

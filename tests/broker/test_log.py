@@ -478,9 +478,10 @@ def test_fetch_offset_by_timestamp(log_dir):
     log = Log(log_dir, LogConfig(segment_bytes=1000))
     for i in range(20):
         log.append_as_leader(ours(values(2), ts=1000 * i))
-    assert log.fetch_offset_by_timestamp(5000) == (10, 5001)
-    assert log.fetch_offset_by_timestamp(5001) == (10, 5001)
-    assert log.fetch_offset_by_timestamp(5002) == (12, 6001)
+    # The first record at or after the time (records 2i and 2i+1 at 1000i and 1000i + 1).
+    assert log.fetch_offset_by_timestamp(5000) == (10, 5000)
+    assert log.fetch_offset_by_timestamp(5001) == (11, 5001)
+    assert log.fetch_offset_by_timestamp(5002) == (12, 6000)
     assert log.fetch_offset_by_timestamp(10**9) is None
     assert log.fetch_offset_by_timestamp(-2) == (0, -1)
     assert log.fetch_offset_by_timestamp(-1) == (40, -1)
@@ -525,9 +526,9 @@ def test_high_watermark_defaults_to_log_end_and_can_be_set(log_dir):
 
 def test_log_config_properties_round_trip_and_typed_errors():
     cfg = LogConfig.from_properties(
-        {"segment.bytes": "1000", "message.timestamp.type": "LogAppendTime"}
+        {"internal.segment.bytes": "1000", "message.timestamp.type": "LogAppendTime"}
     )
-    assert cfg.segment_bytes == 1000 and cfg.log_append_time
+    assert cfg.segment_size == 1000 and cfg.log_append_time
     assert LogConfig.from_properties(cfg.to_properties()) == cfg
     props = LogConfig().to_properties()
     assert props["retention.ms"] == "604800000" and props["max.message.bytes"] == "1048588"
@@ -535,6 +536,7 @@ def test_log_config_properties_round_trip_and_typed_errors():
     for bad in (
         {"segment.bytes": "lots"},
         {"segment.bytes": "3"},
+        {"segment.bytes": "16384"},  # Kafka 4: at least 1 MiB
         {"message.timestamp.type": "Now"},
         {"cleanup.policy": "compacted"},
         {"cleanup.policy": "compact,compact"},

@@ -28,7 +28,7 @@ KEYS = 40
 
 
 def _log(tmp_path, **props: str) -> Log:
-    cfg = LogConfig.from_properties({"cleanup.policy": "compact", "segment.bytes": "8000",
+    cfg = LogConfig.from_properties({"cleanup.policy": "compact", "internal.segment.bytes": "8000",
                                      **props})
     return Log(tmp_path / "t-0", cfg, topic="t", partition=0)
 
@@ -290,7 +290,7 @@ def test_a_compacted_topic_shrinks_while_confluent_kafka_reads_it(broker):
     from support.topics import new_topic
 
     bootstrap = broker.bootstrap_servers
-    topic = new_topic(broker, configs={"cleanup.policy": "compact", "segment.bytes": "65536",
+    topic = new_topic(broker, configs={"cleanup.policy": "compact", "internal.segment.bytes": "65536",
                                        "min.cleanable.dirty.ratio": "0.01"})
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -425,7 +425,7 @@ def test_clients_read_through_a_producers_kept_empty_batch(broker):
     from support.topics import new_topic
 
     bootstrap = broker.bootstrap_servers
-    topic = new_topic(broker, configs={"cleanup.policy": "compact", "segment.bytes": "65536",
+    topic = new_topic(broker, configs={"cleanup.policy": "compact", "internal.segment.bytes": "65536",
                                        "min.cleanable.dirty.ratio": "0.01"})
     idempotent = kafka.KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True)
     for n in range(20):
@@ -516,7 +516,7 @@ def test_a_topic_altered_to_compact_is_cleaned(broker):
     from support.topics import new_topic
 
     bootstrap = broker.bootstrap_servers
-    topic = new_topic(broker, configs={"segment.bytes": "65536"})
+    topic = new_topic(broker, configs={"internal.segment.bytes": "65536"})
     producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 16384})
     for n in range(8000):
         producer.produce(topic, b"value-%d" % n, b"key-%d" % (n % 100))

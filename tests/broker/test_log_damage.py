@@ -265,7 +265,7 @@ def test_kafka_python_is_told_of_damage_then_reads_the_repaired_log(tmp_path, ca
     config = {"log.dirs": str(tmp_path)}
     with Broker(config) as broker:
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
-        admin.create_topics([NewTopic("t", 1, 1, topic_configs={"segment.bytes": "4096"})])
+        admin.create_topics([NewTopic("t", 1, 1, topic_configs={"internal.segment.bytes": "4096"})])
         admin.close()
         producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=0)
         for i in range(RECORDS):  # one batch each

@@ -129,9 +129,9 @@ def test_kafkas_maintenance_settings_have_kafkas_defaults():
 def test_retention_runs_by_itself_by_size_and_by_time():
     with Broker(FAST) as broker:
         _create(broker.bootstrap_servers, "by-size",
-                {"segment.bytes": "1024", "retention.bytes": "2048"})
+                {"internal.segment.bytes": "1024", "retention.bytes": "2048"})
         _create(broker.bootstrap_servers, "by-time",
-                {"segment.bytes": "1024", "retention.ms": "200"})
+                {"internal.segment.bytes": "1024", "retention.ms": "200"})
         _produce(broker.bootstrap_servers, "by-size", 400)
         _produce(broker.bootstrap_servers, "by-time", 100)
         lg = broker.log_manager.get_log("by-size", 0)
@@ -148,7 +148,7 @@ def test_recovery_points_and_log_start_offsets_are_checkpointed_by_themselves(tm
     # log.flush.interval.ms unset: flush.ms is log.flush.scheduler.interval.ms, as in Kafka.
     config = {**FAST, "log.dirs": str(tmp_path), "log.flush.scheduler.interval.ms": "50"}
     with Broker(config) as broker:
-        _create(broker.bootstrap_servers, "cp", {"segment.bytes": "1024", "retention.bytes": "2048"})
+        _create(broker.bootstrap_servers, "cp", {"internal.segment.bytes": "1024", "retention.bytes": "2048"})
         _produce(broker.bootstrap_servers, "cp", 300)
 
         def checkpoint(name):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import select
 import socket
+import stat
+import sys
 import threading
 import uuid
 
@@ -556,6 +559,25 @@ def test_the_poller_reports_ready_descriptors_and_pays_wake_ups_on_the_way():
         a.close()
         b.close()
         poller.close()
+
+
+def test_a_closed_wake_up_keeps_its_descriptor_while_a_waker_can_still_write_it():
+    # A processor copies the descriptors of the wake-ups it owes and writes them after letting
+    # go of the GIL.  Had close() freed the number in between, a file opened meanwhile could take
+    # it and receive those 8 bytes: the descriptor lives as long as the Wakeup object does.
+    wake = Wakeup()
+    fd = wake.fd
+    owed = [wake]
+    wake.close()
+    assert wake.closed
+    assert stat.S_ISREG(os.fstat(fd).st_mode) is False  # still open: still the eventfd
+    poller = Poller()
+    try:
+        assert poller.poll(0, owed) == [] and owed == []
+    finally:
+        poller.close()
+    assert os.read(fd, 8) == (1).to_bytes(8, sys.byteorder)  # the owed wake-up went to it
+    assert wake.wait(0) is False  # nobody sleeps on a closed wake-up; it only waits out the time
 
 
 def test_a_full_request_queue_holds_back_the_clients_and_serves_them_all():

@@ -26,5 +26,12 @@ class BrokerHeartbeatManager:
         return [b for b, t in self.last_contact_ms.items()
                 if b not in self.fenced and now - t > self.session_timeout_ms]
 
+    def has_valid_session(self, broker_id: int) -> bool:
+        """Unfenced and heard from within the session timeout (Kafka's ``hasValidSession``):
+        the fencer may not have noticed a lapse yet, this does."""
+        last = self.last_contact_ms.get(broker_id)
+        return last is not None and broker_id not in self.fenced \
+            and _now_ms() - last <= self.session_timeout_ms
+
     def is_active(self, broker_id: int) -> bool:
         return broker_id in self.last_contact_ms and broker_id not in self.fenced

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,14 @@ from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.authorizer.acl_apis import AclApis
 from kafkacore.broker.config_admin_manager import RESOURCE_TYPE_BROKER
 from kafkacore.broker.config_source import ConfigSource
+from kafkacore.broker.controller.replication_control_manager import (
+    EXCESSIVE_BATCH_MESSAGE,
+    EXCESSIVE_PARTITIONS_MESSAGE,
+    MAX_PARTITIONS_PER_BATCH,
+    MAX_RECORDS_PER_USER_OP,
+    partitions_added,
+    total_partitions_requested,
+)
 from kafkacore.broker.dynamic_broker_config import DEFAULT_RESOURCE
 from kafkacore.broker.metadata_log import METADATA_TOPIC_ID
 from kafkacore.broker.request_channel import Request
@@ -21,6 +30,8 @@ from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
     from kafkacore.broker.controller.controller_server import ControllerServer
+
+log = logging.getLogger(__name__)
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 #: at most this many metadata records in one Fetch answer (the broker fetches again)
@@ -37,6 +48,13 @@ def reassignment_results(results: dict[tuple[str, int], tuple[int, str | None]]
     return {"throttle_time_ms": 0, "error_code": Errors.NONE, "error_message": None,
             "allow_replication_factor_change": True,
             "responses": [{"name": t, "partitions": parts} for t, parts in by_topic.items()]}
+
+
+def create_topic_result(name: str, error: int, message: str | None) -> dict[str, Any]:
+    """One topic's CreateTopics answer, before it is known."""
+    return {"name": name, "topic_id": uuid.UUID(int=0), "error_code": error,
+            "error_message": message, "num_partitions": -1, "replication_factor": -1,
+            "configs": None}
 
 
 def election_results(results: dict[tuple[str, int], tuple[int, str | None]]
@@ -167,35 +185,58 @@ class ControllerApis(ApiRequestHandler):
         body = request.body
         default_rf = self.config["default.replication.factor"]
         default_partitions = self.config["num.partitions"]
+        validate_only = body.get("validate_only", False)
+        if total_partitions_requested(body["topics"], default_partitions) \
+                > MAX_PARTITIONS_PER_BATCH:
+            # Refused whole before anything is placed (Kafka's validateTotalNumberOfPartitions).
+            self.respond(request, {"throttle_time_ms": 0, "topics": [
+                create_topic_result(t["name"], Errors.POLICY_VIOLATION,
+                                    EXCESSIVE_PARTITIONS_MESSAGE) for t in body["topics"]]})
+            return
         results = []
         # The request's topics are one batch of records: one append, one fsync.
         with self.controller.batch():
             for t in body["topics"]:
                 results.append(self._create_topic(t, default_partitions, default_rf,
-                                                  body.get("validate_only", False)))
+                                                  validate_only))
         self.respond(request, {"throttle_time_ms": 0, "topics": results})
 
     def _create_topic(self, t: dict[str, Any], default_partitions: int, default_rf: int,
                       validate_only: bool) -> dict[str, Any]:
-        result: dict[str, Any] = {
-            "name": t["name"], "topic_id": uuid.UUID(int=0), "error_code": Errors.NONE,
-            "error_message": None, "num_partitions": -1, "replication_factor": -1,
-            "configs": None}
+        result = create_topic_result(t["name"], Errors.NONE, None)
         configs = {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}
+        assignments: list[list[int]] | None = None
         if t["assignments"]:
-            result.update(error_code=Errors.INVALID_REQUEST,
-                          error_message="manual replica assignments are not supported")
-            return result
-        partitions = t["num_partitions"] if t["num_partitions"] != -1 else default_partitions
-        rf = t["replication_factor"] if t["replication_factor"] != -1 else default_rf
-        if validate_only:
-            result.update(num_partitions=partitions, replication_factor=rf)
-            return result
-        error, message, info = self.controller.create_topic(t["name"], partitions, rf, configs)
+            # Kafka's checks of a manual assignment's shape; the brokers named are checked by
+            # the controller.
+            if t["num_partitions"] != -1:
+                result.update(error_code=Errors.INVALID_REQUEST, error_message="A manual "
+                              "partition assignment was specified, but numPartitions was not "
+                              "set to -1.")
+                return result
+            if t["replication_factor"] != -1:
+                result.update(error_code=Errors.INVALID_REQUEST, error_message="A manual "
+                              "partition assignment was specified, but replicationFactor was "
+                              "not set to -1.")
+                return result
+            by_index = {a["partition_index"]: list(a["broker_ids"]) for a in t["assignments"]}
+            if sorted(by_index) != list(range(len(t["assignments"]))):
+                result.update(error_code=Errors.INVALID_REPLICA_ASSIGNMENT, error_message=(
+                    "Partitions should be a consecutive 0-based integer sequence"))
+                return result
+            assignments = [by_index[i] for i in range(len(by_index))]
+            partitions, rf = len(assignments), len(assignments[0])
+        else:
+            partitions = t["num_partitions"] if t["num_partitions"] != -1 \
+                else default_partitions
+            rf = t["replication_factor"] if t["replication_factor"] != -1 else default_rf
+        error, message, info = self.controller.create_topic(
+            t["name"], partitions, rf, configs, assignments, validate_only)
         result.update(error_code=error, error_message=message)
+        if error == Errors.NONE:
+            result.update(num_partitions=partitions, replication_factor=rf)
         if info is not None:
-            result.update(topic_id=uuid.UUID(info.topic_id), num_partitions=partitions,
-                          replication_factor=rf)
+            result["topic_id"] = uuid.UUID(info.topic_id)
         return result
 
     def handle_delete_topics_request(self, request: Request) -> None:
@@ -215,6 +256,16 @@ class ControllerApis(ApiRequestHandler):
     def handle_create_partitions_request(self, request: Request) -> None:
         assert request.body is not None
         body = request.body
+        with self.controller.lock:
+            current = {t["name"]: len(info.partitions) for t in body["topics"]
+                       if (info := self.controller.replication.topics.get(t["name"]))}
+        if partitions_added(current, body["topics"]) > MAX_RECORDS_PER_USER_OP:
+            # One record per new partition: Kafka's bounded record list refuses the whole
+            # operation (its BoundedListTooLongException, answered as POLICY_VIOLATION).
+            self.respond(request, {"throttle_time_ms": 0, "results": [
+                {"name": t["name"], "error_code": Errors.POLICY_VIOLATION,
+                 "error_message": EXCESSIVE_BATCH_MESSAGE} for t in body["topics"]]})
+            return
         results = []
         for t in body["topics"]:
             error, message = self.controller.create_partitions(
@@ -325,8 +376,15 @@ class ControllerApis(ApiRequestHandler):
             self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.INVALID_REQUEST,
                                    "broker_epoch": -1})
             return
-        epoch = self.controller.register_broker(body["broker_id"], listener["host"],
-                                                listener["port"], str(body["incarnation_id"]))
+        try:
+            epoch = self.controller.register_broker(body["broker_id"], listener["host"],
+                                                    listener["port"], str(body["incarnation_id"]))
+        except BrokerResponseError as exc:  # another incarnation's session is still valid
+            log.warning("controller: BrokerRegistration of broker %d from %s:%d refused: %s",
+                        body["broker_id"], listener["host"], listener["port"], exc)
+            self.respond(request, {"throttle_time_ms": 0, "error_code": exc.errno,
+                                   "broker_epoch": -1})
+            return
         self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
                                "broker_epoch": epoch})
 
@@ -342,6 +400,11 @@ class ControllerApis(ApiRequestHandler):
     def handle_alter_partition_request(self, request: Request) -> None:
         assert request.body is not None
         body = request.body
+        # Only the broker registered at that epoch may change its partitions' ISR.
+        stale = self.controller.check_broker_epoch(body["broker_id"], body["broker_epoch"])
+        if stale != Errors.NONE:
+            self.respond(request, {"throttle_time_ms": 0, "error_code": stale, "topics": []})
+            return
         topics = []
         for t in body["topics"]:
             parts = []

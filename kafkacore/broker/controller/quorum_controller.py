@@ -22,11 +22,20 @@ from kafkacore.broker.controller.replication_control_manager import (
     ReplicationControlManager,
     TopicControlInfo,
     create_partitions_error,
+    manual_assignment_error,
+    placed_partition,
 )
+from kafkacore.broker.log import LogConfig
 from kafkacore.broker.metadata_cache import validate_topic_name
 from kafkacore.broker.metadata_log import MetadataLog, Record
 from kafkacore.broker.shutdownable_thread import ShutdownableThread
-from kafkacore.errors import Errors, InvalidTopicError, InvalidUpdateVersionError
+from kafkacore.errors import (
+    DuplicateBrokerRegistrationError,
+    Errors,
+    InvalidConfigError,
+    InvalidTopicError,
+    InvalidUpdateVersionError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +89,9 @@ class QuorumController:
         self.records_start = 0
         #: brokers the log says registered (fenced at a restart until they register again)
         self._registered: set[int] = set()
+        #: broker id -> partition replicas placed on it, kept between two creations (None:
+        #: count again; any other change may have moved replicas)
+        self._replica_counts: dict[int, int] | None = None
         self._load()
         self._stop = threading.Event()
         self._fencer = ShutdownableThread(f"controller-{self.node_id}-fencer",
@@ -168,6 +180,7 @@ class QuorumController:
         """Append ``records`` (at the end of the open batch, if there is one); an occasional
         snapshot replaces the log (Kafka's ``metadata.log.max.record.bytes.between.snapshots``)."""
         self._pending.extend(records)
+        self._replica_counts = None
         if self._batch_depth > 0 or not self._pending:
             return
         pending, self._pending = self._pending, []
@@ -198,8 +211,16 @@ class QuorumController:
         return {b for b in self.brokers if self.heartbeats.is_active(b)}
 
     def register_broker(self, broker_id: int, host: str, port: int, incarnation: str) -> int:
+        """The new broker epoch.  A registration of another incarnation under the id of a
+        broker whose session is still valid is refused (Kafka's ``ClusterControlManager``):
+        ``DuplicateBrokerRegistrationError``; a restarted broker registers once its old
+        session lapsed or it shut down cleanly."""
         with self.batch():
             old = self.brokers.get(broker_id)
+            if old is not None and old.incarnation_id != incarnation \
+                    and self.heartbeats.has_valid_session(broker_id):
+                raise DuplicateBrokerRegistrationError(
+                    f"Another broker is registered with that broker id ({broker_id}).")
             if old is not None and old.incarnation_id != incarnation:
                 # A new incarnation (a restart): whatever the old one led must be re-elected
                 # before the new one, which starts with no role, takes part again.
@@ -264,8 +285,38 @@ class QuorumController:
 
     # -- topics ------------------------------------------------------------------------------------
 
+    def _placement_error(self, replica_lists: list[list[int]]) -> tuple[int, str | None]:
+        """POLICY_VIOLATION if placing ``replica_lists`` takes a broker past
+        ``max.partitions.per.broker`` (ours: Kafka has no such cap); the counts are kept for
+        the next creation if not."""
+        counts = self._replica_counts
+        if counts is None:
+            counts = self.replication.partition_counts()
+        added: dict[int, int] = {}
+        for replicas in replica_lists:
+            for r in replicas:
+                added[r] = added.get(r, 0) + 1
+        cap = self.config["max.partitions.per.broker"]
+        over = sorted(b for b, n in added.items() if counts.get(b, 0) + n > cap)
+        if over:
+            b = over[0]
+            return (Errors.POLICY_VIOLATION, f"Broker {b} would hold "
+                    f"{counts.get(b, 0) + added[b]} partitions, more than "
+                    f"max.partitions.per.broker={cap}.")
+        for b, n in added.items():
+            counts[b] = counts.get(b, 0) + n
+        self._replica_counts = counts
+        return Errors.NONE, None
+
     def create_topic(self, name: str, partitions: int, replication_factor: int,
-                     configs: dict[str, str]) -> tuple[int, str | None, TopicControlInfo | None]:
+                     configs: dict[str, str], assignments: list[list[int]] | None = None,
+                     validate_only: bool = False,
+                     ) -> tuple[int, str | None, TopicControlInfo | None]:
+        """Every check of Kafka's ``ReplicationControlManager.createTopic``, then (unless
+        ``validate_only``) the topic's records.  ``assignments``: each partition's replicas,
+        given by the client (the counts are then -1).  Nothing is recorded for a topic
+        refused: its configs are checked here (Kafka's ``ControllerConfigurationValidator``),
+        as no broker could apply a topic whose configs it cannot parse."""
         with self.lock:
             try:
                 validate_topic_name(name)
@@ -273,43 +324,80 @@ class QuorumController:
                 return Errors.INVALID_TOPIC_EXCEPTION, str(exc), None
             if name in self.replication.topics:
                 return Errors.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists", None
-            if partitions <= 0:
-                return Errors.INVALID_PARTITIONS, f"number of partitions must be positive, got " \
-                                           f"{partitions}", None
-            live = sorted(self.active_brokers())
-            if replication_factor <= 0 or replication_factor > len(live):
-                return (Errors.INVALID_REPLICATION_FACTOR,
-                        f"replication factor {replication_factor} with {len(live)} live brokers",
-                        None)
-            info = self.replication.create_topic(name, partitions, replication_factor,
-                                                 configs, live)
+            active = self.active_brokers()
+            if assignments:
+                error, message = manual_assignment_error(assignments, set(self.brokers), active)
+                if error != Errors.NONE:
+                    return error, message, None
+                replica_lists = assignments
+            else:
+                if partitions <= 0:
+                    return (Errors.INVALID_PARTITIONS, f"number of partitions must be "
+                            f"positive, got {partitions}", None)
+                live = sorted(active)
+                if replication_factor <= 0 or replication_factor > len(live):
+                    return (Errors.INVALID_REPLICATION_FACTOR,
+                            f"replication factor {replication_factor} with {len(live)} live "
+                            f"brokers", None)
+                replica_lists = self.replication.place(0, partitions, replication_factor, live)
+            try:
+                LogConfig.from_properties(configs)
+            except InvalidConfigError as exc:
+                return Errors.INVALID_CONFIG, str(exc), None
+            error, message = self._placement_error(replica_lists)
+            if error != Errors.NONE or validate_only:
+                if validate_only:
+                    self._replica_counts = None  # counted the topic in: count again
+                return error, message, None
+            counts = self._replica_counts
+            info = self.replication.create_placed_topic(name, configs, replica_lists, active)
             self._commit([{"type": "TopicRecord", "name": name, "topic_id": info.topic_id},
                           *({"type": "ConfigRecord", "resource_name": name, "name": k,
                              "value": v} for k, v in configs.items()),
                           *(partition_record("PartitionRecord", info, i)
-                            for i in range(partitions))])
+                            for i in range(len(replica_lists)))])
+            self._replica_counts = counts  # as _placement_error left them: still right
             log.debug("controller: created %s: %s", name,
                       [(p.leader, p.replicas) for p in info.partitions])
             return Errors.NONE, None, info
 
     def create_partitions(self, name: str, count: int, assignments: list[Any] | None,
                           validate_only: bool) -> tuple[int, str | None]:
+        """CreatePartitions of one topic; ``assignments``: the replicas of each new partition
+        (``{"broker_ids": [...]}``), or None to place them as CreateTopics does."""
         with self.lock:
             info = self.replication.topics.get(name)
             if info is None:
                 return Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
             error, message = create_partitions_error(len(info.partitions), count, assignments)
-            live = sorted(self.active_brokers())
-            if error == Errors.NONE and len(info.partitions[0].replicas) > len(live):
-                error, message = (Errors.INVALID_REPLICATION_FACTOR,
-                                  f"replication factor {len(info.partitions[0].replicas)} with "
-                                  f"{len(live)} live brokers")
-            if error != Errors.NONE or validate_only:
+            if error != Errors.NONE:
                 return error, message
+            active = self.active_brokers()
+            replication_factor = len(info.partitions[0].replicas)
             before = len(info.partitions)
-            self.replication.create_partitions(info, count, live)
+            if assignments is not None:
+                replica_lists = [list(a["broker_ids"]) for a in assignments]
+                error, message = manual_assignment_error(replica_lists, set(self.brokers),
+                                                         active, replication_factor)
+            else:
+                live = sorted(active)
+                if replication_factor > len(live):
+                    return (Errors.INVALID_REPLICATION_FACTOR, f"replication factor "
+                            f"{replication_factor} with {len(live)} live brokers")
+                replica_lists = self.replication.place(before, count - before,
+                                                       replication_factor, live)
+            if error != Errors.NONE:
+                return error, message
+            error, message = self._placement_error(replica_lists)
+            if error != Errors.NONE or validate_only:
+                if validate_only:
+                    self._replica_counts = None
+                return error, message
+            counts = self._replica_counts
+            info.partitions.extend(placed_partition(r, active) for r in replica_lists)
             self._commit([partition_record("PartitionRecord", info, i)
                           for i in range(before, count)])
+            self._replica_counts = counts
             log.info("controller: %s now has %d partitions", name, count)
             return Errors.NONE, None
 
@@ -319,6 +407,15 @@ class QuorumController:
             if info is None:
                 return Errors.UNKNOWN_TOPIC_OR_PARTITION
             self._commit([{"type": "RemoveTopicRecord", "topic_id": info.topic_id}])
+            return Errors.NONE
+
+    def check_broker_epoch(self, broker_id: int, broker_epoch: int) -> int:
+        """STALE_BROKER_EPOCH unless ``broker_id`` is registered at ``broker_epoch`` (Kafka's
+        ``ClusterControlManager.checkBrokerEpoch``, which AlterPartition passes first)."""
+        with self.lock:
+            reg = self.brokers.get(broker_id)
+            if reg is None or reg.epoch != broker_epoch:
+                return Errors.STALE_BROKER_EPOCH
             return Errors.NONE
 
     def alter_partition(self, broker_id: int, topic_id: uuid.UUID, index: int, leader_epoch: int,

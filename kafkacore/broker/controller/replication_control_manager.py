@@ -12,6 +12,17 @@ from kafkacore.errors import Errors
 #: ElectLeaders' election types (Kafka's ``ElectionType``)
 ELECTION_PREFERRED = 0
 ELECTION_UNCLEAN = 1
+#: partitions one CreateTopics may ask for, in all its topics (Kafka's
+#: ``ReplicationControlManager.MAX_PARTITIONS_PER_BATCH``): beyond, every topic is refused
+#: with POLICY_VIOLATION before anything is placed
+MAX_PARTITIONS_PER_BATCH = 10_000
+#: records one controller operation may make (Kafka's ``QuorumController.MAX_RECORDS_PER_USER_OP``,
+#: the bound of its ``BoundedList``): a CreatePartitions adding more partitions than this, in all
+#: its topics, is refused with POLICY_VIOLATION as a whole
+MAX_RECORDS_PER_USER_OP = 10_000
+#: Kafka's messages for the two caps above
+EXCESSIVE_PARTITIONS_MESSAGE = "Excessively large number of partitions per request."
+EXCESSIVE_BATCH_MESSAGE = "Unable to perform excessively large batch operation."
 
 
 @dataclass
@@ -39,15 +50,78 @@ class TopicControlInfo:
 def create_partitions_error(current: int, count: int,
                             assignments: list[Any] | None) -> tuple[int, str | None]:
     """CreatePartitions' checks of a topic's new count (Kafka's
-    ``ReplicationControlManager.createPartitions``): partitions are only added."""
-    if assignments is not None:
-        return Errors.INVALID_REPLICA_ASSIGNMENT, "manual replica assignments are not supported"
+    ``ReplicationControlManager.createPartitions``): partitions are only added, and manual
+    assignments (each ``{"broker_ids": [...]}``) name exactly the partitions added."""
     if count < current:
         return (Errors.INVALID_PARTITIONS, f"The topic currently has {current} partition(s); "
                 f"{count} would not be an increase.")
     if count == current:
         return Errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s)."
+    if assignments is not None and len(assignments) != count - current:
+        return (Errors.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {count - current} "
+                f"additional partition(s), but only {len(assignments)} assignment(s) were "
+                f"specified.")
     return Errors.NONE, None
+
+
+def total_partitions_requested(topics: list[dict[str, Any]], default_partitions: int) -> int:
+    """The partitions a CreateTopics asks for in all its topics (Kafka's
+    ``validateTotalNumberOfPartitions``): its assignments, or its count (-1: the default)."""
+    total = 0
+    for t in topics:
+        if t["assignments"]:
+            total += len(t["assignments"])
+        elif t["num_partitions"] == -1:
+            total += default_partitions
+        elif t["num_partitions"] > 0:
+            total += t["num_partitions"]
+    return total
+
+
+def partitions_added(current: dict[str, int], topics: list[dict[str, Any]]) -> int:
+    """The partitions (one record each) a CreatePartitions would add in all its topics;
+    ``current``: each existing topic's count."""
+    return sum(max(0, t["count"] - current[t["name"]]) for t in topics if t["name"] in current)
+
+
+def manual_assignment_error(replica_lists: list[list[int]], registered: set[int],
+                            active: set[int], replication_factor: int | None = None
+                            ) -> tuple[int, str | None]:
+    """Kafka's ``validateManualPartitionAssignment`` for each partition's replicas: at least
+    one, no broker twice, every broker registered, the same replication factor as the others
+    (``replication_factor``: the topic's, for CreatePartitions), and one of them unfenced to
+    lead."""
+    for index, replicas in enumerate(replica_lists):
+        if not replicas:
+            return (Errors.INVALID_REPLICA_ASSIGNMENT,
+                    "The manual partition assignment includes an empty replica list.")
+        seen: set[int] = set()
+        for r in replicas:
+            if r in seen:
+                return (Errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
+                        f"includes the broker {r} more than once.")
+            seen.add(r)
+            if r not in registered:
+                return (Errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
+                        f"includes broker {r}, but no such broker is registered.")
+        if replication_factor is None:
+            replication_factor = len(replicas)
+        if len(replicas) != replication_factor:
+            return (Errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
+                    f"includes a partition with {len(replicas)} replica(s), but this is not "
+                    f"consistent with previous partitions, which have {replication_factor} "
+                    f"replica(s).")
+        if not any(r in active for r in replicas):
+            return (Errors.INVALID_REPLICA_ASSIGNMENT, f"All brokers specified in the manual "
+                    f"partition assignment for partition {index} are fenced or in controlled "
+                    f"shutdown.")
+    return Errors.NONE, None
+
+
+def placed_partition(replicas: list[int], active: set[int]) -> PartitionRegistration:
+    """A new partition on ``replicas``: its ISR the unfenced ones, led by the first of them."""
+    isr = [r for r in replicas if r in active]
+    return PartitionRegistration(list(replicas), isr, isr[0])
 
 
 class ReplicationControlManager:
@@ -72,26 +146,39 @@ class ReplicationControlManager:
         name = self.names_by_id.get(topic_id)
         return None if name is None else self.topics[name]
 
+    @staticmethod
+    def place(first: int, count: int, replication_factor: int,
+              live: list[int]) -> list[list[int]]:
+        """Kafka's rack-unaware assignment of partitions ``first`` .. ``first + count - 1``:
+        replicas of partition p start at a random broker shifted by p, so that leaders spread
+        over the brokers."""
+        start = random.randrange(len(live))
+        return [[live[(start + p + i) % len(live)] for i in range(replication_factor)]
+                for p in range(first, first + count)]
+
     def create_topic(self, name: str, partitions: int, replication_factor: int,
                      configs: dict[str, str], live: list[int]) -> TopicControlInfo:
-        # Kafka's rack-unaware assignment: replicas of partition p start at a random broker
-        # shifted by p, so that leaders spread over the brokers.
-        start = random.randrange(len(live))
-        info = TopicControlInfo(name, str(uuid.uuid4()), configs)
-        for p in range(partitions):
-            replicas = [live[(start + p + i) % len(live)] for i in range(replication_factor)]
-            info.partitions.append(PartitionRegistration(replicas, list(replicas), replicas[0]))
+        """A new topic placed as Kafka places one (:meth:`place`) on the ``live`` brokers."""
+        return self.create_placed_topic(
+            name, configs, self.place(0, partitions, replication_factor, live), set(live))
+
+    def create_placed_topic(self, name: str, configs: dict[str, str],
+                            replica_lists: list[list[int]],
+                            active: set[int]) -> TopicControlInfo:
+        """A new topic whose partition p is on ``replica_lists[p]``."""
+        info = TopicControlInfo(name, str(uuid.uuid4()), configs,
+                                [placed_partition(r, active) for r in replica_lists])
         self.add(info)
         return info
 
-    def create_partitions(self, info: TopicControlInfo, count: int, live: list[int]) -> None:
-        """Add partitions up to ``count``, with the replication factor of the first, assigned
-        as create_topic assigns them."""
-        replication_factor = len(info.partitions[0].replicas)
-        start = random.randrange(len(live))
-        for p in range(len(info.partitions), count):
-            replicas = [live[(start + p + i) % len(live)] for i in range(replication_factor)]
-            info.partitions.append(PartitionRegistration(replicas, list(replicas), replicas[0]))
+    def partition_counts(self) -> dict[int, int]:
+        """Broker id -> the partition replicas placed on it."""
+        counts: dict[int, int] = {}
+        for t in self.topics.values():
+            for part in t.partitions:
+                for r in part.replicas:
+                    counts[r] = counts.get(r, 0) + 1
+        return counts
 
     def elect(self, part: PartitionRegistration, active: set[int],
               preferred: int | None = None, unclean: bool = False) -> None:

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from hashlib import md5
+from typing import NoReturn
 
 from kafkacore.broker.log.end_transaction_marker import read_marker
 from kafkacore.broker.log.log import CLEANED_SUFFIX, Log
@@ -40,12 +41,14 @@ from kafkacore.broker.log.validator import (
     RECORD_BATCH_OVERHEAD,
     TIMESTAMP_TYPE_FLAG,
     BatchHeader,
+    crc_ok,
     read_header,
 )
 from kafkacore.broker.log.varint import varint
 from kafkacore.core.compression import compress_records
 from kafkacore.core.crc import crc32c
 from kafkacore.core.record_batch import Record, iter_batches
+from kafkacore.errors import CorruptRecordError
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,16 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 
 class LogCleaningAbortedError(Exception):
     """The clean was stopped (shutdown, or the log went away); nothing was changed."""
+
+
+class CorruptSegmentError(CorruptRecordError):
+    """A batch the cleaner read does not frame or fails its CRC (Kafka's cleaner meets a
+    ``CorruptRecordException``): the clean stops, nothing of the segment's group is swapped."""
+
+    def __init__(self, segment: LogSegment, position: int, why: str) -> None:
+        super().__init__(f"{segment.log_path.name}: damaged at byte {position}: {why}")
+        self.segment = segment
+        self.position = position
 
 
 @dataclass
@@ -112,26 +125,46 @@ class _SegmentReader:
         self.size = size  #: the size when read: the swap checks that it did not change
 
     def batches(self, chunk_size: int) -> Iterator[tuple[BatchHeader, bytes]]:
-        """(header with position 0, the batch's bytes) for each whole batch, in order."""
+        """(header with position 0, the batch's bytes) for each whole batch, in order.
+
+        Each batch is checked (magic 2, framing, CRC) before the cleaner acts on it; the first
+        that fails raises :class:`CorruptSegmentError`, as Kafka's cleaner meets a
+        ``CorruptRecordException``: the clean stops with nothing of this group swapped in, so
+        the intact batches after the damage stay where they are for the log's recovery to
+        keep (it resyncs past the damaged bytes only; see ``LogSegment.recover``)."""
         pos = 0
-        while self.size - pos >= RECORD_BATCH_OVERHEAD:
+        while pos < self.size:
+            if self.size - pos < RECORD_BATCH_OVERHEAD:
+                self._corrupt(pos, f"{self.size - pos} stray bytes at the end")
             chunk = os.pread(self.fd, min(chunk_size, self.size - pos), pos)
             at = 0
             while len(chunk) - at >= RECORD_BATCH_OVERHEAD:
                 h = read_header(chunk, at)
-                if h.magic != 2 or h.size < RECORD_BATCH_OVERHEAD:
-                    return  # damage: the log's own checks deal with it, not the cleaner
+                if h.magic != 2 or h.size < RECORD_BATCH_OVERHEAD \
+                        or h.size > self.size - pos - at:
+                    self._corrupt(pos + at, f"magic {h.magic}, length {h.size - LOG_OVERHEAD}")
                 if h.size > len(chunk) - at:
                     break
-                yield h._replace(position=0), chunk[at : at + h.size]
+                h = h._replace(position=0)
+                raw = chunk[at : at + h.size]
+                if not crc_ok(raw, h):
+                    self._corrupt(pos + at, f"batch at offset {h.base_offset} fails its CRC")
+                yield h, raw
                 at += h.size
             if at == 0:  # a batch larger than the chunk
                 h = read_header(chunk, 0)
-                if h.size > self.size - pos:
-                    return
-                yield h._replace(position=0), os.pread(self.fd, h.size, pos)
+                if h.magic != 2 or not RECORD_BATCH_OVERHEAD <= h.size <= self.size - pos:
+                    self._corrupt(pos, f"magic {h.magic}, length {h.size - LOG_OVERHEAD}")
+                raw = os.pread(self.fd, h.size, pos)
+                h = h._replace(position=0)
+                if len(raw) < h.size or not crc_ok(raw, h):
+                    self._corrupt(pos, f"batch at offset {h.base_offset} fails its CRC")
+                yield h, raw
                 at = h.size
             pos += at
+
+    def _corrupt(self, position: int, why: str) -> NoReturn:
+        raise CorruptSegmentError(self.segment, position, why)
 
     def close(self) -> None:
         os.close(self.fd)
@@ -175,7 +208,7 @@ class Cleaner:
                                 for e in lg.producer_state.active_producers()}
             cleanable = [r for r in readers if r.segment.base_offset < end]
             txn_kept: dict[int, bool] = {}  # producer id -> a record of its open txn was kept
-            for group in group_segments_by_size(cleanable, lg.config.segment_bytes):
+            for group in group_segments_by_size(cleanable, lg.config.segment_size):
                 self._clean_segments(lg, group, aborted, last_batches, txn_kept, now, stats)
         finally:
             for r in readers:
@@ -403,6 +436,7 @@ __all__ = [
     "DELETE_HORIZON_FLAG",
     "Cleaner",
     "CleanerStats",
+    "CorruptSegmentError",
     "LogCleaningAbortedError",
     "LogToClean",
     "encode_batch",

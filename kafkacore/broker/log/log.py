@@ -14,6 +14,7 @@ import bisect
 import contextlib
 import logging
 import os
+import random
 import shutil
 import threading
 import time
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kafkacore.broker.files import fsync_directory
-from kafkacore.broker.log.config import LogConfig
+from kafkacore.broker.log.config import LONG_MAX, LogConfig
 from kafkacore.broker.log.dir_failure_channel import LogDirFailureChannel
 from kafkacore.broker.log.end_transaction_marker import COMMIT, read_marker
 from kafkacore.broker.log.file_records import FileRecords
@@ -33,7 +34,14 @@ from kafkacore.broker.log.producer_state import (
     ProducerAppendInfo,
     ProducerStateManager,
 )
-from kafkacore.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, file_name
+from kafkacore.broker.log.segment import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    LogSegment,
+    file_name,
+)
+from kafkacore.broker.log.time_index import TIME_INDEX_SUFFIX
 from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 from kafkacore.broker.log.validator import (
     NO_PRODUCER_ID,
@@ -41,7 +49,9 @@ from kafkacore.broker.log.validator import (
     BatchHeader,
     analyze,
     assign_offsets,
+    check_compacted_keys,
     read_header,
+    recompress,
 )
 from kafkacore.errors import (
     CorruptMessageError,
@@ -156,6 +166,8 @@ class Log:
         self._closed = False
         self._unflushed_messages = 0
         self.last_flush_ms = _now_ms()
+        #: segments removed from the log whose files wait for file.delete.delay.ms: (when, it)
+        self._doomed: list[tuple[int, LogSegment]] = []
         #: every offset below this is on disk (fsynced); LogManager checkpoints it
         self.recovery_point = 0
         self._hw: int | None = None  # None: follow the log end offset (a single broker)
@@ -227,11 +239,11 @@ class Log:
         if set(os.listdir(self.dir)) <= {PARTITION_METADATA_FILE}:  # a new log: nothing to load
             self._roll(0)
             return
-        for tmp in list(self.dir.glob("*.tmp")):
-            tmp.unlink()
+        for tmp in list(self.dir.glob("*.tmp")) + list(self.dir.glob("*" + DELETED_SUFFIX)):
+            tmp.unlink()  # and the files of segments a stop kept from their deletion
         self._complete_swaps()
         bases = sorted(_base_offsets(self.dir, LOG_SUFFIX))
-        for suffix in (INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # an index without its log
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # no log: stale
             for base in _base_offsets(self.dir, suffix):
                 if base not in bases:
                     (self.dir / file_name(base, suffix)).unlink()
@@ -283,7 +295,7 @@ class Log:
             end = max(_next_offset_in(swap, base), base + 1)
             for old in _base_offsets(self.dir, LOG_SUFFIX):
                 if base <= old < end:
-                    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+                    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                         (self.dir / file_name(old, suffix)).unlink(missing_ok=True)
             txn_swap = self.dir / (file_name(base, TXN_INDEX_SUFFIX) + SWAP_SUFFIX)
             if txn_swap.exists():
@@ -403,7 +415,7 @@ class Log:
             self._start = offset
             with self._storage("delete segments of"):
                 while len(self._segments) > 1 and self._segments[0].next_offset <= offset:
-                    self._segments.pop(0).delete()
+                    self._async_delete(self._segments.pop(0))
                     self._bases.pop(0)
             self.producer_state.delete_snapshots_below(self.log_start_offset)
             return True
@@ -474,10 +486,15 @@ class Log:
         from it, so the records are not copied.  Anything else is copied first."""
         cfg = self.config
         headers = analyze(records, cfg.max_message_bytes, allow_control=from_coordinator)
+        if cfg.compact and not from_coordinator:
+            check_compacted_keys(records, headers, self.name)
+        if cfg.compression_type != "producer" and not from_coordinator:
+            records, headers = recompress(records, headers, cfg.compression_type,
+                                          cfg.compression_level, cfg.max_message_bytes)
         size = len(records)
-        if size > cfg.segment_bytes:
+        if size > cfg.segment_size:
             raise RecordListTooLargeError(
-                f"{size} bytes of batches do not fit a segment of segment.bytes={cfg.segment_bytes}"
+                f"{size} bytes of batches do not fit a segment of {cfg.segment_size} bytes (segment.bytes)"
             )
         buf = records if isinstance(records, memoryview) and not records.readonly \
             else bytearray(records)
@@ -648,15 +665,18 @@ class Log:
 
     def _maybe_roll(self, size: int, now: int, last_offset: int | None = None) -> LogSegment:
         """Kafka's ``maybeRoll``: a new segment when this append would pass segment.bytes, when
-        segment.ms has passed since the segment was created, or when relative offsets would no
-        longer fit the index's 4 bytes."""
+        segment.ms has passed since the segment was created, when its offset or time index is
+        full (segment.index.bytes), or when relative offsets would no longer fit the index's 4
+        bytes."""
         segment = self._segments[-1]  # (the active segment, for every append)
         if segment.size == 0:
             return segment
         cfg = self.config
         if (
-            segment.size > cfg.segment_bytes - size
-            or now - (segment.created_ms or now) > cfg.segment_ms
+            segment.size > cfg.segment_size - size
+            or now - (segment.created_ms or now) > cfg.segment_ms - segment.roll_jitter_ms
+            or len(segment.index) >= cfg.segment_index_bytes // 8  # Kafka's isFull: 8-byte
+            or len(segment.time_index) >= cfg.segment_index_bytes // 12  # and 12-byte entries
             or (segment.next_offset if last_offset is None else last_offset) - segment.base_offset
             > (1 << 31) - 1 - 1_000_000
         ):
@@ -666,11 +686,16 @@ class Log:
     def _roll(self, base_offset: int, *, new_log: bool = False) -> LogSegment:
         if self._segments:
             old = self.active_segment
+            old.on_become_inactive()
             old.flush()  # Kafka flushes the rolled segment (asynchronously); we do it here
             self.recovery_point = max(self.recovery_point, old.next_offset)
         segment = LogSegment(self.dir, base_offset, self.config.index_interval_bytes,
                              new_log=new_log)
         segment.created_ms = _now_ms()
+        if self.config.segment_jitter_ms:
+            # Kafka's randomSegmentJitter: the partitions' segments do not all roll at once.
+            segment.roll_jitter_ms = random.randrange(
+                min(self.config.segment_jitter_ms, self.config.segment_ms))
         segment.next_offset = base_offset
         self._add_segment(segment)
         if len(self._segments) > 1:
@@ -776,6 +801,13 @@ class Log:
                           "is recovered from this segment at the next start", self.name,
                           segment.log_path.name, why)
 
+    def report_damage(self, segment: LogSegment, position: int, why: str) -> None:
+        """Damage found outside a read (the log cleaner's): logged once, and the next start
+        recovers the log from ``segment`` (reads check every batch they serve anyway)."""
+        with self._lock:
+            segment.damage.add(position)
+            self._report_damage(segment, why)
+
     def _report_hole(self, fetch_offset: int, first: int) -> None:
         """A read found its first batch past ``fetch_offset``: a hole (cut by a recovery, a
         missing segment, or a compacted leader's gap): what follows is served, and said once."""
@@ -786,8 +818,10 @@ class Log:
                         fetch_offset, first - 1)
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """ListOffsets: the first batch whose max timestamp is >= ``timestamp`` as (offset,
-        timestamp); ``EARLIEST_TIMESTAMP`` / ``LATEST_TIMESTAMP`` / ``MAX_TIMESTAMP`` as Kafka."""
+        """ListOffsets (Kafka's ``fetchOffsetByTimestamp``): the first *record* whose timestamp
+        is >= ``timestamp``, as (offset, its timestamp), found through each segment's time
+        index; MAX_TIMESTAMP (KIP-734): the first record with the log's largest timestamp;
+        ``EARLIEST_TIMESTAMP`` / ``LATEST_TIMESTAMP`` as Kafka."""
         with self._lock:
             self._check_open()
             if timestamp == EARLIEST_TIMESTAMP:
@@ -795,15 +829,15 @@ class Log:
             if timestamp == LATEST_TIMESTAMP:
                 return self.log_end_offset, -1
             if timestamp == MAX_TIMESTAMP:
-                best: tuple[int, int] | None = None
-                for segment in self._segments:
-                    for h in segment.iter_headers():
-                        if best is None or h.max_timestamp > best[1]:
-                            best = (h.last_offset, h.max_timestamp)
-                return best
+                # Kafka: the (first) segment with the largest timestamp, then in it the first
+                # record carrying that timestamp.
+                latest = max(self._segments, key=lambda s: s.max_timestamp)
+                return latest.offset_of_max_timestamp()
+            start = self.log_start_offset
             for segment in self._segments:
-                if segment.size and segment.max_timestamp >= timestamp:
-                    found = segment.find_offset_by_timestamp(timestamp)
+                if segment.size and segment.max_timestamp >= timestamp \
+                        and segment.next_offset > start:
+                    found = segment.find_offset_by_timestamp(timestamp, start)
                     if found is not None:
                         return found
             return None
@@ -842,6 +876,7 @@ class Log:
             return 0  # cleanup.policy=compact: the log cleaner, not retention, bounds the log
         with self._lock:
             self._check_open()
+            self.delete_doomed_files(now)
             hw = self.high_watermark
 
             def expired(s: LogSegment) -> bool:
@@ -865,11 +900,33 @@ class Log:
                 self._segments.pop(0)
                 self._bases.pop(0)
                 total -= s.size
-                s.delete()
+                self._async_delete(s, now)
                 deleted += 1
             if deleted:
                 self.producer_state.delete_snapshots_below(self.log_start_offset)
         return deleted
+
+    def _async_delete(self, segment: LogSegment, now_ms: int | None = None) -> None:
+        """Remove a segment that left the log (Kafka's ``asyncDeleteSegment``): at once with
+        ``file.delete.delay.ms=0``, else renamed ``.deleted`` now and removed once the delay
+        has passed (at a retention check after it; at the latest when the log closes)."""
+        delay = self.config.file_delete_delay_ms
+        if delay == 0:
+            segment.delete()
+            return
+        segment.rename_for_deletion()
+        now = _now_ms() if now_ms is None else now_ms
+        self._doomed.append((now + delay, segment))
+
+    def delete_doomed_files(self, now_ms: int | None = None) -> int:
+        """Remove the files of deleted segments whose file.delete.delay.ms has passed."""
+        now = _now_ms() if now_ms is None else now_ms
+        with self._lock:
+            due = [s for when, s in self._doomed if when <= now]
+            self._doomed = [(when, s) for when, s in self._doomed if when > now]
+        for segment in due:
+            segment.delete()
+        return len(due)
 
     def remove_expired_producers(self, now_ms: int | None = None) -> int:
         now = _now_ms() if now_ms is None else now_ms
@@ -926,6 +983,7 @@ class Log:
                     segment.close(flush_index=clean)
                 except OSError as exc:
                     log.error("%s: cannot close %s: %s", self.name, segment.log_path, exc)
+            self.delete_doomed_files(LONG_MAX)
             self._closed = True
 
     def delete(self) -> None:
@@ -933,6 +991,7 @@ class Log:
         with self._lock:
             for segment in self._segments:
                 segment.delete()
+            self.delete_doomed_files(LONG_MAX)
             self._closed = True
             shutil.rmtree(self.dir, ignore_errors=True)
 

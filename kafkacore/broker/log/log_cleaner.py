@@ -15,7 +15,12 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from kafkacore.broker.log.cleaner import Cleaner, CleanerStats, LogCleaningAbortedError
+from kafkacore.broker.log.cleaner import (
+    Cleaner,
+    CleanerStats,
+    CorruptSegmentError,
+    LogCleaningAbortedError,
+)
 from kafkacore.broker.log.cleaner_config import CleanerConfig
 from kafkacore.broker.log.log import Log
 from kafkacore.broker.log.log_cleaner_manager import Key, LogCleanerManager
@@ -68,6 +73,17 @@ class CleanerThread(ShutdownableThread):
                      stats.bytes_read / 1e6, stats.bytes_written / 1e6, stats.segments_swapped)
         except (LogCleaningAbortedError, KafkaStorageError) as exc:
             log.info("%s: clean stopped: %s", lg.name, exc)
+        except CorruptSegmentError as exc:
+            # Kafka: a CorruptRecordException ends the clean and marks the partition
+            # uncleanable.  Nothing of the damaged segment's group was swapped in, so its intact
+            # batches stay; the log is recovered from that segment at the next start, which
+            # cuts the damaged bytes only (LogSegment.recover resyncs to the next sound batch).
+            log.error("%s: the log cleaner met damaged data (%s): cleaning stops for this "
+                      "partition until the broker restarts; the log is recovered from %s then",
+                      lg.name, exc, exc.segment.log_path.name)
+            lg.report_damage(exc.segment, exc.position, str(exc))
+            manager.mark_uncleanable(lg)
+            return True
         except Exception as exc:
             if isinstance(exc, OSError) and lg._closed:  # deleted under the cleaner
                 log.info("%s: clean stopped: the log was deleted (%s)", lg.name, exc)

@@ -15,6 +15,7 @@ periodic work as Kafka's ``LogManager.startup`` does: retention (``kafka-log-ret
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -74,6 +75,44 @@ class LogManagerIntervals:
     initial_task_delay_ms: int = 30_000
     #: ``log.dir.failure.probe.interval.ms`` (ours: Kafka never brings a dir back)
     dir_probe_ms: int = 1_000
+#: descriptors a log is counted for: its active segment's file, and one more for a segment
+#: being rolled or cleaned
+DESCRIPTORS_PER_LOG = 2
+#: descriptors no log may take (connections, checkpoints, the metadata log, shutdown's own
+#: files): a quarter of the process's limit, and at least this many
+MIN_RESERVED_DESCRIPTORS = 256
+
+
+def raise_descriptor_limit() -> None:
+    """Raise this process's soft descriptor limit to its hard one, as far as the OS allows
+    (what an operator's ``ulimit -n`` would do): the logs' budget is what the limit leaves."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def log_budget() -> int:
+    """How many logs this process may hold: its descriptor limit now, less a reserve, over
+    ``DESCRIPTORS_PER_LOG``.  A request that would take the broker past it is refused, so no
+    request can spend the descriptors the broker needs to serve, and to stop."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system: no limit to read
+        return 1 << 30
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 1 << 30
+    reserved = max(MIN_RESERVED_DESCRIPTORS, soft // 4)
+    return max(0, (soft - reserved) // DESCRIPTORS_PER_LOG)
+
+
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
@@ -89,6 +128,7 @@ class LogManager:
         self.scheduler = scheduler
         self.intervals = intervals or LogManagerIntervals()
         self.dir_failure_channel = LogDirFailureChannel()
+        raise_descriptor_limit()
         self._logs: dict[tuple[str, int], Log] = {}
         #: how many logs each log dir holds (where the next new log goes), kept with _logs
         self._counts: dict[Path, int] = dict.fromkeys(self.log_dirs, 0)
@@ -170,6 +210,18 @@ class LogManager:
             if period < LONG_MAX:
                 self.scheduler.schedule(name, fn, first, period)
 
+    @property
+    def max_logs(self) -> int:
+        """The logs this broker may hold (:func:`log_budget`, read at each use: the limit may
+        change under a running broker); the logs found at start-up are opened whatever their
+        number, new ones beyond it are refused."""
+        return log_budget()
+
+    @property
+    def log_count(self) -> int:
+        """The logs this broker holds."""
+        return len(self._logs)
+
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
 
@@ -200,12 +252,20 @@ class LogManager:
             todo: list[tuple[Path, str, int, LogConfig | None, uuid.UUID | None]] = []
             placed: set[tuple[str, int]] = set()
             failure: KafkaStorageError | None = None
+            budget = self.max_logs
             for topic, partition, config, topic_id in wanted:
                 if (topic, partition) in logs or (topic, partition) in placed:
                     continue
                 existing = self._reusable(topic, partition, topic_id)
                 if existing is not None:
                     logs[(topic, partition)] = existing
+                    continue
+                if len(self._logs) + len(todo) >= budget:
+                    # Refused, not attempted: a descriptor spent here is one a connection, a
+                    # checkpoint or the shutdown cannot have.
+                    failure = failure or KafkaStorageError(
+                        f"cannot create {topic}-{partition}: this broker holds "
+                        f"{len(self._logs)} logs, its descriptor budget allows {budget}")
                     continue
                 # Kafka puts a new partition in the log dir holding the fewest partitions.
                 target = min(self.log_dirs, key=self._counts.__getitem__)
@@ -258,8 +318,10 @@ class LogManager:
         except KafkaStorageError as exc:  # a partition.metadata found there is not ours
             return exc
         except OSError as exc:
-            self.dir_failure_channel.maybe_add_offline_log_dir(
-                target, f"cannot create the log of {topic}-{partition}", exc)
+            if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                # Out of descriptors is the process's trouble, not the dir's: it stays online.
+                self.dir_failure_channel.maybe_add_offline_log_dir(
+                    target, f"cannot create the log of {topic}-{partition}", exc)
             return KafkaStorageError(f"cannot create {topic}-{partition}: {exc}")
 
     def _creators(self) -> ThreadPoolExecutor:

@@ -4,7 +4,8 @@ A segment is two files named by the segment's base offset, 20 digits as Kafka wr
 ``00000000000000000000.log`` holds the batches exactly as validated (the broker only wrote their
 baseOffset), ``00000000000000000000.index`` holds (offset - base offset, file position) pairs of
 8 bytes, one every ``index.interval.bytes`` of log, so that a read finds its batch with a binary
-search and a short scan instead of reading the file from the start.
+search and a short scan instead of reading the file from the start.  ``.timeindex`` maps
+timestamps to offsets the same way (see ``time_index.py``), for ListOffsets by time.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from kafkacore.broker.log.file_records import FileRecords
+from kafkacore.broker.log.time_index import TIME_INDEX_SUFFIX, TimeIndex
 from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kafkacore.broker.log.validator import (
     RECORD_BATCH_OVERHEAD,
@@ -28,11 +30,14 @@ from kafkacore.broker.log.validator import (
     verified_end,
     whole_batches_end,
 )
+from kafkacore.core.record_batch import Record, iter_batches
 from kafkacore.errors import CorruptMessageError
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 SNAPSHOT_SUFFIX = ".snapshot"
+#: a removed segment's files wait under this suffix for file.delete.delay.ms (Kafka's)
+DELETED_SUFFIX = ".deleted"
 _CHUNK = 1 << 20  # bytes read at a time by scans (recovery, producer-state replay)
 _ENTRY = struct.Struct(">ii")
 _BASE_OFFSET = struct.Struct(">q")
@@ -147,15 +152,23 @@ class LogSegment:
         #: the transactions aborted by a marker in this segment (read_committed fetches)
         self.txn_index = TransactionIndex(directory / file_name(base_offset, TXN_INDEX_SUFFIX),
                                           new=new_log)
+        #: (largest timestamp so far, last offset of its batch), Kafka's ``.timeindex``
+        self.time_index = TimeIndex(directory / file_name(base_offset, TIME_INDEX_SUFFIX),
+                                    base_offset)
         self.index_interval_bytes = index_interval_bytes
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
         self.next_offset = base_offset  # offset after the last batch, once loaded or recovered
         self._bytes_since_index_entry = 0
-        self._max_timestamp: int | None = None  # lazily scanned; see max_timestamp
+        #: Kafka's ``maxTimestampAndOffsetSoFar``: (the largest batch max timestamp, the last
+        #: offset of the first batch that has it); None until loaded, recovered or scanned
+        self._max_so_far: tuple[int, int] | None = None
         #: when this segment was created or opened: segment.ms counts from it.  (Kafka counts from
         #: the first batch's timestamp when there is one; a producer's clock is not ours to trust.)
         self.created_ms: int | None = None
+        #: segment.jitter.ms: this segment rolls this much before segment.ms (Kafka's
+        #: rollJitterMs, drawn when the log creates the segment)
+        self.roll_jitter_ms = 0
         #: positions of batches a read refused (CRC, framing, offsets): the log must be
         #: recovered before this segment is trusted again (see Log.read)
         self.damage: set[int] = set()
@@ -182,22 +195,36 @@ class LogSegment:
             if written:  # cut the partial batch away: the log stays as it was
                 os.ftruncate(self._fd, position)
             raise
+        if self._max_so_far is None and self.size == 0:
+            self._max_so_far = (-1, self.base_offset)
         for h in headers:
-            if self._bytes_since_index_entry > self.index_interval_bytes:
-                # Kafka indexes the batch's last offset at the batch's start position.
-                self.index.append(h.last_offset, position + h.position)
-                self._bytes_since_index_entry = 0
-            self._bytes_since_index_entry += h.size
-            if self._max_timestamp is not None and h.max_timestamp > self._max_timestamp:
-                self._max_timestamp = h.max_timestamp
-        if self._max_timestamp is None and self.size == 0:
-            self._max_timestamp = max(h.max_timestamp for h in headers)
+            self._index_batch(h, position + h.position)
         self.size = position + size
         self.next_offset = headers[-1].last_offset + 1
+
+    def _index_batch(self, h: BatchHeader, position: int) -> None:
+        """Account batch ``h`` (at file ``position``) in both indexes, as Kafka's append and
+        recovery do: the max timestamp so far first, then, every ``index.interval.bytes``, an
+        offset entry (the batch's last offset at its start) and a time entry."""
+        if self._max_so_far is not None and h.max_timestamp > self._max_so_far[0]:
+            self._max_so_far = (h.max_timestamp, h.last_offset)
+        if self._bytes_since_index_entry > self.index_interval_bytes:
+            self.index.append(h.last_offset, position)
+            if self._max_so_far is not None:
+                self.time_index.maybe_append(*self._max_so_far)
+            self._bytes_since_index_entry = 0
+        self._bytes_since_index_entry += h.size
+
+    def on_become_inactive(self) -> None:
+        """Kafka's ``onBecomeInactiveSegment``: the segment's largest timestamp goes into its
+        time index, so that a later load knows it without reading the batches."""
+        if self.size:
+            self.time_index.maybe_append(*self.max_timestamp_and_offset)
 
     def flush(self) -> None:
         os.fsync(self._fd)
         self.index.flush()
+        self.time_index.flush()
         self.txn_index.flush()
 
     def truncate_to(self, offset: int) -> int:
@@ -213,9 +240,10 @@ class LogSegment:
         self.size = position
         self.next_offset = found.base_offset if position else self.base_offset
         self.index.truncate_to_position(position)
+        self.time_index.truncate_to(self.next_offset)
         self.txn_index.truncate_to(self.next_offset)
         self._bytes_since_index_entry = 0
-        self._max_timestamp = None
+        self._resume_max_timestamp()
         return removed
 
     # -- reads -----------------------------------------------------------------------------------
@@ -398,11 +426,28 @@ class LogSegment:
         return FileRecords(self._fd, first.position, size), first.base_offset
 
     @property
+    def max_timestamp_and_offset(self) -> tuple[int, int]:
+        """(the largest batch max timestamp, the last offset of the first batch with it);
+        (-1, base offset) when the segment has none."""
+        if self._max_so_far is None:
+            self._resume_max_timestamp()
+        assert self._max_so_far is not None
+        return self._max_so_far
+
+    @property
     def max_timestamp(self) -> int:
         """The largest batch max timestamp in the segment (-1 when empty); retention.ms uses it."""
-        if self._max_timestamp is None:
-            self._max_timestamp = max((h.max_timestamp for h in self.iter_headers()), default=-1)
-        return self._max_timestamp
+        return self.max_timestamp_and_offset[0]
+
+    def _resume_max_timestamp(self) -> None:
+        """The max timestamp so far from the time index's last entry and the batches from the
+        last offset-index entry on (the time index has each offset entry's maximum)."""
+        best = self.time_index.last_entry() or (-1, self.base_offset)
+        _, position = self.index.lookup(1 << 62)
+        for h in self.iter_headers(position):
+            if h.max_timestamp > best[0]:
+                best = (h.max_timestamp, h.last_offset)
+        self._max_so_far = best
 
     @property
     def largest_timestamp(self) -> int:
@@ -411,15 +456,45 @@ class LogSegment:
         ts = self.max_timestamp
         return ts if ts >= 0 else os.fstat(self._fd).st_mtime_ns // 1_000_000
 
-    def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """The first batch with max timestamp >= ``timestamp``: (its base offset, max timestamp).
+    def _start_of(self, offset: int) -> int:
+        """A batch boundary at or before the batch holding ``offset`` (the offset index's)."""
+        return self.index.lookup(offset)[1] if offset > self.base_offset else 0
 
-        Kafka uses a ``.timeindex`` and returns the exact record; batch granularity is what a
-        consumer needs to start from (it skips the earlier records of the batch itself)."""
-        for h in self.iter_headers():
-            if h.max_timestamp >= timestamp:
-                return h.base_offset, h.max_timestamp
+    def find_offset_by_timestamp(self, timestamp: int, start_offset: int = 0
+                                 ) -> tuple[int, int] | None:
+        """The first record at or after ``start_offset`` whose timestamp is >= ``timestamp``:
+        (its offset, its timestamp) (Kafka's ``findOffsetByTimestamp``).  The time index says
+        where to start; from there the batches whose max timestamp reaches ``timestamp`` are
+        read record by record, since timestamps within a batch need not grow."""
+        _, offset = self.time_index.lookup(timestamp)
+        position = self._start_of(max(offset, start_offset))
+        for h in self.iter_headers(position):
+            if h.max_timestamp < timestamp or h.last_offset < start_offset:
+                continue
+            for record in self._records(h):
+                if record.offset >= start_offset and record.timestamp >= timestamp:
+                    return record.offset, record.timestamp
         return None
+
+    def offset_of_max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record holding the segment's largest timestamp
+        (KIP-734's MAX_TIMESTAMP; Kafka's ``offsetOfMaxTimestamp`` of the batch found)."""
+        timestamp, offset = self.max_timestamp_and_offset
+        if timestamp < 0:
+            return None
+        for h in self.iter_headers(self._start_of(offset)):
+            if h.max_timestamp == timestamp:
+                for record in self._records(h):
+                    if record.timestamp == timestamp:
+                        return record.offset, timestamp
+        return None
+
+    def _records(self, h: BatchHeader) -> list[Record]:
+        """The records of the batch ``h`` (decompressed, each with its own timestamp)."""
+        data = self.pread(h.size, h.position)
+        if len(data) < h.size or not crc_ok(data, h._replace(position=0)):
+            self._damaged(h.position, "the batch fails its CRC")
+        return next(iter_batches(data)).records
 
     # -- load and recovery -------------------------------------------------------------------------
 
@@ -437,6 +512,15 @@ class LogSegment:
         _, position = self.index.lookup(1 << 62)
         for h in self.iter_headers(position):
             self.next_offset = h.last_offset + 1
+        if not self.time_index.load() or not self.time_index.sane(self.next_offset):
+            # Kafka's TimeIndex.sanityCheck failing (or a log written before time indexes):
+            # the time index is rebuilt from the batch headers, as a corrupt index is.
+            if self.time_index.path.exists():
+                log.error("%s: the time index fails its sanity check; rebuilding it",
+                          self.time_index.path)
+            self.rebuild_index()
+            return
+        self._resume_max_timestamp()
 
     def _last_index_entry_ok(self) -> bool:
         if not len(self.index):
@@ -451,13 +535,12 @@ class LogSegment:
     def rebuild_index(self) -> None:
         """The index and next_offset from the batch headers, the log left as it is."""
         self.index.clear()
+        self.time_index.clear()
         self._bytes_since_index_entry = 0
+        self._max_so_far = (-1, self.base_offset)
         self.next_offset = self.base_offset
         for h in self.iter_headers(0):
-            if self._bytes_since_index_entry > self.index_interval_bytes:
-                self.index.append(h.last_offset, h.position)
-                self._bytes_since_index_entry = 0
-            self._bytes_since_index_entry += h.size
+            self._index_batch(h, h.position)
             self.next_offset = h.last_offset + 1
 
     def _valid_batch_at(self, window: bytes, at: int, next_offset: int) -> BatchHeader | None:
@@ -520,11 +603,12 @@ class LogSegment:
         removed.  A crash in the middle leaves stale copies behind the moved batches; their
         offsets do not grow, so the next recovery removes them the same way."""
         self.index.clear()
+        self.time_index.clear()
         self._bytes_since_index_entry = 0
+        self._max_so_far = (-1, self.base_offset)
         self.next_offset = self.base_offset
         self.lost = []
         self.damage.clear()
-        max_ts = -1
         read_pos = write_pos = 0
 
         def placed(data: bytes, at: int, start: int) -> BatchHeader | None:
@@ -532,16 +616,12 @@ class LogSegment:
             return None if h is None else self._placed(h, start + at, upper)
 
         def keep(h: BatchHeader, data: bytes, at: int) -> None:
-            nonlocal write_pos, max_ts
+            nonlocal write_pos
             if write_pos != read_pos + at:
                 os.pwrite(self._fd, data[at : at + h.size], write_pos)
             if h.base_offset != _BASE_OFFSET.unpack_from(data, at)[0]:  # repaired
                 os.pwrite(self._fd, _BASE_OFFSET.pack(h.base_offset), write_pos)
-            if self._bytes_since_index_entry > self.index_interval_bytes:
-                self.index.append(h.last_offset, write_pos)
-                self._bytes_since_index_entry = 0
-            self._bytes_since_index_entry += h.size
-            max_ts = max(max_ts, h.max_timestamp)
+            self._index_batch(h, write_pos)
             self.next_offset = h.last_offset + 1
             write_pos += h.size
 
@@ -570,7 +650,6 @@ class LogSegment:
             resumed = read_header(self.pread(RECORD_BATCH_OVERHEAD, skip), 0)
             self.lost.append((self.next_offset, resumed.base_offset - 1, skip - read_pos))
             read_pos = skip
-        self._max_timestamp = max_ts
         removed = self.size - write_pos
         if removed:
             os.ftruncate(self._fd, write_pos)
@@ -580,6 +659,7 @@ class LogSegment:
         # again the aborts after its snapshot.
         self.txn_index.truncate_to(self.next_offset)
         self.index._dirty = True
+        self.time_index._dirty = True
         return removed
 
     def _resync(self, start: int) -> int | None:
@@ -613,14 +693,31 @@ class LogSegment:
     def close(self, flush_index: bool = True) -> None:
         if self._fd >= 0:
             if flush_index:
+                self.on_become_inactive()  # Kafka's close() appends the last entry too
                 self.index.flush()
+                self.time_index.flush()
             self._close_file()
 
     def delete(self) -> None:
         self._close_file()
-        for path in (self.log_path, self.index.path):
+        for path in (self.log_path, self.index.path, self.time_index.path):
             path.unlink(missing_ok=True)
         self.txn_index.delete()
+
+    def rename_for_deletion(self) -> None:
+        """The first half of Kafka's ``asyncDeleteSegment``: each file renamed
+        ``<name>.deleted`` (a restart removes such files), its descriptor kept open so that a
+        read already sending this segment finishes; :meth:`delete` later removes them."""
+        self.index.flush = self.time_index.flush = lambda: None  # type: ignore[method-assign]
+        for owner in (self, self.index, self.time_index, self.txn_index):
+            attr = "log_path" if owner is self else "path"
+            path: Path = getattr(owner, attr)
+            doomed = path.with_name(path.name + DELETED_SUFFIX)
+            try:
+                os.replace(path, doomed)
+            except FileNotFoundError:
+                pass  # an index not written yet
+            setattr(owner, attr, doomed)
 
     def _close_file(self) -> None:
         # The descriptor is taken before it is closed: closing a number twice could close

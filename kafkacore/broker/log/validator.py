@@ -172,6 +172,79 @@ def _check_compacted(records: bytes | bytearray | memoryview, h: BatchHeader) ->
     return h
 
 
+def check_compacted_keys(records: bytes | bytearray | memoryview, headers: list[BatchHeader],
+                         topic_partition: str) -> None:
+    """A compacted topic keeps each key's latest record: a record without a key could never be
+    cleaned, so Kafka's ``LogValidator`` refuses it (``INVALID_RECORD``, with one
+    ``RecordError`` per keyless record: KIP-467's ``record_errors``, each naming the record's
+    index in its batch).  Control batches (markers) have keys of their own and are skipped."""
+    errors: list[dict[str, object]] = []
+    for h in headers:
+        if h.is_control:
+            continue
+        view = memoryview(records)[h.position : h.position + h.size]
+        try:
+            batch = next(iter_batches(view))
+            for index, record in enumerate(batch.records):
+                if record.key is None:
+                    errors.append({"batch_index": index, "batch_index_error_message":
+                                   "Compacted topic cannot accept message without key in "
+                                   f"topic partition {topic_partition}."})
+        finally:
+            view.release()
+    if errors:
+        exc = InvalidRecordError(
+            f"One or more records have been rejected due to {len(errors)} record errors in "
+            "total, and only showing the first three errors at most: "
+            + ", ".join(f"RecordError(batchIndex={e['batch_index']}, message="
+                        f"'{e['batch_index_error_message']}')" for e in errors[:3]))
+        exc.record_errors = errors  # type: ignore[attr-defined]
+        raise exc
+
+
+#: ``compression.type`` -> the codec id in a batch's attributes
+_CODEC_IDS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+_CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+_CODEC_MASK = 0x07
+
+
+def recompress(records: bytes | bytearray | memoryview, headers: list[BatchHeader],
+               compression_type: str, level: int | None, max_message_bytes: int
+               ) -> tuple[bytes | bytearray | memoryview, list[BatchHeader]]:
+    """The batches with the topic's ``compression.type`` (Kafka's LogValidator: a batch whose
+    codec is not the topic's is rebuilt with it; ``producer`` keeps every batch as it came).
+    A rebuilt batch keeps its records (timestamps, keys, values, headers), producer id, epoch,
+    base sequence and transactional flag; control batches are kept as they are.  Returns the
+    new bytes and their headers (checked again, max.message.bytes included); the same when
+    nothing differs."""
+    target = _CODEC_IDS.get(compression_type)
+    if target is None or all(h.is_control or h.attributes & _CODEC_MASK == target
+                             for h in headers):
+        return records, headers
+    from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
+
+    out = bytearray()
+    for h in headers:
+        view = memoryview(records)[h.position : h.position + h.size]
+        try:
+            if h.is_control or h.attributes & _CODEC_MASK == target:
+                out += view
+                continue
+            batch = next(iter_batches(view))
+            builder = MemoryRecordsBuilder(
+                max(2 * h.size, 4096), compression=_CODEC_NAMES[target],
+                compression_level=level, producer_id=h.producer_id,
+                producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
+                is_transactional=h.is_transactional,
+                partition_leader_epoch=h.partition_leader_epoch)
+            for r in batch.records:
+                builder.append(r.timestamp, r.key, r.value, r.headers)
+            out += builder.build()
+        finally:
+            view.release()
+    return out, analyze(out, max_message_bytes)
+
+
 # The two per-request functions, compiled (log_validator.pyx): it takes BatchHeader and
 # _check_compacted from this module, so the import comes after them.
 from kafkacore.broker.log.log_validator import analyze, assign_offsets  # noqa: E402
@@ -179,6 +252,8 @@ from kafkacore.broker.log.log_validator import analyze, assign_offsets  # noqa: 
 __all__ = [
     "BatchHeader",
     "analyze",
+    "check_compacted_keys",
+    "recompress",
     "assign_offsets",
     "crc_ok",
     "read_header",

@@ -43,7 +43,34 @@ PRODUCE_ERROR = {
         errors.TransactionalIdAuthorizationFailedError.errno,
 }
 RETRIABLE = errors.NotEnoughReplicasError.errno
+#: what a failed verification becomes in a TxnOffsetCommit answer (Kafka's group coordinator,
+#: ``handleOperationException``): what the client retries after finding the coordinator again
+TXN_OFFSET_COMMIT_ERROR: dict[int, int] = {
+    Errors.PRODUCER_FENCED: Errors.INVALID_PRODUCER_EPOCH,
+    Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NETWORK_EXCEPTION: Errors.COORDINATOR_LOAD_IN_PROGRESS,
+    Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
+    Errors.KAFKA_STORAGE_ERROR: Errors.NOT_COORDINATOR,
+}
 REQUEST_TIMEOUT_S = 30.0
+
+
+def has_transactional_records(produce_body: dict[str, Any]) -> bool:
+    """Whether the first batch of any partition of a Produce is transactional (Kafka's
+    ``RequestUtils.hasTransactionalRecords``)."""
+    for topic in produce_body["topic_data"]:
+        for pd in topic["partition_data"]:
+            records = pd["records"]
+            if records is not None and len(records) >= RECORD_BATCH_OVERHEAD \
+                    and read_header(records, 0).is_transactional:
+                return True
+    return False
+
+
+def txn_offset_commit_error(coordinator_error: int) -> int:
+    return int(TXN_OFFSET_COMMIT_ERROR.get(coordinator_error, coordinator_error))
 
 
 class AddPartitionsToTxnManager:
@@ -81,12 +108,20 @@ class AddPartitionsToTxnManager:
             partition = rm.get_partition(*tp)
             if partition is None or partition.log is None:
                 continue
-            entry = partition.log.producer_state.last_entry(h.producer_id)
-            if entry is not None and entry.current_txn_first_offset >= 0 \
-                    and entry.producer_epoch == h.producer_epoch:
+            if self.in_transaction(tp, h.producer_id, h.producer_epoch):
                 continue
             out.setdefault((h.producer_id, h.producer_epoch), []).append(tp)
         return out
+
+    def in_transaction(self, tp: TopicPartition, producer_id: int, epoch: int) -> bool:
+        """Whether the producer (at this epoch) has a transaction open in this broker's
+        replica of ``tp``: its coordinator has confirmed the partition already."""
+        partition = self.broker.replica_manager.get_partition(*tp)
+        if partition is None or partition.log is None:
+            return False
+        entry = partition.log.producer_state.last_entry(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0 \
+            and entry.producer_epoch == epoch
 
     def verify(self, transactional_id: str,
                entries: dict[TopicPartition, tuple[dict[str, Any], Any]],

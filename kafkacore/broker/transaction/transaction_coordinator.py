@@ -33,6 +33,7 @@ from kafkacore.broker.transaction.transaction_metadata import (
     TransactionMetadata,
     TransactionState,
     TxnTransitMetadata,
+    is_epoch_exhausted,
 )
 from kafkacore.broker.transaction.transaction_state_manager import TransactionStateManager
 
@@ -120,11 +121,9 @@ class TransactionCoordinator:
             try:
                 if metadata.pending_state is not None:
                     raise errors.ConcurrentTransactionsError()
-                if expected_producer_id != NO_PRODUCER_ID and not (
-                        expected_producer_id == metadata.producer_id
-                        and expected_epoch in (metadata.producer_epoch,
-                                               metadata.last_producer_epoch)):
-                    # KIP-360: a producer may bump its own epoch only if it is the latest one.
+                expected = None if expected_producer_id == NO_PRODUCER_ID else expected_epoch
+                if expected is not None and not self._may_init(metadata, expected_producer_id,
+                                                               expected_epoch):
                     raise errors.ProducerFencedError()
                 if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                     raise errors.ConcurrentTransactionsError()
@@ -132,12 +131,16 @@ class TransactionCoordinator:
                     if metadata.state == S.ONGOING:
                         metadata.fence(metadata.prepare_fence_producer_epoch(now))
                     abort_first = True
-                elif metadata.producer_epoch + 1 >= MAX_PRODUCER_EPOCH:
+                elif metadata.is_producer_epoch_exhausted and expected in (
+                        None, metadata.producer_epoch):
                     transit = metadata.prepare_producer_id_rotation(
                         self.broker.producer_id_manager.generate_producer_id(),
-                        txn_timeout_ms, now)
+                        txn_timeout_ms, now, record_last_epoch=expected is not None)
+                elif metadata.is_producer_epoch_exhausted:
+                    raise errors.ProducerFencedError()  # an older epoch of an exhausted id
                 else:
-                    transit = metadata.prepare_increment_producer_epoch(txn_timeout_ms, now)
+                    transit = metadata.prepare_increment_producer_epoch(txn_timeout_ms,
+                                                                        expected, now)
             except errors.BrokerResponseError as exc:
                 callback(exc.errno, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
                 return
@@ -157,6 +160,17 @@ class TransactionCoordinator:
 
         self.txn_manager.append_transaction_to_log(transactional_id, coordinator_epoch,
                                                    metadata, transit, written)
+
+    @staticmethod
+    def _may_init(metadata: TransactionMetadata, producer_id: int, epoch: int) -> bool:
+        """Kafka's ``isValidProducerId`` (KIP-360): a producer that names its id and epoch may
+        go on if the id has no epoch yet (it was just created: a producer recovering from
+        UNKNOWN_PRODUCER_ID, or a client that starts at producer id 0 and epoch 0), if it
+        names the current id (the epoch is checked by the bump), or if it names the id before
+        a rotation with its exhausted epoch (a retry of the call that rotated it)."""
+        return metadata.producer_epoch == NO_PRODUCER_EPOCH \
+            or producer_id == metadata.producer_id \
+            or (producer_id == metadata.last_producer_id and is_epoch_exhausted(epoch))
 
     # -- AddPartitionsToTxn, AddOffsetsToTxn ---------------------------------------------------
 

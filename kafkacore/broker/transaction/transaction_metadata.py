@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from kafkacore.errors import (
     ConcurrentTransactionsError,
     InvalidTxnStateError,
+    ProducerFencedError,
     TransactionCoordinatorFencedError,
 )
 
@@ -25,6 +26,7 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 #: Kafka's ``Short.MAX_VALUE - 1``: an epoch may reach this; then the producer id is rotated
 MAX_PRODUCER_EPOCH = 32766
+SHORT_MAX = 32767
 
 
 class TransactionState(enum.IntEnum):
@@ -61,6 +63,12 @@ VALID_PREVIOUS_STATES: dict[TransactionState, frozenset[TransactionState]] = {
 }
 
 TopicPartition = tuple[str, int]
+
+
+def is_epoch_exhausted(epoch: int) -> bool:
+    """Kafka's ``TransactionMetadata.isEpochExhausted``: the id must rotate before the next
+    bump (one epoch is kept for the coordinator's fence)."""
+    return epoch >= MAX_PRODUCER_EPOCH
 
 
 @dataclass(frozen=True)
@@ -133,19 +141,41 @@ class TransactionMetadata:
             self.client_transaction_version,
         )
 
-    def prepare_increment_producer_epoch(self, txn_timeout_ms: int,
+    def prepare_increment_producer_epoch(self, txn_timeout_ms: int, expected_epoch: int | None,
                                          now_ms: int) -> TxnTransitMetadata:
-        """InitProducerId: the next epoch, Empty (Kafka's ``prepareIncrementProducerEpoch``)."""
-        return self._transit(S.EMPTY, producer_epoch=self.producer_epoch + 1,
-                             last_producer_epoch=NO_PRODUCER_EPOCH, txn_timeout_ms=txn_timeout_ms,
+        """InitProducerId: the next epoch, Empty (Kafka's ``prepareIncrementProducerEpoch``).
+        ``expected_epoch`` is the epoch the producer says it has (None for a new producer):
+        the current one (or none yet: a new id) is bumped; the last one means a retry of a
+        bump already made, answered with the same epoch; any other is fenced."""
+        if expected_epoch is None:
+            epoch, last_epoch = self.producer_epoch + 1, NO_PRODUCER_EPOCH
+        elif self.producer_epoch == NO_PRODUCER_EPOCH or expected_epoch == self.producer_epoch:
+            epoch, last_epoch = self.producer_epoch + 1, self.producer_epoch
+        elif expected_epoch == self.last_producer_epoch:
+            epoch, last_epoch = self.producer_epoch, self.last_producer_epoch
+        else:
+            raise ProducerFencedError(
+                f"{self.transactional_id}: epoch {expected_epoch} is neither the current "
+                f"{self.producer_epoch} nor the last {self.last_producer_epoch}")
+        return self._transit(S.EMPTY, producer_epoch=epoch, last_producer_epoch=last_epoch,
+                             txn_timeout_ms=txn_timeout_ms, topic_partitions=frozenset(),
+                             txn_start_timestamp=-1, now_ms=now_ms)
+
+    def prepare_producer_id_rotation(self, producer_id: int, txn_timeout_ms: int, now_ms: int,
+                                     *, record_last_epoch: bool) -> TxnTransitMetadata:
+        """InitProducerId once the epoch is exhausted: a new producer id at epoch 0.  With
+        ``record_last_epoch`` (the producer named its exhausted id and epoch) the old id and
+        epoch are kept, so that a retry of this call is recognised and not fenced."""
+        return self._transit(S.EMPTY, producer_id=producer_id, producer_epoch=0,
+                             last_producer_id=self.producer_id if record_last_epoch
+                             else NO_PRODUCER_ID,
+                             last_producer_epoch=self.producer_epoch if record_last_epoch
+                             else NO_PRODUCER_EPOCH, txn_timeout_ms=txn_timeout_ms,
                              topic_partitions=frozenset(), txn_start_timestamp=-1, now_ms=now_ms)
 
-    def prepare_producer_id_rotation(self, producer_id: int, txn_timeout_ms: int,
-                                     now_ms: int) -> TxnTransitMetadata:
-        """InitProducerId once the epoch is exhausted: a new producer id at epoch 0."""
-        return self._transit(S.EMPTY, producer_id=producer_id, producer_epoch=0,
-                             last_producer_epoch=NO_PRODUCER_EPOCH, txn_timeout_ms=txn_timeout_ms,
-                             topic_partitions=frozenset(), txn_start_timestamp=-1, now_ms=now_ms)
+    @property
+    def is_producer_epoch_exhausted(self) -> bool:
+        return is_epoch_exhausted(self.producer_epoch)
 
     def prepare_add_partitions(self, partitions: set[TopicPartition],
                                now_ms: int) -> TxnTransitMetadata:
@@ -159,7 +189,7 @@ class TransactionMetadata:
         """A newer producer (or the timeout) ends an open transaction: the epoch goes up by
         one so that the old producer is fenced, then the transaction is aborted with it
         (Kafka's ``prepareFenceProducerEpoch``; the fence itself is not written)."""
-        epoch = min(self.producer_epoch + 1, MAX_PRODUCER_EPOCH)
+        epoch = min(self.producer_epoch + 1, SHORT_MAX)  # room left by the rotation
         return self._transit(S.PREPARE_EPOCH_FENCE, producer_epoch=epoch, now_ms=now_ms)
 
     def prepare_abort_or_commit(self, state: TransactionState, now_ms: int, *,
@@ -197,7 +227,7 @@ class TransactionMetadata:
                 f"{self.transactional_id}: completing {transit.state.name}, but the change under"
                 f" way is {self.pending_state}")
         if transit.producer_id != self.producer_id:
-            self.last_producer_id = self.producer_id
+            self.last_producer_id = transit.last_producer_id
         self.producer_id = transit.producer_id
         self.producer_epoch = transit.producer_epoch
         self.last_producer_epoch = transit.last_producer_epoch

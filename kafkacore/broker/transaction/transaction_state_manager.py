@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
 from kafkacore.broker.group_metadata_manager import _records, partition_for
+from kafkacore.broker.log.config import segment_bytes_config
 from kafkacore.broker.transaction import transaction_log
 from kafkacore.broker.transaction.transaction_metadata import (
     TransactionMetadata,
@@ -125,7 +126,7 @@ class TransactionStateManager:
         rf = min(self.replication_factor, live)
         # Compacted, as Kafka does: the log cleaner keeps each transactional id's latest state.
         configs = {"cleanup.policy": "compact", "retention.ms": "-1",
-                   "segment.bytes": str(self.segment_bytes),
+                   **segment_bytes_config(self.segment_bytes),
                    "min.insync.replicas": str(min(self.min_isr, rf))}
         if broker.lifecycle is None:
             broker.metadata_cache.add_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, configs)

@@ -18,10 +18,15 @@ The semantics are confluent-kafka's, not :class:`~kafkacore.producer.KafkaProduc
 * ``str`` keys, values and header values are sent as UTF-8; headers may be a dict or a list of
   pairs.
 
-Settings are librdkafka's names where kafkacore has the same setting (``queue.buffering.max.ms``
-is ``linger.ms``, ...; see docs/migration.rst); a librdkafka setting with no kafkacore
-counterpart is a :class:`~kafkacore.errors.ConfigError` that says so.  Records are partitioned
-as Java does (murmur2), not as librdkafka's default (CRC32).
+Every librdkafka producer setting is accepted (see docs/migration.rst): librdkafka's names of
+kafkacore's settings (``queue.buffering.max.ms`` is ``linger.ms``, ...), the ones with a
+meaning here mapped (``statistics.interval.ms`` with ``stats_cb``, ``throttle_cb``,
+``error_cb``, ``debug``, ``partitioner``, ...; their callbacks are served by
+:meth:`Producer.poll` and :meth:`Producer.flush`), and the rest named in one warning.  Records
+are partitioned as Java does (murmur2, librdkafka's ``murmur2_random``), not as librdkafka's
+default (``consistent_random``, CRC32), unless ``partitioner`` says otherwise.  :meth:`Producer.init_transactions` and the
+other transactional calls are confluent's; :mod:`kafkacore.compat.confluent.aio` has
+``AIOProducer``.
 """
 
 from __future__ import annotations
@@ -63,10 +68,16 @@ class KafkaError:
     _QUEUE_FULL = -184
     _PARTITION_EOF = -191
     _TRANSPORT = -195
+    _AUTHENTICATION = -169
+    _SSL = -181
+    _FATAL = -150
+    _PURGE_QUEUE = -152
+    _FENCED = -144
     MSG_SIZE_TOO_LARGE = 10  # Kafka's MESSAGE_TOO_LARGE, the code librdkafka reports
 
     def __init__(self, error: int | BaseException, reason: str | None = None,
-                 fatal: bool = False, retriable: bool | None = None) -> None:
+                 fatal: bool = False, retriable: bool | None = None,
+                 txn_requires_abort: bool = False) -> None:
         self.exception = error if isinstance(error, BaseException) else None
         if isinstance(error, BaseException):
             code, name = _code_and_name(error)
@@ -78,6 +89,7 @@ class KafkaError:
         self._reason = reason or name
         self._fatal = fatal
         self._retriable = bool(retriable)
+        self._txn_requires_abort = txn_requires_abort
 
     def code(self) -> int:
         return self._code
@@ -95,7 +107,9 @@ class KafkaError:
         return self._retriable
 
     def txn_requires_abort(self) -> bool:
-        return False
+        """True when the transaction failed and :meth:`Producer.abort_transaction` is the way
+        on (confluent's ``txn_requires_abort()``)."""
+        return self._txn_requires_abort
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, KafkaError):
@@ -125,10 +139,17 @@ _LOCAL_NAMES = {
     KafkaError._QUEUE_FULL: "_QUEUE_FULL",
     KafkaError._PARTITION_EOF: "_PARTITION_EOF",
     KafkaError._TRANSPORT: "_TRANSPORT",
+    KafkaError._AUTHENTICATION: "_AUTHENTICATION",
+    KafkaError._SSL: "_SSL",
+    KafkaError._FATAL: "_FATAL",
+    KafkaError._PURGE_QUEUE: "_PURGE_QUEUE",
+    KafkaError._FENCED: "_FENCED",
 }
 
 
 def _code_and_name(exc: BaseException) -> tuple[int, str]:
+    if isinstance(exc, errors.AuthenticationError) and exc.errno < 0:
+        return KafkaError._AUTHENTICATION, "_AUTHENTICATION"  # TLS, wrong security.protocol
     if isinstance(exc, errors.BrokerResponseError):
         return exc.errno, exc.code_name
     if isinstance(exc, errors.RecordTooLargeError):
@@ -139,6 +160,8 @@ def _code_and_name(exc: BaseException) -> tuple[int, str]:
         return KafkaError._INVALID_ARG, "_INVALID_ARG"
     if isinstance(exc, errors.IllegalStateError):
         return KafkaError._STATE, "_STATE"
+    if isinstance(exc, errors.TransactionAbortedError):
+        return KafkaError._PURGE_QUEUE, "_PURGE_QUEUE"  # what librdkafka reports after an abort
     return KafkaError._FAIL, "_FAIL"
 
 
@@ -280,6 +303,9 @@ class Producer:
     that receives kafkacore's log).
     """
 
+    #: Run callbacks where they happen instead of in poll() (AIOProducer: they go to its loop).
+    _serve_directly = False
+
     def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any) -> None:
         conf = dict(config or {})
         conf.update(kwargs)  # confluent's own examples write Producer(**conf)
@@ -296,14 +322,22 @@ class Producer:
         self._max_messages = int(conf.pop("queue.buffering.max.messages", _DEFAULT_MAX_MESSAGES))
         if self._max_messages < 1:
             raise errors.ConfigError("'queue.buffering.max.messages' must be at least 1")
-        self._producer = KafkaProducer(conf)
+        # stats_cb and throttle_cb run where confluent runs them: in poll() and flush().
+        for name in ("stats_cb", "throttle_cb"):
+            callback = conf.get(name)
+            if callback is not None:
+                if not callable(callback):
+                    raise TypeError(f"{name} must be callable, not {type(callback).__name__}")
+                conf[name] = callback if self._serve_directly else self._served_by_poll(callback)
         self._cond = threading.Condition()
+        # Guarded by _cond: errors for error_cb (the latest few: a broker down logs every
+        # retry), statistics and throttle events, as (callback, argument).
+        self._errors: deque[tuple[Callable[[Any], object], Any]] = deque(maxlen=100)
+        self._producer = KafkaProducer(conf)
         # Guarded by _cond: delivery reports not yet served, and the messages not yet
         # delivered plus those reports (what len() says, and what the queue limit bounds).
         self._reports: deque[tuple[DeliveryCallback | None, KafkaError | None, Message]] = deque()
         self._outstanding = 0
-        # Guarded by _cond: errors for error_cb, the latest few (a broker down logs every retry).
-        self._errors: deque[KafkaError] = deque(maxlen=100)
         if self._error_cb is not None or self._log_handler.logger is not None:
             logging.getLogger("kafkacore").addHandler(self._log_handler)
 
@@ -336,6 +370,13 @@ class Producer:
         def delivered(metadata: RecordMetadata | None, exc: BaseException | None) -> None:
             err = None if exc is None else KafkaError(exc)
             msg = Message(topic, key, value, headers, metadata, err, time.monotonic() - began)
+            if self._serve_directly:  # AIOProducer: straight to its event loop
+                with self._cond:
+                    self._outstanding -= 1
+                    self._cond.notify_all()
+                if report is not None and not (self._only_errors and err is None):
+                    report(err, msg)
+                return
             with self._cond:
                 if report is not None and not (self._only_errors and err is None):
                     self._reports.append((report, err, msg))
@@ -375,7 +416,7 @@ class Producer:
         while True:
             with self._cond:
                 if self._errors:
-                    error = self._errors.popleft()
+                    event, argument = self._errors.popleft()
                     report = None
                 elif self._reports:
                     report, err, msg = self._reports.popleft()
@@ -385,8 +426,7 @@ class Producer:
                     return served
             served += 1
             if report is None:
-                if self._error_cb is not None:
-                    self._error_cb(error)
+                event(argument)
             else:
                 report(err, msg)
 
@@ -394,9 +434,20 @@ class Producer:
         """From the log handler (any thread): an error for ``error_cb``, served by poll()."""
         if self._error_cb is None:
             return
+        if self._serve_directly:
+            self._error_cb(error)
+            return
         with self._cond:
-            self._errors.append(error)
+            self._errors.append((self._error_cb, error))
             self._cond.notify_all()
+
+    def _served_by_poll(self, callback: Callable[[Any], object]) -> Callable[[Any], None]:
+        def queue(argument: Any) -> None:
+            with self._cond:
+                self._errors.append((callback, argument))
+                self._cond.notify_all()
+
+        return queue
 
     def flush(self, timeout: float | None = -1) -> int:
         """Send everything queued, wait (up to ``timeout`` seconds; -1 or None: without bound)
@@ -423,6 +474,75 @@ class Producer:
             self._producer.flush(timeout)
         except errors.KafkaError:  # the caller's loop sees what is left and says so
             pass
+
+    # -- transactions (confluent's names, on KafkaProducer's TransactionManager) --------------
+
+    def init_transactions(self, timeout: float | None = -1) -> None:
+        """Register ``transactional.id`` with its coordinator (fencing an older producer with
+        the same id); once, before the first transaction.  ``timeout`` in seconds (-1 or
+        None: ``max.block.ms``)."""
+        self._transactional(self._producer.init_transactions, _seconds(timeout))
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: what is produced from now until commit or abort belongs to it."""
+        self._transactional(self._producer.begin_transaction)
+
+    def send_offsets_to_transaction(self, positions: Any, group_metadata: Any,
+                                    timeout: float | None = -1) -> None:
+        """Commit a consumer's positions with the transaction.  ``positions``: a list of
+        ``TopicPartition`` with offsets (``consumer.position(consumer.assignment())``, from
+        confluent-kafka's consumer or ours); ``group_metadata``: the consumer's
+        ``consumer_group_metadata()`` (confluent-kafka's) or a
+        :class:`~kafkacore.transaction_manager.ConsumerGroupMetadata`."""
+        if not isinstance(positions, (list, tuple, Mapping)):
+            raise TypeError("positions must be a list of TopicPartition, not "
+                            f"{type(positions).__name__}")
+        self._transactional(self._producer.send_offsets_to_transaction, positions,
+                            group_metadata, _seconds(timeout))
+
+    def commit_transaction(self, timeout: float | None = -1) -> None:
+        """Deliver every message of the transaction (serving their delivery reports, as
+        :meth:`flush` does), then commit it.  A failure raises :class:`KafkaException`; if
+        its error's ``txn_requires_abort()``, call :meth:`abort_transaction`."""
+        seconds = _seconds(timeout)
+        began = time.monotonic()
+        if self.flush(-1 if seconds is None else seconds):
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "commit_transaction: "
+                                            "messages still undelivered at the timeout",
+                                            retriable=True))
+        left = None if seconds is None else max(seconds - (time.monotonic() - began), 0.0)
+        self._transactional(self._producer.commit_transaction, left)
+
+    def abort_transaction(self, timeout: float | None = -1) -> None:
+        """Abort: messages not yet delivered fail (their reports come from :meth:`poll`), and
+        what was written is marked aborted, unseen by read_committed consumers."""
+        self._transactional(self._producer.abort_transaction, _seconds(timeout))
+        self._serve()
+
+    def _transactional(self, call: Callable[..., object], *args: Any) -> None:
+        """``call``, with its failure as confluent reports it: a KafkaException whose
+        KafkaError says whether to retry, abort, or give up (fatal)."""
+        try:
+            call(*args)
+        except (TypeError, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            raise KafkaException(self._txn_error(exc)) from exc
+
+    def _txn_error(self, exc: BaseException) -> KafkaError:
+        tm = self._producer._transaction_manager
+        fatal = tm is not None and tm.has_fatal_error()
+        abortable = tm is not None and tm.has_abortable_error()
+        if isinstance(exc, errors.KafkaTimeoutError):
+            return KafkaError(KafkaError._TIMED_OUT, str(exc) or "timed out", retriable=True)
+        if isinstance(exc, ValueError) and not isinstance(exc, errors.KafkaError):
+            return KafkaError(KafkaError._INVALID_ARG, str(exc))
+        if isinstance(exc, errors.IllegalStateError) and not (fatal or abortable):
+            return KafkaError(KafkaError._STATE, str(exc))
+        if isinstance(exc, (errors.ProducerFencedError, errors.InvalidProducerEpochError)):
+            fatal = True
+        return KafkaError(exc, fatal=fatal, retriable=False if fatal or abortable else None,
+                          txn_requires_abort=abortable and not fatal)
 
     def __len__(self) -> int:
         with self._cond:
@@ -504,6 +624,11 @@ class _LogHandler(logging.Handler):
             self._producer._client_error(KafkaError(KafkaError._FAIL, record.getMessage()))
 
 
+def _seconds(timeout: float | None) -> float | None:
+    """confluent's timeout (seconds; -1 or None: the default) as KafkaProducer's."""
+    return None if timeout is None or timeout < 0 else float(timeout)
+
+
 def _truth(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("true", "1", "yes")
@@ -538,6 +663,15 @@ def _headers(headers: Any) -> list[tuple[str, bytes | None]] | None:
     return out
 
 
-__all__ = ["BrokerMetadata", "ClusterMetadata", "KafkaError", "KafkaException", "Message",
+__all__ = ["AIOProducer", "BrokerMetadata", "ClusterMetadata", "KafkaError", "KafkaException", "Message",
            "PartitionMetadata", "Producer", "TopicMetadata", "OFFSET_INVALID",
            "TIMESTAMP_CREATE_TIME", "TIMESTAMP_LOG_APPEND_TIME", "TIMESTAMP_NOT_AVAILABLE"]
+
+
+def __getattr__(name: str) -> Any:
+    # AIOProducer lives in .aio (it needs asyncio); importable from here too, lazily.
+    if name == "AIOProducer":
+        from kafkacore.compat.confluent.aio import AIOProducer
+
+        return AIOProducer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
