@@ -443,6 +443,15 @@ def parse_source_options(options: Mapping[str, Any], *, streaming: bool | None
                     "by offset and joins no consumer group")
     kafka_config = {k: v for k, v in config.items() if k not in _GROUP_SETTINGS}
     strategy = _strategy(opts)
+    # The reader's own check, here on the driver at load(): a misspelt kafka. setting fails now,
+    # not when the first reader is made.
+    from kafkacore.consumer.config import ConsumerConfig
+
+    try:
+        ConsumerConfig(kafka_config)
+    except ConfigError as exc:
+        raise ConfigError(f"a kafka.-prefixed option is a reader setting, prefix removed: "
+                          f"{exc}") from None
 
     ending: OffsetRangeLimit
     if streaming is None:

@@ -75,6 +75,10 @@ def test_strategies_and_defaults():
      "'maxOffsetsPerTrigger'?"),
     ({**BS, "subscribe": "t", "topic": "x"}, True,
      "option 'topic' is for the kafkacore sink, not the source"),
+    ({**BS, "subscribe": "t", "kafka.fetch.max.byte": "1000"}, True,
+     "unknown reader setting 'fetch.max.byte'; did you mean 'fetch.max.bytes'?"),
+    ({**BS, "subscribe": "t", "kafka.isolation.level": "committed"}, False,
+     "invalid value 'committed' for 'isolation.level'"),
 ])
 def test_bad_source_options_say_what_is_wrong(options, streaming, words):
     with pytest.raises(ConfigError) as info:
