@@ -445,7 +445,7 @@ def parse_source_options(options: Mapping[str, Any], *, streaming: bool | None
     strategy = _strategy(opts)
     # The reader's own check, here on the driver at load(): a misspelt kafka. setting fails now,
     # not when the first reader is made.
-    from kafkacore.consumer.config import ConsumerConfig
+    from kafkacore.consumer import ConsumerConfig
 
     try:
         ConsumerConfig(kafka_config)
