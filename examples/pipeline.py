@@ -82,22 +82,37 @@ def start_spark(master: str = "local[2]", app: str = "kafkacore-flights"):
     """A local Spark session whose Python workers run this interpreter."""
     # The workers must import kafkacore: give them the interpreter we run in, unless told.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    # ... and this example module, which is not part of the installed package: Spark pickles
-    # functions defined here (``_count_task``) by reference, so the workers import it by name.
+    # ... the kafkacore this process imported (the installed, compiled one), and this example
+    # module, which is not part of the installed package: Spark pickles functions defined here
+    # (``_count_task``) by reference, so the workers import it by name.
+    import kafkacore
+    from kafkacore.spark import register
+
+    ours = str(pathlib.Path(kafkacore.__file__).resolve().parent.parent)
     here = str(pathlib.Path(__file__).resolve().parent)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [ours, here, os.environ.get("PYTHONPATH")]))
     from pyspark.sql import SparkSession
 
-    spark = (
-        SparkSession.builder.master(master)
-        .appName(app)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
-    )
+    # Spark starts its Python workers with ``python -m`` in the JVM's working directory, which
+    # comes first on their sys.path: started in a checkout, they would import its uncompiled
+    # sources.  So the JVM starts in a directory of its own (it keeps it; we go back).
+    previous = os.getcwd()
+    os.chdir(tempfile.mkdtemp(prefix="kafkacore-spark-"))
+    try:
+        spark = (
+            SparkSession.builder.master(master)
+            .appName(app)
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", "8")
+            .config("spark.driver.memory", "2g")
+            .getOrCreate()
+        )
+    finally:
+        os.chdir(previous)
     spark.sparkContext.setLogLevel("ERROR")
+    register(spark)  # format("kafkacore")
     return spark
 
 
@@ -219,6 +234,8 @@ def read_back(bootstrap: str, topic: str, partitions: int, expected: int, timeou
             "group.id": "kafkacore-pipeline-check",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
+            # Only committed transactions: the exactly-once sink's aborted attempts are hidden.
+            "isolation.level": "read_committed",
         }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])

@@ -41,9 +41,9 @@ def our_broker():
 
 @pytest.fixture(scope="module")
 def kspark(spark):
-    from kafkacore.spark.datasource import KafkaDataSource
+    from kafkacore.spark import register
 
-    spark.dataSource.register(KafkaDataSource)
+    register(spark)
     return spark
 
 
@@ -125,7 +125,7 @@ DRIVER = textwrap.dedent("""
     import os
     import sys
     from pyspark.sql import SparkSession
-    from kafkacore.spark.datasource import KafkaDataSource
+    from kafkacore.spark import register
 
     source, checkpoint, bootstrap, topic = sys.argv[1:5]
     if os.environ.get("DIE_AT"):  # the sink's fault hook: SIGKILL this process group there
@@ -133,7 +133,7 @@ DRIVER = textwrap.dedent("""
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "3").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(KafkaDataSource)
+    register(spark)
     query = (spark.readStream.schema("id long").option("maxFilesPerTrigger", 2)
              .json(source).repartition(3)
              .selectExpr("to_json(struct(id)) AS value")
