@@ -54,7 +54,9 @@ spark = pipeline.start_spark("local[2]", app="kafkacore-tutorial-31")  # registe
 workdir = pathlib.Path(tempfile.mkdtemp(prefix="kafkacore-tutorial-31-"))
 
 # -- 1. the stream's input: the events as JSON files, oldest first ------------------------------
-events = pipeline.build_events(spark, workdir, limit=FLIGHTS, slices=1).orderBy("id").collect()
+# In departure order (the order the files arrive in): each plane's events in time order.
+events = sorted(pipeline.build_events(spark, workdir, limit=FLIGHTS, slices=1).collect(),
+                key=lambda r: (json.loads(r["value"])["sched_dep"], r["id"]))
 incoming, staging = workdir / "incoming", workdir / "staging"
 incoming.mkdir()
 staging.mkdir()
@@ -62,7 +64,8 @@ per_file = FLIGHTS // FILES
 
 
 def drop_file(n: int) -> None:
-    """File n of the input: flights n*500 .. n*500+499 (moved in whole: the stream lists files)."""
+    """File n of the input: the n-th quarter of the events (moved in whole: the stream lists
+    files, and must not see one half written)."""
     rows = events[n * per_file:(n + 1) * per_file]
     path = staging / f"events-{n}.json"
     path.write_text("".join(json.dumps({"id": r["id"], "key": r["key"], "value": r["value"]})
