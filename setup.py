@@ -75,14 +75,19 @@ for pyx in sorted(glob("kafkacore/core/*.pyx") + glob("kafkacore/broker/*.pyx")
         UNCHECKED_DIRECTIVES if name in UNCHECKED and not DEBUG else CHECKED_DIRECTIVES)
     extensions.append(extension)
 
-# Said before the long part.  pip shows a build's output only with -v (or when it fails), so
-# the README and the Makefile say so before they install; `pip install -v .` shows this line and
-# then one "Compiling ..." / "building '...' extension" line per module.
-BUILDING = {"build_ext", "build", "bdist_wheel", "editable_wheel", "develop", "install"}
-if BUILDING & set(sys.argv[1:]):
-    print(f"kafkacore: compiling {len(extensions)} Cython modules to C and then to machine code "
-          f"on {os.cpu_count() or 1} cores; a few minutes, longer on a busy machine",
-          file=sys.stderr, flush=True)
+# Said before each long part.  pip shows a build's output only with -v (or when it fails), so
+# the README and the Makefile say so before they install; `pip install -v .` shows these lines,
+# then one "Compiling ..." (to C) and one "building '...' extension" (to machine code) per module.
+# Cython translates when setup.py is first run (pip's metadata step), gcc compiles in the build.
+untranslated = [e.sources[0] for e in extensions
+                if not os.path.exists(e.sources[0][:-4] + ".c")
+                or os.path.getmtime(e.sources[0]) > os.path.getmtime(e.sources[0][:-4] + ".c")]
+if untranslated or DEBUG:
+    print(f"kafkacore: translating {len(untranslated) if not DEBUG else len(extensions)} Cython "
+          f"modules to C", file=sys.stderr, flush=True)
+if {"build_ext", "build", "bdist_wheel", "editable_wheel", "develop", "install"} & set(sys.argv[1:]):
+    print(f"kafkacore: compiling {len(extensions)} C extensions on {os.cpu_count() or 1} cores: "
+          f"a few minutes, longer on a busy machine", file=sys.stderr, flush=True)
 
 directives = {
     "language_level": 3,

@@ -215,9 +215,9 @@ def find_hanging_transactions(
                                          for p in t["partitions"]}
     hanging = []
     for c in candidates:
-        txn_id = transactional_ids.get(c.producer_id)
-        if txn_id is None or (c.topic, c.partition) not in partitions_of.get(txn_id, set()):
-            hanging.append(HangingTransaction(**{**c.__dict__, "transactional_id": txn_id}))
+        owner = transactional_ids.get(c.producer_id)
+        if owner is None or (c.topic, c.partition) not in partitions_of.get(owner, set()):
+            hanging.append(HangingTransaction(**{**c.__dict__, "transactional_id": owner}))
     return hanging
 
 

@@ -691,8 +691,8 @@ class ProducerConfig(Mapping[str, Any]):
                 if key in ALIASES:
                     aliased[ALIASES[key]] = key
                 key = _canonical(key)
-                if key not in SETTINGS_BY_NAME and (name := _librdkafka_name(key)):
-                    librdkafka[name] = value
+                if key not in SETTINGS_BY_NAME and (theirs := _librdkafka_name(key)):
+                    librdkafka[theirs] = value
                     continue
                 if key not in SETTINGS_BY_NAME:
                     raise _unknown(key)
@@ -704,11 +704,11 @@ class ProducerConfig(Mapping[str, Any]):
                 log.info("%s: ignored (%s)", keyword, NOT_NEEDED[keyword])
                 continue
             setting = _BY_KEYWORD.get(keyword)
-            if setting is None and (name := _librdkafka_name(keyword)):
-                if name in librdkafka:
-                    raise ConfigError(f"{name!r} given twice: in the dict and as keyword "
+            if setting is None and (theirs := _librdkafka_name(keyword)):
+                if theirs in librdkafka:
+                    raise ConfigError(f"{theirs!r} given twice: in the dict and as keyword "
                                       f"{keyword}=")
-                librdkafka[name] = value
+                librdkafka[theirs] = value
                 continue
             if setting is None:
                 raise _unknown(keyword)

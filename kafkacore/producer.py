@@ -432,6 +432,8 @@ class KafkaProducer:
             already = self._closed
             self._closed = True
             self._appender.closed = True
+        if not already:
+            self._librdkafka.close()  # statistics and log forwarding stop with the producer
         in_callback = threading.current_thread() is self._sender.thread
         if in_callback:
             # The I/O thread cannot wait for itself: stop it without waiting (Java does the same).
@@ -449,7 +451,6 @@ class KafkaProducer:
         if not self._sender.stopped.wait(max(self.config["request.timeout.ms"] / 1000, 1.0)):
             log.error("the kafkacore sender thread did not stop")
         if not already:
-            self._librdkafka.close()
             for interceptor in self._interceptors:
                 closer = getattr(interceptor, "close", None)
                 if closer is not None:

@@ -35,6 +35,7 @@ from kafkacore.errors import (
     IllegalStateError,
     KafkaError,
     KafkaTimeoutError,
+    NetworkError,
     TransactionAbortedError,
     TransactionalIdAuthorizationFailedError,
     for_code,
@@ -531,9 +532,11 @@ class Sender:
                     "(IDEMPOTENT_WRITE on the cluster or WRITE on a topic is needed)")
                 log.error("%s", self._fatal_error)
                 return
-            # While the client holds a fatal error (refused login, wrong security.protocol)
-            # the records fail with it: said once there, not on every retry here.
-            quiet = getattr(self.client, "authentication_error", None) is not None
+            # A broken connection is the network client's to report (a wrong security.protocol,
+            # a broker that stays unreachable: once, there), and so is a fatal error it holds;
+            # a warning here on every retry would repeat it ten times a second.
+            quiet = (getattr(self.client, "authentication_error", None) is not None
+                     or isinstance(response.error, NetworkError))
             (log.debug if quiet else log.warning)("InitProducerId failed (%s); retrying", reason)
             self._init_pid_backoff_until = clock_ms() + self.accumulator.retry_backoff_ms
             return

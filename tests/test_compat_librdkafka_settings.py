@@ -201,3 +201,47 @@ def test_partitioner_consistent_random_puts_keys_where_librdkafka_does(bootstrap
     assert p.flush(30) == 0
     p.close()
     assert ours == where and len(set(ours.values())) > 1
+
+
+def _set_producer_quota(broker, client_id: str, bytes_per_s: float) -> None:
+    """AlterClientQuotas (KIP-546), encoded by kafka-python's classes, to our broker."""
+    import socket
+    import struct
+
+    from kafka.protocol.admin import AlterClientQuotasRequest, AlterClientQuotasResponse
+
+    entry = AlterClientQuotasRequest.EntryData
+    request = AlterClientQuotasRequest[1](entries=[entry(
+        entity=[entry.EntityData(entity_type="client-id", entity_name=client_id)],
+        ops=[entry.OpData(key="producer_byte_rate", value=bytes_per_s, remove=False)])],
+        validate_only=False)
+    request.with_header(correlation_id=1, client_id="quota-admin")
+    with socket.create_connection(("127.0.0.1", broker.socket_server.bound_port), 30) as s:
+        s.sendall(bytes(request.encode(header=True, framed=True)))
+        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+        response = AlterClientQuotasResponse.decode(s.recv(size, socket.MSG_WAITALL),
+                                                    version=1, header=True)
+    assert [e.error_code for e in response.entries] == [0]
+
+
+def test_throttle_cb_hears_a_broker_that_throttles(tmp_path):
+    from kafkacore.broker import Broker
+    from kafkacore.compat.librdkafka import ThrottleEvent
+
+    with Broker({"log.dirs": str(tmp_path), "quota.window.num": "3"}) as broker:
+        _set_producer_quota(broker, "slow-producer", 20 * 1024.0)
+        events: list = []
+        p = confluent.Producer({"bootstrap.servers": broker.bootstrap_servers,
+                                "client.id": "slow-producer", "batch.size": 16 * 1024,
+                                "throttle_cb": events.append})
+        for _ in range(100):  # past the burst a new sensor allows (2 windows' worth)
+            p.produce("throttled", b"x" * 1024)
+            p.poll(0)
+        assert p.flush(60) == 0
+        deadline = time.monotonic() + 20
+        while not events and time.monotonic() < deadline:
+            p.poll(0.1)
+        p.close()
+    assert events and isinstance(events[0], ThrottleEvent)
+    assert events[0].throttle_time > 0 and events[0].broker_id >= 0
+    assert "throttled for" in str(events[0])

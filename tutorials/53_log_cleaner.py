@@ -57,7 +57,7 @@ def read_all(log: Log) -> dict[int, tuple[bytes | None, bytes | None]]:
 root = Path(tempfile.mkdtemp())
 config = LogConfig.from_properties({
     "cleanup.policy": "compact",
-    "segment.bytes": "65536",  # small segments: the active one is never cleaned
+    "internal.segment.bytes": "65536",  # small segments: the active one is never cleaned
     "delete.retention.ms": "1000",  # tombstones stay a second after their first cleaning
 })
 log = Log(root / "balances-0", config, topic="balances", partition=0)

@@ -41,7 +41,8 @@ def main() -> None:
     with Broker(settings) as broker:
         bootstrap = broker.bootstrap_servers
         admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-        admin.create_topics([NewTopic("orders", 1, 1, topic_configs={"segment.bytes": "2000"})])
+        admin.create_topics([NewTopic("orders", 1, 1,
+                                      topic_configs={"internal.segment.bytes": "2000"})])
         producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0)
         for i in range(60):
             producer.send("orders", value=b"order %03d " % i + b"." * 100).get(timeout=30)

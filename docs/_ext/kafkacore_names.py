@@ -11,7 +11,8 @@ A chapter that names ``kafkacore/broker/log/log_segment.py``, ``linger.ms`` or
   Python built-in, or a Kafka (Java) class, API or type a chapter names for comparison
   (``KAFKA_NAMES`` below);
 * any other dotted lower-case name: a producer setting (``kafkacore.config``, with its aliases and
-  the librdkafka names it knows), a broker setting (``kafkacore.broker.config``), or a Kafka
+  the librdkafka names it knows), a broker setting (``kafkacore.broker.config``, or any Kafka 4
+  broker setting, ``kafkacore.broker.kafka_broker_settings``), or a Kafka
   setting a chapter mentions for comparison (``KAFKA_ONLY`` below).
 
 ``tests/test_docs_names.py`` runs the same check without Sphinx.
@@ -40,6 +41,8 @@ _NOT_A_SETTING = re.compile(
 # of our config modules has.
 KAFKA_ONLY = frozenset(
     """
+    message.downconversion.enable message.format.version message.timestamp.difference.max.ms
+    remote.log.storage.system.enable
     group.protocol retention.ms retention.bytes segment.bytes segment.ms cleanup.policy min.insync.replicas
     max.message.bytes message.timestamp.type unclean.leader.election.enable
     log.retention.ms log.retention.minutes log.retention.bytes log.segment.bytes log.roll.ms
@@ -57,12 +60,15 @@ KAFKA_ONLY = frozenset(
     transaction.partition.verification.enable spark.python.worker.reuse
     leader.replication.throttled.rate
     metadata.log.max.record.bytes.between.snapshots metadata.log.max.snapshot.interval.ms
+    internal.segment.bytes message.downconversion.enable message.format.version
+    message.timestamp.difference.max.ms consumer.session.timeout.ms consumer.heartbeat.interval.ms
     """.split()
 )
 # Java classes, Kafka APIs and types, and C API names a chapter mentions, that kafkacore does not
 # define under the same name.
 KAFKA_NAMES = frozenset(
     """
+    LogAppendTime OffsetSpec CorruptRecordException LogCleaningException GroupConfig
     AclControlManager AddOffsetsToTxn CurrentAssignmentBuilder AddPartitionsToTxn AdminClient AtomicLong
     AtomicReference
     BoundedByteBufferReceive BrokerServer ByteBuffer CheckpointFile ClusterConnectionStates Collections
@@ -77,10 +83,13 @@ KAFKA_NAMES = frozenset(
     SimpleMemoryPool SnappyOutputStream SslFactory SslTransportLayer StickyPartitionInfo String
     Thunk Topic TopicData TransactionalId TxnOffsetCommit UnifiedLog UniformStickyPartitioner
     Utils UtilsTest Uuid WriteBuffer Any KafkaLZ4BlockOutputStream DataOutputStream
-    IllegalStateException GZIPOutputStream
+    IllegalStateException GZIPOutputStream KafkaConfig
+    LogAppendTime GroupConfig CorruptRecordException LogCleaningException DefaultSource Trigger
+    CreatePartitions KafkaConsumer IllegalArgumentException SupportsTriggerAvailableNow
     TopicRecord PartitionRecord PartitionChangeRecord ConfigRecord ClientQuotaRecord RemoveTopicRecord
     RegisterBrokerRecord FenceBrokerRecord UnfenceBrokerRecord MetadataDelta MetadataImage TopicsDelta
     KafkaMetadataLog SnapshotGenerator BrokerMetadataPublisher PartitionMetadataFile
+    ControllerConfigurationValidator BoundedList BoundedListTooLongException
     """.split()
 )
 # Dotted lower-case names in the docs that are not settings: attributes, file names, code.
@@ -97,12 +106,19 @@ def known_settings():
     """Every dotted setting name the docs may use."""
     from kafkacore import config as producer
     from kafkacore.broker import config as broker
+    from kafkacore.broker import group_config
+    from kafkacore.broker.kafka_broker_settings import KAFKA_BROKER_SETTINGS
     from kafkacore.broker.log import config as log_config
 
     names = set(producer.SETTINGS_BY_NAME) | set(producer.ALIASES) | set(producer.CONVERTED_ALIASES)
     names |= set(producer.NOT_NEEDED) | set(producer.NO_COUNTERPART) | set(producer._JAVA_ONLY)
-    names |= set(broker.SETTINGS) | set(broker.ALIASES) | set(log_config._SPEC)
-    return names | KAFKA_ONLY
+    # librdkafka's and confluent-kafka-python's own settings, which the facade accepts.
+    names |= set(producer.LIBRDKAFKA_SETTINGS) | set(producer.CONFLUENT_PYTHON_SETTINGS)
+    names |= set(producer.LIBRDKAFKA_MAPPED)
+    names |= set(broker.SETTINGS) | set(broker.ALIASES) | set(log_config.TOPIC_CONFIGS)
+    names |= {log_config.INTERNAL_SEGMENT_BYTES} | set(group_config.GROUP_CONFIGS)
+    # Every Kafka 4 broker setting: the broker accepts them all by name (docs/broker/reactor.rst).
+    return names | KAFKA_ONLY | KAFKA_BROKER_SETTINGS
 
 
 def known_classes():

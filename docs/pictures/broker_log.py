@@ -2,6 +2,8 @@
 
 broker_log_segments.png     a partition's segments: the batches in each .log file, the sparse index
 broker_idempotence.png      one producer's state and what the log answers to four incoming batches
+broker_time_index.png       one segment's records and their timestamps, its .timeindex entries,
+                            and what ListOffsets by time answers
 """
 
 import tempfile
@@ -163,11 +165,62 @@ def _idempotence(out_dir, directory):
     log.close()
 
 
+def _time_index(out_dir, directory):
+    """Seven batches whose record timestamps do not grow, an entry every 80 bytes."""
+    base = 1_700_000_000_000
+    stamps = [[30, 10, 20], [15, 40], [35, 25, 45], [44, 41], [60, 50, 55], [52, 58], [70, 65]]
+    log = Log(directory / "clicks-0", LogConfig(index_interval_bytes=80))
+    for batch in stamps:
+        b = MemoryRecordsBuilder(4096)
+        for ts in batch:
+            b.append(base + ts * 1000, None, b"v" * 20)
+        log.append_as_leader(bytes(b.build()))
+    log.active_segment.on_become_inactive()  # the entry a roll would add
+    seg = log.active_segment
+    target = base + 42_000
+    answer = log.fetch_offset_by_timestamp(target)
+    records = [(o, ts) for o, ts in enumerate(t for batch in stamps for t in batch)]
+    fig, ax = plt.subplots(figsize=(11, 2.9))
+    ax.set_xlim(-0.5, len(records) + 0.5)
+    ax.set_ylim(-1.5, 2.3)
+    ax.axis("off")
+    x = 0
+    for h, batch in zip(seg.iter_headers(), stamps, strict=True):
+        ax.add_patch(Rectangle((x - 0.05, 0.55), len(batch) - 0.9, 0.1, fc=BATCH, ec="#555555",
+                               lw=0.6))
+        ax.text(x + (len(batch) - 1) / 2, 0.8, f"batch {h.base_offset}-{h.last_offset}\n"
+                f"max {(h.max_timestamp - base) // 1000}", ha="center", fontsize=6.5)
+        x += len(batch)
+    for offset, ts in records:
+        hit = answer is not None and offset == answer[0]
+        ax.add_patch(Rectangle((offset - 0.4, 0), 0.8, 0.45, fc="#f7c6c6" if hit else ACTIVE,
+                               ec="#555555", lw=0.8))
+        ax.text(offset, 0.22, f"{ts}", ha="center", va="center", fontsize=7)
+        ax.text(offset, -0.15, f"{offset}", ha="center", fontsize=6.5, color="#555555")
+    for ts, offset in seg.time_index.entries():
+        ax.annotate("", xy=(offset, -0.3), xytext=(offset, -0.8),
+                    arrowprops={"arrowstyle": "->", "color": INDEX})
+        ax.text(offset + 0.08, -0.75, f"({(ts - base) // 1000}, {offset})", fontsize=6.5,
+                color=INDEX)
+    ax.text(-0.4, 1.6, "record timestamps (seconds after T) and offsets; blue: .timeindex "
+            "entries (largest timestamp so far, last offset of its batch)", fontsize=8)
+    start = seg.time_index.lookup(target)
+    ax.text(-0.4, -1.3, f"ListOffsets at T+42: the last entry at or below 42, "
+            f"({(start[0] - base) // 1000}, {start[1]}), says where to start reading; the first "
+            f"record at or after 42 is offset {answer[0]} (red), not offset 5, where the first "
+            "batch whose max reaches 42 starts", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out_dir / "broker_time_index.png", dpi=110)
+    plt.close(fig)
+    log.close()
+
+
 def draw(out_dir):
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory() as tmp:
         _segments(out_dir, Path(tmp))
         _idempotence(out_dir, Path(tmp))
+        _time_index(out_dir, Path(tmp))
 
 
 if __name__ == "__main__":

@@ -1312,7 +1312,8 @@ class KafkaApis(ApiRequestHandler):
             self.broker.group_coordinator.handle_commit_offsets(
                 body["group_id"], body.get("generation_id", -1), offsets,
                 member_id=body.get("member_id", ""), response_callback=send_response,
-                producer=(body["producer_id"], body["producer_epoch"]))
+                producer=(body["producer_id"], body["producer_epoch"]),
+                group_instance_id=body.get("group_instance_id"))
 
         if not offsets:
             commit()
@@ -1540,7 +1541,7 @@ class KafkaApis(ApiRequestHandler):
         coordinator.handle_commit_offsets(
             body["group_id"], body.get("generation_id_or_member_epoch", -1), offsets,
             member_id=body.get("member_id", ""), response_callback=send_response,
-            api_version=request.api_version)
+            api_version=request.api_version, group_instance_id=body.get("group_instance_id"))
 
     def _offset_fetch_topics(
         self, group_id: str, topics: list[dict[str, Any]] | None, version: int,

@@ -312,7 +312,7 @@ class BrokerConfig:
     """The parsed settings.  ``config["num.io.threads"]`` or ``config.get(...)``.
 
     A name Kafka's broker knows but this one has no counterpart for is accepted and listed in
-    :attr:`without_effect` (``kafkacore-broker`` names them once at start), so Kafka's own
+    ``without_effect`` (``kafkacore-broker`` names them once at start), so Kafka's own
     ``server.properties`` starts it; a name Kafka does not know raises with a did-you-mean (a
     misspelt setting must not be ignored in silence), except those that start with ``x.``
     (kept as strings for experiments).

@@ -1,4 +1,5 @@
-"""``ConfigAdminManager``: AlterConfigs and IncrementalAlterConfigs, for topics and brokers.
+"""``ConfigAdminManager``: AlterConfigs and IncrementalAlterConfigs, for topics, brokers and
+groups (Kafka 4's GROUP resources, ``kafkacore.broker.group_config``).
 
 A config change is checked whole before anything changes: the principal's right (ALTER_CONFIGS
 on the topic, or on the cluster for a broker), the resource, each name and value.  Then it is
@@ -23,6 +24,11 @@ from typing import TYPE_CHECKING, Any
 from kafkacore import errors
 from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.dynamic_broker_config import DEFAULT_RESOURCE, DynamicBrokerConfig
+from kafkacore.broker.group_config import (
+    RESOURCE_TYPE_GROUP,
+    group_defaults,
+    validate_group_configs,
+)
 from kafkacore.broker.log import LogConfig
 from kafkacore.broker.logging_controller import (
     LEVELS,
@@ -42,7 +48,8 @@ log = logging.getLogger(__name__)
 
 
 #: Topic settings whose value is a comma-separated list (APPEND and SUBTRACT work on them).
-LIST_SETTINGS = frozenset({"cleanup.policy"})
+LIST_SETTINGS = frozenset({"cleanup.policy", "leader.replication.throttled.replicas",
+                           "follower.replication.throttled.replicas"})
 
 
 class OpType(IntEnum):
@@ -220,11 +227,14 @@ class ConfigAdminManager:
         refused = []
         allowed = []
         loggers = []  # this broker's own, never forwarded (Kafka's ConfigAdminManager.preprocess)
+        groups = []  # GROUP resources: kept by this broker (see _alter_group)
         for res in body["resources"]:
             error = self._refused(request, res["resource_type"], res["resource_name"])
             if error == Errors.NONE and incremental and \
                     res["resource_type"] == RESOURCE_TYPE_BROKER_LOGGER:
                 loggers.append(res)
+            elif error == Errors.NONE and res["resource_type"] == RESOURCE_TYPE_GROUP:
+                groups.append(res)
             elif error == Errors.NONE:
                 allowed.append(res)
             else:
@@ -233,6 +243,8 @@ class ConfigAdminManager:
                                 "resource_name": res["resource_name"]})
         refused += alter_resources(loggers, incremental, body["validate_only"], self._alter_logger,
                                    kinds=(RESOURCE_TYPE_BROKER_LOGGER,))
+        refused += alter_resources(groups, incremental, body["validate_only"], self._alter_group,
+                                   kinds=(RESOURCE_TYPE_GROUP,))
         body["resources"] = allowed
         if allowed and self.apis.forward_to_controller(request, ("responses", refused)):
             return
@@ -248,7 +260,32 @@ class ConfigAdminManager:
         if kind in (RESOURCE_TYPE_BROKER, RESOURCE_TYPE_BROKER_LOGGER) and not self.apis.authorize(
                 request, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER):
             return Errors.CLUSTER_AUTHORIZATION_FAILED
+        if kind == RESOURCE_TYPE_GROUP and not self.apis.authorize(
+                request, AclOperation.ALTER_CONFIGS, ResourceType.GROUP, name):
+            return Errors.GROUP_AUTHORIZATION_FAILED
         return Errors.NONE
+
+    def _alter_group(self, kind: int, name: str, configs: list[dict[str, Any]],
+                     incremental: bool, validate_only: bool) -> None:
+        """A group's configs (Kafka 4's GroupConfig), checked whole, then stored: persisted in
+        the metadata log by a broker alone; a broker of a cluster keeps them in memory, as
+        the controller does not take GROUP resources yet."""
+        if not name:
+            raise errors.InvalidRequestError("Group name must not be empty")
+        broker = self.broker
+        current = broker.metadata_cache.group_configs(name)
+        effective = {**group_defaults(broker.config), **current}
+        for c in configs:  # Kafka: no group config is a list
+            if incremental and _operation(c) in (OpType.APPEND, OpType.SUBTRACT):
+                raise errors.InvalidConfigError(
+                    f"Config value {_operation(c).name.lower()} is not allowed for config "
+                    f"key: {c['name']}")
+        new = apply_ops(current, configs, incremental, effective)
+        new = validate_group_configs(new, broker.config)
+        if not validate_only:
+            broker.metadata_cache.alter_group_configs(name, new,
+                                                      persist=broker.lifecycle is None)
+            log.info("group %s: configs now %s", name, new)
 
     def _alter_logger(self, kind: int, name: str, configs: list[dict[str, Any]],
                       incremental: bool, validate_only: bool) -> None:

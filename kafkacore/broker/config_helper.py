@@ -23,6 +23,7 @@ from kafkacore.broker.config_source import (
     config_value_string,
 )
 from kafkacore.broker.dynamic_broker_config import DEFAULT_RESOURCE, TOPIC_SYNONYMS
+from kafkacore.broker.group_config import GROUP_CONFIGS, RESOURCE_TYPE_GROUP, group_defaults
 from kafkacore.broker.log import LogConfig
 from kafkacore.broker.logging_controller import RESOURCE_TYPE_BROKER_LOGGER, LoggingController
 from kafkacore.broker.request_channel import Request
@@ -55,10 +56,12 @@ class ConfigHelper:
                 configs = self._describe_broker_configs(request, res, result)
             elif res["resource_type"] == RESOURCE_TYPE_BROKER_LOGGER:
                 configs = self._describe_logger_configs(request, res, result)
+            elif res["resource_type"] == RESOURCE_TYPE_GROUP:
+                configs = self._describe_group_configs(request, res, result)
             else:
                 result.update(error_code=Errors.INVALID_REQUEST,
-                              error_message="this broker describes topics, brokers and "
-                                            "broker loggers only")
+                              error_message="this broker describes topics, brokers, "
+                                            "broker loggers and groups only")
                 configs = []
             keys = res["configuration_keys"]
             for name, value, source, sensitive, value_type, doc in configs:
@@ -118,6 +121,26 @@ class ConfigHelper:
         return [(key, config_value_string(dynamic[key]), dynamic.source(key), is_sensitive(key),
                  config_type(key, dynamic[key]), setting.doc)
                 for key, setting in SETTINGS.items()]
+
+    def _describe_group_configs(self, request: Request, res: dict[str, Any],
+                                result: dict[str, Any]) -> list[DescribedConfig]:
+        """A group's configs (Kafka 4's GroupConfig): its own (GROUP_CONFIG) or the default
+        (the broker's setting, or Kafka's); DESCRIBE_CONFIGS on the group.  The group need
+        not exist, as in Kafka."""
+        name = res["resource_name"]
+        if not self.apis.authorize(request, AclOperation.DESCRIBE_CONFIGS, ResourceType.GROUP,
+                                   name):
+            result["error_code"] = Errors.GROUP_AUTHORIZATION_FAILED
+            return []
+        if not name:
+            result.update(error_code=Errors.INVALID_REQUEST,
+                          error_message="Group name must not be empty")
+            return []
+        own = self.broker.metadata_cache.group_configs(name)
+        return [(key, own.get(key, default),
+                 ConfigSource.GROUP_CONFIG if key in own else ConfigSource.DEFAULT_CONFIG,
+                 False, ConfigType[GROUP_CONFIGS[key].type], GROUP_CONFIGS[key].doc)
+                for key, default in group_defaults(self.broker.config).items()]
 
     def _describe_logger_configs(self, request: Request, res: dict[str, Any],
                                  result: dict[str, Any]) -> list[DescribedConfig]:

@@ -19,6 +19,8 @@ class ConfigSource(IntEnum):
     STATIC_BROKER_CONFIG = 4  #: set in server.properties
     DEFAULT_CONFIG = 5  #: nobody set it: the default
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8  #: a group's own setting (GROUP resource)
 
 
 class ConfigType(IntEnum):

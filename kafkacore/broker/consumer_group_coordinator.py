@@ -461,7 +461,9 @@ class ConsumerGroupCoordinator:
             give = joining or full or updated.assigned != current.assigned \
                 or updated.member_epoch != req.member_epoch
             return (_response(updated.member_id, updated.member_epoch,
-                              self.heartbeat_interval_ms,
+                              _group_setting(self, group.group_id,
+                                             "consumer.heartbeat.interval.ms",
+                                             self.heartbeat_interval_ms),
                               updated.assigned if give else None), to_store)
 
     def _joining_member(self, group: ConsumerGroup, req: HeartbeatRequest, member_id: str,
@@ -573,7 +575,7 @@ class ConsumerGroupCoordinator:
         self.purgatory.check_and_complete(key)  # the previous session, satisfied
         self.purgatory.try_complete_else_watch(
             DelayedConsumerSession(self, group, member.member_id, member.session_count,
-                                   _session_timeout_ms(self, member)), [key])
+                                   _session_timeout_ms(self, member, group.group_id)), [key])
 
     def _schedule_revocation(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         """Kafka's rebalance timeout: started when the member is asked to revoke partitions,
@@ -606,7 +608,7 @@ class ConsumerGroupCoordinator:
             if group.dead or member is None or member.session_count != session_count:
                 return
             log.info("consumer group %s: member %s did not heartbeat within %d ms; removed",
-                     group.group_id, member_id, _session_timeout_ms(self, member))
+                     group.group_id, member_id, _session_timeout_ms(self, member, group.group_id))
             to_store = self._remove_or_downgrade(group, member_id)
         self.group_manager.store_records(group.group_id, to_store, lambda error: None)
 
@@ -712,7 +714,7 @@ class ConsumerGroupCoordinator:
         if step is None or self.purgatory is None:
             return
         timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 \
-            else _session_timeout_ms(self, member)
+            else _session_timeout_ms(self, member, group.group_id)
         awaited = self._awaited[key] = DelayedClassicRejoin(self, group, member.member_id, step,
                                                            timeout)
         self.purgatory.try_complete_else_watch(awaited, [_rejoin_key(*key)])
@@ -991,10 +993,22 @@ class ConsumerGroupCoordinator:
 
 
 def _session_timeout_ms(coordinator: ConsumerGroupCoordinator,
-                        member: ConsumerGroupMember) -> int:
-    """A classic member keeps the session timeout of its JoinGroup."""
-    return coordinator.session_timeout_ms if member.classic is None \
-        else member.classic.session_timeout_ms
+                        member: ConsumerGroupMember, group_id: str) -> int:
+    """A classic member keeps the session timeout of its JoinGroup; the others get their
+    group's consumer.session.timeout.ms (a GROUP config) or the broker's."""
+    if member.classic is not None:
+        return member.classic.session_timeout_ms
+    return _group_setting(coordinator, group_id, "consumer.session.timeout.ms",
+                          coordinator.session_timeout_ms)
+
+
+def _group_setting(coordinator: ConsumerGroupCoordinator, group_id: str, name: str,
+                   default: int) -> int:
+    """A group's own config (Kafka 4's GroupConfig, kafkacore.broker.group_config), else
+    ``default``, the broker's setting."""
+    own = getattr(coordinator.metadata_cache, "group_configs", None)
+    value = own(group_id).get(name) if own is not None else None
+    return default if value is None else int(value)
 
 
 def _session_key(group_id: str, member_id: str) -> tuple[str, str, str]:

@@ -205,6 +205,7 @@ class GroupCoordinator:
         response_callback: Callable[[dict[tuple[str, int], int]], None] | None = None,
         producer: tuple[int, int] | None = None,
         api_version: int | None = None,
+        group_instance_id: str | None = None,
     ) -> dict[tuple[str, int], int] | None:
         """Store ``offsets`` for ``group_id``: the error code of each partition, given to
         ``response_callback`` once the offsets topic's in-sync replicas have the commit (from
@@ -215,7 +216,8 @@ class GroupCoordinator:
         offsets count).  Generation -1 and no member id is a group that "is only using Kafka to
         store offsets", allowed while the group has no members.
 
-        ``producer`` (id, epoch): TxnOffsetCommit, a commit that counts only once its
+        A static member's commit with the member id of an older incarnation is
+        FENCED_INSTANCE_ID.  ``producer`` (id, epoch): TxnOffsetCommit, a commit that counts only once its
         transaction commits (Kafka's ``handleTxnCommitOffsets``).  ``api_version``: the
         OffsetCommit's (v9+ answers GROUP_ID_NOT_FOUND for a membership of no group, and a
         consumer group's member must use v9+); None for TxnOffsetCommit.
@@ -247,7 +249,9 @@ class GroupCoordinator:
             self._store_offsets(group_id, offsets, response_callback, producer)
             return None
         with group.lock:
-            error = self._validate_offset_commit(group, generation_id, member_id)
+            error = Errors.FENCED_INSTANCE_ID if group.is_static_member_fenced(
+                group_instance_id, member_id) else self._validate_offset_commit(
+                group, generation_id, member_id)
             if error != Errors.NONE:
                 response_callback(dict.fromkeys(offsets, error))
                 return None
@@ -978,7 +982,7 @@ class GroupCoordinator:
         with group.lock:
             if group.is_state(GroupState.DEAD):
                 return Errors.COORDINATOR_NOT_AVAILABLE, []
-            errors = []
+            errors: list[int] = []
             instance_ids = group_instance_ids or [None] * len(member_ids)
             for member_id, instance_id in zip(member_ids, instance_ids, strict=False):
                 if instance_id is not None:  # a static member, named by its instance id

@@ -1,6 +1,6 @@
 """Every setting name a Kafka 4 broker knows, so that a ``server.properties`` written for Kafka
 starts this broker: a name Kafka knows but this broker has no counterpart for is accepted and
-named once at start (:attr:`kafkacore.broker.config.BrokerConfig.without_effect`); only a name
+named once at start (``BrokerConfig.without_effect``); only a name
 Kafka does not know is an error, with a did-you-mean.
 
 The names are those of Kafka 4's ``KafkaConfig`` definition (``AbstractKafkaConfig.CONFIG_DEF``

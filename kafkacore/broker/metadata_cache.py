@@ -62,6 +62,7 @@ class TopicMetadata:
 #: ConfigRecord resource types (Kafka's ``ConfigResource.Type``)
 RESOURCE_TYPE_TOPIC = 2
 RESOURCE_TYPE_BROKER = 4
+RESOURCE_TYPE_GROUP = 32
 
 
 def _config_changes(kind: int, name: str, old: dict[str, str],
@@ -90,6 +91,8 @@ class MetadataCache:
         #: dynamic broker configs (ConfigRecords of BROKER resources): resource name ("" for
         #: the cluster-wide default, else a broker id) -> name -> value
         self._broker_configs: dict[str, dict[str, str]] = {}
+        #: GROUP resources' configs (ConfigRecords of GROUP resources): group id -> name -> value
+        self._group_configs: dict[str, dict[str, str]] = {}
         #: records of the open batch, not yet on disk, and the names they create
         self._pending: list[Record] = []
         self._pending_names: set[str] = set()
@@ -100,6 +103,7 @@ class MetadataCache:
             self._topics[topic.name] = topic
             self._by_id[topic.topic_id] = topic.name
         self._broker_configs = (snapshot or {}).get("broker_configs", {})
+        self._group_configs = (snapshot or {}).get("group_configs", {})
         #: client quotas (ClientQuotaRecords), and who hears of a change (the quota managers)
         self.client_quotas = ClientQuotaControlManager()
         self.on_client_quotas: Callable[[dict[Entity, dict[str, float]]], None] | None = None
@@ -186,6 +190,22 @@ class MetadataCache:
             self._change(_config_changes(RESOURCE_TYPE_BROKER, resource_name,
                                          self._broker_configs.get(resource_name, {}), configs))
 
+    def group_configs(self, group_id: str) -> dict[str, str]:
+        """A group's own configs (GROUP resource), a copy."""
+        with self._lock:
+            return dict(self._group_configs.get(group_id, {}))
+
+    def alter_group_configs(self, group_id: str, configs: dict[str, str], *,
+                            persist: bool = True) -> None:
+        """Replace the configs of one group (persisted before returning; ``persist=False``:
+        in memory only, for a broker of a cluster, whose metadata log is the controller's)."""
+        with self._lock:
+            if not persist:
+                self._group_configs[group_id] = dict(configs)
+                return
+            self._change(_config_changes(RESOURCE_TYPE_GROUP, group_id,
+                                         self._group_configs.get(group_id, {}), configs))
+
     def alter_client_quotas(self, entries: list[dict[str, Any]], validate_only: bool
                             ) -> list[dict[str, Any]]:
         """AlterClientQuotas on a broker alone: each entry's answer; the accepted changes
@@ -257,6 +277,8 @@ class MetadataCache:
         elif kind == "ConfigRecord":
             if r.get("resource_type", RESOURCE_TYPE_TOPIC) == RESOURCE_TYPE_TOPIC:
                 configs = self._topics[r["resource_name"]].configs
+            elif r["resource_type"] == RESOURCE_TYPE_GROUP:
+                configs = self._group_configs.setdefault(r["resource_name"], {})
             else:
                 configs = self._broker_configs.setdefault(r["resource_name"], {})
             if r["value"] is None:  # back to the default
@@ -275,4 +297,5 @@ class MetadataCache:
         return {"topics": [{"name": t.name, "id": str(t.topic_id), "partitions": t.partitions,
                             "configs": t.configs} for t in self._topics.values()],
                 "broker_configs": self._broker_configs,
+                "group_configs": {g: c for g, c in self._group_configs.items() if c},
                 "client_quotas": self.client_quotas.records()}

@@ -166,7 +166,7 @@ class MetadataLoader:
             if r.offset < self._offset:
                 continue
             try:
-                records.append(json.loads(r.value))
+                records.append(json.loads(r.value or b""))
             except (TypeError, ValueError) as exc:  # counted (the offset moves past it), skipped
                 self._skip_record(r.value, exc)
                 records.append({"type": "UndecodableRecord"})

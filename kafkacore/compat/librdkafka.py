@@ -1,7 +1,7 @@
 """librdkafka's settings that mean something here, applied to a running producer.
 
 :class:`~kafkacore.config.ProducerConfig` accepts every librdkafka producer setting; the ones
-in :data:`~kafkacore.config.LIBRDKAFKA_MAPPED` land in ``config.librdkafka`` and
+in ``kafkacore.config.LIBRDKAFKA_MAPPED`` land in ``config.librdkafka`` and
 :func:`attach` gives them their effect on a :class:`~kafkacore.producer.KafkaProducer`:
 
 * ``statistics.interval.ms`` with ``stats_cb``: every interval, ``stats_cb(json_str)`` with
@@ -26,12 +26,13 @@ import json
 import logging
 import random
 import threading
+import weakref
 import zlib
 from collections.abc import Callable
 from typing import Any
 
-#: librdkafka's debug contexts, and the kafkacore loggers each one turns to DEBUG (empty: a
-#: consumer's or a feature's context, with nothing to log in a producer).
+#: librdkafka's debug contexts, and the kafkacore loggers each one turns to DEBUG; none for a
+#: consumer's or a feature's context, with nothing to log in a producer.
 DEBUG_CONTEXTS: dict[str, tuple[str, ...]] = {
     "all": ("kafkacore",),
     "generic": ("kafkacore.producer",),
@@ -205,21 +206,27 @@ def attach(producer: Any, settings: dict[str, Any] | None = None) -> Attached:
         logging.getLogger("kafkacore").addHandler(attached._handler)
     stats_cb, interval_ms = settings.get("stats_cb"), settings.get("statistics.interval.ms", 0)
     if stats_cb is not None and interval_ms > 0:
-        attached._thread = threading.Thread(
-            target=_emit_stats, args=(producer, stats_cb, interval_ms / 1000, attached._stop),
+        attached._thread = threading.Thread(  # a weak reference: it must not keep it alive
+            target=_emit_stats,
+            args=(weakref.ref(producer), stats_cb, interval_ms / 1000, attached._stop),
             name=f"kafkacore-stats | {producer.client_id}", daemon=True)
         attached._thread.start()
     return attached
 
 
-def _emit_stats(producer: Any, stats_cb: Callable[[str], object], interval_s: float,
-                stop: threading.Event) -> None:
+def _emit_stats(producer_ref: weakref.ref[Any], stats_cb: Callable[[str], object],
+                interval_s: float, stop: threading.Event) -> None:
     from kafkacore.metrics import librdkafka_stats
 
     log = logging.getLogger("kafkacore.metrics")
     while not stop.wait(interval_s):
+        producer = producer_ref()
+        if producer is None or producer._closed:
+            return
         try:
-            stats_cb(json.dumps(librdkafka_stats(producer)))
+            text = json.dumps(librdkafka_stats(producer))
+            del producer
+            stats_cb(text)
         except Exception:
             log.exception("stats_cb failed")
 

@@ -50,7 +50,6 @@ _SHARED = (
     "socket.connection.setup.timeout.ms",
     "connections.max.idle.ms",
     "send.buffer.bytes",
-    "receive.buffer.bytes",
 )
 
 #: Every setting the reader takes, by Java name.
@@ -66,11 +65,15 @@ CONSUMER_SETTINGS: dict[str, Setting] = {
     "max.partition.fetch.bytes": _row("max.partition.fetch.bytes", 1048576,
                                       _int_range(1, INT_MAX), "an int >= 1",
                                       "Most bytes of one partition per Fetch response."),
-    "fetch.max.wait.ms": _row("fetch.max.wait.ms", 500, _int_range(0, INT_MAX), "an int >= 0",
-                              "How long the broker may wait for data at the end of the log."),
     "default.api.timeout.ms": _row("default.api.timeout.ms", 60000, _int_range(0, INT_MAX),
                                    "an int >= 0",
                                    "Bound of metadata and ListOffsets calls, retries included."),
+    # Larger than the producer's (and Java's 64 KiB): a socket buffer that holds a whole Fetch
+    # answer (max.partition.fetch.bytes) lets one poll read it in a few recv calls; with 64 KiB
+    # a 1 MiB answer takes twenty polls, and the polls were half of the reader's CPU.
+    "receive.buffer.bytes": _row("receive.buffer.bytes", 1048576, _int_range(-1, INT_MAX),
+                                 "an int >= -1", "Socket receive buffer (SO_RCVBUF); -1 leaves"
+                                 " the OS default."),
     "check.crcs": _row("check.crcs", True, _check_crcs, "true",
                        "Always true: every batch's CRC-32C is checked."),
     # fmt: on

@@ -27,7 +27,7 @@ import pyarrow as pa
 from kafkacore import errors
 from kafkacore.consumer.config import ConsumerConfig
 from kafkacore.consumer.schema import schema_for
-from kafkacore.core.arrow_records import batch_ends, decode_records
+from kafkacore.core.arrow_records import batch_ends, constant_columns, decode_records
 from kafkacore.errors import Errors
 from kafkacore.metadata import Metadata, TopicPartition
 from kafkacore.network import sasl, tls
@@ -223,8 +223,6 @@ class PartitionFetcher:
         self.timeout_ms = int(timeout_s * 1000)
         self.schema = schema_for(include_headers)
         self.read_committed = session.isolation_level == 1
-        # Constant columns of this partition: one value, repeated (no object per record).
-        self._topic_bytes = topic.encode()
 
     def _request(self, offset: int, epoch: int) -> dict[str, Any]:
         cfg = self.session.config
@@ -269,14 +267,7 @@ class PartitionFetcher:
             f"the Fetch response has no {self.tp.topic}-{self.tp.partition}")
 
     def _columns(self, decoded: Any) -> pa.RecordBatch:
-        n = decoded.num_rows
-        topic = self._topic_bytes
-        # The topic column: the name n times, offsets 0, L, 2L, ... (built by Arrow, in C).
-        offsets = pa.array(range(0, (n + 1) * len(topic), len(topic)) if topic else [0] * (n + 1),
-                           pa.int32())
-        topics = pa.StringArray.from_buffers(n, offsets.buffers()[1], pa.py_buffer(topic * n))
-        partitions = pa.repeat(self.tp.partition, n).cast(pa.int32()) if n else pa.array(
-            [], pa.int32())
+        topics, partitions = constant_columns(self.tp.topic, self.tp.partition, decoded.num_rows)
         columns = [decoded.key, decoded.value, topics, partitions, decoded.offset,
                    decoded.timestamp, decoded.timestamp_type]
         if self.include_headers:

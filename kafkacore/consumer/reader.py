@@ -34,7 +34,7 @@ class PartitionReader:
 
     :param config: client settings by the Java consumer's names (``bootstrap.servers``
         required; ``isolation.level``, ``client.id``, ``security.protocol`` and the ``ssl.*`` /
-        ``sasl.*`` settings as :class:`~kafkacore.KafkaProducer` takes them,
+        ``sasl.*`` settings as :class:`~kafkacore.producer.KafkaProducer` takes them,
         ``fetch.max.bytes``, ``max.partition.fetch.bytes``, ``request.timeout.ms``,
         ``retry.backoff.ms``, ``default.api.timeout.ms``, ...).  An unknown name is a
         :class:`~kafkacore.errors.ConfigError` with a did-you-mean.
@@ -124,7 +124,7 @@ class PartitionReader:
         start offset), :attr:`OffsetSpec.LATEST` (the high watermark; the last stable offset
         under read_committed), or a timestamp in ms (the first offset whose timestamp is at or
         after it; LATEST for a partition without one).  A partition that does not exist raises
-        :class:`~kafkacore.errors.UnknownTopicOrPartitionError`."""
+        ``UnknownTopicOrPartitionError``."""
         tps = _partitions(partitions)
         if not _is_int(spec) or spec < OffsetSpec.EARLIEST:
             raise ValueError(f"spec must be OffsetSpec.EARLIEST, OffsetSpec.LATEST or a"
@@ -166,9 +166,9 @@ class PartitionReader:
         Fewer when the log ends first: read_committed stops at the last stable offset, and
         aborted records and control records are left out (so offsets may have gaps).
         ``timeout_s`` bounds how long the read may go without progress (leader changes,
-        retries).  Raises :class:`~kafkacore.errors.OffsetOutOfRangeError` when ``start`` is
+        retries).  Raises ``OffsetOutOfRangeError`` when ``start`` is
         not in the log (before its start offset, or past its end), so the caller can apply
-        ``failOnDataLoss``; :class:`~kafkacore.errors.UnknownTopicOrPartitionError` when the
+        ``failOnDataLoss``; ``UnknownTopicOrPartitionError`` when the
         partition does not exist.  Arguments are checked at the call, before anything is sent.
         """
         if not isinstance(topic, str) or not topic:

@@ -40,7 +40,7 @@ class OffsetSpec(enum.IntEnum):
     ``int`` timestamp in milliseconds asks for the first offset at or after it.  The values are
     ListOffsets' own special timestamps."""
 
-    #: The log start offset: the first offset still in the log.
+    #: The log start offset, the first offset still in the log.
     EARLIEST = -2
-    #: The end of the log: the high watermark, or under read_committed the last stable offset.
+    #: The end of the log, the high watermark (under read_committed the last stable offset).
     LATEST = -1

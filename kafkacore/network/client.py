@@ -41,6 +41,10 @@ from kafkacore.network.sasl import SaslMechanism
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 
+#: Connections to one address that ended as a listener of another security.protocol ends
+#: them, the last of them a probe that asked the listener, before the client says so.
+WRONG_TURNS = 3
+
 #: Requests the connection itself sends while it is set up (answered by the connection).
 _SETUP_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 #: Set-up states with no request in flight: socket.connection.setup.timeout.ms bounds them.
@@ -219,9 +223,10 @@ class NetworkClient:
         self.socket_keepalive = False
         #: Called (node id, "host:port", ms) for each response a broker throttled.
         self.throttle_listener: Callable[[int, str, int], None] | None = None
-        # "host:port" -> how many connections in a row ended as a listener of another
-        # security.protocol ends them (see _wrong_turn); reset by any answer past the setup.
-        self._wrong_turns: dict[str, int] = {}
+        # "host:port" -> ("TLS" or "SASL", how many connections in a row ended as such a
+        # listener ends a client that does not speak it; see _wrong_turn); reset by an
+        # answer past the set-up, or a probe that found nothing.
+        self._wrong_turns: dict[str, tuple[str, int]] = {}
         # Addresses whose wrong turn was logged (once per address: not on every reconnect).
         self._wrong_turns_logged: set[str] = set()
 
@@ -352,9 +357,12 @@ class NetworkClient:
                 keepalive=self.socket_keepalive,
             )
             self._connections[node_id] = conn
+        suspicion = self._wrong_turns.get(f"{host}:{port}")
+        conn.probe = suspicion[0] if suspicion and suspicion[1] >= WRONG_TURNS - 1 else None
         st = self._node_states.setdefault(node_id, _NodeState())
         st.last_attempt_ms = now_ms
-        log.debug("connecting to node %s at %s:%s", node_id, host, port)
+        log.debug("connecting to node %s at %s:%s%s", node_id, host, port,
+                  f" (a {conn.probe} probe)" if conn.probe else "")
         try:
             conn.connect(now_ms)
         except OSError as exc:
@@ -633,35 +641,33 @@ class NetworkClient:
         else:
             log.debug("node %s: %s", conn.node_id, error)
         failed = conn.state in SETTING_UP
-        if conn.state in _BEFORE_REQUESTS or conn.state is ConnectionState.CHECKING_API_VERSIONS:
+        if isinstance(error, SecurityProtocolMismatchError):
+            # The reason a wait gives; said once above already, not again as "unreachable".
+            self._unreachable[f"{conn.host}:{conn.port}"] = f"{type(error).__name__}: {error}"
+        elif conn.state in _BEFORE_REQUESTS or conn.state is ConnectionState.CHECKING_API_VERSIONS:
             # Not a Kafka broker that answers us yet: say why, in the reason a wait gives.
             self._unreachable_address(conn.host, conn.port, exc)
         self._close_connection(conn, error, now_ms, completed, failed=failed)
 
     def _wrong_turn(self, conn: BrokerConnection, error: KafkaError) -> KafkaError:
-        """``error`` as a :class:`SecurityProtocolMismatchError` when the way the connection
-        ended says the listener speaks another security.protocol.
-
-        A TLS listener hangs up on a plaintext ApiVersions without a byte of answer (or
-        answers with a TLS alert, which ``on_readable`` recognises at once); a SASL listener
-        answers ApiVersions and hangs up on the next request, which was not a SaslHandshake
-        (Kafka's SaslServerAuthenticator does so).  Either could also be a broker going down,
-        so it takes two connections in a row that end the same way to call it."""
-        if isinstance(error, errors.AuthenticationError):
-            return error
-        wanted = conn.wrong_turn()
-        if wanted is None:
-            return error
+        """Count connections to one address that ended as a listener of another
+        security.protocol ends them (``conn.wrong_turn()``); after WRONG_TURNS - 1 in a row,
+        the next connection is a probe that asks the listener (see
+        :meth:`BrokerConnection.wrong_turn`).  Only a probe's answer raises
+        :class:`SecurityProtocolMismatchError`; ``error`` is returned as it is."""
         address = f"{conn.host}:{conn.port}"
-        seen = self._wrong_turns[address] = self._wrong_turns.get(address, 0) + 1
-        if seen < 2:
+        if conn.probe is not None:
+            conn.probe = None
+            if not isinstance(error, SecurityProtocolMismatchError):
+                self._wrong_turns.pop(address, None)  # it did not answer as suspected
             return error
-        mismatch = SecurityProtocolMismatchError(
-            f"{address} closed {seen} connections in a row {conn.wrong_turn_how()}: the "
-            f"listener wants security.protocol {wanted}, and this client uses "
-            f"{conn.security_protocol}", wanted=wanted)
-        mismatch.__cause__ = error
-        return mismatch
+        kind = conn.wrong_turn()
+        if kind is None:
+            return error
+        seen = self._wrong_turns.get(address, (kind, 0))
+        count = seen[1] + 1 if seen[0] == kind else 1
+        self._wrong_turns[address] = (kind, count)
+        return error
 
     def _handle_response(
         self,
@@ -801,7 +807,7 @@ class NetworkClient:
                     f"connection to node {conn.node_id} not set up within "
                     f"{self.socket_connection_setup_timeout_ms} ms"
                 )
-                if conn.state is ConnectionState.HANDSHAKING:
+                if conn.state is ConnectionState.HANDSHAKING and conn.probe is None:
                     # TCP worked but no TLS answer came: a PLAINTEXT port waits for the rest
                     # of a "request" as large as our ClientHello's first bytes say.  Fatal.
                     error = SslAuthenticationError(
@@ -811,6 +817,8 @@ class NetworkClient:
                     )
                     self._connection_broke(conn, error, now_ms, completed)
                     continue
+                if conn.probe is not None:  # a probe without an answer found nothing
+                    self._wrong_turn(conn, error)
                 self._close_connection(conn, error, now_ms, completed, failed=True)
             elif (oldest := conn.oldest_request_ms()) is not None and (
                 now_ms - oldest >= self.request_timeout_ms

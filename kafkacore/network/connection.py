@@ -138,6 +138,9 @@ class BrokerConnection:
         # responses (ApiVersions included).
         self._received_any = False
         self._answers = 0
+        #: "TLS" or "SASL" while this connection is a probe (see wrong_turn): it asks the
+        #: listener in that protocol's first words whether it speaks it; None normally.
+        self.probe: str | None = None
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -224,6 +227,13 @@ class BrokerConnection:
             self._connected(now_ms)
 
     def _connected(self, now_ms: int) -> None:
+        if self.probe == "TLS" and not isinstance(self.sock, ssl.SSLSocket):
+            # A ClientHello that accepts any certificate: only "does it speak TLS?" matters.
+            assert self.sock is not None
+            self.sock = _probe_context().wrap_socket(self.sock, do_handshake_on_connect=False)
+            self.state = ConnectionState.HANDSHAKING
+            self._handshake(now_ms)
+            return
         if self.ssl_context is not None and not isinstance(self.sock, ssl.SSLSocket):
             # TLS first: wrap the connected socket and shake hands without blocking (Java's
             # SslTransportLayer.handshake(), driven by the selector like any other I/O).
@@ -249,19 +259,33 @@ class BrokerConnection:
             self._handshake_wants = selectors.EVENT_WRITE
             return
         except ssl.SSLError as exc:
+            if self.probe == "TLS":
+                if "ALERT" in str(exc.reason or ""):  # it answered in TLS: a TLS listener
+                    self._tls_verdict()
+                raise DisconnectError(f"node {self.node_id}: no TLS here either ({exc})") from None
             raise SslAuthenticationError(
                 f"TLS to node {self.node_id} ({self.host}:{self.port}): {describe_ssl_error(exc)}"
             ) from None
         except OSError as exc:
+            if self.probe == "TLS":
+                raise DisconnectError(f"node {self.node_id}: no TLS here either ({exc})") from None
             # The peer closed or reset during the handshake: typically a PLAINTEXT port that
             # read our ClientHello as a (far too large) request and hung up.
             raise SslAuthenticationError(
                 f"TLS to node {self.node_id} ({self.host}:{self.port}): the broker closed the "
                 f"connection during the TLS handshake (is this a PLAINTEXT port?): {exc}"
             ) from None
+        if self.probe == "TLS":
+            self._tls_verdict()
         self.last_activity_ms = now_ms
         self.state = ConnectionState.CHECKING_API_VERSIONS
         self._send_api_versions(SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1], now_ms)
+
+    def _tls_verdict(self) -> None:
+        raise SecurityProtocolMismatchError(
+            f"{self.host}:{self.port} closed our plaintext connections without a byte of answer "
+            "and answers a TLS handshake: the listener wants security.protocol SSL (or "
+            f"SASL_SSL), and this client uses {self.security_protocol}", wanted="SSL")
 
     def _send_api_versions(self, version: int, now_ms: int) -> None:
         body = {}
@@ -486,26 +510,23 @@ class BrokerConnection:
         return "SSL" if tls else "PLAINTEXT"
 
     def wrong_turn(self) -> str | None:
-        """For a connection the peer just ended: the security.protocol its listener looks
-        like it wants, if the way it ended is how a listener of that protocol ends a client
-        of ours; else None.  The caller decides how many such ends make a verdict."""
-        if self.sasl_mechanism is not None:
-            return None  # SASL spoken: its own errors say what went wrong
+        """For a connection the peer just ended: "TLS" or "SASL" if it ended the way a
+        listener of that kind ends a client that does not speak it; else None.
+
+        A TLS listener hangs up on a plaintext ApiVersions without a byte of answer; a SASL
+        listener answers ApiVersions and hangs up on the next request, which was not
+        SaslHandshake.  A proxy in front of a dead broker, or a broker going down, can end
+        connections the same way, so this is only a suspicion: the client then makes its
+        next connection a probe (:attr:`probe`), and only the listener's answer to it, a TLS
+        handshake or a SaslHandshake answer, is a verdict."""
+        if self.sasl_mechanism is not None or self.probe is not None:
+            return None  # SASL spoken (its errors say what went wrong), or a probe's end
         if (self.ssl_context is None and self.state is ConnectionState.CHECKING_API_VERSIONS
                 and not self._received_any):
-            return "SSL (or SASL_SSL)"  # a TLS listener hangs up on a plaintext request
+            return "TLS"
         if self.state is ConnectionState.READY and self._answers == 1 and self.in_flight:
-            # Only ApiVersions was answered; the next request ended the connection: what a
-            # SASL listener does to a request that is not SaslHandshake.
-            return "SASL_SSL" if self.ssl_context is not None else "SASL_PLAINTEXT"
+            return "SASL"
         return None
-
-    def wrong_turn_how(self) -> str:
-        """How the connection ended, in words, for :meth:`wrong_turn`'s verdict."""
-        if self.state is ConnectionState.CHECKING_API_VERSIONS:
-            return "without a byte of answer to ApiVersions (as a TLS listener does)"
-        return ("after answering ApiVersions, at the next request (as a SASL listener does "
-                "to a client that does not authenticate)")
 
     def _tls_hint(self, tls: bool) -> str:
         """For a plaintext connection dropped before ApiVersions was answered: a TLS listener
@@ -579,6 +600,11 @@ class BrokerConnection:
                 self.api_versions[key] = high  # the highest version both sides speak
         if self.sasl_mechanism is not None:
             self._start_sasl(now_ms)
+        elif self.probe == "SASL" and ApiKey.SASL_HANDSHAKE in self.api_versions:
+            # Ask as a SASL client would: a SASL listener answers with its mechanisms, any
+            # other Kafka listener with ILLEGAL_SASL_STATE.
+            self.state = ConnectionState.AUTHENTICATING
+            self._send_internal(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}, now_ms)
         else:
             self.state = ConnectionState.READY
 
@@ -616,9 +642,18 @@ class BrokerConnection:
         A refusal raises an :class:`~kafkacore.errors.AuthenticationError`: retrying would
         only be refused again, so the client treats it as fatal.
         """
-        assert self._sasl is not None
         _, body = codec.decode_response(request.api_key, request.api_version, frame)
         code = body["error_code"]
+        if self.probe == "SASL" and self._sasl is None:
+            if code in (Errors.NONE, Errors.UNSUPPORTED_SASL_MECHANISM):
+                wanted = "SASL_SSL" if self.ssl_context is not None else "SASL_PLAINTEXT"
+                raise SecurityProtocolMismatchError(
+                    f"{self.host}:{self.port} closed our connections after ApiVersions and "
+                    f"answers SaslHandshake (mechanisms {', '.join(body['mechanisms'])}): the "
+                    f"listener wants security.protocol {wanted}, and this client uses "
+                    f"{self.security_protocol}", wanted=wanted)
+            raise DisconnectError(f"node {self.node_id}: no SASL here either")
+        assert self._sasl is not None
         if request.api_key == ApiKey.SASL_HANDSHAKE:
             if code:
                 raise errors.for_code(code)(
@@ -739,3 +774,18 @@ def _counter() -> Callable[[], int]:
         return state[0]
 
     return next_id
+
+
+_PROBE_CONTEXT: ssl.SSLContext | None = None
+
+
+def _probe_context() -> ssl.SSLContext:
+    """A TLS client context that checks nothing: a probe only asks whether the listener
+    speaks TLS, and sends no data over it."""
+    global _PROBE_CONTEXT
+    if _PROBE_CONTEXT is None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        _PROBE_CONTEXT = context
+    return _PROBE_CONTEXT

@@ -14,6 +14,7 @@ works without them.
 
 from typing import Any
 
+from kafkacore.spark.options import DataLossError
 from kafkacore.spark.writers import (
     DeliveryFailedError,
     WriteSummary,
@@ -39,6 +40,7 @@ def register(spark: Any) -> None:
 
 
 __all__ = [
+    "DataLossError",
     "DeliveryFailedError",
     "WriteSummary",
     "close_producers",

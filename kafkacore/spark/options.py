@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkacore.errors import ConfigError
+from kafkacore.errors import ConfigError, IllegalStateError
 
 log = logging.getLogger("kafkacore.spark")
 
@@ -37,6 +37,7 @@ __all__ = [
     "EARLIEST",
     "LATEST",
     "Assign",
+    "DataLossError",
     "Earliest",
     "GlobalTimestamp",
     "Latest",
@@ -121,6 +122,13 @@ _GROUP_SETTINGS = frozenset({
     "max.poll.records", "max.poll.interval.ms", "auto.commit.interval.ms",
     "partition.assignment.strategy", "key.deserializer", "value.deserializer",
 })
+
+
+class DataLossError(IllegalStateError):
+    """Offsets a read was to return are gone (retention, DeleteRecords, a deleted topic or
+    partition) and ``failOnDataLoss`` is true, as it is by default.  Spark's connector throws an
+    ``IllegalStateException`` with the same advice.  (It lives here, with the options, because
+    this module needs no PySpark: the docs and ``import kafkacore.spark`` do without it.)"""
 
 
 # -- what the options say ------------------------------------------------------------------------

@@ -74,7 +74,7 @@ class LocalBroker:
     :param storage: tansu's ``--storage-engine``; ``memory://tansu/`` (the default) loses
         everything when the process stops.
     :param log_path: where the broker's output goes (a temporary file if not given, deleted
-        by :meth:`remove_data`).
+        by ``remove_data()``).
     :param start_timeout_s: how long :meth:`start` waits for the broker to answer ApiVersions.
     :param kind: ``"tansu"`` (the default) or ``"kafkacore"``: our own broker,
         ``python -m kafkacore.broker``, as a child process.

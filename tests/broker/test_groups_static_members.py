@@ -1,7 +1,7 @@
 """Static members of a classic group (KIP-345, ``group.instance.id``), judged with
 confluent-kafka consumers: one that restarts gets its old partitions back with no rebalance
 (the generation stays, the other member keeps its partitions and its member id), and the old
-incarnation's member id is fenced.  See docs/broker/groups.rst, "Static classic members".
+incarnation's member id is fenced (Heartbeat, OffsetCommit).  See docs/broker/groups.rst, "Static classic members".
 """
 
 from __future__ import annotations
@@ -119,6 +119,14 @@ def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
                 "group_id": group, "generation_id": generation,
                 "member_id": ids["instance-a"], "group_instance_id": "instance-a"})
             assert answer["error_code"] == FencedInstanceIdError.errno
+            committed = client.send(ApiKey.OFFSET_COMMIT, 8, {
+                "group_id": group, "generation_id_or_member_epoch": generation,
+                "member_id": ids["instance-a"], "group_instance_id": "instance-a",
+                "topics": [{"name": topic, "partitions": [
+                    {"partition_index": p, "committed_offset": 0, "committed_leader_epoch": -1,
+                     "committed_metadata": ""} for p in sorted(a_partitions)]}]})
+            assert {p["error_code"] for p in committed["topics"][0]["partitions"]} == \
+                {FencedInstanceIdError.errno}
         finally:
             client.close()
     finally:

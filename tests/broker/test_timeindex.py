@@ -109,7 +109,7 @@ def test_clients_find_records_by_time_and_the_max_timestamp_across_a_restart(tmp
 # -- the log: entries, recovery, truncation ----------------------------------------------------
 
 def _random_log(path, seed: int):
-    cfg = LogConfig.from_properties({"segment.bytes": "4000", "index.interval.bytes": "200"})
+    cfg = LogConfig.from_properties({"internal.segment.bytes": "4000", "index.interval.bytes": "200"})
     lg = Log(path, cfg, topic="t", partition=0)
     rnd = random.Random(seed)
     records = []

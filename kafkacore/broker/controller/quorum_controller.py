@@ -350,7 +350,7 @@ class QuorumController:
                     self._replica_counts = None  # counted the topic in: count again
                 return error, message, None
             counts = self._replica_counts
-            info = self.replication.create_topic(name, configs, replica_lists, active)
+            info = self.replication.create_placed_topic(name, configs, replica_lists, active)
             self._commit([{"type": "TopicRecord", "name": name, "topic_id": info.topic_id},
                           *({"type": "ConfigRecord", "resource_name": name, "name": k,
                              "value": v} for k, v in configs.items()),

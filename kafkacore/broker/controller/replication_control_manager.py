@@ -156,8 +156,15 @@ class ReplicationControlManager:
         return [[live[(start + p + i) % len(live)] for i in range(replication_factor)]
                 for p in range(first, first + count)]
 
-    def create_topic(self, name: str, configs: dict[str, str], replica_lists: list[list[int]],
-                     active: set[int]) -> TopicControlInfo:
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: dict[str, str], live: list[int]) -> TopicControlInfo:
+        """A new topic placed as Kafka places one (:meth:`place`) on the ``live`` brokers."""
+        return self.create_placed_topic(
+            name, configs, self.place(0, partitions, replication_factor, live), set(live))
+
+    def create_placed_topic(self, name: str, configs: dict[str, str],
+                            replica_lists: list[list[int]],
+                            active: set[int]) -> TopicControlInfo:
         """A new topic whose partition p is on ``replica_lists[p]``."""
         info = TopicControlInfo(name, str(uuid.uuid4()), configs,
                                 [placed_partition(r, active) for r in replica_lists])

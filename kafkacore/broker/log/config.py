@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kafkacore.errors import InvalidConfigError
 
@@ -55,8 +55,9 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
         "segment, so that the segments of many partitions do not all roll at once."),
     "segment.index.bytes": TopicConfigDef(
         "segment_index_bytes", "INT", (4, None),
-        "The most bytes of a segment's offset index; the index is kept in memory and written "
-        "whole here, and is never preallocated, so a segment is not rolled for its index."),
+        "The most bytes of a segment's offset index (8-byte entries) and time index (12-byte "
+        "entries): a segment whose index is full is rolled, as in Kafka; the indexes are kept "
+        "in memory and never preallocated."),
     "flush.messages": TopicConfigDef(
         "flush_messages", "LONG", (1, None),
         "fsync the log after this many records appended (the default never does: the page "
@@ -217,15 +218,17 @@ def _check(name: str, value: object, floor: object = None) -> None:
             raise invalid_value(name, value, f"Not a number of type {spec.type}")
         if value == spec.also:
             return
-        low, high = spec.valid  # type: ignore[misc]
+        number: Any = value
+        bounds: tuple[Any, Any] = spec.valid  # type: ignore[assignment]
+        low, high = bounds
         low = floor if floor is not None else low
-        out = (low is not None and value < low) or (high is not None and value > high)
+        out = (low is not None and number < low) or (high is not None and number > high)
         if out and spec.also is not None:
             raise invalid_value(name, value, f"Value must be between {low} and {high} or "
                                              f"equal to {spec.also}")
-        if low is not None and value < low:  # type: ignore[operator]
+        if low is not None and number < low:
             raise invalid_value(name, value, f"Value must be at least {low}")
-        if high is not None and value > high:  # type: ignore[operator]
+        if high is not None and number > high:
             raise invalid_value(name, value, f"Value must be no more than {high}")
     elif spec.type == "BOOLEAN":
         if type(value) is not bool:

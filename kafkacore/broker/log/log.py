@@ -14,6 +14,7 @@ import bisect
 import contextlib
 import logging
 import os
+import random
 import shutil
 import threading
 import time
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kafkacore.broker.files import fsync_directory
-from kafkacore.broker.log.config import LogConfig
+from kafkacore.broker.log.config import LONG_MAX, LogConfig
 from kafkacore.broker.log.dir_failure_channel import LogDirFailureChannel
 from kafkacore.broker.log.end_transaction_marker import COMMIT, read_marker
 from kafkacore.broker.log.file_records import FileRecords
@@ -33,7 +34,13 @@ from kafkacore.broker.log.producer_state import (
     ProducerAppendInfo,
     ProducerStateManager,
 )
-from kafkacore.broker.log.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, file_name
+from kafkacore.broker.log.segment import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    LogSegment,
+    file_name,
+)
 from kafkacore.broker.log.time_index import TIME_INDEX_SUFFIX
 from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
 from kafkacore.broker.log.validator import (
@@ -159,6 +166,8 @@ class Log:
         self._closed = False
         self._unflushed_messages = 0
         self.last_flush_ms = _now_ms()
+        #: segments removed from the log whose files wait for file.delete.delay.ms: (when, it)
+        self._doomed: list[tuple[int, LogSegment]] = []
         #: every offset below this is on disk (fsynced); LogManager checkpoints it
         self.recovery_point = 0
         self._hw: int | None = None  # None: follow the log end offset (a single broker)
@@ -230,8 +239,8 @@ class Log:
         if set(os.listdir(self.dir)) <= {PARTITION_METADATA_FILE}:  # a new log: nothing to load
             self._roll(0)
             return
-        for tmp in list(self.dir.glob("*.tmp")):
-            tmp.unlink()
+        for tmp in list(self.dir.glob("*.tmp")) + list(self.dir.glob("*" + DELETED_SUFFIX)):
+            tmp.unlink()  # and the files of segments a stop kept from their deletion
         self._complete_swaps()
         bases = sorted(_base_offsets(self.dir, LOG_SUFFIX))
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):  # no log: stale
@@ -406,7 +415,7 @@ class Log:
             self._start = offset
             with self._storage("delete segments of"):
                 while len(self._segments) > 1 and self._segments[0].next_offset <= offset:
-                    self._segments.pop(0).delete()
+                    self._async_delete(self._segments.pop(0))
                     self._bases.pop(0)
             self.producer_state.delete_snapshots_below(self.log_start_offset)
             return True
@@ -656,15 +665,18 @@ class Log:
 
     def _maybe_roll(self, size: int, now: int, last_offset: int | None = None) -> LogSegment:
         """Kafka's ``maybeRoll``: a new segment when this append would pass segment.bytes, when
-        segment.ms has passed since the segment was created, or when relative offsets would no
-        longer fit the index's 4 bytes."""
+        segment.ms has passed since the segment was created, when its offset or time index is
+        full (segment.index.bytes), or when relative offsets would no longer fit the index's 4
+        bytes."""
         segment = self._segments[-1]  # (the active segment, for every append)
         if segment.size == 0:
             return segment
         cfg = self.config
         if (
             segment.size > cfg.segment_size - size
-            or now - (segment.created_ms or now) > cfg.segment_ms
+            or now - (segment.created_ms or now) > cfg.segment_ms - segment.roll_jitter_ms
+            or len(segment.index) >= cfg.segment_index_bytes // 8  # Kafka's isFull: 8-byte
+            or len(segment.time_index) >= cfg.segment_index_bytes // 12  # and 12-byte entries
             or (segment.next_offset if last_offset is None else last_offset) - segment.base_offset
             > (1 << 31) - 1 - 1_000_000
         ):
@@ -680,6 +692,10 @@ class Log:
         segment = LogSegment(self.dir, base_offset, self.config.index_interval_bytes,
                              new_log=new_log)
         segment.created_ms = _now_ms()
+        if self.config.segment_jitter_ms:
+            # Kafka's randomSegmentJitter: the partitions' segments do not all roll at once.
+            segment.roll_jitter_ms = random.randrange(
+                min(self.config.segment_jitter_ms, self.config.segment_ms))
         segment.next_offset = base_offset
         self._add_segment(segment)
         if len(self._segments) > 1:
@@ -860,6 +876,7 @@ class Log:
             return 0  # cleanup.policy=compact: the log cleaner, not retention, bounds the log
         with self._lock:
             self._check_open()
+            self.delete_doomed_files(now)
             hw = self.high_watermark
 
             def expired(s: LogSegment) -> bool:
@@ -883,11 +900,33 @@ class Log:
                 self._segments.pop(0)
                 self._bases.pop(0)
                 total -= s.size
-                s.delete()
+                self._async_delete(s, now)
                 deleted += 1
             if deleted:
                 self.producer_state.delete_snapshots_below(self.log_start_offset)
         return deleted
+
+    def _async_delete(self, segment: LogSegment, now_ms: int | None = None) -> None:
+        """Remove a segment that left the log (Kafka's ``asyncDeleteSegment``): at once with
+        ``file.delete.delay.ms=0``, else renamed ``.deleted`` now and removed once the delay
+        has passed (at a retention check after it; at the latest when the log closes)."""
+        delay = self.config.file_delete_delay_ms
+        if delay == 0:
+            segment.delete()
+            return
+        segment.rename_for_deletion()
+        now = _now_ms() if now_ms is None else now_ms
+        self._doomed.append((now + delay, segment))
+
+    def delete_doomed_files(self, now_ms: int | None = None) -> int:
+        """Remove the files of deleted segments whose file.delete.delay.ms has passed."""
+        now = _now_ms() if now_ms is None else now_ms
+        with self._lock:
+            due = [s for when, s in self._doomed if when <= now]
+            self._doomed = [(when, s) for when, s in self._doomed if when > now]
+        for segment in due:
+            segment.delete()
+        return len(due)
 
     def remove_expired_producers(self, now_ms: int | None = None) -> int:
         now = _now_ms() if now_ms is None else now_ms
@@ -944,6 +983,7 @@ class Log:
                     segment.close(flush_index=clean)
                 except OSError as exc:
                     log.error("%s: cannot close %s: %s", self.name, segment.log_path, exc)
+            self.delete_doomed_files(LONG_MAX)
             self._closed = True
 
     def delete(self) -> None:
@@ -951,6 +991,7 @@ class Log:
         with self._lock:
             for segment in self._segments:
                 segment.delete()
+            self.delete_doomed_files(LONG_MAX)
             self._closed = True
             shutil.rmtree(self.dir, ignore_errors=True)
 

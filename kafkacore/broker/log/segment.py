@@ -30,12 +30,14 @@ from kafkacore.broker.log.validator import (
     verified_end,
     whole_batches_end,
 )
-from kafkacore.core.record_batch import iter_batches
+from kafkacore.core.record_batch import Record, iter_batches
 from kafkacore.errors import CorruptMessageError
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 SNAPSHOT_SUFFIX = ".snapshot"
+#: a removed segment's files wait under this suffix for file.delete.delay.ms (Kafka's)
+DELETED_SUFFIX = ".deleted"
 _CHUNK = 1 << 20  # bytes read at a time by scans (recovery, producer-state replay)
 _ENTRY = struct.Struct(">ii")
 _BASE_OFFSET = struct.Struct(">q")
@@ -164,6 +166,9 @@ class LogSegment:
         #: when this segment was created or opened: segment.ms counts from it.  (Kafka counts from
         #: the first batch's timestamp when there is one; a producer's clock is not ours to trust.)
         self.created_ms: int | None = None
+        #: segment.jitter.ms: this segment rolls this much before segment.ms (Kafka's
+        #: rollJitterMs, drawn when the log creates the segment)
+        self.roll_jitter_ms = 0
         #: positions of batches a read refused (CRC, framing, offsets): the log must be
         #: recovered before this segment is trusted again (see Log.read)
         self.damage: set[int] = set()
@@ -484,7 +489,7 @@ class LogSegment:
                         return record.offset, timestamp
         return None
 
-    def _records(self, h: BatchHeader) -> list:
+    def _records(self, h: BatchHeader) -> list[Record]:
         """The records of the batch ``h`` (decompressed, each with its own timestamp)."""
         data = self.pread(h.size, h.position)
         if len(data) < h.size or not crc_ok(data, h._replace(position=0)):
@@ -698,6 +703,21 @@ class LogSegment:
         for path in (self.log_path, self.index.path, self.time_index.path):
             path.unlink(missing_ok=True)
         self.txn_index.delete()
+
+    def rename_for_deletion(self) -> None:
+        """The first half of Kafka's ``asyncDeleteSegment``: each file renamed
+        ``<name>.deleted`` (a restart removes such files), its descriptor kept open so that a
+        read already sending this segment finishes; :meth:`delete` later removes them."""
+        self.index.flush = self.time_index.flush = lambda: None  # type: ignore[method-assign]
+        for owner in (self, self.index, self.time_index, self.txn_index):
+            attr = "log_path" if owner is self else "path"
+            path: Path = getattr(owner, attr)
+            doomed = path.with_name(path.name + DELETED_SUFFIX)
+            try:
+                os.replace(path, doomed)
+            except FileNotFoundError:
+                pass  # an index not written yet
+            setattr(owner, attr, doomed)
 
     def _close_file(self) -> None:
         # The descriptor is taken before it is closed: closing a number twice could close

@@ -45,7 +45,7 @@ PRODUCE_ERROR = {
 RETRIABLE = errors.NotEnoughReplicasError.errno
 #: what a failed verification becomes in a TxnOffsetCommit answer (Kafka's group coordinator,
 #: ``handleOperationException``): what the client retries after finding the coordinator again
-TXN_OFFSET_COMMIT_ERROR = {
+TXN_OFFSET_COMMIT_ERROR: dict[int, int] = {
     Errors.PRODUCER_FENCED: Errors.INVALID_PRODUCER_EPOCH,
     Errors.NOT_ENOUGH_REPLICAS: Errors.COORDINATOR_NOT_AVAILABLE,
     Errors.UNKNOWN_TOPIC_OR_PARTITION: Errors.COORDINATOR_NOT_AVAILABLE,

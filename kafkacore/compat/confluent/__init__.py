@@ -21,10 +21,10 @@ The semantics are confluent-kafka's, not :class:`~kafkacore.producer.KafkaProduc
 Every librdkafka producer setting is accepted (see docs/migration.rst): librdkafka's names of
 kafkacore's settings (``queue.buffering.max.ms`` is ``linger.ms``, ...), the ones with a
 meaning here mapped (``statistics.interval.ms`` with ``stats_cb``, ``throttle_cb``,
-``error_cb``, ``debug``, ``partitioner``, ...; their callbacks are served by :meth:`poll` and
-:meth:`flush`), and the rest named in one warning.  Records are partitioned as Java does
-(murmur2, librdkafka's ``murmur2_random``), not as librdkafka's default (``consistent_random``,
-CRC32), unless ``partitioner`` says otherwise.  :meth:`Producer.init_transactions` and the
+``error_cb``, ``debug``, ``partitioner``, ...; their callbacks are served by
+:meth:`Producer.poll` and :meth:`Producer.flush`), and the rest named in one warning.  Records
+are partitioned as Java does (murmur2, librdkafka's ``murmur2_random``), not as librdkafka's
+default (``consistent_random``, CRC32), unless ``partitioner`` says otherwise.  :meth:`Producer.init_transactions` and the
 other transactional calls are confluent's; :mod:`kafkacore.compat.confluent.aio` has
 ``AIOProducer``.
 """

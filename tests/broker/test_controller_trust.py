@@ -1,0 +1,60 @@
+"""What the controller takes from whoever reaches it (no authorizer): a BrokerRegistration
+under the id of a live broker is DUPLICATE_BROKER_REGISTRATION, and an AlterPartition must
+carry the broker epoch of the broker it names (STALE_BROKER_EPOCH), as Kafka's controller
+answers.  A stranger talks to the 3-broker cluster's controller directly."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from support.topics import new_replicated_topic
+
+from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.errors import Errors
+from kafkacore.protocol.api_keys import ApiKey
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def stranger(cluster):
+    """A client of the controller that is no broker of the cluster."""
+    client = InterBrokerClient("127.0.0.1", cluster.controller.port, "stranger", 10.0)
+    yield client
+    client.close()
+
+
+def _brokers(cluster) -> dict[int, tuple[str, int]]:
+    return {b["node_id"]: (b["host"], b["port"]) for b in cluster.metadata()["brokers"]}
+
+
+def test_a_registration_under_a_live_brokers_id_is_refused(cluster, stranger):
+    before = _brokers(cluster)
+    assert set(before) == {1, 2, 3}
+    response = stranger.send(ApiKey.BROKER_REGISTRATION, 0, {
+        "broker_id": 1, "cluster_id": "kafkacore-cluster", "incarnation_id": uuid.uuid4(),
+        "listeners": [{"name": "PLAINTEXT", "host": "10.9.9.9", "port": 9092,
+                       "security_protocol": 0}],
+        "features": [], "rack": None})
+    assert (response["error_code"], response["broker_epoch"]) == (
+        Errors.DUPLICATE_BROKER_REGISTRATION, -1)
+    # Broker 1 is neither fenced nor moved: clients are still sent to it.
+    assert _brokers(cluster) == before
+
+
+def test_an_alter_partition_without_the_leaders_broker_epoch_is_refused(cluster, stranger):
+    topic = new_replicated_topic(cluster)
+    state = cluster.partition_state(topic, 0)
+    topic_id = next(t["topic_id"] for t in cluster.metadata()["topics"] if t["name"] == topic)
+    leader = state["leader_id"]
+    # The leader's id, its leader epoch, an ISR of the leader alone: all a stranger can read
+    # from Metadata; the broker epoch it cannot.
+    response = stranger.send(ApiKey.ALTER_PARTITION, 3, {
+        "broker_id": leader, "broker_epoch": -1, "topics": [{
+            "topic_id": topic_id, "partitions": [{
+                "partition_index": 0, "leader_epoch": state["leader_epoch"],
+                "new_isr_with_epochs": [{"broker_id": leader, "broker_epoch": -1}],
+                "leader_recovery_state": 0, "partition_epoch": 0}]}]})
+    assert response["error_code"] == Errors.STALE_BROKER_EPOCH
+    assert sorted(cluster.partition_state(topic, 0)["isr_nodes"]) == [1, 2, 3]
