@@ -16,7 +16,13 @@
 4. a consumer we did not write (confluent-kafka) reads the topic back, and we check that every
    flight arrived exactly once, that all events of a tail number are in one partition, and that
    they are there in time order;
-5. a report (the failover, the checks); the exit code is 0 only if every check passed.
+5. a Structured Streaming query reads the topic with ``readStream.format("kafkacore")``,
+   counts flights, late flights and delay per carrier and hour, and writes the updates exactly
+   once with ``writeStream.format("kafkacore")``; on the cluster the leader of an output
+   partition is SIGKILLed while it writes; the query is stopped after two micro-batches and
+   restarted from its checkpoint; each group's last update must equal the same computation done
+   in batch (``spark.read.format("kafkacore")``), and no update may be written twice;
+6. a report (the failovers, the checks); the exit code is 0 only if every check passed.
 
 Flights without a tail number (2,512 of them, nearly all cancelled) are keyed by their flight
 number instead, ``"flight:UA1545"``: they still need a key for the ordering check, and a prefix
