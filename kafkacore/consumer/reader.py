@@ -148,7 +148,8 @@ class PartitionReader:
     def _first_at_or_after(self, tp: TopicPartition, offset: int, timestamp: int) -> int:
         """The first offset at or after ``offset`` whose record has a timestamp at or after
         ``timestamp``.  Kafka's broker answers exactly that; a broker that answers with the
-        batch's base offset (ours: batch granularity) is made exact here, from one Fetch."""
+        batch's base offset (ours did, before its time index) is made exact here, from one
+        Fetch."""
         for batch in self.read(tp.topic, tp.partition, offset, 2**63 - 1):
             micros = batch.column("timestamp").cast(pa.int64())
             at = pc.index(pc.greater_equal(micros, timestamp * 1000), True).as_py()
