@@ -1,6 +1,6 @@
 """Producing a DataFrame to Kafka from Spark: kafkacore's write_to_kafka beside what people do today.
 
-One run, one Spark session (local[2]), one broker (a local tansu, restarted between approaches so
+One run, one Spark session (local[2]), one broker (ours, restarted between approaches so
 its memory does not grow), the same cached DataFrame of 1,000,000 rows with 100-byte values and no
 keys, the same producer settings (acks=all, linger 5 ms, 1 MiB batches).  Every approach keeps
 one producer per Python worker across tasks, flushes before its task ends, and counts what was
@@ -9,11 +9,17 @@ producers connected), then three times timed; the fastest of the three is report
 is shared, and a slower run is slower for reasons that are not the client's), and every run is
 kept in the JSON:
 
+- ``Spark ceiling``: a ``mapInArrow`` that only counts the rows: what Spark itself costs;
+- ``kafkacore format("kafkacore")``, ``at_least_once`` and ``exactly_once``: the sink
+  (:mod:`kafkacore.spark.sink`), ``df.write.format("kafkacore")``;
 - ``kafkacore write_to_kafka``: ``mapInArrow`` + ``send_batch`` per Arrow batch;
 - ``confluent produce_batch (mapInArrow)``: the Arrow column ``to_pylist()``-ed into message
   dicts for ``Producer.produce_batch``;
 - ``confluent produce (foreachPartition)``: ``produce()`` per Row;
 - ``Spark floor (mapInArrow, to_pylist)``: the Arrow batches iterated in Python, nothing sent.
+
+Structured Streaming: the sink's two guarantees on the same rows, read from Parquet files by a
+file stream (four micro-batches, ``availableNow``).
 
 Outside Spark, in this process: ``send_batch`` alone (10,000-record batches from a pyarrow array)
 against confluent-kafka's per-record ``produce()`` loop (no callback, its fastest form) and its
@@ -125,6 +131,15 @@ def floor_task(batches):
     yield _summary_batch(records, records, time.process_time() - cpu)
 
 
+def ceiling_task(batches):
+    """Spark's own cost: the Arrow batches handed to Python and counted, nothing else."""
+    cpu = time.process_time()
+    records = 0
+    for batch in batches:
+        records += batch.num_rows
+    yield _summary_batch(records, records, time.process_time() - cpu)
+
+
 # -- on the driver -------------------------------------------------------------------------------
 
 
@@ -145,6 +160,8 @@ def approaches(df, bootstrap):
     import functools
 
     import bench_spark as me  # by module name, so the workers import it instead of unpickling
+
+    rows = df.count()  # cached
 
     from kafkacore.spark import write_to_kafka
 
@@ -168,12 +185,72 @@ def approaches(df, bootstrap):
         rows = df.mapInArrow(me.floor_task, SUMMARY).collect()
         return sum(r["records"] for r in rows), sum(r["cpu"] for r in rows)
 
+    def ceiling(topic):
+        rows = df.mapInArrow(me.ceiling_task, SUMMARY).collect()
+        return sum(r["records"] for r in rows), sum(r["cpu"] for r in rows)
+
+    def sink(guarantee):
+        def write(topic):
+            # save() returns only once every task's records are acknowledged (and committed).
+            (df.write.format("kafkacore").mode("append")
+               .option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+               .options(**{f"kafka.{k}": str(v) for k, v in kafkacore_config(bootstrap).items()
+                           if k != "bootstrap.servers"})
+               .option("kafkacore.sink.guarantee", guarantee).save())
+            return rows, float("nan")  # (the workers' CPU is not reported to us here)
+        return write
+
     return {
+        "Spark ceiling (mapInArrow, count only)": ceiling,
+        'kafkacore format("kafkacore") at_least_once': sink("at_least_once"),
+        'kafkacore format("kafkacore") exactly_once': sink("exactly_once"),
         "kafkacore write_to_kafka": kafkacore_write,
         "confluent produce_batch (mapInArrow)": confluent_batch,
         "confluent produce (foreachPartition)": confluent_rows,
         "Spark floor (mapInArrow, to_pylist)": floor,
     }
+
+
+def streaming(spark, df, bootstrap, workdir, repeats):
+    """The streaming sink, exactly_once against at_least_once: the same rows as Parquet files,
+    read by a file stream two files per micro-batch, written with trigger(availableNow=True)
+    (a new checkpoint and topic per run); the fastest of ``repeats`` runs after a warm-up."""
+    from kafkacore import admin
+
+    source = workdir / "stream-input"
+    df.repartition(8).write.parquet(str(source))
+    rows = df.count()
+    out = {}
+    for guarantee in ("at_least_once", "exactly_once"):
+        def once(guarantee=guarantee):
+            topic = f"bench-{uuid.uuid4().hex[:8]}"
+            admin.create_topics(bootstrap, {topic: 6})
+            start = time.perf_counter()
+            query = (spark.readStream.schema(df.schema).option("maxFilesPerTrigger", 2)
+                     .parquet(str(source))
+                     .writeStream.format("kafkacore")
+                     .option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+                     .options(**{f"kafka.{k}": str(v)
+                                 for k, v in kafkacore_config(bootstrap).items()
+                                 if k != "bootstrap.servers"})
+                     .option("kafkacore.sink.guarantee", guarantee)
+                     .option("checkpointLocation", str(workdir / f"checkpoint-{topic}"))
+                     .trigger(availableNow=True).start())
+            query.awaitTermination()
+            if query.exception() is not None:
+                raise SystemExit(f"the {guarantee} query failed: {query.exception()}")
+            seconds = time.perf_counter() - start
+            return {"seconds": seconds, "rows_per_s": rows / seconds, "micro_batches": 4}
+
+        once()  # warm-up
+        runs = [once() for _ in range(repeats)]
+        best = dict(max(runs, key=lambda r: r["rows_per_s"]))
+        best["runs"] = runs
+        name = f"streaming sink {guarantee}"
+        every = ", ".join(f"{r['rows_per_s'] / 1e3:,.0f}k" for r in runs)
+        print(f"  {name:44} {best['rows_per_s']:>12,.0f} rows/s  ({every})", flush=True)
+        out[name] = best
+    return out
 
 
 def outside_spark(broker, rows, repeats):
@@ -285,7 +362,8 @@ def chart(result, path):
             label = f" {rate:,.0f}k"
             if "cpu_us_per_row" in runs[name]:  # in this process: its CPU time is the client's
                 label += f"   {runs[name]['cpu_us_per_row']:.2f} µs CPU/record"
-            elif "worker_cpu_us_per_row" in runs[name]:  # the Python workers' CPU in the tasks
+            elif runs[name].get("worker_cpu_us_per_row", float("nan")) == \
+                    runs[name].get("worker_cpu_us_per_row"):  # (nan: not measured)  # the Python workers' CPU in the tasks
                 label += f"   {runs[name]['worker_cpu_us_per_row']:.2f} µs worker CPU/record"
             ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, label,
                     va="center", fontsize=9)
@@ -324,18 +402,22 @@ def main():
         .config("spark.driver.memory", "2g").getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    from kafkacore.spark import register
+
+    register(spark)  # format("kafkacore")
     df = make_frame(spark, args.rows, args.slices)
     jvm_pid = spark.sparkContext._gateway.proc.pid  # the JVM PySpark started (local mode)
     result = {"rows": args.rows, "value_bytes": VALUE_BYTES, "master": args.master,
               "slices": args.slices, "repeats": args.repeats, "spark": {}, "outside_spark": {},
               "versions": _versions(), "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
     print(f"{args.rows:,} rows of {VALUE_BYTES} bytes, Spark {args.master}, {args.slices} slices")
-    with LocalBroker() as broker:
+    # Our broker: the exactly-once sink needs transactions with read_committed's bookkeeping.
+    with LocalBroker(kind="kafkacore") as broker:
 
         def once(run):
             topic = f"bench-{uuid.uuid4().hex[:8]}"
             admin.create_topics(broker.bootstrap, {topic: 6})
-            jvm, tansu = _cpu_seconds(jvm_pid), _cpu_seconds(broker.pid)
+            jvm, ours = _cpu_seconds(jvm_pid), _cpu_seconds(broker.pid)
             start = time.perf_counter()
             acked, cpu = run(topic)
             seconds = time.perf_counter() - start
@@ -346,17 +428,35 @@ def main():
                     "worker_cpu_us_per_row": cpu / args.rows * 1e6,
                     "cpu_seconds": {"python workers": cpu,
                                     "spark jvm": _cpu_seconds(jvm_pid) - jvm,
-                                    "broker": _cpu_seconds(broker.pid) - tansu}}
+                                    "broker": _cpu_seconds(broker.pid) - ours}}
 
         for name, run in approaches(df, broker.bootstrap).items():
             result["spark"][name] = best_of(name, run, once, broker, args.repeats, "worker CPU")
+        print("Structured Streaming, the kafkacore sink:")
+        import tempfile
+
+        broker.restart()
+        result["streaming"] = streaming(
+            spark, df, broker.bootstrap,
+            pathlib.Path(tempfile.mkdtemp(prefix="kafkacore-bench-")), args.repeats)
         spark.stop()
         print("outside Spark:")
         result["outside_spark"] = outside_spark(broker, args.rows, args.repeats)
 
     s, o = result["spark"], result["outside_spark"]
     best_confluent = max(v["rows_per_s"] for k, v in s.items() if k.startswith("confluent"))
+    ceiling = s["Spark ceiling (mapInArrow, count only)"]["rows_per_s"]
+    sink_alo = s['kafkacore format("kafkacore") at_least_once']["rows_per_s"]
+    sink_eos = s['kafkacore format("kafkacore") exactly_once']["rows_per_s"]
+    st = result["streaming"]
     result["ratios"] = {
+        'format("kafkacore") at_least_once / Spark ceiling': sink_alo / ceiling,
+        'format("kafkacore") exactly_once / Spark ceiling': sink_eos / ceiling,
+        'format("kafkacore") at_least_once / best confluent in Spark': sink_alo / best_confluent,
+        'format("kafkacore") exactly_once / best confluent in Spark': sink_eos / best_confluent,
+        "streaming sink exactly_once / at_least_once":
+            st["streaming sink exactly_once"]["rows_per_s"]
+            / st["streaming sink at_least_once"]["rows_per_s"],
         "write_to_kafka / best confluent in Spark":
             s["kafkacore write_to_kafka"]["rows_per_s"] / best_confluent,
         "write_to_kafka / Spark floor":

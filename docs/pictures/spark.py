@@ -6,6 +6,8 @@ spark_retry.png: a task that dies after sending some batches is run again from i
 so the broker holds those records twice (at-least-once).
 spark_exactly_once.png: exactly-once tasks: a retry fences and aborts what the dead attempt left
 open, and an attempt that finds its partition committed writes nothing.
+spark_streaming_sink.png: the streaming sink's completion marks across a driver killed before
+Spark's commit log, and the replayed micro-batch that writes nothing.
 """
 
 import importlib.util
@@ -98,8 +100,43 @@ def draw_exactly_once(path):
     _boxes.save(fig, path)
 
 
+def draw_streaming_sink(path):
+    """The streaming sink across a driver killed before Spark's commit log, then restarted."""
+    fig, ax = _boxes.figure(11, 6.0)
+    b = _boxes.box
+
+    def row(y, title, steps, note=None, colour="#000000"):
+        ax.text(0.2, y + 0.75, title, fontsize=9, weight="bold")
+        x = 0.2
+        for text, kind in steps:
+            w = 1.75
+            b(ax, x, y, w - 0.1, 0.55, text, kind, size=7)
+            x += w
+        if note:
+            ax.text(x, y + 0.2, note, fontsize=8, color=colour)
+
+    row(4.8, "driver, first run (query Q, checkpoint C)",
+        [("offsets log:\nbatch 7 planned", "wire"), ("tasks p0, p1\nof batch 7", "python"),
+         ("sink commit():\nall tasks done", "python")],
+        "SIGKILL before the commit log says batch 7", "#b00000")
+    row(3.5, "task p0 of batch 7 (transactional.id = <prefix>-Q-0)",
+        [("init_transactions\nfences older p0", "thread"), ("OffsetFetch Q-0:\nmark 7, not > 7", "wire"),
+         ("begin; rows\nas send_batch", "compiled"), ("TxnOffsetCommit\nQ-0 := 8", "python"),
+         ("commit", "thread")], "rows and mark visible together")
+    row(2.2, "driver, restarted on C: Spark replays batch 7 (same offsets, same query id Q)",
+        [("offsets log:\nbatch 7 again", "wire"), ("tasks p0, p1\nof batch 7", "python"),
+         ("commit log:\nbatch 7", "wire"), ("batch 8 ...", "python")])
+    row(0.9, "task p0 of batch 7, replayed",
+        [("init_transactions\nfences, settles", "thread"),
+         ("OffsetFetch Q-0:\nmark 8 > 7", "wire")], "writes nothing, reports the mark's counts")
+    ax.text(0.2, 0.3, "A read_committed consumer sees batch 7's rows once: the rows and their "
+            "completion mark commit in one transaction.", fontsize=9)
+    _boxes.save(fig, path)
+
+
 def draw(out_dir):
     out_dir = pathlib.Path(out_dir)
+    draw_streaming_sink(out_dir / "spark_streaming_sink.png")
     draw_executors(out_dir / "spark_executors.png")
     draw_retry(out_dir / "spark_retry.png")
     draw_exactly_once(out_dir / "spark_exactly_once.png")

@@ -89,7 +89,7 @@ class SinkPlan:
 
 def sink_plan(options: Mapping[str, str], schema: Any) -> SinkPlan:
     """Check the sink's options and the DataFrame's schema on the driver (Spark's messages,
-    through :func:`kafkacore.spark.options.parse_sink_options`), and the producer settings.
+    through ``kafkacore.spark.options.parse_sink_options``), and the producer settings.
 
     :raises ConfigError: a missing ``kafka.bootstrap.servers``, a bad producer setting, an
         unknown option or guarantee, no ``value`` column, neither a ``topic`` option nor column.

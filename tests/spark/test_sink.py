@@ -36,9 +36,9 @@ def our_broker():
 @pytest.fixture(scope="module")
 def kspark(spark):
     """The module's Spark session with format("kafkacore") registered."""
-    from kafkacore.spark.datasource import KafkaDataSource
+    from kafkacore.spark import register
 
-    spark.dataSource.register(KafkaDataSource)
+    register(spark)
     return spark
 
 
