@@ -35,6 +35,7 @@ from libc.string cimport memcpy, memset
 
 from kafkacore.core.compression cimport decompress
 from kafkacore.core.crc cimport crc_of
+from kafkacore.core.record_batch cimport try_varint
 from kafkacore.core.record_format cimport *  # noqa: F403 - the format's constants
 
 import pyarrow as pa
@@ -169,32 +170,6 @@ cdef object _to_arrow(Buf* b):
 
 # -- varints and UTF-8, without the GIL --------------------------------------------------------
 
-cdef inline bint _varint(const unsigned char* p, Py_ssize_t end, Py_ssize_t* pos,
-                         int max_bytes, int64_t* out) noexcept nogil:
-    """A zigzag varint of at most ``max_bytes`` bytes (5: int32, 10: int64) at p[pos:end]."""
-    cdef uint64_t raw = 0, b = 0
-    cdef int shift = 0, i = 0
-    cdef Py_ssize_t q = pos[0]
-    while True:
-        if q >= end:
-            return False
-        b = p[q]
-        q += 1
-        raw |= (b & 0x7F) << shift
-        i += 1
-        if not (b & 0x80):
-            break
-        if i == max_bytes:
-            return False
-        shift += 7
-    if max_bytes == 5 and (raw >> 32) != 0:
-        return False
-    if max_bytes == 10 and i == 10 and b > 1:
-        return False
-    pos[0] = q
-    out[0] = <int64_t>((raw >> 1) ^ (<uint64_t>0 - (raw & 1)))
-    return True
-
 
 cdef bint _utf8_ok(const unsigned char* s, Py_ssize_t n) noexcept nogil:
     """Well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF)."""
@@ -311,30 +286,30 @@ cdef int _decode_section(Columns* c, const Batch* batch, const unsigned char* p,
     cdef int err
     for i in range(batch.record_count):
         stop.bad_record = i
-        if not _varint(p, n, &pos, 5, &length):
+        if not try_varint(p, n, &pos, 5, &length):
             return E_VARINT
         if length < 1 or length > n - pos:
             return E_RECORD_LENGTH
         rend = pos + <Py_ssize_t>length
         pos += 1  # the record's attributes: no bit in use
-        if not _varint(p, rend, &pos, 10, &ts_delta) or not _varint(p, rend, &pos, 5,
-                                                                    &offset_delta):
+        if (not try_varint(p, rend, &pos, 10, &ts_delta)
+                or not try_varint(p, rend, &pos, 5, &offset_delta)):
             return E_VARINT
-        if not _varint(p, rend, &pos, 5, &key_len):
+        if not try_varint(p, rend, &pos, 5, &key_len):
             return E_VARINT
         if key_len < -1 or key_len > rend - pos:
             return E_KEY
         key_at = pos
         if key_len > 0:
             pos += <Py_ssize_t>key_len
-        if not _varint(p, rend, &pos, 5, &value_len):
+        if not try_varint(p, rend, &pos, 5, &value_len):
             return E_VARINT
         if value_len < -1 or value_len > rend - pos:
             return E_VALUE
         value_at = pos
         if value_len > 0:
             pos += <Py_ssize_t>value_len
-        if not _varint(p, rend, &pos, 5, &header_count):
+        if not try_varint(p, rend, &pos, 5, &header_count):
             return E_VARINT
         if header_count < 0:
             return E_HEADER_COUNT
@@ -365,7 +340,7 @@ cdef int _decode_section(Columns* c, const Batch* batch, const unsigned char* p,
         if c.include_headers:
             h = 0
             while h < header_count:
-                if not _varint(p, rend, &pos, 5, &klen):
+                if not try_varint(p, rend, &pos, 5, &klen):
                     return E_VARINT
                 if klen < 0 or klen > rend - pos:
                     return E_HEADER_KEY
@@ -377,7 +352,7 @@ cdef int _decode_section(Columns* c, const Batch* batch, const unsigned char* p,
                         or buf_int32(&c.hkey_offsets, <int32_t>c.hkey_data.size) < 0):
                     return E_NOMEM
                 pos += <Py_ssize_t>klen
-                if not _varint(p, rend, &pos, 5, &vlen):
+                if not try_varint(p, rend, &pos, 5, &vlen):
                     return E_VARINT
                 if vlen < -1 or vlen > rend - pos:
                     return E_HEADER_VALUE
@@ -408,12 +383,12 @@ cdef int _control_type(const unsigned char* p, Py_ssize_t n) except -2:
     cdef int64_t length, skip, key_len
     if n == 0:
         return -1
-    if not _varint(p, n, &pos, 5, &length) or length < 1 or length > n - pos:
+    if not try_varint(p, n, &pos, 5, &length) or length < 1 or length > n - pos:
         raise CorruptRecordError("control record: bad length")
     n = pos + <Py_ssize_t>length
     pos += 1
-    if (not _varint(p, n, &pos, 10, &skip) or not _varint(p, n, &pos, 5, &skip)
-            or not _varint(p, n, &pos, 5, &key_len)):
+    if (not try_varint(p, n, &pos, 10, &skip) or not try_varint(p, n, &pos, 5, &skip)
+            or not try_varint(p, n, &pos, 5, &key_len)):
         raise CorruptRecordError("control record: bad varint")
     if key_len < 4 or key_len > n - pos:
         raise CorruptRecordError(f"control record key of {key_len} bytes does not fit")

@@ -1,7 +1,7 @@
 # cython: language_level=3
 """Declarations of the reader's results (record_batch.pyx)."""
 
-from libc.stdint cimport int32_t, int64_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
 
 # Reader results: built once by iter_batches/iter_records and never changed after, so any thread
@@ -37,3 +37,32 @@ cdef class RecordBatch:
 # record_batch.pyx.
 cdef int check_batch(const unsigned char* p, Py_ssize_t size, Py_ssize_t where,
                      Py_ssize_t* budget, int64_t* last_delta, int64_t* max_ts_delta) except -1
+
+
+# A zigzag varint of at most ``max_bytes`` bytes (5: int32, 10: int64) at p[pos:end], without
+# the GIL: False wherever the reader's _read_varint would raise (truncated, too long, out of
+# range).  Shared by the log validator's walk and the Arrow decoder (arrow_records.pyx).
+cdef inline bint try_varint(const unsigned char* p, Py_ssize_t end, Py_ssize_t* pos,
+                            int max_bytes, int64_t* out) noexcept nogil:
+    cdef uint64_t raw = 0, b = 0
+    cdef int shift = 0, i = 0
+    cdef Py_ssize_t q = pos[0]
+    while True:
+        if q >= end:
+            return False
+        b = p[q]
+        q += 1
+        raw |= (b & 0x7F) << shift
+        i += 1
+        if not (b & 0x80):
+            break
+        if i == max_bytes:
+            return False
+        shift += 7
+    if max_bytes == 5 and (raw >> 32) != 0:
+        return False
+    if max_bytes == 10 and i == 10 and b > 1:
+        return False
+    pos[0] = q
+    out[0] = <int64_t>((raw >> 1) ^ (<uint64_t>0 - (raw & 1)))
+    return True

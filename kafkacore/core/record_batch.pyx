@@ -291,37 +291,13 @@ def iter_records(data, max_decompressed_bytes=DEFAULT_MAX_DECOMPRESSED_BYTES):
 # objects: walking them in C with the same rules as _decode_records costs a few nanoseconds a
 # record, where building a Record with its key and value bytes costs a few hundred.
 
-cdef inline bint _try_varint(const unsigned char* p, Py_ssize_t end, Py_ssize_t* pos,
-                             int max_bytes, int64_t* out) noexcept nogil:
-    """_read_varint's rules without the GIL: False wherever _read_varint would raise."""
-    cdef uint64_t raw = 0, b = 0
-    cdef int shift = 0, i = 0
-    cdef Py_ssize_t q = pos[0]
-    while True:
-        if q >= end:
-            return False
-        b = p[q]
-        q += 1
-        raw |= (b & 0x7F) << shift
-        i += 1
-        if not (b & 0x80):
-            break
-        if i == max_bytes:
-            return False
-        shift += 7
-    if max_bytes == 5 and (raw >> 32) != 0:
-        return False
-    if max_bytes == 10 and i == 10 and b > 1:
-        return False
-    pos[0] = q
-    out[0] = <int64_t>((raw >> 1) ^ (<uint64_t>0 - (raw & 1)))
-    return True
-
+# try_varint, the walk's varint reader, is declared inline in record_batch.pxd, where the Arrow
+# decoder (arrow_records.pyx) finds it too.
 
 cdef inline bint _try_skip_bytes(const unsigned char* p, Py_ssize_t end,
                                  Py_ssize_t* pos) noexcept nogil:
     cdef int64_t length
-    if not _try_varint(p, end, pos, 5, &length):
+    if not try_varint(p, end, pos, 5, &length):
         return False
     if length == -1:
         return True
@@ -341,21 +317,21 @@ cdef bint _try_check_records(const unsigned char* p, Py_ssize_t n, int32_t recor
     cdef int32_t _i
     last_delta[0] = -1
     for _i in range(record_count):
-        if not _try_varint(p, n, &pos, 5, &length) or length < 1 or length > n - pos:
+        if not try_varint(p, n, &pos, 5, &length) or length < 1 or length > n - pos:
             return False
         rend = pos + <Py_ssize_t>length
         if p[pos] != 0:  # attributes: every bit unused
             return False
         pos += 1
-        if not _try_varint(p, rend, &pos, 10, &value):  # timestamp delta
+        if not try_varint(p, rend, &pos, 10, &value):  # timestamp delta
             return False
         if value > max_ts_delta[0]:
             max_ts_delta[0] = value
-        if not _try_varint(p, rend, &pos, 5, last_delta) or last_delta[0] != _i:  # offset delta
+        if not try_varint(p, rend, &pos, 5, last_delta) or last_delta[0] != _i:  # offset delta
             return False
         if not _try_skip_bytes(p, rend, &pos) or not _try_skip_bytes(p, rend, &pos):
             return False  # key, value
-        if not _try_varint(p, rend, &pos, 5, &header_count) or header_count != 0:
+        if not try_varint(p, rend, &pos, 5, &header_count) or header_count != 0:
             return False
         if pos != rend:
             return False
