@@ -1174,6 +1174,7 @@ class KafkaApis(ApiRequestHandler):
             transactions = body["transactions"]
         results: list[Any] = [None] * len(transactions)
         remaining = [len(transactions)]
+        # Lock order: leaf. Guards this request's fan-in count and results.
         lock = threading.Lock()
 
         def finish(i: int, topic_results: list[dict[str, Any]]) -> None:

@@ -58,6 +58,7 @@ class _Source:
 class AuthenticationExecutor:
     def __init__(self, base_delay_ms: int, num_threads: int = 2) -> None:
         self.base_delay_s = base_delay_ms / 1000.0
+        # Lock order: leaf. Guards _queue (steps by due time); steps run outside it.
         self._cond = threading.Condition()
         self._queue: list[tuple[float, int, str, Step, Done]] = []  # heap by due time
         self._seq = itertools.count()

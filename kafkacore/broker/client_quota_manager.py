@@ -99,6 +99,7 @@ class ClientQuotaManager:
         self.window_ms = window_size_s * 1000
         #: the longest throttle: the sensor's whole span
         self.max_throttle_time_ms = window_num * self.window_ms
+        # Lock order: leaf. Guards the quota bounds and the sensors.
         self._lock = threading.Lock()
         self._bounds: dict[Entity, float] = {}
         #: sensor key (user, client id) -> [its rate, when last recorded (ms)], least

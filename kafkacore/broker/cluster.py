@@ -117,6 +117,7 @@ class Cluster:
         self.config.update({k: str(v) for k, v in (config or {}).items()})
         self.controller: _Node | None = None
         self.brokers: dict[int, _Node] = {}
+        # Lock order 1 (outermost; the harness's, not a broker's). Guards brokers and _closing.
         self._lock = threading.RLock()
         self._closing = False
 

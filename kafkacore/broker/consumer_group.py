@@ -108,6 +108,7 @@ class ConsumerGroup:
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
+        # Lock order 5 (one group's at a time). Guards its members and epochs.
         self.lock = threading.RLock()
         self.group_epoch = 0
         self.assignment_epoch = 0

@@ -215,6 +215,7 @@ class ConsumerGroupCoordinator:
         self.max_size = max_size
         self.assignors = {name: ASSIGNORS[name] for name in assignors}
         self._groups: dict[str, ConsumerGroup] = {}
+        # Lock order: leaf (never held while taking a group's lock). Guards _groups.
         self._lock = threading.Lock()
         #: (group id, member id) -> the JoinGroup or SyncGroup a classic member owes (written
         #: under the group's lock)

@@ -54,6 +54,7 @@ class DynamicBrokerConfig:
                  dynamic: dict[str, dict[str, str]] | None = None) -> None:
         self.static = static
         self.broker_id = broker_id
+        # Lock order: leaf (listeners are called after it is released). Guards _dynamic.
         self._lock = threading.Lock()
         #: resource name ("" or this broker's id) -> setting -> value, as stored (strings)
         self._dynamic: dict[str, dict[str, str]] = {

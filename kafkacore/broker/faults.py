@@ -58,6 +58,7 @@ class FaultInjector:
     """
 
     def __init__(self) -> None:
+        # Lock order: leaf. Guards the injected faults; waiters wait on it.
         self._lock = threading.Condition(threading.Lock())
         #: True while the broker is cut from clients and peers (``isolate``/``heal``): it refuses
         #: and closes client connections, and its own connections to peers and the controller

@@ -133,6 +133,7 @@ class FetchSession:
         self.last_used_ms = now_ms
         self.epoch = next_epoch(INITIAL_EPOCH)  # the epoch the next request must carry
         self.cached_size = len(partitions)  # the size the cache counted (guarded by the cache)
+        # Lock order: before FetchSessionCache._lock. Guards this session's partitions.
         self.lock = threading.Lock()
 
     def update(self, fetch_data: dict[PartitionKey, FetchPartitionData],
@@ -298,6 +299,7 @@ class FetchSessionCache:
         self._by_client: dict[str, int] = {}  # client -> partitions its sessions hold
         self.eviction_ms = eviction_ms
         self.now_ms = clock_ms
+        # Lock order: leaf (after FetchSession.lock). Guards _sessions and the counts.
         self._lock = threading.Lock()
         self._sessions: dict[int, FetchSession] = {}
         self._partitions = 0  # cached partitions in all sessions
@@ -425,6 +427,7 @@ class FetchManager:
 
     def __init__(self, cache: FetchSessionCache) -> None:
         self.cache = cache
+        # Lock order: leaf. Guards _counts.
         self._lock = threading.Lock()
         self._counts = {"full_fetches": 0, "incremental_fetches": 0, "sessionless_fetches": 0,
                         "session_errors": 0,

@@ -107,6 +107,7 @@ class GroupCoordinator:
         self.group_max_size = group_max_size
         self.broker_id = broker_id
         self._groups: dict[str, GroupMetadata] = {}
+        # Lock order: leaf (never held while taking a group's lock). Guards _groups.
         self._groups_lock = threading.Lock()
         self.heartbeat_purgatory: DelayedOperationPurgatory | None = None
         self.rebalance_purgatory: DelayedOperationPurgatory | None = None
@@ -1045,6 +1046,7 @@ class GroupCoordinator:
         if not writes:
             callback(results)
             return
+        # Lock order: leaf. Guards this call's fan-in count.
         lock = threading.Lock()
         remaining = [len(writes)]
 

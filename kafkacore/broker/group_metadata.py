@@ -155,6 +155,7 @@ class GroupMetadata:
     def __init__(self, group_id: str, initial_state: GroupState = GroupState.EMPTY) -> None:
         self.group_id = group_id
         self.state = initial_state
+        # Lock order 5 (one group's at a time). Guards the group's members and state.
         self.lock = threading.RLock()
         self.generation_id = 0
         self.protocol_type: str | None = None

@@ -306,6 +306,7 @@ class GroupMetadataManager:
         self.num_partitions: int = config["offsets.topic.num.partitions"]
         self.replication_factor: int = config["offsets.topic.replication.factor"]
         self.commit_timeout_ms: int = config["offsets.commit.timeout.ms"]
+        # Lock order: leaf (taken under order 4 and 5). Guards the offsets cache.
         self._lock = threading.Lock()
         #: group -> (topic, partition) -> the latest commit
         self._offsets: dict[str, dict[tuple[str, int], _Cached]] = {}

@@ -36,6 +36,7 @@ class InterBrokerClient:
         self.timeout_s = timeout_s
         self.faults = faults
         self._sock: socket.socket | None = None
+        # Lock order: leaf, held across one round trip: take it holding no lock of order 1-7.
         self._lock = threading.Lock()
         self._correlation = itertools.count(1)
 

@@ -4,7 +4,9 @@ A few daemon threads, named ``kafka-scheduler-<n>`` as Kafka names them, share o
 tasks ordered by when each is due.  A task is a name and a function: run once after a delay, or
 every period after that.  A task that raises is logged with its name and keeps its schedule (Kafka
 wraps every task the same way: one bad run must not end the retention or flush of every later
-one).  ``LogManager.startup`` schedules the log tasks here; see docs/broker/log.rst.
+one).  Each worker is a :class:`~kafkacore.broker.shutdownable_thread.ShutdownableThread`, so an
+error outside a task (in the queue's bookkeeping) is logged and the worker goes on after a bounded
+back-off instead of ending unseen.  ``LogManager.startup`` schedules the log tasks here; see docs/broker/log.rst.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +44,11 @@ class KafkaScheduler:
             raise ValueError(f"a scheduler needs at least one thread, got {threads}")
         self.thread_count = threads
         self.thread_name_prefix = thread_name_prefix
+        # Lock order: leaf (tasks run outside it).
         self._cond = threading.Condition()
         self._queue: list[_Task] = []
         self._seq = itertools.count()
-        self._threads: list[threading.Thread] = []
+        self._threads: list[ShutdownableThread] = []
         self._running = False
         #: task name -> completed runs and runs that raised (tests and operators read them)
         self.runs: dict[str, int] = {}
@@ -55,8 +60,7 @@ class KafkaScheduler:
                 raise RuntimeError("the scheduler is already running")
             self._running = True
             for i in range(self.thread_count):
-                t = threading.Thread(target=self._work, name=f"{self.thread_name_prefix}{i}",
-                                     daemon=True)
+                t = ShutdownableThread(f"{self.thread_name_prefix}{i}", work=self._run_next)
                 self._threads.append(t)
                 t.start()
 
@@ -65,11 +69,21 @@ class KafkaScheduler:
         with self._cond:
             self._running = False
             self._queue.clear()
+            for t in self._threads:
+                t.initiate_shutdown()
             self._cond.notify_all()
+        deadline = time.monotonic() + timeout_s
         for t in self._threads:
             if t is not threading.current_thread():
-                t.join(timeout_s)
+                if not t.await_shutdown(max(0.0, deadline - time.monotonic())) and t.is_alive():
+                    # A task still running (a long flush): it finishes, nothing follows it.
+                    log.warning("%s did not stop within %.1f s", t.name, timeout_s)
         self._threads.clear()
+
+    @property
+    def threads(self) -> list[ShutdownableThread]:
+        """The worker threads (empty before ``startup`` and after ``shutdown``)."""
+        return list(self._threads)
 
     @property
     def is_started(self) -> bool:
@@ -111,25 +125,25 @@ class KafkaScheduler:
                 return heapq.heappop(self._queue)
             return None
 
-    def _work(self) -> None:
-        while True:
-            task = self._next_task()
-            if task is None:
-                return
-            failed = False
-            try:
-                task.fn()
-            except Exception:
-                # Kafka: "Uncaught exception in scheduled task": logged, the schedule kept.
-                log.exception("uncaught exception in scheduled task %r", task.name)
-                failed = True
-            with self._cond:
-                self.runs[task.name] = self.runs.get(task.name, 0) + 1
-                if failed:
-                    self.failures[task.name] = self.failures.get(task.name, 0) + 1
-                if task.period_s is not None and self._running:
-                    # From the end of this run (Kafka's scheduleAtFixedRate would catch up
-                    # missed runs at once; one at a time is kinder to a slow disk).
-                    task.due = time.monotonic() + task.period_s
-                    heapq.heappush(self._queue, task)
-                    self._cond.notify()
+    def _run_next(self) -> bool | None:
+        """One worker turn: the next due task, run; False once the scheduler stops."""
+        task = self._next_task()
+        if task is None:
+            return False
+        failed = False
+        try:
+            task.fn()
+        except Exception:
+            # Kafka: "Uncaught exception in scheduled task": logged, the schedule kept.
+            log.exception("uncaught exception in scheduled task %r", task.name)
+            failed = True
+        with self._cond:
+            self.runs[task.name] = self.runs.get(task.name, 0) + 1
+            if failed:
+                self.failures[task.name] = self.failures.get(task.name, 0) + 1
+            if task.period_s is not None and self._running:
+                # From the end of this run (Kafka's scheduleAtFixedRate would catch up
+                # missed runs at once; one at a time is kinder to a slow disk).
+                task.due = time.monotonic() + task.period_s
+                heapq.heappush(self._queue, task)
+                self._cond.notify()

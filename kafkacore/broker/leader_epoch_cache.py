@@ -29,6 +29,7 @@ class EpochEntry(NamedTuple):
 class LeaderEpochFileCache:
     def __init__(self, directory: str | Path) -> None:
         self.path = Path(directory) / CHECKPOINT_FILE
+        # Lock order: leaf (after Partition.lock and Log._lock). Guards _entries and the file.
         self._lock = threading.Lock()
         self._entries: list[EpochEntry] = []
         try:

@@ -46,6 +46,7 @@ STOP_BOUND_S = 10.0
 #: How long the reaper waits after SIGTERM before SIGKILL.
 REAP_GRACE_S = 3.0
 
+# Lock order: leaf (module-wide; replaced in a forked child).
 _lock = threading.Lock()
 _lifeline_read: int | None = None   # guarded by _lock; the read end every child inherits
 _lifeline_write: int | None = None  # guarded by _lock; held by this process only, never written

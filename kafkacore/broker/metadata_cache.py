@@ -85,6 +85,7 @@ class MetadataCache:
     def __init__(self, log_dir: str | Path) -> None:
         self.metadata_log = MetadataLog(log_dir, METADATA_LOG_NAME)
         #: guards changes (records and the dicts); reentrant, for :meth:`batch`
+        # Lock order: after 3; held across batch() (one CreateTopics): no order 4-7 inside.
         self._lock = threading.RLock()
         self._topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, str] = {}

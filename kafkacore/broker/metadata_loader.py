@@ -86,6 +86,7 @@ class MetadataLoader:
         self._client = client
         #: Set once the first image is applied: the broker then knows the cluster's leaders.
         self.image_received = threading.Event()
+        # Lock order 3: images are applied under it (then ReplicaManager._lock).
         self._pull_lock = threading.Lock()
         # The image (guarded by _pull_lock): the next record to fetch, every topic's id and
         # partition states, the live brokers.  A topic's dict of partitions is replaced, never

@@ -82,6 +82,7 @@ class ConnectionQuotas:
         self.max_connections = max_connections
         self.max_per_ip = max_per_ip
         self.overrides = dict(overrides)
+        # Lock order: leaf.
         self._lock = threading.Lock()
         self._counts: dict[str, int] = {}  # guarded by _lock
         self._total = 0  # guarded by _lock

@@ -71,6 +71,7 @@ class Partition:
         log.leader_epoch_cache = epoch_cache
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         #: Kafka's ``leaderIsrUpdateLock``: role changes, ISR changes and HW moves under it.
+        # Lock order 6: after the coordinators' and operations' locks, before Log._lock.
         self.lock = threading.RLock()
         self.leader_id = -1
         self.leader_epoch = -1

@@ -149,6 +149,7 @@ cdef class KafkaChannel:
         self.certificate_principal = None
         self.trailing_bytes_logged = False
         self.readable_while_muted = False
+        # Lock order: leaf. Serialises writes of responses to this connection.
         self.write_lock = threading.Lock()
         self.closed = False
 

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.broker.timer import SystemTimer, TimerTask
 
 _log = logging.getLogger("kafkacore.broker.purgatory")
@@ -43,8 +44,10 @@ class DelayedOperation(TimerTask):
 
     def __init__(self, delay_ms: int, lock: Any = None) -> None:
         super().__init__(delay_ms)
+        # Lock order 5 (its own, or its group's): try_complete runs under it.
         self.lock = lock if lock is not None else threading.RLock()
         self._completed = False
+        # Lock order: leaf. Guards _completed (on_complete runs after it is released).
         self._completed_lock = threading.Lock()
         self._expiration_listener: Callable[[], None] | None = None
 
@@ -91,6 +94,7 @@ class Watchers:
     def __init__(self, key: Hashable) -> None:
         self.key = key
         self._operations: list[DelayedOperation] = []
+        # Lock order: leaf. Guards _operations (operations are tried outside it).
         self._lock = threading.Lock()
 
     def count_watched(self) -> int:
@@ -155,19 +159,18 @@ class DelayedOperationPurgatory:
             timeout_timer if timeout_timer is not None else SystemTimer(purgatory_name)
         )
         self._watchers_for_key: dict[Hashable, Watchers] = {}
+        # Lock order: leaf. Guards _watchers_for_key.
         self._watchers_lock = threading.Lock()
+        # Lock order: leaf. Guards the estimated, expired and purge counts.
         self._counter_lock = threading.Lock()
         self._estimated_total_operations = 0
         self._expired = 0
         self._purges = 0
-        self._running = True
-        self._reaper: threading.Thread | None = None
+        self._reaper: ShutdownableThread | None = None
         if reaper_enabled:
-            self._reaper = threading.Thread(
-                target=self._reap,
-                name=f"ExpirationReaper-{broker_id}-{purgatory_name}",
-                daemon=True,
-            )
+            # Supervised: a turn that raises is logged and retried after a bounded back-off.
+            self._reaper = ShutdownableThread(
+                f"ExpirationReaper-{broker_id}-{purgatory_name}", work=self._reap_once)
             self._reaper.start()
 
     # -- adding and completing ---------------------------------------------------------------
@@ -290,18 +293,22 @@ class DelayedOperationPurgatory:
                 if watchers.is_empty():
                     self._remove_key_if_empty(key, watchers)
 
-    def _reap(self) -> None:
-        while self._running:
-            try:
-                self.advance_clock(200)  # bounded wait: shutdown is noticed within 200 ms
-            except Exception:  # the reaper must outlive one bad operation (Kafka's doWork)
-                _log.exception("%s: error in the expiration reaper", self.purgatory_name)
+    @property
+    def reaper(self) -> ShutdownableThread | None:
+        """The expiration reaper thread (Kafka's ``expirationReaper``); None when disabled."""
+        return self._reaper
+
+    def _reap_once(self) -> None:
+        # One turn of Kafka's ExpirationReaper.doWork; the wait is bounded so that shutdown is
+        # noticed within 200 ms.  A turn that raises is ShutdownableThread's to log and retry.
+        self.advance_clock(200)
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop the reaper (bounded by ``timeout`` seconds) and the timer."""
-        self._running = False
+        reaper = self._reaper
+        if reaper is not None:
+            reaper.initiate_shutdown()
         self.timeout_timer.shutdown()
-        if self._reaper is not None:
-            self._reaper.join(timeout)
-            if self._reaper.is_alive():
-                raise TimeoutError(f"{self._reaper.name} did not stop within {timeout} s")
+        if reaper is not None and reaper is not threading.current_thread():
+            if not reaper.await_shutdown(timeout) and reaper.is_alive():
+                raise TimeoutError(f"{reaper.name} did not stop within {timeout} s")

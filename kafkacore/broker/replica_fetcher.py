@@ -50,6 +50,7 @@ class ReplicaFetcherThread(ShutdownableThread):
         self.rm = replica_manager
         self.source_broker_id = source_broker_id
         self.config = replica_manager.config
+        # Lock order: leaf (after ReplicaFetcherManager._lock). Guards _partitions.
         self._lock = threading.Lock()
         #: partitions followed here -> True while they must truncate before fetching
         self._partitions: dict[tuple[str, int], tuple[Partition, bool]] = {}
@@ -256,6 +257,7 @@ class ReplicaFetcherManager:
 
     def __init__(self, replica_manager: ReplicaManager) -> None:
         self.rm = replica_manager
+        # Lock order: before ReplicaFetcherThread._lock. Guards _threads.
         self._lock = threading.Lock()
         self._threads: dict[int, ReplicaFetcherThread] = {}
 

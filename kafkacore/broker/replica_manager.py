@@ -81,6 +81,7 @@ class ReplicaManager:
         self.log_manager = broker.log_manager
         self.metadata_cache = broker.metadata_cache
         self.standalone = self.config["process.roles"] == ""
+        # Lock order 4 (see threads.rst for its one exception). Guards partitions, roles.
         self._lock = threading.RLock()
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.produce_purgatory = DelayedOperationPurgatory("Produce", broker_id=self.broker_id)
@@ -93,6 +94,7 @@ class ReplicaManager:
         self._checkpoint_path = Path(self.config.log_dirs[0]) / HW_CHECKPOINT_FILE
         self._checkpointed_hw = _read_hw_checkpoint(self._checkpoint_path)
         self._stop = threading.Event()
+        # Lock order: leaf. One writer of the high-watermark checkpoint files.
         self._hw_checkpoint_lock = threading.Lock()
 
     def startup(self) -> None:

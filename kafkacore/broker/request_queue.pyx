@@ -46,6 +46,7 @@ cdef class RequestQueue:
         self._items = collections.deque()
         self._sleepers = []
         self._full_waiters = 0
+        # Lock order: leaf; _not_full waits on it.
         self._lock = threading.Lock()
         self._not_full = threading.Condition(self._lock)
 

@@ -7,10 +7,12 @@ per turn and go on.  We do what the Processor does, for every broker thread: a t
 on its first unexpected exception leaves the broker up but deaf (a processor's connections are
 accepted and never answered, a fencer that never fences), and nothing outside notices.  So:
 
-- an exception in one turn is logged with its traceback, counted in :attr:`failures`, and the
-  loop goes on after a short pause (so a failure that repeats every turn cannot spin a core or
-  fill the disk with the same traceback: after the first, the same error is logged at most once
-  per :data:`REPEAT_LOG_INTERVAL_S`);
+- an exception in one turn is logged at ERROR with its traceback, counted in :attr:`failures`,
+  and the loop goes on after a back-off that doubles with each failure in a row, from
+  :data:`FAILURE_BACKOFF_S` up to :data:`MAX_FAILURE_BACKOFF_S`, and starts again after a turn
+  that succeeds (so a failure that repeats every turn cannot spin a core or fill the disk with
+  the same traceback: after the first, the same error is logged at most once per
+  :data:`REPEAT_LOG_INTERVAL_S`); :meth:`initiate_shutdown` cuts the back-off short;
 - if the thread ends any other way than by :meth:`initiate_shutdown` (a ``BaseException``, a
   ``do_work`` that returns ``False`` is *not* such a way: it asks to stop), it says so at
   CRITICAL level and calls :attr:`on_death`, so its owner can stop sending it work.
@@ -27,6 +29,8 @@ log = logging.getLogger(__name__)
 
 #: The pause after a failed turn: bounds the CPU and the log a repeating failure costs.
 FAILURE_BACKOFF_S = 0.1
+#: The longest pause: a part that fails every turn still retries (and may recover) this often.
+MAX_FAILURE_BACKOFF_S = 2.0
 #: The same exception type in a row is logged again only after this long.
 REPEAT_LOG_INTERVAL_S = 10.0
 
@@ -41,6 +45,8 @@ class ShutdownableThread(threading.Thread):
         self._work = work
         self._running = True  # written by any thread, read by this one (a bool: atomic)
         self._shutdown_complete = threading.Event()
+        self._shutdown_initiated = threading.Event()  # wakes a back-off early
+        self._failures_in_a_row = 0  # this thread only
         #: Turns that raised (read from other threads for statistics and tests).
         self.failures = 0
         #: Called (on this thread) if it ends without being asked to.
@@ -54,6 +60,7 @@ class ShutdownableThread(threading.Thread):
     def initiate_shutdown(self) -> None:
         """Ask the loop to stop after its current turn (does not wait)."""
         self._running = False
+        self._shutdown_initiated.set()
         self.wakeup()
 
     def await_shutdown(self, timeout_s: float | None = None) -> bool:
@@ -85,12 +92,14 @@ class ShutdownableThread(threading.Thread):
                     if self.do_work() is False:
                         asked = True
                         break
+                    self._failures_in_a_row = 0
                 except Exception as exc:
                     if not self._running:
                         break  # failing because we are closing: nothing to report
                     self.failures += 1
+                    self._failures_in_a_row += 1
                     self._log_failure(exc)
-                    time.sleep(FAILURE_BACKOFF_S)
+                    self._shutdown_initiated.wait(self.backoff_s(self._failures_in_a_row))
             else:
                 asked = True
         finally:
@@ -106,6 +115,11 @@ class ShutdownableThread(threading.Thread):
                         self.on_death(self)
             finally:
                 self._shutdown_complete.set()
+
+    @staticmethod
+    def backoff_s(failures_in_a_row: int) -> float:
+        """The pause after the n-th failed turn in a row: doubling, bounded."""
+        return min(FAILURE_BACKOFF_S * 2 ** min(failures_in_a_row - 1, 16), MAX_FAILURE_BACKOFF_S)
 
     def _log_failure(self, exc: Exception) -> None:
         now = time.monotonic()

@@ -346,6 +346,7 @@ cdef class DelayQueue:
     def __init__(self, time_ms):
         self._time_ms = time_ms
         self._heap = []
+        # Lock order: leaf. Guards _heap, _closed, waiting.
         self._available = threading.Condition(threading.Lock())
         self._closed = False
         self.waiting = 0
@@ -430,6 +431,7 @@ time_ms=hi_res_clock_ms, executor=None)
     cdef list _expired
 
     def __cinit__(self, *args, **kwargs):
+        # Lock order: leaf. Guards the wheels; tasks run outside it.
         self._lock = PyThread_allocate_lock()
         if self._lock == NULL:
             raise MemoryError()

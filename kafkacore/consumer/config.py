@@ -65,6 +65,8 @@ CONSUMER_SETTINGS: dict[str, Setting] = {
     "max.partition.fetch.bytes": _row("max.partition.fetch.bytes", 1048576,
                                       _int_range(1, INT_MAX), "an int >= 1",
                                       "Most bytes of one partition per Fetch response."),
+    "fetch.max.wait.ms": _row("fetch.max.wait.ms", 500, _int_range(0, INT_MAX), "an int >= 0",
+                              "How long the broker may wait for data at the end of the log."),
     "default.api.timeout.ms": _row("default.api.timeout.ms", 60000, _int_range(0, INT_MAX),
                                    "an int >= 0",
                                    "Bound of metadata and ListOffsets calls, retries included."),

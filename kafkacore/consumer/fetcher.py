@@ -111,6 +111,11 @@ class ClientSession:
         while (remaining := until - clock_ms()) > 0:
             self.client.poll(remaining)
 
+    def unreachable(self) -> str:
+        """The brokers we could not reach and why, for a timeout's message ("" if none)."""
+        report = self.metadata.connection_report()
+        return f": {report}" if report else ""
+
     # -- metadata ----------------------------------------------------------------------------
 
     def refresh(self, deadline: int) -> None:
@@ -120,7 +125,7 @@ class ClientSession:
             remaining = deadline - clock_ms()
             if remaining <= 0:
                 raise errors.KafkaTimeoutError(
-                    "no metadata from the cluster in time" + self.metadata.connection_report())
+                    "no metadata from the cluster in time" + self.unreachable())
             self.client.poll(min(remaining, 100))
             if self.client.authentication_error is not None:
                 raise self.client.authentication_error
@@ -176,7 +181,7 @@ class ClientSession:
             remaining = deadline - clock_ms()
             if remaining <= 0:
                 raise errors.KafkaTimeoutError(f"node {node} not ready in time"
-                                               + self.metadata.connection_report())
+                                               + self.unreachable())
             if self.client.authentication_error is not None:
                 raise self.client.authentication_error
             if self.client.connection_failed(node):
@@ -208,6 +213,12 @@ class _NodeDown(errors.KafkaError):
     retriable = True
 
 
+class _NoAnswer(errors.KafkaError):
+    """A Fetch answer without our partition: nothing to read yet; asked again."""
+
+    retriable = True
+
+
 class PartitionFetcher:
     """Reads ``[start, end)`` of one partition as ``pyarrow.RecordBatch`` es (one per Fetch
     answer that had rows); see :meth:`kafkacore.consumer.PartitionReader.read`."""
@@ -228,9 +239,10 @@ class PartitionFetcher:
         cfg = self.session.config
         return {
             "replica_id": -1,
-            # The range's end is at most the log end the caller listed, so data is normally
-            # there; waiting matters only for a range that reaches past the log's end.
-            "max_wait_ms": 0,
+            # With data at the fetch offset the broker answers at once (min_bytes 1); the wait
+            # matters only for a range that reaches past the log's end, where it is the
+            # one Fetch that finds the end.
+            "max_wait_ms": cfg["fetch.max.wait.ms"],
             "min_bytes": 1,
             "max_bytes": cfg["fetch.max.bytes"],
             "isolation_level": self.session.isolation_level,
@@ -263,8 +275,8 @@ class PartitionFetcher:
             for p in topic["partitions"]:
                 if p["partition_index"] == self.tp.partition:
                     return p  # type: ignore[no-any-return]
-        raise errors.CorruptRecordError(
-            f"the Fetch response has no {self.tp.topic}-{self.tp.partition}")
+        # Some brokers (tansu) leave a partition without data out of a sessionless answer.
+        raise _NoAnswer(f"the Fetch answer has no {self.tp.topic}-{self.tp.partition}")
 
     def _columns(self, decoded: Any) -> pa.RecordBatch:
         topics, partitions = constant_columns(self.tp.topic, self.tp.partition, decoded.num_rows)
@@ -280,6 +292,7 @@ class PartitionFetcher:
         attempt = 0
         deadline = clock_ms() + self.timeout_ms  # moved on by every answer that makes progress
         pending: tuple[list[ClientResponse], int] | None = None
+        known_end = -1  # the highest log end (or LSO) any answer of this read has named
         while offset < self.end and (self.max_rows is None or rows < self.max_rows):
             try:
                 done, node = pending if pending is not None else self._send(offset, deadline)
@@ -317,12 +330,18 @@ class PartitionFetcher:
             hw = part["high_watermark"]
             lso = part.get("last_stable_offset", -1)
             log_end = lso if self.read_committed and lso >= 0 else hw
+            known_end = max(known_end, log_end)
             records = part.get("records") or b""
             # Send the next Fetch before decoding this answer: the broker reads while we decode.
             ahead = batch_ends(records) if records else -1
             if offset < ahead < min(self.end, log_end) and (
                     self.max_rows is None or self.max_rows - rows > 0):
-                pending = self._send(ahead, deadline)
+                try:
+                    pending = self._send(ahead, deadline)
+                except (errors.KafkaError, _NodeDown) as exc:
+                    # Only a head start: the loop sends it again, with its retries.
+                    log.debug("Fetch of %s at %d not sent ahead: %s", self.tp, ahead, exc)
+                    pending = None
             decoded = decode_records(
                 records, offset, self.end, part.get("aborted_transactions"),
                 read_committed=self.read_committed, include_headers=self.include_headers,
@@ -338,9 +357,11 @@ class PartitionFetcher:
                 offset = decoded.next_offset
                 deadline = clock_ms() + self.timeout_ms
                 continue
-            if offset >= log_end:
+            if offset >= known_end:
                 return  # the end of the log (or, read_committed, the last stable offset)
-            # Data below the log end, but none came back: wait, then ask again.
+            # Below an end this read has already seen: the records are there, but this
+            # broker's high watermark is behind (a new leader learns it from its followers'
+            # next fetches).  Wait for it, as a consumer would, rather than end early.
             if pending is None and clock_ms() >= deadline:
                 raise errors.KafkaTimeoutError(
                     f"no records of {self.tp.topic}-{self.tp.partition} at offset {offset}"

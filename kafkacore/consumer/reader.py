@@ -86,26 +86,28 @@ class PartitionReader:
             raise ValueError(f"bad topic pattern {pattern!r}: {exc}") from None
         session = self._open()
         deadline = self._deadline()
+        attempt = 0
         while True:
-            node = session.client.least_loaded_node()
-            if node is None:
-                session.sleep(session.backoff_ms(0), deadline)
-                continue
-            try:
-                done = session.send(node, ApiKey.METADATA, {
-                    "topics": None, "allow_auto_topic_creation": False,
-                    "include_cluster_authorized_operations": False,
-                    "include_topic_authorized_operations": False}, deadline)
-            except errors.KafkaError as exc:
-                if not exc.retriable or clock_ms() >= deadline:
-                    raise
-                session.sleep(session.backoff_ms(0), deadline)
-                continue
-            response = session.wait(done, deadline)
-            if response.error is None:
-                break
             if clock_ms() >= deadline:
-                raise response.error
+                raise errors.KafkaTimeoutError("no broker listed the topics in time"
+                                               + session.unreachable())
+            node = session.client.least_loaded_node()
+            if node is not None:
+                try:
+                    done = session.send(node, ApiKey.METADATA, {
+                        "topics": None, "allow_auto_topic_creation": False,
+                        "include_cluster_authorized_operations": False,
+                        "include_topic_authorized_operations": False}, deadline)
+                    response = session.wait(done, deadline)
+                    if response.error is None:
+                        break
+                    if not response.error.retriable and not response.was_disconnected:
+                        raise response.error
+                except errors.KafkaError as exc:
+                    if not exc.retriable or isinstance(exc, errors.KafkaTimeoutError):
+                        raise
+            session.sleep(session.backoff_ms(attempt), deadline)
+            attempt += 1
         assert response.body is not None
         found = {}
         for topic in response.body["topics"]:
@@ -146,7 +148,8 @@ class PartitionReader:
     def _first_at_or_after(self, tp: TopicPartition, offset: int, timestamp: int) -> int:
         """The first offset at or after ``offset`` whose record has a timestamp at or after
         ``timestamp``.  Kafka's broker answers exactly that; a broker that answers with the
-        batch's base offset (ours: batch granularity) is made exact here, from one Fetch."""
+        batch's base offset (ours did, before its time index) is made exact here, from one
+        Fetch."""
         for batch in self.read(tp.topic, tp.partition, offset, 2**63 - 1):
             micros = batch.column("timestamp").cast(pa.int64())
             at = pc.index(pc.greater_equal(micros, timestamp * 1000), True).as_py()

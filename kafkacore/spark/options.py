@@ -443,7 +443,17 @@ def parse_source_options(options: Mapping[str, Any], *, streaming: bool | None
                     "by offset and joins no consumer group")
     kafka_config = {k: v for k, v in config.items() if k not in _GROUP_SETTINGS}
     strategy = _strategy(opts)
+    # The reader's own check, here on the driver at load(): a misspelt kafka. setting fails now,
+    # not when the first reader is made.
+    from kafkacore.consumer import ConsumerConfig
 
+    try:
+        ConsumerConfig(kafka_config)
+    except ConfigError as exc:
+        raise ConfigError(f"a kafka.-prefixed option is a reader setting, prefix removed: "
+                          f"{exc}") from None
+
+    ending: OffsetRangeLimit
     if streaming is None:
         starting = _range_limit(opts, "starting", Earliest())
         ending = _range_limit(opts, "ending", Latest())
@@ -453,7 +463,7 @@ def parse_source_options(options: Mapping[str, Any], *, streaming: bool | None
         if "endingoffsetsbytimestamp" in opts or "endingtimestamp" in opts:
             raise ConfigError("ending timestamp not valid in streaming queries")
         starting = _range_limit(opts, "starting", Latest())
-        ending: OffsetRangeLimit = Latest()
+        ending = Latest()
     else:
         starting = _range_limit(opts, "starting", Earliest())
         ending = _range_limit(opts, "ending", Latest())
@@ -540,7 +550,7 @@ def parse_sink_options(options: Mapping[str, Any], schema: Any, *,
     ``value`` column (string or binary); optional ``key`` (string or binary), ``partition`` (int)
     and ``headers`` (``array<struct<key:string,value:binary>>``) columns.  ``extra_options`` are
     the lower- or camel-case names of the sink's own options (accepted, returned in
-    :attr:`SinkOptions.extra`).  Raises :class:`~kafkacore.errors.ConfigError` (bad options,
+    ``SinkOptions.extra``).  Raises :class:`~kafkacore.errors.ConfigError` (bad options,
     missing columns) or ``TypeError`` (a column of the wrong type).
     """
     opts = _lower(options)

@@ -284,12 +284,12 @@ def resolve_offsets(reader: Any, tps: list[TopicPartition], limit: OffsetRangeLi
                 f"If {option} contains specific offsets, you must specify all TopicPartitions. "
                 f"Use -1 for latest, -2 for earliest. Specified: {_names(given)} Assigned: "
                 f"{_names(tps)}")
-        out = {tp: off for tp, off in given.items() if off >= 0}
-        out.update(_list(reader, [tp for tp, o in given.items() if o == EARLIEST],
-                         OffsetSpec.EARLIEST))
-        out.update(_list(reader, [tp for tp, o in given.items() if o == LATEST],
-                         OffsetSpec.LATEST))
-        return out
+        specific = {tp: off for tp, off in given.items() if off >= 0}
+        specific.update(_list(reader, [tp for tp, o in given.items() if o == EARLIEST],
+                              OffsetSpec.EARLIEST))
+        specific.update(_list(reader, [tp for tp, o in given.items() if o == LATEST],
+                              OffsetSpec.LATEST))
+        return specific
     if isinstance(limit, GlobalTimestamp):
         by_ts = {tp: limit.timestamp for tp in tps}
     else:
@@ -396,7 +396,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         reader = self._driver_reader()
         return _list(reader, _topic_partitions(reader, self.options.strategy), OffsetSpec.LATEST)
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         reader = self._driver_reader()
         tps = _topic_partitions(reader, self.options.strategy)
         start = resolve_offsets(reader, tps, self.options.starting, option="startingOffsets",
@@ -414,7 +414,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMinRows(self.options.min_offsets_per_trigger)
         return ReadAllAvailable()
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict[str, Any] | None:
         return None if self._latest is None else offsets_to_json(self._latest)
 
     def _new_partition_offsets(self, new: list[TopicPartition]) -> dict[TopicPartition, int]:
@@ -430,7 +430,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                   f"Some data may have been missed")
         return earliest
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         opts = self.options
         begin = offsets_from_json(start)
         latest = dict(self._target) if self._target is not None else self._fetch_latest()
@@ -459,7 +459,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = _rate_limit(begin, latest, max_rows) if max_rows is not None else latest
         return offsets_to_json(end)
 
-    def partitions(self, start: dict, end: dict) -> list[KafkaInputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[KafkaInputPartition]:
         begin = offsets_from_json(start)
         until = offsets_from_json(end)
         new = [tp for tp in until if tp not in begin]
@@ -479,7 +479,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         return read_partition(self.options, _arrow_schema(self.schema), partition)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         # Spark's connector commits nothing to Kafka either: the checkpoint is the only record.
         pass
 

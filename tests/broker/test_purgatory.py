@@ -230,14 +230,14 @@ def test_the_reaper_expires_with_the_real_clock_and_stops_when_shut_down():
         assert purgatory.expired() == 1
     finally:
         purgatory.shutdown(timeout=10)  # raises TimeoutError if the reaper does not stop
-    assert not purgatory._reaper.is_alive()
+    assert not purgatory.reaper.is_alive()
 
 
 def test_shutdown_with_nothing_due_is_bounded():
     purgatory = DelayedOperationPurgatory("fetch")
     purgatory.try_complete_else_watch(MockDelayedOperation(3_600_000), ["p0"])  # an hour away
     purgatory.shutdown(timeout=10)
-    assert not purgatory._reaper.is_alive()
+    assert not purgatory.reaper.is_alive()
 
 
 def test_a_shared_lock_is_held_during_try_complete():

@@ -169,6 +169,7 @@ def check(cluster: Cluster, topic: str, result: StreamResult, driver: FaultDrive
 
 
 @pytest.mark.cluster
+@pytest.mark.slow  # about 70 s (TESTING.md, Tiers)
 @pytest.mark.timeout(900)
 def test_our_producer_loses_and_duplicates_nothing_through_kills_and_an_isolation(cluster):
     def produce(topic, completed, gates):
@@ -200,6 +201,7 @@ def test_our_producer_loses_and_duplicates_nothing_through_kills_and_an_isolatio
 
 
 @pytest.mark.cluster
+@pytest.mark.slow  # about 70 s (TESTING.md, Tiers)
 @pytest.mark.timeout(900)
 def test_confluent_kafka_control_loses_and_duplicates_nothing_on_the_same_cluster(cluster,
                                                                                   tmp_path):

@@ -30,7 +30,7 @@ from kafkacore import KafkaProducer, errors
 from kafkacore.broker.config import BrokerConfig
 from kafkacore.broker.security import CredentialCache, parse_users
 from kafkacore.broker.server import Broker
-from kafkacore.network.errors import SslAuthenticationError
+from kafkacore.network.errors import SecurityProtocolMismatchError, SslAuthenticationError
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -375,12 +375,14 @@ def test_certificate_problems_name_the_cause(tmp_path, case, words):
             assert len(produce_ours(good, "t", 3)) == 3
 
 
-def test_plaintext_client_to_a_tls_port_fails_at_max_block(secured, pki):
-    # The broker reads our ApiVersions as a broken ClientHello and hangs up: to the client a
-    # broker that keeps closing the connection, so send() fails when max.block.ms is over.
+def test_plaintext_client_to_a_tls_port_is_told_the_protocol(secured, pki):
+    # The broker reads our ApiVersions as a broken ClientHello and hangs up.  The client then
+    # tries a TLS handshake, which the listener answers: send() fails with the protocol to set,
+    # long before max.block.ms (docs/producer/security.rst, "A wrong turn").
     failed = stat(secured, "ssl_handshake_failed")
-    config = {"bootstrap.servers": secured.bootstrap_servers_of("SSL"), "max.block.ms": 1500}
-    with KafkaProducer(config) as producer, pytest.raises(errors.KafkaTimeoutError):
+    config = {"bootstrap.servers": secured.bootstrap_servers_of("SSL"), "max.block.ms": 60000}
+    with KafkaProducer(config) as producer, pytest.raises(
+            SecurityProtocolMismatchError, match="wants security.protocol SSL"):
         producer.send("t", b"x")
     assert stat(secured, "ssl_handshake_failed") > failed
 

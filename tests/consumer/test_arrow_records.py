@@ -53,7 +53,7 @@ def reference(data: bytes, start: int = 0, end: int = 2**63 - 1) -> list[tuple]:
             for r in iter_records(data) if start <= r.offset < end]
 
 
-@settings(max_examples=examples(150), deadline=None,
+@settings(max_examples=examples(80), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(st.lists(record, min_size=1, max_size=12), min_size=1, max_size=4),
        codec=st.sampled_from(CODECS), bounds=st.tuples(st.integers(0, 60), st.integers(0, 60)))

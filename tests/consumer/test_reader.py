@@ -307,8 +307,14 @@ def test_bad_input_is_refused_at_the_call(bootstrap, reader):
 def test_unreachable_bootstrap_times_out(closed_port):
     with PartitionReader({"bootstrap.servers": f"127.0.0.1:{closed_port}",
                           "default.api.timeout.ms": 500}) as r:
-        with pytest.raises(KafkaTimeoutError):
+        with pytest.raises(KafkaTimeoutError, match="Connection refused|connect"):
             r.partitions_for(["t"])
+        with pytest.raises(KafkaTimeoutError):
+            r.topics_matching(".*")
+        with pytest.raises(KafkaTimeoutError):
+            r.list_offsets([("t", 0)], OffsetSpec.LATEST)
+        with pytest.raises(KafkaTimeoutError):
+            r.read_range("t", 0, 0, 5, timeout_s=0.5)
 
 
 def test_closed_reader(bootstrap):
@@ -318,3 +324,51 @@ def test_closed_reader(bootstrap):
     with pytest.raises(Exception, match="closed"):
         r.partitions_for(["t"])
     assert wait_until(lambda: "closed" in repr(r), "repr says closed", 1)
+
+
+def test_a_topic_deleted_mid_read(kafka_broker, bootstrap):
+    from confluent_kafka.admin import AdminClient
+
+    topic = kafka_broker.new_topic(1)
+    producer = confluent_producer(bootstrap)
+    for i in range(200):
+        producer.produce(topic, b"x" * 100, partition=0)
+        if i % 10 == 9:
+            assert producer.flush(30) == 0  # batches of 10: many Fetches of 2000 bytes
+    with PartitionReader({"bootstrap.servers": bootstrap,
+                          "max.partition.fetch.bytes": 2000}) as r:
+        batches = r.read(topic, 0, 0, 200, timeout_s=20)
+        first = next(batches)
+        assert first.num_rows > 0
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        [deleted] = admin.delete_topics([topic]).values()
+        deleted.result(timeout=30)
+        with pytest.raises(UnknownTopicOrPartitionError):
+            for _ in batches:
+                pass
+
+
+def test_an_empty_range_has_the_schema(kafka_broker, reader):
+    topic = kafka_broker.new_topic(1)
+    assert reader.read_range(topic, 0, 0, 0).schema == SPARK_KAFKA_SCHEMA
+    empty = reader.read_range(topic, 0, 0, 100, include_headers=True)
+    assert empty.num_rows == 0 and empty.schema == SPARK_KAFKA_SCHEMA_WITH_HEADERS
+
+
+def test_reads_from_the_session_brokers(broker):
+    """The session's brokers (tansu, which nobody here wrote, and ours as a child process):
+    what our producer wrote, read back whole, from the middle of a batch."""
+    from support.topics import new_topic
+
+    topic = new_topic(broker.bootstrap, 1)
+    with KafkaProducer({"bootstrap.servers": broker.bootstrap, "compression.type": "zstd"}) as p:
+        for i in range(300):
+            p.send(topic, value=b"v%d" % i, key=None if i % 3 else b"k", partition=0,
+                   headers=[("h", b"%d" % i)])
+        p.flush()
+    with PartitionReader({"bootstrap.servers": broker.bootstrap}) as r:
+        got = r.read_range(topic, 0, 7, 300, include_headers=True).to_pydict()
+    assert got["offset"] == list(range(7, 300))
+    assert got["value"] == [b"v%d" % i for i in range(7, 300)]
+    assert got["key"] == [None if i % 3 else b"k" for i in range(7, 300)]
+    assert got["headers"][0] == [{"key": "h", "value": b"7"}]

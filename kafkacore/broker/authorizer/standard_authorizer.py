@@ -80,6 +80,7 @@ class StandardAuthorizer:
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self.path = Path(path) if path is not None else None
         #: Guards writers; readers take ``self._acls`` (a tuple, replaced whole) without it.
+        # Lock order: leaf.
         self._lock = threading.Lock()
         self._acls: tuple[AclBinding, ...] = ()
         if self.path is not None and self.path.exists():

@@ -72,6 +72,7 @@ class QuorumController:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.node_id = config["node.id"]
+        # Lock order 2: the controller's state; takes no broker lock.
         self.lock = threading.RLock()
         self.brokers: dict[int, BrokerRegistration] = {}
         self.heartbeats = BrokerHeartbeatManager(config["broker.session.timeout.ms"])

@@ -21,6 +21,7 @@ class LogDirFailureChannel:
     """Thread-safe; guarded by ``_lock``: ``_offline`` (dir -> the failure that took it)."""
 
     def __init__(self) -> None:
+        # Lock order: leaf. Guards _offline and the offline/online counts.
         self._lock = threading.Lock()
         self._offline: dict[Path, str] = {}
         #: how many times a dir went offline, and came back (tests and operators read them)

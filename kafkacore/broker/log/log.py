@@ -160,6 +160,7 @@ class Log:
         self.config = config or LogConfig()
         self.topic = topic
         self.partition = partition
+        # Lock order 7: before LeaderEpochFileCache._lock. Guards segments, offsets, rolls.
         self._lock = threading.RLock()
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []

@@ -35,6 +35,7 @@ class LogCleanerManager:
     def __init__(self, log_dirs: list[Path], logs: Callable[[], dict[Key, Log]]) -> None:
         self.log_dirs = log_dirs
         self._logs = logs
+        # Lock order: leaf. Guards _in_progress and the cleaner checkpoints read.
         self._lock = threading.Lock()
         #: partitions being cleaned -> the log (guarded by _lock)
         self._in_progress: dict[Key, Log] = {}

@@ -134,9 +134,11 @@ class LogManager:
         self._counts: dict[Path, int] = dict.fromkeys(self.log_dirs, 0)
         #: log dirs with a new partition directory whose name is not fsync'd yet
         self._unsynced_dirs: set[Path] = set()
+        # Lock order: before _checkpoint_lock. Guards the logs map and the dirs' state.
         self._lock = threading.Lock()
         #: one writer of the checkpoint files at a time (Kafka's ``CheckpointFile`` lock): the
         #: periodic tasks and DeleteRecords' handlers write them through the same temp file
+        # Lock order: leaf (after LogManager._lock).
         self._checkpoint_lock = threading.Lock()
         self._started = False
         self._creator_pool: ThreadPoolExecutor | None = None

@@ -32,6 +32,7 @@ class ProducerIdManager:
         self.path = Path(log_dir) / FILE_NAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.block_size = block_size
+        # Lock order: leaf (taken under TransactionMetadata.lock). Guards the block and its file.
         self._lock = threading.Lock()
         try:
             text = self.path.read_text().strip()

@@ -21,6 +21,7 @@ class Throttler:
         self.check_interval_s = check_interval_s
         #: set at shutdown: a throttled thread stops sleeping at once
         self._stop = stop or threading.Event()
+        # Lock order: leaf. Guards the period's start and bytes observed.
         self._lock = threading.Lock()
         self._period_start = time.monotonic()
         self._observed = 0.0

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from kafkacore import errors
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.log.validator import RECORD_BATCH_OVERHEAD, read_header
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
@@ -79,17 +80,18 @@ class AddPartitionsToTxnManager:
         self._queue: queue.Queue[tuple[int, str, int, int, list[TopicPartition],
                                        VerifyCallback, bool] | None] = queue.Queue()
         self._clients: dict[int, InterBrokerClient] = {}
-        self._thread: threading.Thread | None = None
+        self._thread: ShutdownableThread | None = None
 
     def startup(self) -> None:
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name=f"add-partitions-to-txn-{self.broker.broker_id}")
+        self._thread = ShutdownableThread(f"add-partitions-to-txn-{self.broker.broker_id}",
+                                          work=self._run_once)
         self._thread.start()
 
     def shutdown(self) -> None:
-        self._queue.put(None)
         if self._thread is not None:
-            self._thread.join(5.0)
+            self._thread.initiate_shutdown()
+            self._queue.put(None)  # wakes the thread waiting for a request
+            self._thread.shutdown(timeout_s=5.0)
         for client in self._clients.values():
             client.close()
 
@@ -136,6 +138,7 @@ class AddPartitionsToTxnManager:
             return
         failed: dict[TopicPartition, int] = {}
         remaining = [len(wanted)]
+        # Lock order: leaf. Guards this call's fan-in count and failures.
         lock = threading.Lock()
 
         def one_done(results: dict[TopicPartition, int]) -> None:
@@ -187,17 +190,20 @@ class AddPartitionsToTxnManager:
         state = rm.image_topics.get(TRANSACTION_STATE_TOPIC, {}).get(p)
         return -1 if state is None else int(state.leader)
 
-    def _run(self) -> None:
-        while True:
-            task = self._queue.get()
-            if task is None:
-                return
-            leader, transactional_id, producer_id, epoch, tps, done, add = task
-            try:
-                done(self._ask(leader, transactional_id, producer_id, epoch, tps, add))
-            except Exception:
-                log.exception("verifying %s's partitions failed", transactional_id)
-                done(dict.fromkeys(tps, RETRIABLE))
+    def _run_once(self) -> bool | None:
+        """One turn: one coordinator asked.  A question that fails is answered retriable (the
+        producer retries); anything else that raises is ShutdownableThread's to log."""
+        task = self._queue.get()
+        if task is None:
+            return False
+        leader, transactional_id, producer_id, epoch, tps, done, add = task
+        try:
+            answer = self._ask(leader, transactional_id, producer_id, epoch, tps, add)
+        except Exception:
+            log.exception("verifying %s's partitions failed", transactional_id)
+            answer = dict.fromkeys(tps, RETRIABLE)
+        done(answer)
+        return None
 
     def _ask(self, leader: int, transactional_id: str, producer_id: int, epoch: int,
              tps: list[TopicPartition], add: bool) -> dict[TopicPartition, int]:

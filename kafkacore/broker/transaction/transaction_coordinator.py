@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
 from kafkacore.broker.regex import RegexError, compile_regex
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.broker.transaction.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from kafkacore.broker.transaction.transaction_marker_channel_manager import (
     TransactionMarkerChannelManager,
@@ -69,20 +70,22 @@ class TransactionCoordinator:
         self.txn_manager.add_load_listener(self._on_loaded)
         self.add_partitions_manager = AddPartitionsToTxnManager(broker)
         self._stop = threading.Event()
-        self._timer: threading.Thread | None = None
+        self._timer: ShutdownableThread | None = None
+        self._next_expiry = 0.0  # time.monotonic() of the next removal of expired ids
 
     def startup(self) -> None:
         self.marker_manager.startup()
         self.add_partitions_manager.startup()
         self.txn_manager.startup()
-        self._timer = threading.Thread(target=self._run_timer, daemon=True,
-                                       name=f"transaction-timeouts-{self.broker.broker_id}")
+        self._next_expiry = time.monotonic() + self.expiry_interval_s
+        self._timer = ShutdownableThread(f"transaction-timeouts-{self.broker.broker_id}",
+                                         work=self._run_timer_once)
         self._timer.start()
 
     def shutdown(self) -> None:
         self._stop.set()
         if self._timer is not None:
-            self._timer.join(5.0)
+            self._timer.shutdown(timeout_s=5.0)
         self.txn_manager.shutdown()
         self.marker_manager.shutdown()
         self.add_partitions_manager.shutdown()
@@ -450,20 +453,20 @@ class TransactionCoordinator:
 
     # -- timeouts ------------------------------------------------------------------------------
 
-    def _run_timer(self) -> None:
-        """Kafka's two scheduled tasks on one thread: abort the transactions past their timeout
-        (every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``), forget the ids
-        unused for ``transactional.id.expiration.ms`` (every
-        ``transaction.remove.expired.transaction.cleanup.interval.ms``)."""
-        next_expiry = time.monotonic() + self.expiry_interval_s
-        while not self._stop.wait(min(self.abort_interval_s, self.expiry_interval_s)):
-            try:
-                self.abort_timed_out_transactions()
-                if time.monotonic() >= next_expiry:
-                    next_expiry = time.monotonic() + self.expiry_interval_s
-                    self.remove_expired_transactional_ids()
-            except Exception:
-                log.exception("the transaction coordinator's scheduled task failed")
+    def _run_timer_once(self) -> bool:
+        """One turn of Kafka's two scheduled tasks, on one supervised thread: abort the
+        transactions past their timeout (every
+        ``transaction.abort.timed.out.transaction.cleanup.interval.ms``), forget the ids unused
+        for ``transactional.id.expiration.ms`` (every
+        ``transaction.remove.expired.transaction.cleanup.interval.ms``).  A turn that raises is
+        logged by ShutdownableThread and the next turn comes after its back-off."""
+        if self._stop.wait(min(self.abort_interval_s, self.expiry_interval_s)):
+            return False
+        self.abort_timed_out_transactions()
+        if time.monotonic() >= self._next_expiry:
+            self._next_expiry = time.monotonic() + self.expiry_interval_s
+            self.remove_expired_transactional_ids()
+        return True
 
     def remove_expired_transactional_ids(self) -> None:
         """Write a tombstone for every id whose producer has not used it for

@@ -12,6 +12,8 @@ coordinates it (the new coordinator finishes it after loading the PrepareCommit/
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import queue
 import threading
@@ -24,6 +26,7 @@ from kafkacore import errors
 from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.inter_broker_client import InterBrokerClient
 from kafkacore.broker.log.end_transaction_marker import end_transaction_marker
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -33,8 +36,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WRITE_TXN_MARKERS_VERSION = 1
-#: between rounds for partitions whose marker failed (Kafka's ``retry.backoff.ms`` default)
+#: between rounds for partitions whose marker failed (Kafka's ``retry.backoff.ms`` default);
+#: doubled for each round in a row that failed, up to :data:`MAX_RETRY_BACKOFF_S`
 RETRY_BACKOFF_S = 0.1
+MAX_RETRY_BACKOFF_S = 1.0
+#: the longest the sender waits for new work: bounds how late a due retry is noticed
+_POLL_S = 0.5
 #: how long one round waits for the leaders' answers
 REQUEST_TIMEOUT_MS = 30000
 
@@ -51,6 +58,7 @@ def append_txn_markers(broker: Broker, markers: list[dict[str, Any]],
     now = int(time.time() * 1000)
     pending = {"count": 0}
     results: dict[Any, int] = {}
+    # Lock order: leaf. Guards this call's fan-in count and results.
     lock = threading.Lock()
     batches: list[tuple[int, bool, dict[TopicPartition, tuple[dict[str, Any], bytes]]]] = []
     for m in markers:
@@ -112,19 +120,28 @@ class TransactionMarkerChannelManager:
         self.still_coordinating = still_coordinating
         self._queue: queue.Queue[TxnMarkerEntry | None] = queue.Queue()
         self._clients: dict[int, InterBrokerClient] = {}
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._thread: ShutdownableThread | None = None
+        # Entries waiting for their next round: (due, seq, entry), a heap only the sender
+        # thread touches.  A failed round waits here, not in a sleep of the sender, so the
+        # other transactions' markers go out meanwhile (Kafka retries through its queue too).
+        self._retries: list[tuple[float, int, TxnMarkerEntry]] = []
+        self._seq = itertools.count()
+
+    @property
+    def thread(self) -> ShutdownableThread | None:
+        """The sender thread (supervised: a turn that raises is logged and the thread goes on)."""
+        return self._thread
 
     def startup(self) -> None:
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name=f"txn-marker-sender-{self.broker.broker_id}")
+        self._thread = ShutdownableThread(f"txn-marker-sender-{self.broker.broker_id}",
+                                          work=self._run_once)
         self._thread.start()
 
     def shutdown(self) -> None:
-        self._stop.set()
-        self._queue.put(None)
         if self._thread is not None:
-            self._thread.join(5.0)
+            self._thread.initiate_shutdown()
+            self._queue.put(None)  # wakes a sender waiting for work
+            self._thread.shutdown(timeout_s=5.0)
         for client in self._clients.values():
             client.close()
 
@@ -132,35 +149,47 @@ class TransactionMarkerChannelManager:
         """Kafka's ``addTxnMarkersToSend``."""
         self._queue.put(entry)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            entry = self._queue.get()
-            if entry is None:
-                return
+    def _next_entry(self) -> TxnMarkerEntry | None:
+        """A retry that is due, else a new entry (waiting, bounded, until the next retry is
+        due); None when there is nothing yet or the manager is shutting down."""
+        now = time.monotonic()
+        if self._retries and self._retries[0][0] <= now:
+            return heapq.heappop(self._retries)[2]
+        wait = _POLL_S if not self._retries else min(_POLL_S, self._retries[0][0] - now)
+        try:
+            return self._queue.get(timeout=wait)
+        except queue.Empty:
+            return None
+
+    def _run_once(self) -> None:
+        """One turn of the sender: one round of one transaction's markers."""
+        entry = self._next_entry()
+        if entry is None:
+            return
+        try:
+            self._send(entry)
+        except Exception:
+            log.exception("transaction %s: writing its markers failed",
+                          entry.transactional_id)
+            entry.attempts += 1
+            self._retry_later(entry)
+            return
+        if not entry.partitions:
             try:
-                self._send(entry)
+                entry.on_complete()
             except Exception:
-                log.exception("transaction %s: writing its markers failed; retrying",
-                              entry.transactional_id)
-                entry.attempts += 1
-                self._retry_later(entry)
-                continue
-            if not entry.partitions:
-                try:
-                    entry.on_complete()
-                except Exception:
-                    log.exception("transaction %s: completing it failed", entry.transactional_id)
-            elif self.still_coordinating(entry):
-                entry.attempts += 1
-                self._retry_later(entry)
-            else:
-                log.info("transaction %s: no longer its coordinator; its markers are left to "
-                         "the new one", entry.transactional_id)
+                log.exception("transaction %s: completing it failed", entry.transactional_id)
+        else:
+            entry.attempts += 1
+            self._retry_later(entry)
 
     def _retry_later(self, entry: TxnMarkerEntry) -> None:
-        if self._stop.wait(RETRY_BACKOFF_S):
+        if not self.still_coordinating(entry):
+            log.info("transaction %s: no longer its coordinator; its markers are left to "
+                     "the new one", entry.transactional_id)
             return
-        self._queue.put(entry)
+        backoff = min(RETRY_BACKOFF_S * 2 ** min(entry.attempts - 1, 16), MAX_RETRY_BACKOFF_S)
+        heapq.heappush(self._retries, (time.monotonic() + backoff, next(self._seq), entry))
 
     def _send(self, entry: TxnMarkerEntry) -> None:
         """One round: every partition's marker to its leader; the partitions done (or whose

@@ -109,6 +109,7 @@ class TransactionMetadata:
     client_transaction_version: int = 0
     #: the state being written, None when no write is under way
     pending_state: TransactionState | None = None
+    # Lock order 5 (one id's at a time): before Partition.lock and ProducerIdManager._lock.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     # -- preparing changes ---------------------------------------------------------------------

@@ -16,13 +16,13 @@ import logging
 import queue
 import struct
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
 from kafkacore.broker.group_metadata_manager import _records, partition_for
 from kafkacore.broker.log.config import segment_bytes_config
+from kafkacore.broker.shutdownable_thread import ShutdownableThread
 from kafkacore.broker.transaction import transaction_log
 from kafkacore.broker.transaction.transaction_metadata import (
     TransactionMetadata,
@@ -68,6 +68,7 @@ class TransactionStateManager:
         self.min_isr: int = c["transaction.state.log.min.isr"]
         self.segment_bytes: int = c["transaction.state.log.segment.bytes"]
         self.timeout_ms: int = c["offsets.commit.timeout.ms"]
+        # Lock order: leaf. Guards _owned, _loading, _metadata.
         self._lock = threading.Lock()
         #: partition -> coordinator epoch, for the partitions loaded and served
         self._owned: dict[int, int] = {}
@@ -77,7 +78,7 @@ class TransactionStateManager:
         #: transactional id -> its metadata, for the owned partitions
         self._metadata: dict[str, TransactionMetadata] = {}
         self._load_queue: queue.Queue[tuple[int, int, int] | None] = queue.Queue()
-        self._loader: threading.Thread | None = None
+        self._loader: ShutdownableThread | None = None
         self._load_listeners: list[LoadListener] = []
 
     @property
@@ -97,14 +98,15 @@ class TransactionStateManager:
                     loaded = self._read_partition(lg) if lg is not None else {}
                     self._install(p, 0, loaded)
             return
-        self._loader = threading.Thread(target=self._run_loader, daemon=True,
-                                        name=f"transaction-state-loader-{self.broker.broker_id}")
+        self._loader = ShutdownableThread(
+            f"transaction-state-loader-{self.broker.broker_id}", work=self._load_once)
         self._loader.start()
 
     def shutdown(self) -> None:
         if self._loader is not None:
-            self._load_queue.put(None)
-            self._loader.join(5.0)
+            self._loader.initiate_shutdown()
+            self._load_queue.put(None)  # wakes the loader waiting for a partition
+            self._loader.shutdown(timeout_s=5.0)
 
     # -- who coordinates what ------------------------------------------------------------------
 
@@ -205,30 +207,30 @@ class TransactionStateManager:
             log.info("broker %d: unloaded transaction state partition %d",
                      self.broker.broker_id, p)
 
-    def _run_loader(self) -> None:
-        while True:
-            task = self._load_queue.get()
-            if task is None:
-                return
-            partition, epoch, election = task
-            try:
-                rm = self.broker.replica_manager
-                p = rm.partitions.get((TRANSACTION_STATE_TOPIC, partition))
-                loaded = self._read_partition(p.log) if p is not None else {}
-            except Exception:
-                log.exception("loading transaction state partition %d failed; retrying",
-                              partition)
-                time.sleep(0.5)
-                with self._lock:
-                    if self._loading.get(partition) == election:
-                        self._load_queue.put(task)
-                continue
+    def _load_once(self) -> bool | None:
+        """One turn of the loader: one partition loaded.  A load that fails is queued again
+        and its error raised, so ShutdownableThread logs it and backs off (bounded) before the
+        next turn."""
+        task = self._load_queue.get()
+        if task is None:
+            return False
+        partition, epoch, election = task
+        try:
+            rm = self.broker.replica_manager
+            p = rm.partitions.get((TRANSACTION_STATE_TOPIC, partition))
+            loaded = self._read_partition(p.log) if p is not None else {}
+        except Exception:
             with self._lock:
-                if self._loading.get(partition) != election:
-                    continue  # resigned or elected again meanwhile
-            self._install(partition, epoch, loaded)
-            log.info("broker %d: loaded transaction state partition %d (%d ids, epoch %d)",
-                     self.broker.broker_id, partition, len(loaded), epoch)
+                if self._loading.get(partition) == election:
+                    self._load_queue.put(task)
+            raise
+        with self._lock:
+            if self._loading.get(partition) != election:
+                return None  # resigned or elected again meanwhile
+        self._install(partition, epoch, loaded)
+        log.info("broker %d: loaded transaction state partition %d (%d ids, epoch %d)",
+                 self.broker.broker_id, partition, len(loaded), epoch)
+        return None
 
     def _install(self, partition: int, epoch: int,
                  loaded: dict[str, TransactionMetadata]) -> None:
