@@ -627,7 +627,7 @@ def run(
     topic: str = "flights",
     partitions: int = 6,
     limit: int | None = None,
-    master: str = "local[2]",
+    master: str = "local[2,4]",
     slices: int = 8,
     spark=None,
     cluster=None,
@@ -785,7 +785,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N flights")
     parser.add_argument("--partitions", type=int, default=6, help="topic partitions")
     parser.add_argument("--slices", type=int, default=8, help="Spark partitions (tasks)")
-    parser.add_argument("--master", default="local[2]")
+    # local[2,4]: two task slots, and a failed task is tried up to four times, as on a cluster
+    # (spark.task.maxFailures); plain local[2] fails the job at a task's first failure.
+    parser.add_argument("--master", default="local[2,4]")
     parser.add_argument("--topic", default="flights")
     parser.add_argument("--broker", choices=("kafkacore", "tansu"), default="kafkacore",
                         help="start a 3-broker kafkacore cluster (default) or one tansu broker")

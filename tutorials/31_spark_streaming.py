@@ -30,6 +30,7 @@ import pathlib
 import sys
 import tempfile
 import uuid
+from typing import Any
 
 # The flights pipeline is an example, not part of the library: import it from examples/.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "examples"))
@@ -74,7 +75,7 @@ def drop_file(n: int) -> None:
     path.rename(incoming / path.name)
 
 
-def stream(trigger: dict):
+def stream(trigger: dict[str, Any]) -> Any:
     """The query: the events as they are, key and value, to the topic."""
     return (spark.readStream.schema("id long, key string, value string")
             .option("maxFilesPerTrigger", 1)  # one file per micro-batch

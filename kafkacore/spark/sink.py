@@ -130,7 +130,7 @@ class SinkCommitMessage(WriterCommitMessage):  # type: ignore[misc,valid-type]
 
     partition_id: int  #: the Spark partition
     records: int  #: rows of this task in Kafka (written now, or by an earlier attempt)
-    skipped: bool  #: True: an earlier attempt had committed them; this one wrote nothing
+    skipped: bool  #: whether an earlier attempt had committed them (this one wrote nothing)
     counts: dict[int, int]  #: records per Kafka partition (of the mark's topic, if skipped)
     cpu_seconds: float  #: CPU time of the Python worker during the task
 
