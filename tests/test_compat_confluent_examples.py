@@ -7,9 +7,10 @@ producer's import taken from ``kafkacore.compat.confluent``; what it prints and 
 (read back by confluent-kafka's consumer) must agree.  The consumers, admin clients and
 serializers the examples use stay confluent-kafka's: only the producer changes hands.
 
-Producer examples not run here, and why: ``avro_producer.py``, ``json_producer.py`` and
-``protobuf_producer.py`` run in test_compat_confluent_registry.py, against a Schema Registry
-stand-in; ``asyncio_avro_producer.py`` is not run yet; the ``*_encryption.py`` ones need a KMS;
+Producer examples not run here, and why: ``avro_producer.py``, ``json_producer.py``,
+``protobuf_producer.py`` and ``asyncio_avro_producer.py`` run in
+test_compat_confluent_registry.py, against a Schema Registry stand-in; the ``*_encryption.py``
+ones need a KMS;
 ``confluent_cloud.py`` and ``oauth_oidc_ccloud_*.py`` talk to Confluent Cloud;
 ``fips/fips_producer.py`` needs a FIPS OpenSSL provider; ``oauth_producer.py`` needs an OAuth
 token endpoint and a broker that validates its tokens.

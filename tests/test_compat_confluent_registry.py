@@ -9,8 +9,8 @@ Each runs twice against our broker, as it is (confluent-kafka) and with the prod
 back raw and then decoded by confluent-kafka's own deserializer against the same registry,
 must be the records typed in, byte for byte the same in both runs.
 
-Not run: ``asyncio_avro_producer.py`` (its AIOProducer with confluent's async serializers) and
-the ``*_encryption.py`` ones (they need a KMS).
+``asyncio_avro_producer.py`` (confluent's async serializer feeding the AIOProducer) runs the
+same way.  Not run: the ``*_encryption.py`` ones (they need a KMS).
 """
 
 from __future__ import annotations
@@ -39,8 +39,13 @@ from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
 
 EXAMPLES = pathlib.Path(__file__).parent / "confluent_scripts" / "examples"
-IMPORT = "from confluent_kafka import Producer\n"
-OURS = "from kafkacore.compat.confluent import Producer\n"
+#: Each example's import line, and what it becomes: only the producer changes hands.
+IMPORTS = {
+    "asyncio_avro_producer.py": ("from confluent_kafka.aio import AIOProducer\n",
+                                 "from kafkacore.compat.confluent.aio import AIOProducer\n"),
+}
+IMPORT = ("from confluent_kafka import Producer\n",
+          "from kafkacore.compat.confluent import Producer\n")
 USERS = [("alice", 7, "blue"), ("bob", 42, "green"), ("carol", 3, "red")]
 UUID = re.compile(r"b'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'")
 
@@ -62,8 +67,9 @@ def registry():
 def _copy(name: str, ours: bool, tmp: pathlib.Path) -> pathlib.Path:
     """The example (its import changed when ``ours``) and what it reads from beside it."""
     text = (EXAMPLES / name).read_text()
-    assert text.count(IMPORT) == 1, name
-    (tmp / name).write_text(text.replace(IMPORT, OURS) if ours else text)
+    line, replacement = IMPORTS.get(name, IMPORT)
+    assert text.count(line) == 1, name
+    (tmp / name).write_text(text.replace(line, replacement) if ours else text)
     for folder in ("avro", "protobuf"):
         shutil.copytree(EXAMPLES / folder, tmp / folder)
     # six (for six.moves.input) is not among the test dependencies: a stand-in.
@@ -164,3 +170,36 @@ def test_serializer_example(ours_only, registry, make_topic, name, deserializer)
                          for i in range(len(USERS))]
     assert users == [{"name": n, "favorite_number": f, "favorite_color": c}
                      for n, f, c in USERS]
+
+
+def test_asyncio_avro_producer_py(ours_only, registry, make_topic):
+    decode = _avro(registry)
+    results = {}
+    for ours in (False, True):
+        topic = make_topic(1)
+        with tempfile.TemporaryDirectory() as tmp_name:
+            path = _copy("asyncio_avro_producer.py", ours, pathlib.Path(tmp_name))
+            done = subprocess.run(
+                [sys.executable, str(path), "-b", ours_only.bootstrap, "-s", registry.url,
+                 "-t", topic], capture_output=True, text=True, timeout=90, env=child_env(),
+                cwd=tmp_name)
+        assert done.returncode == 0, ("ours" if ours else "confluent", done.stderr[-3000:])
+        [record] = read_confluent(ours_only.bootstrap, topic, 1, 1)
+        context = SerializationContext(topic, MessageField.VALUE)
+        results[ours] = (done.stdout.replace(topic, "TOPIC"), record.value,
+                         decode(record.value, context))
+    assert results[True] == results[False]
+    assert results[True][0] == "Produced to TOPIC [0] @ 0\n"
+    assert results[True][2] == {"name": "alice"}
+
+
+def test_stand_in_answers_what_it_does_not_know_as_schema_registry(registry):
+    """confluent-kafka's client sees the stand-in's 404s as Schema Registry's errors."""
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    client = SchemaRegistryClient({"url": registry.url})
+    for call, code in [(lambda: client.get_schema(10_000), 40403),
+                       (lambda: client.get_latest_version("no-such-subject"), 40401)]:
+        with pytest.raises(SchemaRegistryError) as raised:
+            call()
+        assert (raised.value.http_status_code, raised.value.error_code) == (404, code)
