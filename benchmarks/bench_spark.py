@@ -21,6 +21,12 @@ kept in the JSON:
 Structured Streaming: the sink's two guarantees on the same rows, read from Parquet files by a
 file stream (four micro-batches, ``availableNow``).
 
+Reading, on 1,000,000 rows the sink wrote once: ``spark.read.format("kafkacore")`` counted by the
+ceiling's ``mapInArrow``, against confluent-kafka Consumers in ``mapInArrow`` over the same
+partition ranges (their messages turned into Arrow columns), and the ceiling measured again beside
+them; then a streaming copy, ``readStream.format("kafkacore")`` to ``writeStream.format("kafkacore")``
+exactly once with ``availableNow``, its rows counted in the output topic under read_committed.
+
 Outside Spark, in this process: ``send_batch`` alone (10,000-record batches from a pyarrow array)
 against confluent-kafka's per-record ``produce()`` loop (no callback, its fastest form) and its
 ``produce_batch``.
@@ -140,6 +146,45 @@ def ceiling_task(batches):
     yield _summary_batch(records, records, time.process_time() - cpu)
 
 
+def confluent_read_task(bootstrap, topic, batches):
+    """The best peer's read: a confluent-kafka Consumer per Spark task, assigned the task's
+    partition ranges, its messages turned into Arrow columns as the source's (key, value, topic,
+    partition, offset, timestamp)."""
+    import pyarrow as pa
+    from confluent_kafka import Consumer, TopicPartition
+
+    cpu = time.process_time()
+    records = 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-read",
+                         "enable.auto.commit": False, "queued.min.messages": 1_000_000,
+                         "fetch.wait.max.ms": 10, "max.partition.fetch.bytes": 10 << 20,
+                         "log_level": 3})
+    try:
+        for batch in batches:
+            for partition, start, end in zip(batch.column("partition").to_pylist(),
+                                             batch.column("start").to_pylist(),
+                                             batch.column("end").to_pylist(), strict=True):
+                consumer.assign([TopicPartition(topic, partition, start)])
+                offset = start
+                while offset < end:
+                    messages = consumer.consume(10_000, 10.0)
+                    if not messages:
+                        raise RuntimeError(f"no records at {topic}-{partition}@{offset}")
+                    messages = [m for m in messages if m.error() is None]
+                    pa.RecordBatch.from_pydict({
+                        "key": [m.key() for m in messages],
+                        "value": [m.value() for m in messages],
+                        "topic": [m.topic() for m in messages],
+                        "partition": [m.partition() for m in messages],
+                        "offset": [m.offset() for m in messages],
+                        "timestamp": [m.timestamp()[1] for m in messages]})
+                    records += len(messages)
+                    offset = messages[-1].offset() + 1
+    finally:
+        consumer.close()
+    yield _summary_batch(records, records, time.process_time() - cpu)
+
+
 # -- on the driver -------------------------------------------------------------------------------
 
 
@@ -250,6 +295,101 @@ def streaming(spark, df, bootstrap, workdir, repeats):
         every = ", ".join(f"{r['rows_per_s'] / 1e3:,.0f}k" for r in runs)
         print(f"  {name:44} {best['rows_per_s']:>12,.0f} rows/s  ({every})", flush=True)
         out[name] = best
+    return out
+
+
+def reading(spark, df, broker, repeats):
+    """The read side, 1M rows written once by the sink: spark.read.format("kafkacore") counted by
+    the same mapInArrow as the ceiling, against confluent-kafka Consumers in mapInArrow (one per
+    task, over the same partition ranges); then a streaming copy, readStream.format("kafkacore")
+    to writeStream.format("kafkacore") exactly once, availableNow, its rows checked in the output
+    topic.  The ceiling is measured again here, beside them."""
+    import functools
+
+    import bench_spark as me
+
+    from kafkacore import admin
+    from kafkacore.consumer import OffsetSpec, PartitionReader
+
+    rows = df.count()
+    bootstrap = broker.bootstrap
+    source = f"bench-read-{uuid.uuid4().hex[:8]}"
+    admin.create_topics(bootstrap, {source: 6})
+    (df.write.format("kafkacore").mode("append").option("kafka.bootstrap.servers", bootstrap)
+     .option("topic", source).option("kafkacore.sink.guarantee", "at_least_once").save())
+    with PartitionReader({"bootstrap.servers": bootstrap}) as reader:
+        ends = reader.list_offsets([(source, p) for p in range(6)], OffsetSpec.LATEST)
+    assert sum(ends.values()) == rows, ends
+    ranges = spark.createDataFrame(
+        [(p, 0, ends[(source, p)]) for p in range(6)], "partition int, start long, end long"
+    ).repartition(6)
+
+    def timed(name, run):
+        def once():
+            start = time.perf_counter()
+            count, cpu = run()
+            seconds = time.perf_counter() - start
+            if count != rows:
+                raise SystemExit(f"{name}: {count} of {rows} rows")
+            return {"seconds": seconds, "rows_per_s": rows / seconds,
+                    "worker_cpu_us_per_row": cpu / rows * 1e6}
+
+        once()  # warm-up
+        runs = [once() for _ in range(repeats)]
+        best = dict(max(runs, key=lambda r: r["rows_per_s"]))
+        best["runs"] = runs
+        every = ", ".join(f"{r['rows_per_s'] / 1e3:,.0f}k" for r in runs)
+        print(f"  {name:44} {best['rows_per_s']:>12,.0f} rows/s  ({every})", flush=True)
+        return best
+
+    def summed(rows_):
+        return sum(r["records"] for r in rows_), sum(r["cpu"] for r in rows_)
+
+    def ceiling():
+        return summed(df.mapInArrow(me.ceiling_task, SUMMARY).collect())
+
+    def kafkacore_read():
+        loaded = (spark.read.format("kafkacore").option("kafka.bootstrap.servers", bootstrap)
+                  .option("subscribe", source).load())
+        return summed(loaded.mapInArrow(me.ceiling_task, SUMMARY).collect())
+
+    def confluent_read():
+        task = functools.partial(me.confluent_read_task, bootstrap, source)
+        return summed(ranges.mapInArrow(task, SUMMARY).collect())
+
+    out = {
+        "Spark ceiling (mapInArrow, count only)": timed("Spark ceiling (mapInArrow, count only)",
+                                                         ceiling),
+        'kafkacore read.format("kafkacore")': timed('kafkacore read.format("kafkacore")',
+                                                    kafkacore_read),
+        "confluent Consumer (mapInArrow)": timed("confluent Consumer (mapInArrow)",
+                                                 confluent_read),
+    }
+
+    import tempfile
+
+    def copy():
+        target = f"bench-copy-{uuid.uuid4().hex[:8]}"
+        admin.create_topics(bootstrap, {target: 6})
+        checkpoint = tempfile.mkdtemp(prefix="kafkacore-bench-copy-")
+        query = (spark.readStream.format("kafkacore").option("kafka.bootstrap.servers", bootstrap)
+                 .option("subscribe", source).option("startingOffsets", "earliest").load()
+                 .select("key", "value")
+                 .writeStream.format("kafkacore").option("kafka.bootstrap.servers", bootstrap)
+                 .option("topic", target).option("checkpointLocation", checkpoint)
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise SystemExit(f"the streaming copy failed: {query.exception()}")
+        with PartitionReader({"bootstrap.servers": bootstrap,
+                              "isolation.level": "read_committed"}) as reader:
+            latest = reader.list_offsets([(target, p) for p in range(6)], OffsetSpec.LATEST)
+            copied = sum(reader.read_range(target, p, 0, latest[(target, p)]).num_rows
+                         for p in range(6))
+        return copied, 0.0
+
+    out["streaming copy, exactly once (read + write)"] = timed(
+        "streaming copy, exactly once (read + write)", copy)
     return out
 
 
@@ -439,6 +579,9 @@ def main():
         result["streaming"] = streaming(
             spark, df, broker.bootstrap,
             pathlib.Path(tempfile.mkdtemp(prefix="kafkacore-bench-")), args.repeats)
+        print("reading, and a streaming copy:")
+        broker.restart()
+        result["reading"] = reading(spark, df, broker, args.repeats)
         spark.stop()
         print("outside Spark:")
         result["outside_spark"] = outside_spark(broker, args.rows, args.repeats)
@@ -457,6 +600,12 @@ def main():
         "streaming sink exactly_once / at_least_once":
             st["streaming sink exactly_once"]["rows_per_s"]
             / st["streaming sink at_least_once"]["rows_per_s"],
+        'read.format("kafkacore") / Spark ceiling (read run)':
+            result["reading"]['kafkacore read.format("kafkacore")']["rows_per_s"]
+            / result["reading"]["Spark ceiling (mapInArrow, count only)"]["rows_per_s"],
+        'read.format("kafkacore") / confluent Consumer in Spark':
+            result["reading"]['kafkacore read.format("kafkacore")']["rows_per_s"]
+            / result["reading"]["confluent Consumer (mapInArrow)"]["rows_per_s"],
         "write_to_kafka / best confluent in Spark":
             s["kafkacore write_to_kafka"]["rows_per_s"] / best_confluent,
         "write_to_kafka / Spark floor":
