@@ -75,6 +75,10 @@ def test_a_fenced_producer_gets_a_fatal_error(ours_only, make_topic):
     old.init_transactions(30)
     old.begin_transaction()
     old.produce(topic, b"zombie")
+    # Acknowledged before the fencing, so that what fails is the commit itself (EndTxn:
+    # PRODUCER_FENCED); a produce still in flight would meet the bumped epoch at the partition
+    # leader first (INVALID_PRODUCER_EPOCH), which CI saw now and then.
+    assert old.flush(30) == 0
     new = _producer(ours_only, txn_id)
     new.init_transactions(30)  # a new epoch: the old producer is fenced
     err, flags = _failure(old.commit_transaction, 30)
