@@ -34,3 +34,24 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def our_broker():
+    """A broker of ours for the module (the exactly-once tests need its transactions); one that
+    does not start fails the tests, as the session brokers do."""
+    from kafkacore.testing import LocalBroker
+
+    broker = LocalBroker(kind="kafkacore").start()
+    yield broker
+    broker.stop()
+    broker.remove_data()
+
+
+@pytest.fixture(scope="module")
+def kspark(spark):
+    """The module's Spark session with format("kafkacore") registered."""
+    from kafkacore.spark import register
+
+    register(spark)
+    return spark

@@ -32,19 +32,6 @@ pytestmark = pytest.mark.timeout(300)
 POINTS = ("begun", "sending", "flushed", "committed")
 
 
-@pytest.fixture(scope="module")
-def our_broker():
-    from kafkacore.testing import BrokerUnavailableError, LocalBroker
-
-    try:
-        broker = LocalBroker(kind="kafkacore").start()
-    except BrokerUnavailableError as exc:
-        pytest.skip(f"no local broker: {exc}")
-    yield broker
-    broker.stop()
-    broker.remove_data()
-
-
 def _die_once(deaths: dict[int, str], record: pathlib.Path):
     """fault(point) for the tasks: the first attempt of Spark partition p kills its own Python
     worker (os._exit, no cleanup, no abort) at the point deaths[p], after noting it in a file."""

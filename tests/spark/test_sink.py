@@ -23,25 +23,6 @@ pytestmark = pytest.mark.timeout(300)
 COMMITTED = {"isolation.level": "read_committed"}
 
 
-@pytest.fixture(scope="module")
-def our_broker():
-    from kafkacore.testing import LocalBroker
-
-    broker = LocalBroker(kind="kafkacore").start()
-    yield broker
-    broker.stop()
-    broker.remove_data()
-
-
-@pytest.fixture(scope="module")
-def kspark(spark):
-    """The module's Spark session with format("kafkacore") registered."""
-    from kafkacore.spark import register
-
-    register(spark)
-    return spark
-
-
 def _rows(n: int, spark, slices: int = 3):
     from pyspark.sql import functions as F
 

@@ -29,24 +29,6 @@ pytestmark = pytest.mark.timeout(600)
 COMMITTED = {"isolation.level": "read_committed"}
 
 
-@pytest.fixture(scope="module")
-def our_broker():
-    from kafkacore.testing import LocalBroker
-
-    broker = LocalBroker(kind="kafkacore").start()
-    yield broker
-    broker.stop()
-    broker.remove_data()
-
-
-@pytest.fixture(scope="module")
-def kspark(spark):
-    from kafkacore.spark import register
-
-    register(spark)
-    return spark
-
-
 def _ids(records) -> collections.Counter:
     return collections.Counter(json.loads(r.value)["id"] for r in records)
 

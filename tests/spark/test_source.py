@@ -34,7 +34,7 @@ import pickle, sys, time
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 
-action, bootstrap, args, one_by_one = pickle.loads(sys.stdin.buffer.read())
+action, bootstrap, args = pickle.loads(sys.stdin.buffer.read())
 out = None
 if action == "produce":
     delivered, errors = {}, []
@@ -47,8 +47,6 @@ if action == "produce":
                 delivered[i] = (msg.partition(), msg.offset())
         p.produce(topic, value, key=key, partition=partition, headers=headers, timestamp=ts,
                   on_delivery=report)
-        if one_by_one:  # each record in a batch of its own
-            p.flush(30)
     deadline = time.monotonic() + 60
     while p.flush(0.5) and time.monotonic() < deadline:
         pass
@@ -77,9 +75,9 @@ sys.stdout.buffer.write(pickle.dumps(out))
 """
 
 
-def _confluent(action, bootstrap, args, one_by_one=False):
+def _confluent(action, bootstrap, args):
     done = subprocess.run([sys.executable, "-c", _CHILD],
-                          input=pickle.dumps((action, bootstrap, args, one_by_one)),
+                          input=pickle.dumps((action, bootstrap, args)),
                           capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     return pickle.loads(done.stdout)
@@ -90,15 +88,14 @@ def _confluent(action, bootstrap, args, one_by_one=False):
 T0 = (int(time.time()) - 3600) * 1000
 
 
-def produce(bootstrap, topic, count, *, partitions=1, first=0, headers=False, one_by_one=False):
+def produce(bootstrap, topic, count, *, partitions=1, first=0, headers=False):
     """``count`` records spread round-robin over ``partitions``; record i has key ``k<i>``, value
-    ``v<i>``, timestamp ``T0 + i``; returns ``{(partition, offset): record}``.  ``one_by_one``
-    puts each record in a record batch of its own."""
+    ``v<i>``, timestamp ``T0 + i``; returns ``{(partition, offset): record}``."""
     records = []
     for i in range(first, first + count):
         hdrs = [("h", f"x{i}".encode()), ("n", None)] if headers else None
         records.append((topic, i % partitions, f"k{i}".encode(), f"v{i}".encode(), hdrs, T0 + i))
-    where = _confluent("produce", bootstrap, records, one_by_one)
+    where = _confluent("produce", bootstrap, records)
     return {pos: rec for pos, rec in zip(where, records, strict=True)}
 
 
@@ -135,14 +132,6 @@ def spark_rows(rows, headers=False):
                           for h in r["headers"]),)
         out.append(row)
     return sorted(out)
-
-
-@pytest.fixture(scope="module")
-def kspark(spark):
-    from kafkacore.spark import register
-
-    register(spark)
-    return spark
 
 
 def read(kspark, bootstrap, **options):
@@ -189,7 +178,7 @@ def test_batch_assign_with_offsets_json_and_min_partitions(kspark, bootstrap, ma
 
 def test_batch_subscribe_pattern_and_timestamps(kspark, bootstrap, make_topic):
     a, b, other = make_topic(1, prefix="pat"), make_topic(2, prefix="pat"), make_topic(1)
-    pa_ = produce(bootstrap, a, 4, one_by_one=True)
+    pa_ = produce(bootstrap, a, 4)  # batched together: the time index finds the record inside
     pb = produce(bootstrap, b, 6, partitions=2, first=100)
     produce(bootstrap, other, 3)
     df = read(kspark, bootstrap, subscribePattern=f"({a}|{b})")
