@@ -64,8 +64,18 @@ class ShutdownableThread(threading.Thread):
         self.wakeup()
 
     def await_shutdown(self, timeout_s: float | None = None) -> bool:
-        """Wait (bounded) until the loop has ended; True if it has."""
-        return self._shutdown_complete.wait(timeout_s)
+        """Wait (bounded) until the loop has ended and the thread with it; True if it has.
+
+        The loop's end is an event set in :meth:`run`'s last line; the thread is still alive for
+        a moment after it, so the wait then joins it (within what is left of ``timeout_s``): a
+        caller told True sees ``is_alive()`` False."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        if not self._shutdown_complete.wait(timeout_s):
+            return False
+        if self.ident is not None and threading.current_thread() is not self:
+            self.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            return not self.is_alive()
+        return True
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
         self.initiate_shutdown()
