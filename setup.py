@@ -1,10 +1,10 @@
 """Build kafkacore's compiled core.
 
-Every ``kafkacore/core/*.pyx``, ``kafkacore/broker/*.pyx`` (the broker's timing wheel, its
-request header, Produce request and Produce response, and its Request, request queue,
-request memory pool, the poller and wake-ups of its threads, and the processor's per-request
-path with its connections) and ``kafkacore/broker/log/*.pyx``
-(the log's validator) is compiled; a compile error fails the install (there is no pure-Python fallback, docs/design.rst,
+Every ``kafkacore/core/*.pyx`` and every ``.pyx`` under ``kafkacore/broker/`` (the broker's
+timing wheel in ``server_common``; its request header, Produce request and Produce response,
+Request, request queue, request memory pool, the poller and wake-ups of its threads, and the
+processor's per-request path with its connections in ``network``; the log's validator in
+``log``) is compiled; a compile error fails the install (there is no pure-Python fallback, docs/design.rst,
 principle 3).  Cython's bounds checks are on for every module but those ``UNCHECKED`` names,
 below.  ``KAFKACORE_DEBUG=1`` turns on Cython's HTML annotation and line tracing (and the
 checks everywhere), for debugging and coverage of the compiled code.
@@ -47,10 +47,10 @@ UNCHECKED = {
     "kafkacore.core.murmur2": "hashes a key the user gave, over its own length",
     "kafkacore.core.partition_map": "CopyOnWriteMap: no indexing into bytes",
     "kafkacore.core.record_sizes": "sizes of records the producer is about to write",
-    "kafkacore.broker.response_encoder": "encodes the broker's own answers",
-    "kafkacore.broker.selector": "epoll and eventfd calls: no indexing into bytes",
-    "kafkacore.broker.timer": "the timing wheel: no indexing into bytes",
-    "kafkacore.broker.request_queue": "a deque of requests: no indexing into bytes",
+    "kafkacore.broker.network.response_encoder": "encodes the broker's own answers",
+    "kafkacore.broker.network.selector": "epoll and eventfd calls: no indexing into bytes",
+    "kafkacore.broker.server_common.timer": "the timing wheel: no indexing into bytes",
+    "kafkacore.broker.network.request_queue": "a deque of requests: no indexing into bytes",
 }
 CHECKED_DIRECTIVES = {"boundscheck": True, "wraparound": True, "cdivision": False,
                       "initializedcheck": True}
@@ -58,8 +58,7 @@ UNCHECKED_DIRECTIVES = {"boundscheck": False, "wraparound": False, "cdivision": 
                         "initializedcheck": False}
 
 extensions = []
-for pyx in sorted(glob("kafkacore/core/*.pyx") + glob("kafkacore/broker/*.pyx")
-                  + glob("kafkacore/broker/log/*.pyx")):
+for pyx in sorted(glob("kafkacore/core/*.pyx") + glob("kafkacore/broker/**/*.pyx", recursive=True)):
     name = pyx[:-4].replace("/", ".")
     if ONLY and name.rsplit(".", 1)[1] not in ONLY:
         continue

@@ -35,9 +35,9 @@ import uuid
 from typing import Any
 
 from kafkacore.admin import create_topics
-from kafkacore.broker import Cluster
-from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC, partition_for
+from kafkacore.broker.group.group_metadata_manager import OFFSETS_TOPIC, partition_for
 from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
+from kafkacore.testing.cluster import Cluster
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 COPIER = ROOT / "examples" / "transactional_copier.py"

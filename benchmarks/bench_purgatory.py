@@ -12,7 +12,7 @@ operations are waiting in the steady state (1,000 / 100,000 / 1,000,000).  After
 full timeout, we time ``--measure`` operations; the figure is the cost per operation of add +
 complete-early-or-expire, clock advances included, in microseconds.
 
-- ``timing wheel``: :class:`kafkacore.broker.timer.SystemTimer` (``add``, ``TimerTask.cancel`` on
+- ``timing wheel``: :class:`kafkacore.broker.server_common.timer.SystemTimer` (``add``, ``TimerTask.cancel`` on
   completion, ``advance_clock(0)`` every simulated millisecond).
 - ``heap (lazy deletion)``: the old design, one ``heapq`` entry per task (``heapq`` is C); a task
   completed early is only flagged, and its entry stays in the heap until its deadline pops it
@@ -54,7 +54,7 @@ import random
 import statistics
 import time
 
-from kafkacore.broker.timer import SystemTimer, TimerTask
+from kafkacore.broker.server_common.timer import SystemTimer, TimerTask
 
 HERE = pathlib.Path(__file__).parent
 #: CPU time of this process, not wall time: on a shared machine, time spent waiting for a core

@@ -141,7 +141,7 @@ class Sampler:
 
 class Admin:
     def __init__(self, host: str, port: int) -> None:
-        from kafkacore.broker.inter_broker_client import InterBrokerClient
+        from kafkacore.broker.server.inter_broker_client import InterBrokerClient
 
         self.client = InterBrokerClient(host, port, "bench-scale", timeout_s=120.0)
 
@@ -186,7 +186,7 @@ def first_writes(addresses: dict[int, tuple[str, int]],
     two fsyncs, on the leader and on each follower; afterwards an append does not.  Doing it
     here keeps that one-off cost out of the steady load's figures and measures it on its own.
     Returns the partitions that did not take it."""
-    from kafkacore.broker.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
     from kafkacore.errors import Errors
     from kafkacore.protocol.api_keys import ApiKey
 
@@ -498,7 +498,7 @@ def fetch_window(cluster: Any, sampler: Sampler, window_s: float,
 
 
 def compare_fetch_sessions(args: argparse.Namespace) -> None:
-    from kafkacore.broker import Cluster
+    from kafkacore.testing.cluster import Cluster
 
     total, connections = args.partitions[0], args.connections[0]
     names = [f"scale-{i}" for i in range(total // args.per_topic)]
@@ -580,7 +580,7 @@ def main() -> None:
         print(json.dumps(data["extrapolation"], indent=1))
         return
 
-    from kafkacore.broker import Cluster
+    from kafkacore.testing.cluster import Cluster
 
     started = time.monotonic()
     points: list[dict[str, Any]] = []

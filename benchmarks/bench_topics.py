@@ -169,7 +169,7 @@ def local_broker(kind: str) -> Iterator[Any]:
 def measure(kind: str, args: argparse.Namespace) -> dict[str, Any]:
     load0 = load_average()
     if kind == "cluster":
-        from kafkacore.broker import Cluster
+        from kafkacore.testing.cluster import Cluster
 
         with Cluster(brokers=3, config={"default.replication.factor": 1}) as cluster:
             row = run(kind, cluster.bootstrap_servers, args.topics, args.batch, args.few,

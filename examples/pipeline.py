@@ -413,7 +413,7 @@ class Failover:
 
     def acknowledged(self) -> int:
         """Records acknowledged so far: the sum of the partitions' high watermarks."""
-        from kafkacore.broker.inter_broker_client import InterBrokerClient
+        from kafkacore.broker.server.inter_broker_client import InterBrokerClient
         from kafkacore.protocol import codec
         from kafkacore.protocol.api_keys import ApiKey
 
@@ -820,7 +820,7 @@ def main(argv: list[str] | None = None) -> int:
         with LocalBroker() as broker:
             print(f"local broker (tansu) listening on {broker.bootstrap}")
             return run(broker.bootstrap, **options)
-    from kafkacore.broker import Cluster
+    from kafkacore.testing.cluster import Cluster
 
     print("starting a kafkacore cluster: a controller and 3 brokers, one process each ...",
           flush=True)

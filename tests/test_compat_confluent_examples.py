@@ -201,7 +201,7 @@ def test_asyncio_example_py(ours_only, make_topic):
 
 
 def test_sasl_producer_py(tmp_path, make_topic):
-    from kafkacore.broker.server import Broker
+    from kafkacore.broker.server.broker_server import Broker
 
     settings = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
                 "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",

@@ -53,9 +53,9 @@ def test_modules_that_read_outside_bytes_are_compiled_with_cythons_checks():
                     if isinstance(node, ast.Assign)
                     and any(getattr(t, "id", None) == "UNCHECKED" for t in node.targets)]
     reads_outside_bytes = {
-        "kafkacore.broker.request_parser", "kafkacore.broker.processor_core",
-        "kafkacore.broker.request", "kafkacore.broker.memory_pool",
-        "kafkacore.broker.log.log_validator", "kafkacore.core.record_batch",
+        "kafkacore.broker.network.request_parser", "kafkacore.broker.network.processor_core",
+        "kafkacore.broker.network.request", "kafkacore.broker.network.memory_pool",
+        "kafkacore.broker.log.log_validator_core", "kafkacore.core.record_batch",
         "kafkacore.core.compression", "kafkacore.core.crc",
     }
     def pyx(name: str) -> Path:

@@ -2,7 +2,7 @@
 
 librdkafka proves its idempotent producer against its mock cluster (tests/0144-idempotence_mock.c
 among others); here the same faults are switched on in the leader of a partition of a real
-kafkacore cluster (:class:`~kafkacore.broker.Cluster`: a controller and three brokers, each its
+kafkacore cluster (:class:`~kafkacore.testing.cluster.Cluster`: a controller and three brokers, each its
 own process; the topic has replication factor 3 and ``min.insync.replicas=2``, the producers
 ``acks=all`` and idempotent). Each scenario is run by two producers: ours, and confluent-kafka's
 (librdkafka itself, in a child process), the control that checks the scenario and the cluster.
@@ -40,9 +40,9 @@ from waits import wait_until
 
 from kafkacore import KafkaProducer
 from kafkacore import errors as kerrors
-from kafkacore.broker import Cluster
-from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server.inter_broker_client import InterBrokerClient
 from kafkacore.protocol.api_keys import ApiKey
+from kafkacore.testing.cluster import Cluster
 
 # One cluster for the module; only in the tox env that runs the cluster tests.
 pytestmark = [pytest.mark.timeout(300), pytest.mark.cluster]

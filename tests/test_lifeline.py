@@ -1,6 +1,6 @@
 """Brokers and clusters started from Python end with the process that started them, however it
 ends (SIGKILL included), and the temporary directories the library made for them go too
-(kafkacore.broker.lifeline).  Each test runs an owner process, takes the process ids its objects
+(kafkacore.broker.server_common.lifeline).  Each test runs an owner process, takes the process ids its objects
 report, ends the owner, and waits (bounded) until none of them runs and no directory is left."""
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ import pytest
 from support.children import child_env
 from waits import wait_until
 
-from kafkacore.broker import lifeline
+from kafkacore.broker.server_common import lifeline
 
 # The owner: starts what argv names, prints the pids and directories its objects report, then
 # waits for its end ("kill": to be SIGKILLed; "exit": it returns without closing anything).
 OWNER = r"""
 import json, os, sys, time
-from kafkacore.broker import Cluster
+from kafkacore.testing.cluster import Cluster
 from kafkacore.testing import LocalBroker
 
 end, kinds = sys.argv[1], sys.argv[2:]
@@ -153,7 +153,7 @@ def test_python_m_kafkacore_testing_sigkilled_leaves_nothing():
 # An owner that starts our broker with a lifeline, as Cluster and LocalBroker do.
 LIFELINE_OWNER = r"""
 import subprocess, sys, time
-from kafkacore.broker import lifeline
+from kafkacore.broker.server_common import lifeline
 broker = lifeline.spawn([sys.executable, "-m", "kafkacore.broker", "--log-dirs", sys.argv[1]],
                         lifeline=True, stdout=subprocess.PIPE, stderr=open(sys.argv[2], "wb"))
 print(broker.stdout.readline().decode().strip(), broker.pid, flush=True)

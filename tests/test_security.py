@@ -7,7 +7,7 @@ against tansu we test the refusals).  tansu 0.6.0's ``--cert``/``--key`` cannot 
 (its argument parser rejects the pair) and ``--cert`` alone does not turn TLS on, so TLS and the
 successful SASL exchanges are tested against a scripted peer on our own codec
 (``FakeBroker`` from tests/support) behind a real TLS socket (Python's ``ssl``, server side),
-with the broker's half of SCRAM played by :class:`kafkacore.broker.scram_sasl_server.ScramSaslServer`.
+with the broker's half of SCRAM played by :class:`kafkacore.broker.security.scram_sasl_server.ScramSaslServer`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from support.scripted_broker import FakeBroker, api_versions_answer
 from test_sender_faults import metadata_answer, produce_answer
 
 from kafkacore import KafkaProducer
-from kafkacore.broker.scram_sasl_server import ScramSaslServer
+from kafkacore.broker.security.scram_sasl_server import ScramSaslServer
 from kafkacore.config import ProducerConfig
 from kafkacore.core import iter_batches
 from kafkacore.errors import (

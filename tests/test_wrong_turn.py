@@ -16,7 +16,7 @@ import pytest
 from certs import make_pki
 
 from kafkacore import KafkaProducer
-from kafkacore.broker.server import Broker
+from kafkacore.broker.server.broker_server import Broker
 from kafkacore.compat import confluent
 from kafkacore.network.errors import SecurityProtocolMismatchError
 

@@ -36,7 +36,7 @@ from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
 from kafkacore.broker import Broker
 from kafkacore.broker.controller.controller_server import ControllerServer
-from kafkacore.broker.replica_manager import FetchParams, FetchPartitionInfo
+from kafkacore.broker.server.replica_manager import FetchParams, FetchPartitionInfo
 from kafkacore.protocol.api_keys import ApiKey
 
 TOPIC, GROUP = "payments", "billing"

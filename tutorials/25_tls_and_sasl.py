@@ -15,7 +15,7 @@ Needs: nothing but kafkacore (no broker: both halves run in this process).
 import hashlib
 import os
 
-from kafkacore.broker.scram_sasl_server import ScramSaslServer
+from kafkacore.broker.security.scram_sasl_server import ScramSaslServer
 from kafkacore.config import ProducerConfig
 from kafkacore.network.sasl import (
     ScramMechanism,

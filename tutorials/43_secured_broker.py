@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from kafkacore import KafkaProducer, errors
-from kafkacore.broker.server import Broker
+from kafkacore.broker.server.broker_server import Broker
 
 
 def self_signed_pem(directory: pathlib.Path) -> pathlib.Path:

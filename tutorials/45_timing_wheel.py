@@ -12,7 +12,7 @@ Needs: nothing but kafkacore (no broker, no threads: the clock is ours).
 
 from typing import cast
 
-from kafkacore.broker.timer import SystemTimer, TimerTask, TimerTaskList, TimingWheel
+from kafkacore.broker.server_common.timer import SystemTimer, TimerTask, TimerTaskList, TimingWheel
 
 now = 0  # our clock, in milliseconds; the timer reads it through clock()
 ran: list[tuple[str, int]] = []  # (task, time it ran)

@@ -13,8 +13,8 @@ We drive the clock by hand, so that every step is visible and repeatable.
 Needs: nothing but kafkacore (no broker: the purgatory runs in this process).
 """
 
-from kafkacore.broker.purgatory import DelayedOperation, DelayedOperationPurgatory
-from kafkacore.broker.timer import SystemTimer
+from kafkacore.broker.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkacore.broker.server_common.timer import SystemTimer
 
 now = 0
 replicated = {"orders-0": 0, "orders-1": 0, "payments-0": 0}  # offset every follower has

@@ -1,6 +1,6 @@
 """Tutorial 47: replication and a leader election, on a real three-broker cluster.
 
-We start a controller and three brokers, each its own process (``kafkacore.broker.Cluster``),
+We start a controller and three brokers, each its own process (``kafkacore.testing.cluster.Cluster``),
 create a topic with replication factor 3 and ``min.insync.replicas=2``, and produce with
 ``acks=all``: each acknowledgement means all three replicas have the record.  Then we kill the
 partition's leader with SIGKILL and watch the controller fence it and elect a new leader from
@@ -18,7 +18,7 @@ from typing import Any
 
 from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
-from kafkacore.broker import Cluster
+from kafkacore.testing.cluster import Cluster
 
 
 def show(cluster: Cluster, topic: str, when: str) -> dict[str, Any]:

@@ -22,8 +22,8 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
-from kafkacore.broker import Cluster
-from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC, partition_for
+from kafkacore.broker.group.group_metadata_manager import OFFSETS_TOPIC, partition_for
+from kafkacore.testing.cluster import Cluster
 
 TOPIC = "payments"
 GROUP = "ledger"

@@ -30,7 +30,7 @@ from kafka.admin import (
 )
 
 from kafkacore import KafkaProducer, errors
-from kafkacore.broker.server import Broker
+from kafkacore.broker.server.broker_server import Broker
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 

@@ -25,7 +25,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 
 from kafkacore import KafkaProducer
-from kafkacore.broker.server import Broker
+from kafkacore.broker.server.broker_server import Broker
 
 
 def described(admin: Any, kind: Any, name: str, key: str) -> tuple[str, str]:

@@ -28,7 +28,7 @@ from typing import Any
 from confluent_kafka import Producer
 
 from kafkacore.admin import create_topics
-from kafkacore.broker.server import Broker
+from kafkacore.broker.server.broker_server import Broker
 from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey

@@ -11,8 +11,8 @@ A chapter that names ``kafkacore/broker/log/log_segment.py``, ``linger.ms`` or
   Python built-in, or a Kafka (Java) class, API or type a chapter names for comparison
   (``KAFKA_NAMES`` below);
 * any other dotted lower-case name: a producer setting (``kafkacore.config``, with its aliases and
-  the librdkafka names it knows), a broker setting (``kafkacore.broker.config``, or any Kafka 4
-  broker setting, ``kafkacore.broker.kafka_broker_settings``), or a Kafka
+  the librdkafka names it knows), a broker setting (``kafkacore.broker.config.kafka_config``, or any Kafka 4
+  broker setting, ``kafkacore.broker.config.kafka_broker_settings``), or a Kafka
   setting a chapter mentions for comparison (``KAFKA_ONLY`` below).
 
 ``tests/test_docs_names.py`` runs the same check without Sphinx.
@@ -105,10 +105,10 @@ NOT_SETTINGS = frozenset(
 def known_settings():
     """Every dotted setting name the docs may use."""
     from kafkacore import config as producer
-    from kafkacore.broker import config as broker
-    from kafkacore.broker import group_config
-    from kafkacore.broker.kafka_broker_settings import KAFKA_BROKER_SETTINGS
-    from kafkacore.broker.log import config as log_config
+    from kafkacore.broker.config import kafka_config as broker
+    from kafkacore.broker.config.kafka_broker_settings import KAFKA_BROKER_SETTINGS
+    from kafkacore.broker.group import group_config
+    from kafkacore.broker.log import log_config
 
     names = set(producer.SETTINGS_BY_NAME) | set(producer.ALIASES) | set(producer.CONVERTED_ALIASES)
     names |= set(producer.NOT_NEEDED) | set(producer.NO_COUNTERPART) | set(producer._JAVA_ONLY)

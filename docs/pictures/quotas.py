@@ -14,7 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from kafkacore.broker.client_quota_manager import ClientQuotaManager  # noqa: E402
+from kafkacore.broker.server.client_quota_manager import ClientQuotaManager  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
     "_boxes", pathlib.Path(__file__).with_name("_boxes.py")

@@ -11,11 +11,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from kafkacore.broker.purgatory import (  # noqa: E402
+from kafkacore.broker.server_common.purgatory import (  # noqa: E402
     DelayedOperation,
     DelayedOperationPurgatory,
 )
-from kafkacore.broker.timer import SystemTimer, TimerTask  # noqa: E402
+from kafkacore.broker.server_common.timer import SystemTimer, TimerTask  # noqa: E402
 
 EMPTY, FULL = "#f4f4f4", "#f4b183"
 

@@ -1,12 +1,24 @@
-"""kafkacore's broker: the request reactor, the APIs and the log on disk (see docs/broker/).
+"""kafkacore's broker, laid out as Kafka's modules are (see docs/broker/layout.rst).
 
-The reactor is :mod:`~kafkacore.broker.network`, :mod:`~kafkacore.broker.request_channel` and
-:mod:`~kafkacore.broker.handler`; the APIs :mod:`~kafkacore.broker.apis`; the log
-:mod:`kafkacore.broker.log`.
+Each package says in its ``__init__`` what lives there and what it may import; from the ground up:
+
+- :mod:`kafkacore.broker.server_common`: threads, the scheduler, the timing wheel, the purgatory,
+  small files (Kafka's ``server-common``); imports nothing of the broker;
+- :mod:`kafkacore.broker.log`: the log on disk, its indexes, producer state, the cleaner
+  (Kafka's ``storage``);
+- :mod:`kafkacore.broker.network`: the request reactor, ``SocketServer`` to ``RequestChannel``
+  (Kafka's ``kafka.network``);
+- :mod:`kafkacore.broker.security`: TLS, SASL and the authorizer;
+- :mod:`kafkacore.broker.config`: ``KafkaConfig`` (here ``BrokerConfig``), dynamic and topic configs;
+- :mod:`kafkacore.broker.metadata`: the metadata log, its loader and the broker's ``MetadataCache``;
+- :mod:`kafkacore.broker.group`: both group coordinators (Kafka's ``group-coordinator``);
+- :mod:`kafkacore.broker.transaction`: the transaction coordinator;
+- :mod:`kafkacore.broker.controller`: the controller;
+- :mod:`kafkacore.broker.server`: ``ReplicaManager``, ``KafkaApis`` and ``Broker``, which builds
+  the rest and hands each part what it uses (Kafka's ``kafka.server``).
 """
 
-from kafkacore.broker.cluster import Cluster
-from kafkacore.broker.config import BrokerConfig
-from kafkacore.broker.server import Broker
+from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.server.broker_server import Broker
 
-__all__ = ["Broker", "BrokerConfig", "Cluster"]
+__all__ = ["Broker", "BrokerConfig"]

@@ -7,7 +7,7 @@ OS chose).  Every listener is logged on stderr.  Settings come from a ``server.p
 SASL users from a JAAS file (``--jaas-config``).  Secrets belong in those files, never on the
 command line, which every user of the machine can read (see docs/broker/security.rst).
 With ``--control-socket PATH`` the broker's faults can be switched from another process with
-:class:`kafkacore.broker.faults.BrokerControl` (see docs/broker/faults.rst); the socket is
+:class:`kafkacore.broker.server.faults.BrokerControl` (see docs/broker/faults.rst); the socket is
 listening before the ready line is printed.
 """
 
@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from kafkacore import errors
-from kafkacore.broker import lifeline
-from kafkacore.broker.config import BrokerConfig
-from kafkacore.broker.server_properties import jaas_settings, load_properties
+from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.config.server_properties import jaas_settings, load_properties
+from kafkacore.broker.server_common import lifeline
 
 if TYPE_CHECKING:
     from kafkacore.broker.controller.controller_server import ControllerServer
-    from kafkacore.broker.server import Broker
+    from kafkacore.broker.server.broker_server import Broker
 
 READY_PREFIX = "kafkacore-broker listening on "
 
@@ -135,11 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(MISSING_EXTRA, file=sys.stderr)
         return 1
     from kafkacore.broker.controller.controller_server import ControllerServer
-    from kafkacore.broker.faults import ControlServer
-    from kafkacore.broker.server import Broker
+    from kafkacore.broker.server.broker_server import Broker
+    from kafkacore.broker.server.faults import ControlServer
 
     if argv[:1] == ["cluster"]:
-        from kafkacore.broker.cluster import main as cluster_main
+        from kafkacore.testing.cluster import main as cluster_main
 
         return cluster_main(argv[1:])
     parser = _OneLineErrors(prog="kafkacore-broker", description=_plain(__doc__))

@@ -51,8 +51,8 @@ COMPILED_MODULES = (
     "kafkacore.core.memory_records_builder",
     "kafkacore.core.record_batch",
     "kafkacore.core.arrow_records",  # the read path: fetched record batches into Arrow columns
-    "kafkacore.broker.timer",  # the broker's timing wheel: compiled, but the broker's alone
-    "kafkacore.broker.request_parser",  # the broker's request header and Produce body
-    "kafkacore.broker.response_encoder",  # the broker's Produce response
-    "kafkacore.broker.log.log_validator",  # the log's LogValidator (analyze, assign_offsets)
+    "kafkacore.broker.server_common.timer",  # the broker's timing wheel: compiled, but the broker's alone
+    "kafkacore.broker.network.request_parser",  # the broker's request header and Produce body
+    "kafkacore.broker.network.response_encoder",  # the broker's Produce response
+    "kafkacore.broker.log.log_validator_core",  # the log's LogValidator (analyze, assign_offsets)
 )

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from kafkacore import errors
-from kafkacore.broker import lifeline
+from kafkacore.broker.server_common import lifeline
 from kafkacore.errors import Errors
 
 
@@ -147,11 +147,11 @@ class LocalBroker:
 
     @property
     def control(self) -> Any:
-        """A :class:`kafkacore.broker.faults.BrokerControl` for this broker's faults (needs
+        """A :class:`kafkacore.broker.server.faults.BrokerControl` for this broker's faults (needs
         ``control_socket``)."""
         if self.control_socket is None:
             raise ValueError("this LocalBroker was started without control_socket")
-        from kafkacore.broker.faults import BrokerControl
+        from kafkacore.broker.server.faults import BrokerControl
 
         return BrokerControl(self.control_socket)
 
@@ -159,7 +159,7 @@ class LocalBroker:
         """True without a control socket, else once it answers (it starts after the broker)."""
         if self.control_socket is None:
             return True
-        from kafkacore.broker.faults import BrokerControl, BrokerControlError
+        from kafkacore.broker.server.faults import BrokerControl, BrokerControlError
 
         try:
             BrokerControl(self.control_socket, timeout_s=1.0).status()
@@ -206,7 +206,7 @@ class LocalBroker:
                 command += ["--config", f"{key}={value}"]
         else:
             command = _tansu_command(self.host, self.port, self.storage, self.cluster_id)
-        # The broker ends with this process, however it ends (kafkacore.broker.lifeline).
+        # The broker ends with this process, however it ends (kafkacore.broker.server_common.lifeline).
         self._process = lifeline.spawn(
             command,
             lifeline=self.kind == "kafkacore",

@@ -8,12 +8,12 @@ your top-level ``conftest.py``).  See docs/broker/faults.rst.
     One :class:`kafkacore.broker.Broker` for the whole session (it starts in well under a
     second), its data in a temporary directory.  Use :meth:`KafkaBrokerFixture.new_topic` for a
     topic no other test writes to, ``bootstrap_servers`` for your clients, ``faults`` to break
-    it on purpose (:class:`kafkacore.broker.faults.FaultInjector`).  Faults a test switched on
+    it on purpose (:class:`kafkacore.broker.server.faults.FaultInjector`).  Faults a test switched on
     are switched off after it.
 ``kafka_topic``
     A fresh one-partition topic on ``kafka_broker``, by name.
 ``kafka_cluster``
-    A :class:`kafkacore.broker.Cluster`: a controller and three brokers, each its own process,
+    A :class:`kafkacore.testing.cluster.Cluster`: a controller and three brokers, each its own process,
     for the whole session; faults it suffered are undone after each test.
 
 Settings for the broker, one ``key=value`` per line, by Kafka's names, in the ini file::
@@ -37,7 +37,7 @@ import pytest
 
 if TYPE_CHECKING:
     from kafkacore.broker import Broker
-    from kafkacore.broker.faults import FaultInjector
+    from kafkacore.broker.server.faults import FaultInjector
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -124,12 +124,12 @@ def kafka_topic(kafka_broker: KafkaBrokerFixture) -> str:
 @pytest.fixture(scope="session")
 def kafka_cluster(request: pytest.FixtureRequest,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A :class:`kafkacore.broker.Cluster` of three brokers (each its own process) for the whole
+    """A :class:`kafkacore.testing.cluster.Cluster` of three brokers (each its own process) for the whole
     session.  Break it on purpose with ``kill``, ``stop``, ``pause``, ``isolate``,
     ``set_latency``, ``fail_next``, ``move_leader``; after each test, brokers it killed, stopped
     or paused are brought back and faults are switched off.  Its settings come from the ini
     option ``kafkacore_cluster_config`` (``key=value`` lines, like ``kafkacore_broker_config``)."""
-    from kafkacore.broker import Cluster
+    from kafkacore.testing.cluster import Cluster
 
     # A short base directory: the brokers' control sockets are Unix sockets (a path of at most
     # 107 bytes), and pytest's own can be too deep (under xdist, or a pytest run by a test).
@@ -152,7 +152,7 @@ def _kafkacore_reset_cluster(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     if "kafka_cluster" not in request.fixturenames:
         return
-    from kafkacore.broker.faults import BrokerControl
+    from kafkacore.broker.server.faults import BrokerControl
 
     cluster = request.getfixturevalue("kafka_cluster")
     restarted = False

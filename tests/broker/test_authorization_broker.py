@@ -20,7 +20,8 @@ import pytest
 from readback import produce_confluent
 from support.children import child_env
 
-from kafkacore.broker.authorizer import (
+from kafkacore.broker.config.logging_controller import RESOURCE_TYPE_BROKER_LOGGER
+from kafkacore.broker.security.authorizer import (
     AccessControlEntry,
     AclBinding,
     AclOperation,
@@ -29,9 +30,8 @@ from kafkacore.broker.authorizer import (
     ResourcePattern,
     ResourceType,
 )
-from kafkacore.broker.inter_broker_client import InterBrokerClient
-from kafkacore.broker.logging_controller import RESOURCE_TYPE_BROKER_LOGGER
-from kafkacore.broker.server import Broker
+from kafkacore.broker.server.broker_server import Broker
+from kafkacore.broker.server.inter_broker_client import InterBrokerClient
 from kafkacore.errors import Errors, SecurityDisabledError
 from kafkacore.network.sasl import PlainMechanism
 from kafkacore.protocol import codec

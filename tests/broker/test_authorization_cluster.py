@@ -18,18 +18,18 @@ import uuid
 import pytest
 
 from kafkacore import KafkaProducer
-from kafkacore.broker import Cluster
-from kafkacore.broker.authorizer.acl import (
+from kafkacore.broker.security.authorizer.acl import (
     AclOperation,
     AclPermissionType,
     PatternType,
     ResourceType,
 )
-from kafkacore.broker.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server.inter_broker_client import InterBrokerClient
 from kafkacore.errors import ClusterAuthorizationFailedError, TopicAuthorizationFailedError
 from kafkacore.network.sasl import PlainMechanism
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
+from kafkacore.testing.cluster import Cluster
 
 BROKER, ALICE, MALLORY = (("broker", "broker-secret"), ("alice", "alice-secret"),
                           ("mallory", "mallory-secret"))

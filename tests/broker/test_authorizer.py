@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from kafkacore import errors
-from kafkacore.broker.authorizer import (
+from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.security.authorizer import (
     AccessControlEntry,
     AclBinding,
     AclBindingFilter,
@@ -20,8 +21,7 @@ from kafkacore.broker.authorizer import (
     ResourceType,
     StandardAuthorizer,
 )
-from kafkacore.broker.authorizer.standard_authorizer import ACLS_FILE, parse_super_users
-from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.security.authorizer.standard_authorizer import ACLS_FILE, parse_super_users
 
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
 LITERAL, PREFIXED = PatternType.LITERAL, PatternType.PREFIXED
@@ -169,7 +169,7 @@ def test_the_settings_switch_it_on_as_kafka_does(tmp_path):
 
 
 def test_a_certificates_subject_is_written_as_rfc_2253():
-    from kafkacore.broker.security import certificate_principal
+    from kafkacore.broker.security.authentication import certificate_principal
 
     subject = ((("countryName", "FR"),), (("organizationName", "Acme, Inc."),),
                (("organizationalUnitName", "ops"), ("commonName", "#1 client ")))

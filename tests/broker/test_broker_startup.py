@@ -15,7 +15,7 @@ from reactor_client import recv_frame
 from waits import wait_until
 
 from kafkacore.broker.controller.controller_server import ControllerServer
-from kafkacore.broker.server import Broker
+from kafkacore.broker.server.broker_server import Broker
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.testing import free_port

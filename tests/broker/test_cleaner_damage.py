@@ -13,7 +13,7 @@ import pytest
 from kafkacore.broker.log import Log, LogConfig
 from kafkacore.broker.log.cleaner_config import CleanerConfig
 from kafkacore.broker.log.log_cleaner import LogCleaner
-from kafkacore.broker.log.validator import LENGTH
+from kafkacore.broker.log.log_validator import LENGTH
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.core.record_batch import iter_batches
 
@@ -110,7 +110,7 @@ def test_a_damaged_batch_length_costs_only_its_own_bytes(tmp_path, caplog, lengt
 def _produce_raw(broker, topic: str, batches) -> None:
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from kafkacore.broker.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
     from kafkacore.errors import Errors
     from kafkacore.protocol.api_keys import ApiKey
 
@@ -163,7 +163,7 @@ def test_a_broker_keeps_the_intact_batch_after_damage_the_cleaner_met(tmp_path, 
     from support.topics import new_topic
     from waits import wait_until
 
-    from kafkacore.broker.server import Broker
+    from kafkacore.broker.server.broker_server import Broker
 
     base = {"log.dirs": str(tmp_path), "num.network.threads": "1", "num.io.threads": "1",
             "log.cleaner.backoff.ms": "50"}

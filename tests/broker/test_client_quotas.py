@@ -21,11 +21,12 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from support.topics import new_topic
 from waits import wait_until
 
-from kafkacore.broker import Broker, BrokerConfig, client_quota_manager
-from kafkacore.broker.client_quota_manager import ClientQuotaManager
+from kafkacore.broker import Broker, BrokerConfig
 from kafkacore.broker.controller.client_quota_control_manager import client_quota_record
 from kafkacore.broker.controller.quorum_controller import QuorumController
-from kafkacore.broker.metadata_cache import MetadataCache
+from kafkacore.broker.metadata.metadata_cache import MetadataCache
+from kafkacore.broker.server import client_quota_manager
+from kafkacore.broker.server.client_quota_manager import ClientQuotaManager
 from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey

@@ -34,8 +34,8 @@ import pytest
 from support.group_consumers import run_consumer
 from support.topics import new_replicated_topic
 
-from kafkacore.broker import Cluster
-from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC, partition_for
+from kafkacore.broker.group.group_metadata_manager import OFFSETS_TOPIC, partition_for
+from kafkacore.testing.cluster import Cluster
 
 PARTITIONS = 4
 RECORDS = 600
@@ -352,7 +352,7 @@ def test_kafka_python_group_survives_data_leader_and_coordinator_kills(cluster):
 
 def _call(cluster: Cluster, broker: int, api: int, version: int, body: dict,
           timeout_s: float = 10.0) -> dict:
-    from kafkacore.broker.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
     from kafkacore.protocol import codec
 
     full = codec.REQUESTS[api].body.defaults(version)

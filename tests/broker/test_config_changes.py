@@ -22,7 +22,7 @@ from support.topics import new_topic
 from test_admin_calls import _call
 from waits import wait_until
 
-from kafkacore.broker.logging_controller import RESOURCE_TYPE_BROKER_LOGGER
+from kafkacore.broker.config.logging_controller import RESOURCE_TYPE_BROKER_LOGGER
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.testing import LocalBroker
@@ -240,7 +240,7 @@ def test_broker_loggers_change_at_run_time(ours):
     resource type): the broker's loggers are described with their levels, a SET changes what
     the broker writes at once, DELETE brings the parent's level back, bad changes change
     nothing."""
-    logger = "kafkacore.broker.config_admin_manager"  # writes "topic ...: configs now" at INFO
+    logger = "kafkacore.broker.config.config_admin_manager"  # writes "topic ...: configs now" at INFO
     topic = new_topic(ours)
     admin = KafkaAdminClient(bootstrap_servers=ours.bootstrap)
     try:

@@ -35,15 +35,15 @@ from support.examples import examples
 from waits import wait_until
 
 from kafkacore.broker import Broker
-from kafkacore.broker.assignors import RangeAssignor, UniformAssignor
-from kafkacore.broker.consumer_group import (
+from kafkacore.broker.group.assignors import RangeAssignor, UniformAssignor
+from kafkacore.broker.group.consumer_group import (
     ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
     reconcile,
 )
-from kafkacore.broker.consumer_group_records import (
+from kafkacore.broker.group.consumer_group_records import (
     current_assignment_record,
     group_epoch_record,
     member_subscription_record,
@@ -1102,7 +1102,7 @@ def test_a_consumer_group_survives_a_coordinator_kill(cluster):
     from support.topics import new_replicated_topic
     from test_cluster_groups import OFFSETS_PARTITIONS, _call, _find_coordinator
 
-    from kafkacore.broker.group_metadata_manager import OFFSETS_TOPIC, partition_for
+    from kafkacore.broker.group.group_metadata_manager import OFFSETS_TOPIC, partition_for
 
     topic = new_replicated_topic(cluster, PARTITIONS, prefix="kip848")
     group = f"kip848-{uuid.uuid4().hex[:8]}"

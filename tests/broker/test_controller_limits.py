@@ -22,7 +22,7 @@ from waits import wait_until
 
 from kafkacore import KafkaProducer
 from kafkacore.broker import Broker
-from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.config.kafka_config import BrokerConfig
 from kafkacore.broker.controller.quorum_controller import QuorumController
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey

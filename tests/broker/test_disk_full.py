@@ -18,8 +18,8 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from waits import wait_until
 
-from kafkacore.broker.inter_broker_client import InterBrokerClient
-from kafkacore.broker.server import Broker
+from kafkacore.broker.server.broker_server import Broker
+from kafkacore.broker.server.inter_broker_client import InterBrokerClient
 from kafkacore.errors import KafkaStorageError
 from kafkacore.protocol.api_keys import ApiKey
 

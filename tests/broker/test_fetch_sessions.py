@@ -14,8 +14,8 @@ from waits import wait_until
 
 from kafkacore import KafkaProducer
 from kafkacore.broker import Broker
-from kafkacore.broker.fetch_session import FetchSessionCache
-from kafkacore.broker.fetch_session_handler import FetchSessionHandler
+from kafkacore.broker.server.fetch_session import FetchSessionCache
+from kafkacore.broker.server.fetch_session_handler import FetchSessionHandler
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 

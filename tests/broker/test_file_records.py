@@ -12,7 +12,7 @@ from kafka.record.memory_records import MemoryRecords
 from support.examples import examples
 
 from kafkacore.broker.log import Log, LogConfig
-from kafkacore.broker.log import segment as segment_module
+from kafkacore.broker.log import log_segment as segment_module
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.errors import CorruptMessageError
 

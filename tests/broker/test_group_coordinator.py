@@ -11,9 +11,9 @@ import pytest
 from waits import wait_until
 
 from kafkacore.broker import Broker
-from kafkacore.broker.group_coordinator import OffsetAndMetadata
-from kafkacore.broker.group_metadata import GroupState
-from kafkacore.broker.group_metadata_manager import (
+from kafkacore.broker.group.group_coordinator import OffsetAndMetadata
+from kafkacore.broker.group.group_metadata import GroupState
+from kafkacore.broker.group.group_metadata_manager import (
     OFFSETS_TOPIC,
     GroupRecord,
     MemberRecord,

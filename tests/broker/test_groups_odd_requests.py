@@ -16,7 +16,7 @@ from kafkacore.protocol.api_keys import ApiKey
 
 @pytest.fixture
 def broker(tmp_path):
-    from kafkacore.broker.server import Broker
+    from kafkacore.broker.server.broker_server import Broker
 
     with Broker({"log.dirs": str(tmp_path), "num.partitions": "1"}) as b:
         yield b
@@ -24,7 +24,7 @@ def broker(tmp_path):
 
 @pytest.fixture
 def client(broker):
-    from kafkacore.broker.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
 
     host, port = broker.bootstrap_servers.split(":")
     c = InterBrokerClient(host, int(port), "odd-requests", 10.0)

@@ -20,11 +20,10 @@ from waits import wait_until
 
 from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
-from kafkacore.broker import Cluster
-from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.config.kafka_config import BrokerConfig
 from kafkacore.broker.controller.quorum_controller import QuorumController
 from kafkacore.broker.log import Log
-from kafkacore.broker.partition import Partition, PartitionState
+from kafkacore.broker.server.partition import Partition, PartitionState
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.core.record_batch import iter_batches
 from kafkacore.errors import (
@@ -33,6 +32,7 @@ from kafkacore.errors import (
     InvalidUpdateVersionError,
     NotLeaderOrFollowerError,
 )
+from kafkacore.testing.cluster import Cluster
 
 ME, OLD_LEADER, OTHER = 1, 2, 3
 
@@ -271,7 +271,7 @@ def test_a_new_leader_stops_fetching_before_it_leads(tmp_path):
     Broker 2 must drop the partition from its fetcher *before* it waits for that lock to become
     leader (Kafka's ``makeLeaders``), so nothing fetched from the old leader lands after."""
     from kafkacore.broker.controller.controller_server import ControllerServer
-    from kafkacore.broker.server import Broker
+    from kafkacore.broker.server.broker_server import Broker
 
     controller = ControllerServer({"node.id": 0, "process.roles": "controller",
                                    "log.dirs": str(tmp_path / "c")}).start()

@@ -1,7 +1,7 @@
 """LeaderEpochFileCache: where each leader epoch starts, what OffsetForLeaderEpoch answers, and
 that it survives a restart (the checkpoint file) and follows truncation."""
 
-from kafkacore.broker.leader_epoch_cache import CHECKPOINT_FILE, LeaderEpochFileCache
+from kafkacore.broker.log.leader_epoch_cache import CHECKPOINT_FILE, LeaderEpochFileCache
 
 
 def test_end_offset_for_each_epoch(tmp_path):

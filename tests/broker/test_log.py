@@ -25,7 +25,7 @@ from support.examples import examples
 
 import kafkacore
 from kafkacore.broker.log import Log, LogConfig, LogManager, ProducerIdManager
-from kafkacore.broker.log.manager import CLEAN_SHUTDOWN_FILE
+from kafkacore.broker.log.log_manager import CLEAN_SHUTDOWN_FILE
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.core.record_batch import iter_batches
 from kafkacore.errors import (

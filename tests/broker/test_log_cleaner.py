@@ -19,8 +19,8 @@ from kafkacore.broker.log.end_transaction_marker import end_transaction_marker
 from kafkacore.broker.log.log import CLEANED_SUFFIX, SWAP_SUFFIX
 from kafkacore.broker.log.log_cleaner import LogCleaner
 from kafkacore.broker.log.log_cleaner_manager import CLEANER_OFFSET_CHECKPOINT
-from kafkacore.broker.log.segment import LOG_SUFFIX, file_name
-from kafkacore.broker.log.validator import read_header
+from kafkacore.broker.log.log_segment import LOG_SUFFIX, file_name
+from kafkacore.broker.log.log_validator import read_header
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.core.record_batch import iter_batches
 

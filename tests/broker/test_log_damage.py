@@ -15,7 +15,7 @@ import pytest
 from kafka.record.memory_records import MemoryRecords
 
 from kafkacore.broker.log import Log, LogConfig, LogManager
-from kafkacore.broker.log.manager import CLEAN_SHUTDOWN_FILE
+from kafkacore.broker.log.log_manager import CLEAN_SHUTDOWN_FILE
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.errors import CorruptMessageError
 
@@ -260,7 +260,7 @@ def test_kafka_python_is_told_of_damage_then_reads_the_repaired_log(tmp_path, ca
     from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    from kafkacore.broker.server import Broker
+    from kafkacore.broker.server.broker_server import Broker
 
     config = {"log.dirs": str(tmp_path)}
     with Broker(config) as broker:

@@ -12,8 +12,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from waits import wait_until
 
-from kafkacore.broker.kafka_scheduler import KafkaScheduler
-from kafkacore.broker.server import Broker
+from kafkacore.broker.server.broker_server import Broker
+from kafkacore.broker.server_common.kafka_scheduler import KafkaScheduler
 from kafkacore.errors import ConfigError
 
 # -- the scheduler ----------------------------------------------------------------------------
@@ -173,7 +173,7 @@ def test_recovery_points_and_log_start_offsets_are_checkpointed_by_themselves(tm
 def test_new_partition_directories_are_made_durable_by_one_task_for_many(tmp_path):
     """The log dir's fsync after new logs waits a little for more of them, then runs by
     itself (no shutdown involved)."""
-    from kafkacore.broker.log.manager import LogManager
+    from kafkacore.broker.log.log_manager import LogManager
 
     scheduler = KafkaScheduler()
     scheduler.startup()
@@ -193,7 +193,7 @@ def test_checkpoints_written_from_several_threads_at_once_keep_the_dir_online(tm
     """DeleteRecords' handlers and the periodic task write the same checkpoint files: written
     at once (they share a temp file), a rename used to fail and take the log dir offline
     (found by the client compatibility run: six clients' DeleteRecords side by side)."""
-    from kafkacore.broker.log.manager import LogManager
+    from kafkacore.broker.log.log_manager import LogManager
 
     manager = LogManager([tmp_path])
     for p in range(4):

@@ -1,4 +1,4 @@
-"""The compiled ``LogValidator`` (kafkacore/broker/log/log_validator.pyx, imported through
+"""The compiled ``LogValidator`` (kafkacore/broker/log/log_validator_core.pyx, imported through
 validator.py): ``analyze`` and ``assign_offsets`` on the cases a one-batch Produce does not
 reach: several batches in a request, a maxTimestamp the producer left at -1, LogAppendTime,
 short and truncated input, old magics, a batch above ``max.message.bytes``, a client's control
@@ -17,7 +17,7 @@ from kafka.record import MemoryRecords
 from support.examples import examples
 
 from kafkacore.broker.log.end_transaction_marker import end_transaction_marker
-from kafkacore.broker.log.validator import BatchHeader, analyze, assign_offsets
+from kafkacore.broker.log.log_validator import BatchHeader, analyze, assign_offsets
 from kafkacore.core.crc import crc32c
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.errors import (

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from kafkacore.broker.memory_pool import MemoryPool
+from kafkacore.broker.network.memory_pool import MemoryPool
 
 
 def test_the_pool_gives_up_to_its_capacity_and_takes_back():

@@ -4,7 +4,7 @@ broker: what one pull's records change is applied, whatever order they come in."
 import uuid
 
 from kafkacore.broker import Broker
-from kafkacore.broker.metadata_loader import MetadataLoader
+from kafkacore.broker.metadata.metadata_loader import MetadataLoader
 
 
 def _partition(topic_id: uuid.UUID, index: int, broker_id: int) -> dict:

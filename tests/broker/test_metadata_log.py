@@ -10,11 +10,11 @@ from dataclasses import asdict
 import pytest
 
 from kafkacore import admin
-from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.config.kafka_config import BrokerConfig
 from kafkacore.broker.controller.quorum_controller import STATE_LOG_NAME, QuorumController
-from kafkacore.broker.log.manager import LogManager
-from kafkacore.broker.metadata_cache import METADATA_LOG_NAME, MetadataCache
-from kafkacore.broker.metadata_log import MetadataLog
+from kafkacore.broker.log.log_manager import LogManager
+from kafkacore.broker.metadata.metadata_cache import METADATA_LOG_NAME, MetadataCache
+from kafkacore.broker.metadata.metadata_log import MetadataLog
 from kafkacore.errors import Errors, KafkaStorageError
 from kafkacore.metadata import Metadata
 from kafkacore.network.client import NetworkClient, clock_ms

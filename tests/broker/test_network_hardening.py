@@ -21,8 +21,8 @@ from waits import wait_until
 
 from kafkacore import KafkaProducer, errors
 from kafkacore.broker import Broker
-from kafkacore.broker.faults import ControlServer, ControlSocketPathError, FaultInjector
-from kafkacore.broker.shutdownable_thread import ShutdownableThread
+from kafkacore.broker.server.faults import ControlServer, ControlSocketPathError, FaultInjector
+from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
@@ -305,7 +305,7 @@ def test_half_sent_requests_hold_at_most_queued_max_request_bytes():
 
 
 def test_the_controller_fencer_survives_an_error_and_still_fences(tmp_path):
-    from kafkacore.broker.config import BrokerConfig
+    from kafkacore.broker.config.kafka_config import BrokerConfig
     from kafkacore.broker.controller.quorum_controller import QuorumController
 
     controller = QuorumController(BrokerConfig({
@@ -359,7 +359,7 @@ def sasl_broker():
 
 
 def test_a_password_check_does_not_stall_the_network_thread(sasl_broker, monkeypatch):
-    from kafkacore.broker.security import PlainCredential
+    from kafkacore.broker.security.authentication import PlainCredential
 
     checking, release = threading.Event(), threading.Event()
     original = PlainCredential.matches

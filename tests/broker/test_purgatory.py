@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from kafkacore.broker.purgatory import DelayedOperation, DelayedOperationPurgatory
-from kafkacore.broker.timer import SystemTimer
+from kafkacore.broker.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkacore.broker.server_common.timer import SystemTimer
 
 
 class Clock:

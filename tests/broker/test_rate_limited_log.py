@@ -9,7 +9,7 @@ from reactor_client import closed_by_peer, connect
 from waits import wait_until
 
 from kafkacore.broker import Broker
-from kafkacore.broker.rate_limited_log import RateLimitedLog
+from kafkacore.broker.server_common.rate_limited_log import RateLimitedLog
 
 
 class ManualClock:
@@ -45,7 +45,7 @@ def test_a_client_sending_garbage_in_a_loop_gets_few_warnings(caplog):
     """Fifty connections closed for bad frames by one broker: every close is logged, but at
     most one WARNING per network thread in the interval; the rest at DEBUG."""
     with Broker({"num.network.threads": 2}) as broker, \
-            caplog.at_level(logging.DEBUG, logger="kafkacore.broker.network"):
+            caplog.at_level(logging.DEBUG, logger="kafkacore.broker.network.socket_server"):
         for _ in range(50):
             s = connect(broker)
             s.sendall(b"\x00\x00\x00\x03abc")  # shorter than any request header

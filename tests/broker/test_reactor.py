@@ -26,9 +26,9 @@ from waits import wait_until
 
 from kafkacore import errors
 from kafkacore.broker import Broker, BrokerConfig
-from kafkacore.broker.processor_core import READ_AHEAD
-from kafkacore.broker.request_queue import RequestQueue
-from kafkacore.broker.selector import Poller, Wakeup
+from kafkacore.broker.network.processor_core import READ_AHEAD
+from kafkacore.broker.network.request_queue import RequestQueue
+from kafkacore.broker.network.selector import Poller, Wakeup
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 

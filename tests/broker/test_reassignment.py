@@ -17,11 +17,11 @@ from support.topics import new_topic
 from test_admin_calls import _call
 from waits import wait_until
 
-from kafkacore.broker.cluster import Cluster
 from kafkacore.broker.controller.replication_control_manager import ReplicationControlManager
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.testing import LocalBroker
+from kafkacore.testing.cluster import Cluster
 
 
 def test_a_single_broker_has_nowhere_to_move_a_partition():

@@ -34,7 +34,7 @@ from support.replication_stream import (
 from support.topics import new_replicated_topic
 
 from kafkacore import KafkaProducer
-from kafkacore.broker import Cluster
+from kafkacore.testing.cluster import Cluster
 
 PARTITIONS = 6
 WINDOW = 2_500  # records outstanding at most

@@ -1,4 +1,4 @@
-"""The compiled request parser (kafkacore/broker/request_parser.pyx) against the codec.
+"""The compiled request parser (kafkacore/broker/network/request_parser.pyx) against the codec.
 
 The codec (:func:`kafkacore.protocol.codec.decode_request`) is the reference: on every frame, a
 well-formed one, a truncated one or one with bytes changed, the broker's ``parse_request`` (the
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.examples import examples
 
-from kafkacore.broker import request_parser
-from kafkacore.broker.request_parser import parse_request
+from kafkacore.broker.network import request_parser
+from kafkacore.broker.network.request_parser import parse_request
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 

@@ -27,9 +27,9 @@ from support.topics import new_topic
 from waits import wait_until
 
 from kafkacore import KafkaProducer, errors
-from kafkacore.broker.config import BrokerConfig
-from kafkacore.broker.security import CredentialCache, parse_users
-from kafkacore.broker.server import Broker
+from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.security.authentication import CredentialCache, parse_users
+from kafkacore.broker.server.broker_server import Broker
 from kafkacore.network.errors import SecurityProtocolMismatchError, SslAuthenticationError
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey

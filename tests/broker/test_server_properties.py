@@ -12,8 +12,8 @@ from readback import produce_confluent, read_confluent
 from support.children import child_env
 
 from kafkacore import KafkaProducer, errors
-from kafkacore.broker.config import BrokerConfig
-from kafkacore.broker.server_properties import (
+from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.config.server_properties import (
     jaas_settings,
     load_properties,
     parse_jaas_file,

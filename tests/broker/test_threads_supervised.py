@@ -14,9 +14,9 @@ import threading
 import pytest
 from support.topics import new_topic
 
-from kafkacore.broker.kafka_scheduler import KafkaScheduler
-from kafkacore.broker.purgatory import DelayedOperation, DelayedOperationPurgatory
-from kafkacore.broker.shutdownable_thread import (
+from kafkacore.broker.server_common.kafka_scheduler import KafkaScheduler
+from kafkacore.broker.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kafkacore.broker.server_common.shutdownable_thread import (
     FAILURE_BACKOFF_S,
     MAX_FAILURE_BACKOFF_S,
     ShutdownableThread,
@@ -163,7 +163,7 @@ def test_the_back_off_doubles_and_is_bounded():
 
 @pytest.fixture
 def broker(tmp_path):
-    from kafkacore.broker.server import Broker
+    from kafkacore.broker.server.broker_server import Broker
 
     with Broker({"log.dirs": str(tmp_path), "num.partitions": "1"}) as b:
         yield b

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from support.examples import examples
 from waits import wait_until
 
-from kafkacore.broker.timer import (
+from kafkacore.broker.server_common.timer import (
     DelayQueue,
     SystemTimer,
     TaskCounter,
@@ -462,7 +462,7 @@ def test_a_failing_task_does_not_stop_the_others(caplog):
     timer.add(Failing(5))
     timer.add(Recorded(5, "after", clock, log))
     clock.now = 5
-    with caplog.at_level("ERROR", logger="kafkacore.broker.timer"):
+    with caplog.at_level("ERROR", logger="kafkacore.broker.server_common.timer"):
         assert timer.advance_clock(0) is True
     assert sorted(name for name, _ in log) == ["after", "before"]
     assert "boom" in caplog.text

@@ -11,8 +11,8 @@ from kafka.record.default_records import DefaultRecordBatch
 from kafkacore.broker.log import Log, LogConfig
 from kafkacore.broker.log.end_transaction_marker import ABORT, COMMIT, control_type
 from kafkacore.broker.log.end_transaction_marker import end_transaction_marker as marker
+from kafkacore.broker.log.log_validator import analyze
 from kafkacore.broker.log.transaction_index import AbortedTxn
-from kafkacore.broker.log.validator import analyze
 from kafkacore.broker.transaction import transaction_log
 from kafkacore.broker.transaction.transaction_metadata import (
     TransactionMetadata,

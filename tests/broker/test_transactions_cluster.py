@@ -22,9 +22,9 @@ from readback import read_confluent, read_kafka_python
 from waits import wait_until
 
 from kafkacore.admin import create_topics
-from kafkacore.broker import Cluster
-from kafkacore.broker.group_metadata_manager import partition_for
+from kafkacore.broker.group.group_metadata_manager import partition_for
 from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
+from kafkacore.testing.cluster import Cluster
 
 PARTITIONS = 3
 TXN_PARTITIONS = 5  # fewer than Kafka's 50 transaction.state.log.num.partitions: a faster start

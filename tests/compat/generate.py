@@ -63,7 +63,7 @@ def prepare_election(cluster, client: str) -> str:
 
 def run_on_cluster(clients) -> dict[str, dict[str, dict[str, str]]]:
     """The calls that need several brokers, one client at a time, on a 3-broker Cluster."""
-    from kafkacore.broker import Cluster
+    from kafkacore.testing.cluster import Cluster
 
     out: dict[str, dict[str, dict[str, str]]] = {c: {} for c in clients}
     with tempfile.TemporaryDirectory(prefix="kc-compat-") as base, \

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kafkacore import KafkaProducer
-from kafkacore.broker.server import Broker
+from kafkacore.broker.server.broker_server import Broker
 from kafkacore.consumer import OffsetSpec, PartitionReader
 from kafkacore.errors import AuthenticationError, KafkaError
 

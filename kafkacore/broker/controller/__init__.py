@@ -14,7 +14,7 @@ One Kafka class per module, as in Kafka's ``org.apache.kafka.controller`` packag
 - :class:`~kafkacore.broker.controller.quorum_controller.QuorumController`: both, under one lock,
   each change appended as records (``TopicRecord``, ``PartitionRecord``,
   ``PartitionChangeRecord``, ...) to the controller's
-  :class:`~kafkacore.broker.metadata_log.MetadataLog` before it is answered, with a snapshot now
+  :class:`~kafkacore.broker.metadata.metadata_log.MetadataLog` before it is answered, with a snapshot now
   and then (a quorum of one; Kafka replicates its metadata log to a quorum of controllers).
 - :class:`~kafkacore.broker.controller.controller_apis.ControllerApis`: the requests the
   controller answers.
@@ -26,4 +26,9 @@ controller, answered with every topic, partition state and live broker) after ea
 KRaft brokers fetch the metadata log from the controller quorum.  A pull needs no list of
 brokers on the controller and no retry when a broker is away: a broker that comes back just
 pulls again.  See docs/broker/replication.rst.
+
+May import: ``kafkacore.broker.server_common``, ``kafkacore.broker.log``,
+``kafkacore.broker.metadata``, ``kafkacore.broker.config``, ``kafkacore.broker.network`` (its
+own reactor), ``kafkacore.broker.security``, the protocol and the errors; never
+``kafkacore.broker.server``.
 """

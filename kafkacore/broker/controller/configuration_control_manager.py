@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from kafkacore import errors
-from kafkacore.broker.config_admin_manager import (
+from kafkacore.broker.config.config_admin_manager import (
     RESOURCE_TYPE_BROKER,
     RESOURCE_TYPE_TOPIC,
     new_broker_configs,
     new_topic_configs,
 )
+from kafkacore.broker.config.dynamic_broker_config import DEFAULT_RESOURCE
 from kafkacore.broker.controller.replication_control_manager import ReplicationControlManager
-from kafkacore.broker.dynamic_broker_config import DEFAULT_RESOURCE
 from kafkacore.broker.log import LogConfig
 
 

@@ -8,11 +8,9 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from kafkacore.broker.api_request_handler import ApiRequestHandler
-from kafkacore.broker.authorizer.acl import AclOperation, ResourceType
-from kafkacore.broker.authorizer.acl_apis import AclApis
-from kafkacore.broker.config_admin_manager import RESOURCE_TYPE_BROKER
-from kafkacore.broker.config_source import ConfigSource
+from kafkacore.broker.config.config_admin_manager import RESOURCE_TYPE_BROKER
+from kafkacore.broker.config.config_source import ConfigSource
+from kafkacore.broker.config.dynamic_broker_config import DEFAULT_RESOURCE
 from kafkacore.broker.controller.replication_control_manager import (
     EXCESSIVE_BATCH_MESSAGE,
     EXCESSIVE_PARTITIONS_MESSAGE,
@@ -21,9 +19,11 @@ from kafkacore.broker.controller.replication_control_manager import (
     partitions_added,
     total_partitions_requested,
 )
-from kafkacore.broker.dynamic_broker_config import DEFAULT_RESOURCE
-from kafkacore.broker.metadata_log import METADATA_TOPIC_ID
-from kafkacore.broker.request_channel import Request
+from kafkacore.broker.metadata.metadata_log import METADATA_TOPIC_ID
+from kafkacore.broker.network.request_channel import Request
+from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
+from kafkacore.broker.security.authorizer.acl_apis import AclApis
+from kafkacore.broker.server.api_request_handler import ApiRequestHandler
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.errors import BrokerResponseError, Errors
 from kafkacore.protocol.api_keys import ApiKey

@@ -7,14 +7,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from kafkacore.broker.authorizer.standard_authorizer import ACLS_FILE, StandardAuthorizer
-from kafkacore.broker.config import BrokerConfig
+from kafkacore.broker.config.kafka_config import BrokerConfig
 from kafkacore.broker.controller.controller_apis import ControllerApis
 from kafkacore.broker.controller.quorum_controller import QuorumController
-from kafkacore.broker.faults import ControlServer, FaultInjector
-from kafkacore.broker.handler import KafkaRequestHandlerPool
-from kafkacore.broker.network import SocketServer
-from kafkacore.broker.request_channel import RequestChannel
+from kafkacore.broker.network.request_channel import RequestChannel
+from kafkacore.broker.network.socket_server import SocketServer
+from kafkacore.broker.security.authorizer.standard_authorizer import ACLS_FILE, StandardAuthorizer
+from kafkacore.broker.server.faults import ControlServer, FaultInjector
+from kafkacore.broker.server.kafka_request_handler import KafkaRequestHandlerPool
 from kafkacore.errors import Errors
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class ControllerControlServer(ControlServer):
     """The controller's control socket (``--control-socket`` of a controller process): the
     faults of :class:`ControlServer`, plus ``{"op": "elect_leader", "topic": t, "partition": p,
     "broker": b}``, which moves a partition's leadership (librdkafka's mock cluster
-    ``partition_set_leader``; :meth:`kafkacore.broker.Cluster.move_leader`)."""
+    ``partition_set_leader``; :meth:`kafkacore.testing.cluster.Cluster.move_leader`)."""
 
     def __init__(self, server: ControllerServer, path: str) -> None:
         super().__init__(server.faults, path)

@@ -30,11 +30,8 @@ from typing import NoReturn
 
 from kafkacore.broker.log.end_transaction_marker import read_marker
 from kafkacore.broker.log.log import CLEANED_SUFFIX, Log
-from kafkacore.broker.log.offset_map import DIGEST_SIZE, SkimpyOffsetMap
-from kafkacore.broker.log.segment import LOG_SUFFIX, LogSegment, file_name
-from kafkacore.broker.log.throttler import Throttler
-from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn, TransactionIndex
-from kafkacore.broker.log.validator import (
+from kafkacore.broker.log.log_segment import LOG_SUFFIX, LogSegment, file_name
+from kafkacore.broker.log.log_validator import (
     ATTRIBUTES,
     CRC,
     LOG_OVERHEAD,
@@ -44,6 +41,9 @@ from kafkacore.broker.log.validator import (
     crc_ok,
     read_header,
 )
+from kafkacore.broker.log.offset_map import DIGEST_SIZE, SkimpyOffsetMap
+from kafkacore.broker.log.throttler import Throttler
+from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn, TransactionIndex
 from kafkacore.broker.log.varint import varint
 from kafkacore.core.compression import compress_records
 from kafkacore.core.crc import crc32c

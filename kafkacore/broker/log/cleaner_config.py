@@ -29,7 +29,7 @@ class CleanerConfig:
 
     @classmethod
     def from_broker_config(cls, c: Any) -> CleanerConfig:
-        """From a :class:`~kafkacore.broker.config.BrokerConfig`."""
+        """From a :class:`~kafkacore.broker.config.kafka_config.BrokerConfig`."""
         return cls(
             num_threads=c["log.cleaner.threads"],
             dedupe_buffer_size=c["log.cleaner.dedupe.buffer.size"],

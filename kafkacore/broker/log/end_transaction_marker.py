@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from kafkacore.broker.log.validator import (
+from kafkacore.broker.log.log_validator import (
     ATTRIBUTES,
     CONTROL_FLAG,
     LOG_OVERHEAD,

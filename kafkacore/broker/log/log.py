@@ -24,26 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from kafkacore.broker.files import fsync_directory
-from kafkacore.broker.log.config import LONG_MAX, LogConfig
 from kafkacore.broker.log.dir_failure_channel import LogDirFailureChannel
 from kafkacore.broker.log.end_transaction_marker import COMMIT, read_marker
 from kafkacore.broker.log.file_records import FileRecords
-from kafkacore.broker.log.producer_state import (
-    CompletedTxn,
-    ProducerAppendInfo,
-    ProducerStateManager,
-)
-from kafkacore.broker.log.segment import (
+from kafkacore.broker.log.log_config import LONG_MAX, LogConfig
+from kafkacore.broker.log.log_segment import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
     LogSegment,
     file_name,
 )
-from kafkacore.broker.log.time_index import TIME_INDEX_SUFFIX
-from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
-from kafkacore.broker.log.validator import (
+from kafkacore.broker.log.log_validator import (
     NO_PRODUCER_ID,
     RECORD_BATCH_OVERHEAD,
     BatchHeader,
@@ -53,6 +45,14 @@ from kafkacore.broker.log.validator import (
     read_header,
     recompress,
 )
+from kafkacore.broker.log.producer_state import (
+    CompletedTxn,
+    ProducerAppendInfo,
+    ProducerStateManager,
+)
+from kafkacore.broker.log.time_index import TIME_INDEX_SUFFIX
+from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, AbortedTxn
+from kafkacore.broker.server_common.files import fsync_directory
 from kafkacore.errors import (
     CorruptMessageError,
     InvalidTimestampError,

@@ -26,7 +26,7 @@ from kafkacore.broker.log.log import Log
 from kafkacore.broker.log.log_cleaner_manager import Key, LogCleanerManager
 from kafkacore.broker.log.offset_map import SkimpyOffsetMap
 from kafkacore.broker.log.throttler import Throttler
-from kafkacore.broker.shutdownable_thread import ShutdownableThread
+from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import KafkaStorageError
 
 log = logging.getLogger(__name__)

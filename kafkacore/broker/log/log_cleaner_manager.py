@@ -51,7 +51,7 @@ class LogCleanerManager:
     # -- the checkpoints -----------------------------------------------------------------------
 
     def all_cleaner_checkpoints(self) -> dict[Key, int]:
-        from kafkacore.broker.log.manager import _read_checkpoint
+        from kafkacore.broker.log.log_manager import _read_checkpoint
 
         out: dict[Key, int] = {}
         for d in self.log_dirs:
@@ -59,7 +59,7 @@ class LogCleanerManager:
         return out
 
     def _update_checkpoint(self, d: Path, key: Key, offset: int | None) -> None:
-        from kafkacore.broker.log.manager import _read_checkpoint, _write_checkpoint
+        from kafkacore.broker.log.log_manager import _read_checkpoint, _write_checkpoint
 
         path = d / CLEANER_OFFSET_CHECKPOINT
         points = _read_checkpoint(path)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from kafkacore.broker.files import replace_atomically
+from kafkacore.broker.server_common.files import replace_atomically
 from kafkacore.errors import KafkaStorageError
 
 #: Kafka's ``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kafkacore.broker.log.end_transaction_marker import COMMIT, EndTransactionMarker
-from kafkacore.broker.log.segment import SNAPSHOT_SUFFIX, file_name
-from kafkacore.broker.log.validator import NO_SEQUENCE, BatchHeader
+from kafkacore.broker.log.log_segment import SNAPSHOT_SUFFIX, file_name
+from kafkacore.broker.log.log_validator import NO_SEQUENCE, BatchHeader
 from kafkacore.core.crc import crc32c
 from kafkacore.errors import (
     CorruptRecordError,

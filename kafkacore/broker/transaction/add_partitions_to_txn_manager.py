@@ -18,15 +18,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
-from kafkacore.broker.inter_broker_client import InterBrokerClient
-from kafkacore.broker.log.validator import RECORD_BATCH_OVERHEAD, read_header
-from kafkacore.broker.shutdownable_thread import ShutdownableThread
+from kafkacore.broker.log.log_validator import RECORD_BATCH_OVERHEAD, read_header
+from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
-    from kafkacore.broker.server import Broker
+    from kafkacore.broker.server.broker_server import Broker
 
 log = logging.getLogger(__name__)
 

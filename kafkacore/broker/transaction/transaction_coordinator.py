@@ -19,8 +19,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
-from kafkacore.broker.regex import RegexError, compile_regex
-from kafkacore.broker.shutdownable_thread import ShutdownableThread
+from kafkacore.broker.group.regex import RegexError, compile_regex
+from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.broker.transaction.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from kafkacore.broker.transaction.transaction_marker_channel_manager import (
     TransactionMarkerChannelManager,
@@ -39,7 +39,7 @@ from kafkacore.broker.transaction.transaction_metadata import (
 from kafkacore.broker.transaction.transaction_state_manager import TransactionStateManager
 
 if TYPE_CHECKING:
-    from kafkacore.broker.server import Broker
+    from kafkacore.broker.server.broker_server import Broker
 from kafkacore.errors import Errors
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Transactional ids as records of the replicated ``__transaction_state`` topic (Kafka's
 ``TransactionStateManager``).
 
-It mirrors the group side (:mod:`kafkacore.broker.group_metadata_manager`): a transactional id
+It mirrors the group side (:mod:`kafkacore.broker.group.group_metadata_manager`): a transactional id
 belongs to partition ``abs(hashCode(id)) % transaction.state.log.num.partitions``; the leader of
 that partition is the id's coordinator; every state change is appended there with acks=all
 before it takes effect (:meth:`TransactionStateManager.append_transaction_to_log`); a broker that
@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
-from kafkacore.broker.group_metadata_manager import _records, partition_for
-from kafkacore.broker.log.config import segment_bytes_config
-from kafkacore.broker.shutdownable_thread import ShutdownableThread
+from kafkacore.broker.group.group_metadata_manager import _records, partition_for
+from kafkacore.broker.log.log_config import segment_bytes_config
+from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.broker.transaction import transaction_log
 from kafkacore.broker.transaction.transaction_metadata import (
     TransactionMetadata,
@@ -34,7 +34,7 @@ from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 
 if TYPE_CHECKING:
-    from kafkacore.broker.server import Broker
+    from kafkacore.broker.server.broker_server import Broker
 
 log = logging.getLogger(__name__)
 

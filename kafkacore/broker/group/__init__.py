@@ -1,0 +1,10 @@
+"""The group coordinator (Kafka's ``group-coordinator`` module): classic groups
+(``group_coordinator``, ``group_metadata``, their ``__consumer_offsets`` state in
+``group_metadata_manager``) and KIP-848 consumer groups (``consumer_group_coordinator``,
+``consumer_group``, ``consumer_group_records``), the assignors and the embedded consumer
+protocol.  See docs/broker/groups.rst.
+
+May import: ``kafkacore.broker.server_common``, ``kafkacore.broker.log``, the protocol and the
+errors; what it needs of the rest (appending to ``__consumer_offsets``, the partition's leader)
+it is handed.
+"""

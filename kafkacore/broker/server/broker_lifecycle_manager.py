@@ -1,0 +1,141 @@
+"""``BrokerLifecycleManager``: a broker's registration and heartbeats with the controller.
+
+It registers the broker (BrokerRegistration: the controller answers with a broker epoch),
+heartbeats every ``broker.heartbeat.interval.ms`` (BrokerHeartbeat: a broker that stops is fenced
+after ``broker.session.timeout.ms``), and starts the
+:class:`~kafkacore.broker.metadata.metadata_loader.MetadataLoader`, which fetches the controller's records
+on its own thread and connection, so that applying a large change never delays a heartbeat.  It
+holds the broker's other two connections to the controller: heartbeats on one, the requests
+a broker sends on behalf of others (:class:`~kafkacore.broker.server.forwarding_manager.ForwardingManager`,
+:class:`~kafkacore.broker.server.alter_partition_manager.AlterPartitionManager`) on the other.
+See docs/broker/replication.rst.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from typing import TYPE_CHECKING
+
+from kafkacore import errors
+from kafkacore.broker.metadata.metadata_loader import MetadataLoader
+from kafkacore.broker.security.authentication import controller_sasl
+from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
+from kafkacore.errors import Errors
+from kafkacore.protocol.api_keys import ApiKey
+
+if TYPE_CHECKING:
+    from kafkacore.broker.server.broker_server import Broker
+
+log = logging.getLogger(__name__)
+
+#: Kafka's ``SecurityProtocol`` ids, as BrokerRegistration carries them.
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+
+class BrokerLifecycleManager(ShutdownableThread):
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(f"broker-{broker.broker_id}-lifecycle")
+        self.broker = broker
+        config = broker.config
+        address = config["controller.quorum.bootstrap.servers"].split(",")[0].strip()
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise errors.ConfigError("controller.quorum.bootstrap.servers: expected host:port, "
+                                     f"got {address!r}")
+        self.controller_address = (host, int(port))
+        self.interval_s = config["broker.heartbeat.interval.ms"] / 1000.0
+        self.incarnation_id = uuid.uuid4()
+        self.broker_epoch = -1
+        self._stopping = threading.Event()
+        timeout = config["replica.socket.timeout.ms"] / 1000.0
+        name = f"broker-{broker.broker_id}"
+        faults = broker.faults
+        # Heartbeats and image pulls on one connection; forwarded requests on another, so that a
+        # slow CreateTopics never delays a heartbeat.
+        # On the controller's listener, with the broker's credentials (controller.listener.names).
+        sasl = controller_sasl(config)
+        self._client = InterBrokerClient(host, int(port), name + "-heartbeat", timeout, faults,
+                                         sasl=sasl)
+        self.controller_channel = InterBrokerClient(host, int(port), name + "-forward", timeout,
+                                                    faults, sasl=sasl)
+        self.metadata_loader = MetadataLoader(broker, InterBrokerClient(
+            host, int(port), name + "-metadata", timeout, faults, sasl=sasl))
+
+    def start(self) -> None:
+        super().start()
+        self.metadata_loader.start()
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def do_work(self) -> bool:
+        """One heartbeat turn (supervised: see ShutdownableThread)."""
+        if self._stopping.is_set():
+            return False
+        if self.broker.faults.isolated:
+            self._client.close()
+            self.controller_channel.close()
+            self._stopping.wait(0.1)
+            return True
+        try:
+            if self.broker_epoch < 0:
+                self._register()
+            self._heartbeat()
+        except OSError as exc:
+            log.debug("broker %d: controller unreachable: %s", self.broker.broker_id, exc)
+        except Exception:
+            log.exception("broker %d: lifecycle step failed", self.broker.broker_id)
+        self._stopping.wait(self.interval_s)
+        return True
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        """Stop heartbeating, then ask for a controlled shutdown (a heartbeat with
+        ``want_shut_down``): the controller moves this broker's leaderships away at once instead
+        of after ``broker.session.timeout.ms``.  Best effort, bounded."""
+        self.initiate_shutdown()
+        self._stopping.set()
+        self._client.close()
+        self.metadata_loader.shutdown()
+        self.join(5.0)
+        if self.broker_epoch >= 0 and not self.broker.faults.isolated:
+            try:
+                self.controller_channel.send(ApiKey.BROKER_HEARTBEAT, 0, {
+                    "broker_id": self.broker.broker_id, "broker_epoch": self.broker_epoch,
+                    "current_metadata_offset": 0, "want_fence": False, "want_shut_down": True,
+                }, timeout_s=5.0)
+            except OSError as exc:
+                log.info("broker %d: controlled shutdown not acknowledged: %s",
+                         self.broker.broker_id, exc)
+        self.controller_channel.close()
+
+    def _register(self) -> None:
+        b = self.broker
+        listener = b.config.inter_broker_listener
+        host, port = b.advertised_address(listener.name)
+        response = self._client.send(ApiKey.BROKER_REGISTRATION, 0, {
+            "broker_id": b.broker_id, "cluster_id": b.cluster_id,
+            "incarnation_id": self.incarnation_id,
+            # The inter-broker listener's address: where the other brokers' replica fetchers
+            # connect (inter.broker.listener.name).
+            "listeners": [{"name": listener.name, "host": host, "port": port,
+                           "security_protocol": SECURITY_PROTOCOL_IDS[listener.security_protocol]}],
+            "features": [], "rack": None,
+        })
+        if response["error_code"] != Errors.NONE:
+            raise ConnectionError(f"registration refused: error {response['error_code']}")
+        self.broker_epoch = response["broker_epoch"]
+        log.info("broker %d registered with the controller, broker epoch %d", b.broker_id,
+                 self.broker_epoch)
+
+    def _heartbeat(self) -> None:
+        response = self._client.send(ApiKey.BROKER_HEARTBEAT, 0, {
+            "broker_id": self.broker.broker_id, "broker_epoch": self.broker_epoch,
+            "current_metadata_offset": 0, "want_fence": False, "want_shut_down": False,
+        })
+        if response["error_code"] != Errors.NONE:
+            # Fenced for good (the controller forgot us, or we are an old epoch): register again.
+            log.info("broker %d: heartbeat refused (error %d), registering again",
+                     self.broker.broker_id, response["error_code"])
+            self.broker_epoch = -1

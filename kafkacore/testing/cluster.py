@@ -1,0 +1,528 @@
+"""``Cluster``: a controller and N brokers, each its own OS process, that a test can break.
+
+>>> with Cluster(brokers=3) as cluster:                    # doctest: +SKIP
+...     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all")
+...     cluster.kill(cluster.leader_of("orders", 0))         # SIGKILL: a real leader election
+
+Every broker keeps its ``log.dirs`` under one directory (a temporary one unless given), so
+``restart(broker)`` brings it back with its log, on the same port.  Faults without killing
+(``isolate``, ``heal``, ``set_latency``, ``fail_next``) go through each broker's control socket
+(``kafkacore.broker.server.faults.BrokerControl``).  Every wait is bounded.
+See docs/broker/failover.rst.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import pathlib
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import kafkacore
+from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common import lifeline
+from kafkacore.errors import Errors
+from kafkacore.network.sasl import PlainMechanism
+from kafkacore.protocol import codec
+from kafkacore.protocol.api_keys import ApiKey
+
+READY_PREFIX = "kafkacore-broker listening on "
+CLUSTER_READY_PREFIX = "kafkacore-cluster bootstrap servers "
+_ROOT = str(pathlib.Path(kafkacore.__file__).resolve().parent.parent)
+
+
+class ClusterError(RuntimeError):
+    """A process of the cluster did not start, stop or answer in time."""
+
+
+class _Node:
+    def __init__(self, node_id: int, role: str, directory: pathlib.Path) -> None:
+        self.node_id = node_id
+        self.role = role
+        self.directory = directory
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+        self.paused = False
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+class Cluster:
+    """A controller (node 0) and brokers 1..N as separate processes.
+
+    ``config``: broker settings for every broker, by Kafka's names.  The defaults suit tests:
+    a short ``broker.session.timeout.ms`` (a dead broker is fenced within about 2 s) and
+    heartbeats every 200 ms; ``default.replication.factor`` is min(3, brokers).
+
+    ``advertised_listeners``: for some brokers, the address they give clients and peers instead
+    of their own (Kafka's ``advertised.listeners``, e.g. ``{1: "PLAINTEXT://127.0.0.1:40001"}``),
+    so that a TCP proxy in front of a broker is on the way of every connection to it.
+
+    ``security_protocol``: the listener of the brokers and the controller (``SASL_PLAINTEXT``
+    for authenticated brokers; their own credentials then come in ``config``, see
+    docs/broker/security.rst), and
+    ``sasl_plain``: the (user, password) the harness itself uses to ask for Metadata.
+    """
+
+    def __init__(self, brokers: int = 3, *, log_dir: str | os.PathLike[str] | None = None,
+                 config: Mapping[str, Any] | None = None, start_timeout_s: float = 60.0,
+                 log_level: str = "INFO",
+                 advertised_listeners: Mapping[int, str] | None = None,
+                 security_protocol: str = "PLAINTEXT",
+                 sasl_plain: tuple[str, str] | None = None) -> None:
+        if brokers < 1:
+            raise ValueError(f"a cluster needs at least one broker, got {brokers}")
+        advertised = dict(advertised_listeners or {})
+        for node_id, listener in advertised.items():
+            if not isinstance(node_id, int) or not 1 <= node_id <= brokers:
+                raise ValueError(f"advertised_listeners: no broker {node_id!r} in this cluster "
+                                 f"(1..{brokers})")
+            if not isinstance(listener, str) or not listener.startswith("PLAINTEXT://"):
+                raise ValueError(f"advertised_listeners[{node_id}] must be 'PLAINTEXT://host:port',"
+                                 f" got {listener!r}")
+        self.advertised_listeners: dict[int, str] = advertised
+        if security_protocol not in ("PLAINTEXT", "SASL_PLAINTEXT"):
+            raise ValueError(f"security_protocol: PLAINTEXT or SASL_PLAINTEXT, got "
+                             f"{security_protocol!r}")
+        self.security_protocol = security_protocol
+        self._sasl = None if sasl_plain is None else functools.partial(
+            PlainMechanism, *sasl_plain)
+        self.num_brokers = brokers
+        self.start_timeout_s = start_timeout_s
+        self.log_level = log_level
+        self._given_dir = log_dir is not None
+        self.base = pathlib.Path(log_dir) if log_dir is not None else None
+        self.config: dict[str, str] = {
+            "broker.session.timeout.ms": "2000",
+            "broker.heartbeat.interval.ms": "200",
+            "default.replication.factor": str(min(3, brokers)),
+            "num.partitions": "1",
+            "replica.fetch.backoff.ms": "100",
+            "num.network.threads": "2",
+            "num.io.threads": "4",
+        }
+        self.config.update({k: str(v) for k, v in (config or {}).items()})
+        self.controller: _Node | None = None
+        self.brokers: dict[int, _Node] = {}
+        # Lock order 1 (outermost; the harness's, not a broker's). Guards brokers and _closing.
+        self._lock = threading.RLock()
+        self._closing = False
+
+    # -- starting and stopping -------------------------------------------------------------------
+
+    def start(self) -> Cluster:
+        self._closing = False
+        if self.base is None:
+            self.base = pathlib.Path(tempfile.mkdtemp(prefix="kafkacore-cluster-"))
+            lifeline.own_directory(self.base)  # removed by the reaper if we are killed
+        self.base.mkdir(parents=True, exist_ok=True)
+        try:
+            self.controller = _Node(0, "controller", self.base / "controller")
+            self._spawn(self.controller)
+            self._wait_ready(self.controller)
+            for i in range(1, self.num_brokers + 1):
+                self.brokers[i] = _Node(i, "broker", self.base / f"broker-{i}")
+                self._spawn(self.brokers[i])
+            for node in self.brokers.values():
+                self._wait_ready(node)
+            # Ready is not enough for a client: a broker that has not pulled the others'
+            # registrations yet lists only some brokers, and a client that took a node id from
+            # one answer would not find it in the next (kafka-python's admin client).
+            self.wait_for_brokers()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        """Stop every process (SIGTERM, then SIGKILL after a bound) and remove a temporary
+        directory."""
+        self._closing = True  # a restart from another thread (a failover) spawns no more
+        nodes = [*self.brokers.values(), *([self.controller] if self.controller else [])]
+        for node in nodes:
+            if node.running:
+                assert node.process is not None
+                if node.paused:
+                    node.process.send_signal(signal.SIGCONT)
+                node.process.terminate()
+        for node in nodes:
+            self._reap(node, 15.0)
+        if not self._given_dir and self.base is not None and self.base.exists():
+            lifeline.remove_directory(self.base)
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _command(self, node: _Node) -> list[str]:
+        assert self.base is not None
+        protocol = self.security_protocol
+        cmd = [sys.executable, "-m", "kafkacore.broker", "--node-id", str(node.node_id),
+               "--log-dirs", str(node.directory),
+               "--listeners", f"{protocol}://127.0.0.1:{node.port}",
+               "--log-level", self.log_level]
+        config = dict(self.config)
+        if node.role == "controller":
+            cmd += ["--process-roles", "controller", "--control-socket",
+                    str(self.base / "controller.ctl")]
+            config = {k: v for k, v in config.items()
+                      if k in ("broker.session.timeout.ms", "default.replication.factor",
+                               "num.partitions", "cluster.id", "sasl.enabled.mechanisms",
+                               "sasl.users", "authorizer.class.name", "super.users",
+                               "allow.everyone.if.no.acl.found")}
+        else:
+            assert self.controller is not None
+            cmd += ["--process-roles", "broker",
+                    "--controller", f"127.0.0.1:{self.controller.port}",
+                    "--control-socket", str(self.control_socket(node.node_id))]
+            if node.node_id in self.advertised_listeners:
+                config["advertised.listeners"] = self.advertised_listeners[node.node_id]
+        for key, value in config.items():
+            cmd += ["--config", f"{key}={value}"]
+        return cmd
+
+    def control_socket(self, broker: int) -> pathlib.Path:
+        assert self.base is not None
+        return self.base / f"broker-{broker}.ctl"
+
+    def _advertises_elsewhere(self, node: _Node) -> bool:
+        return node.role == "broker" and node.node_id in self.advertised_listeners
+
+    def _spawn(self, node: _Node) -> None:
+        if self._closing:
+            raise ClusterError(f"the cluster is closing: {node.role} {node.node_id} not started")
+        node.directory.mkdir(parents=True, exist_ok=True)
+        if node.port == 0 and self._advertises_elsewhere(node):
+            # Its ready line names the advertised address, not the one it listens on: choose
+            # the port here (the OS gives a free one; it is bound again at once).
+            with socket.create_server(("127.0.0.1", 0)) as probe:
+                node.port = probe.getsockname()[1]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_ROOT, env.get("PYTHONPATH")]))
+        assert self.base is not None
+        with open(self.base / f"{node.role}-{node.node_id}.log", "ab") as stderr:
+            # It ends with this process, however it ends (kafkacore.broker.server_common.lifeline).
+            node.process = lifeline.spawn(self._command(node), lifeline=True,
+                                          stdout=subprocess.PIPE, stderr=stderr, cwd=self.base,
+                                          env=env)
+        node.paused = False
+
+    def _wait_ready(self, node: _Node) -> None:
+        assert node.process is not None and node.process.stdout is not None
+        deadline = time.monotonic() + self.start_timeout_s
+        line = b""
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or node.process.poll() is not None:
+                raise ClusterError(f"{node.role} {node.node_id} did not start (see "
+                                   f"{self.base}/{node.role}-{node.node_id}.log)")
+            ready, _, _ = select.select([node.process.stdout], [], [], min(left, 0.5))
+            if ready:
+                chunk = os.read(node.process.stdout.fileno(), 1)
+                if not chunk:
+                    continue
+                line += chunk
+        text = line.decode().strip()
+        if not text.startswith(READY_PREFIX):
+            raise ClusterError(f"{node.role} {node.node_id} printed {text!r}")
+        if not self._advertises_elsewhere(node):
+            node.port = int(text.rpartition(":")[2])
+
+    def _reap(self, node: _Node, bound_s: float) -> None:
+        if node.process is None:
+            return
+        try:
+            node.process.wait(bound_s)
+        except subprocess.TimeoutExpired:
+            node.process.kill()
+            node.process.wait(10.0)
+        if node.process.stdout is not None:
+            node.process.stdout.close()
+
+    # -- addresses and leaders -------------------------------------------------------------------
+
+    @property
+    def pids(self) -> dict[int, int]:
+        """The process id of every running node, by node id (the controller is node 0)."""
+        nodes = [*([self.controller] if self.controller else []), *self.brokers.values()]
+        return {n.node_id: n.process.pid for n in nodes if n.running and n.process is not None}
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every running broker's address, comma separated."""
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.brokers.values()
+                        if n.running and not n.paused)
+
+    def broker_address(self, broker: int) -> str:
+        return f"127.0.0.1:{self._broker(broker).port}"
+
+    def metadata(self, topics: Iterable[str] | None = None) -> dict[str, Any]:
+        """The controller's Metadata answer: every topic's partitions and the live brokers."""
+        assert self.controller is not None
+        client = InterBrokerClient("127.0.0.1", self.controller.port, "cluster", 10.0,
+                                   sasl=self._sasl)
+        try:
+            body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
+            body.update(topics=None if topics is None else [{"name": t} for t in topics],
+                        allow_auto_topic_creation=False)
+            return client.send(ApiKey.METADATA, 12, body)
+        finally:
+            client.close()
+
+    def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
+        for t in self.metadata()["topics"]:
+            if t["name"] == topic:
+                for p in t["partitions"]:
+                    if p["partition_index"] == partition:
+                        return p
+        return None
+
+    def leader_of(self, topic: str, partition: int = 0, timeout_s: float = 30.0) -> int:
+        """The broker leading ``topic``-``partition`` (waits, bounded, until there is one)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            state = self.partition_state(topic, partition)
+            if state is not None and state["leader_id"] >= 0:
+                return int(state["leader_id"])
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{topic}-{partition} has no leader after {timeout_s} s")
+            time.sleep(0.05)
+
+    def wait_for_leader_change(self, topic: str, partition: int, old_leader: int,
+                               timeout_s: float = 30.0) -> int:
+        """Wait (bounded) until the controller elected a leader other than ``old_leader``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            state = self.partition_state(topic, partition)
+            if state is not None and state["leader_id"] not in (-1, old_leader):
+                return int(state["leader_id"])
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{topic}-{partition} still led by {old_leader} (or by "
+                                   f"nobody) after {timeout_s} s: {state}")
+            time.sleep(0.05)
+
+    def wait_for_topic(self, topic: str, timeout_s: float = 30.0) -> None:
+        """Wait (bounded) until every running broker knows ``topic`` and a leader for each of
+        its partitions (brokers pull the controller's image every heartbeat interval)."""
+        self._wait_for_every_broker(
+            topic, lambda t: all(p["leader_id"] >= 0 for p in t["partitions"]),
+            f"does not know {topic}", timeout_s)
+
+    def wait_for_leader_known(self, topic: str, partition: int, leader: int,
+                              timeout_s: float = 30.0) -> None:
+        """Wait (bounded) until every running broker names ``leader`` for the partition.
+
+        The controller elects at once, but each broker learns of it only at its next pull of the
+        controller's image; until then it still sends clients (Metadata, FindCoordinator) to the
+        old leader.  Clients retry that, but one that fails at once on a refused connection
+        (kafka-python 3.0.12's consumer raises it from ``poll()``) needs the news everywhere."""
+        self._wait_for_every_broker(
+            topic, lambda t: any(p["partition_index"] == partition and p["leader_id"] == leader
+                                 for p in t["partitions"]),
+            f"does not name broker {leader} as leader of {topic}-{partition}", timeout_s)
+
+    def wait_for_brokers(self, timeout_s: float = 60.0) -> None:
+        """Wait (bounded) until every running broker lists the running brokers, and no other, in
+        its Metadata (a restarted broker is registered and unfenced again, a stopped one fenced,
+        and the others have pulled that): what a client bootstrapping now is told."""
+        want = {i for i, n in self.brokers.items() if n.running and not n.paused}
+        self._wait_for_every_metadata(
+            [], lambda answer: want == {b["node_id"] for b in answer["brokers"]},
+            f"does not list exactly the brokers {sorted(want)}", timeout_s)
+
+    def _wait_for_every_broker(self, topic: str, known: Callable[[dict[str, Any]], bool],
+                               failure: str, timeout_s: float) -> None:
+        """Ask each running broker for ``topic``'s Metadata until ``known(topic)`` holds."""
+
+        def done(answer: dict[str, Any]) -> bool:
+            t = answer["topics"][0]
+            return bool(t["error_code"] == Errors.NONE and t["partitions"] and known(t))
+
+        self._wait_for_every_metadata(
+            [{"name": topic, "topic_id": uuid.UUID(int=0)}], done, failure, timeout_s)
+
+    def _wait_for_every_metadata(self, topics: list[dict[str, Any]],
+                                 done: Callable[[dict[str, Any]], bool], failure: str,
+                                 timeout_s: float) -> None:
+        """Ask each running broker for the Metadata of ``topics`` until ``done(answer)`` holds
+        (or raise ClusterError with ``failure`` after ``timeout_s`` in all)."""
+        deadline = time.monotonic() + timeout_s
+        for node in list(self.brokers.values()):
+            if not node.running or node.paused:
+                continue
+            client = InterBrokerClient("127.0.0.1", node.port, "cluster", 10.0, sasl=self._sasl)
+            try:
+                while True:
+                    body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
+                    body.update(topics=topics, allow_auto_topic_creation=False)
+                    if done(client.send(ApiKey.METADATA, 12, body)):
+                        break
+                    if time.monotonic() > deadline:
+                        raise ClusterError(f"broker {node.node_id} {failure} after {timeout_s} s")
+                    time.sleep(0.05)
+            finally:
+                client.close()
+
+    def wait_for_isr(self, topic: str, partition: int, isr: Iterable[int],
+                     timeout_s: float = 60.0) -> None:
+        want = sorted(isr)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            state = self.partition_state(topic, partition)
+            if state is not None and sorted(state["isr_nodes"]) == want:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{topic}-{partition}: ISR is not {want} after {timeout_s}"
+                                   f" s: {state}")
+            time.sleep(0.05)
+
+    # -- faults ----------------------------------------------------------------------------------
+
+    def _broker(self, broker: int) -> _Node:
+        node = self.brokers.get(broker)
+        if node is None:
+            raise ValueError(f"no broker {broker} in this cluster (1..{self.num_brokers})")
+        return node
+
+    def kill(self, broker: int) -> None:
+        """SIGKILL: the broker dies with no goodbye; its controller session lapses."""
+        node = self._broker(broker)
+        if node.running:
+            assert node.process is not None
+            node.process.kill()
+        self._reap(node, 10.0)
+
+    def stop(self, broker: int, timeout_s: float = 30.0) -> None:
+        """SIGTERM: a clean shutdown.  The broker asks the controller for a controlled shutdown
+        first (its leaderships move to other in-sync replicas at once), then flushes and closes
+        its logs."""
+        node = self._broker(broker)
+        if node.running:
+            assert node.process is not None
+            if node.paused:
+                node.process.send_signal(signal.SIGCONT)
+                node.paused = False
+            node.process.terminate()
+        self._reap(node, timeout_s)
+
+    def restart(self, broker: int) -> None:
+        """Start the broker again on the same port with the same ``log.dirs`` (stopping it
+        cleanly first if it runs)."""
+        node = self._broker(broker)
+        if node.running:
+            self.stop(broker)
+        self._spawn(node)
+        self._wait_ready(node)
+
+    def pause(self, broker: int) -> None:
+        """SIGSTOP: the process is frozen (no heartbeats, no fetches) but its sockets stay open."""
+        node = self._broker(broker)
+        assert node.process is not None
+        node.process.send_signal(signal.SIGSTOP)
+        node.paused = True
+
+    def resume(self, broker: int) -> None:
+        node = self._broker(broker)
+        assert node.process is not None
+        node.process.send_signal(signal.SIGCONT)
+        node.paused = False
+
+    def _control(self, broker: int) -> Any:
+        from kafkacore.broker.server.faults import BrokerControl
+
+        self._broker(broker)
+        return BrokerControl(self.control_socket(broker))
+
+    def isolate(self, broker: int) -> None:
+        """Cut the broker from clients, peers and the controller without killing it."""
+        self._control(broker).isolate()
+
+    def heal(self, broker: int) -> None:
+        self._control(broker).heal()
+
+    def set_latency(self, broker: int, ms: int) -> None:
+        self._control(broker).set_latency(ms)
+
+    def reset_faults(self) -> None:
+        """Switch every fault off on every running broker (no queued errors, no latency, not
+        isolated): what a test that shares the cluster calls after it."""
+        for node_id, node in self.brokers.items():
+            if node.running:
+                if node.paused:
+                    self.resume(node_id)
+                self._control(node_id).reset()
+
+    def fault_status(self, broker: int) -> dict[str, Any]:
+        """The broker's faults: ``{"isolated", "latency_ms", "pending", "injected"}``, where
+        ``injected`` counts the responses that carried an injected error, by API name."""
+        return dict(self._control(broker).status())
+
+    def statistics(self, broker: int) -> dict[str, Any]:
+        """The broker's counters since it started: ``network`` (requests by API key, bytes
+        read and written) and ``fetch_sessions`` (fetches by kind, the sessions cached)."""
+        return dict(self._control(broker).statistics())
+
+    def fail_next(self, broker: int, api: int | str, errors: Sequence[int | str],
+                  after_append: bool = False) -> None:
+        """Answer the broker's next requests of ``api`` with ``errors``, one each."""
+        self._control(broker).fail_next(api, errors, after_append=after_append)
+
+    def move_leader(self, topic: str, partition: int, broker: int,
+                    timeout_s: float = 30.0) -> None:
+        """Make ``broker`` (a live in-sync replica) the partition's leader, with a new leader
+        epoch, and wait (bounded) until the controller records it.  Raises
+        ``kafkacore.broker.server.faults.InvalidFaultError`` if ``broker`` is not eligible."""
+        from kafkacore.broker.server.faults import BrokerControl
+
+        self._broker(broker)
+        assert self.base is not None
+        BrokerControl(self.base / "controller.ctl")._call(  # noqa: SLF001
+            {"op": "elect_leader", "topic": topic, "partition": partition, "broker": broker})
+        deadline = time.monotonic() + timeout_s
+        while self.leader_of(topic, partition, timeout_s) != broker:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{topic}-{partition}: leader is not {broker} after "
+                                   f"{timeout_s} s")
+            time.sleep(0.05)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``kafkacore-broker cluster --brokers 3``: run a cluster until SIGTERM or SIGINT."""
+    parser = argparse.ArgumentParser(prog="kafkacore-broker cluster",
+                                     description="a controller and N brokers, one process each")
+    parser.add_argument("--brokers", type=int, default=3,
+                        help="how many brokers, besides the controller (default 3)")
+    parser.add_argument("--log-dirs", help="base directory (default: a temporary one)")
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting of every broker, by Kafka's name (repeatable)")
+    args = parser.parse_args(argv)
+    config = {}
+    for item in args.config:
+        key, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--config expects key=value, got {item!r}")
+        config[key.strip()] = value
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    with Cluster(args.brokers, log_dir=args.log_dirs, config=config) as cluster:
+        print(f"{CLUSTER_READY_PREFIX}{cluster.bootstrap_servers}", flush=True)
+        while not stop.wait(1.0):
+            pass
+    return 0
+
