@@ -2936,12 +2936,12 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
                                           LIST_PARTITION_REASSIGNMENTS_RESPONSE),
 }
 
-# Broker-to-broker and broker-to-controller messages (kafkacore.protocol.inter_broker).
-from kafkacore.protocol.inter_broker import INTER_BROKER_MESSAGES  # noqa: E402
+# Broker-to-broker and broker-to-controller messages (kafkacore.protocol.messages.controller).
+from kafkacore.protocol.messages.controller import INTER_BROKER_MESSAGES  # noqa: E402
 
 MESSAGES.update(INTER_BROKER_MESSAGES)
 
-# The consumer group protocol (KIP-848): kafkacore.protocol.consumer_group_messages.
-from kafkacore.protocol.consumer_group_messages import CONSUMER_GROUP_MESSAGES  # noqa: E402
+# The consumer group protocol (KIP-848): kafkacore.protocol.messages.consumer_group.
+from kafkacore.protocol.messages.consumer_group import CONSUMER_GROUP_MESSAGES  # noqa: E402
 
 MESSAGES.update(CONSUMER_GROUP_MESSAGES)

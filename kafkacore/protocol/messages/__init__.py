@@ -1,0 +1,3 @@
+"""Every message kafkacore speaks, declared once, as data (being split by API family)."""
+
+from kafkacore.protocol.messages.transactions import *  # noqa: F403
