@@ -36,7 +36,7 @@ declaration is ``<API>_REQUEST`` in the module of its family, its response's ``<
 key -> request and response declarations), from those modules; this package hands on every name
 of every module, so ``from kafkacore.protocol.messages import PRODUCE_REQUEST, MESSAGES`` works.
 
-What these modules may import: :mod:`kafkacore.protocol.api_keys` and ``message_spec``, nothing
+What these modules may import: ``kafkacore.protocol.api_keys`` and ``message_spec``, nothing
 else (a family module imports no other family, and none imports the registry, so the registry is
 built without a cycle).  :mod:`kafkacore.protocol.codec`, above them, interprets the declarations.
 """
