@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.messages.message_spec import Declaration
 
 __all__ = [
@@ -25,7 +26,7 @@ _ACL_FILTER_FIELDS = [
 ]
 
 DESCRIBE_ACLS_REQUEST: Declaration = {
-    "apiKey": 29,
+    "apiKey": ApiKey.DESCRIBE_ACLS,
     "type": "request",
     "name": "DescribeAclsRequest",
     "validVersions": "1-3",
@@ -34,7 +35,7 @@ DESCRIBE_ACLS_REQUEST: Declaration = {
 }
 
 DESCRIBE_ACLS_RESPONSE: Declaration = {
-    "apiKey": 29,
+    "apiKey": ApiKey.DESCRIBE_ACLS,
     "type": "response",
     "name": "DescribeAclsResponse",
     "validVersions": "1-3",
@@ -68,7 +69,7 @@ DESCRIBE_ACLS_RESPONSE: Declaration = {
 }
 
 CREATE_ACLS_REQUEST: Declaration = {
-    "apiKey": 30,
+    "apiKey": ApiKey.CREATE_ACLS,
     "type": "request",
     "name": "CreateAclsRequest",
     "validVersions": "1-3",
@@ -92,7 +93,7 @@ CREATE_ACLS_REQUEST: Declaration = {
 }
 
 CREATE_ACLS_RESPONSE: Declaration = {
-    "apiKey": 30,
+    "apiKey": ApiKey.CREATE_ACLS,
     "type": "response",
     "name": "CreateAclsResponse",
     "validVersions": "1-3",
@@ -113,7 +114,7 @@ CREATE_ACLS_RESPONSE: Declaration = {
 }
 
 DELETE_ACLS_REQUEST: Declaration = {
-    "apiKey": 31,
+    "apiKey": ApiKey.DELETE_ACLS,
     "type": "request",
     "name": "DeleteAclsRequest",
     "validVersions": "1-3",
@@ -125,7 +126,7 @@ DELETE_ACLS_REQUEST: Declaration = {
 }
 
 DELETE_ACLS_RESPONSE: Declaration = {
-    "apiKey": 31,
+    "apiKey": ApiKey.DELETE_ACLS,
     "type": "response",
     "name": "DeleteAclsResponse",
     "validVersions": "1-3",

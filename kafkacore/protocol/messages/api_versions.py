@@ -4,6 +4,7 @@ the broker speaks (``ApiVersionsRequest.json``, ``ApiVersionsResponse.json``).
 
 from __future__ import annotations
 
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.messages.message_spec import Declaration
 
 __all__ = [
@@ -13,7 +14,7 @@ __all__ = [
 # -- ApiVersions (18) ---------------------------------------------------------------------------
 
 API_VERSIONS_REQUEST: Declaration = {
-    "apiKey": 18,
+    "apiKey": ApiKey.API_VERSIONS,
     "type": "request",
     "name": "ApiVersionsRequest",
     # v3 is flexible and tells the broker the client's software name and version.
@@ -26,7 +27,7 @@ API_VERSIONS_REQUEST: Declaration = {
 }
 
 API_VERSIONS_RESPONSE: Declaration = {
-    "apiKey": 18,
+    "apiKey": ApiKey.API_VERSIONS,
     "type": "response",
     "name": "ApiVersionsResponse",
     # NB: whatever the version, the response *header* is v0 (see codec.response_header_version):

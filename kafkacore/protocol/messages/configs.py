@@ -17,7 +17,7 @@ __all__ = [
 # -- DescribeConfigs (32) ------------------------------------------------------------------------
 
 DESCRIBE_CONFIGS_REQUEST: Declaration = {
-    "apiKey": 32,
+    "apiKey": ApiKey.DESCRIBE_CONFIGS,
     "type": "request",
     "name": "DescribeConfigsRequest",
     # v1 adds IncludeSynoyms (Kafka's spelling); v2 is v1; v3 adds IncludeDocumentation (and
@@ -46,7 +46,7 @@ DESCRIBE_CONFIGS_REQUEST: Declaration = {
 }
 
 DESCRIBE_CONFIGS_RESPONSE: Declaration = {
-    "apiKey": 32,
+    "apiKey": ApiKey.DESCRIBE_CONFIGS,
     "type": "response",
     "name": "DescribeConfigsResponse",
     "validVersions": "0-4",

@@ -6,6 +6,7 @@ docs/broker/replication.rst.
 
 from __future__ import annotations
 
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.messages.message_spec import Declaration
 
 __all__ = [
@@ -16,7 +17,7 @@ __all__ = [
 # -- AlterPartition (56): a leader asks the controller to change a partition's ISR (KIP-497) ----
 
 ALTER_PARTITION_REQUEST: Declaration = {
-    "apiKey": 56,
+    "apiKey": ApiKey.ALTER_PARTITION,
     "type": "request",
     "name": "AlterPartitionRequest",
     # v2 topic ids; v3 the ISR with broker epochs (KIP-903).
@@ -60,7 +61,7 @@ ALTER_PARTITION_REQUEST: Declaration = {
 }
 
 ALTER_PARTITION_RESPONSE: Declaration = {
-    "apiKey": 56,
+    "apiKey": ApiKey.ALTER_PARTITION,
     "type": "response",
     "name": "AlterPartitionResponse",
     "validVersions": "2-3",
@@ -97,7 +98,7 @@ ALTER_PARTITION_RESPONSE: Declaration = {
 # -- BrokerRegistration (62) and BrokerHeartbeat (63): a broker's life at the controller --------
 
 BROKER_REGISTRATION_REQUEST: Declaration = {
-    "apiKey": 62,
+    "apiKey": ApiKey.BROKER_REGISTRATION,
     "type": "request",
     "name": "BrokerRegistrationRequest",
     "validVersions": "0-0",
@@ -132,7 +133,7 @@ BROKER_REGISTRATION_REQUEST: Declaration = {
 }
 
 BROKER_REGISTRATION_RESPONSE: Declaration = {
-    "apiKey": 62,
+    "apiKey": ApiKey.BROKER_REGISTRATION,
     "type": "response",
     "name": "BrokerRegistrationResponse",
     "validVersions": "0-0",
@@ -145,7 +146,7 @@ BROKER_REGISTRATION_RESPONSE: Declaration = {
 }
 
 BROKER_HEARTBEAT_REQUEST: Declaration = {
-    "apiKey": 63,
+    "apiKey": ApiKey.BROKER_HEARTBEAT,
     "type": "request",
     "name": "BrokerHeartbeatRequest",
     "validVersions": "0-0",
@@ -160,7 +161,7 @@ BROKER_HEARTBEAT_REQUEST: Declaration = {
 }
 
 BROKER_HEARTBEAT_RESPONSE: Declaration = {
-    "apiKey": 63,
+    "apiKey": ApiKey.BROKER_HEARTBEAT,
     "type": "response",
     "name": "BrokerHeartbeatResponse",
     "validVersions": "0-0",

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.messages.message_spec import Declaration
 
 __all__ = [
@@ -13,7 +14,7 @@ __all__ = [
 # -- Fetch (1) ----------------------------------------------------------------------------------
 
 FETCH_REQUEST: Declaration = {
-    "apiKey": 1,
+    "apiKey": ApiKey.FETCH,
     "type": "request",
     "name": "FetchRequest",
     # Not used by the producer: declared so that tests and our broker can read records back
@@ -132,7 +133,7 @@ FETCH_REQUEST: Declaration = {
 }
 
 FETCH_RESPONSE: Declaration = {
-    "apiKey": 1,
+    "apiKey": ApiKey.FETCH,
     "type": "response",
     "name": "FetchResponse",
     "validVersions": "0-17",

@@ -7,6 +7,7 @@ the group's committed offsets in :mod:`~kafkacore.protocol.messages.offsets`.
 
 from __future__ import annotations
 
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.messages.message_spec import Declaration
 
 __all__ = [
@@ -20,7 +21,7 @@ __all__ = [
 # DescribeGroups (15), ListGroups (16) ----------------------------------------------------------
 
 JOIN_GROUP_REQUEST: Declaration = {
-    "apiKey": 11,
+    "apiKey": ApiKey.JOIN_GROUP,
     "type": "request",
     "name": "JoinGroupRequest",
     # Kafka 4.0 keeps v2+ (KIP-896); v4 a new member first gets its id with MEMBER_ID_REQUIRED
@@ -51,7 +52,7 @@ JOIN_GROUP_REQUEST: Declaration = {
 }
 
 JOIN_GROUP_RESPONSE: Declaration = {
-    "apiKey": 11,
+    "apiKey": ApiKey.JOIN_GROUP,
     "type": "response",
     "name": "JoinGroupResponse",
     "validVersions": "2-9",
@@ -81,7 +82,7 @@ JOIN_GROUP_RESPONSE: Declaration = {
 }
 
 HEARTBEAT_REQUEST: Declaration = {
-    "apiKey": 12,
+    "apiKey": ApiKey.HEARTBEAT,
     "type": "request",
     "name": "HeartbeatRequest",
     "validVersions": "0-4",
@@ -96,7 +97,7 @@ HEARTBEAT_REQUEST: Declaration = {
 }
 
 HEARTBEAT_RESPONSE: Declaration = {
-    "apiKey": 12,
+    "apiKey": ApiKey.HEARTBEAT,
     "type": "response",
     "name": "HeartbeatResponse",
     "validVersions": "0-4",
@@ -108,7 +109,7 @@ HEARTBEAT_RESPONSE: Declaration = {
 }
 
 LEAVE_GROUP_REQUEST: Declaration = {
-    "apiKey": 13,
+    "apiKey": ApiKey.LEAVE_GROUP,
     "type": "request",
     "name": "LeaveGroupRequest",
     # v3 leaves several members at once (KIP-345); v5 a reason per member (KIP-800).
@@ -133,7 +134,7 @@ LEAVE_GROUP_REQUEST: Declaration = {
 }
 
 LEAVE_GROUP_RESPONSE: Declaration = {
-    "apiKey": 13,
+    "apiKey": ApiKey.LEAVE_GROUP,
     "type": "response",
     "name": "LeaveGroupResponse",
     "validVersions": "0-5",
@@ -156,7 +157,7 @@ LEAVE_GROUP_RESPONSE: Declaration = {
 }
 
 SYNC_GROUP_REQUEST: Declaration = {
-    "apiKey": 14,
+    "apiKey": ApiKey.SYNC_GROUP,
     "type": "request",
     "name": "SyncGroupRequest",
     # v3 static members; v4 flexible; v5 the protocol type and name, checked by the coordinator.
@@ -185,7 +186,7 @@ SYNC_GROUP_REQUEST: Declaration = {
 }
 
 SYNC_GROUP_RESPONSE: Declaration = {
-    "apiKey": 14,
+    "apiKey": ApiKey.SYNC_GROUP,
     "type": "response",
     "name": "SyncGroupResponse",
     "validVersions": "0-5",
@@ -202,7 +203,7 @@ SYNC_GROUP_RESPONSE: Declaration = {
 }
 
 DESCRIBE_GROUPS_REQUEST: Declaration = {
-    "apiKey": 15,
+    "apiKey": ApiKey.DESCRIBE_GROUPS,
     "type": "request",
     "name": "DescribeGroupsRequest",
     "validVersions": "0-5",
@@ -214,7 +215,7 @@ DESCRIBE_GROUPS_REQUEST: Declaration = {
 }
 
 DESCRIBE_GROUPS_RESPONSE: Declaration = {
-    "apiKey": 15,
+    "apiKey": ApiKey.DESCRIBE_GROUPS,
     "type": "response",
     "name": "DescribeGroupsResponse",
     "validVersions": "0-5",
@@ -253,7 +254,7 @@ DESCRIBE_GROUPS_RESPONSE: Declaration = {
 }
 
 LIST_GROUPS_REQUEST: Declaration = {
-    "apiKey": 16,
+    "apiKey": ApiKey.LIST_GROUPS,
     "type": "request",
     "name": "ListGroupsRequest",
     # v4 filters by state (KIP-518); v5 by type (KIP-848).
@@ -266,7 +267,7 @@ LIST_GROUPS_REQUEST: Declaration = {
 }
 
 LIST_GROUPS_RESPONSE: Declaration = {
-    "apiKey": 16,
+    "apiKey": ApiKey.LIST_GROUPS,
     "type": "response",
     "name": "ListGroupsResponse",
     "validVersions": "0-5",
@@ -291,14 +292,14 @@ LIST_GROUPS_RESPONSE: Declaration = {
 # -- DeleteGroups (42) ---------------------------------------------------------------------------
 
 DELETE_GROUPS_REQUEST: Declaration = {
-    "apiKey": 42, "type": "request", "name": "DeleteGroupsRequest",
+    "apiKey": ApiKey.DELETE_GROUPS, "type": "request", "name": "DeleteGroupsRequest",
     # v1 is v0; v2 is flexible.
     "validVersions": "0-2", "flexibleVersions": "2+",
     "fields": [{"name": "GroupsNames", "type": "[]string", "versions": "0+"}],
 }
 
 DELETE_GROUPS_RESPONSE: Declaration = {
-    "apiKey": 42, "type": "response", "name": "DeleteGroupsResponse",
+    "apiKey": ApiKey.DELETE_GROUPS, "type": "response", "name": "DeleteGroupsResponse",
     "validVersions": "0-2", "flexibleVersions": "2+",
     "fields": [
         {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},

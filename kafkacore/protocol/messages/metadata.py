@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.messages.message_spec import Declaration
 
 __all__ = [
@@ -17,7 +18,7 @@ __all__ = [
 # -- Metadata (3) -------------------------------------------------------------------------------
 
 METADATA_REQUEST: Declaration = {
-    "apiKey": 3,
+    "apiKey": ApiKey.METADATA,
     "type": "request",
     "name": "MetadataRequest",
     # v1: null topics = all topics (v0: empty = all); v4 auto-creation flag; v8 authorized
@@ -53,7 +54,7 @@ METADATA_REQUEST: Declaration = {
 }
 
 METADATA_RESPONSE: Declaration = {
-    "apiKey": 3,
+    "apiKey": ApiKey.METADATA,
     "type": "response",
     "name": "MetadataResponse",
     "validVersions": "0-12",
@@ -158,7 +159,7 @@ METADATA_RESPONSE: Declaration = {
 # -- FindCoordinator (10) ------------------------------------------------------------------------
 
 FIND_COORDINATOR_REQUEST: Declaration = {
-    "apiKey": 10,
+    "apiKey": ApiKey.FIND_COORDINATOR,
     "type": "request",
     "name": "FindCoordinatorRequest",
     # v1 key type; v3 flexible; v4 batches keys (KIP-699); v5 and v6 only add error codes and key
@@ -173,7 +174,7 @@ FIND_COORDINATOR_REQUEST: Declaration = {
 }
 
 FIND_COORDINATOR_RESPONSE: Declaration = {
-    "apiKey": 10,
+    "apiKey": ApiKey.FIND_COORDINATOR,
     "type": "response",
     "name": "FindCoordinatorResponse",
     "validVersions": "0-6",
@@ -216,7 +217,7 @@ FIND_COORDINATOR_RESPONSE: Declaration = {
 # -- DescribeCluster (60) -----------------------------------------------------------------------
 
 DESCRIBE_CLUSTER_REQUEST: Declaration = {
-    "apiKey": 60,
+    "apiKey": ApiKey.DESCRIBE_CLUSTER,
     "type": "request",
     "name": "DescribeClusterRequest",
     # v1 adds EndpointType (KIP-919: brokers or controllers); v2 IncludeFencedBrokers.
@@ -230,7 +231,7 @@ DESCRIBE_CLUSTER_REQUEST: Declaration = {
 }
 
 DESCRIBE_CLUSTER_RESPONSE: Declaration = {
-    "apiKey": 60,
+    "apiKey": ApiKey.DESCRIBE_CLUSTER,
     "type": "response",
     "name": "DescribeClusterResponse",
     "validVersions": "0-2",
@@ -269,7 +270,7 @@ _CURSOR: list[dict[str, Any]] = [
 ]
 
 DESCRIBE_TOPIC_PARTITIONS_REQUEST: Declaration = {
-    "apiKey": 75, "type": "request", "name": "DescribeTopicPartitionsRequest",
+    "apiKey": ApiKey.DESCRIBE_TOPIC_PARTITIONS, "type": "request", "name": "DescribeTopicPartitionsRequest",
     "validVersions": "0", "flexibleVersions": "0+",
     "fields": [
         {"name": "Topics", "type": "[]TopicRequest", "versions": "0+",
@@ -281,7 +282,7 @@ DESCRIBE_TOPIC_PARTITIONS_REQUEST: Declaration = {
 }
 
 DESCRIBE_TOPIC_PARTITIONS_RESPONSE: Declaration = {
-    "apiKey": 75, "type": "response", "name": "DescribeTopicPartitionsResponse",
+    "apiKey": ApiKey.DESCRIBE_TOPIC_PARTITIONS, "type": "response", "name": "DescribeTopicPartitionsResponse",
     "validVersions": "0", "flexibleVersions": "0+",
     "fields": [
         {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+", "ignorable": True},

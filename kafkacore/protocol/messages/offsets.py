@@ -8,6 +8,7 @@ OffsetFetch and OffsetDelete ask a group coordinator about a group's committed o
 
 from __future__ import annotations
 
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.messages.message_spec import Declaration
 
 __all__ = [
@@ -20,7 +21,7 @@ __all__ = [
 # -- ListOffsets (2) ------------------------------------------------------------------------------
 
 LIST_OFFSETS_REQUEST: Declaration = {
-    "apiKey": 2,
+    "apiKey": ApiKey.LIST_OFFSETS,
     "type": "request",
     "name": "ListOffsetsRequest",
     # v1 one offset per partition (v0 a list); v2 isolation level; v4 leader epochs; v6 flexible;
@@ -60,7 +61,7 @@ LIST_OFFSETS_REQUEST: Declaration = {
 }
 
 LIST_OFFSETS_RESPONSE: Declaration = {
-    "apiKey": 2,
+    "apiKey": ApiKey.LIST_OFFSETS,
     "type": "response",
     "name": "ListOffsetsResponse",
     "validVersions": "0-10",
@@ -94,7 +95,7 @@ LIST_OFFSETS_RESPONSE: Declaration = {
 # -- OffsetCommit (8) ----------------------------------------------------------------------------
 
 OFFSET_COMMIT_REQUEST: Declaration = {
-    "apiKey": 8,
+    "apiKey": ApiKey.OFFSET_COMMIT,
     "type": "request",
     "name": "OffsetCommitRequest",
     # Kafka 4.0 keeps v2+; v5 drops the retention time; v6 leader epoch; v7 static members
@@ -166,7 +167,7 @@ OFFSET_COMMIT_REQUEST: Declaration = {
 }
 
 OFFSET_COMMIT_RESPONSE: Declaration = {
-    "apiKey": 8,
+    "apiKey": ApiKey.OFFSET_COMMIT,
     "type": "response",
     "name": "OffsetCommitResponse",
     "validVersions": "2-10",
@@ -197,7 +198,7 @@ OFFSET_COMMIT_RESPONSE: Declaration = {
 # -- OffsetFetch (9) -----------------------------------------------------------------------------
 
 OFFSET_FETCH_REQUEST: Declaration = {
-    "apiKey": 9,
+    "apiKey": ApiKey.OFFSET_FETCH,
     "type": "request",
     "name": "OffsetFetchRequest",
     # Kafka 4.0 keeps v1+; v2 null topics = all; v6 flexible; v7 require stable (KIP-447);
@@ -255,7 +256,7 @@ OFFSET_FETCH_REQUEST: Declaration = {
 }
 
 OFFSET_FETCH_RESPONSE: Declaration = {
-    "apiKey": 9,
+    "apiKey": ApiKey.OFFSET_FETCH,
     "type": "response",
     "name": "OffsetFetchResponse",
     "validVersions": "1-10",
@@ -347,7 +348,7 @@ OFFSET_FETCH_RESPONSE: Declaration = {
 # -- OffsetForLeaderEpoch (23): where does my log diverge from the leader's? (KIP-101, KIP-279) --
 
 OFFSET_FOR_LEADER_EPOCH_REQUEST: Declaration = {
-    "apiKey": 23,
+    "apiKey": ApiKey.OFFSET_FOR_LEADER_EPOCH,
     "type": "request",
     "name": "OffsetForLeaderEpochRequest",
     # v2 current leader epoch (KIP-320); v3 replica id; v4 flexible.
@@ -379,7 +380,7 @@ OFFSET_FOR_LEADER_EPOCH_REQUEST: Declaration = {
 }
 
 OFFSET_FOR_LEADER_EPOCH_RESPONSE: Declaration = {
-    "apiKey": 23,
+    "apiKey": ApiKey.OFFSET_FOR_LEADER_EPOCH,
     "type": "response",
     "name": "OffsetForLeaderEpochResponse",
     "validVersions": "2-4",
@@ -412,7 +413,7 @@ OFFSET_FOR_LEADER_EPOCH_RESPONSE: Declaration = {
 # -- OffsetDelete (47) ---------------------------------------------------------------------------
 
 OFFSET_DELETE_REQUEST: Declaration = {
-    "apiKey": 47, "type": "request", "name": "OffsetDeleteRequest",
+    "apiKey": ApiKey.OFFSET_DELETE, "type": "request", "name": "OffsetDeleteRequest",
     "validVersions": "0", "flexibleVersions": "none",
     "fields": [
         {"name": "GroupId", "type": "string", "versions": "0+"},
@@ -425,7 +426,7 @@ OFFSET_DELETE_REQUEST: Declaration = {
 }
 
 OFFSET_DELETE_RESPONSE: Declaration = {
-    "apiKey": 47, "type": "response", "name": "OffsetDeleteResponse",
+    "apiKey": ApiKey.OFFSET_DELETE, "type": "response", "name": "OffsetDeleteResponse",
     "validVersions": "0", "flexibleVersions": "none",
     "fields": [
         {"name": "ErrorCode", "type": "int16", "versions": "0+"},

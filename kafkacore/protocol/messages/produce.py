@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.messages.message_spec import Declaration
 
 __all__ = [
@@ -13,7 +14,7 @@ __all__ = [
 # -- Produce (0) --------------------------------------------------------------------------------
 
 PRODUCE_REQUEST: Declaration = {
-    "apiKey": 0,
+    "apiKey": ApiKey.PRODUCE,
     "type": "request",
     "name": "ProduceRequest",
     # v3 adds the transactional id and record batches (magic 2); v9 is flexible; v10 is v9;
@@ -58,7 +59,7 @@ PRODUCE_REQUEST: Declaration = {
 }
 
 PRODUCE_RESPONSE: Declaration = {
-    "apiKey": 0,
+    "apiKey": ApiKey.PRODUCE,
     "type": "response",
     "name": "ProduceResponse",
     # v1 throttle time; v2 log append time; v5 log start offset; v8 record errors; v9 flexible;

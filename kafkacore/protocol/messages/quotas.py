@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.messages.message_spec import Declaration
 
 __all__ = [
@@ -19,7 +20,7 @@ _QUOTA_ENTITY = [{"name": "EntityType", "type": "string", "versions": "0+"},
 
 # v1 is flexible.
 DESCRIBE_CLIENT_QUOTAS_REQUEST: Declaration = {
-    "apiKey": 48, "type": "request", "name": "DescribeClientQuotasRequest",
+    "apiKey": ApiKey.DESCRIBE_CLIENT_QUOTAS, "type": "request", "name": "DescribeClientQuotasRequest",
     "validVersions": "0-1", "flexibleVersions": "1+",
     "fields": [
         {"name": "Components", "type": "[]ComponentData", "versions": "0+", "fields": [
@@ -32,7 +33,7 @@ DESCRIBE_CLIENT_QUOTAS_REQUEST: Declaration = {
 }
 
 DESCRIBE_CLIENT_QUOTAS_RESPONSE: Declaration = {
-    "apiKey": 48, "type": "response", "name": "DescribeClientQuotasResponse",
+    "apiKey": ApiKey.DESCRIBE_CLIENT_QUOTAS, "type": "response", "name": "DescribeClientQuotasResponse",
     "validVersions": "0-1", "flexibleVersions": "1+",
     "fields": [
         {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
@@ -52,7 +53,7 @@ DESCRIBE_CLIENT_QUOTAS_RESPONSE: Declaration = {
 
 # v1 is flexible.
 ALTER_CLIENT_QUOTAS_REQUEST: Declaration = {
-    "apiKey": 49, "type": "request", "name": "AlterClientQuotasRequest",
+    "apiKey": ApiKey.ALTER_CLIENT_QUOTAS, "type": "request", "name": "AlterClientQuotasRequest",
     "validVersions": "0-1", "flexibleVersions": "1+",
     "fields": [
         {"name": "Entries", "type": "[]EntryData", "versions": "0+", "fields": [
@@ -68,7 +69,7 @@ ALTER_CLIENT_QUOTAS_REQUEST: Declaration = {
 }
 
 ALTER_CLIENT_QUOTAS_RESPONSE: Declaration = {
-    "apiKey": 49, "type": "response", "name": "AlterClientQuotasResponse",
+    "apiKey": ApiKey.ALTER_CLIENT_QUOTAS, "type": "response", "name": "AlterClientQuotasResponse",
     "validVersions": "0-1", "flexibleVersions": "1+",
     "fields": [
         {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},

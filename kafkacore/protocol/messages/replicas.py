@@ -4,6 +4,7 @@ AlterPartitionReassignments (45) and ListPartitionReassignments (46).
 
 from __future__ import annotations
 
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.messages.message_spec import Declaration
 
 __all__ = [
@@ -16,7 +17,7 @@ __all__ = [
 # -- DescribeLogDirs (35) -----------------------------------------------------------------------
 
 DESCRIBE_LOG_DIRS_REQUEST: Declaration = {
-    "apiKey": 35, "type": "request", "name": "DescribeLogDirsRequest",
+    "apiKey": ApiKey.DESCRIBE_LOG_DIRS, "type": "request", "name": "DescribeLogDirsRequest",
     # v0 was removed in Kafka 4.0; v2 is flexible; v3 and v4 add fields to the answer.
     "validVersions": "1-4", "flexibleVersions": "2+",
     "fields": [
@@ -29,7 +30,7 @@ DESCRIBE_LOG_DIRS_REQUEST: Declaration = {
 }
 
 DESCRIBE_LOG_DIRS_RESPONSE: Declaration = {
-    "apiKey": 35, "type": "response", "name": "DescribeLogDirsResponse",
+    "apiKey": ApiKey.DESCRIBE_LOG_DIRS, "type": "response", "name": "DescribeLogDirsResponse",
     "validVersions": "1-4", "flexibleVersions": "2+",
     "fields": [
         {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
@@ -58,7 +59,7 @@ DESCRIBE_LOG_DIRS_RESPONSE: Declaration = {
 # -- ElectLeaders (43) --------------------------------------------------------------------------
 
 ELECT_LEADERS_REQUEST: Declaration = {
-    "apiKey": 43, "type": "request", "name": "ElectLeadersRequest",
+    "apiKey": ApiKey.ELECT_LEADERS, "type": "request", "name": "ElectLeadersRequest",
     # v1 adds the election type (preferred or unclean, KIP-460); v2 is flexible.
     "validVersions": "0-2", "flexibleVersions": "2+",
     "fields": [
@@ -73,7 +74,7 @@ ELECT_LEADERS_REQUEST: Declaration = {
 }
 
 ELECT_LEADERS_RESPONSE: Declaration = {
-    "apiKey": 43, "type": "response", "name": "ElectLeadersResponse",
+    "apiKey": ApiKey.ELECT_LEADERS, "type": "response", "name": "ElectLeadersResponse",
     "validVersions": "0-2", "flexibleVersions": "2+",
     "fields": [
         {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
@@ -95,7 +96,7 @@ ELECT_LEADERS_RESPONSE: Declaration = {
 # -- AlterPartitionReassignments (45), ListPartitionReassignments (46) --------------------------
 
 ALTER_PARTITION_REASSIGNMENTS_REQUEST: Declaration = {
-    "apiKey": 45, "type": "request", "name": "AlterPartitionReassignmentsRequest",
+    "apiKey": ApiKey.ALTER_PARTITION_REASSIGNMENTS, "type": "request", "name": "AlterPartitionReassignmentsRequest",
     # v1 may refuse a change of the replication factor (KIP-860).
     "validVersions": "0-1", "flexibleVersions": "0+",
     "fields": [
@@ -115,7 +116,7 @@ ALTER_PARTITION_REASSIGNMENTS_REQUEST: Declaration = {
 }
 
 ALTER_PARTITION_REASSIGNMENTS_RESPONSE: Declaration = {
-    "apiKey": 45, "type": "response", "name": "AlterPartitionReassignmentsResponse",
+    "apiKey": ApiKey.ALTER_PARTITION_REASSIGNMENTS, "type": "response", "name": "AlterPartitionReassignmentsResponse",
     "validVersions": "0-1", "flexibleVersions": "0+",
     "fields": [
         {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
@@ -138,7 +139,7 @@ ALTER_PARTITION_REASSIGNMENTS_RESPONSE: Declaration = {
 }
 
 LIST_PARTITION_REASSIGNMENTS_REQUEST: Declaration = {
-    "apiKey": 46, "type": "request", "name": "ListPartitionReassignmentsRequest",
+    "apiKey": ApiKey.LIST_PARTITION_REASSIGNMENTS, "type": "request", "name": "ListPartitionReassignmentsRequest",
     "validVersions": "0", "flexibleVersions": "0+",
     "fields": [
         {"name": "TimeoutMs", "type": "int32", "versions": "0+", "default": 60000},
@@ -151,7 +152,7 @@ LIST_PARTITION_REASSIGNMENTS_REQUEST: Declaration = {
 }
 
 LIST_PARTITION_REASSIGNMENTS_RESPONSE: Declaration = {
-    "apiKey": 46, "type": "response", "name": "ListPartitionReassignmentsResponse",
+    "apiKey": ApiKey.LIST_PARTITION_REASSIGNMENTS, "type": "response", "name": "ListPartitionReassignmentsResponse",
     "validVersions": "0", "flexibleVersions": "0+",
     "fields": [
         {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},

@@ -4,6 +4,7 @@ ApiVersions and before anything else.
 
 from __future__ import annotations
 
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.messages.message_spec import Declaration
 
 __all__ = [
@@ -14,7 +15,7 @@ __all__ = [
 # -- SaslHandshake (17) and SaslAuthenticate (36) -----------------------------------------------
 
 SASL_HANDSHAKE_REQUEST: Declaration = {
-    "apiKey": 17,
+    "apiKey": ApiKey.SASL_HANDSHAKE,
     "type": "request",
     "name": "SaslHandshakeRequest",
     # v1: the tokens that follow travel in SaslAuthenticate requests, not as raw frames.
@@ -24,7 +25,7 @@ SASL_HANDSHAKE_REQUEST: Declaration = {
 }
 
 SASL_HANDSHAKE_RESPONSE: Declaration = {
-    "apiKey": 17,
+    "apiKey": ApiKey.SASL_HANDSHAKE,
     "type": "response",
     "name": "SaslHandshakeResponse",
     "validVersions": "0-1",
@@ -36,7 +37,7 @@ SASL_HANDSHAKE_RESPONSE: Declaration = {
 }
 
 SASL_AUTHENTICATE_REQUEST: Declaration = {
-    "apiKey": 36,
+    "apiKey": ApiKey.SASL_AUTHENTICATE,
     "type": "request",
     "name": "SaslAuthenticateRequest",
     "validVersions": "0-2",
@@ -45,7 +46,7 @@ SASL_AUTHENTICATE_REQUEST: Declaration = {
 }
 
 SASL_AUTHENTICATE_RESPONSE: Declaration = {
-    "apiKey": 36,
+    "apiKey": ApiKey.SASL_AUTHENTICATE,
     "type": "response",
     "name": "SaslAuthenticateResponse",
     # v1 adds the session lifetime (KIP-368: the client re-authenticates before it ends).

@@ -4,6 +4,7 @@ CreatePartitions (37).
 
 from __future__ import annotations
 
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.messages.message_spec import Declaration
 
 __all__ = [
@@ -15,7 +16,7 @@ __all__ = [
 # -- CreateTopics (19) --------------------------------------------------------------------------
 
 CREATE_TOPICS_REQUEST: Declaration = {
-    "apiKey": 19,
+    "apiKey": ApiKey.CREATE_TOPICS,
     "type": "request",
     "name": "CreateTopicsRequest",
     # v1 validate-only; v4 default partitions/replication (-1); v5 flexible; v7 topic ids back.
@@ -68,7 +69,7 @@ CREATE_TOPICS_REQUEST: Declaration = {
 }
 
 CREATE_TOPICS_RESPONSE: Declaration = {
-    "apiKey": 19,
+    "apiKey": ApiKey.CREATE_TOPICS,
     "type": "response",
     "name": "CreateTopicsResponse",
     "validVersions": "0-7",
@@ -145,7 +146,7 @@ CREATE_TOPICS_RESPONSE: Declaration = {
 # -- DeleteTopics (20) ---------------------------------------------------------------------------
 
 DELETE_TOPICS_REQUEST: Declaration = {
-    "apiKey": 20,
+    "apiKey": ApiKey.DELETE_TOPICS,
     "type": "request",
     "name": "DeleteTopicsRequest",
     # v0 was removed in Kafka 4.0 (v1 is the baseline; v0-3 are the same); v4 flexible; v5 adds
@@ -169,7 +170,7 @@ DELETE_TOPICS_REQUEST: Declaration = {
 }
 
 DELETE_TOPICS_RESPONSE: Declaration = {
-    "apiKey": 20,
+    "apiKey": ApiKey.DELETE_TOPICS,
     "type": "response",
     "name": "DeleteTopicsResponse",
     "validVersions": "1-6",
@@ -194,7 +195,7 @@ DELETE_TOPICS_RESPONSE: Declaration = {
 # -- DeleteRecords (21) -------------------------------------------------------------------------
 
 DELETE_RECORDS_REQUEST: Declaration = {
-    "apiKey": 21,
+    "apiKey": ApiKey.DELETE_RECORDS,
     "type": "request",
     "name": "DeleteRecordsRequest",
     # v1 is v0; v2 is flexible.
@@ -223,7 +224,7 @@ DELETE_RECORDS_REQUEST: Declaration = {
 }
 
 DELETE_RECORDS_RESPONSE: Declaration = {
-    "apiKey": 21,
+    "apiKey": ApiKey.DELETE_RECORDS,
     "type": "response",
     "name": "DeleteRecordsResponse",
     "validVersions": "0-2",
@@ -254,7 +255,7 @@ DELETE_RECORDS_RESPONSE: Declaration = {
 # -- CreatePartitions (37) ----------------------------------------------------------------------
 
 CREATE_PARTITIONS_REQUEST: Declaration = {
-    "apiKey": 37,
+    "apiKey": ApiKey.CREATE_PARTITIONS,
     "type": "request",
     "name": "CreatePartitionsRequest",
     # v1 is v0; v2 is flexible; v3 is v2 (KIP-599: throttled when too many are created).
@@ -283,7 +284,7 @@ CREATE_PARTITIONS_REQUEST: Declaration = {
 }
 
 CREATE_PARTITIONS_RESPONSE: Declaration = {
-    "apiKey": 37,
+    "apiKey": ApiKey.CREATE_PARTITIONS,
     "type": "response",
     "name": "CreatePartitionsResponse",
     "validVersions": "0-3",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.messages.message_spec import Declaration
 
 __all__ = [
@@ -22,7 +23,7 @@ __all__ = [
 # -- InitProducerId (22) ------------------------------------------------------------------------
 
 INIT_PRODUCER_ID_REQUEST: Declaration = {
-    "apiKey": 22,
+    "apiKey": ApiKey.INIT_PRODUCER_ID,
     "type": "request",
     "name": "InitProducerIdRequest",
     # v2 flexible; v3 producer id/epoch (to bump the epoch of an existing producer).
@@ -42,7 +43,7 @@ INIT_PRODUCER_ID_REQUEST: Declaration = {
 }
 
 INIT_PRODUCER_ID_RESPONSE: Declaration = {
-    "apiKey": 22,
+    "apiKey": ApiKey.INIT_PRODUCER_ID,
     "type": "response",
     "name": "InitProducerIdResponse",
     "validVersions": "0-5",
@@ -64,7 +65,7 @@ _ADD_PARTITIONS_TO_TXN_TOPIC: list[dict[str, Any]] = [
 ]
 
 ADD_PARTITIONS_TO_TXN_REQUEST: Declaration = {
-    "apiKey": 24,
+    "apiKey": ApiKey.ADD_PARTITIONS_TO_TXN,
     "type": "request",
     "name": "AddPartitionsToTxnRequest",
     # v2 PRODUCER_FENCED; v3 flexible; v4 batches transactions and adds VerifyOnly (the
@@ -115,7 +116,7 @@ _ADD_PARTITIONS_TO_TXN_TOPIC_RESULT: list[dict[str, Any]] = [
 ]
 
 ADD_PARTITIONS_TO_TXN_RESPONSE: Declaration = {
-    "apiKey": 24,
+    "apiKey": ApiKey.ADD_PARTITIONS_TO_TXN,
     "type": "response",
     "name": "AddPartitionsToTxnResponse",
     "validVersions": "0-5",
@@ -147,7 +148,7 @@ ADD_PARTITIONS_TO_TXN_RESPONSE: Declaration = {
 }
 
 ADD_OFFSETS_TO_TXN_REQUEST: Declaration = {
-    "apiKey": 25,
+    "apiKey": ApiKey.ADD_OFFSETS_TO_TXN,
     "type": "request",
     "name": "AddOffsetsToTxnRequest",
     # v2 PRODUCER_FENCED; v3 flexible; v4 TRANSACTION_ABORTABLE.
@@ -162,7 +163,7 @@ ADD_OFFSETS_TO_TXN_REQUEST: Declaration = {
 }
 
 ADD_OFFSETS_TO_TXN_RESPONSE: Declaration = {
-    "apiKey": 25,
+    "apiKey": ApiKey.ADD_OFFSETS_TO_TXN,
     "type": "response",
     "name": "AddOffsetsToTxnResponse",
     "validVersions": "0-4",
@@ -174,7 +175,7 @@ ADD_OFFSETS_TO_TXN_RESPONSE: Declaration = {
 }
 
 END_TXN_REQUEST: Declaration = {
-    "apiKey": 26,
+    "apiKey": ApiKey.END_TXN,
     "type": "request",
     "name": "EndTxnRequest",
     # v2 PRODUCER_FENCED; v3 flexible; v4 TRANSACTION_ABORTABLE; v5 the epoch bumped at every
@@ -190,7 +191,7 @@ END_TXN_REQUEST: Declaration = {
 }
 
 END_TXN_RESPONSE: Declaration = {
-    "apiKey": 26,
+    "apiKey": ApiKey.END_TXN,
     "type": "response",
     "name": "EndTxnResponse",
     "validVersions": "0-5",
@@ -206,7 +207,7 @@ END_TXN_RESPONSE: Declaration = {
 }
 
 WRITE_TXN_MARKERS_REQUEST: Declaration = {
-    "apiKey": 27,
+    "apiKey": ApiKey.WRITE_TXN_MARKERS,
     "type": "request",
     "name": "WriteTxnMarkersRequest",
     # v0 was removed in Kafka 4.0; v1 flexible; v2 the marker's transaction version.
@@ -239,7 +240,7 @@ WRITE_TXN_MARKERS_REQUEST: Declaration = {
 }
 
 WRITE_TXN_MARKERS_RESPONSE: Declaration = {
-    "apiKey": 27,
+    "apiKey": ApiKey.WRITE_TXN_MARKERS,
     "type": "response",
     "name": "WriteTxnMarkersResponse",
     "validVersions": "1-2",
@@ -274,7 +275,7 @@ WRITE_TXN_MARKERS_RESPONSE: Declaration = {
 }
 
 TXN_OFFSET_COMMIT_REQUEST: Declaration = {
-    "apiKey": 28,
+    "apiKey": ApiKey.TXN_OFFSET_COMMIT,
     "type": "request",
     "name": "TxnOffsetCommitRequest",
     # v2 committed leader epoch; v3 flexible, and the group's generation and member (KIP-447);
@@ -315,7 +316,7 @@ TXN_OFFSET_COMMIT_REQUEST: Declaration = {
 }
 
 TXN_OFFSET_COMMIT_RESPONSE: Declaration = {
-    "apiKey": 28,
+    "apiKey": ApiKey.TXN_OFFSET_COMMIT,
     "type": "response",
     "name": "TxnOffsetCommitResponse",
     "validVersions": "0-5",
@@ -346,7 +347,7 @@ TXN_OFFSET_COMMIT_RESPONSE: Declaration = {
 # ListTransactions (66) ----------------------------------------------------------------------
 
 DESCRIBE_PRODUCERS_REQUEST: Declaration = {
-    "apiKey": 61,
+    "apiKey": ApiKey.DESCRIBE_PRODUCERS,
     "type": "request",
     "name": "DescribeProducersRequest",
     "validVersions": "0",
@@ -365,7 +366,7 @@ DESCRIBE_PRODUCERS_REQUEST: Declaration = {
 }
 
 DESCRIBE_PRODUCERS_RESPONSE: Declaration = {
-    "apiKey": 61,
+    "apiKey": ApiKey.DESCRIBE_PRODUCERS,
     "type": "response",
     "name": "DescribeProducersResponse",
     "validVersions": "0",
@@ -411,7 +412,7 @@ DESCRIBE_PRODUCERS_RESPONSE: Declaration = {
 }
 
 DESCRIBE_TRANSACTIONS_REQUEST: Declaration = {
-    "apiKey": 65,
+    "apiKey": ApiKey.DESCRIBE_TRANSACTIONS,
     "type": "request",
     "name": "DescribeTransactionsRequest",
     "validVersions": "0",
@@ -422,7 +423,7 @@ DESCRIBE_TRANSACTIONS_REQUEST: Declaration = {
 }
 
 DESCRIBE_TRANSACTIONS_RESPONSE: Declaration = {
-    "apiKey": 65,
+    "apiKey": ApiKey.DESCRIBE_TRANSACTIONS,
     "type": "response",
     "name": "DescribeTransactionsResponse",
     "validVersions": "0",
@@ -456,7 +457,7 @@ DESCRIBE_TRANSACTIONS_RESPONSE: Declaration = {
 }
 
 LIST_TRANSACTIONS_REQUEST: Declaration = {
-    "apiKey": 66,
+    "apiKey": ApiKey.LIST_TRANSACTIONS,
     "type": "request",
     "name": "ListTransactionsRequest",
     # v1 a duration filter (KIP-994); v2 a regular expression on the ids (KIP-1152).
@@ -472,7 +473,7 @@ LIST_TRANSACTIONS_REQUEST: Declaration = {
 }
 
 LIST_TRANSACTIONS_RESPONSE: Declaration = {
-    "apiKey": 66,
+    "apiKey": ApiKey.LIST_TRANSACTIONS,
     "type": "response",
     "name": "ListTransactionsResponse",
     "validVersions": "0-2",
