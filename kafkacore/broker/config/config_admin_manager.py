@@ -21,7 +21,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkacore import errors
 from kafkacore.broker.config.dynamic_broker_config import DynamicBrokerConfig
@@ -35,7 +35,8 @@ from kafkacore.broker.metadata.metadata_cache import RESOURCE_TYPE_BROKER, RESOU
 from kafkacore.errors import Errors
 
 if TYPE_CHECKING:
-    from kafkacore.broker.server.broker_server import Broker
+    from kafkacore.broker.log.log_manager import LogManager
+    from kafkacore.broker.metadata.metadata_cache import MetadataCache
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +179,20 @@ def alter_log_levels(configs: list[dict[str, Any]], validate_only: bool) -> None
             LoggingController.set_log_level(c["name"], c["value"])
 
 
-def apply_topic_configs(broker: Broker, name: str, configs: dict[str, str]) -> None:
+class ConfigHolder(Protocol):
+    """Where a config change lands on a broker: its metadata (persisted), its logs and its
+    dynamic config.  The broker's KafkaApis (a change it makes alone) and its metadata loader's
+    broker (a change the controller made) both have them."""
+
+    @property
+    def metadata_cache(self) -> MetadataCache: ...
+    @property
+    def log_manager(self) -> LogManager: ...
+    @property
+    def dynamic_config(self) -> DynamicBrokerConfig: ...
+
+
+def apply_topic_configs(broker: ConfigHolder, name: str, configs: dict[str, str]) -> None:
     """A topic's new own configs: into the metadata (persisted), then into its logs here."""
     meta = broker.metadata_cache.alter_topic_configs(name, configs)
     if meta is None:
@@ -191,7 +205,7 @@ def apply_topic_configs(broker: Broker, name: str, configs: dict[str, str]) -> N
     log.info("topic %s: configs now %s", name, configs)
 
 
-def apply_broker_configs(broker: Broker, name: str, configs: dict[str, str]) -> None:
+def apply_broker_configs(broker: ConfigHolder, name: str, configs: dict[str, str]) -> None:
     """A broker resource's new dynamic configs: persisted, then in force (every log's
     defaults follow)."""
     broker.metadata_cache.alter_broker_configs(name, configs)
@@ -199,6 +213,6 @@ def apply_broker_configs(broker: Broker, name: str, configs: dict[str, str]) -> 
     log.info("broker resource %r: dynamic configs now %s", name, configs)
 
 
-__all__ = ["LIST_SETTINGS", "RESOURCE_TYPE_BROKER", "RESOURCE_TYPE_TOPIC", "OpType",
-           "alter_log_levels", "alter_resources", "apply_broker_configs", "apply_ops",
+__all__ = ["LIST_SETTINGS", "RESOURCE_TYPE_BROKER", "RESOURCE_TYPE_TOPIC", "ConfigHolder",
+           "OpType", "alter_log_levels", "alter_resources", "apply_broker_configs", "apply_ops",
            "apply_topic_configs", "config_operation", "new_broker_configs", "new_topic_configs"]

@@ -18,7 +18,7 @@ shares); a broker's loggers and groups' configs are this broker's own.  See docs
 from __future__ import annotations
 
 import logging
-from typing import Any, cast
+from typing import Any
 
 from kafkacore import errors
 from kafkacore.broker.config.config_admin_manager import (
@@ -275,11 +275,7 @@ class ConfigAdminManager(KafkaApisBase):
             new = new_topic_configs(meta.configs, configs, incremental,
                                     self.log_manager.default_config)
             if not validate_only:
-                # apply_topic_configs and apply_broker_configs read the metadata cache, the log
-                # manager and the dynamic config of what they are handed (their signature
-                # names the Broker, which the metadata loader hands them); these handlers hold
-                # the three.
-                apply_topic_configs(cast(Any, self), name, new)
+                apply_topic_configs(self, name, new)
             return
         if name not in (DEFAULT_RESOURCE, str(self.broker_id)):
             raise errors.InvalidRequestError(
@@ -287,7 +283,7 @@ class ConfigAdminManager(KafkaApisBase):
                 f"received {name}")
         new = new_broker_configs(self.dynamic_config.dynamic(name), configs, incremental)
         if not validate_only:
-            apply_broker_configs(cast(Any, self), name, new)
+            apply_broker_configs(self, name, new)
 
 
 __all__ = ["ConfigAdminManager", "ConfigHelper"]
