@@ -1,6 +1,7 @@
 """The broker proper (Kafka's ``kafka.server``): ``Broker`` builds every part and wires them.
 
-``broker_server`` (``Broker``), ``kafka_apis`` (``KafkaApis``: one handler per API),
+``broker_server`` (``Broker``), ``kafka_apis`` (``KafkaApis``: the dispatch table) and ``apis``
+(its handlers, one module per API family),
 ``kafka_request_handler`` (the I/O threads), ``replica_manager`` and ``partition`` (appends,
 fetches, the ISR), the delayed produce and fetch, ``replica_fetcher``, fetch sessions, client
 quotas, the broker's lifecycle and its clients of other brokers and the controller, and the
