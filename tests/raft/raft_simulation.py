@@ -24,11 +24,11 @@ from __future__ import annotations
 import heapq
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafkacore.raft import KafkaRaftClient, MemoryQuorumStateStore, MemoryRaftLog, RaftConfig
 from kafkacore.raft.epoch_state import FollowerState, LeaderState, ResignedState
-from kafkacore.raft.raft_messages import Envelope
+from kafkacore.raft.raft_messages import Envelope, FetchResponse
 
 #: Timings for the simulation: Kafka's defaults, but requests are given up on sooner (the
 #: network loses messages on purpose, and a lost Fetch should not always cost an election).
@@ -185,6 +185,18 @@ class InvariantChecker:
             )
 
 
+def describe(envelope: Envelope) -> str:
+    """One line for a trace: who to whom, the message, its records as an offset range."""
+    body = envelope.body
+    text = repr(body)
+    if isinstance(body, FetchResponse) and body.records:
+        first, last = body.records[0], body.records[-1]
+        text = repr(replace(body, records=())).replace(
+            "records=()", f"records=[{first.offset}..{last.offset}] epochs {first.epoch}..{last.epoch}"
+        )
+    return f"{envelope.source_id}->{envelope.destination_id} #{envelope.correlation_id} {text}"
+
+
 class RaftSimulation:
     """Voters, a clock, a network and faults, all from one seed."""
 
@@ -295,7 +307,7 @@ class RaftSimulation:
                 and self.group[envelope.source_id] == self.group[envelope.destination_id]
             ):
                 if self.trace is not None:
-                    self.trace(f"{self.now:>7} {envelope}")
+                    self.trace(f"{self.now:>7} {describe(envelope)}")
                 self._emit(node, node.client.handle(envelope, self.now), (envelope, source_inc))
                 self._schedule_poll(node, self.now)
                 touched.add(node.node_id)
