@@ -200,10 +200,15 @@ def describe(envelope: Envelope) -> str:
 class RaftSimulation:
     """Voters, a clock, a network and faults, all from one seed."""
 
-    def __init__(self, seed: int, voters: int, config: RaftConfig = SIMULATION_CONFIG) -> None:
+    def __init__(self, seed: int, voters: int, config: RaftConfig | None = None) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
-        self.config = config
+        # Small fetches too: a follower then holds part of what a leader sent, the ground on
+        # which the commit rule matters (an old epoch's entries on a majority, the new leader's
+        # first entry not yet).
+        self.config = config or replace(
+            SIMULATION_CONFIG, fetch_max_entries=self.rng.choice([2, 10, 100])
+        )
         self.now = 0
         self.nodes = {i: SimNode(i) for i in range(1, voters + 1)}
         self.voter_ids = tuple(self.nodes)

@@ -79,8 +79,14 @@ def deliver(
     """A perfect network (but for node ``cut``, if given): deliver until nothing is left to send."""
     while pending:
         envelope = pending.pop(0)
-        if cut not in (envelope.source_id, envelope.destination_id):
+        if cut not in (envelope.source_id, envelope.destination_id) and envelope.destination_id in clients:
             pending += clients[envelope.destination_id].handle(envelope, now_ms)
+
+
+def one(envelopes: list[Envelope], to: int, kind: type) -> Envelope:
+    """The one message of ``kind`` for node ``to`` among ``envelopes``."""
+    (found,) = [e for e in envelopes if e.destination_id == to and isinstance(e.body, kind)]
+    return found
 
 
 def elect(clients: dict[int, KafkaRaftClient], node_id: int, now_ms: int) -> int:
@@ -279,6 +285,64 @@ def test_the_high_watermark_waits_for_an_entry_of_the_leaders_epoch() -> None:
     assert leader.high_watermark == 0  # offsets 0 and 1 are on a majority, but not committed
     leader.handle(Envelope(2, 1, 51, FetchRequest(ReplicaState(2), leader.epoch, 3, leader.epoch)), now)
     assert leader.high_watermark == 3  # the LeaderChange is, and everything before it with it
+
+
+def test_entries_of_an_old_epoch_on_a_majority_are_not_committed_until_one_of_the_new() -> None:
+    """Raft's figure 8, in five voters: why the commit rule counts only the leader's epoch.
+
+    Node 1 led epoch 2 and left two entries of it on nodes 1 and 2; node 5 led epoch 3 and left
+    its own entry at the same offset on itself alone.  Node 1 is elected for epoch 4 and copies
+    its epoch 2 entries to node 3: three voters of five hold them, yet they are not committed,
+    and rightly so: node 5 (its last epoch, 3, is later) wins epoch 5 and replaces them.
+    """
+    voters = (1, 2, 3, 4, 5)
+    small = RaftConfig(fetch_max_entries=2)
+
+    def voter(node_id: int, epochs: list[int], election: ElectionState) -> KafkaRaftClient:
+        store = MemoryQuorumStateStore()
+        store.write(election)
+        log = log_of(epochs)
+        log.update_high_watermark(1)
+        return KafkaRaftClient(node_id, voters, log, store, random.Random(node_id), 0, small)
+
+    clients = {
+        1: voter(1, [1, 2, 2], ElectionState(3)),
+        2: voter(2, [1, 2, 2], ElectionState(3)),
+        3: voter(3, [1], ElectionState(3, voted_id=5)),
+        4: voter(4, [1], ElectionState(3, voted_id=5)),
+        5: voter(5, [1, 3], ElectionState(4)),
+    }
+    node1, node3 = clients[1], clients[3]
+    now = node1.next_poll_ms
+    asks = node1.poll(now)
+    begins: list[Envelope] = []
+    for i in (2, 3):
+        (granted,) = clients[i].handle(one(asks, i, VoteRequest), now)
+        begins += node1.handle(granted, now)
+    assert node1.is_leader() and node1.epoch == 4 and node1.log.end_offset() == 4
+    # Node 3 fetches offsets 1 and 2 (epoch 2); then nodes 2 and 3 fetch at 3, the LeaderChange,
+    # and those answers are lost.
+    fetch = one(node3.handle(one(begins, 3, BeginQuorumEpochRequest), now), 1, FetchRequest)
+    (answer,) = node1.handle(fetch, now)
+    (next_fetch,) = node3.handle(answer, now)
+    assert next_fetch.body.fetch_offset == 3  # type: ignore[union-attr]
+    node1.handle(next_fetch, now)
+    node2_fetch = clients[2].handle(one(begins, 2, BeginQuorumEpochRequest), now)
+    node1.handle(one(node2_fetch, 1, FetchRequest), now)
+    holders = [i for i in voters if [e.epoch for e in clients[i].log.read(0, 3)] == [1, 2, 2]]
+    assert holders == [1, 2, 3]  # a majority
+    assert node1.high_watermark == 1  # and still not committed
+    # Node 1 crashes; node 5 stands with the later last epoch and wins.
+    del clients[1]
+    node5 = clients[5]
+    later = node5.next_poll_ms
+    deliver(clients, node5.poll(later), later)
+    assert node5.is_leader() and node5.epoch == 5 and node5.high_watermark == 3
+    # Its held fetches are answered after their wait, with the high watermark.
+    deliver(clients, node5.poll(later + small.fetch_max_wait_ms), later + small.fetch_max_wait_ms)
+    for i in (2, 3, 4):
+        assert [e.epoch for e in clients[i].log.read(0, 10)] == [1, 3, 5]
+        assert clients[i].high_watermark == 3
 
 
 def test_a_leader_without_a_majority_resigns() -> None:
