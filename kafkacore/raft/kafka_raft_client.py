@@ -174,8 +174,10 @@ class KafkaRaftClient:
         body = envelope.body
         if isinstance(body, (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest)):
             self._handle_request(envelope, body, now_ms)
-        else:
+        elif isinstance(body, (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse)):
             self._handle_response(envelope, body, now_ms)
+        else:
+            raise TypeError(f"not a message of the quorum: {type(body).__name__}")
         return self._drain()
 
     def append(self, values: Sequence[bytes], now_ms: int) -> int:
@@ -407,6 +409,9 @@ class KafkaRaftClient:
     def _handle_end_quorum_epoch(
         self, envelope: Envelope, req: EndQuorumEpochRequest, now_ms: int
     ) -> None:
+        if req.leader_id != envelope.source_id:
+            self._refuse(envelope, req, Errors.INVALID_REQUEST)
+            return
         if req.leader_epoch < self.quorum.epoch:
             self._refuse(envelope, req, Errors.FENCED_LEADER_EPOCH)
             return

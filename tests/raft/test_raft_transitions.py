@@ -413,3 +413,22 @@ def test_leader_state_high_watermark_is_the_majority_offset() -> None:
     assert state.high_watermark == 11  # three of five have 11
     state.update_end_offset(4, 18)
     assert state.high_watermark == 15
+
+
+def test_bad_input_gets_a_typed_answer_or_error() -> None:
+    node = client(1)
+    (stranger,) = node.handle(Envelope(9, 1, 1, VoteRequest(1, 9, 0, 0, 1)), 0)
+    assert stranger.body == VoteResponse(Errors.INCONSISTENT_VOTER_SET, -1, 0, False)
+    (forged,) = node.handle(Envelope(2, 1, 2, VoteRequest(1, 3, 0, 0, 1)), 0)
+    assert isinstance(forged.body, VoteResponse) and forged.body.error_code == Errors.INVALID_REQUEST
+    assert not isinstance(node.state, VotedState)
+    with pytest.raises(IllegalStateError, match="for node 2"):
+        node.handle(Envelope(3, 2, 3, VoteRequest(1, 3, 0, 0, 2)), 0)
+    with pytest.raises(TypeError, match="not a message of the quorum"):
+        node.handle(Envelope(2, 1, 4, "hello"), 0)  # type: ignore[arg-type]
+    clients = three_voters()
+    now = elect(clients, 1, 0)
+    with pytest.raises(ValueError, match="no records"):
+        clients[1].append([], now)
+    with pytest.raises(IllegalStateError, match="not one of the voters"):
+        KafkaRaftClient(4, VOTERS, MemoryRaftLog(), MemoryQuorumStateStore(), random.Random(0), 0)
