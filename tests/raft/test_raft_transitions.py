@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from collections.abc import Iterable
 
 import pytest
@@ -432,3 +434,12 @@ def test_bad_input_gets_a_typed_answer_or_error() -> None:
         clients[1].append([], now)
     with pytest.raises(IllegalStateError, match="not one of the voters"):
         KafkaRaftClient(4, VOTERS, MemoryRaftLog(), MemoryQuorumStateStore(), random.Random(0), 0)
+
+
+def test_the_raft_package_imports_nothing_of_the_broker() -> None:
+    code = (
+        "import sys, kafkacore.raft, kafkacore.raft.kafka_raft_client; "
+        "print(sorted(m for m in sys.modules if m.startswith('kafkacore.broker')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]"
