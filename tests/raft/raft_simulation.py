@@ -1,9 +1,10 @@
 """A simulated world for the Raft core: voters in one process, a clock, a network that loses.
 
 ``RaftSimulation(seed, voters)`` runs ``KafkaRaftClient`` voters over a simulated network that
-drops, delays (so reorders) and duplicates messages and cuts the voters into partitions, and
-crashes and restarts voters (a restart loses everything but the persisted election state and the
-log).  Everything random comes from the seed, so a failure is replayed by running its seed again.
+drops, delays (so reorders) and duplicates messages and cuts the voters into partitions; it makes
+leaders resign, and crashes and restarts voters (a restart loses everything but the persisted
+election state and the log).  Everything random comes from the seed, so a failure is replayed
+by running its seed again.
 
 After every event ``InvariantChecker`` checks Raft's safety properties:
 
@@ -336,7 +337,14 @@ class RaftSimulation:
         if self.faults is None:
             return
         node = self.nodes[self.rng.choice(self.voter_ids)]
-        if node.client is not None:
+        if node.client is not None and node.client.is_leader() and self.rng.random() < 0.3:
+            # A graceful shutdown's first half: the leader resigns (EndQuorumEpoch) and stays up.
+            if self.trace is not None:
+                self.trace(f"{self.now:>7} {node.node_id} resigns")
+            self._emit(node, node.client.resign(self.now), None)
+            self._schedule_poll(node, self.now)
+            self.checker.check({node.node_id}, self.now)
+        elif node.client is not None:
             if self.trace is not None:
                 self.trace(f"{self.now:>7} crash {node.node_id}")
             node.client = None
