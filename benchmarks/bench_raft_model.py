@@ -1,6 +1,6 @@
 """The Raft core's model test at length: many seeds, or one seed replayed with a trace.
 
-    python benchmarks/bench_raft_model.py [--voters 3,5] [--seeds 5000] [--first 0] [--chaos-ms 8000]
+    python benchmarks/bench_raft_model.py [--voters 3,5] [--seeds 2000] [--first 0]
     python benchmarks/bench_raft_model.py --voters 5 --seed 1234 --trace
 
 Each seed runs the simulation of ``tests/raft/raft_simulation.py`` (loss, delay, reordering,

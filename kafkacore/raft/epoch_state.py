@@ -171,9 +171,7 @@ class LeaderState(EpochState):
 class FollowerState(EpochState):
     name = "Follower"
 
-    def __init__(
-        self, epoch: int, leader: int, voted_id: int, fetch_deadline_ms: int
-    ) -> None:
+    def __init__(self, epoch: int, leader: int, voted_id: int, fetch_deadline_ms: int) -> None:
         super().__init__(epoch)
         self.leader = leader
         self.voted_id = voted_id

@@ -59,7 +59,8 @@ class RaftConfig:
     #: ``controller.quorum.election.timeout.ms``: the silence after which a voter stands; each
     #: timer adds up to as much again at random.
     election_timeout_ms: int = 1000
-    #: ``controller.quorum.election.backoff.max.ms``: the most a lost candidate waits to stand again.
+    #: ``controller.quorum.election.backoff.max.ms``: the most a lost candidate waits to stand
+    #: again.
     election_backoff_max_ms: int = 1000
     #: ``controller.quorum.fetch.timeout.ms``: a follower that has not heard from its leader for
     #: this long stands; a leader not fetched from by a majority for 1.5 times it resigns.
@@ -134,7 +135,9 @@ class KafkaRaftClient:
         if isinstance(s, CandidateState):
             if s.backoff_deadline_ms is not None:
                 return s.backoff_deadline_ms
-            pending = [t for v, t in s.next_vote_request_ms.items() if v not in s.granting | s.rejecting]
+            pending = [
+                t for v, t in s.next_vote_request_ms.items() if v not in s.granting | s.rejecting
+            ]
             return min([s.election_deadline_ms, *pending])
         if isinstance(s, LeaderState):
             times = [s.check_quorum_deadline_ms]
@@ -145,7 +148,9 @@ class KafkaRaftClient:
             wake = s.in_flight[1] if s.in_flight is not None else s.next_fetch_ms
             return min(s.fetch_deadline_ms, wake)
         if isinstance(s, ResignedState):
-            return min([s.election_deadline_ms, *(s.next_end_epoch_ms[v] for v in s.unacknowledged)])
+            return min(
+                [s.election_deadline_ms, *(s.next_end_epoch_ms[v] for v in s.unacknowledged)]
+            )
         raise IllegalStateError(f"unknown state {s!r}")
 
     # -- the driver's three calls ----------------------------------------------------------------
@@ -172,9 +177,13 @@ class KafkaRaftClient:
                 f"node {self.node_id} handed a message for node {envelope.destination_id}"
             )
         body = envelope.body
-        if isinstance(body, (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest)):
+        if isinstance(
+            body, (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest)
+        ):
             self._handle_request(envelope, body, now_ms)
-        elif isinstance(body, (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse)):
+        elif isinstance(
+            body, (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse)
+        ):
             self._handle_response(envelope, body, now_ms)
         else:
             raise TypeError(f"not a message of the quorum: {type(body).__name__}")
@@ -237,7 +246,9 @@ class KafkaRaftClient:
         if now_ms >= s.election_deadline_ms or s.is_vote_rejected():
             # Lost or undecided: wait a random while, so that two candidates do not split the
             # votes again, then stand in the next epoch.
-            s.backoff_deadline_ms = now_ms + 1 + self.rng.randrange(self.config.election_backoff_max_ms)
+            s.backoff_deadline_ms = (
+                now_ms + 1 + self.rng.randrange(self.config.election_backoff_max_ms)
+            )
             return
         log_epoch, log_end = self.log.last_fetched_epoch(), self.log.end_offset()
         for voter, when in s.next_vote_request_ms.items():
@@ -248,9 +259,13 @@ class KafkaRaftClient:
     def _become_leader(self, now_ms: int) -> None:
         s = self.quorum.state
         assert isinstance(s, CandidateState)
-        leader = self.quorum.transition_to_leader(self.log.end_offset(), self.log.high_watermark, now_ms)
+        leader = self.quorum.transition_to_leader(
+            self.log.end_offset(), self.log.high_watermark, now_ms
+        )
         # The first record of the epoch: once it is committed, so is everything before it.
-        change = LeaderChangeMessage(self.node_id, tuple(sorted(self.voters)), tuple(sorted(s.granting)))
+        change = LeaderChangeMessage(
+            self.node_id, tuple(sorted(self.voters)), tuple(sorted(s.granting))
+        )
         self.log.append_as_leader([change], leader.epoch)
         if leader.update_end_offset(self.node_id, self.log.end_offset()):
             self.log.update_high_watermark(leader.high_watermark)
@@ -294,7 +309,9 @@ class KafkaRaftClient:
         for voter in sorted(s.unacknowledged):
             if now_ms >= s.next_end_epoch_ms[voter]:
                 s.next_end_epoch_ms[voter] = now_ms + self.config.request_timeout_ms
-                self._send(voter, EndQuorumEpochRequest(self.node_id, s.epoch, s.preferred_successors))
+                self._send(
+                    voter, EndQuorumEpochRequest(self.node_id, s.epoch, s.preferred_successors)
+                )
 
     def _poll_follower(self, s: FollowerState, now_ms: int) -> None:
         if now_ms >= s.fetch_deadline_ms:
@@ -332,7 +349,11 @@ class KafkaRaftClient:
                 self.quorum.transition_to_follower(epoch, leader_id, now_ms)
             else:
                 self.quorum.transition_to_unattached(epoch, now_ms)
-        elif epoch == s.epoch and known and isinstance(s, (UnattachedState, VotedState, CandidateState)):
+        elif (
+            epoch == s.epoch
+            and known
+            and isinstance(s, (UnattachedState, VotedState, CandidateState))
+        ):
             self.quorum.transition_to_follower(epoch, leader_id, now_ms)
         elif epoch == s.epoch and known and s.leader_id not in (NO_ID, leader_id):
             # Two leaders claimed for one epoch: QuorumState refuses, and says so.
@@ -404,7 +425,9 @@ class KafkaRaftClient:
             self._refuse(envelope, req, Errors.FENCED_LEADER_EPOCH)
             return
         self._maybe_transition(req.leader_epoch, req.leader_id, now_ms)
-        self._respond(envelope, BeginQuorumEpochResponse(Errors.NONE, req.leader_id, req.leader_epoch))
+        self._respond(
+            envelope, BeginQuorumEpochResponse(Errors.NONE, req.leader_id, req.leader_epoch)
+        )
 
     def _handle_end_quorum_epoch(
         self, envelope: Envelope, req: EndQuorumEpochRequest, now_ms: int
@@ -417,11 +440,17 @@ class KafkaRaftClient:
             return
         self._maybe_transition(req.leader_epoch, req.leader_id, now_ms)
         s = self.quorum.state
-        if isinstance(s, FollowerState) and s.leader == req.leader_id and s.epoch == req.leader_epoch:
+        if (
+            isinstance(s, FollowerState)
+            and s.leader == req.leader_id
+            and s.epoch == req.leader_epoch
+        ):
             # Stand soon, the best successor first, so that the quorum does not wait out a
             # whole fetch timeout for a leader that has said it is gone.
             successors = req.preferred_successors
-            position = successors.index(self.node_id) if self.node_id in successors else len(successors)
+            position = (
+                successors.index(self.node_id) if self.node_id in successors else len(successors)
+            )
             backoff = 0
             if position > 0:
                 backoff = min(

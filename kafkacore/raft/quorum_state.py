@@ -58,7 +58,7 @@ class QuorumState:
     # -- timers --------------------------------------------------------------------------------
 
     def random_election_deadline(self, now_ms: int) -> int:
-        """``election.timeout.ms`` plus up to as much again, at random: split votes do not repeat."""
+        """The election timeout plus up to as much again, at random: split votes do not repeat."""
         return now_ms + self.election_timeout_ms + self.rng.randrange(self.election_timeout_ms)
 
     def check_quorum_timeout_ms(self) -> int:
@@ -82,7 +82,10 @@ class QuorumState:
             self.state = ResignedState(election.epoch, self.local_id, self.voters, (), deadline)
         elif election.has_leader():
             self.state = FollowerState(
-                election.epoch, election.leader_id, election.voted_id, now_ms + self.fetch_timeout_ms
+                election.epoch,
+                election.leader_id,
+                election.voted_id,
+                now_ms + self.fetch_timeout_ms,
             )
         elif election.voted_id == self.local_id:
             self.state = CandidateState(election.epoch, self.local_id, self.voters, deadline)
@@ -135,7 +138,9 @@ class QuorumState:
         )
         self._install(state.election(), state, now_ms)
 
-    def transition_to_leader(self, epoch_start_offset: int, high_watermark: int, now_ms: int) -> LeaderState:
+    def transition_to_leader(
+        self, epoch_start_offset: int, high_watermark: int, now_ms: int
+    ) -> LeaderState:
         """Lead the epoch the candidate won."""
         state = self.state
         if not isinstance(state, CandidateState) or not state.is_vote_granted():

@@ -21,7 +21,7 @@ from kafkacore.errors import IllegalStateError
 
 @dataclass(frozen=True, slots=True)
 class LeaderChangeMessage:
-    """The control record a new leader appends first in its epoch (Kafka's ``LeaderChangeMessage``)."""
+    """The control record a new leader appends first in its epoch (Kafka's ``LeaderChange``)."""
 
     leader_id: int
     voters: tuple[int, ...]

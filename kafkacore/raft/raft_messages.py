@@ -60,7 +60,7 @@ class BeginQuorumEpochResponse:
 
 @dataclass(frozen=True, slots=True)
 class EndQuorumEpochRequest:
-    """A leader that resigns tells the voters, best successors first (``EndQuorumEpochRequest.json``)."""
+    """A leader that resigns tells the voters, best successors first (``EndQuorumEpochRequest``)."""
 
     leader_id: int
     leader_epoch: int

@@ -149,7 +149,9 @@ class InvariantChecker:
         # The high watermark.
         hw = log.high_watermark
         if hw < self.last_hw[node_id]:
-            self._fail(now_ms, f"node {node_id}'s high watermark went back {self.last_hw[node_id]} -> {hw}")
+            self._fail(
+                now_ms, f"node {node_id}'s high watermark went back {self.last_hw[node_id]} -> {hw}"
+            )
         if hw > self.last_hw[node_id]:
             holders = sum(
                 1 for d in self.digests.values() if len(d) >= hw and d[hw - 1] == digests[hw - 1]
@@ -157,13 +159,16 @@ class InvariantChecker:
             if holders < self.majority:
                 self._fail(
                     now_ms,
-                    f"node {node_id}'s high watermark {hw} covers an entry only {holders} voters hold",
+                    f"node {node_id}'s high watermark {hw} covers an entry only {holders} "
+                    "voters hold",
                 )
             for offset in range(self.last_hw[node_id], hw):
                 if offset < len(self.committed):
                     seen = self.committed[offset]
                     if seen[0] != digests[offset]:
-                        self._fail(now_ms, f"offset {offset} committed twice, with different entries")
+                        self._fail(
+                            now_ms, f"offset {offset} committed twice, with different entries"
+                        )
                     seen[1] = min(seen[1], client.epoch)
                 else:
                     self.committed.append([digests[offset], client.epoch])
@@ -193,7 +198,8 @@ def describe(envelope: Envelope) -> str:
     if isinstance(body, FetchResponse) and body.records:
         first, last = body.records[0], body.records[-1]
         text = repr(replace(body, records=())).replace(
-            "records=()", f"records=[{first.offset}..{last.offset}] epochs {first.epoch}..{last.epoch}"
+            "records=()",
+            f"records=[{first.offset}..{last.offset}] epochs {first.epoch}..{last.epoch}",
         )
     return f"{envelope.source_id}->{envelope.destination_id} #{envelope.correlation_id} {text}"
 
@@ -271,13 +277,17 @@ class RaftSimulation:
             at = self.now + self.rng.randint(1, max_delay)
             self._push(at, "deliver", (envelope, source_inc, destination_inc))
 
-    def _emit(self, node: SimNode, out: list[Envelope], request: tuple[Envelope, int] | None) -> None:
+    def _emit(
+        self, node: SimNode, out: list[Envelope], request: tuple[Envelope, int] | None
+    ) -> None:
         for envelope in out:
             destination = self.nodes[envelope.destination_id]
             # A response goes back on the connection its request came on: if the requester has
             # restarted since, that connection is gone and so is the response.
-            if request is not None and envelope.correlation_id == request[0].correlation_id and (
-                envelope.destination_id == request[0].source_id
+            if (
+                request is not None
+                and envelope.correlation_id == request[0].correlation_id
+                and (envelope.destination_id == request[0].source_id)
             ):
                 destination_inc = request[1]
             else:
@@ -297,7 +307,11 @@ class RaftSimulation:
         if kind == "poll":
             node_id, incarnation = data  # type: ignore[misc]
             node = self.nodes[node_id]
-            if node.client is not None and node.incarnation == incarnation and node.scheduled_poll == at:
+            if (
+                node.client is not None
+                and node.incarnation == incarnation
+                and node.scheduled_poll == at
+            ):
                 node.scheduled_poll = float("inf")
                 self._emit(node, node.client.poll(self.now), None)
                 self._schedule_poll(node, self.now + 1)
@@ -350,7 +364,9 @@ class RaftSimulation:
             node.client = None
             node.incarnation += 1
             self._push(self.now + self.rng.randint(100, 3000), "restart", node.node_id)
-        self._push(self.now + self.rng.randrange(1, self.faults.crash_interval_ms * 2), "crash", None)
+        self._push(
+            self.now + self.rng.randrange(1, self.faults.crash_interval_ms * 2), "crash", None
+        )
 
     def _partition(self) -> None:
         if self.faults is None:
@@ -361,7 +377,11 @@ class RaftSimulation:
             self.group = {i: self.rng.randrange(2) for i in self.nodes}
         if self.trace is not None:
             self.trace(f"{self.now:>7} partition {self.group}")
-        self._push(self.now + self.rng.randrange(1, self.faults.partition_interval_ms * 2), "partition", None)
+        self._push(
+            self.now + self.rng.randrange(1, self.faults.partition_interval_ms * 2),
+            "partition",
+            None,
+        )
 
     def _append(self) -> set[int]:
         if self.faults is None:

@@ -62,7 +62,9 @@ def _run_until(sim: RaftSimulation, bound_ms: int, done: Callable[[], bool]) -> 
 
 
 @pytest.mark.parametrize("voters", [3, 5])
-def test_an_isolated_leader_steps_down_the_others_elect_and_it_follows_when_healed(voters: int) -> None:
+def test_an_isolated_leader_steps_down_the_others_elect_and_it_follows_when_healed(
+    voters: int,
+) -> None:
     sim = RaftSimulation(1, voters)
     sim.heal()  # no random faults: only the partition below
     sim.run_until_committed(LIVENESS_BOUND_MS)
@@ -73,21 +75,32 @@ def test_an_isolated_leader_steps_down_the_others_elect_and_it_follows_when_heal
 
     # Check quorum: no majority fetches from it for 1.5 fetch timeouts, and it resigns.
     check_quorum_ms = SIMULATION_CONFIG.fetch_timeout_ms * 3 // 2
-    took = _run_until(sim, check_quorum_ms + 100, lambda: not old.client.is_leader())  # type: ignore[union-attr]
+    client = old.client
+    took = _run_until(sim, check_quorum_ms + 100, lambda: not client.is_leader())
     assert isinstance(old.client.state, ResignedState)
     # The majority side elects another leader, in a later epoch.
-    _run_until(sim, LIVENESS_BOUND_MS, lambda: any(
-        n.client is not None and n.client.is_leader() for n in sim.nodes.values() if n is not old
-    ))
+    _run_until(
+        sim,
+        LIVENESS_BOUND_MS,
+        lambda: any(
+            n.client is not None and n.client.is_leader()
+            for n in sim.nodes.values()
+            if n is not old
+        ),
+    )
     (new,) = [n for n in sim.nodes.values() if n.client is not None and n.client.is_leader()]
     assert new.client is not None and new.client.epoch > old_epoch
     new.client.append([b"while isolated"], sim.now)
 
     # Healed, the old leader follows the new one and catches up with its log.
     sim.group = {i: 0 for i in sim.nodes}
-    _run_until(sim, LIVENESS_BOUND_MS, lambda: (
-        isinstance(old.client.state, FollowerState)  # type: ignore[union-attr]
-        and old.client.state.leader == new.node_id  # type: ignore[union-attr]
-        and old.log.entries == new.log.entries
-    ))
+    _run_until(
+        sim,
+        LIVENESS_BOUND_MS,
+        lambda: (
+            isinstance(old.client.state, FollowerState)  # type: ignore[union-attr]
+            and old.client.state.leader == new.node_id  # type: ignore[union-attr]
+            and old.log.entries == new.log.entries
+        ),
+    )
     print(f"{voters} voters: the isolated leader resigned after {took} simulated ms")

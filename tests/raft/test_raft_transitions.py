@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import random
 import subprocess
 import sys
@@ -67,8 +68,12 @@ def log_of(epochs: Iterable[int]) -> MemoryRaftLog:
     return log
 
 
-def vote(to: KafkaRaftClient, candidate: int, epoch: int, last_epoch: int, last_offset: int) -> VoteResponse:
-    request = Envelope(candidate, to.node_id, 7, VoteRequest(epoch, candidate, last_epoch, last_offset, to.node_id))
+def vote(
+    to: KafkaRaftClient, candidate: int, epoch: int, last_epoch: int, last_offset: int
+) -> VoteResponse:
+    request = Envelope(
+        candidate, to.node_id, 7, VoteRequest(epoch, candidate, last_epoch, last_offset, to.node_id)
+    )
     (response,) = to.handle(request, 10)
     assert isinstance(response.body, VoteResponse)
     assert response.correlation_id == 7
@@ -76,12 +81,18 @@ def vote(to: KafkaRaftClient, candidate: int, epoch: int, last_epoch: int, last_
 
 
 def deliver(
-    clients: dict[int, KafkaRaftClient], pending: list[Envelope], now_ms: int, cut: int | None = None
+    clients: dict[int, KafkaRaftClient],
+    pending: list[Envelope],
+    now_ms: int,
+    cut: int | None = None,
 ) -> None:
     """A perfect network (but for node ``cut``, if given): deliver until nothing is left to send."""
     while pending:
         envelope = pending.pop(0)
-        if cut not in (envelope.source_id, envelope.destination_id) and envelope.destination_id in clients:
+        if (
+            cut not in (envelope.source_id, envelope.destination_id)
+            and envelope.destination_id in clients
+        ):
             pending += clients[envelope.destination_id].handle(envelope, now_ms)
 
 
@@ -145,7 +156,11 @@ def test_vote_refused_below_the_current_epoch() -> None:
     voter = client(1)
     assert vote(voter, 2, 5, 0, 0).vote_granted
     stale = vote(voter, 3, 4, 0, 0)
-    assert (stale.vote_granted, stale.error_code, stale.leader_epoch) == (False, Errors.FENCED_LEADER_EPOCH, 5)
+    assert (stale.vote_granted, stale.error_code, stale.leader_epoch) == (
+        False,
+        Errors.FENCED_LEADER_EPOCH,
+        5,
+    )
 
 
 # -- epochs --------------------------------------------------------------------------------------
@@ -163,7 +178,9 @@ def test_election_then_followers_fetch_and_the_leader_change_commits() -> None:
     assert all(isinstance(clients[i].state, FollowerState) for i in (2, 3))
     # Its first record is the LeaderChange; once the followers fetch past it, it is committed.
     first = leader.log.read(0, 1)[0]
-    assert first.leader_change == LeaderChangeMessage(1, VOTERS, first.leader_change.granting_voters)  # type: ignore[union-attr]
+    assert first.leader_change == LeaderChangeMessage(
+        1, VOTERS, first.leader_change.granting_voters
+    )  # type: ignore[union-attr]
     offset = leader.append([b"a", b"b"], now)
     for i in (2, 3):
         deliver(clients, clients[i].poll(now), now)
@@ -196,9 +213,7 @@ def test_a_higher_epoch_in_any_message_makes_the_leader_step_down(message: str) 
 def test_a_fetch_from_an_older_epoch_is_fenced() -> None:
     clients = three_voters()
     now = elect(clients, 1, 0)
-    (response,) = clients[1].handle(
-        Envelope(2, 1, 5, FetchRequest(ReplicaState(2), 0, 0, 0)), now
-    )
+    (response,) = clients[1].handle(Envelope(2, 1, 5, FetchRequest(ReplicaState(2), 0, 0, 0)), now)
     assert isinstance(response.body, FetchResponse)
     assert response.body.error_code == Errors.FENCED_LEADER_EPOCH
     assert response.body.current_leader == LeaderIdAndEpoch(1, 1)
@@ -259,14 +274,16 @@ def test_a_diverging_follower_truncates_and_catches_up() -> None:
     follower = clients[2]
     fetches = follower.handle(Envelope(1, 2, 1, BeginQuorumEpochRequest(1, 4)), now)
     (fetch,) = [e for e in fetches if isinstance(e.body, FetchRequest)]
-    assert (fetch.body.fetch_offset, fetch.body.last_fetched_epoch) == (5, 3)  # type: ignore[union-attr]
+    assert isinstance(fetch.body, FetchRequest)
+    assert (fetch.body.fetch_offset, fetch.body.last_fetched_epoch) == (5, 3)
     (answer,) = leader.handle(fetch, now)
     assert isinstance(answer.body, FetchResponse)
     assert answer.body.diverging_epoch is not None
     assert (answer.body.diverging_epoch.epoch, answer.body.diverging_epoch.end_offset) == (2, 4)
     (refetch,) = follower.handle(answer, now)
     assert follower.log.end_offset() == 2  # its epoch 3 entries are gone; it has no epoch 2
-    assert (refetch.body.fetch_offset, refetch.body.last_fetched_epoch) == (2, 1)  # type: ignore[union-attr]
+    assert isinstance(refetch.body, FetchRequest)
+    assert (refetch.body.fetch_offset, refetch.body.last_fetched_epoch) == (2, 1)
     deliver(clients, [refetch], now)
     assert follower.log.read(0, 10) == leader.log.read(0, 10)
 
@@ -285,7 +302,9 @@ def test_the_high_watermark_waits_for_an_entry_of_the_leaders_epoch() -> None:
     fetch = Envelope(2, 1, 50, FetchRequest(ReplicaState(2), leader.epoch, 2, 1))
     leader.handle(fetch, now)
     assert leader.high_watermark == 0  # offsets 0 and 1 are on a majority, but not committed
-    leader.handle(Envelope(2, 1, 51, FetchRequest(ReplicaState(2), leader.epoch, 3, leader.epoch)), now)
+    leader.handle(
+        Envelope(2, 1, 51, FetchRequest(ReplicaState(2), leader.epoch, 3, leader.epoch)), now
+    )
     assert leader.high_watermark == 3  # the LeaderChange is, and everything before it with it
 
 
@@ -388,7 +407,7 @@ def test_follower_log_refuses_to_truncate_committed_entries() -> None:
 # -- the store -----------------------------------------------------------------------------------
 
 
-def test_file_store_round_trip_and_corruption(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_file_store_round_trip_and_corruption(tmp_path: pathlib.Path) -> None:
     store = FileQuorumStateStore(tmp_path)
     assert store.read() is None
     store.write(ElectionState(7, voted_id=2, leader_id=2))
@@ -399,7 +418,7 @@ def test_file_store_round_trip_and_corruption(tmp_path) -> None:  # type: ignore
         store.read()
 
 
-def test_a_voter_restarted_on_a_file_store_keeps_its_vote(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_voter_restarted_on_a_file_store_keeps_its_vote(tmp_path: pathlib.Path) -> None:
     log = MemoryRaftLog()
     first = KafkaRaftClient(1, VOTERS, log, FileQuorumStateStore(tmp_path), random.Random(1), 0)
     assert vote(first, 2, 3, 0, 0).vote_granted
@@ -422,7 +441,9 @@ def test_bad_input_gets_a_typed_answer_or_error() -> None:
     (stranger,) = node.handle(Envelope(9, 1, 1, VoteRequest(1, 9, 0, 0, 1)), 0)
     assert stranger.body == VoteResponse(Errors.INCONSISTENT_VOTER_SET, -1, 0, False)
     (forged,) = node.handle(Envelope(2, 1, 2, VoteRequest(1, 3, 0, 0, 1)), 0)
-    assert isinstance(forged.body, VoteResponse) and forged.body.error_code == Errors.INVALID_REQUEST
+    assert (
+        isinstance(forged.body, VoteResponse) and forged.body.error_code == Errors.INVALID_REQUEST
+    )
     assert not isinstance(node.state, VotedState)
     with pytest.raises(IllegalStateError, match="for node 2"):
         node.handle(Envelope(3, 2, 3, VoteRequest(1, 3, 0, 0, 2)), 0)
@@ -441,5 +462,7 @@ def test_the_raft_package_imports_nothing_of_the_broker() -> None:
         "import sys, kafkacore.raft, kafkacore.raft.kafka_raft_client; "
         "print(sorted(m for m in sys.modules if m.startswith('kafkacore.broker')))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
     assert out.stdout.strip() == "[]"
