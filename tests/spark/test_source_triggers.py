@@ -116,6 +116,7 @@ class Query:
         self.spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
 
 
+@pytest.mark.slow  # a streaming query of some dozens of triggers: up to two minutes when loaded
 def test_min_offsets_per_trigger_holds_a_batch_until_enough_records(kspark, bootstrap,
                                                                     make_topic, tmp_path):
     """minOffsetsPerTrigger=10 (and a delay far away): the query's first trigger reads what is
@@ -144,6 +145,7 @@ def test_min_offsets_per_trigger_holds_a_batch_until_enough_records(kspark, boot
 DELAY_S = 5
 
 
+@pytest.mark.slow  # waits out the delay, after a query's start
 def test_max_trigger_delay_runs_a_short_batch_when_the_delay_is_over(kspark, bootstrap,
                                                                      make_topic, tmp_path):
     """minOffsetsPerTrigger=1000, never reached, and maxTriggerDelay: 3 records are read anyway,
