@@ -457,12 +457,15 @@ def test_bad_input_gets_a_typed_answer_or_error() -> None:
         KafkaRaftClient(4, VOTERS, MemoryRaftLog(), MemoryQuorumStateStore(), random.Random(0), 0)
 
 
-def test_the_raft_package_imports_nothing_of_the_broker() -> None:
+def test_the_raft_package_imports_nothing_of_the_broker(tmp_path: pathlib.Path) -> None:
+    # Run outside the checkout: from its root, ``-c`` would import the uncompiled source tree
+    # instead of the installed package.
     code = (
         "import sys, kafkacore.raft, kafkacore.raft.kafka_raft_client; "
         "print(sorted(m for m in sys.modules if m.startswith('kafkacore.broker')))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", code],
+        capture_output=True, text=True, check=True, timeout=60, cwd=tmp_path,
     )
     assert out.stdout.strip() == "[]"
