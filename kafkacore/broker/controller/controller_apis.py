@@ -20,10 +20,10 @@ from kafkacore.broker.controller.replication_control_manager import (
     total_partitions_requested,
 )
 from kafkacore.broker.metadata.metadata_log import METADATA_TOPIC_ID
+from kafkacore.broker.network.api_request_handler import ApiRequestHandler
 from kafkacore.broker.network.request_channel import Request
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.security.authorizer.acl_apis import AclApis
-from kafkacore.broker.server.api_request_handler import ApiRequestHandler
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.errors import BrokerResponseError, Errors
 from kafkacore.protocol.api_keys import ApiKey

@@ -29,6 +29,7 @@ from kafkacore.broker.config.config_admin_manager import (
 )
 from kafkacore.broker.controller.client_quota_control_manager import client_quota_record
 from kafkacore.broker.metadata.metadata_log import METADATA_TOPIC_ID
+from kafkacore.broker.metadata.partition_state import PartitionState
 from kafkacore.broker.security.authorizer.acl import (
     AccessControlEntry,
     AclBinding,
@@ -38,8 +39,7 @@ from kafkacore.broker.security.authorizer.acl import (
     ResourcePattern,
     ResourceType,
 )
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
-from kafkacore.broker.server.partition import PartitionState
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.core.record_batch import iter_records
 from kafkacore.errors import Errors, InvalidConfigError

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from kafkacore import errors
 from kafkacore.broker.metadata.metadata_loader import MetadataLoader
 from kafkacore.broker.security.authentication import controller_sasl
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey

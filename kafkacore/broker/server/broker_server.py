@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.network.faults import FaultInjector
+from kafkacore.broker.network.kafka_request_handler import KafkaRequestHandlerPool
 from kafkacore.broker.network.request_channel import RequestChannel
 from kafkacore.broker.network.socket_server import SocketServer
 from kafkacore.broker.security.authentication import build_listener_security, inter_broker_sasl
-from kafkacore.broker.server.faults import FaultInjector
-from kafkacore.broker.server.kafka_request_handler import KafkaRequestHandlerPool
 
 if TYPE_CHECKING:
     from kafkacore.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
@@ -36,7 +36,7 @@ class Broker:
         self.broker_id: int = self.config["node.id"]
         self.cluster_id: str = self.config["cluster.id"]
         self.request_channel = RequestChannel(self.config["queued.max.requests"])
-        #: Faults switched on by tests (kafkacore.broker.server.faults); none by default.
+        #: Faults switched on by tests (kafkacore.broker.network.faults); none by default.
         self.faults = FaultInjector()
         #: Each listener's TLS context and SASL users, checked now (a bad keystore or user list
         #: is a ConfigError here, before anything starts).

@@ -45,11 +45,11 @@ from kafkacore.broker.group.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig
 from kafkacore.broker.log.log_manager import NewLog
 from kafkacore.broker.metadata.metadata_cache import validate_topic_name
+from kafkacore.broker.network import faults
+from kafkacore.broker.network.api_request_handler import ApiRequestHandler
 from kafkacore.broker.network.request_channel import Request
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.security.authorizer.acl_apis import AclApis
-from kafkacore.broker.server import faults
-from kafkacore.broker.server.api_request_handler import ApiRequestHandler
 from kafkacore.broker.server.delayed_fetch import READ_COMMITTED
 from kafkacore.broker.server.replica_manager import ADMIN_CLIENT_ID
 from kafkacore.broker.transaction.add_partitions_to_txn_manager import (

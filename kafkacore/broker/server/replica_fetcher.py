@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
 from kafkacore.broker.server.fetch_session_handler import FetchSessionHandler
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server.partition import Partition
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey

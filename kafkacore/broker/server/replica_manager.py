@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 from kafkacore import errors
 from kafkacore.broker.group.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.log.leader_epoch_cache import LeaderEpochFileCache
+from kafkacore.broker.metadata.partition_state import PartitionState
 from kafkacore.broker.server.alter_partition_manager import AlterPartitionManager
 from kafkacore.broker.server.delayed_fetch import READ_COMMITTED, DelayedFetch
 from kafkacore.broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
-from kafkacore.broker.server.partition import Partition, PartitionState
+from kafkacore.broker.server.partition import Partition
 from kafkacore.broker.server_common.files import replace_atomically
 from kafkacore.broker.server_common.purgatory import DelayedOperationPurgatory
 from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from kafkacore import errors
 from kafkacore.broker.group.group_metadata_manager import OFFSETS_TOPIC
 from kafkacore.broker.log.end_transaction_marker import end_transaction_marker
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
