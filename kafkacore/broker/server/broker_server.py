@@ -15,6 +15,7 @@ from kafkacore.broker.network.kafka_request_handler import KafkaRequestHandlerPo
 from kafkacore.broker.network.request_channel import RequestChannel
 from kafkacore.broker.network.socket_server import SocketServer
 from kafkacore.broker.security.authentication import build_listener_security, inter_broker_sasl
+from kafkacore.broker.server.auto_topic_creation_manager import AutoTopicCreationManager
 
 if TYPE_CHECKING:
     from kafkacore.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
@@ -63,6 +64,7 @@ class Broker:
         #: the controller's side of this broker (None in a cluster of one)
         self.lifecycle: Any = None
         self.forwarding_manager: Any = None
+        self.auto_topic_creation_manager: AutoTopicCreationManager | None = None
         self._handlers: KafkaRequestHandlerPool | None = None
         self._started = False
 
@@ -139,7 +141,17 @@ class Broker:
         self.kafka_scheduler = KafkaScheduler(self.config["background.threads"])
         self.kafka_scheduler.startup()
         self.log_manager = _make_log_manager(self)
-        group_manager = GroupMetadataManager(self)
+        from kafkacore.broker.server.replica_manager import ReplicaManager
+
+        self.replica_manager = ReplicaManager(self)
+        #: the coordinators' internal topics, made on their first use (in a cluster: by the
+        #: controller, through the forwarding manager the broker has once it joined)
+        self.auto_topic_creation_manager = AutoTopicCreationManager(
+            self.metadata_cache, self.replica_manager, lambda: self.forwarding_manager)
+        group_manager = GroupMetadataManager(
+            self.config, self.broker_id, metadata_cache=self.metadata_cache,
+            log_manager=self.log_manager, replicas=self.replica_manager,
+            topic_creator=self.auto_topic_creation_manager)
         self.group_coordinator = GroupCoordinator(
             group_manager,
             group_min_session_timeout_ms=self.config["group.min.session.timeout.ms"],
@@ -152,12 +164,14 @@ class Broker:
         self.group_coordinator.startup()
         self.socket_server = SocketServer(self.config, self.request_channel, self.faults,
                                           self.listener_security)
-        from kafkacore.broker.server.replica_manager import ReplicaManager
-
-        self.replica_manager = ReplicaManager(self)
         from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
 
-        self.transaction_coordinator = TransactionCoordinator(self)
+        self.transaction_coordinator = TransactionCoordinator(
+            self.config, self.broker_id, producer_id_manager=self.producer_id_manager,
+            metadata_cache=self.metadata_cache, log_manager=self.log_manager,
+            replicas=self.replica_manager, group_manager=group_manager,
+            topic_creator=self.auto_topic_creation_manager, faults=self.faults,
+            inter_broker_sasl=self.inter_broker_sasl)
         from kafkacore.broker.server.fetch_session import FetchManager, FetchSessionCache
 
         self.fetch_manager = FetchManager(FetchSessionCache(

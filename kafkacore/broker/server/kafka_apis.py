@@ -56,7 +56,6 @@ from kafkacore.broker.transaction.add_partitions_to_txn_manager import (
     has_transactional_records,
     txn_offset_commit_error,
 )
-from kafkacore.broker.transaction.transaction_marker_channel_manager import append_txn_markers
 from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
@@ -1364,7 +1363,7 @@ class KafkaApis(ApiRequestHandler):
                            for m in markers for t in m["topics"]
                            for p in t["partition_indexes"]})
             return
-        append_txn_markers(self.broker, markers, send_response)
+        self.broker.transaction_coordinator.marker_manager.append_markers(markers, send_response)
 
     # -- the transaction admin calls: DescribeProducers, DescribeTransactions, ListTransactions
 
