@@ -34,14 +34,17 @@ from kafkacore.broker.group.group_config import (
     group_defaults,
     validate_group_configs,
 )
-from kafkacore.broker.log import LogConfig
-from kafkacore.broker.metadata.metadata_cache import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC
+from kafkacore.broker.log import LogConfig, LogManager
+from kafkacore.broker.metadata.metadata_cache import (
+    RESOURCE_TYPE_BROKER,
+    RESOURCE_TYPE_TOPIC,
+    MetadataCache,
+)
 from kafkacore.broker.network.request_channel import Request
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
 from kafkacore.errors import Errors
 
 if TYPE_CHECKING:
-    from kafkacore.broker.server.broker_server import Broker
     from kafkacore.broker.server.kafka_apis import KafkaApis
 
 log = logging.getLogger(__name__)
@@ -185,24 +188,26 @@ def alter_log_levels(configs: list[dict[str, Any]], validate_only: bool) -> None
             LoggingController.set_log_level(c["name"], c["value"])
 
 
-def apply_topic_configs(broker: Broker, name: str, configs: dict[str, str]) -> None:
+def apply_topic_configs(metadata_cache: MetadataCache, log_manager: LogManager, name: str,
+                        configs: dict[str, str]) -> None:
     """A topic's new own configs: into the metadata (persisted), then into its logs here."""
-    meta = broker.metadata_cache.alter_topic_configs(name, configs)
+    meta = metadata_cache.alter_topic_configs(name, configs)
     if meta is None:
         return
-    config = LogConfig.from_properties(configs, base=broker.log_manager.default_config)
+    config = LogConfig.from_properties(configs, base=log_manager.default_config)
     for p in range(meta.partitions):
-        lg = broker.log_manager.get_log(name, p)
+        lg = log_manager.get_log(name, p)
         if lg is not None:
             lg.update_config(config)
     log.info("topic %s: configs now %s", name, configs)
 
 
-def apply_broker_configs(broker: Broker, name: str, configs: dict[str, str]) -> None:
+def apply_broker_configs(metadata_cache: MetadataCache, dynamic_config: DynamicBrokerConfig,
+                         name: str, configs: dict[str, str]) -> None:
     """A broker resource's new dynamic configs: persisted, then in force (every log's
     defaults follow)."""
-    broker.metadata_cache.alter_broker_configs(name, configs)
-    broker.dynamic_config.update(name, configs)
+    metadata_cache.alter_broker_configs(name, configs)
+    dynamic_config.update(name, configs)
     log.info("broker resource %r: dynamic configs now %s", name, configs)
 
 
@@ -304,7 +309,7 @@ class ConfigAdminManager:
             new = new_topic_configs(meta.configs, configs, incremental,
                                     broker.log_manager.default_config)
             if not validate_only:
-                apply_topic_configs(broker, name, new)
+                apply_topic_configs(broker.metadata_cache, broker.log_manager, name, new)
             return
         if name not in (DEFAULT_RESOURCE, str(broker.broker_id)):
             raise errors.InvalidRequestError(
@@ -312,7 +317,7 @@ class ConfigAdminManager:
                 f"received {name}")
         new = new_broker_configs(broker.dynamic_config.dynamic(name), configs, incremental)
         if not validate_only:
-            apply_broker_configs(broker, name, new)
+            apply_broker_configs(broker.metadata_cache, broker.dynamic_config, name, new)
 
 
 __all__ = ["RESOURCE_TYPE_BROKER", "RESOURCE_TYPE_TOPIC", "ConfigAdminManager", "OpType", "alter_log_levels", "alter_resources", "apply_broker_configs",

@@ -224,10 +224,18 @@ class Broker:
     def _join_cluster(self, timeout_s: float = 60.0) -> None:
         """Register with the controller and wait (bounded) for its first image, so that the
         broker answers clients with the cluster's leaders from its first request on."""
+        from kafkacore.broker.metadata.metadata_loader import MetadataLoader
         from kafkacore.broker.server.broker_lifecycle_manager import BrokerLifecycleManager
         from kafkacore.broker.server.forwarding_manager import ForwardingManager
 
-        self.lifecycle = BrokerLifecycleManager(self)
+        self.lifecycle = BrokerLifecycleManager(
+            self.config, self.broker_id, self.cluster_id,
+            advertised_address=self.advertised_address, faults=self.faults,
+            metadata_loader=lambda client: MetadataLoader(
+                client, self.broker_id, interval_ms=self.config["broker.heartbeat.interval.ms"],
+                metadata_cache=self.metadata_cache, log_manager=self.log_manager,
+                dynamic_config=self.dynamic_config, replicas=self.replica_manager,
+                authorizer=self.authorizer))
         self.forwarding_manager = ForwardingManager(self.lifecycle.controller_channel,
                                                     self.lifecycle.metadata_loader)
         self.lifecycle.start()
