@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.metadata.metadata_loader import MetadataLoader
 from kafkacore.broker.network.faults import FaultInjector
 from kafkacore.broker.network.kafka_request_handler import KafkaRequestHandlerPool
 from kafkacore.broker.network.request_channel import RequestChannel
 from kafkacore.broker.network.socket_server import SocketServer
 from kafkacore.broker.security.authentication import build_listener_security, inter_broker_sasl
 from kafkacore.broker.server.auto_topic_creation_manager import AutoTopicCreationManager
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 
 if TYPE_CHECKING:
     from kafkacore.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
@@ -224,18 +226,13 @@ class Broker:
     def _join_cluster(self, timeout_s: float = 60.0) -> None:
         """Register with the controller and wait (bounded) for its first image, so that the
         broker answers clients with the cluster's leaders from its first request on."""
-        from kafkacore.broker.metadata.metadata_loader import MetadataLoader
         from kafkacore.broker.server.broker_lifecycle_manager import BrokerLifecycleManager
         from kafkacore.broker.server.forwarding_manager import ForwardingManager
 
         self.lifecycle = BrokerLifecycleManager(
             self.config, self.broker_id, self.cluster_id,
             advertised_address=self.advertised_address, faults=self.faults,
-            metadata_loader=lambda client: MetadataLoader(
-                client, self.broker_id, interval_ms=self.config["broker.heartbeat.interval.ms"],
-                metadata_cache=self.metadata_cache, log_manager=self.log_manager,
-                dynamic_config=self.dynamic_config, replicas=self.replica_manager,
-                authorizer=self.authorizer))
+            metadata_loader=self.new_metadata_loader)
         self.forwarding_manager = ForwardingManager(self.lifecycle.controller_channel,
                                                     self.lifecycle.metadata_loader)
         self.lifecycle.start()
@@ -244,6 +241,15 @@ class Broker:
             raise TimeoutError(f"broker {self.broker_id}: no metadata from the controller at "
                                f"{self.config['controller.quorum.bootstrap.servers']} within "
                                f"{timeout_s} s")
+
+    def new_metadata_loader(self, client: InterBrokerClient | None) -> MetadataLoader:
+        """A :class:`~kafkacore.broker.metadata.metadata_loader.MetadataLoader` that pulls over
+        ``client`` (a connection to the controller) and publishes into this broker's parts."""
+        return MetadataLoader(
+            client, self.broker_id, interval_ms=self.config["broker.heartbeat.interval.ms"],
+            metadata_cache=self.metadata_cache, log_manager=self.log_manager,
+            dynamic_config=self.dynamic_config, replicas=self.replica_manager,
+            authorizer=self.authorizer)
 
     def __enter__(self) -> Broker:
         return self.start()
