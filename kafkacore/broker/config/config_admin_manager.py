@@ -1,5 +1,5 @@
 """``ConfigAdminManager``: AlterConfigs and IncrementalAlterConfigs, for topics, brokers and
-groups (Kafka 4's GROUP resources, ``kafkacore.broker.group.group_config``).
+groups (Kafka 4's GROUP resources, ``kafkacore.broker.config.group_config``).
 
 A config change is checked whole before anything changes: the principal's right (ALTER_CONFIGS
 on the topic, or on the cluster for a broker), the resource, each name and value.  Then it is
@@ -19,33 +19,27 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kafkacore import errors
+from kafkacore.broker.config.config_resource import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC
 from kafkacore.broker.config.dynamic_broker_config import DEFAULT_RESOURCE, DynamicBrokerConfig
+from kafkacore.broker.config.group_config import (
+    RESOURCE_TYPE_GROUP,
+    group_defaults,
+    validate_group_configs,
+)
+from kafkacore.broker.config.kafka_config import BrokerConfig
 from kafkacore.broker.config.logging_controller import (
     LEVELS,
     RESOURCE_TYPE_BROKER_LOGGER,
     ROOT_LOGGER,
     LoggingController,
 )
-from kafkacore.broker.group.group_config import (
-    RESOURCE_TYPE_GROUP,
-    group_defaults,
-    validate_group_configs,
-)
 from kafkacore.broker.log import LogConfig, LogManager
-from kafkacore.broker.metadata.metadata_cache import (
-    RESOURCE_TYPE_BROKER,
-    RESOURCE_TYPE_TOPIC,
-    MetadataCache,
-)
 from kafkacore.broker.network.request_channel import Request
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
 from kafkacore.errors import Errors
-
-if TYPE_CHECKING:
-    from kafkacore.broker.server.kafka_apis import KafkaApis
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +182,41 @@ def alter_log_levels(configs: list[dict[str, Any]], validate_only: bool) -> None
             LoggingController.set_log_level(c["name"], c["value"])
 
 
-def apply_topic_configs(metadata_cache: MetadataCache, log_manager: LogManager, name: str,
+class ConfigRepository(Protocol):
+    """Where the cluster's configs are kept (Kafka's ``ConfigRepository``; here the broker's
+    :class:`~kafkacore.broker.metadata.metadata_cache.MetadataCache`, which persists them)."""
+
+    def get(self, name: str) -> Any:
+        """The topic's metadata (its ``configs`` and ``partitions``), None if there is none."""
+
+    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> Any:
+        """The topic's metadata after the change, None if there is no such topic."""
+
+    def alter_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None: ...
+
+    def group_configs(self, group_id: str) -> dict[str, str]: ...
+
+    def alter_group_configs(self, group_id: str, configs: dict[str, str], *,
+                            persist: bool = True) -> None: ...
+
+
+class ConfigApis(Protocol):
+    """What the config APIs use of the broker's request handling (``KafkaApis``)."""
+
+    def respond(self, request: Request, body: dict[str, Any]) -> None: ...
+
+    def authorize(self, request: Request, operation: AclOperation, resource_type: ResourceType,
+                  name: str = ...) -> bool: ...
+
+    def authorize_topic(self, request: Request, operation: AclOperation,
+                        name: str | None) -> bool: ...
+
+    def forward_to_controller(self, request: Request,
+                              refused: tuple[str, list[dict[str, Any]]] | None = None) -> bool:
+        """In a cluster: the request sent to the controller and answered (True)."""
+
+
+def apply_topic_configs(metadata_cache: ConfigRepository, log_manager: LogManager, name: str,
                         configs: dict[str, str]) -> None:
     """A topic's new own configs: into the metadata (persisted), then into its logs here."""
     meta = metadata_cache.alter_topic_configs(name, configs)
@@ -202,7 +230,7 @@ def apply_topic_configs(metadata_cache: MetadataCache, log_manager: LogManager, 
     log.info("topic %s: configs now %s", name, configs)
 
 
-def apply_broker_configs(metadata_cache: MetadataCache, dynamic_config: DynamicBrokerConfig,
+def apply_broker_configs(metadata_cache: ConfigRepository, dynamic_config: DynamicBrokerConfig,
                          name: str, configs: dict[str, str]) -> None:
     """A broker resource's new dynamic configs: persisted, then in force (every log's
     defaults follow)."""
@@ -216,9 +244,17 @@ class ConfigAdminManager:
     rights, then the change itself, made here by a broker alone (its own controller) or
     forwarded to the controller in a cluster."""
 
-    def __init__(self, apis: KafkaApis) -> None:
+    def __init__(self, apis: ConfigApis, config: BrokerConfig, broker_id: int, *,
+                 metadata_cache: ConfigRepository, log_manager: LogManager,
+                 dynamic_config: DynamicBrokerConfig) -> None:
         self.apis = apis
-        self.broker = apis.broker
+        self.config = config
+        self.broker_id = broker_id
+        self.metadata_cache = metadata_cache
+        self.log_manager = log_manager
+        self.dynamic_config = dynamic_config
+        #: A broker alone is its own controller: what it keeps, it persists itself.
+        self.alone: bool = config["process.roles"] != "broker"
 
     def handle_incremental_alter_configs_request(self, request: Request) -> None:
         self._handle(request, incremental=True)
@@ -277,47 +313,44 @@ class ConfigAdminManager:
         the controller does not take GROUP resources yet."""
         if not name:
             raise errors.InvalidRequestError("Group name must not be empty")
-        broker = self.broker
-        current = broker.metadata_cache.group_configs(name)
-        effective = {**group_defaults(broker.config), **current}
+        current = self.metadata_cache.group_configs(name)
+        effective = {**group_defaults(self.config), **current}
         for c in configs:  # Kafka: no group config is a list
             if incremental and _operation(c) in (OpType.APPEND, OpType.SUBTRACT):
                 raise errors.InvalidConfigError(
                     f"Config value {_operation(c).name.lower()} is not allowed for config "
                     f"key: {c['name']}")
         new = apply_ops(current, configs, incremental, effective)
-        new = validate_group_configs(new, broker.config)
+        new = validate_group_configs(new, self.config)
         if not validate_only:
-            broker.metadata_cache.alter_group_configs(name, new,
-                                                      persist=broker.lifecycle is None)
+            self.metadata_cache.alter_group_configs(name, new, persist=self.alone)
             log.info("group %s: configs now %s", name, new)
 
     def _alter_logger(self, kind: int, name: str, configs: list[dict[str, Any]],
                       incremental: bool, validate_only: bool) -> None:
-        if name != str(self.broker.broker_id):
+        if name != str(self.broker_id):
             raise errors.InvalidRequestError(
-                f"Unexpected broker id, expected {self.broker.broker_id} but received {name}")
+                f"Unexpected broker id, expected {self.broker_id} but received {name}")
         alter_log_levels(configs, validate_only)
 
     def _alter_one(self, kind: int, name: str, configs: list[dict[str, Any]], incremental: bool,
                    validate_only: bool) -> None:
-        broker = self.broker
         if kind == RESOURCE_TYPE_TOPIC:
-            meta = broker.metadata_cache.get(name)
+            meta = self.metadata_cache.get(name)
             if meta is None:
                 raise errors.UnknownTopicOrPartitionError(f"Topic {name} does not exist")
             new = new_topic_configs(meta.configs, configs, incremental,
-                                    broker.log_manager.default_config)
+                                    self.log_manager.default_config)
             if not validate_only:
-                apply_topic_configs(broker.metadata_cache, broker.log_manager, name, new)
+                apply_topic_configs(self.metadata_cache, self.log_manager, name, new)
             return
-        if name not in (DEFAULT_RESOURCE, str(broker.broker_id)):
+        if name not in (DEFAULT_RESOURCE, str(self.broker_id)):
             raise errors.InvalidRequestError(
-                f"Unexpected broker id, expected {broker.broker_id} or empty string, but "
+                f"Unexpected broker id, expected {self.broker_id} or empty string, but "
                 f"received {name}")
-        new = new_broker_configs(broker.dynamic_config.dynamic(name), configs, incremental)
+        new = new_broker_configs(self.dynamic_config.dynamic(name), configs, incremental)
         if not validate_only:
-            apply_broker_configs(broker.metadata_cache, broker.dynamic_config, name, new)
+            apply_broker_configs(self.metadata_cache, self.dynamic_config, name, new)
 
 
 __all__ = ["RESOURCE_TYPE_BROKER", "RESOURCE_TYPE_TOPIC", "ConfigAdminManager", "OpType", "alter_log_levels", "alter_resources", "apply_broker_configs",

@@ -10,9 +10,10 @@ See docs/broker/admin.rst.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from kafkacore.broker.config.config_admin_manager import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC
+from kafkacore.broker.config.config_admin_manager import ConfigApis
+from kafkacore.broker.config.config_resource import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC
 from kafkacore.broker.config.config_source import (
     ConfigSource,
     ConfigType,
@@ -21,25 +22,31 @@ from kafkacore.broker.config.config_source import (
     config_value_string,
 )
 from kafkacore.broker.config.dynamic_broker_config import DEFAULT_RESOURCE, TOPIC_SYNONYMS
+from kafkacore.broker.config.group_config import GROUP_CONFIGS, RESOURCE_TYPE_GROUP, group_defaults
 from kafkacore.broker.config.kafka_config import SETTINGS, is_sensitive
 from kafkacore.broker.config.logging_controller import (
     RESOURCE_TYPE_BROKER_LOGGER,
     LoggingController,
 )
-from kafkacore.broker.group.group_config import GROUP_CONFIGS, RESOURCE_TYPE_GROUP, group_defaults
 from kafkacore.broker.log import LogConfig
 from kafkacore.broker.network.request_channel import Request
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
 from kafkacore.errors import Errors
 
-if TYPE_CHECKING:
-    from kafkacore.broker.server.kafka_apis import KafkaApis
+
+class DescribeConfigsApis(ConfigApis, Protocol):
+    """What ``ConfigHelper`` uses of the broker's request handling (``KafkaApis``): its checks
+    and answers, and the broker whose configs it describes (that broker's ``metadata_cache``,
+    ``dynamic_config``, ``log_manager``, ``config`` and ``broker_id``)."""
+
+    @property
+    def broker(self) -> Any: ...
 
 
 class ConfigHelper:
     """Answers DescribeConfigs (Kafka's ``ConfigHelper``)."""
 
-    def __init__(self, apis: KafkaApis) -> None:
+    def __init__(self, apis: DescribeConfigsApis) -> None:
         self.apis = apis
         self.broker = apis.broker
 

@@ -1005,7 +1005,7 @@ def _session_timeout_ms(coordinator: ConsumerGroupCoordinator,
 
 def _group_setting(coordinator: ConsumerGroupCoordinator, group_id: str, name: str,
                    default: int) -> int:
-    """A group's own config (Kafka 4's GroupConfig, kafkacore.broker.group.group_config), else
+    """A group's own config (Kafka 4's GroupConfig, kafkacore.broker.config.group_config), else
     ``default``, the broker's setting."""
     own = getattr(coordinator.metadata_cache, "group_configs", None)
     value = own(group_id).get(name) if own is not None else None

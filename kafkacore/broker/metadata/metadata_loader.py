@@ -28,8 +28,8 @@ from kafkacore.broker.config.config_admin_manager import (
     apply_topic_configs,
 )
 from kafkacore.broker.config.dynamic_broker_config import DynamicBrokerConfig
-from kafkacore.broker.controller.client_quota_control_manager import client_quota_record
 from kafkacore.broker.log import LogConfig, LogManager
+from kafkacore.broker.metadata.client_quota_control_manager import client_quota_record
 from kafkacore.broker.metadata.metadata_cache import MetadataCache
 from kafkacore.broker.metadata.metadata_log import METADATA_TOPIC_ID
 from kafkacore.broker.metadata.partition_state import PartitionState

@@ -83,7 +83,9 @@ class KafkaApis(ApiRequestHandler):
         acl_apis = AclApis(self, self.authorizer, lambda: broker.forwarding_manager)
         consumer_group_apis = ConsumerGroupApis(self)
         config_helper = ConfigHelper(self)
-        config_admin = ConfigAdminManager(self)
+        config_admin = ConfigAdminManager(
+            self, broker.config, broker.broker_id, metadata_cache=broker.metadata_cache,
+            log_manager=broker.log_manager, dynamic_config=broker.dynamic_config)
         #: api key -> handler; ApiVersions lists exactly these keys.
         self.handlers: dict[int, Callable[[Request], None]] = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
