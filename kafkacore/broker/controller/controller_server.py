@@ -49,7 +49,9 @@ class ControllerServer:
 
     def start(self) -> ControllerServer:
         self.socket_server = SocketServer(self.config, self.request_channel, self.faults)
-        self._handlers = KafkaRequestHandlerPool(self.request_channel, ControllerApis(self),
+        apis = ControllerApis(self.request_channel, self.config, self.controller,
+                              self.authorizer, self.acls)
+        self._handlers = KafkaRequestHandlerPool(self.request_channel, apis,
                                                  self.config["num.io.threads"])
         self._handlers.start()
         self.socket_server.startup()
