@@ -86,7 +86,7 @@ class AlterPartitionManager(ShutdownableThread):
     def _send(self, partition: Partition, new_isr: list[int]) -> tuple[int, int, list[int], int]:
         """One AlterPartition: (error, leader epoch, ISR, partition epoch) as the controller
         decided them."""
-        lifecycle = self.replica_manager.broker.lifecycle
+        lifecycle = self.replica_manager.lifecycle()
         response = lifecycle.controller_channel.send(ApiKey.ALTER_PARTITION, 3, {
             "broker_id": self.replica_manager.broker_id, "broker_epoch": lifecycle.broker_epoch,
             "topics": [{"topic_id": partition.topic_id, "partitions": [{

@@ -114,7 +114,10 @@ class Broker:
         if self._started:
             return self
         from kafkacore.broker.group.group_coordinator import GroupCoordinator
-        from kafkacore.broker.group.group_metadata_manager import GroupMetadataManager
+        from kafkacore.broker.group.group_metadata_manager import (
+            OFFSETS_TOPIC,
+            GroupMetadataManager,
+        )
         from kafkacore.broker.log import ProducerIdManager
         from kafkacore.broker.log.producer_id import BROKER_ID_SPACE_BITS
         from kafkacore.broker.metadata.metadata_cache import MetadataCache
@@ -145,7 +148,11 @@ class Broker:
         self.log_manager = _make_log_manager(self)
         from kafkacore.broker.server.replica_manager import ReplicaManager
 
-        self.replica_manager = ReplicaManager(self)
+        self.replica_manager = ReplicaManager(
+            self.config, self.broker_id, log_manager=self.log_manager,
+            metadata_cache=self.metadata_cache, scheduler=self.kafka_scheduler,
+            faults=self.faults, inter_broker_sasl=self.inter_broker_sasl,
+            lifecycle=lambda: self.lifecycle)
         #: the coordinators' internal topics, made on their first use (in a cluster: by the
         #: controller, through the forwarding manager the broker has once it joined)
         self.auto_topic_creation_manager = AutoTopicCreationManager(
@@ -154,6 +161,8 @@ class Broker:
             self.config, self.broker_id, metadata_cache=self.metadata_cache,
             log_manager=self.log_manager, replicas=self.replica_manager,
             topic_creator=self.auto_topic_creation_manager)
+        self.replica_manager.add_leadership_listener(
+            OFFSETS_TOPIC, lambda leading: group_manager.on_leadership(set(leading)))
         self.group_coordinator = GroupCoordinator(
             group_manager,
             group_min_session_timeout_ms=self.config["group.min.session.timeout.ms"],
@@ -167,6 +176,7 @@ class Broker:
         self.socket_server = SocketServer(self.config, self.request_channel, self.faults,
                                           self.listener_security)
         from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
+        from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 
         self.transaction_coordinator = TransactionCoordinator(
             self.config, self.broker_id, producer_id_manager=self.producer_id_manager,
@@ -174,6 +184,9 @@ class Broker:
             replicas=self.replica_manager, group_manager=group_manager,
             topic_creator=self.auto_topic_creation_manager, faults=self.faults,
             inter_broker_sasl=self.inter_broker_sasl)
+        # each partition's leader epoch is its coordinator epoch
+        self.replica_manager.add_leadership_listener(
+            TRANSACTION_STATE_TOPIC, self.transaction_coordinator.txn_manager.on_leadership)
         from kafkacore.broker.server.fetch_session import FetchManager, FetchSessionCache
 
         self.fetch_manager = FetchManager(FetchSessionCache(

@@ -91,8 +91,8 @@ class ReplicaFetcherThread(ShutdownableThread):
             self._address = address
             self._client = InterBrokerClient(
                 address[0], address[1], f"replica-fetcher-{self.rm.broker_id}",
-                self.config["replica.socket.timeout.ms"] / 1000.0, self.rm.broker.faults,
-                sasl=self.rm.broker.inter_broker_sasl)
+                self.config["replica.socket.timeout.ms"] / 1000.0, self.rm.faults,
+                sasl=self.rm.inter_broker_sasl)
         return self._client
 
     def _backoff(self) -> None:
@@ -103,7 +103,7 @@ class ReplicaFetcherThread(ShutdownableThread):
         next turn runs (ShutdownableThread)."""
         if self._stopping.is_set():
             return False
-        if self.rm.broker.faults.isolated:
+        if self.rm.faults.isolated:
             if self._client is not None:
                 self._client.close()
             self._stopping.wait(0.1)
@@ -193,7 +193,7 @@ class ReplicaFetcherThread(ShutdownableThread):
         request = self.session.build(wanted)
         body = {
             "replica_state": {"replica_id": self.rm.broker_id,
-                              "replica_epoch": self.rm.broker.lifecycle.broker_epoch},
+                              "replica_epoch": self.rm.lifecycle().broker_epoch},
             "max_wait_ms": self.config["replica.fetch.wait.max.ms"],
             "min_bytes": 1, "max_bytes": max(max_bytes, 10 * 1024 * 1024),
             "isolation_level": 0, "session_id": request.session_id,
