@@ -502,3 +502,39 @@ def test_snake_case():
     assert codec.snake_case("timeoutMs") == "timeout_ms"
     assert codec.snake_case("IsrNodes") == "isr_nodes"
     assert codec.snake_case("ZkMigrationReady") == "zk_migration_ready"
+
+
+def test_each_family_module_declares_what_the_registry_holds():
+    """kafkacore/protocol/messages/ keeps one module per API family; the registry (MESSAGES,
+    built in api_message_type) holds exactly the pairs the family modules declare, each under its
+    own api key, and the package hands every declaration on."""
+    import ast
+    import importlib
+    import pkgutil
+    from pathlib import Path
+
+    from kafkacore.protocol import messages
+
+    not_families = {"api_message_type", "message_spec", "header"}
+    declared: dict[int, dict[str, object]] = {}
+    for info in pkgutil.iter_modules(messages.__path__):
+        module = importlib.import_module(f"{messages.__name__}.{info.name}")
+        # A family imports only the protocol's lower layers: api_keys and message_spec (so the
+        # registry above it is built without a cycle).
+        tree = ast.parse(Path(module.__file__).read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                     for alias in node.names}
+        if info.name != "api_message_type":
+            assert imported <= {"__future__", "typing", "kafkacore.protocol.api_keys",
+                                "kafkacore.protocol.messages.message_spec"}, info.name
+        if info.name in not_families:
+            continue
+        for name in module.__all__:
+            declaration = getattr(module, name)
+            assert getattr(messages, name) is declaration
+            declared.setdefault(declaration["apiKey"], {})[declaration["type"]] = declaration
+    assert set(declared) == set(MESSAGES) == set(ApiKey)
+    for key, (request, response) in MESSAGES.items():
+        assert declared[key]["request"] is request and declared[key]["response"] is response
+        assert request["apiKey"] == response["apiKey"] == key

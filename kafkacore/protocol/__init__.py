@@ -2,7 +2,7 @@
 
 ``messages`` holds the declarations (the fields of each request and response, the versions that
 have them, the flexible versions and the tagged fields), written the way Kafka's own JSON schemas
-are.  ``codec`` holds the one encoder and the one decoder that read those declarations, for
+are, one module per API family.  ``codec`` holds the one encoder and the one decoder that read those declarations, for
 requests and responses alike.
 """
 

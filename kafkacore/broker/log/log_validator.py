@@ -3,7 +3,7 @@
 Kafka's ``LogValidator`` in our terms: the compiled reader (``check_batches``, the checks of
 ``iter_batches`` without a Python object per record) checks every byte of every batch (framing,
 CRC-32C, varints, decompression), once per request, and ``analyze`` and ``assign_offsets``,
-which run for every partition of every Produce request, are compiled too (log_validator.pyx):
+which run for every partition of every Produce request, are compiled too (log_validator_core.pyx):
 they read each batch's 61-byte header in C.  This module keeps ``BatchHeader``, the layout and
 the slower checks (a follower's compacted batches, a read's ``verified_end``).
 
@@ -245,7 +245,7 @@ def recompress(records: bytes | bytearray | memoryview, headers: list[BatchHeade
     return out, analyze(out, max_message_bytes)
 
 
-# The two per-request functions, compiled (log_validator.pyx): it takes BatchHeader and
+# The two per-request functions, compiled (log_validator_core.pyx): it takes BatchHeader and
 # _check_compacted from this module, so the import comes after them.
 from kafkacore.broker.log.log_validator_core import analyze, assign_offsets  # noqa: E402
 

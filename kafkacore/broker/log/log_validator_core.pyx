@@ -7,7 +7,7 @@ broker's largest Python cost (about 270 bytecodes and two ``BatchHeader`` object
 Here each reads the 61-byte headers in C (big-endian, every bound checked), calls the compiled
 record checker (``check_batch``) and the CRC-32C in C, and builds each ``BatchHeader`` with one
 allocation.  ``BatchHeader``, the constants, the slower checks and the design account stay in
-``validator.py``, which is where callers import these two from.
+``log_validator.py``, which is where callers import these two from.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer
@@ -52,7 +52,7 @@ cdef extern from *:
     object kc_alloc_tuple_of(object cls, Py_ssize_t n)
 
 
-# Set at the end of this module, from validator.py (which imports this module at its end).
+# Set at the end of this module, from log_validator.py (which imports this module at its end).
 cdef object BatchHeader = None
 cdef object check_compacted = None
 cdef Py_ssize_t DEFAULT_BUDGET = DEFAULT_MAX_DECOMPRESSED_BYTES
@@ -208,7 +208,7 @@ def analyze(records, max_message_bytes, *, allow_control=False, compacted=False)
     coordinator's markers); ``CorruptMessageError`` for anything the reader rejects (framing,
     CRC, varints, codec); ``MessageTooLargeError`` for a batch above ``max.message.bytes``.
     ``compacted``: batches copied from a leader's log, which its log cleaner may have left with
-    fewer records than offsets (or none): see ``validator._check_compacted``.  Each header's
+    fewer records than offsets (or none): see ``log_validator._check_compacted``.  Each header's
     maxTimestamp is the one it will have: its records' largest timestamp.
     """
     cdef Py_buffer view
@@ -340,4 +340,4 @@ BatchHeader = _validator.BatchHeader
 check_compacted = _validator._check_compacted
 if not (issubclass(BatchHeader, tuple) and len(BatchHeader._fields) == HEADER_FIELDS
         and BatchHeader.__basicsize__ == tuple.__basicsize__):
-    raise ImportError("validator.BatchHeader must be a NamedTuple of 14 fields, no more")
+    raise ImportError("log_validator.BatchHeader must be a NamedTuple of 14 fields, no more")

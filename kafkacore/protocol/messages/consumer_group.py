@@ -3,11 +3,13 @@ ConsumerGroupDescribe (69), declared as Kafka 4's JSON schemas declare them."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkacore.protocol.api_keys import ApiKey
+from kafkacore.protocol.messages.message_spec import Declaration
 
-Declaration = dict[str, Any]
+__all__ = [
+    "CONSUMER_GROUP_HEARTBEAT_REQUEST", "CONSUMER_GROUP_HEARTBEAT_RESPONSE",
+    "CONSUMER_GROUP_DESCRIBE_REQUEST", "CONSUMER_GROUP_DESCRIBE_RESPONSE",
+]
 
 #: A topic's partitions by topic id (the heartbeat's ``TopicPartitions``).
 _TOPIC_PARTITIONS = [
@@ -126,11 +128,4 @@ CONSUMER_GROUP_DESCRIBE_RESPONSE: Declaration = {
              "default": -2147483648},
         ]},
     ],
-}
-
-CONSUMER_GROUP_MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: (CONSUMER_GROUP_HEARTBEAT_REQUEST,
-                                      CONSUMER_GROUP_HEARTBEAT_RESPONSE),
-    ApiKey.CONSUMER_GROUP_DESCRIBE: (CONSUMER_GROUP_DESCRIBE_REQUEST,
-                                     CONSUMER_GROUP_DESCRIBE_RESPONSE),
 }
