@@ -7,21 +7,39 @@ import logging
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kafkacore.broker.config.dynamic_broker_config import DynamicBrokerConfig
 from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
+from kafkacore.broker.group.group_coordinator import GroupCoordinator
+from kafkacore.broker.group.group_metadata_manager import (
+    OFFSETS_TOPIC,
+    GroupMetadataManager,
+)
+from kafkacore.broker.log import LogConfig, LogManager, ProducerIdManager
+from kafkacore.broker.log.cleaner_config import CleanerConfig
+from kafkacore.broker.log.log_manager import LogManagerIntervals
+from kafkacore.broker.log.producer_id import BROKER_ID_SPACE_BITS
+from kafkacore.broker.metadata.metadata_cache import MetadataCache
 from kafkacore.broker.metadata.metadata_loader import MetadataLoader
 from kafkacore.broker.network.faults import FaultInjector
 from kafkacore.broker.network.kafka_request_handler import KafkaRequestHandlerPool
 from kafkacore.broker.network.request_channel import RequestChannel
 from kafkacore.broker.network.socket_server import SocketServer
 from kafkacore.broker.security.authentication import build_listener_security, inter_broker_sasl
+from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
 from kafkacore.broker.server.auto_topic_creation_manager import AutoTopicCreationManager
+from kafkacore.broker.server.broker_lifecycle_manager import BrokerLifecycleManager
+from kafkacore.broker.server.client_quota_manager import QuotaManagers
+from kafkacore.broker.server.fetch_session import FetchManager, FetchSessionCache
+from kafkacore.broker.server.forwarding_manager import ForwardingManager
+from kafkacore.broker.server.kafka_apis import KafkaApis
+from kafkacore.broker.server.replica_manager import ReplicaManager
 from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
-
-if TYPE_CHECKING:
-    from kafkacore.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
-    from kafkacore.broker.group.group_metadata_manager import GroupMetadataManager
+from kafkacore.broker.server_common.kafka_scheduler import KafkaScheduler
+from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
+from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -113,27 +131,12 @@ class Broker:
     def start(self) -> Broker:
         if self._started:
             return self
-        from kafkacore.broker.group.group_coordinator import GroupCoordinator
-        from kafkacore.broker.group.group_metadata_manager import (
-            OFFSETS_TOPIC,
-            GroupMetadataManager,
-        )
-        from kafkacore.broker.log import ProducerIdManager
-        from kafkacore.broker.log.producer_id import BROKER_ID_SPACE_BITS
-        from kafkacore.broker.metadata.metadata_cache import MetadataCache
-        from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
-        from kafkacore.broker.server.kafka_apis import KafkaApis
-
         first_dir = self.config.log_dirs[0]
         self.metadata_cache = MetadataCache(first_dir)
-        from kafkacore.broker.server.client_quota_manager import QuotaManagers
-
         self.quotas = QuotaManagers(self.config["quota.window.num"],
                                     self.config["quota.window.size.seconds"])
         self.quotas.update(self.metadata_cache.client_quotas.quotas)
         self.metadata_cache.on_client_quotas = self.quotas.update
-        from kafkacore.broker.config.dynamic_broker_config import DynamicBrokerConfig
-
         self.dynamic_config = DynamicBrokerConfig(self.config, self.broker_id,
                                                   self.metadata_cache.broker_configs())
         self.authorizer = StandardAuthorizer.from_config(self.config)
@@ -141,13 +144,9 @@ class Broker:
         in_cluster = self.config["process.roles"] == "broker"
         self.producer_id_manager = ProducerIdManager(
             first_dir, first_id=self.broker_id << BROKER_ID_SPACE_BITS if in_cluster else 0)
-        from kafkacore.broker.server_common.kafka_scheduler import KafkaScheduler
-
         self.kafka_scheduler = KafkaScheduler(self.config["background.threads"])
         self.kafka_scheduler.startup()
         self.log_manager = _make_log_manager(self)
-        from kafkacore.broker.server.replica_manager import ReplicaManager
-
         self.replica_manager = ReplicaManager(
             self.config, self.broker_id, log_manager=self.log_manager,
             metadata_cache=self.metadata_cache, scheduler=self.kafka_scheduler,
@@ -175,9 +174,6 @@ class Broker:
         self.group_coordinator.startup()
         self.socket_server = SocketServer(self.config, self.request_channel, self.faults,
                                           self.listener_security)
-        from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
-        from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
-
         self.transaction_coordinator = TransactionCoordinator(
             self.config, self.broker_id, producer_id_manager=self.producer_id_manager,
             metadata_cache=self.metadata_cache, log_manager=self.log_manager,
@@ -187,8 +183,6 @@ class Broker:
         # each partition's leader epoch is its coordinator epoch
         self.replica_manager.add_leadership_listener(
             TRANSACTION_STATE_TOPIC, self.transaction_coordinator.txn_manager.on_leadership)
-        from kafkacore.broker.server.fetch_session import FetchManager, FetchSessionCache
-
         self.fetch_manager = FetchManager(FetchSessionCache(
             self.config["max.incremental.fetch.session.cache.slots"],
             self.config["min.incremental.fetch.session.eviction.ms"]))
@@ -239,9 +233,6 @@ class Broker:
     def _join_cluster(self, timeout_s: float = 60.0) -> None:
         """Register with the controller and wait (bounded) for its first image, so that the
         broker answers clients with the cluster's leaders from its first request on."""
-        from kafkacore.broker.server.broker_lifecycle_manager import BrokerLifecycleManager
-        from kafkacore.broker.server.forwarding_manager import ForwardingManager
-
         self.lifecycle = BrokerLifecycleManager(
             self.config, self.broker_id, self.cluster_id,
             advertised_address=self.advertised_address, faults=self.faults,
@@ -277,10 +268,6 @@ class Broker:
 def _make_log_manager(broker: Broker) -> Any:
     """The storage: a :class:`kafkacore.broker.log.LogManager` over ``log.dirs``, with the
     broker-wide log settings as every topic's default, recovered at start-up."""
-    from kafkacore.broker.log import LogConfig, LogManager
-    from kafkacore.broker.log.cleaner_config import CleanerConfig
-    from kafkacore.broker.log.log_manager import LogManagerIntervals
-
     c = broker.config
     default = broker.dynamic_config.default_log_config()
     dirs: list[str | Path] = list(c.log_dirs)
@@ -314,8 +301,6 @@ def _consumer_group_coordinator(broker: Broker,
                                 group_manager: GroupMetadataManager) -> ConsumerGroupCoordinator:
     """The KIP-848 half of the group coordinator, with ``group.consumer.*`` (checked by
     :class:`~kafkacore.broker.config.kafka_config.BrokerConfig`)."""
-    from kafkacore.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
-
     config = broker.config
     return ConsumerGroupCoordinator(
         group_manager, broker.metadata_cache,
