@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from kafkacore import errors
+from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.network.faults import FaultInjector
 from kafkacore.broker.server.fetch_session_handler import FetchSessionHandler
 from kafkacore.broker.server.partition import Partition
 from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors
+from kafkacore.network.sasl import SaslMechanism
 from kafkacore.protocol.api_keys import ApiKey
-
-if TYPE_CHECKING:
-    from kafkacore.broker.server.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,32 @@ def _by_topic(items: Any) -> list[dict[str, Any]]:
             for topic_id, entries in grouped.items()]
 
 
+class FollowerContext(Protocol):
+    """What a follower's fetchers use of the :class:`ReplicaManager` that starts them: this
+    broker's id and settings, the leaders' addresses, what their connections obey and
+    authenticate with, and the broker's registration (its epoch rides on each fetch)."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def brokers(self) -> Mapping[int, tuple[str, int]]: ...
+
+    @property
+    def faults(self) -> FaultInjector: ...
+
+    @property
+    def inter_broker_sasl(self) -> Callable[[], SaslMechanism] | None: ...
+
+    def lifecycle(self) -> Any:
+        """The ``BrokerLifecycleManager`` (its ``broker_epoch``), None before it joins."""
+
+
 class ReplicaFetcherThread(ShutdownableThread):
-    def __init__(self, replica_manager: ReplicaManager, source_broker_id: int) -> None:
+    def __init__(self, replica_manager: FollowerContext, source_broker_id: int) -> None:
         super().__init__(f"ReplicaFetcherThread-{replica_manager.broker_id}-{source_broker_id}")
         self.rm = replica_manager
         self.source_broker_id = source_broker_id
@@ -255,7 +280,7 @@ class ReplicaFetcherThread(ShutdownableThread):
 class ReplicaFetcherManager:
     """One :class:`ReplicaFetcherThread` per leader this broker follows partitions on."""
 
-    def __init__(self, replica_manager: ReplicaManager) -> None:
+    def __init__(self, replica_manager: FollowerContext) -> None:
         self.rm = replica_manager
         # Lock order: before ReplicaFetcherThread._lock. Guards _threads.
         self._lock = threading.Lock()

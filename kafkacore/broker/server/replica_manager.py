@@ -39,6 +39,7 @@ from kafkacore.broker.server.broker_lifecycle_manager import BrokerLifecycleMana
 from kafkacore.broker.server.delayed_fetch import READ_COMMITTED, DelayedFetch
 from kafkacore.broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafkacore.broker.server.partition import Partition
+from kafkacore.broker.server.replica_fetcher import ReplicaFetcherManager
 from kafkacore.broker.server_common.files import replace_atomically
 from kafkacore.broker.server_common.kafka_scheduler import KafkaScheduler
 from kafkacore.broker.server_common.purgatory import DelayedOperationPurgatory
@@ -106,7 +107,7 @@ class ReplicaManager:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.produce_purgatory = DelayedOperationPurgatory("Produce", broker_id=self.broker_id)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", broker_id=self.broker_id)
-        self.fetcher_manager: Any = None  # a ReplicaFetcherManager, in a cluster
+        self.fetcher_manager: ReplicaFetcherManager | None = None  # in a cluster
         self.alter_partition_manager: AlterPartitionManager | None = None
         #: the cluster as the controller last described it: (brokers by id, topics)
         self.brokers: dict[int, tuple[str, int]] = {}
@@ -120,10 +121,9 @@ class ReplicaManager:
     def startup(self) -> None:
         if self.standalone:
             return
-        from kafkacore.broker.server.replica_fetcher import ReplicaFetcherManager
-
         self.fetcher_manager = ReplicaFetcherManager(self)
-        self.alter_partition_manager = AlterPartitionManager(self)
+        self.alter_partition_manager = AlterPartitionManager(
+            self.broker_id, lifecycle=self.lifecycle, on_isr_applied=self._on_isr_applied)
         self.alter_partition_manager.start()
         # Kafka's ReplicaManager.startup: both on the broker's KafkaScheduler.
         scheduler = self.scheduler
@@ -132,6 +132,14 @@ class ReplicaManager:
         hw_period = self.config["replica.high.watermark.checkpoint.interval.ms"]
         scheduler.schedule("highwatermark-checkpoint", self.checkpoint_high_watermarks,
                            hw_period, hw_period)
+
+    def _on_isr_applied(self, key: tuple[str, int], changed: bool) -> None:
+        """The controller answered an AlterPartition: a new ISR may complete waiting produces
+        (and fetches); an unchanged one still lets the produces recheck."""
+        if changed:
+            self.complete_delayed_requests(key)
+        else:
+            self.produce_purgatory.check_and_complete(key)
 
     def shutdown(self) -> None:
         self._stop.set()
