@@ -6,7 +6,7 @@ protocol.  See docs/broker/groups.rst.
 
 May import: ``kafkacore.broker.server_common``, ``kafkacore.broker.log``,
 ``kafkacore.broker.config`` (the assignors' names), ``kafkacore.broker.metadata``, the protocol
-and the errors; what it needs of the rest (appending
-to ``__consumer_offsets``, the partition's leader, creating the topic) it is handed, as the
-Protocols of ``server_common.coordinator_collaborators``.
+and the errors; what it needs of the rest (appending to ``__consumer_offsets``, the partition's
+leader, creating the topic) it is handed, as the Protocols of
+``server_common.coordinator_collaborators``.
 """
