@@ -146,7 +146,8 @@ class Broker:
             first_dir, first_id=self.broker_id << BROKER_ID_SPACE_BITS if in_cluster else 0)
         self.kafka_scheduler = KafkaScheduler(self.config["background.threads"])
         self.kafka_scheduler.startup()
-        self.log_manager = _make_log_manager(self)
+        self.log_manager = _make_log_manager(self.config, self.dynamic_config,
+                                             self.kafka_scheduler, self.metadata_cache)
         self.replica_manager = ReplicaManager(
             self.config, self.broker_id, log_manager=self.log_manager,
             metadata_cache=self.metadata_cache, scheduler=self.kafka_scheduler,
@@ -169,7 +170,8 @@ class Broker:
             group_initial_rebalance_delay_ms=self.config["group.initial.rebalance.delay.ms"],
             group_max_size=self.config["group.max.size"],
             broker_id=self.broker_id,
-            consumer_groups=_consumer_group_coordinator(self, group_manager),
+            consumer_groups=_consumer_group_coordinator(self.config, group_manager,
+                                                        self.metadata_cache),
         )
         self.group_coordinator.startup()
         self.socket_server = SocketServer(self.config, self.request_channel, self.faults,
@@ -265,11 +267,11 @@ class Broker:
         return f"Broker(id={self.broker_id}, {self.bootstrap_servers})"
 
 
-def _make_log_manager(broker: Broker) -> Any:
+def _make_log_manager(c: BrokerConfig, dynamic_config: DynamicBrokerConfig,
+                      scheduler: KafkaScheduler, metadata_cache: MetadataCache) -> LogManager:
     """The storage: a :class:`kafkacore.broker.log.LogManager` over ``log.dirs``, with the
     broker-wide log settings as every topic's default, recovered at start-up."""
-    c = broker.config
-    default = broker.dynamic_config.default_log_config()
+    default = dynamic_config.default_log_config()
     dirs: list[str | Path] = list(c.log_dirs)
     intervals = LogManagerIntervals(
         retention_check_ms=c["log.retention.check.interval.ms"],
@@ -280,30 +282,29 @@ def _make_log_manager(broker: Broker) -> Any:
         initial_task_delay_ms=c["log.initial.task.delay.ms"],
         dir_probe_ms=c["log.dir.failure.probe.interval.ms"],
     )
-    manager = LogManager(dirs, default, scheduler=broker.kafka_scheduler, intervals=intervals,
+    manager = LogManager(dirs, default, scheduler=scheduler, intervals=intervals,
                          cleaner_config=CleanerConfig.from_broker_config(c))
     topic_configs = {
         t.name: LogConfig.from_properties(t.configs, base=default)
-        for t in broker.metadata_cache.topics()
+        for t in metadata_cache.topics()
     }
     manager.startup(topic_configs)
 
     def topic_configs_of(name: str) -> dict[str, str]:
-        meta = broker.metadata_cache.get(name)
+        meta = metadata_cache.get(name)
         return {} if meta is None else meta.configs
 
-    broker.dynamic_config.log_listeners.append(
+    dynamic_config.log_listeners.append(
         lambda default: manager.reconfigure_default_log_config(default, topic_configs_of))
     return manager
 
 
-def _consumer_group_coordinator(broker: Broker,
-                                group_manager: GroupMetadataManager) -> ConsumerGroupCoordinator:
+def _consumer_group_coordinator(config: BrokerConfig, group_manager: GroupMetadataManager,
+                                metadata_cache: MetadataCache) -> ConsumerGroupCoordinator:
     """The KIP-848 half of the group coordinator, with ``group.consumer.*`` (checked by
     :class:`~kafkacore.broker.config.kafka_config.BrokerConfig`)."""
-    config = broker.config
     return ConsumerGroupCoordinator(
-        group_manager, broker.metadata_cache,
+        group_manager, metadata_cache,
         heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
         session_timeout_ms=config["group.consumer.session.timeout.ms"],
         max_size=config["group.consumer.max.size"],
