@@ -31,8 +31,6 @@ KNOWN = {
     # BrokerConfig and EndPoint: the listener settings the reactor and TLS/SASL read.
     ("network", "config"),
     ("security", "config"),
-    # ConsumerGroupApis is a KafkaApis handler, leaving group/ with the APIs' split.
-    ("group", "server"),
 }
 
 

@@ -21,12 +21,8 @@ import uuid
 from typing import Any, Protocol
 
 from kafkacore import errors
-from kafkacore.broker.config.config_admin_manager import (
-    RESOURCE_TYPE_BROKER,
-    RESOURCE_TYPE_TOPIC,
-    apply_broker_configs,
-    apply_topic_configs,
-)
+from kafkacore.broker.config.config_admin_manager import apply_broker_configs, apply_topic_configs
+from kafkacore.broker.config.config_resource import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC
 from kafkacore.broker.config.dynamic_broker_config import DynamicBrokerConfig
 from kafkacore.broker.log import LogConfig, LogManager
 from kafkacore.broker.metadata.client_quota_control_manager import client_quota_record
@@ -452,14 +448,14 @@ class MetadataLoader:
             meta = cache.get(name)
             try:
                 if meta is not None and meta.configs != configs:
-                    apply_topic_configs(cache, self.log_manager, name, configs)
+                    apply_topic_configs(self, name, configs)
             except InvalidConfigError as exc:  # one topic's: the others still change
                 log.error("broker %d: cannot apply topic %s's new configs %s (%s); skipped",
                           self.broker_id, name, configs, exc)
         for name, configs in brokers.items():
             try:
                 if self.dynamic_config.dynamic(name) != configs:
-                    apply_broker_configs(cache, self.dynamic_config, name, configs)
+                    apply_broker_configs(self, name, configs)
             except errors.KafkaError as exc:
                 log.error("broker %d: cannot apply the dynamic configs %s of %r (%s); "
                           "skipped", self.broker_id, configs, name, exc)

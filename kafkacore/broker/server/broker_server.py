@@ -188,7 +188,17 @@ class Broker:
         self.fetch_manager = FetchManager(FetchSessionCache(
             self.config["max.incremental.fetch.session.cache.slots"],
             self.config["min.incremental.fetch.session.eviction.ms"]))
-        self.apis = KafkaApis(self)
+        self.apis = KafkaApis(
+            request_channel=self.request_channel, config=self.config, broker_id=self.broker_id,
+            cluster_id=self.cluster_id, advertised_address=self.advertised_address,
+            faults=self.faults, metadata_cache=self.metadata_cache, log_manager=self.log_manager,
+            replica_manager=self.replica_manager, group_coordinator=self.group_coordinator,
+            transaction_coordinator=self.transaction_coordinator,
+            producer_id_manager=self.producer_id_manager, quotas=self.quotas,
+            fetch_manager=self.fetch_manager, authorizer=self.authorizer,
+            dynamic_config=self.dynamic_config,
+            # made when this broker joins a cluster, after the APIs
+            forwarding_manager=lambda: self.forwarding_manager)
         # After the APIs: loading may write markers at once, through the replica manager.
         self.transaction_coordinator.startup()
         self._handlers = KafkaRequestHandlerPool(
