@@ -11,7 +11,8 @@ and the controller's ``ControllerApis`` both build on it).  ``faults`` is what a
 into a process's requests and connections, and its control socket.  See docs/broker/reactor.rst
 and docs/broker/faults.rst.
 
-May import: ``kafkacore.broker.server_common``, ``kafkacore.broker.security`` (a connection's
-authentication and the authorizer's vocabulary), the protocol and the errors.  Nothing here
+May import: ``kafkacore.broker.server_common``, ``kafkacore.broker.log`` (the file regions a
+Fetch answer sends), ``kafkacore.broker.config`` (the listeners), ``kafkacore.broker.security`` (a
+connection's authentication and the authorizer's vocabulary), the protocol and the errors.  Nothing here
 knows an API's meaning.
 """
