@@ -27,7 +27,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkacore.broker.group import consumer_group_records as records
 from kafkacore.broker.group import consumer_protocol
@@ -49,13 +49,11 @@ from kafkacore.broker.group.group_metadata import (
     JoinGroupResult,
     SyncGroupResult,
 )
+from kafkacore.broker.group.group_metadata_manager import GroupMetadataManager
 from kafkacore.broker.group.regex import RegexError, compile_regex
+from kafkacore.broker.metadata.metadata_cache import MetadataCache
 from kafkacore.broker.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkacore.errors import Errors
-
-if TYPE_CHECKING:
-    from kafkacore.broker.group.group_metadata_manager import GroupMetadataManager
-    from kafkacore.broker.metadata.metadata_cache import MetadataCache
 
 log = logging.getLogger(__name__)
 
