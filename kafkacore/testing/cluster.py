@@ -7,7 +7,7 @@
 Every broker keeps its ``log.dirs`` under one directory (a temporary one unless given), so
 ``restart(broker)`` brings it back with its log, on the same port.  Faults without killing
 (``isolate``, ``heal``, ``set_latency``, ``fail_next``) go through each broker's control socket
-(``kafkacore.broker.server.faults.BrokerControl``).  Every wait is bounded.
+(``kafkacore.broker.network.faults.BrokerControl``).  Every wait is bounded.
 See docs/broker/failover.rst.
 """
 
@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import kafkacore
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common import lifeline
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.errors import Errors
 from kafkacore.network.sasl import PlainMechanism
 from kafkacore.protocol import codec
@@ -443,7 +443,7 @@ class Cluster:
         node.paused = False
 
     def _control(self, broker: int) -> Any:
-        from kafkacore.broker.server.faults import BrokerControl
+        from kafkacore.broker.network.faults import BrokerControl
 
         self._broker(broker)
         return BrokerControl(self.control_socket(broker))
@@ -486,8 +486,8 @@ class Cluster:
                     timeout_s: float = 30.0) -> None:
         """Make ``broker`` (a live in-sync replica) the partition's leader, with a new leader
         epoch, and wait (bounded) until the controller records it.  Raises
-        ``kafkacore.broker.server.faults.InvalidFaultError`` if ``broker`` is not eligible."""
-        from kafkacore.broker.server.faults import BrokerControl
+        ``kafkacore.broker.network.faults.InvalidFaultError`` if ``broker`` is not eligible."""
+        from kafkacore.broker.network.faults import BrokerControl
 
         self._broker(broker)
         assert self.base is not None

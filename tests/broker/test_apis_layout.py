@@ -20,7 +20,7 @@ from kafkacore.protocol.api_keys import ApiKey
 
 SERVER = Path(__file__).resolve().parents[2] / "kafkacore" / "broker" / "server"
 #: Modules outside the apis package that answer requests for the controller too.
-SHARED = {"kafkacore.broker.server.api_request_handler",
+SHARED = {"kafkacore.broker.network.api_request_handler",
           "kafkacore.broker.security.authorizer.acl_apis"}
 
 

@@ -1,7 +1,7 @@
 """What AlterConfigs and IncrementalAlterConfigs change, for topics, brokers and their loggers,
 shared by a broker alone and the controller (the requests' handler, Kafka's
 ``ConfigAdminManager``, is :mod:`kafkacore.broker.server.apis.configs`; groups' configs are
-Kafka 4's GROUP resources, ``kafkacore.broker.group.group_config``).
+Kafka 4's GROUP resources, ``kafkacore.broker.config.group_config``).
 
 A config change is checked whole before anything changes: the principal's right (ALTER_CONFIGS
 on the topic, or on the cluster for a broker), the resource, each name and value.  Then it is
@@ -21,22 +21,18 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from kafkacore import errors
+from kafkacore.broker.config.config_resource import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC
 from kafkacore.broker.config.dynamic_broker_config import DynamicBrokerConfig
 from kafkacore.broker.config.logging_controller import (
     LEVELS,
     ROOT_LOGGER,
     LoggingController,
 )
-from kafkacore.broker.log import LogConfig
-from kafkacore.broker.metadata.metadata_cache import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC
+from kafkacore.broker.log import LogConfig, LogManager
 from kafkacore.errors import Errors
-
-if TYPE_CHECKING:
-    from kafkacore.broker.log.log_manager import LogManager
-    from kafkacore.broker.metadata.metadata_cache import MetadataCache
 
 log = logging.getLogger(__name__)
 
@@ -179,13 +175,24 @@ def alter_log_levels(configs: list[dict[str, Any]], validate_only: bool) -> None
             LoggingController.set_log_level(c["name"], c["value"])
 
 
+class ConfigRepository(Protocol):
+    """Where the cluster's configs are kept (Kafka's ``ConfigRepository``; on a broker its
+    :class:`~kafkacore.broker.metadata.metadata_cache.MetadataCache`, which persists them)."""
+
+    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> Any:
+        """The topic's metadata (its ``partitions``) after the change, None if there is no
+        such topic."""
+
+    def alter_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None: ...
+
+
 class ConfigHolder(Protocol):
     """Where a config change lands on a broker: its metadata (persisted), its logs and its
     dynamic config.  The broker's KafkaApis (a change it makes alone) and its metadata loader's
     broker (a change the controller made) both have them."""
 
     @property
-    def metadata_cache(self) -> MetadataCache: ...
+    def metadata_cache(self) -> ConfigRepository: ...
     @property
     def log_manager(self) -> LogManager: ...
     @property

@@ -6,11 +6,13 @@ import json
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kafkacore.broker.config.config_admin_manager import RESOURCE_TYPE_BROKER
+from kafkacore.broker.config.config_resource import RESOURCE_TYPE_BROKER
 from kafkacore.broker.config.config_source import ConfigSource
 from kafkacore.broker.config.dynamic_broker_config import DEFAULT_RESOURCE
+from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.controller.quorum_controller import QuorumController
 from kafkacore.broker.controller.replication_control_manager import (
     EXCESSIVE_BATCH_MESSAGE,
     EXCESSIVE_PARTITIONS_MESSAGE,
@@ -20,16 +22,14 @@ from kafkacore.broker.controller.replication_control_manager import (
     total_partitions_requested,
 )
 from kafkacore.broker.metadata.metadata_log import METADATA_TOPIC_ID
-from kafkacore.broker.network.request_channel import Request
+from kafkacore.broker.network.api_request_handler import ApiRequestHandler
+from kafkacore.broker.network.request_channel import Request, RequestChannel
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.security.authorizer.acl_apis import AclApis
-from kafkacore.broker.server.api_request_handler import ApiRequestHandler
+from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.errors import BrokerResponseError, Errors
 from kafkacore.protocol.api_keys import ApiKey
-
-if TYPE_CHECKING:
-    from kafkacore.broker.controller.controller_server import ControllerServer
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +70,15 @@ def election_results(results: dict[tuple[str, int], tuple[int, str | None]]
 class ControllerApis(ApiRequestHandler):
     """The APIs the controller answers (Kafka's ``ControllerApis``)."""
 
-    def __init__(self, server: ControllerServer) -> None:
-        super().__init__(server.request_channel)
-        self.authorizer = server.authorizer
-        self.config = server.config
-        self.controller = server.controller
+    def __init__(self, request_channel: RequestChannel, config: BrokerConfig,
+                 controller: QuorumController, authorizer: StandardAuthorizer | None,
+                 acls: StandardAuthorizer) -> None:
+        """``authorizer``: the ACLs' judge (None: authorization is off); ``acls``: where the
+        cluster's ACLs are kept, judged or not (the ACL APIs manage them)."""
+        super().__init__(request_channel)
+        self.authorizer = authorizer
+        self.config = config
+        self.controller = controller
         self.handlers = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
             ApiKey.METADATA: self.handle_metadata_request,
@@ -95,7 +99,7 @@ class ControllerApis(ApiRequestHandler):
                 self.handle_alter_partition_reassignments_request,
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments_request,
         }
-        acl_apis = AclApis(self, server.acls)
+        acl_apis = AclApis(self, acls)
         self.handlers.update({
             ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
             ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,

@@ -10,11 +10,11 @@ from typing import Any
 from kafkacore.broker.config.kafka_config import BrokerConfig
 from kafkacore.broker.controller.controller_apis import ControllerApis
 from kafkacore.broker.controller.quorum_controller import QuorumController
+from kafkacore.broker.network.faults import ControlServer, FaultInjector
+from kafkacore.broker.network.kafka_request_handler import KafkaRequestHandlerPool
 from kafkacore.broker.network.request_channel import RequestChannel
 from kafkacore.broker.network.socket_server import SocketServer
 from kafkacore.broker.security.authorizer.standard_authorizer import ACLS_FILE, StandardAuthorizer
-from kafkacore.broker.server.faults import ControlServer, FaultInjector
-from kafkacore.broker.server.kafka_request_handler import KafkaRequestHandlerPool
 from kafkacore.errors import Errors
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,9 @@ class ControllerServer:
 
     def start(self) -> ControllerServer:
         self.socket_server = SocketServer(self.config, self.request_channel, self.faults)
-        self._handlers = KafkaRequestHandlerPool(self.request_channel, ControllerApis(self),
+        apis = ControllerApis(self.request_channel, self.config, self.controller,
+                              self.authorizer, self.acls)
+        self._handlers = KafkaRequestHandlerPool(self.request_channel, apis,
                                                  self.config["num.io.threads"])
         self._handlers.start()
         self.socket_server.startup()

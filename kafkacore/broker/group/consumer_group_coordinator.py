@@ -27,7 +27,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkacore.broker.group import consumer_group_records as records
 from kafkacore.broker.group import consumer_protocol
@@ -49,13 +49,11 @@ from kafkacore.broker.group.group_metadata import (
     JoinGroupResult,
     SyncGroupResult,
 )
+from kafkacore.broker.group.group_metadata_manager import GroupMetadataManager
 from kafkacore.broker.group.regex import RegexError, compile_regex
+from kafkacore.broker.metadata.metadata_cache import MetadataCache
 from kafkacore.broker.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kafkacore.errors import Errors
-
-if TYPE_CHECKING:
-    from kafkacore.broker.group.group_metadata_manager import GroupMetadataManager
-    from kafkacore.broker.metadata.metadata_cache import MetadataCache
 
 log = logging.getLogger(__name__)
 
@@ -1005,7 +1003,7 @@ def _session_timeout_ms(coordinator: ConsumerGroupCoordinator,
 
 def _group_setting(coordinator: ConsumerGroupCoordinator, group_id: str, name: str,
                    default: int) -> int:
-    """A group's own config (Kafka 4's GroupConfig, kafkacore.broker.group.group_config), else
+    """A group's own config (Kafka 4's GroupConfig, kafkacore.broker.config.group_config), else
     ``default``, the broker's setting."""
     own = getattr(coordinator.metadata_cache, "group_configs", None)
     value = own(group_id).get(name) if own is not None else None

@@ -69,7 +69,7 @@ def payload_size(payload: list[Any]) -> int:
 class HandlerTurn(threading.local):
     """Per thread: the wake-ups a handler thread owes the processors its answers went to, paid
     when its turn ends, on its way to the next request or to sleep
-    (:meth:`~kafkacore.broker.server.kafka_request_handler.KafkaRequestHandler.do_work`).  ``None`` on every other
+    (:meth:`~kafkacore.broker.network.kafka_request_handler.KafkaRequestHandler.do_work`).  ``None`` on every other
     thread (timers, purgatory reapers, coordinators): those wake a processor at once."""
 
     owed: list[Wakeup] | None = None

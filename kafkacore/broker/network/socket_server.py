@@ -5,7 +5,7 @@ One :class:`Acceptor` thread accepts connections and hands them round-robin to N
 connections: it reads complete size-delimited requests, decodes their header and body, puts them
 on the shared :class:`~kafkacore.broker.network.request_channel.RequestChannel` and **mutes** the
 connection (stops reading it) until the response to that request has been queued and written.
-Handler threads (:mod:`kafkacore.broker.server.kafka_request_handler`) take requests from the channel and put
+Handler threads (:mod:`kafkacore.broker.network.kafka_request_handler`) take requests from the channel and put
 responses on the processor's own response queue, waking its selector.
 
 There is one acceptor per listener (``listeners=NAME://host:port,...``).  A connection to an SSL
@@ -29,6 +29,7 @@ from typing import Any
 from kafkacore import errors
 from kafkacore.broker.config.kafka_config import BrokerConfig, EndPoint
 from kafkacore.broker.log.file_records import FileRecords
+from kafkacore.broker.network.faults import FaultInjector
 from kafkacore.broker.network.memory_pool import MemoryPool
 from kafkacore.broker.network.processor_core import (
     POLL_S,
@@ -52,7 +53,6 @@ from kafkacore.broker.security.authentication import (
     certificate_principal,
 )
 from kafkacore.broker.security.authentication_executor import AuthenticationExecutor
-from kafkacore.broker.server.faults import FaultInjector
 from kafkacore.broker.server_common.rate_limited_log import RateLimitedLog
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.protocol import codec

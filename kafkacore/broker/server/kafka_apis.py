@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kafkacore.broker.network.faults import FaultInjector, InjectedError, produce_error_body
 from kafkacore.broker.network.request_channel import Request, RequestChannel
 from kafkacore.broker.security.authorizer.acl_apis import AclApis
 from kafkacore.broker.server.apis.base import KafkaApisBase, body_of
@@ -28,7 +29,6 @@ from kafkacore.broker.server.apis.quotas import QuotaApis
 from kafkacore.broker.server.apis.sasl import SaslApis
 from kafkacore.broker.server.apis.topics import TopicApis
 from kafkacore.broker.server.apis.transactions import TransactionApis
-from kafkacore.broker.server.faults import FaultInjector, InjectedError, produce_error_body
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 

@@ -27,8 +27,8 @@ from kafkacore.broker.security.authorizer.acl import (
 from kafkacore.errors import Errors
 
 if TYPE_CHECKING:
+    from kafkacore.broker.network.api_request_handler import ApiRequestHandler
     from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
-    from kafkacore.broker.server.api_request_handler import ApiRequestHandler
 
 
 def _enum(kind: Any, code: int) -> Any:

@@ -20,7 +20,7 @@ every API key; each module's docstring names the requests it answers:
 - ``sasl``: SaslHandshake, SaslAuthenticate (on a listener without SASL);
 - ``base``: ``KafkaApisBase``, the collaborators and helpers every family shares.
 
-ApiVersions is :mod:`kafkacore.broker.server.api_request_handler`'s and the ACL APIs are
+ApiVersions is :mod:`kafkacore.broker.network.api_request_handler`'s and the ACL APIs are
 :mod:`kafkacore.broker.security.authorizer.acl_apis`' (the controller answers them with the same
 code).  See docs/broker/apis.rst.
 

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from kafkacore import errors
 from kafkacore.broker.log import LogConfig
+from kafkacore.broker.network.api_request_handler import ApiRequestHandler
+from kafkacore.broker.network.faults import FaultInjector, set_error_codes
 from kafkacore.broker.network.request_channel import Request
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
-from kafkacore.broker.server.api_request_handler import ApiRequestHandler
-from kafkacore.broker.server.faults import FaultInjector, set_error_codes
 from kafkacore.errors import Errors
 
 if TYPE_CHECKING:

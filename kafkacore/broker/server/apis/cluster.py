@@ -1,6 +1,6 @@
 """DescribeCluster and DescribeLogDirs: the admin client's view of the brokers and of this
 broker's log directories.  (ApiVersions, which every Kafka process answers the same way, is
-:class:`~kafkacore.broker.server.api_request_handler.ApiRequestHandler`'s.)
+:class:`~kafkacore.broker.network.api_request_handler.ApiRequestHandler`'s.)
 See docs/broker/apis.rst.
 """
 

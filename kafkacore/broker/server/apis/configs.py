@@ -42,16 +42,16 @@ from kafkacore.broker.config.config_source import (
     config_value_string,
 )
 from kafkacore.broker.config.dynamic_broker_config import DEFAULT_RESOURCE, TOPIC_SYNONYMS
-from kafkacore.broker.config.kafka_config import SETTINGS, is_sensitive
-from kafkacore.broker.config.logging_controller import (
-    RESOURCE_TYPE_BROKER_LOGGER,
-    LoggingController,
-)
-from kafkacore.broker.group.group_config import (
+from kafkacore.broker.config.group_config import (
     GROUP_CONFIGS,
     RESOURCE_TYPE_GROUP,
     group_defaults,
     validate_group_configs,
+)
+from kafkacore.broker.config.kafka_config import SETTINGS, is_sensitive
+from kafkacore.broker.config.logging_controller import (
+    RESOURCE_TYPE_BROKER_LOGGER,
+    LoggingController,
 )
 from kafkacore.broker.log import LogConfig
 from kafkacore.broker.network.request_channel import Request

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from kafkacore.broker.group.group_coordinator import OffsetAndMetadata
 from kafkacore.broker.group.group_metadata_manager import OFFSETS_TOPIC
@@ -18,7 +18,6 @@ from kafkacore.broker.network.request_channel import Request
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.server.apis.base import KafkaApisBase, body_of
 from kafkacore.broker.transaction.add_partitions_to_txn_manager import txn_offset_commit_error
-from kafkacore.broker.transaction.transaction_marker_channel_manager import append_txn_markers
 from kafkacore.errors import Errors
 
 
@@ -281,10 +280,7 @@ class TransactionApis(KafkaApisBase):
                            for m in markers for t in m["topics"]
                            for p in t["partition_indexes"]})
             return
-        # append_txn_markers reads only the replica manager and the group coordinator of what it
-        # is handed (its signature names the Broker until the transaction package's parts take
-        # their collaborators); these handlers hold both.
-        append_txn_markers(cast(Any, self), markers, send_response)
+        self.transaction_coordinator.marker_manager.append_markers(markers, send_response)
 
     # -- the transaction admin calls: DescribeProducers, DescribeTransactions, ListTransactions
 

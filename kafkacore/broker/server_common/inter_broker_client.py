@@ -3,7 +3,7 @@
 Kafka's ``BrokerBlockingSender`` (the replica fetcher's) and ``NodeToControllerChannelManager``
 (heartbeats, AlterPartition) in one small class: one TCP connection, one request in flight,
 every wait bounded by a socket timeout.  When the broker is isolated on purpose
-(:class:`~kafkacore.broker.server.faults.FaultInjector`), the connection is closed and not re-opened
+(:class:`~kafkacore.broker.network.faults.FaultInjector`), the connection is closed and not re-opened
 until the broker is healed.
 """
 
