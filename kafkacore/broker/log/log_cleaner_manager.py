@@ -1,7 +1,7 @@
 """``LogCleanerManager``: which log the cleaner threads clean next, and where they got to
 (Kafka's ``LogCleanerManager``).
 
-Each log dir has a ``cleaner-offset-checkpoint`` file (the checkpoint format of the recovery
+Each log dir has a ``cleaner-offset-checkpoint`` file (an ``OffsetCheckpointFile``, as the recovery
 points): for each compacted partition, the offset up to which it was cleaned.  Everything after
 it is the log's *dirty* section; its *dirty ratio* is the dirty bytes over all the bytes that a
 clean could touch.  A thread asks for the *filthiest* log: the one with the highest ratio among
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kafkacore.broker.log.cleaner import LogCleaningAbortedError, LogToClean
 from kafkacore.broker.log.log import Log
+from kafkacore.broker.log.offset_checkpoint_file import OffsetCheckpointFile
 
 log = logging.getLogger(__name__)
 
@@ -51,25 +52,21 @@ class LogCleanerManager:
     # -- the checkpoints -----------------------------------------------------------------------
 
     def all_cleaner_checkpoints(self) -> dict[Key, int]:
-        from kafkacore.broker.log.log_manager import _read_checkpoint
-
         out: dict[Key, int] = {}
         for d in self.log_dirs:
-            out.update(_read_checkpoint(d / CLEANER_OFFSET_CHECKPOINT))
+            out.update(OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT).read())
         return out
 
     def _update_checkpoint(self, d: Path, key: Key, offset: int | None) -> None:
-        from kafkacore.broker.log.log_manager import _read_checkpoint, _write_checkpoint
-
-        path = d / CLEANER_OFFSET_CHECKPOINT
-        points = _read_checkpoint(path)
+        checkpoint = OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT)
+        points = checkpoint.read()
         alive = self._logs()
         points = {k: v for k, v in points.items() if k in alive}  # forget deleted partitions
         if offset is None:
             points.pop(key, None)
         else:
             points[key] = offset
-        _write_checkpoint(path, points)
+        checkpoint.write(points)
 
     # -- choosing a log --------------------------------------------------------------------------
 
