@@ -13,11 +13,10 @@ import pytest
 from waits import wait_until
 
 from kafkacore.broker.log import Log, LogConfig
-from kafkacore.broker.log.cleaner import DELETE_HORIZON_FLAG
 from kafkacore.broker.log.cleaner_config import CleanerConfig
 from kafkacore.broker.log.end_transaction_marker import end_transaction_marker
 from kafkacore.broker.log.log import CLEANED_SUFFIX, SWAP_SUFFIX
-from kafkacore.broker.log.log_cleaner import LogCleaner
+from kafkacore.broker.log.log_cleaner import DELETE_HORIZON_FLAG, LogCleaner
 from kafkacore.broker.log.log_cleaner_manager import CLEANER_OFFSET_CHECKPOINT
 from kafkacore.broker.log.log_segment import LOG_SUFFIX, file_name
 from kafkacore.broker.log.log_validator import read_header

@@ -18,9 +18,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from kafkacore.broker.log.cleaner import LogCleaningAbortedError, LogToClean
 from kafkacore.broker.log.log import Log
 from kafkacore.broker.log.offset_checkpoint_file import OffsetCheckpointFile
 
@@ -30,6 +30,30 @@ log = logging.getLogger(__name__)
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 
 Key = tuple[str, int]
+
+
+class LogCleaningAbortedError(Exception):
+    """The clean was stopped (shutdown, or the log went away); nothing was changed."""
+
+
+@dataclass
+class LogToClean:
+    """A compacted log and its sections, as the ``LogCleanerManager`` measured them."""
+
+    log: Log
+    #: where the dirty section starts (the cleaner's checkpoint)
+    first_dirty_offset: int
+    #: the first offset not to clean: the active segment, the LSO, min.compaction.lag.ms
+    uncleanable_offset: int
+    clean_bytes: int
+    dirty_bytes: int
+    #: max.compaction.lag.ms has passed for its oldest dirty record, or a horizon has
+    needs_compaction_now: bool = False
+
+    @property
+    def dirty_ratio(self) -> float:
+        total = self.clean_bytes + self.dirty_bytes
+        return self.dirty_bytes / total if total else 0.0
 
 
 class LogCleanerManager:
