@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkacore.errors import Errors
+from kafkacore.errors import Errors, IllegalStateError
 
 
 class GroupState(enum.Enum):
@@ -374,7 +374,3 @@ class GroupMetadata:
             f"GroupMetadata({self.group_id!r}, {self.state.value}, "
             f"generation={self.generation_id}, members={list(self.members)})"
         )
-
-
-class IllegalStateError(RuntimeError):
-    """A transition the state machine does not allow (a bug in the coordinator)."""
