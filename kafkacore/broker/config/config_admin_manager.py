@@ -222,7 +222,8 @@ class ConfigAdminManager:
         self._handle(request, incremental=False)
 
     def _handle(self, request: Request, incremental: bool) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise errors.IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         refused = []
         allowed = []

@@ -30,7 +30,7 @@ from kafkacore.broker.group.group_config import GROUP_CONFIGS, RESOURCE_TYPE_GRO
 from kafkacore.broker.log import LogConfig
 from kafkacore.broker.network.request_channel import Request
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
-from kafkacore.errors import Errors
+from kafkacore.errors import Errors, IllegalStateError
 
 if TYPE_CHECKING:
     from kafkacore.broker.server.kafka_apis import KafkaApis
@@ -46,7 +46,8 @@ class ConfigHelper:
     def handle_describe_configs_request(self, request: Request) -> None:
         """Kafka's checks: a topic needs DESCRIBE_CONFIGS on it, a broker DESCRIBE_CONFIGS on
         the cluster; a broker describes itself and the cluster-wide default ("")."""
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         documented = bool(request.body.get("include_documentation"))
         results = []
         for res in request.body["resources"]:

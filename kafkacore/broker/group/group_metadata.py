@@ -342,7 +342,9 @@ class GroupMetadata:
 
     def current_member_metadata(self) -> list[tuple[str, str | None, bytes]]:
         """What the leader gets in its JoinGroup response: every member's subscription."""
-        assert self.protocol_name is not None
+        if self.protocol_name is None:
+            raise IllegalStateError(
+                f"group {self.group_id}: member metadata asked before a protocol was chosen")
         return [
             (m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
             for m in self.members.values()

@@ -31,7 +31,7 @@ from kafkacore.broker.log.offset_index import INDEX_SUFFIX, OffsetIndex
 from kafkacore.broker.log.time_index import TIME_INDEX_SUFFIX, TimeIndex
 from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kafkacore.core.record_batch import Record, iter_batches
-from kafkacore.errors import CorruptMessageError
+from kafkacore.errors import CorruptMessageError, IllegalStateError
 
 LOG_SUFFIX = ".log"
 SNAPSHOT_SUFFIX = ".snapshot"
@@ -350,7 +350,8 @@ class LogSegment:
         (-1, base offset) when the segment has none."""
         if self._max_so_far is None:
             self._resume_max_timestamp()
-        assert self._max_so_far is not None
+        if self._max_so_far is None:
+            raise IllegalStateError(f"{self.log_path}: no max timestamp after resuming it")
         return self._max_so_far
 
     @property

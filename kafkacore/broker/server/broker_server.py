@@ -15,6 +15,7 @@ from kafkacore.broker.network.socket_server import SocketServer
 from kafkacore.broker.security.authentication import build_listener_security, inter_broker_sasl
 from kafkacore.broker.server.faults import FaultInjector
 from kafkacore.broker.server.kafka_request_handler import KafkaRequestHandlerPool
+from kafkacore.errors import IllegalStateError
 
 if TYPE_CHECKING:
     from kafkacore.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
@@ -100,7 +101,8 @@ class Broker:
     def statistics(self) -> dict[str, Any]:
         """Counters since start, for tests and benchmarks: ``network`` (every processor's, added
         up: requests by API key, bytes read and written) and ``fetch_sessions``."""
-        assert self.socket_server is not None, "the broker has not started"
+        if self.socket_server is None:
+            raise IllegalStateError("the broker has not started")
         network: collections.Counter[str] = collections.Counter()
         for processor in self.socket_server.statistics():
             network.update(processor)
@@ -189,7 +191,8 @@ class Broker:
         if not self._started:
             return
         self._started = False
-        assert self.socket_server is not None and self._handlers is not None
+        if self.socket_server is None or self._handlers is None:
+            raise IllegalStateError("a started broker without its socket server or handlers")
         if self.lifecycle is not None:
             self.lifecycle.shutdown()
         self.socket_server.shutdown()
