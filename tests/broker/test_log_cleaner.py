@@ -141,7 +141,8 @@ def test_tombstones_stay_for_delete_retention_ms_then_go(tmp_path):
     _fill(lg)
     assert cleaner.clean_now()
     assert [a for a in _read_all(lg) if a[2] is None] == tombstones
-    assert cleaner.manager._horizons[("t", 0)] > time.time() * 1000 + 3500_000
+    horizon = cleaner.manager.delete_horizon(("t", 0))
+    assert horizon is not None and horizon > time.time() * 1000 + 3500_000
 
 
 

@@ -151,6 +151,13 @@ class LogCleanerManager:
                 self._horizons.pop(best_key, None)
             return best
 
+    def delete_horizon(self, key: Key) -> int | None:
+        """The delete horizon (ms) the last clean of partition ``key`` wrote into its tombstones
+        and markers, or None: once it has passed, the log is cleaned again, dirty or not, to
+        remove them (KIP-534)."""
+        with self._lock:
+            return self._horizons.get(key)
+
     def check_done(self, lg: Log) -> None:
         """Raise :class:`LogCleaningAbortedError` if this log's clean must stop."""
         key = (lg.topic, lg.partition)

@@ -225,6 +225,13 @@ class LogManager:
         """The logs this broker holds."""
         return len(self._logs)
 
+    @property
+    def unsynced_dirs(self) -> frozenset[Path]:
+        """The log dirs that got a new partition directory whose name is not fsync'd yet: the
+        ``kafka-log-dir-flush`` task fsyncs them together, a crash before it may lose the name."""
+        with self._lock:
+            return frozenset(self._unsynced_dirs)
+
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
 
