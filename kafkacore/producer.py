@@ -185,6 +185,8 @@ class KafkaProducer:
         self._metrics.gauge("buffer-available-bytes", self._pool.available_memory)
         self._metrics.gauge("buffer-total-bytes", lambda: cfg["buffer.memory"])
         self._metrics.gauge("waiting-threads", self._pool.queued)
+        # Java's: requests sent to the brokers and not answered yet.
+        self._metrics.gauge("requests-in-flight", self._client.in_flight_request_count)
         self._sender.start(f"kafka-producer-network-thread | {self.client_id}")
         # librdkafka's settings with a meaning here (stats_cb, throttle_cb, debug, ...).
         self._librdkafka = attach_librdkafka(self)

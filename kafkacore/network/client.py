@@ -947,7 +947,8 @@ class NetworkClient:
         if node_id is not None:
             conn = self._connections.get(node_id)
             return len(conn.in_flight) if conn is not None else 0
-        return sum(len(c.in_flight) for c in self._connections.values())
+        # A copy: another thread (a metrics reader) may count while the I/O thread connects.
+        return sum(len(c.in_flight) for c in list(self._connections.values()))
 
     def has_in_flight_requests(self, node_id: int | None = None) -> bool:
         """``in_flight_request_count(node_id) > 0``."""
