@@ -207,7 +207,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             with contextlib.suppress(Exception):
                 broker.stop()
         parser.exit(2, f"{parser.prog}: error: {_start_up_error(exc)}\n")
-    assert broker is not None
     control = None
     try:
         if args.control_socket and isinstance(broker, Broker):

@@ -232,7 +232,8 @@ class KafkaRaftClient:
     def _become_candidate(self, now_ms: int) -> None:
         self.quorum.transition_to_candidate(now_ms)
         s = self.quorum.state
-        assert isinstance(s, CandidateState)
+        if not isinstance(s, CandidateState):
+            raise IllegalStateError(f"expected a CandidateState, not {s!r}")
         if s.is_vote_granted():  # a quorum of one
             self._become_leader(now_ms)
         else:
@@ -258,7 +259,8 @@ class KafkaRaftClient:
 
     def _become_leader(self, now_ms: int) -> None:
         s = self.quorum.state
-        assert isinstance(s, CandidateState)
+        if not isinstance(s, CandidateState):
+            raise IllegalStateError(f"expected a CandidateState, not {s!r}")
         leader = self.quorum.transition_to_leader(
             self.log.end_offset(), self.log.high_watermark, now_ms
         )
@@ -299,7 +301,8 @@ class KafkaRaftClient:
         successors = tuple(sorted(others, key=lambda v: (-s.replicas[v].end_offset, v)))
         self.quorum.transition_to_resigned(successors, now_ms)
         r = self.quorum.state
-        assert isinstance(r, ResignedState)
+        if not isinstance(r, ResignedState):
+            raise IllegalStateError(f"expected a ResignedState, not {r!r}")
         self._poll_resigned(r, now_ms)
 
     def _poll_resigned(self, s: ResignedState, now_ms: int) -> None:
@@ -513,7 +516,8 @@ class KafkaRaftClient:
 
     def _answer_fetch(self, s: LeaderState, envelope: Envelope) -> None:
         req = envelope.body
-        assert isinstance(req, FetchRequest)
+        if not isinstance(req, FetchRequest):
+            raise IllegalStateError(f"expected a FetchRequest, not {req!r}")
         records = self.log.read(req.fetch_offset, self.config.fetch_max_entries)
         self._respond(
             envelope,

@@ -28,7 +28,7 @@ from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.security.authorizer.acl_apis import AclApis
 from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
-from kafkacore.errors import BrokerResponseError, Errors
+from kafkacore.errors import BrokerResponseError, Errors, IllegalStateError
 from kafkacore.protocol.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,8 @@ class ControllerApis(ApiRequestHandler):
         """The metadata records from the broker's offset (KRaft brokers fetch
         ``__cluster_metadata`` from the controller quorum): each record's value is its JSON,
         in one record batch whose base offset is the fetch offset."""
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         responses = []
         for t in request.body["topics"]:
             parts = []
@@ -185,7 +186,8 @@ class ControllerApis(ApiRequestHandler):
                                "session_id": 0, "responses": responses})
 
     def handle_create_topics_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         default_rf = self.config["default.replication.factor"]
         default_partitions = self.config["num.partitions"]
@@ -244,7 +246,8 @@ class ControllerApis(ApiRequestHandler):
         return result
 
     def handle_delete_topics_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         # A broker forwards topics by name (it resolved v6's ids).
         names = [t["name"] for t in body["topics"]] if request.api_version >= 6 \
@@ -258,7 +261,8 @@ class ControllerApis(ApiRequestHandler):
         self.respond(request, {"throttle_time_ms": 0, "responses": results})
 
     def handle_create_partitions_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         with self.controller.lock:
             current = {t["name"]: len(info.partitions) for t in body["topics"]
@@ -281,7 +285,8 @@ class ControllerApis(ApiRequestHandler):
         """The dynamic configs the controller keeps: a topic's own (DYNAMIC_TOPIC_CONFIG), a
         broker resource's (DYNAMIC_BROKER_CONFIG, or DYNAMIC_DEFAULT_BROKER_CONFIG for "").
         Brokers behind the last snapshot read them with the whole image."""
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         results = []
         for res in request.body["resources"]:
             name = res["resource_name"]
@@ -312,14 +317,16 @@ class ControllerApis(ApiRequestHandler):
         self._alter_configs(request, incremental=True)
 
     def _alter_configs(self, request: Request, incremental: bool) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         self.respond(request, {"throttle_time_ms": 0, "responses": self.controller.alter_configs(
             body["resources"], incremental, body["validate_only"])})
 
     def handle_describe_client_quotas_request(self, request: Request) -> None:
         """Every quota a filter matches (a broker behind the last snapshot takes them all)."""
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         answer: dict[str, Any] = {"throttle_time_ms": 0, "error_code": Errors.NONE,
                                   "error_message": None, "entries": None}
         try:
@@ -331,13 +338,15 @@ class ControllerApis(ApiRequestHandler):
         self.respond(request, answer)
 
     def handle_alter_client_quotas_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         self.respond(request, {"throttle_time_ms": 0, "entries": self.controller
                                .alter_client_quotas(request.body["entries"],
                                                     request.body["validate_only"])})
 
     def handle_elect_leaders_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         asked = body["topic_partitions"]
         wanted = None if asked is None else [(t["topic"], p) for t in asked
@@ -347,7 +356,8 @@ class ControllerApis(ApiRequestHandler):
                                "replica_election_results": election_results(results)})
 
     def handle_alter_partition_reassignments_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         results = self.controller.alter_partition_reassignments(
             [(t["name"], p["partition_index"], p["replicas"]) for t in body["topics"]
@@ -355,7 +365,8 @@ class ControllerApis(ApiRequestHandler):
         self.respond(request, reassignment_results(results))
 
     def handle_list_partition_reassignments_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         asked = request.body["topics"]
         with self.controller.lock:
             ongoing = self.controller.replication.ongoing_reassignments(
@@ -373,7 +384,8 @@ class ControllerApis(ApiRequestHandler):
                                    for t, parts in by_topic.items()]})
 
     def handle_broker_registration_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         listener = body["listeners"][0] if body["listeners"] else None
         if listener is None:
@@ -393,7 +405,8 @@ class ControllerApis(ApiRequestHandler):
                                "broker_epoch": epoch})
 
     def handle_broker_heartbeat_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         error, fenced = self.controller.heartbeat(body["broker_id"], body["broker_epoch"],
                                                   body["want_shut_down"])
@@ -402,7 +415,8 @@ class ControllerApis(ApiRequestHandler):
                                "should_shut_down": body["want_shut_down"] and error == Errors.NONE})
 
     def handle_alter_partition_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         # Only the broker registered at that epoch may change its partitions' ISR.
         stale = self.controller.check_broker_epoch(body["broker_id"], body["broker_epoch"])

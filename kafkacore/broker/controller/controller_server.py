@@ -15,7 +15,7 @@ from kafkacore.broker.network.kafka_request_handler import KafkaRequestHandlerPo
 from kafkacore.broker.network.request_channel import RequestChannel
 from kafkacore.broker.network.socket_server import SocketServer
 from kafkacore.broker.security.authorizer.standard_authorizer import ACLS_FILE, StandardAuthorizer
-from kafkacore.errors import Errors
+from kafkacore.errors import Errors, IllegalStateError
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,8 @@ class ControllerServer:
 
     @property
     def bootstrap_servers(self) -> str:
-        assert self.socket_server is not None
+        if self.socket_server is None:
+            raise IllegalStateError("the controller has not started")
         port = self.config.advertised_port or self.socket_server.bound_port
         return f"{self.config.advertised_host}:{port}"
 
@@ -60,7 +61,8 @@ class ControllerServer:
         return self
 
     def stop(self) -> None:
-        assert self.socket_server is not None and self._handlers is not None
+        if self.socket_server is None or self._handlers is None:
+            raise IllegalStateError("the controller has not started")
         self.socket_server.shutdown()
         self._handlers.shutdown()
         self.controller.shutdown()

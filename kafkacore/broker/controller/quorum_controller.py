@@ -32,6 +32,7 @@ from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThrea
 from kafkacore.errors import (
     DuplicateBrokerRegistrationError,
     Errors,
+    IllegalStateError,
     InvalidConfigError,
     InvalidTopicError,
     InvalidUpdateVersionError,
@@ -135,7 +136,8 @@ class QuorumController:
             self.client_quotas.replay(r)
         elif kind in ("PartitionRecord", "PartitionChangeRecord"):
             info = rc.by_id(r["topic_id"])
-            assert info is not None, r
+            if info is None:
+                raise IllegalStateError(f"{kind} for a topic id no TopicRecord made: {r}")
             reg = PartitionRegistration(r["replicas"], r["isr"], r["leader"], r["leader_epoch"],
                                         r["partition_epoch"], r.get("adding_replicas", []),
                                         r.get("removing_replicas", []))

@@ -53,7 +53,7 @@ from kafkacore.broker.group.group_metadata_manager import GroupMetadataManager
 from kafkacore.broker.group.regex import RegexError, compile_regex
 from kafkacore.broker.metadata.metadata_cache import MetadataCache
 from kafkacore.broker.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory
-from kafkacore.errors import Errors
+from kafkacore.errors import Errors, IllegalStateError
 
 log = logging.getLogger(__name__)
 
@@ -782,7 +782,9 @@ class ConsumerGroupCoordinator:
     def classic_assignment(self, group: ConsumerGroup, member: ConsumerGroupMember) -> bytes:
         """The member's current partitions in the consumer protocol, in the version of its
         own metadata."""
-        assert member.classic is not None
+        if member.classic is None:
+            raise IllegalStateError(
+                f"member {member.member_id}: a classic assignment for a consumer-protocol member")
         names = {tid: topic for topic, (tid, _) in group.subscription_metadata.items()}
         assigned = {names.get(t) or self.metadata_cache.name_of(t): ps
                     for t, ps in member.assigned.items()}

@@ -40,6 +40,7 @@ from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common.kafka_scheduler import KafkaScheduler
 from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
 from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
+from kafkacore.errors import IllegalStateError
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,8 @@ class Broker:
     def statistics(self) -> dict[str, Any]:
         """Counters since start, for tests and benchmarks: ``network`` (every processor's, added
         up: requests by API key, bytes read and written) and ``fetch_sessions``."""
-        assert self.socket_server is not None, "the broker has not started"
+        if self.socket_server is None:
+            raise IllegalStateError("the broker has not started")
         network: collections.Counter[str] = collections.Counter()
         for processor in self.socket_server.statistics():
             network.update(processor)
@@ -224,7 +226,8 @@ class Broker:
         if not self._started:
             return
         self._started = False
-        assert self.socket_server is not None and self._handlers is not None
+        if self.socket_server is None or self._handlers is None:
+            raise IllegalStateError("the broker has not started")
         if self.lifecycle is not None:
             self.lifecycle.shutdown()
         self.socket_server.shutdown()

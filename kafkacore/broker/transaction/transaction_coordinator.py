@@ -171,7 +171,9 @@ class TransactionCoordinator:
                                       Errors.CONCURRENT_TRANSACTIONS if e == Errors.NONE else e,
                                       NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
             return
-        assert transit is not None
+        if transit is None:
+            raise errors.IllegalStateError(
+                f"{transactional_id}: no transition prepared for InitProducerId")
 
         def written(error: int) -> None:
             if error != Errors.NONE:
@@ -421,7 +423,8 @@ class TransactionCoordinator:
         if error != Errors.NONE:
             out["error_code"] = error
             return out
-        assert metadata is not None
+        if metadata is None:
+            raise errors.IllegalStateError(f"{transactional_id}: no metadata and no error")
         with metadata.lock:
             by_topic: dict[str, list[int]] = {}
             for topic, partition in sorted(metadata.topic_partitions):
