@@ -18,6 +18,9 @@ import pytest
 
 from kafkacore.errors import Errors
 
+# What the source says does not change with the interpreter that reads it: run once (py312).
+pytestmark = pytest.mark.pure_python
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "kafkacore"
 #: The two tables themselves.
