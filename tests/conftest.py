@@ -61,7 +61,8 @@ BROKER_FIXTURES = frozenset({"_local_broker", "kafka_broker"})
 # interpreters (its threads' supervision and shutdown, its start-up, TLS through the
 # interpreter's ssl module): they run on every Python version.  Every other module of
 # tests/broker tests the broker's pure-Python logic and is marked ``pure_python`` here: it runs
-# on one interpreter (py312, tox.ini), as the cluster tests do.
+# on one interpreter (py312, tox.ini), as the cluster tests do; so do tests/raft's (the Raft
+# core is pure Python and does no I/O).
 BROKER_TESTS_ON_EVERY_PYTHON = frozenset({
     "test_request_parser.py", "test_produce_fuzz.py", "test_unknown_requests.py",
     "test_response_encoder.py", "test_response_encoder_fetch.py",
@@ -71,6 +72,7 @@ BROKER_TESTS_ON_EVERY_PYTHON = frozenset({
     "test_threads_supervised.py", "test_broker_startup.py", "test_security_broker.py",
 })
 BROKER_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "broker")
+RAFT_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "raft")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -80,7 +82,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.broker)
         path = str(item.path)
         if (os.path.dirname(path) == BROKER_TESTS
-                and os.path.basename(path) not in BROKER_TESTS_ON_EVERY_PYTHON):
+                and os.path.basename(path) not in BROKER_TESTS_ON_EVERY_PYTHON
+                or os.path.dirname(path) == RAFT_TESTS):
             item.add_marker(pytest.mark.pure_python)
         if grouped:
             group = "cluster" if item.get_closest_marker("cluster") else item.nodeid.split("::")[0]

@@ -12,6 +12,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.pure_python  # reads the source: one interpreter is enough
+
 BROKER = Path(__file__).resolve().parent.parent / "kafkacore" / "broker"
 
 FLOOR = {
