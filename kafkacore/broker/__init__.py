@@ -18,7 +18,23 @@ Each package says in its ``__init__`` what lives there and what it may import; f
   the rest and hands each part what it uses (Kafka's ``kafka.server``).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from kafkacore.broker.config.kafka_config import BrokerConfig
-from kafkacore.broker.server.broker_server import Broker
+
+if TYPE_CHECKING:
+    from kafkacore.broker.server.broker_server import Broker
 
 __all__ = ["Broker", "BrokerConfig"]
+
+
+def __getattr__(name: str) -> Any:
+    # Broker on first use, not at import: ``kafkacore-broker`` (kafkacore.broker.__main__) must
+    # be able to say in one line that the broker's extra is missing before the group coordinator
+    # imports RE2.
+    if name == "Broker":
+        from kafkacore.broker.server.broker_server import Broker
+        return Broker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
