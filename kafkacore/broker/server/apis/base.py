@@ -118,9 +118,8 @@ class KafkaApisBase(ApiRequestHandler):
     # -- topics and partitions -------------------------------------------------------------------
 
     def topic_config(self, configs: dict[str, str]) -> LogConfig:
-        """A topic's :class:`~kafkacore.broker.log.LogConfig`: its own settings over the
-        broker-wide defaults (raises ``InvalidConfigError``)."""
-        return LogConfig.from_properties(configs, base=self.log_manager.default_config)
+        """A topic's :class:`~kafkacore.broker.log.LogConfig` (the replica manager's)."""
+        return self.replica_manager.topic_config(configs)
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> tuple[Any, bool]:
         """Record the topic (persisted first), then create its partitions' logs."""
@@ -132,15 +131,9 @@ class KafkaApisBase(ApiRequestHandler):
         return topic, created
 
     def get_partition_log(self, topic: str, partition: int) -> Any:
-        """The partition's log, or None when the topic or the partition does not exist."""
-        meta = self.metadata_cache.get(topic)
-        if meta is None or not 0 <= partition < meta.partitions:
-            return None
-        lg = self.log_manager.get_log(topic, partition)
-        if lg is None:  # the topic is known but this log was lost: recreate it empty
-            lg = self.log_manager.get_or_create_log(
-                topic, partition, self.topic_config(meta.configs), meta.topic_id)
-        return lg
+        """The partition's log, or None when the topic or the partition does not exist (the
+        replica manager's)."""
+        return self.replica_manager.get_partition_log(topic, partition)
 
     def partition_exists(self, topic: str, partition: int) -> bool:
         meta = self.metadata_cache.get(topic)
