@@ -19,6 +19,8 @@ from kafka.errors import ClusterAuthorizationFailedError
 from support.topics import new_topic
 from waits import wait_until
 
+from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.controller.quorum_controller import QuorumController
 from kafkacore.broker.security.authorizer import (
     AccessControlEntry,
     AclBinding,
@@ -154,6 +156,38 @@ def test_describe_on_the_cluster_is_needed(secured):
     )]) == [None]
     assert describe(secured.bootstrap_servers, **sasl_config(ALICE))["leader_id"] \
         == secured.broker_id
+
+
+# -- the controller's bookkeeping --------------------------------------------------------------
+
+def test_the_controller_follows_each_brokers_fetches(tmp_path):
+    config = BrokerConfig({"log.dirs": str(tmp_path), "node.id": 0})
+    controller = QuorumController(config)
+    for b in (1, 2):
+        controller.register_broker(b, "127.0.0.1", 9000 + b, f"incarnation-{b}")
+    end, [voter], observers = controller.describe_quorum()
+    assert end == controller.metadata_log.end_offset == voter["log_end_offset"] > 0
+    assert voter["replica_id"] == 0 and controller.leader_epoch == 1
+    # Registered, not yet fetching: known to be there, offsets unknown.
+    assert [(o["replica_id"], o["log_end_offset"], o["last_caught_up_timestamp"])
+            for o in observers] == [(1, -1, -1), (2, -1, -1)]
+    controller.fetch_records(0, 1000, replica_id=1)  # behind: not caught up yet
+    [one, _] = controller.describe_quorum()[2]
+    assert one["log_end_offset"] == 0 and one["last_fetch_timestamp"] > 0
+    assert one["last_caught_up_timestamp"] == -1
+    controller.fetch_records(end, 1000, replica_id=1)  # at the end: caught up now
+    [one, two] = controller.describe_quorum()[2]
+    assert one["log_end_offset"] == end
+    assert one["last_caught_up_timestamp"] == one["last_fetch_timestamp"] > 0
+    assert two["log_end_offset"] == -1
+    controller.create_topic("t", 1, 2, {})  # the end moves on; broker 1's next fetch says so
+    end2 = controller.describe_quorum()[0]
+    assert end2 > end
+    controller.fetch_records(end2, 1000, replica_id=1)
+    assert controller.describe_quorum()[2][0]["log_end_offset"] == end2
+    controller.metadata_log.close()
+    # A restart is a new election: the epoch goes on from the quorum-state file.
+    assert QuorumController(config).leader_epoch == 2
 
 
 # -- a cluster: the controller leads, the brokers observe -----------------------------------------
