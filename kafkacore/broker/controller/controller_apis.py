@@ -6,6 +6,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kafkacore.broker.config.config_resource import RESOURCE_TYPE_BROKER
@@ -22,6 +23,7 @@ from kafkacore.broker.controller.replication_control_manager import (
     total_partitions_requested,
 )
 from kafkacore.broker.metadata.metadata_log import METADATA_TOPIC_ID
+from kafkacore.broker.metadata.quorum_description import UNKNOWN, describe_quorum_response
 from kafkacore.broker.network.api_request_handler import ApiRequestHandler
 from kafkacore.broker.network.request_channel import Request, RequestChannel
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
@@ -72,13 +74,18 @@ class ControllerApis(ApiRequestHandler):
 
     def __init__(self, request_channel: RequestChannel, config: BrokerConfig,
                  controller: QuorumController, authorizer: StandardAuthorizer | None,
-                 acls: StandardAuthorizer) -> None:
+                 acls: StandardAuthorizer,
+                 listeners: Callable[[], list[tuple[str, str, int]]] | None = None) -> None:
         """``authorizer``: the ACLs' judge (None: authorization is off); ``acls``: where the
-        cluster's ACLs are kept, judged or not (the ACL APIs manage them)."""
+        cluster's ACLs are kept, judged or not (the ACL APIs manage them); ``listeners``: this
+        controller's endpoints as (name, host, port), the bound ports once listening
+        (DescribeQuorum's nodes; the configured ones if not given)."""
         super().__init__(request_channel)
         self.authorizer = authorizer
         self.config = config
         self.controller = controller
+        self.listeners = listeners or (lambda: [
+            (name, e.host, e.port) for name, e in config.advertised.items()])
         self.handlers = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
             ApiKey.METADATA: self.handle_metadata_request,
@@ -98,6 +105,7 @@ class ControllerApis(ApiRequestHandler):
             ApiKey.ALTER_PARTITION_REASSIGNMENTS:
                 self.handle_alter_partition_reassignments_request,
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments_request,
+            ApiKey.DESCRIBE_QUORUM: self.handle_describe_quorum_request,
         }
         acl_apis = AclApis(self, acls)
         self.handlers.update({
@@ -120,10 +128,14 @@ class ControllerApis(ApiRequestHandler):
             self.send_error_response(request, Errors.UNSUPPORTED_VERSION)
             return
         if request.api_key != ApiKey.API_VERSIONS and not self.authorize(
-                request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER):
+                request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER) and not (
+                request.api_key == ApiKey.DESCRIBE_QUORUM and self.authorize(
+                    request, AclOperation.DESCRIBE, ResourceType.CLUSTER)):
             # Only brokers talk to the controller (Kafka: CLUSTER_ACTION for registrations,
             # heartbeats, AlterPartition and the Envelope of forwarded requests); a request
             # whose answer has no error code to carry the refusal closes the connection.
+            # DescribeQuorum is a client's too: DESCRIBE on the cluster will do (Kafka's
+            # ControllerApis asks that of it; a broker forwards it having asked the same).
             self.send_error_response(request, Errors.CLUSTER_AUTHORIZATION_FAILED)
             return
         handler(request)
@@ -157,8 +169,11 @@ class ControllerApis(ApiRequestHandler):
         in one record batch whose base offset is the fetch offset."""
         if request.body is None:
             raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
+        body = request.body
+        replica_id = body["replica_state"]["replica_id"] if body.get("replica_state") \
+            else body.get("replica_id", UNKNOWN)
         responses = []
-        for t in request.body["topics"]:
+        for t in body["topics"]:
             parts = []
             for p in t["partitions"]:
                 part: dict[str, Any] = {
@@ -170,7 +185,7 @@ class ControllerApis(ApiRequestHandler):
                     part["error_code"] = Errors.UNKNOWN_TOPIC_ID
                     continue
                 error, records, start, end = self.controller.fetch_records(
-                    p["fetch_offset"], MAX_RECORDS_PER_FETCH)
+                    p["fetch_offset"], MAX_RECORDS_PER_FETCH, replica_id)
                 part.update(error_code=error, high_watermark=end, last_stable_offset=end,
                             log_start_offset=start)
                 if records:
@@ -184,6 +199,19 @@ class ControllerApis(ApiRequestHandler):
             responses.append({"topic_id": t.get("topic_id"), "partitions": parts})
         self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE,
                                "session_id": 0, "responses": responses})
+
+    def handle_describe_quorum_request(self, request: Request) -> None:
+        """The ``__cluster_metadata`` partition's quorum (KIP-595): this controller leads it,
+        alone, at the epoch of its last start; the high watermark is its metadata log's end
+        offset; the brokers are observers at the offset of their last metadata fetch."""
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
+        c = self.controller
+        high_watermark, voters, observers = c.describe_quorum()
+        self.respond(request, describe_quorum_response(
+            request.body, leader_id=c.node_id, leader_epoch=c.leader_epoch,
+            high_watermark=high_watermark, voters=voters, observers=observers,
+            nodes=[(c.node_id, self.listeners())]))
 
     def handle_create_topics_request(self, request: Request) -> None:
         if request.body is None:

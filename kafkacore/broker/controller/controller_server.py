@@ -48,10 +48,20 @@ class ControllerServer:
         port = self.config.advertised_port or self.socket_server.bound_port
         return f"{self.config.advertised_host}:{port}"
 
+    def listeners(self) -> list[tuple[str, str, int]]:
+        """(name, host, port) of each listener, at the port bound where 0 was asked."""
+        found = []
+        for name, endpoint in self.config.advertised.items():
+            port = endpoint.port
+            if port == 0 and self.socket_server is not None:
+                port = self.socket_server.bound_port_of(name)
+            found.append((name, endpoint.host, port))
+        return found
+
     def start(self) -> ControllerServer:
         self.socket_server = SocketServer(self.config, self.request_channel, self.faults)
         apis = ControllerApis(self.request_channel, self.config, self.controller,
-                              self.authorizer, self.acls)
+                              self.authorizer, self.acls, listeners=self.listeners)
         self._handlers = KafkaRequestHandlerPool(self.request_channel, apis,
                                                  self.config["num.io.threads"])
         self._handlers.start()

@@ -28,6 +28,12 @@ from kafkacore.broker.log import LogConfig
 from kafkacore.broker.metadata.client_quota_control_manager import ClientQuotaControlManager
 from kafkacore.broker.metadata.metadata_cache import validate_topic_name
 from kafkacore.broker.metadata.metadata_log import MetadataLog, Record
+from kafkacore.broker.metadata.quorum_description import (
+    UNKNOWN,
+    elect_self,
+    now_ms,
+    replica_state,
+)
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import (
     DuplicateBrokerRegistrationError,
@@ -95,6 +101,12 @@ class QuorumController:
         #: count again; any other change may have moved replicas)
         self._replica_counts: dict[int, int] | None = None
         self._load()
+        #: the leader epoch of ``__cluster_metadata``: each start is an election this lone
+        #: voter wins, persisted in the ``quorum-state`` file before it leads
+        self.leader_epoch = elect_self(config.log_dirs[0], self.node_id)
+        #: replica id -> how it fetches the records (Kafka's ``LeaderState.ReplicaState``): its
+        #: last fetch offset, when it fetched, our end offset then, when it was last caught up
+        self._fetches: dict[int, tuple[int, int, int, int]] = {}
         self._stop = threading.Event()
         self._fencer = ShutdownableThread(f"controller-{self.node_id}-fencer",
                                            work=self._fence_lapsed)
@@ -155,16 +167,50 @@ class QuorumController:
                 "broker_configs": self.configuration.broker_configs,
                 "client_quotas": self.client_quotas.records()}
 
-    def fetch_records(self, offset: int, max_records: int) -> tuple[int, list[Record], int, int]:
+    def fetch_records(self, offset: int, max_records: int, replica_id: int = UNKNOWN,
+                      ) -> tuple[int, list[Record], int, int]:
         """(error, up to ``max_records`` records from ``offset``, the first offset held, the end
         offset).  ``OFFSET_OUT_OF_RANGE`` when ``offset`` is before the last snapshot or past
-        the end: the broker then takes the whole image (a Metadata request) instead."""
+        the end: the broker then takes the whole image (a Metadata request) instead.
+        ``replica_id``: the broker fetching (DescribeQuorum shows how far each has fetched)."""
         with self.lock:
             start, end = self.records_start, self.metadata_log.end_offset
+            if replica_id >= 0:
+                self._record_fetch(replica_id, offset, end)
             if not start <= offset <= end:
                 return Errors.OFFSET_OUT_OF_RANGE, [], start, end
             first = offset - start
             return Errors.NONE, self.records[first:first + max_records], start, end
+
+    def _record_fetch(self, replica_id: int, offset: int, end: int) -> None:
+        """Kafka's ``ReplicaState.updateFollowerState``: a fetch from our end offset is caught
+        up now; a fetch from at least the end offset of its previous fetch was caught up then."""
+        now = now_ms()
+        caught_up = UNKNOWN
+        last = self._fetches.get(replica_id)
+        if last is not None:
+            _, last_fetch, end_then, caught_up = last
+            if offset >= end_then:
+                caught_up = max(caught_up, last_fetch)
+        if offset >= end:
+            caught_up = now
+        self._fetches[replica_id] = (offset, now, end, caught_up)
+
+    def describe_quorum(self) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
+        """(high watermark, voters, observers) for DescribeQuorum: this controller is the one
+        voter, and its end offset the high watermark (a quorum of one commits what it has
+        fsync'd); the observers are the brokers registered or fetching, each at its last fetch
+        offset (-1 for one not seen fetching since this controller started)."""
+        with self.lock:
+            now = now_ms()
+            end = self.metadata_log.end_offset
+            voters = [replica_state(self.node_id, end, now, now)]
+            observers = []
+            for broker_id in sorted((set(self.brokers) | set(self._fetches)) - {self.node_id}):
+                fetch = self._fetches.get(broker_id)
+                observers.append(replica_state(broker_id) if fetch is None else replica_state(
+                    broker_id, fetch[0], fetch[1], fetch[3]))
+            return end, voters, observers
 
     @contextmanager
     def batch(self) -> Iterator[None]:

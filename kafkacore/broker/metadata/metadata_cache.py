@@ -99,6 +99,9 @@ class MetadataCache:
         self._pending: list[Record] = []
         self._pending_names: set[str] = set()
         self._batch_depth = 0
+        #: the leader epoch of a broker alone, its own lone voter (set at its start, see
+        #: quorum_description.elect_self); -1 in a cluster, where the controller leads
+        self.leader_epoch = -1
         snapshot, records = self.metadata_log.load()
         for t in (snapshot or {}).get("topics", []):
             topic = TopicMetadata(t["name"], uuid.UUID(t["id"]), t["partitions"], t["configs"])

@@ -23,6 +23,7 @@ from kafkacore.broker.log.log_manager import LogManagerIntervals
 from kafkacore.broker.log.producer_id import BROKER_ID_SPACE_BITS
 from kafkacore.broker.metadata.metadata_cache import MetadataCache
 from kafkacore.broker.metadata.metadata_loader import MetadataLoader
+from kafkacore.broker.metadata.quorum_description import elect_self
 from kafkacore.broker.network.faults import FaultInjector
 from kafkacore.broker.network.kafka_request_handler import KafkaRequestHandlerPool
 from kafkacore.broker.network.request_channel import RequestChannel
@@ -135,6 +136,9 @@ class Broker:
             return self
         first_dir = self.config.log_dirs[0]
         self.metadata_cache = MetadataCache(first_dir)
+        if self.config["process.roles"] == "":
+            # Alone, this broker is its own controller: each start is an election it wins.
+            self.metadata_cache.leader_epoch = elect_self(first_dir, self.broker_id)
         self.quotas = QuotaManagers(self.config["quota.window.num"],
                                     self.config["quota.window.size.seconds"])
         self.quotas.update(self.metadata_cache.client_quotas.quotas)

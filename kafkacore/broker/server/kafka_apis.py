@@ -101,6 +101,7 @@ class KafkaApis(MetadataApis, ClusterApis, TopicApis, ProduceApis, FetchApis, Of
             ApiKey.DESCRIBE_TOPIC_PARTITIONS: self.handle_describe_topic_partitions_request,
             # apis/cluster.py
             ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster_request,
+            ApiKey.DESCRIBE_QUORUM: self.handle_describe_quorum_request,
             ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs_request,
             # apis/topics.py
             ApiKey.CREATE_TOPICS: self.handle_create_topics_request,

@@ -30,6 +30,7 @@ declaration is ``<API>_REQUEST`` in the module of its family, its response's ``<
 ``quotas``          DescribeClientQuotas (48), AlterClientQuotas (49)
 ``controller``      broker to controller: AlterPartition (56), BrokerRegistration (62),
                     BrokerHeartbeat (63)
+``quorum``          the controller quorum (KRaft): DescribeQuorum (55)
 ==================  ================================================================================
 
 :mod:`~kafkacore.protocol.messages.api_message_type` builds the one registry, ``MESSAGES`` (api
@@ -53,6 +54,7 @@ from kafkacore.protocol.messages import (
     metadata,
     offsets,
     produce,
+    quorum,
     quotas,
     replicas,
     sasl,
@@ -72,6 +74,7 @@ from kafkacore.protocol.messages.message_spec import Declaration
 from kafkacore.protocol.messages.metadata import *  # noqa: F403
 from kafkacore.protocol.messages.offsets import *  # noqa: F403
 from kafkacore.protocol.messages.produce import *  # noqa: F403
+from kafkacore.protocol.messages.quorum import *  # noqa: F403
 from kafkacore.protocol.messages.quotas import *  # noqa: F403
 from kafkacore.protocol.messages.replicas import *  # noqa: F403
 from kafkacore.protocol.messages.sasl import *  # noqa: F403
@@ -95,3 +98,4 @@ __all__ += configs.__all__
 __all__ += replicas.__all__
 __all__ += quotas.__all__
 __all__ += controller.__all__
+__all__ += quorum.__all__

@@ -1,5 +1,5 @@
-"""DescribeCluster and DescribeLogDirs: the admin client's view of the brokers and of this
-broker's log directories.  (ApiVersions, which every Kafka process answers the same way, is
+"""DescribeCluster, DescribeQuorum and DescribeLogDirs: the admin client's view of the brokers,
+of the metadata quorum and of this broker's log directories.  (ApiVersions, which every Kafka process answers the same way, is
 :class:`~kafkacore.broker.network.api_request_handler.ApiRequestHandler`'s.)
 See docs/broker/apis.rst.
 """
@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkacore.broker.metadata.quorum_description import (
+    describe_quorum_response,
+    now_ms,
+    replica_state,
+)
 from kafkacore.broker.network.request_channel import Request
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.server.apis.base import AUTHORIZED_OPERATIONS_OMITTED, KafkaApisBase, body_of
@@ -15,7 +20,8 @@ from kafkacore.errors import Errors
 
 
 class ClusterApis(KafkaApisBase):
-    """DescribeCluster (Kafka's ``handleDescribeCluster``) and DescribeLogDirs."""
+    """DescribeCluster (Kafka's ``handleDescribeCluster``), DescribeQuorum and
+    DescribeLogDirs."""
 
     #: DescribeCluster's EndpointType (KIP-919): a broker answers for the brokers.
     ENDPOINT_TYPE_BROKER = 1
@@ -46,6 +52,27 @@ class ClusterApis(KafkaApisBase):
                 self.authorized_operations(request, ResourceType.CLUSTER)
                 if self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER) else 0)
         self.respond(request, response)
+
+    # -- DescribeQuorum ---------------------------------------------------------------------------
+
+    def handle_describe_quorum_request(self, request: Request) -> None:
+        """The metadata quorum (KIP-595), for DESCRIBE on the cluster.  In a cluster the
+        controller answers (forwarded, as Kafka 4 brokers do); a broker alone is its own
+        controller, so it answers as the lone voter: the leader of ``__cluster_metadata`` at
+        the epoch of its start, its metadata log's end offset as high watermark, no observers."""
+        body = body_of(request)
+        if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            self.send_error_response(request, Errors.CLUSTER_AUTHORIZATION_FAILED)
+            return
+        if self.forward_to_controller(request):
+            return
+        now = now_ms()
+        end = self.metadata_cache.metadata_log.end_offset
+        host, port = self.advertised_address(request.listener_name)
+        self.respond(request, describe_quorum_response(
+            body, leader_id=self.broker_id, leader_epoch=self.metadata_cache.leader_epoch,
+            high_watermark=end, voters=[replica_state(self.broker_id, end, now, now)],
+            observers=[], nodes=[(self.broker_id, [(request.listener_name, host, port)])]))
 
     # -- DescribeLogDirs --------------------------------------------------------------------------
 
