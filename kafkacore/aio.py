@@ -16,6 +16,7 @@ import concurrent.futures
 from types import TracebackType
 from typing import Any
 
+from kafkacore.config import ProducerConfig
 from kafkacore.core.appender import AsyncSend
 from kafkacore.core.batch import BatchFuture, BatchResult, FutureRecordMetadata, RecordMetadata
 from kafkacore.core.record_sizes import normalize_headers
@@ -255,6 +256,13 @@ class AIOKafkaProducer:
         producer = self._started()
         return await asyncio.get_running_loop().run_in_executor(
             self._workers, producer.partitions_for, topic)
+
+    @property
+    def config(self) -> ProducerConfig:
+        """The settings the producer runs with, by Kafka's names (aiokafka's
+        ``max_batch_size`` reads as ``batch.size``), as :attr:`KafkaProducer.config
+        <kafkacore.producer.KafkaProducer.config>` has them; known once started."""
+        return self._started().config
 
     def metrics(self) -> dict[str, float]:
         """The producer's metrics (see :meth:`KafkaProducer.metrics <kafkacore.producer.KafkaProducer.metrics>`)."""

@@ -551,6 +551,16 @@ class KafkaProducer:
         cluster = self._wait_on_metadata(topic, None, self._max_block_ms)
         return sorted(p.partition for p in cluster.partitions_for_topic(topic))
 
+    @property
+    def transaction_manager(self) -> TransactionManager | None:
+        """The producer's :class:`~kafkacore.transaction_manager.TransactionManager` (Java's
+        name for it), None unless ``enable.idempotence`` is on.  For observing it: its
+        ``state``, ``producer_id``, ``producer_epoch`` and ``transaction_v2``, and whether a
+        partition joined the transaction (``is_send_to_partition_allowed``).  Change the
+        transaction through the producer's own methods (``begin_transaction``, ...), not
+        through the manager, which the Sender thread drives."""
+        return self._transaction_manager
+
     def metrics(self) -> dict[str, float]:
         """A snapshot of the producer's metrics, named as the Java producer names them."""
         m = self._metrics
@@ -567,6 +577,9 @@ class KafkaProducer:
             "record-retry-rate": m.rate("record-retry"),
             "record-error-rate": m.rate("record-error"),
             "batch-split-rate": m.rate("batch-split"),
+            # Java's cumulative count: the records handed to a Produce request (a retried
+            # record counts again), since the producer started.
+            "record-send-total": float(m.total("record-send")[0]),
         }
         out.update(m.gauges())
         return out

@@ -61,7 +61,7 @@ def test_serializers_and_max_batch_size(bootstrap, make_topic):
             bootstrap_servers=bootstrap, max_batch_size=4096,
             value_serializer=lambda v: v.encode(), key_serializer=str.encode,
         ) as producer:
-            assert producer._producer.config["batch.size"] == 4096
+            assert producer.config["batch.size"] == 4096
             return await producer.send_and_wait(topic, "text", key="key")
 
     assert asyncio.run(main()).serialized_value_size == 4
@@ -76,6 +76,7 @@ def test_the_loop_runs_while_send_waits_for_memory(bootstrap, make_topic):
         async with AIOKafkaProducer(bootstrap_servers=bootstrap, buffer_memory=64 * 1024,
                                     batch_size=16 * 1024) as producer:
             await producer.partitions_for(topic)  # metadata known: only memory is missing
+            # white-box: the pool's memory taken directly, so the send surely waits for memory
             pool = producer._producer._pool
             taken = pool.allocate(pool.available_memory(), 1000)
             assert pool.available_memory() == 0

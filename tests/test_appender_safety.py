@@ -66,6 +66,7 @@ def test_a_done_batch_future_refuses_set_partition():
     # a write through the future's pointer would land in freed memory.
     future = BatchFuture("events", 1)
     future.set_partition(0, 3)
+    # white-box: the Sender's compiled _complete_row; no public call completes a row
     future._complete_row(0, 7, None)
     result = future.result(0)
     result.partitions.extend(range(1 << 16))
@@ -88,6 +89,7 @@ def test_batch_future_callbacks_that_raise_do_not_stop_the_others(caplog):
     for fn in (fails, interrupts, seen.append):
         future.add_done_callback(fn)
     with caplog.at_level(logging.ERROR, logger="kafkacore"), pytest.raises(KeyboardInterrupt):
+        # white-box: the Sender's compiled _complete_row; no public call completes a row
         future._complete_row(0, 7, None)
     assert seen == [future]
     assert future.result(0).offsets[0] == 7
@@ -116,6 +118,7 @@ def test_batch_future_callbacks_race_completion_and_each_runs_once():
         t.start()
         start.wait(5)
         for f in futures:
+            # white-box: the Sender's compiled _complete_row; no public call completes a row
             f._complete_row(0, 7, None)
         t.join(5)
         assert not t.is_alive()
@@ -134,6 +137,7 @@ def test_a_done_callback_raising_keyboard_interrupt_does_not_stop_the_others():
     future.add_done_callback(interrupt)
     future.add_done_callback(lambda f: ran.append(f))
     with pytest.raises(KeyboardInterrupt):
+        # white-box: the Sender's compiled _complete_row; no public call completes a row
         future._complete_row(0, 3, None)
     assert ran == [future]
     assert future.result().offsets[0] == 3
@@ -141,6 +145,7 @@ def test_a_done_callback_raising_keyboard_interrupt_does_not_stop_the_others():
 
 def test_batch_future_result_times_out_while_rows_are_pending():
     future = BatchFuture("events", 2)
+    # white-box: the Sender's compiled _complete_row; no public call completes a row
     future._complete_row(0, 1, None)
     with pytest.raises(KafkaTimeoutError):
         future.result(0.01)
@@ -249,6 +254,7 @@ def test_a_sticky_partition_beyond_the_calls_view_is_a_typed_error_not_a_wild_wr
     topic = make_topic(partitions=2)
     with KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0) as producer:
         producer.send(topic, b"warm-up", partition=0).get(timeout=30)  # metadata, not sticky
+        # white-box: the race is staged by setting the shared sticky partitioner's partition
         partitioner = producer._accumulator.built_in_partitioner(topic)
         partitioner._partition = 3  # what a switch made against the 4-partition cluster leaves
         with pytest.raises(IllegalStateError, match="partition 3 .* 0..1"):

@@ -77,6 +77,7 @@ def test_callbacks_run_on_the_thread_that_polls_and_len_counts_them(bootstrap, m
         p.produce(topic, "v", callback=lambda err, msg: seen.append(
             (err, msg.offset(), threading.current_thread())))
         assert len(p) == 1
+        # white-box: confluent's flush() polls (runs the callback); the producer under it does not
         p._producer.flush(30)  # delivered, but the report waits for poll()
         assert len(p) == 1 and seen == []
         assert p.poll(10) == 1

@@ -442,28 +442,32 @@ def test_connection_refused_and_exponential_backoff(closed_port):
         assert client.least_loaded_node() in (-1, None)
 
 
-def test_each_attempt_tries_the_next_resolved_address(fake, closed_port):
+def test_each_attempt_tries_the_next_resolved_address(fake, closed_port, monkeypatch):
     # "localhost" can resolve to ::1 and 127.0.0.1, and a broker may listen on one only: a
     # failed attempt moves on to the next address (as Java does).  We stand in for the resolver
     # with two loopback addresses, the first refusing connections.
     server = fake(answer_versions_only)
+    refused = ("127.0.0.1", closed_port)
+    real_getaddrinfo, resolved = socket.getaddrinfo, []
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if (host, port) != ("127.0.0.1", server.port):
+            return real_getaddrinfo(host, port, *args, **kwargs)
+        resolved.append((host, port))
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", refused),
+                (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", server.port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     with NetworkClient(server.bootstrap, Metadata(), reconnect_backoff_ms=10) as client:
-        client.ready(-1)  # creates the connection object and a first attempt
-        conn = client._connections[-1]
-        client.disconnect(-1)
-        client.poll(0)
-        refused = ("127.0.0.1", closed_port)
-        conn._resolved = [
-            (socket.AF_INET, socket.SOCK_STREAM, 6, refused),
-            (socket.AF_INET, socket.SOCK_STREAM, 6, ("127.0.0.1", server.port)),
-        ]
-        conn._next_address = 0
+        client.ready(-1)  # creates the connection object and a first attempt, at the refused one
+        conn = client.connection(-1)
         deadline = time.monotonic() + 5
         while not client.ready(-1):
             assert time.monotonic() < deadline
             client.poll(20)
         assert client.api_version(-1, ApiKey.PRODUCE) == 11
-        assert conn._next_address == 1  # the refused one was skipped, the good one kept
+        assert conn.address_index == 1  # the refused one was skipped, the good one kept
+        assert resolved == [("127.0.0.1", server.port)]  # one resolution served both attempts
 
 
 def test_request_timeout_closes_the_connection(fake):
@@ -672,12 +676,12 @@ def test_connection_setup_timeout():
             client.ready(-1)
             if (
                 client.is_connecting(-1)
-                and client._connections[-1].state is ConnectionState.CONNECTING
+                and client.connection(-1).state is ConnectionState.CONNECTING
             ):
                 start = time.monotonic()
                 poll_until(client, lambda: client.connection_failed(-1), 5)
                 assert time.monotonic() - start >= 0.25  # the upper bound is poll_until's
-                assert isinstance(client._connections[-1].close_error, ConnectionSetupTimeoutError)
+                assert isinstance(client.connection(-1).close_error, ConnectionSetupTimeoutError)
             else:  # pragma: no cover - the kernel accepted anyway; nothing to time out
                 pytest.skip("the kernel completed the connect despite the full backlog")
     finally:

@@ -294,6 +294,7 @@ def test_max_block_ms_zero_still_fetches_an_unknown_topic(bootstrap, make_topic)
     producer = KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=0, request_timeout_ms=60_000)
     try:
         deadline = time.monotonic() + 30
+        # white-box: staging the Sender idle in its poll needs its metadata and its thread
         while producer._metadata.version == 0:  # the bootstrap answer, before we name the topic
             assert time.monotonic() < deadline, "no metadata from the broker"
             time.sleep(0.01)

@@ -64,7 +64,7 @@ def test_close_wakes_a_thread_blocked_in_allocate(broker, make_topic):
             t = threading.Thread(target=fill, daemon=True)
             t.start()
             deadline = time.monotonic() + 30
-            while producer._pool.queued() == 0:  # observe the thread waiting in the pool
+            while producer.metrics()["waiting-threads"] == 0:  # the thread waiting in the pool
                 assert time.monotonic() < deadline, "the sender never blocked in allocate()"
                 assert t.is_alive()
                 time.sleep(0.01)

@@ -188,6 +188,7 @@ def test_a_new_leader_named_in_the_produce_response_is_used_at_once():
         ) as producer:
             futures = [producer.send(TOPIC, v) for v in sent]
             offsets = [f.get(timeout=30).offset for f in futures]
+            # white-box: the leader the producer learned from the hint (partitions_for has none)
             leader = producer._metadata.fetch().leader_for(TOPIC, 0)
     finally:
         for broker in brokers.values():

@@ -35,6 +35,7 @@ def test_one_warning_when_no_bootstrap_server_is_reachable(closed_port, caplog):
                        reconnect_backoff_max_ms=20) as producer:
         with pytest.raises(KafkaTimeoutError):
             producer.partitions_for("nowhere")
+        # white-box: the network client's failure count of the bootstrap node; nothing public
         attempts = producer._client._node_states[-1].failures
         producer.close(0)
     assert attempts > 1  # several refusals...
@@ -50,6 +51,7 @@ def test_no_warning_and_no_report_when_the_broker_is_there(bootstrap, make_topic
     topic = make_topic(partitions=1)
     with KafkaProducer(bootstrap_servers=bootstrap) as producer:
         producer.send(topic, b"v").get(30)
+        # white-box: the report a metadata timeout would carry, read without waiting for one
         assert producer._metadata.connection_report() == ""
     assert not [r for r in caplog.records if "reachable" in r.getMessage()]
 

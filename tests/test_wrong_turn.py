@@ -127,5 +127,6 @@ def test_a_proxy_in_front_of_a_dead_broker_is_no_wrong_turn(closed_port):
         with KafkaProducer(bootstrap_servers=proxy.address, max_block_ms=3000) as producer:
             with pytest.raises(KafkaTimeoutError):
                 producer.send("wrong-turn", b"x")
+        # white-box: the network client's authentication error, kept for the Sender
         assert proxy.connections == 0 and not isinstance(
             producer._client.authentication_error, SecurityProtocolMismatchError)

@@ -942,6 +942,12 @@ class NetworkClient:
             return connecting
         return can_connect
 
+    def connection(self, node_id: int) -> BrokerConnection | None:
+        """The connection to ``node_id`` (None before the first attempt), for reading its
+        ``state``, ``close_error`` or ``address_index``: it belongs to the I/O thread, which
+        alone connects, sends on and closes it."""
+        return self._connections.get(node_id)
+
     def in_flight_request_count(self, node_id: int | None = None) -> int:
         """Requests sent and not yet answered, to ``node_id`` or to all nodes."""
         if node_id is not None:

@@ -751,6 +751,13 @@ class BrokerConnection:
         return lost
 
     @property
+    def address_index(self) -> int:
+        """Which of the addresses ``host`` resolved to the next :meth:`connect` tries (0 for
+        the first), as Java's ``ClusterConnectionStates`` keeps ``addressIndex``: a failed attempt
+        moves it on to the next address, and the host is resolved again once all were tried."""
+        return self._next_address
+
+    @property
     def has_queued_sends(self) -> bool:
         return bool(self._sends)
 

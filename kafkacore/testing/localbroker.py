@@ -238,11 +238,13 @@ class LocalBroker:
                 )
             time.sleep(0.02)
 
-    def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop the broker: SIGTERM, then SIGKILL if it has not exited after ``timeout_s``."""
+    def stop(self, timeout_s: float = 5.0) -> int | None:
+        """Stop the broker: SIGTERM, then SIGKILL if it has not exited after ``timeout_s``.
+        Returns the process's exit status (0: a clean shutdown; ``-signal`` if a signal ended
+        it, SIGKILL included), or None if it was not started or already stopped."""
         process = self._process
         if process is None:
-            return
+            return None
         if process.poll() is None:
             process.terminate()
             try:
@@ -252,6 +254,7 @@ class LocalBroker:
                 process.wait(timeout_s)
         self._process = None
         self._close_log()
+        return process.returncode
 
     def kill(self) -> None:
         """SIGKILL the broker at once (for fault tests: connections break mid-request)."""

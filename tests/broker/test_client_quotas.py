@@ -270,9 +270,12 @@ def test_sensors_are_bounded_and_idle_ones_expire(monkeypatch):
     manager.update_quotas({(("client-id", None),): {"producer_byte_rate": 100.0}})
     for i in range(5):
         manager.record_and_get_throttle_time_ms("u", f"made-up-{i}", 1, now_ms=1000 + i)
-    assert list(manager._sensors) == [("", f"made-up-{i}") for i in (2, 3, 4)]
+    # rate() is None for a client without a sensor: the two least recently recorded went.
+    made_up = [f"made-up-{i}" for i in range(5)]
+    assert [manager.rate("u", c) is not None for c in made_up] == [False, False, True, True, True]
     manager.record_and_get_throttle_time_ms("u", "late", 1, now_ms=1004 + 3_600_001)
-    assert list(manager._sensors) == [("", "late")]
+    assert [manager.rate("u", c) is not None for c in made_up] == [False] * 5
+    assert manager.rate("u", "late") is not None
 
 
 def test_a_client_that_ignores_its_throttle_time_is_held_back(ours):

@@ -133,8 +133,7 @@ def test_partitions_past_the_descriptor_budget_are_refused_not_the_log_dir(tmp_p
     broker = LocalBroker(kind="kafkacore", log_dirs=tmp_path / "logs")
     broker.start()
     try:
-        process = broker._process  # noqa: SLF001 - its pid, and how it ends
-        resource.prlimit(process.pid, resource.RLIMIT_NOFILE, (400, 400))
+        resource.prlimit(broker.pid, resource.RLIMIT_NOFILE, (400, 400))
         [error] = _create(broker.bootstrap, [NewTopic("many", 500, 1)]).values()
         assert error is not None and error.code() == KafkaError.POLICY_VIOLATION, error
         assert "file descriptor" in error.str()
@@ -147,8 +146,7 @@ def test_partitions_past_the_descriptor_budget_are_refused_not_the_log_dir(tmp_p
         response = _call(broker, ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None})
         assert [d["error_code"] for d in response["results"]] == [Errors.NONE]
         # SIGTERM stops it, cleanly.
-        process.terminate()
-        assert process.wait(30) == 0
+        assert broker.stop(30) == 0
     finally:
         broker.stop()
 

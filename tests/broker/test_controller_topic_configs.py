@@ -82,7 +82,7 @@ def test_the_loader_skips_what_it_cannot_apply_and_applies_the_rest(tmp_path, ca
         loader = broker.new_metadata_loader(None)  # records handed in directly: no pulls
         bad, good, later = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
         caplog.set_level(logging.ERROR, logger="kafkacore.broker.metadata.metadata_loader")
-        loader._apply_records([  # noqa: SLF001 - one pull's records
+        loader.handle_commit([  # one pull's records
             {"type": "TopicRecord", "name": "bad", "topic_id": str(bad)},
             {"type": "ConfigRecord", "resource_name": "bad", "name": "segment.bytes",
              "value": "not-a-number"},
@@ -101,7 +101,7 @@ def test_the_loader_skips_what_it_cannot_apply_and_applies_the_rest(tmp_path, ca
         assert "topic bad" in errors[-1].getMessage()
         # The next pull: a new topic, and a change to the skipped one, which stays skipped.
         caplog.clear()
-        loader._apply_records([  # noqa: SLF001
+        loader.handle_commit([
             {"type": "TopicRecord", "name": "later", "topic_id": str(later)},
             _partition(later, 0, me), _partition(later, 1, me),
             {**_partition(bad, 0, me), "type": "PartitionChangeRecord", "leader_epoch": 1}])

@@ -225,7 +225,7 @@ def _held_for(processor, sock):
     client of this module's broker (one an earlier test left, refreshing its metadata) may have
     an answer held too."""
     client = sock.getsockname()[:2]
-    return [r for _, r in list(processor._held) if r.request.client_address == client]
+    return [r for r in processor.held_responses() if r.request.client_address == client]
 
 
 def test_latency_holds_responses_without_blocking_the_network_thread(broker):
@@ -383,6 +383,7 @@ def test_control_errors_are_typed(broker_process, tmp_path):
     with pytest.raises(TypeError):
         control.set_latency("slow")
     # What the server refuses comes back as InvalidFaultError (a ValueError too).
+    # white-box: _call sends what the public methods refuse to, for the server to refuse it
     with pytest.raises(InvalidFaultError, match="unknown op"):
         control._call({"op": "explode"})
     with pytest.raises(InvalidFaultError, match="Produce only"):

@@ -82,7 +82,7 @@ def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
     restarted = None
     try:
         def stable_with_both():
-            g = coordinator._get_group(group)
+            g = coordinator.group(group)
             if g is None or g.state.value != "Stable" or len(g.members) != 2:
                 return None
             if not (a.assigned and b.assigned and a.assigned[-1] and b.assigned[-1]):

@@ -327,7 +327,7 @@ def test_the_controller_fencer_survives_an_error_and_still_fences(tmp_path):
         controller.register_broker(1, "127.0.0.1", 9092, "incarnation-1")
         # The pass that raised is logged and the next ones run: the silent broker is fenced.
         wait_until(lambda: 1 in heartbeats.fenced, what="broker 1 fenced")
-        assert failed and controller._fencer.failures == 1 and controller._fencer.is_alive()
+        assert failed and controller.fencer.failures == 1 and controller.fencer.is_alive()
     finally:
         controller.shutdown()
 

@@ -397,7 +397,7 @@ def test_a_put_hands_its_request_to_the_handler_that_sleeps():
     q = RequestQueue(10)
     got: list = []
     t, wake = _sleeping_handler(q, got)
-    wait_until(lambda: wake in q._sleepers, "the handler sleeping on the queue")
+    wait_until(lambda: q.waiting_handlers == 1, "the handler sleeping on the queue")
     assert q.put("request") is wake  # the caller owes that handler its wake-up ...
     wake.wake()  # ... and pays it
     t.join(30)
@@ -409,14 +409,14 @@ def test_a_busy_handler_takes_the_next_request_without_sleeping():
     assert q.put("a") is None and q.put("b") is None  # nobody sleeps: nobody to wake
     wake = Wakeup()
     assert [q.get(wake, 30), q.get(wake, 30)] == ["a", "b"]
-    assert not q._sleepers and len(q) == 0
+    assert q.waiting_handlers == 0 and len(q) == 0
 
 
 def test_a_handler_whose_wait_ends_empty_handed_leaves_no_trace():
     q = RequestQueue(10)
     wake = Wakeup()
     assert q.get(wake, 0.01) is None  # nothing came: a timeout ...
-    assert not q._sleepers  # ... and the next put does not hand the request to a stale sleeper
+    assert q.waiting_handlers == 0  # ... and the next put does not hand the request to a stale sleeper
     assert q.put("a") is None and q.get(wake, 30) == "a"
     with pytest.raises(ValueError, match="queued.max.requests=0"):
         RequestQueue(0)
@@ -430,7 +430,7 @@ def test_the_request_queue_is_bounded_and_a_get_makes_room():
         q.put("c", timeout_s=0.01)
     blocked = threading.Thread(target=q.put, args=("c", 30), daemon=True)
     blocked.start()
-    wait_until(lambda: q._full_waiters == 1, "the third put waiting for room")
+    wait_until(lambda: q.waiting_puts == 1, "the third put waiting for room")
     wake = Wakeup()
     assert q.get(wake, 30) == "a"
     blocked.join(30)

@@ -71,6 +71,7 @@ def test_killed_tasks_leave_every_row_exactly_once(spark, our_broker, tmp_path):
           .withColumn("key", F.concat(F.lit("key-"), (F.col("id") % 40).cast("string")))
           .withColumn("value", F.to_json(F.struct("id", "key"))))
     config = {"bootstrap.servers": bootstrap, "linger.ms": 5}
+    # white-box: only _write_to_kafka takes the tests' fault(point) hook
     summary = kspark._write_to_kafka(
         df, topic, config, key="key", value="value", headers=None, partition=None,
         timestamp=None, exactly_once=True, write_id="killed", fault=_die_once(deaths, tmp_path))

@@ -107,6 +107,7 @@ def test_cache_never_returns_a_producer_from_another_process(bootstrap):
     try:
         first = kspark.get_producer(config)
         key = kspark.config_key(config)
+        # white-box: an entry from another pid can only be staged in the cache itself
         entry = kspark._cache[key]
         kspark._cache[key] = kspark._Cached(entry.pid + 1_000_000, entry.serial, entry.producer)
         second = kspark.get_producer(config)

@@ -285,6 +285,7 @@ def test_failed_records_are_counted_reported_and_raised(spark, broker, bootstrap
         producer = kspark.get_producer(config)
         _send_one(producer, topic)  # metadata known: the failure will be delivery, not lookup
         with broker.paused():  # returns once the kernel shows the broker stopped
+            # white-box: the task bodies run in this process, so the failure is certain
             rows = [b.to_pylist()[0] for b in kspark._write_task(plan, iter(batches))]
             reports = pa.Table.from_batches(list(kspark._report_task(plan, iter(batches))))
     finally:
@@ -293,6 +294,7 @@ def test_failed_records_are_counted_reported_and_raised(spark, broker, bootstrap
     assert rows[0]["partitions"] == [] and "Timeout" in rows[0]["first_error"]
 
     with pytest.raises(kspark.DeliveryFailedError) as info:
+        # white-box: the driver's summary of those rows, as write_to_kafka makes it
         kspark._summarize(topic, rows, 1.0)
     assert str(info.value).startswith(f"100 of 100 records were not delivered to {topic!r}")
     assert "Timeout" in str(info.value) and info.value.summary.acked == 0

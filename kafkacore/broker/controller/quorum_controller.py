@@ -254,6 +254,13 @@ class QuorumController:
         self._stop.set()
         self._fencer.shutdown(5.0)
 
+    @property
+    def fencer(self) -> ShutdownableThread:
+        """The thread that fences brokers whose heartbeats lapsed (Kafka's controller runs
+        the same check as a periodic task): its ``failures`` count the passes that raised,
+        and ``is_alive()`` says it still runs."""
+        return self._fencer
+
     # -- brokers -----------------------------------------------------------------------------------
 
     def active_brokers(self) -> set[int]:

@@ -164,6 +164,14 @@ class MetadataLoader:
                 self._load_acls()
         self.image_received.set()
 
+    def handle_commit(self, records: list[dict[str, Any]]) -> None:
+        """Apply one batch of committed controller records, as :meth:`pull_metadata` applies
+        what one pull fetched (Kafka's ``MetadataLoader.handleCommit``): for a loader fed its
+        records directly rather than pulling them from a controller.  A record it cannot
+        apply is logged and skipped; the others are applied."""
+        with self._pull_lock:
+            self._apply_records(records)
+
     def _fetch(self) -> tuple[int, list[dict[str, Any]], int]:
         """(error, the records from our offset, the controller's end offset)."""
         response = self._client.send(ApiKey.FETCH, FETCH_VERSION, {

@@ -359,6 +359,11 @@ cdef class ProcessorCore:
                 continue
             self.process_response(response)
 
+    def held_responses(self):
+        """The responses held back by an injected latency (``FaultInjector.set_latency``),
+        oldest first: written once the latency has passed, or at once when it is set to 0."""
+        return [response for _, response in list(self._held)]
+
     cpdef process_response(self, response):
         cdef KafkaChannel ch = self._channels.get(response.request.connection_id)
         if ch is None:  # closed while its request was being handled

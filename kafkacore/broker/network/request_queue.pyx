@@ -33,9 +33,9 @@ cdef class RequestQueue:
     cdef readonly Py_ssize_t maxsize
     cdef object _items
     #: The wakers of the handlers asleep here, the last to sleep on top.
-    cdef readonly list _sleepers
+    cdef list _sleepers
     #: Puts waiting for room; changed under _lock, read by every get.
-    cdef readonly Py_ssize_t _full_waiters
+    cdef Py_ssize_t _full_waiters
     cdef object _lock
     cdef object _not_full
 
@@ -52,6 +52,19 @@ cdef class RequestQueue:
 
     def __len__(self):
         return len(self._items)
+
+    @property
+    def waiting_handlers(self):
+        """How many request handlers sleep on the queue for the next request: the idle
+        handlers (Kafka's ``RequestHandlerAvgIdlePercent`` measures the same idleness).  A put
+        hands its request to one of them; 0 while every handler is busy."""
+        return len(self._sleepers)
+
+    @property
+    def waiting_puts(self):
+        """How many puts wait for room in a full queue (``queued.max.requests`` reached): the
+        processors held back until a handler takes a request."""
+        return self._full_waiters
 
     def put(self, item, timeout_s=None):
         """Append ``item``; waits at most ``timeout_s`` for room, then raises ``queue.Full``.
