@@ -298,12 +298,15 @@ def streaming(spark, df, bootstrap, workdir, repeats):
     return out
 
 
-def reading(spark, df, broker, repeats):
+def reading(spark, df, broker, repeats, jvm_pid, copy=True):
     """The read side, 1M rows written once by the sink: spark.read.format("kafkacore") counted by
     the same mapInArrow as the ceiling, against confluent-kafka Consumers in mapInArrow (one per
     task, over the same partition ranges); then a streaming copy, readStream.format("kafkacore")
     to writeStream.format("kafkacore") exactly once, availableNow, its rows checked in the output
-    topic.  The ceiling is measured again here, beside them."""
+    topic.  The ceiling is measured again here, beside them, and once more on the same rows as
+    the read's (its seven columns, cached), with the read counted by Spark alone (``count()``, no
+    second Python worker): the differences say where the read's time goes, and so does the CPU
+    of each process (Spark's JVM, its Python workers, the broker) per row."""
     import functools
 
     import bench_spark as me
@@ -326,20 +329,30 @@ def reading(spark, df, broker, repeats):
 
     def timed(name, run):
         def once():
+            before = (_cpu_seconds(jvm_pid), _python_workers_cpu(jvm_pid),
+                      _cpu_seconds(broker.pid))
             start = time.perf_counter()
             count, cpu = run()
             seconds = time.perf_counter() - start
+            after = (_cpu_seconds(jvm_pid), _python_workers_cpu(jvm_pid),
+                     _cpu_seconds(broker.pid))
             if count != rows:
                 raise SystemExit(f"{name}: {count} of {rows} rows")
             return {"seconds": seconds, "rows_per_s": rows / seconds,
-                    "worker_cpu_us_per_row": cpu / rows * 1e6}
+                    "worker_cpu_us_per_row": cpu / rows * 1e6,
+                    "cpu_us_per_row": {
+                        who: (b - a) / rows * 1e6 for who, a, b in zip(
+                            ("spark jvm", "python workers", "broker"), before, after,
+                            strict=True)}}
 
         once()  # warm-up
         runs = [once() for _ in range(repeats)]
         best = dict(max(runs, key=lambda r: r["rows_per_s"]))
         best["runs"] = runs
         every = ", ".join(f"{r['rows_per_s'] / 1e3:,.0f}k" for r in runs)
-        print(f"  {name:44} {best['rows_per_s']:>12,.0f} rows/s  ({every})", flush=True)
+        spent = ", ".join(f"{who} {us:.2f}" for who, us in best["cpu_us_per_row"].items())
+        print(f"  {name:44} {best['rows_per_s']:>12,.0f} rows/s  ({every})  "
+              f"CPU us/row: {spent}", flush=True)
         return best
 
     def summed(rows_):
@@ -348,10 +361,21 @@ def reading(spark, df, broker, repeats):
     def ceiling():
         return summed(df.mapInArrow(me.ceiling_task, SUMMARY).collect())
 
+    def load():
+        return (spark.read.format("kafkacore").option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", source).load())
+
     def kafkacore_read():
-        loaded = (spark.read.format("kafkacore").option("kafka.bootstrap.servers", bootstrap)
-                  .option("subscribe", source).load())
-        return summed(loaded.mapInArrow(me.ceiling_task, SUMMARY).collect())
+        return summed(load().mapInArrow(me.ceiling_task, SUMMARY).collect())
+
+    def kafkacore_count():
+        return load().count(), float("nan")
+
+    same_rows = load().cache()  # the read's rows, in Spark's memory: the ceiling for them
+    assert same_rows.count() == rows
+
+    def ceiling_same_rows():
+        return summed(same_rows.mapInArrow(me.ceiling_task, SUMMARY).collect())
 
     def confluent_read():
         task = functools.partial(me.confluent_read_task, bootstrap, source)
@@ -364,7 +388,14 @@ def reading(spark, df, broker, repeats):
                                                     kafkacore_read),
         "confluent Consumer (mapInArrow)": timed("confluent Consumer (mapInArrow)",
                                                  confluent_read),
+        "Spark ceiling, the read's rows cached": timed("Spark ceiling, the read's rows cached",
+                                                       ceiling_same_rows),
+        'kafkacore read.format("kafkacore").count()': timed(
+            'kafkacore read.format("kafkacore").count()', kafkacore_count),
     }
+    same_rows.unpersist()
+    if not copy:
+        return out
 
     import tempfile
 
@@ -524,6 +555,9 @@ def main():
     parser.add_argument("--slices", type=int, default=4, help="Spark partitions of the data")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per approach")
     parser.add_argument("--no-chart", action="store_true")
+    parser.add_argument("--only", choices=("all", "read"), default="all",
+                        help="read: only the batch read beside its ceilings and its peer (no "
+                             "writes, no streaming), into results/spark_read.json")
     args = parser.parse_args()
 
     # The workers import this module by name (see approaches()), and run this interpreter.
@@ -551,6 +585,19 @@ def main():
               "slices": args.slices, "repeats": args.repeats, "spark": {}, "outside_spark": {},
               "versions": _versions(), "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
     print(f"{args.rows:,} rows of {VALUE_BYTES} bytes, Spark {args.master}, {args.slices} slices")
+    if args.only == "read":
+        with LocalBroker(kind="kafkacore") as broker:
+            print("reading:")
+            result["reading"] = reading(spark, df, broker, args.repeats, jvm_pid, copy=False)
+            spark.stop()
+        del result["spark"], result["outside_spark"]
+        result["ratios"] = read_ratios(result["reading"])
+        for name, ratio in result["ratios"].items():
+            print(f"  {name:66} {ratio:6.2f}x")
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / "spark_read.json").write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {RESULTS / 'spark_read.json'}")
+        return
     # Our broker: the exactly-once sink needs transactions with read_committed's bookkeeping.
     with LocalBroker(kind="kafkacore") as broker:
 
@@ -581,7 +628,7 @@ def main():
             pathlib.Path(tempfile.mkdtemp(prefix="kafkacore-bench-")), args.repeats)
         print("reading, and a streaming copy:")
         broker.restart()
-        result["reading"] = reading(spark, df, broker, args.repeats)
+        result["reading"] = reading(spark, df, broker, args.repeats, jvm_pid)
         spark.stop()
         print("outside Spark:")
         result["outside_spark"] = outside_spark(broker, args.rows, args.repeats)
@@ -600,12 +647,7 @@ def main():
         "streaming sink exactly_once / at_least_once":
             st["streaming sink exactly_once"]["rows_per_s"]
             / st["streaming sink at_least_once"]["rows_per_s"],
-        'read.format("kafkacore") / Spark ceiling (read run)':
-            result["reading"]['kafkacore read.format("kafkacore")']["rows_per_s"]
-            / result["reading"]["Spark ceiling (mapInArrow, count only)"]["rows_per_s"],
-        'read.format("kafkacore") / confluent Consumer in Spark':
-            result["reading"]['kafkacore read.format("kafkacore")']["rows_per_s"]
-            / result["reading"]["confluent Consumer (mapInArrow)"]["rows_per_s"],
+        **read_ratios(result["reading"]),
         "write_to_kafka / best confluent in Spark":
             s["kafkacore write_to_kafka"]["rows_per_s"] / best_confluent,
         "write_to_kafka / Spark floor":
@@ -629,6 +671,49 @@ def main():
     if not args.no_chart:
         chart(result, CHART)
         print(f"wrote {RESULTS / 'spark.json'} and {CHART}")
+
+
+def read_ratios(reading):
+    rate = {name: r["rows_per_s"] for name, r in reading.items()}
+    ours = rate['kafkacore read.format("kafkacore")']
+    return {
+        'read.format("kafkacore") / Spark ceiling (read run)':
+            ours / rate["Spark ceiling (mapInArrow, count only)"],
+        'read.format("kafkacore") / Spark ceiling on the read\'s rows':
+            ours / rate["Spark ceiling, the read's rows cached"],
+        'read.format("kafkacore") / confluent Consumer in Spark':
+            ours / rate["confluent Consumer (mapInArrow)"],
+        'read.format("kafkacore").count() / Spark ceiling (read run)':
+            rate['kafkacore read.format("kafkacore").count()']
+            / rate["Spark ceiling (mapInArrow, count only)"],
+    }
+
+
+def _python_workers_cpu(jvm_pid):
+    """CPU seconds of the Python workers Spark's JVM started (its descendants, alive, and those
+    that ended, through their parents' children's times; in local mode the JVM has no other
+    children)."""
+    children = {}
+    for entry in pathlib.Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # ended meanwhile
+            children.setdefault(ppid, []).append(int(entry.name))
+    # the workers and daemons that ended: in the JVM's children's times once it reaped them
+    fields = pathlib.Path(f"/proc/{jvm_pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[13]) + int(fields[14])
+    todo = list(children.get(jvm_pid, []))
+    while todo:
+        pid = todo.pop()
+        try:
+            fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        todo.extend(children.get(pid, []))
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_seconds(pid):
