@@ -16,7 +16,7 @@ export PATH := $(if $(PYENV_BINS),$(PYENV_BINS):)$(PATH)
 
 .PHONY: test demo perf-demo dev docs lint bench compat clean wheel
 
-TOX_ENVS := py312,py310,py311,py313,spark,docs,lint
+TOX_ENVS := py312,spark,py310,py311,py313,docs,lint
 
 $(TOOLS)/.ok: pyproject.toml
 	$(PYTHON) -m venv $(TOOLS)
@@ -30,8 +30,9 @@ test: $(TOOLS)/.ok
 		(apt-get update -qq && apt-get install -y -qq kcat) >/dev/null 2>&1; } || echo "kcat not installed: its tests will be skipped"
 	@# kafkajs (Node) too, from npm, into a cache folder (tests/compat/npm_cache.py; the tests install it too, at first use).
 	@$(PYTHON) tests/compat/npm_cache.py
-	@# Two environments at a time (each runs its tests on two pytest-xdist workers), the longest,
-	@# py312's full tier, first (tox.ini, TESTING.md).  A failed environment's output is printed.
+	@# Two environments at a time (each runs its tests on two pytest-xdist workers), the longest
+	@# first, py312's full tier and spark, so that the last to finish is short (tox.ini,
+	@# TESTING.md).  A failed environment's output is printed.
 	$(TOOLS)/bin/tox run-parallel --parallel 2 --parallel-no-spinner -e $(TOX_ENVS)
 
 # A development environment: the package in editable mode with test and bench extras.

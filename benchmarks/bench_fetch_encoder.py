@@ -20,9 +20,9 @@ import time
 import uuid
 
 from kafkacore.broker.log.file_records import FileRecords
+from kafkacore.broker.network.api_request_handler import fit_to_version
 from kafkacore.broker.network.request_channel import payload_size
 from kafkacore.broker.network.response_encoder import encode_fetch_response
-from kafkacore.broker.server.api_request_handler import fit_to_version
 from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey

@@ -141,7 +141,7 @@ class Sampler:
 
 class Admin:
     def __init__(self, host: str, port: int) -> None:
-        from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+        from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 
         self.client = InterBrokerClient(host, port, "bench-scale", timeout_s=120.0)
 
@@ -186,7 +186,7 @@ def first_writes(addresses: dict[int, tuple[str, int]],
     two fsyncs, on the leader and on each follower; afterwards an append does not.  Doing it
     here keeps that one-off cost out of the steady load's figures and measures it on its own.
     Returns the partitions that did not take it."""
-    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
     from kafkacore.errors import Errors
     from kafkacore.protocol.api_keys import ApiKey
 

@@ -413,7 +413,7 @@ class Failover:
 
     def acknowledged(self) -> int:
         """Records acknowledged so far: the sum of the partitions' high watermarks."""
-        from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+        from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
         from kafkacore.protocol import codec
         from kafkacore.protocol.api_keys import ApiKey
 

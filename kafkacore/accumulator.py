@@ -386,7 +386,8 @@ class RecordAccumulator:
         batches that already have sequences (the head of the queue, in sequence order) are
         numbered again from 0.  Sender thread, with nothing of ``tp`` in flight."""
         tm = self.transaction_manager
-        assert tm is not None
+        if tm is None:
+            raise IllegalStateError("sequences reset without a transaction manager")
         pq = self.batches.get(tp)
         if pq is None:
             tm.rewrite_sequences(tp, [])

@@ -64,11 +64,8 @@ def create_topics(
         response = client.send_and_receive(
             node, ApiKey.CREATE_TOPICS, body, max(deadline - clock_ms(), 1)
         )
-    if response.error is not None:
-        raise response.error
-    assert response.body is not None
     result = {}
-    for topic in response.body["topics"]:
+    for topic in response.response_body()["topics"]:
         code = topic["error_code"]
         if code and code != Errors.TOPIC_ALREADY_EXISTS:
             raise errors.for_code(code)(topic.get("error_message") or f"topic {topic['name']!r}")
@@ -260,10 +257,7 @@ def abort_transaction(
 def _send(client: NetworkClient, node: int, api: ApiKey, body: dict[str, object],
           deadline: int) -> dict[str, Any]:
     response = client.send_and_receive(node, api, body, max(deadline - clock_ms(), 1))
-    if response.error is not None:
-        raise response.error
-    assert response.body is not None
-    return response.body
+    return response.response_body()
 
 
 def _raise_for(code: int, what: str) -> None:

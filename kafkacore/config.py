@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafkacore.compat.librdkafka import DEBUG_CONTEXTS, PARTITIONERS
 from kafkacore.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -383,8 +384,6 @@ def _logger(value: Any) -> Any:
 
 
 def _debug(value: Any) -> tuple[str, ...]:
-    from kafkacore.compat.librdkafka import DEBUG_CONTEXTS
-
     contexts = tuple(c.strip() for c in _string(value).split(",") if c.strip())
     for c in contexts:
         if c not in DEBUG_CONTEXTS:
@@ -395,8 +394,6 @@ def _debug(value: Any) -> tuple[str, ...]:
 
 
 def _partitioner(value: Any) -> str:
-    from kafkacore.compat.librdkafka import PARTITIONERS
-
     text = _string(value).strip()
     if text not in PARTITIONERS:
         raise _Invalid("not a librdkafka partitioner")
@@ -742,8 +739,6 @@ class ProducerConfig(Mapping[str, Any]):
         """librdkafka's settings that are not ours: check and keep those with a meaning here
         (:data:`LIBRDKAFKA_MAPPED`), turn ``partitioner`` and ``compression.level`` into our
         settings, and name the rest in one warning."""
-        from kafkacore.compat.librdkafka import PARTITIONERS
-
         self.librdkafka: dict[str, Any] = {}
         without_effect = []
         for name, value in given.items():

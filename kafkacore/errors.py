@@ -43,7 +43,9 @@ class ConfigError(KafkaError, ValueError):
 
 
 class IllegalStateError(KafkaError, RuntimeError):
-    """An operation on an object in a state that forbids it (appending to a closed batch, ...)."""
+    """An operation on an object in a state that forbids it (appending to a closed batch, a
+    group's transition that its state machine does not allow, ...): Java's
+    ``IllegalStateException``.  In the broker it marks a broken invariant: a bug, not bad input."""
 
 
 class TransactionAbortedError(KafkaError):

@@ -110,6 +110,12 @@ class BuiltInPartitioner:
         # Taken only to choose the first partition, so that racing first sends agree.
         self._lock = threading.Lock()
 
+    @property
+    def produced_bytes(self) -> int:
+        """Bytes appended to the current sticky partition since it was chosen (Kafka's
+        ``StickyPartitionInfo.producedBytes``): 0 right after a new choice."""
+        return self._produced
+
     # -- per record ----------------------------------------------------------------------------
 
     def peek_current_partition(self, cluster: Any) -> int:

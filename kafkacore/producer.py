@@ -104,7 +104,7 @@ class KafkaProducer:
         self._max_block_ms: int = cfg["max.block.ms"]
         self._interceptors: list[Any] = list(cfg["interceptor.classes"] or ())
         self._build()
-        self._use_compiled_send()
+        self._use_compiled_send()  # self.send may now be RecordAppender.send (see send())
 
     def _build(self) -> None:
         """Everything a producer runs on: the pool, the accumulator, the network client, the
@@ -185,6 +185,8 @@ class KafkaProducer:
         self._metrics.gauge("buffer-available-bytes", self._pool.available_memory)
         self._metrics.gauge("buffer-total-bytes", lambda: cfg["buffer.memory"])
         self._metrics.gauge("waiting-threads", self._pool.queued)
+        # Java's: requests sent to the brokers and not answered yet.
+        self._metrics.gauge("requests-in-flight", self._client.in_flight_request_count)
         self._sender.start(f"kafka-producer-network-thread | {self.client_id}")
         # librdkafka's settings with a meaning here (stats_cb, throttle_cb, debug, ...).
         self._librdkafka = attach_librdkafka(self)
@@ -198,6 +200,8 @@ class KafkaProducer:
         ``send`` keeps its own."""
         if (type(self).send is _PYTHON_SEND and not self._interceptors
                 and self._transactional is None):
+            # An instance attribute shadows the method: the class's send stays the documented
+            # one, and says there that it is replaced.
             self.send = self._appender.send  # type: ignore[method-assign]
     # compiled send: end
 
@@ -254,6 +258,13 @@ class KafkaProducer:
         order (error first; ``msg`` has ``topic()``, ``partition()``, ``offset()``, ``key()``,
         ``value()``, see :class:`~kafkacore.delivery.DeliveredMessage`), and ``timestamp_ms`` is
         kafka-python's name for ``timestamp``.
+
+        Which code runs: a producer with no ``interceptor.classes`` and no ``transactional.id``
+        has nothing to do in Python before the append, so at construction its ``send`` is
+        replaced by its appender's compiled one, ``RecordAppender.send`` in
+        ``kafkacore/core/appender.pyx`` (same arguments, checks and errors; one Python frame
+        less per record: see ``_use_compiled_send``).  This body runs for the others, and
+        for a subclass that overrides ``send``.
         """
         txn = self._transactional
         if txn is not None and not txn.sending_allowed:

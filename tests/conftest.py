@@ -55,12 +55,36 @@ settings.load_profile(EXAMPLES_PROFILE)
 
 BROKER_FIXTURES = frozenset({"_local_broker", "kafka_broker"})
 
+# tests/broker's modules that test the broker's compiled modules (request header and Produce
+# parsing, response encoding, the timing wheel and its purgatory, the poller and the processor's
+# per-request path, the request memory pool, the log validator) or what has differed between
+# interpreters (its threads' supervision and shutdown, its start-up, TLS through the
+# interpreter's ssl module): they run on every Python version.  Every other module of
+# tests/broker tests the broker's pure-Python logic and is marked ``pure_python`` here: it runs
+# on one interpreter (py312, tox.ini), as the cluster tests do; so do tests/raft's (the Raft
+# core is pure Python and does no I/O).
+BROKER_TESTS_ON_EVERY_PYTHON = frozenset({
+    "test_request_parser.py", "test_produce_fuzz.py", "test_unknown_requests.py",
+    "test_response_encoder.py", "test_response_encoder_fetch.py",
+    "test_timer.py", "test_purgatory.py",
+    "test_reactor.py", "test_network_hardening.py", "test_memory_pool.py",
+    "test_log_validator.py",
+    "test_threads_supervised.py", "test_broker_startup.py", "test_security_broker.py",
+})
+BROKER_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "broker")
+RAFT_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "raft")
+
 
 def pytest_collection_modifyitems(config, items):
     grouped = config.pluginmanager.hasplugin("xdist")
     for item in items:
         if BROKER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.broker)
+        path = str(item.path)
+        if (os.path.dirname(path) == BROKER_TESTS
+                and os.path.basename(path) not in BROKER_TESTS_ON_EVERY_PYTHON
+                or os.path.dirname(path) == RAFT_TESTS):
+            item.add_marker(pytest.mark.pure_python)
         if grouped:
             group = "cluster" if item.get_closest_marker("cluster") else item.nodeid.split("::")[0]
             item.add_marker(pytest.mark.xdist_group(group))

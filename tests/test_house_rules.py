@@ -4,6 +4,8 @@ Error codes and API keys are written by name, ``Errors.NOT_LEADER_OR_FOLLOWER`` 
 ``ApiKey.CREATE_TOPICS``, never as numbers, and defined once: ``Errors`` in kafkacore/errors.py,
 ``ApiKey`` in kafkacore/protocol/api_keys.py.  A number in their place says nothing to a reader and
 drifts silently when it is mistyped; a module's own ``NONE = 0`` is a second table to keep right.
+
+The library guards nothing with ``assert``, which ``python -O`` removes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from pathlib import Path
 import pytest
 
 from kafkacore.errors import Errors
+
+# What the source says does not change with the interpreter that reads it: run once (py312).
+pytestmark = pytest.mark.pure_python
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "kafkacore"
@@ -214,3 +219,29 @@ def test_tests_import_their_helpers_as_tox_runs_them() -> None:
             if any(n == "tests" or n.startswith("tests.") for n in names):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not found, f"imports of the tests folder as a package: {found}"
+
+
+#: Modules whose asserts go with the split of the API handlers they hold (to be emptied).
+ASSERTS_NOT_YET_CHECKS = {
+    PACKAGE / "broker" / "server" / "kafka_apis.py",
+    PACKAGE / "broker" / "group" / "consumer_group_apis.py",
+    PACKAGE / "broker" / "security" / "authorizer" / "acl_apis.py",
+}
+
+
+def test_the_library_checks_without_assert() -> None:
+    # ``python -O`` drops every assert: a guard written as one is gone where it is run that
+    # way.  A broken invariant raises IllegalStateError; a type narrowed for a checker is an
+    # ``if ... is None: raise`` or an isinstance branch.
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path in ASSERTS_NOT_YET_CHECKS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Assert):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    for path in sorted(PACKAGE.rglob("*.pyx")):  # Cython: not Python's grammar, read by line
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if line.lstrip().startswith("assert "):
+                found.append(f"{path.relative_to(ROOT)}:{number}")
+    assert not found, f"asserts in the library: {found}"

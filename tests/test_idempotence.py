@@ -56,13 +56,13 @@ def test_a_request_retried_after_a_timeout_is_written_once(broker, make_topic):
     )
     try:
         producer.send(topic, b"before").get(timeout=30)
-        retries_before = producer._metrics.rate("record-retry", of_total=False)
+        retries_before = producer.metrics()["record-retry-rate"]
         with broker.paused():
             futures = [producer.send(topic, b"frozen-%d" % i) for i in range(20)]
             deadline = time.monotonic() + 30
             # Observe the retry: counted once the first request timed out, then sent again.
-            while producer._metrics.rate("record-retry") <= retries_before or \
-                    not producer._client.has_in_flight_requests():
+            while (producer.metrics()["record-retry-rate"] <= retries_before
+                   or not producer.metrics()["requests-in-flight"]):
                 assert time.monotonic() < deadline, "the producer never retried"
                 time.sleep(0.02)
         producer.flush(timeout=60)

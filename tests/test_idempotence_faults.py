@@ -40,7 +40,7 @@ from waits import wait_until
 
 from kafkacore import KafkaProducer
 from kafkacore import errors as kerrors
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.testing.cluster import Cluster
 

@@ -11,6 +11,10 @@ import csv
 import re
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.pure_python  # reads the source: one interpreter is enough
+
 ROOT = Path(__file__).resolve().parent.parent
 INDEX = ROOT / "docs" / "broker" / "kafka_classes.csv"
 

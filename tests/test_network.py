@@ -231,6 +231,7 @@ def test_list_offsets_after_produce(bootstrap, make_topic):
         }
         response = client.send_and_receive(leader, ApiKey.LIST_OFFSETS, body, 5000)
     assert response.api_version >= 1
+    assert response.response_body() is response.body
     part = response.body["topics"][0]["partitions"][0]
     assert part["error_code"] == 0
     # TESTING.md: tansu's end offset is the last batch's base offset + 1, so only ">= 1" holds
@@ -296,6 +297,8 @@ def test_acks_zero_completes_when_written(bootstrap, make_topic):
         assert client.in_flight_request_count(leader) == 0  # nothing to wait for
         poll_until(client, lambda: done)
         assert done[0].body is None and done[0].error is None
+        with pytest.raises(errors.IllegalStateError, match="expecting no response"):
+            done[0].response_body()  # no answer to read: a broken caller, not a None to index
     got = read_back(bootstrap, topic, 1, 2)
     assert sorted(v for _, _, v in got) == [b"fire", b"forget"]
 
@@ -479,6 +482,8 @@ def test_request_timeout_closes_the_connection(fake):
         # Not before request.timeout.ms (no upper bound: poll_until bounds the wait at 5 s).
         assert time.monotonic() - sent_at >= 0.39
         assert isinstance(done[0].error, RequestTimeoutError)
+        with pytest.raises(RequestTimeoutError):
+            done[0].response_body()
         assert done[0].was_timed_out and done[0].was_disconnected
         assert done[0].error.retriable
         assert client.in_flight_request_count(-1) == 0

@@ -198,7 +198,7 @@ def test_switches_after_batch_size_bytes():
     sticky = BuiltInPartitioner("t", 1000)
     parts = run(sticky, cluster, [300] * 4)
     assert parts[0] == parts[1] == parts[2] == parts[3]  # 300, 600, 900, then 1200 >= 1000
-    assert sticky._produced == 0  # the fourth record reached 1000 bytes: a new choice began
+    assert sticky.produced_bytes == 0  # the fourth record reached 1000 bytes: a new choice began
 
 
 def test_enable_switch_false_waits_for_twice_the_batch():
@@ -209,7 +209,7 @@ def test_enable_switch_false_waits_for_twice_the_batch():
         sticky.update_partition_info(first, 100, cluster, enable_switch=False)
         assert sticky.peek_current_partition(cluster) == first
     sticky.update_partition_info(first, 100, cluster, enable_switch=False)  # 2000 bytes
-    assert sticky._produced == 0  # a new partition was chosen (it may, rarely, be the same)
+    assert sticky.produced_bytes == 0  # a new partition was chosen (it may, rarely, be the same)
 
 
 def test_update_for_a_stale_partition_is_ignored():
@@ -220,7 +220,7 @@ def test_update_for_a_stale_partition_is_ignored():
     assert sticky.is_partition_changed(stale) and not sticky.is_partition_changed(current)
     sticky.update_partition_info(stale, 10_000, cluster)
     assert sticky.peek_current_partition(cluster) == current
-    assert sticky._produced == 0
+    assert sticky.produced_bytes == 0
 
 
 def test_distribution_over_many_batches_covers_every_partition():

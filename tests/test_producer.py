@@ -225,7 +225,7 @@ def test_partitions_for_and_metrics(bootstrap, make_topic):
         m = producer.metrics()
     for name in (
         "record-send-rate", "batch-size-avg", "record-queue-time-avg", "request-latency-avg",
-        "buffer-available-bytes", "record-retry-rate", "record-error-rate",
+        "buffer-available-bytes", "record-retry-rate", "record-error-rate", "requests-in-flight",
     ):
         assert name in m, name
     assert m["record-send-rate"] > 0

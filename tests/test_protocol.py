@@ -69,6 +69,10 @@ from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import SUPPORTED_VERSIONS, ApiKey
 from kafkacore.protocol.messages import MESSAGES
 
+# The codec is pure Python, and its exhaustive checks run on one interpreter (tox.ini, py312);
+# every interpreter still speaks it through the producer's end-to-end tests.
+pytestmark = pytest.mark.pure_python
+
 # -- value generators derived from the declarations ---------------------------------------------
 
 _INTS = {

@@ -14,8 +14,15 @@ import sys
 import pytest
 
 TUTORIALS = sorted((pathlib.Path(__file__).parent.parent / "tutorials").glob("*.py"))
+#: the broker's pure-Python logic (its log, groups, transactions, ACLs, quotas, configs, faults):
+#: run on one interpreter, as tests/broker's tests of it are (tests/conftest.py, TESTING.md);
+#: those of its compiled parts (40, 45, 46) and of TLS (43) run on every one
+PURE_PYTHON = {"41_broker_log", "42_broker_idempotence", "48_faults", "49_consumer_group",
+               "51_authorization", "52_transactions", "53_log_cleaner",
+               "54_changing_a_running_broker", "55_consumer_group_protocol", "56_quotas"}
 #: tutorials that start a multi-process cluster run with the other cluster tests
 PARAMS = [pytest.param(t, marks=pytest.mark.cluster) if "# needs: cluster" in t.read_text()
+          else pytest.param(t, marks=pytest.mark.pure_python) if t.stem in PURE_PYTHON
           else t for t in TUTORIALS]
 
 

@@ -105,9 +105,9 @@ NOT_SETTINGS = frozenset(
 def known_settings():
     """Every dotted setting name the docs may use."""
     from kafkacore import config as producer
+    from kafkacore.broker.config import group_config
     from kafkacore.broker.config import kafka_config as broker
     from kafkacore.broker.config.kafka_broker_settings import KAFKA_BROKER_SETTINGS
-    from kafkacore.broker.group import group_config
     from kafkacore.broker.log import log_config
 
     names = set(producer.SETTINGS_BY_NAME) | set(producer.ALIASES) | set(producer.CONVERTED_ALIASES)

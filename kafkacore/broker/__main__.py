@@ -7,7 +7,7 @@ OS chose).  Every listener is logged on stderr.  Settings come from a ``server.p
 SASL users from a JAAS file (``--jaas-config``).  Secrets belong in those files, never on the
 command line, which every user of the machine can read (see docs/broker/security.rst).
 With ``--control-socket PATH`` the broker's faults can be switched from another process with
-:class:`kafkacore.broker.server.faults.BrokerControl` (see docs/broker/faults.rst); the socket is
+:class:`kafkacore.broker.network.faults.BrokerControl` (see docs/broker/faults.rst); the socket is
 listening before the ready line is printed.
 """
 
@@ -135,8 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(MISSING_EXTRA, file=sys.stderr)
         return 1
     from kafkacore.broker.controller.controller_server import ControllerServer
+    from kafkacore.broker.network.faults import ControlServer
     from kafkacore.broker.server.broker_server import Broker
-    from kafkacore.broker.server.faults import ControlServer
 
     if argv[:1] == ["cluster"]:
         from kafkacore.testing.cluster import main as cluster_main
@@ -207,7 +207,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             with contextlib.suppress(Exception):
                 broker.stop()
         parser.exit(2, f"{parser.prog}: error: {_start_up_error(exc)}\n")
-    assert broker is not None
     control = None
     try:
         if args.control_socket and isinstance(broker, Broker):

@@ -31,6 +31,9 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from kafkacore.compat.kafka_error import KafkaError
+from kafkacore.metrics import librdkafka_stats
+
 #: librdkafka's debug contexts, and the kafkacore loggers each one turns to DEBUG; none for a
 #: consumer's or a feature's context, with nothing to log in a producer.
 DEBUG_CONTEXTS: dict[str, tuple[str, ...]] = {
@@ -137,8 +140,6 @@ class _Forward(logging.Handler):
             else:  # confluent's AsyncLogger has log() only
                 self.logger.log(record.levelno, record.getMessage())
         if self.error_cb is not None and record.levelno >= logging.ERROR:
-            from kafkacore.compat.confluent import KafkaError
-
             try:
                 self.error_cb(KafkaError(KafkaError._FAIL, record.getMessage()))
             except Exception:  # a callback's failure must not turn into more log records
@@ -216,8 +217,6 @@ def attach(producer: Any, settings: dict[str, Any] | None = None) -> Attached:
 
 def _emit_stats(producer_ref: weakref.ref[Any], stats_cb: Callable[[str], object],
                 interval_s: float, stop: threading.Event) -> None:
-    from kafkacore.metrics import librdkafka_stats
-
     log = logging.getLogger("kafkacore.metrics")
     while not stop.wait(interval_s):
         producer = producer_ref()

@@ -266,8 +266,7 @@ class PartitionFetcher:
                                  FETCH_VERSION), node
 
     def _partition(self, response: ClientResponse) -> dict[str, Any]:
-        body = response.body
-        assert body is not None
+        body = response.response_body()
         code = body.get("error_code", 0)
         if code:
             raise errors.for_code(code)(f"Fetch of {self.tp.topic}-{self.tp.partition}")

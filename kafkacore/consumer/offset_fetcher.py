@@ -58,8 +58,7 @@ def list_offsets(session: ClientSession, wanted: dict[TopicPartition, int],
                 log.debug("ListOffsets to node %d: %s; retrying", node, response.error)
                 retry_stale = True
                 continue
-            assert response.body is not None
-            for topic in response.body["topics"]:
+            for topic in response.response_body()["topics"]:
                 for p in topic["partitions"]:
                     tp = TopicPartition(topic["name"], p["partition_index"])
                     if tp not in parts:

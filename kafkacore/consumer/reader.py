@@ -108,9 +108,8 @@ class PartitionReader:
                         raise
             session.sleep(session.backoff_ms(attempt), deadline)
             attempt += 1
-        assert response.body is not None
         found = {}
-        for topic in response.body["topics"]:
+        for topic in response.response_body()["topics"]:
             name = topic["name"]
             if (not name or topic["error_code"] or topic.get("is_internal")
                     or name in _INTERNAL_TOPICS or not regex.fullmatch(name)):

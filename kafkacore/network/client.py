@@ -94,6 +94,18 @@ class ClientResponse:
     #: The request body that was sent (so a callback can tell which batches it carried).
     request_body: dict[str, Any] | None = None
 
+    def response_body(self) -> dict[str, Any]:
+        """The decoded response, or its ``error`` raised (Kafka's
+        ``ClientResponse.responseBody``).  Neither (an acks=0 produce) is
+        :class:`~kafkacore.errors.IllegalStateError`: such a request has no response to read."""
+        if self.error is not None:
+            raise self.error
+        if self.body is None:
+            raise errors.IllegalStateError(
+                f"{ApiKey(self.api_key).name} v{self.api_version} (correlation id "
+                f"{self.correlation_id}) was sent expecting no response: it has no body")
+        return self.body
+
     @property
     def was_disconnected(self) -> bool:
         """True if the connection closed (or timed out) before the response arrived."""
@@ -885,8 +897,7 @@ class NetworkClient:
 
     def _handle_metadata_response(self, response: ClientResponse, now_ms: int) -> None:
         self._metadata_in_flight = False
-        body = response.body
-        assert body is not None
+        body = response.response_body()  # decoded a moment ago: no error, a body
         try:
             self.metadata.update(body, now_ms, request_version=self._metadata_request_version)
         except errors.IllegalStateError:  # metadata closed while the request was in flight
@@ -936,7 +947,8 @@ class NetworkClient:
         if node_id is not None:
             conn = self._connections.get(node_id)
             return len(conn.in_flight) if conn is not None else 0
-        return sum(len(c.in_flight) for c in self._connections.values())
+        # A copy: another thread (a metrics reader) may count while the I/O thread connects.
+        return sum(len(c.in_flight) for c in list(self._connections.values()))
 
     def has_in_flight_requests(self, node_id: int | None = None) -> bool:
         """``in_flight_request_count(node_id) > 0``."""

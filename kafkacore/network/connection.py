@@ -229,7 +229,8 @@ class BrokerConnection:
     def _connected(self, now_ms: int) -> None:
         if self.probe == "TLS" and not isinstance(self.sock, ssl.SSLSocket):
             # A ClientHello that accepts any certificate: only "does it speak TLS?" matters.
-            assert self.sock is not None
+            if self.sock is None:
+                raise errors.IllegalStateError(f"{self}: the connection is closed")
             self.sock = _probe_context().wrap_socket(self.sock, do_handshake_on_connect=False)
             self.state = ConnectionState.HANDSHAKING
             self._handshake(now_ms)
@@ -237,7 +238,8 @@ class BrokerConnection:
         if self.ssl_context is not None and not isinstance(self.sock, ssl.SSLSocket):
             # TLS first: wrap the connected socket and shake hands without blocking (Java's
             # SslTransportLayer.handshake(), driven by the selector like any other I/O).
-            assert self.sock is not None
+            if self.sock is None:
+                raise errors.IllegalStateError(f"{self}: the connection is closed")
             self.sock = self.ssl_context.wrap_socket(
                 self.sock, server_hostname=self.host, do_handshake_on_connect=False
             )
@@ -249,7 +251,8 @@ class BrokerConnection:
         self._send_api_versions(SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1], now_ms)
 
     def _handshake(self, now_ms: int) -> None:
-        assert isinstance(self.sock, ssl.SSLSocket)
+        if not isinstance(self.sock, ssl.SSLSocket):
+            raise errors.IllegalStateError(f"{self}: no TLS socket to shake hands on")
         try:
             self.sock.do_handshake()
         except ssl.SSLWantReadError:
@@ -351,7 +354,8 @@ class BrokerConnection:
     def on_writable(self, now_ms: int) -> list[InFlightRequest]:
         """Finish a connect or write what we can; returns requests that are now fully written."""
         if self.state is ConnectionState.CONNECTING:
-            assert self.sock is not None
+            if self.sock is None:
+                raise errors.IllegalStateError(f"{self}: the connection is closed")
             code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if code != 0:
                 raise ConnectionRefusedError(code, f"connect to {self.host}:{self.port} failed")
@@ -367,7 +371,8 @@ class BrokerConnection:
         # copies them into the socket's send buffer: "gather" I/O, no joining in Python), and
         # repeat until the queue is empty or the kernel takes less than we offered.
         written: list[InFlightRequest] = []
-        assert self.sock is not None
+        if self.sock is None:
+            raise errors.IllegalStateError(f"{self}: the connection is closed")
         if isinstance(self.sock, ssl.SSLSocket):
             return self._write_tls(now_ms, written)
         while self._sends:
@@ -395,7 +400,8 @@ class BrokerConnection:
     def _write_tls(self, now_ms: int, written: list[InFlightRequest]) -> list[InFlightRequest]:
         # An SSL socket has no sendmsg: the buffers are joined (one copy) and then encrypted
         # into TLS records (a second copy): the price of TLS, on top of the cipher's CPU.
-        assert isinstance(self.sock, ssl.SSLSocket)
+        if not isinstance(self.sock, ssl.SSLSocket):
+            raise errors.IllegalStateError(f"{self}: TLS write on a plain socket")
         while self._sends:
             chunk = bytearray()
             for send in self._sends:
@@ -444,7 +450,8 @@ class BrokerConnection:
         id out of step) are still returned; the problem is left in ``read_error`` for the
         caller, who closes the connection after handling them.
         """
-        assert self.sock is not None
+        if self.sock is None:
+            raise errors.IllegalStateError(f"{self}: the connection is closed")
         self.read_error = None
         tls = isinstance(self.sock, ssl.SSLSocket)
         if self.state is ConnectionState.HANDSHAKING:
@@ -613,7 +620,8 @@ class BrokerConnection:
     def _start_sasl(self, now_ms: int) -> None:
         # Java's SaslClientAuthenticator: SaslHandshake names the mechanism, then each token of
         # the mechanism travels in a SaslAuthenticate request (KIP-152).
-        assert self.sasl_mechanism is not None
+        if self.sasl_mechanism is None:
+            raise errors.IllegalStateError(f"{self}: SASL started without a sasl.mechanism")
         if ApiKey.SASL_AUTHENTICATE not in self.api_versions:
             raise errors.IllegalSaslStateError(
                 f"node {self.node_id} does not speak SaslAuthenticate (a broker older than 1.0?)"
@@ -653,7 +661,8 @@ class BrokerConnection:
                     f"listener wants security.protocol {wanted}, and this client uses "
                     f"{self.security_protocol}", wanted=wanted)
             raise DisconnectError(f"node {self.node_id}: no SASL here either")
-        assert self._sasl is not None
+        if self._sasl is None:
+            raise errors.IllegalStateError(f"{self}: a SASL answer with no SASL exchange started")
         if request.api_key == ApiKey.SASL_HANDSHAKE:
             if code:
                 raise errors.for_code(code)(

@@ -154,7 +154,9 @@ class Field:
         if self.is_array:
             return []
         if self.type == "struct":
-            assert self.struct is not None
+            if self.struct is None:
+                raise errors.IllegalStateError(
+                    f"field {self.name}: a struct type without its fields")
             return self.struct.defaults(version)
         return _TYPE_DEFAULTS[self.type]
 
@@ -354,7 +356,8 @@ def _item_encoder(f: Field, version: int, compact: bool) -> Encoder:
         return enc_fixed
     if t == "struct":
         sub = f.struct
-        assert sub is not None
+        if sub is None:
+            raise errors.IllegalStateError(f"field {f.name}: a struct type without its fields")
 
         # A nullable structure (not an array of them) starts with a marker: -1 null, 1 present.
         marked = nullable and not f.is_array
@@ -671,7 +674,8 @@ def _item_decoder(f: Field, version: int, compact: bool) -> Decoder:
         return dec_fixed
     if t == "struct":
         sub = f.struct
-        assert sub is not None
+        if sub is None:
+            raise errors.IllegalStateError(f"field {f.name}: a struct type without its fields")
 
         marked = nullable and not f.is_array
 

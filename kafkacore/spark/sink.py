@@ -144,8 +144,9 @@ def _fault(point: str, context: Any = None) -> None:
     """Tests only: die at ``point`` as a fault test asks; nothing otherwise.
 
     A task reads the local property ``kafkacore.sink.fault``
-    (``<partition>=<point>,...@<marker dir>``): the first time, the task of that Spark
-    partition SIGKILLs its own Python worker at that point (a marker file says it happened).  On the driver, the environment variable
+    (``<partition>=<point>[:raise],...@<marker dir>``): the first time, the task of that Spark
+    partition SIGKILLs its own Python worker at that point, or with ``:raise`` raises an error
+    there (a marker file says it happened).  On the driver, the environment variable
     ``KAFKACORE_SINK_FAULT`` (``commit:<batch id>:<process group>``) SIGKILLs the driver's
     process group before Spark writes that batch to its commit log.
     """
@@ -159,14 +160,19 @@ def _fault(point: str, context: Any = None) -> None:
         return
     deaths, _, marker_dir = spec.partition("@")
     partition = context.partitionId()
-    if f"{partition}={point}" not in deaths.split(","):
-        return
-    marker = os.path.join(marker_dir, f"{partition}-{point}")
-    if os.path.exists(marker):
-        return
-    with open(marker, "w"):
-        pass
-    os.kill(os.getpid(), signal.SIGKILL)
+    for death in deaths.split(","):
+        where, _, how = death.partition(":")
+        if where != f"{partition}={point}":
+            continue
+        marker = os.path.join(marker_dir, f"{partition}-{point}")
+        if os.path.exists(marker):
+            return
+        with open(marker, "w"):
+            pass
+        if how == "raise":  # a task failure the worker survives (it runs the retry, too)
+            raise RuntimeError(f"{_FAULT_PROPERTY}: the task of partition {partition} fails "
+                               f"at {point}")
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _first_rows(batches: Iterator[Any]) -> tuple[Any, Iterator[Any]]:

@@ -41,6 +41,7 @@ from pyspark.sql.streaming.datasource import (
 
 from kafkacore.errors import (
     ConfigError,
+    IllegalStateError,
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
@@ -252,7 +253,8 @@ def _topic_partitions(reader: Any, strategy: Any) -> list[TopicPartition]:
     if isinstance(strategy, SubscribePattern):
         counts = reader.topics_matching(strategy.pattern)
     else:
-        assert isinstance(strategy, Subscribe)
+        if not isinstance(strategy, Subscribe):
+            raise IllegalStateError(f"not a subscription: {strategy!r}")
         # One Metadata request for the cluster's topics, every time: partition counts must be
         # fresh, or partitions added since the last look would never be read.  A subscribed
         # topic that does not exist (yet) has no partitions, as in Spark.
@@ -293,7 +295,8 @@ def resolve_offsets(reader: Any, tps: list[TopicPartition], limit: OffsetRangeLi
     if isinstance(limit, GlobalTimestamp):
         by_ts = {tp: limit.timestamp for tp in tps}
     else:
-        assert isinstance(limit, SpecificTimestamps)
+        if not isinstance(limit, SpecificTimestamps):
+            raise IllegalStateError(f"not a timestamp limit: {limit!r}")
         by_ts = limit.as_dict()
         if set(by_ts) != set(tps):
             raise ConfigError(

@@ -7,7 +7,7 @@
 Every broker keeps its ``log.dirs`` under one directory (a temporary one unless given), so
 ``restart(broker)`` brings it back with its log, on the same port.  Faults without killing
 (``isolate``, ``heal``, ``set_latency``, ``fail_next``) go through each broker's control socket
-(``kafkacore.broker.server.faults.BrokerControl``).  Every wait is bounded.
+(``kafkacore.broker.network.faults.BrokerControl``).  Every wait is bounded.
 See docs/broker/failover.rst.
 """
 
@@ -30,9 +30,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import kafkacore
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common import lifeline
-from kafkacore.errors import Errors
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
+from kafkacore.errors import Errors, IllegalStateError
 from kafkacore.network.sasl import PlainMechanism
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -154,7 +154,8 @@ class Cluster:
         nodes = [*self.brokers.values(), *([self.controller] if self.controller else [])]
         for node in nodes:
             if node.running:
-                assert node.process is not None
+                if node.process is None:
+                    raise IllegalStateError(f"{node.role} {node.node_id} has no process: it was never started")
                 if node.paused:
                     node.process.send_signal(signal.SIGCONT)
                 node.process.terminate()
@@ -170,7 +171,8 @@ class Cluster:
         self.close()
 
     def _command(self, node: _Node) -> list[str]:
-        assert self.base is not None
+        if self.base is None:
+            raise IllegalStateError("the cluster has not started")
         protocol = self.security_protocol
         cmd = [sys.executable, "-m", "kafkacore.broker", "--node-id", str(node.node_id),
                "--log-dirs", str(node.directory),
@@ -186,7 +188,8 @@ class Cluster:
                                "sasl.users", "authorizer.class.name", "super.users",
                                "allow.everyone.if.no.acl.found")}
         else:
-            assert self.controller is not None
+            if self.controller is None:
+                raise IllegalStateError("the cluster has not started")
             cmd += ["--process-roles", "broker",
                     "--controller", f"127.0.0.1:{self.controller.port}",
                     "--control-socket", str(self.control_socket(node.node_id))]
@@ -197,7 +200,8 @@ class Cluster:
         return cmd
 
     def control_socket(self, broker: int) -> pathlib.Path:
-        assert self.base is not None
+        if self.base is None:
+            raise IllegalStateError("the cluster has not started")
         return self.base / f"broker-{broker}.ctl"
 
     def _advertises_elsewhere(self, node: _Node) -> bool:
@@ -214,7 +218,8 @@ class Cluster:
                 node.port = probe.getsockname()[1]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [_ROOT, env.get("PYTHONPATH")]))
-        assert self.base is not None
+        if self.base is None:
+            raise IllegalStateError("the cluster has not started")
         with open(self.base / f"{node.role}-{node.node_id}.log", "ab") as stderr:
             # It ends with this process, however it ends (kafkacore.broker.server_common.lifeline).
             node.process = lifeline.spawn(self._command(node), lifeline=True,
@@ -223,7 +228,8 @@ class Cluster:
         node.paused = False
 
     def _wait_ready(self, node: _Node) -> None:
-        assert node.process is not None and node.process.stdout is not None
+        if node.process is None or node.process.stdout is None:
+            raise IllegalStateError(f"{node.role} {node.node_id} has no process: it was never started")
         deadline = time.monotonic() + self.start_timeout_s
         line = b""
         while not line.endswith(b"\n"):
@@ -273,7 +279,8 @@ class Cluster:
 
     def metadata(self, topics: Iterable[str] | None = None) -> dict[str, Any]:
         """The controller's Metadata answer: every topic's partitions and the live brokers."""
-        assert self.controller is not None
+        if self.controller is None:
+            raise IllegalStateError("the cluster has not started")
         client = InterBrokerClient("127.0.0.1", self.controller.port, "cluster", 10.0,
                                    sasl=self._sasl)
         try:
@@ -403,7 +410,8 @@ class Cluster:
         """SIGKILL: the broker dies with no goodbye; its controller session lapses."""
         node = self._broker(broker)
         if node.running:
-            assert node.process is not None
+            if node.process is None:
+                raise IllegalStateError(f"{node.role} {node.node_id} has no process: it was never started")
             node.process.kill()
         self._reap(node, 10.0)
 
@@ -413,7 +421,8 @@ class Cluster:
         its logs."""
         node = self._broker(broker)
         if node.running:
-            assert node.process is not None
+            if node.process is None:
+                raise IllegalStateError(f"{node.role} {node.node_id} has no process: it was never started")
             if node.paused:
                 node.process.send_signal(signal.SIGCONT)
                 node.paused = False
@@ -432,18 +441,20 @@ class Cluster:
     def pause(self, broker: int) -> None:
         """SIGSTOP: the process is frozen (no heartbeats, no fetches) but its sockets stay open."""
         node = self._broker(broker)
-        assert node.process is not None
+        if node.process is None:
+            raise IllegalStateError(f"{node.role} {node.node_id} has no process: it was never started")
         node.process.send_signal(signal.SIGSTOP)
         node.paused = True
 
     def resume(self, broker: int) -> None:
         node = self._broker(broker)
-        assert node.process is not None
+        if node.process is None:
+            raise IllegalStateError(f"{node.role} {node.node_id} has no process: it was never started")
         node.process.send_signal(signal.SIGCONT)
         node.paused = False
 
     def _control(self, broker: int) -> Any:
-        from kafkacore.broker.server.faults import BrokerControl
+        from kafkacore.broker.network.faults import BrokerControl
 
         self._broker(broker)
         return BrokerControl(self.control_socket(broker))
@@ -486,11 +497,12 @@ class Cluster:
                     timeout_s: float = 30.0) -> None:
         """Make ``broker`` (a live in-sync replica) the partition's leader, with a new leader
         epoch, and wait (bounded) until the controller records it.  Raises
-        ``kafkacore.broker.server.faults.InvalidFaultError`` if ``broker`` is not eligible."""
-        from kafkacore.broker.server.faults import BrokerControl
+        ``kafkacore.broker.network.faults.InvalidFaultError`` if ``broker`` is not eligible."""
+        from kafkacore.broker.network.faults import BrokerControl
 
         self._broker(broker)
-        assert self.base is not None
+        if self.base is None:
+            raise IllegalStateError("the cluster has not started")
         BrokerControl(self.base / "controller.ctl")._call(  # noqa: SLF001
             {"op": "elect_leader", "topic": topic, "partition": partition, "broker": broker})
         deadline = time.monotonic() + timeout_s

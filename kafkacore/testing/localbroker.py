@@ -147,11 +147,11 @@ class LocalBroker:
 
     @property
     def control(self) -> Any:
-        """A :class:`kafkacore.broker.server.faults.BrokerControl` for this broker's faults (needs
+        """A :class:`kafkacore.broker.network.faults.BrokerControl` for this broker's faults (needs
         ``control_socket``)."""
         if self.control_socket is None:
             raise ValueError("this LocalBroker was started without control_socket")
-        from kafkacore.broker.server.faults import BrokerControl
+        from kafkacore.broker.network.faults import BrokerControl
 
         return BrokerControl(self.control_socket)
 
@@ -159,7 +159,7 @@ class LocalBroker:
         """True without a control socket, else once it answers (it starts after the broker)."""
         if self.control_socket is None:
             return True
-        from kafkacore.broker.server.faults import BrokerControl, BrokerControlError
+        from kafkacore.broker.network.faults import BrokerControl, BrokerControlError
 
         try:
             BrokerControl(self.control_socket, timeout_s=1.0).status()

@@ -8,7 +8,7 @@ your top-level ``conftest.py``).  See docs/broker/faults.rst.
     One :class:`kafkacore.broker.Broker` for the whole session (it starts in well under a
     second), its data in a temporary directory.  Use :meth:`KafkaBrokerFixture.new_topic` for a
     topic no other test writes to, ``bootstrap_servers`` for your clients, ``faults`` to break
-    it on purpose (:class:`kafkacore.broker.server.faults.FaultInjector`).  Faults a test switched on
+    it on purpose (:class:`kafkacore.broker.network.faults.FaultInjector`).  Faults a test switched on
     are switched off after it.
 ``kafka_topic``
     A fresh one-partition topic on ``kafka_broker``, by name.
@@ -37,7 +37,7 @@ import pytest
 
 if TYPE_CHECKING:
     from kafkacore.broker import Broker
-    from kafkacore.broker.server.faults import FaultInjector
+    from kafkacore.broker.network.faults import FaultInjector
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -152,7 +152,7 @@ def _kafkacore_reset_cluster(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     if "kafka_cluster" not in request.fixturenames:
         return
-    from kafkacore.broker.server.faults import BrokerControl
+    from kafkacore.broker.network.faults import BrokerControl
 
     cluster = request.getfixturevalue("kafka_cluster")
     restarted = False

@@ -31,7 +31,7 @@ from kafkacore.broker.security.authorizer import (
     ResourceType,
 )
 from kafkacore.broker.server.broker_server import Broker
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.errors import Errors, SecurityDisabledError
 from kafkacore.network.sasl import PlainMechanism
 from kafkacore.protocol import codec

@@ -24,7 +24,7 @@ from kafkacore.broker.security.authorizer.acl import (
     PatternType,
     ResourceType,
 )
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.errors import ClusterAuthorizationFailedError, TopicAuthorizationFailedError
 from kafkacore.network.sasl import PlainMechanism
 from kafkacore.protocol import codec

@@ -110,7 +110,7 @@ def test_a_damaged_batch_length_costs_only_its_own_bytes(tmp_path, caplog, lengt
 def _produce_raw(broker, topic: str, batches) -> None:
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
     from kafkacore.errors import Errors
     from kafkacore.protocol.api_keys import ApiKey
 

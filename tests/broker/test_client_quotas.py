@@ -22,8 +22,8 @@ from support.topics import new_topic
 from waits import wait_until
 
 from kafkacore.broker import Broker, BrokerConfig
-from kafkacore.broker.controller.client_quota_control_manager import client_quota_record
 from kafkacore.broker.controller.quorum_controller import QuorumController
+from kafkacore.broker.metadata.client_quota_control_manager import client_quota_record
 from kafkacore.broker.metadata.metadata_cache import MetadataCache
 from kafkacore.broker.server import client_quota_manager
 from kafkacore.broker.server.client_quota_manager import ClientQuotaManager

@@ -352,7 +352,7 @@ def test_kafka_python_group_survives_data_leader_and_coordinator_kills(cluster):
 
 def _call(cluster: Cluster, broker: int, api: int, version: int, body: dict,
           timeout_s: float = 10.0) -> dict:
-    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
     from kafkacore.protocol import codec
 
     full = codec.REQUESTS[api].body.defaults(version)

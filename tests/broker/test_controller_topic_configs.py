@@ -14,7 +14,6 @@ from kafka import KafkaAdminClient
 from support.topics import new_topic
 
 from kafkacore.broker import Broker
-from kafkacore.broker.metadata.metadata_loader import MetadataLoader
 
 #: configs no Kafka broker accepts: a number that is not, a value below its minimum, an
 #: unknown name
@@ -80,7 +79,7 @@ def test_the_loader_skips_what_it_cannot_apply_and_applies_the_rest(tmp_path, ca
     ERROR, and the next pull is applied as if nothing had happened."""
     with Broker({"log.dirs": str(tmp_path)}) as broker:
         me = broker.broker_id
-        loader = MetadataLoader(broker, client=None)  # records handed in directly: no pulls
+        loader = broker.new_metadata_loader(None)  # records handed in directly: no pulls
         bad, good, later = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
         caplog.set_level(logging.ERROR, logger="kafkacore.broker.metadata.metadata_loader")
         loader._apply_records([  # noqa: SLF001 - one pull's records

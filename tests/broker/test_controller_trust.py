@@ -10,7 +10,7 @@ import uuid
 import pytest
 from support.topics import new_replicated_topic
 
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
 

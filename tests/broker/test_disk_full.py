@@ -19,7 +19,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from waits import wait_until
 
 from kafkacore.broker.server.broker_server import Broker
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.errors import KafkaStorageError
 from kafkacore.protocol.api_keys import ApiKey
 

@@ -1,4 +1,4 @@
-"""Faults injected into our broker on purpose (kafkacore.broker.server.faults), seen by clients we did
+"""Faults injected into our broker on purpose (kafkacore.broker.network.faults), seen by clients we did
 not write (kafka-python) and by hand over a socket: fail_next, latency, isolation, and the
 control socket of a broker running as another process.
 """
@@ -26,7 +26,7 @@ from support.topics import new_topic
 from waits import wait_until
 
 from kafkacore.broker import Broker
-from kafkacore.broker.server.faults import (
+from kafkacore.broker.network.faults import (
     BrokerControl,
     BrokerControlError,
     BrokerControlTimeoutError,

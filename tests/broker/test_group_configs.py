@@ -75,7 +75,7 @@ def test_group_configs_described_altered_checked_and_kept(tmp_path):
 def test_a_groups_heartbeat_interval_reaches_its_members(tmp_path):
     """A consumer-protocol member (KIP-848) of a group with its own
     consumer.heartbeat.interval.ms is told that interval in its heartbeat answers."""
-    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
     from kafkacore.protocol.api_keys import ApiKey
 
     with Broker({"num.network.threads": "1", "num.io.threads": "1",

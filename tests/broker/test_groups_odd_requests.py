@@ -24,7 +24,7 @@ def broker(tmp_path):
 
 @pytest.fixture
 def client(broker):
-    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 
     host, port = broker.bootstrap_servers.split(":")
     c = InterBrokerClient(host, int(port), "odd-requests", 10.0)

@@ -110,7 +110,7 @@ def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
         assert b.assigned[-1] == b_partitions
 
         # The old incarnation is fenced: its member id with its instance id.
-        from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+        from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 
         host, port = broker.bootstrap_servers.split(":")
         client = InterBrokerClient(host, int(port), "old-incarnation", 10.0)

@@ -23,7 +23,8 @@ from kafkacore.admin import create_topics
 from kafkacore.broker.config.kafka_config import BrokerConfig
 from kafkacore.broker.controller.quorum_controller import QuorumController
 from kafkacore.broker.log import Log
-from kafkacore.broker.server.partition import Partition, PartitionState
+from kafkacore.broker.metadata.partition_state import PartitionState
+from kafkacore.broker.server.partition import Partition
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.core.record_batch import iter_batches
 from kafkacore.errors import (

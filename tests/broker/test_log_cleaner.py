@@ -13,11 +13,10 @@ import pytest
 from waits import wait_until
 
 from kafkacore.broker.log import Log, LogConfig
-from kafkacore.broker.log.cleaner import DELETE_HORIZON_FLAG
 from kafkacore.broker.log.cleaner_config import CleanerConfig
 from kafkacore.broker.log.end_transaction_marker import end_transaction_marker
 from kafkacore.broker.log.log import CLEANED_SUFFIX, SWAP_SUFFIX
-from kafkacore.broker.log.log_cleaner import LogCleaner
+from kafkacore.broker.log.log_cleaner import DELETE_HORIZON_FLAG, LogCleaner
 from kafkacore.broker.log.log_cleaner_manager import CLEANER_OFFSET_CHECKPOINT
 from kafkacore.broker.log.log_segment import LOG_SUFFIX, file_name
 from kafkacore.broker.log.log_validator import read_header
@@ -142,7 +141,8 @@ def test_tombstones_stay_for_delete_retention_ms_then_go(tmp_path):
     _fill(lg)
     assert cleaner.clean_now()
     assert [a for a in _read_all(lg) if a[2] is None] == tombstones
-    assert cleaner.manager._horizons[("t", 0)] > time.time() * 1000 + 3500_000
+    horizon = cleaner.manager.delete_horizon(("t", 0))
+    assert horizon is not None and horizon > time.time() * 1000 + 3500_000
 
 
 

@@ -181,7 +181,7 @@ def test_new_partition_directories_are_made_durable_by_one_task_for_many(tmp_pat
         manager = LogManager([tmp_path], scheduler=scheduler)
         for p in range(20):
             manager.get_or_create_log("burst", p)
-        wait_until(lambda: not manager._unsynced_dirs
+        wait_until(lambda: not manager.unsynced_dirs
                    and "kafka-log-dir-flush" not in scheduler.task_names(),
                    "the log dir flushed", bound_s=20)
         assert len(list(tmp_path.glob("burst-*"))) == 20

@@ -4,7 +4,6 @@ broker: what one pull's records change is applied, whatever order they come in."
 import uuid
 
 from kafkacore.broker import Broker
-from kafkacore.broker.metadata.metadata_loader import MetadataLoader
 
 
 def _partition(topic_id: uuid.UUID, index: int, broker_id: int) -> dict:
@@ -16,7 +15,7 @@ def _partition(topic_id: uuid.UUID, index: int, broker_id: int) -> dict:
 def test_a_topic_grown_and_deleted_in_one_pull_is_gone_and_the_next_pull_applies(tmp_path):
     with Broker({"log.dirs": str(tmp_path)}) as broker:
         me = broker.broker_id
-        loader = MetadataLoader(broker, client=None)  # records handed in directly: no pulls
+        loader = broker.new_metadata_loader(None)  # records handed in directly: no pulls
         grown, other = uuid.uuid4(), uuid.uuid4()
         loader._apply_records([  # noqa: SLF001 - one pull's records
             {"type": "TopicRecord", "name": "grown", "topic_id": str(grown)},

@@ -21,7 +21,7 @@ from waits import wait_until
 
 from kafkacore import KafkaProducer, errors
 from kafkacore.broker import Broker
-from kafkacore.broker.server.faults import ControlServer, ControlSocketPathError, FaultInjector
+from kafkacore.broker.network.faults import ControlServer, ControlSocketPathError, FaultInjector
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey

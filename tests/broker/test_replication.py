@@ -20,7 +20,7 @@ from waits import wait_until
 from kafkacore import KafkaProducer
 from kafkacore.admin import create_topics
 from kafkacore.broker import Broker
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.testing.cluster import Cluster

@@ -1,7 +1,7 @@
 """The compiled Produce response (kafkacore/broker/network/response_encoder.pyx) against the codec.
 
 What the handlers did before is the reference: fit the body to the version
-(:func:`~kafkacore.broker.server.api_request_handler.fit_to_version`), then
+(:func:`~kafkacore.broker.network.api_request_handler.fit_to_version`), then
 :func:`kafkacore.protocol.codec.encode_response`.  The compiled encoder, given the body as the
 handler built it, writes the same bytes, or returns None and leaves the body to that path (which
 then encodes it or raises its typed error).  Bodies as the Produce handler builds them are never
@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.examples import examples
 
+from kafkacore.broker.network.api_request_handler import fit_to_version
 from kafkacore.broker.network.response_encoder import PRODUCE_VERSIONS, encode_produce_response
-from kafkacore.broker.server.api_request_handler import fit_to_version
 from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey

@@ -1,7 +1,7 @@
 """The compiled Fetch response (kafkacore/broker/network/response_encoder.pyx) against the codec.
 
 The reference is what the broker did before: fit the body to the version
-(:func:`~kafkacore.broker.server.api_request_handler.fit_to_version`), encode it with
+(:func:`~kafkacore.broker.network.api_request_handler.fit_to_version`), encode it with
 :func:`kafkacore.protocol.codec.encode_response`, and put the size in front
 (:meth:`~kafkacore.broker.network.request_channel.RequestChannel.send_response`).  A Fetch answer is a
 list of parts: bytes, and the records' file regions sent from their segment files; the two
@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from support.examples import examples
 
 from kafkacore.broker.log.file_records import FileRecords
+from kafkacore.broker.network.api_request_handler import fit_to_version
 from kafkacore.broker.network.request_channel import payload_size
 from kafkacore.broker.network.response_encoder import FETCH_VERSIONS, encode_fetch_response
-from kafkacore.broker.server.api_request_handler import fit_to_version
 from kafkacore.errors import Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey

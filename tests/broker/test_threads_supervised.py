@@ -185,7 +185,10 @@ def test_the_marker_sender_retries_through_its_queue_and_serves_the_next_transac
             return not second_done.is_set()  # retried until the other one is through
         return True
 
-    manager = TransactionMarkerChannelManager(broker, still_coordinating)
+    manager = TransactionMarkerChannelManager(
+        broker.broker_id, metadata_cache=broker.metadata_cache, replicas=broker.replica_manager,
+        group_manager=broker.group_coordinator.group_manager,
+        still_coordinating=still_coordinating)
     manager.startup()
     sender = manager.thread
     assert isinstance(sender, ShutdownableThread)

@@ -15,7 +15,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafkacore.broker.log import Log, LogConfig
 from kafkacore.broker.log.log import MAX_TIMESTAMP
 from kafkacore.broker.server.broker_server import Broker
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.core.record_batch import iter_batches
 from kafkacore.errors import Errors

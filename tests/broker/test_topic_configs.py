@@ -10,7 +10,7 @@ from support.topics import new_topic
 from kafkacore.broker.config.config_source import ConfigType
 from kafkacore.broker.metadata.metadata_cache import RESOURCE_TYPE_TOPIC
 from kafkacore.broker.server.broker_server import Broker
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.protocol.api_keys import ApiKey
 
 ck = pytest.importorskip("confluent_kafka")

@@ -320,7 +320,7 @@ def test_aiokafka_transactional_producer(ours):
 
 def test_bad_transactional_requests_get_kafkas_errors(ours):
     """Each wrong request gets Kafka's error code; the coordinator serves everyone else."""
-    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
     from kafkacore.errors import (
         ConcurrentTransactionsError,
         InvalidProducerIdMappingError,
@@ -416,7 +416,7 @@ def test_transactional_requests_are_authorized(tmp_path):
         ResourceType,
     )
     from kafkacore.broker.server.broker_server import Broker
-    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
     from kafkacore.errors import (
         ClusterAuthorizationFailedError,
         TransactionalIdAuthorizationFailedError,
@@ -469,7 +469,7 @@ def assert_transactional_id_patterns(ours, txn_id: str) -> None:
     """ListTransactions v2's TransactionalIdPattern (KIP-1152) is matched whole, by RE2: a
     pattern RE2 refuses is INVALID_REGULAR_EXPRESSION, one that backtracks in Python's ``re``
     answers at once."""
-    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
     from kafkacore.errors import InvalidRegularExpressionError
     from kafkacore.protocol.api_keys import ApiKey
 
@@ -552,7 +552,7 @@ def test_offset_fetch_require_stable_waits_for_the_transaction(ours):
     answers UNSTABLE_OFFSET_COMMIT for that partition (and the committed offset without it)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
     from kafkacore.errors import UnstableOffsetCommitError
     from kafkacore.protocol.api_keys import ApiKey
 
@@ -680,7 +680,7 @@ def test_a_transactional_batch_for_a_partition_not_added_is_refused(ours):
     """KIP-890: the leader asks the coordinator before a producer's first transactional batch
     opens a transaction in a partition; one the producer never added gets INVALID_TXN_STATE
     and opens nothing (the LSO stays at the high watermark)."""
-    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
     from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
     from kafkacore.errors import InvalidTxnStateError
     from kafkacore.protocol import codec

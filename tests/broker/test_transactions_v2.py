@@ -16,7 +16,7 @@ from support.topics import new_topic
 from waits import wait_until
 
 from kafkacore.broker.server.broker_server import Broker
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.errors import Errors
 from kafkacore.protocol import codec

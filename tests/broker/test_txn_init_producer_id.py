@@ -26,7 +26,7 @@ def broker(tmp_path):
 
 @pytest.fixture
 def client(broker):
-    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 
     host, port = broker.bootstrap_servers.split(":")
     c = InterBrokerClient(host, int(port), "init-producer-id", 10.0)

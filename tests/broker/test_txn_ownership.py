@@ -30,7 +30,7 @@ def ours():
 
 @pytest.fixture
 def client(ours):
-    from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+    from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 
     host, port = ours.bootstrap.split(":")
     c = InterBrokerClient(host, int(port), "raw-client", 10.0)

@@ -1,4 +1,5 @@
-"""A local Spark session for the Spark tests, shared by the module (starting one takes seconds).
+"""A local Spark session for the Spark tests: one SparkContext for the test session (starting one
+takes seconds), a fresh SparkSession on it for each module.
 
 ``local[2,4]``: two task slots, and a failed task is tried up to four times, so the retry test
 can fail a task once and watch Spark run it again.  Small Arrow batches give each task several
@@ -14,8 +15,10 @@ import pytest
 BATCH_ROWS = 250
 
 
-@pytest.fixture(scope="module")
-def spark():
+@pytest.fixture(scope="session")
+def _spark_context():
+    """The session's SparkContext (its JVM side, task slots and Python workers), started once:
+    starting and stopping one per module cost seconds each."""
     pytest.importorskip("pyspark", reason="the Spark tests need pyspark (the `spark` extra)")
     from pyspark.sql import SparkSession
 
@@ -34,6 +37,18 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def spark(_spark_context):
+    """The module's SparkSession: a new session on the shared SparkContext, so that each module
+    starts with Spark's SQL state fresh (its settings, and no data source registered by
+    ``register()``: test_source.py checks that Spark finds the format by itself), as it did when
+    each module started its own context.  Streaming queries it left running are stopped."""
+    session = _spark_context.newSession()
+    yield session
+    for query in session.streams.active:
+        query.stop()
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,7 @@
-"""``ConfigAdminManager``: AlterConfigs and IncrementalAlterConfigs, for topics, brokers and
-groups (Kafka 4's GROUP resources, ``kafkacore.broker.group.group_config``).
+"""What AlterConfigs and IncrementalAlterConfigs change, for topics, brokers and their loggers,
+shared by a broker alone and the controller (the requests' handler, Kafka's
+``ConfigAdminManager``, is :mod:`kafkacore.broker.server.apis.configs`; groups' configs are
+Kafka 4's GROUP resources, ``kafkacore.broker.config.group_config``).
 
 A config change is checked whole before anything changes: the principal's right (ALTER_CONFIGS
 on the topic, or on the cluster for a broker), the resource, each name and value.  Then it is
@@ -19,30 +21,18 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kafkacore import errors
-from kafkacore.broker.config.dynamic_broker_config import DEFAULT_RESOURCE, DynamicBrokerConfig
+from kafkacore.broker.config.config_resource import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC
+from kafkacore.broker.config.dynamic_broker_config import DynamicBrokerConfig
 from kafkacore.broker.config.logging_controller import (
     LEVELS,
-    RESOURCE_TYPE_BROKER_LOGGER,
     ROOT_LOGGER,
     LoggingController,
 )
-from kafkacore.broker.group.group_config import (
-    RESOURCE_TYPE_GROUP,
-    group_defaults,
-    validate_group_configs,
-)
-from kafkacore.broker.log import LogConfig
-from kafkacore.broker.metadata.metadata_cache import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC
-from kafkacore.broker.network.request_channel import Request
-from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
+from kafkacore.broker.log import LogConfig, LogManager
 from kafkacore.errors import Errors
-
-if TYPE_CHECKING:
-    from kafkacore.broker.server.broker_server import Broker
-    from kafkacore.broker.server.kafka_apis import KafkaApis
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +88,7 @@ def alter_resources(resources: list[dict[str, Any]], incremental: bool, validate
     return results
 
 
-def _operation(config: dict[str, Any]) -> OpType:
+def config_operation(config: dict[str, Any]) -> OpType:
     """An IncrementalAlterConfigs entry's operation; INVALID_REQUEST for a number not one."""
     try:
         return OpType(config["config_operation"])
@@ -116,7 +106,7 @@ def apply_ops(current: dict[str, str], configs: list[dict[str, Any]], incrementa
     new = dict(current)
     for c in configs:
         name, value = c["name"], c["value"]
-        op = _operation(c)
+        op = config_operation(c)
         if op == OpType.DELETE:
             new.pop(name, None)
             continue
@@ -163,7 +153,7 @@ def alter_log_levels(configs: list[dict[str, Any]], validate_only: bool) -> None
     Not persisted, as in Kafka."""
     for c in configs:
         name, value = c["name"], c["value"]
-        op = _operation(c)
+        op = config_operation(c)
         if op in (OpType.APPEND, OpType.SUBTRACT):
             raise errors.InvalidRequestError(
                 f"{op.name} operation is not allowed for the BROKER_LOGGER resource")
@@ -185,7 +175,31 @@ def alter_log_levels(configs: list[dict[str, Any]], validate_only: bool) -> None
             LoggingController.set_log_level(c["name"], c["value"])
 
 
-def apply_topic_configs(broker: Broker, name: str, configs: dict[str, str]) -> None:
+class ConfigRepository(Protocol):
+    """Where the cluster's configs are kept (Kafka's ``ConfigRepository``; on a broker its
+    :class:`~kafkacore.broker.metadata.metadata_cache.MetadataCache`, which persists them)."""
+
+    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> Any:
+        """The topic's metadata (its ``partitions``) after the change, None if there is no
+        such topic."""
+
+    def alter_broker_configs(self, resource_name: str, configs: dict[str, str]) -> None: ...
+
+
+class ConfigHolder(Protocol):
+    """Where a config change lands on a broker: its metadata (persisted), its logs and its
+    dynamic config.  The broker's KafkaApis (a change it makes alone) and its metadata loader's
+    broker (a change the controller made) both have them."""
+
+    @property
+    def metadata_cache(self) -> ConfigRepository: ...
+    @property
+    def log_manager(self) -> LogManager: ...
+    @property
+    def dynamic_config(self) -> DynamicBrokerConfig: ...
+
+
+def apply_topic_configs(broker: ConfigHolder, name: str, configs: dict[str, str]) -> None:
     """A topic's new own configs: into the metadata (persisted), then into its logs here."""
     meta = broker.metadata_cache.alter_topic_configs(name, configs)
     if meta is None:
@@ -198,7 +212,7 @@ def apply_topic_configs(broker: Broker, name: str, configs: dict[str, str]) -> N
     log.info("topic %s: configs now %s", name, configs)
 
 
-def apply_broker_configs(broker: Broker, name: str, configs: dict[str, str]) -> None:
+def apply_broker_configs(broker: ConfigHolder, name: str, configs: dict[str, str]) -> None:
     """A broker resource's new dynamic configs: persisted, then in force (every log's
     defaults follow)."""
     broker.metadata_cache.alter_broker_configs(name, configs)
@@ -206,114 +220,6 @@ def apply_broker_configs(broker: Broker, name: str, configs: dict[str, str]) -> 
     log.info("broker resource %r: dynamic configs now %s", name, configs)
 
 
-class ConfigAdminManager:
-    """The broker's side of config changes (Kafka's ``ConfigAdminManager``): the principal's
-    rights, then the change itself, made here by a broker alone (its own controller) or
-    forwarded to the controller in a cluster."""
-
-    def __init__(self, apis: KafkaApis) -> None:
-        self.apis = apis
-        self.broker = apis.broker
-
-    def handle_incremental_alter_configs_request(self, request: Request) -> None:
-        self._handle(request, incremental=True)
-
-    def handle_alter_configs_request(self, request: Request) -> None:
-        self._handle(request, incremental=False)
-
-    def _handle(self, request: Request, incremental: bool) -> None:
-        assert request.body is not None
-        body = request.body
-        refused = []
-        allowed = []
-        loggers = []  # this broker's own, never forwarded (Kafka's ConfigAdminManager.preprocess)
-        groups = []  # GROUP resources: kept by this broker (see _alter_group)
-        for res in body["resources"]:
-            error = self._refused(request, res["resource_type"], res["resource_name"])
-            if error == Errors.NONE and incremental and \
-                    res["resource_type"] == RESOURCE_TYPE_BROKER_LOGGER:
-                loggers.append(res)
-            elif error == Errors.NONE and res["resource_type"] == RESOURCE_TYPE_GROUP:
-                groups.append(res)
-            elif error == Errors.NONE:
-                allowed.append(res)
-            else:
-                refused.append({"error_code": error, "error_message": None,
-                                "resource_type": res["resource_type"],
-                                "resource_name": res["resource_name"]})
-        refused += alter_resources(loggers, incremental, body["validate_only"], self._alter_logger,
-                                   kinds=(RESOURCE_TYPE_BROKER_LOGGER,))
-        refused += alter_resources(groups, incremental, body["validate_only"], self._alter_group,
-                                   kinds=(RESOURCE_TYPE_GROUP,))
-        body["resources"] = allowed
-        if allowed and self.apis.forward_to_controller(request, ("responses", refused)):
-            return
-        results = alter_resources(allowed, incremental, body["validate_only"], self._alter_one)
-        self.apis.respond(request, {"throttle_time_ms": 0, "responses": refused + results})
-
-    def _refused(self, request: Request, kind: int, name: str) -> int:
-        """Kafka's checks: ALTER_CONFIGS on the topic, or on the cluster for a broker or its
-        loggers."""
-        if kind == RESOURCE_TYPE_TOPIC and not self.apis.authorize_topic(
-                request, AclOperation.ALTER_CONFIGS, name):
-            return Errors.TOPIC_AUTHORIZATION_FAILED
-        if kind in (RESOURCE_TYPE_BROKER, RESOURCE_TYPE_BROKER_LOGGER) and not self.apis.authorize(
-                request, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER):
-            return Errors.CLUSTER_AUTHORIZATION_FAILED
-        if kind == RESOURCE_TYPE_GROUP and not self.apis.authorize(
-                request, AclOperation.ALTER_CONFIGS, ResourceType.GROUP, name):
-            return Errors.GROUP_AUTHORIZATION_FAILED
-        return Errors.NONE
-
-    def _alter_group(self, kind: int, name: str, configs: list[dict[str, Any]],
-                     incremental: bool, validate_only: bool) -> None:
-        """A group's configs (Kafka 4's GroupConfig), checked whole, then stored: persisted in
-        the metadata log by a broker alone; a broker of a cluster keeps them in memory, as
-        the controller does not take GROUP resources yet."""
-        if not name:
-            raise errors.InvalidRequestError("Group name must not be empty")
-        broker = self.broker
-        current = broker.metadata_cache.group_configs(name)
-        effective = {**group_defaults(broker.config), **current}
-        for c in configs:  # Kafka: no group config is a list
-            if incremental and _operation(c) in (OpType.APPEND, OpType.SUBTRACT):
-                raise errors.InvalidConfigError(
-                    f"Config value {_operation(c).name.lower()} is not allowed for config "
-                    f"key: {c['name']}")
-        new = apply_ops(current, configs, incremental, effective)
-        new = validate_group_configs(new, broker.config)
-        if not validate_only:
-            broker.metadata_cache.alter_group_configs(name, new,
-                                                      persist=broker.lifecycle is None)
-            log.info("group %s: configs now %s", name, new)
-
-    def _alter_logger(self, kind: int, name: str, configs: list[dict[str, Any]],
-                      incremental: bool, validate_only: bool) -> None:
-        if name != str(self.broker.broker_id):
-            raise errors.InvalidRequestError(
-                f"Unexpected broker id, expected {self.broker.broker_id} but received {name}")
-        alter_log_levels(configs, validate_only)
-
-    def _alter_one(self, kind: int, name: str, configs: list[dict[str, Any]], incremental: bool,
-                   validate_only: bool) -> None:
-        broker = self.broker
-        if kind == RESOURCE_TYPE_TOPIC:
-            meta = broker.metadata_cache.get(name)
-            if meta is None:
-                raise errors.UnknownTopicOrPartitionError(f"Topic {name} does not exist")
-            new = new_topic_configs(meta.configs, configs, incremental,
-                                    broker.log_manager.default_config)
-            if not validate_only:
-                apply_topic_configs(broker, name, new)
-            return
-        if name not in (DEFAULT_RESOURCE, str(broker.broker_id)):
-            raise errors.InvalidRequestError(
-                f"Unexpected broker id, expected {broker.broker_id} or empty string, but "
-                f"received {name}")
-        new = new_broker_configs(broker.dynamic_config.dynamic(name), configs, incremental)
-        if not validate_only:
-            apply_broker_configs(broker, name, new)
-
-
-__all__ = ["RESOURCE_TYPE_BROKER", "RESOURCE_TYPE_TOPIC", "ConfigAdminManager", "OpType", "alter_log_levels", "alter_resources", "apply_broker_configs",
-           "apply_topic_configs", "new_broker_configs", "new_topic_configs"]
+__all__ = ["LIST_SETTINGS", "RESOURCE_TYPE_BROKER", "RESOURCE_TYPE_TOPIC", "ConfigHolder",
+           "OpType", "alter_log_levels", "alter_resources", "apply_broker_configs", "apply_ops",
+           "apply_topic_configs", "config_operation", "new_broker_configs", "new_topic_configs"]

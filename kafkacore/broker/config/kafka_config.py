@@ -523,10 +523,14 @@ def is_sensitive(name: str) -> bool:
     return setting is not None and setting.parse is _secret
 
 
+#: The server-side assignors this broker has (``kafkacore.broker.group.assignors``), by the
+#: names ``group.consumer.assignors`` gives them; the group coordinator builds its table in
+#: this order, so a name here without an assignor fails at import.
+CONSUMER_GROUP_ASSIGNORS = ("uniform", "range")
+
+
 def _check_consumer_group_settings(parsed: dict[str, Any]) -> None:
     """The consumer group protocol's settings (KIP-848), checked together as Kafka does."""
-    from kafkacore.broker.group.assignors import ASSIGNORS
-
     session_ms = parsed["group.consumer.session.timeout.ms"]
     if session_ms < parsed["group.consumer.min.session.timeout.ms"]:
         raise errors.ConfigError(
@@ -534,7 +538,7 @@ def _check_consumer_group_settings(parsed: dict[str, Any]) -> None:
             f"group.consumer.min.session.timeout.ms "
             f"({parsed['group.consumer.min.session.timeout.ms']})")
     names = [n.strip() for n in parsed["group.consumer.assignors"].split(",") if n.strip()]
-    unknown = [n for n in names if n not in ASSIGNORS]
+    unknown = [n for n in names if n not in CONSUMER_GROUP_ASSIGNORS]
     if unknown or not names:
         raise errors.ConfigError(f"group.consumer.assignors: unknown assignors {unknown} "
-                                 f"(known: {', '.join(ASSIGNORS)})")
+                                 f"(known: {', '.join(CONSUMER_GROUP_ASSIGNORS)})")

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 
+from kafkacore.broker.config.config_resource import RESOURCE_TYPE_BROKER_LOGGER
+
 log = logging.getLogger(__name__)
 
-#: Kafka's ``ConfigResource.Type.BROKER_LOGGER``.
-RESOURCE_TYPE_BROKER_LOGGER = 8
 
 #: Kafka's name of the root logger (Python's too: ``logging.getLogger("root")``).
 ROOT_LOGGER = "root"

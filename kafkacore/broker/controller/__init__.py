@@ -16,6 +16,10 @@ One Kafka class per module, as in Kafka's ``org.apache.kafka.controller`` packag
   ``PartitionChangeRecord``, ...) to the controller's
   :class:`~kafkacore.broker.metadata.metadata_log.MetadataLog` before it is answered, with a snapshot now
   and then (a quorum of one; Kafka replicates its metadata log to a quorum of controllers).
+- The client quotas are kept by the
+  :class:`~kafkacore.broker.metadata.client_quota_control_manager.ClientQuotaControlManager`,
+  in ``kafkacore.broker.metadata``: the controller and every broker's image replay the same
+  records into it.
 - :class:`~kafkacore.broker.controller.controller_apis.ControllerApis`: the requests the
   controller answers.
 - :class:`~kafkacore.broker.controller.controller_server.ControllerServer`: the controller

@@ -6,11 +6,13 @@ import json
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kafkacore.broker.config.config_admin_manager import RESOURCE_TYPE_BROKER
+from kafkacore.broker.config.config_resource import RESOURCE_TYPE_BROKER
 from kafkacore.broker.config.config_source import ConfigSource
 from kafkacore.broker.config.dynamic_broker_config import DEFAULT_RESOURCE
+from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.controller.quorum_controller import QuorumController
 from kafkacore.broker.controller.replication_control_manager import (
     EXCESSIVE_BATCH_MESSAGE,
     EXCESSIVE_PARTITIONS_MESSAGE,
@@ -20,16 +22,14 @@ from kafkacore.broker.controller.replication_control_manager import (
     total_partitions_requested,
 )
 from kafkacore.broker.metadata.metadata_log import METADATA_TOPIC_ID
-from kafkacore.broker.network.request_channel import Request
+from kafkacore.broker.network.api_request_handler import ApiRequestHandler
+from kafkacore.broker.network.request_channel import Request, RequestChannel
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.security.authorizer.acl_apis import AclApis
-from kafkacore.broker.server.api_request_handler import ApiRequestHandler
+from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
-from kafkacore.errors import BrokerResponseError, Errors
+from kafkacore.errors import BrokerResponseError, Errors, IllegalStateError
 from kafkacore.protocol.api_keys import ApiKey
-
-if TYPE_CHECKING:
-    from kafkacore.broker.controller.controller_server import ControllerServer
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +70,15 @@ def election_results(results: dict[tuple[str, int], tuple[int, str | None]]
 class ControllerApis(ApiRequestHandler):
     """The APIs the controller answers (Kafka's ``ControllerApis``)."""
 
-    def __init__(self, server: ControllerServer) -> None:
-        super().__init__(server.request_channel)
-        self.authorizer = server.authorizer
-        self.config = server.config
-        self.controller = server.controller
+    def __init__(self, request_channel: RequestChannel, config: BrokerConfig,
+                 controller: QuorumController, authorizer: StandardAuthorizer | None,
+                 acls: StandardAuthorizer) -> None:
+        """``authorizer``: the ACLs' judge (None: authorization is off); ``acls``: where the
+        cluster's ACLs are kept, judged or not (the ACL APIs manage them)."""
+        super().__init__(request_channel)
+        self.authorizer = authorizer
+        self.config = config
+        self.controller = controller
         self.handlers = {
             ApiKey.API_VERSIONS: self.handle_api_versions_request,
             ApiKey.METADATA: self.handle_metadata_request,
@@ -95,7 +99,7 @@ class ControllerApis(ApiRequestHandler):
                 self.handle_alter_partition_reassignments_request,
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments_request,
         }
-        acl_apis = AclApis(self, server.acls)
+        acl_apis = AclApis(self, acls)
         self.handlers.update({
             ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
             ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
@@ -151,7 +155,8 @@ class ControllerApis(ApiRequestHandler):
         """The metadata records from the broker's offset (KRaft brokers fetch
         ``__cluster_metadata`` from the controller quorum): each record's value is its JSON,
         in one record batch whose base offset is the fetch offset."""
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         responses = []
         for t in request.body["topics"]:
             parts = []
@@ -181,7 +186,8 @@ class ControllerApis(ApiRequestHandler):
                                "session_id": 0, "responses": responses})
 
     def handle_create_topics_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         default_rf = self.config["default.replication.factor"]
         default_partitions = self.config["num.partitions"]
@@ -240,7 +246,8 @@ class ControllerApis(ApiRequestHandler):
         return result
 
     def handle_delete_topics_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         # A broker forwards topics by name (it resolved v6's ids).
         names = [t["name"] for t in body["topics"]] if request.api_version >= 6 \
@@ -254,7 +261,8 @@ class ControllerApis(ApiRequestHandler):
         self.respond(request, {"throttle_time_ms": 0, "responses": results})
 
     def handle_create_partitions_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         with self.controller.lock:
             current = {t["name"]: len(info.partitions) for t in body["topics"]
@@ -277,7 +285,8 @@ class ControllerApis(ApiRequestHandler):
         """The dynamic configs the controller keeps: a topic's own (DYNAMIC_TOPIC_CONFIG), a
         broker resource's (DYNAMIC_BROKER_CONFIG, or DYNAMIC_DEFAULT_BROKER_CONFIG for "").
         Brokers behind the last snapshot read them with the whole image."""
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         results = []
         for res in request.body["resources"]:
             name = res["resource_name"]
@@ -308,14 +317,16 @@ class ControllerApis(ApiRequestHandler):
         self._alter_configs(request, incremental=True)
 
     def _alter_configs(self, request: Request, incremental: bool) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         self.respond(request, {"throttle_time_ms": 0, "responses": self.controller.alter_configs(
             body["resources"], incremental, body["validate_only"])})
 
     def handle_describe_client_quotas_request(self, request: Request) -> None:
         """Every quota a filter matches (a broker behind the last snapshot takes them all)."""
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         answer: dict[str, Any] = {"throttle_time_ms": 0, "error_code": Errors.NONE,
                                   "error_message": None, "entries": None}
         try:
@@ -327,13 +338,15 @@ class ControllerApis(ApiRequestHandler):
         self.respond(request, answer)
 
     def handle_alter_client_quotas_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         self.respond(request, {"throttle_time_ms": 0, "entries": self.controller
                                .alter_client_quotas(request.body["entries"],
                                                     request.body["validate_only"])})
 
     def handle_elect_leaders_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         asked = body["topic_partitions"]
         wanted = None if asked is None else [(t["topic"], p) for t in asked
@@ -343,7 +356,8 @@ class ControllerApis(ApiRequestHandler):
                                "replica_election_results": election_results(results)})
 
     def handle_alter_partition_reassignments_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         results = self.controller.alter_partition_reassignments(
             [(t["name"], p["partition_index"], p["replicas"]) for t in body["topics"]
@@ -351,7 +365,8 @@ class ControllerApis(ApiRequestHandler):
         self.respond(request, reassignment_results(results))
 
     def handle_list_partition_reassignments_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         asked = request.body["topics"]
         with self.controller.lock:
             ongoing = self.controller.replication.ongoing_reassignments(
@@ -369,7 +384,8 @@ class ControllerApis(ApiRequestHandler):
                                    for t, parts in by_topic.items()]})
 
     def handle_broker_registration_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         listener = body["listeners"][0] if body["listeners"] else None
         if listener is None:
@@ -389,7 +405,8 @@ class ControllerApis(ApiRequestHandler):
                                "broker_epoch": epoch})
 
     def handle_broker_heartbeat_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         error, fenced = self.controller.heartbeat(body["broker_id"], body["broker_epoch"],
                                                   body["want_shut_down"])
@@ -398,7 +415,8 @@ class ControllerApis(ApiRequestHandler):
                                "should_shut_down": body["want_shut_down"] and error == Errors.NONE})
 
     def handle_alter_partition_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         body = request.body
         # Only the broker registered at that epoch may change its partitions' ISR.
         stale = self.controller.check_broker_epoch(body["broker_id"], body["broker_epoch"])

@@ -10,12 +10,12 @@ from typing import Any
 from kafkacore.broker.config.kafka_config import BrokerConfig
 from kafkacore.broker.controller.controller_apis import ControllerApis
 from kafkacore.broker.controller.quorum_controller import QuorumController
+from kafkacore.broker.network.faults import ControlServer, FaultInjector
+from kafkacore.broker.network.kafka_request_handler import KafkaRequestHandlerPool
 from kafkacore.broker.network.request_channel import RequestChannel
 from kafkacore.broker.network.socket_server import SocketServer
 from kafkacore.broker.security.authorizer.standard_authorizer import ACLS_FILE, StandardAuthorizer
-from kafkacore.broker.server.faults import ControlServer, FaultInjector
-from kafkacore.broker.server.kafka_request_handler import KafkaRequestHandlerPool
-from kafkacore.errors import Errors
+from kafkacore.errors import Errors, IllegalStateError
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +43,16 @@ class ControllerServer:
 
     @property
     def bootstrap_servers(self) -> str:
-        assert self.socket_server is not None
+        if self.socket_server is None:
+            raise IllegalStateError("the controller has not started")
         port = self.config.advertised_port or self.socket_server.bound_port
         return f"{self.config.advertised_host}:{port}"
 
     def start(self) -> ControllerServer:
         self.socket_server = SocketServer(self.config, self.request_channel, self.faults)
-        self._handlers = KafkaRequestHandlerPool(self.request_channel, ControllerApis(self),
+        apis = ControllerApis(self.request_channel, self.config, self.controller,
+                              self.authorizer, self.acls)
+        self._handlers = KafkaRequestHandlerPool(self.request_channel, apis,
                                                  self.config["num.io.threads"])
         self._handlers.start()
         self.socket_server.startup()
@@ -58,7 +61,8 @@ class ControllerServer:
         return self
 
     def stop(self) -> None:
-        assert self.socket_server is not None and self._handlers is not None
+        if self.socket_server is None or self._handlers is None:
+            raise IllegalStateError("the controller has not started")
         self.socket_server.shutdown()
         self._handlers.shutdown()
         self.controller.shutdown()

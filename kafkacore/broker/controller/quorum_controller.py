@@ -13,7 +13,6 @@ from typing import Any
 from kafkacore.broker.config.config_admin_manager import alter_resources
 from kafkacore.broker.config.kafka_config import BrokerConfig
 from kafkacore.broker.controller.broker_heartbeat_manager import BrokerHeartbeatManager
-from kafkacore.broker.controller.client_quota_control_manager import ClientQuotaControlManager
 from kafkacore.broker.controller.configuration_control_manager import (
     ConfigurationControlManager,
 )
@@ -26,12 +25,14 @@ from kafkacore.broker.controller.replication_control_manager import (
     placed_partition,
 )
 from kafkacore.broker.log import LogConfig
+from kafkacore.broker.metadata.client_quota_control_manager import ClientQuotaControlManager
 from kafkacore.broker.metadata.metadata_cache import validate_topic_name
 from kafkacore.broker.metadata.metadata_log import MetadataLog, Record
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import (
     DuplicateBrokerRegistrationError,
     Errors,
+    IllegalStateError,
     InvalidConfigError,
     InvalidTopicError,
     InvalidUpdateVersionError,
@@ -135,7 +136,8 @@ class QuorumController:
             self.client_quotas.replay(r)
         elif kind in ("PartitionRecord", "PartitionChangeRecord"):
             info = rc.by_id(r["topic_id"])
-            assert info is not None, r
+            if info is None:
+                raise IllegalStateError(f"{kind} for a topic id no TopicRecord made: {r}")
             reg = PartitionRegistration(r["replicas"], r["isr"], r["leader"], r["leader_epoch"],
                                         r["partition_epoch"], r.get("adding_replicas", []),
                                         r.get("removing_replicas", []))

@@ -12,6 +12,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
+from kafkacore.broker.config.kafka_config import CONSUMER_GROUP_ASSIGNORS
+
 #: member id -> topic id -> the partitions of that topic
 Assignment = dict[uuid.UUID, frozenset[int]]
 
@@ -92,4 +94,5 @@ def _by_topic(tps: list[tuple[uuid.UUID, int]]) -> Assignment:
 
 
 #: ``group.consumer.assignors``' names -> the assignor; the first is the default.
-ASSIGNORS = {a.name: a for a in (UniformAssignor(), RangeAssignor())}
+_BY_NAME = {a.name: a for a in (UniformAssignor(), RangeAssignor())}
+ASSIGNORS = {name: _BY_NAME[name] for name in CONSUMER_GROUP_ASSIGNORS}

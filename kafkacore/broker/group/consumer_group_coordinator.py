@@ -27,7 +27,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkacore.broker.group import consumer_group_records as records
 from kafkacore.broker.group import consumer_protocol
@@ -49,13 +49,11 @@ from kafkacore.broker.group.group_metadata import (
     JoinGroupResult,
     SyncGroupResult,
 )
+from kafkacore.broker.group.group_metadata_manager import GroupMetadataManager
 from kafkacore.broker.group.regex import RegexError, compile_regex
+from kafkacore.broker.metadata.metadata_cache import MetadataCache
 from kafkacore.broker.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory
-from kafkacore.errors import Errors
-
-if TYPE_CHECKING:
-    from kafkacore.broker.group.group_metadata_manager import GroupMetadataManager
-    from kafkacore.broker.metadata.metadata_cache import MetadataCache
+from kafkacore.errors import Errors, IllegalStateError
 
 log = logging.getLogger(__name__)
 
@@ -784,7 +782,9 @@ class ConsumerGroupCoordinator:
     def classic_assignment(self, group: ConsumerGroup, member: ConsumerGroupMember) -> bytes:
         """The member's current partitions in the consumer protocol, in the version of its
         own metadata."""
-        assert member.classic is not None
+        if member.classic is None:
+            raise IllegalStateError(
+                f"member {member.member_id}: a classic assignment for a consumer-protocol member")
         names = {tid: topic for topic, (tid, _) in group.subscription_metadata.items()}
         assigned = {names.get(t) or self.metadata_cache.name_of(t): ps
                     for t, ps in member.assigned.items()}
@@ -1005,7 +1005,7 @@ def _session_timeout_ms(coordinator: ConsumerGroupCoordinator,
 
 def _group_setting(coordinator: ConsumerGroupCoordinator, group_id: str, name: str,
                    default: int) -> int:
-    """A group's own config (Kafka 4's GroupConfig, kafkacore.broker.group.group_config), else
+    """A group's own config (Kafka 4's GroupConfig, kafkacore.broker.config.group_config), else
     ``default``, the broker's setting."""
     own = getattr(coordinator.metadata_cache, "group_configs", None)
     value = own(group_id).get(name) if own is not None else None

@@ -8,13 +8,27 @@ group's lock, so their checks see the membership as the coordinator's handlers l
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol
 
+from kafkacore.broker.group.group_metadata import GroupMetadata
 from kafkacore.broker.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory
 
-if TYPE_CHECKING:
-    from kafkacore.broker.group.group_coordinator import GroupCoordinator
-    from kafkacore.broker.group.group_metadata import GroupMetadata
+
+class CoordinatorCallbacks(Protocol):
+    """The work these operations leave to the
+    :class:`~kafkacore.broker.group.group_coordinator.GroupCoordinator` that made them."""
+
+    def try_complete_join(self, group: GroupMetadata,
+                          force_complete: Callable[[], bool]) -> bool: ...
+
+    def on_complete_join(self, group: GroupMetadata) -> None: ...
+
+    def try_complete_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool,
+                               force_complete: Callable[[], bool]) -> bool: ...
+
+    def on_expire_heartbeat(self, group: GroupMetadata, member_id: str,
+                            is_pending: bool) -> None: ...
 
 
 def group_join_key(group_id: str) -> tuple[str, str]:
@@ -32,7 +46,7 @@ class DelayedJoin(DelayedOperation):
     after the rebalance timeout, when those that did not are dropped from the group."""
 
     def __init__(
-        self, coordinator: GroupCoordinator, group: GroupMetadata, rebalance_timeout_ms: int
+        self, coordinator: CoordinatorCallbacks, group: GroupMetadata, rebalance_timeout_ms: int
     ) -> None:
         super().__init__(rebalance_timeout_ms, lock=group.lock)
         self.coordinator = coordinator
@@ -55,7 +69,7 @@ class InitialDelayedJoin(DelayedJoin):
 
     def __init__(
         self,
-        coordinator: GroupCoordinator,
+        coordinator: CoordinatorCallbacks,
         purgatory: DelayedOperationPurgatory,
         group: GroupMetadata,
         configured_rebalance_delay_ms: int,
@@ -92,7 +106,7 @@ class DelayedHeartbeat(DelayedOperation):
 
     def __init__(
         self,
-        coordinator: GroupCoordinator,
+        coordinator: CoordinatorCallbacks,
         group: GroupMetadata,
         member_id: str,
         is_pending: bool,

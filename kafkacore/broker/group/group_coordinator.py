@@ -62,7 +62,7 @@ from kafkacore.broker.group.group_metadata_manager import (
     group_metadata_value,
 )
 from kafkacore.broker.server_common.purgatory import DelayedOperationPurgatory
-from kafkacore.errors import Errors
+from kafkacore.errors import Errors, IllegalStateError
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +232,8 @@ class GroupCoordinator:
         consumer_group = (self.consumer_groups.group(group_id)
                           if self.consumer_groups is not None else None)
         if consumer_group is not None:  # KIP-848: the member commits with its member epoch
-            assert self.consumer_groups is not None
+            if self.consumer_groups is None:
+                raise IllegalStateError("a consumer group without the consumer group coordinator")
             error = self.consumer_groups.validate_offset_commit(consumer_group, member_id,
                                                                 generation_id, api_version)
             if error != Errors.NONE:
@@ -340,7 +341,8 @@ class GroupCoordinator:
                           if self.consumer_groups is not None else None)
         if consumer_group is None:
             return Errors.NONE
-        assert self.consumer_groups is not None
+        if self.consumer_groups is None:
+            raise IllegalStateError("a consumer group without the consumer group coordinator")
         return self.consumer_groups.validate_offset_fetch(consumer_group, member_id,
                                                           member_epoch)
 
@@ -430,7 +432,8 @@ class GroupCoordinator:
         a classic group at the group epoch as generation, which rebalances at once so that its
         leader assigns again.  Returns its record; None (the group stays a consumer group) if
         it would exceed ``group.max.size`` or its members share no protocol."""
-        assert self.consumer_groups is not None
+        if self.consumer_groups is None:
+            raise IllegalStateError("a consumer group without the consumer group coordinator")
         staying = [m for m in consumer_group.members.values() if m.member_id != leaving_member_id]
         if len(staying) > self.group_max_size:
             return None
@@ -441,7 +444,9 @@ class GroupCoordinator:
         group = GroupMetadata(consumer_group.group_id, GroupState.STABLE)
         group.generation_id = consumer_group.group_epoch
         for m in staying:
-            assert m.classic is not None
+            if m.classic is None:
+                raise IllegalStateError(
+                    f"member {m.member_id}: no classic protocols to join a classic group with")
             member = MemberMetadata(
                 m.member_id, None, m.client_id, m.client_host,
                 m.rebalance_timeout_ms if m.rebalance_timeout_ms > 0
@@ -490,7 +495,8 @@ class GroupCoordinator:
             rebalance_timeout_ms = session_timeout_ms
         if self._consumer_group_with_members(group_id) is not None:
             # A group of the consumer protocol (KIP-848) takes classic members in.
-            assert self.consumer_groups is not None
+            if self.consumer_groups is None:
+                raise IllegalStateError("a consumer group without the consumer group coordinator")
             self.consumer_groups.classic_join(
                 group_id, member_id, require_known_member_id, client_id,
                 client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
@@ -777,7 +783,8 @@ class GroupCoordinator:
             return
         consumer_group = self._consumer_group_with_members(group_id)
         if consumer_group is not None:  # a classic member of a consumer group
-            assert self.consumer_groups is not None
+            if self.consumer_groups is None:
+                raise IllegalStateError("a consumer group without the consumer group coordinator")
             response_callback(self.consumer_groups.classic_sync(
                 consumer_group, member_id, generation_id, protocol_type, protocol_name,
                 group_instance_id))
@@ -875,7 +882,8 @@ class GroupCoordinator:
             return status
         consumer_group = self._consumer_group_with_members(group_id)
         if consumer_group is not None:  # a classic member of a consumer group
-            assert self.consumer_groups is not None
+            if self.consumer_groups is None:
+                raise IllegalStateError("a consumer group without the consumer group coordinator")
             return self.consumer_groups.classic_heartbeat(consumer_group, member_id,
                                                           generation_id, group_instance_id)
         group = self._get_group(group_id)
@@ -974,7 +982,8 @@ class GroupCoordinator:
             return status, []
         consumer_group = self._consumer_group_with_members(group_id)
         if consumer_group is not None:  # classic members of a consumer group
-            assert self.consumer_groups is not None
+            if self.consumer_groups is None:
+                raise IllegalStateError("a consumer group without the consumer group coordinator")
             return Errors.NONE, self.consumer_groups.classic_leave(consumer_group, member_ids,
                                                                    group_instance_ids)
         group = self._get_group(group_id)

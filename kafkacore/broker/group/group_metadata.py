@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkacore.errors import Errors
+from kafkacore.errors import Errors, IllegalStateError
 
 
 class GroupState(enum.Enum):
@@ -342,7 +342,9 @@ class GroupMetadata:
 
     def current_member_metadata(self) -> list[tuple[str, str | None, bytes]]:
         """What the leader gets in its JoinGroup response: every member's subscription."""
-        assert self.protocol_name is not None
+        if self.protocol_name is None:
+            raise IllegalStateError(
+                f"group {self.group_id}: member metadata asked before a protocol was chosen")
         return [
             (m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
             for m in self.members.values()
@@ -374,7 +376,3 @@ class GroupMetadata:
             f"GroupMetadata({self.group_id!r}, {self.state.value}, "
             f"generation={self.generation_id}, members={list(self.members)})"
         )
-
-
-class IllegalStateError(RuntimeError):
-    """A transition the state machine does not allow (a bug in the coordinator)."""

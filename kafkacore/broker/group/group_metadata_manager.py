@@ -34,20 +34,22 @@ import queue
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkacore.broker.group import consumer_group_records
 from kafkacore.broker.log.log_config import segment_bytes_config
+from kafkacore.broker.log.log_manager import LogManager
+from kafkacore.broker.metadata.metadata_cache import MetadataCache
+from kafkacore.broker.server_common.coordinator_collaborators import (
+    InternalTopicCreator,
+    Replicas,
+)
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.core.record_batch import iter_batches
 from kafkacore.errors import Errors
-from kafkacore.protocol.api_keys import ApiKey
-
-if TYPE_CHECKING:
-    from kafkacore.broker.server.broker_server import Broker
 
 log = logging.getLogger(__name__)
 
@@ -300,9 +302,18 @@ StoreGroupCallback = Callable[[int], None]
 class GroupMetadataManager:
     """The offsets cache of the ``__consumer_offsets`` partitions this broker leads."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        config = broker.config
+    def __init__(self, config: Mapping[str, Any], broker_id: int, *,
+                 metadata_cache: MetadataCache, log_manager: LogManager, replicas: Replicas,
+                 topic_creator: InternalTopicCreator) -> None:
+        self.broker_id = broker_id
+        self.metadata_cache = metadata_cache
+        self.log_manager = log_manager
+        #: the replica manager: the offsets partitions' replicas, and their appends
+        self.replicas = replicas
+        self.topic_creator = topic_creator
+        #: A broker alone leads every offsets partition (no controller elects it).
+        self.standalone: bool = config["process.roles"] == ""
+        self.segment_bytes: int = config["offsets.topic.segment.bytes"]
         self.num_partitions: int = config["offsets.topic.num.partitions"]
         self.replication_factor: int = config["offsets.topic.replication.factor"]
         self.commit_timeout_ms: int = config["offsets.commit.timeout.ms"]
@@ -332,12 +343,8 @@ class GroupMetadataManager:
 
     # -- life cycle --------------------------------------------------------------------------
 
-    @property
-    def standalone(self) -> bool:
-        return self.broker.config["process.roles"] == ""
-
     def startup(self) -> None:
-        self._writer = ShutdownableThread(f"group-metadata-writer-{self.broker.broker_id}",
+        self._writer = ShutdownableThread(f"group-metadata-writer-{self.broker_id}",
                                           work=self._run_writer)
         self._writer.start()
         if self.standalone:
@@ -345,13 +352,13 @@ class GroupMetadataManager:
             # before the first request.
             for p in range(self.partition_count()):
                 self._owned.add(p)
-                lg = self.broker.log_manager.get_log(OFFSETS_TOPIC, p)
+                lg = self.log_manager.get_log(OFFSETS_TOPIC, p)
                 if lg is not None:
                     offsets, groups, consumer_records = self._read_partition(lg)
                     self._install(p, offsets)
                     self._notify_loaded(p, groups, consumer_records)
             return
-        self._loader = ShutdownableThread(f"group-metadata-manager-{self.broker.broker_id}",
+        self._loader = ShutdownableThread(f"group-metadata-manager-{self.broker_id}",
                                           work=self._run_loader)
         self._loader.start()
 
@@ -395,7 +402,7 @@ class GroupMetadataManager:
         """The partitions of ``__consumer_offsets``: the topic's own count once it exists (a
         changed ``offsets.topic.num.partitions`` must not move groups away from their commits),
         the setting before."""
-        meta = self.broker.metadata_cache.get(OFFSETS_TOPIC)
+        meta = self.metadata_cache.get(OFFSETS_TOPIC)
         return self.num_partitions if meta is None else int(meta.partitions)
 
     def partition_for(self, group_id: str) -> int:
@@ -418,28 +425,15 @@ class GroupMetadataManager:
         FindCoordinator): ``offsets.topic.num.partitions`` partitions, replication factor
         ``offsets.topic.replication.factor`` but no more than the live brokers.  True if it
         exists now."""
-        broker = self.broker
-        if broker.metadata_cache.get(OFFSETS_TOPIC) is not None:
+        if self.metadata_cache.get(OFFSETS_TOPIC) is not None:
             return True
         # Retention by time would delete commits: the topic is compacted instead, the log
         # cleaner keeping each key's latest record (docs/broker/log_cleaner.rst).
         configs = {"cleanup.policy": "compact", "retention.ms": "-1",
-                   **segment_bytes_config(broker.config["offsets.topic.segment.bytes"])}
-        if broker.lifecycle is None:
-            broker.metadata_cache.add_topic(OFFSETS_TOPIC, self.num_partitions, configs)
-            return True  # the logs are created when first written
-        rf = min(self.replication_factor, len(broker.replica_manager.brokers) or 1)
-        try:
-            broker.forwarding_manager.forward(
-                ApiKey.CREATE_TOPICS, 7, {
-                    "topics": [{"name": OFFSETS_TOPIC, "num_partitions": self.num_partitions,
-                                "replication_factor": rf, "assignments": [],
-                                "configs": [{"name": k, "value": v} for k, v in configs.items()]}],
-                    "timeout_ms": 30000, "validate_only": False})
-        except OSError as exc:
-            log.info("creating %s: controller unreachable: %s", OFFSETS_TOPIC, exc)
-            return False
-        return broker.metadata_cache.get(OFFSETS_TOPIC) is not None
+                   **segment_bytes_config(self.segment_bytes)}
+        rf = min(self.replication_factor, self.topic_creator.live_brokers())
+        return self.topic_creator.create_internal_topic(OFFSETS_TOPIC, self.num_partitions, rf,
+                                                        configs)
 
     # -- leadership changes (from ReplicaManager.apply_image) -----------------------------------
 
@@ -464,7 +458,7 @@ class GroupMetadataManager:
             self._loading[partition] = self._elections
             self._owned.discard(partition)
             election = self._elections
-        log.info("broker %d: loading offsets partition %d", self.broker.broker_id, partition)
+        log.info("broker %d: loading offsets partition %d", self.broker_id, partition)
         self._load_queue.put((partition, election))
 
     def on_resigned(self, partition: int) -> None:
@@ -477,7 +471,7 @@ class GroupMetadataManager:
             for by_group in self._pending_txn_offsets.values():
                 for group in [g for g in by_group if self.partition_for(g) == partition]:
                     del by_group[group]
-        log.info("broker %d: unloaded offsets partition %d", self.broker.broker_id, partition)
+        log.info("broker %d: unloaded offsets partition %d", self.broker_id, partition)
         for listener in self._resign_listeners:
             listener(partition)
 
@@ -516,12 +510,12 @@ class GroupMetadataManager:
                 listener(partition)
             return
         log.info("broker %d: loaded offsets partition %d (offsets of %d groups, %d groups)",
-                 self.broker.broker_id, partition, len(offsets), len(groups))
+                 self.broker_id, partition, len(offsets), len(groups))
 
     def _load(self, partition: int) -> tuple[dict[str, dict[tuple[str, int], _Cached]],
                                              dict[str, GroupRecord],
                                              list[tuple[bytes, bytes | None]]]:
-        rm = self.broker.replica_manager
+        rm = self.replicas
         p = rm.partitions.get((OFFSETS_TOPIC, partition))
         if p is None:
             return {}, {}, []
@@ -645,7 +639,7 @@ class GroupMetadataManager:
         try:
             # A transactional commit is the coordinator's write (Kafka's COORDINATOR origin):
             # no sequence checks, the producer's transactions tracked.
-            self.broker.replica_manager.append_records(
+            self.replicas.append_records(
                 self.commit_timeout_ms, -1, {key: (response, records)}, on_append,
                 from_coordinator=producer is not None)
         except Exception:
@@ -773,13 +767,13 @@ class GroupMetadataManager:
                 self._flush(partition)
             callback(Errors.NONE)
 
-        self.broker.replica_manager.append_records(
+        self.replicas.append_records(
             self.commit_timeout_ms, -1, {key: (response, bytes(builder.build()))}, on_append)
 
     def _flush(self, partition: int) -> None:
         """Alone, a broker's disk is the only copy: a commit is fsync'd before it is answered
         (in a cluster the replicas are the durability, as in Kafka)."""
-        lg = self.broker.log_manager.get_log(OFFSETS_TOPIC, partition)
+        lg = self.log_manager.get_log(OFFSETS_TOPIC, partition)
         if lg is not None:
             lg.flush()
 

@@ -19,7 +19,8 @@ from kafkacore.broker.log.log import (
 )
 from kafkacore.broker.log.log_config import LogConfig
 from kafkacore.broker.log.log_manager import LogManager
-from kafkacore.broker.log.log_segment import LogSegment, OffsetIndex
+from kafkacore.broker.log.log_segment import LogSegment
+from kafkacore.broker.log.offset_index import OffsetIndex
 from kafkacore.broker.log.producer_id import ProducerIdManager
 from kafkacore.broker.log.producer_state import (
     BatchMetadata,

@@ -19,7 +19,6 @@ import struct
 from typing import NamedTuple
 
 from kafkacore.broker.log.log_validator import (
-    ATTRIBUTES,
     CONTROL_FLAG,
     LOG_OVERHEAD,
     RECORD_BATCH_OVERHEAD,
@@ -33,7 +32,8 @@ ABORT = 0
 COMMIT = 1
 _CONTROL_KEY = struct.Struct(">hh")
 _MARKER_VALUE = struct.Struct(">hi")
-# baseOffset, length, partitionLeaderEpoch, magic, crc, then what the CRC covers
+# baseOffset, length, partitionLeaderEpoch, magic, crc, then what the CRC covers: 21 bytes,
+# log_validator's ATTRIBUTES (its CRC check of every marker, on append, holds the two together)
 _PREFIX = struct.Struct(">qiibI")
 _REST = struct.Struct(">hiqqqhii")
 
@@ -89,5 +89,3 @@ def control_type(batch: bytes | bytearray | memoryview, h: BatchHeader) -> int |
     marker = read_marker(batch, h)
     return None if marker is None else marker.kind
 
-
-assert ATTRIBUTES == 21  # the CRC covers the batch from the attributes on

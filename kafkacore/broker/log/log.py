@@ -30,7 +30,6 @@ from kafkacore.broker.log.file_records import FileRecords
 from kafkacore.broker.log.log_config import LONG_MAX, LogConfig
 from kafkacore.broker.log.log_segment import (
     DELETED_SUFFIX,
-    INDEX_SUFFIX,
     LOG_SUFFIX,
     LogSegment,
     file_name,
@@ -45,6 +44,7 @@ from kafkacore.broker.log.log_validator import (
     read_header,
     recompress,
 )
+from kafkacore.broker.log.offset_index import INDEX_SUFFIX
 from kafkacore.broker.log.producer_state import (
     CompletedTxn,
     ProducerAppendInfo,

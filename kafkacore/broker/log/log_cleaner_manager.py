@@ -1,7 +1,7 @@
 """``LogCleanerManager``: which log the cleaner threads clean next, and where they got to
 (Kafka's ``LogCleanerManager``).
 
-Each log dir has a ``cleaner-offset-checkpoint`` file (the checkpoint format of the recovery
+Each log dir has a ``cleaner-offset-checkpoint`` file (an ``OffsetCheckpointFile``, as the recovery
 points): for each compacted partition, the offset up to which it was cleaned.  Everything after
 it is the log's *dirty* section; its *dirty ratio* is the dirty bytes over all the bytes that a
 clean could touch.  A thread asks for the *filthiest* log: the one with the highest ratio among
@@ -18,10 +18,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from kafkacore.broker.log.cleaner import LogCleaningAbortedError, LogToClean
 from kafkacore.broker.log.log import Log
+from kafkacore.broker.log.offset_checkpoint_file import OffsetCheckpointFile
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,30 @@ log = logging.getLogger(__name__)
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 
 Key = tuple[str, int]
+
+
+class LogCleaningAbortedError(Exception):
+    """The clean was stopped (shutdown, or the log went away); nothing was changed."""
+
+
+@dataclass
+class LogToClean:
+    """A compacted log and its sections, as the ``LogCleanerManager`` measured them."""
+
+    log: Log
+    #: where the dirty section starts (the cleaner's checkpoint)
+    first_dirty_offset: int
+    #: the first offset not to clean: the active segment, the LSO, min.compaction.lag.ms
+    uncleanable_offset: int
+    clean_bytes: int
+    dirty_bytes: int
+    #: max.compaction.lag.ms has passed for its oldest dirty record, or a horizon has
+    needs_compaction_now: bool = False
+
+    @property
+    def dirty_ratio(self) -> float:
+        total = self.clean_bytes + self.dirty_bytes
+        return self.dirty_bytes / total if total else 0.0
 
 
 class LogCleanerManager:
@@ -51,25 +76,21 @@ class LogCleanerManager:
     # -- the checkpoints -----------------------------------------------------------------------
 
     def all_cleaner_checkpoints(self) -> dict[Key, int]:
-        from kafkacore.broker.log.log_manager import _read_checkpoint
-
         out: dict[Key, int] = {}
         for d in self.log_dirs:
-            out.update(_read_checkpoint(d / CLEANER_OFFSET_CHECKPOINT))
+            out.update(OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT).read())
         return out
 
     def _update_checkpoint(self, d: Path, key: Key, offset: int | None) -> None:
-        from kafkacore.broker.log.log_manager import _read_checkpoint, _write_checkpoint
-
-        path = d / CLEANER_OFFSET_CHECKPOINT
-        points = _read_checkpoint(path)
+        checkpoint = OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT)
+        points = checkpoint.read()
         alive = self._logs()
         points = {k: v for k, v in points.items() if k in alive}  # forget deleted partitions
         if offset is None:
             points.pop(key, None)
         else:
             points[key] = offset
-        _write_checkpoint(path, points)
+        checkpoint.write(points)
 
     # -- choosing a log --------------------------------------------------------------------------
 
@@ -129,6 +150,13 @@ class LogCleanerManager:
                 self._in_progress[best_key] = best.log
                 self._horizons.pop(best_key, None)
             return best
+
+    def delete_horizon(self, key: Key) -> int | None:
+        """The delete horizon (ms) the last clean of partition ``key`` wrote into its tombstones
+        and markers, or None: once it has passed, the log is cleaned again, dirty or not, to
+        remove them (KIP-534)."""
+        with self._lock:
+            return self._horizons.get(key)
 
     def check_done(self, lg: Log) -> None:
         """Raise :class:`LogCleaningAbortedError` if this log's clean must stop."""

@@ -32,6 +32,7 @@ from kafkacore.broker.log.dir_failure_channel import LogDirFailureChannel
 from kafkacore.broker.log.log import Log
 from kafkacore.broker.log.log_cleaner import LogCleaner
 from kafkacore.broker.log.log_config import LONG_MAX, LogConfig
+from kafkacore.broker.log.offset_checkpoint_file import OffsetCheckpointFile
 from kafkacore.broker.server_common.files import fsync_directory
 from kafkacore.errors import KafkaStorageError
 
@@ -157,8 +158,8 @@ class LogManager:
                 d.mkdir(parents=True, exist_ok=True)
                 marker = d / CLEAN_SHUTDOWN_FILE
                 clean = marker.exists()
-                recovery_points = _read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
-                start_offsets = _read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
+                recovery_points = OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).read()
+                start_offsets = OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).read()
                 for child in sorted(d.iterdir()):
                     m = _PARTITION_DIR.match(child.name)
                     if not child.is_dir() or m is None or child.name.endswith("-delete"):
@@ -223,6 +224,13 @@ class LogManager:
     def log_count(self) -> int:
         """The logs this broker holds."""
         return len(self._logs)
+
+    @property
+    def unsynced_dirs(self) -> frozenset[Path]:
+        """The log dirs that got a new partition directory whose name is not fsync'd yet: the
+        ``kafka-log-dir-flush`` task fsyncs them together, a crash before it may lose the name."""
+        with self._lock:
+            return frozenset(self._unsynced_dirs)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
@@ -469,7 +477,7 @@ class LogManager:
         if self.dir_failure_channel.is_offline(d):
             return
         try:
-            _write_checkpoint(d / name, points)
+            OffsetCheckpointFile(d / name).write(points)
         except OSError as exc:
             self.dir_failure_channel.maybe_add_offline_log_dir(d, f"cannot write {name}", exc)
 
@@ -509,28 +517,3 @@ class LogManager:
                     except OSError as exc:
                         log.error("cannot mark log dir %s clean: %s", d, exc)
 
-
-def _read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
-    """Kafka's ``OffsetCheckpointFile``: a version line (0), a count, then ``topic partition
-    offset`` lines.  A missing or damaged file means: trust nothing, scan everything."""
-    try:
-        lines = path.read_text().splitlines()
-        if len(lines) < 2 or lines[0].strip() != "0" or int(lines[1]) != len(lines) - 2:
-            return {}
-        out = {}
-        for line in lines[2:]:
-            topic, partition, offset = line.rsplit(" ", 2)
-            out[(topic, int(partition))] = int(offset)
-        return out
-    except (OSError, ValueError):
-        return {}
-
-
-def _write_checkpoint(path: Path, points: dict[tuple[str, int], int]) -> None:
-    lines = ["0", str(len(points))] + [f"{t} {p} {o}" for (t, p), o in sorted(points.items())]
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w") as f:
-        f.write("\n".join(lines) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

@@ -1,21 +1,20 @@
-"""``LogSegment`` and its sparse ``OffsetIndex`` (Kafka's ``LogSegment`` / ``OffsetIndex``).
+"""``LogSegment``: a segment's files and the reads and writes on them (Kafka's ``LogSegment``).
 
 A segment is two files named by the segment's base offset, 20 digits as Kafka writes them:
 ``00000000000000000000.log`` holds the batches exactly as validated (the broker only wrote their
 baseOffset), ``00000000000000000000.index`` holds (offset - base offset, file position) pairs of
 8 bytes, one every ``index.interval.bytes`` of log, so that a read finds its batch with a binary
-search and a short scan instead of reading the file from the start.  ``.timeindex`` maps
-timestamps to offsets the same way (see ``time_index.py``), for ListOffsets by time.
+search and a short scan instead of reading the file from the start (the ``OffsetIndex``, in
+``offset_index.py``).  ``.timeindex`` maps timestamps to offsets the same way (see
+``time_index.py``), for ListOffsets by time.
 """
 
 from __future__ import annotations
 
-import bisect
 import errno
 import logging
 import os
 import struct
-from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,18 +27,17 @@ from kafkacore.broker.log.log_validator import (
     verified_end,
     whole_batches_end,
 )
+from kafkacore.broker.log.offset_index import INDEX_SUFFIX, OffsetIndex
 from kafkacore.broker.log.time_index import TIME_INDEX_SUFFIX, TimeIndex
 from kafkacore.broker.log.transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 from kafkacore.core.record_batch import Record, iter_batches
-from kafkacore.errors import CorruptMessageError
+from kafkacore.errors import CorruptMessageError, IllegalStateError
 
 LOG_SUFFIX = ".log"
-INDEX_SUFFIX = ".index"
 SNAPSHOT_SUFFIX = ".snapshot"
 #: a removed segment's files wait under this suffix for file.delete.delay.ms (Kafka's)
 DELETED_SUFFIX = ".deleted"
 _CHUNK = 1 << 20  # bytes read at a time by scans (recovery, producer-state replay)
-_ENTRY = struct.Struct(">ii")
 _BASE_OFFSET = struct.Struct(">q")
 
 log = logging.getLogger(__name__)
@@ -58,85 +56,6 @@ def _last_batch_start(data: bytes, end: int | None = None) -> int:
 def file_name(base_offset: int, suffix: str) -> str:
     """Kafka's ``LogFileUtils.filenamePrefixFromOffset``: 20 zero-padded digits."""
     return f"{base_offset:020d}{suffix}"
-
-
-class OffsetIndex:
-    """Sparse map from relative offset to file position, kept in memory, written to ``.index``.
-
-    Kafka memory-maps a preallocated file; we keep two arrays and write them out when the segment is
-    flushed or closed.  After a crash the index of any segment that is recovered is rebuilt from the
-    log, so a stale index file is never trusted."""
-
-    def __init__(self, path: Path, base_offset: int) -> None:
-        self.path = path
-        self.base_offset = base_offset
-        self._offsets = array("q")  # absolute offsets, increasing
-        self._positions = array("q")
-        self._dirty = False
-
-    def __len__(self) -> int:
-        return len(self._offsets)
-
-    def entries(self) -> list[tuple[int, int]]:
-        """(absolute offset, file position) of every entry, in order."""
-        return list(zip(self._offsets, self._positions, strict=True))
-
-    def append(self, offset: int, position: int) -> None:
-        if self._offsets and offset <= self._offsets[-1]:
-            return  # Kafka's InvalidOffsetException case; an index entry is only a hint
-        self._offsets.append(offset)
-        self._positions.append(position)
-        self._dirty = True
-
-    def lookup(self, target_offset: int) -> tuple[int, int]:
-        """The largest entry with offset <= target (Kafka's ``OffsetIndex.lookup``), or
-        (base_offset, 0) when there is none."""
-        i = bisect.bisect_right(self._offsets, target_offset)
-        if i == 0:
-            return self.base_offset, 0
-        return self._offsets[i - 1], self._positions[i - 1]
-
-    def truncate_to_position(self, position: int) -> None:
-        """Drop the entries at or after ``position`` (the log was cut there)."""
-        i = bisect.bisect_left(self._positions, position)
-        del self._offsets[i:]
-        del self._positions[i:]
-        self._dirty = True
-
-    def clear(self) -> None:
-        self.truncate_to_position(0)
-
-    def load(self, log_size: int) -> bool:
-        """Read the ``.index`` file; False (and empty) if it is missing or not sane."""
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return False
-        if len(data) % _ENTRY.size:
-            return False
-        last_offset, last_position = self.base_offset - 1, -1
-        for relative, position in _ENTRY.iter_unpack(data):
-            offset = self.base_offset + relative
-            if offset <= last_offset or position <= last_position or position >= log_size:
-                self.clear()
-                return False
-            self._offsets.append(offset)
-            self._positions.append(position)
-            last_offset, last_position = offset, position
-        self._dirty = False
-        return True
-
-    def flush(self) -> None:
-        if not self._dirty:
-            return
-        data = b"".join(
-            _ENTRY.pack(o - self.base_offset, p)
-            for o, p in zip(self._offsets, self._positions, strict=True)
-        )
-        tmp = self.path.with_suffix(".index.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, self.path)
-        self._dirty = False
 
 
 class LogSegment:
@@ -431,7 +350,8 @@ class LogSegment:
         (-1, base offset) when the segment has none."""
         if self._max_so_far is None:
             self._resume_max_timestamp()
-        assert self._max_so_far is not None
+        if self._max_so_far is None:
+            raise IllegalStateError(f"{self.log_path}: no max timestamp after resuming it")
         return self._max_so_far
 
     @property

@@ -20,7 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafkacore.broker.controller.client_quota_control_manager import (
+from kafkacore.broker.config.config_resource import (
+    RESOURCE_TYPE_BROKER,
+    RESOURCE_TYPE_GROUP,
+    RESOURCE_TYPE_TOPIC,
+)
+from kafkacore.broker.metadata.client_quota_control_manager import (
     ClientQuotaControlManager,
     Entity,
     client_quota_record,
@@ -59,10 +64,6 @@ class TopicMetadata:
     configs: dict[str, str] = field(default_factory=dict)
 
 
-#: ConfigRecord resource types (Kafka's ``ConfigResource.Type``)
-RESOURCE_TYPE_TOPIC = 2
-RESOURCE_TYPE_BROKER = 4
-RESOURCE_TYPE_GROUP = 32
 
 
 def _config_changes(kind: int, name: str, old: dict[str, str],

@@ -18,17 +18,17 @@ import json
 import logging
 import threading
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kafkacore import errors
-from kafkacore.broker.config.config_admin_manager import (
-    RESOURCE_TYPE_BROKER,
-    RESOURCE_TYPE_TOPIC,
-    apply_broker_configs,
-    apply_topic_configs,
-)
-from kafkacore.broker.controller.client_quota_control_manager import client_quota_record
+from kafkacore.broker.config.config_admin_manager import apply_broker_configs, apply_topic_configs
+from kafkacore.broker.config.config_resource import RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC
+from kafkacore.broker.config.dynamic_broker_config import DynamicBrokerConfig
+from kafkacore.broker.log import LogConfig, LogManager
+from kafkacore.broker.metadata.client_quota_control_manager import client_quota_record
+from kafkacore.broker.metadata.metadata_cache import MetadataCache
 from kafkacore.broker.metadata.metadata_log import METADATA_TOPIC_ID
+from kafkacore.broker.metadata.partition_state import PartitionState
 from kafkacore.broker.security.authorizer.acl import (
     AccessControlEntry,
     AclBinding,
@@ -38,16 +38,13 @@ from kafkacore.broker.security.authorizer.acl import (
     ResourcePattern,
     ResourceType,
 )
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
-from kafkacore.broker.server.partition import PartitionState
+from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.core.record_batch import iter_records
 from kafkacore.errors import Errors, InvalidConfigError
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
-
-if TYPE_CHECKING:
-    from kafkacore.broker.server.broker_server import Broker
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +75,33 @@ def _check_partition_record(r: dict[str, Any]) -> None:
         raise ValueError("a partition record with fields that are not broker ids and epochs")
 
 
-class MetadataLoader:
-    """Fetches the controller's records over ``client`` and applies them to ``broker``."""
+class ImagePublisher(Protocol):
+    """The replica manager as the loader publishes to it (the partitions part of Kafka's
+    ``BrokerMetadataPublisher``): each partition's leader and ISR, and the partitions gone."""
 
-    def __init__(self, broker: Broker, client: InterBrokerClient) -> None:
-        self.broker = broker
+    def apply_image(self, brokers: dict[int, tuple[str, int]], topics: Topics,
+                    touched: set[str] | None = None) -> None: ...
+
+    def drop_partition(self, key: tuple[str, int]) -> None: ...
+
+
+class MetadataLoader:
+    """Fetches the controller's records over ``client`` and publishes them: topics and their
+    configs to ``metadata_cache`` and the logs (``log_manager``), partition states to
+    ``replicas`` (the replica manager), the broker resources' configs to ``dynamic_config``,
+    the ACLs to ``authorizer`` (None: authorization is off)."""
+
+    def __init__(self, client: InterBrokerClient, broker_id: int, *, interval_ms: int,
+                 metadata_cache: MetadataCache, log_manager: LogManager,
+                 dynamic_config: DynamicBrokerConfig, replicas: ImagePublisher,
+                 authorizer: StandardAuthorizer | None) -> None:
         self._client = client
+        self.broker_id = broker_id
+        self.metadata_cache = metadata_cache
+        self.log_manager = log_manager
+        self.dynamic_config = dynamic_config
+        self.replicas = replicas
+        self.authorizer = authorizer
         #: Set once the first image is applied: the broker then knows the cluster's leaders.
         self.image_received = threading.Event()
         # Lock order 3: images are applied under it (then ReplicaManager._lock).
@@ -98,9 +116,9 @@ class MetadataLoader:
         self._unapplied: set[str] | None = set()
         self._names: dict[uuid.UUID, str] = {}
         self._brokers: dict[int, tuple[str, int]] = {}
-        self._interval_s = broker.config["broker.heartbeat.interval.ms"] / 1000.0
+        self._interval_s = interval_ms / 1000.0
         self._stopping = threading.Event()
-        self._thread = ShutdownableThread(f"broker-{broker.broker_id}-metadata-loader",
+        self._thread = ShutdownableThread(f"broker-{broker_id}-metadata-loader",
                                           work=self._pull_turn)
 
     def start(self) -> None:
@@ -119,7 +137,7 @@ class MetadataLoader:
         try:
             self.pull_metadata()
         except OSError as exc:
-            log.debug("broker %d: controller unreachable: %s", self.broker.broker_id, exc)
+            log.debug("broker %d: controller unreachable: %s", self.broker_id, exc)
         self._stopping.wait(self._interval_s)
         return True
 
@@ -142,14 +160,14 @@ class MetadataLoader:
                     break
             if records or not self.image_received.is_set():
                 self._apply_records(records)
-            if self.broker.authorizer is not None:
+            if self.authorizer is not None:
                 self._load_acls()
         self.image_received.set()
 
     def _fetch(self) -> tuple[int, list[dict[str, Any]], int]:
         """(error, the records from our offset, the controller's end offset)."""
         response = self._client.send(ApiKey.FETCH, FETCH_VERSION, {
-            "replica_state": {"replica_id": self.broker.broker_id, "replica_epoch": -1},
+            "replica_state": {"replica_id": self.broker_id, "replica_epoch": -1},
             "max_wait_ms": 0, "min_bytes": 0, "max_bytes": FETCH_MAX_BYTES,
             "isolation_level": 0, "session_id": 0, "session_epoch": -1,
             "topics": [{"topic_id": METADATA_TOPIC_ID, "partitions": [{
@@ -200,14 +218,14 @@ class MetadataLoader:
         self._apply_config_changes(
             {n: c for n, c in changed_topics.items() if n in self._topics}, changed_brokers)
         if quotas:
-            self.broker.metadata_cache.apply_client_quota_records(quotas)
+            self.metadata_cache.apply_client_quota_records(quotas)
 
     def _skip_record(self, record: Any, exc: BaseException) -> None:
         """A record this broker cannot apply (malformed, or naming what is not there): said
         once, at ERROR, and skipped; the records after it are applied (Kafka's loader counts
         such a record as a metadata load error and goes on)."""
         log.error("broker %d: cannot apply the metadata record %.300r (%s: %s); skipped",
-                  self.broker.broker_id, record, type(exc).__name__, exc)
+                  self.broker_id, record, type(exc).__name__, exc)
 
     def _quarantine_bad_configs(self, new: dict[str, dict[str, str]], grown: set[str]) -> None:
         """A new topic whose configs this broker cannot parse (a controller that did not check
@@ -216,10 +234,10 @@ class MetadataLoader:
         pull's publication."""
         for name, configs in list(new.items()):
             try:
-                self.broker.apis.topic_config(configs)
+                LogConfig.from_properties(configs, base=self.log_manager.default_config)
             except InvalidConfigError as exc:
                 log.error("broker %d: topic %s has configs this broker cannot apply (%s); it "
-                          "is skipped", self.broker.broker_id, name, exc)
+                          "is skipped", self.broker_id, name, exc)
                 topic_id, _ = self._topics.pop(name)
                 self._names.pop(topic_id, None)
                 del new[name]
@@ -245,14 +263,14 @@ class MetadataLoader:
         elif kind == "ConfigRecord":
             name = r["resource_name"]
             if r.get("resource_type", RESOURCE_TYPE_TOPIC) == RESOURCE_TYPE_BROKER:
-                if name in ("", str(self.broker.broker_id)):
+                if name in ("", str(self.broker_id)):
                     layer = changed_brokers.setdefault(
-                        name, self.broker.dynamic_config.dynamic(name))
+                        name, self.dynamic_config.dynamic(name))
                     _set_config(layer, r["name"], r["value"])
             elif name in new:
                 _set_config(new[name], r["name"], r["value"])
             elif name in self._topics:  # AlterConfigs on a topic we have
-                meta = self.broker.metadata_cache.get(name)
+                meta = self.metadata_cache.get(name)
                 layer = changed_topics.setdefault(name, dict(meta.configs) if meta else {})
                 _set_config(layer, r["name"], r["value"])
         elif kind in ("PartitionRecord", "PartitionChangeRecord"):
@@ -300,8 +318,7 @@ class MetadataLoader:
             self._unapplied = None
         else:
             self._unapplied |= changed
-        broker = self.broker
-        cache = broker.metadata_cache
+        cache = self.metadata_cache
         for name in removed:  # deleted (or deleted and created again): its old logs go first
             meta = cache.get(name)
             if meta is not None and (name not in self._topics
@@ -314,7 +331,7 @@ class MetadataLoader:
             for name in grown - new.keys():
                 cache.grow_topic(name, len(self._topics[name][1]))  # CreatePartitions
         try:
-            broker.replica_manager.apply_image(self._brokers, self._topics, self._unapplied)
+            self.replicas.apply_image(self._brokers, self._topics, self._unapplied)
         except Exception:
             # One topic that cannot be applied must not keep the others (and every later
             # pull) from being applied: again topic by topic, each failure said once and
@@ -322,10 +339,10 @@ class MetadataLoader:
             touched = set(self._topics) if self._unapplied is None else set(self._unapplied)
             for name in sorted(touched & self._topics.keys()):
                 try:
-                    broker.replica_manager.apply_image(self._brokers, self._topics, {name})
+                    self.replicas.apply_image(self._brokers, self._topics, {name})
                 except Exception as exc:
                     log.error("broker %d: cannot apply the partitions of topic %s (%s: %s); "
-                              "skipped until the controller changes them", broker.broker_id,
+                              "skipped until the controller changes them", self.broker_id,
                               name, type(exc).__name__, exc)
         self._unapplied = set()
 
@@ -342,7 +359,7 @@ class MetadataLoader:
             topics[t["name"]] = (t["topic_id"], {p["partition_index"]: PartitionState(
                 p["leader_id"], p["leader_epoch"], list(p["replica_nodes"]),
                 list(p["isr_nodes"])) for p in t["partitions"]})
-        cache = self.broker.metadata_cache
+        cache = self.metadata_cache
         new = [name for name in topics if cache.get(name) is None or
                cache.get(name).topic_id != topics[name][0]]
         # The whole image: every topic's configs and this broker's dynamic configs.
@@ -358,7 +375,7 @@ class MetadataLoader:
         self._quarantine_bad_configs(wanted, grown)
         self._publish(wanted, removed, grown)
         self._apply_config_changes(configs, broker_configs)
-        self.broker.metadata_cache.replace_client_quotas(self._describe_client_quotas())
+        self.metadata_cache.replace_client_quotas(self._describe_client_quotas())
 
     def _load_acls(self) -> None:
         """Replace the authorizer's ACLs with the controller's (KRaft brokers replay the ACL
@@ -371,7 +388,7 @@ class MetadataLoader:
         if response["error_code"] != Errors.NONE:
             raise ConnectionError(f"DescribeAcls refused by the controller: error "
                                   f"{response['error_code']}")
-        self.broker.authorizer.load_snapshot([
+        self.authorizer.load_snapshot([
             AclBinding(ResourcePattern(ResourceType(r["resource_type"]), r["resource_name"],
                                        PatternType(r["pattern_type"])),
                        AccessControlEntry(a["principal"], a["host"], AclOperation(a["operation"]),
@@ -380,19 +397,18 @@ class MetadataLoader:
 
     def _delete_topic(self, name: str) -> None:
         """Forget a topic the controller deleted: its partitions first, then its logs."""
-        broker = self.broker
-        meta = broker.metadata_cache.remove_topic(name)
+        meta = self.metadata_cache.remove_topic(name)
         if meta is None:
             return
         for p in range(meta.partitions):
-            broker.replica_manager.drop_partition((name, p))
-            broker.log_manager.delete_log(name, p)
+            self.replicas.drop_partition((name, p))
+            self.log_manager.delete_log(name, p)
 
     def _describe_configs(self, names: list[str]
                           ) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
         """The dynamic configs the controller keeps: each topic's own, and those of the broker
         resources that concern this broker ("" and its id)."""
-        mine = ("", str(self.broker.broker_id))
+        mine = ("", str(self.broker_id))
         response = self._client.send(ApiKey.DESCRIBE_CONFIGS, DESCRIBE_CONFIGS_VERSION, {
             "resources": [{"resource_type": RESOURCE_TYPE_TOPIC, "resource_name": n,
                            "configuration_keys": None} for n in names] +
@@ -427,19 +443,19 @@ class MetadataLoader:
                               brokers: dict[str, dict[str, str]]) -> None:
         """Configs changed by AlterConfigs take effect here: topics' in their logs, the broker
         resources' in this broker's defaults."""
-        cache = self.broker.metadata_cache
+        cache = self.metadata_cache
         for name, configs in topics.items():
             meta = cache.get(name)
             try:
                 if meta is not None and meta.configs != configs:
-                    apply_topic_configs(self.broker, name, configs)
+                    apply_topic_configs(self, name, configs)
             except InvalidConfigError as exc:  # one topic's: the others still change
                 log.error("broker %d: cannot apply topic %s's new configs %s (%s); skipped",
-                          self.broker.broker_id, name, configs, exc)
+                          self.broker_id, name, configs, exc)
         for name, configs in brokers.items():
             try:
-                if self.broker.dynamic_config.dynamic(name) != configs:
-                    apply_broker_configs(self.broker, name, configs)
+                if self.dynamic_config.dynamic(name) != configs:
+                    apply_broker_configs(self, name, configs)
             except errors.KafkaError as exc:
                 log.error("broker %d: cannot apply the dynamic configs %s of %r (%s); "
-                          "skipped", self.broker.broker_id, configs, name, exc)
+                          "skipped", self.broker_id, configs, name, exc)

@@ -1,7 +1,7 @@
 # cython: language_level=3
 """What a network thread does for every request, compiled: Kafka's ``KafkaChannel`` and the
-per-request half of its ``Processor`` (:class:`kafkacore.broker.network.socket_server.Processor` is the other
-half, and the thread).
+per-request half of its ``Processor``
+(:class:`kafkacore.broker.network.socket_server.Processor` is the other half, and the thread).
 
 A one-record Produce costs the processor some 600 Python bytecodes: take the previous response's
 bookkeeping, read the next frame, parse its header, make the ``Request``, queue it, and the
@@ -156,7 +156,8 @@ cdef class KafkaChannel:
 
 cdef class ProcessorCore:
     """The per-request half of a network thread (the base of
-    :class:`~kafkacore.broker.network.socket_server.Processor`, which sets the configuration fields, starts
+    :class:`~kafkacore.broker.network.socket_server.Processor`, which sets the configuration fields,
+    starts
     the thread and keeps the rare paths: new connections, TLS handshakes, SASL, memory waits,
     throttles, injected faults, closing).
 
@@ -240,7 +241,8 @@ cdef class ProcessorCore:
     # -- handler threads call this --------------------------------------------------------------
 
     def enqueue_response(self, response):
-        """A handler's response (see :class:`~kafkacore.broker.network.request_channel.RequestChannel`).
+        """A handler's response (see
+        :class:`~kafkacore.broker.network.request_channel.RequestChannel`).
 
         Most are written here, by the answering thread itself (:meth:`_write_now`): what is
         left for this processor (unmute the connection, free the request's memory) can wait
@@ -255,7 +257,8 @@ cdef class ProcessorCore:
         *before* we look at ``_sleeping``, so one of us sees the other.  Two handlers may both
         wake one sleep: harmless, the eventfd counts them as one.  A handler thread pays the
         wake-up at the end of its turn, on its way to the next request or to sleep
-        (:class:`~kafkacore.broker.network.request_channel.HandlerTurn`), so that we do not wake only
+        (:class:`~kafkacore.broker.network.request_channel.HandlerTurn`), so that we do not wake
+        only
         to wait for the GIL it still holds.
         """
         cdef KafkaChannel ch

@@ -25,7 +25,8 @@ cdef class Request:
     #: Who sent it (Kafka's ``KafkaPrincipal``): ``User:<SASL user>``, or ``User:ANONYMOUS`` on a
     #: connection that did not authenticate.
     cdef public str principal
-    #: An error code a test injected (kafkacore.broker.server.faults) for the handler's answer to carry.
+    #: An error code a test injected (kafkacore.broker.network.faults) for the handler's answer
+    #: to carry.
     cdef public int injected_error
     #: Set by a handler whose client went over its quota: the processor reads nothing more from
     #: the connection for this long once the answer is written (KIP-219).

@@ -19,16 +19,13 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kafkacore.broker.network.request import Request
 from kafkacore.broker.network.request_queue import RequestQueue
 from kafkacore.broker.network.response_encoder import encode_fetch_response, encode_produce_response
 from kafkacore.broker.network.selector import Wakeup
 from kafkacore.protocol import codec
-
-if TYPE_CHECKING:
-    from kafkacore.broker.network.socket_server import Processor
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +66,7 @@ def payload_size(payload: list[Any]) -> int:
 class HandlerTurn(threading.local):
     """Per thread: the wake-ups a handler thread owes the processors its answers went to, paid
     when its turn ends, on its way to the next request or to sleep
-    (:meth:`~kafkacore.broker.server.kafka_request_handler.KafkaRequestHandler.do_work`).  ``None`` on every other
+    (:meth:`~kafkacore.broker.network.kafka_request_handler.KafkaRequestHandler.do_work`).  ``None`` on every other
     thread (timers, purgatory reapers, coordinators): those wake a processor at once."""
 
     owed: list[Wakeup] | None = None
@@ -79,15 +76,26 @@ class HandlerTurn(threading.local):
 HANDLER_TURN = HandlerTurn()
 
 
+class ResponseQueue(Protocol):
+    """What the channel needs of a processor
+    (:class:`~kafkacore.broker.network.socket_server.Processor`): its id, which a request
+    carries, and its response queue.  The channel is the floor under the socket server: it
+    names no class of it."""
+
+    id: int
+
+    def enqueue_response(self, response: Response) -> None: ...
+
+
 class RequestChannel:
     """The request queue, and a way to each processor's response queue."""
 
     def __init__(self, queue_size: int = 500) -> None:
         #: Bounded: when handlers fall behind, processors block on put() and stop reading.
         self.request_queue = RequestQueue(queue_size)
-        self._processors: dict[int, Processor] = {}
+        self._processors: dict[int, ResponseQueue] = {}
 
-    def add_processor(self, processor: Processor) -> None:
+    def add_processor(self, processor: ResponseQueue) -> None:
         self._processors[processor.id] = processor
 
     def remove_processor(self, processor_id: int) -> None:

@@ -223,8 +223,9 @@ def parse_request(frame):
 
     An API key or version outside our declarations still has a readable header (its first fields
     never change, and the client id keeps its two-byte length even in flexible headers), so
-    :class:`~kafkacore.broker.server.kafka_apis.KafkaApis` can answer it with a reason.  Anything else that
-    does not decode raises :class:`~kafkacore.protocol.codec.ProtocolError` or ``ValueError``.
+    :class:`~kafkacore.broker.server.kafka_apis.KafkaApis` can answer it with a reason.
+    Anything else that does not decode raises :class:`~kafkacore.protocol.codec.ProtocolError` or
+    ``ValueError``.
     """
     cdef Py_ssize_t pos
     cdef const uint8_t[::1] view

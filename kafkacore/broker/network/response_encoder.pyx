@@ -6,9 +6,10 @@ Every Produce request gets one, and every poll of a consumer or a follower a Fet
 for small requests (and for fetches naming many partitions) the Python codec's walk over the
 response (a function call per field, a type check per value) is a large part of the broker's
 work.  This writes the same bytes as :func:`kafkacore.protocol.codec.encode_response` does
-for the body fitted to the version (:func:`~kafkacore.broker.server.api_request_handler.fit_to_version`),
-for the bodies the handlers build: dicts, ints, strings, UUIDs and lists, with no tagged field
-set but those written here.  Fitting happens as it writes: a field the version lacks is
+for the body fitted to the version
+(:func:`~kafkacore.broker.network.api_request_handler.fit_to_version`), for the bodies the
+handlers build: dicts, ints, strings, UUIDs and lists, with no tagged field set but those
+written here.  Fitting happens as it writes: a field the version lacks is
 skipped, as ``fit_to_version`` drops it.  Anything else (a value of another type, an int out of
 its range, a key no version has, another tagged field with a value) makes
 :func:`encode_produce_response` or :func:`encode_fetch_response` return None, and the caller

@@ -5,7 +5,7 @@ One :class:`Acceptor` thread accepts connections and hands them round-robin to N
 connections: it reads complete size-delimited requests, decodes their header and body, puts them
 on the shared :class:`~kafkacore.broker.network.request_channel.RequestChannel` and **mutes** the
 connection (stops reading it) until the response to that request has been queued and written.
-Handler threads (:mod:`kafkacore.broker.server.kafka_request_handler`) take requests from the channel and put
+Handler threads (:mod:`kafkacore.broker.network.kafka_request_handler`) take requests from the channel and put
 responses on the processor's own response queue, waking its selector.
 
 There is one acceptor per listener (``listeners=NAME://host:port,...``).  A connection to an SSL
@@ -29,6 +29,7 @@ from typing import Any
 from kafkacore import errors
 from kafkacore.broker.config.kafka_config import BrokerConfig, EndPoint
 from kafkacore.broker.log.file_records import FileRecords
+from kafkacore.broker.network.faults import FaultInjector
 from kafkacore.broker.network.memory_pool import MemoryPool
 from kafkacore.broker.network.processor_core import (
     POLL_S,
@@ -52,7 +53,6 @@ from kafkacore.broker.security.authentication import (
     certificate_principal,
 )
 from kafkacore.broker.security.authentication_executor import AuthenticationExecutor
-from kafkacore.broker.server.faults import FaultInjector
 from kafkacore.broker.server_common.rate_limited_log import RateLimitedLog
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.protocol import codec
@@ -273,7 +273,8 @@ class Processor(ProcessorCore, ShutdownableThread):
     def _handshake(self, ch: KafkaChannel) -> None:
         """One step of the TLS handshake; it tells what it waits for next (Kafka's
         ``SslTransportLayer.handshake``).  Never blocks: the socket is non-blocking."""
-        assert isinstance(ch.sock, ssl.SSLSocket)
+        if not isinstance(ch.sock, ssl.SSLSocket):
+            raise errors.IllegalStateError(f"{ch.id}: a TLS handshake on a plain socket")
         try:
             ch.sock.do_handshake()
         except ssl.SSLWantReadError:
@@ -297,7 +298,8 @@ class Processor(ProcessorCore, ShutdownableThread):
 
     def _close_after_send(self, ch: KafkaChannel) -> None:
         """A refusal is written (a failed authentication): close, a little later if so set."""
-        assert ch.close_after_send is not None
+        if ch.close_after_send is None:
+            raise errors.IllegalStateError(f"{ch.id}: closing after a send that asked for no close")
         if self.failed_auth_delay_s > 0:
             # Stay muted: nothing more is read from it; the loop closes it when due.
             self._update_interest(ch)
@@ -356,7 +358,9 @@ class Processor(ProcessorCore, ShutdownableThread):
         if not self._memory_waiters:
             return
         for ch in list(self._memory_waiters.values()):
-            assert ch.expected >= 0
+            if ch.expected < 0:
+                raise errors.IllegalStateError(
+                    f"{ch.id}: waiting for memory without a request size")
             if not self.memory_pool.try_allocate(ch.expected):
                 return  # first come, first served: the others wait behind it
             del self._memory_waiters[ch.id]
@@ -368,7 +372,9 @@ class Processor(ProcessorCore, ShutdownableThread):
         """The SASL gate of a SASL listener (Kafka's ``SaslServerAuthenticator`` and
         ``Processor``'s expired-session check).  True when the frame was dealt with here."""
         auth = ch.authenticator
-        assert auth is not None
+        if auth is None:
+            raise errors.IllegalStateError(
+                f"{ch.id}: the SASL gate on a channel without an authenticator")
         api_key, version = header["request_api_key"], header["request_api_version"]
         if api_key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
             if body is None:

@@ -286,7 +286,9 @@ class SaslServerAuthenticator:
             return _auth_response(Errors.ILLEGAL_SASL_STATE, "SaslAuthenticate before "
                                   "SaslHandshake or after authentication"), Outcome.FAILED
         mechanism = self._pending_mechanism
-        assert mechanism is not None
+        if mechanism is None:
+            raise errors.IllegalStateError(
+                "SaslAuthenticate after a handshake that chose no mechanism")
         try:
             if mechanism == "PLAIN":
                 user, challenge = self._plain(token), b""

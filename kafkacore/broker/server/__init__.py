@@ -1,11 +1,12 @@
 """The broker proper (Kafka's ``kafka.server``): ``Broker`` builds every part and wires them.
 
-``broker_server`` (``Broker``), ``kafka_apis`` (``KafkaApis``: one handler per API),
-``kafka_request_handler`` (the I/O threads), ``replica_manager`` and ``partition`` (appends,
+``broker_server`` (``Broker``), ``kafka_apis`` (``KafkaApis``: the dispatch table) and ``apis``
+(its handlers, one module per API family), ``replica_manager`` and ``partition`` (appends,
 fetches, the ISR), the delayed produce and fetch, ``replica_fetcher``, fetch sessions, client
-quotas, the broker's lifecycle and its clients of other brokers and the controller, and the
-``faults`` a test injects.
+quotas, the internal topics' creation (``auto_topic_creation_manager``), and the broker's
+lifecycle and its channels to the controller (``broker_lifecycle_manager``,
+``alter_partition_manager``, ``forwarding_manager``).
 
 The top floor: it may import every other package of the broker; nothing else imports it (a part
-below is handed what it uses by ``Broker``).
+below is handed what it uses by ``Broker``, each constructor naming its collaborators).
 """

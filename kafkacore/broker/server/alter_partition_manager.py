@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import logging
 import queue
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from kafkacore import errors
+from kafkacore.broker.server.broker_lifecycle_manager import BrokerLifecycleManager
 from kafkacore.broker.server.partition import Partition
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
-
-if TYPE_CHECKING:
-    from kafkacore.broker.server.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +25,16 @@ class AlterPartitionManager(ShutdownableThread):
     """Sends the leaders' ISR changes to the controller, one at a time (Kafka's
     ``AlterPartitionManager``), and applies the controller's answer."""
 
-    def __init__(self, replica_manager: ReplicaManager) -> None:
-        super().__init__(f"alter-partition-{replica_manager.broker_id}")
-        self.replica_manager = replica_manager
+    def __init__(self, broker_id: int, *,
+                 lifecycle: Callable[[], BrokerLifecycleManager | None],
+                 on_isr_applied: Callable[[tuple[str, int], bool], None]) -> None:
+        """``lifecycle()``: the broker's registration (its channel to the controller and its
+        epoch); ``on_isr_applied(partition's key, changed)``: the controller answered, and the
+        partition took its ISR (``changed``) or kept its own: waiting produces may complete."""
+        super().__init__(f"alter-partition-{broker_id}")
+        self.broker_id = broker_id
+        self.lifecycle = lifecycle
+        self.on_isr_applied = on_isr_applied
         self._queue: queue.Queue[tuple[Partition, list[int]] | None] = queue.Queue()
 
     def submit(self, partition: Partition, new_isr: list[int]) -> None:
@@ -55,7 +60,6 @@ class AlterPartitionManager(ShutdownableThread):
         return True
 
     def _alter(self, partition: Partition, new_isr: list[int]) -> None:
-        rm = self.replica_manager
         try:
             result = self._send(partition, new_isr)
         except Exception as exc:  # the controller is away: forget it, retry on next check
@@ -72,23 +76,22 @@ class AlterPartitionManager(ShutdownableThread):
                      "controller's state (epoch %d, ISR %s, partition epoch %d)",
                      partition, leader_epoch, isr, partition_epoch)
             if partition.apply_isr(leader_epoch, isr, partition_epoch):
-                rm.complete_delayed_requests(partition.key)
+                self.on_isr_applied(partition.key, True)
             return
         if error != Errors.NONE:
             log.info("AlterPartition for %r refused with error %d", partition, error)
             partition.abandon_pending_isr()
             return
-        if partition.apply_isr(leader_epoch, isr, partition_epoch):
-            rm.complete_delayed_requests(partition.key)
-        else:
-            rm.produce_purgatory.check_and_complete(partition.key)
+        self.on_isr_applied(partition.key, partition.apply_isr(leader_epoch, isr, partition_epoch))
 
     def _send(self, partition: Partition, new_isr: list[int]) -> tuple[int, int, list[int], int]:
         """One AlterPartition: (error, leader epoch, ISR, partition epoch) as the controller
         decided them."""
-        lifecycle = self.replica_manager.broker.lifecycle
+        lifecycle = self.lifecycle()
+        if lifecycle is None:
+            raise ConnectionError("not registered with the controller yet")
         response = lifecycle.controller_channel.send(ApiKey.ALTER_PARTITION, 3, {
-            "broker_id": self.replica_manager.broker_id, "broker_epoch": lifecycle.broker_epoch,
+            "broker_id": self.broker_id, "broker_epoch": lifecycle.broker_epoch,
             "topics": [{"topic_id": partition.topic_id, "partitions": [{
                 "partition_index": partition.index, "leader_epoch": partition.leader_epoch,
                 "new_isr_with_epochs": [{"broker_id": r, "broker_epoch": -1} for r in new_isr],

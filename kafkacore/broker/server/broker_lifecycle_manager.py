@@ -16,18 +16,17 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from kafkacore import errors
+from kafkacore.broker.config.kafka_config import BrokerConfig
 from kafkacore.broker.metadata.metadata_loader import MetadataLoader
+from kafkacore.broker.network.faults import FaultInjector
 from kafkacore.broker.security.authentication import controller_sasl
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors
 from kafkacore.protocol.api_keys import ApiKey
-
-if TYPE_CHECKING:
-    from kafkacore.broker.server.broker_server import Broker
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +35,19 @@ SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SS
 
 
 class BrokerLifecycleManager(ShutdownableThread):
-    def __init__(self, broker: Broker) -> None:
-        super().__init__(f"broker-{broker.broker_id}-lifecycle")
-        self.broker = broker
-        config = broker.config
+    def __init__(self, config: BrokerConfig, broker_id: int, cluster_id: str, *,
+                 advertised_address: Callable[[str | None], tuple[str, int]],
+                 faults: FaultInjector,
+                 metadata_loader: Callable[[InterBrokerClient], MetadataLoader]) -> None:
+        """``advertised_address(listener)``: where the other brokers reach this one (the port
+        bound, once the listeners are); ``metadata_loader(client)``: the broker's loader, given
+        its own connection to the controller."""
+        super().__init__(f"broker-{broker_id}-lifecycle")
+        self.config = config
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self.advertised_address = advertised_address
+        self.faults = faults
         address = config["controller.quorum.bootstrap.servers"].split(",")[0].strip()
         host, _, port = address.rpartition(":")
         if not host or not port.isdigit():
@@ -51,8 +59,7 @@ class BrokerLifecycleManager(ShutdownableThread):
         self.broker_epoch = -1
         self._stopping = threading.Event()
         timeout = config["replica.socket.timeout.ms"] / 1000.0
-        name = f"broker-{broker.broker_id}"
-        faults = broker.faults
+        name = f"broker-{broker_id}"
         # Heartbeats and image pulls on one connection; forwarded requests on another, so that a
         # slow CreateTopics never delays a heartbeat.
         # On the controller's listener, with the broker's credentials (controller.listener.names).
@@ -61,7 +68,7 @@ class BrokerLifecycleManager(ShutdownableThread):
                                          sasl=sasl)
         self.controller_channel = InterBrokerClient(host, int(port), name + "-forward", timeout,
                                                     faults, sasl=sasl)
-        self.metadata_loader = MetadataLoader(broker, InterBrokerClient(
+        self.metadata_loader = metadata_loader(InterBrokerClient(
             host, int(port), name + "-metadata", timeout, faults, sasl=sasl))
 
     def start(self) -> None:
@@ -74,7 +81,7 @@ class BrokerLifecycleManager(ShutdownableThread):
         """One heartbeat turn (supervised: see ShutdownableThread)."""
         if self._stopping.is_set():
             return False
-        if self.broker.faults.isolated:
+        if self.faults.isolated:
             self._client.close()
             self.controller_channel.close()
             self._stopping.wait(0.1)
@@ -84,9 +91,9 @@ class BrokerLifecycleManager(ShutdownableThread):
                 self._register()
             self._heartbeat()
         except OSError as exc:
-            log.debug("broker %d: controller unreachable: %s", self.broker.broker_id, exc)
+            log.debug("broker %d: controller unreachable: %s", self.broker_id, exc)
         except Exception:
-            log.exception("broker %d: lifecycle step failed", self.broker.broker_id)
+            log.exception("broker %d: lifecycle step failed", self.broker_id)
         self._stopping.wait(self.interval_s)
         return True
 
@@ -99,23 +106,22 @@ class BrokerLifecycleManager(ShutdownableThread):
         self._client.close()
         self.metadata_loader.shutdown()
         self.join(5.0)
-        if self.broker_epoch >= 0 and not self.broker.faults.isolated:
+        if self.broker_epoch >= 0 and not self.faults.isolated:
             try:
                 self.controller_channel.send(ApiKey.BROKER_HEARTBEAT, 0, {
-                    "broker_id": self.broker.broker_id, "broker_epoch": self.broker_epoch,
+                    "broker_id": self.broker_id, "broker_epoch": self.broker_epoch,
                     "current_metadata_offset": 0, "want_fence": False, "want_shut_down": True,
                 }, timeout_s=5.0)
             except OSError as exc:
                 log.info("broker %d: controlled shutdown not acknowledged: %s",
-                         self.broker.broker_id, exc)
+                         self.broker_id, exc)
         self.controller_channel.close()
 
     def _register(self) -> None:
-        b = self.broker
-        listener = b.config.inter_broker_listener
-        host, port = b.advertised_address(listener.name)
+        listener = self.config.inter_broker_listener
+        host, port = self.advertised_address(listener.name)
         response = self._client.send(ApiKey.BROKER_REGISTRATION, 0, {
-            "broker_id": b.broker_id, "cluster_id": b.cluster_id,
+            "broker_id": self.broker_id, "cluster_id": self.cluster_id,
             "incarnation_id": self.incarnation_id,
             # The inter-broker listener's address: where the other brokers' replica fetchers
             # connect (inter.broker.listener.name).
@@ -126,16 +132,16 @@ class BrokerLifecycleManager(ShutdownableThread):
         if response["error_code"] != Errors.NONE:
             raise ConnectionError(f"registration refused: error {response['error_code']}")
         self.broker_epoch = response["broker_epoch"]
-        log.info("broker %d registered with the controller, broker epoch %d", b.broker_id,
+        log.info("broker %d registered with the controller, broker epoch %d", self.broker_id,
                  self.broker_epoch)
 
     def _heartbeat(self) -> None:
         response = self._client.send(ApiKey.BROKER_HEARTBEAT, 0, {
-            "broker_id": self.broker.broker_id, "broker_epoch": self.broker_epoch,
+            "broker_id": self.broker_id, "broker_epoch": self.broker_epoch,
             "current_metadata_offset": 0, "want_fence": False, "want_shut_down": False,
         })
         if response["error_code"] != Errors.NONE:
             # Fenced for good (the controller forgot us, or we are an old epoch): register again.
             log.info("broker %d: heartbeat refused (error %d), registering again",
-                     self.broker.broker_id, response["error_code"])
+                     self.broker_id, response["error_code"])
             self.broker_epoch = -1

@@ -7,18 +7,40 @@ import logging
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kafkacore.broker.config.dynamic_broker_config import DynamicBrokerConfig
 from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
+from kafkacore.broker.group.group_coordinator import GroupCoordinator
+from kafkacore.broker.group.group_metadata_manager import (
+    OFFSETS_TOPIC,
+    GroupMetadataManager,
+)
+from kafkacore.broker.log import LogConfig, LogManager, ProducerIdManager
+from kafkacore.broker.log.cleaner_config import CleanerConfig
+from kafkacore.broker.log.log_manager import LogManagerIntervals
+from kafkacore.broker.log.producer_id import BROKER_ID_SPACE_BITS
+from kafkacore.broker.metadata.metadata_cache import MetadataCache
+from kafkacore.broker.metadata.metadata_loader import MetadataLoader
+from kafkacore.broker.network.faults import FaultInjector
+from kafkacore.broker.network.kafka_request_handler import KafkaRequestHandlerPool
 from kafkacore.broker.network.request_channel import RequestChannel
 from kafkacore.broker.network.socket_server import SocketServer
 from kafkacore.broker.security.authentication import build_listener_security, inter_broker_sasl
-from kafkacore.broker.server.faults import FaultInjector
-from kafkacore.broker.server.kafka_request_handler import KafkaRequestHandlerPool
-
-if TYPE_CHECKING:
-    from kafkacore.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
-    from kafkacore.broker.group.group_metadata_manager import GroupMetadataManager
+from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
+from kafkacore.broker.server.auto_topic_creation_manager import AutoTopicCreationManager
+from kafkacore.broker.server.broker_lifecycle_manager import BrokerLifecycleManager
+from kafkacore.broker.server.client_quota_manager import QuotaManagers
+from kafkacore.broker.server.fetch_session import FetchManager, FetchSessionCache
+from kafkacore.broker.server.forwarding_manager import ForwardingManager
+from kafkacore.broker.server.kafka_apis import KafkaApis
+from kafkacore.broker.server.replica_manager import ReplicaManager
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.kafka_scheduler import KafkaScheduler
+from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
+from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
+from kafkacore.errors import IllegalStateError
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +58,7 @@ class Broker:
         self.broker_id: int = self.config["node.id"]
         self.cluster_id: str = self.config["cluster.id"]
         self.request_channel = RequestChannel(self.config["queued.max.requests"])
-        #: Faults switched on by tests (kafkacore.broker.server.faults); none by default.
+        #: Faults switched on by tests (kafkacore.broker.network.faults); none by default.
         self.faults = FaultInjector()
         #: Each listener's TLS context and SASL users, checked now (a bad keystore or user list
         #: is a ConfigError here, before anything starts).
@@ -63,6 +85,7 @@ class Broker:
         #: the controller's side of this broker (None in a cluster of one)
         self.lifecycle: Any = None
         self.forwarding_manager: Any = None
+        self.auto_topic_creation_manager: AutoTopicCreationManager | None = None
         self._handlers: KafkaRequestHandlerPool | None = None
         self._started = False
 
@@ -100,7 +123,8 @@ class Broker:
     def statistics(self) -> dict[str, Any]:
         """Counters since start, for tests and benchmarks: ``network`` (every processor's, added
         up: requests by API key, bytes read and written) and ``fetch_sessions``."""
-        assert self.socket_server is not None, "the broker has not started"
+        if self.socket_server is None:
+            raise IllegalStateError("the broker has not started")
         network: collections.Counter[str] = collections.Counter()
         for processor in self.socket_server.statistics():
             network.update(processor)
@@ -109,24 +133,12 @@ class Broker:
     def start(self) -> Broker:
         if self._started:
             return self
-        from kafkacore.broker.group.group_coordinator import GroupCoordinator
-        from kafkacore.broker.group.group_metadata_manager import GroupMetadataManager
-        from kafkacore.broker.log import ProducerIdManager
-        from kafkacore.broker.log.producer_id import BROKER_ID_SPACE_BITS
-        from kafkacore.broker.metadata.metadata_cache import MetadataCache
-        from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
-        from kafkacore.broker.server.kafka_apis import KafkaApis
-
         first_dir = self.config.log_dirs[0]
         self.metadata_cache = MetadataCache(first_dir)
-        from kafkacore.broker.server.client_quota_manager import QuotaManagers
-
         self.quotas = QuotaManagers(self.config["quota.window.num"],
                                     self.config["quota.window.size.seconds"])
         self.quotas.update(self.metadata_cache.client_quotas.quotas)
         self.metadata_cache.on_client_quotas = self.quotas.update
-        from kafkacore.broker.config.dynamic_broker_config import DynamicBrokerConfig
-
         self.dynamic_config = DynamicBrokerConfig(self.config, self.broker_id,
                                                   self.metadata_cache.broker_configs())
         self.authorizer = StandardAuthorizer.from_config(self.config)
@@ -134,12 +146,25 @@ class Broker:
         in_cluster = self.config["process.roles"] == "broker"
         self.producer_id_manager = ProducerIdManager(
             first_dir, first_id=self.broker_id << BROKER_ID_SPACE_BITS if in_cluster else 0)
-        from kafkacore.broker.server_common.kafka_scheduler import KafkaScheduler
-
         self.kafka_scheduler = KafkaScheduler(self.config["background.threads"])
         self.kafka_scheduler.startup()
-        self.log_manager = _make_log_manager(self)
-        group_manager = GroupMetadataManager(self)
+        self.log_manager = _make_log_manager(self.config, self.dynamic_config,
+                                             self.kafka_scheduler, self.metadata_cache)
+        self.replica_manager = ReplicaManager(
+            self.config, self.broker_id, log_manager=self.log_manager,
+            metadata_cache=self.metadata_cache, scheduler=self.kafka_scheduler,
+            faults=self.faults, inter_broker_sasl=self.inter_broker_sasl,
+            lifecycle=lambda: self.lifecycle)
+        #: the coordinators' internal topics, made on their first use (in a cluster: by the
+        #: controller, through the forwarding manager the broker has once it joined)
+        self.auto_topic_creation_manager = AutoTopicCreationManager(
+            self.metadata_cache, self.replica_manager, lambda: self.forwarding_manager)
+        group_manager = GroupMetadataManager(
+            self.config, self.broker_id, metadata_cache=self.metadata_cache,
+            log_manager=self.log_manager, replicas=self.replica_manager,
+            topic_creator=self.auto_topic_creation_manager)
+        self.replica_manager.add_leadership_listener(
+            OFFSETS_TOPIC, lambda leading: group_manager.on_leadership(set(leading)))
         self.group_coordinator = GroupCoordinator(
             group_manager,
             group_min_session_timeout_ms=self.config["group.min.session.timeout.ms"],
@@ -147,23 +172,35 @@ class Broker:
             group_initial_rebalance_delay_ms=self.config["group.initial.rebalance.delay.ms"],
             group_max_size=self.config["group.max.size"],
             broker_id=self.broker_id,
-            consumer_groups=_consumer_group_coordinator(self, group_manager),
+            consumer_groups=_consumer_group_coordinator(self.config, group_manager,
+                                                        self.metadata_cache),
         )
         self.group_coordinator.startup()
         self.socket_server = SocketServer(self.config, self.request_channel, self.faults,
                                           self.listener_security)
-        from kafkacore.broker.server.replica_manager import ReplicaManager
-
-        self.replica_manager = ReplicaManager(self)
-        from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
-
-        self.transaction_coordinator = TransactionCoordinator(self)
-        from kafkacore.broker.server.fetch_session import FetchManager, FetchSessionCache
-
+        self.transaction_coordinator = TransactionCoordinator(
+            self.config, self.broker_id, producer_id_manager=self.producer_id_manager,
+            metadata_cache=self.metadata_cache, log_manager=self.log_manager,
+            replicas=self.replica_manager, group_manager=group_manager,
+            topic_creator=self.auto_topic_creation_manager, faults=self.faults,
+            inter_broker_sasl=self.inter_broker_sasl)
+        # each partition's leader epoch is its coordinator epoch
+        self.replica_manager.add_leadership_listener(
+            TRANSACTION_STATE_TOPIC, self.transaction_coordinator.txn_manager.on_leadership)
         self.fetch_manager = FetchManager(FetchSessionCache(
             self.config["max.incremental.fetch.session.cache.slots"],
             self.config["min.incremental.fetch.session.eviction.ms"]))
-        self.apis = KafkaApis(self)
+        self.apis = KafkaApis(
+            request_channel=self.request_channel, config=self.config, broker_id=self.broker_id,
+            cluster_id=self.cluster_id, advertised_address=self.advertised_address,
+            faults=self.faults, metadata_cache=self.metadata_cache, log_manager=self.log_manager,
+            replica_manager=self.replica_manager, group_coordinator=self.group_coordinator,
+            transaction_coordinator=self.transaction_coordinator,
+            producer_id_manager=self.producer_id_manager, quotas=self.quotas,
+            fetch_manager=self.fetch_manager, authorizer=self.authorizer,
+            dynamic_config=self.dynamic_config,
+            # made when this broker joins a cluster, after the APIs
+            forwarding_manager=lambda: self.forwarding_manager)
         # After the APIs: loading may write markers at once, through the replica manager.
         self.transaction_coordinator.startup()
         self._handlers = KafkaRequestHandlerPool(
@@ -189,7 +226,8 @@ class Broker:
         if not self._started:
             return
         self._started = False
-        assert self.socket_server is not None and self._handlers is not None
+        if self.socket_server is None or self._handlers is None:
+            raise IllegalStateError("the broker has not started")
         if self.lifecycle is not None:
             self.lifecycle.shutdown()
         self.socket_server.shutdown()
@@ -210,10 +248,10 @@ class Broker:
     def _join_cluster(self, timeout_s: float = 60.0) -> None:
         """Register with the controller and wait (bounded) for its first image, so that the
         broker answers clients with the cluster's leaders from its first request on."""
-        from kafkacore.broker.server.broker_lifecycle_manager import BrokerLifecycleManager
-        from kafkacore.broker.server.forwarding_manager import ForwardingManager
-
-        self.lifecycle = BrokerLifecycleManager(self)
+        self.lifecycle = BrokerLifecycleManager(
+            self.config, self.broker_id, self.cluster_id,
+            advertised_address=self.advertised_address, faults=self.faults,
+            metadata_loader=self.new_metadata_loader)
         self.forwarding_manager = ForwardingManager(self.lifecycle.controller_channel,
                                                     self.lifecycle.metadata_loader)
         self.lifecycle.start()
@@ -222,6 +260,15 @@ class Broker:
             raise TimeoutError(f"broker {self.broker_id}: no metadata from the controller at "
                                f"{self.config['controller.quorum.bootstrap.servers']} within "
                                f"{timeout_s} s")
+
+    def new_metadata_loader(self, client: InterBrokerClient | None) -> MetadataLoader:
+        """A :class:`~kafkacore.broker.metadata.metadata_loader.MetadataLoader` that pulls over
+        ``client`` (a connection to the controller) and publishes into this broker's parts."""
+        return MetadataLoader(
+            client, self.broker_id, interval_ms=self.config["broker.heartbeat.interval.ms"],
+            metadata_cache=self.metadata_cache, log_manager=self.log_manager,
+            dynamic_config=self.dynamic_config, replicas=self.replica_manager,
+            authorizer=self.authorizer)
 
     def __enter__(self) -> Broker:
         return self.start()
@@ -233,15 +280,11 @@ class Broker:
         return f"Broker(id={self.broker_id}, {self.bootstrap_servers})"
 
 
-def _make_log_manager(broker: Broker) -> Any:
+def _make_log_manager(c: BrokerConfig, dynamic_config: DynamicBrokerConfig,
+                      scheduler: KafkaScheduler, metadata_cache: MetadataCache) -> LogManager:
     """The storage: a :class:`kafkacore.broker.log.LogManager` over ``log.dirs``, with the
     broker-wide log settings as every topic's default, recovered at start-up."""
-    from kafkacore.broker.log import LogConfig, LogManager
-    from kafkacore.broker.log.cleaner_config import CleanerConfig
-    from kafkacore.broker.log.log_manager import LogManagerIntervals
-
-    c = broker.config
-    default = broker.dynamic_config.default_log_config()
+    default = dynamic_config.default_log_config()
     dirs: list[str | Path] = list(c.log_dirs)
     intervals = LogManagerIntervals(
         retention_check_ms=c["log.retention.check.interval.ms"],
@@ -252,32 +295,29 @@ def _make_log_manager(broker: Broker) -> Any:
         initial_task_delay_ms=c["log.initial.task.delay.ms"],
         dir_probe_ms=c["log.dir.failure.probe.interval.ms"],
     )
-    manager = LogManager(dirs, default, scheduler=broker.kafka_scheduler, intervals=intervals,
+    manager = LogManager(dirs, default, scheduler=scheduler, intervals=intervals,
                          cleaner_config=CleanerConfig.from_broker_config(c))
     topic_configs = {
         t.name: LogConfig.from_properties(t.configs, base=default)
-        for t in broker.metadata_cache.topics()
+        for t in metadata_cache.topics()
     }
     manager.startup(topic_configs)
 
     def topic_configs_of(name: str) -> dict[str, str]:
-        meta = broker.metadata_cache.get(name)
+        meta = metadata_cache.get(name)
         return {} if meta is None else meta.configs
 
-    broker.dynamic_config.log_listeners.append(
+    dynamic_config.log_listeners.append(
         lambda default: manager.reconfigure_default_log_config(default, topic_configs_of))
     return manager
 
 
-def _consumer_group_coordinator(broker: Broker,
-                                group_manager: GroupMetadataManager) -> ConsumerGroupCoordinator:
+def _consumer_group_coordinator(config: BrokerConfig, group_manager: GroupMetadataManager,
+                                metadata_cache: MetadataCache) -> ConsumerGroupCoordinator:
     """The KIP-848 half of the group coordinator, with ``group.consumer.*`` (checked by
     :class:`~kafkacore.broker.config.kafka_config.BrokerConfig`)."""
-    from kafkacore.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
-
-    config = broker.config
     return ConsumerGroupCoordinator(
-        group_manager, broker.metadata_cache,
+        group_manager, metadata_cache,
         heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
         session_timeout_ms=config["group.consumer.session.timeout.ms"],
         max_size=config["group.consumer.max.size"],

@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any
 
-from kafkacore.broker.controller.client_quota_control_manager import CLIENT_ID, USER, Entity
+from kafkacore.broker.metadata.client_quota_control_manager import CLIENT_ID, USER, Entity
 
 #: Kafka's ``quota.window.num`` and ``quota.window.size.seconds`` (their defaults)
 QUOTA_WINDOW_NUM = 11

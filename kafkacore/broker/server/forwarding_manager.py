@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkacore.broker.metadata.metadata_loader import MetadataLoader
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 
 
 class ForwardingManager:

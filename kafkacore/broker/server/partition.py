@@ -22,22 +22,12 @@ from typing import Any
 
 from kafkacore import errors
 from kafkacore.broker.log.leader_epoch_cache import LeaderEpochFileCache
+from kafkacore.broker.metadata.partition_state import PartitionState
 from kafkacore.errors import Errors
 
 
 def now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
-
-
-@dataclass
-class PartitionState:
-    """What the controller decided for a partition (a ``PartitionRecord`` of KRaft's image)."""
-
-    leader: int
-    leader_epoch: int
-    replicas: list[int]
-    isr: list[int]
-    partition_epoch: int = 0
 
 
 @dataclass

@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from kafkacore import errors
+from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.network.faults import FaultInjector
 from kafkacore.broker.server.fetch_session_handler import FetchSessionHandler
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server.partition import Partition
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors
+from kafkacore.network.sasl import SaslMechanism
 from kafkacore.protocol.api_keys import ApiKey
-
-if TYPE_CHECKING:
-    from kafkacore.broker.server.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,32 @@ def _by_topic(items: Any) -> list[dict[str, Any]]:
             for topic_id, entries in grouped.items()]
 
 
+class FollowerContext(Protocol):
+    """What a follower's fetchers use of the :class:`ReplicaManager` that starts them: this
+    broker's id and settings, the leaders' addresses, what their connections obey and
+    authenticate with, and the broker's registration (its epoch rides on each fetch)."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def brokers(self) -> Mapping[int, tuple[str, int]]: ...
+
+    @property
+    def faults(self) -> FaultInjector: ...
+
+    @property
+    def inter_broker_sasl(self) -> Callable[[], SaslMechanism] | None: ...
+
+    def lifecycle(self) -> Any:
+        """The ``BrokerLifecycleManager`` (its ``broker_epoch``), None before it joins."""
+
+
 class ReplicaFetcherThread(ShutdownableThread):
-    def __init__(self, replica_manager: ReplicaManager, source_broker_id: int) -> None:
+    def __init__(self, replica_manager: FollowerContext, source_broker_id: int) -> None:
         super().__init__(f"ReplicaFetcherThread-{replica_manager.broker_id}-{source_broker_id}")
         self.rm = replica_manager
         self.source_broker_id = source_broker_id
@@ -91,8 +116,8 @@ class ReplicaFetcherThread(ShutdownableThread):
             self._address = address
             self._client = InterBrokerClient(
                 address[0], address[1], f"replica-fetcher-{self.rm.broker_id}",
-                self.config["replica.socket.timeout.ms"] / 1000.0, self.rm.broker.faults,
-                sasl=self.rm.broker.inter_broker_sasl)
+                self.config["replica.socket.timeout.ms"] / 1000.0, self.rm.faults,
+                sasl=self.rm.inter_broker_sasl)
         return self._client
 
     def _backoff(self) -> None:
@@ -103,7 +128,7 @@ class ReplicaFetcherThread(ShutdownableThread):
         next turn runs (ShutdownableThread)."""
         if self._stopping.is_set():
             return False
-        if self.rm.broker.faults.isolated:
+        if self.rm.faults.isolated:
             if self._client is not None:
                 self._client.close()
             self._stopping.wait(0.1)
@@ -193,7 +218,7 @@ class ReplicaFetcherThread(ShutdownableThread):
         request = self.session.build(wanted)
         body = {
             "replica_state": {"replica_id": self.rm.broker_id,
-                              "replica_epoch": self.rm.broker.lifecycle.broker_epoch},
+                              "replica_epoch": self.rm.lifecycle().broker_epoch},
             "max_wait_ms": self.config["replica.fetch.wait.max.ms"],
             "min_bytes": 1, "max_bytes": max(max_bytes, 10 * 1024 * 1024),
             "isolation_level": 0, "session_id": request.session_id,
@@ -255,7 +280,7 @@ class ReplicaFetcherThread(ShutdownableThread):
 class ReplicaFetcherManager:
     """One :class:`ReplicaFetcherThread` per leader this broker follows partitions on."""
 
-    def __init__(self, replica_manager: ReplicaManager) -> None:
+    def __init__(self, replica_manager: FollowerContext) -> None:
         self.rm = replica_manager
         # Lock order: before ReplicaFetcherThread._lock. Guards _threads.
         self._lock = threading.Lock()

@@ -21,24 +21,31 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkacore import errors
+from kafkacore.broker.config.kafka_config import BrokerConfig
 from kafkacore.broker.group.group_metadata_manager import OFFSETS_TOPIC
+from kafkacore.broker.log import Log, LogConfig, LogManager
 from kafkacore.broker.log.leader_epoch_cache import LeaderEpochFileCache
+from kafkacore.broker.metadata.metadata_cache import MetadataCache
+from kafkacore.broker.metadata.partition_state import PartitionState
+from kafkacore.broker.network.faults import FaultInjector
 from kafkacore.broker.server.alter_partition_manager import AlterPartitionManager
+from kafkacore.broker.server.broker_lifecycle_manager import BrokerLifecycleManager
 from kafkacore.broker.server.delayed_fetch import READ_COMMITTED, DelayedFetch
 from kafkacore.broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
-from kafkacore.broker.server.partition import Partition, PartitionState
+from kafkacore.broker.server.partition import Partition
+from kafkacore.broker.server.replica_fetcher import ReplicaFetcherManager
 from kafkacore.broker.server_common.files import replace_atomically
+from kafkacore.broker.server_common.kafka_scheduler import KafkaScheduler
 from kafkacore.broker.server_common.purgatory import DelayedOperationPurgatory
 from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 from kafkacore.errors import Errors
-
-if TYPE_CHECKING:
-    from kafkacore.broker.server.broker_server import Broker
+from kafkacore.network.sasl import SaslMechanism
 
 log = logging.getLogger(__name__)
 
@@ -74,19 +81,33 @@ class FetchPartitionInfo:
 
 
 class ReplicaManager:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        self.config = broker.config
-        self.broker_id = broker.broker_id
-        self.log_manager = broker.log_manager
-        self.metadata_cache = broker.metadata_cache
+    def __init__(self, config: BrokerConfig, broker_id: int, *, log_manager: LogManager,
+                 metadata_cache: MetadataCache, scheduler: KafkaScheduler,
+                 faults: FaultInjector, inter_broker_sasl: Callable[[], SaslMechanism] | None,
+                 lifecycle: Callable[[], BrokerLifecycleManager | None]) -> None:
+        """``scheduler``: runs the ISR expiration and the high-watermark checkpoints;
+        ``faults`` and ``inter_broker_sasl``: what the replica fetchers' connections obey and
+        authenticate with; ``lifecycle()``: the broker's registration with the controller (None
+        alone, and in a cluster until the broker joins it, after the replica manager starts):
+        its broker epoch, which the fetches carry, and its channel for AlterPartition."""
+        self.config = config
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.metadata_cache = metadata_cache
+        self.scheduler = scheduler
+        self.faults = faults
+        self.inter_broker_sasl = inter_broker_sasl
+        self.lifecycle = lifecycle
+        #: (topic, listener): ``listener({partition: leader epoch})`` of the partitions of
+        #: ``topic`` this broker leads, after each image (see add_leadership_listener)
+        self._leadership_listeners: list[tuple[str, Callable[[dict[int, int]], None]]] = []
         self.standalone = self.config["process.roles"] == ""
         # Lock order 4 (see threads.rst for its one exception). Guards partitions, roles.
         self._lock = threading.RLock()
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.produce_purgatory = DelayedOperationPurgatory("Produce", broker_id=self.broker_id)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", broker_id=self.broker_id)
-        self.fetcher_manager: Any = None  # a ReplicaFetcherManager, in a cluster
+        self.fetcher_manager: ReplicaFetcherManager | None = None  # in a cluster
         self.alter_partition_manager: AlterPartitionManager | None = None
         #: the cluster as the controller last described it: (brokers by id, topics)
         self.brokers: dict[int, tuple[str, int]] = {}
@@ -100,18 +121,25 @@ class ReplicaManager:
     def startup(self) -> None:
         if self.standalone:
             return
-        from kafkacore.broker.server.replica_fetcher import ReplicaFetcherManager
-
         self.fetcher_manager = ReplicaFetcherManager(self)
-        self.alter_partition_manager = AlterPartitionManager(self)
+        self.alter_partition_manager = AlterPartitionManager(
+            self.broker_id, lifecycle=self.lifecycle, on_isr_applied=self._on_isr_applied)
         self.alter_partition_manager.start()
         # Kafka's ReplicaManager.startup: both on the broker's KafkaScheduler.
-        scheduler = self.broker.kafka_scheduler
+        scheduler = self.scheduler
         isr_period = max(self.config["replica.lag.time.max.ms"] // 2, 50)
         scheduler.schedule("isr-expiration", self.maybe_shrink_isr, isr_period, isr_period)
         hw_period = self.config["replica.high.watermark.checkpoint.interval.ms"]
         scheduler.schedule("highwatermark-checkpoint", self.checkpoint_high_watermarks,
                            hw_period, hw_period)
+
+    def _on_isr_applied(self, key: tuple[str, int], changed: bool) -> None:
+        """The controller answered an AlterPartition: a new ISR may complete waiting produces
+        (and fetches); an unchanged one still lets the produces recheck."""
+        if changed:
+            self.complete_delayed_requests(key)
+        else:
+            self.produce_purgatory.check_and_complete(key)
 
     def shutdown(self) -> None:
         self._stop.set()
@@ -126,6 +154,29 @@ class ReplicaManager:
 
     # -- partitions ------------------------------------------------------------------------------
 
+    def add_leadership_listener(self, topic: str,
+                                listener: Callable[[dict[int, int]], None]) -> None:
+        """After each image from the controller, ``listener({partition: leader epoch})`` with
+        the partitions of ``topic`` this broker leads (the group coordinator's
+        ``__consumer_offsets``, the transaction coordinator's ``__transaction_state``)."""
+        self._leadership_listeners.append((topic, listener))
+
+    def topic_config(self, configs: dict[str, str]) -> LogConfig:
+        """A topic's :class:`~kafkacore.broker.log.LogConfig`: its own settings over the
+        broker-wide defaults (raises ``InvalidConfigError``)."""
+        return LogConfig.from_properties(configs, base=self.log_manager.default_config)
+
+    def get_partition_log(self, topic: str, partition: int) -> Log | None:
+        """The partition's log, or None when the topic or the partition does not exist."""
+        meta = self.metadata_cache.get(topic)
+        if meta is None or not 0 <= partition < meta.partitions:
+            return None
+        lg = self.log_manager.get_log(topic, partition)
+        if lg is None:  # the topic is known but this log was lost: recreate it empty
+            lg = self.log_manager.get_or_create_log(
+                topic, partition, self.topic_config(meta.configs), meta.topic_id)
+        return lg
+
     def get_partition(self, topic: str, index: int) -> Partition | None:
         key = (topic, index)
         partition = self.partitions.get(key)
@@ -137,7 +188,7 @@ class ReplicaManager:
             return None
         if partition is not None and partition.log is self.log_manager.get_log(topic, index):
             return partition  # the common case (every partition of every Produce): no more to do
-        lg = self.broker.apis.get_partition_log(topic, index)
+        lg = self.get_partition_log(topic, index)
         with self._lock:
             partition = self.partitions.get(key)
             if partition is None or partition.log is not lg:
@@ -155,7 +206,7 @@ class ReplicaManager:
         ``ReplicaManager.describeLogDirs``)."""
         import shutil
 
-        log_manager = self.broker.log_manager
+        log_manager = self.log_manager
         by_dir: dict[Path, dict[str, list[dict[str, Any]]]] = {
             d: {} for d in log_manager.log_dirs}
         for (topic, index), lg in sorted(log_manager.all_logs().items()):
@@ -403,21 +454,15 @@ class ReplicaManager:
             # not acted on yet.
             self.brokers = dict(brokers)
             self.image_topics = {name: parts for name, (_, parts) in topics.items()}
-            # The group coordinator loads the offsets partitions this broker now leads and
-            # unloads the others (Kafka's onElection / onResignation).
-            self.broker.group_coordinator.group_manager.on_leadership(
-                {i for (t, i), p in self.partitions.items()
-                 if t == OFFSETS_TOPIC and p.is_leader})
-            # Likewise the transaction coordinator, with each partition's leader epoch as its
-            # coordinator epoch.
-            if self.broker.transaction_coordinator is not None:
-                self.broker.transaction_coordinator.txn_manager.on_leadership(
-                    {i: p.leader_epoch for (t, i), p in self.partitions.items()
-                     if t == TRANSACTION_STATE_TOPIC and p.is_leader})
+            # The coordinators load the partitions of their topics this broker now leads and
+            # unload the others (Kafka's onLeadershipChange: onElection / onResignation).
+            for topic, listener in self._leadership_listeners:
+                listener({i: p.leader_epoch for (t, i), p in self.partitions.items()
+                          if t == topic and p.is_leader})
 
     def _create_partition(self, topic: str, index: int, topic_id: Any) -> Partition:
         meta = self.metadata_cache.get(topic)
-        config = self.broker.apis.topic_config(meta.configs if meta is not None else {})
+        config = self.topic_config(meta.configs if meta is not None else {})
         lg = self.log_manager.get_or_create_log(topic, index, config, topic_id)
         if lg._hw is None:  # noqa: SLF001 - a replica's HW starts at its checkpoint
             lg.high_watermark = min(self._checkpointed_hw.get((topic, index), 0),

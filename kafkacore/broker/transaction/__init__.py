@@ -4,6 +4,8 @@
 See docs/broker/transactions.rst.
 
 May import: ``kafkacore.broker.server_common``, ``kafkacore.broker.log``,
-``kafkacore.broker.metadata``, the protocol and the errors; the replica manager and the
-inter-broker channel it uses it is handed.
+``kafkacore.broker.metadata``, ``kafkacore.broker.network`` (the faults its connections obey),
+``kafkacore.broker.group`` (the offsets a marker settles), the protocol and the errors; the
+replica manager and the internal topics' creation it is handed, as the Protocols of
+``server_common.coordinator_collaborators``.
 """

@@ -15,18 +15,21 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kafkacore import errors
 from kafkacore.broker.log.log_validator import RECORD_BATCH_OVERHEAD, read_header
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.network.faults import FaultInjector
+from kafkacore.broker.server_common.coordinator_collaborators import Replicas
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
-from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
+from kafkacore.broker.transaction.transaction_state_manager import (
+    TRANSACTION_STATE_TOPIC,
+    TransactionStateManager,
+)
 from kafkacore.errors import Errors
+from kafkacore.network.sasl import SaslMechanism
 from kafkacore.protocol.api_keys import ApiKey
-
-if TYPE_CHECKING:
-    from kafkacore.broker.server.broker_server import Broker
 
 log = logging.getLogger(__name__)
 
@@ -74,16 +77,36 @@ def txn_offset_commit_error(coordinator_error: int) -> int:
     return int(TXN_OFFSET_COMMIT_ERROR.get(coordinator_error, coordinator_error))
 
 
+class AddPartitions(Protocol):
+    """The transaction coordinator's ``handle_add_partitions``."""
+
+    def __call__(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                 partitions: set[TopicPartition], callback: Callable[[int], None], *,
+                 verify_only: bool = False) -> None: ...
+
+
 class AddPartitionsToTxnManager:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, broker_id: int, txn_manager: TransactionStateManager,
+                 add_partitions: AddPartitions, *, replicas: Replicas,
+                 faults: FaultInjector | None = None,
+                 inter_broker_sasl: Callable[[], SaslMechanism] | None = None) -> None:
+        self.broker_id = broker_id
+        #: this broker's transaction coordinator: its state (which ids it coordinates) and its
+        #: ``handle_add_partitions``, asked directly for the ids it coordinates
+        self.txn_manager = txn_manager
+        self.add_partitions = add_partitions
+        #: the replica manager: the producers' open transactions, the coordinators' leaders
+        self.replicas = replicas
+        #: for the connections to the other coordinators (InterBrokerClient)
+        self.faults = faults
+        self.inter_broker_sasl = inter_broker_sasl
         self._queue: queue.Queue[tuple[int, str, int, int, list[TopicPartition],
                                        VerifyCallback, bool] | None] = queue.Queue()
         self._clients: dict[int, InterBrokerClient] = {}
         self._thread: ShutdownableThread | None = None
 
     def startup(self) -> None:
-        self._thread = ShutdownableThread(f"add-partitions-to-txn-{self.broker.broker_id}",
+        self._thread = ShutdownableThread(f"add-partitions-to-txn-{self.broker_id}",
                                           work=self._run_once)
         self._thread.start()
 
@@ -100,7 +123,7 @@ class AddPartitionsToTxnManager:
         """(producer id, epoch) -> the partitions where that producer's transactional batch
         would open a transaction (no transaction of it is open there yet)."""
         out: dict[tuple[int, int], list[TopicPartition]] = {}
-        rm = self.broker.replica_manager
+        rm = self.replicas
         for tp, (_response, records) in entries.items():
             if records is None or len(records) < RECORD_BATCH_OVERHEAD:
                 continue  # the append refuses it
@@ -118,7 +141,7 @@ class AddPartitionsToTxnManager:
     def in_transaction(self, tp: TopicPartition, producer_id: int, epoch: int) -> bool:
         """Whether the producer (at this epoch) has a transaction open in this broker's
         replica of ``tp``: its coordinator has confirmed the partition already."""
-        partition = self.broker.replica_manager.get_partition(*tp)
+        partition = self.replicas.get_partition(*tp)
         if partition is None or partition.log is None:
             return False
         entry = partition.log.producer_state.last_entry(producer_id)
@@ -158,8 +181,7 @@ class AddPartitionsToTxnManager:
                         add: bool) -> None:
         """``done({partition: coordinator's error})``: the partitions verified (or, ``add``,
         added to the transaction) by the id's coordinator, this broker's own or another's."""
-        coordinator = self.broker.transaction_coordinator
-        error, _epoch, _metadata = coordinator.txn_manager.get_transaction_state(
+        error, _epoch, _metadata = self.txn_manager.get_transaction_state(
             transactional_id)
         if error == Errors.NONE:  # this broker coordinates the id: ask it directly
             self._verify_locally(transactional_id, producer_id, epoch, tps, done, add)
@@ -173,20 +195,20 @@ class AddPartitionsToTxnManager:
     def _verify_locally(self, transactional_id: str, producer_id: int, epoch: int,
                         tps: list[TopicPartition], done: VerifyCallback, add: bool) -> None:
         if add:  # one write to the transaction log for them all, answered when it is written
-            self.broker.transaction_coordinator.handle_add_partitions(
+            self.add_partitions(
                 transactional_id, producer_id, epoch, set(tps),
                 lambda e: done({tp: e for tp in tps}))
             return
         results: dict[TopicPartition, int] = {}
         for tp in tps:
-            self.broker.transaction_coordinator.handle_add_partitions(
+            self.add_partitions(
                 transactional_id, producer_id, epoch, {tp},
                 lambda e, tp=tp: results.__setitem__(tp, e), verify_only=True)
         done(results)
 
     def _coordinator_of(self, transactional_id: str) -> int:
-        rm = self.broker.replica_manager
-        p = self.broker.transaction_coordinator.partition_for(transactional_id)
+        rm = self.replicas
+        p = self.txn_manager.partition_for(transactional_id)
         state = rm.image_topics.get(TRANSACTION_STATE_TOPIC, {}).get(p)
         return -1 if state is None else int(state.leader)
 
@@ -207,7 +229,7 @@ class AddPartitionsToTxnManager:
 
     def _ask(self, leader: int, transactional_id: str, producer_id: int, epoch: int,
              tps: list[TopicPartition], add: bool) -> dict[TopicPartition, int]:
-        address = self.broker.replica_manager.brokers.get(leader)
+        address = self.replicas.brokers.get(leader)
         if address is None:
             return dict.fromkeys(tps, RETRIABLE)
         client = self._clients.get(leader)
@@ -215,9 +237,9 @@ class AddPartitionsToTxnManager:
             if client is not None:
                 client.close()
             client = InterBrokerClient(address[0], address[1],
-                                       f"add-partitions-to-txn-{self.broker.broker_id}",
-                                       REQUEST_TIMEOUT_S, self.broker.faults,
-                                       sasl=self.broker.inter_broker_sasl)
+                                       f"add-partitions-to-txn-{self.broker_id}",
+                                       REQUEST_TIMEOUT_S, self.faults,
+                                       sasl=self.inter_broker_sasl)
             self._clients[leader] = client
         by_topic: dict[str, list[int]] = {}
         for topic, index in tps:

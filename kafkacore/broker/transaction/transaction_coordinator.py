@@ -15,11 +15,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from kafkacore import errors
+from kafkacore.broker.group.group_metadata_manager import GroupMetadataManager
 from kafkacore.broker.group.regex import RegexError, compile_regex
+from kafkacore.broker.log.log_manager import LogManager
+from kafkacore.broker.log.producer_id import ProducerIdManager
+from kafkacore.broker.metadata.metadata_cache import MetadataCache
+from kafkacore.broker.network.faults import FaultInjector
+from kafkacore.broker.server_common.coordinator_collaborators import (
+    InternalTopicCreator,
+    Replicas,
+)
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.broker.transaction.add_partitions_to_txn_manager import AddPartitionsToTxnManager
 from kafkacore.broker.transaction.transaction_marker_channel_manager import (
@@ -37,10 +46,8 @@ from kafkacore.broker.transaction.transaction_metadata import (
     is_epoch_exhausted,
 )
 from kafkacore.broker.transaction.transaction_state_manager import TransactionStateManager
-
-if TYPE_CHECKING:
-    from kafkacore.broker.server.broker_server import Broker
 from kafkacore.errors import Errors
+from kafkacore.network.sasl import SaslMechanism
 
 log = logging.getLogger(__name__)
 
@@ -56,19 +63,30 @@ def _now_ms() -> int:
 
 
 class TransactionCoordinator:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        c = broker.config
+    def __init__(self, c: Mapping[str, Any], broker_id: int, *,
+                 producer_id_manager: ProducerIdManager, metadata_cache: MetadataCache,
+                 log_manager: LogManager, replicas: Replicas, group_manager: GroupMetadataManager,
+                 topic_creator: InternalTopicCreator, faults: FaultInjector | None = None,
+                 inter_broker_sasl: Callable[[], SaslMechanism] | None = None) -> None:
+        self.broker_id = broker_id
+        self.producer_id_manager = producer_id_manager
         self.max_timeout_ms: int = c["transaction.max.timeout.ms"]
         self.abort_interval_s = c["transaction.abort.timed.out.transaction.cleanup.interval.ms"] \
             / 1000.0
         self.expiry_interval_s = \
             c["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000.0
         self.id_expiration_ms: int = c["transactional.id.expiration.ms"]
-        self.txn_manager = TransactionStateManager(broker)
-        self.marker_manager = TransactionMarkerChannelManager(broker, self._still_coordinating)
+        self.txn_manager = TransactionStateManager(
+            c, broker_id, metadata_cache=metadata_cache, log_manager=log_manager,
+            replicas=replicas, topic_creator=topic_creator)
+        self.marker_manager = TransactionMarkerChannelManager(
+            broker_id, metadata_cache=metadata_cache, replicas=replicas,
+            group_manager=group_manager, still_coordinating=self._still_coordinating,
+            faults=faults, inter_broker_sasl=inter_broker_sasl)
         self.txn_manager.add_load_listener(self._on_loaded)
-        self.add_partitions_manager = AddPartitionsToTxnManager(broker)
+        self.add_partitions_manager = AddPartitionsToTxnManager(
+            broker_id, self.txn_manager, self.handle_add_partitions, replicas=replicas,
+            faults=faults, inter_broker_sasl=inter_broker_sasl)
         self._stop = threading.Event()
         self._timer: ShutdownableThread | None = None
         self._next_expiry = 0.0  # time.monotonic() of the next removal of expired ids
@@ -78,7 +96,7 @@ class TransactionCoordinator:
         self.add_partitions_manager.startup()
         self.txn_manager.startup()
         self._next_expiry = time.monotonic() + self.expiry_interval_s
-        self._timer = ShutdownableThread(f"transaction-timeouts-{self.broker.broker_id}",
+        self._timer = ShutdownableThread(f"transaction-timeouts-{self.broker_id}",
                                          work=self._run_timer_once)
         self._timer.start()
 
@@ -113,7 +131,7 @@ class TransactionCoordinator:
             callback(error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
             return
         if metadata is None:
-            producer_id = self.broker.producer_id_manager.generate_producer_id()
+            producer_id = self.producer_id_manager.generate_producer_id()
             metadata = self.txn_manager.put_if_absent(TransactionMetadata(
                 transactional_id, producer_id, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
                 NO_PRODUCER_EPOCH, txn_timeout_ms, S.EMPTY))
@@ -137,7 +155,7 @@ class TransactionCoordinator:
                 elif metadata.is_producer_epoch_exhausted and expected in (
                         None, metadata.producer_epoch):
                     transit = metadata.prepare_producer_id_rotation(
-                        self.broker.producer_id_manager.generate_producer_id(),
+                        self.producer_id_manager.generate_producer_id(),
                         txn_timeout_ms, now, record_last_epoch=expected is not None)
                 elif metadata.is_producer_epoch_exhausted:
                     raise errors.ProducerFencedError()  # an older epoch of an exhausted id
@@ -153,7 +171,9 @@ class TransactionCoordinator:
                                       Errors.CONCURRENT_TRANSACTIONS if e == Errors.NONE else e,
                                       NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
             return
-        assert transit is not None
+        if transit is None:
+            raise errors.IllegalStateError(
+                f"{transactional_id}: no transition prepared for InitProducerId")
 
         def written(error: int) -> None:
             if error != Errors.NONE:
@@ -283,7 +303,7 @@ class TransactionCoordinator:
                 if metadata.state != S.ONGOING and not empty_abort:
                     raise errors.InvalidTxnStateError()
                 if bump_epoch and metadata.producer_epoch >= MAX_PRODUCER_EPOCH:
-                    next_producer_id = self.broker.producer_id_manager.generate_producer_id()
+                    next_producer_id = self.producer_id_manager.generate_producer_id()
             except _Done:
                 callback(Errors.NONE, *_producer_after_end(metadata))
                 return
@@ -403,7 +423,8 @@ class TransactionCoordinator:
         if error != Errors.NONE:
             out["error_code"] = error
             return out
-        assert metadata is not None
+        if metadata is None:
+            raise errors.IllegalStateError(f"{transactional_id}: no metadata and no error")
         with metadata.lock:
             by_topic: dict[str, list[int]] = {}
             for topic, partition in sorted(metadata.topic_partitions):

@@ -20,18 +20,19 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkacore import errors
-from kafkacore.broker.group.group_metadata_manager import OFFSETS_TOPIC
+from kafkacore.broker.group.group_metadata_manager import OFFSETS_TOPIC, GroupMetadataManager
 from kafkacore.broker.log.end_transaction_marker import end_transaction_marker
-from kafkacore.broker.server.inter_broker_client import InterBrokerClient
+from kafkacore.broker.metadata.metadata_cache import MetadataCache
+from kafkacore.broker.network.faults import FaultInjector
+from kafkacore.broker.server_common.coordinator_collaborators import Replicas
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors
+from kafkacore.network.sasl import SaslMechanism
 from kafkacore.protocol.api_keys import ApiKey
-
-if TYPE_CHECKING:
-    from kafkacore.broker.server.broker_server import Broker
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +50,14 @@ TopicPartition = tuple[str, int]
 MarkersCallback = Callable[[dict[TopicPartition, int]], None]
 
 
-def append_txn_markers(broker: Broker, markers: list[dict[str, Any]],
-                       callback: MarkersCallback) -> None:
+def append_txn_markers(replicas: Replicas, group_manager: GroupMetadataManager,
+                       markers: list[dict[str, Any]], callback: MarkersCallback) -> None:
     """The leader's side of WriteTxnMarkers (Kafka's ``handleWriteTxnMarkersRequest``): one
     control batch per marker and partition, appended as leader with acks=all; ``callback`` gets
-    each (producer id, topic, partition)'s error once the ISR has them or they failed."""
-    rm = broker.replica_manager
+    each (producer id, topic, partition)'s error once the ISR has them or they failed.
+    ``group_manager`` settles the transactional offset commits a marker in
+    ``__consumer_offsets`` ends."""
+    rm = replicas
     now = int(time.time() * 1000)
     pending = {"count": 0}
     results: dict[Any, int] = {}
@@ -82,7 +85,7 @@ def append_txn_markers(broker: Broker, markers: list[dict[str, Any]],
         offsets_partitions = {p for (t, p), r in got.items()
                               if t == OFFSETS_TOPIC and r["error_code"] == Errors.NONE}
         if offsets_partitions:
-            broker.group_coordinator.group_manager.handle_txn_completion(
+            group_manager.handle_txn_completion(
                 pid, offsets_partitions, commit)
         with lock:
             for tp, r in got.items():
@@ -114,9 +117,19 @@ class TxnMarkerEntry:
 
 
 class TransactionMarkerChannelManager:
-    def __init__(self, broker: Broker,
-                 still_coordinating: Callable[[TxnMarkerEntry], bool]) -> None:
-        self.broker = broker
+    def __init__(self, broker_id: int, *, metadata_cache: MetadataCache, replicas: Replicas,
+                 group_manager: GroupMetadataManager,
+                 still_coordinating: Callable[[TxnMarkerEntry], bool],
+                 faults: FaultInjector | None = None,
+                 inter_broker_sasl: Callable[[], SaslMechanism] | None = None) -> None:
+        self.broker_id = broker_id
+        self.metadata_cache = metadata_cache
+        #: the replica manager: who leads a partition, and the appends of our own markers
+        self.replicas = replicas
+        self.group_manager = group_manager
+        #: for the connections to the other leaders (InterBrokerClient)
+        self.faults = faults
+        self.inter_broker_sasl = inter_broker_sasl
         self.still_coordinating = still_coordinating
         self._queue: queue.Queue[TxnMarkerEntry | None] = queue.Queue()
         self._clients: dict[int, InterBrokerClient] = {}
@@ -127,13 +140,17 @@ class TransactionMarkerChannelManager:
         self._retries: list[tuple[float, int, TxnMarkerEntry]] = []
         self._seq = itertools.count()
 
+    def append_markers(self, markers: list[dict[str, Any]], callback: MarkersCallback) -> None:
+        """WriteTxnMarkers to this broker, as its leader: see :func:`append_txn_markers`."""
+        append_txn_markers(self.replicas, self.group_manager, markers, callback)
+
     @property
     def thread(self) -> ShutdownableThread | None:
         """The sender thread (supervised: a turn that raises is logged and the thread goes on)."""
         return self._thread
 
     def startup(self) -> None:
-        self._thread = ShutdownableThread(f"txn-marker-sender-{self.broker.broker_id}",
+        self._thread = ShutdownableThread(f"txn-marker-sender-{self.broker_id}",
                                           work=self._run_once)
         self._thread.start()
 
@@ -213,16 +230,15 @@ class TransactionMarkerChannelManager:
 
     def _leader_of(self, tp: TopicPartition) -> int:
         """The partition's leader, -1 when unknown now, -2 when the topic is gone."""
-        broker = self.broker
-        meta = broker.metadata_cache.get(tp[0])
+        meta = self.metadata_cache.get(tp[0])
         if meta is None or not 0 <= tp[1] < meta.partitions:
             return -2
-        rm = broker.replica_manager
+        rm = self.replicas
         if rm.standalone:
-            return int(broker.broker_id)
+            return self.broker_id
         local = rm.partitions.get(tp)
         if local is not None and local.is_leader:
-            return int(broker.broker_id)
+            return self.broker_id
         state = rm.image_topics.get(tp[0], {}).get(tp[1])
         return -1 if state is None else int(state.leader)
 
@@ -235,7 +251,7 @@ class TransactionMarkerChannelManager:
                   "transaction_result": entry.commit, "coordinator_epoch": entry.coordinator_epoch,
                   "topics": [{"name": t, "partition_indexes": p} for t, p in by_topic.items()],
                   "transaction_version": 0}
-        if leader == self.broker.broker_id:
+        if leader == self.broker_id:
             done = threading.Event()
             got: dict[Any, int] = {}
 
@@ -243,11 +259,11 @@ class TransactionMarkerChannelManager:
                 got.update(results)
                 done.set()
 
-            append_txn_markers(self.broker, [marker], answer)
+            self.append_markers([marker], answer)
             if not done.wait(REQUEST_TIMEOUT_MS / 1000.0 + 5):
                 return {}
             return {(t, p): e for (_pid, t, p), e in got.items()}
-        address = self.broker.replica_manager.brokers.get(leader)
+        address = self.replicas.brokers.get(leader)
         if address is None:
             return {}
         client = self._clients.get(leader)
@@ -255,9 +271,9 @@ class TransactionMarkerChannelManager:
             if client is not None:
                 client.close()
             client = InterBrokerClient(address[0], address[1],
-                                       f"txn-marker-sender-{self.broker.broker_id}",
-                                       REQUEST_TIMEOUT_MS / 1000.0 + 5, self.broker.faults,
-                                       sasl=self.broker.inter_broker_sasl)
+                                       f"txn-marker-sender-{self.broker_id}",
+                                       REQUEST_TIMEOUT_MS / 1000.0 + 5, self.faults,
+                                       sasl=self.inter_broker_sasl)
             self._clients[leader] = client
         try:
             response = client.send(ApiKey.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION,

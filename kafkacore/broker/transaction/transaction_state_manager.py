@@ -16,12 +16,18 @@ import logging
 import queue
 import struct
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from kafkacore import errors
 from kafkacore.broker.group.group_metadata_manager import _records, partition_for
 from kafkacore.broker.log.log_config import segment_bytes_config
+from kafkacore.broker.log.log_manager import LogManager
+from kafkacore.broker.metadata.metadata_cache import MetadataCache
+from kafkacore.broker.server_common.coordinator_collaborators import (
+    InternalTopicCreator,
+    Replicas,
+)
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.broker.transaction import transaction_log
 from kafkacore.broker.transaction.transaction_metadata import (
@@ -31,10 +37,6 @@ from kafkacore.broker.transaction.transaction_metadata import (
 )
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.errors import Errors
-from kafkacore.protocol.api_keys import ApiKey
-
-if TYPE_CHECKING:
-    from kafkacore.broker.server.broker_server import Broker
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +62,17 @@ LoadListener = Callable[[int, int, dict[str, TransactionMetadata]], None]
 class TransactionStateManager:
     """The ids of the ``__transaction_state`` partitions this broker leads."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        c = broker.config
+    def __init__(self, c: Mapping[str, Any], broker_id: int, *, metadata_cache: MetadataCache,
+                 log_manager: LogManager, replicas: Replicas,
+                 topic_creator: InternalTopicCreator) -> None:
+        self.broker_id = broker_id
+        self.metadata_cache = metadata_cache
+        self.log_manager = log_manager
+        #: the replica manager: the ``__transaction_state`` replicas, and their appends
+        self.replicas = replicas
+        self.topic_creator = topic_creator
+        #: A broker alone leads every partition (no controller elects it).
+        self.standalone: bool = c["process.roles"] == ""
         self.num_partitions: int = c["transaction.state.log.num.partitions"]
         self.replication_factor: int = c["transaction.state.log.replication.factor"]
         self.min_isr: int = c["transaction.state.log.min.isr"]
@@ -81,25 +91,21 @@ class TransactionStateManager:
         self._loader: ShutdownableThread | None = None
         self._load_listeners: list[LoadListener] = []
 
-    @property
-    def standalone(self) -> bool:
-        return bool(self.broker.config["process.roles"] == "")
-
     def add_load_listener(self, listener: LoadListener) -> None:
         self._load_listeners.append(listener)
 
     def startup(self) -> None:
         if self.standalone:
             # A cluster of one leads every partition: load what the logs hold, now.
-            meta = self.broker.metadata_cache.get(TRANSACTION_STATE_TOPIC)
+            meta = self.metadata_cache.get(TRANSACTION_STATE_TOPIC)
             if meta is not None:
                 for p in range(meta.partitions):
-                    lg = self.broker.log_manager.get_log(TRANSACTION_STATE_TOPIC, p)
+                    lg = self.log_manager.get_log(TRANSACTION_STATE_TOPIC, p)
                     loaded = self._read_partition(lg) if lg is not None else {}
                     self._install(p, 0, loaded)
             return
         self._loader = ShutdownableThread(
-            f"transaction-state-loader-{self.broker.broker_id}", work=self._load_once)
+            f"transaction-state-loader-{self.broker_id}", work=self._load_once)
         self._loader.start()
 
     def shutdown(self) -> None:
@@ -111,7 +117,7 @@ class TransactionStateManager:
     # -- who coordinates what ------------------------------------------------------------------
 
     def partition_count(self) -> int:
-        meta = self.broker.metadata_cache.get(TRANSACTION_STATE_TOPIC)
+        meta = self.metadata_cache.get(TRANSACTION_STATE_TOPIC)
         return self.num_partitions if meta is None else int(meta.partitions)
 
     def partition_for(self, transactional_id: str) -> int:
@@ -121,31 +127,21 @@ class TransactionStateManager:
         """Create ``__transaction_state`` if it does not exist (on the first FindCoordinator,
         as Kafka): its partitions, its replication factor capped at the live brokers and its
         min.insync.replicas capped at that.  True if it exists now."""
-        broker = self.broker
-        if broker.metadata_cache.get(TRANSACTION_STATE_TOPIC) is not None:
+        if self.metadata_cache.get(TRANSACTION_STATE_TOPIC) is not None:
             return True
-        live = 1 if broker.lifecycle is None else len(broker.replica_manager.brokers) or 1
-        rf = min(self.replication_factor, live)
+        rf = min(self.replication_factor, self.topic_creator.live_brokers())
         # Compacted, as Kafka does: the log cleaner keeps each transactional id's latest state.
         configs = {"cleanup.policy": "compact", "retention.ms": "-1",
                    **segment_bytes_config(self.segment_bytes),
                    "min.insync.replicas": str(min(self.min_isr, rf))}
-        if broker.lifecycle is None:
-            broker.metadata_cache.add_topic(TRANSACTION_STATE_TOPIC, self.num_partitions, configs)
+        if not self.topic_creator.create_internal_topic(TRANSACTION_STATE_TOPIC,
+                                                        self.num_partitions, rf, configs):
+            return False
+        if self.standalone:  # a broker alone leads every partition of it at once
             with self._lock:
                 for p in range(self.num_partitions):
                     self._owned.setdefault(p, 0)
-            return True
-        try:
-            broker.forwarding_manager.forward(ApiKey.CREATE_TOPICS, 7, {
-                "topics": [{"name": TRANSACTION_STATE_TOPIC, "num_partitions": self.num_partitions,
-                            "replication_factor": rf, "assignments": [],
-                            "configs": [{"name": k, "value": v} for k, v in configs.items()]}],
-                "timeout_ms": 30000, "validate_only": False})
-        except OSError as exc:
-            log.info("creating %s: controller unreachable: %s", TRANSACTION_STATE_TOPIC, exc)
-            return False
-        return broker.metadata_cache.get(TRANSACTION_STATE_TOPIC) is not None
+        return True
 
     def get_transaction_state(self, transactional_id: str
                               ) -> tuple[int, int, TransactionMetadata | None]:
@@ -205,7 +201,7 @@ class TransactionStateManager:
                 self._load_queue.put((p, epoch, self._elections))
         for p in resigned:
             log.info("broker %d: unloaded transaction state partition %d",
-                     self.broker.broker_id, p)
+                     self.broker_id, p)
 
     def _load_once(self) -> bool | None:
         """One turn of the loader: one partition loaded.  A load that fails is queued again
@@ -216,7 +212,7 @@ class TransactionStateManager:
             return False
         partition, epoch, election = task
         try:
-            rm = self.broker.replica_manager
+            rm = self.replicas
             p = rm.partitions.get((TRANSACTION_STATE_TOPIC, partition))
             loaded = self._read_partition(p.log) if p is not None else {}
         except Exception:
@@ -229,7 +225,7 @@ class TransactionStateManager:
                 return None  # resigned or elected again meanwhile
         self._install(partition, epoch, loaded)
         log.info("broker %d: loaded transaction state partition %d (%d ids, epoch %d)",
-                 self.broker.broker_id, partition, len(loaded), epoch)
+                 self.broker_id, partition, len(loaded), epoch)
         return None
 
     def _install(self, partition: int, epoch: int,
@@ -306,7 +302,7 @@ class TransactionStateManager:
             callback(Errors.COORDINATOR_NOT_AVAILABLE)
             return
         try:
-            self.broker.replica_manager.append_records(
+            self.replicas.append_records(
                 self.timeout_ms, -1, {key: (response, bytes(builder.build()))}, on_append)
         except Exception:
             log.exception("transactional id %s: appending its state failed", transactional_id)

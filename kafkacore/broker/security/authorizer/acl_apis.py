@@ -24,11 +24,11 @@ from kafkacore.broker.security.authorizer.acl import (
     ResourcePattern,
     ResourceType,
 )
-from kafkacore.errors import Errors
+from kafkacore.errors import Errors, IllegalStateError
 
 if TYPE_CHECKING:
+    from kafkacore.broker.network.api_request_handler import ApiRequestHandler
     from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
-    from kafkacore.broker.server.api_request_handler import ApiRequestHandler
 
 
 def _enum(kind: Any, code: int) -> Any:
@@ -88,14 +88,16 @@ class AclApis:
         manager = self._forwarding()
         if manager is None:
             return None
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         return manager.forward(request.api_key, request.api_version, request.body)
 
     def _may(self, request: Request, operation: AclOperation) -> bool:
         return self.apis.authorize(request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
     def handle_create_acls_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         creations = request.body["creations"]
 
         def results(code: int, message: str | None) -> dict[str, Any]:
@@ -122,7 +124,8 @@ class AclApis:
                 for why in refused]})
 
     def handle_describe_acls_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         response: dict[str, Any] = {"throttle_time_ms": 0, "error_code": Errors.NONE,
                                     "error_message": None, "resources": []}
         if self.authorizer is None:
@@ -136,7 +139,8 @@ class AclApis:
         self.apis.respond(request, response)
 
     def handle_delete_acls_request(self, request: Request) -> None:
-        assert request.body is not None
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         filters = request.body["filters"]
 
         def results(code: int, message: str | None) -> dict[str, Any]:

@@ -429,7 +429,8 @@ class ControlServer:
             os.unlink(self.path)
 
     def _serve(self) -> None:
-        assert self._sock is not None
+        if self._sock is None:
+            raise errors.IllegalStateError("the fault injector serves without its socket")
         while self._running:
             try:
                 conn, _ = self._sock.accept()

@@ -3,7 +3,7 @@
 Kafka's ``BrokerBlockingSender`` (the replica fetcher's) and ``NodeToControllerChannelManager``
 (heartbeats, AlterPartition) in one small class: one TCP connection, one request in flight,
 every wait bounded by a socket timeout.  When the broker is isolated on purpose
-(:class:`~kafkacore.broker.server.faults.FaultInjector`), the connection is closed and not re-opened
+(:class:`~kafkacore.broker.network.faults.FaultInjector`), the connection is closed and not re-opened
 until the broker is healed.
 """
 
@@ -72,7 +72,8 @@ class InterBrokerClient:
 
     def _exchange(self, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
         sock = self._sock
-        assert sock is not None
+        if sock is None:
+            raise errors.IllegalStateError("an exchange on a closed inter-broker connection")
         correlation_id = next(self._correlation)
         payload = b"".join(bytes(c) for c in codec.encode_request(
             api_key, version, correlation_id, self.client_id, body))

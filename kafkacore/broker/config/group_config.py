@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from kafkacore.broker.config.config_resource import RESOURCE_TYPE_GROUP
 from kafkacore.errors import InvalidConfigError
-
-RESOURCE_TYPE_GROUP = 32
 
 
 class GroupConfigDef(NamedTuple):

@@ -1,41 +1,35 @@
-"""KafkaApis' handlers of the consumer group protocol (KIP-848): ConsumerGroupHeartbeat and
-ConsumerGroupDescribe (Kafka's ``handleConsumerGroupHeartbeat`` and
-``handleConsumerGroupDescribe``).  The work is the coordinator's
-(:mod:`kafkacore.broker.group.consumer_group_coordinator`); here: authorization and the wire shape.
+"""ConsumerGroupHeartbeat and ConsumerGroupDescribe: the consumer group protocol (KIP-848).
+
+The work is the coordinator's (:mod:`kafkacore.broker.group.consumer_group_coordinator`); here:
+authorization and the wire shape.  The classic protocol's requests are
+:mod:`~kafkacore.broker.server.apis.groups`'.  See docs/broker/groups.rst.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkacore.broker.group.consumer_group import JOIN_GROUP_MEMBER_EPOCH
 from kafkacore.broker.group.consumer_group_coordinator import HeartbeatRequest
+from kafkacore.broker.network.request_channel import Request
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
+from kafkacore.broker.server.apis.base import AUTHORIZED_OPERATIONS_OMITTED, KafkaApisBase, body_of
 from kafkacore.errors import Errors
 
-if TYPE_CHECKING:
-    from kafkacore.broker.network.request_channel import Request
-    from kafkacore.broker.server.kafka_apis import KafkaApis
 
-#: "authorized operations" not computed (Kafka's ``Int.MinValue`` sentinel).
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-
-
-class ConsumerGroupApis:
-    def __init__(self, apis: KafkaApis) -> None:
-        self.apis = apis
+class ConsumerGroupApis(KafkaApisBase):
+    """Kafka's ``handleConsumerGroupHeartbeat`` and ``handleConsumerGroupDescribe``."""
 
     def handle_consumer_group_heartbeat_request(self, request: Request) -> None:
         """Kafka: READ on the group; DESCRIBE on each subscribed topic (a regex subscription
         only matches the topics the member may describe)."""
-        apis, body = self.apis, request.body
-        assert body is not None
-        coordinator = apis.broker.group_coordinator
-        if not apis.authorize(request, AclOperation.READ, ResourceType.GROUP, body["group_id"]):
-            apis.respond(request, _heartbeat_error(Errors.GROUP_AUTHORIZATION_FAILED))
+        body = body_of(request)
+        coordinator = self.group_coordinator
+        if not self.authorize(request, AclOperation.READ, ResourceType.GROUP, body["group_id"]):
+            self.respond(request, _heartbeat_error(Errors.GROUP_AUTHORIZATION_FAILED))
             return
         if coordinator.consumer_groups is None:
-            apis.respond(request, _heartbeat_error(Errors.UNSUPPORTED_VERSION))
+            self.respond(request, _heartbeat_error(Errors.UNSUPPORTED_VERSION))
             return
         classic = coordinator.group(body["group_id"])
         if classic is not None and not classic.members and \
@@ -44,7 +38,7 @@ class ConsumerGroupApis:
         elif classic is not None and classic.members and not (
                 _joins_with_a_subscription(body)
                 and coordinator.upgrade_to_consumer_group(body["group_id"])):
-            apis.respond(request, _heartbeat_error(
+            self.respond(request, _heartbeat_error(
                 Errors.GROUP_ID_NOT_FOUND, f"Group {body['group_id']} is not a consumer group."))
             return
         owned = body["topic_partitions"]
@@ -60,31 +54,30 @@ class ConsumerGroupApis:
             client_id=request.header.get("client_id") or "",
             client_host="/" + request.client_address[0], version=request.api_version)
         coordinator.consumer_groups.heartbeat(
-            req, lambda topic: apis.authorize_topic(request, AclOperation.DESCRIBE, topic),
-            lambda response: apis.respond(request, response))
+            req, lambda topic: self.authorize_topic(request, AclOperation.DESCRIBE, topic),
+            lambda response: self.respond(request, response))
 
     def handle_consumer_group_describe_request(self, request: Request) -> None:
         """Kafka: DESCRIBE on each group."""
-        apis, body = self.apis, request.body
-        assert body is not None
-        coordinator = apis.broker.group_coordinator
+        body = body_of(request)
+        coordinator = self.group_coordinator
         groups = []
         for group_id in body["group_ids"]:
-            if not apis.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
                 groups.append(_describe_error(group_id, Errors.GROUP_AUTHORIZATION_FAILED, None))
                 continue
             status = coordinator.validate_group_status(group_id)
             if status != Errors.NONE or coordinator.consumer_groups is None:
                 groups.append(_describe_error(group_id, status, None))
                 continue
-            operations = apis.authorized_operations(request, ResourceType.GROUP, group_id) \
+            operations = self.authorized_operations(request, ResourceType.GROUP, group_id) \
                 if body["include_authorized_operations"] else AUTHORIZED_OPERATIONS_OMITTED
             described = coordinator.consumer_groups.describe(group_id, operations)
             if described["error_code"] == Errors.GROUP_ID_NOT_FOUND and \
                     coordinator.group(group_id) is not None:
                 described["error_message"] = f"Group {group_id} is not a consumer group."
             groups.append(described)
-        apis.respond(request, {"throttle_time_ms": 0, "groups": groups})
+        self.respond(request, {"throttle_time_ms": 0, "groups": groups})
 
 
 def _joins_with_a_subscription(body: dict[str, Any]) -> bool:

@@ -1,0 +1,106 @@
+"""The model-based test of the Raft core: seeded runs of simulated voters with faults.
+
+Each seed runs three or five ``KafkaRaftClient`` voters in one process (``raft_simulation``)
+for eight simulated seconds of message loss, delay, reordering and duplication, partitions, and
+crashes with restarts, checking Raft's safety properties after every event; then the network
+heals and the quorum must elect a leader and commit a new record within a bound.  A failure
+names its seed and the command that replays it with a trace of every message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from raft_simulation import SIMULATION_CONFIG, RaftSimulation, run_seed
+
+from kafkacore.raft.epoch_state import FollowerState, ResignedState
+
+#: Seeds per quorum size in the default tier: a few seconds in all (the long run is ``slow``,
+#: and ``benchmarks/bench_raft_model.py`` runs as many as asked).
+SEEDS = 100
+#: After healing, a commit must come within this many simulated ms (two election rounds of
+#: the worst case, with room: the longest seen over thousands of seeds is about 2.5 s).
+LIVENESS_BOUND_MS = 15_000
+
+
+def _run(voters: int, seeds: range) -> int:
+    failures = []
+    worst = 0
+    for seed in seeds:
+        try:
+            worst = max(worst, run_seed(seed, voters, liveness_bound_ms=LIVENESS_BOUND_MS))
+        except Exception as e:  # noqa: BLE001 - every failure is reported with its seed
+            failures.append(
+                f"seed {seed}, {voters} voters: {type(e).__name__}: {e}\n"
+                f"    replay: python benchmarks/bench_raft_model.py --voters {voters} "
+                f"--seed {seed} --trace"
+            )
+    assert not failures, "\n".join(failures)
+    return worst
+
+
+@pytest.mark.parametrize("voters", [3, 5])
+def test_raft_model(voters: int) -> None:
+    worst = _run(voters, range(SEEDS))
+    print(f"{voters} voters, {SEEDS} seeds: longest time to a commit after healing {worst} ms")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("voters", [3, 5])
+def test_raft_model_long(voters: int) -> None:
+    _run(voters, range(SEEDS, SEEDS + 2000))
+
+
+def _run_until(sim: RaftSimulation, bound_ms: int, done: Callable[[], bool]) -> int:
+    """Step until ``done()``; the simulated ms it took (fails past ``bound_ms``)."""
+    start = sim.now
+    while not done():
+        assert sim.now - start <= bound_ms, f"not within {bound_ms} simulated ms"
+        assert sim.step(), "the simulation ran out of events"
+    return sim.now - start
+
+
+@pytest.mark.parametrize("voters", [3, 5])
+def test_an_isolated_leader_steps_down_the_others_elect_and_it_follows_when_healed(
+    voters: int,
+) -> None:
+    sim = RaftSimulation(1, voters)
+    sim.heal()  # no random faults: only the partition below
+    sim.run_until_committed(LIVENESS_BOUND_MS)
+    (old,) = [n for n in sim.nodes.values() if n.client is not None and n.client.is_leader()]
+    assert old.client is not None
+    old_epoch = old.client.epoch
+    sim.group = {i: int(i == old.node_id) for i in sim.nodes}
+
+    # Check quorum: no majority fetches from it for 1.5 fetch timeouts, and it resigns.
+    check_quorum_ms = SIMULATION_CONFIG.fetch_timeout_ms * 3 // 2
+    client = old.client
+    took = _run_until(sim, check_quorum_ms + 100, lambda: not client.is_leader())
+    assert isinstance(old.client.state, ResignedState)
+    # The majority side elects another leader, in a later epoch.
+    _run_until(
+        sim,
+        LIVENESS_BOUND_MS,
+        lambda: any(
+            n.client is not None and n.client.is_leader()
+            for n in sim.nodes.values()
+            if n is not old
+        ),
+    )
+    (new,) = [n for n in sim.nodes.values() if n.client is not None and n.client.is_leader()]
+    assert new.client is not None and new.client.epoch > old_epoch
+    new.client.append([b"while isolated"], sim.now)
+
+    # Healed, the old leader follows the new one and catches up with its log.
+    sim.group = {i: 0 for i in sim.nodes}
+    _run_until(
+        sim,
+        LIVENESS_BOUND_MS,
+        lambda: (
+            isinstance(old.client.state, FollowerState)  # type: ignore[union-attr]
+            and old.client.state.leader == new.node_id  # type: ignore[union-attr]
+            and old.log.entries == new.log.entries
+        ),
+    )
+    print(f"{voters} voters: the isolated leader resigned after {took} simulated ms")
