@@ -21,10 +21,10 @@ kept in the JSON:
 Structured Streaming: the sink's two guarantees on the same rows, read from Parquet files by a
 file stream (four micro-batches, ``availableNow``).
 
-Reading, on 1,000,000 rows the sink wrote once: ``spark.read.format("kafkacore")`` counted by the
-ceiling's ``mapInArrow``, against confluent-kafka Consumers in ``mapInArrow`` over the same
-partition ranges (their messages turned into Arrow columns), and the ceiling measured again beside
-them; then a streaming copy, ``readStream.format("kafkacore")`` to ``writeStream.format("kafkacore")``
+Reading, on the rows the sink wrote once: ``spark.read.format("kafkacore")`` counted by the
+ceiling's ``mapInArrow``, against the ceiling on the same rows (the read's seven columns cached,
+the same ``mapInArrow``; the two run in turn) and confluent-kafka Consumers in ``mapInArrow``
+over the same partition ranges (their messages turned into Arrow columns); then a streaming copy, ``readStream.format("kafkacore")`` to ``writeStream.format("kafkacore")``
 exactly once with ``availableNow``, its rows counted in the output topic under read_committed.
 
 Outside Spark, in this process: ``send_batch`` alone (10,000-record batches from a pyarrow array)
@@ -33,7 +33,10 @@ against confluent-kafka's per-record ``produce()`` loop (no callback, its fastes
 
     python benchmarks/bench_spark.py [--rows 1000000] [--master local[2]]
 
-writes ``benchmarks/results/spark.json`` and ``docs/_static/bench/spark.png``.
+writes ``benchmarks/results/spark.json`` and ``docs/_static/bench/spark.png``;
+``--only read`` runs the read alone (no writes but the one that fills its topic, no streaming)
+and writes ``benchmarks/results/spark_read.json``, with issue 36's ratios and whether its goals
+(0.6 of the ceiling on the same rows, twice the best peer) are met.
 """
 
 from __future__ import annotations
@@ -298,12 +301,21 @@ def streaming(spark, df, bootstrap, workdir, repeats):
     return out
 
 
-def reading(spark, df, broker, repeats):
-    """The read side, 1M rows written once by the sink: spark.read.format("kafkacore") counted by
-    the same mapInArrow as the ceiling, against confluent-kafka Consumers in mapInArrow (one per
-    task, over the same partition ranges); then a streaming copy, readStream.format("kafkacore")
-    to writeStream.format("kafkacore") exactly once, availableNow, its rows checked in the output
-    topic.  The ceiling is measured again here, beside them."""
+def reading(spark, df, broker, repeats, jvm_pid, copy=True):
+    """The read side, on the rows the sink wrote once (six partitions).
+
+    The ceiling is issue 36's: the same rows, the seven columns the read yields, cached in Spark
+    and passed through the same ``mapInArrow`` that only counts; it and
+    ``spark.read.format("kafkacore")`` counted by that ``mapInArrow`` are warmed up once each and
+    then run in turn, so that the JVM's compiled code and the machine's load are alike for both.
+    Beside them: the read counted by Spark alone (``count()``: no second Python worker), a read
+    of no rows (what a query costs whatever its size: planning in a Python process on the
+    driver, the job), the ceiling on the written one-column frame, and confluent-kafka Consumers
+    in ``mapInArrow`` over the same partition ranges (the best peer).  Then, unless ``copy`` is
+    false, a streaming copy, readStream.format("kafkacore") to writeStream.format("kafkacore")
+    exactly once, availableNow, its rows checked in the output topic.  Each keeps the CPU of
+    Spark's JVM, its Python workers (the planning processes included) and the broker per row:
+    with the rates, they say where the read's time goes."""
     import functools
 
     import bench_spark as me
@@ -324,23 +336,43 @@ def reading(spark, df, broker, repeats):
         [(p, 0, ends[(source, p)]) for p in range(6)], "partition int, start long, end long"
     ).repartition(6)
 
-    def timed(name, run):
-        def once():
-            start = time.perf_counter()
-            count, cpu = run()
-            seconds = time.perf_counter() - start
-            if count != rows:
-                raise SystemExit(f"{name}: {count} of {rows} rows")
-            return {"seconds": seconds, "rows_per_s": rows / seconds,
-                    "worker_cpu_us_per_row": cpu / rows * 1e6}
+    def once(name, run):
+        before = (_cpu_seconds(jvm_pid), _python_workers_cpu(jvm_pid), _cpu_seconds(broker.pid))
+        start = time.perf_counter()
+        count, cpu = run()
+        seconds = time.perf_counter() - start
+        after = (_cpu_seconds(jvm_pid), _python_workers_cpu(jvm_pid), _cpu_seconds(broker.pid))
+        if count != rows:
+            raise SystemExit(f"{name}: {count} of {rows} rows")
+        return {"seconds": seconds, "rows_per_s": rows / seconds,
+                "worker_cpu_us_per_row": cpu / rows * 1e6,
+                "cpu_us_per_row": {
+                    who: (b - a) / rows * 1e6 for who, a, b in zip(
+                        ("spark jvm", "python workers", "broker"), before, after, strict=True)}}
 
-        once()  # warm-up
-        runs = [once() for _ in range(repeats)]
+    def report(name, runs):
         best = dict(max(runs, key=lambda r: r["rows_per_s"]))
         best["runs"] = runs
         every = ", ".join(f"{r['rows_per_s'] / 1e3:,.0f}k" for r in runs)
-        print(f"  {name:44} {best['rows_per_s']:>12,.0f} rows/s  ({every})", flush=True)
+        spent = ", ".join(f"{who} {us:.2f}" for who, us in best["cpu_us_per_row"].items())
+        print(f"  {name:72} {best['rows_per_s']:>12,.0f} rows/s  ({every})  "
+              f"CPU us/row: {spent}", flush=True)
         return best
+
+    def timed(name, run):
+        once(name, run)  # warm-up
+        return report(name, [once(name, run) for _ in range(repeats)])
+
+    def interleaved(named):
+        """Each warmed up once, then their runs taken in turn (a, b, a, b, ...): the JVM's
+        compiled code and the machine's load are the same for all of them."""
+        for name, run in named.items():
+            once(name, run)
+        runs = {name: [] for name in named}
+        for _ in range(repeats):
+            for name, run in named.items():
+                runs[name].append(once(name, run))
+        return {name: report(name, r) for name, r in runs.items()}
 
     def summed(rows_):
         return sum(r["records"] for r in rows_), sum(r["cpu"] for r in rows_)
@@ -348,23 +380,51 @@ def reading(spark, df, broker, repeats):
     def ceiling():
         return summed(df.mapInArrow(me.ceiling_task, SUMMARY).collect())
 
+    def load(**options):
+        return (spark.read.format("kafkacore").option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", source).options(**options).load())
+
     def kafkacore_read():
-        loaded = (spark.read.format("kafkacore").option("kafka.bootstrap.servers", bootstrap)
-                  .option("subscribe", source).load())
-        return summed(loaded.mapInArrow(me.ceiling_task, SUMMARY).collect())
+        return summed(load().mapInArrow(me.ceiling_task, SUMMARY).collect())
+
+    def kafkacore_count():
+        return load().count(), float("nan")
+
+    # The issue's ceiling: the same rows (the seven columns the read yields, in Spark's memory)
+    # through the same counting mapInArrow; what the read costs beyond it is the read's own.
+    same_rows = load().cache()
+    assert same_rows.count() == rows
+
+    def ceiling_same_rows():
+        return summed(same_rows.mapInArrow(me.ceiling_task, SUMMARY).collect())
+
+    nothing = json.dumps({source: {str(p): 0 for p in range(6)}})
+
+    def empty_read():
+        """The read's cost per query, whatever its size: load() and planning on the driver (a
+        Python process that asks the broker for the partitions and offsets), the job; no row."""
+        counted, cpu = summed(load(endingOffsets=nothing).mapInArrow(me.ceiling_task, SUMMARY)
+                              .collect())
+        assert counted == 0, counted
+        return rows, cpu  # (per row of the real read: a fixed cost spread over it)
 
     def confluent_read():
         task = functools.partial(me.confluent_read_task, bootstrap, source)
         return summed(ranges.mapInArrow(task, SUMMARY).collect())
 
-    out = {
-        "Spark ceiling (mapInArrow, count only)": timed("Spark ceiling (mapInArrow, count only)",
-                                                         ceiling),
-        'kafkacore read.format("kafkacore")': timed('kafkacore read.format("kafkacore")',
-                                                    kafkacore_read),
-        "confluent Consumer (mapInArrow)": timed("confluent Consumer (mapInArrow)",
-                                                 confluent_read),
-    }
+    out = interleaved({
+        CEILING_SAME_ROWS: ceiling_same_rows,
+        READ: kafkacore_read,
+    })
+    out.update({
+        CEILING_ONE_COLUMN: timed(CEILING_ONE_COLUMN, ceiling),
+        READ_COUNT: timed(READ_COUNT, kafkacore_count),
+        EMPTY_READ: timed(EMPTY_READ, empty_read),
+        CONFLUENT_READ: timed(CONFLUENT_READ, confluent_read),
+    })
+    same_rows.unpersist()
+    if not copy:
+        return out
 
     import tempfile
 
@@ -524,6 +584,9 @@ def main():
     parser.add_argument("--slices", type=int, default=4, help="Spark partitions of the data")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per approach")
     parser.add_argument("--no-chart", action="store_true")
+    parser.add_argument("--only", choices=("all", "read"), default="all",
+                        help="read: only the batch read beside its ceilings and its peer (no "
+                             "writes, no streaming), into results/spark_read.json")
     args = parser.parse_args()
 
     # The workers import this module by name (see approaches()), and run this interpreter.
@@ -551,6 +614,22 @@ def main():
               "slices": args.slices, "repeats": args.repeats, "spark": {}, "outside_spark": {},
               "versions": _versions(), "machine": f"{platform.machine()}, {os.cpu_count()} cores"}
     print(f"{args.rows:,} rows of {VALUE_BYTES} bytes, Spark {args.master}, {args.slices} slices")
+    if args.only == "read":
+        with LocalBroker(kind="kafkacore") as broker:
+            print("reading:")
+            result["reading"] = reading(spark, df, broker, args.repeats, jvm_pid, copy=False)
+            spark.stop()
+        del result["spark"], result["outside_spark"]
+        result["ratios"] = read_ratios(result["reading"])
+        result["goals met"] = read_goals(result["ratios"])
+        for name, ratio in result["ratios"].items():
+            print(f"  {name:72} {ratio:6.2f}")
+        for goal, met in result["goals met"].items():
+            print(f"  issue 36: {goal}: {'met' if met else 'NOT met'}")
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / "spark_read.json").write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {RESULTS / 'spark_read.json'}")
+        return
     # Our broker: the exactly-once sink needs transactions with read_committed's bookkeeping.
     with LocalBroker(kind="kafkacore") as broker:
 
@@ -581,7 +660,7 @@ def main():
             pathlib.Path(tempfile.mkdtemp(prefix="kafkacore-bench-")), args.repeats)
         print("reading, and a streaming copy:")
         broker.restart()
-        result["reading"] = reading(spark, df, broker, args.repeats)
+        result["reading"] = reading(spark, df, broker, args.repeats, jvm_pid)
         spark.stop()
         print("outside Spark:")
         result["outside_spark"] = outside_spark(broker, args.rows, args.repeats)
@@ -600,12 +679,7 @@ def main():
         "streaming sink exactly_once / at_least_once":
             st["streaming sink exactly_once"]["rows_per_s"]
             / st["streaming sink at_least_once"]["rows_per_s"],
-        'read.format("kafkacore") / Spark ceiling (read run)':
-            result["reading"]['kafkacore read.format("kafkacore")']["rows_per_s"]
-            / result["reading"]["Spark ceiling (mapInArrow, count only)"]["rows_per_s"],
-        'read.format("kafkacore") / confluent Consumer in Spark':
-            result["reading"]['kafkacore read.format("kafkacore")']["rows_per_s"]
-            / result["reading"]["confluent Consumer (mapInArrow)"]["rows_per_s"],
+        **read_ratios(result["reading"]),
         "write_to_kafka / best confluent in Spark":
             s["kafkacore write_to_kafka"]["rows_per_s"] / best_confluent,
         "write_to_kafka / Spark floor":
@@ -629,6 +703,67 @@ def main():
     if not args.no_chart:
         chart(result, CHART)
         print(f"wrote {RESULTS / 'spark.json'} and {CHART}")
+
+
+CEILING_SAME_ROWS = "Spark ceiling: the same rows (seven columns cached), mapInArrow count"
+READ = 'kafkacore read.format("kafkacore"), mapInArrow count'
+CEILING_ONE_COLUMN = "Spark ceiling: the written frame (one column cached), mapInArrow count"
+READ_COUNT = 'kafkacore read.format("kafkacore").count()'
+EMPTY_READ = 'kafkacore read.format("kafkacore") of no rows (per-query cost)'
+CONFLUENT_READ = "confluent Consumer (mapInArrow)"
+#: issue 36's goals for the batch read, in one run
+READ_GOAL_CEILING, READ_GOAL_PEER = 0.6, 2.0
+
+
+def read_ratios(reading):
+    """The issue's two ratios first: the read against Spark's ceiling on the same rows, and
+    against the best peer; then what says where the rest goes."""
+    rate = {name: r["rows_per_s"] for name, r in reading.items()}
+    return {
+        "read / Spark ceiling on the same rows (goal >= 0.6)":
+            rate[READ] / rate[CEILING_SAME_ROWS],
+        "read / confluent Consumer in mapInArrow (goal >= 2)":
+            rate[READ] / rate[CONFLUENT_READ],
+        "read.count() (no second Python worker) / Spark ceiling on the same rows":
+            rate[READ_COUNT] / rate[CEILING_SAME_ROWS],
+        "Spark ceiling on the written one-column frame / on the same rows":
+            rate[CEILING_ONE_COLUMN] / rate[CEILING_SAME_ROWS],
+        "per-query cost (a read of no rows), share of the read's time":
+            reading[EMPTY_READ]["seconds"] / reading[READ]["seconds"],
+    }
+
+
+def read_goals(ratios):
+    ceiling, peer = list(ratios.values())[:2]
+    return {f"read >= {READ_GOAL_CEILING} x the ceiling on the same rows": ceiling >= READ_GOAL_CEILING,
+            f"read >= {READ_GOAL_PEER} x the best peer": peer >= READ_GOAL_PEER}
+
+
+def _python_workers_cpu(jvm_pid):
+    """CPU seconds of the Python workers Spark's JVM started (its descendants, alive, and those
+    that ended, through their parents' children's times; in local mode the JVM has no other
+    children)."""
+    children = {}
+    for entry in pathlib.Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # ended meanwhile
+            children.setdefault(ppid, []).append(int(entry.name))
+    # the workers and daemons that ended: in the JVM's children's times once it reaped them
+    fields = pathlib.Path(f"/proc/{jvm_pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[13]) + int(fields[14])
+    todo = list(children.get(jvm_pid, []))
+    while todo:
+        pid = todo.pop()
+        try:
+            fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        todo.extend(children.get(pid, []))
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_seconds(pid):

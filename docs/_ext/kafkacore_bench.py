@@ -1,4 +1,4 @@
-"""The ``.. kafkacore-bench:: core|producer|broker|broker_small|purgatory|topics|scale`` directive: a benchmark's results as a table.
+"""The ``.. kafkacore-bench:: core|producer|broker|broker_small|purgatory|topics|scale|spark_read`` directive: a benchmark's results as a table.
 
 Read from ``benchmarks/results/<name>.json`` each time the docs build, so the page shows the
 figures the last ``make bench`` wrote, never a pasted copy.
@@ -247,6 +247,29 @@ def scale_lines(data):
     return out
 
 
+def spark_read_lines(data):
+    v = data["versions"]
+    out = [f"{data['rows']:,} rows of {data['value_bytes']} bytes in six partitions, Spark"
+           f" {v['pyspark']} {data['master']} on {data['machine']}, our broker; each approach"
+           f" warmed up once, then the fastest of {data['repeats']} runs (every run in brackets)."
+           " CPU is per row read, of Spark's JVM, its Python workers (the driver's planning"
+           " processes included) and the broker; the read of no rows is the cost of a query"
+           " whatever its size, spread over the rows of the others.", ""]
+    rows = [[name, f"{r['rows_per_s']:,.0f}",
+             ", ".join(f"{run['rows_per_s'] / 1e3:,.0f}k" for run in r["runs"]),
+             *(f"{r['cpu_us_per_row'][who]:.2f}"
+               for who in ("spark jvm", "python workers", "broker"))]
+            for name, r in data["reading"].items()]
+    out += _table("spark.read.format(\"kafkacore\") and its ceiling",
+                  ["approach", "rows/s", "runs", "JVM CPU µs/row", "Python CPU µs/row",
+                   "broker CPU µs/row"], rows, "40 12 16 11 11 10")
+    out += _table("Ratios (one run)", ["ratio", "value"],
+                  [[name, f"{value:.2f}"] for name, value in data["ratios"].items()], "80 20")
+    out += [", ".join(f"{goal}: {'met' if met else 'not met'}"
+                      for goal, met in data["goals met"].items()) + ".", ""]
+    return out
+
+
 class BenchTable(SphinxDirective):
     required_arguments = 1
     has_content = False
@@ -258,7 +281,8 @@ class BenchTable(SphinxDirective):
         data = json.loads(path.read_text())
         lines = {"core": core_lines, "producer": producer_lines, "broker": broker_lines,
                  "broker_small": broker_small_lines, "purgatory": purgatory_lines,
-                 "topics": topics_lines, "scale": scale_lines}[name](data)
+                 "topics": topics_lines, "scale": scale_lines,
+                 "spark_read": spark_read_lines}[name](data)
         node = nodes.container()
         self.state.nested_parse(StringList(lines, source=str(path)), self.content_offset, node)
         return node.children
