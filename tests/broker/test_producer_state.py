@@ -279,3 +279,44 @@ def test_any_mix_of_sends_retries_and_restarts_writes_each_record_once(tmp_path_
     while len(values) < log.log_end_offset:
         values += [r.value for r in iter_records(log.read(len(values), 1 << 20).records)]
     assert values == [b"seq-%d" % i for i in range(seq)]
+
+
+def transactional(seq, n=2, *, pid=PID, epoch=0, ts=1_700_000_000_000):
+    b = MemoryRecordsBuilder(1 << 12, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                             is_transactional=True)
+    for i in range(n):
+        b.append(ts, None, b"seq-%d" % (seq + i))
+    b.close()
+    return bytes(b.build())
+
+
+def test_a_later_batch_cannot_overtake_one_being_verified(log):
+    """Kafka's VerificationStateEntry (KIP-890): while the batch with a transaction's first
+    sequences here is verified with the coordinator (or retried after a retriable answer), a
+    later batch of that producer is out of order, even where the partition knows no epoch of
+    the producer (which otherwise accepts any sequence).  Written first, it would leave the
+    earlier batch out of sequence for good, and its producer retrying until its transaction
+    times out and is fenced."""
+    log.producer_state.start_verification(PID, 0, 0)
+    log.producer_state.start_verification(PID, 0, 2)
+    with pytest.raises(OutOfOrderSequenceNumberError, match="earliest seen sequence"):
+        log.append_as_leader(transactional(2))
+    assert log.log_end_offset == 0
+    log.append_as_leader(transactional(0))  # the transaction opens: the verification is over
+    log.append_as_leader(transactional(2))
+    assert stored_values(log) == [b"seq-0", b"seq-1", b"seq-2", b"seq-3"]
+    assert log.producer_state.verifications == {}
+
+
+def test_a_verification_of_an_older_epoch_does_not_hold_a_newer_one(log):
+    log.producer_state.start_verification(PID, 0, 0)
+    log.producer_state.start_verification(PID, 1, 4)  # a new epoch starts over
+    log.append_as_leader(transactional(4, epoch=1))  # no epoch known here: any sequence
+    assert stored_values(log) == [b"seq-4", b"seq-5"]
+
+
+def test_a_verification_refused_for_good_holds_nothing_back(log):
+    log.producer_state.start_verification(PID, 0, 0)
+    log.producer_state.end_verification(PID, 0)
+    log.append_as_leader(transactional(2))
+    assert stored_values(log) == [b"seq-2", b"seq-3"]

@@ -114,15 +114,28 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT_MAX)
 
 
+@dataclass
+class VerificationStateEntry:
+    """A producer's transaction verification under way in one partition (Kafka's
+    ``VerificationStateEntry``, KIP-890): the lowest sequence of its batches sent to be
+    verified before its transaction opened here, at ``epoch``."""
+
+    epoch: int
+    lowest_sequence: int
+
+
 class ProducerAppendInfo:
     """The producer-state changes of one append, checked batch by batch before anything is
     written, applied with ``ProducerStateManager.update`` after the write succeeded."""
 
     def __init__(
-        self, partition: str, current: ProducerStateEntry | None, producer_id: int
+        self, partition: str, current: ProducerStateEntry | None, producer_id: int,
+        verification: VerificationStateEntry | None = None,
     ) -> None:
         self.partition = partition
         self.producer_id = producer_id
+        #: the producer's transaction verification under way here, if any
+        self.verification = verification
         self.current = current or ProducerStateEntry(producer_id)
         self.updated = self.current.copy()
         self._touched = False
@@ -198,6 +211,20 @@ class ProducerAppendInfo:
             )
 
     def _check_sequence(self, epoch: int, first_seq: int, offset: int) -> None:
+        v = self.verification
+        if v is not None and epoch == v.epoch and first_seq > v.lowest_sequence \
+                and self.updated.current_txn_first_offset < 0:
+            # Kafka's VerificationStateEntry check (KIP-890): a batch of the transaction's
+            # first sequences is still being verified with the coordinator (or retried after
+            # a retriable answer); a later batch must not overtake it.  Above all where the
+            # partition knows no epoch of this producer yet, which accepts any sequence: the
+            # earlier batch would then be out of sequence for good, and the producer would
+            # retry it until the coordinator's transaction timeout fences it.
+            raise OutOfOrderSequenceNumberError(
+                f"out of order sequence number for producer {self.producer_id} at offset"
+                f" {offset} in {self.partition}: {first_seq} (incoming seq. number),"
+                f" {v.lowest_sequence} (earliest seen sequence)"
+            )
         if epoch != self.updated.producer_epoch:
             # A bumped epoch (or the producer's first batch here) must start at sequence 0 --
             # unless the broker knows no epoch at all for this producer id (see below).
@@ -254,6 +281,9 @@ class ProducerStateManager:
         self.unreplicated_txns: list[CompletedTxn] = []
         #: the log offset up to which the state reflects the log (Kafka's ``mapEndOffset``)
         self.map_end_offset = 0
+        #: producer id -> its transaction verification under way (not in snapshots: Kafka
+        #: keeps it in memory only, and a new leader verifies again)
+        self.verifications: dict[int, VerificationStateEntry] = {}
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
@@ -263,12 +293,39 @@ class ProducerStateManager:
         return list(self.producers.values())
 
     def prepare_update(self, producer_id: int) -> ProducerAppendInfo:
-        return ProducerAppendInfo(self.partition, self.producers.get(producer_id), producer_id)
+        return ProducerAppendInfo(self.partition, self.producers.get(producer_id), producer_id,
+                                  self.verifications.get(producer_id))
+
+    def start_verification(self, producer_id: int, epoch: int, base_sequence: int) -> None:
+        """A batch of ``producer_id`` that would open its transaction here is sent to be
+        verified: remember the lowest such sequence of that epoch (Kafka's
+        ``maybeCreateVerificationStateEntry`` and ``maybeUpdateLowestSequenceAndEpoch``).  A
+        newer epoch starts over; an older one changes nothing (its batches are fenced)."""
+        v = self.verifications.get(producer_id)
+        if v is None or epoch > v.epoch:
+            self.verifications[producer_id] = VerificationStateEntry(epoch, base_sequence)
+        elif epoch == v.epoch:
+            v.lowest_sequence = min(v.lowest_sequence, base_sequence)
+
+    def end_verification(self, producer_id: int, epoch: int) -> None:
+        """The coordinator refused the producer's transaction at ``epoch`` here for good
+        (fenced, not in a transaction): its batches will not come, nothing waits for them."""
+        v = self.verifications.get(producer_id)
+        if v is not None and v.epoch == epoch:
+            del self.verifications[producer_id]
 
     def update(self, info: ProducerAppendInfo) -> None:
         if info._touched:
             self.producers[info.producer_id] = info.updated
             first = info.updated.current_txn_first_offset
+            v = self.verifications.get(info.producer_id)
+            if v is not None and (info.updated.producer_epoch > v.epoch
+                                  or info.completed_txn is not None
+                                  or (first >= 0 and info.updated.producer_epoch == v.epoch)):
+                # The transaction opened here (its first batch is written), ended (a marker),
+                # or a newer epoch came: the verification is over (Kafka clears it once the
+                # batch is written).
+                del self.verifications[info.producer_id]
             if first >= 0:
                 self.ongoing_txns.setdefault(info.producer_id, first)
             else:

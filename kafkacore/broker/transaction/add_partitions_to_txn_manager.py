@@ -135,8 +135,28 @@ class AddPartitionsToTxnManager:
                 continue
             if self.in_transaction(tp, h.producer_id, h.producer_epoch):
                 continue
+            # Kafka's maybeStartTransactionVerification: the lowest sequence being verified is
+            # remembered, so that a later batch of the producer (a next request, sent while
+            # this one is verified or retried after a retriable answer) cannot be written
+            # before it and leave it out of sequence (ProducerAppendInfo checks it).
+            with partition.lock:
+                partition.log.producer_state.start_verification(
+                    h.producer_id, h.producer_epoch, h.base_sequence)
             out.setdefault((h.producer_id, h.producer_epoch), []).append(tp)
         return out
+
+    def _end_verification(self, producer_id: int, epoch: int,
+                          failed: dict[TopicPartition, int]) -> None:
+        """Forget the verifications the coordinator refused for good (a retriable answer keeps
+        it: the batch comes again)."""
+        for tp, error in failed.items():
+            if error == RETRIABLE:
+                continue
+            partition = self.replicas.get_partition(*tp)
+            if partition is None or partition.log is None:
+                continue
+            with partition.lock:
+                partition.log.producer_state.end_verification(producer_id, epoch)
 
     def in_transaction(self, tp: TopicPartition, producer_id: int, epoch: int) -> bool:
         """Whether the producer (at this epoch) has a transaction open in this broker's
@@ -164,17 +184,21 @@ class AddPartitionsToTxnManager:
         # Lock order: leaf. Guards this call's fan-in count and failures.
         lock = threading.Lock()
 
-        def one_done(results: dict[TopicPartition, int]) -> None:
+        def one_done(producer_id: int, epoch: int, results: dict[TopicPartition, int]) -> None:
+            mine = {tp: PRODUCE_ERROR.get(e, RETRIABLE) for tp, e in results.items()
+                    if e != Errors.NONE}
+            self._end_verification(producer_id, epoch, mine)
             with lock:
-                failed.update({tp: PRODUCE_ERROR.get(e, RETRIABLE)
-                               for tp, e in results.items() if e != Errors.NONE})
+                failed.update(mine)
                 remaining[0] -= 1
                 if remaining[0]:
                     return
             callback(failed)
 
         for (producer_id, epoch), tps in wanted.items():
-            self.ask_coordinator(transactional_id, producer_id, epoch, tps, one_done, add=add)
+            self.ask_coordinator(
+                transactional_id, producer_id, epoch, tps,
+                lambda results, pid=producer_id, e=epoch: one_done(pid, e, results), add=add)
 
     def ask_coordinator(self, transactional_id: str, producer_id: int, epoch: int,
                         tps: list[TopicPartition], done: VerifyCallback, *,
