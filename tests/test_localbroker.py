@@ -8,6 +8,7 @@ import tempfile
 
 import pytest
 from support.children import child_env
+from waits import wait_until
 
 from kafkacore import admin, errors
 from kafkacore.testing import BrokerUnavailableError, LocalBroker
@@ -148,7 +149,8 @@ def test_the_log_file_is_named_for_the_kind_and_removed_with_the_data():
 def test_a_failed_block_keeps_the_broker_output_and_a_callers_file_is_left_alone(tmp_path):
     broker = LocalBroker(kind="kafkacore")
     with pytest.raises(RuntimeError), broker:
-        assert broker.log_path.stat().st_size > 0  # the broker wrote its start-up lines
+        # The broker answers ApiVersions a moment before it logs that it started.
+        wait_until(lambda: broker.log_path.stat().st_size > 0, "the broker's start-up lines")
         raise RuntimeError("the test failed")
     try:
         assert broker.log_path.exists()  # to read why
