@@ -104,8 +104,8 @@ class RPCProducerIdManager(ShutdownableThread):
         if not self._wanted.wait(IDLE_WAIT_S) or self._stopping.is_set():
             return not self._stopping.is_set()
         channel = self.controller()
-        if channel is None:  # not registered yet: the lifecycle manager is on it
-            self._back_off()
+        if channel is None:  # not registered yet: the lifecycle manager is on it, and the
+            self._stopping.wait(RETRY_BACKOFF_S)  # block is wanted as soon as it is done
             return True
         client, broker_epoch = channel
         try:
