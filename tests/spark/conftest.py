@@ -4,12 +4,18 @@ takes seconds), a fresh SparkSession on it for each module.
 ``local[2,4]``: two task slots, and a failed task is tried up to four times, so the retry test
 can fail a task once and watch Spark run it again.  Small Arrow batches give each task several
 ``send_batch`` calls.  Workers run this interpreter (``PYSPARK_PYTHON``), which has kafkacore.
+
+The guide examples (test_source.py, test_sink.py) run on our broker and on the session's 3-broker
+cluster (``guide_kafka``).
 """
 
 import os
 import sys
+from collections.abc import Callable
+from typing import NamedTuple
 
 import pytest
+from support.topics import new_replicated_topic, new_topic
 
 # Arrow batches per task in the tests: small, so that one task makes several send_batch calls.
 BATCH_ROWS = 250
@@ -70,3 +76,34 @@ def kspark(spark):
 
     register(spark)
     return spark
+
+
+class GuideKafka(NamedTuple):
+    """Where a guide example runs: our broker or the 3-broker cluster."""
+
+    kind: str  # "broker" or "cluster"
+    bootstrap: str
+    #: ``new_topic(partitions, prefix="t") -> name``: a fresh topic there (on the cluster
+    #: replicated on all three brokers, ``min.insync.replicas=2``, its ISRs full).
+    new_topic: Callable[..., str]
+
+
+@pytest.fixture(params=["broker", pytest.param("cluster", marks=pytest.mark.cluster)])
+def guide_kafka(request):
+    """Each of Spark's Kafka integration guide examples (test_source.py, test_sink.py) runs
+    twice: on the module's broker of ours (``our_broker``) and on the session's 3-broker
+    ``cluster``, which every cluster test of the Spark run shares (started once: a cluster
+    costs seconds of CPU to start), with the topics replicated three times."""
+    if request.param == "cluster":
+        cluster = request.getfixturevalue("cluster")
+
+        def replicated(partitions: int = 1, prefix: str = "t") -> str:
+            return new_replicated_topic(cluster, partitions, prefix=prefix)
+
+        return GuideKafka("cluster", cluster.bootstrap_servers, replicated)
+    broker = request.getfixturevalue("our_broker")
+
+    def single(partitions: int = 1, prefix: str = "t") -> str:
+        return new_topic(broker.bootstrap, partitions, prefix=prefix)
+
+    return GuideKafka("broker", broker.bootstrap, single)

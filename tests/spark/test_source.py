@@ -1,5 +1,6 @@
-"""``format("kafkacore")`` as a source: Spark's Kafka integration guide's read examples, the
-checkpointed offsets, and Spark's data-loss rules, against the real test broker.
+"""``format("kafkacore")`` as a source: Spark's Kafka integration guide's read examples and the
+checkpointed offsets, each on our broker and on the 3-broker cluster (the ``guide_kafka`` fixture,
+tests/spark/conftest.py; topics replicated three times there), and Spark's data-loss rules.
 
 The records are written by confluent-kafka (a client we did not write), in a child process (see
 ``_confluent``), and every row Spark reads is compared with what confluent-kafka was told was
@@ -146,7 +147,8 @@ def read(kspark, bootstrap, **options):
 
 def test_spark_finds_the_format_without_register(spark, bootstrap, make_topic):
     # First in the module, before anything calls register(): the session's own lookup of
-    # ``pyspark_*`` modules finds pyspark_kafkacore.DefaultSource.
+    # ``pyspark_*`` modules finds pyspark_kafkacore.DefaultSource.  One broker only: what it
+    # tests is Spark's lookup, and a second run would come after register().
     topic = make_topic(1)
     produced = produce(bootstrap, topic, 3)
     df = (spark.read.format("kafkacore").option("kafka.bootstrap.servers", bootstrap)
@@ -154,7 +156,8 @@ def test_spark_finds_the_format_without_register(spark, bootstrap, make_topic):
     assert spark_rows(df.collect()) == as_rows(produced, topic)
 
 
-def test_batch_subscribe_reads_every_record_with_headers(kspark, bootstrap, make_topic):
+def test_batch_subscribe_reads_every_record_with_headers(kspark, guide_kafka):
+    bootstrap, make_topic = guide_kafka.bootstrap, guide_kafka.new_topic
     topic = make_topic(3)
     produced = produce(bootstrap, topic, 30, partitions=3, headers=True)
     df = read(kspark, bootstrap, subscribe=topic, includeHeaders="true")
@@ -163,7 +166,8 @@ def test_batch_subscribe_reads_every_record_with_headers(kspark, bootstrap, make
     assert spark_rows(df.collect(), headers=True) == as_rows(produced, topic, headers=True)
 
 
-def test_batch_assign_with_offsets_json_and_min_partitions(kspark, bootstrap, make_topic):
+def test_batch_assign_with_offsets_json_and_min_partitions(kspark, guide_kafka):
+    bootstrap, make_topic = guide_kafka.bootstrap, guide_kafka.new_topic
     topic = make_topic(3)
     produced = produce(bootstrap, topic, 30, partitions=3)  # 10 per partition
     df = read(kspark, bootstrap, assign=json.dumps({topic: [0, 2]}),
@@ -176,7 +180,8 @@ def test_batch_assign_with_offsets_json_and_min_partitions(kspark, bootstrap, ma
     assert df.rdd.getNumPartitions() >= 6
 
 
-def test_batch_subscribe_pattern_and_timestamps(kspark, bootstrap, make_topic):
+def test_batch_subscribe_pattern_and_timestamps(kspark, guide_kafka):
+    bootstrap, make_topic = guide_kafka.bootstrap, guide_kafka.new_topic
     a, b, other = make_topic(1, prefix="pat"), make_topic(2, prefix="pat"), make_topic(1)
     pa_ = produce(bootstrap, a, 4)  # batched together: the time index finds the record inside
     pb = produce(bootstrap, b, 6, partitions=2, first=100)
@@ -188,7 +193,8 @@ def test_batch_subscribe_pattern_and_timestamps(kspark, bootstrap, make_topic):
     assert [r[2] for r in spark_rows(df.collect())] == [2, 3]
 
 
-def test_batch_read_committed_leaves_out_aborted_records(kspark, bootstrap, make_topic):
+def test_batch_read_committed_leaves_out_aborted_records(kspark, guide_kafka):
+    bootstrap, make_topic = guide_kafka.bootstrap, guide_kafka.new_topic
     topic = make_topic(1)
     _confluent("transactions", bootstrap, (f"tx-{topic}", [
         (True, [b"c0", b"c1"]), (False, [b"a0", b"a1", b"a2"]), (True, [b"c2"])], topic))
@@ -202,6 +208,7 @@ def test_batch_read_committed_leaves_out_aborted_records(kspark, bootstrap, make
 
 
 def test_bad_options_fail_at_load_with_spark_wording(kspark, bootstrap):
+    # One broker only: the options are refused on the driver, before any request to a broker.
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
@@ -313,7 +320,8 @@ def last_checkpoint_offsets(checkpoint):
     return json.loads(last.read_text().splitlines()[2])
 
 
-def test_stream_available_now_restarts_where_it_left_off(kspark, bootstrap, make_topic, tmp_path):
+def test_stream_available_now_restarts_where_it_left_off(kspark, guide_kafka, tmp_path):
+    bootstrap, make_topic = guide_kafka.bootstrap, guide_kafka.new_topic
     topic = make_topic(2)
     first = produce(bootstrap, topic, 10, partitions=2)
     checkpoint = tmp_path / "cp"
@@ -330,7 +338,8 @@ def test_stream_available_now_restarts_where_it_left_off(kspark, bootstrap, make
     assert last_checkpoint_offsets(checkpoint) == {topic: {"0": 8, "1": 8}}
 
 
-def test_stream_max_offsets_per_trigger(kspark, bootstrap, make_topic, tmp_path):
+def test_stream_max_offsets_per_trigger(kspark, guide_kafka, tmp_path):
+    bootstrap, make_topic = guide_kafka.bootstrap, guide_kafka.new_topic
     topic = make_topic(3)
     produced = produce(bootstrap, topic, 30, partitions=3)
     got = run_available_now(kspark, bootstrap, tmp_path / "cp", subscribe=topic,
@@ -340,8 +349,8 @@ def test_stream_max_offsets_per_trigger(kspark, bootstrap, make_topic, tmp_path)
     assert got.rows() == as_rows(produced, topic)
 
 
-def test_stream_processing_time_picks_up_new_partitions(kspark, bootstrap, make_topic,
-                                                        tmp_path):
+def test_stream_processing_time_picks_up_new_partitions(kspark, guide_kafka, tmp_path):
+    bootstrap, make_topic = guide_kafka.bootstrap, guide_kafka.new_topic
     topic = make_topic(2)
     collector = Collector(headers=True)
     # startingOffsets defaults to latest: the query must have its first offsets before writing
@@ -361,6 +370,9 @@ def test_stream_processing_time_picks_up_new_partitions(kspark, bootstrap, make_
 
 
 def test_fail_on_data_loss_both_ways(kspark, bootstrap, make_topic, tmp_path):
+    # One broker only: not one of the guide's examples but the source's rule for a log whose
+    # start moved past the checkpoint, and DeleteRecords moves it on the cluster's leader as on
+    # one broker (it passed there); its four queries would cost the Spark lane some 15 s more.
     topic = make_topic(1)
     produce(bootstrap, topic, 10)
     checkpoint = tmp_path / "cp"
