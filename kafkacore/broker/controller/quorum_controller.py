@@ -112,6 +112,10 @@ class QuorumController:
         #: replica id -> how it fetches the records (Kafka's ``LeaderState.ReplicaState``): its
         #: last fetch offset, when it fetched, our end offset then, when it was last caught up
         self._fetches: dict[int, tuple[int, int, int, int]] = {}
+        # Guards _fetches in a quorum, where a broker's Fetch must never wait for the
+        # controller's lock: a change holds it until the quorum commits, and the commit needs
+        # the Fetch handler threads free (lock order: a leaf).
+        self._fetches_lock = threading.Lock()
         self._stop = threading.Event()
         self._fencer = ShutdownableThread(f"controller-{self.node_id}-fencer",
                                            work=self._fence_lapsed)
@@ -307,7 +311,7 @@ class QuorumController:
         if self.raft is None:
             raise IllegalStateError("no quorum to fetch from")
         entries, high_watermark = self.raft.read_committed(offset, max_records)
-        with self.lock:
+        with self._fetches_lock:
             if replica_id >= 0:
                 self._record_fetch(replica_id, offset, high_watermark)
         if not 0 <= offset <= high_watermark:
@@ -356,9 +360,11 @@ class QuorumController:
             raise IllegalStateError("no quorum to describe")
         high_watermark, ends = self.raft.replica_states()
         with self.lock:
+            brokers = set(self.brokers)
+        with self._fetches_lock:
             voters = [replica_state(v, ends.get(v, UNKNOWN)) for v in sorted(self.raft.voters)]
             observers = []
-            for broker_id in sorted(set(self.brokers) | set(self._fetches)):
+            for broker_id in sorted(brokers | set(self._fetches)):
                 fetch = self._fetches.get(broker_id)
                 observers.append(replica_state(broker_id) if fetch is None else replica_state(
                     broker_id, fetch[0], fetch[1], fetch[3]))
