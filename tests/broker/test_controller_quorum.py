@@ -15,6 +15,9 @@ from kafka.admin import NewTopic
 from readback import produce_confluent, read_confluent
 from waits import wait_until
 
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
+from kafkacore.errors import Errors
+from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.testing.cluster import Cluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
@@ -67,6 +70,27 @@ def describe_quorum(cluster: Cluster) -> dict:
     [partition] = topic["partitions"]
     assert partition["error"] is None, partition
     return partition
+
+
+def test_only_the_active_controller_answers(cluster):
+    """The others say NOT_CONTROLLER, whatever is asked (a broker then moves on)."""
+    active = cluster.active_controller()
+    ask = {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]}
+    for node_id, node in cluster.controllers.items():
+        client = InterBrokerClient("127.0.0.1", node.port, "quorum-test", 10.0)
+        try:
+            quorum = client.send(ApiKey.DESCRIBE_QUORUM, 2, ask)
+            heartbeat = client.send(ApiKey.BROKER_HEARTBEAT, 0, {
+                "broker_id": 1, "broker_epoch": -1, "current_metadata_offset": 0,
+                "want_fence": False, "want_shut_down": False})
+        finally:
+            client.close()
+        if node_id == active:
+            assert quorum["error_code"] == Errors.NONE
+            assert quorum["topics"][0]["partitions"][0]["leader_id"] == active
+            assert heartbeat["error_code"] == Errors.STALE_BROKER_EPOCH  # judged, not refused
+        else:
+            assert quorum["error_code"] == heartbeat["error_code"] == Errors.NOT_CONTROLLER
 
 
 def test_the_active_controller_killed_the_cluster_goes_on(cluster):
