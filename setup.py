@@ -28,7 +28,11 @@ macros = []
 if DEBUG:
     macros += [("CYTHON_TRACE", "1"), ("CYTHON_TRACE_NOGIL", "1")]
 
-compile_args = ["-O3"] if not DEBUG else ["-O0", "-g"]
+# -O2 and no debug information (Python's own CFLAGS ask for -O3 -g): at -O2 the record builder's
+# path runs as many instructions as at -O3 (callgrind, 400,000 appends: 631.6 M against
+# 634.8 M), and a build takes 42 % less CPU (109 s against 187 s for every module, Python 3.11
+# on this machine).  CI builds the core once per interpreter, four times a run.
+compile_args = ["-O2", "-g0"] if not DEBUG else ["-O0", "-g"]
 
 # Development aid: KAFKACORE_ONLY=records,batch rebuilds just those modules in place.
 ONLY = {m for m in os.environ.get("KAFKACORE_ONLY", "").split(",") if m}

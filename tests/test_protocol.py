@@ -293,8 +293,8 @@ def _ours_only(key, kind, version) -> bool:
     return not cls.min_version <= version <= cls.max_version
 
 
-# AlterPartition, BrokerRegistration and BrokerHeartbeat (broker to controller) are not in
-# kafka-python: the round trip above checks them.
+# AlterPartition, BrokerRegistration, BrokerHeartbeat and AllocateProducerIds (broker to
+# controller) are not in kafka-python: the round trip above checks them.
 @pytest.mark.parametrize(("key", "kind", "version"), [c for c in ALL if c[:2] in KP])
 def test_same_bytes_as_kafka_python(key, kind, version):
     if _ours_only(key, kind, version):

@@ -89,7 +89,7 @@ KAFKA_NAMES = frozenset(
     TopicRecord PartitionRecord PartitionChangeRecord ConfigRecord ClientQuotaRecord RemoveTopicRecord
     RegisterBrokerRecord FenceBrokerRecord UnfenceBrokerRecord MetadataDelta MetadataImage TopicsDelta
     KafkaMetadataLog SnapshotGenerator BrokerMetadataPublisher PartitionMetadataFile
-    ControllerConfigurationValidator BoundedList BoundedListTooLongException
+    ControllerConfigurationValidator BoundedList BoundedListTooLongException ProducerIdsRecord
     """.split()
 )
 # Dotted lower-case names in the docs that are not settings: attributes, file names, code.

@@ -16,6 +16,7 @@ import time
 import uuid
 
 import pytest
+from waits import wait_until
 
 from kafkacore import KafkaProducer
 from kafkacore.broker.security.authorizer.acl import (
@@ -25,7 +26,11 @@ from kafkacore.broker.security.authorizer.acl import (
     ResourceType,
 )
 from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
-from kafkacore.errors import ClusterAuthorizationFailedError, TopicAuthorizationFailedError
+from kafkacore.errors import (
+    ClusterAuthorizationFailedError,
+    CoordinatorLoadInProgressError,
+    TopicAuthorizationFailedError,
+)
 from kafkacore.network.sasl import PlainMechanism
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
@@ -259,3 +264,34 @@ def test_only_brokers_may_talk_to_the_controller(cluster):
     finally:
         mallory.close()
     assert sorted(cluster.partition_state(topic, 0)["isr_nodes"]) == [1, 2, 3]
+
+
+@pytest.mark.cluster
+def test_only_brokers_get_producer_ids_from_the_controller(cluster):
+    """AllocateProducerIds hands out ids that no other producer may be given: a client asking
+    in a broker's name is refused for want of CLUSTER_ACTION, before its epoch is looked at,
+    while the brokers (SASL to the controller) get their blocks: an idempotent producer of
+    alice's is given an id by whichever broker it asks."""
+    assert cluster.controller is not None
+    mallory = InterBrokerClient("127.0.0.1", cluster.controller.port, "mallory", 30.0,
+                                sasl=functools.partial(PlainMechanism, *MALLORY))
+    try:
+        answer = mallory.send(ApiKey.ALLOCATE_PRODUCER_IDS, 0, {"broker_id": 1,
+                                                                "broker_epoch": -1})
+        assert answer["error_code"] == ClusterAuthorizationFailedError.errno
+    finally:
+        mallory.close()
+    c = client(cluster, 1, ALICE)
+
+    def init_producer_id():
+        answer = c.send(ApiKey.INIT_PRODUCER_ID, 4, {
+            "transactional_id": None, "transaction_timeout_ms": -1, "producer_id": -1,
+            "producer_epoch": -1})
+        # Retriable, as for any client: the broker's first block may be on its way.
+        return None if answer["error_code"] == CoordinatorLoadInProgressError.errno else answer
+
+    try:
+        answer = wait_until(init_producer_id, "an answer other than COORDINATOR_LOAD_IN_PROGRESS")
+    finally:
+        c.close()
+    assert answer["error_code"] == NONE and 0 <= answer["producer_id"] < 1 << 40

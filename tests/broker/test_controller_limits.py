@@ -33,9 +33,19 @@ EXCESSIVE_PARTITIONS_MESSAGE = "Excessively large number of partitions per reque
 EXCESSIVE_BATCH_MESSAGE = "Unable to perform excessively large batch operation."
 
 
+def _admin(bootstrap: str) -> AdminClient:
+    """confluent-kafka's admin client, once it knows the cluster.  librdkafka (2.10 and later)
+    drops its bootstrap connections when the first Metadata names the brokers, and a request
+    queued on one of them at that moment fails in the client (``_DESTROY_BROKER``, "Broker handle
+    destroyed without termination") without reaching any broker: CI met it once."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.list_topics(timeout=30)
+    return admin
+
+
 def _create(bootstrap: str, topics: list[NewTopic], **options) -> dict[str, KafkaError | None]:
     """confluent-kafka's CreateTopics: topic -> its error (None: created)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = _admin(bootstrap)
     out: dict[str, KafkaError | None] = {}
     for name, future in admin.create_topics(topics, request_timeout=60, **options).items():
         try:
@@ -47,7 +57,7 @@ def _create(bootstrap: str, topics: list[NewTopic], **options) -> dict[str, Kafk
 
 
 def _grow(bootstrap: str, topic: str, count: int) -> KafkaError | None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = _admin(bootstrap)
     try:
         admin.create_partitions([NewPartitions(topic, count)])[topic].result(timeout=60)
     except KafkaException as exc:

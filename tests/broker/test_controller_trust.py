@@ -1,7 +1,7 @@
 """What the controller takes from whoever reaches it (no authorizer): a BrokerRegistration
-under the id of a live broker is DUPLICATE_BROKER_REGISTRATION, and an AlterPartition must
-carry the broker epoch of the broker it names (STALE_BROKER_EPOCH), as Kafka's controller
-answers.  A stranger talks to the 3-broker cluster's controller directly."""
+under the id of a live broker is DUPLICATE_BROKER_REGISTRATION, and an AlterPartition or an
+AllocateProducerIds must carry the broker epoch of the broker it names (STALE_BROKER_EPOCH), as
+Kafka's controller answers.  A stranger talks to the 3-broker cluster's controller directly."""
 
 from __future__ import annotations
 
@@ -58,3 +58,12 @@ def test_an_alter_partition_without_the_leaders_broker_epoch_is_refused(cluster,
                 "leader_recovery_state": 0, "partition_epoch": 0}]}]})
     assert response["error_code"] == Errors.STALE_BROKER_EPOCH
     assert sorted(cluster.partition_state(topic, 0)["isr_nodes"]) == [1, 2, 3]
+
+
+def test_producer_ids_only_for_the_broker_epoch_of_the_broker_named(cluster, stranger):
+    # A broker's id is in every Metadata answer; its broker epoch is not.
+    for epoch in (-1, 0, 1 << 62):  # none of them broker 1's (epochs count up from 1)
+        response = stranger.send(ApiKey.ALLOCATE_PRODUCER_IDS, 0,
+                                 {"broker_id": 1, "broker_epoch": epoch})
+        assert (response["error_code"], response["producer_id_start"],
+                response["producer_id_len"]) == (Errors.STALE_BROKER_EPOCH, -1, 0)

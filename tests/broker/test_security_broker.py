@@ -187,6 +187,8 @@ def test_wrong_password_or_unknown_user_is_a_typed_error(secured, pki, mechanism
     assert len(produce_ours(ours(secured, pki, "SASL_SSL", "SCRAM-SHA-512"), topic, 3)) == 3
 
 
+# SASL's logic, pure Python on every interpreter: py312 only (TESTING.md, Tiers).
+@pytest.mark.pure_python
 def test_wrong_password_with_confluent_and_kafka_python(secured, pki, caplog):
     from kafka import KafkaProducer as KpProducer
     from kafka.errors import KafkaError
@@ -312,6 +314,8 @@ def test_failed_authentication_is_answered_then_closed(secured):
     assert closed_by_peer(s)
 
 
+# SASL's logic, pure Python on every interpreter: py312 only (TESTING.md, Tiers).
+@pytest.mark.pure_python
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mechanism=st.sampled_from(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]),
        tokens=st.lists(st.binary(max_size=200) | st.text(max_size=80).map(str.encode),
@@ -460,6 +464,8 @@ def long_reauth_broker(pki):
         yield broker
 
 
+# SASL's logic, pure Python on every interpreter: py312 only (TESTING.md, Tiers).
+@pytest.mark.pure_python
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "PLAIN"])
 def test_our_producer_keeps_producing_across_reauthentications(long_reauth_broker, pki, mechanism):
@@ -486,6 +492,8 @@ def test_our_producer_keeps_producing_across_reauthentications(long_reauth_broke
     assert {(r.partition, r.offset) for r in rows} == {(m.partition, m.offset) for m in metas}
 
 
+# SASL's logic, pure Python on every interpreter: py312 only (TESTING.md, Tiers).
+@pytest.mark.pure_python
 @pytest.mark.timeout(120)
 def test_confluent_and_kafka_python_reauthenticate_with_our_broker(reauth_broker, pki):
     from kafka import KafkaProducer as KpProducer

@@ -16,6 +16,9 @@ One Kafka class per module, as in Kafka's ``org.apache.kafka.controller`` packag
   ``PartitionChangeRecord``, ...) to the controller's
   :class:`~kafkacore.broker.metadata.metadata_log.MetadataLog` before it is answered, with a snapshot now
   and then (a quorum of one; Kafka replicates its metadata log to a quorum of controllers).
+- :class:`~kafkacore.broker.controller.producer_id_control_manager.ProducerIdControlManager`:
+  the blocks of producer ids handed to brokers (AllocateProducerIds, KIP-730), each block's end
+  recorded (``ProducerIdsRecord``) before the broker hears of it.
 - The client quotas are kept by the
   :class:`~kafkacore.broker.metadata.client_quota_control_manager.ClientQuotaControlManager`,
   in ``kafkacore.broker.metadata``: the controller and every broker's image replay the same

@@ -113,6 +113,7 @@ class ControllerApis(ApiRequestHandler):
                 self.handle_alter_partition_reassignments_request,
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments_request,
             ApiKey.DESCRIBE_QUORUM: self.handle_describe_quorum_request,
+            ApiKey.ALLOCATE_PRODUCER_IDS: self.handle_allocate_producer_ids_request,
         }
         if controller.raft is not None:
             self.handlers.update({
@@ -540,3 +541,17 @@ class ControllerApis(ApiRequestHandler):
                               "partition_epoch": part.partition_epoch if part else -1})
             topics.append({"topic_id": t["topic_id"], "partitions": parts})
         self.respond(request, {"throttle_time_ms": 0, "error_code": Errors.NONE, "topics": topics})
+
+    def handle_allocate_producer_ids_request(self, request: Request) -> None:
+        """A broker's next block of producer ids (KIP-730).  Only brokers get this far
+        (CLUSTER_ACTION, in :meth:`handle`), and only the one registered at the epoch it
+        names gets a block: a stranger that knows a broker's id does not."""
+        if request.body is None:
+            raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
+        body = request.body
+        error, block = self.controller.allocate_producer_ids(body["broker_id"],
+                                                             body["broker_epoch"])
+        self.respond(request, {"throttle_time_ms": 0, "error_code": error,
+                               "producer_id_start": -1 if block is None
+                               else block.first_producer_id,
+                               "producer_id_len": 0 if block is None else block.size})

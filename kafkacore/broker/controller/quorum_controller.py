@@ -18,6 +18,7 @@ from kafkacore.broker.controller.configuration_control_manager import (
     ConfigurationControlManager,
 )
 from kafkacore.broker.controller.kafka_raft_manager import KafkaRaftManager
+from kafkacore.broker.controller.producer_id_control_manager import ProducerIdControlManager
 from kafkacore.broker.controller.replication_control_manager import (
     PartitionRegistration,
     ReplicationControlManager,
@@ -36,6 +37,7 @@ from kafkacore.broker.metadata.quorum_description import (
     now_ms,
     replica_state,
 )
+from kafkacore.broker.server_common.producer_ids_block import ProducerIdsBlock
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import (
     DuplicateBrokerRegistrationError,
@@ -141,6 +143,8 @@ class QuorumController:
         self.replication = ReplicationControlManager()
         self.configuration = ConfigurationControlManager(self.replication)
         self.client_quotas = ClientQuotaControlManager()
+        #: the producer id blocks handed to brokers (KIP-730)
+        self.producer_ids = ProducerIdControlManager(self.check_broker_epoch)
         self._next_broker_epoch = 1
         #: brokers the log says registered (fenced at a restart until they register again)
         self._registered: set[int] = set()
@@ -233,6 +237,7 @@ class QuorumController:
             self.configuration.broker_configs = snapshot.get("broker_configs", {})
             for r in snapshot.get("client_quotas", []):
                 self.client_quotas.replay(r)
+            self.producer_ids.load_snapshot(snapshot)
         for record in records:
             self._replay(record)
         self.records_start = self.metadata_log.end_offset - len(records)
@@ -278,13 +283,16 @@ class QuorumController:
                 info.partitions[r["partition_id"]] = reg
         elif kind == "RemoveTopicRecord":
             rc.remove(rc.names_by_id[r["topic_id"]])
+        elif kind == "ProducerIdsRecord":
+            self.producer_ids.replay(r)
 
     def _snapshot(self) -> dict[str, Any]:
         return {"next_broker_epoch": self._next_broker_epoch,
                 "registered_brokers": sorted(self._registered),
                 "topics": [asdict(t) for t in self.replication.topics.values()],
                 "broker_configs": self.configuration.broker_configs,
-                "client_quotas": self.client_quotas.records()}
+                "client_quotas": self.client_quotas.records(),
+                **self.producer_ids.snapshot()}
 
     def fetch_records(self, offset: int, max_records: int, replica_id: int = UNKNOWN,
                       ) -> tuple[int, list[Record], int, int]:
@@ -646,6 +654,26 @@ class QuorumController:
             if reg is None or reg.epoch != broker_epoch:
                 return Errors.STALE_BROKER_EPOCH
             return Errors.NONE
+
+    def allocate_producer_ids(self, broker_id: int, broker_epoch: int,
+                              ) -> tuple[int, ProducerIdsBlock | None]:
+        """AllocateProducerIds: the next block of producer ids for a broker registered at
+        ``broker_epoch`` (STALE_BROKER_EPOCH otherwise), its ``ProducerIdsRecord`` on disk
+        before it is answered, so no restart hands the block out again (KIP-730)."""
+        with self.lock:
+            error, message, block, records = self.producer_ids.generate_next_producer_id(
+                broker_id, broker_epoch)
+            if error != Errors.NONE or block is None:
+                log.info("controller: AllocateProducerIds of broker %d refused: %s", broker_id,
+                         message)
+                return error, None
+            # Replayed first: a snapshot taken by the commit must hold the block too.
+            for record in records:
+                self.producer_ids.replay(record)
+            self._commit(records)
+            log.info("controller: producer ids %d-%d to broker %d", block.first_producer_id,
+                     block.last_producer_id, broker_id)
+            return Errors.NONE, block
 
     def alter_partition(self, broker_id: int, topic_id: uuid.UUID, index: int, leader_epoch: int,
                         new_isr: list[int], partition_epoch: int,

@@ -1,14 +1,14 @@
-"""``ProducerIdManager``: producer ids that are never handed out twice, even across restarts.
+"""``ProducerIdManager``: a broker alone hands out producer ids that are never handed out twice,
+even across restarts.
 
-Kafka's controller hands brokers blocks of ids and records each block in its metadata log
-(KIP-730).  A single broker does the same with a file: it writes the end of the block it is about
-to use (fsync'd, then renamed into place) before giving out the first id of that block, so after
-a crash it starts at the next block and may skip ids, never repeat them.
-
-In a cluster every broker answers InitProducerId, and we have no AllocateProducerIds request to
-the controller yet (KIP-730): each broker then gives out ids from its own range, starting at
-``broker id << 40`` (:data:`BROKER_ID_SPACE_BITS`), so two producers never get the same id from
-two brokers (they would fence each other's epochs and sequences).
+In a cluster the controller owns the producer ids: it hands each broker blocks of 1000 and
+records each block in its metadata log (KIP-730), and the broker gives out the ids of its block
+(:class:`~kafkacore.broker.transaction.rpc_producer_id_manager.RPCProducerIdManager`).  A broker
+alone (no ``process.roles``, ``LocalBroker``) has no controller to ask, and is the only one
+handing out ids: it does the same with a file.  It writes the end of the block it is about to
+use (fsync'd, then renamed into place) before giving out the first id of that block, so after a
+crash it starts at the next block and may skip ids, never repeat them.  See
+docs/broker/idempotence.rst and docs/broker/controller.rst.
 """
 
 from __future__ import annotations
@@ -17,13 +17,10 @@ import threading
 from pathlib import Path
 
 from kafkacore.broker.server_common.files import replace_atomically
+from kafkacore.broker.server_common.producer_ids_block import PRODUCER_ID_BLOCK_SIZE
 from kafkacore.errors import KafkaStorageError
 
-#: Kafka's ``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``
-PRODUCER_ID_BLOCK_SIZE = 1000
 FILE_NAME = "producer-id-block"
-#: In a cluster, broker N gives out ids from ``N << BROKER_ID_SPACE_BITS`` on.
-BROKER_ID_SPACE_BITS = 40
 
 
 class ProducerIdManager:

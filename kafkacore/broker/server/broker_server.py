@@ -20,7 +20,6 @@ from kafkacore.broker.group.group_metadata_manager import (
 from kafkacore.broker.log import LogConfig, LogManager, ProducerIdManager
 from kafkacore.broker.log.cleaner_config import CleanerConfig
 from kafkacore.broker.log.log_manager import LogManagerIntervals
-from kafkacore.broker.log.producer_id import BROKER_ID_SPACE_BITS
 from kafkacore.broker.metadata.metadata_cache import MetadataCache
 from kafkacore.broker.metadata.metadata_loader import MetadataLoader
 from kafkacore.broker.metadata.quorum_description import elect_self
@@ -39,6 +38,7 @@ from kafkacore.broker.server.kafka_apis import KafkaApis
 from kafkacore.broker.server.replica_manager import ReplicaManager
 from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common.kafka_scheduler import KafkaScheduler
+from kafkacore.broker.transaction.rpc_producer_id_manager import RPCProducerIdManager
 from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
 from kafkacore.broker.transaction.transaction_state_manager import TRANSACTION_STATE_TOPIC
 from kafkacore.errors import IllegalStateError
@@ -146,10 +146,13 @@ class Broker:
         self.dynamic_config = DynamicBrokerConfig(self.config, self.broker_id,
                                                   self.metadata_cache.broker_configs())
         self.authorizer = StandardAuthorizer.from_config(self.config)
-        # In a cluster each broker has its own range of producer ids (see ProducerIdManager).
-        in_cluster = self.config["process.roles"] == "broker"
-        self.producer_id_manager = ProducerIdManager(
-            first_dir, first_id=self.broker_id << BROKER_ID_SPACE_BITS if in_cluster else 0)
+        # In a cluster the controller hands out the producer ids, in blocks; a broker alone
+        # reserves its own blocks in a file (docs/broker/controller.rst).
+        if self.config["process.roles"] == "broker":
+            self.producer_id_manager = RPCProducerIdManager(self.broker_id,
+                                                            self._controller_channel)
+        else:
+            self.producer_id_manager = ProducerIdManager(first_dir)
         self.kafka_scheduler = KafkaScheduler(self.config["background.threads"])
         self.kafka_scheduler.startup()
         self.log_manager = _make_log_manager(self.config, self.dynamic_config,
@@ -218,6 +221,7 @@ class Broker:
             # meanwhile (to a restarted broker's address) waits in the listen backlog instead
             # of being told of a cluster with no brokers and no topics.
             self.replica_manager.startup()
+            self.producer_id_manager.start()  # asks for its first block once registered
             self._join_cluster()
             self.socket_server.startup()
         else:
@@ -232,6 +236,8 @@ class Broker:
         self._started = False
         if self.socket_server is None or self._handlers is None:
             raise IllegalStateError("the broker has not started")
+        if isinstance(self.producer_id_manager, RPCProducerIdManager):
+            self.producer_id_manager.shutdown()
         if self.lifecycle is not None:
             self.lifecycle.shutdown()
         self.socket_server.shutdown()
@@ -264,6 +270,14 @@ class Broker:
             raise TimeoutError(f"broker {self.broker_id}: no metadata from the controller at "
                                f"{self.config['controller.quorum.bootstrap.servers']} within "
                                f"{timeout_s} s")
+
+    def _controller_channel(self) -> tuple[InterBrokerClient, int] | None:
+        """The connection to the controller that forwarded requests take, and this broker's
+        epoch; None until it is registered."""
+        lifecycle = self.lifecycle
+        if lifecycle is None or lifecycle.broker_epoch < 0:
+            return None
+        return lifecycle.controller_channel, lifecycle.broker_epoch
 
     def new_metadata_loader(self, client: InterBrokerClient | None) -> MetadataLoader:
         """A :class:`~kafkacore.broker.metadata.metadata_loader.MetadataLoader` that pulls over

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from kafkacore.broker.config.dynamic_broker_config import DynamicBrokerConfig
     from kafkacore.broker.config.kafka_config import BrokerConfig
     from kafkacore.broker.group.group_coordinator import GroupCoordinator
-    from kafkacore.broker.log import ProducerIdManager
     from kafkacore.broker.log.log_manager import LogManager
     from kafkacore.broker.metadata.metadata_cache import MetadataCache
     from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     from kafkacore.broker.server.fetch_session import FetchManager
     from kafkacore.broker.server.forwarding_manager import ForwardingManager
     from kafkacore.broker.server.replica_manager import ReplicaManager
+    from kafkacore.broker.server_common.coordinator_collaborators import ProducerIdGenerator
     from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
 
 
@@ -65,7 +65,7 @@ class KafkaApis(MetadataApis, ClusterApis, TopicApis, ProduceApis, FetchApis, Of
         replica_manager: ReplicaManager,
         group_coordinator: GroupCoordinator,
         transaction_coordinator: TransactionCoordinator,
-        producer_id_manager: ProducerIdManager,
+        producer_id_manager: ProducerIdGenerator,
         quotas: QuotaManagers,
         fetch_manager: FetchManager,
         authorizer: StandardAuthorizer | None,

@@ -56,3 +56,13 @@ class InternalTopicCreator(Protocol):
                               configs: dict[str, str]) -> bool:
         """Create ``name`` (alone: here; in a cluster: by the controller); True if it exists
         now."""
+
+
+class ProducerIdGenerator(Protocol):
+    """Where InitProducerId's producer ids come from (Kafka's ``ProducerIdManager``
+    interface): a broker alone's ``ProducerIdManager`` (blocks reserved in a file), or in a
+    cluster the ``RPCProducerIdManager`` (blocks from the controller)."""
+
+    def generate_producer_id(self) -> int:
+        """An id never handed out before; a ``BrokerResponseError`` (retriable) if none can be
+        given now."""

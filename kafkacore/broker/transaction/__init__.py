@@ -1,7 +1,8 @@
 """The transaction coordinator (KIP-98): Kafka's ``TransactionCoordinator``,
 ``TransactionStateManager`` (the ``__transaction_state`` topic) and
-``TransactionMarkerChannelManager`` (COMMIT and ABORT markers to the partition leaders).
-See docs/broker/transactions.rst.
+``TransactionMarkerChannelManager`` (COMMIT and ABORT markers to the partition leaders), and
+``RPCProducerIdManager`` (in a cluster, producer ids from the controller's blocks, KIP-730).
+See docs/broker/transactions.rst and docs/broker/controller.rst.
 
 May import: ``kafkacore.broker.server_common``, ``kafkacore.broker.log``,
 ``kafkacore.broker.metadata``, ``kafkacore.broker.network`` (the faults its connections obey),

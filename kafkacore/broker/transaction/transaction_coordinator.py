@@ -22,11 +22,11 @@ from kafkacore import errors
 from kafkacore.broker.group.group_metadata_manager import GroupMetadataManager
 from kafkacore.broker.group.regex import RegexError, compile_regex
 from kafkacore.broker.log.log_manager import LogManager
-from kafkacore.broker.log.producer_id import ProducerIdManager
 from kafkacore.broker.metadata.metadata_cache import MetadataCache
 from kafkacore.broker.network.faults import FaultInjector
 from kafkacore.broker.server_common.coordinator_collaborators import (
     InternalTopicCreator,
+    ProducerIdGenerator,
     Replicas,
 )
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
@@ -64,7 +64,7 @@ def _now_ms() -> int:
 
 class TransactionCoordinator:
     def __init__(self, c: Mapping[str, Any], broker_id: int, *,
-                 producer_id_manager: ProducerIdManager, metadata_cache: MetadataCache,
+                 producer_id_manager: ProducerIdGenerator, metadata_cache: MetadataCache,
                  log_manager: LogManager, replicas: Replicas, group_manager: GroupMetadataManager,
                  topic_creator: InternalTopicCreator, faults: FaultInjector | None = None,
                  inter_broker_sasl: Callable[[], SaslMechanism] | None = None) -> None:
@@ -131,7 +131,11 @@ class TransactionCoordinator:
             callback(error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
             return
         if metadata is None:
-            producer_id = self.producer_id_manager.generate_producer_id()
+            try:
+                producer_id = self.producer_id_manager.generate_producer_id()
+            except errors.BrokerResponseError as exc:  # no block of ids yet: retriable
+                callback(exc.errno, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+                return
             metadata = self.txn_manager.put_if_absent(TransactionMetadata(
                 transactional_id, producer_id, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
                 NO_PRODUCER_EPOCH, txn_timeout_ms, S.EMPTY))

@@ -29,7 +29,7 @@ declaration is ``<API>_REQUEST`` in the module of its family, its response's ``<
                     ListPartitionReassignments (46)
 ``quotas``          DescribeClientQuotas (48), AlterClientQuotas (49)
 ``controller``      broker to controller: AlterPartition (56), BrokerRegistration (62),
-                    BrokerHeartbeat (63)
+                    BrokerHeartbeat (63), AllocateProducerIds (67)
 ``quorum``          the controller quorum (KRaft): Vote (52), BeginQuorumEpoch (53),
                     EndQuorumEpoch (54), DescribeQuorum (55)
 ==================  ================================================================================

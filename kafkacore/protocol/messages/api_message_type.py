@@ -103,6 +103,8 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
                                    transactions.DESCRIBE_TRANSACTIONS_RESPONSE),
     ApiKey.LIST_TRANSACTIONS: (transactions.LIST_TRANSACTIONS_REQUEST,
                                transactions.LIST_TRANSACTIONS_RESPONSE),
+    ApiKey.ALLOCATE_PRODUCER_IDS: (controller.ALLOCATE_PRODUCER_IDS_REQUEST,
+                                   controller.ALLOCATE_PRODUCER_IDS_RESPONSE),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (consumer_group.CONSUMER_GROUP_HEARTBEAT_REQUEST,
                                       consumer_group.CONSUMER_GROUP_HEARTBEAT_RESPONSE),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (consumer_group.CONSUMER_GROUP_DESCRIBE_REQUEST,

@@ -1,7 +1,8 @@
 """The messages a broker sends the controller (not used by clients): AlterPartition (56, a
 leader asks for a new ISR, KIP-497), BrokerRegistration (62) and BrokerHeartbeat (63), a
-broker's life at the controller.  Only the versions our brokers speak are declared; see
-docs/broker/replication.rst.
+broker's life at the controller, and AllocateProducerIds (67, a block of producer ids,
+KIP-730).  Only the versions our brokers speak are declared; see docs/broker/replication.rst
+and docs/broker/controller.rst.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from kafkacore.protocol.messages.message_spec import Declaration
 __all__ = [
     "ALTER_PARTITION_REQUEST", "ALTER_PARTITION_RESPONSE", "BROKER_REGISTRATION_REQUEST",
     "BROKER_REGISTRATION_RESPONSE", "BROKER_HEARTBEAT_REQUEST", "BROKER_HEARTBEAT_RESPONSE",
+    "ALLOCATE_PRODUCER_IDS_REQUEST", "ALLOCATE_PRODUCER_IDS_RESPONSE",
 ]
 
 # -- AlterPartition (56): a leader asks the controller to change a partition's ISR (KIP-497) ----
@@ -172,5 +174,34 @@ BROKER_HEARTBEAT_RESPONSE: Declaration = {
         {"name": "IsCaughtUp", "type": "bool", "versions": "0+", "default": False},
         {"name": "IsFenced", "type": "bool", "versions": "0+", "default": True},
         {"name": "ShouldShutDown", "type": "bool", "versions": "0+"},
+    ],
+}
+
+# -- AllocateProducerIds (67): a broker asks for its next block of producer ids (KIP-730) -------
+
+ALLOCATE_PRODUCER_IDS_REQUEST: Declaration = {
+    "apiKey": ApiKey.ALLOCATE_PRODUCER_IDS,
+    "type": "request",
+    "name": "AllocateProducerIdsRequest",
+    "validVersions": "0-0",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "BrokerId", "type": "int32", "versions": "0+"},
+        {"name": "BrokerEpoch", "type": "int64", "versions": "0+", "default": -1},
+    ],
+}
+
+ALLOCATE_PRODUCER_IDS_RESPONSE: Declaration = {
+    "apiKey": ApiKey.ALLOCATE_PRODUCER_IDS,
+    "type": "response",
+    "name": "AllocateProducerIdsResponse",
+    "validVersions": "0-0",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        # The block: its first id (inclusive) and how many ids it holds.
+        {"name": "ProducerIdStart", "type": "int64", "versions": "0+"},
+        {"name": "ProducerIdLen", "type": "int32", "versions": "0+"},
     ],
 }

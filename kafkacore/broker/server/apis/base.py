@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from kafkacore.broker.config.dynamic_broker_config import DynamicBrokerConfig
     from kafkacore.broker.config.kafka_config import BrokerConfig
     from kafkacore.broker.group.group_coordinator import GroupCoordinator
-    from kafkacore.broker.log import ProducerIdManager
     from kafkacore.broker.log.log_manager import LogManager
     from kafkacore.broker.metadata.metadata_cache import MetadataCache
     from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from kafkacore.broker.server.fetch_session import FetchManager
     from kafkacore.broker.server.forwarding_manager import ForwardingManager
     from kafkacore.broker.server.replica_manager import ReplicaManager
+    from kafkacore.broker.server_common.coordinator_collaborators import ProducerIdGenerator
     from kafkacore.broker.transaction.transaction_coordinator import TransactionCoordinator
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class KafkaApisBase(ApiRequestHandler):
     replica_manager: ReplicaManager
     group_coordinator: GroupCoordinator
     transaction_coordinator: TransactionCoordinator
-    producer_id_manager: ProducerIdManager
+    producer_id_manager: ProducerIdGenerator
     #: Produce's and Fetch's byte rates (client_quota_manager.py)
     quotas: QuotaManagers
     #: the incremental fetch sessions (fetch_session.py)

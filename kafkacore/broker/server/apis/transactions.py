@@ -18,7 +18,7 @@ from kafkacore.broker.network.request_channel import Request
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.server.apis.base import KafkaApisBase, body_of
 from kafkacore.broker.transaction.add_partitions_to_txn_manager import txn_offset_commit_error
-from kafkacore.errors import Errors
+from kafkacore.errors import BrokerResponseError, Errors
 
 
 class TransactionApis(KafkaApisBase):
@@ -30,8 +30,9 @@ class TransactionApis(KafkaApisBase):
     # -- InitProducerId --------------------------------------------------------------------------
 
     def handle_init_producer_id_request(self, request: Request) -> None:
-        """An idempotent producer's id (Kafka's ``ProducerIdManager``, blocks reserved on disk);
-        with a transactional id, the transaction coordinator's answer (see
+        """An idempotent producer's id (a broker alone reserves blocks of ids on disk, a broker
+        of a cluster takes them from the controller: docs/broker/controller.rst); with a
+        transactional id, the transaction coordinator's answer (see
         docs/broker/transactions.rst)."""
         body = body_of(request)
         response = {"throttle_time_ms": 0, "error_code": Errors.NONE, "producer_id": -1,
@@ -57,8 +58,11 @@ class TransactionApis(KafkaApisBase):
             # epoch were sent: nothing proves the asker owns them, and bumping the epoch of
             # someone else's id would fence that producer (Java's idempotent producer bumps
             # its epoch by itself).
-            response.update(producer_id=self.producer_id_manager.generate_producer_id(),
-                            producer_epoch=0)
+            try:
+                response.update(producer_id=self.producer_id_manager.generate_producer_id(),
+                                producer_epoch=0)
+            except BrokerResponseError as exc:  # no block from the controller yet: retriable
+                response["error_code"] = exc.errno
         self.respond(request, response)
 
     def init_producer_id_refused(self, request: Request, transactional_id: str | None) -> int:
