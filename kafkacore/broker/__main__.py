@@ -171,9 +171,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "that is its own controller); kafkacore-broker cluster --brokers 3 "
                              "starts a whole cluster")
     parser.add_argument("--node-id", type=int, help="node.id")
-    parser.add_argument("--controller", metavar="HOST:PORT",
-                        help="the controller a broker registers with "
-                             "(controller.quorum.bootstrap.servers)")
+    parser.add_argument("--controller", metavar="HOST:PORT[,HOST:PORT...]",
+                        help="the controller a broker registers with, or the controllers of a "
+                             "quorum (controller.quorum.bootstrap.servers)")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,

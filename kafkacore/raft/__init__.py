@@ -2,13 +2,16 @@
 
 What lives here, I/O-free: the protocol is a state machine driven by ``poll(now_ms)`` and
 ``handle(envelope, now_ms)``, each returning the messages to send; time, the network and the disk
-belong to whoever drives it (a simulated world in the model test, the broker's network later).
+belong to whoever drives it (a simulated world in the model test, the controllers'
+``KafkaRaftManager`` in :mod:`kafkacore.broker.controller`).
 
 - :mod:`kafkacore.raft.raft_messages`: Vote, BeginQuorumEpoch, EndQuorumEpoch and Fetch as plain
   dataclasses with the fields of Kafka's message schemas, and the ``LeaderChange`` control record;
 - :mod:`kafkacore.raft.raft_log`: the log interface the protocol needs (append with an epoch,
   truncate to a diverging point, the end offset of an epoch, the high watermark) and
   ``MemoryRaftLog``;
+- :mod:`kafkacore.raft.kafka_metadata_log`: ``KafkaMetadataLog``, the same log fsynced to a file
+  (the controllers' quorum);
 - :mod:`kafkacore.raft.quorum_state_store`: the persisted election state (epoch, voted id,
   leader id), with a file store that is written whole and fsynced before a vote is granted;
 - :mod:`kafkacore.raft.epoch_state`: the six states (unattached, voted, candidate, leader,

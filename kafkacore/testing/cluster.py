@@ -1,4 +1,5 @@
-"""``Cluster``: a controller and N brokers, each its own OS process, that a test can break.
+"""``Cluster``: a controller (or a quorum of them) and N brokers, each its own OS process, that
+a test can break.
 
 >>> with Cluster(brokers=3) as cluster:                    # doctest: +SKIP
 ...     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all")
@@ -8,6 +9,11 @@ Every broker keeps its ``log.dirs`` under one directory (a temporary one unless 
 ``restart(broker)`` brings it back with its log, on the same port.  Faults without killing
 (``isolate``, ``heal``, ``set_latency``, ``fail_next``) go through each broker's control socket
 (``kafkacore.broker.network.faults.BrokerControl``).  Every wait is bounded.
+
+``Cluster(controllers=3)`` runs three controllers as a Raft quorum (``controller.quorum.voters``,
+node ids 3000, 3001, 3002 as Kafka's ``KafkaClusterTestKit`` numbers them): ``kill``,
+``restart``, ``isolate`` and the rest take a controller's id too, and ``active_controller()``
+says which one leads.  The default stays one controller, node 0 (docs/broker/quorum.rst).
 See docs/broker/failover.rst.
 """
 
@@ -39,6 +45,8 @@ from kafkacore.protocol.api_keys import ApiKey
 
 READY_PREFIX = "kafkacore-broker listening on "
 CLUSTER_READY_PREFIX = "kafkacore-cluster bootstrap servers "
+#: the first node id of a quorum's controllers (Kafka's KafkaClusterTestKit numbers them so)
+QUORUM_CONTROLLER_BASE_ID = 3000
 _ROOT = str(pathlib.Path(kafkacore.__file__).resolve().parent.parent)
 
 
@@ -61,7 +69,7 @@ class _Node:
 
 
 class Cluster:
-    """A controller (node 0) and brokers 1..N as separate processes.
+    """A controller (node 0), or a quorum of them, and brokers 1..N as separate processes.
 
     ``config``: broker settings for every broker, by Kafka's names.  The defaults suit tests:
     a short ``broker.session.timeout.ms`` (a dead broker is fenced within about 2 s) and
@@ -75,6 +83,10 @@ class Cluster:
     for authenticated brokers; their own credentials then come in ``config``, see
     docs/broker/security.rst), and
     ``sasl_plain``: the (user, password) the harness itself uses to ask for Metadata.
+
+    ``controllers``: how many controllers; more than one makes them a Raft quorum (ids 3000 and
+    on, see docs/broker/quorum.rst), of which the active one decides; the default, 1, is the
+    lone controller, node 0.
     """
 
     def __init__(self, brokers: int = 3, *, log_dir: str | os.PathLike[str] | None = None,
@@ -82,9 +94,12 @@ class Cluster:
                  log_level: str = "INFO",
                  advertised_listeners: Mapping[int, str] | None = None,
                  security_protocol: str = "PLAINTEXT",
-                 sasl_plain: tuple[str, str] | None = None) -> None:
+                 sasl_plain: tuple[str, str] | None = None, controllers: int = 1) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
+        if isinstance(controllers, bool) or not isinstance(controllers, int) or controllers < 1:
+            raise ValueError(f"a cluster needs at least one controller, got {controllers!r}")
+        self.num_controllers = controllers
         advertised = dict(advertised_listeners or {})
         for node_id, listener in advertised.items():
             if not isinstance(node_id, int) or not 1 <= node_id <= brokers:
@@ -115,7 +130,9 @@ class Cluster:
             "num.io.threads": "4",
         }
         self.config.update({k: str(v) for k, v in (config or {}).items()})
+        #: the first controller (the only one, node 0, unless ``controllers`` > 1)
         self.controller: _Node | None = None
+        self.controllers: dict[int, _Node] = {}
         self.brokers: dict[int, _Node] = {}
         # Lock order 1 (outermost; the harness's, not a broker's). Guards brokers and _closing.
         self._lock = threading.RLock()
@@ -130,9 +147,23 @@ class Cluster:
             lifeline.own_directory(self.base)  # removed by the reaper if we are killed
         self.base.mkdir(parents=True, exist_ok=True)
         try:
-            self.controller = _Node(0, "controller", self.base / "controller")
-            self._spawn(self.controller)
-            self._wait_ready(self.controller)
+            if self.num_controllers == 1:
+                self.controllers = {0: _Node(0, "controller", self.base / "controller")}
+            else:
+                self.controllers = {}
+                for i in range(self.num_controllers):
+                    node_id = QUORUM_CONTROLLER_BASE_ID + i
+                    node = _Node(node_id, "controller", self.base / f"controller-{node_id}")
+                    # The voters are named with their addresses up front
+                    # (controller.quorum.voters): choose the ports here.
+                    with socket.create_server(("127.0.0.1", 0)) as probe:
+                        node.port = probe.getsockname()[1]
+                    self.controllers[node_id] = node
+            self.controller = next(iter(self.controllers.values()))
+            for node in self.controllers.values():
+                self._spawn(node)
+            for node in self.controllers.values():
+                self._wait_ready(node)
             for i in range(1, self.num_brokers + 1):
                 self.brokers[i] = _Node(i, "broker", self.base / f"broker-{i}")
                 self._spawn(self.brokers[i])
@@ -151,7 +182,7 @@ class Cluster:
         """Stop every process (SIGTERM, then SIGKILL after a bound) and remove a temporary
         directory."""
         self._closing = True  # a restart from another thread (a failover) spawns no more
-        nodes = [*self.brokers.values(), *([self.controller] if self.controller else [])]
+        nodes = [*self.brokers.values(), *self.controllers.values()]
         for node in nodes:
             if node.running:
                 if node.process is None:
@@ -181,17 +212,23 @@ class Cluster:
         config = dict(self.config)
         if node.role == "controller":
             cmd += ["--process-roles", "controller", "--control-socket",
-                    str(self.base / "controller.ctl")]
+                    str(self.control_socket(node.node_id))]
             config = {k: v for k, v in config.items()
                       if k in ("broker.session.timeout.ms", "default.replication.factor",
                                "num.partitions", "cluster.id", "sasl.enabled.mechanisms",
                                "sasl.users", "authorizer.class.name", "super.users",
-                               "allow.everyone.if.no.acl.found")}
+                               "allow.everyone.if.no.acl.found",
+                               "controller.quorum.election.timeout.ms",
+                               "controller.quorum.fetch.timeout.ms")}
+            if self.num_controllers > 1:
+                config["controller.quorum.voters"] = ",".join(
+                    f"{c.node_id}@127.0.0.1:{c.port}" for c in self.controllers.values())
         else:
-            if self.controller is None:
+            if not self.controllers:
                 raise IllegalStateError("the cluster has not started")
             cmd += ["--process-roles", "broker",
-                    "--controller", f"127.0.0.1:{self.controller.port}",
+                    "--controller", ",".join(f"127.0.0.1:{c.port}"
+                                             for c in self.controllers.values()),
                     "--control-socket", str(self.control_socket(node.node_id))]
             if node.node_id in self.advertised_listeners:
                 config["advertised.listeners"] = self.advertised_listeners[node.node_id]
@@ -200,8 +237,12 @@ class Cluster:
         return cmd
 
     def control_socket(self, broker: int) -> pathlib.Path:
+        """The control socket of a broker, or of a controller (by its id)."""
         if self.base is None:
             raise IllegalStateError("the cluster has not started")
+        if broker in self.controllers:
+            return self.base / ("controller.ctl" if self.num_controllers == 1
+                                else f"controller-{broker}.ctl")
         return self.base / f"broker-{broker}.ctl"
 
     def _advertises_elsewhere(self, node: _Node) -> bool:
@@ -264,8 +305,9 @@ class Cluster:
 
     @property
     def pids(self) -> dict[int, int]:
-        """The process id of every running node, by node id (the controller is node 0)."""
-        nodes = [*([self.controller] if self.controller else []), *self.brokers.values()]
+        """The process id of every running node, by node id (the controller is node 0; a
+        quorum's are 3000 and on)."""
+        nodes = [*self.controllers.values(), *self.brokers.values()]
         return {n.node_id: n.process.pid for n in nodes if n.running and n.process is not None}
 
     @property
@@ -277,12 +319,44 @@ class Cluster:
     def broker_address(self, broker: int) -> str:
         return f"127.0.0.1:{self._broker(broker).port}"
 
-    def metadata(self, topics: Iterable[str] | None = None) -> dict[str, Any]:
-        """The controller's Metadata answer: every topic's partitions and the live brokers."""
-        if self.controller is None:
+    def active_controller(self, timeout_s: float = 30.0) -> int:
+        """The id of the active controller: the quorum's leader, once it acts (waits, bounded,
+        while there is none, as during an election).  With one controller, that one."""
+        if not self.controllers:
             raise IllegalStateError("the cluster has not started")
-        client = InterBrokerClient("127.0.0.1", self.controller.port, "cluster", 10.0,
-                                   sasl=self._sasl)
+        if self.num_controllers == 1:
+            return next(iter(self.controllers))
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for node in self.controllers.values():
+                if not node.running or node.paused:
+                    continue  # an isolated one refuses the connection
+                client = InterBrokerClient("127.0.0.1", node.port, "cluster", 2.0,
+                                           sasl=self._sasl)
+                try:
+                    body = codec.REQUESTS[ApiKey.DESCRIBE_QUORUM].body.defaults(2)
+                    body["topics"] = [{"topic_name": "__cluster_metadata",
+                                       "partitions": [{"partition_index": 0}]}]
+                    answer = client.send(ApiKey.DESCRIBE_QUORUM, 2, body)
+                except OSError:
+                    continue
+                finally:
+                    client.close()
+                parts = [p for t in answer["topics"] for p in t["partitions"]]
+                if answer["error_code"] == Errors.NONE and parts \
+                        and parts[0]["leader_id"] == node.node_id:
+                    return node.node_id
+            if time.monotonic() > deadline:
+                raise ClusterError(f"no active controller after {timeout_s} s")
+            time.sleep(0.05)
+
+    def metadata(self, topics: Iterable[str] | None = None) -> dict[str, Any]:
+        """The active controller's Metadata answer: every topic's partitions and the live
+        brokers."""
+        if not self.controllers:
+            raise IllegalStateError("the cluster has not started")
+        port = self.controllers[self.active_controller()].port
+        client = InterBrokerClient("127.0.0.1", port, "cluster", 10.0, sasl=self._sasl)
         try:
             body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
             body.update(topics=None if topics is None else [{"name": t} for t in topics],
@@ -406,9 +480,15 @@ class Cluster:
             raise ValueError(f"no broker {broker} in this cluster (1..{self.num_brokers})")
         return node
 
+    def _node(self, node_id: int) -> _Node:
+        """A broker, or a controller by its id."""
+        node = self.controllers.get(node_id)
+        return node if node is not None else self._broker(node_id)
+
     def kill(self, broker: int) -> None:
-        """SIGKILL: the broker dies with no goodbye; its controller session lapses."""
-        node = self._broker(broker)
+        """SIGKILL: the broker dies with no goodbye; its controller session lapses.  A
+        controller's id kills that controller (its quorum elects another leader)."""
+        node = self._node(broker)
         if node.running:
             if node.process is None:
                 raise IllegalStateError(f"{node.role} {node.node_id} has no process: it was never started")
@@ -419,7 +499,7 @@ class Cluster:
         """SIGTERM: a clean shutdown.  The broker asks the controller for a controlled shutdown
         first (its leaderships move to other in-sync replicas at once), then flushes and closes
         its logs."""
-        node = self._broker(broker)
+        node = self._node(broker)
         if node.running:
             if node.process is None:
                 raise IllegalStateError(f"{node.role} {node.node_id} has no process: it was never started")
@@ -432,7 +512,7 @@ class Cluster:
     def restart(self, broker: int) -> None:
         """Start the broker again on the same port with the same ``log.dirs`` (stopping it
         cleanly first if it runs)."""
-        node = self._broker(broker)
+        node = self._node(broker)
         if node.running:
             self.stop(broker)
         self._spawn(node)
@@ -440,14 +520,14 @@ class Cluster:
 
     def pause(self, broker: int) -> None:
         """SIGSTOP: the process is frozen (no heartbeats, no fetches) but its sockets stay open."""
-        node = self._broker(broker)
+        node = self._node(broker)
         if node.process is None:
             raise IllegalStateError(f"{node.role} {node.node_id} has no process: it was never started")
         node.process.send_signal(signal.SIGSTOP)
         node.paused = True
 
     def resume(self, broker: int) -> None:
-        node = self._broker(broker)
+        node = self._node(broker)
         if node.process is None:
             raise IllegalStateError(f"{node.role} {node.node_id} has no process: it was never started")
         node.process.send_signal(signal.SIGCONT)
@@ -456,7 +536,7 @@ class Cluster:
     def _control(self, broker: int) -> Any:
         from kafkacore.broker.network.faults import BrokerControl
 
-        self._broker(broker)
+        self._node(broker)
         return BrokerControl(self.control_socket(broker))
 
     def isolate(self, broker: int) -> None:
@@ -466,13 +546,24 @@ class Cluster:
     def heal(self, broker: int) -> None:
         self._control(broker).heal()
 
+    def quorum_status(self, controller: int) -> dict[str, Any]:
+        """What a controller's voter knows, asked of its control socket (it answers while
+        isolated): ``{"node_id", "epoch", "leader_id", "is_leader", "active", "end_offset",
+        "high_watermark"}``."""
+        if controller not in self.controllers:
+            raise ValueError(f"no controller {controller} in this cluster "
+                             f"{sorted(self.controllers)}")
+        return dict(self._control(controller)._call(  # noqa: SLF001
+            {"op": "quorum_status"})["status"])
+
     def set_latency(self, broker: int, ms: int) -> None:
         self._control(broker).set_latency(ms)
 
     def reset_faults(self) -> None:
         """Switch every fault off on every running broker (no queued errors, no latency, not
         isolated): what a test that shares the cluster calls after it."""
-        for node_id, node in self.brokers.items():
+        nodes = {**self.brokers, **(self.controllers if self.num_controllers > 1 else {})}
+        for node_id, node in nodes.items():
             if node.running:
                 if node.paused:
                     self.resume(node_id)
@@ -503,7 +594,7 @@ class Cluster:
         self._broker(broker)
         if self.base is None:
             raise IllegalStateError("the cluster has not started")
-        BrokerControl(self.base / "controller.ctl")._call(  # noqa: SLF001
+        BrokerControl(self.control_socket(self.active_controller()))._call(  # noqa: SLF001
             {"op": "elect_leader", "topic": topic, "partition": partition, "broker": broker})
         deadline = time.monotonic() + timeout_s
         while self.leader_of(topic, partition, timeout_s) != broker:

@@ -282,7 +282,18 @@ SETTINGS: dict[str, _Setting] = {
     # -- the cluster (docs/broker/replication.rst) --
     "process.roles": _Setting("", _str, "broker, controller, or empty: one broker that is its "
                                           "own controller (a cluster of one)"),
-    "controller.quorum.bootstrap.servers": _Setting("", _str, "host:port of the controller"),
+    "controller.quorum.bootstrap.servers": _Setting(
+        "", _str, "host:port of the controller, or of several: a broker moves to the next on "
+                  "NOT_CONTROLLER or a dead connection"),
+    "controller.quorum.voters": _Setting(
+        "", _str, "id@host:port of each controller; more than one makes them a Raft quorum "
+                  "(docs/broker/quorum.rst)"),
+    "controller.quorum.election.timeout.ms": _Setting(
+        1000, _int(1), "a voter that hears no leader this long (plus up to as much at random) "
+                       "stands for election"),
+    "controller.quorum.fetch.timeout.ms": _Setting(
+        2000, _int(1), "a follower whose leader is silent this long stands; a leader not "
+                       "fetched from by a majority for 1.5 times it resigns"),
     "broker.session.timeout.ms": _Setting(9000, _int(1), "fence a broker silent this long"),
     "broker.heartbeat.interval.ms": _Setting(2000, _int(1), "between a broker's heartbeats"),
     # Ours (Kafka has no such cap): see docs/broker/admin.rst.

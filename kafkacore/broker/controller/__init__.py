@@ -27,6 +27,12 @@ One Kafka class per module, as in Kafka's ``org.apache.kafka.controller`` packag
   controller answers.
 - :class:`~kafkacore.broker.controller.controller_server.ControllerServer`: the controller
   process's server (the same request reactor as a broker).
+- :class:`~kafkacore.broker.controller.kafka_raft_manager.KafkaRaftManager` and
+  :class:`~kafkacore.broker.controller.kafka_network_channel.KafkaNetworkChannel`: with
+  ``controller.quorum.voters`` naming several controllers, each runs a voter of the Raft quorum
+  (:mod:`kafkacore.raft`) on a thread and sends its messages to the others; only the leader is
+  the active controller, its changes answered once the quorum committed them, and every
+  controller replays what is committed (docs/broker/quorum.rst).
 
 How decisions reach the brokers: each broker **pulls** the whole image (a Metadata request to the
 controller, answered with every topic, partition state and live broker) after each heartbeat, as
@@ -36,6 +42,6 @@ pulls again.  See docs/broker/replication.rst.
 
 May import: ``kafkacore.broker.server_common``, ``kafkacore.broker.log``,
 ``kafkacore.broker.metadata``, ``kafkacore.broker.config``, ``kafkacore.broker.network`` (its
-own reactor), ``kafkacore.broker.security``, the protocol and the errors; never
-``kafkacore.broker.server``.
+own reactor), ``kafkacore.broker.security``, ``kafkacore.raft`` (the quorum's core), the
+protocol and the errors; never ``kafkacore.broker.server``.
 """

@@ -13,6 +13,7 @@ from kafkacore.broker.config.config_resource import RESOURCE_TYPE_BROKER
 from kafkacore.broker.config.config_source import ConfigSource
 from kafkacore.broker.config.dynamic_broker_config import DEFAULT_RESOURCE
 from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.controller import kafka_network_channel as raft_wire
 from kafkacore.broker.controller.quorum_controller import QuorumController
 from kafkacore.broker.controller.replication_control_manager import (
     EXCESSIVE_BATCH_MESSAGE,
@@ -30,12 +31,18 @@ from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.security.authorizer.acl_apis import AclApis
 from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
-from kafkacore.errors import BrokerResponseError, Errors, IllegalStateError
+from kafkacore.errors import BrokerResponseError, Errors, IllegalStateError, NotControllerError
 from kafkacore.protocol.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+#: what a controller of a quorum answers whether it is the active one or not: the quorum's own
+#: messages.  Everything else, DescribeQuorum included, only the active one answers; the others
+#: answer NOT_CONTROLLER (a Kafka voter that is not the leader answers DescribeQuorum with
+#: NOT_LEADER_OR_FOLLOWER; ours says NOT_CONTROLLER, which moves a broker's forwarding on).
+QUORUM_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH,
+                         ApiKey.END_QUORUM_EPOCH})
 #: at most this many metadata records in one Fetch answer (the broker fetches again)
 MAX_RECORDS_PER_FETCH = 10_000
 
@@ -108,6 +115,12 @@ class ControllerApis(ApiRequestHandler):
             ApiKey.DESCRIBE_QUORUM: self.handle_describe_quorum_request,
             ApiKey.ALLOCATE_PRODUCER_IDS: self.handle_allocate_producer_ids_request,
         }
+        if controller.raft is not None:
+            self.handlers.update({
+                ApiKey.VOTE: self.handle_raft_request,
+                ApiKey.BEGIN_QUORUM_EPOCH: self.handle_raft_request,
+                ApiKey.END_QUORUM_EPOCH: self.handle_raft_request,
+            })
         acl_apis = AclApis(self, acls)
         self.handlers.update({
             ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
@@ -139,6 +152,17 @@ class ControllerApis(ApiRequestHandler):
             # ControllerApis asks that of it; a broker forwards it having asked the same).
             self.send_error_response(request, Errors.CLUSTER_AUTHORIZATION_FAILED)
             return
+        if self.controller.raft is not None and request.api_key not in QUORUM_APIS \
+                and not self._is_voter_fetch(request):
+            # Only the active controller decides and answers (Kafka's NOT_CONTROLLER): a broker
+            # moves on to another controller.  A request whose answer has no error code to
+            # carry it closes the connection, which a broker takes the same way.
+            try:
+                self.controller.check_active()
+                handler(request)
+            except NotControllerError:
+                self.send_error_response(request, Errors.NOT_CONTROLLER)
+            return
         handler(request)
 
     def handle_metadata_request(self, request: Request) -> None:
@@ -164,12 +188,39 @@ class ControllerApis(ApiRequestHandler):
                                "controller_id": c.node_id, "topics": topics,
                                "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
 
+    def _is_voter_fetch(self, request: Request) -> bool:
+        """A Fetch from another controller of the quorum (Raft's replication)."""
+        raft = self.controller.raft
+        return (raft is not None and request.api_key == ApiKey.FETCH
+                and request.body is not None
+                and raft_wire.fetch_replica_id(request.body) in raft.voters)
+
+    def handle_raft_request(self, request: Request) -> None:
+        """Vote, BeginQuorumEpoch, EndQuorumEpoch, or a voter's Fetch: handed to this
+        controller's voter (``KafkaRaftManager``), answered when it answers (a Fetch with
+        nothing new is held, up to its wait)."""
+        raft = self.controller.raft
+        if request.body is None or raft is None:
+            raise IllegalStateError(f"{request!r}: not a request of a quorum's voter")
+        try:
+            source, body = raft_wire.request_from_wire(request.api_key, request.body)
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            self.request_channel.close_connection(request, f"a malformed quorum request: {exc}")
+            return
+        raft.handle_request(source, body, lambda answer: self.respond(
+            request, raft_wire.response_to_wire(answer)))
+
     def handle_fetch_request(self, request: Request) -> None:
         """The metadata records from the broker's offset (KRaft brokers fetch
         ``__cluster_metadata`` from the controller quorum): each record's value is its JSON,
-        in one record batch whose base offset is the fetch offset."""
+        in one record batch whose base offset is the fetch offset.  In a quorum, a Fetch from
+        another controller is Raft's replication (:meth:`handle_raft_request`), and brokers
+        fetch only what the quorum committed."""
         if request.body is None:
             raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
+        if self._is_voter_fetch(request):
+            self.handle_raft_request(request)
+            return
         body = request.body
         replica_id = body["replica_state"]["replica_id"] if body.get("replica_state") \
             else body.get("replica_id", UNKNOWN)
@@ -208,11 +259,32 @@ class ControllerApis(ApiRequestHandler):
         if request.body is None:
             raise IllegalStateError(f"{request!r}: dispatched without a decoded body")
         c = self.controller
+        if c.raft is not None:
+            self._describe_raft_quorum(request)
+            return
         high_watermark, voters, observers = c.describe_quorum()
         self.respond(request, describe_quorum_response(
             request.body, leader_id=c.node_id, leader_epoch=c.leader_epoch,
             high_watermark=high_watermark, voters=voters, observers=observers,
             nodes=[(c.node_id, self.listeners())]))
+
+    def _describe_raft_quorum(self, request: Request) -> None:
+        """DescribeQuorum of a quorum of controllers, from the active one's Raft state (the
+        others answered NOT_CONTROLLER before this, see ``QUORUM_APIS``)."""
+        c = self.controller
+        raft = c.raft
+        if raft is None or request.body is None:
+            raise IllegalStateError(f"{request!r}: no quorum to describe")
+        epoch = c.active_epoch
+        if epoch < 0:
+            self.send_error_response(request, Errors.NOT_CONTROLLER)
+            return
+        high_watermark, voters, observers = c.describe_quorum()
+        name = self.listeners()[0][0]
+        self.respond(request, describe_quorum_response(
+            request.body, leader_id=c.node_id, leader_epoch=epoch,
+            high_watermark=high_watermark, voters=voters, observers=observers,
+            nodes=[(v, [(name, host, port)]) for v, (host, port) in sorted(raft.voters.items())]))
 
     def handle_create_topics_request(self, request: Request) -> None:
         if request.body is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import uuid
@@ -16,6 +17,7 @@ from kafkacore.broker.controller.broker_heartbeat_manager import BrokerHeartbeat
 from kafkacore.broker.controller.configuration_control_manager import (
     ConfigurationControlManager,
 )
+from kafkacore.broker.controller.kafka_raft_manager import KafkaRaftManager
 from kafkacore.broker.controller.producer_id_control_manager import ProducerIdControlManager
 from kafkacore.broker.controller.replication_control_manager import (
     PartitionRegistration,
@@ -44,6 +46,7 @@ from kafkacore.errors import (
     InvalidConfigError,
     InvalidTopicError,
     InvalidUpdateVersionError,
+    NotControllerError,
 )
 
 log = logging.getLogger(__name__)
@@ -51,6 +54,11 @@ log = logging.getLogger(__name__)
 #: the controller's metadata log in its first log dir: ``controller-state.log`` and the snapshot
 #: ``controller-state.json``
 STATE_LOG_NAME = "controller-state"
+#: the longest a change waits for the quorum to commit it (the leader resigns sooner if a
+#: majority is gone: 1.5 fetch timeouts)
+COMMIT_TIMEOUT_S = 10.0
+#: committed entries replayed per pass of the replayer, between two takes of the lock
+REPLAY_BATCH = 1000
 
 
 @dataclass
@@ -78,42 +86,142 @@ class QuorumController:
     metadata log as records before it is answered (Kafka's ``QuorumController``, with a quorum
     of one)."""
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, raft: KafkaRaftManager | None = None) -> None:
+        """``raft``: this controller's voter of a quorum of controllers; None for a lone
+        controller (a quorum of one, with its own ``MetadataLog``)."""
         self.config = config
         self.node_id = config["node.id"]
         # Lock order 2: the controller's state; takes no broker lock.
         self.lock = threading.RLock()
+        self.raft = raft
+        self._reset_state()
+        #: the quorum's epoch in which this controller is the active one; -1 while it is not
+        #: (always -1 without a quorum)
+        self.active_epoch = -1
+        #: the next quorum offset to replay (everything before it is in the state)
+        self._applied = 0
+        #: records of the open batch (see :meth:`batch`), appended when it ends
+        self._pending: list[Record] = []
+        self._batch_depth = 0
+        #: the records since the last snapshot, from offset ``records_start``: what brokers
+        #: fetch (:meth:`fetch_records`), as KRaft brokers fetch the metadata log (a lone
+        #: controller's; a quorum's brokers fetch the quorum's committed log)
+        self.records: list[Record] = []
+        self.records_start = 0
+        #: broker id -> partition replicas placed on it, kept between two creations (None:
+        #: count again; any other change may have moved replicas)
+        self._replica_counts: dict[int, int] | None = None
+        #: replica id -> how it fetches the records (Kafka's ``LeaderState.ReplicaState``): its
+        #: last fetch offset, when it fetched, our end offset then, when it was last caught up
+        self._fetches: dict[int, tuple[int, int, int, int]] = {}
+        # Guards _fetches in a quorum, where a broker's Fetch must never wait for the
+        # controller's lock: a change holds it until the quorum commits, and the commit needs
+        # the Fetch handler threads free (lock order: a leaf).
+        self._fetches_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._fencer = ShutdownableThread(f"controller-{self.node_id}-fencer",
+                                           work=self._fence_lapsed)
+        #: the thread that follows the quorum (:meth:`_catch_up`); None without a quorum
+        self._replayer: ShutdownableThread | None = None
+        self._seen_version = -1
+        if raft is not None:
+            #: a quorum's epoch is its Raft epoch (``active_epoch`` while active)
+            self.leader_epoch = -1
+            self._replayer = ShutdownableThread(f"controller-{self.node_id}-replayer",
+                                                work=self._replay_turn)
+            return
+        self.metadata_log = MetadataLog(config.log_dirs[0], STATE_LOG_NAME)
+        self._load()
+        #: the leader epoch of ``__cluster_metadata``: each start is an election this lone
+        #: voter wins, persisted in the ``quorum-state`` file before it leads
+        self.leader_epoch = elect_self(config.log_dirs[0], self.node_id)
+
+    def _reset_state(self) -> None:
+        """The empty state, before any record is replayed."""
         self.brokers: dict[int, BrokerRegistration] = {}
-        self.heartbeats = BrokerHeartbeatManager(config["broker.session.timeout.ms"])
+        self.heartbeats = BrokerHeartbeatManager(self.config["broker.session.timeout.ms"])
         self.replication = ReplicationControlManager()
         self.configuration = ConfigurationControlManager(self.replication)
         self.client_quotas = ClientQuotaControlManager()
         #: the producer id blocks handed to brokers (KIP-730)
         self.producer_ids = ProducerIdControlManager(self.check_broker_epoch)
         self._next_broker_epoch = 1
-        self.metadata_log = MetadataLog(config.log_dirs[0], STATE_LOG_NAME)
-        #: records of the open batch (see :meth:`batch`), appended when it ends
-        self._pending: list[Record] = []
-        self._batch_depth = 0
-        #: the records since the last snapshot, from offset ``records_start``: what brokers
-        #: fetch (:meth:`fetch_records`), as KRaft brokers fetch the metadata log
-        self.records: list[Record] = []
-        self.records_start = 0
         #: brokers the log says registered (fenced at a restart until they register again)
         self._registered: set[int] = set()
-        #: broker id -> partition replicas placed on it, kept between two creations (None:
-        #: count again; any other change may have moved replicas)
-        self._replica_counts: dict[int, int] | None = None
-        self._load()
-        #: the leader epoch of ``__cluster_metadata``: each start is an election this lone
-        #: voter wins, persisted in the ``quorum-state`` file before it leads
-        self.leader_epoch = elect_self(config.log_dirs[0], self.node_id)
-        #: replica id -> how it fetches the records (Kafka's ``LeaderState.ReplicaState``): its
-        #: last fetch offset, when it fetched, our end offset then, when it was last caught up
-        self._fetches: dict[int, tuple[int, int, int, int]] = {}
-        self._stop = threading.Event()
-        self._fencer = ShutdownableThread(f"controller-{self.node_id}-fencer",
-                                           work=self._fence_lapsed)
+
+    # -- the quorum (docs/broker/quorum.rst) -------------------------------------------------------
+
+    def _replay_turn(self) -> bool:
+        """One turn of the replayer thread: wait (bounded) for the quorum to change, then
+        catch up with it under the lock."""
+        if self._stop.is_set() or self.raft is None:
+            return False
+        self._seen_version = self.raft.wait_for_change(self._seen_version, 0.25)
+        with self.lock:
+            self._catch_up()
+        return True
+
+    def _catch_up(self) -> None:
+        """Follow the quorum (under the lock): replay what it committed, become the active
+        controller once this voter leads and has replayed its whole log, stop being it when
+        the leadership is gone (Kafka's ``QuorumController`` ``handleCommit`` and
+        ``handleLeaderChange``)."""
+        raft = self.raft
+        if raft is None:
+            raise IllegalStateError("a controller without a quorum has nothing to catch up")
+        status = raft.status()
+        if self.active_epoch >= 0 and (not status.is_leader or status.epoch != self.active_epoch):
+            # Changes this controller made may not be committed, and the next leader may never
+            # have them: forget everything and replay the committed log from its start.
+            log.info("controller %d: no longer active (epoch %d, leader %d); rebuilding from "
+                     "the committed log", self.node_id, status.epoch, status.leader_id)
+            self.active_epoch = -1
+            self._reset_state()
+            self._applied = 0
+        if self.active_epoch >= 0:
+            return  # the active controller's state is ahead of the log already
+        while True:
+            entries, high_watermark = raft.read_committed(self._applied, REPLAY_BATCH)
+            for entry in entries:
+                if entry.leader_change is None:
+                    self._replay(json.loads(entry.value))
+                self._applied = entry.offset + 1
+            if not entries:
+                break
+        if status.is_leader and self._applied == status.end_offset == status.high_watermark \
+                and raft.status() == status:
+            # Leading, and the log (down to this epoch's LeaderChange) is committed and
+            # replayed: act.  Every registered broker gets a fresh session to heartbeat in,
+            # as a new active controller knows nothing of their last heartbeats.
+            self.active_epoch = status.epoch
+            for broker_id in self.brokers:
+                if broker_id not in self.heartbeats.fenced:
+                    self.heartbeats.touch(broker_id)
+            log.info("controller %d: active in epoch %d, at offset %d", self.node_id,
+                     status.epoch, self._applied)
+
+    def _append_through_raft(self, records: list[Record]) -> None:
+        """Append ``records`` to the quorum's log and wait until they are committed.
+        ``NotControllerError`` if this controller is not (or stops being) the active one."""
+        raft = self.raft
+        if raft is None:
+            raise IllegalStateError("a controller without a quorum appends to its own log")
+        if self.active_epoch < 0:
+            raise NotControllerError(f"controller {self.node_id} is not the active controller")
+        try:
+            last = raft.append([json.dumps(r).encode() for r in records], self.active_epoch)
+            self._applied = last + 1
+            raft.wait_for_commit(last, self.active_epoch, COMMIT_TIMEOUT_S)
+        except NotControllerError:
+            # What this controller applied but the quorum did not commit must go: the
+            # replayer rebuilds from the committed log, before anyone reads the state again.
+            self._catch_up()
+            raise
+
+    def check_active(self) -> None:
+        """``NotControllerError`` unless this controller may act (always, without a quorum)."""
+        if self.raft is not None and self.active_epoch < 0:
+            raise NotControllerError(f"controller {self.node_id} is not the active controller")
 
     # -- state on disk ---------------------------------------------------------------------------
 
@@ -145,6 +253,17 @@ class QuorumController:
         if kind == "RegisterBrokerRecord":
             self._next_broker_epoch = max(self._next_broker_epoch, r["broker_epoch"] + 1)
             self._registered.add(r["broker_id"])
+            if self.raft is not None:
+                # A follower keeps the registrations, so that it can take over with them.
+                self.brokers[r["broker_id"]] = BrokerRegistration(
+                    r["broker_id"], r["host"], r["port"], r["broker_epoch"],
+                    r.get("incarnation_id", ""))
+                self.heartbeats.fenced.discard(r["broker_id"])
+        elif kind in ("FenceBrokerRecord", "UnfenceBrokerRecord") and self.raft is not None:
+            if kind == "FenceBrokerRecord":
+                self.heartbeats.fenced.add(r["broker_id"])
+            else:
+                self.heartbeats.fenced.discard(r["broker_id"])
         elif kind == "TopicRecord":
             rc.add(TopicControlInfo(r["name"], r["topic_id"], {}))
         elif kind == "ConfigRecord":
@@ -181,6 +300,8 @@ class QuorumController:
         offset).  ``OFFSET_OUT_OF_RANGE`` when ``offset`` is before the last snapshot or past
         the end: the broker then takes the whole image (a Metadata request) instead.
         ``replica_id``: the broker fetching (DescribeQuorum shows how far each has fetched)."""
+        if self.raft is not None:
+            return self._fetch_committed(offset, max_records, replica_id)
         with self.lock:
             start, end = self.records_start, self.metadata_log.end_offset
             if replica_id >= 0:
@@ -189,6 +310,24 @@ class QuorumController:
                 return Errors.OFFSET_OUT_OF_RANGE, [], start, end
             first = offset - start
             return Errors.NONE, self.records[first:first + max_records], start, end
+
+    def _fetch_committed(self, offset: int, max_records: int, replica_id: int,
+                         ) -> tuple[int, list[Record], int, int]:
+        """``fetch_records`` from the quorum's committed log: a broker sees a record only once
+        a majority of the controllers has it.  A leader's ``LeaderChange`` entry is a record
+        of its own kind, which brokers skip, so that offsets stay the log's."""
+        if self.raft is None:
+            raise IllegalStateError("no quorum to fetch from")
+        entries, high_watermark = self.raft.read_committed(offset, max_records)
+        with self._fetches_lock:
+            if replica_id >= 0:
+                self._record_fetch(replica_id, offset, high_watermark)
+        if not 0 <= offset <= high_watermark:
+            return Errors.OFFSET_OUT_OF_RANGE, [], 0, high_watermark
+        return Errors.NONE, [
+            {"type": "LeaderChangeRecord", "leader_id": e.leader_change.leader_id}
+            if e.leader_change is not None else json.loads(e.value) for e in entries
+        ], 0, high_watermark
 
     def _record_fetch(self, replica_id: int, offset: int, end: int) -> None:
         """Kafka's ``ReplicaState.updateFollowerState``: a fetch from our end offset is caught
@@ -209,6 +348,8 @@ class QuorumController:
         voter, and its end offset the high watermark (a quorum of one commits what it has
         fsync'd); the observers are the brokers registered or fetching, each at its last fetch
         offset (-1 for one not seen fetching since this controller started)."""
+        if self.raft is not None:
+            return self._describe_raft_quorum()
         with self.lock:
             now = now_ms()
             end = self.metadata_log.end_offset
@@ -219,6 +360,23 @@ class QuorumController:
                 observers.append(replica_state(broker_id) if fetch is None else replica_state(
                     broker_id, fetch[0], fetch[1], fetch[3]))
             return end, voters, observers
+
+    def _describe_raft_quorum(self) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
+        """``describe_quorum`` from the Raft leader's state: each voter at the end offset of
+        its last Fetch (-1 before its first), the brokers as observers."""
+        if self.raft is None:
+            raise IllegalStateError("no quorum to describe")
+        high_watermark, ends = self.raft.replica_states()
+        with self.lock:
+            brokers = set(self.brokers)
+        with self._fetches_lock:
+            voters = [replica_state(v, ends.get(v, UNKNOWN)) for v in sorted(self.raft.voters)]
+            observers = []
+            for broker_id in sorted(brokers | set(self._fetches)):
+                fetch = self._fetches.get(broker_id)
+                observers.append(replica_state(broker_id) if fetch is None else replica_state(
+                    broker_id, fetch[0], fetch[1], fetch[3]))
+            return high_watermark, voters, observers
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -241,6 +399,9 @@ class QuorumController:
         if self._batch_depth > 0 or not self._pending:
             return
         pending, self._pending = self._pending, []
+        if self.raft is not None:
+            self._append_through_raft(pending)
+            return
         self.metadata_log.append(pending)
         self.records.extend(pending)
         if self.metadata_log.maybe_snapshot(self._snapshot):
@@ -257,10 +418,14 @@ class QuorumController:
 
     def start(self) -> None:
         self._fencer.start()
+        if self._replayer is not None:
+            self._replayer.start()
 
     def shutdown(self) -> None:
         self._stop.set()
         self._fencer.shutdown(5.0)
+        if self._replayer is not None:
+            self._replayer.shutdown(5.0)
 
     @property
     def fencer(self) -> ShutdownableThread:
@@ -296,8 +461,11 @@ class QuorumController:
             self.heartbeats.touch(broker_id)
             self.heartbeats.fenced.discard(broker_id)
             self._registered.add(broker_id)
-            self._commit([{"type": "RegisterBrokerRecord", "broker_id": broker_id,
-                           "broker_epoch": epoch, "host": host, "port": port}])
+            record: Record = {"type": "RegisterBrokerRecord", "broker_id": broker_id,
+                              "broker_epoch": epoch, "host": host, "port": port}
+            if self.raft is not None:
+                record["incarnation_id"] = incarnation  # the other controllers keep it
+            self._commit([record])
             changes = self._commit_partition_changes(
                 self.replication.handle_broker_unfenced(broker_id, self.active_brokers()))
             log.info("controller: broker %d registered at %s:%d, epoch %d%s", broker_id, host,
@@ -343,8 +511,13 @@ class QuorumController:
         if self._stop.wait(period):
             return False
         with self.lock:
-            for broker_id in self.heartbeats.expired():
-                self._fence(broker_id, "its session expired")
+            if self.raft is not None and self.active_epoch < 0:
+                return True  # only the active controller fences
+            try:
+                for broker_id in self.heartbeats.expired():
+                    self._fence(broker_id, "its session expired")
+            except NotControllerError as exc:
+                log.info("controller %d: fencing stopped: %s", self.node_id, exc)
         return True
 
     # -- topics ------------------------------------------------------------------------------------

@@ -101,6 +101,14 @@ class RequestChannel:
     def remove_processor(self, processor_id: int) -> None:
         self._processors.pop(processor_id, None)
 
+    def sharing_processors(self, queue_size: int) -> RequestChannel:
+        """Another channel, with a request queue of its own, whose responses go to this one's
+        processors: for requests that must not wait behind the others (a quorum controller's
+        Raft messages, which its other requests wait on)."""
+        other = RequestChannel(queue_size)
+        other._processors = self._processors
+        return other
+
     # -- the processors' side -------------------------------------------------------------------
 
     def send_request(self, request: Request,

@@ -18,11 +18,17 @@ import threading
 import uuid
 from collections.abc import Callable
 
-from kafkacore import errors
 from kafkacore.broker.config.kafka_config import BrokerConfig
 from kafkacore.broker.metadata.metadata_loader import MetadataLoader
 from kafkacore.broker.network.faults import FaultInjector
 from kafkacore.broker.security.authentication import controller_sasl
+from kafkacore.broker.server.node_to_controller_channel_manager import (
+    NodeToControllerChannelManager,
+)
+from kafkacore.broker.server.raft_controller_node_provider import (
+    RaftControllerNodeProvider,
+    parse_bootstrap_servers,
+)
 from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors
@@ -48,12 +54,10 @@ class BrokerLifecycleManager(ShutdownableThread):
         self.cluster_id = cluster_id
         self.advertised_address = advertised_address
         self.faults = faults
-        address = config["controller.quorum.bootstrap.servers"].split(",")[0].strip()
-        host, _, port = address.rpartition(":")
-        if not host or not port.isdigit():
-            raise errors.ConfigError("controller.quorum.bootstrap.servers: expected host:port, "
-                                     f"got {address!r}")
-        self.controller_address = (host, int(port))
+        #: the controllers (several in a quorum) and the one believed active, shared by the
+        #: three connections below: on NOT_CONTROLLER or a dead connection they move on
+        self.controllers = RaftControllerNodeProvider(
+            parse_bootstrap_servers(config["controller.quorum.bootstrap.servers"]))
         self.interval_s = config["broker.heartbeat.interval.ms"] / 1000.0
         self.incarnation_id = uuid.uuid4()
         self.broker_epoch = -1
@@ -64,12 +68,12 @@ class BrokerLifecycleManager(ShutdownableThread):
         # slow CreateTopics never delays a heartbeat.
         # On the controller's listener, with the broker's credentials (controller.listener.names).
         sasl = controller_sasl(config)
-        self._client = InterBrokerClient(host, int(port), name + "-heartbeat", timeout, faults,
-                                         sasl=sasl)
-        self.controller_channel = InterBrokerClient(host, int(port), name + "-forward", timeout,
-                                                    faults, sasl=sasl)
-        self.metadata_loader = metadata_loader(InterBrokerClient(
-            host, int(port), name + "-metadata", timeout, faults, sasl=sasl))
+        self._client = NodeToControllerChannelManager(self.controllers, name + "-heartbeat",
+                                                      timeout, faults, sasl=sasl)
+        self.controller_channel = NodeToControllerChannelManager(
+            self.controllers, name + "-forward", timeout, faults, sasl=sasl)
+        self.metadata_loader = metadata_loader(NodeToControllerChannelManager(
+            self.controllers, name + "-metadata", timeout, faults, sasl=sasl))
 
     def start(self) -> None:
         super().start()

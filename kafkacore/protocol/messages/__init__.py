@@ -30,7 +30,8 @@ declaration is ``<API>_REQUEST`` in the module of its family, its response's ``<
 ``quotas``          DescribeClientQuotas (48), AlterClientQuotas (49)
 ``controller``      broker to controller: AlterPartition (56), BrokerRegistration (62),
                     BrokerHeartbeat (63), AllocateProducerIds (67)
-``quorum``          the controller quorum (KRaft): DescribeQuorum (55)
+``quorum``          the controller quorum (KRaft): Vote (52), BeginQuorumEpoch (53),
+                    EndQuorumEpoch (54), DescribeQuorum (55)
 ==================  ================================================================================
 
 :mod:`~kafkacore.protocol.messages.api_message_type` builds the one registry, ``MESSAGES`` (api

@@ -2,9 +2,14 @@
 send to a broker (forwarded to the controller) or a controller to learn the ``__cluster_metadata``
 partition's leader, its epoch, its high watermark, and how far each voter and observer has
 fetched.  v1 adds each replica's last fetch and caught-up times (KIP-836), v2 the error messages,
-each replica's directory id and the voters' endpoints (KIP-853).  The votes and epochs of the
-quorum itself (Vote, BeginQuorumEpoch, EndQuorumEpoch) come here when the quorum lands; see
-docs/broker/controller.rst.
+each replica's directory id and the voters' endpoints (KIP-853).
+
+The votes and epochs the controllers exchange among themselves (KIP-595): Vote (52),
+BeginQuorumEpoch (53) and EndQuorumEpoch (54), version 0 of each (the voters are fixed by
+``controller.quorum.voters``; v1's directory ids and endpoints are KIP-853's, which we do not
+do).  The quorum's replication itself travels in Fetch (``fetch.py``), whose v12+ fields
+(``LastFetchedEpoch``, ``DivergingEpoch``, ``CurrentLeader``) are KIP-595's.  See
+docs/broker/quorum.rst.
 """
 
 from __future__ import annotations
@@ -12,7 +17,131 @@ from __future__ import annotations
 from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.protocol.messages.message_spec import Declaration
 
-__all__ = ["DESCRIBE_QUORUM_REQUEST", "DESCRIBE_QUORUM_RESPONSE"]
+__all__ = [
+    "BEGIN_QUORUM_EPOCH_REQUEST", "BEGIN_QUORUM_EPOCH_RESPONSE",
+    "DESCRIBE_QUORUM_REQUEST", "DESCRIBE_QUORUM_RESPONSE",
+    "END_QUORUM_EPOCH_REQUEST", "END_QUORUM_EPOCH_RESPONSE",
+    "VOTE_REQUEST", "VOTE_RESPONSE",
+]
+
+
+def _topics(partition_fields: list[dict[str, object]], versions: str = "0+",
+            ) -> dict[str, object]:
+    """The ``Topics`` array every quorum message has (one topic, ``__cluster_metadata``, with
+    one partition in practice)."""
+    return {
+        "name": "Topics",
+        "type": "[]TopicData",
+        "versions": versions,
+        "fields": [
+            {"name": "TopicName", "type": "string", "versions": versions},
+            {"name": "Partitions", "type": "[]PartitionData", "versions": versions,
+             "fields": [{"name": "PartitionIndex", "type": "int32", "versions": versions},
+                        *partition_fields]},
+        ],
+    }
+
+
+_CLUSTER_ID = {"name": "ClusterId", "type": "string", "versions": "0+",
+               "nullableVersions": "0+", "default": None}
+
+# -- Vote (52) -----------------------------------------------------------------------------------
+
+VOTE_REQUEST: Declaration = {
+    "apiKey": ApiKey.VOTE,
+    "type": "request",
+    "name": "VoteRequest",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        _CLUSTER_ID,
+        _topics([
+            {"name": "CandidateEpoch", "type": "int32", "versions": "0+"},
+            {"name": "CandidateId", "type": "int32", "versions": "0+"},
+            # The candidate's last entry: a vote goes only to a log at least as up to date.
+            {"name": "LastOffsetEpoch", "type": "int32", "versions": "0+"},
+            {"name": "LastOffset", "type": "int64", "versions": "0+"},
+        ]),
+    ],
+}
+
+VOTE_RESPONSE: Declaration = {
+    "apiKey": ApiKey.VOTE,
+    "type": "response",
+    "name": "VoteResponse",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        _topics([
+            {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+            {"name": "LeaderId", "type": "int32", "versions": "0+"},
+            {"name": "LeaderEpoch", "type": "int32", "versions": "0+"},
+            {"name": "VoteGranted", "type": "bool", "versions": "0+"},
+        ]),
+    ],
+}
+
+# -- BeginQuorumEpoch (53) -------------------------------------------------------------------------
+
+BEGIN_QUORUM_EPOCH_REQUEST: Declaration = {
+    "apiKey": ApiKey.BEGIN_QUORUM_EPOCH,
+    "type": "request",
+    "name": "BeginQuorumEpochRequest",
+    "validVersions": "0",
+    "flexibleVersions": "none",
+    "fields": [
+        _CLUSTER_ID,
+        _topics([
+            {"name": "LeaderId", "type": "int32", "versions": "0+"},
+            {"name": "LeaderEpoch", "type": "int32", "versions": "0+"},
+        ]),
+    ],
+}
+
+
+def _epoch_response(name: str, api_key: ApiKey) -> Declaration:
+    """BeginQuorumEpoch's and EndQuorumEpoch's answer: what the voter knows of the epoch."""
+    return {
+        "apiKey": api_key,
+        "type": "response",
+        "name": name,
+        "validVersions": "0",
+        "flexibleVersions": "none",
+        "fields": [
+            {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+            _topics([
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                {"name": "LeaderId", "type": "int32", "versions": "0+"},
+                {"name": "LeaderEpoch", "type": "int32", "versions": "0+"},
+            ]),
+        ],
+    }
+
+
+BEGIN_QUORUM_EPOCH_RESPONSE = _epoch_response("BeginQuorumEpochResponse",
+                                              ApiKey.BEGIN_QUORUM_EPOCH)
+
+# -- EndQuorumEpoch (54) ---------------------------------------------------------------------------
+
+END_QUORUM_EPOCH_REQUEST: Declaration = {
+    "apiKey": ApiKey.END_QUORUM_EPOCH,
+    "type": "request",
+    "name": "EndQuorumEpochRequest",
+    "validVersions": "0",
+    "flexibleVersions": "none",
+    "fields": [
+        _CLUSTER_ID,
+        _topics([
+            {"name": "LeaderId", "type": "int32", "versions": "0+"},
+            {"name": "LeaderEpoch", "type": "int32", "versions": "0+"},
+            # The best successors first: they stand sooner.
+            {"name": "PreferredSuccessors", "type": "[]int32", "versions": "0+"},
+        ]),
+    ],
+}
+
+END_QUORUM_EPOCH_RESPONSE = _epoch_response("EndQuorumEpochResponse", ApiKey.END_QUORUM_EPOCH)
 
 # -- DescribeQuorum (55) -----------------------------------------------------------------------
 

@@ -1,0 +1,163 @@
+"""Three controllers as a Raft quorum (KIP-595): kill or cut off the active one and the cluster
+goes on.  Judged by clients we did not write: kafka-python's admin client creates the topics
+and describes the quorum, confluent-kafka produces with acks=all across the failover and reads
+the records back.  See docs/broker/quorum.rst.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+from readback import produce_confluent, read_confluent
+from waits import wait_until
+
+from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
+from kafkacore.errors import Errors
+from kafkacore.protocol.api_keys import ApiKey
+from kafkacore.testing.cluster import Cluster
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
+
+METADATA_TOPIC = "__cluster_metadata"
+
+
+@pytest.fixture(scope="module")
+def quorum(tmp_path_factory):
+    with Cluster(brokers=3, controllers=3,
+                 log_dir=tmp_path_factory.mktemp("quorum")) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def cluster(quorum):
+    """The module's cluster; whatever a test killed or cut off is brought back after it."""
+    yield quorum
+    for node_id, node in [*quorum.controllers.items(), *quorum.brokers.items()]:
+        if not node.running:
+            quorum.restart(node_id)
+    quorum.reset_faults()
+    quorum.wait_for_brokers()
+
+
+def create_topic(cluster: Cluster, replication_factor: int) -> str:
+    """A topic created by kafka-python's admin client (a broker forwards it to the active
+    controller); its name."""
+    name = f"q-{uuid.uuid4().hex[:10]}"
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers,
+                             request_timeout_ms=30000)
+    try:
+        admin.create_topics([NewTopic(name, 1, replication_factor,
+                                      topic_configs={"min.insync.replicas": "2"})])
+    finally:
+        admin.close()
+    return name
+
+
+def describe_quorum(cluster: Cluster) -> dict:
+    """kafka-python's DescribeQuorum answer for ``__cluster_metadata`` partition 0."""
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers,
+                             request_timeout_ms=30000)
+    try:
+        answer = admin.describe_metadata_quorum()
+    finally:
+        admin.close()
+    [topic] = answer["topics"]
+    assert topic["topic_name"] == METADATA_TOPIC
+    [partition] = topic["partitions"]
+    assert partition["error"] is None, partition
+    return partition
+
+
+def test_only_the_active_controller_answers(cluster):
+    """The others say NOT_CONTROLLER, whatever is asked (a broker then moves on)."""
+    active = cluster.active_controller()
+    ask = {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]}
+    for node_id, node in cluster.controllers.items():
+        client = InterBrokerClient("127.0.0.1", node.port, "quorum-test", 10.0)
+        try:
+            quorum = client.send(ApiKey.DESCRIBE_QUORUM, 2, ask)
+            heartbeat = client.send(ApiKey.BROKER_HEARTBEAT, 0, {
+                "broker_id": 1, "broker_epoch": -1, "current_metadata_offset": 0,
+                "want_fence": False, "want_shut_down": False})
+        finally:
+            client.close()
+        if node_id == active:
+            assert quorum["error_code"] == Errors.NONE
+            assert quorum["topics"][0]["partitions"][0]["leader_id"] == active
+            assert heartbeat["error_code"] == Errors.STALE_BROKER_EPOCH  # judged, not refused
+        else:
+            assert quorum["error_code"] == heartbeat["error_code"] == Errors.NOT_CONTROLLER
+
+
+def test_the_active_controller_killed_the_cluster_goes_on(cluster):
+    first = cluster.active_controller()
+    before = create_topic(cluster, 3)
+    cluster.wait_for_isr(before, 0, [1, 2, 3])
+    cluster.wait_for_topic(before)
+    quorum_before = describe_quorum(cluster)
+    assert quorum_before["leader_id"] == first
+    leader = cluster.leader_of(before, 0)
+
+    # Records with acks=all all through: the active controller dies, then the partition's
+    # leader, whose successor only the new active controller can elect.
+    values = [b"v%d" % i for i in range(40)]
+    produced: dict = {}
+    producing = threading.Thread(target=lambda: produced.update(out=produce_confluent(
+        cluster.bootstrap_servers, before, values,
+        {"acks": "all", "enable.idempotence": True}, timeout_s=90.0, spread_s=6.0)))
+    producing.start()
+    cluster.kill(first)
+    second = cluster.active_controller()
+    assert second != first
+    cluster.kill(leader)
+    assert cluster.wait_for_leader_change(before, 0, leader) != leader
+    producing.join(120)
+    delivered, errors = produced["out"]
+    assert None not in delivered, errors
+
+    # What was committed before is there, and a new topic is created by the new controller.
+    assert cluster.partition_state(before, 0) is not None
+    after = create_topic(cluster, 2)
+    cluster.wait_for_topic(after)
+    assert [r.value for r in read_confluent(cluster.bootstrap_servers, before, 1, 40)] == values
+    delivered, errors = produce_confluent(cluster.bootstrap_servers, after, [b"a", b"b"],
+                                          {"acks": "all"})
+    assert None not in delivered, errors
+
+    # DescribeQuorum (kafka-python) names the new leader, in a later epoch, of the same voters.
+    quorum_after = describe_quorum(cluster)
+    assert quorum_after["leader_id"] == second
+    assert quorum_after["leader_epoch"] > quorum_before["leader_epoch"]
+    assert sorted(v["replica_id"] for v in quorum_after["current_voters"]) == sorted(
+        cluster.controllers)
+    assert quorum_after["high_watermark"] > quorum_before["high_watermark"]
+
+    # Restarted with its log, the old active controller follows the new one and catches up.
+    cluster.restart(first)
+    wait_until(lambda: (s := cluster.quorum_status(first))["leader_id"] != first
+               and s["leader_id"] >= 0 and not s["active"]
+               and s["high_watermark"] >= quorum_after["high_watermark"],
+               f"restarted controller {first} follows and catches up", 60)
+
+
+def test_an_isolated_controller_steps_down_and_follows_once_healed(cluster):
+    first = cluster.active_controller()
+    cluster.isolate(first)
+    try:
+        # Check quorum: no majority fetches from it, so it resigns on its own.
+        wait_until(lambda: not cluster.quorum_status(first)["active"],
+                   f"isolated controller {first} stops acting", 30)
+        second = cluster.active_controller()
+        assert second != first
+        name = create_topic(cluster, 3)  # decided without it
+        committed = cluster.quorum_status(second)["high_watermark"]
+    finally:
+        cluster.heal(first)
+    wait_until(lambda: (s := cluster.quorum_status(first))["leader_id"] not in (-1, first)
+               and not s["is_leader"] and s["high_watermark"] >= committed,
+               f"healed controller {first} follows the leader and has the topic's records", 60)
+    cluster.wait_for_topic(name)

@@ -1,0 +1,85 @@
+"""The quorum's messages on the wire (``KafkaNetworkChannel``): every message of the Raft core
+through Kafka's schemas and back, as the codec encodes and decodes them."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkacore.broker.controller import kafka_network_channel as wire
+from kafkacore.errors import Errors
+from kafkacore.protocol import codec
+from kafkacore.protocol.api_keys import ApiKey
+from kafkacore.raft.raft_log import LeaderChangeMessage, LogEntry
+from kafkacore.raft.raft_messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    EpochEndOffset,
+    FetchRequest,
+    FetchResponse,
+    LeaderIdAndEpoch,
+    ReplicaState,
+    VoteRequest,
+    VoteResponse,
+)
+
+
+def request_through_the_codec(api_key: int, version: int, body: dict) -> dict:
+    frame = b"".join(bytes(c) for c in codec.encode_request(api_key, version, 7, "raft", body))
+    header, decoded, trailing = codec.decode_request(frame)
+    assert (header["request_api_key"], trailing) == (api_key, 0)
+    return decoded
+
+
+def response_through_the_codec(api_key: int, version: int, body: dict) -> dict:
+    frame = b"".join(bytes(c) for c in codec.encode_response(api_key, version, 7, body))
+    correlation_id, decoded = codec.decode_response(api_key, version, frame)
+    assert correlation_id == 7
+    return decoded
+
+
+REQUESTS = [
+    VoteRequest(5, 2, 4, 120),
+    BeginQuorumEpochRequest(2, 5),
+    EndQuorumEpochRequest(2, 5, (3, 1)),
+    FetchRequest(ReplicaState(3), 5, 120, 4, 500),
+]
+
+RESPONSES = [
+    (ApiKey.VOTE, VoteResponse(Errors.NONE, -1, 5, True)),
+    (ApiKey.BEGIN_QUORUM_EPOCH, BeginQuorumEpochResponse(Errors.FENCED_LEADER_EPOCH, 2, 6)),
+    (ApiKey.END_QUORUM_EPOCH, EndQuorumEpochResponse(Errors.NONE, 2, 5)),
+    (ApiKey.FETCH, FetchResponse(Errors.NONE, 3, LeaderIdAndEpoch(2, 5), EpochEndOffset(0, 0))),
+    (ApiKey.FETCH, FetchResponse(Errors.NONE, 4, LeaderIdAndEpoch(2, 5), None, (
+        LogEntry(3, 4, b'{"type": "TopicRecord"}'),
+        LogEntry(4, 5, b"", LeaderChangeMessage(2, (1, 2, 3), (2, 3))),
+        LogEntry(5, 5, b"x")))),
+]
+
+
+def test_every_request_goes_through_kafkas_schema_and_back():
+    for request in REQUESTS:
+        api_key, version, body = wire.request_to_wire(request, "cluster-1")
+        decoded = request_through_the_codec(api_key, version, body)
+        source, back = wire.request_from_wire(api_key, decoded)
+        assert back == request
+        assert source == {VoteRequest: 2, BeginQuorumEpochRequest: 2, EndQuorumEpochRequest: 2,
+                          FetchRequest: 3}[type(request)]
+    assert [wire.request_to_wire(r, "c")[:2] for r in REQUESTS] == [
+        (ApiKey.VOTE, 0), (ApiKey.BEGIN_QUORUM_EPOCH, 0), (ApiKey.END_QUORUM_EPOCH, 0),
+        (ApiKey.FETCH, wire.FETCH_VERSION)]
+
+
+def test_every_response_goes_through_kafkas_schema_and_back():
+    for api_key, response in RESPONSES:
+        version = wire.FETCH_VERSION if api_key == ApiKey.FETCH else 0
+        decoded = response_through_the_codec(api_key, version, wire.response_to_wire(response))
+        assert wire.response_from_wire(api_key, decoded) == response
+
+
+def test_a_quorum_request_for_another_partition_is_refused():
+    api_key, version, body = wire.request_to_wire(BeginQuorumEpochRequest(2, 5), "c")
+    body["topics"][0]["partitions"][0]["partition_index"] = 1
+    with pytest.raises(ValueError, match="one partition"):
+        wire.request_from_wire(api_key, request_through_the_codec(api_key, version, body))

@@ -1,0 +1,76 @@
+"""``KafkaMetadataLog``: the quorum's log on disk keeps what a voter had across a restart."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafkacore.errors import IllegalStateError, KafkaStorageError
+from kafkacore.raft import FileQuorumStateStore, KafkaRaftClient, RaftConfig
+from kafkacore.raft.kafka_metadata_log import KafkaMetadataLog
+from kafkacore.raft.raft_log import LeaderChangeMessage, LogEntry
+
+
+def test_entries_and_a_truncation_survive_a_restart(tmp_path):
+    log = KafkaMetadataLog(tmp_path)
+    change = LeaderChangeMessage(1, (1, 2, 3), (1, 2))
+    assert log.append_as_leader([change, b"a", b"b"], 1) == 2
+    log.append_as_follower([LogEntry(3, 2, b"c"), LogEntry(4, 2, b"d")])
+    log.truncate_to(4)  # a follower cut back where its log left the leader's
+    log.append_as_follower([LogEntry(4, 3, b"e")])
+    log.close()
+
+    again = KafkaMetadataLog(tmp_path)
+    assert [(e.offset, e.epoch, e.value) for e in again.entries] == [
+        (0, 1, b""), (1, 1, b"a"), (2, 1, b"b"), (3, 2, b"c"), (4, 3, b"e")]
+    assert again.entries[0].leader_change == change
+    assert again.end_offset_for_epoch(2) == (4, 2)
+    # The high watermark is not kept: a restarted voter learns it from the leader.
+    assert again.high_watermark == 0
+    again.close()
+
+
+def test_a_torn_last_entry_is_cut_off_and_damage_before_it_refused(tmp_path):
+    log = KafkaMetadataLog(tmp_path)
+    log.append_as_leader([b"a", b"b"], 1)
+    log.close()
+    with open(log.path, "ab") as f:
+        f.write(b"0000 {\"offset\": 2")  # a crash in the middle of a write
+    torn = KafkaMetadataLog(tmp_path)
+    assert [e.value for e in torn.entries] == [b"a", b"b"]
+    torn.append_as_leader([b"c"], 1)  # written where the torn line was
+    torn.close()
+    assert [e.value for e in KafkaMetadataLog(tmp_path).entries] == [b"a", b"b", b"c"]
+
+    data = log.path.read_bytes()
+    log.path.write_bytes(data[:5] + b"x" + data[6:])  # the first line damaged
+    with pytest.raises(KafkaStorageError, match="damaged"):
+        KafkaMetadataLog(tmp_path)
+
+
+def test_committed_entries_are_never_truncated(tmp_path):
+    log = KafkaMetadataLog(tmp_path)
+    log.append_as_leader([b"a", b"b"], 1)
+    log.update_high_watermark(2)
+    with pytest.raises(IllegalStateError):
+        log.truncate_to(1)
+    log.close()
+
+
+def test_a_restarted_voter_keeps_its_log_and_its_epoch(tmp_path):
+    """A quorum of one on disk: it elects itself, appends, restarts, and is back in a later
+    epoch with its entries, never reusing an epoch it was in."""
+    def start(now_ms: int) -> KafkaRaftClient:
+        return KafkaRaftClient(1, [1], KafkaMetadataLog(tmp_path), FileQuorumStateStore(tmp_path),
+                               __import__("random").Random(1), now_ms, RaftConfig())
+
+    client = start(0)
+    client.poll(10_000)  # the election timeout passed: it stands, and wins alone
+    assert client.is_leader()
+    first_epoch = client.epoch
+    client.append([b"x"], 10_001)
+    client.log.close()  # type: ignore[attr-defined]
+
+    again = start(20_000)
+    assert [e.value for e in again.log.read(0, 10)][-1] == b"x"
+    again.poll(40_000)
+    assert again.is_leader() and again.epoch > first_epoch
