@@ -96,6 +96,17 @@ class KafkaMetadataLog(MemoryRaftLog):
         if good < len(data):
             os.ftruncate(self._fd, good)
             os.fsync(self._fd)
+        if not data:
+            # A new file: its name must survive a crash too (a file's fsync covers its data,
+            # not its directory entry), or a voter could restart with no log after acknowledging.
+            self._fsync_directory()
+
+    def _fsync_directory(self) -> None:
+        fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def _write(self, first: int) -> None:
         """Write the entries from index ``first`` on, fsynced."""

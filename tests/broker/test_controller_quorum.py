@@ -13,6 +13,7 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from readback import produce_confluent, read_confluent
+from test_describe_quorum import METADATA_TOPIC, describe
 from waits import wait_until
 
 from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
@@ -21,8 +22,6 @@ from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.testing.cluster import Cluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
-
-METADATA_TOPIC = "__cluster_metadata"
 
 
 @pytest.fixture(scope="module")
@@ -59,17 +58,7 @@ def create_topic(cluster: Cluster, replication_factor: int) -> str:
 
 def describe_quorum(cluster: Cluster) -> dict:
     """kafka-python's DescribeQuorum answer for ``__cluster_metadata`` partition 0."""
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers,
-                             request_timeout_ms=30000)
-    try:
-        answer = admin.describe_metadata_quorum()
-    finally:
-        admin.close()
-    [topic] = answer["topics"]
-    assert topic["topic_name"] == METADATA_TOPIC
-    [partition] = topic["partitions"]
-    assert partition["error"] is None, partition
-    return partition
+    return describe(cluster.bootstrap_servers)
 
 
 def test_only_the_active_controller_answers(cluster):
