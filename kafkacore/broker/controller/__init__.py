@@ -15,7 +15,8 @@ One Kafka class per module, as in Kafka's ``org.apache.kafka.controller`` packag
   each change appended as records (``TopicRecord``, ``PartitionRecord``,
   ``PartitionChangeRecord``, ...) to the controller's
   :class:`~kafkacore.broker.metadata.metadata_log.MetadataLog` before it is answered, with a snapshot now
-  and then (a quorum of one; Kafka replicates its metadata log to a quorum of controllers).
+  and then; with several voters in ``controller.quorum.voters``, through the Raft quorum
+  (:class:`~kafkacore.broker.controller.kafka_raft_manager.KafkaRaftManager`, docs/broker/quorum.rst).
 - :class:`~kafkacore.broker.controller.producer_id_control_manager.ProducerIdControlManager`:
   the blocks of producer ids handed to brokers (AllocateProducerIds, KIP-730), each block's end
   recorded (``ProducerIdsRecord``) before the broker hears of it.
