@@ -434,6 +434,8 @@ class Sender:
             return tm.can_retry_sequence_error(
                 (batch.topic, batch.partition), batch, code == Errors.UNKNOWN_PRODUCER_ID
             )
+        if tm is not None and code in (Errors.PRODUCER_FENCED, Errors.INVALID_PRODUCER_EPOCH):
+            return tm.can_retry_fenced_raised_epoch((batch.topic, batch.partition), batch)
         return bool(getattr(error, "retriable", False))
 
     def _fail_batch(self, batch, error: BaseException, now: int) -> None:
@@ -466,7 +468,8 @@ class Sender:
     def _maybe_rewrite_sequences(self, now: int) -> None:
         """KIP-360: start over the partitions the transaction manager gave up on, once nothing
         of theirs is in flight: first a new epoch if they are still numbered under the current
-        one, then their queued batches numbered again from 0 (Java's
+        one (raised by the producer itself; from InitProducerId when the epoch is exhausted or
+        a broker forgot us), then their queued batches numbered again from 0 (Java's
         ``bumpIdempotentEpochAndResetIdIfNeeded``)."""
         tm = self.transaction_manager
         if self._init_pid_in_flight:
@@ -475,8 +478,11 @@ class Sender:
         if not idle:
             return
         if needs_bump:
-            self._maybe_init_producer_id(now, bump=True)
-            return
+            if not tm.bump_idempotent_epoch():
+                self._maybe_init_producer_id(now, bump=True)
+                return
+            log.info("producer %s: epoch raised to %s to start %s over (KIP-360)",
+                     tm.producer_id, tm.producer_epoch, sorted(idle))
         for tp in idle:
             try:
                 self.accumulator.rewrite_sequences(tp)

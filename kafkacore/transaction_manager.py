@@ -281,6 +281,13 @@ class TransactionManager:
         # Partitions to start over from sequence 0 under a new epoch once nothing of theirs is in
         # flight (Java's partitionsToRewriteSequences); nothing is sent to them meanwhile.
         self._to_rewrite: set[tuple] = set()
+        # A broker answered UNKNOWN_PRODUCER_ID: it lost our state, so an epoch we raise
+        # ourselves may be refused too; the next start-over asks InitProducerId instead.
+        self._producer_forgotten = False
+        # The identity we last raised ourselves, and whether a broker refused one (tansu
+        # answers PRODUCER_FENCED): then every start-over asks InitProducerId.
+        self._raised: tuple[int, int] | None = None
+        self._raise_refused = False
 
     # -- the producer's identity ---------------------------------------------------------------
 
@@ -290,6 +297,8 @@ class TransactionManager:
     def set_producer_id(self, producer_id: int, producer_epoch: int) -> None:
         """A new identity (from InitProducerId).  Each partition takes it, from sequence 0, as
         soon as none of its batches is in flight under the old one (``should_stop_drain``)."""
+        if producer_id != self.producer_id:
+            self._producer_forgotten = False  # a new id is known to the broker that gave it
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
 
@@ -401,6 +410,7 @@ class TransactionManager:
         if unknown_producer_id:
             # The broker has no state for us here (it lost it, or retention removed our
             # records): only a new epoch, from sequence 0, will be accepted.
+            self._producer_forgotten = True
             self.request_epoch_bump(tp)
             return True
         unresolved = self._unresolved.get(tp)
@@ -451,6 +461,39 @@ class TransactionManager:
         idle = [tp for tp in self._to_rewrite if not self._entry(tp).in_flight]
         needs_bump = any(not self._is_stale(self._entry(tp)) for tp in idle)
         return idle, needs_bump
+
+    def bump_idempotent_epoch(self) -> bool:
+        """Raise our own epoch by one (Java's ``bumpIdempotentProducerEpoch``); False when that
+        will not do and InitProducerId must be asked: the epoch is exhausted, or a broker
+        forgot our producer id.
+
+        Why not ask the broker: without a transactional id it answers InitProducerId with a new
+        producer id (nothing proves we own the old one), and a new id fences nothing.  Batches
+        of the old identity may still sit unread in a broker's socket buffer (a frozen or slow
+        leader); under a new id the broker would append them *after* the batches sent since,
+        out of order.  Under the same id with a higher epoch it refuses them
+        (INVALID_PRODUCER_EPOCH): the expired records stay unwritten and the order is kept.
+        """
+        if self.transactional_id is not None or self._producer_forgotten or self._raise_refused:
+            return False
+        if not self.has_producer_id() or self.producer_epoch >= MAX_EPOCH:
+            return False
+        self.set_producer_id(self.producer_id, self.producer_epoch + 1)
+        self._raised = (self.producer_id, self.producer_epoch)
+        return True
+
+    def can_retry_fenced_raised_epoch(self, tp: tuple, batch) -> bool:
+        """PRODUCER_FENCED or INVALID_PRODUCER_EPOCH for ``batch``: if it went out under an
+        epoch we raised ourselves, this broker does not take self-raised epochs (Kafka's does;
+        tansu does not): retry it once ``tp`` starts over under an identity from
+        InitProducerId.  Otherwise the error is the batch's (False)."""
+        if self.transactional_id is not None or self._raised is None:
+            return False
+        if (batch.producer_id, batch.producer_epoch) != self._raised:
+            return False
+        self._raise_refused = True
+        self.request_epoch_bump(tp)
+        return True
 
     def bump_request(self, supports_bump: bool) -> tuple[int, int]:
         """The producer id and epoch an InitProducerId for a bump sends: ours, so that the

@@ -291,7 +291,54 @@ def test_a_batch_refused_for_good_does_not_block_the_younger_ones():
     assert log.values == written
     offsets = [outcome[v].result(timeout=0).offset for v in written]
     assert offsets == list(range(len(written)))
-    assert any(asked[0] >= 0 for asked in log.init_requests)  # the epoch was bumped
+    assert max(epoch for epoch, _ in log.producers.values()) >= 1  # the epoch was raised
+
+
+def test_batches_a_frozen_broker_appends_late_are_fenced_not_written_after_newer_ones():
+    """A broker that froze with our Produce requests unread in its socket buffer appends them
+    when it wakes: after the producer has started the partition over and sent newer records.
+    The producer raises its own epoch (Java's ``bumpIdempotentProducerEpoch``) rather than take
+    a new producer id, so the broker refuses the late batches as an older epoch of the same
+    producer: nothing is written out of order.  (Under a new producer id the late batches were
+    appended after the newer records: seen on the cluster, tests/test_idempotence_faults.py.)"""
+    log = ForgetfulLog(forget_after=10**9, can_bump=False)
+    frozen = threading.Event()
+    unread: list = []  # Produce requests the frozen broker left in its socket buffer
+    broker = FakeBroker(lambda h, b: None)
+    serve = log.handler(broker)
+
+    def answer(header, body):
+        if frozen.is_set() and header["request_api_key"] == ApiKey.PRODUCE:
+            unread.append(body)
+            return None
+        return serve(header, body)
+
+    broker.handler = answer
+    before = [b"before-%d" % i for i in range(5)]
+    during = [b"during-%d" % i for i in range(5)]
+    after = [b"after-%d" % i for i in range(5)]
+    try:
+        with KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=0, batch_size=16,
+                           request_timeout_ms=500, delivery_timeout_ms=1500,
+                           retry_backoff_ms=10, max_in_flight_requests_per_connection=5,
+                           ) as producer:
+            for v in before:
+                producer.send(TOPIC, v).get(timeout=30)
+            frozen.set()
+            expiring = [producer.send(TOPIC, v) for v in during]
+            wait_until(lambda: all(f.done() for f in expiring), "the frozen records expiring", 30)
+            assert all(isinstance(f.exception(), KafkaTimeoutError) for f in expiring)
+            frozen.clear()
+            for v in after:
+                producer.send(TOPIC, v).get(timeout=30)
+    finally:
+        broker.close()
+    assert unread, "no request was left unread: the scenario did not happen"
+    # The broker wakes and reads what was left in its socket buffer.
+    late = [log.append(next(iter_batches(bytes(
+        body["topic_data"][0]["partition_data"][0]["records"]))))[0] for body in unread]
+    assert set(late) == {INVALID_PRODUCER_EPOCH}, late
+    assert log.values == before + after
 
 
 @pytest.mark.timeout(240)

@@ -126,6 +126,55 @@ def test_other_partitions_take_the_new_epoch_once_their_in_flight_batches_are_do
     assert (b.producer_epoch, b.base_sequence) == (1, 0)
 
 
+def test_an_idempotent_producer_raises_its_own_epoch():
+    """Java's bumpIdempotentProducerEpoch: the same producer id, the next epoch (a broker then
+    fences the old epoch's late batches); InitProducerId only when the epoch is exhausted or a
+    broker forgot the id."""
+    tm, acc, (a, b, _c) = setup()
+    drain_one(tm, acc, a)
+    tm.remove_in_flight(TP, a)
+    tm.mark_unresolved(TP, a)
+    assert tm.should_stop_drain(TP, b) and tm.partitions_to_rewrite() == ([TP], True)
+    assert tm.bump_idempotent_epoch()
+    assert (tm.producer_id, tm.producer_epoch) == (4000, 1)
+    assert tm.partitions_to_rewrite() == ([TP], False)
+    acc.rewrite_sequences(TP)
+    drain_one(tm, acc, b)
+    assert (b.producer_id, b.producer_epoch, b.base_sequence) == (4000, 1, 0)
+
+    tm.set_producer_id(4000, MAX_EPOCH)
+    assert not tm.bump_idempotent_epoch()  # exhausted: a new producer id
+    assert not TransactionManager("txn").bump_idempotent_epoch()  # the coordinator's to bump
+
+
+def test_a_broker_that_forgot_us_or_refuses_a_raised_epoch_is_asked_for_one():
+    tm, acc, (a, _b, _c) = setup()
+    drain_one(tm, acc, a)
+    assert tm.can_retry_sequence_error(TP, a, unknown_producer_id=True)
+    tm.remove_in_flight(TP, a)
+    assert not tm.bump_idempotent_epoch()  # it forgot us: ask InitProducerId
+    tm.set_producer_id(4001, 0)  # a new id, which the broker knows ...
+    assert tm.bump_idempotent_epoch()  # ... so the next start-over is ours again
+
+    tm, acc, (a, b, _c) = setup()
+    drain_one(tm, acc, a)
+    tm.remove_in_flight(TP, a)
+    tm.mark_unresolved(TP, a)
+    assert tm.should_stop_drain(TP, b)
+    assert tm.bump_idempotent_epoch()
+    acc.rewrite_sequences(TP)
+    drain_one(tm, acc, b)
+    assert (b.producer_id, b.producer_epoch) == (4000, 1)
+    assert tm.can_retry_fenced_raised_epoch(TP, b)  # refused (tansu): retried ...
+    tm.remove_in_flight(TP, b)
+    assert tm.partitions_to_rewrite() == ([TP], True)
+    assert not tm.bump_idempotent_epoch()  # ... once InitProducerId gave a new identity
+
+    tm, acc, (a, _b, _c) = setup()
+    drain_one(tm, acc, a)  # an identity from InitProducerId: a fencing is the batch's error
+    assert not tm.can_retry_fenced_raised_epoch(TP, a)
+
+
 def test_a_bump_asks_for_our_epoch_or_a_new_id():
     tm = TransactionManager()
     tm.set_producer_id(4000, 3)

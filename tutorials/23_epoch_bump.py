@@ -62,11 +62,11 @@ def main() -> None:
                   f"({batch.record_count} records from '{first}')")
             first_of.setdefault((batch.producer_id, batch.producer_epoch), batch.base_sequence)
             frozen_written += sum(v.startswith(b"frozen") for v in values)
-        # A new identity starts its sequences at 0: the broker accepts that whatever it held
-        # before.  Our broker, as Kafka's, answers the producer's request for a new epoch with a
-        # new producer id (epoch 0): it cannot know that the asker owns the old one.  (Only
-        # when something expired: if every frozen record was acknowledged after all, the
-        # producer knew what the broker held and had no reason to start over.)
+        # A new epoch starts its sequences at 0: the broker accepts that whatever it held
+        # before.  The producer raises its epoch itself (same producer id), so that a batch of
+        # the old epoch the broker reads late is refused, not written after the new ones.
+        # (Only when something expired: if every frozen record was acknowledged after all,
+        # the producer knew what the broker held and had no reason to start over.)
         last = list(first_of)[-1]
         if expired:
             assert len(first_of) >= 2 and first_of[last] == 0

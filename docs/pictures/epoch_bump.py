@@ -53,10 +53,10 @@ def _story():
                  "\n-> start over")
     idle, needs_bump = tm.partitions_to_rewrite()
     assert idle == [TP] and needs_bump
-    tm.set_producer_id(4000, 1)  # what InitProducerId(4000, 0) answers on a bumping broker
+    assert tm.bump_idempotent_epoch()  # the producer raises its own epoch
     acc.rewrite_sequences(TP)
     drain(c)
-    steps.append(f"InitProducerId(4000, 0)\n-> epoch {tm.producer_epoch}\n"
+    steps.append(f"epoch raised by the\nproducer -> {tm.producer_epoch}\n"
                  f"batch C: epoch {c.producer_epoch},\nseq {c.base_sequence}-{c.last_sequence}")
     return steps
 
@@ -69,6 +69,7 @@ def draw(out_dir):
         _boxes.box(ax, 0.2 + i * 3.0, 0.7, 2.7, 1.5, text, kind, 7)
         if i:
             _boxes.arrow(ax, i * 3.0 - 0.1, 1.45, i * 3.0 + 0.2, 1.45)
-    ax.text(0.2, 0.3, "the broker takes sequence 0 of a higher epoch whatever it held before; "
-            "A and B may or may not be in the log (at most once)", fontsize=8)
+    ax.text(0.2, 0.1, "the broker takes sequence 0 of a higher epoch whatever it held before; "
+            "A and B may or may not be in the log (at most once),\nnever after C: a batch of "
+            "epoch 0 the broker reads late is refused (INVALID_PRODUCER_EPOCH)", fontsize=8)
     _boxes.save(fig, pathlib.Path(out_dir) / "epoch_bump.png")
