@@ -12,6 +12,8 @@ belong to whoever drives it (a simulated world in the model test, the controller
   ``MemoryRaftLog``;
 - :mod:`kafkacore.raft.kafka_metadata_log`: ``KafkaMetadataLog``, the same log fsynced to a file
   (the controllers' quorum);
+- :mod:`kafkacore.raft.line_file`: a file of CRC-checked lines reopened with a torn last line
+  cut off, the reader of ``KafkaMetadataLog`` and of the broker's ``MetadataLog`` both;
 - :mod:`kafkacore.raft.quorum_state_store`: the persisted election state (epoch, voted id,
   leader id), with a file store that is written whole and fsynced before a vote is granted;
 - :mod:`kafkacore.raft.epoch_state`: the six states (unattached, voted, candidate, leader,

@@ -6,7 +6,8 @@ Ours is one small file, ``<directory>/__cluster_metadata-0/raft.log``, one line 
 leader's ``LeaderChange``, its fields.  An append writes its entries with one ``write`` and one
 ``fsync`` before it returns, so an entry a voter acknowledged (by fetching past it, or as the
 leader counting itself) survives a crash; a torn last line (a crash during the write) fails its
-CRC and is cut off at the next start.  A truncation (a follower whose log diverged) cuts the
+CRC and is cut off at the next start (:mod:`kafkacore.raft.line_file`, the reader the lone
+controller's ``MetadataLog`` uses too).  A truncation (a follower whose log diverged) cuts the
 file at the first entry removed.
 
 The entries are also kept in memory (``MemoryRaftLog``'s list): the log is small, and the
@@ -18,16 +19,13 @@ from __future__ import annotations
 
 import base64
 import json
-import logging
 import os
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
 from kafkacore.errors import KafkaStorageError
+from kafkacore.raft.line_file import encode_line, open_line_file
 from kafkacore.raft.raft_log import LeaderChangeMessage, LogEntry, MemoryRaftLog
-
-log = logging.getLogger(__name__)
 
 #: the quorum's one partition, whose directory holds the log
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
@@ -36,32 +34,27 @@ LOG_FILE_NAME = "raft.log"
 
 def _encode(entry: LogEntry) -> bytes:
     change = entry.leader_change
-    body = json.dumps({
+    return encode_line(json.dumps({
         "offset": entry.offset, "epoch": entry.epoch,
         "value": base64.b64encode(entry.value).decode(),
         "leader_change": None if change is None else {
             "leader_id": change.leader_id, "voters": list(change.voters),
             "granting_voters": list(change.granting_voters), "version": change.version},
-    }, separators=(",", ":")).encode()
-    return b"%08x %s\n" % (zlib.crc32(body), body)
+    }, separators=(",", ":")).encode())
 
 
-def _decode(line: bytes) -> LogEntry | None:
-    """The entry of one line, or None if the line is torn or damaged."""
-    crc, _, body = line.rstrip(b"\n").partition(b" ")
-    if not line.endswith(b"\n") or len(crc) != 8:
-        return None
+def _decode(body: bytes, index: int) -> LogEntry | None:
+    """The entry of a line's body if it is the ``index``-th entry, else None (damaged)."""
     try:
-        if int(crc, 16) != zlib.crc32(body):
-            return None
         d = json.loads(body)
         change = d["leader_change"]
-        return LogEntry(d["offset"], d["epoch"], base64.b64decode(d["value"]),
-                        None if change is None else LeaderChangeMessage(
-                            change["leader_id"], tuple(change["voters"]),
-                            tuple(change["granting_voters"]), change["version"]))
+        entry = LogEntry(d["offset"], d["epoch"], base64.b64decode(d["value"]),
+                         None if change is None else LeaderChangeMessage(
+                             change["leader_id"], tuple(change["voters"]),
+                             tuple(change["granting_voters"]), change["version"]))
     except (ValueError, KeyError, TypeError):
         return None
+    return entry if entry.offset == index else None
 
 
 class KafkaMetadataLog(MemoryRaftLog):
@@ -74,39 +67,12 @@ class KafkaMetadataLog(MemoryRaftLog):
         self.directory = Path(directory) / METADATA_PARTITION_DIR
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / LOG_FILE_NAME
+        opened = open_line_file(self.path, _decode)
+        self.entries.extend(opened.items)
         #: the byte position where each entry's line starts (truncation cuts the file there)
-        self._positions: list[int] = []
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            data = b""
-        good = 0
-        for line in data.splitlines(keepends=True):
-            entry = _decode(line)
-            if entry is None or entry.offset != len(self.entries):
-                if good + len(line) < len(data):
-                    raise KafkaStorageError(f"{self.path} is damaged at byte {good}")
-                log.warning("%s: cutting off a torn last entry (%d bytes)", self.path, len(line))
-                break
-            self._positions.append(good)
-            self.entries.append(entry)
-            good += len(line)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._size = good
-        if good < len(data):
-            os.ftruncate(self._fd, good)
-            os.fsync(self._fd)
-        if not data:
-            # A new file: its name must survive a crash too (a file's fsync covers its data,
-            # not its directory entry), or a voter could restart with no log after acknowledging.
-            self._fsync_directory()
-
-    def _fsync_directory(self) -> None:
-        fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        self._positions = opened.positions
+        self._fd = opened.fd
+        self._size = opened.size
 
     def _write(self, first: int) -> None:
         """Write the entries from index ``first`` on, fsynced."""

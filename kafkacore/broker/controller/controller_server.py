@@ -178,4 +178,5 @@ class ControllerControlServer(ControlServer):
         return {"node_id": self.controller.node_id, "epoch": status.epoch,
                 "leader_id": status.leader_id, "is_leader": status.is_leader,
                 "active": self.controller.active_epoch >= 0,
-                "end_offset": status.end_offset, "high_watermark": status.high_watermark}
+                "end_offset": status.end_offset, "high_watermark": status.high_watermark,
+                **raft.statistics()}

@@ -348,6 +348,10 @@ class KafkaNetworkChannel:
                                     f"{envelope.destination_id} to send to")
         lane.offer(envelope)
 
+    def dropped(self) -> int:
+        """Messages dropped since the start because a sender's queue was full or stopping."""
+        return sum(lane.dropped for lane in self._lanes.values())
+
     def start(self) -> None:
         for lane in self._lanes.values():
             lane.start()

@@ -10,10 +10,12 @@ the waiting request.  The client's log is the
 ``quorum-state`` file (``FileQuorumStateStore``), both in the controller's first log dir, so a
 restarted controller keeps its log and never votes twice in an epoch.
 
-Everything here is bounded: the inbox (a request beyond it is refused at once), the time a
+Everything here is bounded: the inbox (a request beyond it is refused at once, an answer
+beyond it dropped, counted and logged: Raft asks again after its request timeout), the time a
 request waits for the client's answer (a held Fetch included), the wait for a commit.
 The controller (``QuorumController``) sees the quorum through :meth:`status`, :meth:`append`,
-:meth:`wait_for_commit`, :meth:`read_committed` and :meth:`wait_for_change`.
+:meth:`wait_for_commit`, :meth:`read_committed` and :meth:`wait_for_change`; an operator sees its
+counters through :meth:`statistics`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkacore.broker.controller.kafka_network_channel import KafkaNetworkChannel
+from kafkacore.broker.server_common.rate_limited_log import RateLimitedLog
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import Errors, NotControllerError
 from kafkacore.raft import FileQuorumStateStore, KafkaRaftClient, RaftConfig
@@ -52,7 +55,9 @@ from kafkacore.raft.raft_messages import (
 
 log = logging.getLogger(__name__)
 
-#: requests from other voters waiting for the client; more are refused at once
+#: requests from other voters waiting for the client; more are refused at once.  Also the
+#: messages the inbox holds: an answer arriving beyond it is dropped (counted, and logged at
+#: most once per ``RateLimitedLog`` interval)
 INBOX_BOUND = 256
 #: the longest a driver turn sleeps with nothing due (it wakes for any message)
 MAX_TURN_WAIT_S = 0.1
@@ -124,9 +129,13 @@ class KafkaRaftManager:
         #: bumped at every change of the status, for :meth:`wait_for_change`
         self._version = 0
         self._last_status: QuorumStatus | None = None
+        #: answers dropped because the inbox was full, since the start (under _cond)
+        self._inbox_dropped = 0
+        #: the drops' WARNING, one line per interval with the count held back (under _cond)
+        self._drop_log = RateLimitedLog(log)
         self.channel = KafkaNetworkChannel(node_id, self.voters, cluster_id=cluster_id,
                                            request_timeout_ms=self.config.request_timeout_ms,
-                                           deliver=self._deliver, faults=faults, sasl=sasl)
+                                           deliver=self.deliver, faults=faults, sasl=sasl)
         self._thread = ShutdownableThread(f"raft-{node_id}", work=self._turn)
         self._stopping = False
 
@@ -183,6 +192,14 @@ class KafkaRaftManager:
                 self._cond.wait(timeout_s)
             return self._version
 
+    def statistics(self) -> dict[str, int]:
+        """The quorum's counters since the start: ``inbox_dropped``, answers from the other
+        voters dropped because the inbox was full; ``send_dropped``, messages to them dropped
+        because a sender's queue was full or it was stopping (Raft sends both again)."""
+        with self._cond:
+            inbox_dropped = self._inbox_dropped
+        return {"inbox_dropped": inbox_dropped, "send_dropped": self.channel.dropped()}
+
     def replica_states(self) -> tuple[int, dict[int, int]]:
         """(high watermark, voter -> its end offset as the leader knows it; -1 unknown) on the
         leader; (high watermark, {}) elsewhere."""
@@ -216,12 +233,24 @@ class KafkaRaftManager:
         if refused:
             reply(_refusal(body, Errors.REQUEST_TIMED_OUT))
 
-    def _deliver(self, envelope: Envelope) -> None:
-        """An answer from another voter (a sender's thread)."""
+    def deliver(self, envelope: Envelope) -> None:
+        """Hand the client an answer from another voter (the channel's senders call this, each
+        on its own thread).  With the inbox full the answer is dropped, as a message lost on the
+        network would be (Raft asks again after its request timeout), but not in silence: it is
+        counted (:meth:`statistics`) and logged, one WARNING per interval with the count of the
+        drops since the last."""
         with self._cond:
             if len(self._inbox) < INBOX_BOUND:
                 self._inbox.append(envelope)
                 self._cond.notify_all()
+                return
+            self._inbox_dropped += 1
+            # Under the lock: RateLimitedLog is not thread-safe, and at most one line per
+            # interval is written (the rest go to DEBUG).
+            self._drop_log.log(
+                "inbox-full", "raft %d: inbox full (%d messages), dropped a %s from %d "
+                "(%d dropped since the start)", self.node_id, len(self._inbox),
+                type(envelope.body).__name__, envelope.source_id, self._inbox_dropped)
 
     # -- the driver ------------------------------------------------------------------------------
 
@@ -260,8 +289,8 @@ class KafkaRaftManager:
                 self._last_status = status
                 self._version += 1
                 self._cond.notify_all()
-        for reply, body in replies:
-            reply(body)
+        for reply, answer in replies:
+            reply(answer)
         return True
 
     def start(self) -> None:

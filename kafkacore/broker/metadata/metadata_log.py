@@ -9,7 +9,8 @@ the same two pieces in two small files of a log dir:
 - ``<name>.log``: one line per batch, ``<crc32 in hex> <json>``, the json being
   ``{"base_offset": n, "records": [...]}``.  A batch is the records of one change (all the
   topics of one CreateTopics request), written with one ``write`` and one ``fsync``: a crash
-  leaves it whole or not at all, as a torn last line fails its CRC and is cut off on reading.
+  leaves it whole or not at all, as a torn last line fails its CRC and is cut off on reading
+  (:mod:`kafkacore.raft.line_file`, the reader the quorum's ``KafkaMetadataLog`` uses too).
 - ``<name>.json``: the snapshot, the whole state and its ``end_offset`` (the offset of the first
   record it does not hold), replaced atomically.  It is taken when the log has grown by
   ``metadata.log.max.record.bytes.between.snapshots`` or is older than
@@ -21,19 +22,16 @@ A change therefore costs what its own records cost, however many topics the stat
 from __future__ import annotations
 
 import json
-import logging
 import os
 import time
 import uuid
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kafkacore.broker.server_common.files import fsync_directory, replace_atomically
+from kafkacore.broker.server_common.files import replace_atomically
 from kafkacore.errors import KafkaStorageError
-
-log = logging.getLogger(__name__)
+from kafkacore.raft.line_file import encode_line, open_line_file
 
 #: Kafka's ``metadata.log.max.record.bytes.between.snapshots`` (its default, 20 MiB)
 MAX_RECORD_BYTES_BETWEEN_SNAPSHOTS = 20 * 1024 * 1024
@@ -78,33 +76,16 @@ class MetadataLog:
         except ValueError as exc:
             raise KafkaStorageError(f"{self.snapshot_path} is damaged: {exc}") from None
         self.end_offset = snapshot.get("end_offset", 0) if snapshot else 0
+        opened = open_line_file(self.log_path, _decode, what="batch")
         records: list[Record] = []
-        try:
-            data = self.log_path.read_bytes()
-        except FileNotFoundError:
-            data = b""
-        good = 0
-        for line in data.splitlines(keepends=True):
-            batch = _decode(line)
-            if batch is None:
-                if good + len(line) < len(data):
-                    raise KafkaStorageError(f"{self.log_path} is damaged at byte {good}")
-                log.warning("%s: cutting off a torn last batch (%d bytes)", self.log_path,
-                            len(line))
-                break
-            good += len(line)
+        for batch in opened.items:
             base = batch["base_offset"]
             if base + len(batch["records"]) <= self.end_offset:
                 continue  # already in the snapshot (a crash between the snapshot and the reset)
             records.extend(batch["records"][max(self.end_offset - base, 0):])
             self.end_offset = base + len(batch["records"])
-        self._fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        if good < len(data):
-            os.ftruncate(self._fd, good)
-            os.fsync(self._fd)
-        if not data:
-            fsync_directory(self.log_path.parent)  # the log file's own name must survive a crash
-        self._log_bytes = good
+        self._fd = opened.fd
+        self._log_bytes = opened.size
         return snapshot, records
 
     def append(self, records: list[Record]) -> None:
@@ -113,9 +94,8 @@ class MetadataLog:
             return
         if self._fd < 0:
             raise KafkaStorageError(f"{self.log_path}: append before load")
-        body = json.dumps({"base_offset": self.end_offset, "records": records},
-                          separators=(",", ":")).encode()
-        line = b"%08x %s\n" % (zlib.crc32(body), body)
+        line = encode_line(json.dumps({"base_offset": self.end_offset, "records": records},
+                                      separators=(",", ":")).encode())
         try:
             os.write(self._fd, line)
             os.fsync(self._fd)
@@ -151,17 +131,10 @@ class MetadataLog:
             os.close(fd)
 
 
-def _decode(line: bytes) -> dict[str, Any] | None:
-    """A batch from one line, or None if the line is torn or damaged."""
-    if not line.endswith(b"\n") or len(line) < 10 or line[8:9] != b" ":
-        return None
-    body = line[9:-1]
+def _decode(body: bytes, index: int) -> dict[str, Any] | None:
+    """A batch from a line's body, or None if it is not one (damaged)."""
     try:
-        if int(line[:8], 16) != zlib.crc32(body):
-            return None
         batch = json.loads(body)
     except ValueError:
         return None
     return batch if isinstance(batch, dict) and "records" in batch else None
-
-
