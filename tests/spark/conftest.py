@@ -90,10 +90,11 @@ class GuideKafka(NamedTuple):
 
 @pytest.fixture(params=["broker", pytest.param("cluster", marks=pytest.mark.cluster)])
 def guide_kafka(request):
-    """Each of Spark's Kafka integration guide examples (test_source.py, test_sink.py) runs
-    twice: on the module's broker of ours (``our_broker``) and on the session's 3-broker
-    ``cluster``, which every cluster test of the Spark run shares (started once: a cluster
-    costs seconds of CPU to start), with the topics replicated three times."""
+    """Spark's Kafka integration guide examples (test_source.py, test_sink.py) run on the
+    module's broker of ours (``our_broker``) and, unless a test narrows the parameter to
+    ``["broker"]``, on the session's 3-broker ``cluster`` too, which every cluster test of the
+    Spark run shares (started once: a cluster costs seconds of CPU to start), with the topics
+    replicated three times."""
     if request.param == "cluster":
         cluster = request.getfixturevalue("cluster")
 

@@ -1,6 +1,8 @@
 """``format("kafkacore")`` as a source: Spark's Kafka integration guide's read examples and the
-checkpointed offsets, each on our broker and on the 3-broker cluster (the ``guide_kafka`` fixture,
-tests/spark/conftest.py; topics replicated three times there), and Spark's data-loss rules.
+checkpointed offsets, each on our broker, and the first of each kind (a batch read, a
+``read_committed`` read, a restarted stream) on the 3-broker cluster too (the ``guide_kafka``
+fixture, tests/spark/conftest.py; topics replicated three times there; the others are
+parametrized to our broker only, to keep the Spark lane short), and Spark's data-loss rules.
 
 The records are written by confluent-kafka (a client we did not write), in a child process (see
 ``_confluent``), and every row Spark reads is compared with what confluent-kafka was told was
@@ -166,6 +168,7 @@ def test_batch_subscribe_reads_every_record_with_headers(kspark, guide_kafka):
     assert spark_rows(df.collect(), headers=True) == as_rows(produced, topic, headers=True)
 
 
+@pytest.mark.parametrize("guide_kafka", ["broker"], indirect=True)
 def test_batch_assign_with_offsets_json_and_min_partitions(kspark, guide_kafka):
     bootstrap, make_topic = guide_kafka.bootstrap, guide_kafka.new_topic
     topic = make_topic(3)
@@ -180,6 +183,7 @@ def test_batch_assign_with_offsets_json_and_min_partitions(kspark, guide_kafka):
     assert df.rdd.getNumPartitions() >= 6
 
 
+@pytest.mark.parametrize("guide_kafka", ["broker"], indirect=True)
 def test_batch_subscribe_pattern_and_timestamps(kspark, guide_kafka):
     bootstrap, make_topic = guide_kafka.bootstrap, guide_kafka.new_topic
     a, b, other = make_topic(1, prefix="pat"), make_topic(2, prefix="pat"), make_topic(1)
@@ -338,6 +342,7 @@ def test_stream_available_now_restarts_where_it_left_off(kspark, guide_kafka, tm
     assert last_checkpoint_offsets(checkpoint) == {topic: {"0": 8, "1": 8}}
 
 
+@pytest.mark.parametrize("guide_kafka", ["broker"], indirect=True)
 def test_stream_max_offsets_per_trigger(kspark, guide_kafka, tmp_path):
     bootstrap, make_topic = guide_kafka.bootstrap, guide_kafka.new_topic
     topic = make_topic(3)
@@ -349,6 +354,7 @@ def test_stream_max_offsets_per_trigger(kspark, guide_kafka, tmp_path):
     assert got.rows() == as_rows(produced, topic)
 
 
+@pytest.mark.parametrize("guide_kafka", ["broker"], indirect=True)
 def test_stream_processing_time_picks_up_new_partitions(kspark, guide_kafka, tmp_path):
     bootstrap, make_topic = guide_kafka.bootstrap, guide_kafka.new_topic
     topic = make_topic(2)
