@@ -17,8 +17,9 @@ import logging
 import os
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, NamedTuple, TypeVar
+from typing import Generic, TypeVar
 
 from kafkacore.errors import KafkaStorageError
 
@@ -44,9 +45,11 @@ def checked_body(line: bytes) -> bytes | None:
     return body if crc == zlib.crc32(body) else None
 
 
-class LineFile(NamedTuple, Generic[T]):
+@dataclass(frozen=True)
+class LineFile(Generic[T]):
     """A line file reopened: its good entries, where each one's line starts, and a descriptor
-    open for append at the end of the last good line."""
+    open for append at the end of the last good line.  (A dataclass, not a generic NamedTuple:
+    Python 3.10 refuses those.)"""
 
     fd: int
     items: list[T]
