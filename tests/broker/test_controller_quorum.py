@@ -56,6 +56,19 @@ def create_topic(cluster: Cluster, replication_factor: int) -> str:
     return name
 
 
+def produce_in_background(cluster: Cluster, topic: str, values: list[bytes], timeout_s: float,
+                          spread_s: float) -> tuple[threading.Thread, dict]:
+    """confluent-kafka producing ``values`` with acks=all and idempotence, spread over
+    ``spread_s``, on a thread already started; its ``(delivered, errors)`` lands in the dict's
+    ``"out"`` once the thread is joined."""
+    produced: dict = {}
+    producing = threading.Thread(target=lambda: produced.update(out=produce_confluent(
+        cluster.bootstrap_servers, topic, values, {"acks": "all", "enable.idempotence": True},
+        timeout_s=timeout_s, spread_s=spread_s)))
+    producing.start()
+    return producing, produced
+
+
 def describe_quorum(cluster: Cluster) -> dict:
     """kafka-python's DescribeQuorum answer for ``__cluster_metadata`` partition 0."""
     return describe(cluster.bootstrap_servers)
@@ -94,11 +107,7 @@ def test_the_active_controller_killed_the_cluster_goes_on(cluster):
     # Records with acks=all all through: the active controller dies, then the partition's
     # leader, whose successor only the new active controller can elect.
     values = [b"v%d" % i for i in range(40)]
-    produced: dict = {}
-    producing = threading.Thread(target=lambda: produced.update(out=produce_confluent(
-        cluster.bootstrap_servers, before, values,
-        {"acks": "all", "enable.idempotence": True}, timeout_s=90.0, spread_s=6.0)))
-    producing.start()
+    producing, produced = produce_in_background(cluster, before, values, 90.0, 6.0)
     cluster.kill(first)
     second = cluster.active_controller()
     assert second != first
@@ -160,11 +169,7 @@ def test_a_rolling_restart_of_the_controllers_loses_nothing_acknowledged(cluster
     cluster.wait_for_isr(topic, 0, [1, 2, 3])
     cluster.wait_for_topic(topic)
     values = [b"r%03d" % i for i in range(90)]
-    produced: dict = {}
-    producing = threading.Thread(target=lambda: produced.update(out=produce_confluent(
-        cluster.bootstrap_servers, topic, values,
-        {"acks": "all", "enable.idempotence": True}, timeout_s=120.0, spread_s=9.0)))
-    producing.start()
+    producing, produced = produce_in_background(cluster, topic, values, 120.0, 9.0)
     restarted = []
     try:
         for node_id in sorted(cluster.controllers, key=lambda n: n == cluster.active_controller()):
