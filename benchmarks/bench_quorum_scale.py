@@ -59,6 +59,8 @@ import os
 import pathlib
 import platform
 import pstats
+import re
+import resource
 import shutil
 import statistics
 import sys
@@ -74,7 +76,8 @@ sys.path.insert(0, str(HERE))
 from bench_scale import Admin, create_all, load_average, rss_mib, wait_in_sync  # noqa: E402
 
 RESULTS = HERE / "results"
-#: how long the watchers and the in-sync wait may take, each
+PARTITION_DIR = re.compile(r"^qscale-\d+-\d+$")
+#: how long the watchers and the in-sync wait may take, each (--bound)
 BOUND_S = 900.0
 POLL_S = 0.02
 
@@ -87,11 +90,12 @@ class Watcher(threading.Thread):
     request until it lists all their partitions with a leader, then for every topic."""
 
     def __init__(self, broker: int, address: tuple[str, int], batches: list[list[str]],
-                 answered: list[float], per_topic: int, stop: threading.Event) -> None:
+                 answered: list[float], per_topic: int, stop: threading.Event,
+                 bound_s: float) -> None:
         super().__init__(name=f"watch-broker-{broker}", daemon=True)
         self.broker, self.address = broker, address
         self.batches, self.answered = batches, answered
-        self.per_topic, self.stop = per_topic, stop
+        self.per_topic, self.stop, self.bound_s = per_topic, stop, bound_s
         #: when this broker first listed each batch's partitions all led
         self.seen: list[float] = []
         self.all_led_at: float | None = None
@@ -104,7 +108,7 @@ class Watcher(threading.Thread):
         admin = None
         try:
             admin = Admin(*self.address)
-            deadline = time.monotonic() + BOUND_S
+            deadline = time.monotonic() + self.bound_s
             for names in self.batches:
                 while not self.stop.is_set():
                     if len(self.answered) > len(self.seen):
@@ -113,7 +117,8 @@ class Watcher(threading.Thread):
                             self.seen.append(time.monotonic())
                             break
                     if time.monotonic() > deadline:
-                        raise TimeoutError(f"batch {len(self.seen)} not all led in {BOUND_S} s")
+                        raise TimeoutError(f"batch {len(self.seen)} not all led in "
+                                           f"{self.bound_s} s")
                     time.sleep(POLL_S)
                 if self.stop.is_set():
                     return
@@ -128,7 +133,7 @@ class Watcher(threading.Thread):
                     return
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"{led} of {len(every) * self.per_topic} partitions led "
-                                       f"after {BOUND_S} s")
+                                       f"after {self.bound_s} s")
                 time.sleep(POLL_S)
         except Exception as exc:  # kept for the report: a watcher that failed is a finding
             self.error = f"{type(exc).__name__}: {exc}"
@@ -179,6 +184,61 @@ def log_findings(cluster: Any) -> dict[str, Any]:
     return out
 
 
+def logs_on_disk(cluster: Any) -> dict[str, int]:
+    """Per broker, the partition directories (its logs) of the benchmark's topics."""
+    return {str(b): sum(1 for d in pathlib.Path(node.directory).iterdir()
+                        if d.is_dir() and PARTITION_DIR.match(d.name))
+            for b, node in cluster.brokers.items()}
+
+
+def produce_error(address: tuple[str, int], topic: str, partition: int) -> str:
+    """The error of one record produced (acks=1) to ``topic``-``partition`` at ``address``."""
+    from bench_scale import one_record
+
+    from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
+    from kafkacore.errors import Errors
+    from kafkacore.protocol.api_keys import ApiKey
+
+    client = InterBrokerClient(*address, "bench-quorum-scale", timeout_s=30.0)
+    try:
+        body = client.send(ApiKey.PRODUCE, 9, {
+            "transactional_id": None, "acks": 1, "timeout_ms": 10_000,
+            "topic_data": [{"name": topic, "partition_data": [
+                {"index": partition, "records": one_record()}]}]})
+    finally:
+        client.close()
+    return Errors(body["responses"][0]["partition_responses"][0]["error_code"]).name
+
+
+def what_is_missing(cluster: Any, names: list[str], per_topic: int) -> dict[str, Any]:
+    """Per broker, the logs it lacks and the partitions its Metadata does not list with a
+    leader; and a produce to the last topic's partition 0 at the leader the active controller
+    names, with the error it gets."""
+    total = len(names) * per_topic
+    out: dict[str, Any] = {"logs_on_disk": logs_on_disk(cluster), "not_listed": {}}
+    for b, node in cluster.brokers.items():
+        admin = Admin("127.0.0.1", node.port)
+        try:
+            led = admin.leaders(names)
+        finally:
+            admin.close()
+        missing = sorted({t for t, _ in {(t, i) for t in names for i in range(per_topic)}
+                          - led.keys()}, key=lambda t: int(t.rpartition("-")[2]))
+        out["not_listed"][str(b)] = {
+            "partitions": total - len(led),
+            "topics": f"{missing[0]} .. {missing[-1]} ({len(missing)})" if missing else ""}
+    last = names[-1]
+    # (the controller answers with its whole image, whatever topics are named)
+    parts = [p for t in cluster.metadata([last])["topics"] if t["name"] == last
+             for p in t["partitions"]]
+    leader = next((p["leader_id"] for p in parts if p["partition_index"] == 0), -1)
+    out["probe"] = {"partition": f"{last}-0", "leader_by_controller": leader,
+                    "produce_error": produce_error(("127.0.0.1", cluster.brokers[leader].port),
+                                                   last, 0)
+                    if leader in cluster.brokers else None}
+    return out
+
+
 def spread(values: list[float]) -> dict[str, float]:
     if not values:
         return {}
@@ -221,7 +281,7 @@ def run_cluster(args: argparse.Namespace) -> dict[str, Any]:
         out["rss_mib"] = {"start": rss_all(cluster), "start_load": load_average()}
         addresses = {b: ("127.0.0.1", n.port) for b, n in cluster.brokers.items()}
         admin = Admin(*addresses[1])
-        watchers = [Watcher(b, a, batches, answered, per_topic, stop)
+        watchers = [Watcher(b, a, batches, answered, per_topic, stop, args.bound)
                     for b, a in addresses.items()]
         stage = "creating the topics"
         load = load_average()
@@ -244,7 +304,7 @@ def run_cluster(args: argparse.Namespace) -> dict[str, Any]:
               f"(load {out['create']['load']})", flush=True)
         stage = "waiting for every broker to list every partition with a leader"
         for w in watchers:
-            w.join(BOUND_S + 60)
+            w.join(args.bound + 60)
         out["propagation"] = {}
         for w in watchers:
             lags = [s - a for s, a in zip(w.seen, answered, strict=False)]
@@ -263,12 +323,24 @@ def run_cluster(args: argparse.Namespace) -> dict[str, Any]:
                                          for w in failed))
         out["rss_mib"]["all_led"] = rss_all(cluster)
         out["rss_mib"]["all_led_load"] = load_average()
-        stage = "waiting for every partition to have three replicas in sync"
-        wait_in_sync(admin, names, total, BOUND_S)
-        out["in_sync_s"], out["in_sync_load"] = round(time.monotonic() - t0, 2), load_average()
-        out["rss_mib"]["in_sync"] = rss_all(cluster)
-        out["rss_mib"]["in_sync_load"] = load_average()
-        print(f"all in sync at {out['in_sync_s']} s; RSS {out['rss_mib']}", flush=True)
+        # Listed is not created: a broker that could not create a partition's log still
+        # lists the partition (its image has it); count the logs each broker holds.
+        out["logs_on_disk"] = logs_on_disk(cluster)
+        print(f"logs on disk: {out['logs_on_disk']} of {total} each", flush=True)
+        if any(n < total for n in out["logs_on_disk"].values()):
+            out["incomplete"] = what_is_missing(cluster, names, per_topic)
+            print(f"INCOMPLETE: {out['incomplete']}", flush=True)
+            time.sleep(10.0)  # no in-sync wait: some replicas do not exist
+            out["rss_mib"]["settled"] = rss_all(cluster)
+            out["rss_mib"]["settled_load"] = load_average()
+        else:
+            stage = "waiting for every partition to have three replicas in sync"
+            wait_in_sync(admin, names, total, args.bound)
+            out["in_sync_s"] = round(time.monotonic() - t0, 2)
+            out["in_sync_load"] = load_average()
+            out["rss_mib"]["in_sync"] = rss_all(cluster)
+            out["rss_mib"]["in_sync_load"] = load_average()
+            print(f"all in sync at {out['in_sync_s']} s; RSS {out['rss_mib']}", flush=True)
         out["active_controller_after"] = cluster.active_controller()
         out["quorum_after"] = quorum(cluster)
     except Exception as exc:  # how far it got and what broke is the result then
@@ -279,7 +351,10 @@ def run_cluster(args: argparse.Namespace) -> dict[str, Any]:
         print(f"FAILED while {stage}: {out['failed']['error']}", flush=True)
         try:
             out["failed"]["rss_mib"] = rss_all(cluster)
+            out["failed"]["rss_load"] = load_average()
             out["failed"]["quorum"] = quorum(cluster)
+            out["failed"].update(what_is_missing(cluster, names, per_topic))
+            print(f"  {out['failed']}", flush=True)
         except Exception as more:  # noqa: BLE001 - the cluster may be gone: say so
             out["failed"]["cluster"] = f"{type(more).__name__}: {more}"
     finally:
@@ -335,6 +410,8 @@ class Image:
                                         "port": 9000 + b}])
         #: the controller's TopicControlInfo of each topic, in order
         self.topics: list[Any] = []
+        #: how many of them the broker has (the first ones)
+        self.broker_topics = 0
         #: (topic, partition) -> (ISR, partition epoch) as the broker's records last said
         self.broker_state: dict[tuple[str, int], tuple[list[int], int]] = {}
         self.last_record: dict[str, Any] = {}
@@ -344,10 +421,11 @@ class Image:
         self.controller.shutdown()
         self.controller.metadata_log.close()
 
-    def grow(self, partitions: int) -> tuple[float, float]:
+    def grow(self, partitions: int, with_broker: bool) -> tuple[float, float | None]:
         """Topics created by the controller (``create_topic``, 50 to a batch, as CreateTopics
         requests) until there are ``partitions``, then handed to the broker's loader, one
-        batch's records at a time, as a pull brings them.  (controller s, broker s)"""
+        batch's records at a time, as a pull brings them (unless ``with_broker`` is false:
+        then the broker stays as it was, and is measured no more).  (controller s, broker s)"""
         from kafkacore.broker.controller.quorum_controller import partition_record
         from kafkacore.errors import Errors
 
@@ -363,6 +441,10 @@ class Image:
                         raise RuntimeError(f"the controller refused qscale-{k}: {message}")
                     new.append(info)
         controller_s = time.monotonic() - t
+        self.topics += new
+        if not with_broker:
+            return controller_s, None
+        new = self.topics[self.broker_topics:]
         t = time.monotonic()
         for first in range(0, len(new), 50):
             records: list[dict[str, Any]] = []
@@ -375,17 +457,17 @@ class Image:
                     records.append(r)
             self.loader.handle_commit(records)
         broker_s = time.monotonic() - t
-        self.topics += new
+        self.broker_topics = len(self.topics)
         held = len(self.broker.replica_manager.partitions)
         if held != len(self.topics) * self.per_topic:
             raise RuntimeError(f"the broker has {held} partitions, not "
                                f"{len(self.topics) * self.per_topic}")
         return controller_s, broker_s
 
-    def _change(self, i: int) -> tuple[Any, int, list[int]]:
-        """The i-th change: a partition of another topic each time; its ISR two replicas if
-        the controller has three, three if two."""
-        info = self.topics[(i * 7919) % len(self.topics)]
+    def _change(self, i: int, among: int = 0) -> tuple[Any, int, list[int]]:
+        """The i-th change: a partition of another topic (of the first ``among``; 0: of all)
+        each time; its ISR two replicas if the controller has three, three if two."""
+        info = self.topics[(i * 7919) % (among or len(self.topics))]
         index = i % self.per_topic
         p = info.partitions[index]
         return info, index, p.isr[:2] if len(p.isr) == 3 else list(p.replicas)
@@ -417,7 +499,7 @@ class Image:
 
     def broker_records(self, i: int) -> list[dict[str, Any]]:
         """One pull's records: one PartitionChangeRecord, this broker still the leader."""
-        info, index, _ = self._change(i)
+        info, index, _ = self._change(i, self.broker_topics)
         p = info.partitions[index]
         isr, epoch = self.broker_state.get((info.name, index),
                                            (list(p.replicas), p.partition_epoch))
@@ -430,11 +512,14 @@ class Image:
             "adding_replicas": [], "removing_replicas": []}
         return [self.last_record]
 
-    def measure(self, reps: int) -> dict[str, Any]:
+    def measure(self, reps: int, with_broker: bool) -> dict[str, Any]:
         load = load_average()
         replay = timed(self.replay, self.replay_entry, reps)
         with self.controller.batch():  # its records appended once, at the end: no fsync each
             alter = timed(self.alter, self.alter_request, reps)
+        if not with_broker:
+            return {"controller_replay": replay, "controller_alter_partition": alter,
+                    "broker_apply": None, "load": [load, load_average()]}
         apply = timed(self.loader.handle_commit, self.broker_records, reps)
         r = self.last_record
         name = self.controller.replication.names_by_id[r["topic_id"]]
@@ -462,17 +547,23 @@ class Image:
 
 
 def run_image(args: argparse.Namespace) -> dict[str, Any]:
+    from kafkacore.broker.log.log_manager import log_budget
+
     work = pathlib.Path(tempfile.mkdtemp(prefix="bench-quorum-image-", dir=args.log_dir))
     image = Image(work, args.partitions_per_topic)
     points: list[dict[str, Any]] = []
+    # A broker holds a log per partition: past the logs its descriptors allow (log_budget)
+    # it cannot take them, and only the controller is measured.
+    budget = log_budget()
     try:
         for size in args.image_sizes:
             load = load_average()
-            controller_s, broker_s = image.grow(size)
+            with_broker = size <= budget
+            controller_s, broker_s = image.grow(size, with_broker)
             point = {"partitions": len(image.topics) * args.partitions_per_topic,
                      "topics": len(image.topics), "controller_create_s": round(controller_s, 2),
-                     "broker_apply_new_s": round(broker_s, 2), "create_load": load,
-                     **image.measure(args.repetitions)}
+                     "broker_apply_new_s": None if broker_s is None else round(broker_s, 2),
+                     "create_load": load, **image.measure(args.repetitions, with_broker)}
             points.append(point)
             print(f"image of {point['partitions']} partitions: {point}", flush=True)
         profile = image.profile(min(200, args.repetitions))
@@ -480,12 +571,17 @@ def run_image(args: argparse.Namespace) -> dict[str, Any]:
         image.close()
         if args.log_dir is None:
             shutil.rmtree(work, ignore_errors=True)
-    first, last = points[0], points[-1]
-    growth = {k: round(last[k]["median_us"] / max(first[k]["median_us"], 1e-9), 2)
-              for k in ("controller_replay", "controller_alter_partition", "broker_apply")}
+    growth = {}
+    for k in ("controller_replay", "controller_alter_partition", "broker_apply"):
+        measured = [p for p in points if p[k] is not None]
+        first, last = measured[0], measured[-1]
+        growth[k] = {"from": first["partitions"], "to": last["partitions"],
+                     "ratio": round(last[k]["median_us"] / max(first[k]["median_us"], 1e-9), 2)}
     return {"repetitions": args.repetitions, "per_topic": args.partitions_per_topic,
-            "points": points, "median_largest_over_smallest": growth,
-            "broker_apply_profile": profile}
+            "broker_log_budget": budget, "points": points,
+            "median_largest_over_smallest": growth,
+            "broker_apply_profile": {"partitions": image.broker_topics * args.partitions_per_topic,
+                                     "functions": profile}}
 
 
 def main() -> None:
@@ -500,6 +596,8 @@ def main() -> None:
                         help="keep the cluster's logs and data here (default: a temporary dir)")
     parser.add_argument("--no-cluster", action="store_true", help="only the in-process image")
     parser.add_argument("--no-image", action="store_true", help="only the cluster")
+    parser.add_argument("--bound", type=float, default=BOUND_S,
+                        help="seconds each wait (every broker listing, all in sync) may take")
     parser.add_argument("--out", default=str(RESULTS / "quorum_scale.json"))
     args = parser.parse_args()
     if sorted(args.image_sizes) != args.image_sizes \
@@ -507,20 +605,31 @@ def main() -> None:
         parser.error("--image-sizes: growing, each at least --partitions-per-topic")
     if args.log_dir is not None:
         pathlib.Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+    from kafkacore.broker.log.log_manager import log_budget
+
     started = time.monotonic()
     data: dict[str, Any] = {
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared)",
-        "command": " ".join(sys.argv[1:]),
-        "topics": args.topics, "partitions_per_topic": args.partitions_per_topic,
-        "partitions": args.topics * args.partitions_per_topic, "replication_factor": 3,
-        "batch": args.batch, "brokers": 3, "controllers": 3}
+        "replication_factor": 3, "brokers": 3, "controllers": 3,
+        # what limits the logs a broker may hold: the descriptors (LogManager's log_budget)
+        "open_files_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[1],
+        "broker_log_budget": log_budget()}
+    out = pathlib.Path(args.out)
+    # The file keeps one cluster run per partition count (the latest) and the latest image.
+    kept = json.loads(out.read_text()) if out.exists() else {}
+    data["cluster"] = kept.get("cluster", {})
+    if "image" in kept:
+        data["image"] = kept["image"]
     if not args.no_cluster:
-        data["cluster"] = run_cluster(args)
+        run = run_cluster(args)
+        run.update(when=data["when"], topics=args.topics, batch=args.batch,
+                   partitions_per_topic=args.partitions_per_topic,
+                   run_s=round(time.monotonic() - started, 1))
+        data["cluster"][str(args.topics * args.partitions_per_topic)] = run
     if not args.no_image:
-        data["image"] = run_image(args)
-    data["run_s"] = round(time.monotonic() - started, 1)
-    pathlib.Path(args.out).write_text(json.dumps(data, indent=1) + "\n")
+        data["image"] = {"when": data["when"], **run_image(args)}
+    out.write_text(json.dumps(data, indent=1) + "\n")
     print(json.dumps({k: v for k, v in data.items() if k in ("cluster", "image")}, indent=1)[:6000])
 
 
