@@ -14,7 +14,11 @@ controller).  Measured:
   partitions with a leader, so each request has a lag from its answer to each broker; then for
   every topic at once, until the broker lists all partitions with a leader (``all_led_s``, from
   the first request).  A lag is an upper bound: the watcher asks again every 20 ms or so;
-- then until every partition has its three replicas in sync (asked of broker 1);
+- the logs each broker holds on disk: listed is not created (a broker that could not create a
+  partition's log may still list it); if some are missing, what each broker lacks and does not
+  list, and the error a produce to the last topic gets (``incomplete``);
+- then, if none is missing, until every partition has its three replicas in sync (asked of
+  broker 1);
 - the RSS (``VmRSS`` of ``/proc/PID/status``) of each broker and controller at the start, once
   every broker lists every partition, and once all are in sync;
 - the quorum (each controller's epoch, leader, end offset) before and after: a failover during
@@ -36,18 +40,21 @@ to three, round the topics):
 - ``broker_apply``: the broker's ``MetadataLoader.handle_commit`` of that one record: replayed
   into the broker's image and published to its metadata cache and ``ReplicaManager`` (for the
   broker to lead every partition, its records name it leader; in the cluster a broker leads a
-  third and follows the rest).
+  third and follows the rest).  Only up to the logs one process's descriptors allow
+  (``log_budget``); past that, the controller alone.
 
 At the largest size a cProfile of ``broker_apply`` says where its time goes.  Beside every
 figure the load average: the machine is shared (two cores).
 
     python benchmarks/bench_quorum_scale.py [--topics 1000] [--partitions-per-topic 10]
         [--batch 50] [--image-sizes 1000 3000 10000] [--repetitions 500]
-        [--log-dir DIR] [--no-cluster] [--no-image]
+        [--bound 900] [--log-dir DIR] [--no-cluster] [--no-image]
 
 writes ``benchmarks/results/quorum_scale.json`` (shown in docs/benchmarks.rst and
-docs/broker/quorum.rst).  If the cluster cannot do it, the file says how far it got and what
-broke (``cluster.failed``), with the last warnings of each node's log.
+docs/broker/quorum.rst), which keeps one cluster run per partition count (``cluster.<count>``)
+and the latest image.  If the cluster cannot do it, the run says how far it got and what broke
+(``failed``: the stage, the error, the logs on disk, what each broker does not list), with the
+last warnings of each node's log.
 """
 
 from __future__ import annotations
