@@ -172,9 +172,10 @@ def test_a_broker_takes_blocks_prefetches_and_goes_on_after_the_controllers_rest
         [first] = wait_until(next_id, "the first block from the controller", 10)
         assert first == 0
         ids = [first] + [manager.generate_producer_id() for _ in range(PREFETCH_AT - 1)]
-        # 90 % given out: the next block is asked for, and is waiting when this one ends.
-        wait_until(lambda: server.controller.producer_ids.next_producer_id == 2 * BLOCK,
-                   "the second block allocated", 10)
+        # 90 % given out: the next block is asked for, and is waiting when this one ends
+        # (allocated by the controller first, then its answer taken by the manager's thread).
+        wait_until(manager.has_next_block, "the second block prefetched", 10)
+        assert server.controller.producer_ids.next_producer_id == 2 * BLOCK
         # Up to just before the second block's own 90 %.
         ids += [manager.generate_producer_id() for _ in range(BLOCK - 1)]
         assert ids == list(range(BLOCK + PREFETCH_AT - 1))

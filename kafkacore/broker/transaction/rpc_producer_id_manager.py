@@ -90,6 +90,12 @@ class RPCProducerIdManager(ShutdownableThread):
                 self._wanted.set()
             return producer_id
 
+    def has_next_block(self) -> bool:
+        """Whether the next block is already here (prefetched), so that the current one can run
+        out without a retriable error."""
+        with self._lock:
+            return self._next_block is not None
+
     # -- the thread -------------------------------------------------------------------------------
 
     def initiate_shutdown(self) -> None:
