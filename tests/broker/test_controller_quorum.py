@@ -170,13 +170,11 @@ def test_a_rolling_restart_of_the_controllers_loses_nothing_acknowledged(cluster
     cluster.wait_for_topic(topic)
     values = [b"r%03d" % i for i in range(90)]
     producing, produced = produce_in_background(cluster, topic, values, 120.0, 9.0)
-    restarted = []
     try:
         for node_id in sorted(cluster.controllers, key=lambda n: n == cluster.active_controller()):
             pid = cluster.pids[node_id]
             cluster.restart(node_id)  # stop (SIGTERM), start again with the same log
             assert cluster.pids[node_id] != pid
-            restarted.append(node_id)
             # The next one goes only once this one is back in the quorum, caught up with what
             # the leader had committed: a majority stays up at every step.
             committed = cluster.quorum_status(cluster.active_controller())["high_watermark"]
@@ -185,7 +183,6 @@ def test_a_rolling_restart_of_the_controllers_loses_nothing_acknowledged(cluster
                 f"restarted controller {node_id} knows a leader and catches up", 60)
     finally:
         producing.join(180)
-    assert sorted(restarted) == sorted(cluster.controllers)
     delivered, errors = produced["out"]
     assert None not in delivered, errors
     assert [r.value for r in read_confluent(cluster.bootstrap_servers, topic, 1,
