@@ -91,7 +91,7 @@ def mallory_sees(cluster: Cluster, broker: int, topic: str) -> bool:
 
 def wait_for_every_broker(cluster: Cluster, topic: str, sees: bool, what: str) -> None:
     for broker in cluster.brokers:
-        wait_until(lambda: mallory_sees(cluster, broker, topic) == sees,
+        wait_until(functools.partial(lambda b: mallory_sees(cluster, b, topic) == sees, broker),
                    f"broker {broker} {what}")
 
 
