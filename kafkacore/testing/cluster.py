@@ -221,6 +221,12 @@ class Cluster:
                                "controller.quorum.election.timeout.ms",
                                "controller.quorum.fetch.timeout.ms")}
             if self.num_controllers > 1:
+                # The voters talk to each other as brokers talk to a controller: with the
+                # brokers' credentials on the controller listener (docs/broker/security.rst).
+                config.update({k: v for k, v in self.config.items()
+                               if k in ("controller.listener.names",
+                                        "sasl.mechanism.controller.protocol")
+                               or k.startswith("listener.name.")})
                 config["controller.quorum.voters"] = ",".join(
                     f"{c.node_id}@127.0.0.1:{c.port}" for c in self.controllers.values())
         else:

@@ -81,12 +81,11 @@ class ControllerApis(ApiRequestHandler):
 
     def __init__(self, request_channel: RequestChannel, config: BrokerConfig,
                  controller: QuorumController, authorizer: StandardAuthorizer | None,
-                 acls: StandardAuthorizer,
                  listeners: Callable[[], list[tuple[str, str, int]]] | None = None) -> None:
-        """``authorizer``: the ACLs' judge (None: authorization is off); ``acls``: where the
-        cluster's ACLs are kept, judged or not (the ACL APIs manage them); ``listeners``: this
-        controller's endpoints as (name, host, port), the bound ports once listening
-        (DescribeQuorum's nodes; the configured ones if not given)."""
+        """``authorizer``: the ACLs' judge (None: authorization is off; the ACL APIs manage
+        the cluster's ACLs all the same, in the controller's ``AclControlManager``);
+        ``listeners``: this controller's endpoints as (name, host, port), the bound ports once
+        listening (DescribeQuorum's nodes; the configured ones if not given)."""
         super().__init__(request_channel)
         self.authorizer = authorizer
         self.config = config
@@ -121,7 +120,7 @@ class ControllerApis(ApiRequestHandler):
                 ApiKey.BEGIN_QUORUM_EPOCH: self.handle_raft_request,
                 ApiKey.END_QUORUM_EPOCH: self.handle_raft_request,
             })
-        acl_apis = AclApis(self, acls)
+        acl_apis = AclApis(self, controller)
         self.handlers.update({
             ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
             ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
