@@ -195,7 +195,8 @@ class KafkaRaftManager:
     def statistics(self) -> dict[str, int]:
         """The quorum's counters since the start: ``inbox_dropped``, answers from the other
         voters dropped because the inbox was full; ``send_dropped``, messages to them dropped
-        because a sender's queue was full or it was stopping (Raft sends both again)."""
+        because a sender's queue was full (logged by the channel as the inbox drops are) or it
+        was stopping (Raft sends both again)."""
         with self._cond:
             inbox_dropped = self._inbox_dropped
         return {"inbox_dropped": inbox_dropped, "send_dropped": self.channel.dropped()}
