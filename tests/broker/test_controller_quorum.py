@@ -75,24 +75,37 @@ def describe_quorum(cluster: Cluster) -> dict:
 
 
 def test_only_the_active_controller_answers(cluster):
-    """The others say NOT_CONTROLLER, whatever is asked (a broker then moves on)."""
+    """The others say NOT_CONTROLLER to a broker's request (a broker then moves on), and
+    NOT_LEADER_OR_FOLLOWER for the partition to DescribeQuorum, naming the leader, in every
+    version (Kafka's ``KafkaRaftClient.handleDescribeQuorumRequest``)."""
     active = cluster.active_controller()
+    epoch = cluster.quorum_status(active)["epoch"]
     ask = {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]}
     for node_id, node in cluster.controllers.items():
         client = InterBrokerClient("127.0.0.1", node.port, "quorum-test", 10.0)
         try:
-            quorum = client.send(ApiKey.DESCRIBE_QUORUM, 2, ask)
+            quorums = [client.send(ApiKey.DESCRIBE_QUORUM, v, ask) for v in (0, 1, 2)]
             heartbeat = client.send(ApiKey.BROKER_HEARTBEAT, 0, {
                 "broker_id": 1, "broker_epoch": -1, "current_metadata_offset": 0,
                 "want_fence": False, "want_shut_down": False})
         finally:
             client.close()
+        for version, quorum in enumerate(quorums):
+            assert quorum["error_code"] == Errors.NONE, (node_id, version)
+            [partition] = quorum["topics"][0]["partitions"]
+            assert (partition["leader_id"], partition["leader_epoch"]) == (active, epoch)
+            if node_id == active:
+                assert partition["error_code"] == Errors.NONE
+                assert len(partition["current_voters"]) == len(cluster.controllers)
+            else:
+                assert partition["error_code"] == Errors.NOT_LEADER_OR_FOLLOWER, version
+                assert partition["current_voters"] == []
+                if version >= 2:
+                    assert "not the current leader" in partition["error_message"]
         if node_id == active:
-            assert quorum["error_code"] == Errors.NONE
-            assert quorum["topics"][0]["partitions"][0]["leader_id"] == active
             assert heartbeat["error_code"] == Errors.STALE_BROKER_EPOCH  # judged, not refused
         else:
-            assert quorum["error_code"] == heartbeat["error_code"] == Errors.NOT_CONTROLLER
+            assert heartbeat["error_code"] == Errors.NOT_CONTROLLER
 
 
 def test_the_active_controller_killed_the_cluster_goes_on(cluster):
