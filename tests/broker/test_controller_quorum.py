@@ -174,6 +174,35 @@ def test_an_isolated_controller_steps_down_and_follows_once_healed(cluster):
     cluster.wait_for_topic(name)
 
 
+def test_a_controller_cut_off_rejoins_without_disrupting_the_leader(cluster):
+    """Pre-Vote (KIP-996) between real controllers: a follower cut off times out on its leader
+    again and again, asks for pre-votes nobody answers, and never raises its epoch; healed, it
+    follows the same leader in the same epoch (without pre-votes it would stand in a later
+    epoch at its first timeout, and its Vote would unseat the leader once healed)."""
+    active = cluster.active_controller()
+    epoch = cluster.quorum_status(active)["epoch"]
+    cut = min(n for n in cluster.controllers if n != active)
+    cluster.isolate(cut)
+    try:
+        for round_ in (1, 2):  # two pre-vote rounds, each begun by a fetch timeout
+            wait_until(lambda: cluster.quorum_status(cut)["state"] == "Prospective",
+                       f"cut-off controller {cut} asks for pre-votes (round {round_})", 30)
+            wait_until(lambda: cluster.quorum_status(cut)["state"] != "Prospective",
+                       f"cut-off controller {cut} ends pre-vote round {round_}", 30)
+            assert cluster.quorum_status(cut)["epoch"] == epoch
+        name = create_topic(cluster, 2)  # the others go on deciding without it
+        committed = cluster.quorum_status(active)["high_watermark"]
+    finally:
+        cluster.heal(cut)
+    wait_until(lambda: (s := cluster.quorum_status(cut))["state"] == "Follower"
+               and s["leader_id"] == active and s["high_watermark"] >= committed,
+               f"healed controller {cut} follows {active} again and has the topic", 60)
+    assert cluster.quorum_status(cut)["epoch"] == epoch
+    status = cluster.quorum_status(active)
+    assert (status["is_leader"], status["active"], status["epoch"]) == (True, True, epoch)
+    cluster.wait_for_topic(name)
+
+
 def test_a_rolling_restart_of_the_controllers_loses_nothing_acknowledged(cluster):
     """Each controller in turn stopped (SIGTERM) and started again with its log, the active one
     among them, while confluent-kafka produces with acks=all: every record it was told was

@@ -91,6 +91,8 @@ class QuorumStatus:
     is_leader: bool
     high_watermark: int
     end_offset: int
+    #: the voter's state (Kafka's ``EpochState.name``): "Follower", "Prospective", ...
+    state: str = ""
 
 
 def _refusal(body: RaftRequest, error: Errors) -> RaftResponse:
@@ -149,7 +151,7 @@ class KafkaRaftManager:
         c = self.client
         leader = c.leader_and_epoch
         return QuorumStatus(c.epoch, leader.leader_id, c.is_leader(), c.high_watermark,
-                            self.log.end_offset())
+                            self.log.end_offset(), c.state.name)
 
     def append(self, values: Sequence[bytes], epoch: int) -> int:
         """Append ``values`` as the leader of ``epoch``; the offset of the last.
