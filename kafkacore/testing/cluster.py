@@ -555,7 +555,8 @@ class Cluster:
     def quorum_status(self, controller: int) -> dict[str, Any]:
         """What a controller's voter knows, asked of its control socket (it answers while
         isolated): ``{"node_id", "epoch", "leader_id", "is_leader", "active", "end_offset",
-        "high_watermark"}``."""
+        "high_watermark", "state"}`` (``state``: its Raft state, ``"Follower"``,
+        ``"Prospective"``...) and the counters of ``KafkaRaftManager.statistics``."""
         if controller not in self.controllers:
             raise ValueError(f"no controller {controller} in this cluster "
                              f"{sorted(self.controllers)}")

@@ -175,4 +175,4 @@ class ControllerControlServer(ControlServer):
                 "leader_id": status.leader_id, "is_leader": status.is_leader,
                 "active": self.controller.active_epoch >= 0,
                 "end_offset": status.end_offset, "high_watermark": status.high_watermark,
-                **raft.statistics()}
+                "state": status.state, **raft.statistics()}

@@ -91,6 +91,8 @@ class QuorumStatus:
     is_leader: bool
     high_watermark: int
     end_offset: int
+    #: the voter's state (Kafka's ``EpochState.name``): "Follower", "Prospective", ...
+    state: str = ""
 
 
 def _refusal(body: RaftRequest, error: Errors) -> RaftResponse:
@@ -149,7 +151,7 @@ class KafkaRaftManager:
         c = self.client
         leader = c.leader_and_epoch
         return QuorumStatus(c.epoch, leader.leader_id, c.is_leader(), c.high_watermark,
-                            self.log.end_offset())
+                            self.log.end_offset(), c.state.name)
 
     def append(self, values: Sequence[bytes], epoch: int) -> int:
         """Append ``values`` as the leader of ``epoch``; the offset of the last.
@@ -195,7 +197,8 @@ class KafkaRaftManager:
     def statistics(self) -> dict[str, int]:
         """The quorum's counters since the start: ``inbox_dropped``, answers from the other
         voters dropped because the inbox was full; ``send_dropped``, messages to them dropped
-        because a sender's queue was full or it was stopping (Raft sends both again)."""
+        because a sender's queue was full (logged by the channel as the inbox drops are) or it
+        was stopping (Raft sends both again)."""
         with self._cond:
             inbox_dropped = self._inbox_dropped
         return {"inbox_dropped": inbox_dropped, "send_dropped": self.channel.dropped()}
