@@ -542,8 +542,7 @@ class ReplicaManager:
         shown = ", ".join(f"{t}-{i}" for t, i in keys[:5])
         more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
         log.error("broker %d: cannot host %d partition(s) it is a replica of (%s%s): %s; "
-                  "they are offline on this broker (KAFKA_STORAGE_ERROR), the others are "
-                  "served", self.broker_id, len(keys), shown, more, offline[keys[0]])
+                  "offline on this broker, the others are served", self.broker_id, len(keys), shown, more, offline[keys[0]])
 
     def _forget_offline(self, topic: str) -> None:
         """A deleted topic's partitions are not offline any more (rare: only then a walk)."""
