@@ -96,7 +96,7 @@ def test_a_replica_whose_log_cannot_be_created_is_offline_there_and_the_rest_ser
                        and _partitions(c, "t")[0]["leader_id"] == 1 for c in clients.values())
         wait_until(led, "both brokers listing t-1 led by 2 and t-0 by 1")
         # Every broker lists every partition; broker 2 says its own t-1 replica is offline.
-        for broker_id, client in clients.items():
+        for client in clients.values():
             parts = _partitions(client, "t")
             assert sorted(parts) == [0, 1, 2]
             assert all(p["error_code"] == Errors.NONE for p in parts.values())

@@ -338,8 +338,9 @@ class MetadataLoader:
         else:
             for name, indexes in changed.items():
                 self._unapplied.setdefault(name, set()).update(indexes)
-            for name in removed - self._topics.keys():
-                self._unapplied.pop(name, None)
+            for name in removed:  # (not ``removed - keys()``: that builds a set of the image)
+                if name not in self._topics:
+                    self._unapplied.pop(name, None)
         cache = self.metadata_cache
         for name in removed:  # deleted (or deleted and created again): its old logs go first
             meta = cache.get(name)
