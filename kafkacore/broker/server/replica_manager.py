@@ -8,8 +8,9 @@
   watermark, followers (``replica_id >= 0``) up to the log end and report their log end offset by
   the offset they fetch from; a fetch that finds too little waits as a
   :class:`~kafkacore.broker.server.delayed_fetch.DelayedFetch`.
-- The controller's decisions (leaders, epochs, replicas, ISR) arrive in :meth:`apply_image`; this
-  broker then becomes leader or follower of each of its partitions and starts or stops its
+- The controller's decisions (leaders, epochs, replicas, ISR) arrive in :meth:`apply_delta` (the
+  partitions they changed) or :meth:`apply_image` (all); this
+  broker then becomes leader or follower of each of those partitions and starts or stops its
   :class:`~kafkacore.broker.server.replica_fetcher.ReplicaFetcherThread` s.
 
 A broker without a controller (``process.roles`` empty, the single :class:`Broker`) is a cluster
@@ -542,7 +543,8 @@ class ReplicaManager:
         shown = ", ".join(f"{t}-{i}" for t, i in keys[:5])
         more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
         log.error("broker %d: cannot host %d partition(s) it is a replica of (%s%s): %s; "
-                  "offline on this broker, the others are served", self.broker_id, len(keys), shown, more, offline[keys[0]])
+                  "offline on this broker, the others are served", self.broker_id, len(keys),
+                  shown, more, offline[keys[0]])
 
     def _forget_offline(self, topic: str) -> None:
         """A deleted topic's partitions are not offline any more (rare: only then a walk)."""
