@@ -87,7 +87,7 @@ KAFKA_NAMES = frozenset(
     LogAppendTime GroupConfig CorruptRecordException LogCleaningException DefaultSource Trigger
     CreatePartitions KafkaConsumer IllegalArgumentException SupportsTriggerAvailableNow
     TopicRecord PartitionRecord PartitionChangeRecord ConfigRecord ClientQuotaRecord RemoveTopicRecord
-    RegisterBrokerRecord FenceBrokerRecord UnfenceBrokerRecord MetadataDelta MetadataImage TopicsDelta
+    RegisterBrokerRecord FenceBrokerRecord UnfenceBrokerRecord MetadataDelta MetadataImage TopicsDelta HostedPartition
     KafkaMetadataLog SnapshotGenerator BrokerMetadataPublisher PartitionMetadataFile
     ControllerConfigurationValidator BoundedList BoundedListTooLongException ProducerIdsRecord
     """.split()
