@@ -355,9 +355,14 @@ class MetadataLoader:
                 cache.grow_topic(name, len(self._topics[name][1]))  # CreatePartitions
         # A topic that cannot be applied is said and skipped by the replica manager, a
         # partition it cannot host is offline there: the others are applied whatever happens
-        # to one.  Raising here is a fault of the whole apply: the partitions stay unapplied
-        # and the next turn tries them again.
-        self.replicas.apply_delta(self._brokers, self._topics, self._unapplied, removed)
+        # to one.  A failure of the whole apply leaves the partitions unapplied, for the next
+        # pull with records to try again; the configs and quotas below are applied meanwhile.
+        try:
+            self.replicas.apply_delta(self._brokers, self._topics, self._unapplied, removed)
+        except Exception:
+            log.exception("broker %d: cannot apply the metadata to the replica manager; tried "
+                          "again at the next change", self.broker_id)
+            return
         self._unapplied = {}
 
     def _apply_image(self, end_offset: int) -> None:
