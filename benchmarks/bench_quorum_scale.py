@@ -39,9 +39,13 @@ to three, round the topics):
   fsync, the same whatever the image, are left out: they are one append at the batch's end);
 - ``broker_apply``: the broker's ``MetadataLoader.handle_commit`` of that one record: replayed
   into the broker's image and published to its metadata cache and ``ReplicaManager`` (for the
-  broker to lead every partition, its records name it leader; in the cluster a broker leads a
-  third and follows the rest).  Only up to the logs one process's descriptors allow
-  (``log_budget``); past that, the controller alone.
+  broker to lead every partition it hosts, its records name it leader; in the cluster a broker
+  leads a third and follows the rest), with ``examined``, the partitions the replica manager
+  looked at for it (``ReplicaManager.last_apply_examined``).  A broker holds a log per
+  partition it hosts, and one process's descriptors allow ``log_budget`` of them (7,500 here):
+  past ``hosted_limit`` (the budget less 500) the broker's image still gets every partition,
+  but those beyond it name a fourth broker's replicas, not this one's (``hosted``: the
+  partitions it holds); the changes measured are of partitions it hosts.
 
 At the largest size a cProfile of ``broker_apply`` says where its time goes.  Beside every
 figure the load average: the machine is shared (two cores).
@@ -400,7 +404,7 @@ class Image:
     """A lone ``QuorumController`` and a standalone ``Broker``'s ``MetadataLoader`` holding the
     same topics, grown by :meth:`grow`; :meth:`measure` times one ISR change in each."""
 
-    def __init__(self, work: pathlib.Path, per_topic: int) -> None:
+    def __init__(self, work: pathlib.Path, per_topic: int, hosted_limit: int) -> None:
         from kafkacore.broker import Broker
         from kafkacore.broker.config.kafka_config import BrokerConfig
         from kafkacore.broker.controller.quorum_controller import QuorumController
@@ -410,8 +414,15 @@ class Image:
                                                          "node.id": 0}))
         self.broker = Broker({"log.dirs": str(work / "broker"), "node.id": self.me}).start()
         self.loader = self.broker.new_metadata_loader(None)  # records handed in: no pulls
-        for b in (1, 2, 3):
-            epoch = self.controller.register_broker(b, "127.0.0.1", 9000 + b, f"bench-{b}")
+        #: the partitions this broker may host (its descriptor budget, less a margin)
+        self.hosted_limit = hosted_limit
+        #: how many of the broker's topics it hosts (the first ones)
+        self.hosted_topics = 0
+        # The controller places replicas on brokers 1 to 3; broker 4 is known to the broker
+        # only, for the partitions it does not host.
+        for b in (1, 2, 3, 4):
+            epoch = self.controller.register_broker(b, "127.0.0.1", 9000 + b, f"bench-{b}") \
+                if b < 4 else 4
             self.loader.handle_commit([{"type": "RegisterBrokerRecord", "broker_id": b,
                                         "broker_epoch": epoch, "host": "127.0.0.1",
                                         "port": 9000 + b}])
@@ -430,9 +441,11 @@ class Image:
 
     def grow(self, partitions: int, with_broker: bool) -> tuple[float, float | None]:
         """Topics created by the controller (``create_topic``, 50 to a batch, as CreateTopics
-        requests) until there are ``partitions``, then handed to the broker's loader, one
-        batch's records at a time, as a pull brings them (unless ``with_broker`` is false:
-        then the broker stays as it was, and is measured no more).  (controller s, broker s)"""
+        requests, replication factor 3 over brokers 1 to 3) until there are ``partitions``,
+        then handed to the broker's loader, one batch's records at a time, as a pull brings
+        them (unless ``with_broker`` is false: then the broker stays as it was, and is measured
+        no more); past ``hosted_limit`` the broker's records name brokers 2 to 4 as the
+        replicas.  (controller s, broker s)"""
         from kafkacore.broker.controller.quorum_controller import partition_record
         from kafkacore.errors import Errors
 
@@ -458,17 +471,22 @@ class Image:
             for info in new[first:first + 50]:
                 records.append({"type": "TopicRecord", "name": info.name,
                                 "topic_id": info.topic_id})
+                hosted = (self.hosted_topics + 1) * self.per_topic <= self.hosted_limit
+                self.hosted_topics += hosted
                 for i in range(self.per_topic):
                     r = partition_record("PartitionRecord", info, i)
-                    r["leader"] = self.me  # this broker leads everything: no fetchers to start
+                    if hosted:  # this broker leads all it hosts: no fetchers to start
+                        r["leader"] = self.me
+                    else:  # beyond its descriptors: in its image, on three other brokers
+                        r.update(leader=2, replicas=[2, 3, 4], isr=[2, 3, 4])
                     records.append(r)
             self.loader.handle_commit(records)
         broker_s = time.monotonic() - t
         self.broker_topics = len(self.topics)
         held = len(self.broker.replica_manager.partitions)
-        if held != len(self.topics) * self.per_topic:
+        if held != self.hosted_topics * self.per_topic:
             raise RuntimeError(f"the broker has {held} partitions, not "
-                               f"{len(self.topics) * self.per_topic}")
+                               f"{self.hosted_topics * self.per_topic}")
         return controller_s, broker_s
 
     def _change(self, i: int, among: int = 0) -> tuple[Any, int, list[int]]:
@@ -506,7 +524,7 @@ class Image:
 
     def broker_records(self, i: int) -> list[dict[str, Any]]:
         """One pull's records: one PartitionChangeRecord, this broker still the leader."""
-        info, index, _ = self._change(i, self.broker_topics)
+        info, index, _ = self._change(i, self.hosted_topics)
         p = info.partitions[index]
         isr, epoch = self.broker_state.get((info.name, index),
                                            (list(p.replicas), p.partition_epoch))
@@ -528,6 +546,8 @@ class Image:
             return {"controller_replay": replay, "controller_alter_partition": alter,
                     "broker_apply": None, "load": [load, load_average()]}
         apply = timed(self.loader.handle_commit, self.broker_records, reps)
+        apply["examined"] = self.broker.replica_manager.last_apply_examined
+        apply["hosted"] = len(self.broker.replica_manager.partitions)
         r = self.last_record
         name = self.controller.replication.names_by_id[r["topic_id"]]
         held = self.broker.replica_manager.partitions[(name, r["partition_id"])]
@@ -557,15 +577,16 @@ def run_image(args: argparse.Namespace) -> dict[str, Any]:
     from kafkacore.broker.log.log_manager import log_budget
 
     work = pathlib.Path(tempfile.mkdtemp(prefix="bench-quorum-image-", dir=args.log_dir))
-    image = Image(work, args.partitions_per_topic)
-    points: list[dict[str, Any]] = []
-    # A broker holds a log per partition: past the logs its descriptors allow (log_budget)
-    # it cannot take them, and only the controller is measured.
+    # A broker holds a log per partition it hosts: it hosts no more than its descriptors allow
+    # (log_budget, less a margin); the partitions past that are in its image, not its logs.
     budget = log_budget()
+    hosted_limit = max(budget - 500, args.partitions_per_topic)
+    image = Image(work, args.partitions_per_topic, hosted_limit)
+    points: list[dict[str, Any]] = []
     try:
         for size in args.image_sizes:
             load = load_average()
-            with_broker = size <= budget
+            with_broker = not args.controller_only
             controller_s, broker_s = image.grow(size, with_broker)
             point = {"partitions": len(image.topics) * args.partitions_per_topic,
                      "topics": len(image.topics), "controller_create_s": round(controller_s, 2),
@@ -573,7 +594,7 @@ def run_image(args: argparse.Namespace) -> dict[str, Any]:
                      "create_load": load, **image.measure(args.repetitions, with_broker)}
             points.append(point)
             print(f"image of {point['partitions']} partitions: {point}", flush=True)
-        profile = image.profile(min(200, args.repetitions))
+        profile = None if args.controller_only else image.profile(min(200, args.repetitions))
     finally:
         image.close()
         if args.log_dir is None:
@@ -585,7 +606,7 @@ def run_image(args: argparse.Namespace) -> dict[str, Any]:
         growth[k] = {"from": first["partitions"], "to": last["partitions"],
                      "ratio": round(last[k]["median_us"] / max(first[k]["median_us"], 1e-9), 2)}
     return {"repetitions": args.repetitions, "per_topic": args.partitions_per_topic,
-            "broker_log_budget": budget, "points": points,
+            "broker_log_budget": budget, "hosted_limit": hosted_limit, "points": points,
             "median_largest_over_smallest": growth,
             "broker_apply_profile": {"partitions": image.broker_topics * args.partitions_per_topic,
                                      "functions": profile}}
@@ -603,6 +624,8 @@ def main() -> None:
                         help="keep the cluster's logs and data here (default: a temporary dir)")
     parser.add_argument("--no-cluster", action="store_true", help="only the in-process image")
     parser.add_argument("--no-image", action="store_true", help="only the cluster")
+    parser.add_argument("--controller-only", action="store_true",
+                        help="the image: the controller's costs only, not the broker's")
     parser.add_argument("--bound", type=float, default=BOUND_S,
                         help="seconds each wait (every broker listing, all in sync) may take")
     parser.add_argument("--out", default=str(RESULTS / "quorum_scale.json"))

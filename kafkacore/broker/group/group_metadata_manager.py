@@ -435,7 +435,7 @@ class GroupMetadataManager:
         return self.topic_creator.create_internal_topic(OFFSETS_TOPIC, self.num_partitions, rf,
                                                         configs)
 
-    # -- leadership changes (from ReplicaManager.apply_image) -----------------------------------
+    # -- leadership changes (from ReplicaManager.apply_delta) -----------------------------------
 
     def on_leadership(self, leading: set[int]) -> None:
         """The offsets partitions this broker leads after the controller's latest decision:

@@ -7,9 +7,11 @@ its image (Kafka's ``MetadataDelta`` applied to a ``MetadataImage``) and publish
 new topics into the :class:`~kafkacore.broker.metadata.metadata_cache.MetadataCache` with their configs
 (one batch), partition states to the :class:`~kafkacore.broker.server.replica_manager.ReplicaManager`,
 deleted topics forgotten, the ACL records to the authorizer (Kafka's ``MetadataLoader``,
-``BrokerMetadataPublisher`` and ``AclPublisher``).  A fetch with nothing new costs the same
-however many topics there are.  A broker whose offset the controller no longer holds (behind
-its last snapshot) takes the whole image once, by a Metadata request.  See docs/broker/replication.rst.
+``BrokerMetadataPublisher`` and ``AclPublisher``).  Only what the records changed is published
+(Kafka's ``MetadataDelta``): the replica manager looks at the partitions they name, so a fetch
+with nothing new, and one partition's change, cost the same however many topics there are.  A
+broker whose offset the controller no longer holds (behind its last snapshot) takes the whole
+image once, by a Metadata request.  See docs/broker/replication.rst.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ DESCRIBE_CLIENT_QUOTAS_VERSION = 1
 
 
 Topics = dict[str, tuple[uuid.UUID, dict[int, PartitionState]]]
+#: topic -> the partitions whose state a batch of records changed (Kafka's ``TopicsDelta``)
+Changed = dict[str, set[int]]
 
 
 def _set_config(configs: dict[str, str], name: str, value: str | None) -> None:
@@ -80,10 +84,12 @@ def _check_partition_record(r: dict[str, Any]) -> None:
 
 class ImagePublisher(Protocol):
     """The replica manager as the loader publishes to it (the partitions part of Kafka's
-    ``BrokerMetadataPublisher``): each partition's leader and ISR, and the partitions gone."""
+    ``BrokerMetadataPublisher``): each partition's leader and ISR, and the partitions gone.
+    ``changed`` None: the whole image (every partition looked at); else only those named
+    (Kafka's ``ReplicaManager.applyDelta``)."""
 
-    def apply_image(self, brokers: dict[int, tuple[str, int]], topics: Topics,
-                    touched: set[str] | None = None) -> None: ...
+    def apply_delta(self, brokers: dict[int, tuple[str, int]], topics: Topics,
+                    changed: Changed | None, deleted: set[str] = ...) -> None: ...
 
     def drop_partition(self, key: tuple[str, int]) -> None: ...
 
@@ -114,9 +120,9 @@ class MetadataLoader:
         # changed, once published: the ReplicaManager holds the published ones.
         self._offset = 0
         self._topics: Topics = {}
-        #: topics whose partitions changed in the image but are not yet applied to the replica
-        #: manager (None: every topic); kept if applying them fails, so the next turn does
-        self._unapplied: set[str] | None = set()
+        #: partitions whose state changed in the image but are not yet applied to the replica
+        #: manager (None: every partition); kept if applying them fails, so the next turn does
+        self._unapplied: Changed | None = {}
         self._names: dict[uuid.UUID, str] = {}
         self._brokers: dict[int, tuple[str, int]] = {}
         self._interval_s = interval_ms / 1000.0
@@ -210,7 +216,11 @@ class MetadataLoader:
         grown: set[str] = set()
         quotas: list[dict[str, Any]] = []  # ClientQuotaRecords
         copied: set[str] = set()  # topics whose partitions dict is this delta's own copy
-        brokers_changed = False  # a registration or fencing: every follower's leader is looked up again
+        # the partitions these records changed, by topic.  A broker's registration or fencing
+        # changes no partition: a follower's fetcher looks its leader's address up at each
+        # connection, and the controller's PartitionChangeRecords carry what a fencing
+        # changes (leaders, ISRs), as Kafka's brokers apply them.
+        changed: Changed = {}
         for r in records:
             try:
                 kind = r["type"]
@@ -218,12 +228,12 @@ class MetadataLoader:
                 self._skip_record(r, exc)
                 continue
             try:
-                brokers_changed |= self._replay(r, kind, new, changed_topics, changed_brokers,
-                                                removed, grown, quotas, copied)
+                self._replay(r, kind, new, changed_topics, changed_brokers, removed, grown,
+                             quotas, copied, changed)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 self._skip_record(r, exc)
         self._quarantine_bad_configs(new, grown)
-        self._publish(new, removed, grown, changed=None if brokers_changed else copied)
+        self._publish(new, removed, grown, changed)
         self._apply_config_changes(
             {n: c for n, c in changed_topics.items() if n in self._topics}, changed_brokers)
         if quotas:
@@ -255,13 +265,14 @@ class MetadataLoader:
     def _replay(self, r: dict[str, Any], kind: str, new: dict[str, dict[str, str]],
                 changed_topics: dict[str, dict[str, str]],
                 changed_brokers: dict[str, dict[str, str]], removed: set[str], grown: set[str],
-                quotas: list[dict[str, Any]], copied: set[str]) -> bool:
-        """One record into the image and this pull's delta; True if the brokers changed."""
+                quotas: list[dict[str, Any]], copied: set[str], changed: Changed) -> None:
+        """One record into the image and this pull's delta (``changed``: the partitions it
+        changed)."""
         if kind == "TopicRecord":
             name, topic_id = r["name"], uuid.UUID(r["topic_id"])
             old = self._topics.get(name)
             if old is not None and old[0] == topic_id:
-                return False  # already in the image we took
+                return  # already in the image we took
             if old is not None:
                 self._names.pop(old[0], None)
                 removed.add(name)
@@ -269,6 +280,7 @@ class MetadataLoader:
             self._names[topic_id] = name
             new[name] = {}
             copied.add(name)
+            changed[name] = set()  # (a topic of that name before: its partitions are gone)
         elif kind == "ConfigRecord":
             name = r["resource_name"]
             if r.get("resource_type", RESOURCE_TYPE_TOPIC) == RESOURCE_TYPE_BROKER:
@@ -285,7 +297,7 @@ class MetadataLoader:
         elif kind in ("PartitionRecord", "PartitionChangeRecord"):
             name = self._names.get(uuid.UUID(r["topic_id"]))
             if name is None:
-                return False
+                return
             _check_partition_record(r)  # before anything changes: a bad one changes nothing
             topic_id, parts = self._topics[name]
             if name not in copied:
@@ -298,6 +310,7 @@ class MetadataLoader:
             parts[r["partition_id"]] = PartitionState(
                 r["leader"], r["leader_epoch"], list(r["replicas"]), list(r["isr"]),
                 r.get("partition_epoch", 0))
+            changed.setdefault(name, set()).add(r["partition_id"])
         elif kind == "RemoveTopicRecord":
             name = self._names.pop(uuid.UUID(r["topic_id"]), None)
             if name is not None:
@@ -305,32 +318,34 @@ class MetadataLoader:
                 removed.add(name)
                 new.pop(name, None)
                 grown.discard(name)  # grown, then deleted, in the same records
+                changed.pop(name, None)
         elif kind in ("RegisterBrokerRecord", "UnfenceBrokerRecord"):
             self._brokers[r["broker_id"]] = (r["host"], r["port"])
-            return True
         elif kind == "FenceBrokerRecord":
             self._brokers.pop(r["broker_id"], None)
-            return True
         elif kind == "ClientQuotaRecord":
             quotas.append(r)
         elif kind == ACCESS_CONTROL_ENTRY_RECORD and self.authorizer is not None:
             self.authorizer.add_acl(str(r["id"]), acl_of_record(r))  # Kafka's AclPublisher
         elif kind == REMOVE_ACCESS_CONTROL_ENTRY_RECORD and self.authorizer is not None:
             self.authorizer.remove_acl(str(r["id"]))
-        return False
 
     def _publish(self, new: dict[str, dict[str, str]], removed: set[str],
-                 grown: set[str], changed: set[str] | None = None) -> None:
+                 grown: set[str], changed: Changed | None = None) -> None:
         """Hand the image to the metadata cache and the replica manager; ``changed``: the
-        topics whose partitions these records touched (None: the whole image, as at a start),
-        so that a hundred new partitions cost the same among ten thousand as among none
-        (Kafka's brokers apply a ``TopicsDelta``, not the image)."""
-        # First, so that the topics stay to be applied if anything below fails (the records
-        # are behind this broker's offset already: no later turn would name them again).
+        partitions these records changed, by topic (None: the whole image, as after falling
+        behind the controller's snapshot), so that one partition's change costs the same among
+        ten thousand as among ten (Kafka's brokers apply a ``TopicsDelta``, not the image)."""
+        # First, so that the partitions stay to be applied if anything below fails (the
+        # records are behind this broker's offset already: no later turn would name them).
         if changed is None or self._unapplied is None:
             self._unapplied = None
         else:
-            self._unapplied |= changed
+            for name, indexes in changed.items():
+                self._unapplied.setdefault(name, set()).update(indexes)
+            for name in removed:  # (not ``removed - keys()``: that builds a set of the image)
+                if name not in self._topics:
+                    self._unapplied.pop(name, None)
         cache = self.metadata_cache
         for name in removed:  # deleted (or deleted and created again): its old logs go first
             meta = cache.get(name)
@@ -343,21 +358,17 @@ class MetadataLoader:
                 cache.add_topic(name, len(parts), configs, topic_id)
             for name in grown - new.keys():
                 cache.grow_topic(name, len(self._topics[name][1]))  # CreatePartitions
+        # A topic that cannot be applied is said and skipped by the replica manager, a
+        # partition it cannot host is offline there: the others are applied whatever happens
+        # to one.  A failure of the whole apply leaves the partitions unapplied, for the next
+        # pull with records to try again; the configs and quotas below are applied meanwhile.
         try:
-            self.replicas.apply_image(self._brokers, self._topics, self._unapplied)
+            self.replicas.apply_delta(self._brokers, self._topics, self._unapplied, removed)
         except Exception:
-            # One topic that cannot be applied must not keep the others (and every later
-            # pull) from being applied: again topic by topic, each failure said once and
-            # skipped.  (Costs a pass over the image per topic: only when something failed.)
-            touched = set(self._topics) if self._unapplied is None else set(self._unapplied)
-            for name in sorted(touched & self._topics.keys()):
-                try:
-                    self.replicas.apply_image(self._brokers, self._topics, {name})
-                except Exception as exc:
-                    log.error("broker %d: cannot apply the partitions of topic %s (%s: %s); "
-                              "skipped until the controller changes them", self.broker_id,
-                              name, type(exc).__name__, exc)
-        self._unapplied = set()
+            log.exception("broker %d: cannot apply the metadata to the replica manager; tried "
+                          "again at the next change", self.broker_id)
+            return
+        self._unapplied = {}
 
     def _apply_image(self, end_offset: int) -> None:
         """Take the controller's whole image (a Metadata request for every topic): for a

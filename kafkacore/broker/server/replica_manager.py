@@ -8,8 +8,9 @@
   watermark, followers (``replica_id >= 0``) up to the log end and report their log end offset by
   the offset they fetch from; a fetch that finds too little waits as a
   :class:`~kafkacore.broker.server.delayed_fetch.DelayedFetch`.
-- The controller's decisions (leaders, epochs, replicas, ISR) arrive in :meth:`apply_image`; this
-  broker then becomes leader or follower of each of its partitions and starts or stops its
+- The controller's decisions (leaders, epochs, replicas, ISR) arrive in :meth:`apply_delta` (the
+  partitions they changed) or :meth:`apply_image` (all); this
+  broker then becomes leader or follower of each of those partitions and starts or stops its
   :class:`~kafkacore.broker.server.replica_fetcher.ReplicaFetcherThread` s.
 
 A broker without a controller (``process.roles`` empty, the single :class:`Broker`) is a cluster
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,15 @@ class ReplicaManager:
         # Lock order 4 (see threads.rst for its one exception). Guards partitions, roles.
         self._lock = threading.RLock()
         self.partitions: dict[tuple[str, int], Partition] = {}
+        #: the same partitions by topic: what a delta of one topic looks at
+        self._hosted: dict[str, dict[int, Partition]] = {}
+        #: partitions the image makes this broker a replica of but whose log it could not
+        #: create (Kafka's ``HostedPartition.Offline``), with why: KAFKA_STORAGE_ERROR to
+        #: Produce and Fetch, offline in Metadata; tried again when the controller changes one
+        self.offline_partitions: dict[tuple[str, int], str] = {}
+        #: the partitions the last :meth:`apply_delta` looked at (a statistic: what one
+        #: change costs must not grow with the image)
+        self.last_apply_examined = 0
         self.produce_purgatory = DelayedOperationPurgatory("Produce", broker_id=self.broker_id)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", broker_id=self.broker_id)
         self.fetcher_manager: ReplicaFetcherManager | None = None  # in a cluster
@@ -196,7 +206,7 @@ class ReplicaManager:
                                       self.config["replica.lag.time.max.ms"])
                 me = self.broker_id
                 partition.make_leader(PartitionState(me, 0, [me], [me]))
-                self.partitions[key] = partition
+                self._host(partition)
             return partition
 
     def describe_log_dirs(self, wanted: set[tuple[str, int]] | None) -> list[dict[str, Any]]:
@@ -237,6 +247,8 @@ class ReplicaManager:
                                   current_leader_epoch: int = -1) -> tuple[Partition | None, int]:
         partition = self.get_partition(topic, index)
         if partition is None:
+            if (topic, index) in self.offline_partitions:
+                return None, Errors.KAFKA_STORAGE_ERROR
             known = self.metadata_cache.get(topic)
             exists = known is not None and 0 <= index < known.partitions
             return None, (Errors.NOT_LEADER_OR_FOLLOWER if exists
@@ -401,64 +413,144 @@ class ReplicaManager:
     # -- the controller's decisions --------------------------------------------------------------
 
     def apply_image(self, brokers: dict[int, tuple[str, int]],
+                    topics: dict[str, tuple[Any, dict[int, PartitionState]]]) -> None:
+        """The whole image (the first one, or one taken after falling behind the controller's
+        snapshot): every partition is looked at, and the partitions of topics no longer in it
+        are dropped (Kafka's ``ReplicaManager`` applies a snapshot as a delta from nothing)."""
+        self.apply_delta(brokers, topics, None)
+
+    def apply_delta(self, brokers: dict[int, tuple[str, int]],
                     topics: dict[str, tuple[Any, dict[int, PartitionState]]],
-                    touched: set[str] | None = None) -> None:
-        """Become leader or follower of each partition the image gives this broker (Kafka's
-        ``applyDelta``).  ``topics``: name -> (topic id, {partition: state}); ``touched``: the
-        topics whose partitions changed since the last image applied (None: every topic)."""
+                    changed: Mapping[str, Collection[int]] | None,
+                    deleted: Collection[str] = ()) -> None:
+        """Become leader or follower of each changed partition the image gives this broker
+        (Kafka's ``applyDelta`` of a ``TopicsDelta``).  ``topics``: the image, name -> (topic
+        id, {partition: state}); ``changed``: topic -> the partitions whose state changed since
+        the last apply (None: every partition of the image); ``deleted``: topics gone.  What it
+        costs grows with the changed partitions, not with the image: only they are looked at
+        (counted in :attr:`last_apply_examined`).  A topic whose partitions cannot be applied
+        is said at ERROR and skipped; a partition whose log cannot be created is offline here
+        (:attr:`offline_partitions`), and the others are still applied."""
         with self._lock:
-            gone = [k for k in self.partitions if k[0] not in topics]
+            examined = 0
+            if changed is None:
+                gone = [k for k in self.partitions if k[0] not in topics]
+                examined += len(self.partitions)
+                for key in [k for k in self.offline_partitions if k[0] not in topics]:
+                    del self.offline_partitions[key]
+                work: dict[str, Collection[int] | None] = dict.fromkeys(topics)
+            else:
+                gone = [(name, i) for name in deleted if name not in topics
+                        for i in list(self._hosted.get(name, ()))]
+                work = dict(changed)
             for key in gone:
                 self._drop_partition(key)
             new_followers: dict[Partition, int] = {}
-            for name, (topic_id, parts) in topics.items():
-                if touched is not None and name not in touched:
-                    continue  # as applied before: nothing to do for its partitions
-                for index, state in parts.items():
-                    key = (name, index)
-                    if self.broker_id not in state.replicas:
-                        if key in self.partitions:
-                            self._drop_partition(key)
-                        if self.log_manager.get_log(name, index) is not None:
-                            # Reassigned away from this broker: its copy goes (Kafka's
-                            # ReplicaManager stops the replica with deletion).
-                            self.log_manager.delete_log(name, index)
-                            log.info("broker %d: no longer a replica of %s-%d; its log deleted",
-                                     self.broker_id, name, index)
-                        continue
-                    partition = self.partitions.get(key)
-                    if partition is not None and state.leader_epoch < partition.leader_epoch:
-                        continue  # an older image than what we acted on already
-                    if partition is None:
-                        partition = self._create_partition(name, index, topic_id)
-                    if state.leader == self.broker_id:
-                        # Kafka's makeLeaders: the fetcher goes first, so that nothing it
-                        # fetched from the old leader lands after this replica leads.
-                        if self.fetcher_manager is not None:
-                            self.fetcher_manager.remove_partitions([key])
-                        if partition.make_leader(state):
-                            log.info("broker %d: leader of %s-%d at epoch %d, ISR %s",
-                                     self.broker_id, name, index, state.leader_epoch, state.isr)
-                    else:
-                        changed = partition.make_follower(state)
-                        if changed:
-                            if self.fetcher_manager is not None:
-                                self.fetcher_manager.remove_partitions([key])
-                            if state.leader >= 0:
-                                new_followers[partition] = state.leader
-                    if partition.is_leader or state.leader != self.broker_id:
-                        self.complete_delayed_requests(key)
+            offline: dict[tuple[str, int], str] = {}
+            for name, indexes in work.items():
+                if name not in topics:
+                    continue  # deleted since (its partitions went with it)
+                topic_id, parts = topics[name]
+                try:
+                    for index in parts if indexes is None else indexes:
+                        state = parts.get(index)
+                        if state is not None:
+                            examined += 1
+                            self._apply_partition(name, index, topic_id, state,
+                                                  new_followers, offline)
+                except Exception as exc:  # one topic's: the others are still applied
+                    log.error("broker %d: cannot apply the partitions of topic %s (%s: %s); "
+                              "skipped until the controller changes them", self.broker_id,
+                              name, type(exc).__name__, exc)
             if new_followers and self.fetcher_manager is not None:
                 self.fetcher_manager.add_partitions(new_followers)
+            if offline:
+                self._report_offline(offline)
             # Published last, so that Metadata answers never show a decision this broker has
-            # not acted on yet.
+            # not acted on yet; whole, whatever could not be hosted here (every broker lists
+            # the controller's partitions: one that is offline here says so itself).
             self.brokers = dict(brokers)
-            self.image_topics = {name: parts for name, (_, parts) in topics.items()}
+            if changed is None:
+                self.image_topics = {name: parts for name, (_, parts) in topics.items()}
+            else:
+                for name in work:
+                    if name in topics:
+                        self.image_topics[name] = topics[name][1]
+                for name in deleted:
+                    if name not in topics:
+                        self.image_topics.pop(name, None)
+                        self._forget_offline(name)
             # The coordinators load the partitions of their topics this broker now leads and
-            # unload the others (Kafka's onLeadershipChange: onElection / onResignation).
+            # unload the others (Kafka's onLeadershipChange: onElection / onResignation): told
+            # when their topic is in the delta.
             for topic, listener in self._leadership_listeners:
-                listener({i: p.leader_epoch for (t, i), p in self.partitions.items()
-                          if t == topic and p.is_leader})
+                if changed is None or topic in work or topic in deleted:
+                    hosted = self._hosted.get(topic, {})
+                    examined += len(hosted)
+                    listener({i: p.leader_epoch for i, p in hosted.items() if p.is_leader})
+            self.last_apply_examined = examined
+
+    def _apply_partition(self, name: str, index: int, topic_id: Any, state: PartitionState,
+                         new_followers: dict[Partition, int],
+                         offline: dict[tuple[str, int], str]) -> None:
+        """One partition's new state: leader, follower, or no longer a replica here."""
+        key = (name, index)
+        if self.broker_id not in state.replicas:
+            self.offline_partitions.pop(key, None)
+            if key in self.partitions:
+                self._drop_partition(key)
+            if self.log_manager.get_log(name, index) is not None:
+                # Reassigned away from this broker: its copy goes (Kafka's
+                # ReplicaManager stops the replica with deletion).
+                self.log_manager.delete_log(name, index)
+                log.info("broker %d: no longer a replica of %s-%d; its log deleted",
+                         self.broker_id, name, index)
+            return
+        partition = self.partitions.get(key)
+        if partition is not None and state.leader_epoch < partition.leader_epoch:
+            return  # an older image than what we acted on already
+        if partition is None:
+            try:
+                partition = self._create_partition(name, index, topic_id)
+            except errors.KafkaStorageError as exc:
+                # Kafka's HostedPartition.Offline: no log, so no replica here; Produce and
+                # Fetch get KAFKA_STORAGE_ERROR, Metadata lists this replica offline.
+                if key not in self.offline_partitions:
+                    offline[key] = str(exc)
+                self.offline_partitions[key] = str(exc)
+                return
+            self.offline_partitions.pop(key, None)
+        if state.leader == self.broker_id:
+            # Kafka's makeLeaders: the fetcher goes first, so that nothing it
+            # fetched from the old leader lands after this replica leads.
+            if self.fetcher_manager is not None:
+                self.fetcher_manager.remove_partitions([key])
+            if partition.make_leader(state):
+                log.info("broker %d: leader of %s-%d at epoch %d, ISR %s",
+                         self.broker_id, name, index, state.leader_epoch, state.isr)
+        else:
+            if partition.make_follower(state):
+                if self.fetcher_manager is not None:
+                    self.fetcher_manager.remove_partitions([key])
+                if state.leader >= 0:
+                    new_followers[partition] = state.leader
+        if partition.is_leader or state.leader != self.broker_id:
+            self.complete_delayed_requests(key)
+
+    def _report_offline(self, offline: dict[tuple[str, int], str]) -> None:
+        """Said once, at ERROR, for the partitions newly offline in one apply."""
+        keys = sorted(offline)
+        shown = ", ".join(f"{t}-{i}" for t, i in keys[:5])
+        more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+        log.error("broker %d: cannot host %d partition(s) it is a replica of (%s%s): %s; "
+                  "offline on this broker, the others are served", self.broker_id, len(keys),
+                  shown, more, offline[keys[0]])
+
+    def _forget_offline(self, topic: str) -> None:
+        """A deleted topic's partitions are not offline any more (rare: only then a walk)."""
+        if self.offline_partitions:
+            for key in [k for k in self.offline_partitions if k[0] == topic]:
+                del self.offline_partitions[key]
 
     def _create_partition(self, topic: str, index: int, topic_id: Any) -> Partition:
         meta = self.metadata_cache.get(topic)
@@ -470,8 +562,12 @@ class ReplicaManager:
         partition = Partition(topic, index, topic_id, lg, self.broker_id,
                               LeaderEpochFileCache(lg.dir),
                               self.config["replica.lag.time.max.ms"])
-        self.partitions[(topic, index)] = partition
+        self._host(partition)
         return partition
+
+    def _host(self, partition: Partition) -> None:
+        self.partitions[partition.key] = partition
+        self._hosted.setdefault(partition.topic, {})[partition.index] = partition
 
     def drop_partition(self, key: tuple[str, int]) -> None:
         with self._lock:
@@ -479,6 +575,12 @@ class ReplicaManager:
 
     def _drop_partition(self, key: tuple[str, int]) -> None:
         partition = self.partitions.pop(key, None)
+        self.offline_partitions.pop(key, None)
+        hosted = self._hosted.get(key[0])
+        if hosted is not None:
+            hosted.pop(key[1], None)
+            if not hosted:
+                del self._hosted[key[0]]
         if self.fetcher_manager is not None:
             self.fetcher_manager.remove_partitions([key])
         if partition is not None:

@@ -178,7 +178,7 @@ class TransactionStateManager:
         with self._lock:
             self._metadata.pop(transactional_id, None)
 
-    # -- leadership changes (from ReplicaManager.apply_image) -----------------------------------
+    # -- leadership changes (from ReplicaManager.apply_delta) -----------------------------------
 
     def on_leadership(self, leading: dict[int, int]) -> None:
         """``leading``: partition -> leader epoch of the partitions this broker leads now."""

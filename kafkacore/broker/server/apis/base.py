@@ -181,7 +181,10 @@ class KafkaApisBase(ApiRequestHandler):
         return {"error_code": Errors.NONE if leader >= 0 else Errors.LEADER_NOT_AVAILABLE,
                 "partition_index": p, "leader_id": leader, "leader_epoch": epoch,
                 "replica_nodes": list(state.replicas), "isr_nodes": list(isr),
-                "offline_replicas": [r for r in state.replicas if r not in rm.brokers]}
+                # a replica whose broker is fenced, or this broker's own if it cannot host
+                # it (its log could not be created: ReplicaManager.offline_partitions)
+                "offline_replicas": [r for r in state.replicas if r not in rm.brokers or (
+                    r == me and (topic, p) in rm.offline_partitions)]}
 
 
 __all__ = ["AUTHORIZED_OPERATIONS_OMITTED", "INT32_MAX", "ZERO_UUID", "KafkaApisBase", "body_of"]
