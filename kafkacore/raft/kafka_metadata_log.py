@@ -138,6 +138,8 @@ class KafkaMetadataLog(MemoryRaftLog):
         """The log start offset and the epoch before it, from the first entry and the
         snapshots; everything the snapshots hold is committed."""
         latest = self.latest_snapshot_id()
+        if self.entries:
+            self._start = self.entries[0].offset
         if latest is not None and latest.offset > self.end_offset():
             # A snapshot fetched from the leader, stored before a crash emptied the log.
             self.entries.clear()
