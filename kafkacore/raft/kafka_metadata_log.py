@@ -22,7 +22,7 @@ the next start empties the log up to it, as the follower was doing.
 The entries are also kept in memory (``MemoryRaftLog``'s list): the log is small, and the
 protocol reads it on every Fetch.  The high watermark is not persisted, as in Kafka: a
 restarted voter learns it again from the leader, and until then treats as committed only what
-its snapshots hold (the log start offset).
+its snapshots hold (up to the latest snapshot's end offset).
 """
 
 from __future__ import annotations
@@ -156,7 +156,9 @@ class KafkaMetadataLog(MemoryRaftLog):
             self._start, self._start_epoch = latest
         for s in [s for s in self.snapshots if s.offset < self._start]:
             self._delete_snapshot(s)
-        self._high_watermark = self._start
+        # A snapshot is only ever taken of committed entries.
+        latest = self.latest_snapshot_id()
+        self._high_watermark = max(self._start, latest.offset if latest is not None else 0)
 
     def _write(self, first: int) -> None:
         """Write the entries from index ``first`` on, fsynced."""

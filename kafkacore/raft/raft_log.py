@@ -136,6 +136,8 @@ class MemoryRaftLog:
         #: the epoch of the entry before ``_start`` (the snapshot id's), 0 at offset 0
         self._start_epoch = 0
         self.snapshots: dict[OffsetAndEpoch, bytes] = {}
+        #: snapshots installed from a leader since the start (FetchSnapshot)
+        self.snapshots_installed = 0
 
     @property
     def log_start_offset(self) -> int:
@@ -297,3 +299,4 @@ class MemoryRaftLog:
             self._delete_snapshot(s)
         self._entries_deleted()
         self._high_watermark = snapshot_id.offset
+        self.snapshots_installed += 1

@@ -36,7 +36,11 @@ def test_a_full_inbox_drops_an_answer_counted_and_logged_once_per_interval(tmp_p
             for correlation_id in range(INBOX_BOUND, INBOX_BOUND + 3):
                 manager.deliver(vote_answer(correlation_id))
 
-        assert manager.statistics() == {"inbox_dropped": 3, "send_dropped": 0}
+        stats = manager.statistics()
+        assert (stats["inbox_dropped"], stats["send_dropped"]) == (3, 0)
+        # A fresh log: no snapshot, none installed, the log starting at 0.
+        assert (stats["log_start_offset"], stats["latest_snapshot_offset"],
+                stats["snapshots_installed"]) == (0, -1, 0)
         drops = [r for r in caplog.records if r.name == LOGGER and "inbox full" in r.getMessage()]
         # One WARNING for the interval; the two after it held back at DEBUG, counted for the
         # next WARNING line (RateLimitedLog, tests/broker/test_rate_limited_log.py).

@@ -42,7 +42,7 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 #: answer NOT_CONTROLLER (a Kafka voter that is not the leader answers DescribeQuorum with
 #: NOT_LEADER_OR_FOLLOWER; ours says NOT_CONTROLLER, which moves a broker's forwarding on).
 QUORUM_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH,
-                         ApiKey.END_QUORUM_EPOCH})
+                         ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH_SNAPSHOT})
 #: at most this many metadata records in one Fetch answer (the broker fetches again)
 MAX_RECORDS_PER_FETCH = 10_000
 
@@ -120,6 +120,7 @@ class ControllerApis(ApiRequestHandler):
                 ApiKey.VOTE: self.handle_raft_request,
                 ApiKey.BEGIN_QUORUM_EPOCH: self.handle_raft_request,
                 ApiKey.END_QUORUM_EPOCH: self.handle_raft_request,
+                ApiKey.FETCH_SNAPSHOT: self.handle_raft_request,
             })
         acl_apis = AclApis(self, acls)
         self.handlers.update({
@@ -196,7 +197,7 @@ class ControllerApis(ApiRequestHandler):
                 and raft_wire.fetch_replica_id(request.body) in raft.voters)
 
     def handle_raft_request(self, request: Request) -> None:
-        """Vote, BeginQuorumEpoch, EndQuorumEpoch, or a voter's Fetch: handed to this
+        """Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot, or a voter's Fetch: handed to this
         controller's voter (``KafkaRaftManager``), answered when it answers (a Fetch with
         nothing new is held, up to its wait)."""
         raft = self.controller.raft

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 #: Fetch, brokers' too, all quick reads), which a change waiting for its commit needs answered
 #: while the other handler threads may all be waiting on the controller's lock
 QUORUM_API_KEYS = frozenset({ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH,
-                             ApiKey.FETCH})
+                             ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT})
 #: the handler threads of the quorum's requests
 QUORUM_HANDLER_THREADS = 2
 
