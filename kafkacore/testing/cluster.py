@@ -219,7 +219,8 @@ class Cluster:
                                "sasl.users", "authorizer.class.name", "super.users",
                                "allow.everyone.if.no.acl.found",
                                "controller.quorum.election.timeout.ms",
-                               "controller.quorum.fetch.timeout.ms")}
+                               "controller.quorum.fetch.timeout.ms",
+                               "metadata.log.max.record.bytes.between.snapshots")}
             if self.num_controllers > 1:
                 config["controller.quorum.voters"] = ",".join(
                     f"{c.node_id}@127.0.0.1:{c.port}" for c in self.controllers.values())
@@ -549,12 +550,23 @@ class Cluster:
     def quorum_status(self, controller: int) -> dict[str, Any]:
         """What a controller's voter knows, asked of its control socket (it answers while
         isolated): ``{"node_id", "epoch", "leader_id", "is_leader", "active", "end_offset",
-        "high_watermark"}``."""
+        "high_watermark"}``, the counters of ``KafkaRaftManager.statistics`` (the log start
+        offset, snapshots installed from the leader, ...) and the controller's snapshots
+        loaded and written."""
         if controller not in self.controllers:
             raise ValueError(f"no controller {controller} in this cluster "
                              f"{sorted(self.controllers)}")
         return dict(self._control(controller)._call(  # noqa: SLF001
             {"op": "quorum_status"})["status"])
+
+    def metadata_image(self, controller: int) -> dict[str, Any]:
+        """A controller's image, asked of its control socket: ``{"applied": the quorum offset
+        it stands at, "records": the records that rebuild it}`` (what a snapshot holds)."""
+        if controller not in self.controllers:
+            raise ValueError(f"no controller {controller} in this cluster "
+                             f"{sorted(self.controllers)}")
+        return dict(self._control(controller)._call(  # noqa: SLF001
+            {"op": "metadata_image"})["image"])
 
     def set_latency(self, broker: int, ms: int) -> None:
         self._control(broker).set_latency(ms)

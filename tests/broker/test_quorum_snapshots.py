@@ -4,14 +4,18 @@
 oldest snapshot, and a restarted controller loads its latest snapshot and replays only the
 entries after it.
 
-A quorum of one voter, in this process, on real files and threads (the quorum's network part is
-the cluster test's, ``test_controller_quorum.py``)."""
+First a quorum of one voter, in this process, on real files and threads; then three controller
+processes (``Cluster(controllers=3)``), where one stopped while the others moved their log start
+past its end catches up by FetchSnapshot, and ends with the leader's image."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 
 import pytest
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
 from waits import wait_until
 
 from kafkacore.broker.config.kafka_config import BrokerConfig
@@ -19,8 +23,7 @@ from kafkacore.broker.controller.kafka_raft_manager import KafkaRaftManager
 from kafkacore.broker.controller.quorum_controller import QuorumController
 from kafkacore.errors import Errors
 from kafkacore.raft import RaftConfig
-
-pytestmark = pytest.mark.pure_python  # one process, no socket
+from kafkacore.testing.cluster import Cluster
 
 #: a few topics' records: snapshots come every few changes
 SNAPSHOT_BYTES = 3000
@@ -53,6 +56,7 @@ def _image(controller: QuorumController) -> dict:
                 "records": controller.snapshot_records()}
 
 
+@pytest.mark.pure_python  # one process, no socket
 def test_snapshots_bound_the_log_and_a_restart_loads_the_latest(tmp_path):
     raft, controller = _start(tmp_path)
     try:
@@ -91,3 +95,48 @@ def test_snapshots_bound_the_log_and_a_restart_loads_the_latest(tmp_path):
             r["epoch"] for r in before["brokers"].values())
     finally:
         _stop(raft, restarted)
+
+
+def _cluster_image(cluster: Cluster, controller: int) -> tuple[int, list[str]]:
+    image = cluster.metadata_image(controller)
+    return image["applied"], sorted(json.dumps(r, sort_keys=True) for r in image["records"])
+
+
+@pytest.mark.cluster
+@pytest.mark.timeout(300)
+def test_a_controller_behind_the_log_start_catches_up_by_fetch_snapshot(tmp_path):
+    with Cluster(brokers=1, controllers=3, log_dir=tmp_path, config={
+            "metadata.log.max.record.bytes.between.snapshots": SNAPSHOT_BYTES}) as cluster:
+        active = cluster.active_controller()
+        behind = min(c for c in cluster.controllers if c != active)
+        cluster.stop(behind)
+        # It has at most what the leader had when it stopped.
+        its_end = cluster.quorum_status(active)["end_offset"]
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers,
+                                 request_timeout_ms=30000)
+        try:
+            rounds = 0
+            # Topics (kafka-python's CreateTopics, forwarded to the active controller) until
+            # the leader's log starts after the stopped controller's end.
+            while cluster.quorum_status(active := cluster.active_controller())[
+                    "log_start_offset"] <= its_end:
+                assert rounds < 20, "the leader never deleted the entries before its snapshots"
+                admin.create_topics([NewTopic(f"s{rounds}-{i}", 1, 1) for i in range(5)])
+                rounds += 1
+        finally:
+            admin.close()
+        committed = cluster.quorum_status(active)["high_watermark"]
+
+        cluster.restart(behind)
+        status = wait_until(lambda: (s := cluster.quorum_status(behind))["snapshots_installed"]
+                            >= 1 and s["high_watermark"] >= committed and s,
+                            f"controller {behind} installs the leader's snapshot and catches up",
+                            60)
+        assert status["log_start_offset"] > its_end and status["snapshots_loaded"] >= 1
+        # Its image is the leader's, at the same offset (nothing changes now).
+        leader_image, its_image = wait_until(
+            lambda: (a := _cluster_image(cluster, cluster.active_controller()))[0] == (
+                b := _cluster_image(cluster, behind))[0] and (a, b),
+            f"controller {behind} has applied as far as the leader", 30)
+        assert its_image == leader_image
+        assert any('"TopicRecord"' in r and f'"s{rounds - 1}-4"' in r for r in its_image[1])

@@ -289,6 +289,11 @@ class QuorumController:
                             "producer_ids_end": self.producer_ids.next_producer_id})
         return records
 
+    def applied_offset(self) -> int:
+        """The quorum offset the state stands at (every entry before it applied); the lone
+        controller's log end."""
+        return self._applied if self.raft is not None else self.metadata_log.end_offset
+
     def _load_snapshot(self, snapshot_id: OffsetAndEpoch, records: list[bytes]) -> None:
         """Replace the state by a snapshot's (Kafka's ``handleLoadSnapshot``)."""
         self._reset_state()
