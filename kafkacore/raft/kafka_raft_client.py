@@ -90,6 +90,9 @@ class RaftConfig:
     #: Snapshots kept; the entries before the oldest are deleted, so a follower less far behind
     #: than that still catches up from the log.
     snapshots_retained: int = 2
+    #: The largest snapshot a follower takes (its bytes are held until complete): a leader
+    #: announcing a larger one is not followed into it.
+    max_snapshot_bytes: int = 1 << 30
 
 
 class KafkaRaftClient:
@@ -768,6 +771,7 @@ class KafkaRaftClient:
         s.fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms
         if (
             resp.snapshot_id != snapshot_id
+            or resp.size > self.config.max_snapshot_bytes
             or resp.position != len(received)
             or resp.size < resp.position + len(resp.unaligned_records)
             or (not resp.unaligned_records and resp.position < resp.size)

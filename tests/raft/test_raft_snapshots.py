@@ -16,12 +16,14 @@ from raft_simulation import SIMULATION_CONFIG, RaftSimulation, SimNode, state_re
 
 from kafkacore.errors import Errors, IllegalStateError
 from kafkacore.raft import OffsetAndEpoch
+from kafkacore.raft.epoch_state import FollowerState
 from kafkacore.raft.raft_messages import (
     Envelope,
     FetchRequest,
     FetchResponse,
     FetchSnapshotRequest,
     FetchSnapshotResponse,
+    LeaderIdAndEpoch,
     ReplicaState,
 )
 
@@ -154,3 +156,20 @@ def test_a_snapshot_is_taken_only_of_committed_entries() -> None:
         leader.client.create_snapshot(hw + 1, [b"x"])
     with pytest.raises(IllegalStateError, match="log start"):
         leader.client.create_snapshot(leader.log.log_start_offset - 1, [b"x"])
+
+
+def test_a_follower_does_not_hold_a_snapshot_larger_than_its_bound() -> None:
+    """The bytes of a snapshot are held until it is complete: a leader announcing one larger
+    than ``max_snapshot_bytes`` is not followed into it (the download is dropped)."""
+    sim, leader = _quiet_leader()
+    node = next(n for n in sim.nodes.values() if n is not leader)
+    assert node.client is not None and leader.client is not None
+    state = node.client.state
+    assert isinstance(state, FollowerState)
+    snapshot_id = OffsetAndEpoch(1, 1)
+    state.fetching_snapshot = (snapshot_id, bytearray())
+    state.in_flight = (777, sim.now + 1000)
+    huge = FetchSnapshotResponse(Errors.NONE, LeaderIdAndEpoch(leader.node_id, leader.client.epoch),
+                                 snapshot_id, SIMULATION_CONFIG.max_snapshot_bytes + 1, 0, b"x")
+    node.client.handle(Envelope(leader.node_id, node.node_id, 777, huge), sim.now)
+    assert state.fetching_snapshot is None and node.log.installs == 0

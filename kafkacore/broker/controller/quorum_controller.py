@@ -257,7 +257,14 @@ class QuorumController:
                 self.config["metadata.log.max.record.bytes.between.snapshots"]:
             return
         records = [json.dumps(r).encode() for r in self.snapshot_records()]
-        snapshot_id = raft.create_snapshot(self._applied, records)
+        try:
+            snapshot_id = raft.create_snapshot(self._applied, records)
+        except IllegalStateError:
+            # The change that got here is committed and must be answered as such: a snapshot
+            # refused is logged loudly and tried again after the next change.
+            log.exception("controller %d: snapshot at offset %d refused", self.node_id,
+                          self._applied)
+            return
         self._bytes_since_snapshot = 0
         self.snapshots_written += 1
         log.info("controller %d: snapshot at offset %d, epoch %d (%d records)", self.node_id,
