@@ -87,6 +87,7 @@ KAFKA_NAMES = frozenset(
     LogAppendTime GroupConfig CorruptRecordException LogCleaningException DefaultSource Trigger
     CreatePartitions KafkaConsumer IllegalArgumentException SupportsTriggerAvailableNow
     TopicRecord PartitionRecord PartitionChangeRecord ConfigRecord ClientQuotaRecord RemoveTopicRecord
+    AccessControlEntryRecord RemoveAccessControlEntryRecord AclPublisher
     RegisterBrokerRecord FenceBrokerRecord UnfenceBrokerRecord MetadataDelta MetadataImage TopicsDelta
     KafkaMetadataLog SnapshotGenerator BrokerMetadataPublisher PartitionMetadataFile
     ControllerConfigurationValidator BoundedList BoundedListTooLongException ProducerIdsRecord

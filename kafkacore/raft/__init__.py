@@ -5,8 +5,9 @@ What lives here, I/O-free: the protocol is a state machine driven by ``poll(now_
 belong to whoever drives it (a simulated world in the model test, the controllers'
 ``KafkaRaftManager`` in :mod:`kafkacore.broker.controller`).
 
-- :mod:`kafkacore.raft.raft_messages`: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and FetchSnapshot as plain
-  dataclasses with the fields of Kafka's message schemas, and the ``LeaderChange`` control record;
+- :mod:`kafkacore.raft.raft_messages`: Vote (a pre-vote too), BeginQuorumEpoch, EndQuorumEpoch,
+  Fetch and FetchSnapshot as plain dataclasses with the fields of Kafka's message schemas, and the
+  ``LeaderChange`` control record;
 - :mod:`kafkacore.raft.raft_log`: the log interface the protocol needs (append with an epoch,
   truncate to a diverging point, the end offset of an epoch, the high watermark) and
   ``MemoryRaftLog``;
@@ -18,8 +19,8 @@ belong to whoever drives it (a simulated world in the model test, the controller
   cut off, the reader of ``KafkaMetadataLog`` and of the broker's ``MetadataLog`` both;
 - :mod:`kafkacore.raft.quorum_state_store`: the persisted election state (epoch, voted id,
   leader id), with a file store that is written whole and fsynced before a vote is granted;
-- :mod:`kafkacore.raft.epoch_state`: the six states (unattached, voted, candidate, leader,
-  follower, resigned);
+- :mod:`kafkacore.raft.epoch_state`: the seven states (unattached, voted, prospective,
+  candidate, leader, follower, resigned);
 - :mod:`kafkacore.raft.quorum_state`: ``QuorumState``, the only way from one state to another,
   which checks each transition's invariants and persists the election state first;
 - :mod:`kafkacore.raft.kafka_raft_client`: ``KafkaRaftClient``, elections, replication by Fetch

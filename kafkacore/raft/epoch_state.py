@@ -1,15 +1,18 @@
-"""The six states of a voter, each for one epoch (Kafka's ``EpochState`` and its subclasses).
+"""The seven states of a voter, each for one epoch (Kafka's ``EpochState`` and its subclasses).
 
 A state holds what the voter knows and owes in its epoch, and its timers as absolute
 deadlines of the caller's clock.  The states do not change one into another: ``QuorumState``
 does that, checking each transition.
 
 - ``UnattachedState``: an epoch with no leader known and no vote cast; waits for its election
-  timeout, then stands as a candidate.
+  timeout, then asks for pre-votes.
 - ``VotedState``: voted for a candidate in this epoch; grants that candidate again, nobody else.
-- ``CandidateState``: voted for itself and asks the others; a majority makes it leader.
+- ``ProspectiveState``: timed out, asks the others whether they would vote for it (KIP-996's
+  pre-vote) without raising the epoch; a majority makes it a candidate.
+- ``CandidateState``: voted for itself in the next epoch and asks the others; a majority makes
+  it leader.
 - ``LeaderState``: appends, answers Fetch, advances the high watermark.
-- ``FollowerState``: fetches from the epoch's leader; stands as a candidate when the leader has
+- ``FollowerState``: fetches from the epoch's leader; asks for pre-votes when the leader has
   been silent for the fetch timeout.
 - ``ResignedState``: was this epoch's leader and gave up (lost the majority, or shut down); tells
   the voters by EndQuorumEpoch and waits for the next epoch.
@@ -63,8 +66,9 @@ class VotedState(EpochState):
         return ElectionState(self.epoch, voted_id=self.voted_id)
 
 
-class CandidateState(EpochState):
-    name = "Candidate"
+class NomineeState(EpochState):
+    """What a prospective and a candidate share (Kafka's ``NomineeState``): the votes asked for,
+    granted and rejected, and the timers of the round."""
 
     def __init__(
         self, epoch: int, local_id: int, voters: frozenset[int], election_deadline_ms: int
@@ -75,13 +79,13 @@ class CandidateState(EpochState):
         self.granting: set[int] = {local_id}
         self.rejecting: set[int] = set()
         self.election_deadline_ms = election_deadline_ms
-        #: Set once the election is lost or timed out: the next candidacy waits until then.
+        #: Set once the election is lost or timed out: the next round waits until then.
         self.backoff_deadline_ms: int | None = None
         #: When each voter that has not answered may be asked again.
         self.next_vote_request_ms: dict[int, int] = {v: 0 for v in voters if v != local_id}
-
-    def election(self) -> ElectionState:
-        return ElectionState(self.epoch, voted_id=self.local_id)
+        #: correlation id -> the voter asked, for this round's requests: only their answers
+        #: count (a pre-vote granted must never pass for a vote).
+        self.requests: dict[int, int] = {}
 
     def majority(self) -> int:
         return len(self.voters) // 2 + 1
@@ -91,6 +95,42 @@ class CandidateState(EpochState):
 
     def is_vote_rejected(self) -> bool:
         return len(self.rejecting) >= self.majority()
+
+
+class ProspectiveState(NomineeState):
+    """Asks for pre-votes in its epoch, which it does not raise: a voter that cannot win (cut
+    off, or behind) never disrupts a leader the others still follow (KIP-996).  It persists
+    nothing of its own: its election state is the one of the state it came from."""
+
+    name = "Prospective"
+
+    def __init__(
+        self,
+        previous: ElectionState,
+        local_id: int,
+        voters: frozenset[int],
+        election_deadline_ms: int,
+    ) -> None:
+        super().__init__(previous.epoch, local_id, voters, election_deadline_ms)
+        self.previous = previous
+
+    def election(self) -> ElectionState:
+        return self.previous
+
+    @property
+    def leader_id(self) -> int:
+        return self.previous.leader_id
+
+    def may_vote(self) -> bool:
+        """It may still cast its one (real) vote of this epoch."""
+        return not self.previous.has_voted() and not self.previous.has_leader()
+
+
+class CandidateState(NomineeState):
+    name = "Candidate"
+
+    def election(self) -> ElectionState:
+        return ElectionState(self.epoch, voted_id=self.local_id)
 
 
 @dataclass(slots=True)
@@ -184,6 +224,9 @@ class FollowerState(EpochState):
         #: The snapshot being fetched from this leader (KIP-630): its id and the bytes so far.
         #: While it is set the follower sends FetchSnapshot, not Fetch.
         self.fetching_snapshot: tuple[OffsetAndEpoch, bytearray] | None = None
+        #: Its leader answered a Fetch, and has not resigned since: it refuses pre-votes
+        #: until its fetch timeout (Kafka's ``hasFetchedFromLeader``).
+        self.has_fetched_from_leader = False
 
     def election(self) -> ElectionState:
         return ElectionState(self.epoch, voted_id=self.voted_id, leader_id=self.leader)

@@ -33,7 +33,9 @@ from kafkacore.raft.epoch_state import (
     EpochState,
     FollowerState,
     LeaderState,
+    NomineeState,
     ParkedFetch,
+    ProspectiveState,
     ResignedState,
     UnattachedState,
     VotedState,
@@ -152,7 +154,7 @@ class KafkaRaftClient:
         s = self.quorum.state
         if isinstance(s, (UnattachedState, VotedState)):
             return s.election_deadline_ms
-        if isinstance(s, CandidateState):
+        if isinstance(s, NomineeState):
             if s.backoff_deadline_ms is not None:
                 return s.backoff_deadline_ms
             pending = [
@@ -180,6 +182,8 @@ class KafkaRaftClient:
         s = self.quorum.state
         if isinstance(s, LeaderState):
             self._poll_leader(s, now_ms)
+        elif isinstance(s, ProspectiveState):
+            self._poll_prospective(s, now_ms)
         elif isinstance(s, CandidateState):
             self._poll_candidate(s, now_ms)
         elif isinstance(s, FollowerState):
@@ -187,7 +191,7 @@ class KafkaRaftClient:
         elif isinstance(s, ResignedState):
             self._poll_resigned(s, now_ms)
         elif isinstance(s, (UnattachedState, VotedState)) and now_ms >= s.election_deadline_ms:
-            self._become_candidate(now_ms)
+            self._become_prospective(now_ms)
         return self._drain()
 
     def handle(self, envelope: Envelope, now_ms: int) -> list[Envelope]:
@@ -279,6 +283,38 @@ class KafkaRaftClient:
 
     # -- timers of each state ------------------------------------------------------------------
 
+    def _become_prospective(self, now_ms: int) -> None:
+        self.quorum.transition_to_prospective(now_ms)
+        s = self.quorum.state
+        if not isinstance(s, ProspectiveState):
+            raise IllegalStateError(f"expected a ProspectiveState, not {s!r}")
+        if s.is_vote_granted():  # a quorum of one
+            self._become_candidate(now_ms)
+        else:
+            self._poll_prospective(s, now_ms)
+
+    def _poll_prospective(self, s: ProspectiveState, now_ms: int) -> None:
+        if s.backoff_deadline_ms is not None:
+            if now_ms >= s.backoff_deadline_ms:
+                self._become_prospective(now_ms)
+            return
+        if now_ms >= s.election_deadline_ms or s.is_vote_rejected():
+            # Lost, or nobody answered (cut off): the epoch stays.  Back to its leader if it
+            # had one (it fetches again, and the leader may well be alive); else a new round
+            # after a random wait.
+            leader = s.leader_id
+            if leader not in (NO_ID, self.node_id):
+                self.quorum.transition_to_follower(s.epoch, leader, now_ms)
+                f = self.quorum.state
+                if isinstance(f, FollowerState):
+                    self._poll_follower(f, now_ms)
+            else:
+                s.backoff_deadline_ms = (
+                    now_ms + 1 + self.rng.randrange(self.config.election_backoff_max_ms)
+                )
+            return
+        self._request_votes(s, now_ms, pre_vote=True)
+
     def _become_candidate(self, now_ms: int) -> None:
         self.quorum.transition_to_candidate(now_ms)
         s = self.quorum.state
@@ -292,20 +328,31 @@ class KafkaRaftClient:
     def _poll_candidate(self, s: CandidateState, now_ms: int) -> None:
         if s.backoff_deadline_ms is not None:
             if now_ms >= s.backoff_deadline_ms:
-                self._become_candidate(now_ms)
+                # A new round asks for pre-votes first: a candidate that cannot win (cut off)
+                # stops raising the epoch.
+                self._become_prospective(now_ms)
             return
         if now_ms >= s.election_deadline_ms or s.is_vote_rejected():
             # Lost or undecided: wait a random while, so that two candidates do not split the
-            # votes again, then stand in the next epoch.
+            # votes again, then stand again.
             s.backoff_deadline_ms = (
                 now_ms + 1 + self.rng.randrange(self.config.election_backoff_max_ms)
             )
             return
+        self._request_votes(s, now_ms, pre_vote=False)
+
+    def _request_votes(self, s: NomineeState, now_ms: int, pre_vote: bool) -> None:
+        """Ask each voter that has not answered, again after the request timeout.  A pre-vote
+        carries the current epoch (a prospective does not raise it), a vote the candidate's."""
         log_epoch, log_end = self.log.last_fetched_epoch(), self.log.end_offset()
         for voter, when in s.next_vote_request_ms.items():
             if voter not in s.granting and voter not in s.rejecting and now_ms >= when:
                 s.next_vote_request_ms[voter] = now_ms + self.config.request_timeout_ms
-                self._send(voter, VoteRequest(s.epoch, self.node_id, log_epoch, log_end, voter))
+                self._send(
+                    voter,
+                    VoteRequest(s.epoch, self.node_id, log_epoch, log_end, voter, pre_vote),
+                )
+                s.requests[self._correlation_id] = voter
 
     def _become_leader(self, now_ms: int) -> None:
         s = self.quorum.state
@@ -357,7 +404,7 @@ class KafkaRaftClient:
 
     def _poll_resigned(self, s: ResignedState, now_ms: int) -> None:
         if now_ms >= s.election_deadline_ms:
-            self._become_candidate(now_ms)
+            self._become_prospective(now_ms)
             return
         for voter in sorted(s.unacknowledged):
             if now_ms >= s.next_end_epoch_ms[voter]:
@@ -368,8 +415,8 @@ class KafkaRaftClient:
 
     def _poll_follower(self, s: FollowerState, now_ms: int) -> None:
         if now_ms >= s.fetch_deadline_ms:
-            # The leader has been silent for the fetch timeout: stand in the next epoch.
-            self._become_candidate(now_ms)
+            # The leader has been silent for the fetch timeout: ask for pre-votes.
+            self._become_prospective(now_ms)
             return
         if s.in_flight is not None and now_ms >= s.in_flight[1]:
             s.in_flight = None
@@ -418,8 +465,11 @@ class KafkaRaftClient:
         elif (
             epoch == s.epoch
             and known
-            and isinstance(s, (UnattachedState, VotedState, CandidateState))
+            and isinstance(s, (UnattachedState, VotedState, ProspectiveState, CandidateState))
+            and s.leader_id == NO_ID
         ):
+            # (A prospective that knows its leader goes back to it only when it loses: the
+            # voters that grant it a pre-vote still name that leader.)
             self.quorum.transition_to_follower(epoch, leader_id, now_ms)
         elif epoch == s.epoch and known and s.leader_id not in (NO_ID, leader_id):
             # Two leaders claimed for one epoch: QuorumState refuses, and says so.
@@ -475,17 +525,32 @@ class KafkaRaftClient:
         if req.candidate_epoch > self.quorum.epoch:
             self.quorum.transition_to_unattached(req.candidate_epoch, now_ms)
         s = self.quorum.state
+        # Only a log at least as up to date as ours, compared epoch first: a leader must hold
+        # every committed entry, and a majority of voters holds each of them.
+        ours = (self.log.last_fetched_epoch(), self.log.end_offset())
+        up_to_date = (req.last_offset_epoch, req.last_offset) >= ours
         granted = False
-        if isinstance(s, VotedState):
+        if req.pre_vote:
+            # Would it vote in the next epoch?  Nothing changes and nothing is persisted.
+            granted = up_to_date and self._may_grant_pre_vote(s, now_ms)
+        elif isinstance(s, VotedState):
             granted = s.voted_id == req.candidate_id  # the same vote again, for a lost response
-        elif isinstance(s, UnattachedState):
-            # Only a log at least as up to date as ours, compared epoch first: a leader must
-            # hold every committed entry, and a majority of voters holds each of them.
-            ours = (self.log.last_fetched_epoch(), self.log.end_offset())
-            if (req.last_offset_epoch, req.last_offset) >= ours:
+        elif isinstance(s, UnattachedState) or (
+            isinstance(s, ProspectiveState) and s.may_vote()
+        ):
+            if up_to_date:
                 self.quorum.transition_to_voted(req.candidate_epoch, req.candidate_id, now_ms)
                 granted = True
         self._respond(envelope, VoteResponse(Errors.NONE, s.leader_id, self.quorum.epoch, granted))
+
+    def _may_grant_pre_vote(self, s: EpochState, now_ms: int) -> bool:
+        """KIP-996: no pre-vote while this voter leads, or has heard from its leader within the
+        fetch timeout (that leader is alive: nobody needs to replace it)."""
+        if isinstance(s, (LeaderState, ResignedState)):
+            return False
+        if isinstance(s, FollowerState):
+            return not (s.has_fetched_from_leader and now_ms < s.fetch_deadline_ms)
+        return True
 
     def _handle_begin_quorum_epoch(
         self, envelope: Envelope, req: BeginQuorumEpochRequest, now_ms: int
@@ -518,7 +583,8 @@ class KafkaRaftClient:
             and s.epoch == req.leader_epoch
         ):
             # Stand soon, the best successor first, so that the quorum does not wait out a
-            # whole fetch timeout for a leader that has said it is gone.
+            # whole fetch timeout for a leader that has said it is gone; and grant pre-votes.
+            s.has_fetched_from_leader = False
             successors = req.preferred_successors
             position = (
                 successors.index(self.node_id) if self.node_id in successors else len(successors)
@@ -695,15 +761,22 @@ class KafkaRaftClient:
         s = self.quorum.state
         if body.leader_epoch != s.epoch:
             return  # from an older epoch: nothing to learn
-        if isinstance(body, VoteResponse) and isinstance(s, CandidateState):
+        if isinstance(body, VoteResponse) and isinstance(s, NomineeState):
             if body.error_code != Errors.NONE:
                 return
+            if s.requests.get(envelope.correlation_id) != envelope.source_id:
+                return  # not this round's: a pre-vote must not count as a vote, nor the reverse
             if body.vote_granted:
                 s.granting.add(envelope.source_id)
                 if s.is_vote_granted():
-                    self._become_leader(now_ms)
+                    if isinstance(s, ProspectiveState):
+                        self._become_candidate(now_ms)
+                    else:
+                        self._become_leader(now_ms)
             else:
                 s.rejecting.add(envelope.source_id)
+                if isinstance(s, ProspectiveState) and s.is_vote_rejected():
+                    self._poll_prospective(s, now_ms)
         elif isinstance(body, BeginQuorumEpochResponse) and isinstance(s, LeaderState):
             if body.error_code == Errors.NONE:
                 s.replicas[envelope.source_id].has_acknowledged_leader = True
@@ -731,6 +804,7 @@ class KafkaRaftClient:
             self._poll_follower(s, now_ms)
             return
         s.fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms
+        s.has_fetched_from_leader = True
         if resp.snapshot_id is not None:
             s.fetching_snapshot = (resp.snapshot_id, bytearray())
         elif resp.diverging_epoch is not None:
@@ -769,6 +843,7 @@ class KafkaRaftClient:
             self._poll_follower(s, now_ms)
             return
         s.fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms
+        s.has_fetched_from_leader = True  # a chunk is its leader's answer as a Fetch's is
         if (
             resp.snapshot_id != snapshot_id
             or resp.size > self.config.max_snapshot_bytes

@@ -7,12 +7,18 @@ store **before** the new state is installed, so that a crash right after finds i
 
 The transitions, as Kafka's ``QuorumState`` has them::
 
-    Unattached -> Voted (same epoch), Candidate, Follower, Unattached (higher epoch)
-    Voted      -> Candidate, Follower (same or higher epoch), Unattached (higher epoch)
-    Candidate  -> Leader (majority granted), Candidate (next epoch), Follower, Unattached (higher)
-    Leader     -> Resigned (same epoch), Follower, Unattached (higher epoch)
-    Follower   -> Candidate, Follower (higher epoch), Unattached (higher epoch)
-    Resigned   -> Candidate, Follower, Unattached (higher epoch)
+    Unattached  -> Voted (same epoch), Prospective, Follower, Unattached (higher epoch)
+    Voted       -> Prospective, Follower (same or higher epoch), Unattached (higher epoch)
+    Prospective -> Candidate (majority of pre-votes), Prospective (a new round), Voted (same
+                   epoch, if it had no vote and no leader), Follower, Unattached (higher epoch)
+    Candidate   -> Leader (majority granted), Prospective (lost: a new round, same epoch),
+                   Follower, Unattached (higher epoch)
+    Leader      -> Resigned (same epoch), Follower, Unattached (higher epoch)
+    Follower    -> Prospective, Follower (higher epoch), Unattached (higher epoch)
+    Resigned    -> Prospective, Follower, Unattached (higher epoch)
+
+Only a prospective with a majority of pre-votes raises the epoch (KIP-996): a voter cut off from
+the others times out again and again in one epoch, and rejoins without disrupting their leader.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from kafkacore.raft.epoch_state import (
     EpochState,
     FollowerState,
     LeaderState,
+    ProspectiveState,
     ResignedState,
     UnattachedState,
     VotedState,
@@ -107,7 +114,7 @@ class QuorumState:
                 f"unattached at epoch {epoch}, not above the current {self.state!r}"
             )
         current = self.state
-        if isinstance(current, (UnattachedState, VotedState, CandidateState)):
+        if isinstance(current, (UnattachedState, VotedState, ProspectiveState, CandidateState)):
             # The election timer keeps running: were it reset by every higher epoch, candidates
             # that cannot win (their logs are behind) could keep the voters that can from ever
             # standing.
@@ -118,8 +125,13 @@ class QuorumState:
         self._install(state.election(), state, now_ms)
 
     def transition_to_voted(self, epoch: int, candidate_id: int, now_ms: int) -> None:
-        """Grant a vote: only from Unattached, so there is one vote per epoch."""
-        if epoch != self.epoch or not isinstance(self.state, UnattachedState):
+        """Grant a vote: only from Unattached (or a prospective that was), so there is one vote
+        per epoch."""
+        state = self.state
+        unattached = isinstance(state, UnattachedState) or (
+            isinstance(state, ProspectiveState) and state.may_vote()
+        )
+        if epoch != self.epoch or not unattached:
             raise IllegalStateError(
                 f"vote for {candidate_id} at epoch {epoch} from {self.state!r}: one vote per "
                 "epoch, cast only while unattached in it"
@@ -129,10 +141,23 @@ class QuorumState:
         state = VotedState(epoch, candidate_id, self.random_election_deadline(now_ms))
         self._install(state.election(), state, now_ms)
 
+    def transition_to_prospective(self, now_ms: int) -> None:
+        """Ask for pre-votes in the current epoch (KIP-996): nothing is persisted but what the
+        state it leaves had."""
+        state = self.state
+        if isinstance(state, LeaderState):
+            raise IllegalStateError(f"a leader does not ask for pre-votes: {state!r}")
+        prospective = ProspectiveState(
+            state.election(), self.local_id, self.voters, self.random_election_deadline(now_ms)
+        )
+        self._install(prospective.election(), prospective, now_ms)
+
     def transition_to_candidate(self, now_ms: int) -> None:
-        """Stand in the next epoch, voting for itself."""
-        if isinstance(self.state, LeaderState):
-            raise IllegalStateError(f"a leader cannot stand as a candidate: {self.state!r}")
+        """Stand in the next epoch, voting for itself: only with a majority of pre-votes."""
+        if not isinstance(self.state, ProspectiveState) or not self.state.is_vote_granted():
+            raise IllegalStateError(
+                f"a candidate without a majority of pre-votes: {self.state!r}"
+            )
         state = CandidateState(
             self.epoch + 1, self.local_id, self.voters, self.random_election_deadline(now_ms)
         )
@@ -173,10 +198,16 @@ class QuorumState:
                 raise IllegalStateError(
                     f"{leader_id} claims epoch {epoch}, whose leader is {state.leader}"
                 )
+            if isinstance(state, ProspectiveState) and state.leader_id not in (NO_ID, leader_id):
+                raise IllegalStateError(
+                    f"{leader_id} claims epoch {epoch}, whose leader is {state.leader_id}"
+                )
             if isinstance(state, VotedState):
                 voted_id = state.voted_id
             elif isinstance(state, CandidateState):
                 voted_id = self.local_id
+            elif isinstance(state, ProspectiveState):
+                voted_id = state.previous.voted_id
         follower = FollowerState(epoch, leader_id, voted_id, now_ms + self.fetch_timeout_ms)
         self._install(follower.election(), follower, now_ms)
 

@@ -26,7 +26,8 @@ NO_ID = -1
 
 @dataclass(frozen=True, slots=True)
 class VoteRequest:
-    """A candidate asks for a vote (``VoteRequest.json``, one partition)."""
+    """A candidate asks for a vote, or a prospective for a pre-vote (``VoteRequest.json``, one
+    partition)."""
 
     candidate_epoch: int
     candidate_id: int
@@ -35,6 +36,9 @@ class VoteRequest:
     last_offset_epoch: int
     last_offset: int
     voter_id: int = NO_ID
+    #: KIP-996 (Vote v2): would the voter vote for it in the next epoch?  ``candidate_epoch`` is
+    #: then the sender's current epoch, not raised, and the answer binds nobody.
+    pre_vote: bool = False
 
 
 @dataclass(frozen=True, slots=True)

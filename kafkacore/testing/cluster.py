@@ -222,6 +222,12 @@ class Cluster:
                                "controller.quorum.fetch.timeout.ms",
                                "metadata.log.max.record.bytes.between.snapshots")}
             if self.num_controllers > 1:
+                # The voters talk to each other as brokers talk to a controller: with the
+                # brokers' credentials on the controller listener (docs/broker/security.rst).
+                config.update({k: v for k, v in self.config.items()
+                               if k in ("controller.listener.names",
+                                        "sasl.mechanism.controller.protocol")
+                               or k.startswith("listener.name.")})
                 config["controller.quorum.voters"] = ",".join(
                     f"{c.node_id}@127.0.0.1:{c.port}" for c in self.controllers.values())
         else:
@@ -550,9 +556,10 @@ class Cluster:
     def quorum_status(self, controller: int) -> dict[str, Any]:
         """What a controller's voter knows, asked of its control socket (it answers while
         isolated): ``{"node_id", "epoch", "leader_id", "is_leader", "active", "end_offset",
-        "high_watermark"}``, the counters of ``KafkaRaftManager.statistics`` (the log start
-        offset, snapshots installed from the leader, ...) and the controller's snapshots
-        loaded and written."""
+        "high_watermark", "state"}`` (``state``: its Raft state, ``"Follower"``,
+        ``"Prospective"``...), the counters of ``KafkaRaftManager.statistics`` (the log start
+        offset, snapshots installed from the leader, ...) and the controller's snapshots loaded
+        and written."""
         if controller not in self.controllers:
             raise ValueError(f"no controller {controller} in this cluster "
                              f"{sorted(self.controllers)}")

@@ -75,24 +75,37 @@ def describe_quorum(cluster: Cluster) -> dict:
 
 
 def test_only_the_active_controller_answers(cluster):
-    """The others say NOT_CONTROLLER, whatever is asked (a broker then moves on)."""
+    """The others say NOT_CONTROLLER to a broker's request (a broker then moves on), and
+    NOT_LEADER_OR_FOLLOWER for the partition to DescribeQuorum, naming the leader, in every
+    version (Kafka's ``KafkaRaftClient.handleDescribeQuorumRequest``)."""
     active = cluster.active_controller()
+    epoch = cluster.quorum_status(active)["epoch"]
     ask = {"topics": [{"topic_name": METADATA_TOPIC, "partitions": [{"partition_index": 0}]}]}
     for node_id, node in cluster.controllers.items():
         client = InterBrokerClient("127.0.0.1", node.port, "quorum-test", 10.0)
         try:
-            quorum = client.send(ApiKey.DESCRIBE_QUORUM, 2, ask)
+            quorums = [client.send(ApiKey.DESCRIBE_QUORUM, v, ask) for v in (0, 1, 2)]
             heartbeat = client.send(ApiKey.BROKER_HEARTBEAT, 0, {
                 "broker_id": 1, "broker_epoch": -1, "current_metadata_offset": 0,
                 "want_fence": False, "want_shut_down": False})
         finally:
             client.close()
+        for version, quorum in enumerate(quorums):
+            assert quorum["error_code"] == Errors.NONE, (node_id, version)
+            [partition] = quorum["topics"][0]["partitions"]
+            assert (partition["leader_id"], partition["leader_epoch"]) == (active, epoch)
+            if node_id == active:
+                assert partition["error_code"] == Errors.NONE
+                assert len(partition["current_voters"]) == len(cluster.controllers)
+            else:
+                assert partition["error_code"] == Errors.NOT_LEADER_OR_FOLLOWER, version
+                assert partition["current_voters"] == []
+                if version >= 2:
+                    assert "not the current leader" in partition["error_message"]
         if node_id == active:
-            assert quorum["error_code"] == Errors.NONE
-            assert quorum["topics"][0]["partitions"][0]["leader_id"] == active
             assert heartbeat["error_code"] == Errors.STALE_BROKER_EPOCH  # judged, not refused
         else:
-            assert quorum["error_code"] == heartbeat["error_code"] == Errors.NOT_CONTROLLER
+            assert heartbeat["error_code"] == Errors.NOT_CONTROLLER
 
 
 def test_the_active_controller_killed_the_cluster_goes_on(cluster):
@@ -158,6 +171,35 @@ def test_an_isolated_controller_steps_down_and_follows_once_healed(cluster):
     wait_until(lambda: (s := cluster.quorum_status(first))["leader_id"] not in (-1, first)
                and not s["is_leader"] and s["high_watermark"] >= committed,
                f"healed controller {first} follows the leader and has the topic's records", 60)
+    cluster.wait_for_topic(name)
+
+
+def test_a_controller_cut_off_rejoins_without_disrupting_the_leader(cluster):
+    """Pre-Vote (KIP-996) between real controllers: a follower cut off times out on its leader
+    again and again, asks for pre-votes nobody answers, and never raises its epoch; healed, it
+    follows the same leader in the same epoch (without pre-votes it would stand in a later
+    epoch at its first timeout, and its Vote would unseat the leader once healed)."""
+    active = cluster.active_controller()
+    epoch = cluster.quorum_status(active)["epoch"]
+    cut = min(n for n in cluster.controllers if n != active)
+    cluster.isolate(cut)
+    try:
+        for round_ in (1, 2):  # two pre-vote rounds, each begun by a fetch timeout
+            wait_until(lambda: cluster.quorum_status(cut)["state"] == "Prospective",
+                       f"cut-off controller {cut} asks for pre-votes (round {round_})", 30)
+            wait_until(lambda: cluster.quorum_status(cut)["state"] != "Prospective",
+                       f"cut-off controller {cut} ends pre-vote round {round_}", 30)
+            assert cluster.quorum_status(cut)["epoch"] == epoch
+        name = create_topic(cluster, 2)  # the others go on deciding without it
+        committed = cluster.quorum_status(active)["high_watermark"]
+    finally:
+        cluster.heal(cut)
+    wait_until(lambda: (s := cluster.quorum_status(cut))["state"] == "Follower"
+               and s["leader_id"] == active and s["high_watermark"] >= committed,
+               f"healed controller {cut} follows {active} again and has the topic", 60)
+    assert cluster.quorum_status(cut)["epoch"] == epoch
+    status = cluster.quorum_status(active)
+    assert (status["is_leader"], status["active"], status["epoch"]) == (True, True, epoch)
     cluster.wait_for_topic(name)
 
 

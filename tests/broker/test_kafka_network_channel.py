@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kafkacore.broker.controller import kafka_network_channel as wire
-from kafkacore.errors import Errors
+from kafkacore.errors import Errors, UnsupportedVersionError
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.raft.raft_log import LeaderChangeMessage, LogEntry
@@ -44,6 +44,7 @@ def response_through_the_codec(api_key: int, version: int, body: dict) -> dict:
 
 REQUESTS = [
     VoteRequest(5, 2, 4, 120),
+    VoteRequest(4, 2, 4, 120, 1, pre_vote=True),
     BeginQuorumEpochRequest(2, 5),
     EndQuorumEpochRequest(2, 5, (3, 1)),
     FetchRequest(ReplicaState(3), 5, 120, 4, 500),
@@ -79,13 +80,24 @@ def test_every_request_goes_through_kafkas_schema_and_back():
         assert source == {VoteRequest: 2, BeginQuorumEpochRequest: 2, EndQuorumEpochRequest: 2,
                           FetchRequest: 3, FetchSnapshotRequest: 3}[type(request)]
     assert [wire.request_to_wire(r, "c")[:2] for r in REQUESTS] == [
-        (ApiKey.VOTE, 0), (ApiKey.BEGIN_QUORUM_EPOCH, 0), (ApiKey.END_QUORUM_EPOCH, 0),
-        (ApiKey.FETCH, wire.FETCH_VERSION), (ApiKey.FETCH_SNAPSHOT, 0)]
+        (ApiKey.VOTE, 2), (ApiKey.VOTE, 2), (ApiKey.BEGIN_QUORUM_EPOCH, 0),
+        (ApiKey.END_QUORUM_EPOCH, 0), (ApiKey.FETCH, wire.FETCH_VERSION),
+        (ApiKey.FETCH_SNAPSHOT, 0)]
+
+
+def test_a_pre_vote_needs_vote_v2_and_a_v0_vote_is_a_vote():
+    api_key, _, body = wire.request_to_wire(VoteRequest(4, 2, 4, 120, 1, pre_vote=True), "c")
+    with pytest.raises(UnsupportedVersionError, match="pre_vote"):
+        request_through_the_codec(api_key, 0, body)  # v0 cannot carry it: never a silent vote
+    body.pop("voter_id")
+    body["topics"][0]["partitions"][0].pop("pre_vote")
+    source, back = wire.request_from_wire(api_key, request_through_the_codec(api_key, 0, body))
+    assert (source, back) == (2, VoteRequest(4, 2, 4, 120, -1, pre_vote=False))
 
 
 def test_every_response_goes_through_kafkas_schema_and_back():
     for api_key, response in RESPONSES:
-        version = wire.FETCH_VERSION if api_key == ApiKey.FETCH else 0
+        version = {ApiKey.FETCH: wire.FETCH_VERSION, ApiKey.VOTE: wire.VOTE_VERSION}.get(api_key, 0)
         decoded = response_through_the_codec(api_key, version, wire.response_to_wire(response))
         assert wire.response_from_wire(api_key, decoded) == response
 

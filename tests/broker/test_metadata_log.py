@@ -8,6 +8,7 @@ import uuid
 from dataclasses import asdict
 
 import pytest
+from waits import wait_until
 
 from kafkacore import admin
 from kafkacore.broker.config.kafka_config import BrokerConfig
@@ -15,6 +16,16 @@ from kafkacore.broker.controller.quorum_controller import STATE_LOG_NAME, Quorum
 from kafkacore.broker.log.log_manager import LogManager
 from kafkacore.broker.metadata.metadata_cache import METADATA_LOG_NAME, MetadataCache
 from kafkacore.broker.metadata.metadata_log import MetadataLog
+from kafkacore.broker.security.authorizer.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ResourcePattern,
+    ResourceType,
+)
+from kafkacore.broker.security.authorizer.standard_authorizer import ACLS_FILE, StandardAuthorizer
 from kafkacore.errors import Errors, KafkaStorageError
 from kafkacore.metadata import Metadata
 from kafkacore.network.client import NetworkClient, clock_ms
@@ -232,3 +243,76 @@ def test_brokers_fetch_the_records_from_their_offset(tmp_path):
     error, fenced, _, _ = restarted.fetch_records(restarted.records_start, 1000)
     assert [(r["type"], r["broker_id"]) for r in fenced] == [
         ("FenceBrokerRecord", b) for b in (1, 2, 3)]
+
+
+def test_the_controllers_acls_are_records_of_its_log_and_its_snapshot(tmp_path):
+    """CreateAcls and DeleteAcls on the lone controller: AccessControlEntryRecord and
+    RemoveAccessControlEntryRecord in its log (what brokers fetch), replayed at a restart, kept
+    in its snapshot, and fed to the controller's own authorizer."""
+    controller = _controller(tmp_path)
+    deny, allow = (AclBinding(ResourcePattern(ResourceType.TOPIC, "t"),
+                              AccessControlEntry("User:mallory", "*", AclOperation.READ, kind))
+                   for kind in (AclPermissionType.DENY, AclPermissionType.ALLOW))
+    bad = AclBinding(ResourcePattern(ResourceType.ANY, "t"), deny.entry)
+    end = controller.fetch_records(0, 1000)[3]
+    results = controller.create_acls([deny, allow, deny, bad])
+    assert results[:3] == [None, None, None] and results[3] is not None  # bad: refused
+    _, records, _, end2 = controller.fetch_records(end, 1000)
+    assert [r["type"] for r in records] == ["AccessControlEntryRecord"] * 2
+    assert controller.create_acls([allow]) == [None]  # already there: no record
+    assert controller.fetch_records(end2, 1000)[1] == []
+    restarted = QuorumController(BrokerConfig({"log.dirs": str(tmp_path), "node.id": 0}))
+    assert restarted.acls(AclBindingFilter()) == [deny, allow]
+    # Removed, then a snapshot replaces the log: the ACL left is in it.
+    restarted.metadata_log.max_bytes_between_snapshots = 1
+    assert restarted.delete_acls([AclBindingFilter(permission_type=AclPermissionType.DENY)]) \
+        == [[deny]]
+    assert restarted.records_start == restarted.metadata_log.end_offset  # snapshot taken
+    authorizer = StandardAuthorizer()
+    again = QuorumController(BrokerConfig({"log.dirs": str(tmp_path), "node.id": 0}),
+                             authorizer=authorizer)
+    assert again.acls(AclBindingFilter()) == [allow]
+    assert authorizer.authorize("User:mallory", "10.0.0.1", AclOperation.READ,
+                                ResourceType.TOPIC, "t")
+    again.delete_acls([AclBindingFilter()])
+    assert not authorizer.authorize("User:mallory", "10.0.0.1", AclOperation.READ,
+                                    ResourceType.TOPIC, "t")
+
+
+def test_a_broker_behind_the_snapshot_takes_the_acls_whole_then_follows_their_records(tmp_path):
+    """A broker that starts after the controller's snapshot replaced its log takes the ACLs with
+    the image (one DescribeAcls, no ids), then applies the RemoveAccessControlEntryRecord of one
+    of them by its id: the id is the binding's."""
+    from kafkacore.broker.controller.controller_server import ControllerServer
+    from kafkacore.broker.server.broker_server import Broker
+
+    deny, allow = (AclBinding(ResourcePattern(ResourceType.TOPIC, "t"),
+                              AccessControlEntry("User:mallory", "*", AclOperation.READ, kind))
+                   for kind in (AclPermissionType.DENY, AclPermissionType.ALLOW))
+    controller = ControllerServer({"node.id": 0, "process.roles": "controller",
+                                   "log.dirs": str(tmp_path / "c")}).start()
+    try:
+        quorum = controller.controller
+        quorum.metadata_log.max_bytes_between_snapshots = 1
+        assert quorum.create_acls([deny, allow]) == [None, None]
+        assert quorum.records_start == quorum.metadata_log.end_offset > 0  # a snapshot only
+        quorum.metadata_log.max_bytes_between_snapshots = 1 << 30
+        with Broker({"node.id": 1, "process.roles": "broker", "log.dirs": str(tmp_path / "b"),
+                     "controller.quorum.bootstrap.servers": controller.bootstrap_servers,
+                     "authorizer.class.name":
+                         "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                     "broker.heartbeat.interval.ms": "100"}) as broker:
+            authorizer = broker.authorizer
+            assert authorizer.acls(AclBindingFilter()) == [deny, allow]
+            assert not authorizer.authorize("User:mallory", "h", AclOperation.READ,
+                                            ResourceType.TOPIC, "t")
+            assert quorum.delete_acls([AclBindingFilter(
+                permission_type=AclPermissionType.DENY)]) == [[deny]]
+            assert quorum.records_start < quorum.metadata_log.end_offset  # a record to fetch
+            wait_until(lambda: authorizer.acls(AclBindingFilter()) == [allow],
+                       "the broker replays the removal")
+            assert authorizer.authorize("User:mallory", "h", AclOperation.READ,
+                                        ResourceType.TOPIC, "t")
+            assert not (tmp_path / "b" / ACLS_FILE).exists()  # a cluster's broker: no file
+    finally:
+        controller.stop()

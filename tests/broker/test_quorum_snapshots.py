@@ -21,6 +21,15 @@ from waits import wait_until
 from kafkacore.broker.config.kafka_config import BrokerConfig
 from kafkacore.broker.controller.kafka_raft_manager import KafkaRaftManager
 from kafkacore.broker.controller.quorum_controller import QuorumController
+from kafkacore.broker.security.authorizer import (
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
 from kafkacore.errors import Errors
 from kafkacore.raft import RaftConfig
 from kafkacore.testing.cluster import Cluster
@@ -66,6 +75,12 @@ def test_snapshots_bound_the_log_and_a_restart_loads_the_latest(tmp_path):
             assert controller.create_topic(f"t{i}", 2, 3, {"retention.ms": "1000"})[0] == 0
         assert controller.delete_topic("t3") == Errors.NONE
         assert controller.allocate_producer_ids(1, controller.brokers[1].epoch)[0] == Errors.NONE
+        acl = AclBinding(ResourcePattern(ResourceType.TOPIC, "t", PatternType.PREFIXED),
+                         AccessControlEntry("User:alice", "*", AclOperation.READ,
+                                            AclPermissionType.ALLOW))
+        assert controller.create_acls([acl]) == [None]
+        for i in range(30, 40):  # more changes after those: the ACL is in a snapshot
+            assert controller.create_topic(f"t{i}", 1, 3, {})[0] == 0
         stats = raft.statistics()
         assert controller.snapshots_written >= 2
         # The entries before the older of the two snapshots kept are gone from the log.
@@ -89,6 +104,7 @@ def test_snapshots_bound_the_log_and_a_restart_loads_the_latest(tmp_path):
         # Only the entries after the snapshot are replayed (and this epoch's LeaderChange).
         assert restarted.entries_replayed <= end - latest.offset + 1
         assert _image(restarted) == before
+        assert any(r["type"] == "AccessControlEntryRecord" for r in before["records"])
         # It goes on from there: ids, epochs and topics follow the old ones.
         assert restarted.create_topic("after", 1, 3, {})[0] == Errors.NONE
         assert restarted.register_broker(4, "127.0.0.1", 9004, "incarnation-4") > max(

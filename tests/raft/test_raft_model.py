@@ -4,7 +4,8 @@ Each seed runs three or five ``KafkaRaftClient`` voters in one process (``raft_s
 for eight simulated seconds of message loss, delay, reordering and duplication, partitions, and
 crashes with restarts, checking Raft's safety properties after every event; then the network
 heals and the quorum must elect a leader and commit a new record within a bound.  A failure
-names its seed and the command that replays it with a trace of every message.
+names its seed and the command that replays it with a trace of every message.  The voters ask
+for pre-votes before they stand (KIP-996), as the controllers' do.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 import pytest
 from raft_simulation import SIMULATION_CONFIG, RaftSimulation, run_seed
 
-from kafkacore.raft.epoch_state import FollowerState, ResignedState
+from kafkacore.raft.epoch_state import FollowerState, ProspectiveState, ResignedState
 
 #: Seeds per quorum size: a few seconds in all.  The long randomized runs are
 #: ``benchmarks/bench_raft_model.py``'s (``--seeds 2000``, or as many as asked), out of CI's budget.
@@ -98,3 +99,70 @@ def test_an_isolated_leader_steps_down_the_others_elect_and_it_follows_when_heal
         ),
     )
     print(f"{voters} voters: the isolated leader resigned after {took} simulated ms")
+
+
+@pytest.mark.parametrize("voters", [3, 5])
+def test_an_isolated_follower_rejoins_without_changing_the_leader_or_the_epoch(
+    voters: int,
+) -> None:
+    """Pre-Vote (KIP-996): a follower cut off for many election timeouts asks for pre-votes in
+    its epoch again and again, nobody answers, and it never raises the epoch; healed, the
+    others refuse it (they hear from their leader), and it follows that leader again.  Without
+    pre-votes it stands in a higher epoch at its first timeout; with the followers granting
+    pre-votes regardless of their leader, it wins the round after healing."""
+    sim = RaftSimulation(2, voters)
+    sim.heal()  # no random faults: only the partition below
+    sim.run_until_committed(LIVENESS_BOUND_MS)
+    (leader,) = [n for n in sim.nodes.values() if n.client is not None and n.client.is_leader()]
+    assert leader.client is not None
+    epoch = leader.client.epoch
+    # Every log the same before the cut (and nothing appended after): the healed voter's log is
+    # then as up to date as anyone's, and only the rule under test can refuse it a pre-vote.
+    _run_until(
+        sim,
+        LIVENESS_BOUND_MS,
+        lambda: all(
+            isinstance(n.client.state, FollowerState) and n.log.entries == leader.log.entries
+            for n in sim.nodes.values()
+            if n is not leader
+        ),
+    )
+    cut = next(n for n in sim.nodes.values() if n is not leader)
+    sim.group = {i: int(i == cut.node_id) for i in sim.nodes}
+
+    rounds = 0
+    was_prospective = False
+
+    def check_steady() -> None:
+        nonlocal rounds, was_prospective
+        assert leader.client is not None and cut.client is not None
+        assert leader.client.is_leader() and leader.client.epoch == epoch, leader.client.state
+        assert cut.client.epoch == epoch, cut.client.state
+        prospective = isinstance(cut.client.state, ProspectiveState)
+        rounds += prospective and not was_prospective
+        was_prospective = prospective
+
+    # Twenty election timeouts cut off.
+    end = sim.now + 20 * SIMULATION_CONFIG.election_timeout_ms
+    while sim.now < end:
+        assert sim.step(), "the simulation ran out of events"
+        check_steady()
+    assert rounds >= 5, f"only {rounds} pre-vote rounds while cut off"
+
+    # Healed in the middle of a pre-vote round (its requests are sent again after the request
+    # timeout, before the round ends): the others refuse it, since they hear from their leader;
+    # it follows that leader in the same epoch and catches up with its log.
+    _run_until(sim, LIVENESS_BOUND_MS, lambda: isinstance(cut.client.state, ProspectiveState))
+    sim.group = {i: 0 for i in sim.nodes}
+
+    def caught_up() -> bool:
+        check_steady()
+        state = cut.client.state  # type: ignore[union-attr]
+        return (
+            isinstance(state, FollowerState)
+            and state.leader == leader.node_id
+            and cut.log.entries == leader.log.entries
+        )
+
+    took = _run_until(sim, LIVENESS_BOUND_MS, caught_up)
+    print(f"{voters} voters: {rounds} pre-vote rounds cut off, caught up {took} ms after healing")

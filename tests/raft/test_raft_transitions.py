@@ -23,6 +23,7 @@ from kafkacore.raft.epoch_state import (
     CandidateState,
     FollowerState,
     LeaderState,
+    ProspectiveState,
     ResignedState,
     UnattachedState,
     VotedState,
@@ -100,6 +101,21 @@ def one(envelopes: list[Envelope], to: int, kind: type) -> Envelope:
     """The one message of ``kind`` for node ``to`` among ``envelopes``."""
     (found,) = [e for e in envelopes if e.destination_id == to and isinstance(e.body, kind)]
     return found
+
+
+def pre_vote(
+    candidate: KafkaRaftClient, voters: dict[int, KafkaRaftClient], now_ms: int
+) -> list[Envelope]:
+    """Run ``candidate``'s timer into a pre-vote round and hand it the answers of ``voters``
+    only; returns what it sends once a candidate (its VoteRequests)."""
+    asks = candidate.poll(max(now_ms, candidate.next_poll_ms))
+    assert isinstance(candidate.state, ProspectiveState)
+    out: list[Envelope] = []
+    for i, voter in voters.items():
+        (answer,) = voter.handle(one(asks, i, VoteRequest), now_ms)
+        out += candidate.handle(answer, now_ms)
+    assert isinstance(candidate.state, CandidateState)
+    return out
 
 
 def elect(clients: dict[int, KafkaRaftClient], node_id: int, now_ms: int) -> int:
@@ -231,6 +247,13 @@ def test_transitions_refuse_what_breaks_safety() -> None:
         quorum.transition_to_follower(3, 3, 0)  # a second leader in epoch 3
     with pytest.raises(IllegalStateError):
         quorum.transition_to_follower(2, 3, 0)  # an older epoch
+    with pytest.raises(IllegalStateError, match="pre-votes"):
+        quorum.transition_to_candidate(0)  # no pre-vote asked for
+    quorum.transition_to_prospective(0)
+    assert isinstance(quorum.state, ProspectiveState) and quorum.epoch == 3
+    with pytest.raises(IllegalStateError, match="pre-votes"):
+        quorum.transition_to_candidate(0)  # one pre-vote of three
+    quorum.state.granting.add(2)
     quorum.transition_to_candidate(0)
     assert isinstance(quorum.state, CandidateState) and quorum.epoch == 4
     with pytest.raises(IllegalStateError, match="majority"):
@@ -295,7 +318,7 @@ def test_the_high_watermark_waits_for_an_entry_of_the_leaders_epoch() -> None:
     clients = {1: client(1, log_of([1, 1]), store), 2: client(2, log_of([1, 1])), 3: client(3)}
     leader = clients[1]
     now = leader.next_poll_ms
-    (to_2,) = [e for e in leader.poll(now) if e.destination_id == 2]
+    (to_2,) = [e for e in pre_vote(leader, {2: clients[2]}, now) if e.destination_id == 2]
     (granted,) = clients[2].handle(to_2, now)
     leader.handle(granted, now)  # its BeginQuorumEpoch is not delivered: 2 fetches by hand
     assert leader.is_leader() and leader.log.end_offset() == 3  # the LeaderChange at offset 2
@@ -335,7 +358,7 @@ def test_entries_of_an_old_epoch_on_a_majority_are_not_committed_until_one_of_th
     }
     node1, node3 = clients[1], clients[3]
     now = node1.next_poll_ms
-    asks = node1.poll(now)
+    asks = pre_vote(node1, {2: clients[2], 3: clients[3]}, now)
     begins: list[Envelope] = []
     for i in (2, 3):
         (granted,) = clients[i].handle(one(asks, i, VoteRequest), now)
@@ -353,10 +376,16 @@ def test_entries_of_an_old_epoch_on_a_majority_are_not_committed_until_one_of_th
     holders = [i for i in voters if [e.epoch for e in clients[i].log.read(0, 3)] == [1, 2, 2]]
     assert holders == [1, 2, 3]  # a majority
     assert node1.high_watermark == 1  # and still not committed
-    # Node 1 crashes; node 5 stands with the later last epoch and wins.
+    # Node 1 crashes; once its followers have not heard from it for the fetch timeout (they
+    # refuse pre-votes before), node 5 stands with the later last epoch and wins.
     del clients[1]
     node5 = clients[5]
-    later = node5.next_poll_ms
+    later = max(node5.next_poll_ms, now + small.fetch_timeout_ms)
+    deliver(clients, node5.poll(later), later)
+    # The voters that grant its pre-vote name node 1 as the leader of epoch 4, which node 5 did
+    # not know: it follows node 1 first, and stands when its own fetch timeout passes.
+    assert isinstance(node5.state, FollowerState) and node5.state.leader == 1
+    later += small.fetch_timeout_ms
     deliver(clients, node5.poll(later), later)
     assert node5.is_leader() and node5.epoch == 5 and node5.high_watermark == 3
     # Its held fetches are answered after their wait, with the high watermark.
@@ -389,7 +418,13 @@ def test_a_follower_stands_after_the_fetch_timeout() -> None:
     clients = three_voters()
     now = elect(clients, 1, 0)
     follower = clients[2]
-    follower.poll(now + CONFIG.fetch_timeout_ms + 1)
+    later = now + CONFIG.fetch_timeout_ms + 1
+    asks = follower.poll(later)
+    # First a pre-vote, in its epoch: the leader is silent, and voter 3 has not fetched.
+    assert isinstance(follower.state, ProspectiveState) and follower.epoch == 1
+    (answer,) = clients[3].handle(one(asks, 3, VoteRequest), later)
+    assert answer.body == VoteResponse(Errors.NONE, 1, 1, True)
+    follower.handle(answer, later)
     assert isinstance(follower.state, CandidateState) and follower.epoch == 2
 
 

@@ -20,6 +20,9 @@ One Kafka class per module, as in Kafka's ``org.apache.kafka.controller`` packag
 - :class:`~kafkacore.broker.controller.producer_id_control_manager.ProducerIdControlManager`:
   the blocks of producer ids handed to brokers (AllocateProducerIds, KIP-730), each block's end
   recorded (``ProducerIdsRecord``) before the broker hears of it.
+- :class:`~kafkacore.broker.controller.acl_control_manager.AclControlManager`: the cluster's
+  ACLs, each an ``AccessControlEntryRecord`` (removed by a ``RemoveAccessControlEntryRecord``),
+  replayed by every controller and every broker's authorizer (docs/broker/security.rst).
 - The client quotas are kept by the
   :class:`~kafkacore.broker.metadata.client_quota_control_manager.ClientQuotaControlManager`,
   in ``kafkacore.broker.metadata``: the controller and every broker's image replay the same

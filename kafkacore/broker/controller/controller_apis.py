@@ -24,25 +24,36 @@ from kafkacore.broker.controller.replication_control_manager import (
     total_partitions_requested,
 )
 from kafkacore.broker.metadata.metadata_log import METADATA_TOPIC_ID
-from kafkacore.broker.metadata.quorum_description import UNKNOWN, describe_quorum_response
+from kafkacore.broker.metadata.quorum_description import (
+    UNKNOWN,
+    asks_for_the_metadata_partition,
+    describe_quorum_response,
+)
 from kafkacore.broker.network.api_request_handler import ApiRequestHandler
 from kafkacore.broker.network.request_channel import Request, RequestChannel
 from kafkacore.broker.security.authorizer.acl import AclOperation, ResourceType
 from kafkacore.broker.security.authorizer.acl_apis import AclApis
 from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
-from kafkacore.errors import BrokerResponseError, Errors, IllegalStateError, NotControllerError
+from kafkacore.errors import (
+    BrokerResponseError,
+    Errors,
+    IllegalStateError,
+    NotControllerError,
+    NotLeaderOrFollowerError,
+)
 from kafkacore.protocol.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 #: what a controller of a quorum answers whether it is the active one or not: the quorum's own
-#: messages.  Everything else, DescribeQuorum included, only the active one answers; the others
-#: answer NOT_CONTROLLER (a Kafka voter that is not the leader answers DescribeQuorum with
-#: NOT_LEADER_OR_FOLLOWER; ours says NOT_CONTROLLER, which moves a broker's forwarding on).
+#: messages, and DescribeQuorum, which a voter that is not the Raft leader answers with
+#: NOT_LEADER_OR_FOLLOWER for the partition, as Kafka's ``KafkaRaftClient`` does.  Everything
+#: else only the active one answers; the others answer NOT_CONTROLLER.
 QUORUM_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH,
-                         ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH_SNAPSHOT})
+                         ApiKey.END_QUORUM_EPOCH, ApiKey.DESCRIBE_QUORUM,
+                         ApiKey.FETCH_SNAPSHOT})
 #: at most this many metadata records in one Fetch answer (the broker fetches again)
 MAX_RECORDS_PER_FETCH = 10_000
 
@@ -57,6 +68,18 @@ def reassignment_results(results: dict[tuple[str, int], tuple[int, str | None]]
     return {"throttle_time_ms": 0, "error_code": Errors.NONE, "error_message": None,
             "allow_replication_factor_change": True,
             "responses": [{"name": t, "partitions": parts} for t, parts in by_topic.items()]}
+
+
+def not_leader_describe_quorum_response(leader_id: int, leader_epoch: int) -> dict[str, Any]:
+    """DescribeQuorum's answer from a voter that is not the leader (Kafka's
+    ``DescribeQuorumResponse.singletonErrorResponse``): the error for the partition."""
+    error = Errors.NOT_LEADER_OR_FOLLOWER
+    return {"error_code": Errors.NONE, "error_message": None, "nodes": [], "topics": [{
+        "topic_name": raft_wire.CLUSTER_METADATA_TOPIC, "partitions": [{
+            "partition_index": 0, "error_code": error,
+            "error_message": NotLeaderOrFollowerError.description,
+            "leader_id": leader_id, "leader_epoch": leader_epoch, "high_watermark": UNKNOWN,
+            "current_voters": [], "observers": []}]}]}
 
 
 def create_topic_result(name: str, error: int, message: str | None) -> dict[str, Any]:
@@ -81,12 +104,11 @@ class ControllerApis(ApiRequestHandler):
 
     def __init__(self, request_channel: RequestChannel, config: BrokerConfig,
                  controller: QuorumController, authorizer: StandardAuthorizer | None,
-                 acls: StandardAuthorizer,
                  listeners: Callable[[], list[tuple[str, str, int]]] | None = None) -> None:
-        """``authorizer``: the ACLs' judge (None: authorization is off); ``acls``: where the
-        cluster's ACLs are kept, judged or not (the ACL APIs manage them); ``listeners``: this
-        controller's endpoints as (name, host, port), the bound ports once listening
-        (DescribeQuorum's nodes; the configured ones if not given)."""
+        """``authorizer``: the ACLs' judge (None: authorization is off; the ACL APIs manage
+        the cluster's ACLs all the same, in the controller's ``AclControlManager``);
+        ``listeners``: this controller's endpoints as (name, host, port), the bound ports once
+        listening (DescribeQuorum's nodes; the configured ones if not given)."""
         super().__init__(request_channel)
         self.authorizer = authorizer
         self.config = config
@@ -122,7 +144,7 @@ class ControllerApis(ApiRequestHandler):
                 ApiKey.END_QUORUM_EPOCH: self.handle_raft_request,
                 ApiKey.FETCH_SNAPSHOT: self.handle_raft_request,
             })
-        acl_apis = AclApis(self, acls)
+        acl_apis = AclApis(self, controller)
         self.handlers.update({
             ApiKey.CREATE_ACLS: acl_apis.handle_create_acls_request,
             ApiKey.DESCRIBE_ACLS: acl_apis.handle_describe_acls_request,
@@ -270,20 +292,23 @@ class ControllerApis(ApiRequestHandler):
             nodes=[(c.node_id, self.listeners())]))
 
     def _describe_raft_quorum(self, request: Request) -> None:
-        """DescribeQuorum of a quorum of controllers, from the active one's Raft state (the
-        others answered NOT_CONTROLLER before this, see ``QUORUM_APIS``)."""
+        """DescribeQuorum of a quorum of controllers, from the Raft leader's state.  Any voter
+        answers (Kafka's ``handleDescribeQuorumRequest``): one that does not lead says
+        NOT_LEADER_OR_FOLLOWER for the partition, with the leader and epoch it knows (Kafka
+        leaves them at 0; they tell an operator where to ask)."""
         c = self.controller
         raft = c.raft
         if raft is None or request.body is None:
             raise IllegalStateError(f"{request!r}: no quorum to describe")
-        epoch = c.active_epoch
-        if epoch < 0:
-            self.send_error_response(request, Errors.NOT_CONTROLLER)
+        status = raft.status()
+        if asks_for_the_metadata_partition(request.body) and not status.is_leader:
+            self.respond(request, not_leader_describe_quorum_response(
+                status.leader_id, status.epoch))
             return
         high_watermark, voters, observers = c.describe_quorum()
         name = self.listeners()[0][0]
         self.respond(request, describe_quorum_response(
-            request.body, leader_id=c.node_id, leader_epoch=epoch,
+            request.body, leader_id=c.node_id, leader_epoch=status.epoch,
             high_watermark=high_watermark, voters=voters, observers=observers,
             nodes=[(v, [(name, host, port)]) for v, (host, port) in sorted(raft.voters.items())]))
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 from kafkacore.broker.config.kafka_config import BrokerConfig
@@ -16,7 +15,7 @@ from kafkacore.broker.network.kafka_request_handler import KafkaRequestHandlerPo
 from kafkacore.broker.network.request_channel import Request, RequestChannel
 from kafkacore.broker.network.socket_server import SocketServer
 from kafkacore.broker.security.authentication import controller_sasl
-from kafkacore.broker.security.authorizer.standard_authorizer import ACLS_FILE, StandardAuthorizer
+from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
 from kafkacore.errors import ConfigError, Errors, IllegalStateError
 from kafkacore.protocol.api_keys import ApiKey
 from kafkacore.raft import RaftConfig
@@ -60,14 +59,11 @@ class ControllerServer:
         self.raft = self._raft_manager()
         self.request_channel = RequestChannel(self.config["queued.max.requests"]) \
             if self.raft is None else QuorumRequestChannel(self.config["queued.max.requests"])
-        self.controller = QuorumController(self.config, self.raft)
-        #: The controller's own authorizer (authorizer.class.name; None: it answers anyone).
+        #: The controller's own authorizer (authorizer.class.name; None: it answers anyone),
+        #: fed the cluster's ACLs by the records the controller replays (its
+        #: ``AclControlManager``, which the CreateAcls and DeleteAcls brokers forward change).
         self.authorizer = StandardAuthorizer.from_config(self.config)
-        #: The cluster's ACLs (Kafka's ``AclControlManager``): changed by the CreateAcls and
-        #: DeleteAcls brokers forward, read by every broker's metadata pull.  With an
-        #: authorizer, the same list decides who may talk to the controller.
-        self.acls = self.authorizer or StandardAuthorizer(
-            path=Path(self.config.log_dirs[0]) / ACLS_FILE)
+        self.controller = QuorumController(self.config, self.raft, self.authorizer)
         self.socket_server: SocketServer | None = None
         self._handlers: KafkaRequestHandlerPool | None = None
         self._quorum_handlers: KafkaRequestHandlerPool | None = None
@@ -106,7 +102,7 @@ class ControllerServer:
     def start(self) -> ControllerServer:
         self.socket_server = SocketServer(self.config, self.request_channel, self.faults)
         apis = ControllerApis(self.request_channel, self.config, self.controller,
-                              self.authorizer, self.acls, listeners=self.listeners)
+                              self.authorizer, listeners=self.listeners)
         self._handlers = KafkaRequestHandlerPool(self.request_channel, apis,
                                                  self.config["num.io.threads"])
         self._handlers.start()
@@ -188,6 +184,7 @@ class ControllerControlServer(ControlServer):
                 "leader_id": status.leader_id, "is_leader": status.is_leader,
                 "active": self.controller.active_epoch >= 0,
                 "end_offset": status.end_offset, "high_watermark": status.high_watermark,
+                "state": status.state,
                 "snapshots_loaded": self.controller.snapshots_loaded,
                 "snapshots_written": self.controller.snapshots_written,
                 **raft.statistics()}

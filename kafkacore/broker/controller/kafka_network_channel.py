@@ -3,10 +3,10 @@
 The Raft core (:mod:`kafkacore.raft`) speaks in dataclasses and leaves the network to its
 driver.  This module is the network, as Kafka's ``KafkaNetworkChannel`` and ``RaftUtil`` are:
 
-- the conversions between the core's messages and the bodies of Kafka's requests: Vote (52),
-  BeginQuorumEpoch (53) and EndQuorumEpoch (54) v0, Fetch (v16) of ``__cluster_metadata``
-  with KIP-595's fields (``LastFetchedEpoch``, ``DivergingEpoch``, ``CurrentLeader``) and
-  KIP-630's ``SnapshotId``, and FetchSnapshot (59) v0, a snapshot's chunk;
+- the conversions between the core's messages and the bodies of Kafka's requests: Vote (52) v2
+  (its ``PreVote``, KIP-996), BeginQuorumEpoch (53) and EndQuorumEpoch (54) v0, Fetch (v16)
+  of ``__cluster_metadata`` with KIP-595's fields (``LastFetchedEpoch``, ``DivergingEpoch``,
+  ``CurrentLeader``) and KIP-630's ``SnapshotId``, and FetchSnapshot (59) v0, a snapshot's chunk;
 - the log's entries as record batches, one batch per run of entries of one epoch, its
   ``partitionLeaderEpoch`` that epoch (a leader's ``LeaderChange`` entry is a record whose key
   is ``LeaderChange``: Kafka writes it in a control batch, which our record builder does not
@@ -16,7 +16,9 @@ driver.  This module is the network, as Kafka's ``KafkaNetworkChannel`` and ``Ra
   the rest, so that a Vote is never stuck behind a held Fetch (a FetchSnapshot goes on the
   Fetch lane: a follower sends one or the other).  A message that cannot be sent
   (queue full, connection refused, isolated) is dropped: Raft sends again after
-  ``controller.quorum.request.timeout.ms``, as it does for a message lost on the network.
+  ``controller.quorum.request.timeout.ms``, as it does for a message lost on the network.  A
+  drop at a full queue is counted (``dropped``) and logged at WARNING, one line per interval
+  with the count held back (``RateLimitedLog``), as the driver's inbox drops are.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 
 from kafkacore.broker.metadata.metadata_log import METADATA_TOPIC_ID
 from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
+from kafkacore.broker.server_common.rate_limited_log import RateLimitedLog
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.core.memory_records_builder import MemoryRecordsBuilder
 from kafkacore.core.record_batch import iter_batches
@@ -63,7 +66,8 @@ log = logging.getLogger(__name__)
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 #: the key that marks a ``LeaderChange`` entry in a batch (Kafka: a control record)
 LEADER_CHANGE_KEY = b"LeaderChange"
-VOTE_VERSION = 0
+#: v2: the first with ``PreVote`` (KIP-996)
+VOTE_VERSION = 2
 BEGIN_QUORUM_EPOCH_VERSION = 0
 END_QUORUM_EPOCH_VERSION = 0
 FETCH_VERSION = 16
@@ -136,9 +140,11 @@ def decode_entries(data: bytes | None) -> tuple[LogEntry, ...]:
 def request_to_wire(req: RaftRequest, cluster_id: str) -> tuple[int, int, dict[str, Any]]:
     """(api key, version, body) of a request of the core."""
     if isinstance(req, VoteRequest):
-        return ApiKey.VOTE, VOTE_VERSION, {"cluster_id": cluster_id, "topics": _topics({
-            "candidate_epoch": req.candidate_epoch, "candidate_id": req.candidate_id,
-            "last_offset_epoch": req.last_offset_epoch, "last_offset": req.last_offset})}
+        return ApiKey.VOTE, VOTE_VERSION, {
+            "cluster_id": cluster_id, "voter_id": req.voter_id, "topics": _topics({
+                "candidate_epoch": req.candidate_epoch, "candidate_id": req.candidate_id,
+                "last_offset_epoch": req.last_offset_epoch, "last_offset": req.last_offset,
+                "pre_vote": req.pre_vote})}
     if isinstance(req, BeginQuorumEpochRequest):
         return ApiKey.BEGIN_QUORUM_EPOCH, BEGIN_QUORUM_EPOCH_VERSION, {
             "cluster_id": cluster_id, "topics": _topics(
@@ -183,8 +189,11 @@ def request_from_wire(api_key: int, body: dict[str, Any]) -> tuple[int, RaftRequ
             body["max_bytes"])
     p = _partition(body)
     if api_key == ApiKey.VOTE:
+        # v0 has neither VoterId nor PreVote: -1 and False, as Kafka reads them.
         return p["candidate_id"], VoteRequest(p["candidate_epoch"], p["candidate_id"],
-                                              p["last_offset_epoch"], p["last_offset"])
+                                              p["last_offset_epoch"], p["last_offset"],
+                                              body.get("voter_id", -1),
+                                              p.get("pre_vote", False))
     if api_key == ApiKey.BEGIN_QUORUM_EPOCH:
         return p["leader_id"], BeginQuorumEpochRequest(p["leader_id"], p["leader_epoch"])
     if api_key == ApiKey.END_QUORUM_EPOCH:
@@ -303,13 +312,15 @@ class _SenderLane:
         self.dropped = 0
         self.thread = ShutdownableThread(name, work=self._turn)
 
-    def offer(self, envelope: Envelope) -> None:
+    def offer(self, envelope: Envelope) -> str | None:
+        """Queue ``envelope``; or drop it, counted, and say why (``"full"``, ``"stopping"``)."""
         with self._cond:
             if self._stopping or len(self._queue) >= SENDER_QUEUE_BOUND:
                 self.dropped += 1
-                return
+                return "stopping" if self._stopping else "full"
             self._queue.append(envelope)
             self._cond.notify()
+            return None
 
     def _turn(self) -> bool:
         with self._cond:
@@ -380,6 +391,9 @@ class KafkaNetworkChannel:
                  faults: Any = None, sasl: Any = None) -> None:
         self.node_id = node_id
         timeout_s = request_timeout_ms / 1000.0
+        #: the drops' WARNING, one line per interval (RateLimitedLog is not thread-safe)
+        self._drop_log = RateLimitedLog(log)
+        self._drop_lock = threading.Lock()
         self._lanes: dict[tuple[int, bool], _SenderLane] = {}
         for voter, (host, port) in voters.items():
             if voter == node_id:
@@ -397,7 +411,18 @@ class KafkaNetworkChannel:
         if lane is None:
             raise IllegalStateError(f"node {self.node_id} has no voter "
                                     f"{envelope.destination_id} to send to")
-        lane.offer(envelope)
+        why = lane.offer(envelope)
+        if why == "full":
+            # A full queue means that voter has not taken a message for a while (down, or cut
+            # off): worth a line, but not one per message.
+            with self._drop_lock:
+                self._drop_log.log(
+                    "send-queue-full", "raft %d: queue to %d full (%d messages), dropped a %s "
+                    "(%d dropped since the start)", self.node_id, envelope.destination_id,
+                    SENDER_QUEUE_BOUND, type(envelope.body).__name__, self.dropped())
+        elif why == "stopping":
+            log.debug("raft %d: stopping, dropped a %s to %d", self.node_id,
+                      type(envelope.body).__name__, envelope.destination_id)
 
     def dropped(self) -> int:
         """Messages dropped since the start because a sender's queue was full or stopping."""

@@ -94,6 +94,8 @@ class QuorumStatus:
     is_leader: bool
     high_watermark: int
     end_offset: int
+    #: the voter's state (Kafka's ``EpochState.name``): "Follower", "Prospective", ...
+    state: str = ""
     #: the first entry held: the entries before it are in a snapshot (KIP-630)
     log_start_offset: int = 0
 
@@ -156,7 +158,7 @@ class KafkaRaftManager:
         c = self.client
         leader = c.leader_and_epoch
         return QuorumStatus(c.epoch, leader.leader_id, c.is_leader(), c.high_watermark,
-                            self.log.end_offset(), self.log.log_start_offset)
+                            self.log.end_offset(), c.state.name, self.log.log_start_offset)
 
     def append(self, values: Sequence[bytes], epoch: int) -> int:
         """Append ``values`` as the leader of ``epoch``; the offset of the last.
@@ -221,9 +223,10 @@ class KafkaRaftManager:
     def statistics(self) -> dict[str, int]:
         """The quorum's counters since the start: ``inbox_dropped``, answers from the other
         voters dropped because the inbox was full; ``send_dropped``, messages to them dropped
-        because a sender's queue was full or it was stopping (Raft sends both again);
-        ``snapshots_installed``, snapshots fetched from a leader (FetchSnapshot); and the log's
-        ``log_start_offset`` and ``latest_snapshot_offset`` (-1: none)."""
+        because a sender's queue was full (logged by the channel as the inbox drops are) or it
+        was stopping (Raft sends both again); ``snapshots_installed``, snapshots fetched from a
+        leader (FetchSnapshot); and the log's ``log_start_offset`` and
+        ``latest_snapshot_offset`` (-1: none)."""
         with self._cond:
             inbox_dropped = self._inbox_dropped
             latest = self.log.latest_snapshot_id()

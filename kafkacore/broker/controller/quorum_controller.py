@@ -14,6 +14,7 @@ from typing import Any
 from kafkacore.broker.config.config_admin_manager import alter_resources
 from kafkacore.broker.config.config_resource import RESOURCE_TYPE_BROKER
 from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.controller.acl_control_manager import AclControlManager
 from kafkacore.broker.controller.broker_heartbeat_manager import BrokerHeartbeatManager
 from kafkacore.broker.controller.configuration_control_manager import (
     ConfigurationControlManager,
@@ -39,6 +40,13 @@ from kafkacore.broker.metadata.quorum_description import (
     now_ms,
     replica_state,
 )
+from kafkacore.broker.security.authorizer.acl import (
+    ACCESS_CONTROL_ENTRY_RECORD,
+    REMOVE_ACCESS_CONTROL_ENTRY_RECORD,
+    AclBinding,
+    AclBindingFilter,
+)
+from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
 from kafkacore.broker.server_common.producer_ids_block import ProducerIdsBlock
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
 from kafkacore.errors import (
@@ -89,10 +97,13 @@ class QuorumController:
     metadata log as records before it is answered (Kafka's ``QuorumController``, with a quorum
     of one)."""
 
-    def __init__(self, config: BrokerConfig, raft: KafkaRaftManager | None = None) -> None:
+    def __init__(self, config: BrokerConfig, raft: KafkaRaftManager | None = None,
+                 authorizer: StandardAuthorizer | None = None) -> None:
         """``raft``: this controller's voter of a quorum of controllers; None for a lone
-        controller (a quorum of one, with its own ``MetadataLog``)."""
+        controller (a quorum of one, with its own ``MetadataLog``).  ``authorizer``: the
+        controller's own, which the ACL records replayed here keep up to date."""
         self.config = config
+        self.authorizer = authorizer
         self.node_id = config["node.id"]
         # Lock order 2: the controller's state; takes no broker lock.
         self.lock = threading.RLock()
@@ -157,6 +168,8 @@ class QuorumController:
         self.client_quotas = ClientQuotaControlManager()
         #: the producer id blocks handed to brokers (KIP-730)
         self.producer_ids = ProducerIdControlManager(self.check_broker_epoch)
+        #: the cluster's ACLs (AccessControlEntryRecord, RemoveAccessControlEntryRecord)
+        self.acl_control = AclControlManager(self.authorizer)
         self._next_broker_epoch = 1
         #: brokers the log says registered (fenced at a restart until they register again)
         self._registered: set[int] = set()
@@ -291,6 +304,7 @@ class QuorumController:
                     for name, configs in sorted(self.configuration.broker_configs.items())
                     for k, v in sorted(configs.items())]
         records += self.client_quotas.records()
+        records += self.acl_control.records()
         if self.producer_ids.next_producer_id > 0:
             records.append({"type": "ProducerIdsRecord", "broker_id": -1, "broker_epoch": -1,
                             "producer_ids_end": self.producer_ids.next_producer_id})
@@ -332,6 +346,8 @@ class QuorumController:
             for r in snapshot.get("client_quotas", []):
                 self.client_quotas.replay(r)
             self.producer_ids.load_snapshot(snapshot)
+            for r in snapshot.get("acls", []):
+                self.acl_control.replay(r)
         for record in records:
             self._replay(record)
         self.records_start = self.metadata_log.end_offset - len(records)
@@ -379,6 +395,8 @@ class QuorumController:
             rc.remove(rc.names_by_id[r["topic_id"]])
         elif kind == "ProducerIdsRecord":
             self.producer_ids.replay(r)
+        elif kind in (ACCESS_CONTROL_ENTRY_RECORD, REMOVE_ACCESS_CONTROL_ENTRY_RECORD):
+            self.acl_control.replay(r)
 
     def _snapshot(self) -> dict[str, Any]:
         return {"next_broker_epoch": self._next_broker_epoch,
@@ -386,6 +404,7 @@ class QuorumController:
                 "topics": [asdict(t) for t in self.replication.topics.values()],
                 "broker_configs": self.configuration.broker_configs,
                 "client_quotas": self.client_quotas.records(),
+                "acls": self.acl_control.records(),
                 **self.producer_ids.snapshot()}
 
     def fetch_records(self, offset: int, max_records: int, replica_id: int = UNKNOWN,
@@ -822,6 +841,36 @@ class QuorumController:
                 log.info("controller: %s", [(r["resource_name"], r["name"], r["value"])
                                             for r in records])
         return results
+
+    def acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
+        """DescribeAcls: the ACLs ``acl_filter`` matches."""
+        with self.lock:
+            return self.acl_control.describe(acl_filter)
+
+    def create_acls(self, bindings: list[AclBinding]) -> list[str | None]:
+        """CreateAcls: per binding, None or why it is refused; the new ones'
+        ``AccessControlEntryRecord`` committed before this returns."""
+        with self.lock:
+            results, records = self.acl_control.create_acls(bindings)
+            # Replayed first: a snapshot taken by the commit must hold them too.
+            for record in records:
+                self.acl_control.replay(record)
+            self._commit(records)
+            if records:
+                log.info("controller: ACLs added: %s", [r["id"] for r in records])
+            return results
+
+    def delete_acls(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
+        """DeleteAcls: what each filter removed, its ``RemoveAccessControlEntryRecord``
+        committed before this returns."""
+        with self.lock:
+            removed, records = self.acl_control.delete_acls(filters)
+            for record in records:
+                self.acl_control.replay(record)
+            self._commit(records)
+            if records:
+                log.info("controller: ACLs removed: %s", [r["id"] for r in records])
+            return removed
 
     def alter_client_quotas(self, entries: list[dict[str, Any]], validate_only: bool
                             ) -> list[dict[str, Any]]:

@@ -6,10 +6,10 @@ heartbeat), the broker fetches the controller's metadata records from its own of
 its image (Kafka's ``MetadataDelta`` applied to a ``MetadataImage``) and publishes what changed:
 new topics into the :class:`~kafkacore.broker.metadata.metadata_cache.MetadataCache` with their configs
 (one batch), partition states to the :class:`~kafkacore.broker.server.replica_manager.ReplicaManager`,
-deleted topics forgotten (Kafka's ``MetadataLoader`` and ``BrokerMetadataPublisher``).  A fetch
-with nothing new costs the same however many topics there are.  A broker whose offset the
-controller no longer holds (behind its last snapshot) takes the whole image once, by a Metadata
-request.  See docs/broker/replication.rst.
+deleted topics forgotten, the ACL records to the authorizer (Kafka's ``MetadataLoader``,
+``BrokerMetadataPublisher`` and ``AclPublisher``).  A fetch with nothing new costs the same
+however many topics there are.  A broker whose offset the controller no longer holds (behind
+its last snapshot) takes the whole image once, by a Metadata request.  See docs/broker/replication.rst.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from kafkacore.broker.metadata.metadata_cache import MetadataCache
 from kafkacore.broker.metadata.metadata_log import METADATA_TOPIC_ID
 from kafkacore.broker.metadata.partition_state import PartitionState
 from kafkacore.broker.security.authorizer.acl import (
+    ACCESS_CONTROL_ENTRY_RECORD,
+    REMOVE_ACCESS_CONTROL_ENTRY_RECORD,
     AccessControlEntry,
     AclBinding,
     AclOperation,
@@ -37,6 +39,7 @@ from kafkacore.broker.security.authorizer.acl import (
     PatternType,
     ResourcePattern,
     ResourceType,
+    acl_of_record,
 )
 from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
 from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
@@ -160,8 +163,6 @@ class MetadataLoader:
                     break
             if records or not self.image_received.is_set():
                 self._apply_records(records)
-            if self.authorizer is not None:
-                self._load_acls()
         self.image_received.set()
 
     def handle_commit(self, records: list[dict[str, Any]]) -> None:
@@ -312,6 +313,10 @@ class MetadataLoader:
             return True
         elif kind == "ClientQuotaRecord":
             quotas.append(r)
+        elif kind == ACCESS_CONTROL_ENTRY_RECORD and self.authorizer is not None:
+            self.authorizer.add_acl(str(r["id"]), acl_of_record(r))  # Kafka's AclPublisher
+        elif kind == REMOVE_ACCESS_CONTROL_ENTRY_RECORD and self.authorizer is not None:
+            self.authorizer.remove_acl(str(r["id"]))
         return False
 
     def _publish(self, new: dict[str, dict[str, str]], removed: set[str],
@@ -384,10 +389,13 @@ class MetadataLoader:
         self._publish(wanted, removed, grown)
         self._apply_config_changes(configs, broker_configs)
         self.metadata_cache.replace_client_quotas(self._describe_client_quotas())
+        if self.authorizer is not None:
+            self._load_acls()
 
     def _load_acls(self) -> None:
-        """Replace the authorizer's ACLs with the controller's (KRaft brokers replay the ACL
-        records of the metadata log; we ask for all of them, as one DescribeAcls)."""
+        """Replace the authorizer's ACLs with the controller's, all of them in one DescribeAcls:
+        the image's part for a broker behind the controller's snapshot (the ACL records after
+        it are replayed next)."""
         response = self._client.send(ApiKey.DESCRIBE_ACLS, DESCRIBE_ACLS_VERSION, {
             "resource_type_filter": ResourceType.ANY, "resource_name_filter": None,
             "pattern_type_filter": PatternType.ANY, "principal_filter": None,

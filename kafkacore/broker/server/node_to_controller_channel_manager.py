@@ -3,8 +3,9 @@
 An :class:`~kafkacore.broker.server_common.inter_broker_client.InterBrokerClient` whose address
 is the one the shared
 :class:`~kafkacore.broker.server.raft_controller_node_provider.RaftControllerNodeProvider`
-names: on a dead connection, or an answer whose error code is ``NOT_CONTROLLER``, it tells the
-provider (which moves to the next controller) and fails the call as a connection failure
+names: on a dead connection, or an answer whose error code is ``NOT_CONTROLLER`` (or a
+forwarded DescribeQuorum's ``NOT_LEADER_OR_FOLLOWER``: that controller is not the Raft leader,
+hence not the active one), it tells the provider (which moves to the next controller) and fails the call as a connection failure
 (``ConnectionError``), which every caller already retries: the lifecycle manager at its next
 heartbeat, the metadata loader at its next pull, forwarding at once (Kafka's
 ``NodeToControllerChannelManager`` retries its queue the same way).  With one controller it
@@ -20,6 +21,14 @@ from kafkacore.broker.server.raft_controller_node_provider import RaftController
 from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
 from kafkacore.errors import Errors
 from kafkacore.network.sasl import SaslMechanism
+from kafkacore.protocol.api_keys import ApiKey
+
+
+def _not_the_raft_leader(api_key: int, response: dict[str, Any]) -> bool:
+    """A DescribeQuorum answered by a voter that does not lead (it names no other error)."""
+    return api_key == ApiKey.DESCRIBE_QUORUM and any(
+        p.get("error_code") == Errors.NOT_LEADER_OR_FOLLOWER
+        for t in response.get("topics") or () for p in t.get("partitions") or ())
 
 
 class NodeToControllerChannelManager(InterBrokerClient):
@@ -42,7 +51,8 @@ class NodeToControllerChannelManager(InterBrokerClient):
         except OSError:
             self.provider.failed(position)
             raise
-        if response.get("error_code") == Errors.NOT_CONTROLLER:
+        if response.get("error_code") == Errors.NOT_CONTROLLER \
+                or _not_the_raft_leader(api_key, response):
             self.provider.failed(position)
             raise ConnectionError(f"controller {host}:{port} is not the active controller")
         return response

@@ -7,10 +7,11 @@ each replica's directory id and the voters' endpoints (KIP-853).
 The votes and epochs the controllers exchange among themselves (KIP-595): Vote (52),
 BeginQuorumEpoch (53) and EndQuorumEpoch (54), version 0 of each (the voters are fixed by
 ``controller.quorum.voters``; v1's directory ids and endpoints are KIP-853's, which we do not
-do).  The quorum's replication itself travels in Fetch (``fetch.py``), whose v12+ fields
-(``LastFetchedEpoch``, ``DivergingEpoch``, ``CurrentLeader``) are KIP-595's, and its
-``SnapshotId`` KIP-630's: a voter too far behind then fetches the leader's snapshot in chunks
-with FetchSnapshot (59, v0).  See docs/broker/quorum.rst.
+do), but for Vote v2, whose ``PreVote`` is KIP-996's (Vote v1's fields are declared, for v2 has
+them, and left at their defaults).  The quorum's replication itself travels in Fetch
+(``fetch.py``), whose v12+ fields (``LastFetchedEpoch``, ``DivergingEpoch``, ``CurrentLeader``)
+are KIP-595's, and its ``SnapshotId`` KIP-630's: a voter too far behind then fetches the
+leader's snapshot in chunks with FetchSnapshot (59, v0).  See docs/broker/quorum.rst.
 """
 
 from __future__ import annotations
@@ -53,16 +54,24 @@ VOTE_REQUEST: Declaration = {
     "apiKey": ApiKey.VOTE,
     "type": "request",
     "name": "VoteRequest",
-    "validVersions": "0",
+    # v1 adds the voters' directory ids (KIP-853), v2 the pre-vote (KIP-996).
+    "validVersions": "0-2",
     "flexibleVersions": "0+",
     "fields": [
         _CLUSTER_ID,
+        {"name": "VoterId", "type": "int32", "versions": "1+", "ignorable": True,
+         "default": -1},
         _topics([
+            # A pre-vote's is the sender's current epoch (not raised); a vote's, the candidate's.
             {"name": "CandidateEpoch", "type": "int32", "versions": "0+"},
             {"name": "CandidateId", "type": "int32", "versions": "0+"},
+            {"name": "CandidateDirectoryId", "type": "uuid", "versions": "1+", "ignorable": True},
+            {"name": "VoterDirectoryId", "type": "uuid", "versions": "1+", "ignorable": True},
             # The candidate's last entry: a vote goes only to a log at least as up to date.
             {"name": "LastOffsetEpoch", "type": "int32", "versions": "0+"},
             {"name": "LastOffset", "type": "int64", "versions": "0+"},
+            # Would the voter vote for it in the next epoch?  Nothing is persisted.
+            {"name": "PreVote", "type": "bool", "versions": "2+"},
         ]),
     ],
 }
@@ -71,7 +80,7 @@ VOTE_RESPONSE: Declaration = {
     "apiKey": ApiKey.VOTE,
     "type": "response",
     "name": "VoteResponse",
-    "validVersions": "0",
+    "validVersions": "0-2",
     "flexibleVersions": "0+",
     "fields": [
         {"name": "ErrorCode", "type": "int16", "versions": "0+"},
@@ -81,6 +90,13 @@ VOTE_RESPONSE: Declaration = {
             {"name": "LeaderEpoch", "type": "int32", "versions": "0+"},
             {"name": "VoteGranted", "type": "bool", "versions": "0+"},
         ]),
+        # The leaders' endpoints (KIP-853): ours are fixed by controller.quorum.voters.
+        {"name": "NodeEndpoints", "type": "[]NodeEndpoint", "versions": "1+",
+         "taggedVersions": "1+", "tag": 0, "fields": [
+             {"name": "NodeId", "type": "int32", "versions": "1+"},
+             {"name": "Host", "type": "string", "versions": "1+"},
+             {"name": "Port", "type": "uint16", "versions": "1+"},
+         ]},
     ],
 }
 

@@ -10,7 +10,10 @@ MATCH as wildcards.  See docs/broker/security.rst.
 from __future__ import annotations
 
 import enum
+import json
+import uuid
 from dataclasses import dataclass
+from typing import Any
 
 #: The principal of a connection that did not authenticate (PLAINTEXT, SSL without a client
 #: certificate): Kafka's ``KafkaPrincipal.ANONYMOUS``.
@@ -181,3 +184,50 @@ class AclBindingFilter:
                 and (self.host is None or e.host == self.host)
                 and self.operation in (AclOperation.ANY, e.operation)
                 and self.permission_type in (AclPermissionType.ANY, e.permission_type))
+
+
+# -- the ACL records of the metadata log (docs/broker/security.rst) -----------------------------
+
+#: one ACL added (Kafka's ``AccessControlEntryRecord``: its id and the binding's fields)
+ACCESS_CONTROL_ENTRY_RECORD = "AccessControlEntryRecord"
+#: one ACL removed, by its id (Kafka's ``RemoveAccessControlEntryRecord``)
+REMOVE_ACCESS_CONTROL_ENTRY_RECORD = "RemoveAccessControlEntryRecord"
+#: the namespace of the ACLs' ids (see :func:`acl_id`)
+_ACL_ID_NAMESPACE = uuid.UUID("5c0f6b1e-6a2d-4f0e-9a55-0c6b1e7a4c1d")
+
+
+def acl_id(acl: AclBinding) -> str:
+    """The ACL's id in the metadata log: a UUID derived from the binding (Kafka draws a random
+    one; the controller keeps no two equal bindings, so one derived from it is as unique, and a
+    broker that takes the image by DescribeAcls, which carries no ids, knows each one's id)."""
+    p, e = acl.pattern, acl.entry
+    return str(uuid.uuid5(_ACL_ID_NAMESPACE, json.dumps([
+        int(p.resource_type), p.name, int(p.pattern_type), e.principal, e.host,
+        int(e.operation), int(e.permission_type)])))
+
+
+def access_control_entry_record(acl: AclBinding) -> dict[str, Any]:
+    """The record that adds ``acl`` (the fields of Kafka's ``AccessControlEntryRecord``)."""
+    p, e = acl.pattern, acl.entry
+    return {"type": ACCESS_CONTROL_ENTRY_RECORD, "id": acl_id(acl),
+            "resource_type": int(p.resource_type), "resource_name": p.name,
+            "pattern_type": int(p.pattern_type), "principal": e.principal, "host": e.host,
+            "operation": int(e.operation), "permission_type": int(e.permission_type)}
+
+
+def remove_access_control_entry_record(id_: str) -> dict[str, Any]:
+    """The record that removes the ACL ``id_``."""
+    return {"type": REMOVE_ACCESS_CONTROL_ENTRY_RECORD, "id": id_}
+
+
+def acl_of_record(record: dict[str, Any]) -> AclBinding:
+    """The ACL an ``AccessControlEntryRecord`` adds (``ValueError``/``KeyError`` if it is not
+    one: a code no enum has, a field missing)."""
+    acl = AclBinding(
+        ResourcePattern(ResourceType(record["resource_type"]), str(record["resource_name"]),
+                        PatternType(record["pattern_type"])),
+        AccessControlEntry(str(record["principal"]), str(record["host"]),
+                           AclOperation(record["operation"]),
+                           AclPermissionType(record["permission_type"])))
+    acl.validate()
+    return acl

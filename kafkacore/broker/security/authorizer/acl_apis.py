@@ -2,15 +2,16 @@
 
 A broker with no authorizer answers SECURITY_DISABLED, as Kafka does.  Changing ACLs needs ALTER
 on the cluster, reading them DESCRIBE on the cluster.  In a cluster the changes are forwarded to
-the controller, which owns the ACLs (Kafka's ``AclControlManager``: the same handlers serve it,
-over its own store); the broker then pulls the new list at once, so that the client that made a
-change sees it in its next DescribeAcls.  See docs/broker/security.rst.
+the active controller, which owns the ACLs (the same handlers serve it, over its
+``QuorumController``, whose ``AclControlManager`` writes them to the metadata log); the broker
+then fetches the new records at once, so that the client that made a change sees it in its
+next DescribeAcls.  See docs/broker/security.rst.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkacore.broker.network.request_channel import Request
 from kafkacore.broker.security.authorizer.acl import (
@@ -28,7 +29,17 @@ from kafkacore.errors import Errors, IllegalStateError
 
 if TYPE_CHECKING:
     from kafkacore.broker.network.api_request_handler import ApiRequestHandler
-    from kafkacore.broker.security.authorizer.standard_authorizer import StandardAuthorizer
+
+
+class AclStore(Protocol):
+    """Where the ACL APIs find and change the ACLs: a broker's ``StandardAuthorizer``, or the
+    controller's ``QuorumController`` (its ``AclControlManager``, through the metadata log)."""
+
+    def acls(self, acl_filter: AclBindingFilter) -> list[AclBinding]: ...
+
+    def create_acls(self, bindings: list[AclBinding]) -> list[str | None]: ...
+
+    def delete_acls(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]: ...
 
 
 def _enum(kind: Any, code: int) -> Any:
@@ -77,7 +88,7 @@ class AclApis:
     """The ACL APIs of ``apis`` (a broker's KafkaApis or the ControllerApis) over the ACLs in
     ``store``; ``forwarding``: where a broker in a cluster sends changes (None: kept here)."""
 
-    def __init__(self, apis: ApiRequestHandler, store: StandardAuthorizer | None,
+    def __init__(self, apis: ApiRequestHandler, store: AclStore | None,
                  forwarding: Callable[[], Any] = lambda: None) -> None:
         self.apis = apis
         self.authorizer = store

@@ -11,10 +11,13 @@ The rules, in order (Kafka's ``StandardAuthorizerData.authorize``):
 4. otherwise refused, unless no ACL at all names the resource and
    ``allow.everyone.if.no.acl.found`` is true.
 
-Where the ACLs live: in a cluster they are the controller's (CreateAcls and DeleteAcls are
-forwarded to it; it keeps them in ``__kafkacore_acls.json``), and every broker replaces its copy
-with the controller's list at each metadata pull (:meth:`load_snapshot`), as KRaft brokers
-replay the ACL records of the metadata log.  A broker alone keeps its own file.
+Where the ACLs live: in a cluster, in the metadata log.  CreateAcls and DeleteAcls are
+forwarded to the active controller, whose ``AclControlManager`` writes them as
+``AccessControlEntryRecord`` and ``RemoveAccessControlEntryRecord``; every controller of the
+quorum and every broker replays those records into its authorizer (:meth:`add_acl`,
+:meth:`remove_acl`; a broker behind the controller's snapshot takes the whole list,
+:meth:`load_snapshot`), as KRaft's ``AclPublisher`` does.  Such an authorizer keeps no file.
+A broker alone (its own controller) keeps its ACLs in ``__kafkacore_acls.json``.
 See docs/broker/security.rst.
 """
 
@@ -39,6 +42,7 @@ from kafkacore.broker.security.authorizer.acl import (
     PatternType,
     ResourcePattern,
     ResourceType,
+    acl_id,
 )
 from kafkacore.broker.server_common.files import replace_atomically
 
@@ -67,12 +71,14 @@ class StandardAuthorizer:
     @classmethod
     def from_config(cls, config: BrokerConfig) -> StandardAuthorizer | None:
         """The authorizer ``authorizer.class.name`` asks for, or None (no authorization: every
-        request allowed, Kafka's default), its ACLs kept in the first log dir."""
+        request allowed, Kafka's default).  A broker alone keeps its ACLs in its first log
+        dir; a cluster's broker or controller has them from the metadata log, and no file."""
         if config["authorizer.class.name"].strip() != STANDARD_AUTHORIZER_CLASS:
             return None
+        in_cluster = config["process.roles"] in ("broker", "controller")
         return cls(parse_super_users(config["super.users"]),
                    config["allow.everyone.if.no.acl.found"],
-                   Path(config.log_dirs[0]) / ACLS_FILE)
+                   None if in_cluster else Path(config.log_dirs[0]) / ACLS_FILE)
 
     def __init__(self, super_users: Iterable[str] = (), allow_everyone_if_no_acl_found: bool =
                  False, path: str | Path | None = None) -> None:
@@ -82,9 +88,12 @@ class StandardAuthorizer:
         #: Guards writers; readers take ``self._acls`` (a tuple, replaced whole) without it.
         # Lock order: leaf.
         self._lock = threading.Lock()
+        #: the ACLs by their id in the metadata log (guarded by the lock)
+        self._by_id: dict[str, AclBinding] = {}
         self._acls: tuple[AclBinding, ...] = ()
         if self.path is not None and self.path.exists():
-            self._acls = tuple(_decode(self.path.read_bytes()))
+            self._by_id = {acl_id(a): a for a in _decode(self.path.read_bytes())}
+            self._acls = tuple(self._by_id.values())
 
     # -- deciding ----------------------------------------------------------------------------------
 
@@ -141,18 +150,18 @@ class StandardAuthorizer:
 
     def create_acls(self, bindings: list[AclBinding]) -> list[str | None]:
         """Add each valid binding (one already there is not added twice).  Returns, per
-        binding, None or why it was refused; the new list is on disk before this returns."""
+        binding, None or why it was refused; the new list is on disk before this returns.
+        (A broker alone: in a cluster the controller's ``AclControlManager`` decides.)"""
         results: list[str | None] = []
         with self._lock:
-            acls = list(self._acls)
+            acls = dict(self._by_id)
             for binding in bindings:
                 try:
                     binding.validate()
                 except ValueError as exc:
                     results.append(str(exc))
                     continue
-                if binding not in acls:
-                    acls.append(binding)
+                acls.setdefault(acl_id(binding), binding)
                 results.append(None)
             self._replace(acls)
         return results
@@ -160,23 +169,38 @@ class StandardAuthorizer:
     def delete_acls(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
         """Remove every ACL each filter matches; returns what each filter removed."""
         with self._lock:
-            acls = list(self._acls)
-            removed = [[a for a in acls if f.matches(a)] for f in filters]
+            removed = [[a for a in self._acls if f.matches(a)] for f in filters]
             gone = {a for r in removed for a in r}
-            self._replace([a for a in acls if a not in gone])
+            self._replace({i: a for i, a in self._by_id.items() if a not in gone})
         return removed
 
-    def load_snapshot(self, bindings: list[AclBinding]) -> None:
-        """Replace every ACL with the controller's list (a broker in a cluster)."""
-        with self._lock:
-            self._replace(bindings)
+    # -- fed by the metadata log (Kafka's ClusterMetadataAuthorizer) ----------------------------
 
-    def _replace(self, acls: list[AclBinding]) -> None:
-        new = tuple(acls)
+    def add_acl(self, id_: str, acl: AclBinding) -> None:
+        """An ``AccessControlEntryRecord`` replayed (one already there: nothing changes)."""
+        with self._lock:
+            if self._by_id.get(id_) != acl:
+                self._replace({**self._by_id, id_: acl})
+
+    def remove_acl(self, id_: str) -> None:
+        """A ``RemoveAccessControlEntryRecord`` replayed (an id not there: nothing changes, as
+        for a broker whose image, taken whole, is already past the removal)."""
+        with self._lock:
+            if id_ in self._by_id:
+                self._replace({i: a for i, a in self._by_id.items() if i != id_})
+
+    def load_snapshot(self, bindings: Iterable[AclBinding]) -> None:
+        """Replace every ACL with the controller's whole list (the image)."""
+        with self._lock:
+            self._replace({acl_id(a): a for a in bindings})
+
+    def _replace(self, acls: dict[str, AclBinding]) -> None:
+        new = tuple(acls.values())
         if new == self._acls:
             return
         if self.path is not None:
             replace_atomically(self.path, _encode(new))
+        self._by_id = acls
         self._acls = new
 
 
