@@ -5,8 +5,9 @@
 
 Each seed runs the simulation of ``tests/raft/raft_simulation.py`` (loss, delay, reordering,
 duplication, partitions, crashes and restarts, then healing), checking Raft's safety properties
-after every event.  The figures: seeds run and failed, simulated events per second of CPU, and the
-time from healing to a committed record (median, 99th percentile, longest), in simulated ms.  A
+after every event, snapshots and FetchSnapshot included.  The figures: seeds run and failed,
+simulated events per second of CPU, the time from healing to a committed record (median, 99th
+percentile, longest), in simulated ms, and the snapshots voters installed by FetchSnapshot.  A
 failing seed is printed with the command that replays it; ``--trace`` prints every delivered
 message, crash and partition of that run.
 """
@@ -26,7 +27,8 @@ sys.path.insert(0, str(ROOT / "tests" / "raft"))
 from raft_simulation import RaftSimulation  # noqa: E402
 
 
-def run(seed: int, voters: int, chaos_ms: int, bound_ms: int, trace: bool) -> tuple[int, int]:
+def run(seed: int, voters: int, chaos_ms: int, bound_ms: int, trace: bool,
+        ) -> tuple[int, int, int]:
     sim = RaftSimulation(seed, voters)
     if trace:
         sim.trace = print
@@ -35,7 +37,8 @@ def run(seed: int, voters: int, chaos_ms: int, bound_ms: int, trace: bool) -> tu
     if trace:
         print(f"{sim.now:>7} healed")
     took = sim.run_until_committed(bound_ms)
-    return took, sim.events
+    installs = sum(node.log.installs for node in sim.nodes.values())
+    return took, sim.events, installs
 
 
 def main() -> int:
@@ -53,10 +56,11 @@ def main() -> int:
         seeds = [args.seed] if args.seed is not None else range(args.first, args.first + args.seeds)
         took: list[int] = []
         events = 0
+        installs = 0
         start = time.process_time()
         for seed in seeds:
             try:
-                ms, n = run(seed, voters, args.chaos_ms, args.bound_ms, args.trace)
+                ms, n, installed = run(seed, voters, args.chaos_ms, args.bound_ms, args.trace)
             except Exception as e:  # noqa: BLE001 - reported with the seed that replays it
                 failed += 1
                 print(f"FAILED seed {seed}, {voters} voters: {type(e).__name__}: {e}")
@@ -67,6 +71,7 @@ def main() -> int:
                 continue
             took.append(ms)
             events += n
+            installs += installed
         cpu = time.process_time() - start
         if took:
             took.sort()
@@ -74,7 +79,8 @@ def main() -> int:
             print(
                 f"{voters} voters: {len(seeds)} seeds, {len(seeds) - len(took)} failed, "
                 f"{events / cpu:,.0f} events/s of CPU ({cpu:.1f} s); to a commit after healing: "
-                f"median {statistics.median(took):.0f} ms, p99 {p99} ms, longest {took[-1]} ms"
+                f"median {statistics.median(took):.0f} ms, p99 {p99} ms, longest {took[-1]} ms; "
+                f"{installs} snapshots installed by FetchSnapshot"
             )
     return 1 if failed else 0
 

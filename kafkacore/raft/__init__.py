@@ -5,14 +5,16 @@ What lives here, I/O-free: the protocol is a state machine driven by ``poll(now_
 belong to whoever drives it (a simulated world in the model test, the controllers'
 ``KafkaRaftManager`` in :mod:`kafkacore.broker.controller`).
 
-- :mod:`kafkacore.raft.raft_messages`: Vote (a pre-vote too), BeginQuorumEpoch, EndQuorumEpoch
-  and Fetch as plain dataclasses with the fields of Kafka's message schemas, and the
+- :mod:`kafkacore.raft.raft_messages`: Vote (a pre-vote too), BeginQuorumEpoch, EndQuorumEpoch,
+  Fetch and FetchSnapshot as plain dataclasses with the fields of Kafka's message schemas, and the
   ``LeaderChange`` control record;
 - :mod:`kafkacore.raft.raft_log`: the log interface the protocol needs (append with an epoch,
   truncate to a diverging point, the end offset of an epoch, the high watermark) and
   ``MemoryRaftLog``;
+- :mod:`kafkacore.raft.raw_snapshot_reader`: ``RawSnapshotReader``, a frozen snapshot of the state
+  machine (KIP-630) as bytes, served in chunks by FetchSnapshot, and ``OffsetAndEpoch``, its id;
 - :mod:`kafkacore.raft.kafka_metadata_log`: ``KafkaMetadataLog``, the same log fsynced to a file
-  (the controllers' quorum);
+  (the controllers' quorum), its snapshots in files beside it;
 - :mod:`kafkacore.raft.line_file`: a file of CRC-checked lines reopened with a torn last line
   cut off, the reader of ``KafkaMetadataLog`` and of the broker's ``MetadataLog`` both;
 - :mod:`kafkacore.raft.quorum_state_store`: the persisted election state (epoch, voted id,
@@ -22,7 +24,7 @@ belong to whoever drives it (a simulated world in the model test, the controller
 - :mod:`kafkacore.raft.quorum_state`: ``QuorumState``, the only way from one state to another,
   which checks each transition's invariants and persists the election state first;
 - :mod:`kafkacore.raft.kafka_raft_client`: ``KafkaRaftClient``, elections, replication by Fetch
-  and the high watermark.
+  and the high watermark, snapshots and FetchSnapshot.
 
 It imports nothing of :mod:`kafkacore.broker` (only :mod:`kafkacore.errors`): the broker will build
 on it, not the other way round.
@@ -35,7 +37,8 @@ from kafkacore.raft.quorum_state_store import (
     MemoryQuorumStateStore,
     QuorumStateStore,
 )
-from kafkacore.raft.raft_log import LogEntry, MemoryRaftLog, OffsetAndEpoch, RaftLog
+from kafkacore.raft.raft_log import LogEntry, MemoryRaftLog, RaftLog
+from kafkacore.raft.raw_snapshot_reader import OffsetAndEpoch, RawSnapshotReader
 
 __all__ = [
     "ElectionState",
@@ -48,4 +51,5 @@ __all__ = [
     "QuorumStateStore",
     "RaftConfig",
     "RaftLog",
+    "RawSnapshotReader",
 ]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from kafkacore.raft.quorum_state_store import ElectionState
 from kafkacore.raft.raft_messages import NO_ID, Envelope
+from kafkacore.raft.raw_snapshot_reader import OffsetAndEpoch
 
 
 class EpochState:
@@ -216,9 +217,13 @@ class FollowerState(EpochState):
         self.leader = leader
         self.voted_id = voted_id
         self.fetch_deadline_ms = fetch_deadline_ms
-        #: The Fetch awaiting its response: (correlation id, when it is given up).
+        #: The Fetch (or FetchSnapshot) awaiting its response: (correlation id, when it is
+        #: given up).
         self.in_flight: tuple[int, int] | None = None
         self.next_fetch_ms = 0
+        #: The snapshot being fetched from this leader (KIP-630): its id and the bytes so far.
+        #: While it is set the follower sends FetchSnapshot, not Fetch.
+        self.fetching_snapshot: tuple[OffsetAndEpoch, bytearray] | None = None
         #: Its leader answered a Fetch, and has not resigned since: it refuses pre-votes
         #: until its fetch timeout (Kafka's ``hasFetchedFromLeader``).
         self.has_fetched_from_leader = False

@@ -11,6 +11,14 @@ epoch of their last entry; the leader answers with records, or with the *divergi
 follower's log has gone another way (the follower truncates to it and fetches again), or holds
 the Fetch until there is something to return (a long poll).  The followers' fetch offsets are
 the leader's knowledge of their logs, from which it computes the high watermark.
+
+Snapshots (KIP-630): the state machine hands ``create_snapshot`` its image at a committed
+offset; the log keeps the last ``snapshots_retained`` of them and forgets the entries before the
+oldest (the log start offset advances, never past the high watermark).  A follower whose Fetch
+asks for entries the leader no longer has gets the leader's latest ``SnapshotId`` instead of
+records; it fetches that snapshot in chunks of at most ``fetch_snapshot_max_bytes``
+(FetchSnapshot, position by position), installs it (its log then starts empty at the snapshot's
+end offset) and fetches the log from there.
 """
 
 from __future__ import annotations
@@ -45,6 +53,8 @@ from kafkacore.raft.raft_messages import (
     EpochEndOffset,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     LeaderIdAndEpoch,
     RaftRequest,
     RaftResponse,
@@ -52,6 +62,7 @@ from kafkacore.raft.raft_messages import (
     VoteRequest,
     VoteResponse,
 )
+from kafkacore.raft.raw_snapshot_reader import OffsetAndEpoch, RawSnapshotReader
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +86,15 @@ class RaftConfig:
     fetch_max_wait_ms: int = 500
     #: At most this many entries in one FetchResponse.
     fetch_max_entries: int = 100
+    #: At most this many bytes of a snapshot in one FetchSnapshotResponse (Kafka's
+    #: ``MaxBytes``, the size of its largest batch).
+    fetch_snapshot_max_bytes: int = 8 * 1024 * 1024
+    #: Snapshots kept; the entries before the oldest are deleted, so a follower less far behind
+    #: than that still catches up from the log.
+    snapshots_retained: int = 2
+    #: The largest snapshot a follower takes (its bytes are held until complete): a leader
+    #: announcing a larger one is not followed into it.
+    max_snapshot_bytes: int = 1 << 30
 
 
 class KafkaRaftClient:
@@ -182,11 +202,15 @@ class KafkaRaftClient:
             )
         body = envelope.body
         if isinstance(
-            body, (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest)
+            body,
+            (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
+             FetchSnapshotRequest),
         ):
             self._handle_request(envelope, body, now_ms)
         elif isinstance(
-            body, (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse)
+            body,
+            (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse,
+             FetchSnapshotResponse),
         ):
             self._handle_response(envelope, body, now_ms)
         else:
@@ -210,6 +234,32 @@ class KafkaRaftClient:
             self.log.update_high_watermark(s.high_watermark)
         self._complete_parked(s, now_ms)
         return last
+
+    def create_snapshot(self, end_offset: int, records: Sequence[bytes]) -> OffsetAndEpoch:
+        """Store the state machine's image at ``end_offset`` (it has applied every entry before
+        it, all committed) as ``records``; keep the last ``snapshots_retained`` snapshots and
+        delete the entries before the oldest.  Returns the snapshot's id.
+        ``IllegalStateError`` for an offset past the high watermark or before the log start."""
+        if not self.log.log_start_offset <= end_offset <= self.log.high_watermark:
+            raise IllegalStateError(
+                f"snapshot at {end_offset}: outside [{self.log.log_start_offset}, "
+                f"{self.log.high_watermark}] (the log start and the high watermark)"
+            )
+        epoch = self.log.epoch_at(end_offset)
+        if epoch is None:
+            raise IllegalStateError(f"snapshot at {end_offset}: the log cannot tell its epoch")
+        snapshot_id = OffsetAndEpoch(end_offset, epoch)
+        self.log.create_new_snapshot(snapshot_id, records)
+        self._clean_log()
+        return snapshot_id
+
+    def _clean_log(self) -> None:
+        """Delete the entries before the oldest retained snapshot (Kafka's
+        ``KafkaMetadataLog.maybeClean``, by count of snapshots here)."""
+        retained = max(1, self.config.snapshots_retained)
+        ids = self.log.snapshot_ids()
+        if len(ids) >= retained:
+            self.log.delete_before_snapshot(ids[-retained])
 
     def resign(self, now_ms: int) -> list[Envelope]:
         """The leader gives up its epoch (a graceful shutdown); returns its EndQuorumEpochs."""
@@ -371,7 +421,20 @@ class KafkaRaftClient:
         if s.in_flight is not None and now_ms >= s.in_flight[1]:
             s.in_flight = None
             s.next_fetch_ms = now_ms + self.config.retry_backoff_ms
-        if s.in_flight is None and now_ms >= s.next_fetch_ms:
+        if s.in_flight is None and now_ms >= s.next_fetch_ms and s.fetching_snapshot is not None:
+            snapshot_id, received = s.fetching_snapshot
+            self._send(
+                s.leader,
+                FetchSnapshotRequest(
+                    self.node_id,
+                    s.epoch,
+                    snapshot_id,
+                    len(received),
+                    self.config.fetch_snapshot_max_bytes,
+                ),
+            )
+            s.in_flight = (self._correlation_id, now_ms + self.config.request_timeout_ms)
+        elif s.in_flight is None and now_ms >= s.next_fetch_ms:
             self._send(
                 s.leader,
                 FetchRequest(
@@ -429,6 +492,8 @@ class KafkaRaftClient:
             self._handle_begin_quorum_epoch(envelope, body, now_ms)
         elif isinstance(body, EndQuorumEpochRequest):
             self._handle_end_quorum_epoch(envelope, body, now_ms)
+        elif isinstance(body, FetchSnapshotRequest):
+            self._handle_fetch_snapshot_request(envelope, body, now_ms)
         else:
             self._handle_fetch_request(envelope, body, now_ms)
 
@@ -442,6 +507,10 @@ class KafkaRaftClient:
             response = BeginQuorumEpochResponse(error, leader, epoch)
         elif isinstance(body, EndQuorumEpochRequest):
             response = EndQuorumEpochResponse(error, leader, epoch)
+        elif isinstance(body, FetchSnapshotRequest):
+            response = FetchSnapshotResponse(
+                error, LeaderIdAndEpoch(leader, epoch), body.snapshot_id
+            )
         else:
             response = FetchResponse(error, -1, LeaderIdAndEpoch(leader, epoch))
         self._respond(envelope, response)
@@ -550,6 +619,19 @@ class KafkaRaftClient:
         s.fetched_since_check.add(replica_id)
         if len(s.fetched_since_check) >= s.majority():
             self._reset_check_quorum(s, now_ms)
+        snapshot_id = self._snapshot_needed(req)
+        if snapshot_id is not None:
+            # The entries the follower needs are gone: it must take the latest snapshot.
+            self._respond(
+                envelope,
+                FetchResponse(
+                    Errors.NONE,
+                    self.log.high_watermark,
+                    LeaderIdAndEpoch(self.node_id, s.epoch),
+                    snapshot_id=snapshot_id,
+                ),
+            )
+            return
         diverging = self._diverging_epoch(req)
         if diverging is not None:
             self._respond(
@@ -570,6 +652,25 @@ class KafkaRaftClient:
             s.parked[replica_id] = ParkedFetch(envelope, now_ms + req.max_wait_ms)
             return
         self._answer_fetch(s, envelope)
+
+    def _snapshot_needed(self, req: FetchRequest) -> OffsetAndEpoch | None:
+        """The latest snapshot's id if the follower's position is one the log can no longer
+        check or serve (Kafka's ``ReplicatedLog.validateOffsetAndEpoch``): its fetch offset is
+        before the log start, or at it with another epoch than the oldest snapshot's, or its
+        epoch is older than that snapshot's.  None if the log can answer."""
+        if self.log.log_start_offset == 0 and req.fetch_offset == 0:
+            return None
+        earliest = self.log.earliest_snapshot_id()
+        if earliest is None:
+            return None
+        start = self.log.log_start_offset
+        if (
+            req.fetch_offset < start
+            or (req.fetch_offset == start and req.last_fetched_epoch != earliest.epoch)
+            or req.last_fetched_epoch < earliest.epoch
+        ):
+            return self.log.latest_snapshot_id()
+        return None
 
     def _diverging_epoch(self, req: FetchRequest) -> EpochEndOffset | None:
         """Where the follower's log leaves ours, or None if it is a prefix of ours."""
@@ -595,6 +696,50 @@ class KafkaRaftClient:
             ),
         )
 
+    def _handle_fetch_snapshot_request(
+        self, envelope: Envelope, req: FetchSnapshotRequest, now_ms: int
+    ) -> None:
+        s = self.quorum.state
+        if req.current_leader_epoch < s.epoch:
+            self._refuse(envelope, req, Errors.FENCED_LEADER_EPOCH)
+            return
+        if req.current_leader_epoch > s.epoch:
+            self._refuse(envelope, req, Errors.UNKNOWN_LEADER_EPOCH)
+            return
+        if not isinstance(s, LeaderState):
+            self._refuse(envelope, req, Errors.NOT_LEADER_OR_FOLLOWER)
+            return
+        if req.replica_id != envelope.source_id or req.max_bytes <= 0:
+            self._refuse(envelope, req, Errors.INVALID_REQUEST)
+            return
+        # A follower fetching a snapshot is following: it counts for check quorum.
+        s.fetched_since_check.add(req.replica_id)
+        s.replicas[req.replica_id].last_fetch_ms = now_ms
+        if len(s.fetched_since_check) >= s.majority():
+            self._reset_check_quorum(s, now_ms)
+        snapshot = self.log.read_snapshot(req.snapshot_id)
+        if snapshot is None:
+            self._refuse(envelope, req, Errors.SNAPSHOT_NOT_FOUND)
+            return
+        size = snapshot.size_in_bytes()
+        if not 0 <= req.position <= size:
+            self._refuse(envelope, req, Errors.POSITION_OUT_OF_RANGE)
+            return
+        chunk = snapshot.slice(
+            req.position, min(req.max_bytes, self.config.fetch_snapshot_max_bytes)
+        )
+        self._respond(
+            envelope,
+            FetchSnapshotResponse(
+                Errors.NONE,
+                LeaderIdAndEpoch(self.node_id, s.epoch),
+                req.snapshot_id,
+                size,
+                req.position,
+                chunk,
+            ),
+        )
+
     def _complete_parked(self, s: LeaderState, now_ms: int) -> None:
         parked, s.parked = s.parked, {}
         for p in parked.values():
@@ -607,6 +752,9 @@ class KafkaRaftClient:
             return
         if isinstance(body, FetchResponse):
             self._handle_fetch_response(envelope, body, now_ms)
+            return
+        if isinstance(body, FetchSnapshotResponse):
+            self._handle_fetch_snapshot_response(envelope, body, now_ms)
             return
         if self._maybe_transition(body.leader_epoch, body.leader_id, now_ms):
             return
@@ -657,7 +805,9 @@ class KafkaRaftClient:
             return
         s.fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms
         s.has_fetched_from_leader = True
-        if resp.diverging_epoch is not None:
+        if resp.snapshot_id is not None:
+            s.fetching_snapshot = (resp.snapshot_id, bytearray())
+        elif resp.diverging_epoch is not None:
             self._truncate_to_diverging(resp.diverging_epoch)
         else:
             if resp.records and resp.records[0].offset == self.log.end_offset():
@@ -665,6 +815,50 @@ class KafkaRaftClient:
             high_watermark = min(resp.high_watermark, self.log.end_offset())
             if high_watermark > self.log.high_watermark:
                 self.log.update_high_watermark(high_watermark)
+        s.next_fetch_ms = now_ms
+        self._poll_follower(s, now_ms)
+
+    def _handle_fetch_snapshot_response(
+        self, envelope: Envelope, resp: FetchSnapshotResponse, now_ms: int
+    ) -> None:
+        leader = resp.current_leader
+        if self._maybe_transition(leader.leader_epoch, leader.leader_id, now_ms):
+            return
+        s = self.quorum.state
+        if (
+            not isinstance(s, FollowerState)
+            or envelope.source_id != s.leader
+            or s.in_flight is None
+            or s.in_flight[0] != envelope.correlation_id
+            or s.fetching_snapshot is None
+        ):
+            return
+        s.in_flight = None
+        snapshot_id, received = s.fetching_snapshot
+        if resp.error_code != Errors.NONE:
+            if resp.error_code in (Errors.SNAPSHOT_NOT_FOUND, Errors.POSITION_OUT_OF_RANGE):
+                # The leader moved on to a newer snapshot: Fetch again, to learn its id.
+                s.fetching_snapshot = None
+            s.next_fetch_ms = now_ms + self.config.retry_backoff_ms
+            self._poll_follower(s, now_ms)
+            return
+        s.fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms
+        s.has_fetched_from_leader = True  # a chunk is its leader's answer as a Fetch's is
+        if (
+            resp.snapshot_id != snapshot_id
+            or resp.size > self.config.max_snapshot_bytes
+            or resp.position != len(received)
+            or resp.size < resp.position + len(resp.unaligned_records)
+            or (not resp.unaligned_records and resp.position < resp.size)
+        ):
+            # Not the chunk asked for: start the snapshot again from the leader's answer.
+            s.fetching_snapshot = None
+        else:
+            received += resp.unaligned_records
+            if len(received) == resp.size:
+                s.fetching_snapshot = None
+                if snapshot_id.offset >= self.log.high_watermark:
+                    self.log.install_snapshot(RawSnapshotReader(snapshot_id, bytes(received)))
         s.next_fetch_ms = now_ms
         self._poll_follower(s, now_ms)
 
@@ -677,5 +871,7 @@ class KafkaRaftClient:
         else:
             # Ours ends before that epoch: what follows is of epochs the leader does not have.
             offset = local_end
+        # Never before the log start: what a snapshot holds is committed, the leader's too.
+        offset = max(offset, self.log.log_start_offset)
         if offset < self.log.end_offset():
             self.log.truncate_to(offset)

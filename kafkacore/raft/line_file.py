@@ -92,14 +92,14 @@ def open_line_file(path: Path, decode: Callable[[bytes, int], T | None], *,
         if not data:
             # A new (or empty) file: its name must survive a crash too (a file's fsync covers
             # its data, not its directory entry), or an acknowledged entry could vanish with it.
-            _fsync_directory(path.parent)
+            fsync_directory(path.parent)
     except BaseException:
         os.close(fd)
         raise
     return LineFile(fd, items, positions, good)
 
 
-def _fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -107,4 +107,4 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["LineFile", "checked_body", "encode_line", "open_line_file"]
+__all__ = ["LineFile", "checked_body", "encode_line", "fsync_directory", "open_line_file"]

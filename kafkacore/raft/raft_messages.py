@@ -1,7 +1,8 @@
 """The quorum's messages, as plain dataclasses with the fields of Kafka's schemas.
 
 Kafka's schemas (``VoteRequest.json``, ``BeginQuorumEpochRequest.json``,
-``EndQuorumEpochRequest.json``, ``FetchRequest.json`` and their responses) nest topics and
+``EndQuorumEpochRequest.json``, ``FetchRequest.json``, ``FetchSnapshotRequest.json`` and their
+responses) nest topics and
 partitions; the quorum has one partition, ``__cluster_metadata-0``, so each message here holds that
 partition's fields directly.  Kafka's "absent" values (``-1`` for an unknown leader, a diverging
 epoch of ``{-1, -1}``) are kept where the schema has them, except the diverging epoch, which is
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 from kafkacore.errors import Errors
 from kafkacore.raft.raft_log import LogEntry
+from kafkacore.raft.raw_snapshot_reader import OffsetAndEpoch
 
 #: Kafka's ``-1``: no leader known, no vote cast.
 NO_ID = -1
@@ -125,10 +127,44 @@ class FetchResponse:
     #: Set when the follower's log diverges: truncate to this epoch's end, then fetch again.
     diverging_epoch: EpochEndOffset | None = None
     records: tuple[LogEntry, ...] = field(default=())
+    #: ``SnapshotId`` (KIP-630): the follower's fetch offset is before the leader's log start;
+    #: it must fetch this snapshot (FetchSnapshot), then fetch from its end.
+    snapshot_id: OffsetAndEpoch | None = None
 
 
-RaftRequest = VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | FetchRequest
-RaftResponse = VoteResponse | BeginQuorumEpochResponse | EndQuorumEpochResponse | FetchResponse
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotRequest:
+    """A follower fetches a chunk of the leader's snapshot (``FetchSnapshotRequest.json``, one
+    partition): up to ``max_bytes`` bytes from ``position``."""
+
+    replica_id: int
+    current_leader_epoch: int
+    snapshot_id: OffsetAndEpoch
+    position: int
+    max_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotResponse:
+    """A chunk of a snapshot (``FetchSnapshotResponse.json``): its bytes from ``position``, and
+    the snapshot's whole ``size``."""
+
+    error_code: Errors
+    current_leader: LeaderIdAndEpoch
+    snapshot_id: OffsetAndEpoch
+    size: int = -1
+    position: int = -1
+    unaligned_records: bytes = b""
+
+
+RaftRequest = (
+    VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | FetchRequest
+    | FetchSnapshotRequest
+)
+RaftResponse = (
+    VoteResponse | BeginQuorumEpochResponse | EndQuorumEpochResponse | FetchResponse
+    | FetchSnapshotResponse
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -219,7 +219,8 @@ class Cluster:
                                "sasl.users", "authorizer.class.name", "super.users",
                                "allow.everyone.if.no.acl.found",
                                "controller.quorum.election.timeout.ms",
-                               "controller.quorum.fetch.timeout.ms")}
+                               "controller.quorum.fetch.timeout.ms",
+                               "metadata.log.max.record.bytes.between.snapshots")}
             if self.num_controllers > 1:
                 # The voters talk to each other as brokers talk to a controller: with the
                 # brokers' credentials on the controller listener (docs/broker/security.rst).
@@ -556,12 +557,23 @@ class Cluster:
         """What a controller's voter knows, asked of its control socket (it answers while
         isolated): ``{"node_id", "epoch", "leader_id", "is_leader", "active", "end_offset",
         "high_watermark", "state"}`` (``state``: its Raft state, ``"Follower"``,
-        ``"Prospective"``...) and the counters of ``KafkaRaftManager.statistics``."""
+        ``"Prospective"``...), the counters of ``KafkaRaftManager.statistics`` (the log start
+        offset, snapshots installed from the leader, ...) and the controller's snapshots loaded
+        and written."""
         if controller not in self.controllers:
             raise ValueError(f"no controller {controller} in this cluster "
                              f"{sorted(self.controllers)}")
         return dict(self._control(controller)._call(  # noqa: SLF001
             {"op": "quorum_status"})["status"])
+
+    def metadata_image(self, controller: int) -> dict[str, Any]:
+        """A controller's image, asked of its control socket: ``{"applied": the quorum offset
+        it stands at, "records": the records that rebuild it}`` (what a snapshot holds)."""
+        if controller not in self.controllers:
+            raise ValueError(f"no controller {controller} in this cluster "
+                             f"{sorted(self.controllers)}")
+        return dict(self._control(controller)._call(  # noqa: SLF001
+            {"op": "metadata_image"})["image"])
 
     def set_latency(self, broker: int, ms: int) -> None:
         self._control(broker).set_latency(ms)

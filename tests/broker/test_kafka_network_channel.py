@@ -18,11 +18,14 @@ from kafkacore.raft.raft_messages import (
     EpochEndOffset,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     LeaderIdAndEpoch,
     ReplicaState,
     VoteRequest,
     VoteResponse,
 )
+from kafkacore.raft.raw_snapshot_reader import OffsetAndEpoch
 
 
 def request_through_the_codec(api_key: int, version: int, body: dict) -> dict:
@@ -45,6 +48,7 @@ REQUESTS = [
     BeginQuorumEpochRequest(2, 5),
     EndQuorumEpochRequest(2, 5, (3, 1)),
     FetchRequest(ReplicaState(3), 5, 120, 4, 500),
+    FetchSnapshotRequest(3, 5, OffsetAndEpoch(400, 4), 8192, 4096),
 ]
 
 RESPONSES = [
@@ -56,6 +60,14 @@ RESPONSES = [
         LogEntry(3, 4, b'{"type": "TopicRecord"}'),
         LogEntry(4, 5, b"", LeaderChangeMessage(2, (1, 2, 3), (2, 3))),
         LogEntry(5, 5, b"x")))),
+    # KIP-630: the follower is behind the log start, and must fetch this snapshot.
+    (ApiKey.FETCH, FetchResponse(Errors.NONE, 410, LeaderIdAndEpoch(2, 5),
+                                 snapshot_id=OffsetAndEpoch(400, 4))),
+    (ApiKey.FETCH_SNAPSHOT, FetchSnapshotResponse(Errors.NONE, LeaderIdAndEpoch(2, 5),
+                                                  OffsetAndEpoch(400, 4), 10_000, 8192,
+                                                  b"a chunk\n that need not end on a line")),
+    (ApiKey.FETCH_SNAPSHOT, FetchSnapshotResponse(Errors.SNAPSHOT_NOT_FOUND,
+                                                  LeaderIdAndEpoch(2, 5), OffsetAndEpoch(9, 1))),
 ]
 
 
@@ -66,10 +78,11 @@ def test_every_request_goes_through_kafkas_schema_and_back():
         source, back = wire.request_from_wire(api_key, decoded)
         assert back == request
         assert source == {VoteRequest: 2, BeginQuorumEpochRequest: 2, EndQuorumEpochRequest: 2,
-                          FetchRequest: 3}[type(request)]
+                          FetchRequest: 3, FetchSnapshotRequest: 3}[type(request)]
     assert [wire.request_to_wire(r, "c")[:2] for r in REQUESTS] == [
         (ApiKey.VOTE, 2), (ApiKey.VOTE, 2), (ApiKey.BEGIN_QUORUM_EPOCH, 0),
-        (ApiKey.END_QUORUM_EPOCH, 0), (ApiKey.FETCH, wire.FETCH_VERSION)]
+        (ApiKey.END_QUORUM_EPOCH, 0), (ApiKey.FETCH, wire.FETCH_VERSION),
+        (ApiKey.FETCH_SNAPSHOT, 0)]
 
 
 def test_a_pre_vote_needs_vote_v2_and_a_v0_vote_is_a_vote():

@@ -38,7 +38,11 @@ def test_a_full_inbox_drops_an_answer_counted_and_logged_once_per_interval(tmp_p
             for correlation_id in range(INBOX_BOUND, INBOX_BOUND + 3):
                 manager.deliver(vote_answer(correlation_id))
 
-        assert manager.statistics() == {"inbox_dropped": 3, "send_dropped": 0}
+        stats = manager.statistics()
+        assert (stats["inbox_dropped"], stats["send_dropped"]) == (3, 0)
+        # A fresh log: no snapshot, none installed, the log starting at 0.
+        assert (stats["log_start_offset"], stats["latest_snapshot_offset"],
+                stats["snapshots_installed"]) == (0, -1, 0)
         drops = [r for r in caplog.records if r.name == LOGGER and "inbox full" in r.getMessage()]
         # One WARNING for the interval; the two after it held back at DEBUG, counted for the
         # next WARNING line (RateLimitedLog, tests/broker/test_rate_limited_log.py).
@@ -70,7 +74,8 @@ def test_a_full_sender_queue_drops_a_message_counted_and_logged_once_per_interva
             for correlation_id in range(SENDER_QUEUE_BOUND, SENDER_QUEUE_BOUND + 3):
                 manager.channel.send(ask(correlation_id))
 
-        assert manager.statistics() == {"inbox_dropped": 0, "send_dropped": 3}
+        stats = manager.statistics()
+        assert (stats["inbox_dropped"], stats["send_dropped"]) == (0, 3)
         drops = [r for r in caplog.records
                  if r.name == CHANNEL_LOGGER and "full" in r.getMessage()]
         line = f"raft 1: queue to 2 full ({SENDER_QUEUE_BOUND} messages), dropped a VoteRequest"

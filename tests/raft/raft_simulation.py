@@ -16,6 +16,15 @@ After every event ``InvariantChecker`` checks Raft's safety properties:
 - the high watermark never moves back on a voter that did not restart, and never covers an
   entry that a majority of the voters does not hold.
 
+Snapshots (KIP-630): each voter's state machine is the sequence of committed entries itself, so
+a snapshot (taken every few committed entries, at the high watermark) holds every entry before
+its end offset, and the log keeps one or two of them and forgets the entries before the oldest.
+The checker reads each new snapshot back: it must hold exactly the prefix its voter's log had
+(a snapshot of the committed state), and a snapshot a voter installed from its leader (by
+FetchSnapshot, in chunks) must be a prefix every other log agrees with, committed entries
+included.  Log matching, committed-is-final and leader completeness then hold across snapshots,
+on the prefixes they stand for.
+
 Then ``heal`` ends the faults, and ``run_until_committed`` measures how long the quorum takes to
 elect a leader and commit a new record (liveness).
 """
@@ -23,13 +32,22 @@ elect a leader and commit a new record (liveness).
 from __future__ import annotations
 
 import heapq
+import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from kafkacore.raft import KafkaRaftClient, MemoryQuorumStateStore, MemoryRaftLog, RaftConfig
+from kafkacore.raft import (
+    KafkaRaftClient,
+    MemoryQuorumStateStore,
+    MemoryRaftLog,
+    OffsetAndEpoch,
+    RaftConfig,
+    RawSnapshotReader,
+)
 from kafkacore.raft.epoch_state import FollowerState, LeaderState, ResignedState
-from kafkacore.raft.raft_messages import Envelope, FetchResponse
+from kafkacore.raft.raft_log import LeaderChangeMessage, LogEntry
+from kafkacore.raft.raft_messages import Envelope, FetchResponse, FetchSnapshotResponse
 
 #: Timings for the simulation: Kafka's defaults, but requests are given up on sooner (the
 #: network loses messages on purpose, and a lost Fetch should not always cost an election).
@@ -41,15 +59,56 @@ class InvariantViolation(AssertionError):
 
 
 class ObservedLog(MemoryRaftLog):
-    """A ``MemoryRaftLog`` that tells the checker the lowest offset it was truncated to."""
+    """A ``MemoryRaftLog`` that tells the checker the lowest offset it was truncated to, and
+    the snapshots it installed from a leader."""
 
     def __init__(self) -> None:
         super().__init__()
         self.truncated_to: int | None = None
+        #: the last snapshot installed from the leader and not yet checked
+        self.installed: OffsetAndEpoch | None = None
+        self.installs = 0
 
     def truncate_to(self, offset: int) -> None:
         super().truncate_to(offset)
         self.truncated_to = offset if self.truncated_to is None else min(self.truncated_to, offset)
+
+    def install_snapshot(self, snapshot: RawSnapshotReader) -> None:
+        super().install_snapshot(snapshot)
+        self.installed = snapshot.snapshot_id
+        self.installs += 1
+
+
+def entry_record(entry: LogEntry) -> bytes:
+    """The simulated state machine's record of one committed entry (its snapshots hold them)."""
+    change = entry.leader_change
+    return json.dumps([entry.offset, entry.epoch, entry.value.hex(), None if change is None else
+                       [change.leader_id, change.voters, change.granting_voters, change.version]]
+                      ).encode()
+
+
+def record_entry(record: bytes) -> LogEntry:
+    offset, epoch, value, change = json.loads(record)
+    return LogEntry(offset, epoch, bytes.fromhex(value), None if change is None else
+                    LeaderChangeMessage(change[0], tuple(change[1]), tuple(change[2]), change[3]))
+
+
+def snapshot_entries(log: MemoryRaftLog, snapshot_id: OffsetAndEpoch) -> list[LogEntry]:
+    reader = log.read_snapshot(snapshot_id)
+    assert reader is not None, f"no snapshot {snapshot_id}"
+    return [record_entry(r) for r in reader.records()]
+
+
+def state_records(log: MemoryRaftLog, end_offset: int) -> list[bytes]:
+    """The state machine's image at ``end_offset``: its latest snapshot, then the entries."""
+    latest = log.latest_snapshot_id()
+    entries = snapshot_entries(log, latest) if latest is not None else []
+    start = len(entries)
+    if start < log.log_start_offset:
+        raise InvariantViolation(f"the log starts at {log.log_start_offset}, its snapshot ends "
+                                 f"at {start}")
+    entries += log.read(start, end_offset - start)
+    return [entry_record(e) for e in entries]
 
 
 @dataclass
@@ -94,6 +153,8 @@ class InvariantChecker:
         #: Per committed offset: its entry's digest, and the lowest epoch it was seen committed in.
         self.committed: list[list[int]] = []
         self.last_hw: dict[int, int] = {n: 0 for n in nodes}
+        #: each node's snapshots already read back
+        self.snapshots_seen: dict[int, set[OffsetAndEpoch]] = {n: set() for n in nodes}
 
     def restarted(self, node_id: int) -> None:
         self.last_hw[node_id] = 0
@@ -135,17 +196,35 @@ class InvariantChecker:
             keep = min(keep, log.truncated_to)
             log.truncated_to = None
         del digests[keep:]
-        for entry in log.entries[keep:]:
-            previous = digests[-1] if digests else 0
-            digest = hash((previous, entry.epoch, entry.value, entry.leader_change))
-            known = self.digest_of.setdefault((entry.offset, entry.epoch), digest)
-            if known != digest:
-                self._fail(
-                    now_ms,
-                    f"log matching: node {node_id} has offset {entry.offset} of epoch "
-                    f"{entry.epoch} with a different prefix or value than another voter",
-                )
-            digests.append(digest)
+        if log.installed is not None:
+            # A snapshot from the leader replaced the whole log: the digests of the prefix it
+            # stands for, checked entry by entry against every other log's.
+            snapshot_id, log.installed = log.installed, None
+            entries = snapshot_entries(log, snapshot_id)
+            if [e.offset for e in entries] != list(range(snapshot_id.offset)):
+                self._fail(now_ms, f"node {node_id} installed snapshot {snapshot_id} holding "
+                           f"offsets other than 0..{snapshot_id.offset - 1}")
+            del digests[:]
+            self._extend(node_id, digests, entries, now_ms)
+            self.snapshots_seen[node_id].add(snapshot_id)
+        elif keep < log.log_start_offset:
+            self._fail(now_ms, f"node {node_id}'s log starts at {log.log_start_offset}, past "
+                       f"the {keep} entries it had")
+        else:
+            self._extend(node_id, digests, log.read(keep, log.end_offset() - keep), now_ms)
+        for snapshot_id in log.snapshot_ids():
+            if snapshot_id not in self.snapshots_seen[node_id]:
+                # A snapshot this node took: exactly the prefix its log had.
+                self.snapshots_seen[node_id].add(snapshot_id)
+                entries = snapshot_entries(log, snapshot_id)
+                mine = digests[: snapshot_id.offset]
+                theirs: list[int] = []
+                for e in entries:
+                    theirs.append(hash((theirs[-1] if theirs else 0, e.epoch, e.value,
+                                        e.leader_change)))
+                if theirs != mine or snapshot_id.offset > log.high_watermark:
+                    self._fail(now_ms, f"node {node_id}'s snapshot {snapshot_id} is not the "
+                               "committed prefix of its log")
         # The high watermark.
         hw = log.high_watermark
         if hw < self.last_hw[node_id]:
@@ -174,6 +253,23 @@ class InvariantChecker:
                     self.committed.append([digests[offset], client.epoch])
             self.last_hw[node_id] = hw
 
+    def _extend(self, node_id: int, digests: list[int], entries: Iterable[LogEntry],
+                now_ms: int) -> None:
+        for entry in entries:
+            if entry.offset != len(digests):
+                self._fail(now_ms, f"node {node_id}: offset {entry.offset} after "
+                           f"{len(digests)} entries")
+            previous = digests[-1] if digests else 0
+            digest = hash((previous, entry.epoch, entry.value, entry.leader_change))
+            known = self.digest_of.setdefault((entry.offset, entry.epoch), digest)
+            if known != digest:
+                self._fail(
+                    now_ms,
+                    f"log matching: node {node_id} has offset {entry.offset} of epoch "
+                    f"{entry.epoch} with a different prefix or value than another voter",
+                )
+            digests.append(digest)
+
     def _check_leader_completeness(self, node: SimNode, now_ms: int) -> None:
         assert node.client is not None
         epoch = node.client.epoch
@@ -195,6 +291,10 @@ def describe(envelope: Envelope) -> str:
     """One line for a trace: who to whom, the message, its records as an offset range."""
     body = envelope.body
     text = repr(body)
+    if isinstance(body, FetchSnapshotResponse):
+        text = repr(replace(body, unaligned_records=b"")).replace(
+            "unaligned_records=b''", f"{len(body.unaligned_records)} bytes"
+        )
     if isinstance(body, FetchResponse) and body.records:
         first, last = body.records[0], body.records[-1]
         text = repr(replace(body, records=())).replace(
@@ -214,8 +314,15 @@ class RaftSimulation:
         # which the commit rule matters (an old epoch's entries on a majority, the new leader's
         # first entry not yet).
         self.config = config or replace(
-            SIMULATION_CONFIG, fetch_max_entries=self.rng.choice([2, 10, 100])
+            SIMULATION_CONFIG,
+            fetch_max_entries=self.rng.choice([2, 10, 100]),
+            # Chunks of a few records, or the whole snapshot in one.
+            fetch_snapshot_max_bytes=self.rng.choice([100, 1000, 1 << 20]),
+            snapshots_retained=self.rng.choice([1, 2]),
         )
+        #: a voter snapshots its state once this many entries were committed since its last
+        #: snapshot (0: never)
+        self.snapshot_every = self.rng.choice([0, 5, 20])
         self.now = 0
         self.nodes = {i: SimNode(i) for i in range(1, voters + 1)}
         self.voter_ids = tuple(self.nodes)
@@ -232,6 +339,8 @@ class RaftSimulation:
             self._push(self.rng.randrange(self.faults.crash_interval_ms), "crash", None)
             self._push(self.rng.randrange(self.faults.partition_interval_ms), "partition", None)
             self._push(self.rng.randrange(50, 200), "append", None)
+            if self.snapshot_every:
+                self._push(self.rng.randrange(100, 400), "snapshot", None)
 
     # -- the event queue -----------------------------------------------------------------------
 
@@ -343,6 +452,8 @@ class RaftSimulation:
             self._partition()
         elif kind == "append":
             touched |= self._append()
+        elif kind == "snapshot":
+            touched |= self._snapshot_some()
         if touched:
             self.checker.check(touched, self.now)
         return True
@@ -382,6 +493,26 @@ class RaftSimulation:
             "partition",
             None,
         )
+
+    def snapshot(self, node: SimNode) -> OffsetAndEpoch | None:
+        """``node``'s state machine snapshots its image at the high watermark, if it has
+        ``snapshot_every`` committed entries since its last snapshot."""
+        client = node.client
+        if client is None:
+            return None
+        latest = node.log.latest_snapshot_id()
+        hw = client.high_watermark
+        if hw - (latest.offset if latest is not None else 0) < max(1, self.snapshot_every):
+            return None
+        if self.trace is not None:
+            self.trace(f"{self.now:>7} {node.node_id} snapshots at {hw}")
+        return client.create_snapshot(hw, state_records(node.log, hw))
+
+    def _snapshot_some(self) -> set[int]:
+        if self.faults is None:
+            return set()
+        self._push(self.now + self.rng.randrange(100, 400), "snapshot", None)
+        return {n.node_id for n in self.nodes.values() if self.snapshot(n) is not None}
 
     def _append(self) -> set[int]:
         if self.faults is None:

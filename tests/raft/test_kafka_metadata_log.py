@@ -6,8 +6,9 @@ import pytest
 
 from kafkacore.errors import IllegalStateError, KafkaStorageError
 from kafkacore.raft import FileQuorumStateStore, KafkaRaftClient, RaftConfig
-from kafkacore.raft.kafka_metadata_log import KafkaMetadataLog
+from kafkacore.raft.kafka_metadata_log import KafkaMetadataLog, snapshot_file_name
 from kafkacore.raft.raft_log import LeaderChangeMessage, LogEntry
+from kafkacore.raft.raw_snapshot_reader import OffsetAndEpoch, RawSnapshotReader, encode_snapshot
 
 
 def test_entries_and_a_truncation_survive_a_restart(tmp_path):
@@ -74,3 +75,58 @@ def test_a_restarted_voter_keeps_its_log_and_its_epoch(tmp_path):
     assert [e.value for e in again.log.read(0, 10)][-1] == b"x"
     again.poll(40_000)
     assert again.is_leader() and again.epoch > first_epoch
+
+
+def test_snapshots_and_the_log_start_survive_a_restart(tmp_path):
+    """A snapshot is a ``.checkpoint`` file; the entries before it are deleted from the file;
+    a restart starts the log at the snapshot, with what the snapshot holds committed."""
+    log = KafkaMetadataLog(tmp_path)
+    log.append_as_leader([b"a", b"b", b"c"], 1)
+    log.append_as_leader([b"d", b"e"], 2)
+    log.update_high_watermark(4)
+    with pytest.raises(IllegalStateError, match="past the high watermark"):
+        log.create_new_snapshot(OffsetAndEpoch(5, 2), [b"too far"])
+    with pytest.raises(IllegalStateError, match="epoch"):
+        log.create_new_snapshot(OffsetAndEpoch(4, 1), [b"wrong epoch"])
+    log.create_new_snapshot(OffsetAndEpoch(4, 2), [b"state at 4"])
+    assert log.delete_before_snapshot(OffsetAndEpoch(4, 2))
+    assert (log.log_start_offset, log.end_offset()) == (4, 5)
+    assert log.end_offset_for_epoch(1) == (0, 0) and log.end_offset_for_epoch(2) == (5, 2)
+    log.append_as_leader([b"f"], 3)
+    log.close()
+
+    again = KafkaMetadataLog(tmp_path)
+    assert (again.log_start_offset, again.end_offset(), again.high_watermark) == (4, 6, 4)
+    assert [(e.offset, e.value) for e in again.read(0, 10)] == [(4, b"e"), (5, b"f")]
+    assert again.snapshot_ids() == [OffsetAndEpoch(4, 2)]
+    reader = again.read_snapshot(OffsetAndEpoch(4, 2))
+    assert reader is not None and reader.records() == [b"state at 4"]
+    assert again.last_fetched_epoch() == 3 and again.epoch_at(4) == 2
+    again.close()
+
+
+def test_a_snapshot_from_the_leader_replaces_the_log_even_across_a_crash(tmp_path):
+    log = KafkaMetadataLog(tmp_path)
+    log.append_as_leader([b"a", b"b"], 1)
+    data = encode_snapshot([b"the leader's state at 10"])
+    log.install_snapshot(RawSnapshotReader(OffsetAndEpoch(10, 3), data))
+    assert (log.log_start_offset, log.end_offset(), log.high_watermark) == (10, 10, 10)
+    assert log.last_fetched_epoch() == 3
+    log.append_as_follower([LogEntry(10, 3, b"k")])
+    log.close()
+    assert [e.offset for e in KafkaMetadataLog(tmp_path).read(0, 10)] == [10]
+
+    # A crash after the snapshot was stored, before the log was emptied: the next start
+    # finishes the install.
+    other = tmp_path / "other"
+    crashed = KafkaMetadataLog(other)
+    crashed.append_as_leader([b"a", b"b"], 1)
+    crashed.close()
+    (crashed.directory / snapshot_file_name(OffsetAndEpoch(7, 2))).write_bytes(data)
+    restarted = KafkaMetadataLog(other)
+    assert (restarted.log_start_offset, restarted.end_offset()) == (7, 7)
+    restarted.close()
+    # A damaged snapshot is refused, not half used.
+    (crashed.directory / snapshot_file_name(OffsetAndEpoch(7, 2))).write_bytes(b"x" + data)
+    with pytest.raises(KafkaStorageError):
+        KafkaMetadataLog(other)

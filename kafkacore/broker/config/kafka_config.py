@@ -294,6 +294,10 @@ SETTINGS: dict[str, _Setting] = {
     "controller.quorum.fetch.timeout.ms": _Setting(
         2000, _int(1), "a follower whose leader is silent this long stands; a leader not "
                        "fetched from by a majority for 1.5 times it resigns"),
+    "metadata.log.max.record.bytes.between.snapshots": _Setting(
+        20 * 1024 * 1024, _int(1), "a quorum controller snapshots its image after applying "
+                                   "this many bytes of records since its last snapshot, and the "
+                                   "quorum's log forgets the entries before its older snapshots"),
     "broker.session.timeout.ms": _Setting(9000, _int(1), "fence a broker silent this long"),
     "broker.heartbeat.interval.ms": _Setting(2000, _int(1), "between a broker's heartbeats"),
     # Ours (Kafka has no such cap): see docs/broker/admin.rst.

@@ -52,7 +52,8 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 #: NOT_LEADER_OR_FOLLOWER for the partition, as Kafka's ``KafkaRaftClient`` does.  Everything
 #: else only the active one answers; the others answer NOT_CONTROLLER.
 QUORUM_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH,
-                         ApiKey.END_QUORUM_EPOCH, ApiKey.DESCRIBE_QUORUM})
+                         ApiKey.END_QUORUM_EPOCH, ApiKey.DESCRIBE_QUORUM,
+                         ApiKey.FETCH_SNAPSHOT})
 #: at most this many metadata records in one Fetch answer (the broker fetches again)
 MAX_RECORDS_PER_FETCH = 10_000
 
@@ -141,6 +142,7 @@ class ControllerApis(ApiRequestHandler):
                 ApiKey.VOTE: self.handle_raft_request,
                 ApiKey.BEGIN_QUORUM_EPOCH: self.handle_raft_request,
                 ApiKey.END_QUORUM_EPOCH: self.handle_raft_request,
+                ApiKey.FETCH_SNAPSHOT: self.handle_raft_request,
             })
         acl_apis = AclApis(self, controller)
         self.handlers.update({
@@ -217,7 +219,7 @@ class ControllerApis(ApiRequestHandler):
                 and raft_wire.fetch_replica_id(request.body) in raft.voters)
 
     def handle_raft_request(self, request: Request) -> None:
-        """Vote, BeginQuorumEpoch, EndQuorumEpoch, or a voter's Fetch: handed to this
+        """Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot, or a voter's Fetch: handed to this
         controller's voter (``KafkaRaftManager``), answered when it answers (a Fetch with
         nothing new is held, up to its wait)."""
         raft = self.controller.raft

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 #: Fetch, brokers' too, all quick reads), which a change waiting for its commit needs answered
 #: while the other handler threads may all be waiting on the controller's lock
 QUORUM_API_KEYS = frozenset({ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH,
-                             ApiKey.FETCH})
+                             ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT})
 #: the handler threads of the quorum's requests
 QUORUM_HANDLER_THREADS = 2
 
@@ -141,8 +141,10 @@ class ControllerControlServer(ControlServer):
     "broker": b}``, which moves a partition's leadership (librdkafka's mock cluster
     ``partition_set_leader``; :meth:`kafkacore.testing.cluster.Cluster.move_leader`), and
     ``{"op": "quorum_status"}``, what this controller's voter knows (its epoch, the leader,
-    whether it leads and acts, its end offset and high watermark:
-    :meth:`kafkacore.testing.cluster.Cluster.quorum_status`)."""
+    whether it leads and acts, its end offset and high watermark, its log start and snapshots:
+    :meth:`kafkacore.testing.cluster.Cluster.quorum_status`), and ``{"op": "metadata_image"}``,
+    its image as the records a snapshot would hold and the offset it stands at
+    (:meth:`kafkacore.testing.cluster.Cluster.metadata_image`)."""
 
     def __init__(self, server: ControllerServer, path: str) -> None:
         super().__init__(server.faults, path)
@@ -153,6 +155,8 @@ class ControllerControlServer(ControlServer):
             request = json.loads(line)
             if isinstance(request, dict) and request.get("op") == "quorum_status":
                 return {"ok": True, "status": self.quorum_status()}
+            if isinstance(request, dict) and request.get("op") == "metadata_image":
+                return {"ok": True, "image": self.metadata_image()}
             if isinstance(request, dict) and request.get("op") == "elect_leader":
                 error = self.controller.elect_leader(str(request["topic"]),
                                                      int(request["partition"]),
@@ -165,6 +169,11 @@ class ControllerControlServer(ControlServer):
             return {"ok": False, "error": type(exc).__name__, "message": str(exc)}
         return super().handle(line)
 
+    def metadata_image(self) -> dict[str, Any]:
+        c = self.controller
+        with c.lock:
+            return {"applied": c.applied_offset(), "records": c.snapshot_records()}
+
     def quorum_status(self) -> dict[str, Any]:
         raft = self.controller.raft
         if raft is None:  # a quorum of one: it always leads
@@ -175,4 +184,7 @@ class ControllerControlServer(ControlServer):
                 "leader_id": status.leader_id, "is_leader": status.is_leader,
                 "active": self.controller.active_epoch >= 0,
                 "end_offset": status.end_offset, "high_watermark": status.high_watermark,
-                "state": status.state, **raft.statistics()}
+                "state": status.state,
+                "snapshots_loaded": self.controller.snapshots_loaded,
+                "snapshots_written": self.controller.snapshots_written,
+                **raft.statistics()}

@@ -4,16 +4,17 @@ The Raft core (:mod:`kafkacore.raft`) speaks in dataclasses and leaves the netwo
 driver.  This module is the network, as Kafka's ``KafkaNetworkChannel`` and ``RaftUtil`` are:
 
 - the conversions between the core's messages and the bodies of Kafka's requests: Vote (52) v2
-  (its ``PreVote``, KIP-996), BeginQuorumEpoch (53) and EndQuorumEpoch (54) v0, and Fetch (v16)
+  (its ``PreVote``, KIP-996), BeginQuorumEpoch (53) and EndQuorumEpoch (54) v0, Fetch (v16)
   of ``__cluster_metadata`` with KIP-595's fields (``LastFetchedEpoch``, ``DivergingEpoch``,
-  ``CurrentLeader``);
+  ``CurrentLeader``) and KIP-630's ``SnapshotId``, and FetchSnapshot (59) v0, a snapshot's chunk;
 - the log's entries as record batches, one batch per run of entries of one epoch, its
   ``partitionLeaderEpoch`` that epoch (a leader's ``LeaderChange`` entry is a record whose key
   is ``LeaderChange``: Kafka writes it in a control batch, which our record builder does not
   make);
 - the senders: for each other voter two supervised threads, each with its own connection and a
   bounded queue, one for Fetch (a long poll, held by the leader for up to its wait) and one for
-  the rest, so that a Vote is never stuck behind a held Fetch.  A message that cannot be sent
+  the rest, so that a Vote is never stuck behind a held Fetch (a FetchSnapshot goes on the
+  Fetch lane: a follower sends one or the other).  A message that cannot be sent
   (queue full, connection refused, isolated) is dropped: Raft sends again after
   ``controller.quorum.request.timeout.ms``, as it does for a message lost on the network.  A
   drop at a full queue is counted (``dropped``) and logged at WARNING, one line per interval
@@ -48,6 +49,8 @@ from kafkacore.raft.raft_messages import (
     EpochEndOffset,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     LeaderIdAndEpoch,
     RaftRequest,
     RaftResponse,
@@ -55,6 +58,7 @@ from kafkacore.raft.raft_messages import (
     VoteRequest,
     VoteResponse,
 )
+from kafkacore.raft.raw_snapshot_reader import OffsetAndEpoch
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +71,7 @@ VOTE_VERSION = 2
 BEGIN_QUORUM_EPOCH_VERSION = 0
 END_QUORUM_EPOCH_VERSION = 0
 FETCH_VERSION = 16
+FETCH_SNAPSHOT_VERSION = 0
 #: what one quorum Fetch may bring back
 FETCH_MAX_BYTES = 8 * 1024 * 1024
 #: messages waiting for each sender; more are dropped (Raft resends)
@@ -149,6 +154,14 @@ def request_to_wire(req: RaftRequest, cluster_id: str) -> tuple[int, int, dict[s
             "cluster_id": cluster_id, "topics": _topics(
                 {"leader_id": req.leader_id, "leader_epoch": req.leader_epoch,
                  "preferred_successors": list(req.preferred_successors)})}
+    if isinstance(req, FetchSnapshotRequest):
+        return ApiKey.FETCH_SNAPSHOT, FETCH_SNAPSHOT_VERSION, {
+            "cluster_id": cluster_id, "replica_id": req.replica_id, "max_bytes": req.max_bytes,
+            "topics": [{"name": CLUSTER_METADATA_TOPIC, "partitions": [{
+                "partition": 0, "current_leader_epoch": req.current_leader_epoch,
+                "snapshot_id": {"end_offset": req.snapshot_id.offset,
+                                "epoch": req.snapshot_id.epoch},
+                "position": req.position}]}]}
     return ApiKey.FETCH, FETCH_VERSION, {
         "cluster_id": cluster_id,
         "replica_state": {"replica_id": req.replica_state.replica_id,
@@ -164,6 +177,16 @@ def request_to_wire(req: RaftRequest, cluster_id: str) -> tuple[int, int, dict[s
 
 def request_from_wire(api_key: int, body: dict[str, Any]) -> tuple[int, RaftRequest]:
     """(the sender's id, the core's request) of a request body; ValueError if malformed."""
+    if api_key == ApiKey.FETCH_SNAPSHOT:
+        topics = body["topics"]
+        if len(topics) != 1 or topics[0]["name"] != CLUSTER_METADATA_TOPIC \
+                or len(topics[0]["partitions"]) != 1 or topics[0]["partitions"][0]["partition"]:
+            raise ValueError("a voter fetches the snapshot of __cluster_metadata-0 only")
+        sp = topics[0]["partitions"][0]
+        snapshot_id = OffsetAndEpoch(sp["snapshot_id"]["end_offset"], sp["snapshot_id"]["epoch"])
+        return body["replica_id"], FetchSnapshotRequest(
+            body["replica_id"], sp["current_leader_epoch"], snapshot_id, sp["position"],
+            body["max_bytes"])
     p = _partition(body)
     if api_key == ApiKey.VOTE:
         # v0 has neither VoterId nor PreVote: -1 and False, as Kafka reads them.
@@ -204,7 +227,18 @@ def response_to_wire(resp: RaftResponse) -> dict[str, Any]:
         return {"error_code": Errors.NONE, "topics": _topics({
             "error_code": resp.error_code, "leader_id": resp.leader_id,
             "leader_epoch": resp.leader_epoch})}
+    if isinstance(resp, FetchSnapshotResponse):
+        return {"throttle_time_ms": 0, "error_code": Errors.NONE, "topics": [{
+            "name": CLUSTER_METADATA_TOPIC, "partitions": [{
+                "index": 0, "error_code": resp.error_code,
+                "snapshot_id": {"end_offset": resp.snapshot_id.offset,
+                                "epoch": resp.snapshot_id.epoch},
+                "current_leader": {"leader_id": resp.current_leader.leader_id,
+                                   "leader_epoch": resp.current_leader.leader_epoch},
+                "size": resp.size, "position": resp.position,
+                "unaligned_records": resp.unaligned_records}]}]}
     diverging = resp.diverging_epoch
+    snapshot = resp.snapshot_id
     return {"throttle_time_ms": 0, "error_code": Errors.NONE, "session_id": 0, "responses": [{
         "topic_id": METADATA_TOPIC_ID, "partitions": [{
             "partition_index": 0, "error_code": resp.error_code,
@@ -214,7 +248,8 @@ def response_to_wire(resp: RaftResponse) -> dict[str, Any]:
             else {"epoch": diverging.epoch, "end_offset": diverging.end_offset},
             "current_leader": {"leader_id": resp.current_leader.leader_id,
                                "leader_epoch": resp.current_leader.leader_epoch},
-            "snapshot_id": {"end_offset": -1, "epoch": -1},
+            "snapshot_id": {"end_offset": -1, "epoch": -1} if snapshot is None
+            else {"end_offset": snapshot.offset, "epoch": snapshot.epoch},
             "aborted_transactions": None, "preferred_read_replica": -1,
             "records": encode_entries(resp.records)}]}],
         "node_endpoints": []}
@@ -227,12 +262,27 @@ def response_from_wire(api_key: int, body: dict[str, Any]) -> RaftResponse:
         part = body["responses"][0]["partitions"][0]
         leader = part.get("current_leader") or {"leader_id": -1, "leader_epoch": -1}
         diverging = part.get("diverging_epoch")
+        snapshot = part.get("snapshot_id")
         return FetchResponse(
             Errors(top if top != Errors.NONE else part["error_code"]), part["high_watermark"],
             LeaderIdAndEpoch(leader["leader_id"], leader["leader_epoch"]),
             None if not diverging or diverging["end_offset"] < 0
             else EpochEndOffset(diverging["epoch"], diverging["end_offset"]),
-            decode_entries(part["records"]))
+            decode_entries(part["records"]),
+            None if not snapshot or snapshot["end_offset"] < 0
+            else OffsetAndEpoch(snapshot["end_offset"], snapshot["epoch"]))
+    if api_key == ApiKey.FETCH_SNAPSHOT:
+        top = body["error_code"]
+        sp = body["topics"][0]["partitions"][0] if body["topics"] else None
+        if sp is None:
+            return FetchSnapshotResponse(Errors(top), LeaderIdAndEpoch(-1, -1),
+                                         OffsetAndEpoch(-1, -1))
+        leader = sp.get("current_leader") or {"leader_id": -1, "leader_epoch": -1}
+        return FetchSnapshotResponse(
+            Errors(top if top != Errors.NONE else sp["error_code"]),
+            LeaderIdAndEpoch(leader["leader_id"], leader["leader_epoch"]),
+            OffsetAndEpoch(sp["snapshot_id"]["end_offset"], sp["snapshot_id"]["epoch"]),
+            sp["size"], sp["position"], bytes(sp["unaligned_records"] or b""))
     p = _partition(body)
     error = Errors(body["error_code"] if body["error_code"] != Errors.NONE else p["error_code"])
     if api_key == ApiKey.VOTE:
@@ -291,7 +341,7 @@ class _SenderLane:
     def _send(self, envelope: Envelope) -> None:
         body = envelope.body
         if isinstance(body, (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse,
-                             FetchResponse)):
+                             FetchResponse, FetchSnapshotResponse)):
             raise IllegalStateError(f"a response handed to a sender: {envelope!r}")
         api_key, version, wire = request_to_wire(body, self.cluster_id)
         timeout = self.timeout_s + (body.max_wait_ms / 1000.0
@@ -357,7 +407,7 @@ class KafkaNetworkChannel:
 
     def send(self, envelope: Envelope) -> None:
         lane = self._lanes.get((envelope.destination_id,
-                                isinstance(envelope.body, FetchRequest)))
+                                isinstance(envelope.body, (FetchRequest, FetchSnapshotRequest))))
         if lane is None:
             raise IllegalStateError(f"node {self.node_id} has no voter "
                                     f"{envelope.destination_id} to send to")

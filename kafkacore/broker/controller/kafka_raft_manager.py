@@ -33,7 +33,7 @@ from typing import Any
 from kafkacore.broker.controller.kafka_network_channel import KafkaNetworkChannel
 from kafkacore.broker.server_common.rate_limited_log import RateLimitedLog
 from kafkacore.broker.server_common.shutdownable_thread import ShutdownableThread
-from kafkacore.errors import Errors, NotControllerError
+from kafkacore.errors import Errors, IllegalStateError, NotControllerError
 from kafkacore.raft import FileQuorumStateStore, KafkaRaftClient, RaftConfig
 from kafkacore.raft.epoch_state import LeaderState
 from kafkacore.raft.kafka_metadata_log import KafkaMetadataLog
@@ -46,12 +46,15 @@ from kafkacore.raft.raft_messages import (
     Envelope,
     FetchRequest,
     FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
     LeaderIdAndEpoch,
     RaftRequest,
     RaftResponse,
     VoteRequest,
     VoteResponse,
 )
+from kafkacore.raft.raw_snapshot_reader import OffsetAndEpoch
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +96,8 @@ class QuorumStatus:
     end_offset: int
     #: the voter's state (Kafka's ``EpochState.name``): "Follower", "Prospective", ...
     state: str = ""
+    #: the first entry held: the entries before it are in a snapshot (KIP-630)
+    log_start_offset: int = 0
 
 
 def _refusal(body: RaftRequest, error: Errors) -> RaftResponse:
@@ -103,6 +108,8 @@ def _refusal(body: RaftRequest, error: Errors) -> RaftResponse:
         return BeginQuorumEpochResponse(error, -1, -1)
     if isinstance(body, EndQuorumEpochRequest):
         return EndQuorumEpochResponse(error, -1, -1)
+    if isinstance(body, FetchSnapshotRequest):
+        return FetchSnapshotResponse(error, LeaderIdAndEpoch(-1, -1), body.snapshot_id)
     return FetchResponse(error, -1, LeaderIdAndEpoch(-1, -1))
 
 
@@ -151,7 +158,7 @@ class KafkaRaftManager:
         c = self.client
         leader = c.leader_and_epoch
         return QuorumStatus(c.epoch, leader.leader_id, c.is_leader(), c.high_watermark,
-                            self.log.end_offset(), c.state.name)
+                            self.log.end_offset(), c.state.name, self.log.log_start_offset)
 
     def append(self, values: Sequence[bytes], epoch: int) -> int:
         """Append ``values`` as the leader of ``epoch``; the offset of the last.
@@ -181,11 +188,30 @@ class KafkaRaftManager:
                                              f"{timeout_s} s")
                 self._cond.wait(min(left, MAX_TURN_WAIT_S))
 
-    def read_committed(self, start: int, max_entries: int) -> tuple[tuple[LogEntry, ...], int]:
-        """(up to ``max_entries`` committed entries from ``start``, the high watermark)."""
+    def read_committed(self, start: int, max_entries: int, *, from_snapshot: bool = False,
+                       ) -> tuple[tuple[LogEntry, ...], int, tuple[OffsetAndEpoch, list[bytes]] | None]:
+        """(up to ``max_entries`` committed entries from ``start``, the high watermark, None);
+        or, when ``start`` is before the log start offset (the entries are gone: a snapshot
+        replaced them), or ``from_snapshot`` and a snapshot ends after ``start``, ((), the high
+        watermark, (the latest snapshot's id, its records)): the state machine loads that,
+        then reads on from its end offset."""
         with self._cond:
             hw = self.client.high_watermark
-            return self.log.read(start, max(0, min(max_entries, hw - start))), hw
+            latest = self.log.latest_snapshot_id()
+            if latest is not None and (start < self.log.log_start_offset or (
+                    from_snapshot and latest.offset > start)):
+                reader = self.log.read_snapshot(latest)
+                if reader is None:
+                    raise IllegalStateError(f"snapshot {latest} listed but not readable")
+                return (), hw, (latest, reader.records())
+            return self.log.read(start, max(0, min(max_entries, hw - start))), hw, None
+
+    def create_snapshot(self, end_offset: int, records: Sequence[bytes]) -> OffsetAndEpoch:
+        """Store the controller's image at ``end_offset`` (every entry before it applied and
+        committed) as ``records``; older entries are deleted as the client keeps snapshots
+        (``KafkaRaftClient.create_snapshot``)."""
+        with self._cond:
+            return self.client.create_snapshot(end_offset, records)
 
     def wait_for_change(self, seen: int, timeout_s: float) -> int:
         """Wait (bounded) until the status changed since version ``seen``; the version now."""
@@ -198,10 +224,17 @@ class KafkaRaftManager:
         """The quorum's counters since the start: ``inbox_dropped``, answers from the other
         voters dropped because the inbox was full; ``send_dropped``, messages to them dropped
         because a sender's queue was full (logged by the channel as the inbox drops are) or it
-        was stopping (Raft sends both again)."""
+        was stopping (Raft sends both again); ``snapshots_installed``, snapshots fetched from a
+        leader (FetchSnapshot); and the log's ``log_start_offset`` and
+        ``latest_snapshot_offset`` (-1: none)."""
         with self._cond:
             inbox_dropped = self._inbox_dropped
-        return {"inbox_dropped": inbox_dropped, "send_dropped": self.channel.dropped()}
+            latest = self.log.latest_snapshot_id()
+            snapshots = {"log_start_offset": self.log.log_start_offset,
+                         "latest_snapshot_offset": -1 if latest is None else latest.offset,
+                         "snapshots_installed": self.log.snapshots_installed}
+        return {"inbox_dropped": inbox_dropped, "send_dropped": self.channel.dropped(),
+                **snapshots}
 
     def replica_states(self) -> tuple[int, dict[int, int]]:
         """(high watermark, voter -> its end offset as the leader knows it; -1 unknown) on the
@@ -273,7 +306,8 @@ class KafkaRaftManager:
             out += self.client.poll(now)
             for envelope in out:
                 if isinstance(envelope.body, (VoteResponse, BeginQuorumEpochResponse,
-                                              EndQuorumEpochResponse, FetchResponse)):
+                                              EndQuorumEpochResponse, FetchResponse,
+                                              FetchSnapshotResponse)):
                     waiting = self._waiting.pop(envelope.correlation_id, None)
                     if waiting is not None:
                         replies.append((waiting[0], envelope.body))
@@ -305,7 +339,8 @@ class KafkaRaftManager:
         with self._cond:
             for envelope in self.client.resign(now_ms()):
                 if not isinstance(envelope.body, (VoteResponse, BeginQuorumEpochResponse,
-                                                  EndQuorumEpochResponse, FetchResponse)):
+                                                  EndQuorumEpochResponse, FetchResponse,
+                                                  FetchSnapshotResponse)):
                     self.channel.send(envelope)
         with self._cond:
             self._stopping = True

@@ -12,11 +12,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kafkacore.broker.config.config_admin_manager import alter_resources
+from kafkacore.broker.config.config_resource import RESOURCE_TYPE_BROKER
 from kafkacore.broker.config.kafka_config import BrokerConfig
 from kafkacore.broker.controller.acl_control_manager import AclControlManager
 from kafkacore.broker.controller.broker_heartbeat_manager import BrokerHeartbeatManager
 from kafkacore.broker.controller.configuration_control_manager import (
     ConfigurationControlManager,
+    config_record,
 )
 from kafkacore.broker.controller.kafka_raft_manager import KafkaRaftManager
 from kafkacore.broker.controller.producer_id_control_manager import ProducerIdControlManager
@@ -56,6 +58,7 @@ from kafkacore.errors import (
     InvalidUpdateVersionError,
     NotControllerError,
 )
+from kafkacore.raft import OffsetAndEpoch
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +114,15 @@ class QuorumController:
         self.active_epoch = -1
         #: the next quorum offset to replay (everything before it is in the state)
         self._applied = 0
+        #: bytes of records applied since the last snapshot of the quorum's log (Kafka's
+        #: ``metadata.log.max.record.bytes.between.snapshots`` counts these)
+        self._bytes_since_snapshot = 0
+        #: snapshots of the quorum's log this controller loaded (at a start, after losing the
+        #: leadership, or one installed from the leader) and wrote, since its start
+        self.snapshots_loaded = 0
+        self.snapshots_written = 0
+        #: quorum entries replayed since the start (those after the snapshot loaded)
+        self.entries_replayed = 0
         #: records of the open batch (see :meth:`batch`), appended when it ends
         self._pending: list[Record] = []
         self._batch_depth = 0
@@ -194,13 +206,23 @@ class QuorumController:
         if self.active_epoch >= 0:
             return  # the active controller's state is ahead of the log already
         while True:
-            entries, high_watermark = raft.read_committed(self._applied, REPLAY_BATCH)
+            # From nothing, the latest snapshot first (KIP-630); and whenever the entries to
+            # replay are gone, replaced by a snapshot (one fetched from the leader).
+            entries, high_watermark, snapshot = raft.read_committed(
+                self._applied, REPLAY_BATCH, from_snapshot=self._applied == 0)
+            if snapshot is not None:
+                self._load_snapshot(*snapshot)
+                continue
             for entry in entries:
                 if entry.leader_change is None:
                     self._replay(json.loads(entry.value))
+                    self._bytes_since_snapshot += len(entry.value)
                 self._applied = entry.offset + 1
+                self.entries_replayed += 1
             if not entries:
                 break
+        # The state is the committed log's up to _applied: a snapshot may be due.
+        self._maybe_snapshot()
         if status.is_leader and self._applied == status.end_offset == status.high_watermark \
                 and raft.status() == status:
             # Leading, and the log (down to this epoch's LeaderChange) is committed and
@@ -221,15 +243,88 @@ class QuorumController:
             raise IllegalStateError("a controller without a quorum appends to its own log")
         if self.active_epoch < 0:
             raise NotControllerError(f"controller {self.node_id} is not the active controller")
+        values = [json.dumps(r).encode() for r in records]
         try:
-            last = raft.append([json.dumps(r).encode() for r in records], self.active_epoch)
+            last = raft.append(values, self.active_epoch)
             self._applied = last + 1
+            self._bytes_since_snapshot += sum(len(v) for v in values)
             raft.wait_for_commit(last, self.active_epoch, COMMIT_TIMEOUT_S)
         except NotControllerError:
             # What this controller applied but the quorum did not commit must go: the
             # replayer rebuilds from the committed log, before anyone reads the state again.
             self._catch_up()
             raise
+        # Committed, and no change is half made (a batch appends when it ends): the state is
+        # the log's up to _applied.
+        self._maybe_snapshot()
+
+    # -- snapshots of the quorum's log (KIP-630, docs/broker/quorum.rst) ---------------------------
+
+    def _maybe_snapshot(self) -> None:
+        """Under the lock, with the state exactly the committed log's up to ``_applied``:
+        write a snapshot there once ``metadata.log.max.record.bytes.between.snapshots`` of
+        records were applied since the last (Kafka's ``SnapshotGenerator``).  The quorum's log
+        then deletes the entries before its oldest snapshot kept."""
+        raft = self.raft
+        if raft is None or self._bytes_since_snapshot < \
+                self.config["metadata.log.max.record.bytes.between.snapshots"]:
+            return
+        records = [json.dumps(r).encode() for r in self.snapshot_records()]
+        try:
+            snapshot_id = raft.create_snapshot(self._applied, records)
+        except IllegalStateError:
+            # The change that got here is committed and must be answered as such: a snapshot
+            # refused is logged loudly and tried again after the next change.
+            log.exception("controller %d: snapshot at offset %d refused", self.node_id,
+                          self._applied)
+            return
+        self._bytes_since_snapshot = 0
+        self.snapshots_written += 1
+        log.info("controller %d: snapshot at offset %d, epoch %d (%d records)", self.node_id,
+                 snapshot_id.offset, snapshot_id.epoch, len(records))
+
+    def snapshot_records(self) -> list[Record]:
+        """The image as the records that rebuild it, replayed in this order (Kafka writes its
+        snapshots so: a ``RegisterBrokerRecord`` per broker, a ``TopicRecord`` and the
+        ``PartitionRecord`` of each partition, the ``ConfigRecord`` of each config, ...)."""
+        records: list[Record] = []
+        for b in sorted(self.brokers.values(), key=lambda b: b.broker_id):
+            records.append({"type": "RegisterBrokerRecord", "broker_id": b.broker_id,
+                            "broker_epoch": b.epoch, "host": b.host, "port": b.port,
+                            "incarnation_id": b.incarnation_id})
+        records += [{"type": "FenceBrokerRecord", "broker_id": b}
+                    for b in sorted(self.heartbeats.fenced)]
+        for info in self.replication.topics.values():
+            records.append({"type": "TopicRecord", "name": info.name, "topic_id": info.topic_id})
+            records += [{"type": "ConfigRecord", "resource_name": info.name, "name": k,
+                         "value": v} for k, v in sorted(info.configs.items())]
+            records += [partition_record("PartitionRecord", info, i)
+                        for i in range(len(info.partitions))]
+        records += [config_record(RESOURCE_TYPE_BROKER, name, k, v)
+                    for name, configs in sorted(self.configuration.broker_configs.items())
+                    for k, v in sorted(configs.items())]
+        records += self.client_quotas.records()
+        records += self.acl_control.records()
+        if self.producer_ids.next_producer_id > 0:
+            records.append({"type": "ProducerIdsRecord", "broker_id": -1, "broker_epoch": -1,
+                            "producer_ids_end": self.producer_ids.next_producer_id})
+        return records
+
+    def applied_offset(self) -> int:
+        """The quorum offset the state stands at (every entry before it applied); the lone
+        controller's log end."""
+        return self._applied if self.raft is not None else self.metadata_log.end_offset
+
+    def _load_snapshot(self, snapshot_id: OffsetAndEpoch, records: list[bytes]) -> None:
+        """Replace the state by a snapshot's (Kafka's ``handleLoadSnapshot``)."""
+        self._reset_state()
+        for value in records:
+            self._replay(json.loads(value))
+        self._applied = snapshot_id.offset
+        self._bytes_since_snapshot = 0
+        self.snapshots_loaded += 1
+        log.info("controller %d: loaded the snapshot at offset %d, epoch %d (%d records)",
+                 self.node_id, snapshot_id.offset, snapshot_id.epoch, len(records))
 
     def check_active(self) -> None:
         """``NotControllerError`` unless this controller may act (always, without a quorum)."""
@@ -336,12 +431,15 @@ class QuorumController:
         of its own kind, which brokers skip, so that offsets stay the log's."""
         if self.raft is None:
             raise IllegalStateError("no quorum to fetch from")
-        entries, high_watermark = self.raft.read_committed(offset, max_records)
+        entries, high_watermark, snapshot = self.raft.read_committed(offset, max_records)
         with self._fetches_lock:
             if replica_id >= 0:
                 self._record_fetch(replica_id, offset, high_watermark)
-        if not 0 <= offset <= high_watermark:
-            return Errors.OFFSET_OUT_OF_RANGE, [], 0, high_watermark
+        if snapshot is not None or not 0 <= offset <= high_watermark:
+            # Before the log start: the entries are in a snapshot now, and the broker takes
+            # the whole image instead (as from the lone controller's).
+            return (Errors.OFFSET_OUT_OF_RANGE, [], self.raft.status().log_start_offset,
+                    high_watermark)
         return Errors.NONE, [
             {"type": "LeaderChangeRecord", "leader_id": e.leader_change.leader_id}
             if e.leader_change is not None else json.loads(e.value) for e in entries

@@ -89,6 +89,7 @@ MESSAGES: dict[int, tuple[Declaration, Declaration]] = {
                                 quorum.BEGIN_QUORUM_EPOCH_RESPONSE),
     ApiKey.END_QUORUM_EPOCH: (quorum.END_QUORUM_EPOCH_REQUEST, quorum.END_QUORUM_EPOCH_RESPONSE),
     ApiKey.DESCRIBE_QUORUM: (quorum.DESCRIBE_QUORUM_REQUEST, quorum.DESCRIBE_QUORUM_RESPONSE),
+    ApiKey.FETCH_SNAPSHOT: (quorum.FETCH_SNAPSHOT_REQUEST, quorum.FETCH_SNAPSHOT_RESPONSE),
     ApiKey.ALTER_PARTITION: (controller.ALTER_PARTITION_REQUEST,
                              controller.ALTER_PARTITION_RESPONSE),
     ApiKey.DESCRIBE_CLUSTER: (metadata.DESCRIBE_CLUSTER_REQUEST,

@@ -8,9 +8,10 @@ The votes and epochs the controllers exchange among themselves (KIP-595): Vote (
 BeginQuorumEpoch (53) and EndQuorumEpoch (54), version 0 of each (the voters are fixed by
 ``controller.quorum.voters``; v1's directory ids and endpoints are KIP-853's, which we do not
 do), but for Vote v2, whose ``PreVote`` is KIP-996's (Vote v1's fields are declared, for v2 has
-them, and left at their defaults).  The quorum's replication itself travels in Fetch (``fetch.py``), whose v12+ fields
-(``LastFetchedEpoch``, ``DivergingEpoch``, ``CurrentLeader``) are KIP-595's.  See
-docs/broker/quorum.rst.
+them, and left at their defaults).  The quorum's replication itself travels in Fetch
+(``fetch.py``), whose v12+ fields (``LastFetchedEpoch``, ``DivergingEpoch``, ``CurrentLeader``)
+are KIP-595's, and its ``SnapshotId`` KIP-630's: a voter too far behind then fetches the
+leader's snapshot in chunks with FetchSnapshot (59, v0).  See docs/broker/quorum.rst.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "BEGIN_QUORUM_EPOCH_REQUEST", "BEGIN_QUORUM_EPOCH_RESPONSE",
     "DESCRIBE_QUORUM_REQUEST", "DESCRIBE_QUORUM_RESPONSE",
     "END_QUORUM_EPOCH_REQUEST", "END_QUORUM_EPOCH_RESPONSE",
+    "FETCH_SNAPSHOT_REQUEST", "FETCH_SNAPSHOT_RESPONSE",
     "VOTE_REQUEST", "VOTE_RESPONSE",
 ]
 
@@ -257,5 +259,68 @@ DESCRIBE_QUORUM_RESPONSE: Declaration = {
                 },
             ],
         },
+    ],
+}
+
+# -- FetchSnapshot (59): a chunk of the leader's snapshot (KIP-630) --------------------------------
+
+_SNAPSHOT_ID = {"name": "SnapshotId", "type": "SnapshotId", "versions": "0+", "fields": [
+    {"name": "EndOffset", "type": "int64", "versions": "0+"},
+    {"name": "Epoch", "type": "int32", "versions": "0+"},
+]}
+
+FETCH_SNAPSHOT_REQUEST: Declaration = {
+    "apiKey": ApiKey.FETCH_SNAPSHOT,
+    "type": "request",
+    "name": "FetchSnapshotRequest",
+    # v1's replica directory id is KIP-853's.
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ClusterId", "type": "string", "versions": "0+", "nullableVersions": "0+",
+         "default": None, "taggedVersions": "0+", "tag": 0},
+        {"name": "ReplicaId", "type": "int32", "versions": "0+", "default": -1},
+        # The most bytes of snapshot the answer may carry.
+        {"name": "MaxBytes", "type": "int32", "versions": "0+", "default": 0x7FFFFFFF},
+        {"name": "Topics", "type": "[]TopicSnapshot", "versions": "0+", "fields": [
+            {"name": "Name", "type": "string", "versions": "0+"},
+            {"name": "Partitions", "type": "[]PartitionSnapshot", "versions": "0+", "fields": [
+                {"name": "Partition", "type": "int32", "versions": "0+"},
+                {"name": "CurrentLeaderEpoch", "type": "int32", "versions": "0+"},
+                _SNAPSHOT_ID,
+                {"name": "Position", "type": "int64", "versions": "0+"},
+            ]},
+        ]},
+    ],
+}
+
+FETCH_SNAPSHOT_RESPONSE: Declaration = {
+    "apiKey": ApiKey.FETCH_SNAPSHOT,
+    "type": "response",
+    "name": "FetchSnapshotResponse",
+    "validVersions": "0",
+    "flexibleVersions": "0+",
+    "fields": [
+        {"name": "ThrottleTimeMs", "type": "int32", "versions": "0+"},
+        {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+        {"name": "Topics", "type": "[]TopicSnapshot", "versions": "0+", "fields": [
+            {"name": "Name", "type": "string", "versions": "0+"},
+            {"name": "Partitions", "type": "[]PartitionSnapshot", "versions": "0+", "fields": [
+                {"name": "Index", "type": "int32", "versions": "0+"},
+                {"name": "ErrorCode", "type": "int16", "versions": "0+"},
+                _SNAPSHOT_ID,
+                {"name": "CurrentLeader", "type": "LeaderIdAndEpoch", "versions": "0+",
+                 "taggedVersions": "0+", "tag": 0, "fields": [
+                     {"name": "LeaderId", "type": "int32", "versions": "0+", "default": -1},
+                     {"name": "LeaderEpoch", "type": "int32", "versions": "0+", "default": -1},
+                 ]},
+                # The snapshot's whole size, and where this chunk starts in it.
+                {"name": "Size", "type": "int64", "versions": "0+"},
+                {"name": "Position", "type": "int64", "versions": "0+"},
+                # Kafka's "UnalignedRecords" (its latest schema calls it "Bytes"): a chunk
+                # need not end on a record's boundary.
+                {"name": "UnalignedRecords", "type": "records", "versions": "0+"},
+            ]},
+        ]},
     ],
 }
