@@ -350,8 +350,12 @@ class Cluster:
                 finally:
                     client.close()
                 parts = [p for t in answer["topics"] for p in t["partitions"]]
+                # The quorum's leader acts as the controller once it has replayed the log to
+                # its own epoch: until then it answers NOT_CONTROLLER (any voter answers
+                # DescribeQuorum, a leader before it is active too).
                 if answer["error_code"] == Errors.NONE and parts \
-                        and parts[0]["leader_id"] == node.node_id:
+                        and parts[0]["leader_id"] == node.node_id \
+                        and self.quorum_status(node.node_id)["active"]:
                     return node.node_id
             if time.monotonic() > deadline:
                 raise ClusterError(f"no active controller after {timeout_s} s")
