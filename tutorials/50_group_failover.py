@@ -83,6 +83,9 @@ with Cluster(brokers=3, config={"group.initial.rebalance.delay.ms": "0"}) as clu
     # one may still send a new consumer to the dead broker, and kafka-python's consumer raises
     # the refused connection from poll() instead of asking another broker.
     cluster.wait_for_leader_known(OFFSETS_TOPIC, offsets_partition, new_coordinator)
+    # ... and the dead broker fenced everywhere: a broker that still lists it may hand it to the
+    # consumer as the node to ask FindCoordinator of, and the refused connection is raised too.
+    cluster.wait_for_brokers()
 
     second = consume(cluster.bootstrap_servers, RECORDS - len(first))
     print(f"second consumer: {second[0]!r} .. {second[-1]!r}")
