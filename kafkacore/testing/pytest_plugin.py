@@ -135,7 +135,7 @@ def kafka_cluster(request: pytest.FixtureRequest,
     # 107 bytes), and pytest's own can be too deep (under xdist, or a pytest run by a test).
     base = tmp_path_factory.mktemp("kc")
     short = None
-    if len(str(base / "controller.ctl")) > 100:
+    if len(str(base / "controller-3000.ctl")) > 100:  # the longest name: a quorum's voter
         base = short = pathlib.Path(tempfile.mkdtemp(prefix="kc-"))
     config = _config_from_ini(request.config.getini("kafkacore_cluster_config"))
     try:
