@@ -334,9 +334,13 @@ class BrokerConfig:
         values = _with_synonyms(values or {})
         #: The settings given that Kafka knows and this broker has no use for, in given order.
         self.without_effect: list[str] = []
+        #: The settings as given (by their names as given), before a combined node's are
+        #: rewritten below: what ``KafkaRaftServer`` splits into its voter's and its broker's.
+        self.values_given: dict[str, Any] = dict(values)
         #: ``process.roles=broker,controller`` (Kafka's combined mode, its stock file's): one
-        #: node, which acts as its own controller as with no ``process.roles``.  The controller
-        #: quorum of several such nodes is future work.
+        #: node, which acts as its own controller as with no ``process.roles``.  With several
+        #: voters in ``controller.quorum.voters`` the process is one of a quorum instead:
+        #: ``kafkacore-broker`` runs it as a ``KafkaRaftServer`` (docs/broker/quorum.rst).
         self.combined_roles = _roles(values.get("process.roles")) == {"broker", "controller"}
         if self.combined_roles:
             values = {**values, "process.roles": ""}
