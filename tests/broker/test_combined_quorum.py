@@ -28,13 +28,19 @@ from test_describe_quorum import describe
 from waits import wait_until
 
 import kafkacore
+from kafkacore.broker.config.kafka_config import BrokerConfig
+from kafkacore.broker.server.kafka_raft_server import (
+    CONTROLLER_DIR,
+    is_combined_quorum,
+    split_roles,
+)
 from kafkacore.broker.server_common import lifeline
 from kafkacore.broker.server_common.inter_broker_client import InterBrokerClient
-from kafkacore.errors import Errors
+from kafkacore.errors import ConfigError, Errors
 from kafkacore.protocol import codec
 from kafkacore.protocol.api_keys import ApiKey
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
+pytestmark = pytest.mark.timeout(300)
 
 READY = "kafkacore-broker listening on "
 NODES = (1, 2, 3)
@@ -71,6 +77,13 @@ log.retention.check.interval.ms=300000
 broker.session.timeout.ms=2000
 broker.heartbeat.interval.ms=200
 """
+
+
+def stock(node: int = 1, log_dir: str = "/tmp/kc-combined") -> dict[str, str]:
+    """The settings of node ``node``'s file, as ``kafkacore-broker`` reads them."""
+    text = PROPERTIES.format(node=node, voters="1@h:9093,2@h:9094,3@h:9095", port=9092,
+                             controller_port=9093, log_dir=log_dir)
+    return dict(line.split("=", 1) for line in text.splitlines() if line)
 
 
 def free_port() -> int:
@@ -187,6 +200,7 @@ def create_topic(bootstrap: str, replication_factor: int) -> str:
     return name
 
 
+@pytest.mark.cluster
 def test_three_combined_nodes_are_the_quorum_and_the_brokers(nodes):
     wait_until(lambda: all(nodes.brokers_known_to(n) == set(NODES) for n in NODES),
                "every node's broker lists the three brokers")
@@ -203,6 +217,7 @@ def test_three_combined_nodes_are_the_quorum_and_the_brokers(nodes):
         == values
 
 
+@pytest.mark.cluster
 def test_the_others_decide_without_the_active_controller_and_it_rejoins(nodes):
     active = describe(nodes.bootstrap_servers)["leader_id"]
     assert active in NODES
@@ -239,3 +254,33 @@ def test_the_others_decide_without_the_active_controller_and_it_rejoins(nodes):
     wait_until(caught_up, f"voter {active} fetches up to the quorum's high watermark")
     assert [r.value for r in read_confluent(nodes.bootstrap_servers, topic, 1, len(values))] \
         == values
+
+
+# -- the settings split in two (no process started) -----------------------------------------------
+
+def test_a_combined_node_of_several_voters_is_split_into_its_voter_and_its_broker(tmp_path):
+    values = stock(log_dir=str(tmp_path))
+    assert is_combined_quorum(values)
+    assert not is_combined_quorum({**values, "controller.quorum.voters": "1@h:9093"})
+    assert not is_combined_quorum({**values, "process.roles": "broker"})
+    controller, broker = split_roles(values)
+    voter, member = BrokerConfig(controller), BrokerConfig(broker)
+    assert voter["process.roles"] == "controller" and member["process.roles"] == "broker"
+    assert [e.name for e in voter.listeners] == ["CONTROLLER"]
+    assert [(e.name, e.port) for e in member.listeners] == [("PLAINTEXT", 9092)]
+    assert voter.log_dirs == [str(tmp_path / CONTROLLER_DIR)]
+    assert member.log_dirs == [str(tmp_path)]
+    assert member["controller.quorum.bootstrap.servers"] == "h:9093,h:9094,h:9095"
+    assert voter["controller.quorum.voters"] == values["controller.quorum.voters"]
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"node.id": "4"}, "not a voter"),
+    ({"listeners": "PLAINTEXT://127.0.0.1:9092"}, "no controller listener"),
+    ({"listeners": "CONTROLLER://127.0.0.1:9093"}, "only controller listeners"),
+    ({"log.dirs": ""}, "log.dirs"),
+    ({"controller.quorum.voters": "1@h:9093,two@h:9094"}, "id@host:port"),
+])
+def test_a_combined_node_that_cannot_be_split_is_a_config_error(change, says):
+    with pytest.raises(ConfigError, match=says):
+        split_roles({**stock(), **change})

@@ -281,7 +281,9 @@ SETTINGS: dict[str, _Setting] = {
         3600000, _int(1), "how often the coordinator forgets expired transactional ids"),
     # -- the cluster (docs/broker/replication.rst) --
     "process.roles": _Setting("", _str, "broker, controller, or empty: one broker that is its "
-                                          "own controller (a cluster of one)"),
+                                          "own controller (a cluster of one); broker,controller:"
+                                          " a combined node, one of the quorum's voters if "
+                                          "controller.quorum.voters names several"),
     "controller.quorum.bootstrap.servers": _Setting(
         "", _str, "host:port of the controller, or of several: a broker moves to the next on "
                   "NOT_CONTROLLER or a dead connection"),
