@@ -370,15 +370,25 @@ class Cluster:
         brokers."""
         if not self.controllers:
             raise IllegalStateError("the cluster has not started")
-        port = self.controllers[self.active_controller()].port
-        client = InterBrokerClient("127.0.0.1", port, "cluster", 10.0, sasl=self._sasl)
-        try:
-            body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
-            body.update(topics=None if topics is None else [{"name": t} for t in topics],
-                        allow_auto_topic_creation=False)
-            return client.send(ApiKey.METADATA, 12, body)
-        finally:
-            client.close()
+        names = None if topics is None else list(topics)
+        deadline = time.monotonic() + 30.0
+        while True:
+            port = self.controllers[self.active_controller()].port
+            client = InterBrokerClient("127.0.0.1", port, "cluster", 10.0, sasl=self._sasl)
+            try:
+                body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
+                body.update(topics=None if names is None else [{"name": t} for t in names],
+                            allow_auto_topic_creation=False)
+                return client.send(ApiKey.METADATA, 12, body)
+            except OSError:
+                # A quorum's new leader closes the connection (NOT_CONTROLLER, for a request
+                # whose answer has no error code) until it has replayed the log and acts; or
+                # the one asked has just died.  Ask whoever leads again, within the bound.
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+            finally:
+                client.close()
 
     def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
         for t in self.metadata()["topics"]:
