@@ -124,8 +124,8 @@ def kafka_topic(kafka_broker: KafkaBrokerFixture) -> str:
 @pytest.fixture(scope="session")
 def kafka_cluster(request: pytest.FixtureRequest,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A :class:`kafkacore.testing.cluster.Cluster` of three brokers (each its own process) for the whole
-    session.  Break it on purpose with ``kill``, ``stop``, ``pause``, ``isolate``,
+    """A :class:`kafkacore.testing.cluster.Cluster` of three brokers and a quorum of three
+    controllers (each its own process) for the whole session.  Break it on purpose with ``kill``, ``stop``, ``pause``, ``isolate``,
     ``set_latency``, ``fail_next``, ``move_leader``; after each test, brokers it killed, stopped
     or paused are brought back and faults are switched off.  Its settings come from the ini
     option ``kafkacore_cluster_config`` (``key=value`` lines, like ``kafkacore_broker_config``)."""
