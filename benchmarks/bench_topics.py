@@ -171,7 +171,10 @@ def measure(kind: str, args: argparse.Namespace) -> dict[str, Any]:
     if kind == "cluster":
         from kafkacore.testing.cluster import Cluster
 
-        with Cluster(brokers=3, config={"default.replication.factor": 1}) as cluster:
+        # One controller, as the figures in docs/benchmarks.rst were measured (topic creation
+        # through a quorum is bench_quorum_scale's).
+        with Cluster(brokers=3, config={"default.replication.factor": 1},
+                     controllers=1) as cluster:
             row = run(kind, cluster.bootstrap_servers, args.topics, args.batch, args.few,
                       args.probes)
     else:

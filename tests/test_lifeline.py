@@ -114,7 +114,8 @@ def test_a_cluster_and_a_local_broker_end_when_their_owner_is_sigkilled():
     owner, report = _start_owner("kill", "cluster", "tansu")
     try:
         pids = set(report["pids"])
-        assert len(pids) == 4 and all(_running(p) for p in pids)  # controller, 2 brokers, tansu
+        # the quorum's 3 controllers, 2 brokers, tansu
+        assert len(pids) == 6 and all(_running(p) for p in pids)
         children = _descendants(owner.pid)
         assert pids < children
         owner.kill()

@@ -1,9 +1,10 @@
 """Tutorial 47: replication and a leader election, on a real three-broker cluster.
 
-We start a controller and three brokers, each its own process (``kafkacore.testing.cluster.Cluster``),
-create a topic with replication factor 3 and ``min.insync.replicas=2``, and produce with
-``acks=all``: each acknowledgement means all three replicas have the record.  Then we kill the
-partition's leader with SIGKILL and watch the controller fence it and elect a new leader from
+We start a quorum of three controllers and three brokers, each its own process
+(``kafkacore.testing.cluster.Cluster``), create a topic with replication factor 3 and
+``min.insync.replicas=2``, and produce with ``acks=all``: each acknowledgement means all three
+replicas have the record.  Then we kill the partition's leader with SIGKILL and watch the
+(active) controller fence it and elect a new leader from
 the in-sync replicas, with a new leader epoch.  The producer carries on; nothing acknowledged is
 lost.  Finally the dead broker restarts on its old log, truncates by leader epoch, catches up and
 rejoins the ISR.  See docs/broker/replication.rst and docs/broker/failover.rst.

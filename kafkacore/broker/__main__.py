@@ -32,6 +32,7 @@ from kafkacore.broker.server_common import lifeline
 if TYPE_CHECKING:
     from kafkacore.broker.controller.controller_server import ControllerServer
     from kafkacore.broker.server.broker_server import Broker
+    from kafkacore.broker.server.kafka_raft_server import KafkaRaftServer
 
 READY_PREFIX = "kafkacore-broker listening on "
 
@@ -123,10 +124,19 @@ def _say_what_is_not_applied(config: BrokerConfig) -> None:
         log.warning("accepted without effect here (Kafka broker settings this broker has no "
                     "counterpart for): %s", ", ".join(config.without_effect))
     if config.combined_roles:
+        from kafkacore.broker.server.kafka_raft_server import is_combined_quorum
+
+        quorum = False
+        with contextlib.suppress(errors.ConfigError):  # main() says what is wrong with it
+            quorum = is_combined_quorum(config.values_given)
+        if quorum:
+            log.info("process.roles=broker,controller: one voter of the quorum %s and a broker, "
+                     "in this process", config["controller.quorum.voters"])
+            return
         unopened = ", ".join(config.unopened_controller_listeners) or "none"
         log.info("process.roles=broker,controller: one node that acts as its own controller "
-                 "(a controller quorum of several nodes is not built yet); controller "
-                 "listeners not opened: %s", unopened)
+                 "(controller.quorum.voters names no other voter); controller listeners not "
+                 "opened: %s", unopened)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -134,10 +144,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if _broker_extra_is_missing():
         print(MISSING_EXTRA, file=sys.stderr)
         return 1
-    from kafkacore.broker.controller.controller_server import ControllerServer
-    from kafkacore.broker.network.faults import ControlServer
-    from kafkacore.broker.server.broker_server import Broker
-
     if argv[:1] == ["cluster"]:
         from kafkacore.testing.cluster import main as cluster_main
 
@@ -193,41 +199,67 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     # Started by a Python program (Cluster, LocalBroker): stop when it ends, however it ends.
     lifeline.watch_owner(stop.set)
-    broker: Broker | ControllerServer | None = None
+    # A controller imports no broker: a quorum's three controllers each start that much sooner
+    # and cheaper (docs/broker/quorum.rst, "What it costs").
+    broker: Broker | None = None
+    controller: ControllerServer | None = None
+    combined: KafkaRaftServer | None = None
     try:
         _check_log_dirs(config.log_dirs)
-        if config["process.roles"] == "controller":
-            broker = ControllerServer(config)
+        from kafkacore.broker.server.kafka_raft_server import is_combined_quorum
+
+        if is_combined_quorum(config.values_given):
+            # One of a quorum's combined nodes: its voter and its broker (Kafka's combined
+            # mode); the control socket is its broker's.
+            from kafkacore.broker.server.kafka_raft_server import KafkaRaftServer
+
+            combined = KafkaRaftServer(config.values_given)
+            broker = combined.broker
+            combined.start()
+        elif config["process.roles"] == "controller":
+            from kafkacore.broker.controller.controller_server import ControllerServer
+
+            controller = ControllerServer(config)
+            controller.start()
         else:
+            from kafkacore.broker.server.broker_server import Broker
+
             broker = Broker(config)
-        broker.start()
+            broker.start()
     except (OSError, errors.ConfigError) as exc:
         # A mistake in how it was started, not a bug: one line and exit 2, as for bad flags.
-        if broker is not None:
-            with contextlib.suppress(Exception):
-                broker.stop()
+        for started in (combined or broker, controller):
+            if started is not None:
+                with contextlib.suppress(Exception):
+                    started.stop()
         parser.exit(2, f"{parser.prog}: error: {_start_up_error(exc)}\n")
+    server = combined or broker or controller
+    if server is None:
+        raise errors.IllegalStateError("neither a broker nor a controller was started")
     control = None
     try:
-        if args.control_socket and isinstance(broker, Broker):
+        if args.control_socket and broker is not None:
+            from kafkacore.broker.network.faults import ControlServer
+
             control = ControlServer(broker.faults, args.control_socket,
                                     broker.statistics).start()
-        elif args.control_socket:
+        elif args.control_socket and controller is not None:
             from kafkacore.broker.controller.controller_server import ControllerControlServer
 
-            control = ControllerControlServer(broker, args.control_socket).start()
-        print(f"{READY_PREFIX}{broker.bootstrap_servers}", flush=True)
+            control = ControllerControlServer(controller, args.control_socket).start()
+        print(f"{READY_PREFIX}{server.bootstrap_servers}", flush=True)
         # a controller has one listener, already printed above
-        for endpoint in (broker.socket_server.endpoints() if isinstance(broker, Broker) else ()):
-            logging.getLogger("kafkacore.broker").info(
-                "listener %s (%s) on %s", endpoint.name, endpoint.security_protocol,
-                broker.bootstrap_servers_of(endpoint.name))
+        if broker is not None and broker.socket_server is not None:
+            for endpoint in broker.socket_server.endpoints():
+                logging.getLogger("kafkacore.broker").info(
+                    "listener %s (%s) on %s", endpoint.name, endpoint.security_protocol,
+                    broker.bootstrap_servers_of(endpoint.name))
         while not stop.wait(1.0):
             pass
     finally:
         if control is not None:
             control.stop()
-        broker.stop()
+        server.stop()
     return 0
 
 

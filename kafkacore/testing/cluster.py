@@ -10,11 +10,11 @@ Every broker keeps its ``log.dirs`` under one directory (a temporary one unless 
 (``isolate``, ``heal``, ``set_latency``, ``fail_next``) go through each broker's control socket
 (``kafkacore.broker.network.faults.BrokerControl``).  Every wait is bounded.
 
-``Cluster(controllers=3)`` runs three controllers as a Raft quorum (``controller.quorum.voters``,
-node ids 3000, 3001, 3002 as Kafka's ``KafkaClusterTestKit`` numbers them): ``kill``,
-``restart``, ``isolate`` and the rest take a controller's id too, and ``active_controller()``
-says which one leads.  The default stays one controller, node 0 (docs/broker/quorum.rst).
-See docs/broker/failover.rst.
+By default three controllers run as a Raft quorum (``controller.quorum.voters``, node ids
+3000, 3001, 3002 as Kafka's ``KafkaClusterTestKit`` numbers them): ``kill``, ``restart``,
+``isolate`` and the rest take a controller's id too, and ``active_controller()`` says which one
+leads (docs/broker/quorum.rst).  ``Cluster(controllers=1)`` runs the lone controller, node 0, a
+quorum of one.  See docs/broker/failover.rst.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class _Node:
 
 
 class Cluster:
-    """A controller (node 0), or a quorum of them, and brokers 1..N as separate processes.
+    """A quorum of controllers (or one, node 0) and brokers 1..N as separate processes.
 
     ``config``: broker settings for every broker, by Kafka's names.  The defaults suit tests:
     a short ``broker.session.timeout.ms`` (a dead broker is fenced within about 2 s) and
@@ -85,8 +85,8 @@ class Cluster:
     ``sasl_plain``: the (user, password) the harness itself uses to ask for Metadata.
 
     ``controllers``: how many controllers; more than one makes them a Raft quorum (ids 3000 and
-    on, see docs/broker/quorum.rst), of which the active one decides; the default, 1, is the
-    lone controller, node 0.
+    on, see docs/broker/quorum.rst), of which the active one decides (``active_controller()``);
+    the default is 3, as Kafka's production clusters run; 1 is the lone controller, node 0.
     """
 
     def __init__(self, brokers: int = 3, *, log_dir: str | os.PathLike[str] | None = None,
@@ -94,7 +94,7 @@ class Cluster:
                  log_level: str = "INFO",
                  advertised_listeners: Mapping[int, str] | None = None,
                  security_protocol: str = "PLAINTEXT",
-                 sasl_plain: tuple[str, str] | None = None, controllers: int = 1) -> None:
+                 sasl_plain: tuple[str, str] | None = None, controllers: int = 3) -> None:
         if brokers < 1:
             raise ValueError(f"a cluster needs at least one broker, got {brokers}")
         if isinstance(controllers, bool) or not isinstance(controllers, int) or controllers < 1:
@@ -130,7 +130,8 @@ class Cluster:
             "num.io.threads": "4",
         }
         self.config.update({k: str(v) for k, v in (config or {}).items()})
-        #: the first controller (the only one, node 0, unless ``controllers`` > 1)
+        #: the first controller (of a quorum, not necessarily the active one: see
+        #: ``active_controller()``; with ``controllers=1``, node 0)
         self.controller: _Node | None = None
         self.controllers: dict[int, _Node] = {}
         self.brokers: dict[int, _Node] = {}
@@ -361,20 +362,38 @@ class Cluster:
                 raise ClusterError(f"no active controller after {timeout_s} s")
             time.sleep(0.05)
 
+    def controller_address(self, controller: int | None = None) -> str:
+        """The address of ``controller`` (an id), or of the active controller if None (waits,
+        bounded, for one): where a test talks to "the controller" directly."""
+        node_id = self.active_controller() if controller is None else controller
+        if node_id not in self.controllers:
+            raise ValueError(f"no controller {node_id} in this cluster {sorted(self.controllers)}")
+        return f"127.0.0.1:{self.controllers[node_id].port}"
+
     def metadata(self, topics: Iterable[str] | None = None) -> dict[str, Any]:
         """The active controller's Metadata answer: every topic's partitions and the live
         brokers."""
         if not self.controllers:
             raise IllegalStateError("the cluster has not started")
-        port = self.controllers[self.active_controller()].port
-        client = InterBrokerClient("127.0.0.1", port, "cluster", 10.0, sasl=self._sasl)
-        try:
-            body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
-            body.update(topics=None if topics is None else [{"name": t} for t in topics],
-                        allow_auto_topic_creation=False)
-            return client.send(ApiKey.METADATA, 12, body)
-        finally:
-            client.close()
+        names = None if topics is None else list(topics)
+        deadline = time.monotonic() + 30.0
+        while True:
+            port = self.controllers[self.active_controller()].port
+            client = InterBrokerClient("127.0.0.1", port, "cluster", 10.0, sasl=self._sasl)
+            try:
+                body = codec.REQUESTS[ApiKey.METADATA].body.defaults(12)
+                body.update(topics=None if names is None else [{"name": t} for t in names],
+                            allow_auto_topic_creation=False)
+                return client.send(ApiKey.METADATA, 12, body)
+            except OSError:
+                # A quorum's new leader closes the connection (NOT_CONTROLLER, for a request
+                # whose answer has no error code) until it has replayed the log and acts; or
+                # the one asked has just died.  Ask whoever leads again, within the bound.
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+            finally:
+                client.close()
 
     def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
         for t in self.metadata()["topics"]:
@@ -630,9 +649,12 @@ class Cluster:
 def main(argv: Sequence[str] | None = None) -> int:
     """``kafkacore-broker cluster --brokers 3``: run a cluster until SIGTERM or SIGINT."""
     parser = argparse.ArgumentParser(prog="kafkacore-broker cluster",
-                                     description="a controller and N brokers, one process each")
+                                     description="a quorum of controllers and N brokers, one "
+                                                 "process each")
     parser.add_argument("--brokers", type=int, default=3,
-                        help="how many brokers, besides the controller (default 3)")
+                        help="how many brokers, besides the controllers (default 3)")
+    parser.add_argument("--controllers", type=int, default=3,
+                        help="how many controllers: a Raft quorum if more than one (default 3)")
     parser.add_argument("--log-dirs", help="base directory (default: a temporary one)")
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting of every broker, by Kafka's name (repeatable)")
@@ -646,7 +668,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    with Cluster(args.brokers, log_dir=args.log_dirs, config=config) as cluster:
+    with Cluster(args.brokers, log_dir=args.log_dirs, config=config,
+                 controllers=args.controllers) as cluster:
         print(f"{CLUSTER_READY_PREFIX}{cluster.bootstrap_servers}", flush=True)
         while not stop.wait(1.0):
             pass

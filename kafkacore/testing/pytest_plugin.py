@@ -124,8 +124,8 @@ def kafka_topic(kafka_broker: KafkaBrokerFixture) -> str:
 @pytest.fixture(scope="session")
 def kafka_cluster(request: pytest.FixtureRequest,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A :class:`kafkacore.testing.cluster.Cluster` of three brokers (each its own process) for the whole
-    session.  Break it on purpose with ``kill``, ``stop``, ``pause``, ``isolate``,
+    """A :class:`kafkacore.testing.cluster.Cluster` of three brokers and a quorum of three
+    controllers (each its own process) for the whole session.  Break it on purpose with ``kill``, ``stop``, ``pause``, ``isolate``,
     ``set_latency``, ``fail_next``, ``move_leader``; after each test, brokers it killed, stopped
     or paused are brought back and faults are switched off.  Its settings come from the ini
     option ``kafkacore_cluster_config`` (``key=value`` lines, like ``kafkacore_broker_config``)."""
@@ -135,7 +135,7 @@ def kafka_cluster(request: pytest.FixtureRequest,
     # 107 bytes), and pytest's own can be too deep (under xdist, or a pytest run by a test).
     base = tmp_path_factory.mktemp("kc")
     short = None
-    if len(str(base / "controller.ctl")) > 100:
+    if len(str(base / "controller-3000.ctl")) > 100:  # the longest name: a quorum's voter
         base = short = pathlib.Path(tempfile.mkdtemp(prefix="kc-"))
     config = _config_from_ini(request.config.getini("kafkacore_cluster_config"))
     try:

@@ -64,6 +64,13 @@ def cluster(tmp_path_factory):
         yield c
 
 
+def to_the_active_controller(cluster: Cluster, user) -> InterBrokerClient:
+    """A client of the quorum's active controller (the others answer NOT_CONTROLLER)."""
+    host, port = cluster.controller_address().split(":")
+    return InterBrokerClient(host, int(port), f"test-{user[0]}", 30.0,
+                             sasl=functools.partial(PlainMechanism, *user))
+
+
 def client(cluster: Cluster, broker: int, user) -> InterBrokerClient:
     host, port = cluster.broker_address(broker).split(":")
     return InterBrokerClient(host, int(port), f"test-{user[0]}", 30.0,
@@ -244,9 +251,7 @@ def test_only_brokers_may_talk_to_the_controller(cluster):
     state = cluster.partition_state(topic, 0)
     assert state is not None
     topic_id = next(t["topic_id"] for t in cluster.metadata([topic])["topics"])
-    assert cluster.controller is not None
-    mallory = InterBrokerClient("127.0.0.1", cluster.controller.port, "mallory", 30.0,
-                                sasl=functools.partial(PlainMechanism, *MALLORY))
+    mallory = to_the_active_controller(cluster, MALLORY)
     try:
         shrink = mallory.send(ApiKey.ALTER_PARTITION, 3, {
             "broker_id": state["leader_id"], "broker_epoch": -1, "topics": [
@@ -272,9 +277,7 @@ def test_only_brokers_get_producer_ids_from_the_controller(cluster):
     in a broker's name is refused for want of CLUSTER_ACTION, before its epoch is looked at,
     while the brokers (SASL to the controller) get their blocks: an idempotent producer of
     alice's is given an id by whichever broker it asks."""
-    assert cluster.controller is not None
-    mallory = InterBrokerClient("127.0.0.1", cluster.controller.port, "mallory", 30.0,
-                                sasl=functools.partial(PlainMechanism, *MALLORY))
+    mallory = to_the_active_controller(cluster, MALLORY)
     try:
         answer = mallory.send(ApiKey.ALLOCATE_PRODUCER_IDS, 0, {"broker_id": 1,
                                                                 "broker_epoch": -1})

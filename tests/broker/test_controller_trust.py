@@ -1,7 +1,7 @@
 """What the controller takes from whoever reaches it (no authorizer): a BrokerRegistration
 under the id of a live broker is DUPLICATE_BROKER_REGISTRATION, and an AlterPartition or an
 AllocateProducerIds must carry the broker epoch of the broker it names (STALE_BROKER_EPOCH), as
-Kafka's controller answers.  A stranger talks to the 3-broker cluster's controller directly."""
+Kafka's controller answers.  A stranger talks to the 3-broker cluster's active controller directly."""
 
 from __future__ import annotations
 
@@ -19,8 +19,10 @@ pytestmark = pytest.mark.cluster
 
 @pytest.fixture
 def stranger(cluster):
-    """A client of the controller that is no broker of the cluster."""
-    client = InterBrokerClient("127.0.0.1", cluster.controller.port, "stranger", 10.0)
+    """A client of the active controller (the others answer NOT_CONTROLLER) that is no broker
+    of the cluster."""
+    host, port = cluster.controller_address().split(":")
+    client = InterBrokerClient(host, int(port), "stranger", 10.0)
     yield client
     client.close()
 

@@ -281,7 +281,9 @@ SETTINGS: dict[str, _Setting] = {
         3600000, _int(1), "how often the coordinator forgets expired transactional ids"),
     # -- the cluster (docs/broker/replication.rst) --
     "process.roles": _Setting("", _str, "broker, controller, or empty: one broker that is its "
-                                          "own controller (a cluster of one)"),
+                                          "own controller (a cluster of one); broker,controller:"
+                                          " a combined node, one of the quorum's voters if "
+                                          "controller.quorum.voters names several"),
     "controller.quorum.bootstrap.servers": _Setting(
         "", _str, "host:port of the controller, or of several: a broker moves to the next on "
                   "NOT_CONTROLLER or a dead connection"),
@@ -338,9 +340,13 @@ class BrokerConfig:
         values = _with_synonyms(values or {})
         #: The settings given that Kafka knows and this broker has no use for, in given order.
         self.without_effect: list[str] = []
+        #: The settings as given (by their names as given), before a combined node's are
+        #: rewritten below: what ``KafkaRaftServer`` splits into its voter's and its broker's.
+        self.values_given: dict[str, Any] = dict(values)
         #: ``process.roles=broker,controller`` (Kafka's combined mode, its stock file's): one
-        #: node, which acts as its own controller as with no ``process.roles``.  The controller
-        #: quorum of several such nodes is future work.
+        #: node, which acts as its own controller as with no ``process.roles``.  With several
+        #: voters in ``controller.quorum.voters`` the process is one of a quorum instead:
+        #: ``kafkacore-broker`` runs it as a ``KafkaRaftServer`` (docs/broker/quorum.rst).
         self.combined_roles = _roles(values.get("process.roles")) == {"broker", "controller"}
         if self.combined_roles:
             values = {**values, "process.roles": ""}

@@ -212,10 +212,14 @@ class ControllerApis(ApiRequestHandler):
                                "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
 
     def _is_voter_fetch(self, request: Request) -> bool:
-        """A Fetch from another controller of the quorum (Raft's replication)."""
+        """A Fetch from another controller of the quorum (Raft's replication): from a voter's
+        id, naming the cluster (KIP-595's ClusterId, which the voters send).  A broker's
+        metadata fetch names no cluster: in a combined node (``process.roles=broker,
+        controller``) the broker has its voter's id, and is an observer all the same."""
         raft = self.controller.raft
         return (raft is not None and request.api_key == ApiKey.FETCH
                 and request.body is not None
+                and request.body.get("cluster_id") is not None
                 and raft_wire.fetch_replica_id(request.body) in raft.voters)
 
     def handle_raft_request(self, request: Request) -> None:
