@@ -148,7 +148,8 @@ def kafka_cluster(request: pytest.FixtureRequest,
 
 @pytest.fixture(autouse=True)
 def _kafkacore_reset_cluster(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After each test that used ``kafka_cluster``: every broker running, healed, no faults."""
+    """After each test that used ``kafka_cluster``: every controller and broker running, the
+    brokers healed, no faults."""
     yield
     if "kafka_cluster" not in request.fixturenames:
         return
@@ -156,6 +157,14 @@ def _kafkacore_reset_cluster(request: pytest.FixtureRequest) -> Iterator[None]:
 
     cluster = request.getfixturevalue("kafka_cluster")
     restarted = False
+    for controller_id, node in cluster.controllers.items():  # the quorum whole again first
+        if node.paused:
+            cluster.resume(controller_id)
+        if not node.running:
+            cluster.restart(controller_id)
+            restarted = True
+        else:
+            cluster.heal(controller_id)
     for broker_id, node in cluster.brokers.items():
         if node.paused:
             cluster.resume(broker_id)
