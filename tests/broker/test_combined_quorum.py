@@ -107,7 +107,9 @@ class CombinedNodes:
             self.processes[node] = lifeline.spawn(
                 [sys.executable, "-m", "kafkacore.broker",
                  str(self.base / f"node-{node}.properties")],
-                lifeline=True, stdout=subprocess.PIPE, stderr=stderr, env=env)
+                # From its own directory: ``python -m`` puts the working directory first on
+                # sys.path, and a checkout's would hide the installed kafkacore.
+                lifeline=True, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=self.base)
 
     def wait_ready(self, node: int, bound_s: float = 90.0) -> None:
         """Its ready line: the broker registered with the quorum and holds its image."""
